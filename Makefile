@@ -1,0 +1,26 @@
+# Two commands for a fresh machine (see README):
+#   make run    set up .venv from the pinned lock file and run the main job
+#   make test   set up .venv (if needed) and run the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: setup run test bench clean
+
+$(BIN)/evaluator: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $(BIN)/evaluator
+
+setup: $(BIN)/evaluator
+
+run: setup
+	$(BIN)/evaluator eval
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache

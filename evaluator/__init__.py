@@ -1,0 +1,62 @@
+"""The evaluator: link-level contention model of HPC interconnects, batched in JAX.
+
+Public API (anything not listed in ``__all__`` may change):
+
+* topologies: :func:`torus`, :func:`bgq_partition`, :func:`gemini`, :func:`dragonfly`;
+* routings: :mod:`evaluator.routing` (``dor``, ``minimal``, ``valiant``);
+* traffic: :mod:`evaluator.traffic`; placement: :mod:`evaluator.placement`;
+* :func:`evaluate` (one design point -> :class:`xarray.Dataset`) and
+  :func:`evaluate_batch` (many variants of one topology and routing).
+
+Byte counts must be exact, so importing the package turns on JAX 64-bit mode
+(``jax_enable_x64``).
+"""
+
+from __future__ import annotations
+
+import jax as _jax
+
+_jax.config.update("jax_enable_x64", True)
+
+__version__ = "0.1.0"
+
+from . import placement, routing, topology, traffic  # noqa: E402
+from .errors import ConfigError  # noqa: E402
+from .evaluate import BatchResult, evaluate, evaluate_batch  # noqa: E402
+from .routing import Routing, dor, minimal, valiant  # noqa: E402
+from .topology import (  # noqa: E402
+    DragonflyTopology,
+    Topology,
+    TorusTopology,
+    bgq_partition,
+    dragonfly,
+    gemini,
+    torus,
+)
+from .traffic import Traffic  # noqa: E402
+from .placement import Placement  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "ConfigError",
+    "Topology",
+    "TorusTopology",
+    "DragonflyTopology",
+    "torus",
+    "bgq_partition",
+    "gemini",
+    "dragonfly",
+    "Routing",
+    "dor",
+    "minimal",
+    "valiant",
+    "Traffic",
+    "Placement",
+    "evaluate",
+    "evaluate_batch",
+    "BatchResult",
+    "placement",
+    "routing",
+    "topology",
+    "traffic",
+]

@@ -1,0 +1,190 @@
+"""Evaluate design points: host-side batching around the JAX kernel, xarray output.
+
+:func:`evaluate` answers one design point as an :class:`xarray.Dataset`;
+:func:`evaluate_batch` answers many traffic/placement variants of one
+(topology, routing) pair with one compilation per shape bucket.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .errors import ConfigError, positive_int, require
+from .kernel import PointInputs, batch_kernel
+from .placement import Placement
+from .routing import Routing
+from .topology import Topology
+from .traffic import Traffic
+
+__all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size"]
+
+UNITS = {
+    "completion_time": ("s", "completion time of the exchange (contention lower bound)"),
+    "throughput": ("bytes/s", "total bytes over completion time"),
+    "effective_injection_bandwidth": ("bytes/s", "mean bytes sent per sending task over completion time"),
+    "mean_hops": ("1", "router-to-router links per byte that leaves its node"),
+    "total_bytes": ("bytes", "bytes sent in the exchange"),
+    "link_load": ("bytes", "expected bytes crossing the link in one exchange"),
+    "link_capacity": ("bytes/s", "link bandwidth per direction"),
+}
+
+
+def bucket_size(n: int, minimum: int = 16) -> int:
+    """Shape bucket for ``n`` items: the next power of two (at least ``minimum``)."""
+    return max(minimum, 1 << max(0, math.ceil(math.log2(max(n, 1)))))
+
+
+@dataclasses.dataclass
+class BatchResult:
+    """Per-point results of :func:`evaluate_batch` (NumPy, leading axis ``point``)."""
+
+    topology: Topology
+    routing: Routing
+    metrics: dict[str, np.ndarray]
+    link_load: np.ndarray | None
+
+    def bottleneck_names(self) -> np.ndarray:
+        names = np.asarray(list(self.topology.class_names) + ["none"], dtype=object)
+        return names[self.metrics["bottleneck_class"]].astype(str)
+
+    def to_dataset(self, dim: str = "variant") -> xr.Dataset:
+        """Results as a dataset with dimension ``dim`` (and ``link`` if loads were kept)."""
+        return _dataset(self, dim)
+
+
+def _check_pair(topology: Topology, traffic: Traffic, placement: Placement, i: int | None = None) -> None:
+    where = "" if i is None else f"[{i}]"
+    require(placement.n_nodes == topology.n_nodes, f"placement{where}", placement.name,
+            f"a placement made for {topology.name} ({topology.n_nodes} nodes); it was made for "
+            f"{placement.n_nodes} nodes")
+    if traffic.n_tasks != placement.n_tasks:
+        raise ConfigError(f"placement{where}.n_tasks", placement.n_tasks,
+                          f"the traffic's task count {traffic.n_tasks} ({traffic.name})",
+                          "Traffic and placement must describe the same tasks.")
+
+
+def evaluate_batch(
+    topology: Topology,
+    routing: Routing,
+    traffics: Traffic | Sequence[Traffic],
+    placements: Placement | Sequence[Placement],
+    keep_link_load: bool = False,
+    chunk_size: int = 64,
+) -> BatchResult:
+    """Evaluate many traffic/placement variants of one (topology, routing).
+
+    ``traffics`` and ``placements`` are sequences of equal length, or a single
+    item broadcast against the other. Flow and task arrays are padded to a
+    power-of-two bucket and the points are sent to the device in fixed-size
+    chunks, so the kernel compiles once per bucket. Per-link loads are
+    returned only with ``keep_link_load`` (memory: points x links x 8 bytes).
+    """
+    if isinstance(traffics, Traffic):
+        traffics = [traffics]
+    if isinstance(placements, Placement):
+        placements = [placements]
+    traffics, placements = list(traffics), list(placements)
+    n = max(len(traffics), len(placements))
+    if len(traffics) == 1:
+        traffics = traffics * n
+    if len(placements) == 1:
+        placements = placements * n
+    require(len(traffics) == len(placements), "placements", len(placements),
+            f"one placement, or as many as traffics ({len(traffics)})")
+    require(n > 0, "traffics", 0, "at least one design point")
+    for i, (t, p) in enumerate(zip(traffics, placements)):
+        _check_pair(topology, t, p, None if n == 1 else i)
+    chunk_size = positive_int("chunk_size", chunk_size)
+    kern = batch_kernel(topology, routing, bool(keep_link_load))
+    F = bucket_size(max(t.n_flows for t in traffics))
+    T = bucket_size(max(t.n_tasks for t in traffics))
+    chunk = min(chunk_size, bucket_size(n, minimum=1))
+
+    src = np.zeros((n, F), np.int32)
+    dst = np.zeros((n, F), np.int32)
+    nb = np.zeros((n, F), np.float64)
+    tn = np.zeros((n, T), np.int32)
+    for i, (t, p) in enumerate(zip(traffics, placements)):
+        src[i, : t.n_flows] = t.src
+        dst[i, : t.n_flows] = t.dst
+        nb[i, : t.n_flows] = t.nbytes
+        tn[i, : t.n_tasks] = p.task_node
+    outs: list[dict] = []
+    for start in range(0, n, chunk):
+        sl = slice(start, min(start + chunk, n))
+        pad = chunk - (sl.stop - sl.start)
+
+        def take(a):
+            x = a[sl]
+            return np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) if pad else x
+
+        pts = PointInputs(jnp.asarray(take(tn)), jnp.asarray(take(src)), jnp.asarray(take(dst)), jnp.asarray(take(nb)))
+        res = kern.fn(kern.net, pts)
+        outs.append({k: np.asarray(v)[: chunk - pad] for k, v in res.items()})
+    merged = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+    loads = merged.pop("link_load", None)
+    return BatchResult(topology, routing, merged, loads)
+
+
+def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
+    topo = res.topology
+    m = res.metrics
+    data = {}
+    for k in ("completion_time", "throughput", "effective_injection_bandwidth", "mean_hops", "total_bytes"):
+        v = m[k] if dim else m[k][0]
+        data[k] = ((dim,) if dim else (), v, {"units": UNITS[k][0], "long_name": UNITS[k][1]})
+    bn = res.bottleneck_names()
+    data["bottleneck"] = ((dim,) if dim else (), bn if dim else bn[0],
+                          {"long_name": "class of the link that sets the completion time"})
+    for c, cname in enumerate(topo.class_names):
+        v = m["max_load_class"][:, c]
+        data[f"max_load_{cname.replace('-', '_')}"] = ((dim,) if dim else (), v if dim else v[0],
+                                                        {"units": "bytes", "long_name": f"largest load on a {cname} link"})
+    coords = {}
+    if res.link_load is not None:
+        ll = res.link_load if dim else res.link_load[0]
+        data["link_load"] = (((dim, "link") if dim else ("link",)), ll,
+                             {"units": UNITS["link_load"][0], "long_name": UNITS["link_load"][1]})
+        data["link_capacity"] = (("link",), np.asarray(topo.capacity),
+                                 {"units": UNITS["link_capacity"][0], "long_name": UNITS["link_capacity"][1]})
+        coords = {
+            "link": np.arange(topo.n_links),
+            "link_src": ("link", np.asarray(topo.link_src), {"long_name": "source router id (-1: node side)"}),
+            "link_dst": ("link", np.asarray(topo.link_dst), {"long_name": "destination router id (-1: node side)"}),
+            "link_class": ("link", topo.link_class_names()),
+            "link_node": ("link", np.asarray(topo.link_node), {"long_name": "node id of injection/ejection links"}),
+        }
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update(
+        {
+            "topology": topo.name,
+            "routing": res.routing.label,
+            "n_nodes": topo.n_nodes,
+            "n_routers": topo.n_routers,
+            "evaluator_version": __version__,
+        }
+    )
+    return ds
+
+
+def evaluate(topology: Topology, traffic: Traffic, placement: Placement, routing: Routing) -> xr.Dataset:
+    """Link demand and predicted performance of one design point.
+
+    Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``
+    (bytes/s per direction), coordinates ``link_src``, ``link_dst``,
+    ``link_class``, ``link_node``, and scalar ``completion_time`` (s),
+    ``throughput`` (bytes/s), ``effective_injection_bandwidth`` (bytes/s),
+    ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``
+    and ``total_bytes``.
+    """
+    res = evaluate_batch(topology, routing, [traffic], [placement], keep_link_load=True, chunk_size=1)
+    ds = _dataset(res, None)
+    ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
+    return ds

@@ -1,0 +1,465 @@
+"""Machine catalogue: named machines loaded from one YAML file each.
+
+A machine is either a Blue Gene/Q system described in midplanes
+(``kind: bgq``) or a generic torus of routers (``kind: torus``, e.g. the Cray
+Gemini torus of Blue Waters). The built-in catalogue lives in
+``conf/machine/*.yaml`` at the repository root (the same files form the Hydra
+config group ``machine``). A user adds a machine by dropping one YAML file
+either there or in a directory listed in the environment variable
+``EVALUATOR_MACHINE_PATH`` (several directories separated by ``os.pathsep``);
+directories of that variable are searched first, so a user file overrides a
+built-in machine of the same name.
+
+Schema (flat, every key required to be one of these; ``null`` where unused)::
+
+    name: Mira                 # str, matched case-insensitively
+    kind: bgq                  # bgq | torus
+    midplanes: [4, 4, 3, 2]    # bgq only: A, B, C, D midplanes
+    allowed_partitions: null   # or list of shapes (midplanes for bgq, routers for torus)
+    link_bandwidth: 2.0e+9     # bytes/s per direction; torus: one number or one per dim
+    dims: null                 # torus only: router grid, e.g. [24, 24, 24]
+    wrap: null                 # torus only: bool or one bool per dim (null: all true)
+    nodes_per_router: 1
+    injection_bandwidth: null  # bytes/s per direction per node; null: not modelled
+    routing_order: longest_first   # longest_first | as_given (dimension order routing)
+    slabs: null                # optional router shapes compared by ``--slabs``
+    description: ""            # optional free text (source of the numbers)
+
+Units: bandwidths are bytes/s per direction of one link.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Machine",
+    "MachineError",
+    "UnknownMachineError",
+    "MACHINE_PATH_ENV",
+    "MACHINE_KEYS",
+    "BGQ_MIDPLANE_NODE_DIMS",
+    "builtin_machine_dir",
+    "machine_search_path",
+    "machine_files",
+    "list_machines",
+    "load_machine",
+    "machine_from_dict",
+]
+
+MACHINE_PATH_ENV = "EVALUATOR_MACHINE_PATH"
+"""Environment variable with extra machine directories (``os.pathsep``-separated)."""
+
+BGQ_MIDPLANE_NODE_DIMS: tuple[int, ...] = (4, 4, 4, 4, 2)
+"""Nodes of one Blue Gene/Q midplane along A, B, C, D, E (512 nodes)."""
+
+KINDS = ("bgq", "torus")
+ROUTING_ORDERS = ("longest_first", "as_given")
+MACHINE_KEYS = (
+    "name",
+    "kind",
+    "midplanes",
+    "allowed_partitions",
+    "link_bandwidth",
+    "dims",
+    "wrap",
+    "nodes_per_router",
+    "injection_bandwidth",
+    "routing_order",
+    "slabs",
+    "description",
+)
+_REQUIRED_KEYS = ("name", "kind", "link_bandwidth")
+
+
+class MachineError(ValueError):
+    """A machine description (YAML file or dict) is invalid.
+
+    The message names the machine, the field, the value given and what is
+    allowed.
+    """
+
+
+class UnknownMachineError(MachineError):
+    """No machine of the requested name is in the catalogue."""
+
+
+def _key(name: str) -> str:
+    """Lookup key of a machine name: lower case, letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "x".join(str(int(s)) for s in shape)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine of the catalogue.
+
+    Attributes
+    ----------
+    name
+        Display name, e.g. ``"Mira"``.
+    kind
+        ``"bgq"``: a Blue Gene/Q system allocated in whole midplanes; each
+        partition is its own 5D torus (wrap links close inside it).
+        ``"torus"``: a torus (or mesh) of routers whose jobs run on sub-prisms
+        routed over the host torus (embedded mode, e.g. Cray Gemini).
+    dims : tuple of int, shape [dim]
+        Router grid of the whole machine. For ``bgq`` this is the node torus
+        ``4A x 4B x 4C x 4D x 2``.
+    wrap : tuple of bool, shape [dim]
+        Wrap-around links of the whole machine in each dimension.
+    link_bandwidth : tuple of float, shape [dim]
+        Bandwidth of one link of each dimension, bytes/s per direction.
+    nodes_per_router
+        Compute nodes attached to each router (1 on BG/Q, 2 on Gemini).
+    midplanes : tuple of int or None
+        ``bgq`` only: the machine in midplanes ``(A, B, C, D)``.
+    allowed_partitions : tuple of tuple of int, or None
+        Shapes the scheduler allows (midplanes for ``bgq``, routers for
+        ``torus``), compared up to rotation; ``None`` means any cuboid that
+        fits is allowed.
+    injection_bandwidth
+        Node injection (and ejection) bandwidth, bytes/s per direction, or
+        ``None`` when not modelled.
+    routing_order
+        ``"longest_first"`` (BG/Q: longest remaining dimension first) or
+        ``"as_given"`` (dimension-order routing in the given order, Gemini XYZ).
+    slabs : tuple of tuple of int, or None
+        Router shapes compared by the slab analysis (``torus`` machines).
+    description
+        Free text: where the numbers come from.
+    source
+        Path of the YAML file, or ``"<dict>"``.
+    """
+
+    name: str
+    kind: str
+    dims: tuple[int, ...]
+    wrap: tuple[bool, ...]
+    link_bandwidth: tuple[float, ...]
+    nodes_per_router: int = 1
+    midplanes: tuple[int, ...] | None = None
+    allowed_partitions: tuple[tuple[int, ...], ...] | None = None
+    injection_bandwidth: float | None = None
+    routing_order: str = "longest_first"
+    slabs: tuple[tuple[int, ...], ...] | None = None
+    description: str = ""
+    source: str = "<dict>"
+
+    @property
+    def key(self) -> str:
+        """Case- and punctuation-insensitive lookup key of :attr:`name`."""
+        return _key(self.name)
+
+    @property
+    def n_routers(self) -> int:
+        """Routers of the whole machine."""
+        return math.prod(self.dims)
+
+    @property
+    def n_nodes(self) -> int:
+        """Compute nodes of the whole machine."""
+        return self.n_routers * self.nodes_per_router
+
+    @property
+    def unit(self) -> str:
+        """Allocation unit: ``"midplane"`` (bgq) or ``"router"`` (torus)."""
+        return "midplane" if self.kind == "bgq" else "router"
+
+    @property
+    def unit_dims(self) -> tuple[int, ...]:
+        """The machine counted in allocation units (midplanes or routers)."""
+        assert self.midplanes is not None or self.kind != "bgq"
+        return self.midplanes if self.kind == "bgq" else self.dims  # type: ignore[return-value]
+
+    @property
+    def nodes_per_unit(self) -> int:
+        """Compute nodes in one allocation unit (512 per midplane on BG/Q)."""
+        if self.kind == "bgq":
+            return math.prod(BGQ_MIDPLANE_NODE_DIMS)
+        return self.nodes_per_router
+
+    @property
+    def label(self) -> str:
+        """One-line description, e.g. ``"Mira (bgq, 4x4x3x2 midplanes, 49152 nodes)"``."""
+        if self.kind == "bgq":
+            return f"{self.name} (bgq, {_shape(self.unit_dims)} midplanes, {self.n_nodes} nodes)"
+        return (f"{self.name} (torus, {_shape(self.dims)} routers x {self.nodes_per_router} nodes, "
+                f"{self.n_nodes} nodes)")
+
+
+# --------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------
+
+
+def _err(machine: str, field: str, value: Any, allowed: str, hint: str = "") -> MachineError:
+    msg = f"machine {machine!r}: {field} = {value!r} is invalid; allowed: {allowed}"
+    if hint:
+        msg += f". {hint}"
+    return MachineError(msg)
+
+
+def _is_int(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    try:
+        import numpy as np
+
+        return isinstance(v, np.integer)
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def _int_list(machine: str, field: str, value: Any, length: int | None = None) -> tuple[int, ...]:
+    what = "a list of positive integers" if length is None else f"a list of {length} positive integers"
+    if not isinstance(value, (list, tuple)) or len(value) == 0:
+        raise _err(machine, field, value, what)
+    if length is not None and len(value) != length:
+        raise _err(machine, field, value, what)
+    if not all(_is_int(v) and int(v) >= 1 for v in value):
+        raise _err(machine, field, value, what)
+    return tuple(int(v) for v in value)
+
+
+def _pos_float(machine: str, field: str, value: Any) -> float:
+    """Accept a number or a numeric string (PyYAML reads ``2e9`` as a string)."""
+    if isinstance(value, bool):
+        raise _err(machine, field, value, "a finite number > 0 (bytes/s per direction)")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise _err(machine, field, value, "a finite number > 0 (bytes/s per direction)") from None
+    if not (math.isfinite(f) and f > 0):
+        raise _err(machine, field, value, "a finite number > 0 (bytes/s per direction)")
+    return f
+
+
+def _fits_some_rotation(shape: Sequence[int], box: Sequence[int]) -> bool:
+    return len(shape) == len(box) and all(
+        s <= b for s, b in zip(sorted(shape, reverse=True), sorted(box, reverse=True))
+    )
+
+
+def machine_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Machine:
+    """Build and validate a :class:`Machine` from a plain mapping (one YAML file).
+
+    Parameters
+    ----------
+    data
+        Mapping with the keys of :data:`MACHINE_KEYS` (see module docstring);
+        missing optional keys take their defaults. An OmegaConf node should be
+        converted with ``OmegaConf.to_container(cfg, resolve=True)`` first.
+    source
+        Where the mapping came from, used in messages and kept on the result.
+
+    Raises
+    ------
+    MachineError
+        With the machine name, the field, the value and the allowed values.
+    """
+    if not isinstance(data, Mapping):
+        raise MachineError(f"{source}: a machine description must be a mapping of "
+                           f"{', '.join(MACHINE_KEYS)}; got {type(data).__name__}")
+    name = data.get("name")
+    label = str(name) if name is not None else source
+    unknown = sorted(set(map(str, data)) - set(MACHINE_KEYS))
+    if unknown:
+        raise MachineError(f"machine {label!r} ({source}): unknown key(s) {unknown}; "
+                           f"allowed keys: {', '.join(MACHINE_KEYS)}")
+    for k in _REQUIRED_KEYS:
+        if data.get(k) is None:
+            raise MachineError(f"machine {label!r} ({source}): required key {k!r} is missing; "
+                               f"required keys: {', '.join(_REQUIRED_KEYS)}")
+    if not isinstance(name, str) or not _key(name):
+        raise _err(label, "name", name, "a non-empty string with at least one letter or digit")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise _err(name, "kind", kind, " | ".join(KINDS))
+    routing_order = data.get("routing_order") or ("longest_first" if kind == "bgq" else "as_given")
+    if routing_order not in ROUTING_ORDERS:
+        raise _err(name, "routing_order", routing_order, " | ".join(ROUTING_ORDERS))
+    npr_raw = data.get("nodes_per_router", 1)
+    npr_raw = 1 if npr_raw is None else npr_raw
+    if not (_is_int(npr_raw) and int(npr_raw) >= 1):
+        raise _err(name, "nodes_per_router", npr_raw, "an integer >= 1")
+    npr = int(npr_raw)
+    inj = data.get("injection_bandwidth")
+    inj_f = None if inj is None else _pos_float(name, "injection_bandwidth", inj)
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        raise _err(name, "description", description, "a string")
+
+    midplanes: tuple[int, ...] | None = None
+    if kind == "bgq":
+        midplanes = _int_list(name, "midplanes", data.get("midplanes"), 4)
+        for k in ("dims", "wrap"):
+            if data.get(k) is not None:
+                raise _err(name, k, data.get(k), "null for kind 'bgq'",
+                           "A BG/Q machine is given by 'midplanes'; its node torus is derived.")
+        if npr != 1:
+            raise _err(name, "nodes_per_router", npr, "1 for kind 'bgq'")
+        dims = tuple(4 * m for m in midplanes) + (2,)
+        wrap = (True,) * 5
+        lb = data.get("link_bandwidth")
+        if isinstance(lb, (list, tuple)):
+            raise _err(name, "link_bandwidth", lb, "one number for kind 'bgq' (all dimensions alike)")
+        bw = (_pos_float(name, "link_bandwidth", lb),) * 5
+        unit_dims = midplanes
+    else:
+        if data.get("midplanes") is not None:
+            raise _err(name, "midplanes", data.get("midplanes"), "null for kind 'torus'",
+                       "Give the router grid in 'dims'.")
+        dims = _int_list(name, "dims", data.get("dims"))
+        w = data.get("wrap")
+        if w is None:
+            wrap = (True,) * len(dims)
+        elif isinstance(w, bool):
+            wrap = (w,) * len(dims)
+        elif isinstance(w, (list, tuple)) and len(w) == len(dims) and all(isinstance(x, bool) for x in w):
+            wrap = tuple(w)
+        else:
+            raise _err(name, "wrap", w, f"null, true, false or a list of {len(dims)} booleans")
+        lb = data.get("link_bandwidth")
+        if isinstance(lb, (list, tuple)):
+            if len(lb) != len(dims):
+                raise _err(name, "link_bandwidth", lb, f"one number or a list of {len(dims)} numbers "
+                           "(bytes/s per direction, one per dimension)")
+            bw = tuple(_pos_float(name, f"link_bandwidth[{k}]", v) for k, v in enumerate(lb))
+        else:
+            bw = (_pos_float(name, "link_bandwidth", lb),) * len(dims)
+        unit_dims = dims
+
+    def _shapes(field: str) -> tuple[tuple[int, ...], ...] | None:
+        raw = data.get(field)
+        if raw is None:
+            return None
+        if not isinstance(raw, (list, tuple)) or not raw:
+            raise _err(name, field, raw, f"null or a non-empty list of shapes of {len(unit_dims)} integers")
+        out = []
+        for i, s in enumerate(raw):
+            shp = _int_list(name, f"{field}[{i}]", s, len(unit_dims))
+            if not _fits_some_rotation(shp, unit_dims):
+                raise _err(name, f"{field}[{i}]", list(s), f"a shape that fits in {_shape(unit_dims)} "
+                           f"{'midplanes' if kind == 'bgq' else 'routers'} (in some rotation)")
+            out.append(shp)
+        return tuple(out)
+
+    allowed = _shapes("allowed_partitions")
+    slabs = _shapes("slabs")
+    return Machine(name=name, kind=kind, dims=dims, wrap=wrap, link_bandwidth=bw, nodes_per_router=npr,
+                   midplanes=midplanes, allowed_partitions=allowed, injection_bandwidth=inj_f,
+                   routing_order=routing_order, slabs=slabs, description=description.strip(),
+                   source=source)
+
+
+# --------------------------------------------------------------------------------------
+# catalogue
+# --------------------------------------------------------------------------------------
+
+
+def builtin_machine_dir() -> Path:
+    """Directory of the built-in catalogue, ``<repository>/conf/machine``."""
+    return Path(__file__).resolve().parent.parent / "conf" / "machine"
+
+
+def machine_search_path() -> list[Path]:
+    """Directories searched for machine YAML files, first match wins.
+
+    The directories of ``$EVALUATOR_MACHINE_PATH`` (in order), then
+    :func:`builtin_machine_dir`.
+    """
+    dirs = [Path(p).expanduser() for p in os.environ.get(MACHINE_PATH_ENV, "").split(os.pathsep) if p]
+    dirs.append(builtin_machine_dir())
+    return dirs
+
+
+def machine_files() -> list[Path]:
+    """Every ``*.yaml`` / ``*.yml`` file on the search path, in search order."""
+    files: list[Path] = []
+    for d in machine_search_path():
+        if d.is_dir():
+            files.extend(sorted(p for p in d.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()))
+    return files
+
+
+def _read_yaml(path: Path) -> Machine:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise MachineError(f"{path}: not valid YAML: {exc}") from None
+    return machine_from_dict(data if data is not None else {}, source=str(path))
+
+
+def _catalogue() -> dict[str, Machine]:
+    """All machines by key; earlier directories override later ones."""
+    found: dict[str, Machine] = {}
+    for path in machine_files():
+        m = _read_yaml(path)
+        if m.key in found:
+            if Path(found[m.key].source).parent == path.parent:
+                raise MachineError(f"machine name {m.name!r} is defined twice in {path.parent}: "
+                                   f"{Path(found[m.key].source).name} and {path.name}")
+            continue  # overridden by an earlier directory of the search path
+        found[m.key] = m
+    return found
+
+
+def list_machines() -> list[str]:
+    """Names of every machine on the search path, sorted case-insensitively."""
+    return sorted((m.name for m in _catalogue().values()), key=str.lower)
+
+
+def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
+    """Load a machine by name (case-insensitive) or from a YAML file path.
+
+    Parameters
+    ----------
+    name
+        A machine name such as ``"mira"`` or ``"JUQUEEN-54"`` (case, ``-``,
+        ``_`` and spaces are ignored), a path to a YAML file, or a
+        :class:`Machine` (returned unchanged).
+
+    Raises
+    ------
+    UnknownMachineError
+        No such machine; the message lists the known machines and where they
+        were searched.
+    MachineError
+        The YAML file is invalid.
+    """
+    if isinstance(name, Machine):
+        return name
+    p = Path(os.fspath(name))
+    if p.suffix in (".yaml", ".yml") and p.is_file():
+        return _read_yaml(p)
+    key = _key(str(name))
+    # fast path: a file named after the machine
+    for path in machine_files():
+        if _key(path.stem) == key:
+            m = _read_yaml(path)
+            if m.key == key:
+                return m
+    cat = _catalogue()
+    if key in cat:
+        return cat[key]
+    known = ", ".join(sorted((m.name for m in cat.values()), key=str.lower)) or "(none)"
+    where = ", ".join(str(d) for d in machine_search_path())
+    raise UnknownMachineError(
+        f"unknown machine {str(name)!r}; known machines: {known} (searched {where}). "
+        f"Add one by dropping a YAML file in one of those directories "
+        f"(or a directory named in ${MACHINE_PATH_ENV}).")
