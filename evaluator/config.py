@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+MISSING: Any = "???"  # OmegaConf's marker for a value a config group must supply
+
 import numpy as np
 
 from . import placement as P
@@ -142,7 +144,7 @@ class PlacementConfig:
 class EvalConfig:
     """Top-level config of ``evaluator eval``."""
 
-    topology: Any = field(default_factory=DragonflyConfig)
+    topology: Any = MISSING  # one of the topology schemas, chosen by the config group
     routing: RoutingConfig = field(default_factory=RoutingConfig)
     traffic: TrafficConfig = field(default_factory=TrafficConfig)
     placement: PlacementConfig = field(default_factory=PlacementConfig)

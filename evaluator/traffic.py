@@ -327,8 +327,10 @@ def furthest_partner(topology: Topology) -> np.ndarray:
     Torus: the coordinate ``x_k + floor(n_k/2) mod n_k`` in every wrapped
     dimension and the mirror ``n_k - 1 - x_k`` in every mesh dimension (the
     furthest-node scheme; a pairing when all wrapped sizes are even), same
-    port. Other topologies: a greedy matching over router BFS distances,
-    nodes in id order, each taking the lowest-id free node at maximal distance.
+    port. Other topologies (Dragonfly): the router permutation that maximises the
+    total BFS hop distance (``scipy.optimize.linear_sum_assignment``), no router
+    mapped to itself; node ``(router, port)`` goes to ``(partner, port)``.
+    On Dragonflies every router then reaches a router at its eccentricity.
     """
     p = topology.nodes_per_router
     if isinstance(topology, TorusTopology):
@@ -338,23 +340,12 @@ def furthest_partner(topology: Topology) -> np.ndarray:
         pc = np.where(wrap, (c + dims // 2) % dims, dims - 1 - c)
         pr = np.ravel_multi_index(tuple(pc.T), topology.dims)
         return (np.repeat(pr, p) * p + np.tile(np.arange(p), topology.n_routers)).astype(np.int64)
+    from scipy.optimize import linear_sum_assignment
+
     dist = _router_distances(topology)
-    N = topology.n_nodes
-    nr = topology.node_router
-    partner = -np.ones(N, dtype=np.int64)
-    free = np.ones(N, dtype=bool)
-    for u in range(N):
-        if not free[u]:
-            continue
-        free[u] = False
-        dn = np.where(free, dist[nr[u]][nr], -1.0)
-        if dn.max() < 0:
-            partner[u] = u
-            continue
-        v = int(np.argmax(dn))
-        partner[u], partner[v] = v, u
-        free[v] = False
-    return partner
+    np.fill_diagonal(dist, -1.0)
+    _, pr = linear_sum_assignment(dist, maximize=True)
+    return (np.repeat(pr, p) * p + np.tile(np.arange(p), topology.n_routers)).astype(np.int64)
 
 
 def bisection_pairing(topology: Topology, bytes_per_pair: float = 1.0) -> Traffic:

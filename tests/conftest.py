@@ -1,0 +1,16 @@
+"""Strict JAX settings for the whole test suite (Diffrax-style)."""
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+import evaluator  # noqa: E402,F401  (sets x64 as well)
+
+# Tolerances, in one table.
+RTOL = 1e-12
+ATOL_BYTES = 1e-6
