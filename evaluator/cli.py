@@ -17,6 +17,10 @@ __all__ = ["main", "compose", "conf_dir"]
 
 COMMANDS = {
     "eval": "evaluate one design point from the config and write a dataset under results/",
+    "sweep": "run (or resume) a named sweep from sweeps/ on Ray; writes results/<sweep>/<run-id>.nc",
+    "query": "rank the design points of a sweep dataset (--best METRIC --over AXIS ...)",
+    "optimize": "exhaustive search of decompositions, placements and routings for a stencil job",
+    "plot": "write PNG figures of a sweep dataset",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
 }
 
@@ -67,6 +71,11 @@ def _clean_hydra_message(exc: BaseException) -> str:
     return " | ".join(p for p in parts if p)
 
 
+def repo_dir() -> Path:
+    """Directory holding ``conf/`` and ``sweeps/``."""
+    return conf_dir().parent
+
+
 def compose(overrides: list[str], config_name: str = "config"):
     """Compose the config ``config_name`` with Hydra overrides; return the OmegaConf object."""
     from hydra import compose as hcompose
@@ -78,7 +87,8 @@ def compose(overrides: list[str], config_name: str = "config"):
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = hcompose(config_name=config_name, overrides=list(overrides))
+            search = [f"hydra.searchpath=[file://{repo_dir()}]"]
+            cfg = hcompose(config_name=config_name, overrides=search + list(overrides))
         OmegaConf.resolve(cfg)
         return cfg
     except Exception as exc:  # hydra/omegaconf raise many types; report one line
@@ -130,6 +140,134 @@ def _cmd_eval(argv: list[str]) -> int:
     return 0
 
 
+def _cmd_sweep(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="evaluator sweep", description=COMMANDS["sweep"],
+                                 epilog="e.g. evaluator sweep sweeps=dragonfly_nne_placement topology.p=8 "
+                                        "ray.address=auto. Named sweeps: "
+                                        + ", ".join(sorted(p.stem for p in (repo_dir() / 'sweeps').glob('*.yaml'))))
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides (sweeps=NAME picks the study)")
+    ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = ap.parse_args(argv)
+    from omegaconf import OmegaConf
+
+    from .sweep import plan_sweep, run_sweep
+
+    cfg = compose(args.overrides, config_name="sweep")
+    if args.show_config:
+        print(OmegaConf.to_yaml(cfg))
+        return 0
+    user = [o for o in args.overrides if not o.startswith(("sweeps=", "ray.", "sweep."))]
+    plan = plan_sweep(cfg, user, lambda extra: compose(args.overrides + extra, config_name="sweep"))
+    print(f"sweep {plan.name}: {plan.n_points} points on axes "
+          + ", ".join(f"{a.name}[{a.size}]" for a in plan.axes) + f"; run id {plan.run_id}")
+    path = run_sweep(plan, cfg.ray, progress=not args.no_progress)
+    from .query import best, open_results
+
+    ds = open_results(path)
+    print(f"{int(ds.attrs['n_feasible'])} feasible of {int(ds.attrs['n_points'])} points; "
+          f"timing {ds.attrs['timing_json']}")
+    print(best(ds, "completion_time", n=5).to_string())
+    print(f"dataset: {path}")
+    return 0
+
+
+def _cmd_query(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="evaluator query", description=COMMANDS["query"])
+    ap.add_argument("path", help="a sweep dataset (.nc or .zarr)")
+    ap.add_argument("--best", default="completion_time", metavar="METRIC", help="metric to rank by")
+    ap.add_argument("--over", nargs="*", default=None, metavar="AXIS",
+                    help="axes to choose over; the best per combination of the other axes")
+    ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL", help="restrict, e.g. routing=valiant")
+    ap.add_argument("-n", type=int, default=20, help="rows to print")
+    args = ap.parse_args(argv)
+    from .query import best, open_results
+
+    where = {}
+    for w in args.where:
+        k, sep, v = w.partition("=")
+        if not sep:
+            from .errors import ConfigError
+
+            raise ConfigError("--where", w, "AXIS=LABEL[,LABEL...]")
+        where[k] = v.split(",")
+    ds = open_results(args.path)
+    table = best(ds, args.best, over=args.over, where=where or None, n=args.n)
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.to_string())
+    return 0
+
+
+def _cmd_plot(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="evaluator plot", description=COMMANDS["plot"])
+    ap.add_argument("path")
+    ap.add_argument("--metric", default="completion_time")
+    ap.add_argument("--x", default=None, help="axis on the x axis (default: placement.gamma or the largest)")
+    ap.add_argument("--series", default=None, help="one line per value of this axis (default: routing)")
+    ap.add_argument("--out", default=None, help="PNG path (default: next to the dataset)")
+    args = ap.parse_args(argv)
+    from .plot import plot_sweep
+    from .query import open_results
+
+    ds = open_results(args.path)
+    out = args.out or str(Path(args.path).with_suffix("")) + f"-{args.metric}.png"
+    print(plot_sweep(ds, out, args.metric, args.x, args.series))
+    return 0
+
+
+def _cmd_optimize(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="evaluator optimize", description=COMMANDS["optimize"],
+        epilog="e.g. evaluator optimize --tasks 256 --alpha 512 512 512 --routings minimal valiant "
+               "topology.p=4 topology.a=8 topology.h=4")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides for the network (topology=..., topology.p=...)")
+    ap.add_argument("--tasks", type=int, required=True, help="number of tasks |beta|")
+    ap.add_argument("--alpha", type=int, nargs="+", required=True, help="elements per dimension")
+    ap.add_argument("--routings", nargs="+", default=["minimal", "valiant"])
+    ap.add_argument("--placement", default="dragonfly_cartesian",
+                    help="placement group (dragonfly_cartesian searches every gamma)")
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--ray", action="store_true", help="run on Ray instead of in this process")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+    from omegaconf import OmegaConf
+
+    from .query import best, open_results
+    from .sweep import plan_sweep, run_sweep
+
+    base = ["traffic=stencil", f"placement={args.placement}", f"routing={args.routings[0]}",
+            "sweep.name=optimize", f"traffic.alpha=[{','.join(map(str, args.alpha))}]"]
+    cfg = compose(base + args.overrides)
+    axes = {"traffic.beta": {"factorizations": {"n": args.tasks, "d": len(args.alpha)}}}
+    if args.placement == "dragonfly_cartesian":
+        axes["placement.gamma"] = {"divisors": "traffic.beta"}
+    axes["routing"] = list(args.routings)
+    OmegaConf.update(cfg, "sweep.axes", axes, merge=False)
+    plan = plan_sweep(cfg, args.overrides, lambda extra: _with_axes(compose(base + args.overrides + extra), axes))
+    path = run_sweep(plan, cfg.ray if args.ray else _no_ray(), progress=not args.no_progress)
+    ds = open_results(path)
+    print(f"searched {plan.n_points} configurations ({int(ds.attrs['n_feasible'])} feasible) on "
+          f"{plan.bases[next(iter(plan.bases))].topology}")
+    print(best(ds, "completion_time", n=args.top).to_string())
+    print(f"dataset: {path}")
+    return 0
+
+
+def _with_axes(cfg, axes):
+    from omegaconf import OmegaConf
+
+    OmegaConf.update(cfg, "sweep.axes", axes, merge=False)
+    return cfg
+
+
+def _no_ray():
+    from .config import RayConfig
+
+    return RayConfig(enabled=False)
+
+
 def _cmd_partitions(argv: list[str]) -> int:
     from . import _cli_partitions
 
@@ -145,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {k:<11} {v}")
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    handlers = {"eval": _cmd_eval, "partitions": _cmd_partitions}
+    handlers = {"eval": _cmd_eval, "sweep": _cmd_sweep, "query": _cmd_query, "optimize": _cmd_optimize,
+                "plot": _cmd_plot, "partitions": _cmd_partitions}
     if cmd not in handlers:
         print(f"evaluator: unknown command {cmd!r}; known commands: {sorted(handlers)}", file=sys.stderr)
         return 2

@@ -141,8 +141,33 @@ class PlacementConfig:
 
 
 @dataclass
+class SweepConfig:
+    """A sweep: named axes over config keys (see :mod:`evaluator.sweep`)."""
+
+    name: str = "sweep"
+    axes: dict[str, Any] = field(default_factory=dict)
+    chunk_size: int = 256
+    keep_link_load: bool = False
+    format: str = "netcdf"  # netcdf | zarr
+    output_dir: str = "results"
+    run_id: Optional[str] = None  # null: derived from the resolved config, so a rerun resumes
+    max_points: int = 10_000_000
+
+
+@dataclass
+class RayConfig:
+    """Where sweeps run: ``address`` null starts Ray on this machine; "auto" or a URL joins a cluster."""
+
+    enabled: bool = True
+    address: Optional[str] = None
+    num_cpus: Optional[int] = None
+    max_retries: int = 3
+    max_in_flight: Optional[int] = None  # chunks submitted at once (null: 2 x CPUs)
+
+
+@dataclass
 class EvalConfig:
-    """Top-level config of ``evaluator eval``."""
+    """Top-level config of ``evaluator eval`` and ``evaluator sweep``."""
 
     topology: Any = MISSING  # one of the topology schemas, chosen by the config group
     routing: RoutingConfig = field(default_factory=RoutingConfig)
@@ -150,6 +175,8 @@ class EvalConfig:
     placement: PlacementConfig = field(default_factory=PlacementConfig)
     output_dir: str = "results/eval"
     save: bool = True
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
 
 
 TOPOLOGY_SCHEMAS = {"torus": TorusConfig, "bgq": BGQConfig, "gemini": GeminiConfig, "dragonfly": DragonflyConfig}

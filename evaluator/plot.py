@@ -1,0 +1,92 @@
+"""Figures of sweep datasets in the style of the papers (matplotlib, PNG)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .errors import ConfigError, require
+
+__all__ = ["plot_sweep"]
+
+
+def _size(label: str) -> int:
+    try:
+        return math.prod(int(x) for x in str(label).split("x"))
+    except ValueError:
+        return 0
+
+
+def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
+               series: str | None = None) -> Path:
+    """One panel per value of the first remaining axis; ``metric`` against ``x``, one line per ``series``.
+
+    Defaults: ``series`` is the ``routing`` axis if there is one; ``x`` is
+    ``placement.gamma`` if present, else the largest other axis. ``x`` labels
+    that are vectors are grouped by their product (sparsity level, denser
+    first), as in Prisacari Figs. 4-5. Axes named ``*seed`` are averaged;
+    any other remaining axis is reduced to its best value.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    require(metric in ds.data_vars, "metric", metric, f"one of {sorted(ds.data_vars)}")
+    da = ds[metric].where(ds["feasible"]) if "feasible" in ds else ds[metric]
+    dims = list(da.dims)
+    if series is None:
+        series = "routing" if "routing" in dims else None
+    if x is None:
+        rest = [d for d in dims if d != series]
+        require(bool(rest), "x", None, "a dataset with at least one non-series axis")
+        x = "placement.gamma" if "placement.gamma" in rest else max(rest, key=lambda d: da.sizes[d])
+    for name in (x, series):
+        if name is not None and name not in dims:
+            raise ConfigError("plot axis", name, f"axes of the dataset: {dims}")
+    others = [d for d in dims if d not in (x, series)]
+    for d in list(others):
+        if d.endswith("seed"):
+            da = da.mean(d, skipna=True)
+            others.remove(d)
+    facet = others[0] if others else None
+    for d in others[1:]:
+        da = da.min(d, skipna=True) if metric not in ("throughput", "effective_injection_bandwidth") else da.max(d)
+    facets = list(da[facet].values) if facet else [None]
+    fig, axs = plt.subplots(len(facets), 1, figsize=(max(6, 0.25 * da.sizes[x] + 3), 3.2 * len(facets)),
+                            squeeze=False)
+    for ax, fv in zip(axs[:, 0], facets):
+        sub = da.sel({facet: fv}) if facet else da
+        keep = ~np.isnan(sub.values).all(axis=tuple(i for i, d in enumerate(sub.dims) if d != x)) if sub.ndim > 1 \
+            else ~np.isnan(sub.values)
+        labels = [str(v) for v, k in zip(sub[x].values, keep) if k]
+        labels.sort(key=lambda s: (-_size(s), s))
+        sub = sub.sel({x: labels})
+        xs = np.arange(len(labels))
+        if series:
+            for sv in sub[series].values:
+                ax.plot(xs, sub.sel({series: sv}).values, marker="o", ms=3, lw=1, label=f"{series}={sv}")
+            ax.legend(fontsize=7)
+        else:
+            ax.plot(xs, sub.values, marker="o", ms=3, lw=1)
+        sizes = [_size(s) for s in labels]
+        for i in range(1, len(sizes)):
+            if sizes[i] != sizes[i - 1]:
+                ax.axvline(i - 0.5, color="0.8", lw=0.8)
+        ax.set_xticks(xs)
+        ax.set_xticklabels(labels, rotation=90, fontsize=7)
+        units = ds[metric].attrs.get("units", "")
+        ax.set_ylabel(f"{metric} [{units}]" if units else metric)
+        if facet:
+            ax.set_title(f"{facet} = {fv}", fontsize=9)
+    axs[-1, 0].set_xlabel(x + (" (grouped by size, denser first)" if any(_size(s) for s in labels) else ""))
+    fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
