@@ -220,12 +220,13 @@ def _cmd_plot(argv: list[str]) -> int:
 def _cmd_optimize(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="evaluator optimize", description=COMMANDS["optimize"],
-        epilog="e.g. evaluator optimize --tasks 256 --alpha 512 512 512 --routings minimal valiant "
+        epilog="e.g. evaluator optimize --tasks 256 --alpha 512,512,512 --routings minimal,valiant "
                "topology.p=4 topology.a=8 topology.h=4")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides for the network (topology=..., topology.p=...)")
     ap.add_argument("--tasks", type=int, required=True, help="number of tasks |beta|")
-    ap.add_argument("--alpha", type=int, nargs="+", required=True, help="elements per dimension")
-    ap.add_argument("--routings", nargs="+", default=["minimal", "valiant"])
+    ap.add_argument("--alpha", type=_int_list, required=True, help="elements per dimension, e.g. 512,512,512")
+    ap.add_argument("--routings", type=lambda s: s.split(","), default=["minimal", "valiant"],
+                    help="comma-separated routing group options, e.g. minimal,valiant")
     ap.add_argument("--placement", default="dragonfly_cartesian",
                     help="placement group (dragonfly_cartesian searches every gamma)")
     ap.add_argument("--top", type=int, default=10)
@@ -253,6 +254,13 @@ def _cmd_optimize(argv: list[str]) -> int:
     print(best(ds, "completion_time", n=args.top).to_string())
     print(f"dataset: {path}")
     return 0
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def _with_axes(cfg, axes):

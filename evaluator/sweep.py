@@ -364,7 +364,14 @@ def plan_sweep(cfg, overrides: Sequence[str] = (), compose_fn=None) -> SweepPlan
                         raise ConfigError(f"sweep.axes.{key}", row[kk], "a value of the key's type",
                                           str(exc).splitlines()[0]) from None
         bases[combo] = to_object(c)
-    base_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    # What was computed, not where or how: storage and Ray settings are left out of the
+    # provenance and of the run id, so a local and a cluster run give identical datasets.
+    ident = OmegaConf.to_container(cfg, resolve=True)
+    for k in ("ray", "output_dir", "save"):
+        ident.pop(k, None)
+    for k in ("output_dir", "run_id"):
+        ident["sweep"].pop(k, None)
+    base_yaml = OmegaConf.to_yaml(OmegaConf.create(ident))
     run_hash = hashlib.sha256(
         (base_yaml + json.dumps([dataclasses.asdict(a) for a in axes], default=str) + __version__).encode()
     ).hexdigest()[:12]
