@@ -1,5 +1,5 @@
 # Two commands for a fresh machine (see README):
-#   make run    set up .venv from the pinned lock file and run the main job
+#   make run    set up .venv from the pinned lock file and run the main job (the default sweep)
 #   make test   set up .venv (if needed) and run the test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -17,7 +17,7 @@ $(BIN)/evaluator: pyproject.toml requirements.lock
 setup: $(BIN)/evaluator
 
 run: setup
-	$(BIN)/evaluator eval
+	$(BIN)/evaluator sweep
 
 test: setup
 	$(BIN)/python -m pytest -q

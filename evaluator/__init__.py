@@ -35,6 +35,7 @@ from .topology import (  # noqa: E402
 )
 from .traffic import Traffic  # noqa: E402
 from .placement import Placement  # noqa: E402
+from .query import best, open_results  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -55,6 +56,8 @@ __all__ = [
     "evaluate",
     "evaluate_batch",
     "BatchResult",
+    "open_results",
+    "best",
     "placement",
     "routing",
     "topology",

@@ -464,7 +464,14 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         if res.link_load is not None:
             out["link_load"] = res.link_load
             out["n_links"] = topo.n_links
+    out["peak_rss_mb"] = _peak_rss_mb()
     return out
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 # --------------------------------------------------------------------------------------
@@ -596,6 +603,8 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     finally:
         bar.close()
     t_w = time.perf_counter()
+    timings["wall_s"] = time.perf_counter() - t_start
+    timings["driver_peak_rss_mb"] = _peak_rss_mb()
     ds = assemble(plan, [cid for cid, _ in chunks], manifest, timings)
     path = write_results(ds, plan)
     timings["write_s"] += time.perf_counter() - t_w
@@ -627,6 +636,7 @@ def _persist(plan, cid, res, timings, bar):
     timings["write_s"] += time.perf_counter() - t
     for k in ("build_s", "compile_s", "eval_s"):
         timings[k] += float(res.get(k, 0.0))
+    timings["worker_peak_rss_mb"] = max(timings.get("worker_peak_rss_mb", 0.0), float(res.get("peak_rss_mb", 0.0)))
     bar.update(int(res["flat"].size))
 
 
