@@ -29,7 +29,6 @@ RTOL = 1e-12
 ATOL = 1e-9  # bytes
 PROB_TOL = 1e-12
 
-DOR = {"kind": "dor", "order": "as_given", "tie": "split"}
 MINIMAL = {"kind": "minimal"}
 VALIANT = {"kind": "valiant"}
 
@@ -260,14 +259,19 @@ def test_reference_loads_small_hand_case():
 # --------------------------------------------------------------------------------------
 
 
-def random_case(t, seed: int, n_flows: int | None = None, tasks_per_node: float = 1.0, shuffle: bool = True):
-    """Random flows and placement; several tasks per node when ``tasks_per_node > 1``."""
+def random_case(t, seed: int, n_flows: int | None = None, tasks_per_node: float = 1.0, shared: bool = False):
+    """Random flows and placement.
+
+    ``n_tasks = n_nodes * tasks_per_node``. Tasks go on distinct random nodes
+    unless ``shared`` (or there are more tasks than nodes): then every task
+    picks a node uniformly, so some nodes hold several tasks and some none.
+    """
     rng = np.random.default_rng(seed)
     n_tasks = max(2, int(round(t.n_nodes * tasks_per_node)))
-    if tasks_per_node <= 1:
-        task_node = rng.permutation(t.n_nodes)[:n_tasks] if shuffle else np.arange(n_tasks)
-    else:
+    if shared or n_tasks > t.n_nodes:
         task_node = rng.integers(0, t.n_nodes, n_tasks)
+    else:
+        task_node = rng.permutation(t.n_nodes)[:n_tasks]
     if n_flows is None:
         n_flows = 4 * n_tasks
     src = rng.integers(0, n_tasks, n_flows)
@@ -309,6 +313,11 @@ def compare(t, case, routing_dict, label=""):
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=f"{t.name} {routing_dict} {label}: {detail}")
     expected_time = float(np.max(ref / np.asarray(t.capacity)))
     assert float(ds["completion_time"]) == pytest.approx(expected_time, rel=RTOL, abs=1e-15)
+    # mean_hops: router-to-router links per byte that leaves its node.
+    leaving = nbytes[task_node[src] != task_node[dst]].sum()
+    if leaving > 0:
+        expected_hops = ref[: t.n_router_links].sum() / leaving
+        assert float(ds["mean_hops"]) == pytest.approx(expected_hops, rel=1e-11)
     return ref, ds
 
 
@@ -318,38 +327,41 @@ TORUS_CASES = [
     ("torus5x3", dor(), 1.0),
     ("torus5x3", dor("longest_first"), 2.5),
     ("torus4x3x2", dor(), 1.0),
-    ("torus4x3x2", dor("longest_first", "positive"), 3.0),
+    ("torus4x3x2", dor("longest_first", "positive"), 1.0),
     ("mesh3x4", dor(), 1.0),
-    ("mesh3x4", dor("longest_first"), 2.0),
+    ("mesh3x4", dor("longest_first"), 1.0),
     ("mixed4x3x5", dor(), 1.0),
     ("mixed4x3x5", dor("longest_first", "positive"), 1.0),
+    ("mixed4x3x5", dor((2, 0, 1)), 1.0),
     ("gemini4x2x3", dor(), 1.0),
     ("gemini4x2x3", dor("longest_first"), 3.0),
-    ("torus2x1x4", dor(), 2.0),
+    ("torus2x1x4", dor(), 1.0),
     ("torus1x6", dor(tie="positive"), 1.0),
-    ("torus2x2x2", dor(), 1.5),
+    ("torus2x2x2", dor(), 1.0),
     ("mesh2x1x3", dor("longest_first"), 1.0),
     ("torus3x6x4", dor("longest_first"), 1.0),
-    ("torus3x6x4", dor(tie="positive"), 2.0),
+    ("torus3x6x4", dor(tie="positive"), 1.0),
 ]
 
 
 @pytest.mark.parametrize("name,routing_dict,tasks_per_node", TORUS_CASES)
 def test_evaluator_matches_reference_torus(name, routing_dict, tasks_per_node):
     t = topo(name)
-    for seed in (0, 1):
-        compare(t, random_case(t, seed, tasks_per_node=tasks_per_node), routing_dict, f"seed={seed}")
+    for seed, shared in ((0, False), (1, True)):  # same shapes: one compilation
+        compare(t, random_case(t, seed, tasks_per_node=tasks_per_node, shared=shared), routing_dict,
+                f"seed={seed} shared={shared}")
 
 
-DF_CASES = [(name, r, tpn) for name in sorted(DRAGONFLIES) for r in (MINIMAL, VALIANT)
-            for tpn in ((1.0,) if "(2,4,2,9)" in name else (1.0, 2.5))]
+DF_CASES = [(name, r, 2.5 if name == "DF(1,4,2,5)-relative" else 1.0)
+            for name in sorted(DRAGONFLIES) for r in (MINIMAL, VALIANT)]
 
 
 @pytest.mark.parametrize("name,routing_dict,tasks_per_node", DF_CASES)
 def test_evaluator_matches_reference_dragonfly(name, routing_dict, tasks_per_node):
     t = topo(name)
-    for seed in (0, 1):
-        compare(t, random_case(t, seed, tasks_per_node=tasks_per_node), routing_dict, f"seed={seed}")
+    for seed, shared in ((0, False), (1, True)):  # same shapes: one compilation
+        compare(t, random_case(t, seed, tasks_per_node=tasks_per_node, shared=shared), routing_dict,
+                f"seed={seed} shared={shared}")
 
 
 @pytest.mark.parametrize("name,routing_dict", [("torus5x3", dor()), ("gemini4x2x3", dor("longest_first")),
@@ -370,17 +382,19 @@ def test_evaluator_all_to_all_single_flow_per_pair(name, routing_dict):
 PROPERTY_TOPOLOGIES = [("torus4x3x2", dor()), ("mixed4x3x5", dor(tie="positive")), ("gemini4x2x3", dor("longest_first")),
                        ("DF(1,4,2,5)-consecutive", MINIMAL), ("DF(2,3,3,4)-relative", VALIANT)]
 
+# Flow counts stay within the evaluator's smallest shape buckets (16 and, for the
+# concatenated traffic, 32 flows) so that the examples reuse compilations.
 property_settings = settings(max_examples=25, deadline=None, derandomize=True,
                              suppress_health_check=[HealthCheck.too_slow])
 
 
 @property_settings
 @given(which=st.sampled_from(PROPERTY_TOPOLOGIES), seed=st.integers(0, 2**31 - 1),
-       n_flows=st.integers(1, 40), tasks_per_node=st.sampled_from([0.5, 1.0, 2.0]))
-def test_property_nonnegative_and_bytes_times_hops(which, seed, n_flows, tasks_per_node):
+       n_flows=st.integers(1, 16), tasks_per_node=st.sampled_from([0.5, 2.0]), shared=st.booleans())
+def test_property_nonnegative_and_bytes_times_hops(which, seed, n_flows, tasks_per_node, shared):
     name, routing_dict = which
     t = topo(name)
-    n_tasks, src, dst, nbytes, task_node = random_case(t, seed, n_flows, tasks_per_node)
+    n_tasks, src, dst, nbytes, task_node = random_case(t, seed, n_flows, tasks_per_node, shared)
     ds = run_evaluator(t, n_tasks, src, dst, nbytes, task_node, routing_dict)
     load = np.asarray(ds["link_load"].values)
     assert (load >= 0).all()
@@ -396,7 +410,7 @@ def test_property_nonnegative_and_bytes_times_hops(which, seed, n_flows, tasks_p
 
 @property_settings
 @given(which=st.sampled_from(PROPERTY_TOPOLOGIES), seed=st.integers(0, 2**31 - 1),
-       n_flows=st.integers(1, 30), tasks_per_node=st.sampled_from([1.0, 2.0]))
+       n_flows=st.integers(1, 16), tasks_per_node=st.just(2.0))
 def test_property_linear_in_traffic(which, seed, n_flows, tasks_per_node):
     name, routing_dict = which
     t = topo(name)
