@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-__all__ = ["write_dataset", "summary_lines", "git_commit", "new_run_id"]
+__all__ = ["write_dataset", "atomic_to_netcdf", "summary_lines", "git_commit", "new_run_id"]
 
 
 def git_commit() -> str:
@@ -39,7 +39,12 @@ def write_dataset(ds: xr.Dataset, directory: Path | str, run_id: str | None = No
     ds = ds.copy()
     ds.attrs.setdefault("git_commit", git_commit())
     ds.attrs.setdefault("created", _dt.datetime.now(_dt.timezone.utc).isoformat())
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".nc.tmp")
+    return atomic_to_netcdf(ds, path)
+
+
+def atomic_to_netcdf(ds: xr.Dataset, path: Path) -> Path:
+    """Write ``ds`` to ``path`` via a temporary file in the same directory and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".nc.tmp")
     os.close(fd)
     try:
         ds.to_netcdf(tmp, engine="h5netcdf")

@@ -52,6 +52,7 @@ import xarray as xr
 
 from . import __version__
 from .errors import ConfigError, require
+from .evaluate import UNITS as _UNITS
 
 __all__ = ["Axis", "SweepPlan", "expand_axes", "plan_sweep", "run_sweep", "label", "divisor_vectors",
            "ordered_factorizations"]
@@ -641,15 +642,7 @@ def _persist(plan, cid, res, timings, bar):
 
 
 METRICS = ("completion_time", "throughput", "effective_injection_bandwidth", "mean_hops", "total_bytes")
-UNITS = {
-    "completion_time": ("s", "completion time of one exchange (contention lower bound)"),
-    "throughput": ("bytes/s", "total bytes over completion time"),
-    "effective_injection_bandwidth": ("bytes/s", "mean bytes sent per sending task over completion time"),
-    "mean_hops": ("1", "router-to-router links per byte that leaves its node"),
-    "total_bytes": ("bytes", "bytes sent in the exchange"),
-}
-
-
+UNITS = _UNITS  # units and long names shared with single evaluations
 def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict, timings: dict) -> xr.Dataset:
     """Merge the persisted chunks into one dataset (deterministic: independent of run order)."""
     shape = plan.shape
@@ -753,13 +746,6 @@ def write_results(ds: xr.Dataset, plan: SweepPlan) -> Path:
             shutil.rmtree(final)
         os.replace(tmp, final)
         return final
-    final = plan.out_dir / f"{plan.run_id}.nc"
-    fd, tmp = tempfile.mkstemp(dir=plan.out_dir, suffix=".nc.tmp")
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, final)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return final
+    from .results import atomic_to_netcdf
+
+    return atomic_to_netcdf(ds, plan.out_dir / f"{plan.run_id}.nc")
