@@ -77,6 +77,23 @@ class DragonflyConfig:
 
 
 @dataclass
+class MachineTopologyConfig:
+    """A machine of the catalogue (``conf/machine/``), whole or one partition.
+
+    ``partition``: midplanes (BG/Q) or routers (torus machines), null for the
+    whole machine. ``mode``: ``own`` (the partition is its own torus, as on
+    Blue Gene/Q), ``embedded`` (the host torus; place tasks with
+    ``placement=subprism``, as on Cray Gemini) or ``auto`` (own for BG/Q,
+    embedded for torus machines).
+    """
+
+    kind: str = "machine"
+    name: str = "Mira"
+    partition: Optional[list[int]] = None
+    mode: str = "auto"
+
+
+@dataclass
 class RoutingConfig:
     """``kind``: dor | minimal | valiant. DOR: ``order`` as_given | longest_first | [perm], ``tie`` split | positive."""
 
@@ -126,6 +143,8 @@ class PlacementConfig:
       group_order, node_order
     * ``dragonfly_random``: tasks_per_group, seed
     * ``torus_block``: task_grid (null: the stencil's beta)
+    * ``subprism``: task_grid = the job's prism in routers on a host torus (null: the
+      machine topology's partition), offset, tasks_per_node
     """
 
     kind: str = "linear"
@@ -138,6 +157,7 @@ class PlacementConfig:
     node_order: str = "random"
     tasks_per_group: Optional[int] = None
     task_grid: Optional[list[int]] = None
+    offset: Optional[list[int]] = None
 
 
 @dataclass
@@ -179,10 +199,11 @@ class EvalConfig:
     ray: RayConfig = field(default_factory=RayConfig)
 
 
-TOPOLOGY_SCHEMAS = {"torus": TorusConfig, "bgq": BGQConfig, "gemini": GeminiConfig, "dragonfly": DragonflyConfig}
+TOPOLOGY_SCHEMAS = {"torus": TorusConfig, "bgq": BGQConfig, "gemini": GeminiConfig, "dragonfly": DragonflyConfig,
+                    "machine": MachineTopologyConfig}
 TRAFFIC_KINDS = ("stencil", "all_to_all", "bisection_pairing", "random_permutation", "shift", "tornado",
                  "many_to_many", "file")
-PLACEMENT_KINDS = ("linear", "random", "dragonfly_cartesian", "dragonfly_random", "torus_block")
+PLACEMENT_KINDS = ("linear", "random", "dragonfly_cartesian", "dragonfly_random", "torus_block", "subprism")
 
 # --------------------------------------------------------------------------------------
 # Builders
@@ -211,7 +232,45 @@ def build_topology(cfg) -> T.Topology:
     if kind == "dragonfly":
         return T.dragonfly(cfg.p, cfg.a, cfg.h, cfg.g, bandwidth_p=cfg.bandwidth_p, bandwidth_l=cfg.bandwidth_l,
                            bandwidth_r=cfg.bandwidth_r, arrangement=cfg.arrangement)
+    if kind == "machine":
+        return machine_topology(cfg.name, _list(cfg.partition), cfg.mode)
     raise ConfigError("topology.kind", kind, f"one of {list(TOPOLOGY_SCHEMAS)}")
+
+
+MACHINE_MODES = ("auto", "own", "embedded")
+
+
+def machine_topology(name: str, partition: list[int] | None = None, mode: str = "auto") -> T.TorusTopology:
+    """Topology of a catalogue machine, or of one of its partitions.
+
+    ``own``: the partition is a torus of its own (Blue Gene/Q: ``4A x 4B x 4C x
+    4D x 2`` nodes, wrap links closing inside the partition). ``embedded``:
+    the whole host torus; the job's sub-prism is chosen by the placement
+    (``subprism``) and its traffic routes over the host.
+    """
+    from .machines import MachineError, UnknownMachineError, load_machine
+    from .partitions import PartitionError, check_partition
+
+    require(mode in MACHINE_MODES, "topology.mode", mode, f"one of {list(MACHINE_MODES)}")
+    try:
+        m = load_machine(name)
+    except UnknownMachineError as exc:
+        raise ConfigError("topology.name", name, str(exc)) from None
+    try:
+        shape = None if partition is None else check_partition(m, partition)
+    except (MachineError, PartitionError) as exc:
+        raise ConfigError("topology.partition", partition, str(exc)) from None
+    if mode == "auto":
+        mode = "own" if m.kind == "bgq" else "embedded"
+    bw = list(m.link_bandwidth)
+    if m.kind == "bgq":
+        mp = shape if (mode == "own" and shape is not None) else m.midplanes
+        return T.bgq_partition(list(mp), link_bandwidth=bw[0], injection_bandwidth=m.injection_bandwidth,
+                               name=f"{m.name} " + ("x".join(map(str, mp)) + " midplanes"))
+    dims = list(shape) if (mode == "own" and shape is not None) else list(m.dims)
+    wrap = True if (mode == "own" and shape is not None) else list(m.wrap)
+    return T.torus(dims, wrap=wrap, link_bandwidth=bw, nodes_per_router=m.nodes_per_router,
+                   injection_bandwidth=m.injection_bandwidth, name=f"{m.name} " + "x".join(map(str, dims)))
 
 
 def build_routing_spec(cfg) -> R.Routing:
@@ -255,7 +314,7 @@ def build_traffic(cfg, topology: T.Topology) -> TR.Traffic:
     raise ConfigError("traffic.kind", k, f"one of {list(TRAFFIC_KINDS)}")
 
 
-def build_placement(cfg, topology: T.Topology, traffic_cfg, n_tasks: int) -> P.Placement:
+def build_placement(cfg, topology: T.Topology, traffic_cfg, n_tasks: int, topology_cfg=None) -> P.Placement:
     """Placement from a placement config, for ``n_tasks`` tasks."""
     k = cfg.kind
     beta = _list(cfg.beta) if cfg.beta is not None else _list(getattr(traffic_cfg, "beta", None))
@@ -270,6 +329,12 @@ def build_placement(cfg, topology: T.Topology, traffic_cfg, n_tasks: int) -> P.P
     if k == "dragonfly_random":
         require(cfg.tasks_per_group is not None, "placement.tasks_per_group", None, "a positive integer")
         return P.dragonfly_random(topology, n_tasks, cfg.tasks_per_group, cfg.seed)
+    if k == "subprism":
+        grid = _list(cfg.task_grid) if cfg.task_grid is not None else _list(getattr(topology_cfg, "partition", None))
+        require(grid is not None, "placement.task_grid", None,
+                "the job's prism in routers (or a machine topology with a partition)")
+        return P.subprism(topology, grid, _list(cfg.offset) if cfg.offset is not None else None,
+                          n_tasks=n_tasks, tasks_per_node=cfg.tasks_per_node)
     if k == "torus_block":
         grid = _list(cfg.task_grid) if cfg.task_grid is not None else beta
         require(grid is not None, "placement.task_grid", None, "a task grid (or a stencil traffic with beta)")
@@ -292,7 +357,7 @@ def build(cfg) -> DesignPoint:
     topo = build_topology(cfg.topology)
     rt = build_routing_spec(cfg.routing)
     tr = build_traffic(cfg.traffic, topo)
-    pl = build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks)
+    pl = build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks, cfg.topology)
     return DesignPoint(topo, rt, tr, pl)
 
 

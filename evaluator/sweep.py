@@ -433,7 +433,7 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
             topo = _cached("topology", obj.topology, lambda: C.build_topology(obj.topology))
             routing = C.build_routing_spec(obj.routing)
             tr = _cached("traffic" + repr(obj.topology), obj.traffic, lambda: C.build_traffic(obj.traffic, topo))
-            pl = C.build_placement(obj.placement, topo, obj.traffic, tr.n_tasks)
+            pl = C.build_placement(obj.placement, topo, obj.traffic, tr.n_tasks, obj.topology)
             if tr.n_tasks != pl.n_tasks:
                 raise ConfigError("placement.n_tasks", pl.n_tasks, f"the traffic's task count {tr.n_tasks}")
             from .routing import build_routing

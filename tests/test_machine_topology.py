@@ -1,0 +1,61 @@
+"""Catalogue machines as topologies: own-torus partitions and embedded sub-prisms."""
+
+import numpy as np
+import pytest
+
+import evaluator as ev
+from evaluator import ConfigError
+from evaluator import placement as P
+from evaluator import traffic as T
+from evaluator.config import machine_topology
+
+try:
+    from tests.reference import reference_link_loads
+except ImportError:  # pragma: no cover
+    from reference import reference_link_loads
+
+
+def test_bgq_partition_is_its_own_torus():
+    topo = machine_topology("JUQUEEN", [2, 1, 1, 1])
+    assert topo.dims == (8, 4, 4, 4, 2) and all(topo.wrap)
+    assert set(topo.capacity[: topo.n_router_links]) == {2.0e9}
+    whole = machine_topology("juqueen-48", None)
+    assert whole.dims == (16, 12, 8, 8, 2)
+
+
+def test_embedded_subprism_routes_over_the_host():
+    host = machine_topology("BlueWaters", [3, 2, 3], mode="embedded")
+    assert host.dims == (24, 24, 24) and host.nodes_per_router == 2
+    pl = P.subprism(host, [3, 2, 3], offset=[22, 5, 0])
+    assert pl.n_tasks == 36
+    tr = T.all_to_all(36, 1e6)
+    ds = ev.evaluate(host, tr, pl, ev.dor())
+    flows = list(zip(tr.src.tolist(), tr.dst.tolist(), tr.nbytes.tolist()))
+    ref = reference_link_loads(host, flows, pl.task_node, {"kind": "dor", "order": "as_given", "tie": "split"})
+    np.testing.assert_allclose(ds.link_load.values, ref, rtol=1e-12, atol=1e-6)
+    # the prism wraps around the host's X edge (22, 23, 0): routes use the host's wrap links
+    used = ds.link_load.values[: host.n_router_links] > 0
+    xs = host.router_coords[host.link_src[: host.n_router_links][used], 0]
+    assert {22, 23, 0} <= set(xs.tolist())
+
+
+def test_own_partition_differs_from_embedded():
+    own = machine_topology("BlueWaters", [4, 2, 4], mode="own")
+    emb = machine_topology("BlueWaters", [4, 2, 4], mode="embedded")
+    tr = T.all_to_all(64, 1.0)
+    def network_time(topo, pl):
+        ds = ev.evaluate(topo, tr, pl, ev.dor())
+        n = topo.n_router_links
+        return float((ds.link_load.values[:n] / topo.capacity[:n]).max())
+
+    # a partition with its own wrap links has more bisection than a sub-prism of a larger host
+    assert network_time(own, P.linear(own, 64)) < network_time(emb, P.subprism(emb, [4, 2, 4]))
+
+
+def test_machine_topology_errors():
+    with pytest.raises(ConfigError, match="known machines"):
+        machine_topology("NoSuchMachine")
+    with pytest.raises(ConfigError, match="topology.partition"):
+        machine_topology("Mira", [5, 1, 1, 1])
+    with pytest.raises(ConfigError, match="topology.mode"):
+        machine_topology("Mira", None, mode="sideways")
