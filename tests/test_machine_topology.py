@@ -40,16 +40,16 @@ def test_embedded_subprism_routes_over_the_host():
 
 
 def test_own_partition_differs_from_embedded():
-    own = machine_topology("BlueWaters", [4, 2, 4], mode="own")
-    emb = machine_topology("BlueWaters", [4, 2, 4], mode="embedded")
-    tr = T.all_to_all(64, 1.0)
+    own = machine_topology("BlueWaters", [4, 4, 4], mode="own")
+    emb = machine_topology("BlueWaters", [4, 4, 4], mode="embedded")
+    tr = T.all_to_all(128, 1.0)
     def network_time(topo, pl):
         ds = ev.evaluate(topo, tr, pl, ev.dor())
         n = topo.n_router_links
         return float((ds.link_load.values[:n] / topo.capacity[:n]).max())
 
     # a partition with its own wrap links has more bisection than a sub-prism of a larger host
-    assert network_time(own, P.linear(own, 64)) < network_time(emb, P.subprism(emb, [4, 2, 4]))
+    assert network_time(own, P.linear(own, 128)) < network_time(emb, P.subprism(emb, [4, 4, 4]))
 
 
 def test_machine_topology_errors():
