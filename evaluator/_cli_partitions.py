@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/partitions", metavar="DIR",
                    help="output directory for .nc and .png files (default: results/partitions)")
     p.add_argument("--no-plot", action="store_true", help="do not write PNG plots")
+    p.add_argument("--pairing", action="store_true",
+                   help="link-level confirmation: predict the bisection-pairing benchmark (furthest-node pairs, "
+                        "2 GB per pair) on the allowed/worst and the best geometry of each size, with the core "
+                        "evaluator, and print the time ratio next to the bisection ratio")
+    p.add_argument("--tie", default="split", choices=["split", "positive"],
+                   help="DOR tie rule for --pairing (default split)")
     return p
 
 
@@ -181,6 +187,22 @@ def _run_slabs(m: Machine, out: Path, plot: bool) -> None:
         print(f"wrote {P.plot_slabs(ds, out / f'{stem}.png')}")
 
 
+def _run_pairing(m: Machine, sizes, out: Path, tie: str) -> None:
+    from .pairing import confirm_machine, pairing_dataset
+
+    res = confirm_machine(m, sizes, tie=tie)
+    print(f"{m.name}: bisection-pairing benchmark predicted at link level (2 GB per pair, DOR "
+          f"{m.routing_order}, ties {tie})")
+    print(f"{'nodes':>7} {'compared':<16} {'geometry A':<12} {'geometry B':<12} {'time A [s]':>10} "
+          f"{'time B [s]':>10} {'time ratio':>10} {'bisection ratio':>15}")
+    for r in res:
+        print(f"{r.nodes:>7} {r.which:<16} {r.a.label:<12} {r.b.label:<12} {r.time_a:>10.4g} {r.time_b:>10.4g} "
+              f"{r.time_ratio:>10.3f} {r.bisection_ratio:>15.3f}")
+    if res:
+        path = P.write_netcdf_atomic(pairing_dataset(res), out / f"{_slug(m.name)}_pairing.nc")
+        print(f"\nwrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``evaluator partitions``; returns the process exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
@@ -199,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             _run_compare(ms, args.size, out, plot)
             return 0
         m = load_machine(args.machine)
+        if args.pairing:
+            _run_pairing(m, args.size, out, args.tie)
+            return 0
         if args.slabs or (m.kind == "torus" and not args.size):
             _run_slabs(m, out, plot)
             if not args.size:

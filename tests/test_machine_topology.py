@@ -59,3 +59,18 @@ def test_machine_topology_errors():
         machine_topology("Mira", [5, 1, 1, 1])
     with pytest.raises(ConfigError, match="topology.mode"):
         machine_topology("Mira", None, mode="sideways")
+
+
+def test_pairing_time_matches_bisection_closed_form():
+    """Furthest-node pairs: half the nodes push their bytes across the bisection in each direction,
+    so the link-level time must equal (N/2 x bytes) / (bisection links x link bandwidth); the
+    bisection itself is checked against exhaustive search in test_partitions.py."""
+    from evaluator.pairing import confirm_machine
+
+    res = confirm_machine("JUQUEEN", sizes=[2048, 3072])
+    assert [r.nodes for r in res] == [2048, 3072]
+    for r in res:
+        for geo, t in ((r.a, r.time_a), (r.b, r.time_b)):
+            expect = (geo.nodes / 2 * 2.0e9) / (geo.bisection.links * 2.0e9)
+            assert t == pytest.approx(expect, rel=1e-12), geo.label
+        assert r.time_ratio == pytest.approx(r.bisection_ratio, rel=1e-12)
