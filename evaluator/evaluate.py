@@ -17,9 +17,10 @@ import xarray as xr
 
 from . import __version__
 from .errors import ConfigError, positive_int, require
-from .kernel import PointInputs, batch_kernel
+from .kernel import DensePointInputs, PointInputs, batch_kernel
 from .placement import Placement
 from .routing import Routing
+from .structured import DenseTraffic
 from .topology import Topology
 from .traffic import Traffic
 
@@ -70,23 +71,8 @@ def _check_pair(topology: Topology, traffic: Traffic, placement: Placement, i: i
                           "Traffic and placement must describe the same tasks.")
 
 
-def evaluate_batch(
-    topology: Topology,
-    routing: Routing,
-    traffics: Traffic | Sequence[Traffic],
-    placements: Placement | Sequence[Placement],
-    keep_link_load: bool = False,
-    chunk_size: int = 64,
-) -> BatchResult:
-    """Evaluate many traffic/placement variants of one (topology, routing).
-
-    ``traffics`` and ``placements`` are sequences of equal length, or a single
-    item broadcast against the other. Flow and task arrays are padded to a
-    power-of-two bucket and the points are sent to the device in fixed-size
-    chunks, so the kernel compiles once per bucket. Per-link loads are
-    returned only with ``keep_link_load`` (memory: points x links x 8 bytes).
-    """
-    if isinstance(traffics, Traffic):
+def _broadcast(traffics, placements):
+    if isinstance(traffics, (Traffic, DenseTraffic)):
         traffics = [traffics]
     if isinstance(placements, Placement):
         placements = [placements]
@@ -99,36 +85,140 @@ def evaluate_batch(
     require(len(traffics) == len(placements), "placements", len(placements),
             f"one placement, or as many as traffics ({len(traffics)})")
     require(n > 0, "traffics", 0, "at least one design point")
+    return traffics, placements
+
+
+def _chunks(n: int, chunk: int):
+    """``(slice, pad)`` of every chunk; the last chunk is padded by repeating its last point."""
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        yield slice(start, stop), chunk - (stop - start)
+
+
+def _take(a: np.ndarray, sl: slice, pad: int) -> np.ndarray:
+    x = a[sl]
+    return np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) if pad else x
+
+
+def _task_nodes(placements: Sequence[Placement], T: int) -> np.ndarray:
+    tn = np.zeros((len(placements), T), np.int32)
+    for i, p in enumerate(placements):
+        tn[i, : p.n_tasks] = p.task_node
+    return tn
+
+
+def _run_flows(kern, traffics: list[Traffic], placements: list[Placement], chunk_size: int) -> list:
+    """Dispatch every chunk of sparse-flow points; returns device results (not yet fetched)."""
+    n = len(traffics)
+    F = bucket_size(max(t.n_flows for t in traffics))
+    T = bucket_size(max(t.n_tasks for t in traffics))
+    chunk = min(chunk_size, bucket_size(n, minimum=1))
+    tn = _task_nodes(placements, T)
+    pending = []
+    first = traffics[0]
+    if all(t is first for t in traffics):
+        # One flow list for every point (a placement sweep): flows go to the device once,
+        # each chunk transfers only its task_node block.
+        src = np.zeros(F, np.int32)
+        dst = np.zeros(F, np.int32)
+        nb = np.zeros(F, np.float64)
+        src[: first.n_flows] = first.src
+        dst[: first.n_flows] = first.dst
+        nb[: first.n_flows] = first.nbytes
+        flows = (jnp.asarray(src), jnp.asarray(dst), jnp.asarray(nb))
+        for sl, pad in _chunks(n, chunk):
+            pending.append((kern.fn.shared(kern.net, jnp.asarray(_take(tn, sl, pad)), *flows), pad))
+        return pending
+    src = np.zeros((n, F), np.int32)
+    dst = np.zeros((n, F), np.int32)
+    nb = np.zeros((n, F), np.float64)
+    for i, t in enumerate(traffics):
+        src[i, : t.n_flows] = t.src
+        dst[i, : t.n_flows] = t.dst
+        nb[i, : t.n_flows] = t.nbytes
+    for sl, pad in _chunks(n, chunk):
+        pts = PointInputs(*(jnp.asarray(_take(a, sl, pad)) for a in (tn, src, dst, nb)))
+        pending.append((kern.fn(kern.net, pts), pad))
+    return pending
+
+
+def _run_dense(kern, traffics: list[DenseTraffic], placements: list[Placement], chunk_size: int) -> list:
+    """Dispatch every chunk of dense-traffic points; returns device results (not yet fetched)."""
+    n = len(traffics)
+    T = bucket_size(max(t.n_tasks for t in traffics))
+    chunk = min(chunk_size, bucket_size(n, minimum=1))
+    tn = _task_nodes(placements, T)
+    ws = np.zeros((n, T))
+    wd = np.zeros((n, T))
+    b = np.zeros(n)
+    for i, t in enumerate(traffics):
+        ws[i, : t.n_tasks] = t.src_weight
+        wd[i, : t.n_tasks] = t.dst_weight
+        b[i] = t.bytes_per_pair
+    pending = []
+    for sl, pad in _chunks(n, chunk):
+        pts = DensePointInputs(*(jnp.asarray(_take(a, sl, pad)) for a in (tn, ws, wd, b)))
+        pending.append((kern.fn.dense(kern.net, pts), pad))
+    return pending
+
+
+def _fetch(pending: list) -> dict[str, np.ndarray]:
+    """Bring dispatched chunk results to the host (after all chunks are queued) and concatenate."""
+    outs = []
+    for res, pad in pending:
+        keep = next(iter(res.values())).shape[0] - pad
+        outs.append({k: np.asarray(v)[:keep] for k, v in res.items()})
+    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+
+
+def evaluate_batch(
+    topology: Topology,
+    routing: Routing,
+    traffics: Traffic | DenseTraffic | Sequence[Traffic | DenseTraffic],
+    placements: Placement | Sequence[Placement],
+    keep_link_load: bool = False,
+    chunk_size: int = 64,
+) -> BatchResult:
+    """Evaluate many traffic/placement variants of one (topology, routing).
+
+    ``traffics`` and ``placements`` are sequences of equal length, or a single
+    item broadcast against the other. A traffic is a sparse
+    :class:`~evaluator.traffic.Traffic` or a dense
+    :class:`~evaluator.structured.DenseTraffic` (never materialised).
+
+    Flow and task arrays are padded to a power-of-two bucket and the points
+    are sent to the device in fixed-size chunks (one transfer per chunk), so
+    the kernel compiles once per bucket and a second chunk compiles nothing.
+    When every point shares one flow list (a placement sweep) the flows are
+    transferred once and each chunk carries only its placements. All chunks
+    are queued before any result is fetched; link loads are reduced to the
+    metrics on the device and returned only with ``keep_link_load``
+    (memory: points x links x 8 bytes).
+    """
+    traffics, placements = _broadcast(traffics, placements)
+    n = len(traffics)
     for i, (t, p) in enumerate(zip(traffics, placements)):
         _check_pair(topology, t, p, None if n == 1 else i)
     chunk_size = positive_int("chunk_size", chunk_size)
     kern = batch_kernel(topology, routing, bool(keep_link_load))
-    F = bucket_size(max(t.n_flows for t in traffics))
-    T = bucket_size(max(t.n_tasks for t in traffics))
-    chunk = min(chunk_size, bucket_size(n, minimum=1))
-
-    src = np.zeros((n, F), np.int32)
-    dst = np.zeros((n, F), np.int32)
-    nb = np.zeros((n, F), np.float64)
-    tn = np.zeros((n, T), np.int32)
-    for i, (t, p) in enumerate(zip(traffics, placements)):
-        src[i, : t.n_flows] = t.src
-        dst[i, : t.n_flows] = t.dst
-        nb[i, : t.n_flows] = t.nbytes
-        tn[i, : t.n_tasks] = p.task_node
-    outs: list[dict] = []
-    for start in range(0, n, chunk):
-        sl = slice(start, min(start + chunk, n))
-        pad = chunk - (sl.stop - sl.start)
-
-        def take(a):
-            x = a[sl]
-            return np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) if pad else x
-
-        pts = PointInputs(jnp.asarray(take(tn)), jnp.asarray(take(src)), jnp.asarray(take(dst)), jnp.asarray(take(nb)))
-        res = kern.fn(kern.net, pts)
-        outs.append({k: np.asarray(v)[: chunk - pad] for k, v in res.items()})
-    merged = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+    is_dense = np.array([isinstance(t, DenseTraffic) for t in traffics])
+    parts = []
+    for mask, run in ((~is_dense, _run_flows), (is_dense, _run_dense)):
+        idx = np.nonzero(mask)[0]
+        if idx.size:
+            pend = run(kern, [traffics[i] for i in idx], [placements[i] for i in idx], chunk_size)
+            parts.append((idx, pend))
+    fetched = [(idx, _fetch(pend)) for idx, pend in parts]
+    if len(fetched) == 1:
+        merged = fetched[0][1]
+    else:
+        merged = {}
+        for k in fetched[0][1]:
+            first = fetched[0][1][k]
+            out = np.empty((n,) + first.shape[1:], dtype=first.dtype)
+            for idx, res in fetched:
+                out[idx] = res[k]
+            merged[k] = out
     loads = merged.pop("link_load", None)
     return BatchResult(topology, routing, merged, loads)
 
@@ -174,7 +264,7 @@ def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
     return ds
 
 
-def evaluate(topology: Topology, traffic: Traffic, placement: Placement, routing: Routing) -> xr.Dataset:
+def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement, routing: Routing) -> xr.Dataset:
     """Link demand and predicted performance of one design point.
 
     Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``

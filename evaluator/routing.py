@@ -2,11 +2,24 @@
 
 A routing is described by a small :class:`Routing` spec (what the user
 chooses) and compiled on the host, once per topology, into a
-:class:`RoutingOperator`: padded NumPy tables plus a pure function that
-applies them to a dense router-pair demand matrix inside ``jit``.
+:class:`RoutingOperator`: small NumPy tables plus two pure, jit-compatible
+functions for ONE design point,
+
+* ``apply(tables, src_router, dst_router, weight)``: router-level flows
+  (sparse traffic) -> router-link loads;
+* ``apply_dense(tables, u, v)``: the dense rank-one router demand
+  ``u[s] * v[d]`` for every ordered pair ``s != d`` (all-to-all,
+  many-to-many; see :mod:`evaluator.structured`) -> router-link loads.
+
+Neither builds a router-pair matrix: the cost is linear in the flows and the
+links (tori), or in flows plus routers x groups (Dragonflies), so the same
+code serves a 16-node test torus and the 49,152-node Mira.
 
 Randomised choices (tie splitting, Valiant intermediates, several parallel
-global links) contribute their expectation, not a sample.
+global links) contribute their expectation, not a sample. Every load is a
+sum of non-negative terms except two exact-in-expectation differences in
+Valiant (``out - to_group``), whose rounding is bounded by one ulp of a
+router's total.
 
 Supported routings
 ------------------
@@ -23,6 +36,39 @@ Supported routings
   uniformly among the ``g-2`` others (to the router where the global link
   lands), then minimally on to the destination. Intra-group traffic stays
   minimal.
+
+How the torus operator works
+----------------------------
+Under DOR a route travels dimension ``k`` along one ring (the coordinates of
+the dimensions before ``k`` in the order are the destination's, the others
+the source's) as one *run*: a start router, a direction and a length. The
+kernel histograms the runs by ``(start router, length)`` per (dimension,
+direction) — one scatter entry per flow and dimension, two for a split
+tie — then a suffix sum over the length and ``H`` shifted adds along the
+ring (``H`` = longest run) turn the histogram into link loads: cost
+``O(flows x dims + links x H)``, independent of the route lengths, and every
+step adds non-negative numbers only (no prefix-sum cancellation).
+
+Dense rank-one demand factorises per dimension: the load on a dimension-``k``
+link is ``sum_{s_k, t_k} M[x_k, s_k, t_k] U_k[.., s_k] V_k[.., t_k]`` where
+``U_k`` sums ``u`` over the dimensions travelled before ``k``, ``V_k`` sums
+``v`` over those after, and ``M`` is the 1-D ring crossing tensor: cost
+``O(routers x n_k)`` per dimension, near-linear in N.
+
+How the Dragonfly operator works
+--------------------------------
+Minimal routes are aggregated by groups: the first local hop and the global
+link depend only on (source router, destination group), the last local hop
+only on (source group, destination router). Flows are summed into
+``RG[router, group]``, ``GR[group, router]`` and intra-group ``[group, a,
+a]`` demand; two batched ``a x g`` by ``g x a`` products with the
+ownership/landing tables give the local loads, group sums the global loads.
+Valiant is exact by the same aggregation: leg one is ``(out[s] - RG[s, I]) /
+(g - 2)`` towards every intermediate group ``I``; at the intermediate group
+the demand landing on router ``x`` towards group ``D`` is ``sum_S B[x, S]
+GG[S, D] / (g - 2)`` (``B`` the landing fractions), and the demand arriving
+in ``D`` from ``I`` for router ``d`` is ``(sum_S GR[S, d] - GR[I, d]) / (g -
+2)``; those are routed by the same minimal tables.
 """
 
 from __future__ import annotations
@@ -96,32 +142,23 @@ def valiant() -> Routing:
 class RoutingOperator:
     """A routing compiled for one topology.
 
-    ``tables`` are NumPy arrays (moved to the device once by the caller) and
-    ``apply(tables, demand)`` maps a router-pair demand matrix
-    ``demand: Float[Array, "router router"]`` (bytes) to the router-link loads
-    ``Float[Array, "router_link"]`` (bytes). ``apply`` is pure and
-    jit-compatible; its static sizes are bound in a closure.
+    ``tables`` are NumPy arrays (moved to the device once by the caller).
+    ``apply(tables, src_router, dst_router, weight)`` maps router-level flows
+    (``Int[Array, "flow"]`` twice and ``Float[Array, "flow"]`` bytes; a flow
+    with ``src == dst`` must carry weight 0) to the router-link loads
+    ``Float[Array, "router_link"]`` (bytes). ``apply_dense(tables, u, v)``
+    maps the dense demand ``u[s] * v[d]`` (bytes, every ordered router pair
+    ``s != d``; ``u, v: Float[Array, "router"]``) to the same. Both are pure
+    and written for one design point; static sizes are bound in closures.
+    ``nnz`` is the number of table entries (a size indicator).
     """
 
     routing: Routing
     topology_name: str
     tables: dict[str, np.ndarray]
     apply: Callable
+    apply_dense: Callable
     nnz: int
-
-
-def _coalesce(pair: np.ndarray, link: np.ndarray, weight: np.ndarray, n_links: int):
-    """Sum duplicate (pair, link) entries; return sorted by link."""
-    key = link.astype(np.int64) * (int(pair.max(initial=0)) + 1) + pair.astype(np.int64)
-    uniq, inv = np.unique(key, return_inverse=True)
-    w = np.zeros(uniq.size, dtype=np.float64)
-    np.add.at(w, inv, weight)
-    npair = int(pair.max(initial=0)) + 1
-    return (uniq % npair).astype(np.int32), (uniq // npair).astype(np.int32), w
-
-
-def _sparse_apply(pair, link, weight, vec, n_links):
-    return jax.ops.segment_sum(weight * vec[pair], link, num_segments=n_links, indices_are_sorted=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -142,81 +179,180 @@ def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
     return perm
 
 
-def _dor_entries(topo: TorusTopology, routing: Routing, src: np.ndarray, dst: np.ndarray):
-    """(pair-position, link, weight) entries of DOR routes from ``src`` to ``dst`` routers."""
-    dims = topo.dims
-    coords = topo.router_coords
-    cur = coords[src].copy()
-    tgt = coords[dst]
-    idx = np.arange(src.size)
-    out_p, out_l, out_w = [], [], []
-    strides = np.array([int(np.prod(dims[k + 1:])) for k in range(len(dims))], dtype=np.int64)
-    for k in dor_order(topo, routing.order):
-        n = dims[k]
+@dataclasses.dataclass(frozen=True)
+class _Segment:
+    """Links of one (dimension, direction): one per router (the link leaving it), -1 where none."""
+
+    dim: int
+    direction: int  # 0: +1, 1: -1
+    max_run: int  # longest run (hops) a route makes in this dimension and direction
+
+
+def _torus_segments(topo: TorusTopology) -> list[_Segment]:
+    segs = []
+    for k, n in enumerate(topo.dims):
         if n == 1:
             continue
-        delta = tgt[:, k] - cur[:, k]
         if topo.wrap[k]:
-            fwd = delta % n
-            bwd = (n - fwd) % n
-            tie = (fwd == bwd) & (fwd > 0)
-            go_pos = (fwd < bwd) | (tie & True)
-            hops = np.where(go_pos, fwd, bwd)
+            if n == 2:  # one link each way between the two routers: always "positive"
+                segs.append(_Segment(k, 0, 1))
+            else:
+                segs += [_Segment(k, 0, n // 2), _Segment(k, 1, n // 2)]
         else:
-            tie = np.zeros(src.size, dtype=bool)
-            go_pos = delta > 0
-            hops = np.abs(delta)
-        split = tie if routing.tie == "split" else np.zeros_like(tie)
-        w_main = np.where(split, 0.5, 1.0)
-        # main branch (positive on ties), plus negative branch for split ties
-        branches = [(go_pos, w_main, hops > 0), (np.zeros_like(go_pos), np.full(src.size, 0.5), split)]
-        for positive, w, active in branches:
-            sel = np.nonzero(active)[0]
-            if sel.size == 0:
+            segs += [_Segment(k, 0, n - 1), _Segment(k, 1, n - 1)]
+    return segs
+
+
+def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
+    """``M[x, s, t]``: probability that the 1-D route ``s -> t`` uses the link leaving ``x`` in ``direction``."""
+    M = np.zeros((n, n, n))
+    for s in range(n):
+        for t in range(n):
+            if s == t:
                 continue
-            c = cur[sel].copy()
-            h = hops[sel]
-            pos = positive[sel]
-            step = np.where(pos, 1, -1)
-            diridx = np.where(pos, 0, 1)
-            rid = (c * strides).sum(1)
-            for s in range(int(h.max())):
-                act = s < h
-                a_sel = np.nonzero(act)[0]
-                lk = topo.neighbor_link[rid[a_sel], k, diridx[a_sel]]
-                out_p.append(idx[sel[a_sel]])
-                out_l.append(lk)
-                out_w.append(w[sel[a_sel]])
-                newc = (c[a_sel, k] + step[a_sel]) % n
-                rid[a_sel] += (newc - c[a_sel, k]) * strides[k]
-                c[a_sel, k] = newc
-        cur[:, k] = tgt[:, k]
-    if not out_p:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    return np.concatenate(out_p), np.concatenate(out_l), np.concatenate(out_w)
-
-
-MAX_DENSE_ROUTERS = 4096
+            if wrap:
+                fwd = (t - s) % n
+                bwd = n - fwd
+                if n == 2:
+                    runs = [(+1, 1, 1.0)]
+                elif fwd < bwd:
+                    runs = [(+1, fwd, 1.0)]
+                elif bwd < fwd:
+                    runs = [(-1, bwd, 1.0)]
+                elif tie == "split":
+                    runs = [(+1, fwd, 0.5), (-1, bwd, 0.5)]
+                else:
+                    runs = [(+1, fwd, 1.0)]
+            else:
+                runs = [(+1 if t > s else -1, abs(t - s), 1.0)]
+            for step, hops, prob in runs:
+                if (step == +1) != (direction == 0):
+                    continue
+                for j in range(hops):
+                    M[(s + step * j) % n, s, t] += prob
+    return M
 
 
 def _build_dor(topo: TorusTopology, routing: Routing) -> RoutingOperator:
+    order = dor_order(topo, routing.order)
+    dims = tuple(int(n) for n in topo.dims)
+    wrap = tuple(bool(w) for w in topo.wrap)
     R = topo.n_routers
-    require(R <= MAX_DENSE_ROUTERS, "topology.dims", list(topo.dims),
-            f"at most {MAX_DENSE_ROUTERS} routers for the router-pair DOR operator",
-            "Use a smaller partition.")
-    dor_order(topo, routing.order)
-    s, d = np.divmod(np.arange(R * R, dtype=np.int64), R)
-    keep = s != d
-    s, d = s[keep], d[keep]
-    pos, link, w = _dor_entries(topo, routing, s, d)
-    pair = s[pos] * R + d[pos]
-    pair, link, w = _coalesce(pair, link, w, topo.n_router_links)
-    L = topo.n_router_links
+    nd = len(dims)
+    split = routing.tie == "split"
+    strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
+    segs = _torus_segments(topo)
+    seg_index = {(s.dim, s.direction): i for i, s in enumerate(segs)}
+    hist_off, off = [], 0
+    for s in segs:
+        hist_off.append(off)
+        off += R * s.max_run
+    hist_size = max(off, 1)
 
-    def apply(tables, demand):
-        return _sparse_apply(tables["pair"], tables["link"], tables["weight"], demand.reshape(-1), L)
+    # Router link l leaves router r in (dim, direction): its load is slot seg * R + r.
+    slot = -np.ones(topo.n_router_links, dtype=np.int64)
+    nb = np.asarray(topo.neighbor_link)
+    for i, s in enumerate(segs):
+        lk = nb[:, s.dim, s.direction]
+        r = np.nonzero(lk >= 0)[0]
+        slot[lk[r]] = i * R + r
+    assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
+    tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
+    for i, s in enumerate(segs):
+        tables[f"cross{i}"] = _crossing_tensor(dims[s.dim], wrap[s.dim], s.direction, routing.tie)
 
-    return RoutingOperator(routing, topo.name, {"pair": pair, "link": link, "weight": w}, apply, int(w.size))
+    def coord(r, k):
+        return (r // strides[k]) % dims[k]
+
+    def loads_from_segments(tables, per_seg):
+        if not segs:
+            return jnp.zeros(topo.n_router_links)
+        return jnp.concatenate(per_seg)[tables["slot"]]
+
+    def apply(tables, src, dst, weight):
+        """Router-link loads of router-level flows (one design point)."""
+        if not segs:
+            return jnp.zeros(topo.n_router_links)
+        src = src.astype(jnp.int32)
+        dst = dst.astype(jnp.int32)
+        idx_parts, w_parts = [], []
+        done = jnp.zeros_like(src)  # sum over dims already travelled of dst_k * stride_k
+        rest = src  # router id with the travelled dims still at the source's coordinates
+        for k in order:
+            n = dims[k]
+            s = coord(src, k)
+            t = coord(dst, k)
+            base = rest - s * strides[k] + done  # router id of the ring position 0
+            start = base + s * strides[k]  # = the current router when dim k starts
+            if n == 1:
+                continue
+            if wrap[k] and n == 2:
+                i = seg_index[(k, 0)]
+                idx_parts.append(hist_off[i] + start)  # max_run 1: length index 0
+                w_parts.append(jnp.where(s != t, weight, 0.0))
+            elif wrap[k]:
+                fwd = (t - s) % n
+                bwd = (n - fwd) % n
+                go_pos = fwd <= bwd
+                hops = jnp.where(go_pos, fwd, bwd)
+                tie = (fwd == bwd) & (fwd > 0)
+                H = n // 2
+                ip, ineg = seg_index[(k, 0)], seg_index[(k, 1)]
+                seg_off = jnp.where(go_pos, hist_off[ip], hist_off[ineg])
+                w_main = jnp.where(tie, weight * 0.5, weight) if split else weight
+                idx_parts.append(seg_off + start * H + jnp.maximum(hops - 1, 0))
+                w_parts.append(jnp.where(hops > 0, w_main, 0.0))
+                if split and n % 2 == 0:
+                    idx_parts.append(hist_off[ineg] + start * H + (H - 1))
+                    w_parts.append(jnp.where(tie, weight * 0.5, 0.0))
+            else:
+                go_pos = t > s
+                hops = jnp.abs(t - s)
+                H = n - 1
+                ip, ineg = seg_index[(k, 0)], seg_index[(k, 1)]
+                seg_off = jnp.where(go_pos, hist_off[ip], hist_off[ineg])
+                idx_parts.append(seg_off + start * H + jnp.maximum(hops - 1, 0))
+                w_parts.append(jnp.where(hops > 0, weight, 0.0))
+            done = done + t * strides[k]
+            rest = rest - s * strides[k]
+        hist = jax.ops.segment_sum(jnp.concatenate(w_parts), jnp.concatenate(idx_parts), num_segments=hist_size)
+        per_seg = []
+        for i, sg in enumerate(segs):
+            H = sg.max_run
+            h = hist[hist_off[i]: hist_off[i] + R * H].reshape(R, H)
+            # covers[r, j]: bytes of runs starting at r that are longer than j hops.
+            covers = jnp.flip(jnp.cumsum(jnp.flip(h, axis=1), axis=1), axis=1)
+            step = 1 if sg.direction == 0 else -1
+            load = jnp.zeros(dims)
+            for j in range(H):
+                # the link leaving x is hop j of a run that started j positions back
+                load = load + jnp.roll(covers[:, j].reshape(dims), step * j, axis=sg.dim)
+            per_seg.append(load.reshape(R))
+        return loads_from_segments(tables, per_seg)
+
+    def apply_dense(tables, u, v):
+        """Router-link loads of the demand ``u[s] v[d]`` over ordered router pairs (one design point)."""
+        if not segs:
+            return jnp.zeros(topo.n_router_links)
+        U = u.reshape(dims)
+        V = v.reshape(dims)
+        per_seg = []
+        for i, sg in enumerate(segs):
+            k = sg.dim
+            pos = order.index(k)
+            before, after = order[:pos], order[pos + 1:]
+            Uk = U.sum(axis=tuple(before), keepdims=True) if before else U
+            Vk = V.sum(axis=tuple(after), keepdims=True) if after else V
+            Uk = jnp.moveaxis(Uk, k, -1)
+            Vk = jnp.moveaxis(Vk, k, -1)
+            M = tables[f"cross{i}"]
+            W = jnp.einsum("...t,xst->...xs", Vk, M)  # [.. after dims 1 .., x, s]
+            load = (W * Uk[..., None, :]).sum(-1)  # broadcast over the before/after dims
+            per_seg.append(jnp.moveaxis(load, -1, k).reshape(R))
+        return loads_from_segments(tables, per_seg)
+
+    nnz = int(sum(t.size for t in tables.values()))
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)
 
 
 # --------------------------------------------------------------------------------------
@@ -224,117 +360,104 @@ def _build_dor(topo: TorusTopology, routing: Routing) -> RoutingOperator:
 # --------------------------------------------------------------------------------------
 
 
-def _df_minimal_entries(topo: DragonflyTopology, s: np.ndarray, d: np.ndarray):
-    """Entries of minimal routes between router arrays ``s`` -> ``d`` (s != d)."""
-    a, m = topo.a, topo.links_per_pair
-    S, si = np.divmod(s, a)
-    D, di = np.divmod(d, a)
-    idx = np.arange(s.size)
-    ps, ls, ws = [], [], []
-    same = S == D
-    ps.append(idx[same])
-    ls.append(topo.local_link[S[same], si[same], di[same]])
-    ws.append(np.ones(int(same.sum())))
-    inter = np.nonzero(~same)[0]
-    Si, Di = S[inter], D[inter]
-    for c in range(m):
-        own = topo.global_owner[Si, Di, c]
-        land = topo.global_owner[Di, Si, c]
-        w = np.full(inter.size, 1.0 / m)
-        first = si[inter] != own
-        ps.append(inter[first])
-        ls.append(topo.local_link[Si[first], si[inter][first], own[first]])
-        ws.append(w[first])
-        ps.append(inter)
-        ls.append(topo.global_link[Si, Di, c])
-        ws.append(w)
-        last = land != di[inter]
-        ps.append(inter[last])
-        ls.append(topo.local_link[Di[last], land[last], di[inter][last]])
-        ws.append(w[last])
-    return np.concatenate(ps), np.concatenate(ls), np.concatenate(ws)
+def _dragonfly_tables(topo: DragonflyTopology) -> dict[str, np.ndarray]:
+    """Ownership (``own``), landing (``land``) and link-gather tables of a Dragonfly.
 
-
-def _df_to_group_entries(topo: DragonflyTopology):
-    """Entries routing router ``r`` to group ``I`` (stopping where the global link lands).
-
-    Pair index is ``r * g + I``.
+    * ``own[S, D, o]``: fraction of group ``S``'s traffic to group ``D`` that
+      leaves through router ``o`` of ``S`` (``1/m`` per parallel link);
+    * ``land[D, x, S]``: fraction of group ``S``'s traffic to ``D`` that lands
+      on router ``x`` of ``D``;
+    * ``local_idx``: flat ``i * a + j`` of the local link ``i -> j`` in the
+      order of the topology's local links (per group);
+    * ``global_pair``: flat ``S * g + D`` of every global link.
     """
     a, g, m = topo.a, topo.g, topo.links_per_pair
-    r, I = np.divmod(np.arange(topo.n_routers * g, dtype=np.int64), g)
-    S, si = np.divmod(r, a)
-    keep = S != I
-    r, I, S, si = r[keep], I[keep], S[keep], si[keep]
-    pair = r * g + I
-    ps, ls, ws = [], [], []
+    own = np.zeros((g, g, a))
+    land = np.zeros((g, a, g))
+    S, D = np.nonzero(~np.eye(g, dtype=bool))
     for c in range(m):
-        own = topo.global_owner[S, I, c]
-        w = np.full(r.size, 1.0 / m)
-        first = si != own
-        ps.append(pair[first])
-        ls.append(topo.local_link[S[first], si[first], own[first]])
-        ws.append(w[first])
-        ps.append(pair)
-        ls.append(topo.global_link[S, I, c])
-        ws.append(w)
-    return np.concatenate(ps), np.concatenate(ls), np.concatenate(ws)
-
-
-def _landing_matrix(topo: DragonflyTopology) -> np.ndarray:
-    """``B[x, S]``: fraction of group ``S``'s traffic to group(x) that lands on router ``x``."""
-    a, g, m = topo.a, topo.g, topo.links_per_pair
-    B = np.zeros((topo.n_routers, g))
-    for c in range(m):
-        S, I = np.nonzero(~np.eye(g, dtype=bool))
-        x = I * a + topo.global_owner[I, S, c]
-        np.add.at(B, (x, S), 1.0 / m)
-    return B
+        np.add.at(own, (S, D, topo.global_owner[S, D, c]), 1.0 / m)
+        np.add.at(land, (D, topo.global_owner[D, S, c], S), 1.0 / m)
+    i, j = np.nonzero(~np.eye(a, dtype=bool))
+    local_idx = i * a + j
+    n_local = g * a * (a - 1)
+    n_global = topo.n_router_links - n_local
+    global_pair = np.zeros(n_global, dtype=np.int64)
+    gl = np.asarray(topo.global_link)
+    G_, H_, C_ = np.nonzero(gl >= 0)
+    global_pair[gl[G_, H_, C_] - n_local] = G_ * g + H_
+    # local link order check: group by group, (i, j) row-major
+    ll = np.asarray(topo.local_link)
+    assert (ll[:, i, j].reshape(-1) == np.arange(n_local)).all()
+    return {"own": own, "land": land, "local_idx": local_idx.astype(np.int32),
+            "global_pair": global_pair.astype(np.int32)}
 
 
 def _build_dragonfly(topo: DragonflyTopology, routing: Routing) -> RoutingOperator:
-    R, a, g = topo.n_routers, topo.a, topo.g
+    R, a, g, m = topo.n_routers, topo.a, topo.g, topo.links_per_pair
     L = topo.n_router_links
-    require(R <= MAX_DENSE_ROUTERS, "topology", topo.name,
-            f"at most {MAX_DENSE_ROUTERS} routers for the router-pair operator")
-    s, d = np.divmod(np.arange(R * R, dtype=np.int64), R)
-    keep = s != d
-    s, d = s[keep], d[keep]
-    pos, link, w = _df_minimal_entries(topo, s, d)
-    pair, link, w = _coalesce(s[pos] * R + d[pos], link, w, L)
-    tables = {"pair": pair, "link": link, "weight": w}
-    nnz = int(w.size)
-    if routing.kind == "minimal":
+    is_valiant = routing.kind == "valiant"
+    if is_valiant:
+        require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
+                f"Valiant needs an intermediate group other than source and destination; g = {g}.")
+    tables = _dragonfly_tables(topo)
+    off_group = ~np.eye(g, dtype=bool)
 
-        def apply(tables, demand):
-            return _sparse_apply(tables["pair"], tables["link"], tables["weight"], demand.reshape(-1), L)
+    def route_minimal(tables, RG, GR, intra):
+        """Loads of minimal routes given aggregated demand.
 
-        return RoutingOperator(routing, topo.name, tables, apply, nnz)
+        ``RG[S, i, D]``: bytes from router ``(S, i)`` towards group ``D != S``
+        (to be routed to the landing router); ``GR[S, D, j]``: bytes arriving
+        in ``D`` from group ``S`` for router ``(D, j)``; ``intra[G, i, j]``.
+        """
+        first = jnp.einsum("sid,sdo->sio", RG, tables["own"])  # local hop to the owner
+        last = jnp.einsum("dxs,sdj->dxj", tables["land"], GR)  # local hop from the landing router
+        local = (first + last + intra).reshape(g, a * a)[:, tables["local_idx"]].reshape(-1)
+        GG = RG.sum(1)  # [S, D]
+        glob = GG.reshape(-1)[tables["global_pair"]] * (1.0 / m)
+        return jnp.concatenate([local, glob])
 
-    require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
-            f"Valiant needs an intermediate group other than source and destination; g = {g}.")
-    gp, gl, gw = _df_to_group_entries(topo)
-    gp, gl, gw = _coalesce(gp, gl, gw, L)
-    tables.update(g_pair=gp, g_link=gl, g_weight=gw, landing=_landing_matrix(topo))
-    router_group = np.arange(R) // a
-    tables["router_group"] = router_group.astype(np.int32)
+    def route(tables, RG, GR, intra):
+        if not is_valiant:
+            return route_minimal(tables, RG, GR, intra)
+        mask = jnp.asarray(off_group)
+        GG = RG.sum(1)  # [S, D] inter-group demand
+        out = RG.sum(2, keepdims=True)  # [S, i, 1]
+        leg1 = jnp.where(mask[:, None, :], (out - RG) * (1.0 / (g - 2)), 0.0)  # towards intermediate I
+        # at intermediate I: bytes landing on router x of I that continue to group D
+        mid = jnp.einsum("ixs,sd->ixd", tables["land"], GG) * (1.0 / (g - 2))
+        mid = jnp.where(mask[:, None, :], mid, 0.0)
+        col = GR.sum(0, keepdims=True)  # [1, D, j]: everything arriving for router (D, j)
+        arrive = jnp.where(mask[:, :, None], (col - GR) * (1.0 / (g - 2)), 0.0)  # [I, D, j]
+        return route_minimal(tables, leg1 + mid, arrive, intra)
 
-    def apply(tables, demand):
-        grp = tables["router_group"]
-        same = grp[:, None] == grp[None, :]
-        intra = jnp.where(same, demand, 0.0)
-        inter = demand - intra
-        rg = inter.reshape(R, g, a).sum(-1)  # [router, group]: bytes from router to group
-        out = rg.sum(1)
-        leg1 = (out[:, None] - rg) / (g - 2)
-        leg1 = jnp.where(grp[:, None] == jnp.arange(g)[None, :], 0.0, leg1)
-        gr = inter.reshape(g, a, R).sum(1)  # [group, router]: bytes from group to router
-        leg2 = (tables["landing"] @ gr) / (g - 2)
-        leg2 = jnp.where(same, 0.0, leg2)
-        loads = _sparse_apply(tables["pair"], tables["link"], tables["weight"], (intra + leg2).reshape(-1), L)
-        loads = loads + _sparse_apply(tables["g_pair"], tables["g_link"], tables["g_weight"], leg1.reshape(-1), L)
-        return loads
+    def apply(tables, src, dst, weight):
+        src = src.astype(jnp.int32)
+        dst = dst.astype(jnp.int32)
+        Gs, Gd = src // a, dst // a
+        j = dst % a
+        inter = Gs != Gd
+        w_inter = jnp.where(inter, weight, 0.0)
+        w_intra = jnp.where(inter, 0.0, weight)
+        idx = jnp.concatenate([src * g + Gd, R * g + (Gs * g + Gd) * a + j, 2 * R * g + src * a + j])
+        buf = jax.ops.segment_sum(jnp.concatenate([w_inter, w_inter, w_intra]), idx,
+                                  num_segments=2 * R * g + R * a)
+        RG = buf[: R * g].reshape(g, a, g)
+        GR = buf[R * g: 2 * R * g].reshape(g, g, a)
+        intra = buf[2 * R * g:].reshape(g, a, a)
+        return route(tables, RG, GR, intra)
 
-    return RoutingOperator(routing, topo.name, tables, apply, nnz + int(gw.size))
+    def apply_dense(tables, u, v):
+        mask = jnp.asarray(off_group)
+        U = u.reshape(g, a)
+        V = v.reshape(g, a)
+        RG = jnp.where(mask[:, None, :], U[:, :, None] * V.sum(1)[None, None, :], 0.0)
+        GR = jnp.where(mask[:, :, None], U.sum(1)[:, None, None] * V[None, :, :], 0.0)
+        intra = U[:, :, None] * V[:, None, :]
+        return route(tables, RG, GR, intra)
+
+    nnz = int(sum(t.size for t in tables.values()))
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)
 
 
 # --------------------------------------------------------------------------------------
