@@ -540,6 +540,9 @@ def _ray_init(ray_cfg):
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if ray_cfg.address:
         kwargs["address"] = ray_cfg.address
+        # ship this source tree to the cluster's workers (its dependencies must be installed there)
+        kwargs["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parent)],
+                                 "env_vars": {"JAX_ENABLE_X64": "1"}}
     else:
         if ray_cfg.num_cpus:
             kwargs["num_cpus"] = int(ray_cfg.num_cpus)
