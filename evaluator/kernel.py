@@ -2,8 +2,9 @@
 
 The kernels here are written for a single design point (one traffic, one
 placement) and carry no batch axis. :func:`batch_kernel` applies ``vmap``
-and ``jit`` once, at the batch entry point, for one (topology, routing)
-pair; a second chunk of the same shape bucket compiles nothing.
+(inside ``lax.map`` over chunks) and ``jit`` once, at the batch entry
+point, for one (topology, routing) pair; a second block of the same shape
+bucket compiles nothing.
 
 Two kinds of traffic reach the kernels:
 
@@ -28,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ._ops import first_argmax, segment_add, take
 from .routing import Routing, RoutingOperator, build_routing
 from .topology import Topology
 
@@ -41,28 +43,37 @@ __all__ = [
     "batch_kernel",
     "BatchKernel",
     "METRIC_NAMES",
+    "unpack_metrics",
 ]
 
 
 class NetworkArrays(NamedTuple):
-    """Device-side description of one (topology, routing) pair."""
+    """Device-side description of one (topology, routing) pair.
+
+    ``class_order`` lists the links sorted by class (stable); the static
+    class boundaries live in the kernel's closure.
+    """
 
     node_router: Int[Array, "node"]
     capacity: Float[Array, "link"]
     link_class: Int[Array, "link"]
+    class_order: Int[Array, "link"]
     routing: dict
 
 
 class PointInputs(NamedTuple):
     """One design point: a placement and a (padded) flow list.
 
-    Padding flows carry 0 bytes; padding tasks send nothing.
+    Padding flows carry 0 bytes; padding tasks send nothing. ``n_senders``
+    (tasks that send a positive number of bytes, a property of the traffic)
+    is computed on the host when given, else in the kernel.
     """
 
     task_node: Int[Array, "task"]
     src: Int[Array, "flow"]
     dst: Int[Array, "flow"]
     nbytes: Float[Array, "flow"]
+    n_senders: Int[Array, ""] | None = None
 
 
 class DensePointInputs(NamedTuple):
@@ -90,7 +101,8 @@ METRIC_NAMES = (
 )
 
 
-def point_link_loads(net: NetworkArrays, pt: PointInputs, *, apply_routing) -> Float[Array, "link"]:
+def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: int,
+                     apply_routing) -> Float[Array, "link"]:
     """Expected bytes on every link for one design point of sparse flows.
 
     Flows between tasks on one node use no link; flows between nodes load
@@ -99,15 +111,14 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, apply_routing) -> F
     dst_router, bytes)``.
     """
     n_nodes = net.node_router.shape[0]
-    sn = pt.task_node[pt.src]
-    dn = pt.task_node[pt.dst]
+    sn = take(pt.task_node, pt.src)
+    dn = take(pt.task_node, pt.dst)
     off_node = jnp.where(sn != dn, pt.nbytes, 0.0)
-    nodes = jax.ops.segment_sum(jnp.concatenate([off_node, off_node]), jnp.concatenate([sn, dn + n_nodes]),
-                                num_segments=2 * n_nodes)
-    sr = net.node_router[sn]
-    dr = net.node_router[dn]
+    sr = sn // nodes_per_router
+    dr = dn // nodes_per_router
     off_router = jnp.where(sr != dr, pt.nbytes, 0.0)
-    router_loads = apply_routing(net.routing, sr, dr, off_router)
+    node_entries = (jnp.concatenate([sn, dn + n_nodes]), jnp.concatenate([off_node, off_node]), 2 * n_nodes)
+    router_loads, nodes = apply_routing(net.routing, sr, dr, off_router, extra=node_entries)
     return jnp.concatenate([router_loads, nodes])
 
 
@@ -122,20 +133,22 @@ def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_router
     """
     n_nodes = net.node_router.shape[0]
     b = pt.bytes_per_pair
-    u = jax.ops.segment_sum(pt.src_weight, pt.task_node, num_segments=n_nodes)
-    v = jax.ops.segment_sum(pt.dst_weight, pt.task_node, num_segments=n_nodes)
+    uv = segment_add(jnp.concatenate([pt.src_weight, pt.dst_weight]),
+                     jnp.concatenate([pt.task_node, pt.task_node + n_nodes]), 2 * n_nodes)
+    u, v = uv[:n_nodes], uv[n_nodes:]
     inj = b * u * (v.sum() - v)
     ej = b * v * (u.sum() - u)
-    ur = jax.ops.segment_sum(u, net.node_router, num_segments=n_routers)
-    vr = jax.ops.segment_sum(v, net.node_router, num_segments=n_routers)
+    p = n_nodes // n_routers
+    ur = u.reshape(n_routers, p).sum(1)
+    vr = v.reshape(n_routers, p).sum(1)
     router_loads = apply_dense(net.routing, ur * b, vr)
     return jnp.concatenate([router_loads, inj, ej])
 
 
-def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, n_classes: int, n_router_links: int):
+def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, class_bounds: tuple[int, ...],
+             n_router_links: int):
     time_per_link = loads / net.capacity
-    worst = jnp.argmax(time_per_link)
-    t = time_per_link[worst]
+    worst, t = first_argmax(time_per_link)
     n_senders = jnp.maximum(n_senders, 1)
     busy = t > 0
     safe_t = jnp.where(busy, t, 1.0)
@@ -144,7 +157,9 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, n_c
     eff = jnp.where(busy, total / n_senders / safe_t, inf_or_nan)
     hop_bytes = loads[:n_router_links].sum()
     mean_hops = jnp.where(off_node_bytes > 0, hop_bytes / jnp.where(off_node_bytes > 0, off_node_bytes, 1.0), 0.0)
-    max_class = jax.ops.segment_max(loads, net.link_class, num_segments=n_classes)
+    by_class = take(loads, net.class_order)
+    bounds = zip(class_bounds[:-1], class_bounds[1:])
+    max_class = jnp.stack([by_class[lo:hi].max(initial=-jnp.inf) for lo, hi in bounds])
     return {
         "completion_time": t,
         "throughput": throughput,
@@ -157,8 +172,8 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, n_c
     }
 
 
-def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link"], *, n_classes: int,
-                  n_router_links: int) -> dict:
+def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link"], *,
+                  class_bounds: tuple[int, ...], n_router_links: int) -> dict:
     """Scalar metrics of one design point (DESIGN.md "Metrics").
 
     Returns ``completion_time`` (s), ``throughput`` (bytes/s),
@@ -168,16 +183,19 @@ def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link
     node), ``total_bytes`` and ``max_load_class: Float[Array, "class"]``.
     """
     total = pt.nbytes.sum()
-    sent = jax.ops.segment_sum(pt.nbytes, pt.src, num_segments=pt.task_node.shape[0])
-    n_senders = (sent > 0).sum()
-    sn = pt.task_node[pt.src]
-    dn = pt.task_node[pt.dst]
-    off_node_bytes = jnp.where(sn != dn, pt.nbytes, 0.0).sum()
-    return _metrics(net, loads, total, off_node_bytes, n_senders, n_classes=n_classes, n_router_links=n_router_links)
+    if pt.n_senders is None:
+        sent = segment_add(pt.nbytes, pt.src, pt.task_node.shape[0])
+        n_senders = (sent > 0).sum()
+    else:
+        n_senders = pt.n_senders
+    n_nodes = net.node_router.shape[0]
+    off_node_bytes = loads[n_router_links:n_router_links + n_nodes].sum()
+    return _metrics(net, loads, total, off_node_bytes, n_senders, class_bounds=class_bounds,
+                    n_router_links=n_router_links)
 
 
-def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[Array, "link"], *, n_classes: int,
-                        n_router_links: int) -> dict:
+def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[Array, "link"], *,
+                        class_bounds: tuple[int, ...], n_router_links: int) -> dict:
     """:func:`point_metrics` for dense rank-one traffic."""
     b = pt.bytes_per_pair
     U, V = pt.src_weight.sum(), pt.dst_weight.sum()
@@ -185,89 +203,123 @@ def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[A
     n_senders = ((pt.src_weight > 0) & (V - pt.dst_weight > 0)).sum()
     n_nodes = net.node_router.shape[0]
     off_node_bytes = loads[n_router_links:n_router_links + n_nodes].sum()
-    return _metrics(net, loads, total, off_node_bytes, n_senders, n_classes=n_classes, n_router_links=n_router_links)
+    return _metrics(net, loads, total, off_node_bytes, n_senders, class_bounds=class_bounds,
+                    n_router_links=n_router_links)
 
 
-def _point(net, pt, *, n_router_links, n_classes, apply_routing, keep_loads):
-    loads = point_link_loads(net, pt, apply_routing=apply_routing)
-    out = point_metrics(net, pt, loads, n_classes=n_classes, n_router_links=n_router_links)
-    if keep_loads:
-        out["link_load"] = loads
+SCALAR_METRICS = METRIC_NAMES[:-1]
+
+
+def _pack(out: dict, loads, keep_loads: bool):
+    """One point's metrics as one vector (``SCALAR_METRICS`` then ``max_load_class``), and its loads."""
+    vec = jnp.concatenate([jnp.stack([out[k].astype(jnp.float64) for k in SCALAR_METRICS]), out["max_load_class"]])
+    return vec, (loads if keep_loads else None)
+
+
+def unpack_metrics(packed: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-point metric dict from the kernels' packed ``Float[Array, "point metric"]`` output."""
+    n = len(SCALAR_METRICS)
+    out = {k: packed[:, i] for i, k in enumerate(SCALAR_METRICS)}
+    for k in ("bottleneck_class", "bottleneck_link"):
+        out[k] = out[k].astype(np.int64)
+    out["max_load_class"] = packed[:, n:]
     return out
 
 
-def _dense_point(net, pt, *, n_routers, n_router_links, n_classes, apply_dense, keep_loads):
+def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads):
+    loads = point_link_loads(net, pt, nodes_per_router=nodes_per_router, apply_routing=apply_routing)
+    out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links)
+    return _pack(out, loads, keep_loads)
+
+
+def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dense, keep_loads):
     loads = dense_point_link_loads(net, pt, n_routers=n_routers, apply_dense=apply_dense)
-    out = dense_point_metrics(net, pt, loads, n_classes=n_classes, n_router_links=n_router_links)
-    if keep_loads:
-        out["link_load"] = loads
-    return out
+    out = dense_point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links)
+    return _pack(out, loads, keep_loads)
 
 
 class _Kernels:
-    """The jitted, vmapped entry points of one (topology, routing, keep_loads).
+    """The jitted, batched entry points of one (topology, routing, keep_loads).
 
-    * ``self(net, points)``: :class:`PointInputs` with a leading ``point`` axis
-      on every array (one flow list per point);
-    * ``self.shared(net, task_node, flows)``: one flow list shared by all
-      points (``flows`` is a :class:`PointInputs` with ``task_node=None``
-      and unbatched flow arrays); only ``task_node: Int[Array, "point task"]``
-      varies — the common case of a placement sweep;
-    * ``self.dense(net, points)``: :class:`DensePointInputs`, leading ``point`` axis.
+    Each takes a *block* of points (leading ``point`` axis) and a static
+    ``chunk``: the block is evaluated ``chunk`` points at a time by
+    ``jax.lax.map(..., batch_size=chunk)`` — ``vmap`` of the one-point kernel
+    over a chunk, a loop over the chunks — in ONE device call. The chunk
+    bounds the working set (cache-sized on CPU; large on accelerators); the
+    block amortises the call. Returns ``(metrics, link_load)``:
+    ``Float[Array, "point metric"]`` (see :func:`unpack_metrics`) and
+    ``Float[Array, "point link"]`` or ``None``. Variants:
+
+    * ``self(net, points, chunk=c)``: :class:`PointInputs`, one flow list per point;
+    * ``self.shared(net, task_node, src, dst, nbytes, n_senders, chunk=c)``: one
+      flow list for every point, only ``task_node: Int[Array, "point task"]``
+      varies (a placement sweep);
+    * ``self.dense(net, points, chunk=c)``: :class:`DensePointInputs`.
 
     ``_cache_size()`` counts the compilations of all three.
     """
 
     def __init__(self, point, dense_point):
-        self._per_point = jax.jit(jax.vmap(point, in_axes=(None, 0)))
+        def per_point(net, points, chunk):
+            return jax.lax.map(lambda pt: point(net, pt), points, batch_size=chunk)
 
-        def shared(net, task_node, src, dst, nbytes):
-            return jax.vmap(lambda tn: point(net, PointInputs(tn, src, dst, nbytes)))(task_node)
+        def shared(net, task_node, src, dst, nbytes, n_senders, chunk):
+            return jax.lax.map(lambda tn: point(net, PointInputs(tn, src, dst, nbytes, n_senders)), task_node,
+                               batch_size=chunk)
 
-        self._shared = jax.jit(shared)
-        self._dense = jax.jit(jax.vmap(dense_point, in_axes=(None, 0)))
+        def dense(net, points, chunk):
+            return jax.lax.map(lambda pt: dense_point(net, pt), points, batch_size=chunk)
 
-    def __call__(self, net, points: PointInputs):
-        return self._per_point(net, points)
+        self._per_point = jax.jit(per_point, static_argnames="chunk")
+        self._shared = jax.jit(shared, static_argnames="chunk")
+        self._dense = jax.jit(dense, static_argnames="chunk")
 
-    def shared(self, net, task_node, src, dst, nbytes):
-        return self._shared(net, task_node, src, dst, nbytes)
+    def __call__(self, net, points: PointInputs, chunk: int):
+        return self._per_point(net, points, chunk=chunk)
 
-    def dense(self, net, points: DensePointInputs):
-        return self._dense(net, points)
+    def shared(self, net, task_node, src, dst, nbytes, n_senders, chunk: int):
+        return self._shared(net, task_node, src, dst, nbytes, n_senders, chunk=chunk)
+
+    def dense(self, net, points: DensePointInputs, chunk: int):
+        return self._dense(net, points, chunk=chunk)
 
     def _cache_size(self) -> int:
         return self._per_point._cache_size() + self._shared._cache_size() + self._dense._cache_size()
 
 
 class BatchKernel(NamedTuple):
-    """The jitted, vmapped kernels and the device arrays of one network (see :class:`_Kernels`)."""
+    """The jitted, batched kernels and the device arrays of one network (see :class:`_Kernels`)."""
 
     fn: _Kernels
     net: NetworkArrays
     operator: RoutingOperator
+    n_links: int
 
 
 @functools.lru_cache(maxsize=32)
 def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> BatchKernel:
-    """The batched kernels for one (topology, routing): ``vmap`` over points, ``jit`` once.
+    """The batched kernels for one (topology, routing): ``vmap`` over points, ``jit`` once per bucket.
 
-    Calling ``kernel.fn(kernel.net, points)`` with ``points`` a
-    :class:`PointInputs` whose arrays have a leading ``point`` axis returns a
-    dict of per-point metrics (and ``link_load: Float[Array, "point link"]``
-    when ``keep_loads``); ``kernel.fn.shared`` and ``kernel.fn.dense`` are
-    the shared-flows and dense-traffic variants. Arrays of the network are
-    transferred to the device once, here.
+    ``kernel.fn(kernel.net, points, chunk=c)`` with ``points`` a
+    :class:`PointInputs` whose arrays have a leading ``point`` axis returns
+    the packed per-point metrics (:func:`unpack_metrics`) and, when
+    ``keep_loads``, ``link_load: Float[Array, "point link"]``;
+    ``kernel.fn.shared`` and ``kernel.fn.dense`` are the shared-flows and
+    dense-traffic variants (see :class:`_Kernels`). Arrays of the network
+    are transferred to the device once, here.
     """
     op = build_routing(topology, routing)
+    link_class = np.asarray(topology.link_class)
+    counts = np.bincount(link_class, minlength=len(topology.class_names))
     net = NetworkArrays(
         node_router=jnp.asarray(topology.node_router.astype(np.int32)),
         capacity=jnp.asarray(topology.capacity),
-        link_class=jnp.asarray(topology.link_class.astype(np.int32)),
+        link_class=jnp.asarray(link_class.astype(np.int32)),
+        class_order=jnp.asarray(np.argsort(link_class, kind="stable").astype(np.int32)),
         routing={k: jnp.asarray(v) for k, v in op.tables.items()},
     )
-    common = dict(n_router_links=topology.n_router_links, n_classes=len(topology.class_names),
-                  keep_loads=keep_loads)
-    point = functools.partial(_point, apply_routing=op.apply, **common)
+    common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads,
+                  class_bounds=tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)])))
+    point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply, **common)
     dense_point = functools.partial(_dense_point, n_routers=topology.n_routers, apply_dense=op.apply_dense, **common)
-    return BatchKernel(_Kernels(point, dense_point), net, op)
+    return BatchKernel(_Kernels(point, dense_point), net, op, topology.n_links)

@@ -57,18 +57,19 @@ link is ``sum_{s_k, t_k} M[x_k, s_k, t_k] U_k[.., s_k] V_k[.., t_k]`` where
 
 How the Dragonfly operator works
 --------------------------------
-Minimal routes are aggregated by groups: the first local hop and the global
-link depend only on (source router, destination group), the last local hop
-only on (source group, destination router). Flows are summed into
-``RG[router, group]``, ``GR[group, router]`` and intra-group ``[group, a,
-a]`` demand; two batched ``a x g`` by ``g x a`` products with the
-ownership/landing tables give the local loads, group sums the global loads.
-Valiant is exact by the same aggregation: leg one is ``(out[s] - RG[s, I]) /
-(g - 2)`` towards every intermediate group ``I``; at the intermediate group
-the demand landing on router ``x`` towards group ``D`` is ``sum_S B[x, S]
-GG[S, D] / (g - 2)`` (``B`` the landing fractions), and the demand arriving
-in ``D`` from ``I`` for router ``d`` is ``(sum_S GR[S, d] - GR[I, d]) / (g -
-2)``; those are routed by the same minimal tables.
+Minimal routes are aggregated, never enumerated per router pair: each flow
+adds its bytes to four small arrays, ``A[router, exit router]`` (first
+local hop towards the owner of the global link), ``B[router, router]``
+(intra-group), ``C[router, landing router]`` (last local hop) and
+``GG[group, group]`` (global links); static gathers map them to the links.
+Valiant is exact by the same aggregates, not by sampling intermediates:
+leg one from router ``s`` towards every intermediate group uses
+``(out[s] * own_count - A) / (g - 2)``; at an intermediate group ``I`` the
+bytes landing on router ``x`` and leaving through router ``o`` are the block
+sum of ``GG`` over the groups landing on ``x`` and the groups owned by
+``o``, over ``g - 2``; the last hop is ``(land_count * in[d] - C) / (g -
+2)``. For dense rank-one traffic ``GG`` is rank one and the block sum
+factorises, which keeps the cost near-linear in the machine size.
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._ops import segment_add, take
 from .errors import ConfigError, require
 from .topology import DragonflyTopology, Topology, TorusTopology
 
@@ -146,7 +147,9 @@ class RoutingOperator:
     ``apply(tables, src_router, dst_router, weight)`` maps router-level flows
     (``Int[Array, "flow"]`` twice and ``Float[Array, "flow"]`` bytes; a flow
     with ``src == dst`` must carry weight 0) to the router-link loads
-    ``Float[Array, "router_link"]`` (bytes). ``apply_dense(tables, u, v)``
+    ``Float[Array, "router_link"]`` (bytes). With ``extra=(idx, w, size)``
+    it also sums ``w`` into ``size`` bins by ``idx`` in the same scatter and
+    returns ``(router_loads, sums)`` (the kernel's injection/ejection loads). ``apply_dense(tables, u, v)``
     maps the dense demand ``u[s] * v[d]`` (bytes, every ordered router pair
     ``s != d``; ``u, v: Float[Array, "router"]``) to the same. Both are pure
     and written for one design point; static sizes are bound in closures.
@@ -269,10 +272,11 @@ def _build_dor(topo: TorusTopology, routing: Routing) -> RoutingOperator:
             return jnp.zeros(topo.n_router_links)
         return jnp.concatenate(per_seg)[tables["slot"]]
 
-    def apply(tables, src, dst, weight):
-        """Router-link loads of router-level flows (one design point)."""
+    def apply(tables, src, dst, weight, extra=None):
+        """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
         if not segs:
-            return jnp.zeros(topo.n_router_links)
+            loads = jnp.zeros(topo.n_router_links)
+            return loads if extra is None else (loads, segment_add(extra[1], extra[0], extra[2]))
         src = src.astype(jnp.int32)
         dst = dst.astype(jnp.int32)
         idx_parts, w_parts = [], []
@@ -315,7 +319,12 @@ def _build_dor(topo: TorusTopology, routing: Routing) -> RoutingOperator:
                 w_parts.append(jnp.where(hops > 0, weight, 0.0))
             done = done + t * strides[k]
             rest = rest - s * strides[k]
-        hist = jax.ops.segment_sum(jnp.concatenate(w_parts), jnp.concatenate(idx_parts), num_segments=hist_size)
+        if extra is not None:
+            idx_parts.append(extra[0] + hist_size)
+            w_parts.append(extra[1])
+        buf = segment_add(jnp.concatenate(w_parts), jnp.concatenate(idx_parts),
+                          hist_size + (0 if extra is None else extra[2]))
+        hist = buf[:hist_size]
         per_seg = []
         for i, sg in enumerate(segs):
             H = sg.max_run
@@ -328,7 +337,8 @@ def _build_dor(topo: TorusTopology, routing: Routing) -> RoutingOperator:
                 # the link leaving x is hop j of a run that started j positions back
                 load = load + jnp.roll(covers[:, j].reshape(dims), step * j, axis=sg.dim)
             per_seg.append(load.reshape(R))
-        return loads_from_segments(tables, per_seg)
+        loads = loads_from_segments(tables, per_seg)
+        return loads if extra is None else (loads, buf[hist_size:])
 
     def apply_dense(tables, u, v):
         """Router-link loads of the demand ``u[s] v[d]`` over ordered router pairs (one design point)."""
@@ -361,100 +371,174 @@ def _build_dor(topo: TorusTopology, routing: Routing) -> RoutingOperator:
 
 
 def _dragonfly_tables(topo: DragonflyTopology) -> dict[str, np.ndarray]:
-    """Ownership (``own``), landing (``land``) and link-gather tables of a Dragonfly.
+    """Static tables of a Dragonfly's minimal routes (host side).
 
-    * ``own[S, D, o]``: fraction of group ``S``'s traffic to group ``D`` that
-      leaves through router ``o`` of ``S`` (``1/m`` per parallel link);
-    * ``land[D, x, S]``: fraction of group ``S``'s traffic to ``D`` that lands
-      on router ``x`` of ``D``;
-    * ``local_idx``: flat ``i * a + j`` of the local link ``i -> j`` in the
-      order of the topology's local links (per group);
-    * ``global_pair``: flat ``S * g + D`` of every global link.
+    * ``exit_land[S*g + D, c] = own * a + land``: index ``own`` in group ``S`` of
+      the router owning copy ``c`` of the global link ``S -> D`` and index
+      ``land`` in ``D`` of the router where it lands (0 on the diagonal);
+    * ``own[S, D, o]``: fraction of ``S``'s traffic to ``D`` that leaves through
+      router ``o`` of ``S`` (``1/m`` per parallel link); ``land[D, x, S]``: the
+      fraction that lands on router ``x`` of ``D``;
+    * ``own_count[S, o] = sum_D own[S, D, o]``, ``land_count[D, x] = sum_S land[D, x, S]``;
+    * ``src_idx``/``src_w`` ``[G*a + r, k]``: the groups ``S`` whose traffic to ``G``
+      lands on router ``r`` and the fraction ``land[G, r, S]``; ``dst_idx``/``dst_w``:
+      the groups ``D`` that ``G`` reaches through router ``r`` and ``own[G, D, r]``;
+      ``src_pair = G*g + src_idx`` indexes ``own_rows = own.reshape(g*g, a)``;
+    * ``mid_idx``/``mid_w`` ``[I*a + x, o, k]``: flat ``(I*a + o)*g + S`` and weight
+      ``land[I, x, S]`` of the groups ``S`` whose Valiant traffic through
+      intermediate group ``I`` lands on ``x`` (to combine per-exit rows of ``GG^T``);
+    * ``local_idx``: flat ``i*a + j`` of local link ``i -> j``, in link order per group;
+    * ``global_pair``: flat ``S*g + D`` of every global link, in link order.
     """
     a, g, m = topo.a, topo.g, topo.links_per_pair
+    go = np.asarray(topo.global_owner)
     own = np.zeros((g, g, a))
     land = np.zeros((g, a, g))
+    own_idx = np.zeros((g * g, m), np.int32)
+    land_idx = np.zeros((g * g, m), np.int32)
     S, D = np.nonzero(~np.eye(g, dtype=bool))
     for c in range(m):
-        np.add.at(own, (S, D, topo.global_owner[S, D, c]), 1.0 / m)
-        np.add.at(land, (D, topo.global_owner[D, S, c], S), 1.0 / m)
+        np.add.at(own, (S, D, go[S, D, c]), 1.0 / m)
+        np.add.at(land, (D, go[D, S, c], S), 1.0 / m)
+        own_idx[S * g + D, c] = go[S, D, c]
+        land_idx[S * g + D, c] = go[D, S, c]
+    # Per router (G, r): the groups whose traffic lands on it / leaves through it, with fractions.
+    src_lists = [[np.nonzero(land[G, r])[0] for r in range(a)] for G in range(g)]
+    dst_lists = [[np.nonzero(own[G, :, r])[0] for r in range(a)] for G in range(g)]
+    h_max = max(1, max(len(x) for row in src_lists + dst_lists for x in row))
+    src_idx = np.zeros((g * a, h_max), np.int32)
+    src_w = np.zeros((g * a, h_max))
+    dst_idx = np.zeros((g * a, h_max), np.int32)
+    dst_w = np.zeros((g * a, h_max))
+    for G in range(g):
+        for r in range(a):
+            Ss, Ds = src_lists[G][r], dst_lists[G][r]
+            src_idx[G * a + r, : Ss.size] = Ss
+            src_w[G * a + r, : Ss.size] = land[G, r, Ss]
+            dst_idx[G * a + r, : Ds.size] = Ds
+            dst_w[G * a + r, : Ds.size] = own[G, Ds, r]
+    # Valiant, phase two at intermediate I: via_row[I*a + o, S] = sum_D own[I, D, o] GG[S, D] (rows of GG^T
+    # gathered whole), then mid[I, x, o] = sum_S land[I, x, S] via_row[I*a + o, S].
+    mid_idx = ((np.arange(g).repeat(a)[:, None, None] * a + np.arange(a)[None, :, None]) * g
+               + src_idx[:, None, :]).astype(np.int32)  # [I*a + x, o, k]
+    mid_w = np.broadcast_to(src_w[:, None, :], mid_idx.shape).copy()
+    # own[I, S, :] rows of the groups landing on (I, x), flat index I*g + S (dense rank-one Valiant)
+    src_pair = (np.arange(g).repeat(a)[:, None] * g + src_idx).astype(np.int32)
     i, j = np.nonzero(~np.eye(a, dtype=bool))
     local_idx = i * a + j
     n_local = g * a * (a - 1)
+    ll = np.asarray(topo.local_link)
+    assert (ll[:, i, j].reshape(-1) == np.arange(n_local)).all(), "local links not in (group, i, j) order"
     n_global = topo.n_router_links - n_local
-    global_pair = np.zeros(n_global, dtype=np.int64)
+    global_pair = np.zeros(n_global, dtype=np.int32)
     gl = np.asarray(topo.global_link)
     G_, H_, C_ = np.nonzero(gl >= 0)
     global_pair[gl[G_, H_, C_] - n_local] = G_ * g + H_
-    # local link order check: group by group, (i, j) row-major
-    ll = np.asarray(topo.local_link)
-    assert (ll[:, i, j].reshape(-1) == np.arange(n_local)).all()
-    return {"own": own, "land": land, "local_idx": local_idx.astype(np.int32),
-            "global_pair": global_pair.astype(np.int32)}
+    return {"exit_land": own_idx * a + land_idx, "own_count": own.sum(1), "land_count": land.sum(2),
+            "src_idx": src_idx, "src_w": src_w, "dst_idx": dst_idx, "dst_w": dst_w, "src_pair": src_pair,
+            "own_rows": own.reshape(g * g, a), "mid_idx": mid_idx, "mid_w": mid_w,
+            "local_idx": local_idx.astype(np.int32), "global_pair": global_pair}
 
 
 def _build_dragonfly(topo: DragonflyTopology, routing: Routing) -> RoutingOperator:
     R, a, g, m = topo.n_routers, topo.a, topo.g, topo.links_per_pair
-    L = topo.n_router_links
     is_valiant = routing.kind == "valiant"
     if is_valiant:
         require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
                 f"Valiant needs an intermediate group other than source and destination; g = {g}.")
     tables = _dragonfly_tables(topo)
+    if not is_valiant:
+        for k in ("own_count", "land_count", "src_pair", "own_rows", "mid_idx", "mid_w"):
+            del tables[k]
     off_group = ~np.eye(g, dtype=bool)
+    # Aggregates of one point, in one flat buffer (see `route`).
+    OFF_A, OFF_B, OFF_C, OFF_G = 0, R * a, 2 * R * a, 3 * R * a
+    SIZE = 3 * R * a + g * g
 
-    def route_minimal(tables, RG, GR, intra):
-        """Loads of minimal routes given aggregated demand.
+    def local_and_global(tables, local, GG):
+        """Router-link loads from ``local[G, i, j]`` (bytes on link i -> j of group G) and group-pair bytes."""
+        loc = take(local.reshape(g, a * a), tables["local_idx"], axis=1).reshape(-1)
+        glob = take(GG.reshape(-1), tables["global_pair"]) * (1.0 / m)
+        return jnp.concatenate([loc, glob])
 
-        ``RG[S, i, D]``: bytes from router ``(S, i)`` towards group ``D != S``
-        (to be routed to the landing router); ``GR[S, D, j]``: bytes arriving
-        in ``D`` from group ``S`` for router ``(D, j)``; ``intra[G, i, j]``.
+    def route(tables, A, B, C, GG, mid=None):
+        """Router-link loads from the aggregates of one point.
+
+        ``A[S, i, o]``: inter-group bytes leaving router ``(S, i)`` that exit
+        ``S`` through router ``o`` (``o == i``: no local hop); ``B[S, i, j]``:
+        intra-group bytes ``(S, i) -> (S, j)``; ``C[D, j, x]``: inter-group bytes
+        for router ``(D, j)`` that land on router ``x`` of ``D``; ``GG[S, D]``:
+        inter-group bytes (zero diagonal). ``mid[I, x, o]`` (Valiant only,
+        optional): bytes landing on router ``x`` of intermediate group ``I``
+        that leave it through router ``o``, if the caller has them cheaper.
         """
-        first = jnp.einsum("sid,sdo->sio", RG, tables["own"])  # local hop to the owner
-        last = jnp.einsum("dxs,sdj->dxj", tables["land"], GR)  # local hop from the landing router
-        local = (first + last + intra).reshape(g, a * a)[:, tables["local_idx"]].reshape(-1)
-        GG = RG.sum(1)  # [S, D]
-        glob = GG.reshape(-1)[tables["global_pair"]] * (1.0 / m)
-        return jnp.concatenate([local, glob])
-
-    def route(tables, RG, GR, intra):
         if not is_valiant:
-            return route_minimal(tables, RG, GR, intra)
+            return local_and_global(tables, A + B + jnp.swapaxes(C, 1, 2), GG)
+        inv = 1.0 / (g - 2)
         mask = jnp.asarray(off_group)
-        GG = RG.sum(1)  # [S, D] inter-group demand
-        out = RG.sum(2, keepdims=True)  # [S, i, 1]
-        leg1 = jnp.where(mask[:, None, :], (out - RG) * (1.0 / (g - 2)), 0.0)  # towards intermediate I
-        # at intermediate I: bytes landing on router x of I that continue to group D
-        mid = jnp.einsum("ixs,sd->ixd", tables["land"], GG) * (1.0 / (g - 2))
-        mid = jnp.where(mask[:, None, :], mid, 0.0)
-        col = GR.sum(0, keepdims=True)  # [1, D, j]: everything arriving for router (D, j)
-        arrive = jnp.where(mask[:, :, None], (col - GR) * (1.0 / (g - 2)), 0.0)  # [I, D, j]
-        return route_minimal(tables, leg1 + mid, arrive, intra)
+        out = A.sum(2, keepdims=True)  # [S, i, 1] inter-group bytes leaving (S, i)
+        inn = C.sum(2, keepdims=True)  # [D, j, 1] inter-group bytes arriving for (D, j)
+        # leg one towards every intermediate I != S, D: first local hop and the global link S -> I
+        leg1 = jnp.maximum(tables["own_count"][:, None, :] * out - A, 0.0) * inv
+        row = GG.sum(1, keepdims=True)
+        col = GG.sum(0, keepdims=True)
+        glob = jnp.where(mask, jnp.maximum(row - GG, 0.0) + jnp.maximum(col - GG, 0.0), 0.0) * inv
+        # at I: lands on x from S, leaves via o towards D; then I -> D; then the last local hop in D
+        if mid is None:
+            via_row = (take(GG.T, tables["dst_idx"]) * tables["dst_w"][:, :, None]).sum(1)  # [I*a + o, S]
+            mid = (take(via_row.reshape(-1), tables["mid_idx"]) * tables["mid_w"]).sum(2).reshape(g, a, a)
+        mid = mid * inv
+        last = jnp.maximum(tables["land_count"][:, None, :] * inn - C, 0.0) * inv  # [D, j, x]
+        return local_and_global(tables, leg1 + mid + B + jnp.swapaxes(last, 1, 2), glob)
 
-    def apply(tables, src, dst, weight):
+    def apply(tables, src, dst, weight, extra=None):
         src = src.astype(jnp.int32)
         dst = dst.astype(jnp.int32)
         Gs, Gd = src // a, dst // a
-        j = dst % a
+        j = dst - Gd * a
         inter = Gs != Gd
         w_inter = jnp.where(inter, weight, 0.0)
-        w_intra = jnp.where(inter, 0.0, weight)
-        idx = jnp.concatenate([src * g + Gd, R * g + (Gs * g + Gd) * a + j, 2 * R * g + src * a + j])
-        buf = jax.ops.segment_sum(jnp.concatenate([w_inter, w_inter, w_intra]), idx,
-                                  num_segments=2 * R * g + R * a)
-        RG = buf[: R * g].reshape(g, a, g)
-        GR = buf[R * g: 2 * R * g].reshape(g, g, a)
-        intra = buf[2 * R * g:].reshape(g, a, a)
-        return route(tables, RG, GR, intra)
+        pair = Gs * g + Gd
+        idx, w = [], []
+        for c in range(m):
+            exit_land = take(tables["exit_land"][:, c], pair)
+            own, land = exit_land // a, exit_land % a
+            idx.append(jnp.where(inter, OFF_A + src * a + own, OFF_B + src * a + j))
+            w.append(jnp.where(inter, weight * (1.0 / m), weight if c == 0 else 0.0))
+            idx.append(OFF_C + dst * a + land)
+            w.append(w_inter * (1.0 / m))
+        idx.append(OFF_G + pair)
+        w.append(w_inter)
+        if extra is not None:
+            idx.append(extra[0] + SIZE)
+            w.append(extra[1])
+        buf = segment_add(jnp.concatenate(w), jnp.concatenate(idx), SIZE + (0 if extra is None else extra[2]))
+        A = buf[OFF_A:OFF_B].reshape(g, a, a)
+        B = buf[OFF_B:OFF_C].reshape(g, a, a)
+        C = buf[OFF_C:OFF_G].reshape(g, a, a)
+        GG = buf[OFF_G:SIZE].reshape(g, g)
+        loads = route(tables, A, B, C, GG)
+        return loads if extra is None else (loads, buf[SIZE:])
 
     def apply_dense(tables, u, v):
         mask = jnp.asarray(off_group)
         U = u.reshape(g, a)
         V = v.reshape(g, a)
-        RG = jnp.where(mask[:, None, :], U[:, :, None] * V.sum(1)[None, None, :], 0.0)
-        GR = jnp.where(mask[:, :, None], U.sum(1)[:, None, None] * V[None, :, :], 0.0)
-        intra = U[:, :, None] * V[:, None, :]
-        return route(tables, RG, GR, intra)
+        Ug, Vg = U.sum(1), V.sum(1)
+        GG = jnp.where(mask, Ug[:, None] * Vg[None, :], 0.0)
+        exit_via = (take(Vg, tables["dst_idx"]) * tables["dst_w"]).sum(1).reshape(g, a)  # [S, o]
+        land_on = (take(Ug, tables["src_idx"]) * tables["src_w"]).sum(1).reshape(g, a)  # [D, x]
+        A = U[:, :, None] * exit_via[:, None, :]
+        B = U[:, :, None] * V[:, None, :]
+        C = V[:, :, None] * land_on[:, None, :]
+        mid = None
+        if is_valiant:
+            # GG = Ug Vg^T off the diagonal: the phase-two sum factorises, minus the S == D terms.
+            UV = Ug * Vg
+            diag = (take(UV, tables["src_idx"]) * tables["src_w"])[:, :, None] * take(tables["own_rows"],
+                                                                                    tables["src_pair"])
+            mid = jnp.maximum(land_on[:, :, None] * exit_via[:, None, :] - diag.sum(1).reshape(g, a, a), 0.0)
+        return route(tables, A, B, C, GG, mid)
 
     nnz = int(sum(t.size for t in tables.values()))
     return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)

@@ -1,0 +1,130 @@
+"""No waste (STYLE.md item 7; issue 5 item 6).
+
+* a second chunk (block) of the same bucket compiles nothing: the number of
+  XLA backend compilations is counted with ``jax.monitoring`` (every
+  compilation reports ``/jax/core/compile/backend_compile_duration``, eager
+  ones included) and with the kernels' own jit caches;
+* host-to-device transfers are batched: one explicit transfer per block, and
+  none implicit (``jax.transfer_guard``);
+* results stay on the device until the reduction is done: without
+  ``keep_link_load`` the kernels return only the per-point metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+
+import jax
+import numpy as np
+import pytest
+
+from evaluator import placement as P
+from evaluator import routing as RT
+from evaluator import structured as S
+from evaluator import topology as T
+from evaluator import traffic as TR
+from evaluator.evaluate import evaluate_batch
+from evaluator.kernel import batch_kernel
+
+EV = importlib.import_module("evaluator.evaluate")  # the module (the package re-exports a function of that name)
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def count_compiles():
+    seen: list[str] = []
+
+    def listener(name, duration, **kwargs):
+        if name == COMPILE_EVENT:
+            seen.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seen
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@contextlib.contextmanager
+def count_transfers(monkeypatch):
+    calls: list[int] = []
+    real = EV._to_device
+
+    def counting(arrays):
+        calls.append(1)
+        return real(arrays)
+
+    monkeypatch.setattr(EV, "_to_device", counting)
+    yield calls
+
+
+def _placements(topo, n, seed=0):
+    return [P.dragonfly_cartesian(topo, (4, 4, 2), (2, 2, 2), seed=seed + s) for s in range(n)]
+
+
+@pytest.mark.parametrize("routing", [RT.minimal(), RT.valiant()])
+def test_second_chunk_of_shared_flows_compiles_nothing(routing, monkeypatch):
+    topo = T.dragonfly(2, 4, 2, 9)
+    traffic = TR.stencil((4, 4, 2), (4, 4, 2), 8.0)
+    pls = _placements(topo, 40)
+    kern = batch_kernel(topo, routing, False)
+    first = evaluate_batch(topo, routing, traffic, pls[:8], chunk_size=8)  # compiles this bucket (once)
+    size = kern.fn._cache_size()
+    with count_compiles() as compiles, count_transfers(monkeypatch) as transfers, jax.transfer_guard("disallow"):
+        second = evaluate_batch(topo, routing, traffic, pls[8:40], chunk_size=8)  # four more blocks
+    assert compiles == [], f"{len(compiles)} compilations for a second chunk of the same bucket"
+    assert kern.fn._cache_size() == size
+    assert len(transfers) == 4  # one per block; the shared flow list is on the device already
+    both = evaluate_batch(topo, routing, traffic, pls[:40], chunk_size=8)
+    np.testing.assert_array_equal(both.metrics["completion_time"],
+                                  np.concatenate([first.metrics["completion_time"], second.metrics["completion_time"]]))
+
+
+def test_second_chunk_of_per_point_flows_compiles_nothing(monkeypatch):
+    topo = T.torus((4, 3, 2))
+    routing = RT.dor("longest_first")
+    rng = np.random.default_rng(0)
+
+    def point(i):
+        n_tasks = int(rng.integers(9, 16))  # one task bucket (16)
+        f = int(rng.integers(17, 32))  # one flow bucket (32)
+        tr = TR.from_flows(n_tasks, rng.integers(0, n_tasks, f), rng.integers(0, n_tasks, f), rng.random(f))
+        return tr, P.explicit(topo, rng.integers(0, topo.n_nodes, n_tasks))
+
+    pts = [point(i) for i in range(20)]
+    evaluate_batch(topo, routing, [t for t, _ in pts[:4]], [p for _, p in pts[:4]], chunk_size=4)
+    with count_compiles() as compiles, count_transfers(monkeypatch) as transfers, jax.transfer_guard("disallow"):
+        evaluate_batch(topo, routing, [t for t, _ in pts[4:]], [p for _, p in pts[4:]], chunk_size=4)
+    assert compiles == []
+    assert len(transfers) == 4  # 16 points in blocks of 4: one transfer each (all arrays of a block at once)
+
+
+def test_second_chunk_of_dense_traffic_compiles_nothing(monkeypatch):
+    topo = T.dragonfly(2, 4, 2, 9)
+    routing = RT.valiant()
+    traffics = [S.all_to_all(int(n), float(n)) for n in np.random.default_rng(1).integers(33, 64, 12)]
+    pls = [P.fully_random(topo, t.n_tasks, seed=i) for i, t in enumerate(traffics)]
+    evaluate_batch(topo, routing, traffics[:4], pls[:4], chunk_size=4)
+    with count_compiles() as compiles, count_transfers(monkeypatch) as transfers, jax.transfer_guard("disallow"):
+        evaluate_batch(topo, routing, traffics[4:], pls[4:], chunk_size=4)
+    assert compiles == []
+    assert len(transfers) == 2
+
+
+def test_results_stay_on_device_until_reduced():
+    """Without keep_link_load a block returns only [point, metric]; per-link loads never leave the device."""
+    topo = T.dragonfly(2, 4, 2, 9)
+    traffic = TR.stencil((4, 4, 2), (4, 4, 2), 8.0)
+    pls = _placements(topo, 8)
+    for keep in (False, True):
+        kern = batch_kernel(topo, RT.valiant(), keep)
+        flows = EV._device_flows(traffic, EV.bucket_size(traffic.n_flows))
+        tn = jax.device_put(np.stack([p.task_node for p in pls]).astype(np.int32))
+        packed, loads = kern.fn.shared(kern.net, tn, *flows, chunk=4)
+        assert isinstance(packed, jax.Array) and packed.shape == (8, 7 + len(topo.class_names))
+        if keep:
+            assert loads.shape == (8, topo.n_links)
+        else:
+            assert loads is None
