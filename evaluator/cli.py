@@ -22,6 +22,7 @@ COMMANDS = {
     "optimize": "exhaustive search of decompositions, placements and routings for a stencil job",
     "plot": "write PNG figures of a sweep dataset",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
+    "bench": "benchmark the JAX kernels against a per-flow Python evaluator (--quick for a short run)",
 }
 
 
@@ -276,6 +277,12 @@ def _no_ray():
     return RayConfig(enabled=False)
 
 
+def _cmd_bench(argv: list[str]) -> int:
+    from . import _cli_bench
+
+    return int(_cli_bench.main(argv) or 0)
+
+
 def _cmd_partitions(argv: list[str]) -> int:
     from . import _cli_partitions
 
@@ -292,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     handlers = {"eval": _cmd_eval, "sweep": _cmd_sweep, "query": _cmd_query, "optimize": _cmd_optimize,
-                "plot": _cmd_plot, "partitions": _cmd_partitions}
+                "plot": _cmd_plot, "partitions": _cmd_partitions, "bench": _cmd_bench}
     if cmd not in handlers:
         print(f"evaluator: unknown command {cmd!r}; known commands: {sorted(handlers)}", file=sys.stderr)
         return 2
