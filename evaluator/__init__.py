@@ -20,7 +20,7 @@ _jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0"
 
-from . import placement, routing, topology, traffic  # noqa: E402
+from . import placement, routing, structured, topology, traffic  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .evaluate import BatchResult, evaluate, evaluate_batch  # noqa: E402
 from .routing import Routing, dor, minimal, valiant  # noqa: E402
@@ -33,9 +33,12 @@ from .topology import (  # noqa: E402
     gemini,
     torus,
 )
+from .structured import DenseTraffic  # noqa: E402
 from .traffic import Traffic  # noqa: E402
 from .placement import Placement  # noqa: E402
 from .query import best, open_results  # noqa: E402
+from . import machines, partitions  # noqa: E402
+from .machines import list_machines, load_machine  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -52,6 +55,7 @@ __all__ = [
     "minimal",
     "valiant",
     "Traffic",
+    "DenseTraffic",
     "Placement",
     "evaluate",
     "evaluate_batch",
@@ -60,6 +64,11 @@ __all__ = [
     "best",
     "placement",
     "routing",
+    "structured",
     "topology",
     "traffic",
+    "partitions",
+    "machines",
+    "load_machine",
+    "list_machines",
 ]

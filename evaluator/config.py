@@ -19,6 +19,7 @@ import numpy as np
 
 from . import placement as P
 from . import routing as R
+from . import structured as S
 from . import topology as T
 from . import traffic as TR
 from .errors import ConfigError, require
@@ -285,7 +286,7 @@ def build_routing_spec(cfg) -> R.Routing:
     raise ConfigError("routing.kind", cfg.kind, "one of ['dor', 'minimal', 'valiant']")
 
 
-def build_traffic(cfg, topology: T.Topology) -> TR.Traffic:
+def build_traffic(cfg, topology: T.Topology) -> TR.Traffic | S.DenseTraffic:
     """Traffic from a traffic config (``n_tasks`` null means one task per node)."""
     k = cfg.kind
     n = cfg.n_tasks if cfg.n_tasks is not None else topology.n_nodes
@@ -295,7 +296,7 @@ def build_traffic(cfg, topology: T.Topology) -> TR.Traffic:
         per = cfg.periodic if isinstance(cfg.periodic, bool) else _list(cfg.periodic)
         return TR.stencil(_list(cfg.alpha), _list(cfg.beta), cfg.bytes_per_element, per)
     if k == "all_to_all":
-        return TR.all_to_all(n, cfg.bytes)
+        return S.all_to_all(n, cfg.bytes)  # dense: never materialises n^2 flows
     if k == "bisection_pairing":
         return TR.bisection_pairing(topology, cfg.bytes)
     if k == "random_permutation":
@@ -307,7 +308,7 @@ def build_traffic(cfg, topology: T.Topology) -> TR.Traffic:
         require(cfg.grid is not None, "traffic.grid", None, "a task grid for tornado, e.g. [8, 8]")
         return TR.tornado(_list(cfg.grid), cfg.bytes)
     if k == "many_to_many":
-        return TR.many_to_many(cfg.n_sources, cfg.n_destinations, cfg.bytes, cfg.mode, cfg.overlap, cfg.n_tasks)
+        return S.many_to_many(cfg.n_sources, cfg.n_destinations, cfg.bytes, cfg.mode, cfg.overlap, cfg.n_tasks)
     if k == "file":
         require(cfg.path is not None, "traffic.path", None, "a path to a .npz or .csv traffic file")
         return TR.from_file(cfg.path, cfg.n_tasks)
@@ -348,7 +349,7 @@ class DesignPoint:
 
     topology: T.Topology
     routing: R.Routing
-    traffic: TR.Traffic
+    traffic: TR.Traffic | S.DenseTraffic
     placement: P.Placement
 
 

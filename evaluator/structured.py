@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 
 from .errors import positive_float, positive_int, require
-from .traffic import MANY_TO_MANY_MODES, Traffic
+from .traffic import Traffic, many_to_many_layout
 
 __all__ = ["DenseTraffic", "all_to_all", "many_to_many", "dense"]
 
@@ -114,24 +114,7 @@ def many_to_many(n_sources: int, n_destinations: int, bytes_per_pair: float = 1.
                  overlap: int | None = None, n_tasks: int | None = None) -> DenseTraffic:
     """Many-to-many (Bui et al.) as dense traffic; same arguments and task layout as
     :func:`evaluator.traffic.many_to_many`."""
-    m = positive_int("traffic.n_sources", n_sources)
-    n = positive_int("traffic.n_destinations", n_destinations)
-    require(mode in MANY_TO_MANY_MODES, "traffic.mode", mode, f"one of {list(MANY_TO_MANY_MODES)}")
-    if mode == "disjoint":
-        start = m
-    elif mode == "overlap":
-        ov = min(m, n) // 2 if overlap is None else int(overlap)
-        require(0 <= ov <= min(m, n), "traffic.overlap", overlap, f"an integer in [0, {min(m, n)}]")
-        start = m - ov
-    elif mode == "subset":
-        require(n <= m, "traffic.n_destinations", n, f"<= n_sources = {m} for mode 'subset'")
-        start = 0
-    else:
-        require(m <= n, "traffic.n_sources", m, f"<= n_destinations = {n} for mode 'superset'")
-        start = 0
-    needed = max(m, start + n)
-    nt = needed if n_tasks is None else int(n_tasks)
-    require(nt >= needed, "traffic.n_tasks", n_tasks, f">= {needed} (sources and destinations)")
+    m, n, start, nt = many_to_many_layout(n_sources, n_destinations, mode, overlap, n_tasks)
     ws = np.zeros(nt)
     wd = np.zeros(nt)
     ws[:m] = 1.0

@@ -263,6 +263,30 @@ def tornado(grid: Sequence[int], bytes_per_task: float = 1.0) -> Traffic:
 MANY_TO_MANY_MODES = ("disjoint", "overlap", "subset", "superset")
 
 
+def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoint", overlap: int | None = None,
+                        n_tasks: int | None = None) -> tuple[int, int, int, int]:
+    """Validated ``(m, n, first_destination, n_tasks)`` of a many-to-many pattern (see :func:`many_to_many`)."""
+    m = positive_int("traffic.n_sources", n_sources)
+    n = positive_int("traffic.n_destinations", n_destinations)
+    require(mode in MANY_TO_MANY_MODES, "traffic.mode", mode, f"one of {list(MANY_TO_MANY_MODES)}")
+    if mode == "disjoint":
+        start = m
+    elif mode == "overlap":
+        ov = min(m, n) // 2 if overlap is None else int(overlap)
+        require(0 <= ov <= min(m, n), "traffic.overlap", overlap, f"an integer in [0, {min(m, n)}]")
+        start = m - ov
+    elif mode == "subset":
+        require(n <= m, "traffic.n_destinations", n, f"<= n_sources = {m} for mode 'subset'")
+        start = 0
+    else:
+        require(m <= n, "traffic.n_sources", m, f"<= n_destinations = {n} for mode 'superset'")
+        start = 0
+    needed = max(m, start + n)
+    nt = needed if n_tasks is None else int(n_tasks)
+    require(nt >= needed, "traffic.n_tasks", n_tasks, f">= {needed} (sources and destinations)")
+    return m, n, start, nt
+
+
 def many_to_many(n_sources: int, n_destinations: int, bytes_per_pair: float = 1.0, mode: str = "disjoint",
                  overlap: int | None = None, n_tasks: int | None = None) -> Traffic:
     """Many-to-many (Bui et al.): every source sends ``bytes_per_pair`` to every destination.
@@ -277,27 +301,10 @@ def many_to_many(n_sources: int, n_destinations: int, bytes_per_pair: float = 1.
 
     A task never sends to itself.
     """
-    m = positive_int("traffic.n_sources", n_sources)
-    n = positive_int("traffic.n_destinations", n_destinations)
     b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
-    require(mode in MANY_TO_MANY_MODES, "traffic.mode", mode, f"one of {list(MANY_TO_MANY_MODES)}")
-    if mode == "disjoint":
-        start = m
-    elif mode == "overlap":
-        ov = min(m, n) // 2 if overlap is None else int(overlap)
-        require(0 <= ov <= min(m, n), "traffic.overlap", overlap, f"an integer in [0, {min(m, n)}]")
-        start = m - ov
-    elif mode == "subset":
-        require(n <= m, "traffic.n_destinations", n, f"<= n_sources = {m} for mode 'subset'")
-        start = 0
-    else:
-        require(m <= n, "traffic.n_sources", m, f"<= n_destinations = {n} for mode 'superset'")
-        start = 0
+    m, n, start, nt = many_to_many_layout(n_sources, n_destinations, mode, overlap, n_tasks)
     srcs = np.arange(m)
     dsts = np.arange(start, start + n)
-    needed = max(m, start + n)
-    nt = needed if n_tasks is None else int(n_tasks)
-    require(nt >= needed, "traffic.n_tasks", n_tasks, f">= {needed} (sources and destinations)")
     s, d = np.meshgrid(srcs, dsts, indexing="ij")
     s, d = s.ravel(), d.ravel()
     keep = s != d
