@@ -21,6 +21,10 @@ earlier axes):
 * ``name: {zip: {key1: [...], key2: [...]}}`` several keys along one dimension;
 * ``name: {product: {key1: ..., key2: ...}}`` the same as listing them.
 
+Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
+``placement.seed``, so an axis can be added from the command line with
+``+sweep.axes.placement.seed={range:[0,8]}``.
+
 Execution: points are grouped into shape buckets (same topology and
 routing: one compilation each), cut into fixed-size chunks, and sent to Ray
 tasks (an embedded Ray by default, ``ray.address=auto`` or a URL for a
@@ -189,10 +193,24 @@ def _generate(key: str, spec: Any, earlier: dict[str, list]) -> list[Any]:
     raise AssertionError(g)  # zip/product handled by the caller
 
 
+def _flatten_axes(axes_cfg: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings become dotted keys, so ``+sweep.axes.placement.seed={range:[0,8]}`` works
+    from the command line; a mapping holding a generator is a leaf."""
+    out: dict[str, Any] = {}
+    for k, v in axes_cfg.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v and not any(g in v for g in GENERATORS):
+            out.update(_flatten_axes(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
 def expand_axes(axes_cfg: dict[str, Any]) -> list[Axis]:
     """Expand the ``sweep.axes`` mapping into :class:`Axis` objects (see module docstring)."""
     require(isinstance(axes_cfg, dict) and len(axes_cfg) > 0, "sweep.axes", axes_cfg,
             "a non-empty mapping of config keys to values or generators")
+    axes_cfg = _flatten_axes(_plain(axes_cfg))
     earlier: dict[str, list] = {}
     axes: list[Axis] = []
     for name, spec in axes_cfg.items():

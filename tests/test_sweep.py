@@ -221,3 +221,9 @@ def test_empty_axis_and_unknown_key_in_axes():
         expand_axes({"x": {"zip": {"placement.seed": [1]}}, "placement.seed": [2]})
     with pytest.raises(ConfigError, match="replaces"):
         expand_axes({"placement": ["linear"], "placement.seed": [1]})
+
+
+def test_axis_added_from_the_command_line(tmp_path):
+    plan = make_plan("dragonfly_nne_placement", ["+sweep.axes.placement.seed={range:[0,3]}"], out=tmp_path)
+    assert [a.name for a in plan.axes][-1] == "placement.seed"
+    assert plan.axes[-1].labels == ("0", "1", "2") and plan.seeds == [0, 1, 2]
