@@ -469,8 +469,14 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         kern = batch_kernel(topo, routing, plan.keep_link_load)
         before = kern.fn._cache_size()
         t1 = time.perf_counter()
-        res = evaluate_batch(topo, routing, traffics, placements, keep_link_load=plan.keep_link_load,
-                             chunk_size=plan.chunk_size)
+        # Pad every call to the full chunk (repeating the last feasible point) so that chunks with
+        # fewer feasible points, and a bucket's last chunk, reuse the bucket's compilation.
+        pad = plan.chunk_size - len(traffics)
+        res = evaluate_batch(topo, routing, traffics + traffics[-1:] * pad, placements + placements[-1:] * pad,
+                             keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size)
+        res.metrics = {k: v[: len(ok_idx)] for k, v in res.metrics.items()}
+        if res.link_load is not None:
+            res.link_load = res.link_load[: len(ok_idx)]
         dt = time.perf_counter() - t1
         if kern.fn._cache_size() > before:
             out["compile_s"] = dt
