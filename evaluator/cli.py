@@ -237,15 +237,12 @@ def _cmd_optimize(argv: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from .query import best, open_results
-    from .sweep import plan_sweep, run_sweep
+    from .sweep import optimize_axes, plan_sweep, run_sweep
 
     base = ["traffic=stencil", f"placement={args.placement}", f"routing={args.routings[0]}",
             "sweep.name=optimize", f"traffic.alpha=[{','.join(map(str, args.alpha))}]"]
     cfg = compose(base + args.overrides)
-    axes = {"traffic.beta": {"factorizations": {"n": args.tasks, "d": len(args.alpha)}}}
-    if args.placement == "dragonfly_cartesian":
-        axes["placement.gamma"] = {"divisors": "traffic.beta"}
-    axes["routing"] = list(args.routings)
+    axes = optimize_axes(args.tasks, len(args.alpha), args.routings, args.placement)
     OmegaConf.update(cfg, "sweep.axes", axes, merge=False)
     plan = plan_sweep(cfg, args.overrides, lambda extra: _with_axes(compose(base + args.overrides + extra), axes))
     path = run_sweep(plan, cfg.ray if args.ray else _no_ray(), progress=not args.no_progress)

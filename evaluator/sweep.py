@@ -59,7 +59,7 @@ from .errors import ConfigError, require
 from .evaluate import UNITS as _UNITS
 
 __all__ = ["Axis", "SweepPlan", "expand_axes", "plan_sweep", "run_sweep", "label", "divisor_vectors",
-           "ordered_factorizations"]
+           "ordered_factorizations", "optimize_axes"]
 
 GROUPS = ("topology", "routing", "traffic", "placement")
 BUCKET_PREFIXES = ("topology", "routing")
@@ -248,6 +248,18 @@ def expand_axes(axes_cfg: dict[str, Any]) -> list[Axis]:
                                   f"'{k}' replaces the whole of '{other}'; sweep one or the other.")
     names = [ax.name for ax in axes]
     require(len(set(names)) == len(names), "sweep.axes", names, "distinct axis names")
+    return axes
+
+
+def optimize_axes(n_tasks: int, n_dims: int, routings: Sequence[str],
+                  placement: str = "dragonfly_cartesian") -> dict[str, Any]:
+    """Axes of Prisacari's selection procedure (Sec. 4.4), exhaustive: every decomposition
+    beta of ``n_tasks`` into ``n_dims`` factors, every gamma dividing it (Cartesian
+    placement), every routing."""
+    axes: dict[str, Any] = {"traffic.beta": {"factorizations": {"n": int(n_tasks), "d": int(n_dims)}}}
+    if placement == "dragonfly_cartesian":
+        axes["placement.gamma"] = {"divisors": "traffic.beta"}
+    axes["routing"] = list(routings)
     return axes
 
 
