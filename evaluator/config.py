@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 MISSING: Any = "???"  # OmegaConf's marker for a value a config group must supply
 
-import numpy as np
 
 from . import placement as P
 from . import routing as R

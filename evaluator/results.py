@@ -9,7 +9,6 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 __all__ = ["write_dataset", "atomic_to_netcdf", "summary_lines", "git_commit", "new_run_id"]
