@@ -47,6 +47,9 @@ def atomic_to_netcdf(ds: xr.Dataset, path: Path) -> Path:
     os.close(fd)
     try:
         ds.to_netcdf(tmp, engine="h5netcdf")
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
