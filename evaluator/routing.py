@@ -548,7 +548,8 @@ def _build_dragonfly(topo: DragonflyTopology, routing: Routing) -> RoutingOperat
 
 
 @functools.lru_cache(maxsize=32)
-def _cached_build(topo_id: int, topo: Topology, routing: Routing) -> RoutingOperator:
+def _cached_build(topo: Topology, routing: Routing) -> RoutingOperator:
+    # Topology compares and hashes by identity (eq=False), so the cache is per topology object.
     if routing.kind == "dor":
         return _build_dor(topo, routing)  # type: ignore[arg-type]
     return _build_dragonfly(topo, routing)  # type: ignore[arg-type]
@@ -560,4 +561,4 @@ def build_routing(topology: Topology, routing: Routing) -> RoutingOperator:
     if routing.kind not in allowed:
         raise ConfigError("routing.kind", routing.kind, f"one of {list(allowed)} on a {topology.kind}",
                           "Pick a routing group that matches the topology.")
-    return _cached_build(id(topology), topology, routing)
+    return _cached_build(topology, routing)
