@@ -1,12 +1,53 @@
-"""Errors raised for bad input.
+"""The one error family for bad input, and the one set of validators.
 
 Every error names the field, the value given and what is allowed, so that a
-user can fix the config without reading the source.
+user can fix the config without reading the source. All of them derive from
+:class:`ConfigError` (itself a :class:`ValueError`), so one ``except
+ConfigError`` catches any bad input, from a Hydra override, a machine YAML file,
+a partition request or the Python API:
+
+* :class:`ConfigError` ``(field, value, allowed, hint)``: the message is
+  ``"<field> = <value!r> is invalid: allowed is <allowed>. <hint>"``;
+* :class:`WordedError` subclasses take a message composed by the raiser
+  (their wording is pinned by users' scripts and tests) and keep ``field``,
+  ``value`` and ``allowed`` when known:
+  :class:`ConfigCompositionError` (Hydra could not compose the config: unknown
+  key, wrong type, unknown group option), :class:`MachineError` and
+  :class:`UnknownMachineError` (the machine catalogue),
+  :class:`PartitionError` (torus partition requests). Their validators
+  (:func:`invalid`) word a bad value as ``"<context>: <field> = <value!r> is
+  invalid; allowed: <allowed>"``.
+
+Validators (:func:`require`, :func:`positive_int`, :func:`positive_float`,
+:func:`is_int`, :func:`int_list`, :func:`per_dim`) are shared by every family;
+those that may fail take ``error``, the exception factory of the caller's
+dialect (default :class:`ConfigError`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ConfigError",
+    "WordedError",
+    "ConfigCompositionError",
+    "MachineError",
+    "UnknownMachineError",
+    "PartitionError",
+    "require",
+    "invalid",
+    "is_int",
+    "positive_int",
+    "positive_float",
+    "int_list",
+    "per_dim",
+    "reason",
+]
 
 
 class ConfigError(ValueError):
@@ -35,34 +76,99 @@ class ConfigError(ValueError):
         super().__init__(msg)
 
 
+class WordedError(ConfigError):
+    """A :class:`ConfigError` whose whole message is composed by the raiser."""
+
+    def __init__(self, message: str, field: str = "", value: Any = None, allowed: str = "",
+                 hint: str | None = None):
+        self.field = field
+        self.value = value
+        self.allowed = allowed or message
+        self.hint = hint
+        ValueError.__init__(self, message)
+
+
+class ConfigCompositionError(WordedError):
+    """Hydra could not compose the config (unknown key, bad type, unknown group option)."""
+
+
+class MachineError(WordedError):
+    """A machine description (YAML file or dict) is invalid; the message names the machine."""
+
+
+class UnknownMachineError(MachineError):
+    """No machine of the requested name is in the catalogue."""
+
+
+class PartitionError(WordedError):
+    """A partition request is invalid (size, shape, fit or allowed list)."""
+
+
+ErrorFactory = Callable[[str, Any, str], ConfigError]
+"""``error(field, value, allowed) -> exception``: how a validator words a failure."""
+
+
+def invalid(cls: type[WordedError], field: str, value: Any, allowed: str, context: str = "",
+            hint: str = "") -> WordedError:
+    """A :class:`WordedError` ``"<context>: <field> = <value!r> is invalid; allowed: <allowed>[. hint]"``."""
+    msg = (f"{context}: " if context else "") + f"{field} = {value!r} is invalid; allowed: {allowed}"
+    if hint:
+        msg += f". {hint}"
+    return cls(msg, field, value, allowed, hint or None)
+
+
 def require(cond: bool, field: str, value: Any, allowed: str, hint: str | None = None) -> None:
     """Raise :class:`ConfigError` unless ``cond`` holds."""
     if not cond:
         raise ConfigError(field, value, allowed, hint)
 
 
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python or NumPy), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def positive_int(field: str, value: Any, minimum: int = 1) -> int:
     """Check that ``value`` is an integer >= ``minimum`` and return it as ``int``."""
-    ok = isinstance(value, (int,)) and not isinstance(value, bool)
-    if not ok:
-        try:
-            import numpy as np
-
-            ok = isinstance(value, np.integer)
-        except ImportError:  # pragma: no cover
-            ok = False
-    require(ok and int(value) >= minimum, field, value, f"an integer >= {minimum}")
+    require(is_int(value) and int(value) >= minimum, field, value, f"an integer >= {minimum}")
     return int(value)
 
 
 def positive_float(field: str, value: Any, allow_zero: bool = False) -> float:
     """Check that ``value`` is a finite number > 0 (or >= 0) and return it."""
-    import math
-
+    allowed = "a finite number" + (" >= 0" if allow_zero else " > 0")
+    if isinstance(value, (bool, np.bool_)):
+        raise ConfigError(field, value, allowed)
     try:
         f = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(field, value, "a finite number" + (" >= 0" if allow_zero else " > 0")) from None
-    ok = math.isfinite(f) and (f >= 0 if allow_zero else f > 0)
-    require(ok, field, value, "a finite number" + (" >= 0" if allow_zero else " > 0"))
+        raise ConfigError(field, value, allowed) from None
+    require(math.isfinite(f) and (f >= 0 if allow_zero else f > 0), field, value, allowed)
     return f
+
+
+def int_list(field: str, value: Any, length: int | None = None, minimum: int = 1,
+             error: ErrorFactory = ConfigError, allowed: str | None = None) -> tuple[int, ...]:
+    """A non-empty list of integers >= ``minimum`` (of ``length`` entries if given), as a tuple."""
+    what = allowed or ((f"a list of {length} " if length is not None else "a non-empty list of ")
+                       + (f"integers >= {minimum}" if minimum != 1 else "positive integers"))
+    ok = isinstance(value, (list, tuple, np.ndarray)) and len(value) > 0 and (length is None or len(value) == length)
+    if not ok or not all(is_int(v) and int(v) >= minimum for v in value):
+        raise error(field, list(value) if isinstance(value, (tuple, np.ndarray)) else value, what)
+    return tuple(int(v) for v in value)
+
+
+def per_dim(field: str, value: Any, ndim: int, cast: Callable[[Any], Any],
+            error: ErrorFactory = ConfigError) -> tuple:
+    """One value per dimension: a scalar broadcast to ``ndim`` entries, or a list of exactly ``ndim``."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) != ndim:
+            raise error(field, list(value), f"one value or a list of {ndim} values (one per dimension)")
+        return tuple(cast(v) for v in value)
+    return tuple(cast(value) for _ in range(ndim))
+
+
+def reason(exc: ConfigError) -> str:
+    """Short ``"field: what is allowed"`` of an error (the ``reason`` of an infeasible sweep point)."""
+    field = exc.field.split("[")[0]
+    return f"{field}: {exc.allowed}"

@@ -1,0 +1,202 @@
+"""The one table of metrics and the one way to turn results into an :class:`xarray.Dataset`.
+
+:data:`METRICS` lists the scalar metrics of an evaluation (DESIGN.md
+"Metrics") with their units, long names and whether smaller is better. The
+kernel's output, single evaluations, sweep datasets, queries and plots all
+read it; per-class maxima (``max_load_<class>``) follow :data:`MAX_LOAD`.
+:func:`results_dataset` builds every result dataset: one design point
+(no dimension), a batch (``variant``) or a sweep grid (one dimension per axis,
+with ``feasible`` and ``reason``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "Metric",
+    "METRICS",
+    "METRIC_NAMES",
+    "MAX_LOAD",
+    "LINK_LOAD",
+    "LINK_CAPACITY",
+    "metric",
+    "max_load_name",
+    "smaller_is_better",
+    "results_dataset",
+    "LinkTable",
+    "summary_lines",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """A result variable: name, CF units, long name, and whether smaller is better (``None``: not ranked)."""
+
+    name: str
+    units: str
+    long_name: str
+    smaller_is_better: bool | None = True
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        return {"units": self.units, "long_name": self.long_name}
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("completion_time", "s", "completion time of the exchange (contention lower bound)", True),
+    Metric("throughput", "bytes/s", "total bytes over completion time", False),
+    Metric("effective_injection_bandwidth", "bytes/s", "mean bytes sent per sending task over completion time",
+           False),
+    Metric("mean_hops", "1", "router-to-router links per byte that leaves its node", True),
+    Metric("total_bytes", "bytes", "bytes sent in the exchange", True),
+)
+"""Scalar metrics of one evaluation, in dataset order."""
+
+METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+
+MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", True)
+"""Template of the per-class maxima; see :func:`max_load_name`."""
+
+LINK_LOAD = Metric("link_load", "bytes", "expected bytes crossing the link in one exchange", None)
+LINK_CAPACITY = Metric("link_capacity", "bytes/s", "link bandwidth per direction", None)
+
+_BY_NAME = {m.name: m for m in METRICS + (LINK_LOAD, LINK_CAPACITY)}
+
+
+def max_load_name(link_class: str) -> str:
+    """Variable name of the largest load on a link of ``link_class`` (``torus-dim0`` -> ``max_load_torus_dim0``)."""
+    return "max_load_" + link_class.replace("-", "_")
+
+
+def metric(name: str) -> Metric:
+    """The table entry of ``name`` (``max_load_*`` included); ``KeyError`` if unknown."""
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    if name.startswith("max_load_"):
+        cls = name[len("max_load_"):]
+        return Metric(name, MAX_LOAD.units, MAX_LOAD.long_name.format(cls=cls), True)
+    raise KeyError(name)
+
+
+def smaller_is_better(name: str) -> bool:
+    """Ranking direction of a variable: from the table; any other variable ranks smaller first."""
+    try:
+        return metric(name).smaller_is_better is not False
+    except KeyError:
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkTable:
+    """Per-link coordinates of a topology (DESIGN.md link layout)."""
+
+    capacity: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    class_names: np.ndarray
+    node: np.ndarray
+
+    @classmethod
+    def of(cls, topology) -> LinkTable:
+        return cls(np.asarray(topology.capacity), np.asarray(topology.link_src), np.asarray(topology.link_dst),
+                   topology.link_class_names(), np.asarray(topology.link_node))
+
+
+def results_dataset(
+    dims: Sequence[str],
+    shape: Sequence[int],
+    metrics: Mapping[str, np.ndarray],
+    max_load: Mapping[str, np.ndarray],
+    bottleneck: np.ndarray,
+    *,
+    feasible: np.ndarray | None = None,
+    reason: np.ndarray | None = None,
+    coords: Mapping[str, Any] | None = None,
+    link_load: np.ndarray | None = None,
+    links: LinkTable | None = None,
+    attrs: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """Results of ``prod(shape)`` design points as a dataset with dimensions ``dims``.
+
+    Parameters
+    ----------
+    metrics
+        Flat per-point arrays of every name in :data:`METRIC_NAMES`.
+    max_load
+        Flat per-point largest load per link class name, in the order given.
+    bottleneck
+        Flat per-point class of the busiest link (``"none"``; ``""`` where infeasible).
+    feasible, reason
+        Sweep grids: whether each point's config is valid and why not.
+    link_load
+        ``[point, link]`` bytes, kept on request; ``links`` adds the capacity
+        and the ``link_src``/``link_dst``/``link_class``/``link_node`` coordinates.
+    """
+    dims = tuple(dims)
+    shape = tuple(int(s) for s in shape)
+
+    def grid(a) -> np.ndarray:
+        return np.asarray(a).reshape(shape)
+
+    data: dict[str, Any] = {}
+    for m in METRICS:
+        data[m.name] = (dims, grid(metrics[m.name]), m.attrs)
+    for cname, values in max_load.items():
+        data[max_load_name(cname)] = (dims, grid(values), {"units": MAX_LOAD.units,
+                                                           "long_name": MAX_LOAD.long_name.format(cls=cname)})
+    long = "class of the link that sets the completion time"
+    if feasible is not None:
+        long += " ('' if infeasible)"
+    data["bottleneck"] = (dims, grid(np.asarray(bottleneck).astype(str)), {"long_name": long})
+    if feasible is not None:
+        data["feasible"] = (dims, grid(feasible), {"long_name": "whether the point's config is valid"})
+    if reason is not None:
+        data["reason"] = (dims, grid(np.asarray(reason).astype(str)),
+                          {"long_name": "why the point is infeasible: 'field: what is allowed' ('' if feasible)"})
+    all_coords: dict[str, Any] = dict(coords or {})
+    if link_load is not None:
+        ll = np.asarray(link_load)
+        data["link_load"] = (dims + ("link",), ll.reshape(shape + (ll.shape[-1],)), LINK_LOAD.attrs)
+        if links is not None:
+            data["link_capacity"] = (("link",), links.capacity, LINK_CAPACITY.attrs)
+            all_coords.update({
+                "link": np.arange(links.capacity.shape[0]),
+                "link_src": ("link", links.src, {"long_name": "source router id (-1: node side)"}),
+                "link_dst": ("link", links.dst, {"long_name": "destination router id (-1: node side)"}),
+                "link_class": ("link", links.class_names),
+                "link_node": ("link", links.node, {"long_name": "node id of injection/ejection links"}),
+            })
+    ds = xr.Dataset(data, coords=all_coords)
+    if attrs:
+        ds.attrs.update(attrs)
+    return ds
+
+
+def _fmt_bytes(x: float) -> str:
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(x) >= f:
+            return f"{x / f:.3f} {unit} ({x:,.0f} B)"
+    return f"{x:,.1f} B"
+
+
+def summary_lines(ds: xr.Dataset) -> list[str]:
+    """A short human summary of one evaluation."""
+    a = ds.attrs
+    lines = [
+        f"topology    {a.get('topology')}  routing {a.get('routing')}",
+        f"traffic     {a.get('traffic', '?')}  placement {a.get('placement', '?')}",
+        f"bytes       {_fmt_bytes(float(ds.total_bytes))}",
+        f"completion  {float(ds.completion_time):.6g} s   bottleneck: {ds.bottleneck.item()}",
+        f"throughput  {float(ds.throughput) / 1e9:.4g} GB/s aggregate, "
+        f"{float(ds.effective_injection_bandwidth) / 1e9:.4g} GB/s per task",
+        f"mean hops   {float(ds.mean_hops):.4f}",
+    ]
+    for v in sorted(k for k in ds.data_vars if k.startswith("max_load_")):
+        lines.append(f"{v:<22}{_fmt_bytes(float(ds[v]))}")
+    return lines
