@@ -4,7 +4,9 @@ Public API (anything not listed in ``__all__`` may change):
 
 * topologies: :func:`torus`, :func:`bgq_partition`, :func:`gemini`, :func:`dragonfly`;
 * routings: :mod:`evaluator.routing` (``dor``, ``minimal``, ``valiant``);
-* traffic: :mod:`evaluator.traffic`; placement: :mod:`evaluator.placement`;
+* traffic: :mod:`evaluator.traffic` (dense rank-one patterns in
+  :mod:`evaluator.traffic.dense`, also ``evaluator.structured``);
+  placement: :mod:`evaluator.placement`;
 * :func:`evaluate` (one design point -> :class:`xarray.Dataset`) and
   :func:`evaluate_batch` (many variants of one topology and routing).
 
@@ -18,9 +20,9 @@ import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)
 
-__version__ = "0.1.0"
-
-from . import placement, routing, structured, topology, traffic  # noqa: E402
+from ._version import __version__  # noqa: E402
+from . import placement, routing, topology, traffic  # noqa: E402
+from .traffic import dense as structured  # noqa: E402  (the dense constructors, under their historical name)
 from .errors import ConfigError  # noqa: E402
 from .evaluate import BatchResult, evaluate, evaluate_batch  # noqa: E402
 from .routing import Routing, dor, minimal, valiant  # noqa: E402
@@ -33,8 +35,7 @@ from .topology import (  # noqa: E402
     gemini,
     torus,
 )
-from .structured import DenseTraffic  # noqa: E402
-from .traffic import Traffic  # noqa: E402
+from .traffic import DenseTraffic, Traffic  # noqa: E402
 from .placement import Placement  # noqa: E402
 from .query import best, open_results  # noqa: E402
 from . import machines, partitions  # noqa: E402

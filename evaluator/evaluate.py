@@ -4,7 +4,7 @@
 :func:`evaluate_batch` answers many traffic/placement variants of one
 (topology, routing) pair with one compilation per shape bucket. Traffic is
 sparse (:class:`~evaluator.traffic.Traffic`) or dense rank-one
-(:class:`~evaluator.structured.DenseTraffic`, e.g. all-to-all on 49,152
+(:class:`~evaluator.traffic.DenseTraffic`, e.g. all-to-all on 49,152
 nodes without its 2.4e9 flows).
 """
 
@@ -19,27 +19,16 @@ import jax
 import numpy as np
 import xarray as xr
 
-from . import __version__
+from ._version import __version__
+from .dataset import METRIC_NAMES, LinkTable, results_dataset
 from .errors import ConfigError, positive_int, require
 from .kernel import DensePointInputs, PointInputs, batch_kernel, unpack_metrics
 from .placement import Placement
 from .routing import Routing
-from .structured import DenseTraffic
 from .topology import Topology
-from .traffic import Traffic
+from .traffic import DenseTraffic, Traffic
 
 __all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size"]
-
-UNITS = {
-    "completion_time": ("s", "completion time of the exchange (contention lower bound)"),
-    "throughput": ("bytes/s", "total bytes over completion time"),
-    "effective_injection_bandwidth": ("bytes/s", "mean bytes sent per sending task over completion time"),
-    "mean_hops": ("1", "router-to-router links per byte that leaves its node"),
-    "total_bytes": ("bytes", "bytes sent in the exchange"),
-    "link_load": ("bytes", "expected bytes crossing the link in one exchange"),
-    "link_capacity": ("bytes/s", "link bandwidth per direction"),
-}
-
 
 def bucket_size(n: int, minimum: int = 16) -> int:
     """Shape bucket for ``n`` items (at least ``minimum``).
@@ -256,7 +245,7 @@ def evaluate_batch(
     ``traffics`` and ``placements`` are sequences of equal length, or a single
     item broadcast against the other. A traffic is a sparse
     :class:`~evaluator.traffic.Traffic` or a dense
-    :class:`~evaluator.structured.DenseTraffic` (never materialised).
+    :class:`~evaluator.traffic.DenseTraffic` (never materialised).
 
     Flow and task arrays are padded to a shape bucket (:func:`bucket_size`)
     and the points go to the device in blocks of ``chunk_size`` (one
@@ -305,42 +294,18 @@ def evaluate_batch(
 def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
     topo = res.topology
     m = res.metrics
-    data = {}
-    for k in ("completion_time", "throughput", "effective_injection_bandwidth", "mean_hops", "total_bytes"):
-        v = m[k] if dim else m[k][0]
-        data[k] = ((dim,) if dim else (), v, {"units": UNITS[k][0], "long_name": UNITS[k][1]})
-    bn = res.bottleneck_names()
-    data["bottleneck"] = ((dim,) if dim else (), bn if dim else bn[0],
-                          {"long_name": "class of the link that sets the completion time"})
-    for c, cname in enumerate(topo.class_names):
-        v = m["max_load_class"][:, c]
-        data[f"max_load_{cname.replace('-', '_')}"] = ((dim,) if dim else (), v if dim else v[0],
-                                                        {"units": "bytes", "long_name": f"largest load on a {cname} link"})
-    coords = {}
-    if res.link_load is not None:
-        ll = res.link_load if dim else res.link_load[0]
-        data["link_load"] = (((dim, "link") if dim else ("link",)), ll,
-                             {"units": UNITS["link_load"][0], "long_name": UNITS["link_load"][1]})
-        data["link_capacity"] = (("link",), np.asarray(topo.capacity),
-                                 {"units": UNITS["link_capacity"][0], "long_name": UNITS["link_capacity"][1]})
-        coords = {
-            "link": np.arange(topo.n_links),
-            "link_src": ("link", np.asarray(topo.link_src), {"long_name": "source router id (-1: node side)"}),
-            "link_dst": ("link", np.asarray(topo.link_dst), {"long_name": "destination router id (-1: node side)"}),
-            "link_class": ("link", topo.link_class_names()),
-            "link_node": ("link", np.asarray(topo.link_node), {"long_name": "node id of injection/ejection links"}),
-        }
-    ds = xr.Dataset(data, coords=coords)
-    ds.attrs.update(
-        {
-            "topology": topo.name,
-            "routing": res.routing.label,
-            "n_nodes": topo.n_nodes,
-            "n_routers": topo.n_routers,
-            "evaluator_version": __version__,
-        }
+    n = m["completion_time"].shape[0]
+    dims, shape = ((dim,), (n,)) if dim else ((), ())
+    return results_dataset(
+        dims, shape,
+        metrics={k: m[k] for k in METRIC_NAMES},
+        max_load={c: m["max_load_class"][:, i] for i, c in enumerate(topo.class_names)},
+        bottleneck=res.bottleneck_names(),
+        link_load=res.link_load,
+        links=LinkTable.of(topo) if res.link_load is not None else None,
+        attrs={"topology": topo.name, "routing": res.routing.label, "n_nodes": topo.n_nodes,
+               "n_routers": topo.n_routers, "evaluator_version": __version__},
     )
-    return ds
 
 
 def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement, routing: Routing) -> xr.Dataset:

@@ -11,7 +11,7 @@ Two kinds of traffic reach the kernels:
 * sparse flows (:class:`PointInputs`): cost linear in the flows (see
   :mod:`evaluator.routing` for the per-topology operators);
 * dense rank-one traffic (:class:`DensePointInputs`, built from
-  :class:`evaluator.structured.DenseTraffic`): every task pair, never
+  :class:`evaluator.traffic.DenseTraffic`): every task pair, never
   materialised; cost near-linear in the machine size.
 
 Shapes use the axis names of DESIGN.md: ``task``, ``flow``, ``node``,
@@ -30,6 +30,8 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._ops import first_argmax, segment_add, take
+from ._types import LinkLoads, PointLinkLoads, PointMetrics  # noqa: F401  (shapes in signatures and docs)
+from .dataset import METRIC_NAMES as _FLOAT_METRICS
 from .routing import Routing, RoutingOperator, build_routing
 from .topology import Topology
 
@@ -77,7 +79,7 @@ class PointInputs(NamedTuple):
 
 
 class DensePointInputs(NamedTuple):
-    """One design point of dense rank-one traffic (:class:`evaluator.structured.DenseTraffic`).
+    """One design point of dense rank-one traffic (:class:`evaluator.traffic.DenseTraffic`).
 
     Task ``s`` sends ``bytes_per_pair * src_weight[s] * dst_weight[d]`` bytes
     to every task ``d != s``. Padding tasks carry weight 0.
@@ -89,20 +91,15 @@ class DensePointInputs(NamedTuple):
     bytes_per_pair: Float[Array, ""]
 
 
-METRIC_NAMES = (
-    "completion_time",
-    "throughput",
-    "effective_injection_bandwidth",
-    "bottleneck_class",
-    "bottleneck_link",
-    "mean_hops",
-    "total_bytes",
-    "max_load_class",
-)
+SCALAR_METRICS = _FLOAT_METRICS + ("bottleneck_class", "bottleneck_link")
+"""Per-point scalars the kernels return: the metric table's (:data:`evaluator.dataset.METRICS`), then the
+bottleneck's class and link (-1 when nothing crosses a link)."""
+
+METRIC_NAMES = SCALAR_METRICS + ("max_load_class",)
 
 
 def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: int,
-                     apply_routing) -> Float[Array, "link"]:
+                     apply_routing) -> LinkLoads:
     """Expected bytes on every link for one design point of sparse flows.
 
     Flows between tasks on one node use no link; flows between nodes load
@@ -123,7 +120,7 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: i
 
 
 def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_routers: int,
-                           apply_dense) -> Float[Array, "link"]:
+                           apply_dense) -> LinkLoads:
     """Expected bytes on every link for one design point of dense rank-one traffic.
 
     With ``u[n]``/``v[n]`` the source/destination weights summed per node,
@@ -149,7 +146,7 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
              n_router_links: int):
     time_per_link = loads / net.capacity
     worst, t = first_argmax(time_per_link)
-    n_senders = jnp.maximum(n_senders, 1)
+    n_senders = jnp.maximum(n_senders, 1).astype(loads.dtype)
     busy = t > 0
     safe_t = jnp.where(busy, t, 1.0)
     inf_or_nan = jnp.where(total > 0, jnp.inf, jnp.nan)
@@ -207,16 +204,13 @@ def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[A
                     n_router_links=n_router_links)
 
 
-SCALAR_METRICS = METRIC_NAMES[:-1]
-
-
 def _pack(out: dict, loads, keep_loads: bool):
     """One point's metrics as one vector (``SCALAR_METRICS`` then ``max_load_class``), and its loads."""
     vec = jnp.concatenate([jnp.stack([out[k].astype(jnp.float64) for k in SCALAR_METRICS]), out["max_load_class"]])
     return vec, (loads if keep_loads else None)
 
 
-def unpack_metrics(packed: np.ndarray) -> dict[str, np.ndarray]:
+def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, np.ndarray]:
     """Per-point metric dict from the kernels' packed ``Float[Array, "point metric"]`` output."""
     n = len(SCALAR_METRICS)
     out = {k: packed[:, i] for i, k in enumerate(SCALAR_METRICS)}

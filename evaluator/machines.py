@@ -26,10 +26,18 @@ Schema (flat, every key required to be one of these; ``null`` where unused)::
     description: ""            # optional free text (source of the numbers)
 
 Units: bandwidths are bytes/s per direction of one link.
+
+The module also says what a machine allows: :func:`check_partition`
+validates a partition shape (length, fit, allowed list) without importing the
+partition analysis (:mod:`evaluator.partitions`), so the topology layer can
+use it. Every error is of the package's one family (:mod:`evaluator.errors`):
+:class:`MachineError`, :class:`UnknownMachineError` and
+:class:`~evaluator.errors.PartitionError`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -38,10 +46,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .errors import MachineError, PartitionError, UnknownMachineError, int_list, invalid, is_int
+from .io import conf_dir
+
 __all__ = [
     "Machine",
     "MachineError",
     "UnknownMachineError",
+    "PartitionError",
     "MACHINE_PATH_ENV",
     "MACHINE_KEYS",
     "BGQ_MIDPLANE_NODE_DIMS",
@@ -51,6 +65,7 @@ __all__ = [
     "list_machines",
     "load_machine",
     "machine_from_dict",
+    "check_partition",
 ]
 
 MACHINE_PATH_ENV = "EVALUATOR_MACHINE_PATH"
@@ -78,24 +93,13 @@ MACHINE_KEYS = (
 _REQUIRED_KEYS = ("name", "kind", "link_bandwidth")
 
 
-class MachineError(ValueError):
-    """A machine description (YAML file or dict) is invalid.
-
-    The message names the machine, the field, the value given and what is
-    allowed.
-    """
-
-
-class UnknownMachineError(MachineError):
-    """No machine of the requested name is in the catalogue."""
-
-
 def _key(name: str) -> str:
     """Lookup key of a machine name: lower case, letters and digits only."""
     return re.sub(r"[^a-z0-9]", "", str(name).lower())
 
 
 def _shape(shape: Sequence[int]) -> str:
+    """A shape as text, e.g. ``"4x4x3x2"`` (the one formatter of machine and partition shapes)."""
     return "x".join(str(int(s)) for s in shape)
 
 
@@ -203,34 +207,14 @@ class Machine:
 
 
 def _err(machine: str, field: str, value: Any, allowed: str, hint: str = "") -> MachineError:
-    msg = f"machine {machine!r}: {field} = {value!r} is invalid; allowed: {allowed}"
-    if hint:
-        msg += f". {hint}"
-    return MachineError(msg)
-
-
-def _is_int(v: Any) -> bool:
-    if isinstance(v, bool):
-        return False
-    if isinstance(v, int):
-        return True
-    try:
-        import numpy as np
-
-        return isinstance(v, np.integer)
-    except ImportError:  # pragma: no cover
-        return False
+    """``"machine '<machine>': <field> = <value!r> is invalid; allowed: <allowed>[. hint]"``."""
+    return invalid(MachineError, field, value, allowed, context=f"machine {machine!r}", hint=hint)
 
 
 def _int_list(machine: str, field: str, value: Any, length: int | None = None) -> tuple[int, ...]:
     what = "a list of positive integers" if length is None else f"a list of {length} positive integers"
-    if not isinstance(value, (list, tuple)) or len(value) == 0:
-        raise _err(machine, field, value, what)
-    if length is not None and len(value) != length:
-        raise _err(machine, field, value, what)
-    if not all(_is_int(v) and int(v) >= 1 for v in value):
-        raise _err(machine, field, value, what)
-    return tuple(int(v) for v in value)
+    # the message shows the value as given (a tuple stays a tuple), not int_list's list copy
+    return int_list(field, value, length, error=lambda f, _v, a: _err(machine, f, value, a), allowed=what)
 
 
 def _pos_float(machine: str, field: str, value: Any) -> float:
@@ -292,7 +276,7 @@ def machine_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Machin
         raise _err(name, "routing_order", routing_order, " | ".join(ROUTING_ORDERS))
     npr_raw = data.get("nodes_per_router", 1)
     npr_raw = 1 if npr_raw is None else npr_raw
-    if not (_is_int(npr_raw) and int(npr_raw) >= 1):
+    if not (is_int(npr_raw) and int(npr_raw) >= 1):
         raise _err(name, "nodes_per_router", npr_raw, "an integer >= 1")
     npr = int(npr_raw)
     inj = data.get("injection_bandwidth")
@@ -370,8 +354,8 @@ def machine_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Machin
 
 
 def builtin_machine_dir() -> Path:
-    """Directory of the built-in catalogue, ``<repository>/conf/machine``."""
-    return Path(__file__).resolve().parent.parent / "conf" / "machine"
+    """Directory of the built-in catalogue, ``conf/machine`` (see :func:`evaluator.io.conf_dir`)."""
+    return conf_dir() / "machine"
 
 
 def machine_search_path() -> list[Path]:
@@ -463,3 +447,101 @@ def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
         f"unknown machine {str(name)!r}; known machines: {known} (searched {where}). "
         f"Add one by dropping a YAML file in one of those directories "
         f"(or a directory named in ${MACHINE_PATH_ENV}).")
+
+
+# --------------------------------------------------------------------------------------
+# what a machine allows: partition shapes
+# --------------------------------------------------------------------------------------
+
+
+def _canonical(machine: Machine, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Rotation-free form: sorted descending (bgq); sorted within equivalent dims (torus)."""
+    if machine.kind == "bgq":
+        return tuple(sorted(shape, reverse=True))
+    groups: dict[tuple, list[int]] = {}
+    for k in range(len(shape)):
+        groups.setdefault((machine.dims[k], machine.wrap[k], machine.link_bandwidth[k]), []).append(k)
+    out = list(shape)
+    for idx in groups.values():
+        vals = sorted((shape[k] for k in idx), reverse=True)
+        for k, v in zip(idx, vals):
+            out[k] = v
+    return tuple(out)
+
+
+def _fits(shape: Sequence[int], box: Sequence[int]) -> bool:
+    return all(s <= b for s, b in zip(shape, box))
+
+
+def _fitting_rotation(shape: tuple[int, ...], box: tuple[int, ...]) -> tuple[int, ...] | None:
+    for p in sorted(set(itertools.permutations(shape)), reverse=True):
+        if _fits(p, box):
+            return p
+    return None
+
+
+def _allowed_set(machine: Machine) -> set[tuple[int, ...]] | None:
+    if machine.allowed_partitions is None:
+        return None
+    return {_canonical(machine, tuple(s)) for s in machine.allowed_partitions}
+
+
+def _unit_name(machine: Machine) -> str:
+    return "midplanes" if machine.kind == "bgq" else "routers"
+
+
+def check_partition(machine: Machine | str, shape: Sequence[int], *,
+                    require_allowed: bool = False) -> tuple[int, ...]:
+    """Validate a partition shape for a machine and return it as a tuple.
+
+    Parameters
+    ----------
+    machine
+        A :class:`~evaluator.machines.Machine` or a machine name.
+    shape : sequence of int, shape [unit_dim]
+        Midplanes ``(A, B, C, D)`` for Blue Gene/Q, routers for a torus
+        machine, in the machine's dimension order (not sorted for you).
+    require_allowed
+        Also require the shape (up to rotation) to be in the machine's
+        ``allowed_partitions`` list, when it has one.
+
+    Raises
+    ------
+    PartitionError
+        Wrong length, sizes < 1, a dimension larger than the machine's, or a
+        shape the allowed list forbids; the message says which and what is
+        allowed.
+    """
+    m = load_machine(machine)
+    box = m.unit_dims
+    unit = _unit_name(m)
+    if not isinstance(shape, (list, tuple, np.ndarray)) or len(shape) != len(box):
+        allowed = f"{len(box)} integers >= 1 ({unit} per dimension, machine {_shape(box)})"
+        raise PartitionError(f"machine {m.name!r}: partition {shape!r} is invalid; allowed: {allowed}",
+                             "partition", shape, allowed)
+    if not all(is_int(s) and int(s) >= 1 for s in shape):
+        allowed = f"{len(box)} integers >= 1 ({unit} per dimension)"
+        raise PartitionError(f"machine {m.name!r}: partition {list(shape)!r} is invalid; allowed: {allowed}",
+                             "partition", list(shape), allowed)
+    shp = tuple(int(s) for s in shape)
+    for k, (s, b) in enumerate(zip(shp, box)):
+        if s > b:
+            rot = _fitting_rotation(shp, box)
+            hint = f"; the rotation {_shape(rot)} fits" if rot is not None else ""
+            raise PartitionError(f"machine {m.name!r}: partition {_shape(shp)} does not fit in {unit} "
+                                 f"{_shape(box)} (dimension {k}: {s} > {b}){hint}",
+                                 "partition", list(shp), f"a shape that fits in {unit} {_shape(box)}")
+    if require_allowed:
+        allowed_set = _allowed_set(m)
+        if allowed_set is not None and _canonical(m, shp) not in allowed_set:
+            n_units = math.prod(shp)
+            same = sorted({_shape(a) for a in allowed_set if math.prod(a) == n_units})
+            every = ", ".join(sorted((_shape(a) for a in allowed_set),
+                                     key=lambda s: (math.prod(map(int, s.split('x'))), s)))
+            allowed = (f"geometries of {n_units} {unit}: {', '.join(same)}" if same else
+                       f"geometries (none of {n_units} {unit}): {every}")
+            raise PartitionError(
+                f"machine {m.name!r}: partition {_shape(shp)} ({n_units} {unit}, "
+                f"{n_units * m.nodes_per_unit} nodes) is not in the scheduler's allowed list; allowed "
+                + allowed, "partition", list(shp), allowed)
+    return shp

@@ -1,4 +1,4 @@
-"""Figures of sweep datasets in the style of the papers (matplotlib, PNG)."""
+"""Figures of sweep datasets in the style of the papers (matplotlib, PNG written atomically, no global backend)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .dataset import smaller_is_better
 from .errors import ConfigError, require
+from .io import save_figure
 
 __all__ = ["plot_sweep"]
 
@@ -30,10 +32,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     first), as in Prisacari Figs. 4-5. Axes named ``*seed`` are averaged;
     any other remaining axis is reduced to its best value.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     require(metric in ds.data_vars, "metric", metric, f"one of {sorted(ds.data_vars)}")
     da = ds[metric].where(ds["feasible"]) if "feasible" in ds else ds[metric]
@@ -54,10 +53,10 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
             others.remove(d)
     facet = others[0] if others else None
     for d in others[1:]:
-        da = da.min(d, skipna=True) if metric not in ("throughput", "effective_injection_bandwidth") else da.max(d)
+        da = da.min(d, skipna=True) if smaller_is_better(metric) else da.max(d)
     facets = list(da[facet].values) if facet else [None]
-    fig, axs = plt.subplots(len(facets), 1, figsize=(max(6, 0.25 * da.sizes[x] + 3), 3.2 * len(facets)),
-                            squeeze=False)
+    fig = Figure(figsize=(max(6, 0.25 * da.sizes[x] + 3), 3.2 * len(facets)))
+    axs = fig.subplots(len(facets), 1, squeeze=False)
     for ax, fv in zip(axs[:, 0], facets):
         sub = da.sel({facet: fv}) if facet else da
         keep = ~np.isnan(sub.values).all(axis=tuple(i for i, d in enumerate(sub.dims) if d != x)) if sub.ndim > 1 \
@@ -85,8 +84,4 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     axs[-1, 0].set_xlabel(x + (" (grouped by size, denser first)" if any(_size(s) for s in labels) else ""))
     fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, Path(out), dpi=120)

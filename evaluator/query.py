@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .dataset import METRICS, smaller_is_better
 from .errors import ConfigError, require
 
 __all__ = ["open_results", "best", "MINIMIZE", "MAXIMIZE"]
 
-MAXIMIZE = ("throughput", "effective_injection_bandwidth")
-MINIMIZE = ("completion_time", "mean_hops", "total_bytes")
+MAXIMIZE = tuple(m.name for m in METRICS if m.smaller_is_better is False)
+MINIMIZE = tuple(m.name for m in METRICS if m.smaller_is_better)
 
 
 def open_results(path: str | Path) -> xr.Dataset:
@@ -26,11 +27,6 @@ def open_results(path: str | Path) -> xr.Dataset:
         return xr.open_zarr(p).load()
     with xr.open_dataset(p, engine="h5netcdf") as ds:
         return ds.load()
-
-
-def _direction(metric: str) -> bool:
-    """True when smaller is better."""
-    return not metric in MAXIMIZE
 
 
 def best(
@@ -45,8 +41,9 @@ def best(
     Parameters
     ----------
     metric
-        Variable to rank by; smaller is better except for throughput and
-        effective injection bandwidth.
+        Variable to rank by, in the direction the metric table
+        (:data:`evaluator.dataset.METRICS`) gives: smaller is better except for
+        throughput and effective injection bandwidth.
     over
         Axes to choose over. For every combination of the *other* axes, the
         best point over these axes is kept. ``None``: all axes (a plain ranking).
@@ -80,13 +77,14 @@ def best(
     if "feasible" in df:
         df = df[df["feasible"].astype(bool)]
     df = df[np.isfinite(df[metric].astype(float))]
-    asc = _direction(metric)
+    asc = smaller_is_better(metric)
     df = df.sort_values(metric, ascending=asc, kind="stable")
     keep = [d for d in dims if d not in over]
     if keep:
         df = df.groupby(keep, sort=False, as_index=False).head(1)
-    cols = dims + [metric] + [c for c in ("completion_time", "throughput", "effective_injection_bandwidth",
-                                          "bottleneck", "mean_hops") if c != metric and c in df]
+    shown = [m.name for m in METRICS if m.name != "total_bytes"]
+    shown.insert(3, "bottleneck")
+    cols = dims + [metric] + [c for c in shown if c != metric and c in df]
     df = df[cols].reset_index(drop=True)
     df.index = df.index + 1
     df.index.name = "rank"

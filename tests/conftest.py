@@ -8,6 +8,7 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
+jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 import evaluator  # noqa: E402,F401  (sets x64 as well)
 

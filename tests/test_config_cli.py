@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from evaluator import cli
+from evaluator import cli, config
 from evaluator.config import build
+from evaluator.io import conf_dir
 
-CONF = cli.conf_dir()
+CONF = conf_dir()
 GROUPS = ["topology", "routing", "traffic", "placement"]
 
 
@@ -29,15 +30,15 @@ def test_every_option_composes(group):
     opts = options(group)
     assert opts, group
     for opt in opts:
-        cfg = cli.compose([f"{group}={opt}"] + (["traffic.path=x.csv"] if opt == "file" else []))
-        obj = cli.to_object(cfg)
+        cfg = config.compose([f"{group}={opt}"] + (["traffic.path=x.csv"] if opt == "file" else []))
+        obj = config.to_object(cfg)
         assert getattr(obj, group).kind in (opt, opt.replace("dor_bgq", "dor"))
 
 
 @pytest.mark.parametrize("topo", list(COMPATIBLE))
 def test_every_topology_builds_and_evaluates(topo):
-    cfg = cli.compose([f"topology={topo}", *COMPATIBLE[topo], "traffic=all_to_all", "placement=linear"])
-    point = build(cli.to_object(cfg))
+    cfg = config.compose([f"topology={topo}", *COMPATIBLE[topo], "traffic=all_to_all", "placement=linear"])
+    point = build(config.to_object(cfg))
     assert point.topology.kind in ("torus", "dragonfly")
     from evaluator import evaluate
 
@@ -50,9 +51,9 @@ def test_every_topology_builds_and_evaluates(topo):
 def test_every_traffic_builds(traffic):
     extra = {"stencil": ["traffic.alpha=[8,8,8]", "traffic.beta=[4,4,2]", "placement=torus_block"],
              "tornado": ["traffic.grid=[4,4,2]"]}.get(traffic, [])
-    cfg = cli.compose(["topology=torus", "topology.dims=[4,4,2]", "routing=dor", f"traffic={traffic}",
+    cfg = config.compose(["topology=torus", "topology.dims=[4,4,2]", "routing=dor", f"traffic={traffic}",
                        "placement=linear", *extra])
-    p = build(cli.to_object(cfg))
+    p = build(config.to_object(cfg))
     assert p.traffic.n_tasks == p.placement.n_tasks
 
 

@@ -7,7 +7,7 @@ import evaluator as ev
 from evaluator import ConfigError
 from evaluator import placement as P
 from evaluator import traffic as T
-from evaluator.config import machine_topology
+from evaluator.topology import machine_topology
 
 try:
     from tests.reference import reference_link_loads
@@ -65,7 +65,7 @@ def test_pairing_time_matches_bisection_closed_form():
     """Furthest-node pairs: half the nodes push their bytes across the bisection in each direction,
     so the link-level time must equal (N/2 x bytes) / (bisection links x link bandwidth); the
     bisection itself is checked against exhaustive search in test_partitions.py."""
-    from evaluator.pairing import confirm_machine
+    from evaluator.partitions import confirm_machine
 
     res = confirm_machine("JUQUEEN", sizes=[2048, 3072])
     assert [r.nodes for r in res] == [2048, 3072]

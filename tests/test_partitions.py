@@ -21,7 +21,7 @@ import pytest
 
 from evaluator import machines as M
 from evaluator import partitions as P
-from evaluator._cli_partitions import main as cli_main
+from evaluator.cli.partitions import main as cli_main
 
 # ----------------------------------------------------------------------------------
 # reference graph and brute force

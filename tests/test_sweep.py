@@ -15,22 +15,22 @@ import pytest
 import xarray as xr
 
 import evaluator as ev
-from evaluator import cli
+from evaluator import cli, config
 from evaluator import placement as P
 from evaluator import traffic as T
 from evaluator.config import RayConfig
-from evaluator.errors import ConfigError
+from evaluator.errors import ConfigCompositionError, ConfigError
+from evaluator.io import repo_dir
 from evaluator.query import best, open_results
 from evaluator.sweep import VOLATILE_ATTRS, label, ordered_factorizations, plan_sweep, run_sweep
 
-SWEEPS = sorted(p.stem for p in (cli.repo_dir() / "sweeps").glob("*.yaml"))
+SWEEPS = sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml"))
 NO_RAY = RayConfig(enabled=False)
 
 
 def make_plan(name, extra=(), out=None):
     ov = [f"sweeps={name}", *extra] + ([f"sweep.output_dir={out}"] if out else [])
-    cfg = cli.compose(ov, config_name="sweep")
-    return plan_sweep(cfg, list(extra), lambda e: cli.compose(ov + e, config_name="sweep"))
+    return plan_sweep(config.compose_sweep(ov, user_overrides=list(extra)))
 
 
 def shrink(plan, k=3):
@@ -207,7 +207,7 @@ def test_query_best_over_axis(tmp_path):
     (["placement.gamma=[2,2,2]"], "placement.gamma"),
 ])
 def test_bad_specs(extra, needle, tmp_path):
-    with pytest.raises((ConfigError, cli.ConfigCompositionError)) as e:
+    with pytest.raises((ConfigError, ConfigCompositionError)) as e:
         make_plan("dragonfly_nne_placement", extra, out=tmp_path)
     assert needle in str(e.value)
 

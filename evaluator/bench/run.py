@@ -1,0 +1,643 @@
+"""``evaluator bench``: throughput of the batched kernels against a per-flow Python walk.
+
+Scenarios (issue 5):
+
+1. ``small``: many small configurations. DF(4,8,4) (1,056 nodes), a 3D
+   stencil with beta = (8,8,4) and (16,8,8), every feasible gamma
+   (Prisacari's Cartesian placement), minimal and Valiant routing, placement
+   seeds repeated until there are >= 100,000 points (5,376 with ``--quick``).
+   Timed on one CPU core and on two (two worker processes, one core each,
+   half of the points each, started together), against the per-flow
+   baseline of :mod:`evaluator.bench.baseline` on a stratified sample of the same
+   points (timed and extrapolated); the sampled points' loads are compared
+   link for link.
+2. ``mira``: Mira, 16x16x12x8x2 = 49,152 nodes, DOR in BG/Q order (longest
+   dimension first): 5D and 4D stencils, bisection pairing, uniform
+   all-to-all (never materialised). One evaluation each (warm; the one-off
+   compilation is reported apart). Checked link for link against the
+   per-flow walk on a BG/Q midplane, 4x4x4x4x2, with the same patterns; the
+   per-flow time on Mira is extrapolated from a random sample of its flows.
+3. ``dragonfly``: DF(8,16,8) (16,512 nodes, 129 groups), minimal and
+   Valiant, uniform all-to-all and a 3D stencil; checked on DF(2,4,2).
+4. ``scaling``: time against nodes (tori, sparse stencil and dense
+   all-to-all), flows (random flows on Mira) and batch size (scenario 1's
+   kernel); a PNG plot.
+
+Every scenario runs in its own worker process, so that "peak memory" is the
+scenario's own peak resident set size and the one-core runs can be pinned
+to one CPU. Results: a table on stdout and the same rows as JSON under
+``results/bench/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["run", "SCENARIOS"]
+
+SCENARIOS = ("small", "mira", "dragonfly", "scaling")
+CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
+
+
+# --------------------------------------------------------------------------------------
+# Helpers (worker side)
+# --------------------------------------------------------------------------------------
+
+
+def _peak_mb() -> float:
+    """Peak resident set size of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _device() -> dict:
+    import jax
+
+    d = jax.devices()[0]
+    out = {"platform": d.platform, "kind": d.device_kind, "cpus": len(os.sched_getaffinity(0))}
+    try:
+        stats = d.memory_stats() or {}
+        if "peak_bytes_in_use" in stats:
+            out["device_peak_mb"] = stats["peak_bytes_in_use"] / 2**20
+    except Exception:  # pragma: no cover - backend without memory stats
+        pass
+    return out
+
+
+def _device_label(dev: dict) -> str:
+    if dev["platform"] == "cpu":
+        return f"cpu x{dev['cpus']}"
+    return f"{dev['platform']} {dev['kind']}"
+
+
+def _timed(fn, repeat: int = 3) -> float:
+    """Median wall time of ``fn()`` over ``repeat`` calls (seconds)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _rel_dev(fast: np.ndarray, ref: np.ndarray) -> float:
+    """Largest |fast - ref| over links, relative to the largest load."""
+    scale = max(float(np.abs(ref).max(initial=0.0)), 1e-300)
+    return float(np.abs(np.asarray(fast) - ref).max(initial=0.0) / scale)
+
+
+def _sample_flows(traffic, k: int, rng) -> list[tuple[int, int, float]]:
+    """``k`` random flows of a sparse or dense traffic (for timing the per-flow walk)."""
+    from ..traffic import DenseTraffic
+
+    if isinstance(traffic, DenseTraffic):
+        srcs = np.nonzero(traffic.src_weight > 0)[0]
+        dsts = np.nonzero(traffic.dst_weight > 0)[0]
+        s = rng.choice(srcs, k)
+        d = rng.choice(dsts, k)
+        same = s == d
+        d[same] = dsts[(np.searchsorted(dsts, d[same]) + 1) % dsts.size]
+        b = traffic.bytes_per_pair * traffic.src_weight[s] * traffic.dst_weight[d]
+        return list(zip(s.tolist(), d.tolist(), b.tolist()))
+    idx = rng.choice(traffic.n_flows, min(k, traffic.n_flows), replace=False)
+    return list(zip(traffic.src[idx].tolist(), traffic.dst[idx].tolist(), traffic.nbytes[idx].tolist()))
+
+
+def _baseline_seconds(topology, routing, traffic, placement, k: int, seed: int = 0) -> tuple[float, int]:
+    """Per-flow walk time for the whole traffic, extrapolated from ``k`` sampled flows."""
+    from .baseline import PerFlowBaseline
+
+    base = PerFlowBaseline(topology, routing)
+    flows = _sample_flows(traffic, k, np.random.default_rng(seed))
+    tn = placement.task_node.tolist()
+    t0 = time.perf_counter()
+    base.flow_loads(flows, tn)
+    dt = time.perf_counter() - t0
+    return dt / len(flows) * traffic.n_flows, len(flows)
+
+
+# --------------------------------------------------------------------------------------
+# Scenario 1: many small configurations
+# --------------------------------------------------------------------------------------
+
+
+def _gammas(topology, beta) -> list[tuple[int, ...]]:
+    """Every gamma (divisor per dimension) feasible for Prisacari's Cartesian placement."""
+    per_group = topology.a * topology.p
+    n = math.prod(beta)
+    out = []
+    for gamma in itertools.product(*[[d for d in range(1, b + 1) if b % d == 0] for b in beta]):
+        size = math.prod(gamma)
+        if size <= per_group and n // size <= topology.g:
+            out.append(tuple(gamma))
+    return out
+
+
+def small_plan(quick: bool):
+    """Topology, routings, (beta, gamma) configurations and seeds of scenario 1."""
+    from .. import routing, topology
+
+    df = topology.dragonfly(4, 8, 4)
+    routings = (routing.minimal(), routing.valiant())
+    configs = [(beta, gamma) for beta in ((8, 8, 4), (16, 8, 8)) for gamma in _gammas(df, beta)]
+    target = 5_376 if quick else 100_000  # quick: 64 seeds per configuration, whole blocks of 64 and 32
+    seeds = math.ceil(target / (len(configs) * len(routings)))
+    return df, routings, configs, seeds
+
+
+def _w_small(args) -> dict:
+    from .. import placement, traffic
+    from ..evaluate import evaluate_batch
+
+    df, routings, configs, n_seeds = small_plan(args.quick)
+    part, n_parts = args.part, args.parts
+    seeds = list(range(n_seeds))[part::n_parts]
+    stencils = {beta: traffic.stencil(beta, beta, 8.0) for beta in {b for b, _ in configs}}
+    t0 = time.perf_counter()
+    placements = {c: [placement.dragonfly_cartesian(df, c[0], c[1], seed=s) for s in seeds] for c in configs}
+    build_s = time.perf_counter() - t0
+    # compile every bucket (one per beta and routing) before timing, with the timed calls' point count
+    t0 = time.perf_counter()
+    for rt in routings:
+        for beta, tr in stencils.items():
+            c = next(c for c in configs if c[0] == beta)
+            evaluate_batch(df, rt, tr, placements[c], chunk_size=CHUNK)
+    compile_s = time.perf_counter() - t0
+    if args.barrier:
+        Path(args.barrier, f"ready-{part}").touch()
+        while not Path(args.barrier, "go").exists():
+            time.sleep(0.001)
+    start = time.time()
+    repeats = []  # the whole timed loop, repeated (--quick: 3 times, median); workers run them concurrently
+    for _ in range(3 if args.quick else 1):
+        t0 = time.perf_counter()
+        n_points = 0
+        checksum = 0.0
+        for rt in routings:
+            for c in configs:
+                res = evaluate_batch(df, rt, stencils[c[0]], placements[c], chunk_size=CHUNK)
+                n_points += len(placements[c])
+                checksum += float(res.metrics["completion_time"].sum())
+        repeats.append(time.perf_counter() - t0)
+    eval_s = float(np.median(repeats))
+    out = {"points": n_points, "eval_s": eval_s, "repeats_s": repeats, "start": start, "end": time.time(),
+           "build_s": build_s,
+           "compile_s": compile_s, "checksum": checksum}
+    if args.baseline:
+        out["baseline"] = _small_baseline(df, routings, configs, stencils, placements, seeds, args.baseline)
+    out["peak_mb"] = _peak_mb()
+    out["device"] = _device()
+    return out
+
+
+def _small_baseline(df, routings, configs, stencils, placements, seeds, per_class: int) -> dict:
+    """Per-flow walk on ``per_class`` points of each (beta, routing) class; loads compared link for link."""
+    from .baseline import PerFlowBaseline
+    from ..evaluate import evaluate_batch
+
+    rng = np.random.default_rng(2024)
+    classes = {}
+    worst = 0.0
+    for rt in routings:
+        base = PerFlowBaseline(df, rt)
+        for beta, tr in stencils.items():
+            cfgs = [c for c in configs if c[0] == beta]
+            picks = [(cfgs[int(rng.integers(len(cfgs)))], int(rng.integers(len(seeds)))) for _ in range(per_class)]
+            pls = [placements[c][s] for c, s in picks]
+            times = []
+            for pl in pls:
+                t0 = time.perf_counter()
+                ref = base.link_loads(tr, pl)
+                times.append(time.perf_counter() - t0)
+                fast = evaluate_batch(df, rt, tr, pl, keep_link_load=True).link_load[0]
+                worst = max(worst, _rel_dev(fast, ref))
+            n_cls = len(cfgs) * len(seeds)
+            classes[f"{rt.label} beta={'x'.join(map(str, beta))}"] = {
+                "sampled": len(times), "mean_s": float(np.mean(times)), "points": n_cls}
+    total = sum(c["mean_s"] * c["points"] for c in classes.values())
+    points = sum(c["points"] for c in classes.values())
+    return {"classes": classes, "seconds": total, "points": points, "max_rel_dev": worst}
+
+
+# --------------------------------------------------------------------------------------
+# Scenario 2: Mira
+# --------------------------------------------------------------------------------------
+
+
+def _mira_patterns(topo, quick: bool):
+    """(name, traffic, placement) of the Mira patterns on ``topo`` (a 5D BG/Q torus)."""
+    from .. import placement, traffic
+    from ..traffic import dense as structured
+
+    dims = topo.dims
+    n = topo.n_nodes
+    four = (2 * dims[0],) + tuple(dims[1:4])  # the 2-wide E dimension folded into A
+    lin = placement.linear(topo, n)
+    return [
+        ("5D stencil", traffic.stencil([8 * d for d in dims], dims, 8.0), lin),
+        ("4D stencil", traffic.stencil([8 * d for d in four], four, 8.0), lin),
+        ("bisection pairing", traffic.bisection_pairing(topo, 2.0**20), lin),
+        ("uniform all-to-all", structured.all_to_all(n, 1024.0), lin),
+    ]
+
+
+def _check_against_walk(topo, rt, tr, pl) -> float:
+    from .baseline import PerFlowBaseline
+    from ..evaluate import evaluate_batch
+    from ..traffic import DenseTraffic
+
+    flows = tr.to_traffic() if isinstance(tr, DenseTraffic) else tr
+    ref = PerFlowBaseline(topo, rt).link_loads(flows, pl)
+    fast = evaluate_batch(topo, rt, tr, pl, keep_link_load=True).link_load[0]
+    return _rel_dev(fast, ref)
+
+
+def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int) -> list[dict]:
+    from ..evaluate import evaluate_batch
+
+    rows = []
+    for rt in routings:
+        for (name, tr, pl), (_, str_, spl) in zip(patterns, small_patterns):
+            t0 = time.perf_counter()
+            evaluate_batch(topo, rt, tr, pl)
+            first = time.perf_counter() - t0
+            warm = _timed(lambda: evaluate_batch(topo, rt, tr, pl))
+            res = evaluate_batch(topo, rt, tr, pl)
+            base_s, k = _baseline_seconds(topo, rt, tr, pl, k_flows)
+            rows.append({
+                "pattern": name, "routing": rt.label, "flows": tr.n_flows, "eval_s": warm,
+                "first_call_s": first, "baseline_s": base_s, "baseline_flows_sampled": k,
+                "completion_time": float(res.metrics["completion_time"][0]),
+                "mean_hops": float(res.metrics["mean_hops"][0]), "bottleneck": str(res.bottleneck_names()[0]),
+                "check_topology": small_topo.name, "check_rel_dev": _check_against_walk(small_topo, rt, str_, spl),
+            })
+    return rows
+
+
+def _w_mira(args) -> dict:
+    from .. import routing, topology
+
+    mira = topology.bgq_partition((4, 4, 3, 2), name="Mira 16x16x12x8x2")
+    small = topology.bgq_partition((1, 1, 1, 1), name="BG/Q midplane 4x4x4x4x2") if not args.quick else \
+        topology.torus((4, 4, 2, 2, 2), name="torus 4x4x2x2x2")
+    rt = routing.dor("longest_first")
+    rows = _big_rows(mira, [rt], _mira_patterns(mira, args.quick), small, _mira_patterns(small, args.quick),
+                     2_000 if args.quick else 20_000)
+    return {"rows": rows, "topology": mira.name, "nodes": mira.n_nodes, "peak_mb": _peak_mb(),
+            "device": _device()}
+
+
+# --------------------------------------------------------------------------------------
+# Scenario 3: large Dragonfly
+# --------------------------------------------------------------------------------------
+
+
+def _df_patterns(topo):
+    from .. import placement, traffic
+    from ..traffic import dense as structured
+
+    n = topo.n_nodes
+    side = 1 << (int(math.log2(n)) // 3)
+    beta = (side, side, 1 << (int(math.log2(n)) - 2 * int(math.log2(side))))
+    tasks = math.prod(beta)
+    return [
+        ("uniform all-to-all", structured.all_to_all(n, 1024.0), placement.linear(topo, n)),
+        (f"3D stencil {'x'.join(map(str, beta))}", traffic.stencil([4 * b for b in beta], beta, 8.0),
+         placement.fully_random(topo, tasks, seed=7)),
+    ]
+
+
+def _w_dragonfly(args) -> dict:
+    from .. import routing, topology
+
+    df = topology.dragonfly(8, 16, 8)
+    small = topology.dragonfly(2, 4, 2)
+    rows = _big_rows(df, [routing.minimal(), routing.valiant()], _df_patterns(df), small, _df_patterns(small),
+                     500 if args.quick else 5_000)
+    return {"rows": rows, "topology": df.name, "nodes": df.n_nodes, "peak_mb": _peak_mb(), "device": _device()}
+
+
+# --------------------------------------------------------------------------------------
+# Scenario 4: scaling
+# --------------------------------------------------------------------------------------
+
+
+def _w_scaling(args) -> dict:
+    from .. import placement, routing, topology, traffic
+    from ..traffic import dense as structured
+    from ..evaluate import evaluate_batch
+
+    rt = routing.dor()
+    out: dict = {"nodes": [], "flows": [], "batch": []}
+    sides = (4, 8, 12, 16, 24) if args.quick else (4, 8, 12, 16, 24, 32, 40)
+    for k in sides:
+        t = topology.torus((k, k, k))
+        n = t.n_nodes
+        st = traffic.stencil((k, k, k), (k, k, k), 8.0)
+        rnd = placement.fully_random(t, n, seed=1)
+        a2a = structured.all_to_all(n, 8.0)
+        lin = placement.linear(t, n)
+        for label, tr, pl in (("torus k^3 stencil (sparse)", st, rnd), ("torus k^3 all-to-all (dense)", a2a, lin)):
+            evaluate_batch(t, rt, tr, pl)
+            out["nodes"].append({"series": label, "nodes": n, "flows": tr.n_flows,
+                                 "seconds": _timed(lambda: evaluate_batch(t, rt, tr, pl))})
+    for h in (range(2, 7) if args.quick else range(2, 9)):
+        d = topology.dragonfly(h, 2 * h, h)
+        n = d.n_nodes
+        a2a = structured.all_to_all(n, 8.0)
+        lin = placement.linear(d, n)
+        val = routing.valiant()
+        evaluate_batch(d, val, a2a, lin)
+        out["nodes"].append({"series": "DF(h,2h,h) all-to-all (dense), Valiant", "nodes": n, "flows": a2a.n_flows,
+                             "seconds": _timed(lambda: evaluate_batch(d, val, a2a, lin))})
+    mira = topology.bgq_partition((4, 4, 3, 2))
+    n = mira.n_nodes
+    lin = placement.linear(mira, n)
+    rt_b = routing.dor("longest_first")
+    rng = np.random.default_rng(3)
+    top = 19 if args.quick else 22
+    for e in range(10, top + 1, 3 if args.quick else 2):
+        F = 1 << e
+        src = rng.integers(0, n, F)
+        far = rng.integers(0, n, F)  # random destinations: 13.5 hops on average
+        c = np.stack(np.unravel_index(src, mira.dims), axis=1)
+        c[:, 0] = (c[:, 0] + 1) % mira.dims[0]  # the +A neighbour: one hop
+        near = np.ravel_multi_index(tuple(c.T), mira.dims)
+        for label, dst in (("random flows on Mira", far), ("one-hop flows on Mira", near)):
+            tr = traffic.from_flows(n, src, dst, 1.0)
+            evaluate_batch(mira, rt_b, tr, lin)
+            res = evaluate_batch(mira, rt_b, tr, lin)
+            out["flows"].append({"series": label, "flows": F, "mean_hops": float(res.metrics["mean_hops"][0]),
+                                 "seconds": _timed(lambda: evaluate_batch(mira, rt_b, tr, lin))})
+    df = topology.dragonfly(4, 8, 4)
+    beta, gamma = (8, 8, 4), (4, 4, 2)
+    st = traffic.stencil(beta, beta, 8.0)
+    batches = (1, 4, 16, 64, 256, 1024) if args.quick else (1, 4, 16, 64, 256, 1024, 4096, 16384)
+    pls = [placement.dragonfly_cartesian(df, beta, gamma, seed=s) for s in range(max(batches))]
+    for rt_df in (routing.minimal(), routing.valiant()):
+        for B in batches:
+            evaluate_batch(df, rt_df, st, pls[:B], chunk_size=CHUNK)
+            sec = _timed(lambda: evaluate_batch(df, rt_df, st, pls[:B], chunk_size=CHUNK), repeat=3 if B < 4096 else 1)
+            out["batch"].append({"series": f"DF(4,8,4) stencil {rt_df.label}", "batch": B, "seconds": sec,
+                                 "per_point_s": sec / B})
+    out["peak_mb"] = _peak_mb()
+    out["device"] = _device()
+    return out
+
+
+WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "scaling": _w_scaling}
+
+
+# --------------------------------------------------------------------------------------
+# Parent: launch workers, assemble the table
+# --------------------------------------------------------------------------------------
+
+
+def _launch(name: str, quick: bool, cpus: list[int] | None, extra: list[str] = ()) -> tuple[subprocess.Popen, Path]:
+    fd, out = tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, "-m", "evaluator.bench", "--worker", name, "--out", out, *extra]
+    if quick:
+        cmd.append("--quick")
+    pin = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
+    return subprocess.Popen(cmd, preexec_fn=pin), Path(out)
+
+
+def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
+    rc = proc.wait()
+    if rc != 0:
+        raise RuntimeError(f"bench worker {name!r} failed with exit status {rc}")
+    data = json.loads(out.read_text())
+    out.unlink()
+    return data
+
+
+def _run_small(quick: bool, log) -> list[dict]:
+    cpus = sorted(os.sched_getaffinity(0))
+    per_class = 4 if quick else 12
+    log("scenario 1: DF(4,8,4), one core (with the per-flow baseline on a sample)")
+    one = _collect(*_launch("small", quick, cpus[:1], ["--baseline", str(per_class)]), "small")
+    runs = [("1 core", one)]
+    probe = one["device"]
+    if probe["platform"] == "cpu" and len(cpus) >= 2:
+        log("scenario 1: DF(4,8,4), two cores (two workers, one core each)")
+        barrier = tempfile.mkdtemp(prefix="bench-barrier-")
+        procs = [_launch("small", quick, [c], ["--part", str(i), "--parts", "2", "--barrier", barrier])
+                 for i, c in enumerate(cpus[:2])]
+        while not all(Path(barrier, f"ready-{i}").exists() for i in range(2)):
+            if any(p.poll() not in (None, 0) for p, _ in procs):
+                raise RuntimeError("bench worker 'small' failed")
+            time.sleep(0.01)
+        Path(barrier, "go").touch()
+        parts = [_collect(p, o, "small") for p, o in procs]
+        for f in Path(barrier).iterdir():
+            f.unlink()
+        os.rmdir(barrier)
+        # both workers start together (barrier) and run their repeats concurrently: the slower one sets the time
+        two = {"points": sum(p["points"] for p in parts),
+               "eval_s": max(p["eval_s"] for p in parts),
+               "peak_mb": max(p["peak_mb"] for p in parts), "build_s": max(p["build_s"] for p in parts),
+               "compile_s": max(p["compile_s"] for p in parts),
+               "device": dict(parts[0]["device"], cpus=2)}
+        runs.append(("2 cores", two))
+    base = one["baseline"]
+    base_rate = base["points"] / base["seconds"]
+    rows = []
+    for label, r in runs:
+        rate = r["points"] / r["eval_s"]
+        rows.append({
+            "scenario": f"DF(4,8,4) stencil, every gamma, min+val ({label})", "points": r["points"],
+            "seconds": r["eval_s"], "points_per_s": rate, "ratio": rate / base_rate,
+            "check": f"max rel dev {base['max_rel_dev']:.1e} on {4 * per_class} pts",
+            "peak_mb": r["peak_mb"], "device": _device_label(r["device"]),
+            "note": f"compile {r['compile_s']:.1f} s, placements built in {r['build_s']:.1f} s (not timed)"})
+    rows.append({
+        "scenario": "per-flow Python walk (baseline), same points", "points": base["points"],
+        "seconds": base["seconds"], "points_per_s": base_rate, "ratio": 1.0,
+        "check": f"extrapolated from {4 * per_class} timed pts", "peak_mb": one["peak_mb"],
+        "device": "cpu x1 (Python)",
+        "note": "mean s/pt: " + json.dumps({k: round(v["mean_s"], 4) for k, v in base["classes"].items()})})
+    return rows
+
+
+def _big_table_rows(data: dict, label: str) -> list[dict]:
+    rows = []
+    for r in data["rows"]:
+        rows.append({
+            "scenario": f"{label}: {r['pattern']}, {r['routing']}", "points": 1, "seconds": r["eval_s"],
+            "points_per_s": 1.0 / r["eval_s"], "ratio": r["baseline_s"] / r["eval_s"],
+            "check": f"max rel dev {r['check_rel_dev']:.1e} on {r['check_topology']}",
+            "peak_mb": data["peak_mb"], "device": _device_label(data["device"]),
+            "note": (f"{r['flows']:.3g} flows; first call (compile) {r['first_call_s']:.2f} s; per-flow walk "
+                     f"{r['baseline_s']:.3g} s extrapolated from {r['baseline_flows_sampled']} flows")})
+    return rows
+
+
+def _fit(xs, ys) -> float:
+    """Slope of log(y) against log(x) over the upper half of the points."""
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    h = len(xs) // 2
+    return float(np.polyfit(np.log(xs[h:]), np.log(ys[h:]), 1)[0]) if len(xs) >= 3 else float("nan")
+
+
+def _scaling_rows(data: dict) -> list[dict]:
+    rows = []
+    dev = _device_label(data["device"])
+    for series in sorted({r["series"] for r in data["nodes"]}):
+        pts = [r for r in data["nodes"] if r["series"] == series]
+        slope = _fit([p["nodes"] for p in pts], [p["seconds"] for p in pts])
+        rows.append({"scenario": f"scaling, {series}: time ~ N^{slope:.2f}",
+                     "points": len(pts), "seconds": sum(p["seconds"] for p in pts), "points_per_s": float("nan"),
+                     "ratio": float("nan"), "check": "", "peak_mb": data["peak_mb"], "device": dev,
+                     "note": "; ".join(f"N={p['nodes']}: {p['seconds'] * 1e3:.1f} ms" for p in pts)})
+    for series in sorted({r["series"] for r in data["flows"]}):
+        pts = [r for r in data["flows"] if r["series"] == series]
+        hops = np.mean([p["mean_hops"] for p in pts])
+        rows.append({"scenario": f"scaling, {series} ({hops:.1f} hops): time ~ F^"
+                                 f"{_fit([p['flows'] for p in pts], [p['seconds'] for p in pts]):.2f}",
+                     "points": len(pts), "seconds": sum(p["seconds"] for p in pts), "points_per_s": float("nan"),
+                     "ratio": float("nan"), "check": "", "peak_mb": data["peak_mb"], "device": dev,
+                     "note": "; ".join(f"F=2^{int(math.log2(p['flows']))}: {p['seconds'] * 1e3:.1f} ms" for p in pts)})
+    for series in sorted({r["series"] for r in data["batch"]}):
+        pts = [r for r in data["batch"] if r["series"] == series]
+        best = min(pts, key=lambda p: p["per_point_s"])
+        rows.append({"scenario": f"scaling, batch size, {series}", "points": sum(p["batch"] for p in pts),
+                     "seconds": sum(p["seconds"] for p in pts), "points_per_s": 1.0 / best["per_point_s"],
+                     "ratio": float("nan"), "check": "", "peak_mb": data["peak_mb"], "device": dev,
+                     "note": "; ".join(f"B={p['batch']}: {p['per_point_s'] * 1e6:.0f} us/pt" for p in pts)})
+    return rows
+
+
+def _plot(data: dict, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from ..io import save_figure
+
+    fig = Figure(figsize=(15, 4.2))
+    axes = fig.subplots(1, 3)
+    ax = axes[0]
+    for series in sorted({r["series"] for r in data["nodes"]}):
+        pts = [r for r in data["nodes"] if r["series"] == series]
+        ax.loglog([p["nodes"] for p in pts], [p["seconds"] for p in pts], "o-", label=series)
+    xs = np.array(sorted({r["nodes"] for r in data["nodes"]}), float)
+    ax.loglog(xs, xs / xs[-1] * max(r["seconds"] for r in data["nodes"]), "k:", label="~ N")
+    ax.set(xlabel="nodes N", ylabel="seconds per evaluation", title="time vs machine size (one evaluation)")
+    ax.legend()
+    ax = axes[1]
+    for series in sorted({r["series"] for r in data["flows"]}):
+        pts = [r for r in data["flows"] if r["series"] == series]
+        hops = np.mean([p["mean_hops"] for p in pts])
+        ax.loglog([p["flows"] for p in pts], [p["seconds"] for p in pts], "o-", label=f"{series} ({hops:.1f} hops)")
+    F = np.array(sorted({r["flows"] for r in data["flows"]}), float)
+    top = max(r["seconds"] for r in data["flows"])
+    ax.loglog(F, F / F[-1] * top, "k:", label="~ F")
+    ax.set(xlabel="flows F (Mira, 49,152 nodes, 540,672 links)", ylabel="seconds per evaluation",
+           title="time vs flows (sparse, DOR)")
+    ax.legend()
+    ax = axes[2]
+    for series in sorted({r["series"] for r in data["batch"]}):
+        p = [r for r in data["batch"] if r["series"] == series]
+        ax.loglog([q["batch"] for q in p], [q["per_point_s"] * 1e6 for q in p], "o-", label=series)
+    ax.set(xlabel="points per evaluate_batch call", ylabel="microseconds per point", title="time vs batch size")
+    ax.legend()
+    fig.suptitle(f"evaluator bench scaling ({_device_label(data['device'])})")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+
+
+def _fmt(v, spec: str) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "-"
+    return format(v, spec)
+
+
+def format_table(rows: list[dict]) -> str:
+    """The bench rows as a fixed-width text table."""
+    head = ["scenario", "points", "time s", "points/s", "vs per-flow", "check", "peak MB", "device"]
+    body = [[r["scenario"], _fmt(r["points"], ","), _fmt(r["seconds"], ".3g"), _fmt(r["points_per_s"], ",.4g"),
+             ("-" if not math.isfinite(r["ratio"]) else f"{r['ratio']:,.4g}x"), r["check"],
+             _fmt(r["peak_mb"], ",.0f"), r["device"]] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i in (0, 5, 7) else str(c).rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
+
+
+def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only: list[str] | None = None,
+        log=print) -> dict:
+    """Run the benchmark; print the table; write JSON (and the scaling plot) under ``out_dir``."""
+    only = list(only or SCENARIOS)
+    bad = [s for s in only if s not in SCENARIOS]
+    if bad:
+        from ..errors import ConfigError
+
+        raise ConfigError("bench.only", bad, f"scenarios among {list(SCENARIOS)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    rows: list[dict] = []
+    raw: dict = {}
+    if "small" in only:
+        rows += _run_small(quick, log)
+    for name, label in (("mira", "Mira 49,152 nodes, DOR BG/Q order"), ("dragonfly", "DF(8,16,8) 16,512 nodes")):
+        if name in only:
+            log(f"scenario: {label}")
+            raw[name] = _collect(*_launch(name, quick, None), name)
+            rows += _big_table_rows(raw[name], label)
+    suffix = "-quick" if quick else ""
+    if "scaling" in only:
+        log("scenario: scaling")
+        raw["scaling"] = _collect(*_launch("scaling", quick, None), "scaling")
+        rows += _scaling_rows(raw["scaling"])
+        _plot(raw["scaling"], out / f"scaling{suffix}.png")
+    import jax
+
+    summary = {
+        "quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "jax": jax.__version__, "default_backend": jax.default_backend(),
+        "gpu": "no GPU present; the kernels run on JAX's default device, so a GPU is used automatically when present"
+        if jax.default_backend() == "cpu" else f"ran on {jax.default_backend()}",
+        "wall_s": time.perf_counter() - t_start, "rows": rows, "raw": raw,
+    }
+    path = out / f"bench{suffix}.json"
+    from ..io import write_json
+
+    write_json(path, summary, indent=1, default=float)
+    print(format_table(rows))
+    print(f"\n{summary['gpu']}.")
+    print(f"wrote {path}" + (f" and {out / f'scaling{suffix}.png'}" if "scaling" in only else "")
+          + f" ({summary['wall_s']:.0f} s)")
+    return summary
+
+
+def _worker_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m evaluator.bench")  # a worker process of run()
+    p.add_argument("--worker", choices=list(WORKERS), required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--part", type=int, default=0)
+    p.add_argument("--parts", type=int, default=1)
+    p.add_argument("--barrier", default=None)
+    p.add_argument("--baseline", type=int, default=0, help="per-flow baseline points per class (0: none)")
+    args = p.parse_args(argv)
+    data = WORKERS[args.worker](args)
+    Path(args.out).write_text(json.dumps(data, default=float))
+    return 0
+
+
+def worker_main(argv: list[str]) -> int:
+    """Entry point of a bench worker process (``python -m evaluator.bench --worker NAME ...``)."""
+    return _worker_main(argv)

@@ -1,0 +1,37 @@
+"""``evaluator eval [overrides]``: evaluate one design point and write its dataset."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import config
+from ..dataset import summary_lines
+from ..evaluate import evaluate
+from ..io import write_dataset
+
+__all__ = ["main"]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="evaluator eval",
+                                 description="evaluate one design point from the config and write a dataset "
+                                             "under results/",
+                                 epilog="Overrides are Hydra syntax, e.g. topology=torus topology.dims=[4,4,4] "
+                                        "routing=dor traffic=all_to_all placement=linear")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
+    ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
+    args = ap.parse_args(argv)
+    cfg = config.compose(args.overrides)
+    if args.show_config:
+        print(config.to_yaml(cfg))
+        return 0
+    obj = config.to_object(cfg)
+    point = config.build(obj)
+    ds = evaluate(point.topology, point.traffic, point.placement, point.routing)
+    ds.attrs["config_yaml"] = config.to_yaml(cfg)
+    for line in summary_lines(ds):
+        print(line)
+    if obj.save:
+        print(f"dataset: {write_dataset(ds, Path(obj.output_dir))}")
+    return 0

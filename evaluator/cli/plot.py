@@ -1,0 +1,25 @@
+"""``evaluator plot PATH [--metric M] [--x AXIS] [--series AXIS] [--out PNG]``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..plot import plot_sweep
+from ..query import open_results
+
+__all__ = ["main"]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="evaluator plot", description="write PNG figures of a sweep dataset")
+    ap.add_argument("path")
+    ap.add_argument("--metric", default="completion_time")
+    ap.add_argument("--x", default=None, help="axis on the x axis (default: placement.gamma or the largest)")
+    ap.add_argument("--series", default=None, help="one line per value of this axis (default: routing)")
+    ap.add_argument("--out", default=None, help="PNG path (default: next to the dataset)")
+    args = ap.parse_args(argv)
+    ds = open_results(args.path)
+    out = args.out or str(Path(args.path).with_suffix("")) + f"-{args.metric}.png"
+    print(plot_sweep(ds, out, args.metric, args.x, args.series))
+    return 0

@@ -1,0 +1,34 @@
+"""``evaluator query PATH --best METRIC [--over AXIS ...] [--where AXIS=LABEL ...]``."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..query import best, open_results
+
+__all__ = ["main"]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="evaluator query",
+                                 description="rank the design points of a sweep dataset (--best METRIC --over AXIS ...)")
+    ap.add_argument("path", help="a sweep dataset (.nc or .zarr)")
+    ap.add_argument("--best", default="completion_time", metavar="METRIC", help="metric to rank by")
+    ap.add_argument("--over", nargs="*", default=None, metavar="AXIS",
+                    help="axes to choose over; the best per combination of the other axes")
+    ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL", help="restrict, e.g. routing=valiant")
+    ap.add_argument("-n", type=int, default=20, help="rows to print")
+    args = ap.parse_args(argv)
+    where = {}
+    for w in args.where:
+        k, sep, v = w.partition("=")
+        if not sep:
+            raise ConfigError("--where", w, "AXIS=LABEL[,LABEL...]")
+        where[k] = v.split(",")
+    table = best(open_results(args.path), args.best, over=args.over, where=where or None, n=args.n)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.to_string())
+    return 0

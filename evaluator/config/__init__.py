@@ -1,0 +1,42 @@
+"""The config layer: typed schemas, registry-based builders, and Hydra composition.
+
+* :mod:`~evaluator.config.schemas`: :class:`EvalConfig`, :class:`SweepConfig`,
+  :class:`RayConfig` and :data:`FAMILIES` (config group -> registry of kinds;
+  each kind's schema lives with its member, e.g.
+  :class:`evaluator.routing._dor.DorConfig`);
+* :mod:`~evaluator.config.build`: config -> library objects (:func:`build`);
+* :mod:`~evaluator.config.hydra`: the only module that touches Hydra and
+  OmegaConf (:func:`compose`, :func:`to_object`, :func:`compose_sweep`).
+"""
+
+from __future__ import annotations
+
+from .build import (DesignPoint, as_dict, build, build_placement, build_routing_spec, build_topology,
+                    build_traffic)
+from .hydra import (SweepRequest, check_assignment, compose, compose_object, compose_sweep, register_schemas,
+                    to_object, to_yaml)
+from .schemas import FAMILIES, GROUPS, MISSING, EvalConfig, RayConfig, SweepConfig
+
+__all__ = [
+    "EvalConfig",
+    "SweepConfig",
+    "RayConfig",
+    "MISSING",
+    "FAMILIES",
+    "GROUPS",
+    "DesignPoint",
+    "build",
+    "build_topology",
+    "build_routing_spec",
+    "build_traffic",
+    "build_placement",
+    "as_dict",
+    "register_schemas",
+    "compose",
+    "to_object",
+    "compose_object",
+    "to_yaml",
+    "check_assignment",
+    "SweepRequest",
+    "compose_sweep",
+]

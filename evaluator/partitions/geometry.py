@@ -1,0 +1,399 @@
+"""Partition geometries of a catalogue machine: feasible shapes, best and worst, machine comparison.
+
+For a machine of the catalogue (:mod:`evaluator.machines`): which partition
+shapes of N nodes can be allocated (:func:`partition_geometries`,
+:func:`feasible_sizes`), the internal bisection of each
+(:func:`partition_bisection`), the best, worst and best allowed shape of a
+size and the predicted speedup of a contention-bound job
+(:func:`analyse_size`, :func:`analyse_machine`, :func:`predicted_speedup`),
+the best shape of each size on several machines (:func:`compare_machines`)
+and Fiedler's slabs of a torus machine (:func:`slab_bisections`).
+Bandwidths are bytes/s per direction; the counting conventions are those of
+:mod:`evaluator.partitions.bisection`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import PartitionError, invalid, is_int
+from ..machines import (
+    Machine,
+    _allowed_set,
+    _canonical,
+    _shape,
+    _unit_name,
+    check_partition,
+    load_machine,
+)
+from .bisection import Bisection, bgq_node_dims, effective_wrap, torus_bisection
+
+__all__ = [
+    "PartitionGeometry",
+    "SizeAnalysis",
+    "SlabResult",
+    "partition_bisection",
+    "partition_geometries",
+    "feasible_sizes",
+    "analyse_size",
+    "analyse_machine",
+    "compare_machines",
+    "slab_bisections",
+    "predicted_speedup",
+]
+
+
+def _partition_dims(m: Machine, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return bgq_node_dims(shape) if m.kind == "bgq" else shape
+
+
+def _bisection_of(m: Machine, shape: tuple[int, ...]) -> Bisection:
+    if m.kind == "bgq":
+        return torus_bisection(bgq_node_dims(shape), True, m.link_bandwidth[0])
+    return torus_bisection(shape, m.wrap, m.link_bandwidth, embedded_in=m.dims,
+                           nodes_per_router=m.nodes_per_router)
+
+
+def partition_bisection(machine: Machine | str, shape: Sequence[int], *,
+                        require_allowed: bool = False) -> Bisection:
+    """Internal bisection of one partition of a machine.
+
+    Parameters
+    ----------
+    machine
+        Machine or machine name.
+    shape : sequence of int, shape [unit_dim]
+        Midplanes (bgq: the partition is its own torus ``4A x 4B x 4C x 4D
+        x 2``) or routers (torus: a prism routed over the host torus).
+    require_allowed
+        Reject shapes the machine's allowed list forbids.
+
+    Returns
+    -------
+    Bisection
+        Links and bytes/s per direction of the minimum bisection.
+    """
+    m = load_machine(machine)
+    return _bisection_of(m, check_partition(m, shape, require_allowed=require_allowed))
+
+
+@dataclass(frozen=True)
+class PartitionGeometry:
+    """One feasible partition geometry of a machine.
+
+    Attributes
+    ----------
+    shape : tuple of int, shape [unit_dim]
+        A fitting orientation in the machine's dimension order (midplanes or
+        routers).
+    canonical : tuple of int, shape [unit_dim]
+        Rotation-free form (sorted, as in the Oltchik tables).
+    node_dims : tuple of int
+        Router/node torus of the partition (bgq: ``4A x 4B x 4C x 4D x 2``).
+    nodes
+        Compute nodes.
+    bisection
+        Its internal bisection.
+    allowed
+        Whether the scheduler allows it (True when there is no allowed list).
+    """
+
+    shape: tuple[int, ...]
+    canonical: tuple[int, ...]
+    node_dims: tuple[int, ...]
+    nodes: int
+    bisection: Bisection
+    allowed: bool
+
+    @property
+    def label(self) -> str:
+        """Canonical geometry as text, e.g. ``"2x2x1x1"``."""
+        return _shape(self.canonical)
+
+
+def _check_size(m: Machine, nodes: Any) -> int:
+    unit = m.unit
+    if not is_int(nodes) or int(nodes) < 1:
+        raise invalid(PartitionError, "partition size", nodes,
+                      f"a positive number of nodes, a multiple of {m.nodes_per_unit} (nodes per {unit}) up to "
+                      f"{m.n_nodes}", context=f"machine {m.name!r}")
+    nodes = int(nodes)
+    if nodes > m.n_nodes:
+        raise PartitionError(f"machine {m.name!r}: partition size {nodes} nodes is larger than the machine "
+                             f"({m.n_nodes} nodes); allowed: a multiple of {m.nodes_per_unit} up to {m.n_nodes}")
+    if nodes % m.nodes_per_unit:
+        lo = nodes // m.nodes_per_unit * m.nodes_per_unit
+        near = [x for x in (lo, lo + m.nodes_per_unit) if 0 < x <= m.n_nodes]
+        raise PartitionError(f"machine {m.name!r}: partition size {nodes} nodes is not a multiple of "
+                             f"{m.nodes_per_unit} nodes per {unit}; nearest allowed: "
+                             f"{', '.join(map(str, near))}")
+    return nodes
+
+
+def _shapes_of_units(box: tuple[int, ...], units: int) -> list[tuple[int, ...]]:
+    """Every shape (machine orientation) with ``prod == units`` fitting in ``box``."""
+    out: list[tuple[int, ...]] = []
+
+    def rec(k: int, rest: int, acc: tuple[int, ...]) -> None:
+        if k == len(box):
+            if rest == 1:
+                out.append(acc)
+            return
+        for s in range(1, min(box[k], rest) + 1):
+            if rest % s == 0:
+                rec(k + 1, rest // s, acc + (s,))
+
+    rec(0, units, ())
+    return out
+
+
+def partition_geometries(machine: Machine | str, nodes: int) -> list[PartitionGeometry]:
+    """Every feasible partition geometry of ``nodes`` nodes, rotations counted once.
+
+    Parameters
+    ----------
+    machine
+        Machine or machine name.
+    nodes
+        Partition size in compute nodes (a multiple of 512 on Blue Gene/Q,
+        of ``nodes_per_router`` on a torus machine).
+
+    Returns
+    -------
+    list of PartitionGeometry
+        Sorted from highest to lowest bisection bandwidth (ties: more
+        balanced shapes first). Blue Gene/Q: cuboids of midplanes that fit in
+        some rotation, one per sorted form. Torus machines: router prisms;
+        rotations are merged only between dimensions with equal host size,
+        wrap and bandwidth (Gemini X and Z, not Y).
+
+    Raises
+    ------
+    PartitionError
+        Bad size, or no cuboid of that size fits (the message lists the
+        feasible sizes).
+    """
+    m = load_machine(machine)
+    nodes = _check_size(m, nodes)
+    units = nodes // m.nodes_per_unit
+    allowed = _allowed_set(m)
+    seen: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for shp in _shapes_of_units(m.unit_dims, units):
+        can = _canonical(m, shp)
+        if can not in seen or shp > seen[can]:
+            seen[can] = shp  # representative: lexicographically largest fitting orientation
+    if not seen:
+        sizes = feasible_sizes(m)
+        raise PartitionError(
+            f"machine {m.name!r}: no cuboid of {units} {_unit_name(m)} ({nodes} nodes) fits in "
+            f"{_unit_name(m)} {_shape(m.unit_dims)}; feasible sizes (nodes): "
+            f"{_short_list(sizes)}")
+    geoms = []
+    for can, shp in seen.items():
+        b = _bisection_of(m, shp)
+        geoms.append(PartitionGeometry(shape=shp, canonical=can, node_dims=_partition_dims(m, shp),
+                                       nodes=nodes, bisection=b,
+                                       allowed=True if allowed is None else can in allowed))
+    geoms.sort(key=_best_key)
+    return geoms
+
+
+def _best_key(g: PartitionGeometry) -> tuple:
+    # highest bandwidth first; ties: fewer links, smaller longest side, lexicographically smaller
+    return (-round(g.bisection.bandwidth, 3), g.bisection.links, max(g.canonical), g.canonical)
+
+
+def _short_list(xs: Sequence[int], n: int = 40) -> str:
+    s = ", ".join(map(str, xs[:n]))
+    return s + (f", ... ({len(xs)} sizes)" if len(xs) > n else "")
+
+
+def feasible_sizes(machine: Machine | str, *, allowed_only: bool = False) -> list[int]:
+    """Partition sizes (nodes) for which at least one cuboid fits.
+
+    Parameters
+    ----------
+    machine
+        Machine or machine name.
+    allowed_only
+        Only sizes with a geometry in the machine's allowed list (no effect
+        without a list).
+    """
+    m = load_machine(machine)
+    if allowed_only and m.allowed_partitions is not None:
+        units = {math.prod(s) for s in m.allowed_partitions}
+    else:
+        units = {math.prod(s) for s in itertools.product(*(range(1, b + 1) for b in m.unit_dims))}
+    return sorted(u * m.nodes_per_unit for u in units)
+
+
+@dataclass(frozen=True)
+class SizeAnalysis:
+    """Partitions of one size on one machine.
+
+    Attributes
+    ----------
+    machine
+        Machine name.
+    nodes, units
+        Size in nodes and in allocation units (midplanes or routers).
+    geometries
+        Every feasible geometry, best first.
+    best, worst
+        Highest and lowest bisection (ties: best prefers balanced shapes,
+        worst elongated ones).
+    best_allowed, worst_allowed
+        The same among geometries of the allowed list; None when the machine
+        has no list or the list has no geometry of this size.
+    """
+
+    machine: str
+    nodes: int
+    units: int
+    geometries: tuple[PartitionGeometry, ...]
+    best: PartitionGeometry
+    worst: PartitionGeometry
+    best_allowed: PartitionGeometry | None
+    worst_allowed: PartitionGeometry | None
+    has_allowed_list: bool
+
+    @property
+    def speedup_best_over_worst(self) -> float:
+        """Predicted speedup of a contention-bound job on the best vs the worst geometry."""
+        return predicted_speedup(self.best.bisection, self.worst.bisection)
+
+    @property
+    def speedup_best_over_allowed(self) -> float:
+        """Predicted speedup of the best possible vs the best allowed geometry (NaN if none)."""
+        if self.best_allowed is None:
+            return math.nan
+        return predicted_speedup(self.best.bisection, self.best_allowed.bisection)
+
+
+def predicted_speedup(faster: Bisection, slower: Bisection) -> float:
+    """Predicted speedup of a contention-bound workload, ``faster`` over ``slower``.
+
+    A contention-bound exchange takes (bytes crossing the bisection) /
+    (bisection bandwidth). For a weak-scaled job the bytes grow with the node
+    count, so the speedup is the ratio of bisection bandwidth *per node*
+    (Fiedler); for two partitions of the same size this is simply the ratio
+    of bisections, as in the Oltchik tables.
+    """
+    return faster.per_node / slower.per_node
+
+
+def analyse_size(machine: Machine | str, nodes: int) -> SizeAnalysis:
+    """Best, worst and allowed geometries of one partition size (see :class:`SizeAnalysis`)."""
+    m = load_machine(machine)
+    geoms = partition_geometries(m, nodes)
+    best, worst = geoms[0], _worst(geoms)
+    allowed = [g for g in geoms if g.allowed] if m.allowed_partitions is not None else []
+    return SizeAnalysis(machine=m.name, nodes=geoms[0].nodes, units=geoms[0].nodes // m.nodes_per_unit,
+                        geometries=tuple(geoms), best=best, worst=worst,
+                        best_allowed=allowed[0] if allowed else None,
+                        worst_allowed=_worst(allowed) if allowed else None,
+                        has_allowed_list=m.allowed_partitions is not None)
+
+
+def _worst(geoms: Sequence[PartitionGeometry]) -> PartitionGeometry:
+    return min(geoms, key=lambda g: (round(g.bisection.bandwidth, 3), -g.bisection.links,
+                                     -max(g.canonical), tuple(-x for x in g.canonical)))
+
+
+def analyse_machine(machine: Machine | str, sizes: Iterable[int] | None = None) -> list[SizeAnalysis]:
+    """:func:`analyse_size` for several sizes (nodes).
+
+    Without ``sizes``: Blue Gene/Q machines with an allowed list use the
+    sizes of that list (Oltchik Table 6), others every feasible size (Table
+    7). Torus machines need explicit sizes (there are thousands).
+    """
+    m = load_machine(machine)
+    if sizes is None:
+        if m.kind != "bgq":
+            raise PartitionError(f"machine {m.name!r} (kind torus) has {len(feasible_sizes(m))} feasible sizes; "
+                                 "give the sizes (nodes) to analyse explicitly")
+        sizes = feasible_sizes(m, allowed_only=True)
+    return [analyse_size(m, n) for n in sizes]
+
+
+def compare_machines(machines: Sequence[Machine | str],
+                     sizes: Iterable[int] | None = None) -> dict[int, dict[str, PartitionGeometry | None]]:
+    """Best geometry of each size on several machines (Oltchik Table 5, Fig. 7).
+
+    Parameters
+    ----------
+    machines
+        Machines or names; all should share the allocation unit.
+    sizes
+        Sizes in nodes; default: the union of every machine's feasible sizes.
+
+    Returns
+    -------
+    dict
+        ``{nodes: {machine name: best PartitionGeometry or None}}``, ``None``
+        where the machine has no cuboid of that size.
+    """
+    ms = [load_machine(x) for x in machines]
+    if not ms:
+        raise invalid(PartitionError, "machines", [], "one or more machine names")
+    if sizes is None:
+        sizes = sorted(set().union(*(feasible_sizes(m) for m in ms)))
+    out: dict[int, dict[str, PartitionGeometry | None]] = {}
+    for n in sizes:
+        if not is_int(n) or int(n) < 1:
+            raise invalid(PartitionError, "partition size", n, "a positive number of nodes")
+        row: dict[str, PartitionGeometry | None] = {}
+        for m in ms:
+            try:
+                row[m.name] = partition_geometries(m, n)[0]
+            except PartitionError:  # size not available on this machine
+                row[m.name] = None
+        out[int(n)] = row
+    return out
+
+
+@dataclass(frozen=True)
+class SlabResult:
+    """Bisection of one router prism of a torus machine (Fiedler's slabs)."""
+
+    shape: tuple[int, ...]
+    bisection: Bisection
+    wrap: tuple[bool, ...]
+
+    @property
+    def label(self) -> str:
+        return _shape(self.shape)
+
+
+def slab_bisections(machine: Machine | str,
+                    shapes: Sequence[Sequence[int]] | None = None) -> list[SlabResult]:
+    """Bisection (and per node) of router prisms of a torus machine in embedded mode.
+
+    Parameters
+    ----------
+    machine
+        A torus machine (e.g. ``"BlueWaters"``).
+    shapes
+        Router prisms in the machine's dimension order; default: the
+        machine's ``slabs`` list (Blue Waters: 24x24x24, 24x6x24, 6x24x24,
+        23x6x24, 24x4x24, 12x6x12).
+    """
+    m = load_machine(machine)
+    if m.kind != "torus":
+        raise PartitionError(f"machine {m.name!r}: kind = 'bgq' is invalid for the slab analysis; allowed: "
+                             "a torus machine (kind: torus), e.g. BlueWaters")
+    if shapes is None:
+        if not m.slabs:
+            raise PartitionError(f"machine {m.name!r}: slabs = None; give router shapes to compare "
+                                 f"(e.g. {_shape(m.dims)})")
+        shapes = m.slabs
+    out = []
+    for s in shapes:
+        shp = check_partition(m, s)
+        out.append(SlabResult(shape=shp, bisection=_bisection_of(m, shp),
+                              wrap=effective_wrap(shp, m.dims, m.wrap)))
+    return out

@@ -1,0 +1,103 @@
+"""Link-level confirmation of partition bisection: the bisection-pairing benchmark.
+
+Oltchik & Schwartz (Sec. 4.1) pair every node with its furthest node and
+exchange a fixed message; a contention-bound exchange should take time
+inversely proportional to the partition's bisection. Here the core evaluator
+predicts that time at link level (DOR, BG/Q longest-dimension-first order,
+the partition as its own torus) for two geometries of the same size, so the
+predicted time ratio can be set next to the bisection ratio.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+
+from ..evaluate import evaluate
+from ..machines import Machine, load_machine
+from ..placement import linear
+from ..routing import dor
+from ..topology import machine_topology
+from ..traffic import bisection_pairing
+from .geometry import PartitionGeometry, analyse_size, feasible_sizes
+
+__all__ = ["PairingResult", "pairing_time", "confirm_machine", "pairing_dataset"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PairingResult:
+    """Predicted bisection-pairing times of two geometries of one size (``a`` slower or equal)."""
+
+    machine: str
+    nodes: int
+    a: PartitionGeometry
+    b: PartitionGeometry
+    time_a: float
+    time_b: float
+    which: str  # "allowed vs best" or "worst vs best"
+
+    @property
+    def time_ratio(self) -> float:
+        return self.time_a / self.time_b
+
+    @property
+    def bisection_ratio(self) -> float:
+        return self.b.bisection.links / self.a.bisection.links
+
+
+def pairing_time(machine: Machine, geometry: PartitionGeometry, bytes_per_pair: float = 2.0e9,
+                 tie: str = "split") -> float:
+    """Predicted completion time (s) of furthest-node pairs exchanging ``bytes_per_pair`` on one geometry."""
+
+    topo = machine_topology(machine.name, list(geometry.shape), mode="own")
+    tr = bisection_pairing(topo, bytes_per_pair)
+    order = "longest_first" if machine.routing_order == "longest_first" else "as_given"
+    ds = evaluate(topo, tr, linear(topo, topo.n_nodes), dor(order, tie))
+    return float(ds.completion_time)
+
+
+def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, bytes_per_pair: float = 2.0e9,
+                    tie: str = "split") -> list[PairingResult]:
+    """For every size where two geometries differ in bisection, predict both pairing times.
+
+    Machines with an allowed list compare the best allowed geometry with the
+    best possible one (Oltchik Table 1); others the worst with the best (Table 2).
+    """
+    m = load_machine(machine) if isinstance(machine, str) else machine
+    out = []
+    for n in sizes or feasible_sizes(m):
+        sa = analyse_size(m, n)
+        if sa.has_allowed_list:
+            if sa.best_allowed is None:
+                continue
+            a, which = sa.best_allowed, "allowed vs best"
+        else:
+            a, which = sa.worst, "worst vs best"
+        b = sa.best
+        if a.bisection.links == b.bisection.links:
+            continue
+        out.append(PairingResult(m.name, n, a, b, pairing_time(m, a, bytes_per_pair, tie),
+                                 pairing_time(m, b, bytes_per_pair, tie), which))
+    return out
+
+
+def pairing_dataset(results: list[PairingResult]) -> xr.Dataset:
+    """The comparison as a dataset (one row per size)."""
+    nodes = np.array([r.nodes for r in results], dtype=np.int64)
+    ds = xr.Dataset(
+        {
+            "geometry_a": ("nodes", np.array([r.a.label for r in results], dtype=str)),
+            "geometry_b": ("nodes", np.array([r.b.label for r in results], dtype=str)),
+            "time_a": ("nodes", np.array([r.time_a for r in results]), {"units": "s"}),
+            "time_b": ("nodes", np.array([r.time_b for r in results]), {"units": "s"}),
+            "time_ratio": ("nodes", np.array([r.time_ratio for r in results]), {"units": "1"}),
+            "bisection_ratio": ("nodes", np.array([r.bisection_ratio for r in results]), {"units": "1"}),
+        },
+        coords={"nodes": nodes},
+    )
+    if results:
+        ds.attrs.update({"machine": results[0].machine, "comparison": results[0].which,
+                         "benchmark": "furthest-node pairs, DOR, partition as its own torus"})
+    return ds

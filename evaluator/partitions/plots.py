@@ -1,0 +1,88 @@
+"""Figures of the partition analysis (PNG), drawn on a :class:`matplotlib.figure.Figure`.
+
+Each figure is written atomically through :func:`evaluator.io.save_figure`
+(the Agg canvas): the global matplotlib backend is never changed, and
+matplotlib is imported only when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..io import save_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = ["plot_partitions", "plot_comparison", "plot_slabs"]
+
+
+def plot_partitions(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
+    """Bar chart of best, worst and allowed bisection links per size (Oltchik Figs. 1, 2).
+
+    Uses the Agg canvas directly (no global backend change).
+    """
+    from matplotlib.figure import Figure
+
+    sizes = ds["size"].values
+    x = np.arange(len(sizes))
+    fig = Figure(figsize=(max(6.0, 0.55 * len(sizes) + 2), 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    series = [("worst", ds["worst_links"].values, "tab:red")]
+    if int(ds.attrs.get("has_allowed_list", 0)):
+        series = [("allowed (current)", ds["allowed_links"].values, "tab:gray")]
+    series.append(("best possible", ds["best_links"].values, "tab:blue"))
+    w = 0.8 / len(series)
+    for i, (lab, y, c) in enumerate(series):
+        ax.bar(x + (i - (len(series) - 1) / 2) * w, y, w, label=lab, color=c)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(s) for s in sizes], rotation=60, fontsize=8)
+    ax.set_xlabel("partition size P (nodes)")
+    ax.set_ylabel("normalised bisection bandwidth (links)")
+    ax.set_title(f"{ds.attrs.get('machine', '')}: internal bisection of partitions")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def plot_comparison(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
+    """Best-case bisection links per size for several machines (Oltchik Fig. 7)."""
+    from matplotlib.figure import Figure
+
+    sizes = ds["size"].values
+    x = np.arange(len(sizes))
+    fig = Figure(figsize=(max(6.0, 0.5 * len(sizes) + 2), 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    names = [str(n) for n in ds["machine"].values]
+    w = 0.8 / max(1, len(names))
+    for j, name in enumerate(names):
+        ax.bar(x + (j - (len(names) - 1) / 2) * w, ds["best_links"].values[:, j], w, label=name)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(s) for s in sizes], rotation=60, fontsize=8)
+    ax.set_xlabel("partition size P (nodes)")
+    ax.set_ylabel("normalised bisection bandwidth (links)")
+    ax.set_title("best-case partitions: " + " vs ".join(names))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def plot_slabs(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
+    """Bisection bandwidth per node of each slab (Fiedler's slab slides)."""
+    from matplotlib.figure import Figure
+
+    labels = [str(s) for s in ds["slab"].values]
+    fig = Figure(figsize=(max(5.0, 0.9 * len(labels) + 2), 4.0))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.bar(np.arange(len(labels)), ds["bisection_per_node"].values / 1e6, color="tab:blue")
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels)
+    ax.set_xlabel("router prism (X x Y x Z)")
+    ax.set_ylabel("bisection per node (MB/s per direction)")
+    ax.set_title(f"{ds.attrs.get('machine', '')}: bisection bandwidth per node")
+    fig.tight_layout()
+    return save_figure(fig, path)

@@ -1,0 +1,109 @@
+"""The placement contract: which node runs each task.
+
+Every generator returns a :class:`Placement` (``task_node[task] -> node``).
+Random choices take an explicit ``seed`` (NumPy ``default_rng``), so the same
+arguments give the same placement on every machine.
+
+A member of the family is one private module with its generator, its config
+schema and a :class:`PlacementKind` entry for the registry in
+``evaluator/placement/__init__.py``; ``build(cfg, ctx)`` makes the placement
+from the schema and a :class:`PlacementContext` (the topology, the task count
+and the traffic and topology configs, which some placements read: a
+Cartesian placement takes the stencil's ``beta``, a sub-prism the machine
+topology's partition).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._registry import Kind
+from .._types import TaskInts
+from ..errors import positive_int, require
+from ..topology import Topology
+
+__all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_capacity", "vec", "config_list"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementKind(Kind):
+    """A placement member: ``build(cfg, ctx: PlacementContext) -> Placement``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementContext:
+    """What a placement builder may read besides its own config."""
+
+    topology: Topology
+    n_tasks: int
+    traffic_cfg: Any = None
+    topology_cfg: Any = None
+
+    @property
+    def beta(self) -> list[int] | None:
+        """The traffic's task grid ``beta`` (stencils), if it has one."""
+        return config_list(getattr(self.traffic_cfg, "beta", None))
+
+
+def config_list(v) -> list | None:
+    """A config list value as a plain list (``None`` stays ``None``)."""
+    return None if v is None else list(v)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Placement:
+    """Task-to-node map.
+
+    Attributes
+    ----------
+    task_node : int ndarray, shape [task]
+        Node id of every task.
+    n_nodes
+        Node count of the topology it was made for.
+    name
+        Short label.
+    """
+
+    task_node: TaskInts
+    n_nodes: int
+    name: str = "placement"
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.task_node.size)
+
+    def tasks_per_node(self) -> np.ndarray:
+        """Number of tasks on every node, shape [node]."""
+        return np.bincount(self.task_node, minlength=self.n_nodes)
+
+
+def explicit(topology: Topology, task_node, name: str = "explicit") -> Placement:
+    """A placement given as an array ``task_node[task]`` of node ids."""
+    tn = np.asarray(task_node).reshape(-1)
+    require(tn.size > 0, "placement.task_node", tn.tolist(), "a non-empty list of node ids")
+    require(np.issubdtype(tn.dtype, np.integer), "placement.task_node", tn[:5].tolist(), "integer node ids")
+    bad = (tn < 0) | (tn >= topology.n_nodes)
+    require(not bad.any(), "placement.task_node", int(tn[bad][0]) if bad.any() else None,
+            f"node ids in [0, {topology.n_nodes - 1}] of {topology.name}")
+    return Placement(tn.astype(np.int64), topology.n_nodes, name)
+
+
+def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int) -> tuple[int, int]:
+    n = positive_int("placement.n_tasks", n_tasks)
+    tpn = positive_int("placement.tasks_per_node", tasks_per_node)
+    slots = topology.n_nodes * tpn
+    require(n <= slots, "placement.n_tasks", n,
+            f"at most nodes x tasks_per_node = {topology.n_nodes} x {tpn} = {slots} on {topology.name}",
+            "Use fewer tasks, more tasks per node or a larger network.")
+    return n, tpn
+
+
+
+def vec(field: str, v, nd: int | None = None) -> tuple[int, ...]:
+    require(isinstance(v, (list, tuple, np.ndarray)) and len(v) >= 1, field, v, "a non-empty list of positive integers")
+    if nd is not None:
+        require(len(v) == nd, field, list(v), f"a list of {nd} positive integers")
+    return tuple(positive_int(f"{field}[{k}]", x) for k, x in enumerate(v))

@@ -1,0 +1,65 @@
+"""Routings (one module per member, one registry line each).
+
+* ``dor``: torus dimension-order routing (:func:`dor`);
+* ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`).
+
+The contract (:class:`Routing`, :class:`RoutingOperator`) is in
+:mod:`evaluator.routing.base`. :data:`KINDS` maps a config kind to its schema,
+spec builder, the topology kinds it serves and its operator builder; a new
+routing is a new module here, its YAML file in ``conf/routing/`` and one line
+in :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .._registry import Registry
+from ..errors import ConfigError
+from ..topology import Topology
+from . import _dor, _dragonfly
+from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
+from ._dragonfly import minimal, valiant
+from .base import Routing, RoutingKind, RoutingOperator
+
+__all__ = [
+    "Routing",
+    "DorRouting",
+    "RoutingOperator",
+    "RoutingKind",
+    "dor",
+    "minimal",
+    "valiant",
+    "dor_order",
+    "DOR_ORDERS",
+    "TIE_RULES",
+    "build_routing",
+    "routings_for",
+    "KINDS",
+]
+
+KINDS: Registry[RoutingKind] = Registry("routing", [
+    _dor.DOR,
+    _dragonfly.MINIMAL,
+    _dragonfly.VALIANT,
+])
+"""Routing kinds by config name."""
+
+
+def routings_for(topology_kind: str) -> list[str]:
+    """Names of the routing kinds that serve a topology kind."""
+    return [name for name, k in KINDS.items() if topology_kind in k.topologies]
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_build(topo: Topology, routing: Routing) -> RoutingOperator:
+    # Topology compares and hashes by identity (eq=False), so the cache is per topology object.
+    return KINDS[routing.kind].operator(topo, routing)
+
+
+def build_routing(topology: Topology, routing: Routing) -> RoutingOperator:
+    """Compile ``routing`` for ``topology`` on the host (cached per topology object)."""
+    if routing.kind not in KINDS or topology.kind not in KINDS[routing.kind].topologies:
+        raise ConfigError("routing.kind", routing.kind, f"one of {routings_for(topology.kind)} on a {topology.kind}",
+                          "Pick a routing group that matches the topology.")
+    return _cached_build(topology, routing)

@@ -1,0 +1,83 @@
+"""Merge the persisted chunks of a sweep into one dataset (independent of the order chunks ran in)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .. import io
+from .._version import __version__
+from ..dataset import METRIC_NAMES, results_dataset
+from ..errors import require
+from .plan import SweepPlan
+
+__all__ = ["assemble"]
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    return str(o)
+
+
+def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict, timings: dict,
+             read_chunk: Callable[[SweepPlan, str], dict]) -> xr.Dataset:
+    """The sweep's dataset: one dimension per axis, metrics of the metric table, ``feasible`` and ``reason``."""
+    n = plan.n_points
+    vals = {k: np.full(n, np.nan) for k in METRIC_NAMES}
+    feasible = np.zeros(n, dtype=bool)
+    reason = np.full(n, "", dtype=object)
+    bottleneck = np.full(n, "", dtype=object)
+    class_max: dict[str, np.ndarray] = {}
+    link_load = None
+    for cid in sorted(chunk_ids):
+        res = read_chunk(plan, cid)
+        flat = res["flat"]
+        reason[flat] = res["reason"]
+        if "ok" not in res:
+            continue
+        ok = flat[res["ok"]]
+        feasible[ok] = True
+        for k in METRIC_NAMES:
+            vals[k][ok] = res["metrics"][k]
+        bottleneck[ok] = res["bottleneck"]
+        for c, cname in enumerate(res["class_names"]):
+            arr = class_max.setdefault(cname, np.full(n, np.nan))
+            arr[ok] = res["metrics"]["max_load_class"][:, c]
+        if "link_load" in res:
+            if link_load is None:
+                nl = int(res["n_links"])
+                require(n * nl <= 2e8, "sweep.keep_link_load", True, "sweeps of at most 2e8 point-links")
+                link_load = np.full((n, nl), np.nan)
+            require(link_load.shape[1] == res["link_load"].shape[1], "sweep.keep_link_load", True,
+                    "a single topology across the sweep (link counts differ)")
+            link_load[ok] = res["link_load"]
+    coords: dict[str, Any] = {ax.name: (ax.name, np.asarray(ax.labels, dtype=str), {"long_name": ", ".join(ax.keys)})
+                              for ax in plan.axes}
+    attrs = {
+        "title": f"evaluator sweep {plan.name}",
+        "sweep": plan.name,
+        "run_id": plan.run_id,
+        "config_yaml": plan.config_yaml,
+        "axes_json": json.dumps([{"name": a.name, "keys": list(a.keys), "values": [list(v) for v in a.values]}
+                                 for a in plan.axes], default=_json_default),
+        "evaluator_version": __version__,
+        "git_commit": io.git_commit(),
+        "seeds": np.asarray(plan.seeds, dtype=np.int64),
+        "n_points": int(n),
+        "n_feasible": int(feasible.sum()),
+        "start_time": manifest["start_time"],
+        "end_time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "timing_json": json.dumps({k: round(v, 4) for k, v in timings.items()}),
+        "Conventions": "CF-1.8",
+    }
+    return results_dataset(
+        tuple(ax.name for ax in plan.axes), plan.shape, vals, {c: class_max[c] for c in sorted(class_max)},
+        bottleneck, feasible=feasible, reason=reason, coords=coords, link_load=link_load, attrs=attrs)

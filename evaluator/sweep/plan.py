@@ -1,0 +1,167 @@
+"""The sweep plan: the grid, its buckets and chunks, the typed config of every point, the run id.
+
+:func:`plan_sweep` takes a :class:`~evaluator.config.SweepRequest` (the
+composed sweep in typed form) and decides everything before any evaluation:
+axes, one composed config per combination of config-group choices, buckets
+(same topology and routing: one compilation each), fixed-size chunks and the
+run id (a hash of what is computed, not where or how: storage and Ray settings
+are left out, so a local and a cluster run give identical datasets and a rerun
+resumes).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..config import SweepRequest, check_assignment
+from ..errors import ConfigError, require
+from .axes import Axis, expand_axes
+
+__all__ = ["SweepPlan", "plan_sweep"]
+
+
+def _get_path(obj, key: str):
+    cur = obj
+    for part in key.split("."):
+        if not hasattr(cur, part):
+            raise AttributeError(part)
+        cur = getattr(cur, part)
+    return cur
+
+
+def _set_path(obj, key: str, value) -> None:
+    parts = key.split(".")
+    cur = obj
+    for part in parts[:-1]:
+        cur = getattr(cur, part)
+    setattr(cur, parts[-1], copy.deepcopy(value))
+
+
+@dataclasses.dataclass
+class SweepPlan:
+    """Everything the driver and the workers need, decided before any evaluation.
+
+    ``bases`` maps a tuple of group-axis value indices to the composed config
+    object for that group choice (one Hydra composition per combination).
+    """
+
+    name: str
+    run_id: str
+    axes: list[Axis]
+    bases: dict[tuple[int, ...], Any]
+    group_axes: tuple[int, ...]
+    config_yaml: str
+    chunk_size: int
+    keep_link_load: bool
+    fmt: str
+    out_dir: Path
+    seeds: list[int]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(ax.size for ax in self.axes)
+
+    @property
+    def n_points(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def bucket_axes(self) -> tuple[int, ...]:
+        return tuple(i for i, ax in enumerate(self.axes) if ax.affects_bucket)
+
+    def chunks(self) -> list[tuple[str, np.ndarray]]:
+        """Deterministic ``(chunk_id, flat point indices)``, each chunk inside one bucket."""
+        flat = np.arange(self.n_points, dtype=np.int64)
+        idx = np.unravel_index(flat, self.shape)
+        bax = self.bucket_axes
+        if bax:
+            bshape = tuple(self.shape[i] for i in bax)
+            bucket = np.ravel_multi_index(tuple(idx[i] for i in bax), bshape)
+        else:
+            bucket = np.zeros_like(flat)
+        order = np.argsort(bucket, kind="stable")
+        out = []
+        for b in np.unique(bucket):
+            pts = order[bucket[order] == b]
+            for k in range(0, pts.size, self.chunk_size):
+                out.append((f"b{int(b):05d}-c{k // self.chunk_size:06d}", pts[k:k + self.chunk_size]))
+        return out
+
+    def point_config(self, flat: int):
+        """The config object of one grid point (a deep copy of its group base, axis values set)."""
+        idx = np.unravel_index(int(flat), self.shape)
+        gkey = tuple(int(idx[i]) for i in self.group_axes)
+        obj = copy.deepcopy(self.bases[gkey])
+        for ax, i in zip(self.axes, idx):
+            if ax.is_group:
+                continue
+            for k, v in zip(ax.keys, ax.values[int(i)]):
+                _set_path(obj, k, v)
+        return obj
+
+
+def plan_sweep(request: SweepRequest) -> SweepPlan:
+    """Validate a composed sweep and decide the grid, buckets and run id.
+
+    A key both swept and overridden on the command line is a conflict; every
+    axis key and value is checked against the typed schema of every
+    combination of config-group choices before anything runs.
+    """
+    sw = request.config.sweep
+    axes = expand_axes(request.axes)
+    swept = {k for ax in axes for k in ax.keys}
+    for ov in request.overrides:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        if key in swept or any(key.startswith(s + ".") for s in swept) or any(s.startswith(key + ".") for s in swept):
+            raise ConfigError("sweep.axes", key, "keys that are not also overridden on the command line",
+                              f"'{ov}' conflicts with the sweep axis on '{key}'. Drop the override or the axis.")
+    group_axes = tuple(i for i, ax in enumerate(axes) if ax.is_group)
+    for i in group_axes:
+        require(len(axes[i].keys) == 1, "sweep.axes", axes[i].name, "a group axis on its own, not in a zip")
+    bases: dict[tuple[int, ...], Any] = {}
+    combos = list(itertools.product(*(range(axes[i].size) for i in group_axes)))
+    for combo in combos:
+        if combo:
+            obj = request.with_groups({axes[i].keys[0]: axes[i].values[j][0] for i, j in zip(group_axes, combo)})
+        else:
+            obj = request.config
+        # validate every non-group key and value against the typed schema
+        for ax in axes:
+            if ax.is_group:
+                continue
+            for kk, key in enumerate(ax.keys):
+                check_assignment(obj, key, [row[kk] for row in ax.values])
+        bases[combo] = obj
+    run_hash = hashlib.sha256(
+        (request.identity_yaml + json.dumps([dataclasses.asdict(a) for a in axes], default=str)
+         + __version__).encode()
+    ).hexdigest()[:12]
+    run_id = sw.run_id or f"{sw.name}-{run_hash}"
+    require(sw.format in ("netcdf", "zarr"), "sweep.format", sw.format, "netcdf or zarr")
+    require(int(sw.chunk_size) >= 1, "sweep.chunk_size", sw.chunk_size, "a positive integer")
+    plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml, int(sw.chunk_size),
+                     bool(sw.keep_link_load), sw.format, Path(sw.output_dir) / sw.name, [])
+    require(plan.n_points <= int(sw.max_points), "sweep.max_points", plan.n_points,
+            f"at most {sw.max_points} points (raise sweep.max_points)")
+    seeds: set[int] = set()
+    for ax in axes:
+        for k, col in zip(ax.keys, zip(*ax.values)):
+            if k.endswith("seed"):
+                seeds.update(int(v) for v in col)
+    for base in bases.values():
+        for group in ("traffic", "placement"):
+            seed = getattr(getattr(base, group), "seed", None)
+            if seed is not None:
+                seeds.add(int(seed))
+    plan.seeds = sorted(seeds)
+    return plan

@@ -1,0 +1,46 @@
+"""Network topologies (one module per member, one registry line each).
+
+* :func:`torus` (any number of dimensions, per-dimension wrap and bandwidth),
+  with the presets :func:`bgq_partition` and :func:`gemini`;
+* :func:`dragonfly` (p, a, h, g; consecutive or relative global arrangement);
+* :func:`machine_topology`: a machine of the catalogue, whole or one partition.
+
+The link layout and id conventions shared by every member are in
+:mod:`evaluator.topology.base`. :data:`KINDS` maps a config kind to its schema
+and builder; a new topology is a new module here, its YAML file in
+``conf/topology/`` and one line in :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+from .._registry import Registry
+from . import _dragonfly, _machine, _torus
+from ._dragonfly import GLOBAL_ARRANGEMENTS, DragonflyTopology, dragonfly
+from ._machine import MACHINE_MODES, machine_topology
+from ._torus import GEMINI_XZ_BANDWIDTH, TorusTopology, bgq_partition, gemini, torus
+from .base import Topology, TopologyKind
+
+__all__ = [
+    "Topology",
+    "TorusTopology",
+    "DragonflyTopology",
+    "torus",
+    "bgq_partition",
+    "gemini",
+    "dragonfly",
+    "machine_topology",
+    "GLOBAL_ARRANGEMENTS",
+    "GEMINI_XZ_BANDWIDTH",
+    "MACHINE_MODES",
+    "TopologyKind",
+    "KINDS",
+]
+
+KINDS: Registry[TopologyKind] = Registry("topology", [
+    _torus.TORUS,
+    _torus.BGQ,
+    _torus.GEMINI,
+    _dragonfly.DRAGONFLY,
+    _machine.MACHINE,
+])
+"""Topology kinds by config name."""

@@ -1,0 +1,225 @@
+"""Dragonflies: :func:`dragonfly` (p, a, h, g) with fully connected groups."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import numpy as np
+
+from .._types import Int
+from ..errors import positive_float, positive_int, require
+from .base import Topology, TopologyKind, frozen, node_links
+
+__all__ = ["DragonflyTopology", "dragonfly", "GLOBAL_ARRANGEMENTS", "DragonflyConfig", "DRAGONFLY"]
+
+
+GLOBAL_ARRANGEMENTS = ("consecutive", "relative")
+_ARRANGEMENT_ALIASES = {"consecutive": "consecutive", "absolute": "consecutive", "relative": "relative"}
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DragonflyTopology(Topology):
+    """Dragonfly(p, a, h, g) with fully connected groups.
+
+    Extra attributes
+    ----------------
+    p, a, h, g
+        Nodes per router, routers per group, global ports per router, groups.
+    arrangement
+        ``"consecutive"`` or ``"relative"`` (see :func:`dragonfly`).
+    links_per_pair
+        Global links between every pair of groups (``m``).
+    local_link : int ndarray, shape [group, a, a]
+        Link id of the local link ``i -> j`` inside a group (-1 on the diagonal).
+    global_link : int ndarray, shape [group, group, m]
+        Link id of the ``c``-th global link from group ``G`` to group ``H``
+        (-1 on the diagonal).
+    global_owner : int ndarray, shape [group, group, m]
+        Index in group ``G`` of the router that owns that link. The link lands on
+        router ``global_owner[H, G, c]`` of group ``H``.
+    bandwidth_p, bandwidth_l, bandwidth_r
+        B_P (injection), B_L (local) and B_R (global) in bytes/s per direction.
+    """
+
+    p: int = 0
+    a: int = 0
+    h: int = 0
+    g: int = 0
+    arrangement: str = "consecutive"
+    links_per_pair: int = 1
+    local_link: Int[np.ndarray, "group a a"] = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0), np.int64))
+    global_link: Int[np.ndarray, "group group m"] = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0), np.int64))
+    global_owner: Int[np.ndarray, "group group m"] = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0), np.int64))
+    bandwidth_p: float = 0.0
+    bandwidth_l: float = 0.0
+    bandwidth_r: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        return "dragonfly"
+
+    def landing_router(self, src_group: int, dst_group: int, copy: int = 0) -> int:
+        """Router id in ``dst_group`` where the ``copy``-th global link from ``src_group`` lands."""
+        return dst_group * self.a + int(self.global_owner[dst_group, src_group, copy])
+
+    def owner_router(self, src_group: int, dst_group: int, copy: int = 0) -> int:
+        """Router id in ``src_group`` owning the ``copy``-th global link to ``dst_group``."""
+        return src_group * self.a + int(self.global_owner[src_group, dst_group, copy])
+
+
+def _global_port_target(arrangement: str, G: np.ndarray, t: np.ndarray, g: int) -> np.ndarray:
+    """Destination group of offset slot ``t`` (0..g-2) of group ``G``."""
+    if arrangement == "consecutive":
+        return np.where(t < G, t, t + 1)
+    return (G + t + 1) % g
+
+
+def dragonfly(
+    p: int,
+    a: int,
+    h: int,
+    g: int | None = None,
+    bandwidth_p: float = 10.0e9,
+    bandwidth_l: float = 10.0e9,
+    bandwidth_r: float = 10.0e9,
+    arrangement: Literal["consecutive", "absolute", "relative"] = "consecutive",
+    name: str | None = None,
+) -> DragonflyTopology:
+    """Build a Dragonfly(p, a, h, g).
+
+    Each group is a full mesh of ``a`` routers (one local link each way between
+    every pair). Each router has ``p`` nodes and ``h`` global ports. ``g``
+    defaults to the maximum ``a*h + 1``; with fewer groups every pair of
+    groups gets ``m = floor(a*h / (g-1))`` parallel global links and the
+    remaining ``a*h - m*(g-1)`` ports of each group stay unconnected.
+
+    Global port ``j`` (0 .. a*h-1) of a group belongs to router ``j // h``
+    (port ``j % h`` of that router). Ports are dealt round-robin over the
+    ``g-1`` other groups: port ``j`` serves offset slot ``t = j mod (g-1)``
+    as copy ``c = j // (g-1)`` (so the copies to one group sit on different
+    routers). Slot ``t`` of group ``G`` leads to group
+
+    * ``consecutive`` (also called absolute, Hastings et al. 2015):
+      ``t`` if ``t < G`` else ``t + 1`` — the other groups in increasing order;
+    * ``relative``: ``(G + t + 1) mod g``.
+
+    Copy ``c`` of the link from ``G`` to ``H`` is joined to copy ``c`` of the
+    link from ``H`` to ``G``; the two directions are two directed links.
+
+    Parameters
+    ----------
+    p, a, h, g
+        Nodes per router, routers per group, global ports per router, groups.
+    bandwidth_p, bandwidth_l, bandwidth_r
+        B_P (node injection/ejection), B_L (local) and B_R (global) link
+        bandwidths, bytes/s per direction.
+    arrangement
+        Global link arrangement, ``"consecutive"`` (alias ``"absolute"``) or
+        ``"relative"``.
+    """
+    p = positive_int("topology.p", p)
+    a = positive_int("topology.a", a)
+    h = positive_int("topology.h", h)
+    gmax = a * h + 1
+    if g is None:
+        g = gmax
+    g = positive_int("topology.g", g, minimum=2)
+    require(g <= gmax, "topology.g", g, f"an integer in [2, a*h+1] = [2, {gmax}] (a={a}, h={h})",
+            "Lower g, or raise a or h.")
+    require(arrangement in _ARRANGEMENT_ALIASES, "topology.arrangement", arrangement,
+            f"one of {sorted(_ARRANGEMENT_ALIASES)}")
+    arr = _ARRANGEMENT_ALIASES[arrangement]
+    bp = positive_float("topology.bandwidth_p", bandwidth_p)
+    bl = positive_float("topology.bandwidth_l", bandwidth_l)
+    br = positive_float("topology.bandwidth_r", bandwidth_r)
+    m = (a * h) // (g - 1)
+    R = g * a
+
+    coords = np.stack([np.arange(R) // a, np.arange(R) % a], axis=1).astype(np.int64)
+
+    # Local links: group by group, (i, j) row-major, i != j.
+    G_, I_, J_ = np.meshgrid(np.arange(g), np.arange(a), np.arange(a), indexing="ij")
+    off = I_ != J_
+    lg, li, lj = G_[off], I_[off], J_[off]
+    n_local = lg.size
+    local_link = -np.ones((g, a, a), dtype=np.int64)
+    local_link[lg, li, lj] = np.arange(n_local)
+    l_src = lg * a + li
+    l_dst = lg * a + lj
+
+    # Global links: group by group, port by port (used ports only).
+    n_used = m * (g - 1)
+    Gp, Jp = np.meshgrid(np.arange(g), np.arange(n_used), indexing="ij")
+    Gp, Jp = Gp.ravel(), Jp.ravel()
+    t = Jp % (g - 1)
+    c = Jp // (g - 1)
+    H = _global_port_target(arr, Gp, t, g)
+    owner_idx = Jp // h
+    global_link = -np.ones((g, g, m), dtype=np.int64)
+    global_owner = -np.ones((g, g, m), dtype=np.int64)
+    global_link[Gp, H, c] = n_local + np.arange(Gp.size)
+    global_owner[Gp, H, c] = owner_idx
+    if m > 0:
+        offd = ~np.eye(g, dtype=bool)
+        assert (global_link[offd] >= 0).all(), "global arrangement left a group pair unconnected"
+    g_src = Gp * a + owner_idx
+    g_dst = H * a + global_owner[H, Gp, c]
+
+    n_rl = n_local + Gp.size
+    nsrc, ndst, nnode, ncls, ncap = node_links(R, p, n_rl, bp, 2)
+    src = np.concatenate([l_src, g_src, nsrc])
+    dst = np.concatenate([l_dst, g_dst, ndst])
+    cls = np.concatenate([np.zeros(n_local, np.int64), np.ones(Gp.size, np.int64), ncls])
+    cap = np.concatenate([np.full(n_local, bl), np.full(Gp.size, br), ncap])
+    lnode = np.concatenate([-np.ones(n_rl, np.int64), nnode])
+    if name is None:
+        name = f"DF({p},{a},{h},{g})"
+    return DragonflyTopology(
+        name=name,
+        n_routers=R,
+        nodes_per_router=p,
+        router_coords=frozen(coords),
+        link_src=frozen(src.astype(np.int64)),
+        link_dst=frozen(dst.astype(np.int64)),
+        link_node=frozen(lnode),
+        link_class=frozen(cls),
+        class_names=("local", "global", "injection", "ejection"),
+        capacity=frozen(cap.astype(np.float64)),
+        n_router_links=int(n_rl),
+        p=p,
+        a=a,
+        h=h,
+        g=g,
+        arrangement=arr,
+        links_per_pair=m,
+        local_link=frozen(local_link),
+        global_link=frozen(global_link),
+        global_owner=frozen(global_owner),
+        bandwidth_p=bp,
+        bandwidth_l=bl,
+        bandwidth_r=br,
+    )
+
+
+@dataclass
+class DragonflyConfig:
+    """Dragonfly(p, a, h, g); ``g`` null means a*h+1. Bandwidths in bytes/s per direction."""
+
+    kind: str = "dragonfly"
+    p: int = 4
+    a: int = 8
+    h: int = 4
+    g: Optional[int] = None
+    bandwidth_p: float = 10.0e9
+    bandwidth_l: float = 10.0e9
+    bandwidth_r: float = 10.0e9
+    arrangement: str = "consecutive"
+
+
+def _from_config(cfg: DragonflyConfig) -> DragonflyTopology:
+    return dragonfly(cfg.p, cfg.a, cfg.h, cfg.g, bandwidth_p=cfg.bandwidth_p, bandwidth_l=cfg.bandwidth_l,
+                     bandwidth_r=cfg.bandwidth_r, arrangement=cfg.arrangement)  # type: ignore[arg-type]
+
+
+DRAGONFLY = TopologyKind("dragonfly", DragonflyConfig, _from_config)

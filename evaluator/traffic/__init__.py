@@ -1,0 +1,55 @@
+"""Traffic patterns (one module per member, one registry line each).
+
+Sparse generators return a :class:`Traffic` (flows); dense patterns a
+:class:`DenseTraffic` (rank one, never materialised; see
+:mod:`evaluator.traffic.dense`). :data:`KINDS` maps a config kind to its
+schema and builder; a new pattern is a new module here, its YAML file in
+``conf/traffic/`` and one line in :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+from .._registry import Registry
+from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _random_permutation, _shift, _stencil, dense
+from ._all_to_all import all_to_all
+from ._bisection_pairing import bisection_pairing, furthest_partner
+from ._file import from_file
+from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
+from ._random_permutation import random_permutation
+from ._shift import shift, tornado
+from ._stencil import stencil, stencil_message_sizes
+from .base import DenseTraffic, Traffic, TrafficKind, from_flows, from_matrix
+
+__all__ = [
+    "Traffic",
+    "DenseTraffic",
+    "TrafficKind",
+    "from_flows",
+    "from_matrix",
+    "stencil",
+    "stencil_message_sizes",
+    "all_to_all",
+    "bisection_pairing",
+    "furthest_partner",
+    "random_permutation",
+    "shift",
+    "tornado",
+    "many_to_many",
+    "many_to_many_layout",
+    "MANY_TO_MANY_MODES",
+    "from_file",
+    "dense",
+    "KINDS",
+]
+
+KINDS: Registry[TrafficKind] = Registry("traffic", [
+    _stencil.STENCIL,
+    _all_to_all.ALL_TO_ALL,
+    _bisection_pairing.BISECTION_PAIRING,
+    _random_permutation.RANDOM_PERMUTATION,
+    _shift.SHIFT,
+    _shift.TORNADO,
+    _many_to_many.MANY_TO_MANY,
+    _file.FILE,
+])
+"""Traffic kinds by config name."""

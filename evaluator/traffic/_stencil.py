@@ -1,0 +1,116 @@
+"""Nearest-neighbour stencil with a domain decomposition (Prisacari Sec. 3.2)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ..errors import positive_float, positive_int, require
+from .base import Traffic, TrafficKind
+
+__all__ = ['stencil', 'stencil_message_sizes', 'check_grid', 'StencilConfig', 'STENCIL']
+
+
+def check_grid(alpha, beta, field="traffic"):
+    require(isinstance(alpha, (list, tuple, np.ndarray)) and len(alpha) >= 1, f"{field}.alpha", alpha,
+            "a non-empty list of positive integers (elements per dimension)")
+    require(isinstance(beta, (list, tuple, np.ndarray)) and len(beta) == len(alpha), f"{field}.beta", beta,
+            f"a list of {len(alpha)} positive integers (tasks per dimension), as many as alpha")
+    al = tuple(positive_int(f"{field}.alpha[{k}]", v) for k, v in enumerate(alpha))
+    be = tuple(positive_int(f"{field}.beta[{k}]", v) for k, v in enumerate(beta))
+    for k, (x, y) in enumerate(zip(al, be)):
+        require(x % y == 0, f"{field}.beta[{k}]", y, f"a divisor of alpha[{k}] = {x}",
+                "Each task must hold a whole number of elements.")
+    return al, be
+
+
+def stencil_message_sizes(alpha: Sequence[int], beta: Sequence[int], bytes_per_element: float) -> np.ndarray:
+    """Message size per dimension, Prisacari Eq. (8): the shared face in bytes.
+
+    ``mu_k = bytes_per_element * prod_{i != k} alpha_i / beta_i``.
+    """
+    al, be = check_grid(alpha, beta)
+    sub = np.array(al) // np.array(be)
+    return np.array([bytes_per_element * math.prod(int(s) for i, s in enumerate(sub) if i != k)
+                     for k in range(len(al))], dtype=np.float64)
+
+
+def stencil(
+    alpha: Sequence[int],
+    beta: Sequence[int],
+    bytes_per_element: float = 1024.0,
+    periodic: bool | Sequence[bool] = True,
+) -> Traffic:
+    """d-dimensional nearest-neighbour exchange (Prisacari Sec. 3.2).
+
+    The domain of ``alpha`` elements is split over a ``beta`` task grid. Every
+    task sends to each neighbour along every dimension ``k`` with
+    ``beta_k > 1`` a message of the shared face, ``mu_k`` bytes (Eq. 8), once
+    in the ``+k`` and once in the ``-k`` direction. ``beta_k = 1`` means no
+    exchange in dimension ``k``; ``beta_k = 2`` (periodic) sends both faces
+    to the same neighbour (``2 mu_k`` bytes). Non-periodic dimensions send
+    nothing across the domain boundary.
+    """
+    al, be = check_grid(alpha, beta)
+    bpe = positive_float("traffic.bytes_per_element", bytes_per_element)
+    nd = len(be)
+    if isinstance(periodic, (list, tuple, np.ndarray)):
+        require(len(periodic) == nd, "traffic.periodic", list(periodic), f"a bool or a list of {nd} bools")
+        per = tuple(bool(p) for p in periodic)
+    else:
+        per = (bool(periodic),) * nd
+    mu = stencil_message_sizes(al, be, bpe)
+    n = math.prod(be)
+    coords = np.stack(np.unravel_index(np.arange(n), be), axis=1)
+    srcs, dsts, bys = [], [], []
+    for k in range(nd):
+        if be[k] == 1:
+            continue
+        for step in (+1, -1):
+            c = coords.copy()
+            c[:, k] += step
+            if per[k]:
+                c[:, k] %= be[k]
+                ok = np.ones(n, dtype=bool)
+            else:
+                ok = (c[:, k] >= 0) & (c[:, k] < be[k])
+            tgt = np.ravel_multi_index(tuple(np.clip(c[ok], 0, np.array(be) - 1).T), be)
+            srcs.append(np.arange(n)[ok])
+            dsts.append(tgt)
+            bys.append(np.full(int(ok.sum()), mu[k]))
+    if not srcs:
+        return Traffic(n, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), "stencil")
+    src, dst, b = np.concatenate(srcs), np.concatenate(dsts), np.concatenate(bys)
+    # Merge duplicate flows (beta_k = 2: both faces to one neighbour).
+    key = src * n + dst
+    uniq, inv = np.unique(key, return_inverse=True)
+    merged = np.zeros(uniq.size)
+    np.add.at(merged, inv, b)
+    label = "stencil " + "x".join(map(str, be))
+    return Traffic(n, (uniq // n).astype(np.int64), (uniq % n).astype(np.int64), merged, label)
+
+
+@dataclass
+class StencilConfig:
+    """Stencil: ``alpha`` elements per dimension on a ``beta`` task grid, ``bytes_per_element``,
+    ``periodic`` (one bool or one per dimension)."""
+
+    kind: str = "stencil"
+    alpha: Optional[list[int]] = None
+    beta: Optional[list[int]] = None
+    bytes_per_element: float = 1024.0
+    periodic: Any = True
+
+
+def _from_config(cfg: StencilConfig, topology) -> Traffic:
+    require(cfg.alpha is not None and cfg.beta is not None, "traffic.alpha/beta", (cfg.alpha, cfg.beta),
+            "both alpha and beta set for a stencil")
+    per = cfg.periodic if isinstance(cfg.periodic, bool) else list(cfg.periodic)
+    return stencil(list(cfg.alpha), list(cfg.beta), cfg.bytes_per_element, per)
+
+
+STENCIL = TrafficKind("stencil", StencilConfig, _from_config)

@@ -1,0 +1,212 @@
+"""The traffic contract: task-level bytes of one exchange, sparse or dense.
+
+Every generator returns a :class:`Traffic`: sparse flows ``(src_task,
+dst_task, bytes)`` over ``n_tasks`` tasks (MPI ranks), or a
+:class:`DenseTraffic`: every task pair, never materialised. Task ids of grid
+patterns are the row-major order of the task grid (last dimension fastest, as
+:func:`numpy.ravel_multi_index`).
+
+Dense traffic
+-------------
+
+A uniform all-to-all over the 49,152 nodes of Mira has 2.4 billion flows; a
+flow list of that size cannot be built, let alone walked. Many dense
+patterns are *rank one*: the bytes from task ``s`` to task ``d`` factorise as
+
+    bytes(s -> d) = bytes_per_pair * src_weight[s] * dst_weight[d],  s != d.
+
+Uniform all-to-all (all weights 1) and many-to-many (indicator weights of
+the source and destination sets) are of this form. After placement the
+demand between two different routers is again rank one, ``u[r] v[r']``,
+and the routing operators of :mod:`evaluator.routing` map it to link loads
+without a router-pair matrix: per dimension on a torus (cost ``O(routers x
+n_k)``), by group aggregation on a Dragonfly (cost ``O(routers x groups)``).
+
+:class:`DenseTraffic` is accepted wherever a :class:`evaluator.traffic.Traffic`
+is (``evaluate``, ``evaluate_batch``); :meth:`DenseTraffic.to_traffic`
+materialises the flow list for small cases (tests, the per-flow baseline).
+
+A member of the family is one private module with its generator(s), its
+config schema and a :class:`TrafficKind` entry for the registry in
+``evaluator/traffic/__init__.py``; ``build(cfg, topology)`` makes the traffic
+(``n_tasks`` null in a config means one task per node of the topology).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._registry import Kind
+from .._types import FlowFloats, FlowInts, TaskFloats
+from ..errors import positive_float, positive_int, require
+
+__all__ = ["Traffic", "DenseTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "tasks_or_nodes"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrafficKind(Kind):
+    """A traffic member: ``build(cfg, topology) -> Traffic | DenseTraffic``."""
+
+
+def tasks_or_nodes(n_tasks, topology) -> int:
+    """A config's ``n_tasks``, or one task per node of ``topology`` when it is null."""
+    return n_tasks if n_tasks is not None else topology.n_nodes
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Traffic:
+    """Sparse task-level traffic of one exchange.
+
+    Attributes
+    ----------
+    n_tasks
+        Number of tasks.
+    src, dst : int ndarray, shape [flow]
+        Source and destination task of each flow.
+    nbytes : float ndarray, shape [flow]
+        Bytes of each flow (>= 0, finite).
+    name
+        Short label.
+    """
+
+    n_tasks: int
+    src: FlowInts
+    dst: FlowInts
+    nbytes: FlowFloats
+    name: str = "traffic"
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.src.size)
+
+    @property
+    def total_bytes(self) -> float:
+        """Bytes sent in the exchange, over all flows."""
+        return float(self.nbytes.sum())
+
+    def sent_per_task(self) -> np.ndarray:
+        """Bytes sent by every task, shape [task]."""
+        return np.bincount(self.src, weights=self.nbytes, minlength=self.n_tasks)
+
+    def to_dense(self) -> np.ndarray:
+        """Dense traffic matrix ``T[src, dst]`` in bytes."""
+        T = np.zeros((self.n_tasks, self.n_tasks))
+        np.add.at(T, (self.src, self.dst), self.nbytes)
+        return T
+
+    def scaled(self, factor: float) -> Traffic:
+        """The same pattern with every flow multiplied by ``factor``."""
+        return dataclasses.replace(self, nbytes=self.nbytes * float(factor))
+
+
+def from_flows(n_tasks: int, src, dst, nbytes, name: str = "flows", field: str = "traffic") -> Traffic:
+    """Traffic from flow arrays, validated.
+
+    Raises :class:`~evaluator.errors.ConfigError` for task ids out of range,
+    mismatched lengths, NaN or negative bytes.
+    """
+    n_tasks = positive_int(f"{field}.n_tasks", n_tasks)
+    src = np.asarray(src).reshape(-1)
+    dst = np.asarray(dst).reshape(-1)
+    nbytes = np.asarray(nbytes, dtype=np.float64).reshape(-1)
+    if nbytes.size == 1 and src.size != 1:
+        nbytes = np.full(src.size, float(nbytes[0]))
+    require(src.size == dst.size == nbytes.size, f"{field}.flows", (src.size, dst.size, nbytes.size),
+            "src, dst and bytes of equal length")
+    for nm, arr in (("src", src), ("dst", dst)):
+        if arr.size:
+            require(np.issubdtype(arr.dtype, np.integer) or np.all(arr == np.round(arr)), f"{field}.{nm}",
+                    arr[:5].tolist(), "integer task ids")
+            bad = (arr < 0) | (arr >= n_tasks)
+            require(not bad.any(), f"{field}.{nm}", int(arr[bad][0]) if bad.any() else None,
+                    f"task ids in [0, {n_tasks - 1}]")
+    if nbytes.size:
+        nan = ~np.isfinite(nbytes)
+        require(not nan.any(), f"{field}.bytes", float(nbytes[nan][0]) if nan.any() else None,
+                "finite byte counts (no NaN or inf)")
+        neg = nbytes < 0
+        require(not neg.any(), f"{field}.bytes", float(nbytes[neg][0]) if neg.any() else None,
+                "byte counts >= 0")
+    return Traffic(n_tasks, src.astype(np.int64), dst.astype(np.int64), nbytes, name)
+
+
+def from_matrix(matrix, name: str = "matrix", field: str = "traffic") -> Traffic:
+    """Traffic from a dense ``[src_task, dst_task]`` byte matrix."""
+    M = np.asarray(matrix, dtype=np.float64)
+    require(M.ndim == 2 and M.shape[0] == M.shape[1] and M.shape[0] > 0, f"{field}.matrix", M.shape,
+            "a square 2-D matrix [src_task, dst_task]")
+    s, d = np.nonzero(M != 0)
+    return from_flows(M.shape[0], s, d, M[s, d], name=name, field=field)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DenseTraffic:
+    """Rank-one dense traffic of one exchange.
+
+    Task ``s`` sends ``bytes_per_pair * src_weight[s] * dst_weight[d]`` bytes
+    to every task ``d != s``.
+
+    Attributes
+    ----------
+    n_tasks
+        Number of tasks.
+    src_weight, dst_weight : float ndarray, shape [task]
+        Non-negative weights (1 for a task that sends / receives, 0 otherwise,
+        in all-to-all and many-to-many).
+    bytes_per_pair
+        Bytes between two tasks of weight 1.
+    name
+        Short label.
+    """
+
+    n_tasks: int
+    src_weight: TaskFloats
+    dst_weight: TaskFloats
+    bytes_per_pair: float
+    name: str = "dense"
+
+    @property
+    def n_flows(self) -> int:
+        """Number of task pairs that exchange bytes (as a flow list would count them)."""
+        s, d = self.src_weight > 0, self.dst_weight > 0
+        return int(s.sum()) * int(d.sum()) - int((s & d).sum())
+
+    @property
+    def total_bytes(self) -> float:
+        """Bytes sent in the exchange."""
+        ws, wd = self.src_weight, self.dst_weight
+        return float(self.bytes_per_pair * (ws.sum() * wd.sum() - (ws * wd).sum()))
+
+    def sent_per_task(self) -> np.ndarray:
+        """Bytes sent by every task, shape [task]."""
+        return self.bytes_per_pair * self.src_weight * (self.dst_weight.sum() - self.dst_weight)
+
+    def to_traffic(self) -> Traffic:
+        """The explicit flow list (``n_flows`` flows): for small cases only."""
+        require(self.n_flows <= 50_000_000, "traffic", self.name,
+                f"at most 5e7 flows to materialise; this pattern has {self.n_flows}",
+                "Evaluate the DenseTraffic directly instead.")
+        s = np.nonzero(self.src_weight > 0)[0]
+        d = np.nonzero(self.dst_weight > 0)[0]
+        S, D = np.meshgrid(s, d, indexing="ij")
+        S, D = S.ravel(), D.ravel()
+        keep = S != D
+        S, D = S[keep], D[keep]
+        nb = self.bytes_per_pair * self.src_weight[S] * self.dst_weight[D]
+        return Traffic(self.n_tasks, S.astype(np.int64), D.astype(np.int64), nb.astype(np.float64), self.name)
+
+
+def dense(n_tasks: int, src_weight, dst_weight, bytes_per_pair: float = 1.0, name: str = "dense") -> DenseTraffic:
+    """Rank-one dense traffic from weight vectors (validated)."""
+    n = positive_int("traffic.n_tasks", n_tasks)
+    b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    out = []
+    for field, w in (("traffic.src_weight", src_weight), ("traffic.dst_weight", dst_weight)):
+        w = np.broadcast_to(np.asarray(w, dtype=np.float64), (n,)).copy()
+        bad = ~np.isfinite(w) | (w < 0)
+        require(not bad.any(), field, float(w[bad][0]) if bad.any() else None, "finite weights >= 0")
+        w.setflags(write=False)
+        out.append(w)
+    return DenseTraffic(n, out[0], out[1], b, name)
