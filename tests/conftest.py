@@ -12,6 +12,4 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 import evaluator  # noqa: E402,F401  (sets x64 as well)
 
-# Tolerances, in one table.
-RTOL = 1e-12
-ATOL_BYTES = 1e-6
+# Tolerances: the one table is tests/helpers.py (TOL).

@@ -8,6 +8,7 @@ from evaluator import ConfigError
 from evaluator import placement as P
 from evaluator import traffic as T
 from evaluator.topology import machine_topology
+from tests.helpers import TOL
 
 try:
     from tests.reference import reference_link_loads
@@ -32,7 +33,7 @@ def test_embedded_subprism_routes_over_the_host():
     ds = ev.evaluate(host, tr, pl, ev.dor())
     flows = list(zip(tr.src.tolist(), tr.dst.tolist(), tr.nbytes.tolist()))
     ref = reference_link_loads(host, flows, pl.task_node, {"kind": "dor", "order": "as_given", "tie": "split"})
-    np.testing.assert_allclose(ds.link_load.values, ref, rtol=1e-12, atol=1e-6)
+    np.testing.assert_allclose(ds.link_load.values, ref, rtol=TOL["rel"], atol=TOL["bytes_loose"])
     # the prism wraps around the host's X edge (22, 23, 0): routes use the host's wrap links
     used = ds.link_load.values[: host.n_router_links] > 0
     xs = host.router_coords[host.link_src[: host.n_router_links][used], 0]
@@ -72,5 +73,5 @@ def test_pairing_time_matches_bisection_closed_form():
     for r in res:
         for geo, t in ((r.a, r.time_a), (r.b, r.time_b)):
             expect = (geo.nodes / 2 * 2.0e9) / (geo.bisection.links * 2.0e9)
-            assert t == pytest.approx(expect, rel=1e-12), geo.label
-        assert r.time_ratio == pytest.approx(r.bisection_ratio, rel=1e-12)
+            assert t == pytest.approx(expect, rel=TOL["rel"]), geo.label
+        assert r.time_ratio == pytest.approx(r.bisection_ratio, rel=TOL["rel"])

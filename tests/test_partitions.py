@@ -22,6 +22,7 @@ import pytest
 from evaluator import machines as M
 from evaluator import partitions as P
 from evaluator.cli.partitions import main as cli_main
+from tests.helpers import TOL
 
 # ----------------------------------------------------------------------------------
 # reference graph and brute force
@@ -83,7 +84,7 @@ def brute_bisection(dims, ring, bw=None):
     n = math.prod(dims)
     cap, links = cut_of_masks(subsets(n, n // 2), grid_edges(dims, ring, bw))
     mn = cap.min()
-    return mn, int(links[np.isclose(cap, mn, rtol=1e-12, atol=0)].min())
+    return mn, int(links[np.isclose(cap, mn, rtol=TOL["rel"], atol=0)].min())
 
 
 def test_reference_graph_matches_networkx():
@@ -129,7 +130,7 @@ def test_bisection_every_small_shape_weighted_and_unweighted():
             for bw in bws:
                 b = P.torus_bisection(dims, ring, bw)
                 cap, links = brute_bisection(dims, ring, bw)
-                assert b.bandwidth == pytest.approx(cap, rel=1e-12), (dims, ring, bw)
+                assert b.bandwidth == pytest.approx(cap, rel=TOL["rel"]), (dims, ring, bw)
                 assert b.links == links, (dims, ring, bw)
                 assert b.bandwidth == pytest.approx(sum(l * w for l, w in zip(b.links_per_dim, bw)))
                 n += 1
@@ -199,19 +200,19 @@ def test_isoperimetric_bound_vs_all_cuboids(dims):
         best = min_cuboid_cut(dims, t, size2_double=True)
         if best is None:
             continue  # no cuboid of size t
-        assert bound <= best + 1e-9, (dims, t)
+        assert bound <= best + TOL["count"], (dims, t)
         # Lemma 3.2: if the minimising r gives an integer side that fits, the bound is attained
         vals = [2 * (D - r) * math.prod(a[D - r:]) ** (1 / (D - r)) * t ** ((D - r - 1) / (D - r))
                 for r in range(D)]
         r = int(np.argmin(vals))
         side = (t / math.prod(a[D - r:])) ** (1 / (D - r))
-        if abs(side - round(side)) < 1e-9 and round(side) <= a[D - r - 1]:
+        if abs(side - round(side)) < TOL["count"] and round(side) <= a[D - r - 1]:
             assert best == pytest.approx(bound), (dims, t)
     if 2 not in dims:  # single-link convention agrees when no ring has size 2
         for t in range(1, n // 2 + 1):
             c = min_cuboid_cut(dims, t, size2_double=False)
             if c is not None:
-                assert P.isoperimetric_bound(dims, t) <= c + 1e-9
+                assert P.isoperimetric_bound(dims, t) <= c + TOL["count"]
 
 
 @pytest.mark.parametrize("dims", [(3, 3), (3, 4), (4, 4), (3, 5), (2, 2, 2, 2), (2, 3, 3), (4, 2, 2), (3, 6)],
@@ -222,13 +223,13 @@ def test_isoperimetric_bound_vs_all_subsets(dims):
     edges = grid_edges(dims, (True,) * len(dims), size2_double=True)
     for t in range(1, n // 2 + 1):
         cap, _ = cut_of_masks(subsets(n, t), edges)
-        assert P.isoperimetric_bound(dims, t) <= cap.min() + 1e-9, (dims, t)
+        assert P.isoperimetric_bound(dims, t) <= cap.min() + TOL["count"], (dims, t)
 
 
 def test_isoperimetric_bound_bisection_and_single_link_caveat():
     # r = D-1 term at t = N/2 is the bisection 2 N / a_1 of tori with even longest side
     for d in [(4, 4), (6, 4, 4), (16, 16, 12, 8, 2)]:
-        assert P.isoperimetric_bound(d, math.prod(d) // 2) <= P.torus_bisection(d).links + 1e-9
+        assert P.isoperimetric_bound(d, math.prod(d) // 2) <= P.torus_bisection(d).links + TOL["count"]
     assert P.isoperimetric_bound((8, 4, 4), 64) == pytest.approx(32)
     # with one link per size-2 ring the bound does not apply: the 2x2x2 cube bisects with 4 links
     assert P.torus_bisection((2, 2, 2)).links == 4 < P.isoperimetric_bound((2, 2, 2), 4)

@@ -16,6 +16,7 @@ import pytest
 import evaluator as ev
 from evaluator import placement as P
 from evaluator import traffic as T
+from tests.helpers import TOL
 
 ALPHA = (512, 512, 512)
 BETA = (8, 8, 4)
@@ -103,7 +104,7 @@ def test_minimal_equals_eq16_for_every_gamma(batch):
     got = res["minimal"].metrics["max_load_class"][:, gi]
     assert len(gammas) >= 20
     for gm, v in zip(gammas, got):
-        assert v == pytest.approx(eq16(BETA, gm, ALPHA, MU), rel=1e-12, abs=1e-6), gm
+        assert v == pytest.approx(eq16(BETA, gm, ALPHA, MU), rel=TOL["rel"], abs=TOL["bytes_loose"]), gm
 
 
 def test_valiant_equals_eq17_where_attained(batch, df):
@@ -116,9 +117,9 @@ def test_valiant_equals_eq17_where_attained(batch, df):
         bound = eq17(BETA, gm, ALPHA, MU, df.a, df.h)
         if not lambda_graph_complete(lam):
             attained += 1
-            assert v == pytest.approx(bound, rel=1e-12), gm
+            assert v == pytest.approx(bound, rel=TOL["rel"]), gm
         else:
-            assert v <= bound * (1 + 1e-12), gm
+            assert v <= bound * (1 + TOL["rel"]), gm
     assert attained >= 10
 
 
@@ -132,5 +133,5 @@ def test_group_relabelling_invariance(df):
         glob = df.link_class == gi
         ref = np.sort(res.link_load[0][glob])
         for i in (1, 2):
-            np.testing.assert_allclose(np.sort(res.link_load[i][glob]), ref, rtol=1e-12)
+            np.testing.assert_allclose(np.sort(res.link_load[i][glob]), ref, rtol=TOL["rel"])
         np.testing.assert_allclose(res.metrics["max_load_class"][:, gi], res.metrics["max_load_class"][0, gi])

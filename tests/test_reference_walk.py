@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluator import topology as T
+from tests.helpers import TOL
 
 try:  # run as part of a package (tests/__init__.py) or as a rootdir test file
     from tests.reference import dragonfly_global_table, reference_hops, reference_link_loads, reference_paths
@@ -25,9 +26,9 @@ except ImportError:  # pragma: no cover
     from reference import dragonfly_global_table, reference_hops, reference_link_loads, reference_paths
 
 # Tolerances, in one place.
-RTOL = 1e-12
-ATOL = 1e-9  # bytes
-PROB_TOL = 1e-12
+RTOL = TOL["rel"]
+ATOL = TOL["bytes"]
+PROB_TOL = TOL["prob"]
 
 MINIMAL = {"kind": "minimal"}
 VALIANT = {"kind": "valiant"}
@@ -112,7 +113,7 @@ def test_reference_dor_hops_equal_bfs(name):
                     assert prob > 0
                     check_walk(t, ends, s, d, links)
                     assert len(links) == dist[s][d], (name, routing, s, d, links)
-                assert reference_hops(t, s, d, routing) == pytest.approx(dist[s][d], abs=1e-12)
+                assert reference_hops(t, s, d, routing) == pytest.approx(dist[s][d], abs=TOL["prob"])
 
 
 @pytest.mark.parametrize("name", sorted(TORI))
@@ -312,12 +313,12 @@ def compare(t, case, routing_dict, label=""):
     detail = "; ".join(f"link {l} {ends[l]}: ref {ref[l]!r} eval {got[l]!r}" for l in bad[:8])
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=f"{t.name} {routing_dict} {label}: {detail}")
     expected_time = float(np.max(ref / np.asarray(t.capacity)))
-    assert float(ds["completion_time"]) == pytest.approx(expected_time, rel=RTOL, abs=1e-15)
+    assert float(ds["completion_time"]) == pytest.approx(expected_time, rel=RTOL, abs=TOL["time"])
     # mean_hops: router-to-router links per byte that leaves its node.
     leaving = nbytes[task_node[src] != task_node[dst]].sum()
     if leaving > 0:
         expected_hops = ref[: t.n_router_links].sum() / leaving
-        assert float(ds["mean_hops"]) == pytest.approx(expected_hops, rel=1e-11)
+        assert float(ds["mean_hops"]) == pytest.approx(expected_hops, rel=TOL["rel_sum"])
     return ref, ds
 
 
@@ -401,11 +402,11 @@ def test_property_nonnegative_and_bytes_times_hops(which, seed, n_flows, tasks_p
     npr = t.nodes_per_router
     expect = sum(b * reference_hops(t, task_node[s] // npr, task_node[d] // npr, routing_dict)
                  for s, d, b in zip(src, dst, nbytes))
-    assert load[: t.n_router_links].sum() == pytest.approx(expect, rel=1e-11, abs=ATOL)
+    assert load[: t.n_router_links].sum() == pytest.approx(expect, rel=TOL["rel_sum"], abs=ATOL)
     crossing = task_node[src] != task_node[dst]
     n_rl, n_nodes = t.n_router_links, t.n_nodes
-    assert load[n_rl:n_rl + n_nodes].sum() == pytest.approx(nbytes[crossing].sum(), rel=1e-12, abs=ATOL)
-    assert load[n_rl + n_nodes:].sum() == pytest.approx(nbytes[crossing].sum(), rel=1e-12, abs=ATOL)
+    assert load[n_rl:n_rl + n_nodes].sum() == pytest.approx(nbytes[crossing].sum(), rel=TOL["rel"], abs=ATOL)
+    assert load[n_rl + n_nodes:].sum() == pytest.approx(nbytes[crossing].sum(), rel=TOL["rel"], abs=ATOL)
 
 
 @property_settings

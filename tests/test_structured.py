@@ -25,14 +25,15 @@ from evaluator import structured as S
 from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator.evaluate import bucket_size, evaluate, evaluate_batch
+from tests.helpers import TOL
 
 try:
     from tests.reference import reference_link_loads
 except ImportError:  # pragma: no cover
     from reference import reference_link_loads
 
-RTOL = 1e-12
-ATOL = 1e-9  # bytes
+RTOL = TOL["rel"]
+ATOL = TOL["bytes"]
 
 
 def as_dict(r: RT.Routing) -> dict:
@@ -57,18 +58,18 @@ def check(topo, traffic, placement, routing):
     ds = evaluate(topo, traffic, placement, routing)
     ref = ref_loads(topo, traffic, placement, routing)
     assert_loads(ds["link_load"].values, ref, f"{topo.name} {routing.label} {traffic.name}")
-    assert float(ds["completion_time"]) == pytest.approx(float(np.max(ref / topo.capacity)), rel=1e-12)
+    assert float(ds["completion_time"]) == pytest.approx(float(np.max(ref / topo.capacity)), rel=TOL["rel"])
     flows = traffic.to_traffic() if isinstance(traffic, S.DenseTraffic) else traffic
-    assert float(ds["total_bytes"]) == pytest.approx(flows.total_bytes, rel=1e-12)
+    assert float(ds["total_bytes"]) == pytest.approx(flows.total_bytes, rel=TOL["rel"])
     tn = placement.task_node
     leaving = flows.nbytes[tn[flows.src] != tn[flows.dst]].sum()
     if leaving > 0:
-        assert float(ds["mean_hops"]) == pytest.approx(ref[: topo.n_router_links].sum() / leaving, rel=1e-11)
+        assert float(ds["mean_hops"]) == pytest.approx(ref[: topo.n_router_links].sum() / leaving, rel=TOL["rel_sum"])
     sent = flows.sent_per_task()
     busy = float(ds["completion_time"]) > 0
     if busy:
         expect = flows.total_bytes / max(int((sent > 0).sum()), 1) / float(ds["completion_time"])
-        assert float(ds["effective_injection_bandwidth"]) == pytest.approx(expect, rel=1e-12)
+        assert float(ds["effective_injection_bandwidth"]) == pytest.approx(expect, rel=TOL["rel"])
     return ds
 
 
@@ -144,7 +145,7 @@ def test_uniform_all_to_all_on_a_torus_loads_every_link_of_a_class_equally():
     for k, n in enumerate(topo.dims):
         # R pairs per displacement; R/n displacements per ring offset d; 2R links; ties split evenly
         expect = topo.n_routers / n * sum(min(d, n - d) for d in range(1, n)) / 2.0
-        np.testing.assert_allclose(load[cls == k], expect, rtol=1e-12)
+        np.testing.assert_allclose(load[cls == k], expect, rtol=TOL["rel"])
 
 
 # --------------------------------------------------------------------------------------
@@ -191,7 +192,7 @@ def test_batch_shared_flows_every_point_matches_reference():
         for i, pl in enumerate(pls):
             ref = ref_loads(topo, traffic, pl, routing)
             assert_loads(res.link_load[i], ref, f"point {i}")
-            assert res.metrics["completion_time"][i] == pytest.approx(float(np.max(ref / topo.capacity)), rel=1e-12)
+            assert res.metrics["completion_time"][i] == pytest.approx(float(np.max(ref / topo.capacity)), rel=TOL["rel"])
         lean = evaluate_batch(topo, routing, traffic, pls, chunk_size=4)
         assert lean.link_load is None
         for k, v in lean.metrics.items():
@@ -218,9 +219,9 @@ def test_batch_mixed_traffics_sizes_and_dense_points():
         ref = ref_loads(topo, tr, pl, routing)
         assert_loads(res.link_load[i], ref, f"point {i} {tr.name}")
         t = float(np.max(ref / topo.capacity))
-        assert res.metrics["completion_time"][i] == pytest.approx(t, rel=1e-12)
-        assert lean.metrics["completion_time"][i] == pytest.approx(t, rel=1e-12)
-        assert res.metrics["total_bytes"][i] == pytest.approx(tr.total_bytes, rel=1e-12)
+        assert res.metrics["completion_time"][i] == pytest.approx(t, rel=TOL["rel"])
+        assert lean.metrics["completion_time"][i] == pytest.approx(t, rel=TOL["rel"])
+        assert res.metrics["total_bytes"][i] == pytest.approx(tr.total_bytes, rel=TOL["rel"])
         worst = int(res.metrics["bottleneck_link"][i])
         assert worst == (int(np.argmax(ref / topo.capacity)) if t > 0 else -1)
 

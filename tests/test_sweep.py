@@ -23,6 +23,7 @@ from evaluator.errors import ConfigCompositionError, ConfigError
 from evaluator.io import repo_dir
 from evaluator.query import best, open_results
 from evaluator.sweep import VOLATILE_ATTRS, label, ordered_factorizations, plan_sweep, run_sweep
+from tests.helpers import TOL
 
 SWEEPS = sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml"))
 NO_RAY = RayConfig(enabled=False)
@@ -77,7 +78,7 @@ def test_named_sweep_composes_and_runs_shrunken(name, tmp_path):
     pt = build(plan.point_config(flat))
     ref = ev.evaluate(pt.topology, pt.traffic, pt.placement, pt.routing)
     got = ds.completion_time.values.ravel()[flat]
-    assert got == pytest.approx(float(ref.completion_time), rel=1e-12)
+    assert got == pytest.approx(float(ref.completion_time), rel=TOL["rel"])
     infeasible = ~ds.feasible.values
     assert (ds.reason.values[infeasible] != "").all() and (ds.reason.values[~infeasible] == "").all()
     for attr in ("config_yaml", "evaluator_version", "git_commit", "start_time", "end_time", "seeds"):
@@ -177,8 +178,8 @@ def test_optimizer_matches_brute_force(tmp_path, capsys, monkeypatch):
     brute.sort()
     table = best(ds, "completion_time")
     assert len(table) == len(brute) == int(ds.feasible.sum())
-    assert table.iloc[0]["completion_time"] == pytest.approx(brute[0][0], rel=1e-12)
-    best_set = {b[1:] for b in brute if b[0] <= brute[0][0] * (1 + 1e-12)}
+    assert table.iloc[0]["completion_time"] == pytest.approx(brute[0][0], rel=TOL["rel"])
+    best_set = {b[1:] for b in brute if b[0] <= brute[0][0] * (1 + TOL["rel"])}
     row = table.iloc[0]
     assert (row["traffic.beta"], row["placement.gamma"], row["routing"]) in best_set
 

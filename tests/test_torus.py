@@ -9,6 +9,7 @@ import pytest
 import evaluator as ev
 from evaluator import placement as P
 from evaluator import traffic as T
+from tests.helpers import TOL
 
 
 @pytest.mark.parametrize("k,n", [(4, 2), (6, 2), (8, 2), (4, 3), (2, 3)])
@@ -24,9 +25,9 @@ def test_uniform_max_channel_load_is_k_over_8(k, n):
         expected = (N * b) / 2
     else:
         expected = k / 8 * (N * b)
-    assert router.max() == pytest.approx(expected, rel=1e-12)
+    assert router.max() == pytest.approx(expected, rel=TOL["rel"])
     # Uniform traffic on a torus loads every channel equally.
-    assert router.min() == pytest.approx(expected, rel=1e-12)
+    assert router.min() == pytest.approx(expected, rel=TOL["rel"])
 
 
 def test_mean_hops_equals_bfs_average():
@@ -37,7 +38,7 @@ def test_mean_hops_equals_bfs_average():
     G.add_edges_from((s, d) for s, d, _ in topo.router_edges())
     dist = dict(nx.all_pairs_shortest_path_length(G))
     mean = np.mean([dist[s][d] for s, d in itertools.permutations(range(N), 2)])
-    assert float(ds.mean_hops) == pytest.approx(mean, rel=1e-12)
+    assert float(ds.mean_hops) == pytest.approx(mean, rel=TOL["rel"])
 
 
 def test_tie_positive_loads_positive_direction_only():

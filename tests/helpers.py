@@ -1,0 +1,20 @@
+"""Shared test helpers: the one tolerance table every test reads.
+
+Every comparison in the suite is against an independent reference (a
+per-flow walk, BFS, a closed form, an exhaustive search); these are the only
+tolerances allowed, each with what it covers.
+"""
+
+TOL = {
+    "rel": 1e-12,         # relative: loads, times, bytes and ratios computed two ways in float64
+    "rel_sum": 1e-11,     # relative: sums over many links (mean hops, bytes x hops)
+    "bytes": 1e-9,        # absolute, bytes on one link (against the per-flow reference walk)
+    "bytes_loose": 1e-6,  # absolute, bytes of closed forms over MB-sized loads
+    "prob": 1e-12,        # absolute: route probabilities and hop counts
+    "time": 1e-15,        # absolute, seconds
+    "count": 1e-9,        # absolute: integer-valued float counts (links, isoperimetric bounds)
+}
+"""Tolerances by what they compare."""
+
+RTOL = TOL["rel"]
+ATOL = TOL["bytes"]

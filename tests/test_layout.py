@@ -1,0 +1,238 @@
+"""The package's architecture, checked: registries, per-kind schemas, and the import graph.
+
+* every registered kind of every family has a schema (a dataclass whose
+  ``kind`` is its name), a builder, a YAML file in ``conf/<family>/`` that
+  composes to that schema, and builds into a working design point;
+* a key that belongs to another kind fails at composition with one line that
+  names it (and the kinds that have it);
+* the import graph of ``evaluator`` (every ``import`` statement, module level
+  or not, read with :mod:`ast`) has no cycle and no upward import between
+  layers; only the config layer touches Hydra/OmegaConf.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import evaluator as ev
+from evaluator import cli, config
+from evaluator.errors import ConfigCompositionError
+from evaluator.io import conf_dir
+
+PKG = Path(ev.__file__).resolve().parent
+
+# ----------------------------------------------------------------------------------
+# registries
+# ----------------------------------------------------------------------------------
+
+KINDS = [(family, name) for family, reg in config.FAMILIES.items() for name in reg]
+
+# Overrides that make a kind buildable next to the others (small networks, a matching routing/placement).
+BUILD_CONTEXT = {
+    ("topology", "torus"): ["topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all", "placement=linear"],
+    ("topology", "bgq"): ["routing=dor_bgq", "traffic=all_to_all", "placement=linear"],
+    ("topology", "gemini"): ["topology.dims=[4,2,4]", "routing=dor", "traffic=all_to_all", "placement=linear"],
+    ("topology", "dragonfly"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all",
+                                "placement=linear"],
+    ("topology", "machine"): ["topology.name=Mira", "topology.partition=[1,1,1,1]", "routing=dor_bgq",
+                              "traffic=all_to_all", "placement=linear"],
+    ("routing", "dor"): ["topology=torus", "topology.dims=[4,4,2]", "traffic=all_to_all", "placement=linear"],
+    ("routing", "minimal"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all",
+                             "placement=linear"],
+    ("routing", "valiant"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all",
+                             "placement=linear"],
+    ("placement", "linear"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
+    ("placement", "random"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
+    ("placement", "dragonfly_cartesian"): [],
+    ("placement", "dragonfly_random"): ["traffic.beta=[8,8,2]", "placement.tasks_per_group=16"],
+    ("placement", "torus_block"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic.alpha=[8,8,8]",
+                                   "traffic.beta=[4,4,2]"],
+    ("placement", "subprism"): ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=all_to_all",
+                                "traffic.n_tasks=8", "placement.task_grid=[2,2,2]"],
+}
+for _traffic in config.FAMILIES["traffic"]:
+    BUILD_CONTEXT[("traffic", _traffic)] = ["topology=torus", "topology.dims=[4,4,2]", "routing=dor",
+                                            "placement=linear"] + {
+        "stencil": ["traffic.alpha=[8,8,8]", "traffic.beta=[4,4,2]"],
+        "tornado": ["traffic.grid=[4,4,2]"],
+        "many_to_many": ["traffic.n_sources=8", "traffic.n_destinations=8", "traffic.n_tasks=32"],
+    }.get(_traffic, [])
+
+
+def test_every_registered_kind_has_a_build_context():
+    assert set(BUILD_CONTEXT) == set(KINDS), "a new kind needs a line in BUILD_CONTEXT"
+
+
+@pytest.mark.parametrize("family,name", KINDS)
+def test_registered_kind_has_schema_builder_yaml_and_composes(family, name, tmp_path):
+    kind = config.FAMILIES[family][name]
+    assert kind.name == name
+    assert dataclasses.is_dataclass(kind.schema) and kind.schema().kind == name
+    assert callable(kind.build)
+    yaml_file = conf_dir() / family / f"{name}.yaml"
+    assert yaml_file.is_file(), f"{family} kind {name!r} has no {yaml_file}"
+    extra = list(BUILD_CONTEXT[(family, name)])
+    if (family, name) == ("traffic", "file"):
+        f = tmp_path / "t.csv"
+        f.write_text("0,1,100\n1,2,200\n2,0,300\n")
+        extra.append(f"traffic.path={f}")
+    obj = config.to_object(config.compose([f"{family}={name}", *extra]))
+    assert type(getattr(obj, family)) is kind.schema
+    point = config.build(obj)
+    ds = ev.evaluate(point.topology, point.traffic, point.placement, point.routing)
+    assert float(ds.completion_time) > 0 and float(ds.total_bytes) > 0
+
+
+@pytest.mark.parametrize("family", list(config.FAMILIES))
+def test_every_yaml_option_is_a_registered_kind(family):
+    for path in sorted((conf_dir() / family).glob("*.yaml")):
+        obj = config.to_object(config.compose([f"{family}={path.stem}"] + (
+            ["traffic.path=x.csv"] if path.stem == "file" else [])))
+        assert getattr(obj, family).kind in config.FAMILIES[family], path
+
+
+def test_routings_serve_registered_topologies():
+    built = {ev.topology.KINDS[k].build(ev.topology.KINDS[k].schema()).kind
+             for k in ("torus", "bgq", "gemini", "dragonfly")}
+    served = {t for k in ev.routing.KINDS.values() for t in k.topologies}
+    assert built <= served and all(k.operator is not None for k in ev.routing.KINDS.values())
+
+
+# ----------------------------------------------------------------------------------
+# a key of another kind
+# ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overrides,needles", [
+    (["traffic=stencil", "traffic.n_sources=4"], ["traffic.n_sources", "stencil", "many_to_many"]),
+    (["traffic=stencil", "+traffic.grid=[2,2]"], ["traffic.grid", "stencil", "shift", "tornado"]),
+    (["placement=linear", "placement.gamma=[2,2,2]"], ["placement.gamma", "linear", "dragonfly_cartesian"]),
+    (["routing=minimal", "routing.tie=positive"], ["routing.tie", "minimal", "routing=dor"]),
+])
+def test_key_of_another_kind_fails_at_composition(overrides, needles, capsys):
+    with pytest.raises(ConfigCompositionError) as e:
+        config.to_object(config.compose(overrides))
+    msg = str(e.value)
+    assert all(n in msg for n in needles) and "\n" not in msg, msg
+    assert cli.main(["eval", *overrides, "save=false"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needles[0] in err, err
+
+
+# ----------------------------------------------------------------------------------
+# import graph
+# ----------------------------------------------------------------------------------
+
+LAYERS = [
+    ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
+     "evaluator.io", "evaluator.dataset", "evaluator.machines"),
+    ("evaluator.topology",),
+    ("evaluator.routing", "evaluator.traffic", "evaluator.placement"),
+    ("evaluator.kernel", "evaluator.evaluate"),
+    ("evaluator.config",),
+    ("evaluator.query", "evaluator.plot"),
+    ("evaluator.sweep", "evaluator.partitions", "evaluator.bench"),
+    ("evaluator.cli",),
+    ("evaluator", "evaluator.__main__"),
+]
+"""Layers, lowest first: a module may import its own layer's modules or lower ones, never higher."""
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Internal modules imported anywhere in ``path`` (module level or inside functions)."""
+    is_pkg = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "evaluator")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "evaluator":
+                continue
+            subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known]
+            out.update(subs)
+            if len(subs) < len(node.names):
+                out.add(target)
+    return {m for m in out if m in known and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {m: _imports(m, p, known) for m, p in mods.items()}
+
+
+def _layer(mod: str) -> int:
+    best = None
+    for i, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if mod == prefix or mod.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (i, len(prefix))
+    assert best is not None, f"module {mod} is in no layer of LAYERS"
+    return best[0]
+
+
+def test_import_graph_has_no_cycle():
+    graph = _graph()
+    assert "evaluator.config.hydra" in graph and "evaluator.topology._torus" in graph
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(d):] + [d]))
+            if d not in state:
+                visit(d, stack + [d])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+
+
+def test_no_upward_import():
+    bad = [f"{m} (layer {_layer(m)}) imports {d} (layer {_layer(d)})"
+           for m, deps in sorted(_graph().items()) for d in sorted(deps) if _layer(d) > _layer(m)]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_config_layer_touches_hydra_and_omegaconf():
+    users = set()
+    for m, p in _modules().items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n.split(".")[0] in ("hydra", "omegaconf") for n in names):
+                users.add(m)
+    assert users == {"evaluator.config.hydra"}, users
+
+
+def test_every_family_member_is_a_private_module_with_a_base():
+    for family in config.FAMILIES:
+        d = PKG / family
+        assert (d / "base.py").is_file() and (d / "__init__.py").is_file(), family
+        members = [p for p in d.glob("_*.py") if p.name != "__init__.py"]
+        assert members, family
