@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 
 import jax
+from jaxtyping import Float
 import numpy as np
 import xarray as xr
 
@@ -51,7 +52,7 @@ class BatchResult:
     topology: Topology
     routing: Routing
     metrics: dict[str, np.ndarray]
-    link_load: np.ndarray | None
+    link_load: Float[np.ndarray, "point link"] | None
 
     def bottleneck_names(self) -> np.ndarray:
         names = np.asarray(list(self.topology.class_names) + ["none"], dtype=object)
