@@ -634,7 +634,9 @@ def _worker_main(argv: list[str]) -> int:
     p.add_argument("--baseline", type=int, default=0, help="per-flow baseline points per class (0: none)")
     args = p.parse_args(argv)
     data = WORKERS[args.worker](args)
-    Path(args.out).write_text(json.dumps(data, default=float))
+    from ..io import write_json
+
+    write_json(args.out, data, default=float)
     return 0
 
 
