@@ -39,6 +39,9 @@ __all__ = [
     "MachineError",
     "UnknownMachineError",
     "PartitionError",
+    "ResourceError",
+    "available_memory",
+    "check_memory",
     "require",
     "invalid",
     "is_int",
@@ -102,6 +105,56 @@ class UnknownMachineError(MachineError):
 
 class PartitionError(WordedError):
     """A partition request is invalid (size, shape, fit or allowed list)."""
+
+
+class ResourceError(ConfigError):
+    """A request that would exhaust memory (or another limit) before any of it is allocated."""
+
+
+MEMORY_ENV = "EVALUATOR_MEMORY_LIMIT"
+"""Environment variable: the memory (bytes) the size checks allow, instead of what the machine has free."""
+
+
+def available_memory() -> int:
+    """Bytes this process may allocate: ``$EVALUATOR_MEMORY_LIMIT``, else ``MemAvailable`` (Linux), else RAM."""
+    import os
+
+    env = os.environ.get(MEMORY_ENV)
+    if env:
+        return int(float(env))
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 1 << 62
+
+
+def _fmt_size(n: float) -> str:
+    for unit, f in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= f:
+            return f"{n / f:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def check_memory(field: str, value: Any, need_bytes: float, what: str, hint: str | None = None,
+                 fraction: float = 0.8) -> None:
+    """Refuse, before allocating, a request whose estimated memory exceeds ``fraction`` of what is available.
+
+    The message names the field, the value, the estimate (``what``: what the
+    bytes hold) and the memory available, e.g. ``topology = 'DF(1000,...)' is
+    invalid: allowed is a size that fits in memory: the links and tables need
+    about 3.2 TB, 18 GB is available``.
+    """
+    have = available_memory()
+    if need_bytes > fraction * have:
+        raise ResourceError(field, value, f"a size that fits in memory: {what} need about {_fmt_size(need_bytes)}, "
+                                          f"{_fmt_size(have)} is available", hint)
 
 
 ErrorFactory = Callable[[str, Any, str], ConfigError]

@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
                                         "routing=dor traffic=all_to_all placement=linear")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
     ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     cfg = config.compose(args.overrides)
     if args.show_config:
         print(config.to_yaml(cfg))

@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--ray", action="store_true", help="run on Ray instead of in this process")
     ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     base = ["traffic=stencil", f"placement={args.placement}", f"routing={args.routings[0]}",
             "sweep.name=optimize", f"traffic.alpha=[{','.join(map(str, args.alpha))}]"]
     axes = optimize_axes(args.tasks, len(args.alpha), args.routings, args.placement)

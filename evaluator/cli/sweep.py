@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("overrides", nargs="*", help="Hydra overrides (sweeps=NAME picks the study)")
     ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     if args.show_config:
         print(config.to_yaml(config.compose(args.overrides, config_name="sweep")))
         return 0
