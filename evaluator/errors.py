@@ -225,3 +225,25 @@ def reason(exc: ConfigError) -> str:
     """Short ``"field: what is allowed"`` of an error (the ``reason`` of an infeasible sweep point)."""
     field = exc.field.split("[")[0]
     return f"{field}: {exc.allowed}"
+
+
+class StorageError(WordedError):
+    """A file could not be written or read back (full disk, unwritable directory, corrupt file).
+
+    The message names the file, the cause, what was kept and how to resume.
+    """
+
+
+class RunBusyError(WordedError):
+    """Another live process holds the lock of the same sweep run."""
+
+
+class ClusterError(WordedError):
+    """The Ray cluster named by ``ray.address`` could not be reached in time."""
+
+
+def check_seed(field: str, value: Any) -> int:
+    """A random seed: an integer >= 0 (what NumPy's ``default_rng`` accepts), returned as ``int``."""
+    require(is_int(value) and int(value) >= 0, field, value, "an integer >= 0 (a NumPy default_rng seed)",
+            "Seeds are 0, 1, 2, ...; use a different non-negative integer for another random draw.")
+    return int(value)

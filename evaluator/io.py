@@ -156,15 +156,22 @@ def write_json(path: str | os.PathLike[str], obj: Any, **kwargs) -> Path:
     return write_text(path, json.dumps(obj, **kwargs))
 
 
-def remove_stale(directory: str | os.PathLike[str]) -> None:
-    """Delete temporary files a killed writer left in ``directory``."""
+def remove_stale(directory: str | os.PathLike[str], prefix: str = "") -> None:
+    """Delete temporary files a killed writer left in ``directory`` (only those whose name starts with ``prefix``)."""
     d = Path(directory)
     if d.is_dir():
-        for stale in d.glob("*.tmp"):
+        for stale in d.glob(f"{glob_escape(prefix)}*.tmp"):
             if stale.is_dir():
                 shutil.rmtree(stale, ignore_errors=True)
             else:
                 stale.unlink(missing_ok=True)
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob metacharacters escaped."""
+    import glob
+
+    return glob.escape(text)
 
 
 def git_commit() -> str:

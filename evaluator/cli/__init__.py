@@ -2,9 +2,11 @@
 
 A thin layer: each command (one module here) parses its arguments, composes
 a config through :mod:`evaluator.config` and calls the library. Bad input of
-any kind (:class:`~evaluator.errors.ConfigError` and its subclasses) is
-printed as one line naming the field, the value and what is allowed (exit
-status 2).
+any kind (:class:`~evaluator.errors.ConfigError` and its subclasses, and
+files that cannot be read or written) is printed as one line naming the field
+or file, the value and what is allowed (exit status 2); Ctrl-C exits with 130;
+anything else is a bug, printed as one line (exit status 1). ``--debug``
+anywhere on the command line shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ _MODULES = {"eval": "evaluate"}
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``evaluator`` console command."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print("usage: evaluator <command> [options] [overrides...]\n\ncommands:")
+        print("usage: evaluator <command> [options] [overrides...]   (--debug: show tracebacks)\n\ncommands:")
         for k, v in COMMANDS.items():
             print(f"  {k:<11} {v}")
         return 0 if argv else 2
@@ -46,8 +50,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.main(rest) or 0)
     except ConfigError as exc:
+        if debug:
+            raise
         print(f"evaluator {cmd}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"evaluator {cmd}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"evaluator {cmd}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, not bad input: one line, the traceback with --debug
+        if debug:
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"evaluator {cmd}: internal error: {type(exc).__name__}: {first} (rerun with --debug for the "
+              f"traceback, and please report it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .. import config
 from ..dataset import summary_lines
+from ..errors import StorageError
 from ..evaluate import evaluate
 from ..io import write_dataset
 
@@ -33,5 +34,12 @@ def main(argv: list[str]) -> int:
     for line in summary_lines(ds):
         print(line)
     if obj.save:
-        print(f"dataset: {write_dataset(ds, Path(obj.output_dir))}")
+        try:
+            path = write_dataset(ds, Path(obj.output_dir))
+        except OSError as exc:
+            raise StorageError(f"output_dir = {obj.output_dir!r} is invalid: cannot write the dataset there "
+                               f"({exc.strerror or exc}). The evaluation above is not saved; pick a writable "
+                               f"output_dir=DIR or save=false.", "output_dir", obj.output_dir,
+                               "a writable directory") from None
+        print(f"dataset: {path}")
     return 0

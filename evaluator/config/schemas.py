@@ -47,6 +47,7 @@ class RayConfig:
     num_cpus: Optional[int] = None
     max_retries: int = 3
     max_in_flight: Optional[int] = None  # chunks submitted at once (null: 2 x CPUs)
+    connect_timeout_s: float = 15.0  # how long to wait for a cluster named by address
 
 
 @dataclass

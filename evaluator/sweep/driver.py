@@ -10,7 +10,13 @@ resumes without losing or repeating points.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ import xarray as xr
 
 from .. import io
 from ..config import RayConfig
+from ..errors import ClusterError
 from . import store
 from .assemble import assemble
 from .plan import SweepPlan
@@ -28,13 +35,68 @@ __all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
+def _probe(address: str, timeout: float) -> None:
+    """Fail fast when a ``host:port`` (or ``ray://host:port``) cluster address does not answer."""
+    addr = address[len("ray://"):] if address.startswith("ray://") else address
+    host, _, port = addr.rpartition(":")
+    if not port.isdigit():
+        return  # "auto" or a form Ray resolves itself
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"ray.address = {address!r} is invalid: no Ray cluster answered there within {timeout:g} s "
+            f"({exc.strerror or exc}). Start one (ray start --head), fix the address, raise "
+            f"ray.connect_timeout_s, or drop ray.address to run on a local Ray.",
+            "ray.address", address, "the address of a running Ray cluster") from None
+
+
+@contextlib.contextmanager
+def _stderr_kept_on_success():
+    """Hold back what is written to file descriptor 2 (C++ logs included); replay it only on success."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # pragma: no cover - no stderr
+        yield
+        return
+    with tempfile.TemporaryFile() as buf:
+        sys.stderr.flush()
+        os.dup2(buf.fileno(), 2)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if ok:
+                buf.seek(0)
+                text = buf.read().decode(errors="replace")
+                if text:
+                    sys.stderr.write(text)
+
+
+def _start_reaper() -> None:
+    """Watch this driver; if it dies (even by kill -9), stop the local Ray's processes it started."""
+    try:
+        # run as a plain script: the watchdog must not import the package (JAX) to watch a pid
+        subprocess.Popen([sys.executable, str(Path(__file__).with_name("reaper.py")), str(os.getpid())],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    except OSError:  # pragma: no cover - cannot spawn: Ray's own shutdown still runs on a clean exit
+        pass
+
+
 def _ray_init(ray_cfg):
+    timeout = float(getattr(ray_cfg, "connect_timeout_s", 15.0))
     import ray
 
     if ray.is_initialized():
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if ray_cfg.address:
+        _probe(str(ray_cfg.address), timeout)
         kwargs["address"] = ray_cfg.address
         # ship this source tree to the cluster's workers (its dependencies must be installed there)
         kwargs["runtime_env"] = {"py_modules": [str(_PACKAGE_DIR)],
@@ -45,23 +107,49 @@ def _ray_init(ray_cfg):
         # workers import the package from this source tree
         kwargs["runtime_env"] = {"env_vars": {"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", ""),
                                               "PYTHONPATH": str(_PACKAGE_DIR.parent)}}
-    ray.init(**kwargs)
+    if ray_cfg.address:
+        # Ray retries the cluster once a second for this many attempts (default 30): our timeout
+        os.environ["RAY_gcs_server_port_wait_time_s"] = str(max(1, int(round(timeout))))
+    try:
+        with _stderr_kept_on_success():  # Ray's C++ client logs a warning line per failed attempt
+            ray.init(**kwargs)
+    except (ConnectionError, TimeoutError) as exc:
+        raise ClusterError(f"ray.address = {ray_cfg.address!r} is invalid: Ray could not connect "
+                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}). Start a cluster "
+                           f"(ray start --head) or drop ray.address to run on a local Ray.",
+                           "ray.address", ray_cfg.address, "the address of a running Ray cluster") from None
+    if not ray_cfg.address:
+        _start_reaper()
     return ray
 
 
-def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: int | None = None) -> Path | None:
+def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: int | None = None,
+              warn=None) -> Path | None:
     """Run (or resume) a sweep and write its dataset; return the dataset path.
 
-    ``stop_after`` (tests) returns ``None`` after that many chunks were
-    persisted in this call, as an interrupted run would.
+    The run is locked (:class:`~evaluator.sweep.store.RunLock`) for the whole
+    call: a second driver on the same run id gets a
+    :class:`~evaluator.errors.RunBusyError` naming the holder. Persisted chunks
+    are verified first; invalid ones are reported through ``warn`` (default:
+    stderr) and recomputed. A failed write (full disk, unwritable directory)
+    raises :class:`~evaluator.errors.StorageError` saying what is kept; Ctrl-C
+    stops the run, keeping the finished chunks. ``stop_after`` (tests) returns
+    ``None`` after that many chunks were persisted in this call, as an
+    interrupted run would.
     """
+    with store.RunLock(plan):
+        return _run_locked(plan, ray_cfg, progress, stop_after, warn)
+
+
+def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None, warn) -> Path | None:
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
     timings = {"expand_s": 0.0, "build_s": 0.0, "compile_s": 0.0, "eval_s": 0.0, "write_s": 0.0}
+    io.remove_stale(plan.out_dir, prefix=f".{plan.run_id}.")  # a final write killed midway
     manifest = store.manifest(plan)
     chunks = plan.chunks()
-    done = store.done_chunks(plan)
+    done = store.done_chunks(plan, chunks, warn)
     todo = [(cid, pts) for cid, pts in chunks if cid not in done]
     timings["expand_s"] = time.perf_counter() - t_start
     n_done_pts = sum(pts.size for cid, pts in chunks if cid in done)
@@ -69,6 +157,8 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
                smoothing=0.1, dynamic_ncols=True)
     finished = 0
     use_ray = ray_cfg is None or bool(ray_cfg.enabled)
+    ray = None
+    pending: dict[Any, str] = {}
     try:
         if use_ray and todo:
             ray = _ray_init(ray_cfg or _default_ray_cfg())
@@ -77,7 +167,6 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
             plan_ref = ray.put(plan)
             ncpu = int(ray.cluster_resources().get("CPU", 1))
             limit = int(getattr(ray_cfg, "max_in_flight", None) or 2 * max(ncpu, 1))
-            pending: dict[Any, str] = {}
             queue = list(todo)
             while queue or pending:
                 while queue and len(pending) < limit:
@@ -90,8 +179,6 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
                     _persist(plan, cid, res, timings, bar)
                     finished += 1
                     if stop_after is not None and finished >= stop_after:
-                        for r in pending:
-                            ray.cancel(r, force=True)
                         return None
         else:
             for cid, pts in todo:
@@ -100,12 +187,21 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
                 finished += 1
                 if stop_after is not None and finished >= stop_after:
                     return None
+    except KeyboardInterrupt:
+        kept = len(done) + finished
+        print(f"\nsweep {plan.name}: interrupted; {kept} of {len(chunks)} chunks are kept in "
+              f"{store.chunk_dir(plan)}. Rerun the same command to resume.", file=sys.stderr)
+        raise
     finally:
         bar.close()
+        if ray is not None and pending:
+            for r in pending:
+                ray.cancel(r, force=True)
     t_w = time.perf_counter()
-    timings["wall_s"] = time.perf_counter() - t_start
-    timings["driver_peak_rss_mb"] = peak_rss_mb()
     ds = assemble(plan, [cid for cid, _ in chunks], manifest, timings, store.read_chunk)
+    timings["wall_s"] = time.perf_counter() - t_start
+    timings["driver_peak_rss_mb"] = peak_rss_mb()  # after assembly, the driver's peak
+    ds.attrs["timing_json"] = json.dumps({k: round(v, 4) for k, v in timings.items()})
     path = write_results(ds, plan)
     timings["write_s"] += time.perf_counter() - t_w
     store.clear(plan)
@@ -144,6 +240,8 @@ VOLATILE_ATTRS = ("start_time", "end_time", "timing_json")
 
 def write_results(ds: xr.Dataset, plan: SweepPlan) -> Path:
     """Write atomically to ``<output_dir>/<sweep>/<run_id>.nc`` (or ``.zarr``)."""
-    if plan.fmt == "zarr":
-        return io.write_zarr(ds, plan.out_dir / f"{plan.run_id}.zarr")
-    return io.write_netcdf(ds, plan.out_dir / f"{plan.run_id}.nc")
+    path = plan.out_dir / f"{plan.run_id}.{'zarr' if plan.fmt == 'zarr' else 'nc'}"
+    try:
+        return io.write_zarr(ds, path) if plan.fmt == "zarr" else io.write_netcdf(ds, path)
+    except OSError as exc:
+        raise store.storage_error(plan, path, exc) from None

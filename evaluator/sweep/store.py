@@ -1,23 +1,42 @@
-"""The chunk store: finished chunks persisted atomically, so a killed sweep resumes.
+"""The chunk store: finished chunks persisted atomically and verified, one driver per run.
 
-Chunks live under ``<output_dir>/<sweep>/.<run_id>.chunks/<chunk_id>.pkl``,
-each written atomically and durably (:func:`evaluator.io.write_pickle`); a
-chunk file exists complete or not at all, so a rerun computes exactly the
-missing chunks. ``manifest.json`` keeps what must survive a resume (the first
+Chunks live under ``<output_dir>/<sweep>/.<run_id>.chunks/<chunk_id>.pkl``.
+Each file is written atomically and durably (:func:`evaluator.io.write_pickle`
+of a small envelope) and carries its own check: the SHA-256 of the pickled
+result, the run id, the chunk id and the chunk's point indices. On resume
+every chunk file is verified; one that is truncated, corrupt, or holds
+another chunk's or run's points is reported by name and recomputed, never
+taken as done. ``manifest.json`` keeps what must survive a resume (the first
 start time).
+
+A run is locked while a driver works on it (:class:`RunLock`, an OS file lock
+that dies with its process), so a second driver on the same run id stops at
+once with the holder's process id instead of computing every chunk again.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
+import hashlib
 import json
+import os
+import pickle
 import shutil
+import socket
+import sys
 from pathlib import Path
 
+import numpy as np
+
 from .. import io
+from ..errors import RunBusyError, StorageError
 from .plan import SweepPlan
 
-__all__ = ["chunk_dir", "write_chunk", "read_chunk", "done_chunks", "manifest", "clear"]
+__all__ = ["chunk_dir", "write_chunk", "read_chunk", "done_chunks", "manifest", "clear", "RunLock",
+           "storage_error"]
+
+_MAGIC = b"evaluator-chunk-v1\n"
 
 
 def chunk_dir(plan: SweepPlan) -> Path:
@@ -25,35 +44,203 @@ def chunk_dir(plan: SweepPlan) -> Path:
     return plan.out_dir / f".{plan.run_id}.chunks"
 
 
+def storage_error(plan: SweepPlan, path: Path, exc: OSError, done: int | None = None) -> StorageError:
+    """A one-line :class:`StorageError` for a failed write: the file, the cause, what is kept, how to resume."""
+    cause = exc.strerror or str(exc)
+    kept = ""
+    d = chunk_dir(plan)
+    if done is None and d.is_dir():
+        done = len(list(d.glob("*.pkl")))
+    if done:
+        kept = f" The {done} chunk(s) finished so far are kept in {d};"
+    elif done == 0:
+        kept = " No chunk had finished;"
+    hint = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space (disk quota)",
+            errno.EACCES: "make the directory writable or choose another sweep.output_dir",
+            errno.EROFS: "choose a writable sweep.output_dir",
+            errno.ENOTDIR: "a file stands where a directory is needed; choose another sweep.output_dir",
+            errno.EEXIST: "a file stands where a directory is needed; choose another sweep.output_dir",
+            }.get(exc.errno or 0, "fix the cause")
+    return StorageError(f"cannot write {path}: {cause}.{kept} {hint} and rerun the same command to resume.",
+                        "sweep.output_dir", str(plan.out_dir), "a writable directory with free space")
+
+
 def write_chunk(plan: SweepPlan, chunk_id: str, res: dict) -> None:
-    """Persist one finished chunk atomically."""
-    io.write_pickle(res, chunk_dir(plan) / f"{chunk_id}.pkl")
+    """Persist one finished chunk atomically, with its checksum and identity."""
+    payload = pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL)
+    flat = np.asarray(res["flat"], dtype=np.int64)
+    header = {"run_id": plan.run_id, "chunk_id": chunk_id, "sha256": hashlib.sha256(payload).hexdigest(),
+              "n_bytes": len(payload), "points_sha256": hashlib.sha256(flat.tobytes()).hexdigest()}
+    path = chunk_dir(plan) / f"{chunk_id}.pkl"
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(_MAGIC)
+            fh.write(json.dumps(header).encode() + b"\n")
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    try:
+        io.atomic_write(path, write, suffix=".pkl")
+    except OSError as exc:
+        raise storage_error(plan, path, exc) from None
 
 
-def done_chunks(plan: SweepPlan) -> set[str]:
-    """Ids of the chunks already persisted (stale temporary files are removed)."""
+class _Corrupt(Exception):
+    pass
+
+
+def _load(plan: SweepPlan, chunk_id: str, points: np.ndarray | None = None) -> dict:
+    """Read and verify one chunk file; :class:`_Corrupt` with the reason if it does not check out."""
+    path = chunk_dir(plan) / f"{chunk_id}.pkl"
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(_MAGIC)) != _MAGIC:
+                raise _Corrupt("not a chunk file (bad header)")
+            try:
+                header = json.loads(fh.readline())
+            except ValueError:
+                raise _Corrupt("unreadable header") from None
+            payload = fh.read()
+    except OSError as exc:
+        raise _Corrupt(exc.strerror or str(exc)) from None
+    if header.get("run_id") != plan.run_id or header.get("chunk_id") != chunk_id:
+        raise _Corrupt(f"it belongs to run {header.get('run_id')!r}, chunk {header.get('chunk_id')!r}")
+    if len(payload) != header.get("n_bytes") or hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise _Corrupt(f"checksum mismatch ({len(payload)} of {header.get('n_bytes')} bytes)")
+    if points is not None:
+        if hashlib.sha256(np.asarray(points, dtype=np.int64).tobytes()).hexdigest() != header.get("points_sha256"):
+            raise _Corrupt("it holds other points than this chunk of the plan")
+    try:
+        return pickle.loads(payload)
+    except Exception as exc:  # a checksum collision is not a concern; a pickle of another version may be
+        raise _Corrupt(f"cannot be unpickled ({type(exc).__name__})") from None
+
+
+def done_chunks(plan: SweepPlan, chunks: list[tuple[str, np.ndarray]] | None = None, warn=None) -> set[str]:
+    """Ids of the chunks already persisted and verified.
+
+    Stale temporary files are removed. A chunk file that fails verification
+    (truncated, corrupt, garbage, another run's or chunk's points, or a name
+    that is not a chunk of this plan) is reported through ``warn`` (default:
+    a line on stderr) and deleted, so that it is recomputed.
+    """
     d = chunk_dir(plan)
     if not d.exists():
         return set()
     io.remove_stale(d)
-    return {p.stem for p in d.glob("*.pkl")}
+    warn = warn or (lambda msg: print(msg, file=sys.stderr))
+    points = dict(chunks if chunks is not None else plan.chunks())
+    done = set()
+    for p in sorted(d.glob("*.pkl")):
+        cid = p.stem
+        try:
+            if cid not in points:
+                raise _Corrupt("no chunk of this plan has that name")
+            _load(plan, cid, points[cid])
+        except _Corrupt as why:
+            warn(f"sweep {plan.name}: chunk file {p} is invalid ({why}); it will be recomputed")
+            p.unlink(missing_ok=True)
+            continue
+        done.add(cid)
+    return done
 
 
 def read_chunk(plan: SweepPlan, chunk_id: str) -> dict:
-    """One persisted chunk."""
-    return io.read_pickle(chunk_dir(plan) / f"{chunk_id}.pkl")
+    """One persisted chunk (verified); a :class:`StorageError` naming the file if it no longer checks out."""
+    try:
+        return _load(plan, chunk_id)
+    except _Corrupt as why:
+        path = chunk_dir(plan) / f"{chunk_id}.pkl"
+        raise StorageError(f"chunk file {path} is invalid ({why}); rerun the same command: it is recomputed.",
+                           "chunk", str(path), "a chunk file written by this run") from None
 
 
 def manifest(plan: SweepPlan) -> dict:
     """Provenance that must survive a resume (the first start time); created on the first run."""
     path = chunk_dir(plan) / "manifest.json"
     if path.exists():
-        return json.loads(path.read_text())
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            pass  # a manifest that cannot be read is written again
     m = {"start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(), "run_id": plan.run_id}
-    io.write_json(path, m)
+    try:
+        io.write_json(path, m)
+    except OSError as exc:
+        raise storage_error(plan, path, exc) from None
     return m
 
 
 def clear(plan: SweepPlan) -> None:
     """Remove the run's chunks (after the final dataset is written)."""
     shutil.rmtree(chunk_dir(plan), ignore_errors=True)
+
+
+class RunLock:
+    """An exclusive lock on one sweep run (``<output_dir>/<sweep>/.<run_id>.lock``), held by a driver.
+
+    It is an OS file lock (``flock``), released by the kernel when the process
+    dies, so a killed driver never leaves a run locked. The file records the
+    holder (host and process id) for the message a second driver prints; the
+    holder removes the file when it releases the lock.
+    """
+
+    def __init__(self, plan: SweepPlan):
+        self.plan = plan
+        self.path = plan.out_dir / f".{plan.run_id}.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        import fcntl
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(self.plan, self.path.parent, exc, done=0) from None
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise storage_error(self.plan, self.path, exc, done=0) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = ""
+                try:
+                    holder = os.read(fd, 200).decode(errors="replace").strip()
+                except OSError:
+                    pass
+                os.close(fd)
+                raise RunBusyError(
+                    f"sweep run {self.plan.run_id} is busy: {holder or 'another process'} is running it "
+                    f"(lock {self.path}). Wait for it to finish, or stop it and rerun to resume.",
+                    "sweep.run_id", self.plan.run_id, "a run no other live process is working on") from None
+            # The file may have been removed by a holder that just finished: lock the file at the path.
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"process {os.getpid()} on {socket.gethostname()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
