@@ -34,18 +34,30 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     """
     from matplotlib.figure import Figure
 
-    require(metric in ds.data_vars, "metric", metric, f"one of {sorted(ds.data_vars)}")
+    metrics = sorted(str(v) for v in ds.data_vars
+                     if ds[v].dtype.kind in "fiu" and "link" not in ds[v].dims and v != "feasible")
+    if not isinstance(metric, str) or metric not in metrics:
+        raise ConfigError("metric", metric, f"one of {metrics}",
+                          None if metrics else "The dataset has no metrics; is it a results dataset written by "
+                                               "`evaluator sweep` or `evaluator eval`?")
     da = ds[metric].where(ds["feasible"]) if "feasible" in ds else ds[metric]
-    dims = list(da.dims)
+    dims = [str(d) for d in da.dims]
+    for field, name in (("x", x), ("series", series)):
+        if name is not None and name not in dims:
+            raise ConfigError(field, name, f"an axis of the dataset: {dims}",
+                              None if dims else "This dataset has no axes (a single design point from `evaluator "
+                                                "eval`); plot a sweep dataset.")
     if series is None:
         series = "routing" if "routing" in dims else None
     if x is None:
         rest = [d for d in dims if d != series]
-        require(bool(rest), "x", None, "a dataset with at least one non-series axis")
+        other = "" if series is None else f" other than the series {series!r}"
+        require(bool(rest), "x", None, f"an axis of the dataset{other}; axes: {dims}",
+                "A plot needs an axis to put on x: plot a sweep dataset (`evaluator sweep`), not a single design "
+                "point." if not dims else f"Pick another --series than {series!r}.")
         x = "placement.gamma" if "placement.gamma" in rest else max(rest, key=lambda d: da.sizes[d])
-    for name in (x, series):
-        if name is not None and name not in dims:
-            raise ConfigError("plot axis", name, f"axes of the dataset: {dims}")
+    if x == series:
+        raise ConfigError("series", series, f"an axis of the dataset other than x = {x!r}; axes: {dims}")
     others = [d for d in dims if d not in (x, series)]
     for d in list(others):
         if d.endswith("seed"):

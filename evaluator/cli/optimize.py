@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
+from collections import Counter
 
 from .. import config
+from ..errors import ConfigError
 from ..query import best, open_results
 from ..sweep import optimize_axes, plan_sweep, run_sweep
 
@@ -12,10 +16,94 @@ __all__ = ["main"]
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    """``--alpha``: comma-separated positive integers (a ConfigError otherwise)."""
+    allowed = "comma-separated positive integers (elements per dimension), e.g. 512,512,512"
+    parts = [p.strip() for p in str(text).split(",")]
+    if not parts or any(not re.fullmatch(r"[+-]?\d+", p) for p in parts):
+        raise ConfigError("--alpha", text, allowed)
+    vals = [int(p) for p in parts]
+    if any(v < 1 for v in vals):
+        raise ConfigError("--alpha", text, allowed, f"{min(vals)} is not a positive element count.")
+    return vals
+
+
+def _tasks(text: str) -> int:
+    allowed = "a positive integer (the number of tasks |beta|)"
+    if not re.fullmatch(r"\s*[+-]?\d+\s*", str(text)):
+        raise ConfigError("--tasks", text, allowed)
+    n = int(text)
+    if n < 1:
+        raise ConfigError("--tasks", n, allowed)
+    return n
+
+
+def _prime_factors(v: int) -> Counter:
+    out: Counter = Counter()
+    f = 2
+    while f * f <= v:
+        while v % f == 0:
+            out[f] += 1
+            v //= f
+        f += 1
+    if v > 1:
+        out[v] += 1
+    return out
+
+
+def _nearest_feasible(n: int, alpha: list[int]) -> tuple[int | None, int | None]:
+    """The largest task count <= n and the smallest >= n that divide prod(alpha) (None where there is none)."""
+    exps: Counter = Counter()
+    for a in alpha:
+        exps.update(_prime_factors(a))
+    divisors = [1]
+    for p, e in exps.items():
+        divisors = [d * p ** k for d in divisors for k in range(e + 1)]
+        if len(divisors) > 1_000_000:  # pragma: no cover - absurd alphas: no suggestion
+            return None, None
+    below = max((d for d in divisors if d <= n), default=None)
+    above = min((d for d in divisors if d >= n), default=None)
+    return below, above
+
+
+def _check_decomposable(n: int, alpha: list[int]) -> None:
+    """Refuse a task count with no ordered factorization ``beta`` (``len(alpha)`` factors) where ``beta_k | alpha_k``.
+
+    Such a ``beta`` exists exactly when ``n`` divides ``prod(alpha)`` (the prime factors of ``n`` can be dealt out
+    to the dimensions that have them).
+    """
+    total = math.prod(alpha)
+    if total % n == 0:
+        return
+    below, above = _nearest_feasible(n, alpha)
+    near = [str(v) for v in (below, above) if v is not None and v != n]
+    shape = "x".join(map(str, alpha))
+    raise ConfigError(
+        "--tasks", n,
+        f"a task count with an ordered factorization into {len(alpha)} factors beta that divide "
+        f"alpha = {shape} (beta[k] | alpha[k]); no factorization of {n} does",
+        "Nearest feasible task counts: " + " and ".join(dict.fromkeys(near)) + "." if near else None)
+
+
+def _split_negative(argv: list[str]) -> list[str]:
+    """``--alpha -8,8`` / ``--tasks -64``: keep a value that starts with '-' attached to its option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--alpha", "--tasks", "--top") and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _names(option: str, text: str) -> list[str]:
+    names = [s.strip() for s in str(text).split(",")]
+    if not names or any(not s for s in names):
+        raise ConfigError(option, text, "comma-separated option names, e.g. minimal,valiant")
+    return names
 
 
 def main(argv: list[str]) -> int:
@@ -25,27 +113,46 @@ def main(argv: list[str]) -> int:
         epilog="e.g. evaluator optimize --tasks 256 --alpha 512,512,512 --routings minimal,valiant "
                "topology.p=4 topology.a=8 topology.h=4")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides for the network (topology=..., topology.p=...)")
-    ap.add_argument("--tasks", type=int, required=True, help="number of tasks |beta|")
-    ap.add_argument("--alpha", type=_int_list, required=True, help="elements per dimension, e.g. 512,512,512")
-    ap.add_argument("--routings", type=lambda s: s.split(","), default=["minimal", "valiant"],
+    ap.add_argument("--tasks", required=True, help="number of tasks |beta| (a positive integer)")
+    ap.add_argument("--alpha", required=True, help="elements per dimension, e.g. 512,512,512")
+    ap.add_argument("--routings", default="minimal,valiant",
                     help="comma-separated routing group options, e.g. minimal,valiant")
     ap.add_argument("--placement", default="dragonfly_cartesian",
                     help="placement group (dragonfly_cartesian searches every gamma)")
-    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--top", default="10", help="rows of the ranked table to print (0: all)")
     ap.add_argument("--ray", action="store_true", help="run on Ray instead of in this process")
     ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_intermixed_args(argv)
-    base = ["traffic=stencil", f"placement={args.placement}", f"routing={args.routings[0]}",
-            "sweep.name=optimize", f"traffic.alpha=[{','.join(map(str, args.alpha))}]"]
-    axes = optimize_axes(args.tasks, len(args.alpha), args.routings, args.placement)
+    args = ap.parse_intermixed_args(_split_negative(list(argv)))
+    tasks = _tasks(args.tasks)
+    alpha = _int_list(args.alpha)
+    routings = _names("--routings", args.routings)
+    if not re.fullmatch(r"\s*\d+\s*", str(args.top)):
+        raise ConfigError("--top", args.top, "an integer >= 0 (rows to print; 0: all)")
+    top = int(args.top)
+    _check_decomposable(tasks, alpha)
+    base = ["traffic=stencil", f"placement={args.placement}", f"routing={routings[0]}",
+            "sweep.name=optimize", f"traffic.alpha=[{','.join(map(str, alpha))}]"]
+    axes = optimize_axes(tasks, len(alpha), routings, args.placement)
     request = config.compose_sweep(base + args.overrides, user_overrides=args.overrides, config_name="config",
                                    axes=axes)
     plan = plan_sweep(request)
     ray_cfg = request.config.ray if args.ray else config.RayConfig(enabled=False)
     path = run_sweep(plan, ray_cfg, progress=not args.no_progress)
     ds = open_results(path)
-    print(f"searched {plan.n_points} configurations ({int(ds.attrs['n_feasible'])} feasible) on "
-          f"{plan.bases[next(iter(plan.bases))].topology}")
-    print(best(ds, "completion_time", n=args.top).to_string())
+    network = plan.bases[next(iter(plan.bases))].topology
+    n_feasible = int(ds.attrs["n_feasible"])
+    if n_feasible == 0:
+        reasons = Counter(" ".join(str(r).split()) for r in ds["reason"].values.reshape(-1) if str(r))
+        # grid points whose beta does not divide alpha (or gamma beta) are expected; say why the others fail
+        placement = Counter({r: c for r, c in reasons.items() if "a divisor of" not in r})
+        reasons = placement or reasons
+        why = "; ".join(f"{r} ({c}x)" for r, c in reasons.most_common(3)) or "no reason recorded"
+        raise ConfigError(
+            "--tasks", tasks,
+            f"a job with at least one feasible placement on the network; all {plan.n_points} configurations "
+            f"were infeasible: {why}",
+            f"Use fewer tasks, another --placement or a larger network (dataset: {path}).")
+    print(f"searched {plan.n_points} configurations ({n_feasible} feasible) on {network}")
+    print(best(ds, "completion_time", n=top).to_string())
     print(f"dataset: {path}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..plot import plot_sweep
 from ..query import open_results
 
@@ -21,5 +22,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     ds = open_results(args.path)
     out = args.out or str(Path(args.path).with_suffix("")) + f"-{args.metric}.png"
+    if Path(out).is_dir():
+        raise ConfigError("--out", out, "a PNG file path, not a directory",
+                          f"e.g. --out {Path(out) / (Path(args.path).stem + '-' + args.metric + '.png')}")
     print(plot_sweep(ds, out, args.metric, args.x, args.series))
     return 0

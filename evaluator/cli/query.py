@@ -22,11 +22,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL", help="restrict, e.g. routing=valiant")
     ap.add_argument("-n", type=int, default=20, help="rows to print")
     args = ap.parse_args(argv)
+    if args.n < 0:
+        raise ConfigError("-n", args.n, "an integer >= 0 (rows to print; 0: all)")
     where = {}
     for w in args.where:
         k, sep, v = w.partition("=")
-        if not sep:
-            raise ConfigError("--where", w, "AXIS=LABEL[,LABEL...]")
+        if not sep or not k or not v:
+            raise ConfigError("--where", w, "AXIS=LABEL[,LABEL...]", "e.g. --where routing=valiant")
         where[k] = v.split(",")
     table = best(open_results(args.path), args.best, over=args.over, where=where or None, n=args.n)
     with pd.option_context("display.width", 200, "display.max_columns", 20):

@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import require
+from ..errors import check_seed, require
 from ..topology import DragonflyTopology, Topology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec
 
@@ -40,8 +40,9 @@ def dragonfly_cartesian(topology: Topology, beta: Sequence[int], gamma: Sequence
     ga = vec("placement.gamma", gamma, len(be))
     for k, (b, c) in enumerate(zip(be, ga)):
         require(b % c == 0, f"placement.gamma[{k}]", c, f"a divisor of beta[{k}] = {b}")
-    require(group_order in ORDERS, "placement.group_order", group_order, f"one of {list(ORDERS)}")
-    require(node_order in ORDERS, "placement.node_order", node_order, f"one of {list(ORDERS)}")
+    seed = check_seed("placement.seed", seed)
+    for field, v in (("placement.group_order", group_order), ("placement.node_order", node_order)):
+        require(isinstance(v, str) and v in ORDERS, field, v, f"one of {list(ORDERS)}")
     per_group = df.a * df.p
     ng = math.prod(ga)
     require(ng <= per_group, "placement.gamma", list(ga),

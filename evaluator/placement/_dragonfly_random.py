@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import positive_int, require
+from ..errors import check_seed, positive_int, require
 from ..topology import Topology
 from ._dragonfly_cartesian import require_dragonfly
 from .base import Placement, PlacementContext, PlacementKind
@@ -23,6 +23,7 @@ def dragonfly_random(topology: Topology, n_tasks: int, tasks_per_group: int, see
     df = require_dragonfly(topology, "dragonfly_random")
     n = positive_int("placement.n_tasks", n_tasks)
     k = positive_int("placement.tasks_per_group", tasks_per_group)
+    seed = check_seed("placement.seed", seed)
     per_group = df.a * df.p
     require(k <= per_group, "placement.tasks_per_group", k, f"at most nodes per group a*p = {per_group}")
     require(n % k == 0, "placement.tasks_per_group", k, f"a divisor of n_tasks = {n}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import require
+from ..errors import is_int, require
 from ..topology import Topology
 from .base import Placement, PlacementKind, check_capacity
 
@@ -17,6 +17,8 @@ __all__ = ['linear', 'LinearConfig', 'LINEAR']
 def linear(topology: Topology, n_tasks: int, tasks_per_node: int = 1, first_node: int = 0) -> Placement:
     """Rank order onto nodes: task ``t`` on node ``first_node + t // tasks_per_node``."""
     n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
+    require(is_int(first_node), "placement.first_node", first_node, "an integer >= 0 (the first node's id)")
+    first_node = int(first_node)
     last = first_node + math.ceil(n / tpn) - 1
     require(0 <= first_node and last < topology.n_nodes, "placement.first_node", first_node,
             f"an integer in [0, {topology.n_nodes - math.ceil(n / tpn)}] so that {n} tasks fit")

@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import require
+from ..errors import is_int, positive_int, require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec
 
@@ -33,17 +33,25 @@ def subprism(topology: Topology, prism: Sequence[int], offset: Sequence[int] | N
     pr = vec("placement.task_grid", prism, len(dims))
     for k, (a, d) in enumerate(zip(pr, dims)):
         require(a <= d, f"placement.task_grid[{k}]", a, f"at most the host size dims[{k}] = {d}")
-    off = (0,) * len(dims) if offset is None else tuple(int(o) for o in offset)
-    require(len(off) == len(dims), "placement.offset", list(off), f"{len(dims)} router coordinates")
+    off_allowed = f"a list of {len(dims)} integer router coordinates (they wrap around the host torus)"
+    if offset is None:
+        off = (0,) * len(dims)
+    else:
+        ok = isinstance(offset, (list, tuple, np.ndarray)) and len(offset) == len(dims) \
+            and all(is_int(o) for o in offset)
+        require(ok, "placement.offset", list(offset) if isinstance(offset, (tuple, np.ndarray)) else offset,
+                off_allowed)
+        off = tuple(int(o) for o in offset)
+    tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     p = topology.nodes_per_router
-    n_slots = math.prod(pr) * p * int(tasks_per_node)
-    n = n_slots // int(tasks_per_node) * int(tasks_per_node) if n_tasks is None else int(n_tasks)
+    n_slots = math.prod(pr) * p * tpn
+    n = n_slots if n_tasks is None else positive_int("placement.n_tasks", n_tasks)
     require(0 < n <= n_slots, "placement.n_tasks", n,
             f"at most prism routers x nodes/router x tasks/node = {n_slots}")
     c = np.stack(np.unravel_index(np.arange(math.prod(pr)), pr), axis=1)
     routers = np.ravel_multi_index(tuple(((c + np.array(off)) % np.array(dims)).T), dims)
     nodes = (routers[:, None] * p + np.arange(p)[None, :]).ravel()
-    task_node = nodes[np.arange(n) // int(tasks_per_node)]
+    task_node = nodes[np.arange(n) // tpn]
     return Placement(task_node.astype(np.int64), topology.n_nodes, "subprism " + "x".join(map(str, pr)))
 
 

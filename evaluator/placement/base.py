@@ -22,7 +22,7 @@ import numpy as np
 
 from .._registry import Kind
 from .._types import TaskInts
-from ..errors import positive_int, require
+from ..errors import ConfigError, positive_int, require
 from ..topology import Topology
 
 __all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_capacity", "vec", "config_list"]
@@ -82,7 +82,10 @@ class Placement:
 
 def explicit(topology: Topology, task_node, name: str = "explicit") -> Placement:
     """A placement given as an array ``task_node[task]`` of node ids."""
-    tn = np.asarray(task_node).reshape(-1)
+    try:
+        tn = np.asarray(task_node).reshape(-1)
+    except (ValueError, TypeError):
+        raise ConfigError("placement.task_node", task_node, "a flat list of integer node ids") from None
     require(tn.size > 0, "placement.task_node", tn.tolist(), "a non-empty list of node ids")
     require(np.issubdtype(tn.dtype, np.integer), "placement.task_node", tn[:5].tolist(), "integer node ids")
     bad = (tn < 0) | (tn >= topology.n_nodes)

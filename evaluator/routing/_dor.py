@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops import segment_add
-from ..errors import require
+from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
@@ -70,13 +70,42 @@ class DorRouting(Routing):
         return f"dor-{order}-{self.tie}"
 
 
+_ORDER_ALLOWED = (f"one of {list(DOR_ORDERS)} or a list of dimension indices, a permutation of 0..ndim-1 "
+                  f"(e.g. [2, 0, 1])")
+
+
+def _check_order(order) -> str | tuple[int, ...]:
+    """An order spec: a name of :data:`DOR_ORDERS` or a permutation (integers >= 0, no repeats)."""
+    if isinstance(order, str):
+        require(order in DOR_ORDERS, "routing.order", order, _ORDER_ALLOWED)
+        return order
+    if not isinstance(order, (list, tuple, np.ndarray)):
+        raise ConfigError("routing.order", order, _ORDER_ALLOWED)
+    vals = list(order.tolist() if isinstance(order, np.ndarray) else order)
+    if not vals:
+        raise ConfigError("routing.order", vals, _ORDER_ALLOWED, "The list is empty.")
+    names = [v for v in vals if isinstance(v, str)]
+    if names:
+        raise ConfigError("routing.order", vals, _ORDER_ALLOWED,
+                          "Dimensions are numbered from 0 in the order of topology.dims (0, 1, 2, ...), "
+                          f"not named: write e.g. {list(range(len(vals)))}.")
+    if not all(is_int(v) for v in vals):
+        raise ConfigError("routing.order", vals, _ORDER_ALLOWED, "Every entry must be an integer.")
+    vals = [int(v) for v in vals]
+    neg = [v for v in vals if v < 0]
+    if neg:
+        raise ConfigError("routing.order", vals, _ORDER_ALLOWED, f"Dimension {neg[0]} is negative.")
+    rep = sorted({v for v in vals if vals.count(v) > 1})
+    if rep:
+        raise ConfigError("routing.order", vals, _ORDER_ALLOWED,
+                          f"Dimension {rep[0]} is listed more than once; each dimension is travelled once.")
+    return tuple(vals)
+
+
 def dor(order: str | Sequence[int] = "as_given", tie: str = "split") -> DorRouting:
     """Torus dimension-order routing (see module docstring)."""
-    if not isinstance(order, str):
-        order = tuple(int(o) for o in order)
-    else:
-        require(order in DOR_ORDERS, "routing.order", order, f"one of {list(DOR_ORDERS)} or a list of dimensions")
-    require(tie in TIE_RULES, "routing.tie", tie, f"one of {list(TIE_RULES)}")
+    order = _check_order(order)
+    require(isinstance(tie, str) and tie in TIE_RULES, "routing.tie", tie, f"one of {list(TIE_RULES)}")
     return DorRouting("dor", order, tie)
 
 
@@ -87,9 +116,11 @@ def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
         return tuple(range(nd))
     if order == "longest_first":
         return tuple(sorted(range(nd), key=lambda k: -topo.dims[k]))
-    perm = tuple(order)
-    require(sorted(perm) == list(range(nd)), "routing.order", list(perm),
-            f"'as_given', 'longest_first' or a permutation of 0..{nd - 1}")
+    perm = _check_order(order)
+    require(isinstance(perm, tuple) and sorted(perm) == list(range(nd)), "routing.order", list(perm),
+            f"'as_given', 'longest_first' or a permutation of 0..{nd - 1} (the {nd} dimensions of {topo.name})",
+            f"It lists {len(perm)} dimension{'s' if len(perm) != 1 else ''}; list each of the {nd} exactly once."
+            if len(perm) != nd else f"Each of 0..{nd - 1} must appear exactly once.")
     return perm
 
 
@@ -148,7 +179,34 @@ def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray
 
 
 def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
-    """Compile DOR for one torus (host side)."""
+    """Compile DOR for one torus (host side).
+
+    Refused before any table is built, with a
+    :class:`~evaluator.errors.ResourceError` naming ``routing``, when the
+    estimate does not fit in memory: the crossing tensors (``n^3`` float64
+    per direction of a ring of ``n`` routers) and the link-slot table, on the
+    host and again on the device, plus one point's working set, the smaller
+    of the run histogram (``R x max_run`` per direction, three float64
+    copies: histogram, suffix sums, rolled loads) and the dense path (``2 x R
+    x n`` float64 for the largest ring). Within 10-30% of the measured peak
+    (Mira 16x16x12x8x2: 67 MB estimated).
+    """
+    from ..errors import check_memory  # size check (issue "every bad input a clear error")
+
+    _R, _nrl = int(topo.n_routers), int(topo.n_router_links)
+    _runs, _cross, _ring = 0, 0, 0
+    for _n, _w in zip(topo.dims, topo.wrap):
+        _n = int(_n)
+        if _n >= 2:
+            _nseg = 1 if (_w and _n == 2) else 2
+            _runs += _nseg * ((_n // 2 if _n > 2 else 1) if _w else _n - 1)
+            _cross += _nseg * 8 * _n ** 3
+            _ring = max(_ring, _n)
+    _point = min(3 * 8 * _R * _runs, 2 * 8 * _R * _ring) + 8 * _R * 2 * len(topo.dims)
+    check_memory("routing", routing.label, 2 * (_cross + 4 * _nrl) + 8 * _nrl + _point,
+                 f"its tables on {topo.name} (crossing tensors n^3 per ring direction, a run histogram of "
+                 f"{_R:,} routers x {_runs:,} run lengths per point)",
+                 "Use a torus with fewer routers or shorter rings.")
     order = dor_order(topo, routing.order)
     dims = tuple(int(n) for n in topo.dims)
     wrap = tuple(bool(w) for w in topo.wrap)
@@ -287,7 +345,7 @@ class DorConfig:
 
 
 def _from_config(cfg: DorConfig) -> DorRouting:
-    order = cfg.order if isinstance(cfg.order, str) else list(cfg.order)
+    order = cfg.order if isinstance(cfg.order, (str, int, float, bool)) or cfg.order is None else list(cfg.order)
     return dor(order=order, tie=cfg.tie)
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import positive_float, positive_int
+from ..errors import check_memory, positive_float, positive_int
 from .base import DenseTraffic, Traffic, TrafficKind, dense, tasks_or_nodes
 
 __all__ = ['all_to_all', 'all_to_all_dense', 'AllToAllConfig', 'ALL_TO_ALL']
@@ -17,6 +17,8 @@ def all_to_all(n_tasks: int, bytes_per_pair: float = 1.0) -> Traffic:
     """Uniform all-to-all: every task sends ``bytes_per_pair`` to every other task."""
     n = positive_int("traffic.n_tasks", n_tasks)
     b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    check_memory("traffic.n_tasks", n, 56.0 * n * n, f"the {n * (n - 1)} flows of a sparse all-to-all",
+                 "Use the dense all-to-all (traffic=all_to_all in a config, evaluator.structured.all_to_all).")
     s, d = np.divmod(np.arange(n * n, dtype=np.int64), n)
     keep = s != d
     return Traffic(n, s[keep], d[keep], np.full(int(keep.sum()), b), "all-to-all")

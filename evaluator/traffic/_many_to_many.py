@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import positive_float, positive_int, require
+from ..errors import check_memory, is_int, positive_float, positive_int, require
 from .base import DenseTraffic, Traffic, TrafficKind, dense
 
 __all__ = ['MANY_TO_MANY_MODES', 'many_to_many_layout', 'many_to_many', 'many_to_many_dense', 'ManyToManyConfig', 'MANY_TO_MANY']
@@ -22,10 +22,12 @@ def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoi
     """Validated ``(m, n, first_destination, n_tasks)`` of a many-to-many pattern (see :func:`many_to_many`)."""
     m = positive_int("traffic.n_sources", n_sources)
     n = positive_int("traffic.n_destinations", n_destinations)
-    require(mode in MANY_TO_MANY_MODES, "traffic.mode", mode, f"one of {list(MANY_TO_MANY_MODES)}")
+    require(isinstance(mode, str) and mode in MANY_TO_MANY_MODES, "traffic.mode", mode,
+            f"one of {list(MANY_TO_MANY_MODES)}")
     if mode == "disjoint":
         start = m
     elif mode == "overlap":
+        require(overlap is None or is_int(overlap), "traffic.overlap", overlap, f"an integer in [0, {min(m, n)}]")
         ov = min(m, n) // 2 if overlap is None else int(overlap)
         require(0 <= ov <= min(m, n), "traffic.overlap", overlap, f"an integer in [0, {min(m, n)}]")
         start = m - ov
@@ -36,8 +38,10 @@ def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoi
         require(m <= n, "traffic.n_sources", m, f"<= n_destinations = {n} for mode 'superset'")
         start = 0
     needed = max(m, start + n)
+    require(n_tasks is None or is_int(n_tasks), "traffic.n_tasks", n_tasks,
+            f"an integer >= {needed} (sources and destinations), or null")
     nt = needed if n_tasks is None else int(n_tasks)
-    require(nt >= needed, "traffic.n_tasks", n_tasks, f">= {needed} (sources and destinations)")
+    require(nt >= needed, "traffic.n_tasks", n_tasks, f"an integer >= {needed} (sources and destinations)")
     return m, n, start, nt
 
 
@@ -57,6 +61,8 @@ def many_to_many(n_sources: int, n_destinations: int, bytes_per_pair: float = 1.
     """
     b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
     m, n, start, nt = many_to_many_layout(n_sources, n_destinations, mode, overlap, n_tasks)
+    check_memory("traffic.n_sources", m, 56.0 * m * n, f"the {m} x {n} flows of a sparse many-to-many",
+                 "Use the dense many-to-many (traffic=many_to_many in a config, evaluator.structured.many_to_many).")
     srcs = np.arange(m)
     dsts = np.arange(start, start + n)
     s, d = np.meshgrid(srcs, dsts, indexing="ij")
@@ -71,6 +77,7 @@ def many_to_many_dense(n_sources: int, n_destinations: int, bytes_per_pair: floa
     """Many-to-many (Bui et al.) as dense traffic; same arguments and task layout as
     :func:`many_to_many`."""
     m, n, start, nt = many_to_many_layout(n_sources, n_destinations, mode, overlap, n_tasks)
+    check_memory("traffic.n_tasks", nt, 32.0 * nt, f"the weight vectors of {nt} tasks")
     ws = np.zeros(nt)
     wd = np.zeros(nt)
     ws[:m] = 1.0

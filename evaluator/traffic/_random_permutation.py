@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import positive_float, positive_int
+from ..errors import check_memory, check_seed, positive_float, positive_int
 from .base import Traffic, TrafficKind, tasks_or_nodes
 
 __all__ = ['random_permutation', 'RandomPermutationConfig', 'RANDOM_PERMUTATION']
@@ -20,6 +20,8 @@ def random_permutation(n_tasks: int, bytes_per_task: float = 1.0, seed: int = 0)
     """
     n = positive_int("traffic.n_tasks", n_tasks)
     b = positive_float("traffic.bytes_per_task", bytes_per_task)
+    seed = check_seed("traffic.seed", seed)
+    check_memory("traffic.n_tasks", n, 40.0 * n, f"the {n} flows of a random permutation")
     perm = np.random.default_rng(seed).permutation(n)
     return Traffic(n, np.arange(n, dtype=np.int64), perm.astype(np.int64), np.full(n, b), f"permutation(seed={seed})")
 

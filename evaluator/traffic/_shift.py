@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import positive_float, positive_int, require
+from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
 from .base import Traffic, TrafficKind, tasks_or_nodes
 
 __all__ = ['shift', 'tornado', 'ShiftConfig', 'TornadoConfig', 'SHIFT', 'TORNADO']
@@ -28,21 +28,40 @@ def shift(n_tasks: int | None = None, offset: int | Sequence[int] = 1, bytes_per
         n = positive_int("traffic.n_tasks", n_tasks)
         grid_t = (n,)
     else:
-        grid_t = tuple(positive_int(f"traffic.grid[{k}]", v) for k, v in enumerate(grid))
-    off = np.atleast_1d(np.asarray(offset, dtype=np.int64))
+        grid_t = check_task_grid(grid)
+    allowed = ("an integer" if len(grid_t) == 1 else
+               f"an integer or a list of {len(grid_t)} integers (one per grid dimension)")
+    if isinstance(offset, (list, tuple, np.ndarray)):
+        offs = list(offset.tolist() if isinstance(offset, np.ndarray) else offset)
+        require(all(is_int(o) for o in offs) and len(offs) in (1, len(grid_t)), "traffic.offset", offs, allowed,
+                "Without traffic.grid the tasks form one line: give one offset, or set traffic.grid."
+                if grid is None and len(offs) > 1 else None)
+        off = np.asarray([int(o) for o in offs], dtype=np.int64)
+    else:
+        require(is_int(offset), "traffic.offset", offset, allowed)
+        off = np.asarray([int(offset)], dtype=np.int64)
     if off.size == 1:
         off = np.full(len(grid_t), int(off[0]))
-    require(off.size == len(grid_t), "traffic.offset", off.tolist(), f"a scalar or {len(grid_t)} offsets")
     n = math.prod(grid_t)
+    check_memory("traffic.grid" if grid is not None else "traffic.n_tasks", list(grid_t) if grid is not None else n,
+                 (24.0 * len(grid_t) + 40.0) * n, f"the {n} flows of a shift and their grid coordinates")
     coords = np.stack(np.unravel_index(np.arange(n), grid_t), axis=1)
     tgt = np.ravel_multi_index(tuple(((coords + off) % np.array(grid_t)).T), grid_t)
     return Traffic(n, np.arange(n, dtype=np.int64), tgt.astype(np.int64), np.full(n, b),
                    "shift " + ",".join(map(str, off.tolist())))
 
 
+def check_task_grid(grid) -> tuple[int, ...]:
+    """A task grid: a non-empty list of positive integers."""
+    if not isinstance(grid, (list, tuple, np.ndarray)) or len(grid) == 0:
+        raise ConfigError("traffic.grid", grid, "a non-empty list of positive integers (tasks per dimension), "
+                                                "e.g. [8, 8]")
+    return tuple(positive_int(f"traffic.grid[{k}]", v) for k, v in enumerate(grid))
+
+
 def tornado(grid: Sequence[int], bytes_per_task: float = 1.0) -> Traffic:
     """Tornado: shift by ``ceil(k/2) - 1`` in every dimension of size ``k`` (Dally & Towles)."""
-    grid_t = tuple(positive_int(f"traffic.grid[{k}]", v) for k, v in enumerate(grid))
+    grid_t = check_task_grid(grid)
     t = shift(grid=grid_t, offset=[math.ceil(k / 2) - 1 for k in grid_t], bytes_per_task=bytes_per_task)
     return dataclasses.replace(t, name="tornado")
 
@@ -68,7 +87,7 @@ class TornadoConfig:
 
 
 def _shift_from_config(cfg: ShiftConfig, topology) -> Traffic:
-    off = cfg.offset if isinstance(cfg.offset, int) else list(cfg.offset)
+    off = cfg.offset if cfg.offset is None or isinstance(cfg.offset, (str, int, float, bool)) else list(cfg.offset)
     return shift(tasks_or_nodes(cfg.n_tasks, topology), off, cfg.bytes, None if cfg.grid is None else list(cfg.grid))
 
 

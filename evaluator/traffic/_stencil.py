@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import positive_float, positive_int, require
+from ..errors import check_memory, positive_float, positive_int, require
 from .base import Traffic, TrafficKind
 
 __all__ = ['stencil', 'stencil_message_sizes', 'check_grid', 'StencilConfig', 'STENCIL']
@@ -34,6 +34,7 @@ def stencil_message_sizes(alpha: Sequence[int], beta: Sequence[int], bytes_per_e
     ``mu_k = bytes_per_element * prod_{i != k} alpha_i / beta_i``.
     """
     al, be = check_grid(alpha, beta)
+    bytes_per_element = positive_float("traffic.bytes_per_element", bytes_per_element)
     sub = np.array(al) // np.array(be)
     return np.array([bytes_per_element * math.prod(int(s) for i, s in enumerate(sub) if i != k)
                      for k in range(len(al))], dtype=np.float64)
@@ -58,13 +59,22 @@ def stencil(
     al, be = check_grid(alpha, beta)
     bpe = positive_float("traffic.bytes_per_element", bytes_per_element)
     nd = len(be)
+
+    def is_bool(p):
+        return isinstance(p, (bool, np.bool_)) or (isinstance(p, (int, np.integer)) and p in (0, 1))
+
+    allowed = f"true, false or a list of {nd} of them (one per dimension)"
     if isinstance(periodic, (list, tuple, np.ndarray)):
-        require(len(periodic) == nd, "traffic.periodic", list(periodic), f"a bool or a list of {nd} bools")
-        per = tuple(bool(p) for p in periodic)
+        per_l = list(periodic.tolist() if isinstance(periodic, np.ndarray) else periodic)
+        require(len(per_l) == nd and all(is_bool(p) for p in per_l), "traffic.periodic", per_l, allowed)
+        per = tuple(bool(p) for p in per_l)
     else:
+        require(is_bool(periodic), "traffic.periodic", periodic, allowed)
         per = (bool(periodic),) * nd
-    mu = stencil_message_sizes(al, be, bpe)
     n = math.prod(be)
+    check_memory("traffic.beta", list(be), (48.0 * nd + 64.0) * n * max(nd, 1),
+                 f"the flows of a stencil over {n} tasks")
+    mu = stencil_message_sizes(al, be, bpe)
     coords = np.stack(np.unravel_index(np.arange(n), be), axis=1)
     srcs, dsts, bys = [], [], []
     for k in range(nd):
@@ -109,7 +119,8 @@ class StencilConfig:
 def _from_config(cfg: StencilConfig, topology) -> Traffic:
     require(cfg.alpha is not None and cfg.beta is not None, "traffic.alpha/beta", (cfg.alpha, cfg.beta),
             "both alpha and beta set for a stencil")
-    per = cfg.periodic if isinstance(cfg.periodic, bool) else list(cfg.periodic)
+    per = cfg.periodic if cfg.periodic is None or isinstance(cfg.periodic, (str, int, float, bool)) \
+        else list(cfg.periodic)
     return stencil(list(cfg.alpha), list(cfg.beta), cfg.bytes_per_element, per)
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._registry import Kind
 from .._types import FlowFloats, FlowInts, TaskFloats
-from ..errors import positive_float, positive_int, require
+from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 
 __all__ = ["Traffic", "DenseTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "tasks_or_nodes"]
 
@@ -92,53 +92,104 @@ class Traffic:
 
     def to_dense(self) -> np.ndarray:
         """Dense traffic matrix ``T[src, dst]`` in bytes."""
+        check_memory("traffic.n_tasks", self.n_tasks, 8.0 * self.n_tasks ** 2,
+                     f"the dense {self.n_tasks} x {self.n_tasks} matrix of {self.name}",
+                     "Use the sparse flows (src, dst, nbytes) instead.")
         T = np.zeros((self.n_tasks, self.n_tasks))
         np.add.at(T, (self.src, self.dst), self.nbytes)
         return T
 
     def scaled(self, factor: float) -> Traffic:
         """The same pattern with every flow multiplied by ``factor``."""
-        return dataclasses.replace(self, nbytes=self.nbytes * float(factor))
+        factor = positive_float("traffic.scale", factor, allow_zero=True)
+        return dataclasses.replace(self, nbytes=self.nbytes * factor)
+
+
+def _short(value, limit: int = 120):
+    """``value`` itself when its repr is short, else a description (so that a message stays one short line)."""
+    r = repr(value)
+    if len(r) <= limit and "\n" not in r:
+        return value
+    if isinstance(value, np.ndarray):
+        return f"<array of shape {value.shape}, dtype {value.dtype}>"
+    return r[: limit - 3] + "..."
+
+
+def _as_array(field: str, value, allowed: str) -> np.ndarray:
+    """``np.asarray(value)`` of a numeric (bool, integer or real) array, or a :class:`ConfigError`."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting, objects NumPy cannot hold
+        raise ConfigError(field, _short(value), allowed, "Nested lists must be rectangular (rows of equal length).") \
+            from None
+    if arr.dtype.kind not in "biuf":
+        flat = arr.reshape(-1)
+        first = next((x for x in flat.tolist() if not (isinstance(x, (int, float)) and not isinstance(x, bool))),
+                     None) if arr.dtype.kind == "O" else (flat[0].item() if flat.size else None)
+        what = {"c": "complex numbers", "U": "text", "S": "bytes"}.get(arr.dtype.kind, "non-numbers")
+        raise ConfigError(field, _short(value), allowed,
+                          f"It holds {what} (dtype {arr.dtype}{f', e.g. {first!r}' if first is not None else ''}).")
+    return arr
 
 
 def from_flows(n_tasks: int, src, dst, nbytes, name: str = "flows", field: str = "traffic") -> Traffic:
     """Traffic from flow arrays, validated.
 
-    Raises :class:`~evaluator.errors.ConfigError` for task ids out of range,
-    mismatched lengths, NaN or negative bytes.
+    Raises :class:`~evaluator.errors.ConfigError` for task ids that are not
+    integers or out of range, non-numeric input, mismatched lengths, NaN or
+    negative bytes.
     """
     n_tasks = positive_int(f"{field}.n_tasks", n_tasks)
-    src = np.asarray(src).reshape(-1)
-    dst = np.asarray(dst).reshape(-1)
-    nbytes = np.asarray(nbytes, dtype=np.float64).reshape(-1)
+    ids = {}
+    for nm, arr in (("src", src), ("dst", dst)):
+        a = _as_array(f"{field}.{nm}", arr, "integer task ids (a list or array)")
+        require(a.dtype.kind != "b", f"{field}.{nm}", _short(arr), "integer task ids, not booleans")
+        ids[nm] = a.reshape(-1)
+    src, dst = ids["src"], ids["dst"]
+    nbytes = _as_array(f"{field}.bytes", nbytes, "byte counts (a number or one number per flow)")
+    nbytes = nbytes.astype(np.float64).reshape(-1)
     if nbytes.size == 1 and src.size != 1:
         nbytes = np.full(src.size, float(nbytes[0]))
-    require(src.size == dst.size == nbytes.size, f"{field}.flows", (src.size, dst.size, nbytes.size),
-            "src, dst and bytes of equal length")
+    require(src.size == dst.size == nbytes.size, f"{field}.flows",
+            {"src": int(src.size), "dst": int(dst.size), "bytes": int(nbytes.size)},
+            "src, dst and bytes of equal length (bytes may be one number for every flow)")
     for nm, arr in (("src", src), ("dst", dst)):
         if arr.size:
-            require(np.issubdtype(arr.dtype, np.integer) or np.all(arr == np.round(arr)), f"{field}.{nm}",
-                    arr[:5].tolist(), "integer task ids")
+            if arr.dtype.kind == "f":
+                bad = ~np.isfinite(arr) | (arr != np.round(arr))
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    raise ConfigError(f"{field}.{nm}[{i}]", float(arr[i]), "integer task ids")
             bad = (arr < 0) | (arr >= n_tasks)
-            require(not bad.any(), f"{field}.{nm}", int(arr[bad][0]) if bad.any() else None,
-                    f"task ids in [0, {n_tasks - 1}]")
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ConfigError(f"{field}.{nm}[{i}]", arr[i].item(), f"task ids in [0, {n_tasks - 1}]")
     if nbytes.size:
         nan = ~np.isfinite(nbytes)
-        require(not nan.any(), f"{field}.bytes", float(nbytes[nan][0]) if nan.any() else None,
-                "finite byte counts (no NaN or inf)")
+        if nan.any():
+            i = int(np.argmax(nan))
+            raise ConfigError(f"{field}.bytes[{i}]", float(nbytes[i]), "finite byte counts (no NaN or inf)")
         neg = nbytes < 0
-        require(not neg.any(), f"{field}.bytes", float(nbytes[neg][0]) if neg.any() else None,
-                "byte counts >= 0")
+        if neg.any():
+            i = int(np.argmax(neg))
+            raise ConfigError(f"{field}.bytes[{i}]", float(nbytes[i]), "byte counts >= 0")
     return Traffic(n_tasks, src.astype(np.int64), dst.astype(np.int64), nbytes, name)
 
 
 def from_matrix(matrix, name: str = "matrix", field: str = "traffic") -> Traffic:
     """Traffic from a dense ``[src_task, dst_task]`` byte matrix."""
-    M = np.asarray(matrix, dtype=np.float64)
-    require(M.ndim == 2 and M.shape[0] == M.shape[1] and M.shape[0] > 0, f"{field}.matrix", M.shape,
-            "a square 2-D matrix [src_task, dst_task]")
+    allowed = "a square 2-D matrix of byte counts [src_task, dst_task]"
+    M = _as_array(f"{field}.matrix", matrix, allowed)
+    require(M.ndim == 2 and M.shape[0] == M.shape[1] and M.shape[0] > 0, f"{field}.matrix", _short(matrix),
+            f"{allowed}; got shape {M.shape}")
+    M = M.astype(np.float64, copy=False)
+    n = M.shape[0]
+    for bad, what in ((~np.isfinite(M), "finite byte counts (no NaN or inf)"), (M < 0, "byte counts >= 0")):
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"{field}.matrix[{i // n}, {i % n}]", float(M.flat[i]), what)
     s, d = np.nonzero(M != 0)
-    return from_flows(M.shape[0], s, d, M[s, d], name=name, field=field)
+    return from_flows(n, s, d, M[s, d], name=name, field=field)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -202,11 +253,19 @@ def dense(n_tasks: int, src_weight, dst_weight, bytes_per_pair: float = 1.0, nam
     """Rank-one dense traffic from weight vectors (validated)."""
     n = positive_int("traffic.n_tasks", n_tasks)
     b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    check_memory("traffic.n_tasks", n, 2 * 16.0 * n, f"the weight vectors of {n} tasks")
     out = []
-    for field, w in (("traffic.src_weight", src_weight), ("traffic.dst_weight", dst_weight)):
-        w = np.broadcast_to(np.asarray(w, dtype=np.float64), (n,)).copy()
+    for field, w0 in (("traffic.src_weight", src_weight), ("traffic.dst_weight", dst_weight)):
+        allowed = f"one number or a list of n_tasks = {n} numbers, finite and >= 0"
+        w = _as_array(field, w0, allowed)
+        require(w.ndim == 0 or (w.ndim == 1 and w.size == n), field,
+                _short(w0) if w.ndim <= 1 else f"<array of shape {w.shape}>", allowed,
+                f"Got {w.size} numbers." if w.ndim == 1 else None)
+        w = np.broadcast_to(w.astype(np.float64), (n,)).copy()
         bad = ~np.isfinite(w) | (w < 0)
-        require(not bad.any(), field, float(w[bad][0]) if bad.any() else None, "finite weights >= 0")
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"{field}[{i}]" if np.ndim(w0) else field, float(w[i]), "finite weights >= 0")
         w.setflags(write=False)
         out.append(w)
     return DenseTraffic(n, out[0], out[1], b, name)
