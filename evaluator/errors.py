@@ -40,6 +40,10 @@ __all__ = [
     "UnknownMachineError",
     "PartitionError",
     "ResourceError",
+    "StorageError",
+    "RunBusyError",
+    "ClusterError",
+    "check_seed",
     "available_memory",
     "check_memory",
     "require",
@@ -157,6 +161,7 @@ def check_memory(field: str, value: Any, need_bytes: float, what: str, hint: str
                                           f"{_fmt_size(have)} is available", hint)
 
 
+
 ErrorFactory = Callable[[str, Any, str], ConfigError]
 """``error(field, value, allowed) -> exception``: how a validator words a failure."""
 
@@ -222,9 +227,14 @@ def per_dim(field: str, value: Any, ndim: int, cast: Callable[[Any], Any],
 
 
 def reason(exc: ConfigError) -> str:
-    """Short ``"field: what is allowed"`` of an error (the ``reason`` of an infeasible sweep point)."""
+    """Short ``"field: what is allowed"`` of an error (the ``reason`` of an infeasible sweep point).
+
+    A memory refusal records only ``"a size that fits in memory"``, not this machine's numbers, so that
+    datasets do not differ between machines in their text.
+    """
     field = exc.field.split("[")[0]
-    return f"{field}: {exc.allowed}"
+    allowed = "a size that fits in memory" if isinstance(exc, ResourceError) else exc.allowed
+    return f"{field}: {allowed}"
 
 
 class StorageError(WordedError):

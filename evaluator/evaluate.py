@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import inspect
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import jax
 from jaxtyping import Float
@@ -22,9 +25,11 @@ import xarray as xr
 
 from ._version import __version__
 from .dataset import METRIC_NAMES, LinkTable, results_dataset
-from .errors import ConfigError, positive_int, require
-from .kernel import DensePointInputs, PointInputs, batch_kernel, unpack_metrics
+from . import traffic as _traffic_pkg
+from .errors import MEMORY_ENV, ConfigError, ResourceError, _fmt_size, check_memory, positive_int, require
+from .kernel import SCALAR_METRICS, DensePointInputs, PointInputs, batch_kernel, unpack_metrics
 from .placement import Placement
+from .routing import KINDS as ROUTING_KINDS
 from .routing import Routing
 from .topology import Topology
 from .traffic import DenseTraffic, Traffic
@@ -63,31 +68,112 @@ class BatchResult:
         return _dataset(self, dim)
 
 
-def _check_pair(topology: Topology, traffic: Traffic, placement: Placement, i: int | None = None) -> None:
+class _Shown:
+    """A value shown in an error message by a short description (its ``repr``)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _short(value: Any, limit: int = 80) -> Any:
+    """``value`` itself when its repr is one short line, else a short description of it."""
+    r = repr(value)
+    if len(r) <= limit and "\n" not in r:
+        return value
+    if isinstance(value, np.ndarray):
+        return _Shown(f"<array of shape {value.shape}, dtype {value.dtype}>")
+    return _Shown(r[: limit - 3] + "...")
+
+
+def _a(type_name: str) -> str:
+    if type_name == "NoneType":
+        return "None"
+    return ("an " if type_name[:1].lower() in "aeiou" else "a ") + type_name
+
+
+def _builder_hint(name: str) -> str | None:
+    """``evaluator.traffic.<name>(<required args>)`` when ``name`` is a traffic constructor."""
+    fn = getattr(_traffic_pkg, name, None) if name.isidentifier() and not name.startswith("_") else None
+    if not callable(fn) or isinstance(fn, type):
+        return None
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        params = ["..."]
+    return f"evaluator.traffic.{name}({', '.join(params)})"
+
+
+_EXPECTED = {
+    "topology": (Topology, "a Topology (build one with evaluator.dragonfly(p, a, h) or evaluator.torus(dims))"),
+    "traffic": ((Traffic, DenseTraffic),
+                "a Traffic or DenseTraffic (build one with evaluator.traffic.all_to_all(n_tasks))"),
+    "placement": (Placement, "a Placement (build one with evaluator.placement.linear(topology, n_tasks))"),
+}
+
+
+def _check_type(what: str, field: str, value: Any) -> None:
+    """A :class:`ConfigError` naming ``field``, the value, its type and the expected type, unless it matches."""
+    types, allowed = _EXPECTED[what]
+    if isinstance(value, types):
+        return
+    hint = f"Got {_a(type(value).__name__)}."
+    if what == "traffic" and isinstance(value, str) and _builder_hint(value):
+        allowed = f"a Traffic or DenseTraffic (build one with {_builder_hint(value)})"
+    raise ConfigError(field, _short(value), allowed, hint)
+
+
+def _as_routing(routing: Any, field: str = "routing") -> Routing:
+    """A :class:`Routing`; a registered routing kind's name gives that kind with its default parameters."""
+    if isinstance(routing, Routing):
+        return routing
+    names = ", ".join(ROUTING_KINDS)
+    if isinstance(routing, str) and routing in ROUTING_KINDS:
+        kind = ROUTING_KINDS[routing]
+        return kind.build(kind.schema())
+    raise ConfigError(field, _short(routing), f"a Routing (e.g. evaluator.minimal(), evaluator.dor()) or the name "
+                                              f"of a routing kind: {names}", f"Got {_a(type(routing).__name__)}.")
+
+
+def _check_pair(topology: Topology, traffic: Traffic, placement: Placement, i: int | None = None,
+                names: tuple[str, str] = ("traffic", "placement")) -> None:
     where = "" if i is None else f"[{i}]"
-    require(placement.n_nodes == topology.n_nodes, f"placement{where}", placement.name,
+    require(placement.n_nodes == topology.n_nodes, f"{names[1]}{where}", placement.name,
             f"a placement made for {topology.name} ({topology.n_nodes} nodes); it was made for "
             f"{placement.n_nodes} nodes")
     if traffic.n_tasks != placement.n_tasks:
-        raise ConfigError(f"placement{where}.n_tasks", placement.n_tasks,
+        raise ConfigError(f"{names[1]}{where}.n_tasks", placement.n_tasks,
                           f"the traffic's task count {traffic.n_tasks} ({traffic.name})",
                           "Traffic and placement must describe the same tasks.")
 
 
-def _broadcast(traffics, placements):
-    if isinstance(traffics, (Traffic, DenseTraffic)):
-        traffics = [traffics]
-    if isinstance(placements, Placement):
-        placements = [placements]
-    traffics, placements = list(traffics), list(placements)
+def _as_list(what: str, name: str, items: Any) -> list:
+    """One item (``what``: traffic or placement) or a sequence of them, each checked."""
+    types, _ = _EXPECTED[what]
+    if isinstance(items, types):
+        return [items]
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        _check_type(what, name, items)
+    out = list(items)
+    for i, x in enumerate(out):
+        _check_type(what, f"{name}[{i}]", x)
+    return out
+
+
+def _broadcast(traffics, placements, names: tuple[str, str] = ("traffics", "placements")):
+    traffics = _as_list("traffic", names[0], traffics)
+    placements = _as_list("placement", names[1], placements)
     n = max(len(traffics), len(placements))
     if len(traffics) == 1:
         traffics = traffics * n
     if len(placements) == 1:
         placements = placements * n
-    require(len(traffics) == len(placements), "placements", len(placements),
+    require(len(traffics) == len(placements), names[1], len(placements),
             f"one placement, or as many as traffics ({len(traffics)})")
-    require(n > 0, "traffics", 0, "at least one design point")
+    require(n > 0, names[0], 0, "at least one design point")
     return traffics, placements
 
 
@@ -233,9 +319,218 @@ def _fetch(pending: list) -> dict[str, np.ndarray]:
     return out
 
 
+# --------------------------------------------------------------------------------------
+# working-set estimate (refuse before allocating)
+# --------------------------------------------------------------------------------------
+
+
+def _nbytes(var) -> int:
+    aval = getattr(var, "aval", None)
+    shape, dtype = getattr(aval, "shape", None), getattr(aval, "dtype", None)
+    if shape is None or dtype is None:
+        return 0
+    try:
+        return math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+    except TypeError:  # extended dtypes (keys, tokens)
+        return 0
+
+
+def _sub_jaxprs(params: dict):
+    for p in params.values():
+        for q in p if isinstance(p, (tuple, list)) else (p,):
+            if hasattr(q, "eqns"):
+                yield q
+            elif hasattr(getattr(q, "jaxpr", None), "eqns"):
+                yield q.jaxpr
+
+
+def _is_var(v) -> bool:
+    return hasattr(v, "aval") and not hasattr(v, "val")  # a Var, not a Literal
+
+
+_ALIASES = frozenset({"reshape", "squeeze", "expand_dims", "slice"})
+"""Primitives whose result XLA keeps as a view of (or fuses into the readers of) their input."""
+
+
+def jaxpr_peak_bytes(jaxpr) -> int:
+    """Peak bytes of the values live at once while ``jaxpr`` runs, inputs and outputs included.
+
+    Equations run in order; an equation's outputs are allocated while its
+    inputs are live, and a value is freed after its last use (a reshape or
+    static slice is a view: it keeps its input alive instead); a nested
+    program (``pjit``, ``scan``, ``while``, ``cond``) adds its own peak beyond
+    its inputs. XLA fuses element-wise chains and updates scatters in place,
+    so its own buffer assignment is usually smaller: on CPU this bound is
+    0.9-2x of it (Mira 5D stencil under DOR 1.2x, DF(8,16,8) stencil under
+    Valiant 1.9x, a 100^3 torus random permutation 0.9x).
+    """
+    jx = getattr(jaxpr, "jaxpr", jaxpr)
+    root: dict = {}  # view -> the value it views
+    for eqn in jx.eqns:
+        if eqn.primitive.name in _ALIASES and len(eqn.outvars) == 1 and _is_var(eqn.invars[0]):
+            root[eqn.outvars[0]] = root.get(eqn.invars[0], eqn.invars[0])
+    last: dict = {}
+    for i, eqn in enumerate(jx.eqns):
+        for v in eqn.invars:
+            if _is_var(v):
+                last[root.get(v, v)] = i
+    for v in jx.outvars:
+        if _is_var(v):
+            last[root.get(v, v)] = len(jx.eqns)
+    inputs = set(jx.invars) | set(jx.constvars)
+    live = sum(_nbytes(v) for v in inputs)
+    peak = live
+    for i, eqn in enumerate(jx.eqns):
+        inner = 0
+        for sub in _sub_jaxprs(eqn.params):
+            own = sum(_nbytes(v) for v in list(sub.invars) + list(sub.constvars))
+            inner = max(inner, jaxpr_peak_bytes(sub) - own)
+        outs = [v for v in eqn.outvars if v not in root]
+        out = sum(_nbytes(v) for v in outs)
+        peak = max(peak, live + inner + out)
+        live += out
+        for v in {root.get(v, v) for v in eqn.invars if _is_var(v)}:
+            if last.get(v) == i and v not in inputs:
+                live -= _nbytes(v)
+        for v in outs:
+            if v not in last:
+                live -= _nbytes(v)
+    return peak
+
+
+_PEAK_CACHE: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+
+
+def _block_peak(kern, variant: str, args: tuple, chunk: int) -> int:
+    """Peak bytes of one block call, from its traced program (cached per kernel and shapes)."""
+    shapes = tuple((tuple(a.shape), str(a.dtype)) for a in jax.tree_util.tree_leaves(args))
+    key = (id(kern.fn), variant, shapes, chunk)
+    hit = _PEAK_CACHE.get(key)
+    if hit is not None and hit[0] is kern.fn:
+        return hit[1]
+    peak = jaxpr_peak_bytes(kern.fn.jaxpr(variant, kern.net, *args, chunk=chunk))
+    _PEAK_CACHE[key] = (kern.fn, peak)  # holds the kernels, so their id is not reused while cached
+    while len(_PEAK_CACHE) > 32:
+        _PEAK_CACHE.popitem(last=False)
+    return peak
+
+
+def _struct(shape: tuple, dtype) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, np.dtype(dtype))
+
+
+def _working_set(kern, topology: Topology, traffics: list, chunk_size: int, keep: bool) -> dict[str, int]:
+    """Bytes an :func:`evaluate_batch` call allocates, by what they hold, before any of it is allocated.
+
+    * ``inputs``: the host arrays the blocks are cut from: ``points x flows x
+      16`` bytes (source, destination, bytes) and ``points x tasks x 4`` (task
+      nodes); dense traffic ``points x tasks x 20``;
+    * ``block``: one block call on the device (``chunk_size`` points, the
+      largest part), the peak of its traced program (:func:`jaxpr_peak_bytes`):
+      the block's inputs, its outputs and the kernel's intermediates, e.g. the
+      routing's per-point buffers times the points evaluated at once;
+    * ``results``: the metrics of every point, plus ``points x links x 8``
+      with ``keep_link_load``, three times (device, host copy, concatenation).
+    """
+    n_cols = len(SCALAR_METRICS) + len(topology.class_names)
+    need = {"inputs": 0, "block": 0, "results": 0, "link_load": 0}
+    is_dense = [isinstance(t, DenseTraffic) for t in traffics]
+    for dense in (False, True):
+        ts = [t for t, d in zip(traffics, is_dense) if d == dense]
+        if not ts:
+            continue
+        n = len(ts)
+        T = bucket_size(max(t.n_tasks for t in ts))
+        if dense:
+            block, chunk = _sizes(chunk_size, n, 24 * T + 24 * kern.n_links)
+            need["inputs"] += n * T * 20 + n * 8
+            args = (DensePointInputs(_struct((block, T), np.int32), _struct((block, T), np.float64),
+                                     _struct((block, T), np.float64), _struct((block,), np.float64)),)
+            variant = "dense"
+        else:
+            F = bucket_size(max(t.n_flows for t in ts))
+            block, chunk = _sizes(chunk_size, n, 40 * F + 24 * kern.n_links)
+            tn = _struct((block, T), np.int32)
+            if all(t is ts[0] for t in ts):
+                need["inputs"] += n * T * 4 + F * 16
+                args = (tn, _struct((F,), np.int32), _struct((F,), np.int32), _struct((F,), np.float64),
+                        _struct((), np.int32))
+                variant = "shared"
+            else:
+                need["inputs"] += n * (F * 16 + T * 4 + 4)
+                args = (PointInputs(tn, _struct((block, F), np.int32), _struct((block, F), np.int32),
+                                    _struct((block, F), np.float64), _struct((block,), np.int32)),)
+                variant = "per_point"
+        need["block"] = max(need["block"], _block_peak(kern, variant, args, chunk))
+        n_pad = -(-n // block) * block
+        need["results"] += 3 * n_pad * n_cols * 8
+        if keep:
+            need["link_load"] += 3 * n_pad * kern.n_links * 8
+        need["points_per_block"] = max(need.get("points_per_block", 0), block)
+        need["flows"] = max(need.get("flows", 0), 0 if dense else F)
+    return need
+
+
+def _device_memory() -> tuple[str, int] | None:
+    """``(device kind, free bytes)`` of the accelerator the kernels run on; None on CPU (host memory)."""
+    if jax.default_backend() == "cpu":
+        return None
+    dev = jax.local_devices()[0]
+    try:
+        stats = dev.memory_stats() or {}
+    except Exception:  # pragma: no cover - backends without memory statistics
+        return None
+    if "bytes_limit" not in stats:
+        return None
+    have = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    env = os.environ.get(MEMORY_ENV)
+    if env:
+        have = min(have, int(float(env)))
+    return str(getattr(dev, "device_kind", dev.platform)), have
+
+
+def _check_working_set(need: dict[str, int], n: int, chunk_size: int, keep: bool, single: bool) -> None:
+    """Refuse with a :class:`~evaluator.errors.ResourceError` naming the argument that weighs most.
+
+    On CPU everything is host memory (:func:`~evaluator.errors.check_memory`).
+    On an accelerator the block and one copy of the results are checked
+    against the device's free memory, the inputs and two copies of the
+    results against the host's.
+    """
+    block = need["points_per_block"]
+    parts = [f"flow and task arrays {_fmt_size(need['inputs'])}",
+             f"one block of {block} point{'s' if block != 1 else ''} on the device {_fmt_size(need['block'])}"]
+    if keep:
+        parts.append(f"link loads {_fmt_size(need['link_load'])}")
+    what = f"{n} point{'s' if n != 1 else ''} ({', '.join(parts)})"
+    tname = "traffic" if single else "traffics"
+    if keep and not single and need["link_load"] >= max(need["inputs"], need["block"]):
+        field, value, hint = "keep_link_load", True, ("keep_link_load=False keeps only the metrics (or evaluate "
+                                                       "fewer points per call).")
+    elif block > 1 and need["block"] >= need["inputs"]:
+        field, value = "chunk_size", chunk_size
+        hint = f"Lower chunk_size (one point needs about {_fmt_size(need['block'] / block)})."
+    else:
+        field = tname
+        value = _Shown(f"<{n} traffic{'s' if n != 1 else ''}, up to {need['flows']:,} flows each>")
+        hint = ("Evaluate fewer or smaller traffics per call." if n > 1 else
+                "Use a smaller traffic (fewer flows) or a smaller network.")
+    results = need["results"] + need["link_load"]  # three copies: device, host, concatenated
+    device = _device_memory()
+    if device is None:
+        check_memory(field, value, need["inputs"] + need["block"] + results, what, hint)
+        return
+    check_memory(field, value, need["inputs"] + results * 2 // 3, what, hint)
+    kind, have = device
+    dev_need = need["block"] + results // 3
+    if dev_need > 0.8 * have:
+        raise ResourceError(field, value, f"a size that fits in the memory of the {kind}: {what} need about "
+                                          f"{_fmt_size(dev_need)} there, {_fmt_size(have)} is free", hint)
+
+
 def evaluate_batch(
     topology: Topology,
-    routing: Routing,
+    routing: Routing | str,
     traffics: Traffic | DenseTraffic | Sequence[Traffic | DenseTraffic],
     placements: Placement | Sequence[Placement],
     keep_link_load: bool = False,
@@ -263,13 +558,32 @@ def evaluate_batch(
     ``bottleneck_class`` and ``bottleneck_link`` (-1: no link used),
     ``mean_hops``, ``total_bytes`` and ``max_load_class[point, class]``
     (bytes).
+
+    ``routing`` may be a registered routing kind's name (``"minimal"``: that
+    kind with its default parameters). An argument of the wrong type is a
+    :class:`~evaluator.errors.ConfigError` naming it, the type given and the
+    type expected. A call whose arrays would not fit in memory (estimated
+    before anything is allocated: flow and task arrays, one block on the
+    device from its traced program, the results; see :func:`_working_set`)
+    is refused with a :class:`~evaluator.errors.ResourceError` naming the
+    argument that weighs most (``traffics``, ``chunk_size`` or
+    ``keep_link_load``).
     """
-    traffics, placements = _broadcast(traffics, placements)
+    return _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chunk_size, single=False)
+
+
+def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chunk_size, single: bool) -> BatchResult:
+    names = ("traffic", "placement") if single else ("traffics", "placements")
+    _check_type("topology", "topology", topology)
+    traffics, placements = _broadcast(traffics, placements, names)
+    routing = _as_routing(routing)
     n = len(traffics)
     for i, (t, p) in enumerate(zip(traffics, placements)):
         _check_pair(topology, t, p, None if n == 1 else i)
     chunk_size = positive_int("chunk_size", chunk_size)
     kern = batch_kernel(topology, routing, bool(keep_link_load))
+    _check_working_set(_working_set(kern, topology, traffics, chunk_size, bool(keep_link_load)), n, chunk_size,
+                       bool(keep_link_load), single)
     is_dense = np.array([isinstance(t, DenseTraffic) for t in traffics])
     parts = []
     for mask, run in ((~is_dense, _run_flows), (is_dense, _run_dense)):
@@ -309,7 +623,8 @@ def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
     )
 
 
-def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement, routing: Routing) -> xr.Dataset:
+def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement,
+             routing: Routing | str) -> xr.Dataset:
     """Link demand and predicted performance of one design point.
 
     Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``
@@ -317,9 +632,14 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     ``link_class``, ``link_node``, and scalar ``completion_time`` (s),
     ``throughput`` (bytes/s), ``effective_injection_bandwidth`` (bytes/s),
     ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``
-    and ``total_bytes``.
+    and ``total_bytes``. Arguments are checked as in :func:`evaluate_batch`
+    (``routing`` may be a routing kind's name); a point too large for memory
+    is refused naming ``traffic``.
     """
-    res = evaluate_batch(topology, routing, [traffic], [placement], keep_link_load=True, chunk_size=1)
+    _check_type("topology", "topology", topology)
+    _check_type("traffic", "traffic", traffic)
+    _check_type("placement", "placement", placement)
+    res = _evaluate_batch(topology, _as_routing(routing), [traffic], [placement], True, 1, single=True)
     ds = _dataset(res, None)
     ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
     return ds

@@ -280,6 +280,16 @@ class _Kernels:
     def _cache_size(self) -> int:
         return self._per_point._cache_size() + self._shared._cache_size() + self._dense._cache_size()
 
+    def jaxpr(self, variant: str, *args, chunk: int):
+        """The traced program of one block call (``variant``: ``"per_point"``, ``"shared"`` or ``"dense"``).
+
+        ``args`` may be :class:`jax.ShapeDtypeStruct`; this traces and compiles
+        nothing new (the jit caches count no compilation). :func:`evaluator.evaluate.evaluate_batch`
+        sizes a block's working set from it before allocating anything.
+        """
+        fn = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}[variant]
+        return fn.trace(*args, chunk=chunk).jaxpr
+
 
 class BatchKernel(NamedTuple):
     """The jitted, batched kernels and the device arrays of one network (see :class:`_Kernels`)."""

@@ -37,7 +37,6 @@ use it. Every error is of the package's one family (:mod:`evaluator.errors`):
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import re
@@ -385,7 +384,11 @@ def _read_yaml(path: Path) -> Machine:
         with open(path, encoding="utf-8") as fh:
             data = yaml.safe_load(fh)
     except yaml.YAMLError as exc:
-        raise MachineError(f"{path}: not valid YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise MachineError(f"{path}: not valid YAML{at}: {what}", "machine file", str(path),
+                           "a YAML mapping of machine keys") from None
     return machine_from_dict(data if data is not None else {}, source=str(path))
 
 
@@ -474,10 +477,26 @@ def _fits(shape: Sequence[int], box: Sequence[int]) -> bool:
 
 
 def _fitting_rotation(shape: tuple[int, ...], box: tuple[int, ...]) -> tuple[int, ...] | None:
-    for p in sorted(set(itertools.permutations(shape)), reverse=True):
-        if _fits(p, box):
-            return p
-    return None
+    """The lexicographically largest permutation of ``shape`` that fits in ``box``, or None.
+
+    Built one position at a time (the largest side that fits there and
+    leaves a fit for the rest, checked by sorted matching): ``O(n^2 log n)``
+    instead of trying all ``n!`` permutations.
+    """
+    if not _fits_some_rotation(shape, box):
+        return None
+    left = sorted(shape, reverse=True)
+    out: list[int] = []
+    for k in range(len(box)):
+        rest_box = box[k + 1:]
+        for i, v in enumerate(left):  # descending: the first feasible choice is the largest
+            if v <= box[k] and (i == 0 or v != left[i - 1]):
+                rest = left[:i] + left[i + 1:]
+                if _fits_some_rotation(rest, rest_box):
+                    out.append(v)
+                    left = rest
+                    break
+    return tuple(out)
 
 
 def _allowed_set(machine: Machine) -> set[tuple[int, ...]] | None:

@@ -509,8 +509,6 @@ def test_optimize_refusals_write_no_dataset(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.rglob("*.nc")) and not list(tmp_path.rglob("*.zarr"))
 
 
-@pytest.mark.xfail(strict=True, reason="a machine file that is not valid YAML: evaluator.machines._read_yaml puts the "
-                                       "YAML parser's multi-line message into the error (not in this corpus' files)")
 def test_cli_machine_yaml_syntax_error_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("EVALUATOR_MACHINE_PATH", str(_bad_machine_dir(tmp_path, "name: [unclosed\n")))
     rc = cli.main(["eval", "topology=machine", "topology.name=bad", "topology.partition=null", "routing=dor",

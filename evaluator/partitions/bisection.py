@@ -164,10 +164,23 @@ def effective_wrap(dims: Sequence[int], host_dims: Sequence[int],
     return tuple(bool(w and (s == H or 2 * (s - 1) > H)) for s, H, w in zip(d, h, hw))
 
 
+MAX_ODD_DIMS = 16
+"""Most dimensions of odd size >= 3 a bisection is computed for (the staircases examined are 2^k of them)."""
+
+
 @lru_cache(maxsize=4096)
 def _staircase(dims: tuple[int, ...], ring: tuple[bool, ...],
                bw: tuple[float, ...]) -> tuple[float, int, tuple[int, ...], tuple[int, ...]]:
     """Minimum staircase cut: (bandwidth, links, links_per_dim, cut dims)."""
+    return _staircase_memo(dims, ring, bw, {})
+
+
+def _staircase_memo(dims: tuple[int, ...], ring: tuple[bool, ...], bw: tuple[float, ...],
+                    memo: dict) -> tuple[float, int, tuple[int, ...], tuple[int, ...]]:
+    """:func:`_staircase` with one memo per top-level call: one visit per subset of odd dimensions cut."""
+    hit = memo.get(dims)
+    if hit is not None:
+        return hit
     n = math.prod(dims)
     if n <= 1:
         return 0.0, 0, (0,) * len(dims), ()
@@ -183,7 +196,7 @@ def _staircase(dims: tuple[int, ...], ring: tuple[bool, ...],
         cut: tuple[int, ...] = (k,)
         if a % 2 == 1:
             sub = dims[:k] + (1,) + dims[k + 1:]
-            scap, _, slpd, scut = _staircase(sub, ring, bw)
+            scap, _, slpd, scut = _staircase_memo(sub, ring, bw, memo)
             cap += scap
             lpd = [x + y for x, y in zip(lpd, slpd)]
             cut = cut + scut
@@ -192,6 +205,7 @@ def _staircase(dims: tuple[int, ...], ring: tuple[bool, ...],
                 cap <= best[0] * (1 + _REL_TOL) and links < best[1]):
             best = (cap, links, tuple(lpd), cut)
     assert best is not None
+    memo[dims] = best
     return best
 
 
@@ -227,7 +241,9 @@ def torus_bisection(dims: Sequence[int], wrap: bool | Sequence[bool] = True,
     Bisection
         Minimum-bandwidth bisection (ties: fewest links). See the module
         docstring for the counting rules and why a staircase of axis-aligned
-        cuts is exact.
+        cuts is exact. The staircases examined are ``2^k`` for ``k`` odd
+        sides >= 3; more than :data:`MAX_ODD_DIMS` of them are refused
+        (:class:`PartitionError`) rather than run for hours.
     """
     d = _dims("dims", dims)
     if not (is_int(nodes_per_router) and int(nodes_per_router) >= 1):
@@ -239,6 +255,10 @@ def torus_bisection(dims: Sequence[int], wrap: bool | Sequence[bool] = True,
         ring = per_dim("wrap", wrap, len(d), bool, error=_partition_error)
     else:
         ring = effective_wrap(d, embedded_in, wrap)
+    odd = sum(1 for a in d if a >= 3 and a % 2 == 1)
+    if odd > MAX_ODD_DIMS:
+        raise invalid(PartitionError, "dims", list(d), f"at most {MAX_ODD_DIMS} dimensions of odd size >= 3",
+                      hint=f"{odd} odd dimensions would make the bisection examine 2^{odd} staircase cuts")
     cap, links, lpd, cut = _staircase(d, ring, bw)
     r = math.prod(d)
     return Bisection(links=links, bandwidth=cap, links_per_dim=lpd, cut=cut, routers=r,

@@ -14,7 +14,6 @@ Bandwidths are bytes/s per direction; the counting conventions are those of
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from ..machines import (
 from .bisection import Bisection, bgq_node_dims, effective_wrap, torus_bisection
 
 __all__ = [
+    "MAX_PARTITION_SHAPES",
+    "count_partition_shapes",
     "PartitionGeometry",
     "SizeAnalysis",
     "SlabResult",
@@ -45,6 +46,31 @@ __all__ = [
     "slab_bisections",
     "predicted_speedup",
 ]
+
+
+MAX_PARTITION_SHAPES = 10**6
+"""Most partition shapes one analysis enumerates (every size of a machine: the product of its sides in
+allocation units; one size: the cuboids of that size that fit). About 30 s of work at the limit."""
+
+
+def count_partition_shapes(machine: Machine | str) -> int:
+    """Partition shapes (cuboids in the machine's orientation) of every size: the product of its sides."""
+    return math.prod(load_machine(machine).unit_dims)
+
+
+def _field(m: Machine) -> str:
+    return "midplanes" if m.kind == "bgq" else "dims"
+
+
+def _check_enumeration(m: Machine, what: str) -> None:
+    """Refuse, before enumerating, an every-size analysis of more than :data:`MAX_PARTITION_SHAPES` shapes."""
+    n = count_partition_shapes(m)
+    if n > MAX_PARTITION_SHAPES:
+        raise PartitionError(
+            f"machine {m.name!r}: {_field(m)} = {list(m.unit_dims)} has {n:,} partition shapes in "
+            f"{_unit_name(m)}; {what} would enumerate all of them (at most {MAX_PARTITION_SHAPES:,} are "
+            f"enumerated). Pass the sizes to analyse (--size N ..., in nodes).",
+            _field(m), list(m.unit_dims), f"at most {MAX_PARTITION_SHAPES:,} partition shapes")
 
 
 def _partition_dims(m: Machine, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -134,16 +160,45 @@ def _check_size(m: Machine, nodes: Any) -> int:
     return nodes
 
 
-def _shapes_of_units(box: tuple[int, ...], units: int) -> list[tuple[int, ...]]:
-    """Every shape (machine orientation) with ``prod == units`` fitting in ``box``."""
+def _divisors(n: int) -> list[int]:
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+def _shapes_of_units(box: tuple[int, ...], units: int, m: Machine | None = None) -> list[tuple[int, ...]]:
+    """Every shape (machine orientation) with ``prod == units`` fitting in ``box``, in lexicographic order.
+
+    Only divisors of what is left are tried, and only while the remaining
+    sides can still hold the rest; more than :data:`MAX_PARTITION_SHAPES`
+    shapes are refused (:class:`PartitionError`, naming the machine ``m``).
+    """
     out: list[tuple[int, ...]] = []
+    room = [math.prod(box[k:]) for k in range(len(box) + 1)]  # units the sides k.. can hold
+    divs = _divisors(units) if units <= 10**12 else None
 
     def rec(k: int, rest: int, acc: tuple[int, ...]) -> None:
         if k == len(box):
             if rest == 1:
                 out.append(acc)
+                if len(out) > MAX_PARTITION_SHAPES:
+                    name = f"machine {m.name!r}: " if m is not None else ""
+                    raise PartitionError(f"{name}partitions of {units:,} {_unit_name(m) if m else 'units'} have more "
+                                         f"than {MAX_PARTITION_SHAPES:,} shapes; pass a size with fewer shapes",
+                                         "partition size", units, f"at most {MAX_PARTITION_SHAPES:,} shapes")
             return
-        for s in range(1, min(box[k], rest) + 1):
+        if rest > room[k]:
+            return
+        cand = divs if divs is not None else range(1, min(box[k], rest) + 1)
+        for s in cand:
+            if s > box[k] or s > rest:
+                break
             if rest % s == 0:
                 rec(k + 1, rest // s, acc + (s,))
 
@@ -182,11 +237,17 @@ def partition_geometries(machine: Machine | str, nodes: int) -> list[PartitionGe
     units = nodes // m.nodes_per_unit
     allowed = _allowed_set(m)
     seen: dict[tuple[int, ...], tuple[int, ...]] = {}
-    for shp in _shapes_of_units(m.unit_dims, units):
+    for shp in _shapes_of_units(m.unit_dims, units, m):
         can = _canonical(m, shp)
         if can not in seen or shp > seen[can]:
             seen[can] = shp  # representative: lexicographically largest fitting orientation
     if not seen:
+        if count_partition_shapes(m) > MAX_PARTITION_SHAPES:
+            where = (f"a number of {_unit_name(m)} that is a product of one side per dimension, each at most "
+                     f"the machine's ({_shape(m.unit_dims)})")
+            raise PartitionError(
+                f"machine {m.name!r}: no cuboid of {units} {_unit_name(m)} ({nodes} nodes) fits in "
+                f"{_unit_name(m)} {_shape(m.unit_dims)}; allowed: {where}")
         sizes = feasible_sizes(m)
         raise PartitionError(
             f"machine {m.name!r}: no cuboid of {units} {_unit_name(m)} ({nodes} nodes) fits in "
@@ -222,12 +283,21 @@ def feasible_sizes(machine: Machine | str, *, allowed_only: bool = False) -> lis
     allowed_only
         Only sizes with a geometry in the machine's allowed list (no effect
         without a list).
+
+    Raises
+    ------
+    PartitionError
+        The machine has more than :data:`MAX_PARTITION_SHAPES` partition
+        shapes (the product of its sides), checked before enumerating.
     """
     m = load_machine(machine)
     if allowed_only and m.allowed_partitions is not None:
         units = {math.prod(s) for s in m.allowed_partitions}
     else:
-        units = {math.prod(s) for s in itertools.product(*(range(1, b + 1) for b in m.unit_dims))}
+        _check_enumeration(m, "listing every partition size")
+        units = {1}
+        for b in m.unit_dims:  # distinct products, one side at a time
+            units = {u * x for u in units for x in range(1, b + 1)}
     return sorted(u * m.nodes_per_unit for u in units)
 
 
@@ -314,8 +384,12 @@ def analyse_machine(machine: Machine | str, sizes: Iterable[int] | None = None) 
     m = load_machine(machine)
     if sizes is None:
         if m.kind != "bgq":
-            raise PartitionError(f"machine {m.name!r} (kind torus) has {len(feasible_sizes(m))} feasible sizes; "
+            many = (f"up to {count_partition_shapes(m):,}" if count_partition_shapes(m) > MAX_PARTITION_SHAPES
+                    else str(len(feasible_sizes(m))))
+            raise PartitionError(f"machine {m.name!r} (kind torus) has {many} feasible sizes; "
                                  "give the sizes (nodes) to analyse explicitly")
+        if m.allowed_partitions is None:
+            _check_enumeration(m, "analysing every size")
         sizes = feasible_sizes(m, allowed_only=True)
     return [analyse_size(m, n) for n in sizes]
 
@@ -341,6 +415,8 @@ def compare_machines(machines: Sequence[Machine | str],
     if not ms:
         raise invalid(PartitionError, "machines", [], "one or more machine names")
     if sizes is None:
+        for m in ms:
+            _check_enumeration(m, "comparing every size")
         sizes = sorted(set().union(*(feasible_sizes(m) for m in ms)))
     out: dict[int, dict[str, PartitionGeometry | None]] = {}
     for n in sizes:

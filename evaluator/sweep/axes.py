@@ -25,12 +25,25 @@ Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
 ``placement.seed``, so an axis can be added from the command line with
 ``+sweep.axes.placement.seed={range:[0,8]}``.
 
+Sizes are known before values are made: a ``range`` has
+``len(range(start, stop, step))`` values, ``divisors`` of ``n`` as many as
+``n`` has divisors and ``factorizations`` of ``n = prod p^e`` into ``d``
+factors ``prod C(e + d - 1, d - 1)`` (both from the prime factorisation of
+``n``, at most ``10^12``). With ``max_points`` (``sweep.max_points``) an axis
+that would take the grid past it is refused before its values exist, naming
+``sweep.axes.<key>``, the value and the sizes; so is a bad generator (a zero
+step, non-integer bounds, ``n`` or ``d`` < 1, divisors of a number < 1, an
+empty result).
+
 Execution: points are grouped into shape buckets (same topology and
+routing: one compilation each); see :mod:`evaluator.sweep.plan`.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -39,10 +52,10 @@ from typing import Any
 import numpy as np
 
 from ..config import GROUPS
-from ..errors import ConfigError, require
+from ..errors import ConfigError, check_memory, is_int, require
 
-__all__ = ["Axis", "expand_axes", "optimize_axes", "label", "divisor_vectors", "ordered_factorizations",
-           "GENERATORS", "BUCKET_PREFIXES"]
+__all__ = ["Axis", "expand_axes", "optimize_axes", "label", "divisors", "divisor_vectors", "ordered_factorizations",
+           "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "BUCKET_PREFIXES"]
 
 BUCKET_PREFIXES = ("topology", "routing")
 GENERATORS = ("divisors", "factorizations", "range", "zip", "product")
@@ -52,19 +65,81 @@ GENERATORS = ("divisors", "factorizations", "range", "zip", "product")
 # --------------------------------------------------------------------------------------
 
 
+MAX_FACTORED = 10**12
+"""Largest number whose divisors or factorizations a generator enumerates (trial division up to 10^6)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _prime_factors(n: int) -> tuple[tuple[int, int], ...]:
+    """``((p, e), ...)`` with ``n = prod p^e`` (trial division; ``n <= MAX_FACTORED``)."""
+    out = []
+    p = 2
+    while p * p <= n:
+        if n % p == 0:
+            e = 0
+            while n % p == 0:
+                n //= p
+                e += 1
+            out.append((p, e))
+        p += 1 if p == 2 else 2
+    if n > 1:
+        out.append((n, 1))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def divisors(n: int) -> tuple[int, ...]:
+    """The divisors of ``n >= 1`` in increasing order (from its prime factorisation)."""
+    divs = [1]
+    for p, e in _prime_factors(int(n)):
+        divs = [d * p**k for d in divs for k in range(e + 1)]
+    return tuple(sorted(divs))
+
+
+def count_divisors(n: int) -> int:
+    """How many divisors ``n >= 1`` has, without listing them."""
+    return math.prod(e + 1 for _, e in _prime_factors(int(n)))
+
+
+def count_factorizations(n: int, d: int) -> int:
+    """How many ordered ``d``-tuples of positive integers have product ``n`` (``prod C(e + d - 1, d - 1)``)."""
+    return math.prod(math.comb(e + d - 1, d - 1) for _, e in _prime_factors(int(n)))
+
+
 def divisor_vectors(vec: Sequence[int]) -> list[tuple[int, ...]]:
     """Every vector ``d`` with ``d[k]`` dividing ``vec[k]``, in lexicographic order."""
-    return list(itertools.product(*([d for d in range(1, int(v) + 1) if int(v) % d == 0] for v in vec)))
+    return list(itertools.product(*(divisors(int(v)) for v in vec)))
 
 
 def ordered_factorizations(n: int, d: int) -> list[tuple[int, ...]]:
-    """Every ordered ``d``-tuple of positive integers whose product is ``n``."""
+    """Every ordered ``d``-tuple of positive integers whose product is ``n``, in lexicographic order.
+
+    Iterative (no recursion limit on ``d``); ``n`` and ``d`` must be integers >= 1.
+    """
+    require(is_int(n) and int(n) >= 1, "factorizations.n", n, "an integer >= 1")
+    require(is_int(d) and int(d) >= 1, "factorizations.d", d, "an integer >= 1")
+    n, d = int(n), int(d)
     if d == 1:
         return [(n,)]
-    out = []
-    for f in range(1, n + 1):
-        if n % f == 0:
-            out.extend((f,) + rest for rest in ordered_factorizations(n // f, d - 1))
+    out: list[tuple[int, ...]] = []
+    prefix: list[int] = []
+    rests = [n]
+    its = [iter(divisors(n))]
+    while its:
+        f = next(its[-1], None)
+        if f is None:
+            its.pop()
+            rests.pop()
+            if prefix:
+                prefix.pop()
+            continue
+        rest = rests[-1] // f
+        if len(its) == d - 1:
+            out.append((*prefix, f, rest))
+        else:
+            prefix.append(f)
+            rests.append(rest)
+            its.append(iter(divisors(rest)))
     return out
 
 
@@ -114,6 +189,32 @@ class Axis:
         return any(k.split(".")[0] in BUCKET_PREFIXES for k in self.keys)
 
 
+class _Budget:
+    """The grid size so far against ``max_points``; refuses an axis before its values are made."""
+
+    def __init__(self, max_points: int | None):
+        self.max_points = max_points
+        self.grid = 1
+
+    def check(self, field: str, spec: Any, size: int, what: str = "values") -> None:
+        """Refuse an axis of ``size`` values (or at least that many) that takes the grid past ``max_points``."""
+        if self.max_points is not None and self.grid * size > self.max_points:
+            before = f" times {self.grid:,} from the axes before it" if self.grid > 1 else ""
+            raise ConfigError(field, spec, f"an axis that keeps the grid within sweep.max_points = "
+                                           f"{self.max_points:,} points",
+                              f"It has {size:,} {what}{before}: a grid of {self.grid * size:,} points. Shrink the "
+                              f"axis or raise sweep.max_points.")
+
+    def take(self, size: int) -> None:
+        self.grid *= size
+
+
+def _check_values_memory(field: str, spec: Any, count: int, width: int = 1) -> None:
+    """Refuse an axis whose values and labels (about ``160 + 40 * width`` bytes each) would not fit in memory."""
+    check_memory(field, spec, count * (160 + 40 * width), f"its {count:,} values and labels",
+                 "Shrink the axis.")
+
+
 def _resolve_ref(ref, earlier: dict[str, list], field: str):
     """A generator argument: a literal, or the name of an earlier axis (-> its values)."""
     if isinstance(ref, str):
@@ -122,48 +223,153 @@ def _resolve_ref(ref, earlier: dict[str, list], field: str):
     return [ref]
 
 
-def _generate(key: str, spec: Any, earlier: dict[str, list]) -> list[Any]:
+def _whole(x: Any) -> int | None:
+    """``x`` as an int when it is an integer (or an integral float), else None."""
+    if is_int(x):
+        return int(x)
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return None
+
+
+def _factorable(field: str, shown: Any, x: Any, allowed: str, hint: str | None = None) -> int:
+    """An integer in ``[1, MAX_FACTORED]`` (divisors and factorizations enumerate its factors)."""
+    n = _whole(x)
+    if n is None or not 1 <= n <= MAX_FACTORED:
+        why = (f"{x!r} is not an integer." if n is None else f"{x!r} has no divisors to enumerate." if n < 1 else
+               f"{x!r} is larger than 10^12.")
+        raise ConfigError(field, shown, allowed, why + (f" {hint}" if hint else ""))
+    return n
+
+
+_DIV_ALLOWED = "an integer in [1, 10^12] or a list of them (divisors of each entry), or the key of an earlier axis"
+
+
+_RANGE_ALLOWED = ("a range {range: [start, stop, step]} or {range: {start: 0, stop: N, step: 1}} of integers "
+                  "(stop excluded) with a non-zero step")
+
+
+def _range(field: str, spec: Any, arg: Any) -> range:
+    """The ``range`` generator's argument, checked; its length is known without listing it."""
+    if isinstance(arg, dict):
+        unknown = sorted(set(map(str, arg)) - {"start", "stop", "step"})
+        if unknown or "stop" not in arg:
+            raise ConfigError(field, spec, _RANGE_ALLOWED,
+                              f"Unknown key(s) {unknown}." if unknown else "'stop' is missing.")
+        bounds = [arg.get("start", 0), arg["stop"], arg.get("step", 1)]
+    elif isinstance(arg, list) and 1 <= len(arg) <= 3:
+        bounds = arg
+    else:
+        raise ConfigError(field, spec, _RANGE_ALLOWED, "Give one to three integers.")
+    ints = []
+    for x in bounds:
+        v = _whole(x)
+        if v is None:
+            raise ConfigError(field, spec, _RANGE_ALLOWED, f"{x!r} is not an integer.")
+        ints.append(v)
+    if len(ints) == 3 and ints[2] == 0:
+        raise ConfigError(field, spec, _RANGE_ALLOWED, "The step is 0.")
+    return range(*ints)
+
+
+def _divisors_axis(field: str, spec: dict, earlier: dict[str, list], budget: _Budget) -> list[Any]:
+    arg = spec["divisors"]
+    total = bool(spec.get("total", False))
+    ref = isinstance(arg, str)
+    sources = _resolve_ref(arg, earlier, field + ".divisors")
+    vec_field = field + ".divisors" if ref else field
+    seen: set = set()
+    out: list[Any] = []
+    kinds = set()
+    for v in sources:
+        shown = v if ref else spec
+        where = f"A value of axis {arg!r}." if ref else None
+        if total or not isinstance(v, (list, tuple)):
+            if isinstance(v, (list, tuple)):
+                require(len(v) > 0, vec_field, shown, _DIV_ALLOWED, where)
+                n = math.prod(_factorable(vec_field, shown, x, _DIV_ALLOWED, where) for x in v)
+                n = _factorable(vec_field, shown, n, "entries whose product is at most 10^12 (total: true)", where)
+            else:
+                n = _factorable(vec_field, shown, v, _DIV_ALLOWED, where)
+            budget.check(field, spec, count_divisors(n), "divisors")
+            cand = list(divisors(n))
+            kinds.add("scalar")
+        else:
+            require(len(v) > 0, vec_field, shown, _DIV_ALLOWED, where)
+            vec = [_factorable(vec_field, shown, x, _DIV_ALLOWED, where) for x in v]
+            count = math.prod(count_divisors(x) for x in vec)
+            budget.check(field, spec, count, "divisor vectors")
+            _check_values_memory(field, spec, count, len(vec))
+            cand = [list(d) for d in divisor_vectors(vec)]
+            kinds.add("vector")
+        require(len(kinds) == 1, vec_field, arg, "values that are all numbers or all lists (vectors)")
+        for c in cand:
+            key = tuple(c) if isinstance(c, list) else c
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+        budget.check(field, spec, len(out), "distinct divisors")
+    if total or (out and not isinstance(out[0], list)):
+        out = sorted(out)
+    else:
+        out.sort(key=lambda d: (-math.prod(d), [-x for x in d]))  # denser first, as Prisacari's figures
+    return out
+
+
+def _factorizations_axis(field: str, spec: dict, earlier: dict[str, list], budget: _Budget) -> list[Any]:
+    arg = spec["factorizations"]
+    ffield = field + ".factorizations"
+    require(isinstance(arg, dict) and "n" in arg and "d" in arg, ffield, arg, "a mapping {n: tasks, d: dimensions}")
+    d = _whole(arg["d"])
+    if d is None or d < 1:
+        raise ConfigError(ffield + ".d", arg["d"], "an integer >= 1 (the number of factors)")
+    ref = isinstance(arg["n"], str)
+    if not ref:
+        _factorable(ffield + ".n", arg["n"], arg["n"], "an integer in [1, 10^12] or the key of an earlier axis")
+    ns: list[int] = []
+    for v in _resolve_ref(arg["n"], earlier, ffield + ".n"):
+        n = _factorable(ffield + ".n", v, v, "an integer in [1, 10^12] or the key of an earlier axis",
+                        f"A value of axis {arg['n']!r}." if ref else None)
+        if n not in ns:
+            ns.append(n)
+    count = sum(count_factorizations(n, d) for n in ns)  # distinct n: distinct products, no duplicates
+    budget.check(field, spec, count, "factorizations")
+    _check_values_memory(field, spec, count, d)
+    out: list[Any] = []
+    for n in ns:
+        out.extend(list(f) for f in ordered_factorizations(n, d))
+    return out
+
+
+def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget) -> list[Any]:
+    """The values of one axis (or zip column); its size is checked against ``budget`` before they exist."""
     field = f"sweep.axes.{key}"
     if isinstance(spec, list):
         require(len(spec) > 0, field, spec, "a non-empty list of values or a generator",
                 "An empty axis would make the sweep empty.")
+        budget.check(field, spec, len(spec))
         return spec
     if not isinstance(spec, dict):
         return [spec]
     gens = [g for g in spec if g in GENERATORS]
     require(len(gens) == 1, field, spec, f"a list, or a mapping with exactly one generator of {list(GENERATORS)}")
     g = gens[0]
-    arg = spec[g]
     if g == "divisors":
-        total = bool(spec.get("total", False))
-        out: list[Any] = []
-        for v in _resolve_ref(arg, earlier, field + ".divisors"):
-            if total or not isinstance(v, (list, tuple)):
-                n = math.prod(v) if isinstance(v, (list, tuple)) else int(v)
-                cand = [d for d in range(1, n + 1) if n % d == 0]
-            else:
-                cand = [list(d) for d in divisor_vectors(v)]
-            out.extend(c for c in cand if c not in out)
-        if total or (out and not isinstance(out[0], list)):
-            out = sorted(out)
-        else:
-            out.sort(key=lambda d: (-math.prod(d), [-x for x in d]))  # denser first, as Prisacari's figures
-        return out
-    if g == "factorizations":
-        require(isinstance(arg, dict) and "n" in arg and "d" in arg, field + ".factorizations", arg,
-                "a mapping {n: tasks, d: dimensions}")
-        out = []
-        for n in _resolve_ref(arg["n"], earlier, field + ".factorizations.n"):
-            for f in ordered_factorizations(int(n), int(arg["d"])):
-                if list(f) not in out:
-                    out.append(list(f))
-        return out
-    if g == "range":
-        a = arg if isinstance(arg, list) else [arg.get("start", 0), arg["stop"], arg.get("step", 1)]
-        vals = list(range(*[int(x) for x in a]))
-        require(len(vals) > 0, field, spec, "a range with at least one value")
-        return vals
-    raise AssertionError(g)  # zip/product handled by the caller
+        out = _divisors_axis(field, spec, earlier, budget)
+    elif g == "factorizations":
+        out = _factorizations_axis(field, spec, earlier, budget)
+    elif g == "range":
+        r = _range(field, spec, spec[g])
+        require(len(r) > 0, field, spec, "a range with at least one value")
+        budget.check(field, spec, len(r))
+        _check_values_memory(field, spec, len(r))
+        return list(r)
+    else:
+        raise ConfigError(field, spec, "a list or one of the generators divisors, factorizations, range",
+                          f"'{g}' is an axis of its own: {{{g}: {{key: ...}}}} under sweep.axes, not inside one key.")
+    require(len(out) > 0, field, spec, "a generator with at least one value", "An empty axis would make the sweep "
+                                                                              "empty.")
+    return out
 
 
 def _flatten_axes(axes_cfg: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -179,8 +385,18 @@ def _flatten_axes(axes_cfg: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def expand_axes(axes_cfg: dict[str, Any]) -> list[Axis]:
-    """Expand the ``sweep.axes`` mapping into :class:`Axis` objects (see module docstring)."""
+def expand_axes(axes_cfg: dict[str, Any], max_points: int | None = None) -> list[Axis]:
+    """Expand the ``sweep.axes`` mapping into :class:`Axis` objects (see module docstring).
+
+    With ``max_points``, each axis's size is computed (arithmetically where it
+    can be) and the grid checked against it before the axis's values are made.
+    """
+    require(isinstance(axes_cfg, dict) and len(axes_cfg) > 0, "sweep.axes", axes_cfg,
+            "a non-empty mapping of config keys to values or generators")
+    return _expand(axes_cfg, _Budget(max_points))
+
+
+def _expand(axes_cfg: dict[str, Any], budget: _Budget) -> list[Axis]:
     require(isinstance(axes_cfg, dict) and len(axes_cfg) > 0, "sweep.axes", axes_cfg,
             "a non-empty mapping of config keys to values or generators")
     axes_cfg = _flatten_axes(_plain(axes_cfg))
@@ -189,7 +405,7 @@ def expand_axes(axes_cfg: dict[str, Any]) -> list[Axis]:
     for name, spec in axes_cfg.items():
         spec = _plain(spec)
         if isinstance(spec, dict) and "product" in spec:
-            sub = expand_axes(spec["product"])
+            sub = _expand(spec["product"], budget)
             for ax in sub:
                 for k, vals in zip(ax.keys, zip(*ax.values)):
                     earlier[k] = list(vals)
@@ -198,7 +414,7 @@ def expand_axes(axes_cfg: dict[str, Any]) -> list[Axis]:
         if isinstance(spec, dict) and "zip" in spec:
             z = spec["zip"]
             require(isinstance(z, dict) and len(z) > 0, f"sweep.axes.{name}.zip", z, "a mapping of keys to lists")
-            cols = {k: _generate(k, _plain(v), earlier) for k, v in z.items()}
+            cols = {k: _generate(k, _plain(v), earlier, budget) for k, v in z.items()}
             lens = {k: len(v) for k, v in cols.items()}
             require(len(set(lens.values())) == 1, f"sweep.axes.{name}.zip", lens, "lists of equal length")
             keys = tuple(cols)
@@ -207,12 +423,15 @@ def expand_axes(axes_cfg: dict[str, Any]) -> list[Axis]:
             for k in keys:
                 earlier[k] = cols[k]
             axes.append(Axis(name, keys, values, labels))
+            budget.take(len(values))
             continue
-        vals = _generate(name, spec, earlier)
+        vals = _generate(name, spec, earlier, budget)
         earlier[name] = vals
         axes.append(Axis(name, (name,), tuple((v,) for v in vals), tuple(label(v) for v in vals)))
+        budget.take(len(vals))
     keys = [k for ax in axes for k in ax.keys]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
+    counts = collections.Counter(keys)
+    dup = sorted(k for k, c in counts.items() if c > 1)
     require(not dup, "sweep.axes", dup, "each config key swept once", "Two axes set the same key.")
     for k in keys:
         for other in keys:

@@ -24,10 +24,12 @@ import numpy as np
 
 from .._version import __version__
 from ..config import SweepRequest, check_assignment
-from ..errors import ConfigError, require
+from ..errors import ConfigError, is_int, require
 from .axes import Axis, expand_axes
 
-__all__ = ["SweepPlan", "plan_sweep"]
+__all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS"]
+
+SWEEP_FORMATS = ("netcdf", "zarr")
 
 
 def _get_path(obj, key: str):
@@ -110,15 +112,80 @@ class SweepPlan:
         return obj
 
 
+def _positive(field: str, value: Any, minimum: int = 1, optional: bool = False, what: str = "") -> None:
+    if optional and value is None:
+        return
+    if not (is_int(value) and int(value) >= minimum):
+        allowed = f"an integer >= {minimum}" + (" or null" if optional else "") + (f" ({what})" if what else "")
+        raise ConfigError(field, value, allowed)
+
+
+def check_run_settings(sweep_cfg: Any, ray_cfg: Any) -> None:
+    """Check the run settings of a sweep (``sweep.*`` and ``ray.*``) before anything runs.
+
+    ``sweep.chunk_size`` and ``sweep.max_points`` are integers >= 1,
+    ``sweep.format`` is one of :data:`SWEEP_FORMATS`; ``ray.num_cpus`` and
+    ``ray.max_in_flight`` are null or integers >= 1, ``ray.max_retries`` an
+    integer >= 0, ``ray.address`` null or a string. Raises
+    :class:`~evaluator.errors.ConfigError` naming the field.
+    """
+    _positive("sweep.chunk_size", sweep_cfg.chunk_size, what="points per Ray task")
+    _positive("sweep.max_points", sweep_cfg.max_points, what="the largest grid a sweep may have")
+    require(sweep_cfg.format in SWEEP_FORMATS, "sweep.format", sweep_cfg.format, "netcdf or zarr")
+    if ray_cfg is None:
+        return
+    _positive("ray.num_cpus", ray_cfg.num_cpus, optional=True, what="CPUs of the local Ray; null: all")
+    _positive("ray.max_retries", ray_cfg.max_retries, minimum=0, what="retries of a failed chunk")
+    _positive("ray.max_in_flight", ray_cfg.max_in_flight, optional=True,
+              what="chunks submitted at once; null: 2 x CPUs")
+    address = getattr(ray_cfg, "address", None)
+    require(address is None or (isinstance(address, str) and address.strip() != ""), "ray.address", address,
+            "null (start Ray here), 'auto' or a cluster address")
+
+
+def _signature(value: Any) -> Any:
+    """What a schema check of ``value`` depends on: its type, and the text of a string (OmegaConf converts
+    strings to numbers and booleans by their content; every other type is accepted or refused as a whole)."""
+    if isinstance(value, str):
+        return (str, value)
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_signature(v) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple((k, _signature(v)) for k, v in value.items()))
+    return type(value)
+
+
+def _representatives(values) -> list:
+    """The first value of each :func:`_signature`, in order: checking these checks every value."""
+    seen: set = set()
+    out = []
+    for v in values:
+        sig = _signature(v)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(v)
+    return out
+
+
+def _axes_json(axes: list[Axis]) -> str:
+    """``json.dumps([dataclasses.asdict(a) for a in axes], default=str)`` without copying every value."""
+    return json.dumps([{f.name: getattr(a, f.name) for f in dataclasses.fields(a)} for a in axes], default=str)
+
+
 def plan_sweep(request: SweepRequest) -> SweepPlan:
     """Validate a composed sweep and decide the grid, buckets and run id.
 
-    A key both swept and overridden on the command line is a conflict; every
-    axis key and value is checked against the typed schema of every
-    combination of config-group choices before anything runs.
+    The run settings are checked first (:func:`check_run_settings`), then the
+    axes are expanded with the grid size checked against ``sweep.max_points``
+    before any axis's values are made. A key both swept and overridden on the
+    command line is a conflict; every axis key and value is checked against
+    the typed schema of every combination of config-group choices before
+    anything runs (one value per type, and every distinct string, stands for
+    the rest: see :func:`_signature`).
     """
     sw = request.config.sweep
-    axes = expand_axes(request.axes)
+    check_run_settings(sw, getattr(request.config, "ray", None))
+    axes = expand_axes(request.axes, max_points=int(sw.max_points))
     swept = {k for ax in axes for k in ax.keys}
     for ov in request.overrides:
         key = ov.split("=", 1)[0].lstrip("+~")
@@ -128,6 +195,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     group_axes = tuple(i for i, ax in enumerate(axes) if ax.is_group)
     for i in group_axes:
         require(len(axes[i].keys) == 1, "sweep.axes", axes[i].name, "a group axis on its own, not in a zip")
+    reps = {(ax.name, kk): _representatives(row[kk] for row in ax.values)
+            for ax in axes if not ax.is_group for kk in range(len(ax.keys))}
     bases: dict[tuple[int, ...], Any] = {}
     combos = list(itertools.product(*(range(axes[i].size) for i in group_axes)))
     for combo in combos:
@@ -140,15 +209,12 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
             if ax.is_group:
                 continue
             for kk, key in enumerate(ax.keys):
-                check_assignment(obj, key, [row[kk] for row in ax.values])
+                check_assignment(obj, key, reps[(ax.name, kk)])
         bases[combo] = obj
     run_hash = hashlib.sha256(
-        (request.identity_yaml + json.dumps([dataclasses.asdict(a) for a in axes], default=str)
-         + __version__).encode()
+        (request.identity_yaml + _axes_json(axes) + __version__).encode()
     ).hexdigest()[:12]
     run_id = sw.run_id or f"{sw.name}-{run_hash}"
-    require(sw.format in ("netcdf", "zarr"), "sweep.format", sw.format, "netcdf or zarr")
-    require(int(sw.chunk_size) >= 1, "sweep.chunk_size", sw.chunk_size, "a positive integer")
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml, int(sw.chunk_size),
                      bool(sw.keep_link_load), sw.format, Path(sw.output_dir) / sw.name, [])
     require(plan.n_points <= int(sw.max_points), "sweep.max_points", plan.n_points,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -10,10 +11,10 @@ from typing import Any, Optional
 import numpy as np
 
 from .._types import Int
-from ..errors import per_dim, positive_float, positive_int, require
+from ..errors import check_memory, per_dim, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
 
-__all__ = ["TorusTopology", "torus", "bgq_partition", "gemini", "GEMINI_XZ_BANDWIDTH", "TorusConfig", "BGQConfig",
+__all__ = ["TorusTopology", "torus", "torus_bytes", "bgq_partition", "gemini", "GEMINI_XZ_BANDWIDTH", "TorusConfig", "BGQConfig",
            "GeminiConfig", "TORUS", "BGQ", "GEMINI"]
 
 
@@ -55,6 +56,35 @@ class TorusTopology(Topology):
 
 
 
+def torus_bytes(dims: Sequence[int], wrap: Sequence[bool] | bool = True, nodes_per_router: int = 1) -> int:
+    """Estimated peak bytes of building :func:`torus` ``(dims)``, from the parameters alone (nothing allocated).
+
+    With ``R`` routers, ``L`` directed router links (2 per router and
+    dimension of size > 2, 1 for a wrapped dimension of size 2, ``2R(n-1)/n``
+    for a mesh dimension) and ``N`` nodes: 40 bytes per router and dimension
+    (coordinates, the ``neighbor_link`` table and a copy per dimension) plus
+    140 bytes per router link and per node (the candidate links, their sort
+    and the five per-link arrays with their copies). Measured with
+    ``tracemalloc`` this is within 10-20% of the real peak (Mira 16x16x12x8x2:
+    79 MB estimated, 74 MB measured; 100^3: 1.10 GB vs 1.05 GB).
+    """
+    dims = [int(d) for d in dims]
+    wraps = [bool(wrap)] * len(dims) if isinstance(wrap, (bool, int)) else [bool(w) for w in wrap]
+    R = math.prod(dims)
+    L = 0
+    for n, w in zip(dims, wraps):
+        if n >= 2:
+            L += (R if n == 2 else 2 * R) if w else 2 * (R // n) * (n - 1)
+    N = R * int(nodes_per_router)
+    return 40 * R * len(dims) + 140 * (L + N)
+
+
+def _check_torus_size(field: str, value, dims, wrap, nodes_per_router: int,
+                      hint: str = "Use fewer or smaller dimensions (or fewer nodes per router).") -> None:
+    check_memory(field, value, torus_bytes(dims, wrap, nodes_per_router),
+                 f"its {math.prod(dims) * nodes_per_router:,} nodes' links and tables", hint)
+
+
 def torus(
     dims: Sequence[int],
     wrap: bool | Sequence[bool] = True,
@@ -90,6 +120,11 @@ def torus(
     router by dimension, the ``+1`` link before the ``-1`` link. A dimension
     of size 1 has no links; a wrapped dimension of size 2 has one link per
     direction between the two routers.
+
+    A network whose arrays would not fit in memory (estimated from the
+    parameters alone by :func:`torus_bytes`) is refused before anything is
+    allocated, with a :class:`~evaluator.errors.ResourceError` naming
+    ``topology.dims``.
     """
     require(isinstance(dims, (list, tuple, np.ndarray)) and len(dims) >= 1, "topology.dims", dims,
             "a non-empty list of positive integers")
@@ -100,6 +135,7 @@ def torus(
     for k, b in enumerate(bw_t):
         positive_float(f"topology.link_bandwidth[{k}]", b)
     npr = positive_int("topology.nodes_per_router", nodes_per_router)
+    _check_torus_size("topology.dims", list(dims_t), dims_t, wrap_t, npr)
 
     R = int(np.prod(dims_t))
     coords = np.stack(np.unravel_index(np.arange(R), dims_t), axis=1).astype(np.int64)
@@ -183,11 +219,15 @@ def bgq_partition(
     A midplane is a 4x4x4x4x2 torus of 512 nodes, so the partition is the
     5D torus ``4A x 4B x 4C x 4D x 2`` with one node per router, wrap-around
     in every dimension (a partition is its own torus) and 2 GB/s links.
+    A partition whose arrays would not fit in memory (:func:`torus_bytes`) is
+    refused with a :class:`~evaluator.errors.ResourceError` naming
+    ``topology.midplanes``.
     """
     require(isinstance(midplanes, (list, tuple, np.ndarray)) and len(midplanes) == 4, "topology.midplanes",
             midplanes, "a list of 4 positive integers (A, B, C, D midplanes)")
     mp = tuple(positive_int(f"topology.midplanes[{k}]", m) for k, m in enumerate(midplanes))
     dims = tuple(4 * m for m in mp) + (2,)
+    _check_torus_size("topology.midplanes", list(mp), dims, True, 1, "Use fewer midplanes.")
     if name is None:
         name = "BG/Q " + "x".join(map(str, mp)) + " midplanes (" + "x".join(map(str, dims)) + ")"
     return torus(dims, wrap=True, link_bandwidth=link_bandwidth, nodes_per_router=1,
