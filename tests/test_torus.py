@@ -82,3 +82,34 @@ def test_router_and_node_id_conventions():
     np.testing.assert_array_equal(topo.node_router, np.arange(120) // 2)
     df = ev.dragonfly(2, 4, 2)
     np.testing.assert_array_equal(df.router_coords[:, 0] * 4 + df.router_coords[:, 1], np.arange(df.n_routers))
+
+
+def _crossing_by_walk(n, wrap, direction, tie):
+    """Brute force: walk every 1-D route hop by hop (independent of the vectorised tensor)."""
+    M = np.zeros((n, n, n))
+    for s in range(n):
+        for t in range(n):
+            if s == t:
+                continue
+            if wrap:
+                fwd, bwd = (t - s) % n, n - (t - s) % n
+                runs = ([(+1, 1, 1.0)] if n == 2 else [(+1, fwd, 1.0)] if fwd < bwd else [(-1, bwd, 1.0)]
+                        if bwd < fwd else [(+1, fwd, 0.5), (-1, bwd, 0.5)] if tie == "split" else [(+1, fwd, 1.0)])
+            else:
+                runs = [(+1 if t > s else -1, abs(t - s), 1.0)]
+            for step, hops, prob in runs:
+                if (step == +1) == (direction == 0):
+                    for j in range(hops):
+                        M[(s + step * j) % n, s, t] += prob
+    return M
+
+
+@pytest.mark.parametrize("n", list(range(1, 13)))
+def test_ring_crossing_tensor_matches_a_hop_by_hop_walk(n):
+    from evaluator.routing._dor import _crossing_tensor
+
+    for wrap in (True, False):
+        for direction in (0, 1):
+            for tie in ("split", "positive"):
+                np.testing.assert_array_equal(_crossing_tensor(n, wrap, direction, tie),
+                                              _crossing_by_walk(n, wrap, direction, tie))

@@ -149,33 +149,34 @@ def _torus_segments(topo: TorusTopology) -> list[_Segment]:
 
 
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
-    """``M[x, s, t]``: probability that the 1-D route ``s -> t`` uses the link leaving ``x`` in ``direction``."""
-    M = np.zeros((n, n, n))
-    for s in range(n):
-        for t in range(n):
-            if s == t:
-                continue
-            if wrap:
-                fwd = (t - s) % n
-                bwd = n - fwd
-                if n == 2:
-                    runs = [(+1, 1, 1.0)]
-                elif fwd < bwd:
-                    runs = [(+1, fwd, 1.0)]
-                elif bwd < fwd:
-                    runs = [(-1, bwd, 1.0)]
-                elif tie == "split":
-                    runs = [(+1, fwd, 0.5), (-1, bwd, 0.5)]
-                else:
-                    runs = [(+1, fwd, 1.0)]
-            else:
-                runs = [(+1 if t > s else -1, abs(t - s), 1.0)]
-            for step, hops, prob in runs:
-                if (step == +1) != (direction == 0):
-                    continue
-                for j in range(hops):
-                    M[(s + step * j) % n, s, t] += prob
-    return M
+    """``M[x, s, t]``: probability that the 1-D route ``s -> t`` uses the link leaving ``x`` in ``direction``.
+
+    A route goes ``hops`` links in one direction from ``s``; in the ``+1``
+    direction it uses the links leaving ``s, s+1, ..., s+hops-1`` (mod ``n``),
+    i.e. those with ``(x - s) mod n < hops``, and in the ``-1`` direction those
+    with ``(s - x) mod n < hops``. Built by broadcasting (``n^3`` entries).
+    """
+    s = np.arange(n)[:, None]
+    t = np.arange(n)[None, :]
+    if wrap:
+        fwd = (t - s) % n
+        bwd = (n - fwd) % n
+        if n == 2:
+            pos_p, pos_h = (fwd > 0).astype(float), fwd
+            neg_p, neg_h = np.zeros((n, n)), np.zeros((n, n), int)
+        else:
+            tie_mask = (fwd == bwd) & (fwd > 0)
+            split = 0.5 if tie == "split" else 0.0
+            pos_p = np.where(tie_mask, 1.0 - split, ((fwd < bwd) & (fwd > 0)).astype(float))
+            neg_p = np.where(tie_mask, split, ((bwd < fwd) & (bwd > 0)).astype(float))
+            pos_h, neg_h = fwd, bwd
+    else:
+        pos_p, neg_p = (t > s).astype(float), (t < s).astype(float)
+        pos_h, neg_h = np.maximum(t - s, 0), np.maximum(s - t, 0)
+    x = np.arange(n)[:, None, None]
+    if direction == 0:
+        return np.where((x - s[None]) % n < pos_h[None], pos_p[None], 0.0)
+    return np.where((s[None] - x) % n < neg_h[None], neg_p[None], 0.0)
 
 
 def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
