@@ -46,6 +46,7 @@ __all__ = [
     "check_seed",
     "available_memory",
     "check_memory",
+    "fmt_size",
     "require",
     "invalid",
     "is_int",
@@ -139,7 +140,8 @@ def available_memory() -> int:
         return 1 << 62
 
 
-def _fmt_size(n: float) -> str:
+def fmt_size(n: float) -> str:
+    """Bytes as a short decimal size, e.g. ``"24.8 GB"``."""
     for unit, f in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= f:
             return f"{n / f:.3g} {unit}"
@@ -157,8 +159,8 @@ def check_memory(field: str, value: Any, need_bytes: float, what: str, hint: str
     """
     have = available_memory()
     if need_bytes > fraction * have:
-        raise ResourceError(field, value, f"a size that fits in memory: {what} need about {_fmt_size(need_bytes)}, "
-                                          f"{_fmt_size(have)} is available", hint)
+        raise ResourceError(field, value, f"a size that fits in memory: {what} need about {fmt_size(need_bytes)}, "
+                                          f"{fmt_size(have)} is available", hint)
 
 
 

@@ -26,7 +26,7 @@ import xarray as xr
 from ._version import __version__
 from .dataset import METRIC_NAMES, LinkTable, results_dataset
 from . import traffic as _traffic_pkg
-from .errors import MEMORY_ENV, ConfigError, ResourceError, _fmt_size, check_memory, positive_int, require
+from .errors import MEMORY_ENV, ConfigError, ResourceError, fmt_size, check_memory, positive_int, require
 from .kernel import SCALAR_METRICS, DensePointInputs, PointInputs, batch_kernel, unpack_metrics
 from .placement import Placement
 from .routing import KINDS as ROUTING_KINDS
@@ -498,10 +498,10 @@ def _check_working_set(need: dict[str, int], n: int, chunk_size: int, keep: bool
     results against the host's.
     """
     block = need["points_per_block"]
-    parts = [f"flow and task arrays {_fmt_size(need['inputs'])}",
-             f"one block of {block} point{'s' if block != 1 else ''} on the device {_fmt_size(need['block'])}"]
+    parts = [f"flow and task arrays {fmt_size(need['inputs'])}",
+             f"one block of {block} point{'s' if block != 1 else ''} on the device {fmt_size(need['block'])}"]
     if keep:
-        parts.append(f"link loads {_fmt_size(need['link_load'])}")
+        parts.append(f"link loads {fmt_size(need['link_load'])}")
     what = f"{n} point{'s' if n != 1 else ''} ({', '.join(parts)})"
     tname = "traffic" if single else "traffics"
     if keep and not single and need["link_load"] >= max(need["inputs"], need["block"]):
@@ -509,7 +509,7 @@ def _check_working_set(need: dict[str, int], n: int, chunk_size: int, keep: bool
                                                        "fewer points per call).")
     elif block > 1 and need["block"] >= need["inputs"]:
         field, value = "chunk_size", chunk_size
-        hint = f"Lower chunk_size (one point needs about {_fmt_size(need['block'] / block)})."
+        hint = f"Lower chunk_size (one point needs about {fmt_size(need['block'] / block)})."
     else:
         field = tname
         value = _Shown(f"<{n} traffic{'s' if n != 1 else ''}, up to {need['flows']:,} flows each>")
@@ -525,7 +525,7 @@ def _check_working_set(need: dict[str, int], n: int, chunk_size: int, keep: bool
     dev_need = need["block"] + results // 3
     if dev_need > 0.8 * have:
         raise ResourceError(field, value, f"a size that fits in the memory of the {kind}: {what} need about "
-                                          f"{_fmt_size(dev_need)} there, {_fmt_size(have)} is free", hint)
+                                          f"{fmt_size(dev_need)} there, {fmt_size(have)} is free", hint)
 
 
 def evaluate_batch(

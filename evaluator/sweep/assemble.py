@@ -27,9 +27,12 @@ def _json_default(o):
     return str(o)
 
 
-def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict, timings: dict,
+def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
              read_chunk: Callable[[SweepPlan, str], dict]) -> xr.Dataset:
-    """The sweep's dataset: one dimension per axis, metrics of the metric table, ``feasible`` and ``reason``."""
+    """The sweep's dataset: one dimension per axis, metrics of the metric table, ``feasible`` and ``reason``.
+
+    ``timing_json`` is left to the driver, which measures its peak memory after this assembly.
+    """
     n = plan.n_points
     vals = {k: np.full(n, np.nan) for k in METRIC_NAMES}
     feasible = np.zeros(n, dtype=bool)
@@ -75,7 +78,6 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict, timings: dic
         "n_feasible": int(feasible.sum()),
         "start_time": manifest["start_time"],
         "end_time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-        "timing_json": json.dumps({k: round(v, 4) for k, v in timings.items()}),
         "Conventions": "CF-1.8",
     }
     return results_dataset(

@@ -198,7 +198,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
             for r in pending:
                 ray.cancel(r, force=True)
     t_w = time.perf_counter()
-    ds = assemble(plan, [cid for cid, _ in chunks], manifest, timings, store.read_chunk)
+    ds = assemble(plan, [cid for cid, _ in chunks], manifest, store.read_chunk)
     timings["wall_s"] = time.perf_counter() - t_start
     timings["driver_peak_rss_mb"] = peak_rss_mb()  # after assembly, the driver's peak
     ds.attrs["timing_json"] = json.dumps({k: round(v, 4) for k, v in timings.items()})
