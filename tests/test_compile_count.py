@@ -128,3 +128,41 @@ def test_results_stay_on_device_until_reduced():
             assert loads.shape == (8, topo.n_links)
         else:
             assert loads is None
+
+
+def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monkeypatch, capsys):
+    """``evaluator optimize`` on a small network: decompositions with different flow counts (beta 1x16 has 32
+    flows, 4x4 has 64) share one flow bucket, and chunks that mix them run the same compiled kernel: one
+    compilation per routing, none for a per-point fallback."""
+    from evaluator import cli
+    from evaluator.sweep import worker
+
+    kernels = []
+    real = worker.batch_kernel
+
+    def recording(*args):
+        kern = real(*args)
+        kernels.append(kern)
+        return kern
+
+    monkeypatch.setattr(worker, "batch_kernel", recording)
+    monkeypatch.chdir(tmp_path)
+    names: list[str] = []
+
+    def listener(name, duration, **kwargs):
+        if name == COMPILE_EVENT:
+            names.append(str(kwargs.get("fun_name", "")))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        rc = cli.main(["optimize", "--tasks", "16", "--alpha", "16,16", "--routings", "minimal,valiant",
+                       "topology.p=2", "topology.a=4", "topology.h=2", "--no-progress"])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert rc == 0 and "searched" in capsys.readouterr().out
+    used = {id(k.fn): k for k in kernels}.values()
+    assert sorted(k.operator.routing.kind for k in used) == ["minimal", "valiant"]
+    for k in used:
+        assert k.fn._cache_size() == 1, k.operator.routing.kind  # one flow bucket, one variant (shared flows)
+    kernel_compiles = [n for n in names if n in ("jit(shared)", "jit(per_point)", "jit(dense)")]
+    assert len(kernel_compiles) <= 2, names  # (fewer when a persistent compilation cache already holds them)

@@ -1,19 +1,28 @@
-"""Prisacari's Cartesian placement on a Dragonfly (gamma tasks per group)."""
+"""Prisacari's Cartesian placement on a Dragonfly (gamma tasks per group).
+
+Random choices (generator ``threefry``, see :mod:`evaluator.placement._seeded`,
+whose permutations ``pi`` these are): block ``b`` goes to group ``pi_0(b)``
+(stream 0, ``g`` items), and its task with local index ``r`` (row-major in
+``gamma``) to node ``pi_1,b(r)`` of that group (stream 1: item ``b * a*p + j``
+is entry ``j`` of row ``b``, ``a*p`` per row).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from ..errors import check_seed, require
+from ..errors import require
 from ..topology import DragonflyTopology, Topology
+from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec
 
-__all__ = ['dragonfly_cartesian', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig', 'DRAGONFLY_CARTESIAN']
+__all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig',
+           'DRAGONFLY_CARTESIAN']
 
 
 ORDERS = ("random", "linear")
@@ -24,23 +33,46 @@ def require_dragonfly(topology: Topology, what: str) -> DragonflyTopology:
     return topology  # type: ignore[return-value]
 
 
-def dragonfly_cartesian(topology: Topology, beta: Sequence[int], gamma: Sequence[int], seed: int = 0,
-                        group_order: str = "random", node_order: str = "random") -> Placement:
-    """Prisacari's Cartesian placement: a ``gamma`` sub-domain of tasks per group.
+def _generate(xp, k0, k1, prm, static, size):
+    """Threefry Cartesian placement: ``task_node[task]`` from the seed's key words (see the module docstring).
 
-    The ``beta`` task grid (row-major task ids) is cut into ``lambda = beta /
-    gamma`` blocks of ``gamma`` tasks; every block goes to its own Dragonfly
-    group, one task per node. ``group_order`` picks which groups host the
-    blocks (``random``: a seeded random choice and order; ``linear``: block
-    ``b`` on group ``b``); ``node_order`` picks the nodes inside a group
-    (``random`` or ``linear``: the first ``|gamma|`` nodes in id order).
+    ``prm["slot"][t] = block * a*p + local``: task ``t``'s entry of the
+    ``[g, a*p]`` table of (group slot, local index) -> node.
+    """
+    g, per_group = static
+    groups = xp.where(prm["group_random"] != 0, permutation(xp, k0, k1, 0, g), xp.arange(g, dtype=xp.int32))
+    nodes = xp.where(prm["node_random"] != 0, permutation(xp, k0, k1, 1, per_group, rows=g),
+                     xp.arange(per_group, dtype=xp.int32)[None, :])
+    table = groups[:, None] * xp.int32(per_group) + nodes
+    return table.reshape(-1)[prm["slot"]]
+
+
+def cartesian_spec(topology: Topology, beta: Sequence[int], gamma: Sequence[int], group_order: str = "random",
+                   node_order: str = "random", seed_check: Callable[[], None] | None = None) -> SeededPlacement:
+    """A Cartesian placement with everything checked and decided but the seed (generator ``threefry``).
+
+    ``seed_check`` runs where :func:`dragonfly_cartesian` checks its seed, so
+    that errors are found in the same order.
     """
     df = require_dragonfly(topology, "dragonfly_cartesian")
+    be, ga, lam = _check(df, beta, gamma, group_order, node_order, seed_check)
+    n = math.prod(be)
+    x = np.stack(np.unravel_index(np.arange(n), be), axis=1)
+    block = np.ravel_multi_index(tuple((x // np.array(ga)).T), lam)
+    local = np.ravel_multi_index(tuple((x % np.array(ga)).T), ga)
+    slot = block * (df.a * df.p) + local
+    return SeededPlacement(_generate, (df.g, df.a * df.p), {"slot": slot.astype(np.int32)},
+                           {"group_random": int(group_order == "random"), "node_random": int(node_order == "random")},
+                           n, df.n_nodes, "cartesian gamma=" + "x".join(map(str, ga)))
+
+
+def _check(df, beta, gamma, group_order, node_order, seed_check):
     be = vec("placement.beta", beta)
     ga = vec("placement.gamma", gamma, len(be))
     for k, (b, c) in enumerate(zip(be, ga)):
         require(b % c == 0, f"placement.gamma[{k}]", c, f"a divisor of beta[{k}] = {b}")
-    seed = check_seed("placement.seed", seed)
+    if seed_check is not None:
+        seed_check()
     for field, v in (("placement.group_order", group_order), ("placement.node_order", node_order)):
         require(isinstance(v, str) and v in ORDERS, field, v, f"one of {list(ORDERS)}")
     per_group = df.a * df.p
@@ -52,6 +84,34 @@ def dragonfly_cartesian(topology: Topology, beta: Sequence[int], gamma: Sequence
     require(nl <= df.g, "placement.gamma", list(ga),
             f"|lambda| = |beta/gamma| <= g = {df.g} groups; got lambda = {list(lam)} ({nl} groups)",
             "Pick a larger gamma.")
+    return be, ga, lam
+
+
+def dragonfly_cartesian(topology: Topology, beta: Sequence[int], gamma: Sequence[int], seed: int = 0,
+                        group_order: str = "random", node_order: str = "random",
+                        generator: str = DEFAULT_GENERATOR) -> Placement:
+    """Prisacari's Cartesian placement: a ``gamma`` sub-domain of tasks per group.
+
+    The ``beta`` task grid (row-major task ids) is cut into ``lambda = beta /
+    gamma`` blocks of ``gamma`` tasks; every block goes to its own Dragonfly
+    group, one task per node. ``group_order`` picks which groups host the
+    blocks (``random``: a seeded random choice and order; ``linear``: block
+    ``b`` on group ``b``); ``node_order`` picks the nodes inside a group
+    (``random`` or ``linear``: the first ``|gamma|`` nodes in id order).
+    ``generator`` draws the random choices from ``seed``: ``threefry`` (the
+    counter-based generator that sweeps run on the device, see
+    :mod:`evaluator.placement._seeded`) or ``numpy`` (``default_rng``, the
+    earlier reference).
+    """
+    generator = check_generator(generator)
+    df = require_dragonfly(topology, "dragonfly_cartesian")
+    if generator == "threefry":
+        return cartesian_spec(df, beta, gamma, group_order, node_order,
+                              lambda: check_seed(seed, generator)).placement(seed)
+    seed = check_seed(seed, generator)
+    be, ga, lam = _check(df, beta, gamma, group_order, node_order, None)
+    per_group = df.a * df.p
+    ng, nl = math.prod(ga), math.prod(lam)
     rng = np.random.default_rng(seed)
     n = math.prod(be)
     x = np.stack(np.unravel_index(np.arange(n), be), axis=1)
@@ -70,7 +130,8 @@ def dragonfly_cartesian(topology: Topology, beta: Sequence[int], gamma: Sequence
 @dataclass
 class DragonflyCartesianConfig:
     """Cartesian placement: ``gamma`` tasks per group along each dimension (``beta`` from the stencil traffic
-    unless given), ``seed``, ``group_order`` and ``node_order`` (random | linear)."""
+    unless given), ``seed``, ``group_order`` and ``node_order`` (random | linear), ``generator`` (threefry |
+    numpy)."""
 
     kind: str = "dragonfly_cartesian"
     beta: Optional[list[int]] = None
@@ -78,13 +139,28 @@ class DragonflyCartesianConfig:
     seed: int = 0
     group_order: str = "random"
     node_order: str = "random"
+    generator: str = DEFAULT_GENERATOR
 
 
-def _from_config(cfg: DragonflyCartesianConfig, ctx: PlacementContext) -> Placement:
+def _args(cfg: DragonflyCartesianConfig, ctx: PlacementContext):
     beta = config_list(cfg.beta) if cfg.beta is not None else ctx.beta
     require(beta is not None, "placement.beta", None, "a task grid beta (or a stencil traffic with beta)")
     require(cfg.gamma is not None, "placement.gamma", None, "a list of tasks per group along each dimension")
-    return dragonfly_cartesian(ctx.topology, beta, list(cfg.gamma), cfg.seed, cfg.group_order, cfg.node_order)
+    return beta, list(cfg.gamma)
 
 
-DRAGONFLY_CARTESIAN = PlacementKind("dragonfly_cartesian", DragonflyCartesianConfig, _from_config)
+def _from_config(cfg: DragonflyCartesianConfig, ctx: PlacementContext) -> Placement:
+    beta, gamma = _args(cfg, ctx)
+    return dragonfly_cartesian(ctx.topology, beta, gamma, cfg.seed, cfg.group_order, cfg.node_order,
+                               cfg.generator)
+
+
+def _seeded(cfg: DragonflyCartesianConfig, ctx: PlacementContext,
+            seed_check: Callable[[], None]) -> SeededPlacement | None:
+    if check_generator(cfg.generator) != "threefry":
+        return None
+    beta, gamma = _args(cfg, ctx)
+    return cartesian_spec(ctx.topology, beta, gamma, cfg.group_order, cfg.node_order, seed_check)
+
+
+DRAGONFLY_CARTESIAN = PlacementKind("dragonfly_cartesian", DragonflyCartesianConfig, _from_config, seeded=_seeded)

@@ -1,22 +1,54 @@
-"""Fully random placement: tasks on uniformly random node slots."""
+"""Fully random placement: tasks on uniformly random node slots.
+
+Random choices (generator ``threefry``, see :mod:`evaluator.placement._seeded`,
+whose permutations ``pi`` these are): task ``t`` takes slot ``pi_0(t)`` of the
+``n_nodes * tasks_per_node`` slots (stream 0), i.e. node ``pi_0(t) div
+tasks_per_node``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import check_seed
 from ..topology import Topology
-from .base import Placement, PlacementKind, check_capacity
+from ._seeded import DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation
+from .base import Placement, PlacementContext, PlacementKind, check_capacity
 
-__all__ = ['fully_random', 'RandomConfig', 'RANDOM']
+__all__ = ['fully_random', 'fully_random_spec', 'RandomConfig', 'RANDOM']
 
 
-def fully_random(topology: Topology, n_tasks: int, tasks_per_node: int = 1, seed: int = 0) -> Placement:
-    """Tasks on uniformly random node slots (at most ``tasks_per_node`` per node), seeded."""
+def _generate(xp, k0, k1, prm, static, size):
+    """Threefry fully random placement: ``task_node[task]`` from the seed's key words."""
+    n_slots, tpn = static
+    order = permutation(xp, k0, k1, 0, n_slots)
+    if size > n_slots:
+        order = xp.concatenate([order, xp.zeros(size - n_slots, dtype=xp.int32)])
+    return order[:size] // xp.int32(tpn)
+
+
+def fully_random_spec(topology: Topology, n_tasks: int, tasks_per_node: int = 1,
+                      seed_check: Callable[[], None] | None = None) -> SeededPlacement:
+    """A fully random placement with everything checked and decided but the seed (generator ``threefry``)."""
     n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
-    seed = check_seed("placement.seed", seed)
+    if seed_check is not None:
+        seed_check()
+    return SeededPlacement(_generate, (topology.n_nodes * tpn, tpn), {}, {}, n,
+                           topology.n_nodes, f"random/{tpn}")
+
+
+def fully_random(topology: Topology, n_tasks: int, tasks_per_node: int = 1, seed: int = 0,
+                 generator: str = DEFAULT_GENERATOR) -> Placement:
+    """Tasks on uniformly random node slots (at most ``tasks_per_node`` per node), seeded (``generator``
+    ``threefry`` or ``numpy`` as in :func:`~evaluator.placement.dragonfly_cartesian`)."""
+    generator = check_generator(generator)
+    if generator == "threefry":
+        return fully_random_spec(topology, n_tasks, tasks_per_node,
+                                 lambda: check_seed(seed, generator)).placement(seed)
+    n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
+    seed = check_seed(seed, generator)
     rng = np.random.default_rng(seed)
     slots = rng.choice(topology.n_nodes * tpn, size=n, replace=False)
     return Placement((slots // tpn).astype(np.int64), topology.n_nodes, f"random(seed={seed})")
@@ -24,12 +56,21 @@ def fully_random(topology: Topology, n_tasks: int, tasks_per_node: int = 1, seed
 
 @dataclass
 class RandomConfig:
-    """Uniformly random node slots: ``tasks_per_node``, ``seed``."""
+    """Uniformly random node slots: ``tasks_per_node``, ``seed``, ``generator`` (threefry | numpy)."""
 
     kind: str = "random"
     tasks_per_node: int = 1
     seed: int = 0
+    generator: str = DEFAULT_GENERATOR
+
+
+def _seeded(cfg: RandomConfig, ctx: PlacementContext, seed_check: Callable[[], None]) -> SeededPlacement | None:
+    if check_generator(cfg.generator) != "threefry":
+        return None
+    return fully_random_spec(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, seed_check)
 
 
 RANDOM = PlacementKind("random", RandomConfig,
-                       lambda cfg, ctx: fully_random(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.seed))
+                       lambda cfg, ctx: fully_random(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.seed,
+                                                     cfg.generator),
+                       seeded=_seeded)

@@ -1,7 +1,10 @@
 """The placement contract: which node runs each task.
 
 Every generator returns a :class:`Placement` (``task_node[task] -> node``).
-Random choices take an explicit ``seed`` (NumPy ``default_rng``), so the same
+Random choices take an explicit ``seed`` and a ``generator``: ``threefry``
+(default), a counter-based generator that gives the same placement on the
+host and inside a jitted call on any device, or ``numpy`` (``default_rng``,
+the earlier reference); see :mod:`evaluator.placement._seeded`. The same
 arguments give the same placement on every machine.
 
 A member of the family is one private module with its generator, its config
@@ -10,12 +13,17 @@ schema and a :class:`PlacementKind` entry for the registry in
 from the schema and a :class:`PlacementContext` (the topology, the task count
 and the traffic and topology configs, which some placements read: a
 Cartesian placement takes the stencil's ``beta``, a sub-prism the machine
-topology's partition).
+topology's partition). A seeded kind also gives ``seeded(cfg, ctx,
+seed_check)``: the placement with everything checked and decided but the
+seed (a :class:`~evaluator.placement._seeded.SeededPlacement`, or ``None``
+when its config asks for the ``numpy`` generator), which sweeps draw for
+many seeds at once on the device.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,7 +38,15 @@ __all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_
 
 @dataclasses.dataclass(frozen=True)
 class PlacementKind(Kind):
-    """A placement member: ``build(cfg, ctx: PlacementContext) -> Placement``."""
+    """A placement member: ``build(cfg, ctx: PlacementContext) -> Placement``.
+
+    ``seeded(cfg, ctx, seed_check) -> SeededPlacement | None`` (seeded kinds
+    only): everything but the seed, checked in ``build``'s order with
+    ``seed_check()`` called where ``build`` would check the seed; ``None``
+    when ``cfg`` asks for the host-only ``numpy`` generator.
+    """
+
+    seeded: Callable[..., Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +122,10 @@ def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int) -> tup
 
 
 def vec(field: str, v, nd: int | None = None) -> tuple[int, ...]:
+    """``v`` as a tuple of positive integers (``nd`` of them if given); a :class:`ConfigError` naming ``field``
+    (or the entry) otherwise."""
+    if type(v) in (list, tuple) and v and (nd is None or len(v) == nd) and all(type(x) is int and x >= 1 for x in v):
+        return tuple(v)  # the common case, checked without building messages
     require(isinstance(v, (list, tuple, np.ndarray)) and len(v) >= 1, field, v, "a non-empty list of positive integers")
     if nd is not None:
         require(len(v) == nd, field, list(v), f"a list of {nd} positive integers")

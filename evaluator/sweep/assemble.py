@@ -14,7 +14,11 @@ from .. import io
 from .._version import __version__
 from ..dataset import METRIC_NAMES, results_dataset
 from ..errors import require
+from ..placement._seeded import GENERATOR_ID
 from .plan import SweepPlan
+
+PLACEMENT_GENERATOR = f"{GENERATOR_ID} (placement.generator=threefry; see evaluator.placement._seeded)"
+"""The ``placement_generator`` attribute of a sweep dataset: how seeded placements were drawn."""
 
 __all__ = ["assemble"]
 
@@ -27,6 +31,23 @@ def _json_default(o):
     return str(o)
 
 
+def _seeds_attr(seeds: list[int]) -> np.ndarray | str:
+    """The seeds a sweep uses, as int64 (as comma-separated text where one does not fit)."""
+    try:
+        return np.asarray(seeds, dtype=np.int64)
+    except OverflowError:
+        return ",".join(str(s) for s in seeds)
+
+
+def _code(index: dict[str, int], table: list[str], text: str) -> int:
+    """The code of ``text`` in ``table`` (appended when new)."""
+    code = index.get(text)
+    if code is None:
+        code = index[text] = len(table)
+        table.append(text)
+    return code
+
+
 def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
              read_chunk: Callable[[SweepPlan, str], dict]) -> xr.Dataset:
     """The sweep's dataset: one dimension per axis, metrics of the metric table, ``feasible`` and ``reason``.
@@ -36,24 +57,32 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     n = plan.n_points
     vals = {k: np.full(n, np.nan) for k in METRIC_NAMES}
     feasible = np.zeros(n, dtype=bool)
-    reason = np.full(n, "", dtype=object)
-    bottleneck = np.full(n, "", dtype=object)
+    reason_code = np.zeros(n, dtype=np.int32)  # into reason_table
+    reason_table: list[str] = [""]
+    reason_index = {"": 0}
+    bottleneck_code = np.full(n, -1, dtype=np.int32)  # into bottleneck_table; -1: infeasible ('')
+    bottleneck_table: list[str] = []
+    bottleneck_index: dict[str, int] = {}
     class_max: dict[str, np.ndarray] = {}
     link_load = None
     for cid in sorted(chunk_ids):
         res = read_chunk(plan, cid)
         flat = res["flat"]
-        reason[flat] = res["reason"]
+        remap = np.array([_code(reason_index, reason_table, r) for r in res["reasons"]], dtype=np.int32)
+        reason_code[flat] = remap[res["reason_code"]]
         if "ok" not in res:
             continue
         ok = flat[res["ok"]]
         feasible[ok] = True
+        metrics = res["metrics"]
         for k in METRIC_NAMES:
-            vals[k][ok] = res["metrics"][k]
-        bottleneck[ok] = res["bottleneck"]
+            vals[k][ok] = metrics[k]
+        names = list(res["class_names"]) + ["none"]
+        bmap = np.array([_code(bottleneck_index, bottleneck_table, c) for c in names], dtype=np.int32)
+        bottleneck_code[ok] = bmap[metrics["bottleneck_class"]]  # -1 (nothing crosses a link) -> "none"
         for c, cname in enumerate(res["class_names"]):
             arr = class_max.setdefault(cname, np.full(n, np.nan))
-            arr[ok] = res["metrics"]["max_load_class"][:, c]
+            arr[ok] = metrics["max_load_class"][:, c]
         if "link_load" in res:
             if link_load is None:
                 nl = int(res["n_links"])
@@ -62,6 +91,8 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
             require(link_load.shape[1] == res["link_load"].shape[1], "sweep.keep_link_load", True,
                     "a single topology across the sweep (link counts differ)")
             link_load[ok] = res["link_load"]
+    reason = np.asarray(reason_table, dtype=object)[reason_code]  # references to a few strings
+    bottleneck = np.asarray(bottleneck_table + [""], dtype=object)[bottleneck_code]
     coords: dict[str, Any] = {ax.name: (ax.name, np.asarray(ax.labels, dtype=str), {"long_name": ", ".join(ax.keys)})
                               for ax in plan.axes}
     attrs = {
@@ -73,7 +104,8 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
                                  for a in plan.axes], default=_json_default),
         "evaluator_version": __version__,
         "git_commit": io.git_commit(),
-        "seeds": np.asarray(plan.seeds, dtype=np.int64),
+        "seeds": _seeds_attr(plan.seeds),
+        "placement_generator": PLACEMENT_GENERATOR,
         "n_points": int(n),
         "n_feasible": int(feasible.sum()),
         "start_time": manifest["start_time"],

@@ -10,6 +10,8 @@ resumes without losing or repeating points.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -150,12 +153,12 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     manifest = store.manifest(plan)
     chunks = plan.chunks()
     done = store.done_chunks(plan, chunks, warn)
-    todo = [(cid, pts) for cid, pts in chunks if cid not in done]
+    todo = _interleaved([(cid, pts) for cid, pts in chunks if cid not in done])
     timings["expand_s"] = time.perf_counter() - t_start
     n_done_pts = sum(pts.size for cid, pts in chunks if cid in done)
     bar = tqdm(total=plan.n_points, initial=n_done_pts, unit="pt", desc=plan.name, disable=not progress,
                smoothing=0.1, dynamic_ncols=True)
-    finished = 0
+    writer = _Writer(plan, timings, bar)
     use_ray = ray_cfg is None or bool(ray_cfg.enabled)
     ray = None
     pending: dict[Any, str] = {}
@@ -164,74 +167,193 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
             ray = _ray_init(ray_cfg or _default_ray_cfg())
             remote = ray.remote(max_retries=int(getattr(ray_cfg, "max_retries", 3)), retry_exceptions=False)(
                 _remote_chunk)
-            plan_ref = ray.put(plan)
+            plan_box = [ray.put(plan)]  # in a list: Ray passes the reference, a worker fetches the plan once
+            token = f"{plan.run_id}-{uuid.uuid4().hex}"
             ncpu = int(ray.cluster_resources().get("CPU", 1))
             limit = int(getattr(ray_cfg, "max_in_flight", None) or 2 * max(ncpu, 1))
-            queue = list(todo)
+            queue = collections.deque(todo)
             while queue or pending:
                 while queue and len(pending) < limit:
-                    cid, pts = queue.pop(0)
-                    pending[remote.remote(plan_ref, pts)] = cid
+                    cid, pts = queue.popleft()
+                    pending[remote.remote(token, plan_box, pts)] = cid
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     cid = pending.pop(ref)
-                    res = ray.get(ref)
-                    _persist(plan, cid, res, timings, bar)
-                    finished += 1
-                    if stop_after is not None and finished >= stop_after:
+                    writer.submit(cid, ray.get(ref))
+                    if stop_after is not None and writer.drain() >= stop_after:
                         return None
-        else:
-            for cid, pts in todo:
-                res = evaluate_chunk(plan, pts)
-                _persist(plan, cid, res, timings, bar)
-                finished += 1
-                if stop_after is not None and finished >= stop_after:
-                    return None
+        elif todo:
+            n_threads = _local_threads(ray_cfg)
+            window: collections.deque = collections.deque()
+            queue = collections.deque(todo)
+            with concurrent.futures.ThreadPoolExecutor(n_threads, thread_name_prefix="chunk") as pool:
+                try:
+                    while queue or window:
+                        while queue and len(window) < 2 * n_threads:
+                            cid, pts = queue.popleft()
+                            window.append((cid, pool.submit(evaluate_chunk, plan, pts)))
+                        cid, fut = window.popleft()
+                        writer.submit(cid, fut.result())
+                        if stop_after is not None and writer.drain() >= stop_after:
+                            return None
+                finally:
+                    for _, fut in window:
+                        fut.cancel()
+        writer.drain()
     except KeyboardInterrupt:
-        kept = len(done) + finished
+        kept = len(done) + writer.drain(raise_errors=False)
         print(f"\nsweep {plan.name}: interrupted; {kept} of {len(chunks)} chunks are kept in "
               f"{store.chunk_dir(plan)}. Rerun the same command to resume.", file=sys.stderr)
         raise
     finally:
+        writer.close()
         bar.close()
         if ray is not None and pending:
             for r in pending:
                 ray.cancel(r, force=True)
     t_w = time.perf_counter()
-    ds = assemble(plan, [cid for cid, _ in chunks], manifest, store.read_chunk)
+    ds = assemble(plan, [cid for cid, _ in chunks], manifest, writer.read_chunk)
     timings["wall_s"] = time.perf_counter() - t_start
     timings["driver_peak_rss_mb"] = peak_rss_mb()  # after assembly, the driver's peak
     ds.attrs["timing_json"] = json.dumps({k: round(v, 4) for k, v in timings.items()})
     path = write_results(ds, plan)
     timings["write_s"] += time.perf_counter() - t_w
+    _remove_chunk_files(plan)
     store.clear(plan)
     return path
+
+
+def _remove_chunk_files(plan: SweepPlan) -> None:
+    """Unlink the run's chunk files on a few threads (their metadata updates overlap), before
+    :func:`~evaluator.sweep.store.clear` removes what is left."""
+    try:
+        files = [e.path for e in os.scandir(store.chunk_dir(plan)) if e.name.endswith(".pkl")]
+    except OSError:
+        return
+
+    def unlink(path: str) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+    with concurrent.futures.ThreadPoolExecutor(_Writer.THREADS) as pool:
+        list(pool.map(unlink, files))
+
+
+class _Writer:
+    """Persists finished chunks on a few threads (their ``fsync`` calls overlap and batch), keeping the
+    results of this call in memory for assembly (chunks of an earlier call are read back and verified).
+
+    :meth:`drain` waits for every submitted chunk and returns how many this
+    call has persisted; a write's :class:`~evaluator.errors.StorageError` is
+    raised by the next :meth:`submit` or :meth:`drain`.
+    """
+
+    THREADS = 4
+
+    def __init__(self, plan: SweepPlan, timings: dict, bar):
+        self.plan, self.timings, self.bar = plan, timings, bar
+        self.pool = concurrent.futures.ThreadPoolExecutor(self.THREADS, thread_name_prefix="chunk-writer")
+        self.futures: dict[concurrent.futures.Future, tuple[str, dict]] = {}
+        self.results: dict[str, dict] = {}
+        self.persisted = 0
+
+    def _write(self, cid: str, res: dict) -> float:
+        t = time.perf_counter()
+        store.write_chunk(self.plan, cid, res)
+        return time.perf_counter() - t
+
+    def submit(self, cid: str, res: dict) -> None:
+        self._collect(block=False)
+        for k in ("build_s", "compile_s", "eval_s"):
+            self.timings[k] += float(res.get(k, 0.0))
+        self.timings["worker_peak_rss_mb"] = max(self.timings.get("worker_peak_rss_mb", 0.0),
+                                                 float(res.get("peak_rss_mb", 0.0)))
+        self.futures[self.pool.submit(self._write, cid, res)] = (cid, res)
+        self._collect(block=len(self.futures) > 4 * self.THREADS)
+
+    def _collect(self, block: bool, raise_errors: bool = True) -> None:
+        if not self.futures:
+            return
+        done, _ = concurrent.futures.wait(
+            list(self.futures), timeout=None if block else 0,
+            return_when=concurrent.futures.ALL_COMPLETED if block else concurrent.futures.FIRST_COMPLETED)
+        error = None
+        for fut in done:
+            cid, res = self.futures.pop(fut)
+            exc = fut.exception()
+            if exc is not None:
+                error = error or exc
+                continue
+            self.timings["write_s"] += fut.result()
+            self.persisted += 1
+            if "link_load" not in res:  # small: kept for assembly (per-link loads are read back instead)
+                self.results[cid] = res
+            self.bar.update(int(res["flat"].size))
+        if error is not None and raise_errors:
+            raise error
+
+    def drain(self, raise_errors: bool = True) -> int:
+        self._collect(block=True, raise_errors=raise_errors)
+        return self.persisted
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+    def read_chunk(self, plan: SweepPlan, cid: str) -> dict:
+        res = self.results.pop(cid, None)
+        return res if res is not None else store.read_chunk(plan, cid)
+
+
+def _interleaved(todo: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Chunks in round-robin order over their buckets (ids ``b<bucket>-c<chunk>``): workers starting together
+    compile different kernels, and a bucket's kernel is warm while its chunks keep coming."""
+    by_bucket: dict[str, list] = collections.defaultdict(list)
+    for item in todo:
+        by_bucket[item[0].split("-", 1)[0]].append(item)
+    lists = list(by_bucket.values())
+    out = []
+    for i in range(max((len(v) for v in lists), default=0)):
+        out.extend(v[i] for v in lists if i < len(v))
+    return out
+
+
+def _local_threads(ray_cfg) -> int:
+    """Threads that evaluate chunks in this process (``ray.enabled=false``): ``ray.num_cpus``, else the CPUs
+    this process may use. Compilation and evaluation release the GIL, so they overlap."""
+    n = getattr(ray_cfg, "num_cpus", None) if ray_cfg is not None else None
+    if n:
+        return max(1, int(n))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _default_ray_cfg() -> RayConfig:
     return RayConfig()
 
 
-def _remote_chunk(plan, pts):
+_PLANS: dict[str, SweepPlan] = {}
+
+
+def _remote_chunk(token: str, plan_box: list, pts):
+    """A Ray task: evaluate one chunk. The plan is fetched from the object store once per worker process
+    and driver call (``token``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    plan = _PLANS.get(token)
+    if plan is None:
+        import ray
+
+        _PLANS.clear()
+        plan = _PLANS[token] = ray.get(plan_box[0])
     if os.environ.get("EVALUATOR_TEST_CRASH_ONCE"):
         marker = Path(os.environ["EVALUATOR_TEST_CRASH_ONCE"])
         if not marker.exists():
             marker.write_text("crashed")
             os._exit(1)  # simulate a killed worker: Ray must retry the task
     return evaluate_chunk(plan, pts)
-
-
-def _persist(plan, cid, res, timings, bar):
-    t = time.perf_counter()
-    store.write_chunk(plan, cid, res)
-    timings["write_s"] += time.perf_counter() - t
-    for k in ("build_s", "compile_s", "eval_s"):
-        timings[k] += float(res.get(k, 0.0))
-    timings["worker_peak_rss_mb"] = max(timings.get("worker_peak_rss_mb", 0.0), float(res.get("peak_rss_mb", 0.0)))
-    bar.update(int(res["flat"].size))
 
 
 VOLATILE_ATTRS = ("start_time", "end_time", "timing_json")

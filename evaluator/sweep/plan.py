@@ -6,7 +6,13 @@ axes, one composed config per combination of config-group choices, buckets
 (same topology and routing: one compilation each), fixed-size chunks and the
 run id (a hash of what is computed, not where or how: storage and Ray settings
 are left out, so a local and a cluster run give identical datasets and a rerun
-resumes).
+resumes; the chunk format and the placement generator are part of it, so a
+rerun under another never mixes their chunks).
+
+Points that differ only in ``placement.seed`` (an axis of that key alone)
+share everything else: workers build such a *group* once
+(:meth:`SweepPlan.group_config`, :attr:`SweepPlan.seed_axis`), never a config
+object per point.
 """
 
 from __future__ import annotations
@@ -23,13 +29,19 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..config import SweepRequest, check_assignment
+from ..config import GROUPS, SweepRequest, check_assignment
 from ..errors import ConfigError, is_int, require
 from .axes import Axis, expand_axes
 
-__all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS"]
+__all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS", "CHUNK_FORMAT", "SEED_KEY"]
 
 SWEEP_FORMATS = ("netcdf", "zarr")
+
+CHUNK_FORMAT = "chunk-v2 placement-threefry-v1"
+"""What a persisted chunk holds and how seeded placements are drawn (part of the run id)."""
+
+SEED_KEY = "placement.seed"
+"""The key whose axis workers vectorise over (points differing only in it share one build)."""
 
 
 def _get_path(obj, key: str):
@@ -47,6 +59,26 @@ def _set_path(obj, key: str, value) -> None:
     for part in parts[:-1]:
         cur = getattr(cur, part)
     setattr(cur, parts[-1], copy.deepcopy(value))
+
+
+def _with_values(base, assignments) -> Any:
+    """A copy of ``base`` with ``(dotted key, value)`` assignments: only the objects on the assigned paths are
+    copied (shallowly), the rest is shared with ``base``; list values are copied."""
+    obj = copy.copy(base)
+    copied: dict[tuple[str, ...], Any] = {(): obj}
+    for key, value in assignments:
+        parts = tuple(key.split("."))
+        cur = obj
+        for i in range(1, len(parts)):
+            path = parts[:i]
+            nxt = copied.get(path)
+            if nxt is None:
+                nxt = copy.copy(getattr(cur, parts[i - 1]))
+                setattr(cur, parts[i - 1], nxt)
+                copied[path] = nxt
+            cur = nxt
+        setattr(cur, parts[-1], copy.deepcopy(value) if isinstance(value, (list, dict)) else value)
+    return obj
 
 
 @dataclasses.dataclass
@@ -98,6 +130,33 @@ class SweepPlan:
             for k in range(0, pts.size, self.chunk_size):
                 out.append((f"b{int(b):05d}-c{k // self.chunk_size:06d}", pts[k:k + self.chunk_size]))
         return out
+
+    @property
+    def seed_axis(self) -> int | None:
+        """Index of the axis that sets ``placement.seed`` alone (workers vectorise over it), or None."""
+        for i, ax in enumerate(self.axes):
+            if ax.keys == (SEED_KEY,):
+                return i
+        return None
+
+    def family_axes(self, *families: str) -> tuple[int, ...]:
+        """Indices of the axes a build of ``families`` depends on: their config-group axes, the axes of keys
+        under them, and axes of keys outside every family (a config group's options set only its own keys)."""
+        out = []
+        for i, ax in enumerate(self.axes):
+            heads = {k.split(".")[0] for k in ax.keys}
+            if heads & set(families) or not heads <= set(GROUPS):
+                out.append(i)
+        return tuple(out)
+
+    def group_config(self, idx: tuple[int, ...], axes: tuple[int, ...] | None = None):
+        """The config object at axis value indices ``idx`` (one per axis; only ``axes``' values are set,
+        default every axis), sharing unchanged parts with its group base: for reading, not for mutating."""
+        gkey = tuple(int(idx[i]) for i in self.group_axes)
+        use = range(len(self.axes)) if axes is None else axes
+        assignments = [(k, v) for i in use if not self.axes[i].is_group
+                       for k, v in zip(self.axes[i].keys, self.axes[i].values[int(idx[i])])]
+        return _with_values(self.bases[gkey], assignments)
 
     def point_config(self, flat: int):
         """The config object of one grid point (a deep copy of its group base, axis values set)."""
@@ -212,7 +271,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 check_assignment(obj, key, reps[(ax.name, kk)])
         bases[combo] = obj
     run_hash = hashlib.sha256(
-        (request.identity_yaml + _axes_json(axes) + __version__).encode()
+        (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT).encode()
     ).hexdigest()[:12]
     run_id = sw.run_id or f"{sw.name}-{run_hash}"
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml, int(sw.chunk_size),

@@ -1,8 +1,34 @@
-"""The worker side of a sweep: build and evaluate the points of one chunk (one bucket)."""
+"""The worker side of a sweep: evaluate the points of one chunk (one bucket).
+
+Nothing is built per point. The chunk's points are split into *groups*:
+points that differ only in ``placement.seed`` (see
+:attr:`~evaluator.sweep.plan.SweepPlan.seed_axis`). A group is built once per
+worker process and kept: its config (the base with its axis values, sharing
+the rest), topology, routing and traffic (each cached by the axes it depends
+on), whether it is feasible (a ``reason`` if not), and its placement with
+everything decided but the seed (a
+:class:`~evaluator.placement._seeded.SeededPlacement`), or the placement
+itself where it has no seed. Seeds are checked once per seed value. Feasible
+points go to the device in calls of one shape class (:mod:`._runner`):
+flows from a bank of the bucket's traffics, placements drawn from their seeds
+inside the jitted call. Placements of the ``numpy`` generator (host only) are
+drawn per point on the host, dense traffics go through
+:func:`~evaluator.evaluate.evaluate_batch`.
+
+The flow bucket of a traffic is shared by every traffic of the bucket with
+the same kind and task bucket (the largest of their flow counts, when the
+bucket has at most :data:`MAX_PLANNED_TRAFFICS` traffic configs): one
+compilation per routing and shape class, whichever mix of traffics a chunk
+holds.
+"""
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import itertools
 import resource
+import threading
 import time
 from typing import Any
 
@@ -10,77 +36,479 @@ import numpy as np
 
 from .. import config as C
 from ..errors import ConfigError, reason
-from ..evaluate import evaluate_batch
+from ..evaluate import bucket_size, evaluate_batch
 from ..kernel import batch_kernel
+from ..placement import KINDS as PLACEMENTS
+from ..placement import Placement, PlacementContext
+from ..placement._seeded import SeededPlacement, check_seed
 from ..routing import build_routing
+from ..traffic import DenseTraffic
+from . import _runner
 from .plan import SweepPlan
 
-__all__ = ["evaluate_chunk", "peak_rss_mb"]
+__all__ = ["evaluate_chunk", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
+
+MAX_PLANNED_TRAFFICS = 256
+"""A bucket with at most this many traffic configs has its flow banks planned (one flow bucket per traffic
+kind and task bucket); larger ones get a flow bucket per call."""
 
 
-_CACHE: dict[str, Any] = {}
+class _LRU(collections.OrderedDict):
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def put(self, key, value):
+        self[key] = value
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
 
 
-def _cached(kind: str, cfg_obj, builder):
-    key = kind + repr(cfg_obj)
-    if key not in _CACHE:
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        _CACHE[key] = builder()
-    return _CACHE[key]
+@dataclasses.dataclass
+class _Group:
+    """One group's build: infeasible (``reason``) or what its points need."""
+
+    reason: str = ""
+    after_seed: bool = False  # the error comes after the seed check: a bad seed is reported first
+    topology: Any = None
+    routing: Any = None
+    traffic: Any = None
+    traffic_key: tuple = ()
+    spec: SeededPlacement | None = None  # device-drawn placement
+    placement: Placement | None = None  # fixed placement (no seed)
+    config: Any = None  # host-drawn placements (numpy generator): the group's config
+    seed: Any = None  # the group's own seed where no axis sets it
+    _params: dict = dataclasses.field(default_factory=dict)
+
+    def params(self, size: int) -> dict[str, np.ndarray]:
+        """The placement generator's parameters, task arrays padded to ``size`` (cached)."""
+        hit = self._params.get(size)
+        if hit is None:
+            hit = self._params[size] = self.spec.params(size)
+        return hit
+
+
+class _State:
+    """Per-process builds of one run (a worker keeps them across the chunks it evaluates)."""
+
+    def __init__(self, plan: SweepPlan):
+        self.plan = plan
+        self.seed_axis = plan.seed_axis
+        self.topo_axes = plan.family_axes("topology")
+        self.routing_axes = plan.family_axes("routing")
+        self.traffic_axes = plan.family_axes("topology", "traffic")
+        self.placement_axes = tuple(i for i in plan.family_axes("topology", "traffic", "placement")
+                                    if i != self.seed_axis)
+        self.bucket_axes = plan.bucket_axes
+        self.group_cols = tuple(i for i in range(len(plan.axes)) if i != self.seed_axis)
+        self.topologies = _LRU(16)
+        self.routings = _LRU(64)
+        self.operators = _LRU(64)
+        self.traffics = _LRU(MAX_PLANNED_TRAFFICS * 2)
+        self.groups = _LRU(8192)
+        self.placements = _LRU(8192)
+        self.banks: dict[tuple, dict] = {}
+        self.seed_values: np.ndarray | None = None
+        self.seed_reasons: list[str] = []
+        self.any_bad_seed = False
+        if self.seed_axis is not None:
+            vals = [v[0] for v in plan.axes[self.seed_axis].values]
+            self.seed_reasons = [_seed_reason(v) for v in vals]
+            self.seed_values = np.array([int(v) if not r else 0 for v, r in zip(vals, self.seed_reasons)],
+                                        dtype=np.uint64)
+            self.any_bad_seed = any(self.seed_reasons)
+
+    # ---- cached builds ------------------------------------------------------------------------------
+    def topology(self, idx, cfg):
+        key = tuple(idx[i] for i in self.topo_axes)
+        hit = self.topologies.get(key)
+        if hit is None:
+            hit = self.topologies.put(key, _attempt(lambda: C.build_topology(_get(cfg).topology)))
+        return hit
+
+    def routing(self, idx, cfg):
+        key = tuple(idx[i] for i in self.routing_axes)
+        hit = self.routings.get(key)
+        if hit is None:
+            hit = self.routings.put(key, _attempt(lambda: C.build_routing_spec(_get(cfg).routing)))
+        return hit
+
+    def operator_check(self, idx, topo, routing) -> None:
+        """``build_routing`` once per (topology, routing): a mismatch makes the points infeasible."""
+        key = (tuple(idx[i] for i in self.topo_axes), tuple(idx[i] for i in self.routing_axes))
+        hit = self.operators.get(key)
+        if hit is None:
+            hit = self.operators.put(key, _attempt(lambda: build_routing(topo, routing) and None))
+        _unwrap(hit)
+
+    def traffic(self, idx, cfg, topo):
+        key = tuple(idx[i] for i in self.traffic_axes)
+        hit = self.traffics.get(key)
+        if hit is None:
+            hit = self.traffics.put(key, _attempt(lambda: C.build_traffic(_get(cfg).traffic, topo)))
+        return key, hit
+
+    def group(self, plan: SweepPlan, idx: tuple[int, ...]) -> _Group:
+        hit = self.groups.get(idx)
+        if hit is None:
+            hit = self.groups.put(idx, self._build_group(plan, idx))
+        return hit
+
+    def _build_group(self, plan: SweepPlan, idx: tuple[int, ...]) -> _Group:
+        cfg = _Lazy(lambda: plan.group_config(idx, self.group_cols))  # made only if a cached build misses
+        # what the placement config says (kind, seed, the seeded build) depends on no routing axis: kept apart
+        pkey = tuple(idx[i] for i in self.placement_axes)
+        pl = self.placements.get(pkey)
+        reached = False
+        seed = None
+        try:
+            topo = _unwrap(self.topology(idx, cfg))
+            routing = _unwrap(self.routing(idx, cfg))
+            tkey, tr = self.traffic(idx, cfg, topo)
+            tr = _unwrap(tr)
+            if pl is None:
+                pl = self.placements.put(pkey, self._placement(cfg.get(), topo, tr))
+            kind, seed, spec, reached = pl
+            spec = _unwrap(spec)
+            g = _Group(topology=topo, routing=routing, traffic=tr, traffic_key=tkey)
+            if spec is not None:
+                g.spec = spec
+                g.seed = seed
+                n_tasks = spec.n_tasks
+            elif self.seed_axis is not None:
+                g.config = cfg.get()  # drawn per point on the host
+                n_tasks = tr.n_tasks
+            else:
+                c = cfg.get()
+                g.placement = C.build_placement(c.placement, topo, c.traffic, tr.n_tasks, c.topology)
+                n_tasks = g.placement.n_tasks
+            if tr.n_tasks != n_tasks:
+                raise ConfigError("placement.n_tasks", n_tasks, f"the traffic's task count {tr.n_tasks}")
+            self.operator_check(idx, topo, routing)
+            return g
+        except ConfigError as exc:
+            return _Group(reason=reason(exc), after_seed=reached, seed=seed)
+
+    @staticmethod
+    def _placement(cfg, topo, tr) -> tuple:
+        """``(kind, seed, seeded build or None or _Failed, whether the seed check was reached)``."""
+        seed = getattr(cfg.placement, "seed", None)
+        kind = _attempt(lambda: PLACEMENTS[cfg.placement.kind])
+        if isinstance(kind, _Failed):
+            return None, seed, kind, False
+        if kind.seeded is None:
+            return kind, seed, None, False
+        mark: list[bool] = []
+        ctx = PlacementContext(topo, tr.n_tasks, cfg.traffic, cfg.topology)
+        spec = _attempt(lambda: kind.seeded(cfg.placement, ctx, lambda: mark.append(True)))
+        return kind, seed, spec, bool(mark)
+
+    # ---- flow banks ---------------------------------------------------------------------------------
+    def bank_plan(self, plan: SweepPlan, idx: tuple[int, ...]) -> dict | None:
+        """The flow banks of the bucket of ``idx``: traffic key -> (class, row), class -> (traffics, F).
+
+        Every traffic config of the bucket is enumerated (the bucket's axes
+        fixed, every other axis the traffic depends on varied) and built; one
+        flow bucket per traffic kind and task bucket. None when the bucket
+        has more than :data:`MAX_PLANNED_TRAFFICS` traffic configs.
+        """
+        bkey = tuple(idx[i] for i in self.bucket_axes)
+        if bkey in self.banks:
+            return self.banks[bkey]
+        free = [i for i in self.traffic_axes if i not in self.bucket_axes]
+        count = int(np.prod([plan.axes[i].size for i in free], dtype=np.float64)) if free else 1
+        if count > MAX_PLANNED_TRAFFICS:
+            self.banks[bkey] = None
+            return None
+        members: dict[tuple, list] = collections.defaultdict(list)
+        for combo in itertools.product(*(range(plan.axes[i].size) for i in free)):
+            full = list(idx)
+            for i, v in zip(free, combo):
+                full[i] = v
+            cfg = plan.group_config(tuple(full), self.traffic_axes)
+            topo = self.topology(full, cfg)
+            if isinstance(topo, _Failed):
+                continue
+            tkey, tr = self.traffic(full, cfg, topo)
+            if isinstance(tr, _Failed) or isinstance(tr, DenseTraffic):
+                continue
+            members[(type(tr).__name__, getattr(cfg.traffic, "kind", ""), bucket_size(tr.n_tasks))].append((tkey, tr))
+        out = {"rows": {}, "classes": {}}
+        for cls, items in members.items():
+            seen: dict[tuple, int] = {}
+            traffics = []
+            for tkey, tr in items:
+                if tkey not in seen:
+                    seen[tkey] = len(traffics)
+                    traffics.append(tr)
+            out["classes"][cls] = {"traffics": traffics, "F": bucket_size(max(t.n_flows for t in traffics)),
+                                   "bank": None}
+            for tkey, row in seen.items():
+                out["rows"][tkey] = (cls, row)
+        self.banks[bkey] = out
+        return out
+
+
+class _Lazy:
+    """A value made on first use."""
+
+    def __init__(self, make):
+        self.make, self.value = make, None
+
+    def get(self):
+        if self.value is None:
+            self.value = self.make()
+        return self.value
+
+
+def _get(cfg):
+    return cfg.get() if isinstance(cfg, _Lazy) else cfg
+
+
+class _Failed:
+    """A cached build that raised a :class:`ConfigError`."""
+
+    def __init__(self, exc: ConfigError):
+        self.exc = exc
+
+
+def _attempt(build):
+    try:
+        return build()
+    except ConfigError as exc:
+        return _Failed(exc)
+
+
+def _unwrap(hit):
+    if isinstance(hit, _Failed):
+        raise hit.exc
+    return hit
+
+
+def _seed_reason(value) -> str:
+    try:
+        check_seed(value)
+    except ConfigError as exc:
+        return reason(exc)
+    return ""
+
+
+_STATE: dict[tuple[str, int], _State] = {}
+_STATE_LOCK = threading.Lock()
+_KERNEL_LOCK = threading.Lock()
+
+
+def _state(plan: SweepPlan) -> _State:
+    """The builds kept for ``plan`` (this very object: it is held, so its id is not reused meanwhile).
+
+    Threads of one process share it; a build two of them make at once is made twice, harmlessly.
+    """
+    key = (plan.run_id, id(plan))
+    with _STATE_LOCK:
+        st = _STATE.get(key)
+        if st is None or st.plan is not plan:
+            _STATE.clear()  # one plan at a time per process
+            st = _STATE[key] = _State(plan)
+        return st
+
+
+class _Reasons:
+    """Reason strings of a chunk as codes into a table (``""`` is code 0)."""
+
+    def __init__(self, n: int):
+        self.codes = np.zeros(n, np.int32)
+        self.table = [""]
+        self._index = {"": 0}
+
+    def set(self, positions, text: str) -> None:
+        code = self._index.get(text)
+        if code is None:
+            code = self._index[text] = len(self.table)
+            self.table.append(text)
+        self.codes[positions] = code
 
 
 def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
-    """Build and evaluate the points ``flat`` of one chunk (one bucket). Pure function of its inputs."""
+    """Build and evaluate the points ``flat`` of one chunk (one bucket). Pure function of its inputs.
+
+    Returns ``flat``, ``reason_code`` (per point, into ``reasons``; 0: feasible or
+    not yet known), ``reasons``, and for the feasible points ``ok`` (their
+    positions in ``flat``), ``metrics`` (:func:`~evaluator.kernel.unpack_metrics`),
+    ``class_names`` and, with ``keep_link_load``, ``link_load``; timings
+    ``build_s``, ``compile_s``, ``eval_s`` and the worker's ``peak_rss_mb``.
+    """
     t0 = time.perf_counter()
+    st = _state(plan)
+    flat = np.asarray(flat, dtype=np.int64)
     n = flat.size
-    reasons = [""] * n
-    ok_idx, traffics, placements = [], [], []
+    idx = np.stack(np.unravel_index(flat, plan.shape)) if plan.axes else np.zeros((0, n), np.int64)
+    reasons = _Reasons(n)
+    cols = list(st.group_cols)
+    if cols:
+        keys, inverse = np.unique(idx[cols].T, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    else:
+        keys, inverse = np.zeros((1, 0), np.int64), np.zeros(n, np.int64)
+    by_group = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[by_group], np.arange(keys.shape[0] + 1))
+    seed_idx = idx[st.seed_axis] if st.seed_axis is not None else None
+    device: list[tuple[np.ndarray, _Group, np.ndarray]] = []  # (positions, group, seeds)
+    host: list[tuple[np.ndarray, _Group, list[Placement]]] = []  # (positions, group, placements)
     topo = routing = None
-    for j, f in enumerate(flat):
-        obj = plan.point_config(int(f))
-        try:
-            topo = _cached("topology", obj.topology, lambda: C.build_topology(obj.topology))
-            routing = C.build_routing_spec(obj.routing)
-            tr = _cached("traffic" + repr(obj.topology), obj.traffic, lambda: C.build_traffic(obj.traffic, topo))
-            pl = C.build_placement(obj.placement, topo, obj.traffic, tr.n_tasks, obj.topology)
-            if tr.n_tasks != pl.n_tasks:
-                raise ConfigError("placement.n_tasks", pl.n_tasks, f"the traffic's task count {tr.n_tasks}")
-            build_routing(topo, routing)  # routing/topology mismatch -> infeasible, not a crash
-        except ConfigError as exc:
-            reasons[j] = reason(exc)
+    for gi in range(keys.shape[0]):
+        members = by_group[bounds[gi]:bounds[gi + 1]]
+        gidx = [0] * len(plan.axes)
+        for c, v in zip(cols, keys[gi]):
+            gidx[c] = int(v)
+        grp = st.group(plan, tuple(gidx))
+        if grp.spec is not None or (grp.reason and grp.after_seed):
+            # the seed is checked here (device-drawn placements), or before the group's own error
+            if seed_idx is not None and st.any_bad_seed:
+                for code in np.unique(seed_idx[members]):
+                    text = st.seed_reasons[int(code)]
+                    if text:
+                        sel = seed_idx[members] == code
+                        reasons.set(members[sel], text)
+                        members = members[~sel]
+            elif _seed_reason(grp.seed):
+                reasons.set(members, _seed_reason(grp.seed))
+                continue
+        if grp.reason:
+            reasons.set(members, grp.reason)
             continue
-        ok_idx.append(j)
-        traffics.append(tr)
-        placements.append(pl)
-    t_build = time.perf_counter() - t0
-    out: dict[str, Any] = {"flat": flat, "reason": reasons, "build_s": t_build, "compile_s": 0.0, "eval_s": 0.0}
-    if ok_idx:
-        kern = batch_kernel(topo, routing, plan.keep_link_load)
-        before = kern.fn._cache_size()
-        t1 = time.perf_counter()
-        # Pad every call to the full chunk (repeating the last feasible point) so that chunks with
-        # fewer feasible points, and a bucket's last chunk, reuse the bucket's compilation.
-        pad = plan.chunk_size - len(traffics)
-        res = evaluate_batch(topo, routing, traffics + traffics[-1:] * pad, placements + placements[-1:] * pad,
-                             keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size)
-        res.metrics = {k: v[: len(ok_idx)] for k, v in res.metrics.items()}
-        if res.link_load is not None:
-            res.link_load = res.link_load[: len(ok_idx)]
-        dt = time.perf_counter() - t1
-        if kern.fn._cache_size() > before:
-            out["compile_s"] = dt
+        if members.size == 0:
+            continue
+        topo, routing = grp.topology, grp.routing
+        if grp.spec is not None:
+            if seed_idx is not None:
+                seeds = st.seed_values[seed_idx[members]]
+            else:
+                seeds = np.full(members.size, int(grp.seed), dtype=np.uint64)
+            device.append((members, grp, seeds))
+        elif grp.placement is not None:
+            host.append((members, grp, [grp.placement] * members.size))
         else:
-            out["eval_s"] = dt
-        out["ok"] = np.asarray(ok_idx, dtype=np.int64)
+            ok, pls = [], []
+            for m in members:
+                pcfg = dataclasses.replace(grp.config.placement, seed=plan.axes[st.seed_axis].values[seed_idx[m]][0])
+                try:
+                    pls.append(C.build_placement(pcfg, grp.topology, grp.config.traffic, grp.traffic.n_tasks,
+                                                 grp.config.topology))
+                    ok.append(m)
+                except ConfigError as exc:
+                    reasons.set([m], reason(exc))
+            if ok:
+                host.append((np.asarray(ok, dtype=np.int64), grp, pls))
+    t_build = time.perf_counter() - t0
+    out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
+                           "compile_s": 0.0, "eval_s": 0.0}
+    if device or host:
+        with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
+            kern = batch_kernel(topo, routing, plan.keep_link_load)
+        res = _evaluate(plan, st, kern, topo, routing, idx, device, host, out)
+        order = np.argsort(res["positions"], kind="stable")
+        out["ok"] = res["positions"][order]
+        out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}
         out["class_names"] = list(topo.class_names)
-        out["metrics"] = {k: np.asarray(v) for k, v in res.metrics.items()}
-        out["bottleneck"] = res.bottleneck_names().tolist()
-        if res.link_load is not None:
-            out["link_load"] = res.link_load
+        if res["link_load"] is not None:
+            out["link_load"] = res["link_load"][order]
             out["n_links"] = topo.n_links
     out["peak_rss_mb"] = peak_rss_mb()
     return out
+
+
+def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray, device: list, host: list,
+              out: dict) -> dict[str, Any]:
+    """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart."""
+    positions, metrics, loads = [], [], []
+    calls: dict[tuple, list] = collections.defaultdict(list)  # (class, generator key) -> entries
+    dense: list[tuple[np.ndarray, Any, list[Placement]]] = []
+    banks = None
+    for members, grp, payload in [(m, g, ("device", s)) for m, g, s in device] + \
+                                 [(m, g, ("host", p)) for m, g, p in host]:
+        if isinstance(grp.traffic, DenseTraffic):
+            pls = payload[1] if payload[0] == "host" else [grp.spec.placement(int(s)) for s in payload[1]]
+            dense.append((members, grp.traffic, pls))
+            continue
+        if banks is None:
+            banks = st.bank_plan(plan, tuple(int(v) for v in idx[:, members[0]]))
+        gen_key = grp.spec.key if payload[0] == "device" else None
+        calls[(_class_of(banks, grp), gen_key)].append((members, grp, payload))
+    pending = []
+    before = kern.fn._cache_size()
+    t1 = time.perf_counter()
+    compile_s = 0.0
+    for (cls, gen_key), entries in calls.items():
+        bank, rows_of, T, F = _bank_for(st, banks, cls, entries)
+        per_point_bytes = 40 * F + 24 * kern.n_links
+        block, chunk = _runner.block_sizes(plan.chunk_size, per_point_bytes)
+        pos = np.concatenate([e[0] for e in entries])
+        rows = np.concatenate([np.full(e[0].size, rows_of(e[1]), np.int32) for e in entries])
+        if gen_key is None:
+            tn = np.zeros((pos.size, T), np.int32)
+            r = 0
+            for members, grp, (_, pls) in entries:
+                for p in pls:
+                    tn[r, : p.n_tasks] = p.task_node
+                    r += 1
+            params, gen, seeds = {"task_node": tn}, None, None
+        else:
+            gen = entries[0][1].spec
+            params = {k: np.concatenate([np.broadcast_to(e[1].params(T)[k], (e[0].size,) + np.shape(v))
+                                         for e in entries])
+                      for k, v in entries[0][1].params(T).items()}
+            seeds = np.concatenate([e[2][1] for e in entries])
+        tc = time.perf_counter()
+        n_before = kern.fn._cache_size()
+        queued, order = _runner.dispatch(kern, bank, rows, params, gen, seeds, T, block, chunk)
+        if kern.fn._cache_size() > n_before:
+            compile_s += time.perf_counter() - tc
+        pending.append((pos, queued, order))
+    for pos, queued, order in pending:
+        m, ll = _runner.fetch(queued, order)
+        positions.append(pos)
+        metrics.append(m)
+        loads.append(ll)
+    for members, tr, pls in dense:
+        res = evaluate_batch(topo, routing, [tr] * len(pls), pls,
+                             keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size)
+        positions.append(members)
+        metrics.append(res.metrics)
+        loads.append(res.link_load)
+    out["compile_s"] = compile_s
+    out["eval_s"] = time.perf_counter() - t1 - compile_s
+    out["n_compiles"] = kern.fn._cache_size() - before
+    merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
+    ll = None if loads[0] is None else np.concatenate(loads)
+    return {"positions": np.concatenate(positions), "metrics": merged, "link_load": ll}
+
+
+def _class_of(banks: dict | None, grp: _Group) -> tuple:
+    """The shape class of a group's traffic: its planned bank class, else (kind, T, F) of its own."""
+    if banks is not None and grp.traffic_key in banks["rows"]:
+        return ("planned",) + banks["rows"][grp.traffic_key][0]
+    tr = grp.traffic
+    return ("own", type(tr).__name__, bucket_size(tr.n_tasks), bucket_size(tr.n_flows))
+
+
+def _bank_for(st: _State, banks: dict | None, cls: tuple, entries: list):
+    """``(bank, row of a group, T, F)`` for the calls of one shape class."""
+    if cls[0] == "planned":
+        c = banks["classes"][cls[1:]]
+        if c["bank"] is None:
+            c["bank"] = _runner.make_bank(c["traffics"], c["F"])
+        T = cls[3]
+        return c["bank"], (lambda grp: banks["rows"][grp.traffic_key][1]), T, c["F"]
+    _, _, T, F = cls
+    seen: dict[int, int] = {}
+    traffics = []
+    for _, grp, _ in entries:
+        if id(grp.traffic) not in seen:
+            seen[id(grp.traffic)] = len(traffics)
+            traffics.append(grp.traffic)
+    bank = _runner.make_bank(traffics, F, bucket_size(len(traffics), minimum=1))
+    return bank, (lambda grp: seen[id(grp.traffic)]), T, F
 
 
 def peak_rss_mb() -> float:
