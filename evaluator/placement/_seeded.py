@@ -7,7 +7,8 @@ as 1, 2, 3", SC'11 -- the counter-based generator behind ``jax.random``),
 keyed by the seed (``key = (seed mod 2^32, seed div 2^32)``, seeds in
 ``[0, 2^64)``) with the counter ``(stream, i)``. Item ``i`` of a
 stream gets the 32-bit word ``w`` number ``i mod 2`` of the output for counter
-``(stream, i div 2)`` and the sort key ``w * 2^32 + i``; the random permutation
+``(stream, i div 2)`` and the sort key ``w * 2^32 + j`` (``j = i``, or ``i mod m``
+where a stream is cut into rows of ``m`` items); the random permutation
 ``pi`` of ``m`` items maps item ``j`` to the rank of its key among the ``m``
 keys (a uniformly random permutation; items whose words tie, with
 probability below ``m^2 / 2^33``, keep their index order), and ``k`` items
@@ -39,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, is_int, require
+from ..errors import is_int, require
 from .base import Placement
 
 __all__ = ["GENERATORS", "DEFAULT_GENERATOR", "GENERATOR_ID", "SeededPlacement", "threefry2x32", "permutation",

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import check_memory
 from ..evaluate import CHUNK_BYTES, jaxpr_peak_bytes
-from ..kernel import PointInputs, unpack_metrics
+from ..kernel import unpack_metrics
 from ..placement._seeded import SeededPlacement
 
 __all__ = ["FlowBank", "make_bank", "block_sizes", "dispatch", "fetch", "BLOCK_CPU"]

@@ -171,21 +171,23 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
             token = f"{plan.run_id}-{uuid.uuid4().hex}"
             ncpu = int(ray.cluster_resources().get("CPU", 1))
             limit = int(getattr(ray_cfg, "max_in_flight", None) or 2 * max(ncpu, 1))
-            queue = collections.deque(todo)
+            # (stop_after, for tests: submit no more chunks than that, as a run stopped there computed)
+            queue = collections.deque(_batches(todo[:stop_after], plan.chunk_size, ncpu))
             while queue or pending:
                 while queue and len(pending) < limit:
-                    cid, pts = queue.popleft()
-                    pending[remote.remote(token, plan_box, pts)] = cid
+                    batch = queue.popleft()
+                    pending[remote.remote(token, plan_box, [pts for _, pts in batch])] = [cid for cid, _ in batch]
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
-                    cid = pending.pop(ref)
-                    writer.submit(cid, ray.get(ref))
-                    if stop_after is not None and writer.drain() >= stop_after:
-                        return None
+                    cids = pending.pop(ref)
+                    for cid, res in zip(cids, ray.get(ref)):
+                        writer.submit(cid, res)
+                        if stop_after is not None and writer.drain() >= stop_after:
+                            return None
         elif todo:
             n_threads = _local_threads(ray_cfg)
             window: collections.deque = collections.deque()
-            queue = collections.deque(todo)
+            queue = collections.deque(todo[:stop_after])
             with concurrent.futures.ThreadPoolExecutor(n_threads, thread_name_prefix="chunk") as pool:
                 try:
                     while queue or window:
@@ -248,7 +250,7 @@ class _Writer:
     raised by the next :meth:`submit` or :meth:`drain`.
     """
 
-    THREADS = 4
+    THREADS = 8
 
     def __init__(self, plan: SweepPlan, timings: dict, bar):
         self.plan, self.timings, self.bar = plan, timings, bar
@@ -317,6 +319,18 @@ def _interleaved(todo: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return out
 
 
+BATCH_POINTS = 2048
+"""A Ray task evaluates chunks of about this many points in all (each persisted on its own): fewer tasks,
+less scheduling per point, when chunks are small."""
+
+
+def _batches(todo: list[tuple[str, Any]], chunk_size: int, n_cpus: int) -> list[list[tuple[str, Any]]]:
+    """Consecutive chunks of ``todo`` in batches of about :data:`BATCH_POINTS` points, keeping at least four
+    tasks per CPU to share out."""
+    per = max(1, min(BATCH_POINTS // max(int(chunk_size), 1), -(-len(todo) // (4 * max(n_cpus, 1)))))
+    return [todo[i:i + per] for i in range(0, len(todo), per)]
+
+
 def _local_threads(ray_cfg) -> int:
     """Threads that evaluate chunks in this process (``ray.enabled=false``): ``ray.num_cpus``, else the CPUs
     this process may use. Compilation and evaluation release the GIL, so they overlap."""
@@ -336,9 +350,9 @@ def _default_ray_cfg() -> RayConfig:
 _PLANS: dict[str, SweepPlan] = {}
 
 
-def _remote_chunk(token: str, plan_box: list, pts):
-    """A Ray task: evaluate one chunk. The plan is fetched from the object store once per worker process
-    and driver call (``token``)."""
+def _remote_chunk(token: str, plan_box: list, batch: list):
+    """A Ray task: evaluate a few chunks (``batch``: their points). The plan is fetched from the object store
+    once per worker process and driver call (``token``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -353,7 +367,7 @@ def _remote_chunk(token: str, plan_box: list, pts):
         if not marker.exists():
             marker.write_text("crashed")
             os._exit(1)  # simulate a killed worker: Ray must retry the task
-    return evaluate_chunk(plan, pts)
+    return [evaluate_chunk(plan, pts) for pts in batch]
 
 
 VOLATILE_ATTRS = ("start_time", "end_time", "timing_json")

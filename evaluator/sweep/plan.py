@@ -61,10 +61,27 @@ def _set_path(obj, key: str, value) -> None:
     setattr(cur, parts[-1], copy.deepcopy(value))
 
 
+def _shallow(obj) -> Any:
+    """A shallow copy (fast for plain objects with a ``__dict__``, such as the config dataclasses)."""
+    d = getattr(obj, "__dict__", None)
+    if d is None or hasattr(type(obj), "__slots__"):
+        return copy.copy(obj)
+    new = object.__new__(type(obj))
+    new.__dict__.update(d)
+    return new
+
+
+def _fresh(value) -> Any:
+    """A value for a config field that shares nothing mutable with the axis (lists of scalars copied flat)."""
+    if isinstance(value, list):
+        return list(value) if all(isinstance(x, (int, float, str, bool)) for x in value) else copy.deepcopy(value)
+    return copy.deepcopy(value) if isinstance(value, dict) else value
+
+
 def _with_values(base, assignments) -> Any:
     """A copy of ``base`` with ``(dotted key, value)`` assignments: only the objects on the assigned paths are
     copied (shallowly), the rest is shared with ``base``; list values are copied."""
-    obj = copy.copy(base)
+    obj = _shallow(base)
     copied: dict[tuple[str, ...], Any] = {(): obj}
     for key, value in assignments:
         parts = tuple(key.split("."))
@@ -73,11 +90,11 @@ def _with_values(base, assignments) -> Any:
             path = parts[:i]
             nxt = copied.get(path)
             if nxt is None:
-                nxt = copy.copy(getattr(cur, parts[i - 1]))
+                nxt = _shallow(getattr(cur, parts[i - 1]))
                 setattr(cur, parts[i - 1], nxt)
                 copied[path] = nxt
             cur = nxt
-        setattr(cur, parts[-1], copy.deepcopy(value) if isinstance(value, (list, dict)) else value)
+        setattr(cur, parts[-1], _fresh(value))
     return obj
 
 

@@ -371,7 +371,7 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
                         sel = seed_idx[members] == code
                         reasons.set(members[sel], text)
                         members = members[~sel]
-            elif _seed_reason(grp.seed):
+            elif seed_idx is None and grp.seed is not None and _seed_reason(grp.seed):
                 reasons.set(members, _seed_reason(grp.seed))
                 continue
         if grp.reason:
