@@ -132,7 +132,7 @@ LAYERS = [
      "evaluator.io", "evaluator.dataset", "evaluator.machines"),
     ("evaluator.topology",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement"),
-    ("evaluator.kernel", "evaluator.evaluate"),
+    ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot"),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench"),

@@ -10,7 +10,7 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _random_permutation, _shift, _stencil, dense
+from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _phased, _random_permutation, _shift, _stencil, dense
 from ._all_to_all import all_to_all
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._file import from_file
@@ -18,11 +18,13 @@ from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
 from ._random_permutation import random_permutation
 from ._shift import shift, tornado
 from ._stencil import stencil, stencil_message_sizes
-from .base import DenseTraffic, Traffic, TrafficKind, from_flows, from_matrix
+from .base import DenseTraffic, PhasedTraffic, Traffic, TrafficKind, from_flows, from_matrix, phased
 
 __all__ = [
     "Traffic",
     "DenseTraffic",
+    "PhasedTraffic",
+    "phased",
     "TrafficKind",
     "from_flows",
     "from_matrix",
@@ -51,5 +53,6 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _shift.TORNADO,
     _many_to_many.MANY_TO_MANY,
     _file.FILE,
+    _phased.kind(lambda: KINDS),
 ])
 """Traffic kinds by config name."""
