@@ -351,3 +351,13 @@ def test_bad_jobs_input():
         evaluate_jobs(topo, [a])
     with pytest.raises(ConfigError, match=r"jobs\[0\]\.placement\.n_tasks"):
         evaluate_jobs(topo, [Job(TR.all_to_all(9), P.linear(topo, 8))], "minimal")
+
+
+@pytest.mark.parametrize("n", [2, 7, 64])
+def test_random_pairs_is_a_matching_exchanging_both_ways(n):
+    t = TR.random_pairs(n, 5.0, seed=3)
+    partner = dict(zip(t.src.tolist(), t.dst.tolist()))
+    assert len(partner) == t.n_flows == n // 2 * 2  # every task sends once (one idles when n is odd)
+    assert all(partner[d] == s and s != d for s, d in partner.items())  # pairs, both ways
+    assert (t.nbytes == 5.0).all()
+    assert not np.array_equal(t.dst, TR.random_pairs(n, 5.0, seed=4).dst) or n == 2

@@ -204,6 +204,7 @@ def evaluate_jobs(
     left = cap - bg_rate
     # Solo phase times on what the background leaves (exactly the kernel's when there is no background).
     times, blocked, reasons, bott = [], np.full(J, -1, np.int64), [""] * J, []
+    class_names = topology.link_class_names()
     for j in range(J):
         L = loads[j]
         if not bg_rate.any():
@@ -222,7 +223,7 @@ def evaluate_jobs(
                               f"its capacity is {cap[link]:.6g} bytes/s, and phase {p} of {names[j]} needs it")
         times.append(t)
         per_link = (L / np.where(left > 0, left, np.inf)).max(axis=0) if L.size else np.zeros(0)
-        bott.append(str(topology.link_class_names()[int(np.argmax(per_link))]) if per_link.size and
+        bott.append(str(class_names[int(np.argmax(per_link))]) if per_link.size and
                     per_link.max() > 0 else "none")
     alone = np.array([float(np.sum(t)) for t in times])
     used = np.stack([(L > 0).any(axis=0) for L in loads])  # [job, link]
@@ -293,3 +294,24 @@ def evaluate_jobs(
     if blocked.max() >= 0:
         ds.attrs["blocked"] = "; ".join(f"{names[j]}: {reasons[j]}" for j in range(J) if reasons[j])
     return ds
+
+
+def job_summary_lines(ds: xr.Dataset) -> list[str]:
+    """A short human table of a several-jobs result (times in ms)."""
+    a = ds.attrs
+    lines = [f"topology    {a.get('topology')}   background: {a.get('background')}",
+             f"{'job':<12}{'tasks':>7}{'alone ms':>12}{'together ms':>13}{'slowdown':>10}  bottleneck alone  traffic"]
+    for j in range(ds.sizes["job"]):
+        lines.append(f"{str(ds.job.values[j]):<12}{int(ds.job_tasks.values[j]):>7}"
+                     f"{ds.completion_time_alone.values[j] * 1e3:>12.4g}{ds.completion_time.values[j] * 1e3:>13.4g}"
+                     f"{ds.slowdown.values[j]:>10.4g}  {str(ds.bottleneck_alone.values[j]):<16}  "
+                     f"{ds.job_traffic.values[j]}")
+    lines.append(f"makespan    {float(ds.makespan) * 1e3:.4g} ms")
+    inter = ds.interference.values
+    if ds.sizes["job"] > 1 and np.isfinite(inter).all() and inter.max() > 1:
+        worst = np.unravel_index(np.argmax(inter), inter.shape)
+        lines.append(f"worst pair  {ds.job.values[worst[0]]} slowed {ds.interference.values[worst]:.4g}x by "
+                     f"{ds.other_job.values[worst[1]]} alone")
+    if "blocked" in a:
+        lines.append(f"blocked     {a['blocked']}")
+    return lines
