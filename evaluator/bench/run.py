@@ -261,7 +261,8 @@ def _small_baseline(df, routings, configs, stencils, placements, seeds, per_clas
 
 def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: int) -> dict:
     """SciPy routing matrix on ``per_class`` points of each (beta, routing) class: R built once per routing
-    (timed apart), applied per point (timed); every sampled point's loads compared with the evaluator's."""
+    (timed apart), applied per point (best of 3); ``SCIPY_CHECKED`` points per class compared with the
+    evaluator's loads link for link."""
     from .baseline import SparseMatrixBaseline
     from ..evaluate import evaluate_batch
 
@@ -280,10 +281,13 @@ def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: 
             picks = [(cfgs[int(rng.integers(len(cfgs)))], int(rng.integers(len(seeds)))) for _ in range(per_class)]
             pls = [placements[c][s] for c, s in picks]
             times = []
-            for pl in pls:
-                t0 = time.perf_counter()
-                base.link_loads(tr, pl)
-                times.append(time.perf_counter() - t0)
+            for pl in pls:  # best of 3 per point: robust to a busy machine, and in SciPy's favour
+                best = math.inf
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    base.link_loads(tr, pl)
+                    best = min(best, time.perf_counter() - t0)
+                times.append(best)
             for pl in pls[:SCIPY_CHECKED]:  # loads compared outside the timing
                 fast = evaluate_batch(df, rt, tr, pl, keep_link_load=True).link_load[0]
                 worst = max(worst, _rel_dev(base.link_loads(tr, pl), fast))
