@@ -67,7 +67,7 @@ import numpy as np
 
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
-SCENARIOS = ("small", "mira", "dragonfly", "torus", "sweep", "optimize", "scaling")
+SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "sweep", "optimize", "scaling")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
 SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
@@ -550,7 +550,14 @@ def _w_scaling(args) -> dict:
     return out
 
 
-WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "scaling": _w_scaling}
+def _w_jobs(args) -> dict:
+    from .jobs import w_jobs
+
+    return w_jobs(args)
+
+
+WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
+           "scaling": _w_scaling}
 
 
 # --------------------------------------------------------------------------------------
@@ -901,6 +908,12 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
             log(f"scenario: {label}")
             raw[name] = _collect(*_launch(name, quick, None), name)
             rows += _big_table_rows(raw[name], label)
+    if "jobs" in only:
+        from .jobs import jobs_rows
+
+        log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
+        raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
+        rows += jobs_rows(raw["jobs"])
     if "sweep" in only:
         sweep_rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))
         rows += sweep_rows
