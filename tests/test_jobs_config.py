@@ -77,3 +77,46 @@ def test_eval_cli_prints_the_jobs_table(capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert "left" in out and "right" in out and "slowdown" in out and "makespan" in out
+
+
+def test_jobs_sweep_over_an_offset_and_the_background_resumes_identically(tmp_path):
+    """A sweep over a job's offset and the background fraction: every point equals evaluate_jobs of its config,
+    and a resumed run equals an uninterrupted one."""
+    import xarray as xr
+
+    from evaluator.config import RayConfig
+    from evaluator.query import open_results
+    from evaluator.sweep import VOLATILE_ATTRS, plan_sweep, run_sweep
+
+    base = [o for o in TORUS if not o.startswith(("traffic", "placement.task_grid"))] + [
+            "traffic=random_pairs", "traffic.n_tasks=32", "placement.task_grid=[4,2,4]",
+                    "jobs=[{name: a, placement: {offset: [0,0,0]}}, {name: b, placement: {offset: [4,0,0]}, "
+                    "traffic: {seed: 3}}]", "sweep.chunk_size=2"]
+    axes = {"jobs.1.placement.offset": [[4, 0, 0], [4, 2, 0], [6, 2, 0]], "background.fraction": [0.0, 0.2]}
+
+    def plan(out):
+        return plan_sweep(config.compose_sweep(base + [f"sweep.output_dir={out}"], user_overrides=[],
+                                                 config_name="config", axes=axes))
+
+    full = plan(tmp_path / "a")
+    ds = open_results(run_sweep(full, RayConfig(enabled=False), progress=False))
+    assert ds.completion_time.dims == ("jobs.1.placement.offset", "background.fraction", "job")
+    assert list(ds.job.values) == ["a", "b"] and ds.slowdown.attrs["units"] == "1"
+    topo = config.build_topology(full.point_config(0).topology)
+    for flat in range(full.n_points):
+        idx = np.unravel_index(flat, full.shape)
+        jp = config.build_jobs(full.point_config(flat), topo)
+        ref = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background)
+        np.testing.assert_allclose(ds.completion_time.values[idx], ref.completion_time.values, rtol=TOL["rel"])
+        np.testing.assert_allclose(ds.slowdown.values[idx], ref.slowdown.values, rtol=TOL["rel"])
+    part = plan(tmp_path / "b")
+    assert run_sweep(part, RayConfig(enabled=False), progress=False, stop_after=1) is None
+    done = open_results(run_sweep(part, RayConfig(enabled=False), progress=False))
+
+    def strip(d):
+        d = d.copy()
+        for a in VOLATILE_ATTRS:
+            d.attrs.pop(a, None)
+        return d
+
+    xr.testing.assert_identical(strip(done), strip(ds))

@@ -44,6 +44,6 @@ def main(argv: list[str]) -> int:
     ds = open_results(path)
     print(f"{int(ds.attrs['n_feasible'])} feasible of {int(ds.attrs['n_points'])} points; "
           f"timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
-    print(format_table(best(ds, "completion_time", n=5)))
+    print(format_table(best(ds, "makespan" if "makespan" in ds else "completion_time", n=5)))
     print(f"dataset: {path}")
     return 0

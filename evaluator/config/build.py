@@ -104,13 +104,17 @@ class JobsPoint:
     interference: bool
 
 
-def build_jobs(cfg) -> JobsPoint:
-    """Build the jobs of an :class:`~evaluator.config.EvalConfig` (``jobs`` null: one job, the top-level groups)."""
+def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
+    """Build the jobs of an :class:`~evaluator.config.EvalConfig` (``jobs`` null: one job, the top-level groups).
+
+    ``topology``: the topology built from ``cfg.topology`` already (a sweep reuses one object, and with it the
+    kernels compiled for it).
+    """
     jobs_cfg = cfg.jobs if cfg.jobs is not None else [{}]
     require(isinstance(jobs_cfg, (list, tuple)) and len(jobs_cfg) > 0, "jobs", jobs_cfg,
             "a non-empty list of jobs, each {name, traffic, placement, routing} (missing groups: the top-level "
             "ones)")
-    topo = build_topology(cfg.topology)
+    topo = topology if topology is not None else build_topology(cfg.topology)
     rt = build_routing_spec(cfg.routing)
     jobs = []
     for i, raw in enumerate(jobs_cfg):

@@ -27,6 +27,9 @@ JOB_VARS = ("completion_time", "completion_time_alone", "slowdown", "total_bytes
 """Per-job variables a jobs sweep keeps (besides ``interference`` and ``makespan``)."""
 
 
+_TOPOLOGIES: dict[str, Any] = {}
+
+
 def evaluate_jobs_chunk(plan, flat: np.ndarray, point_config) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk, one several-jobs evaluation each."""
     t0 = time.perf_counter()
@@ -36,7 +39,11 @@ def evaluate_jobs_chunk(plan, flat: np.ndarray, point_config) -> dict[str, Any]:
     for j, f in enumerate(flat):
         obj = point_config(int(f))
         try:
-            jp = C.build_jobs(obj)
+            key = repr(obj.topology)
+            if key not in _TOPOLOGIES:  # one object per topology: its compiled kernels are reused by every point
+                _TOPOLOGIES.clear()
+                _TOPOLOGIES[key] = C.build_topology(obj.topology)
+            jp = C.build_jobs(obj, _TOPOLOGIES[key])
             ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background,
                                exclusive_nodes=jp.exclusive_nodes, interference=jp.interference)
         except ConfigError as exc:

@@ -32,12 +32,23 @@ __all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS"]
 SWEEP_FORMATS = ("netcdf", "zarr")
 
 
+def _child(cur, part: str):
+    """``cur.part``, or ``cur[part]`` of a mapping, or ``cur[int(part)]`` of a list (``jobs.1.placement``)."""
+    if isinstance(cur, dict):
+        if part not in cur:
+            raise AttributeError(part)
+        return cur[part]
+    if isinstance(cur, list):
+        return cur[int(part)]
+    if not hasattr(cur, part):
+        raise AttributeError(part)
+    return getattr(cur, part)
+
+
 def _get_path(obj, key: str):
     cur = obj
     for part in key.split("."):
-        if not hasattr(cur, part):
-            raise AttributeError(part)
-        cur = getattr(cur, part)
+        cur = _child(cur, part)
     return cur
 
 
@@ -45,8 +56,14 @@ def _set_path(obj, key: str, value) -> None:
     parts = key.split(".")
     cur = obj
     for part in parts[:-1]:
-        cur = getattr(cur, part)
-    setattr(cur, parts[-1], copy.deepcopy(value))
+        cur = _child(cur, part)
+    value = copy.deepcopy(value)
+    if isinstance(cur, dict):
+        cur[parts[-1]] = value
+    elif isinstance(cur, list):
+        cur[int(parts[-1])] = value
+    else:
+        setattr(cur, parts[-1], value)
 
 
 @dataclasses.dataclass

@@ -13,6 +13,7 @@ from ..errors import ConfigError, reason
 from ..evaluate import evaluate_batch
 from ..kernel import batch_kernel
 from ..routing import build_routing
+from .jobs import evaluate_jobs_chunk
 from .plan import SweepPlan
 
 __all__ = ["evaluate_chunk", "peak_rss_mb"]
@@ -32,6 +33,10 @@ def _cached(kind: str, cfg_obj, builder):
 
 def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk (one bucket). Pure function of its inputs."""
+    if C.has_jobs(plan.point_config(int(flat[0]))):
+        out = evaluate_jobs_chunk(plan, flat, plan.point_config)
+        out["peak_rss_mb"] = peak_rss_mb()
+        return out
     t0 = time.perf_counter()
     n = flat.size
     reasons = [""] * n
@@ -76,6 +81,11 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         out["class_names"] = list(topo.class_names)
         out["metrics"] = {k: np.asarray(v) for k, v in res.metrics.items()}
         out["bottleneck"] = res.bottleneck_names().tolist()
+        if res.phases is not None:
+            out["phases"] = {"names": list(res.phases["names"]),
+                             "phase_completion_time": res.phases["phase_completion_time"][: len(ok_idx)],
+                             "phase_total_bytes": res.phases["phase_total_bytes"][: len(ok_idx)],
+                             "phase_bottleneck": res.phase_bottleneck_names()[: len(ok_idx)].tolist()}
         if res.link_load is not None:
             out["link_load"] = res.link_load
             out["n_links"] = topo.n_links
