@@ -390,6 +390,12 @@ class SparseMatrixBaseline:
         self.R.sum_duplicates()
         self._built_for = None if self.per_pair else (traffic_in, placement)
 
+    def release(self) -> None:
+        """Drop ``R`` (a torus's, before the next point; a Dragonfly's is rebuilt on the next use)."""
+        self.R = None
+        self._built_for = None
+        self._flow_bytes = None
+
     @property
     def nnz(self) -> int:
         """Stored entries of ``R`` (0 before :meth:`build`)."""

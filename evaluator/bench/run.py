@@ -382,16 +382,13 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix):
     Per-point cost: the apply (Dragonfly, R built once per topology and routing) or build + apply (torus, R
     is per flow list and placement). A matrix estimated too large is reported, never built.
     """
-    from ..errors import ResourceError
-    from .baseline import SparseMatrixBaseline
+    from ..errors import ResourceError, fmt_size
+    from .baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
 
     base, build = matrix if matrix is not None else (SparseMatrixBaseline(topo, rt), 0.0)
     try:
         need = base.check_size(tr, pl)
     except ResourceError as exc:
-        from ..errors import fmt_size
-        from .baseline import BYTES_PER_ENTRY
-
         entries = base.estimate(tr, pl)
         row.update(scipy_na=f"R too big ({fmt_size(BYTES_PER_ENTRY * entries)})", scipy_entries=entries,
                    scipy_reason=str(exc))
@@ -411,8 +408,7 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix):
                scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,
                scipy_rel_dev=_rel_dev(base.link_loads(tr, pl), ref))
     if not base.per_pair:
-        base.R = None  # free it before the next pattern
-        base._built_for = None
+        base.release()  # free it before the next pattern
     return base, build
 
 

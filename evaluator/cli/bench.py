@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
                     "large torus, the sweep and optimize commands end to end, and scaling. Prints a table and "
                     "writes it as JSON (and a scaling plot) under results/bench/.")
     p.add_argument("--quick", action="store_true", help="fewer points, smaller checks, a 3,200-point sweep and a "
-                                                        "128x128x4 torus (about 2-3 minutes)")
+                                                        "128x128x4 torus (a few minutes)")
     p.add_argument("--out-dir", default="results/bench", help="where to write the JSON and the plot")
     p.add_argument("--only", nargs="+", metavar="SCENARIO",
                    help="run only these scenarios: " + ", ".join(SCENARIOS))
