@@ -31,20 +31,24 @@ are one product with a triangular matrix, longer ones a scan.
 Exactness. The difference lines are summed in int64, so the cancellation
 in the prefix sums is exact. With ``S`` the point's router-to-router bytes
 and ``2^(e-1) <= S < 2^e``, each flow's bytes become an even number ``q``
-of units ``u = 2^(e-61)`` (the bytes rounded to a multiple of
-``2^(e-60)``; half of ``q`` for each half of a split tie); every load,
-``sum(q) * u``, fits in an int64 and is converted to float64 once.
+of units ``u = 2^(e-62)`` (the bytes rounded to a multiple of
+``2^(e-61)``; ``q / 2`` for each half of a split tie); a load, ``sum(q) *
+u`` over the runs through the link, is below ``2^63`` units (int64
+additions that overflow in between wrap around and still end exact), and
+is converted to float64 once.
 
-* When every flow's bytes are a multiple of ``2^(e-60)`` — integers while
-  ``S < 2^60`` (1.15e18 bytes), multiples of 1/2 while ``S < 2^59``, of
-  ``2^-j`` while ``S < 2^(60-j)`` — each load is the exact sum of the
+* When every flow's bytes are a multiple of ``2^(e-61)`` — integers while
+  ``S < 2^61`` (2.3e18 bytes), multiples of 1/2 while ``S < 2^60``, of
+  ``2^-j`` while ``S < 2^(61-j)`` — each load is the exact sum of the
   bytes (halves for split ties) of the runs through the link, rounded once
   to float64: exactly that sum when it is a float64 (integers below
   ``2^53``), i.e. what the per-flow walk gives when its own sums are exact.
-* Otherwise a flow's bytes move by at most ``u <= 2^-60 S`` when they are
-  rounded to units, so a load is off by at most half an ulp plus ``2^-60
-  S`` per run through the link (about ``1e-18`` of the point's bytes per
-  run), whatever the ring length: no rounding error builds up along a line.
+* Otherwise a flow's bytes move by at most ``u <= 2^-61 S`` when they are
+  rounded to units, so a load is off by at most half an ulp plus ``2^-61
+  S`` per run through the link (4.3e-19 of the point's bytes per run),
+  whatever the ring length: no rounding error builds up along a line. (A
+  float64 difference line would be off by about ``2^-53`` of the bytes on
+  the line per addition.)
 
 Dense rank-one demand factorises per dimension: on a dimension-``k`` ring
 the sources are weighted by ``U_k`` (``u`` summed over the dimensions
@@ -196,25 +200,26 @@ def _prefix_along(x, axis: int):
 
 
 def _units(weight: Float[Array, "flow"]) -> tuple[Int[Array, "flow"], Float[Array, ""]]:
-    """Bytes as even integers ``q`` of a unit ``2^(e - 61)``: ``q * unit`` is ``weight`` to within ``unit``.
+    """Bytes as even integers ``q`` of a unit ``2^(e - 62)``: ``q * unit`` is ``weight`` to within ``unit``.
 
     ``e`` is the exponent with ``S < 2^e`` for ``S = sum(weight)`` (at least
-    ``-900``, so that the scale factors stay normal numbers): ``|q| <= 2^61``,
-    and every sum of the point's ``q`` fits in an int64 (module docstring).
+    ``-900``, so that the scale factors stay normal numbers): ``sum(q) < 2^62
+    + flows``, so every load fits in an int64 (module docstring).
     """
     _, e = jnp.frexp(jnp.sum(jnp.abs(weight)))
     e = jnp.maximum(e, -900)
     one = jnp.ones((), weight.dtype)
-    q = 2 * jnp.round(weight * jnp.ldexp(one, 60 - e)).astype(jnp.int64)
-    return q, jnp.ldexp(one, e - 61)
+    q = 2 * jnp.round(weight * jnp.ldexp(one, 61 - e)).astype(jnp.int64)
+    return q, jnp.ldexp(one, e - 62)
 
 
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
     """``M[x, s, t]``: probability that the 1-D route ``s -> t`` uses the link leaving ``x`` in ``direction``.
 
     The definition the ring operators implement, materialised (``n^3``
-    entries): not used by the operator, kept as the reference its dense
-    path is checked against (``tests/test_torus.py``, ``tests/test_routing_fast.py``).
+    entries): not used by the operator, kept as a reference (checked against
+    a hop-by-hop walk in ``tests/test_torus.py``, the dense path against it
+    in ``tests/test_routing_fast.py``).
 
     A route goes ``hops`` links in one direction from ``s``; in the ``+1``
     direction it uses the links leaving ``s, s+1, ..., s+hops-1`` (mod ``n``),
