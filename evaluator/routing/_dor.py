@@ -255,13 +255,14 @@ class _Ring:
 
     The routers of dimension ``dim`` form ``pre x post`` rings of ``n``
     positions (``pre``/``post``: the routers before/after the dimension in
-    row-major order). Each direction has an int64 difference line of ``L``
-    positions per ring, stored ``[pre, L, post]`` from ``off[direction]`` in
-    the integer buffer; the ``-1`` line is reflected (line position ``q`` is
-    ring position ``n - 1 - q``), so runs go up the line in both directions.
-    ``tie_off`` (or -1) holds the split ties by start router ``[pre, n,
-    post]``, also in the integer buffer; ``direct`` (or -1), for a wrapped
-    ring of two routers, the float64 loads of its one link per router.
+    row-major order). The dimension has its own int64 buffer of ``size``
+    entries: per direction a difference line of ``L`` positions per ring,
+    ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
+    (line position ``q`` is ring position ``n - 1 - q``) so that runs go up
+    the line in both directions; from ``tie_off`` (or -1) the split ties by
+    start position ``[pre, n, post]``. ``direct`` (or -1), for a wrapped
+    ring of two routers, is the offset of its float64 loads (one link per
+    router) in the float buffer.
     """
 
     dim: int
@@ -279,10 +280,14 @@ class _Ring:
     def line_size(self) -> int:
         return self.pre * self.L * self.post
 
+    @property
+    def size(self) -> int:
+        return 2 * self.line_size + (self.pre * self.n * self.post if self.tie_off >= 0 else 0)
+
 
 def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple[dict[int, _Ring], int, int]:
     """The rings of every dimension with more than one router, and the integer and float buffer sizes."""
-    rings, off, foff = {}, 0, 0
+    rings, isize, foff = {}, 0, 0
     for k, (n, w) in enumerate(zip(dims, wrap)):
         if n == 1:
             continue
@@ -294,14 +299,10 @@ def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple
             continue
         H = n // 2 if w else n - 1
         r = _Ring(k, n, w, H, n + H if w else n, pre, post)
-        lines = (off, off + r.line_size)
-        off += 2 * r.line_size
-        tie = -1
-        if w and split and n % 2 == 0:
-            tie = off
-            off += pre * n * post
-        rings[k] = dataclasses.replace(r, off=lines, tie_off=tie)
-    return rings, off, foff
+        tie = 2 * r.line_size if w and split and n % 2 == 0 else -1
+        rings[k] = dataclasses.replace(r, off=(0, r.line_size), tie_off=tie)
+        isize += rings[k].size
+    return rings, isize, foff
 
 
 def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
@@ -328,9 +329,9 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     nd = len(dims)
     split = routing.tie == "split"
     strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
-    rings, ISIZE, FSIZE = _layout(dims, wrap, split)
+    rings, _, FSIZE = _layout(dims, wrap, split)
     n_nodes = int(topo.n_nodes)
-    itype = jnp.int32 if max(ISIZE, FSIZE + 2 * n_nodes) < 2**31 else jnp.int64
+    itype = jnp.int32 if max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) < 2**31 else jnp.int64
     # Per-router loads in this order; router link l leaving router r in (dim, direction) reads slot seg * R + r.
     segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
     slot = -np.ones(n_rl, dtype=np.int64)
@@ -377,9 +378,9 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         return [first, past], [v, v_end]
 
     def line_loads(ring: _Ring, ibuf, unit):
-        """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions of ``ring``'s dimension."""
+        """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions from the dimension's buffer."""
         n, H, pre, post = ring.n, ring.H, ring.pre, ring.post
-        X = ibuf[ring.off[0]: ring.off[0] + 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
+        X = ibuf[: 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
         if ring.tie_off >= 0:
             # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops
             T = ibuf[ring.tie_off: ring.tie_off + pre * n * post].reshape(pre, n, post) >> 1
@@ -396,7 +397,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         src = src.astype(itype)
         dst = dst.astype(itype)
         q, unit = _units(weight)
-        iidx, ival, fidx, fval = [], [], [], []
+        ibufs, fidx, fval = {}, [], []
         done = jnp.zeros_like(src)  # sum over dims already travelled of dst_k * stride_k
         rest = src  # router id with the travelled dims still at the source's coordinates
         for k in order:
@@ -410,16 +411,14 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                 fidx.append(ring.direct + base + s * strides[k])
                 fval.append(jnp.where(s != t, weight, 0.0))
             else:
-                i, v = run_entries(ring, s, t, base, q)
-                iidx += i
-                ival += v
+                i, v = run_entries(ring, s, t, base, q)  # one scatter per dimension: no concatenation of them all
+                ibufs[k] = segment_add(jnp.concatenate(v), jnp.concatenate(i), ring.size)
             done = done + t * strides[k]
             rest = rest - s * strides[k]
         if extra is not None:
             fidx.append(extra[0].astype(itype) + FSIZE)
             fval.append(extra[1])
         n_float = FSIZE + (0 if extra is None else extra[2])
-        ibuf = segment_add(jnp.concatenate(ival), jnp.concatenate(iidx), ISIZE) if ival else None
         fbuf = segment_add(jnp.concatenate(fval), jnp.concatenate(fidx), n_float) if fval else jnp.zeros(n_float)
         per_seg = []
         for k in sorted(rings):
@@ -427,7 +426,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             if ring.direct >= 0:
                 per_seg.append(fbuf[ring.direct: ring.direct + R])
             else:
-                per_seg.append(line_loads(ring, ibuf, unit).reshape(2 * R))
+                per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
         loads = gather(tables, per_seg) if segs else jnp.zeros(n_rl)
         return loads if extra is None else (loads, fbuf[FSIZE:])
 
