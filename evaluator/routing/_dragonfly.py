@@ -154,8 +154,8 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
                 f"Valiant needs an intermediate group other than source and destination; g = {g}.")
     check_memory("routing", routing.kind, operator_bytes(topo, is_valiant),
-                 f"its tables on {topo.name} ([g, g, a] = [{g}, {g}, {a}] and [g*a, a, h] = "
-                 f"[{g * a}, {a}, {min(topo.h, g - 1)}] entries)",
+                 f"its tables on {topo.name} ([g, g, m] = [{g}, {g}, {m}] global-link entries"
+                 + (f", land[g, a, g] = [{g}, {a}, {g}])" if is_valiant else ")"),
                  "Use a Dragonfly with fewer groups or routers per group.")
     tables = _dragonfly_tables(topo, is_valiant)
     off_group = ~np.eye(g, dtype=bool)
