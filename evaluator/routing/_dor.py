@@ -167,20 +167,22 @@ def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
 
 
 _SHORT = 32
-"""Float prefix sums over at most this many positions are one product with a triangular matrix."""
+"""Prefix sums over at most this many positions: no loop (a triangular product, or a log-depth scan)."""
 
 
 def _prefix(x: Shaped[Array, "pre pos col"]) -> Shaped[Array, "pre pos col"]:
-    """Inclusive prefix sum along axis 1 (float64, or int64: exact).
+    """Inclusive prefix sum along axis 1 (float64, or int64: exact in any order).
 
-    Short float lines: one product with the upper-triangular matrix of ones
-    (``pos`` multiply-adds per entry, one operation to compile). Otherwise,
-    and for integers (no integer matrix products on accelerators), a
-    ``lax.scan`` adding position after position (1-3 ns per entry on CPU;
-    ``jnp.cumsum`` lowers to a log-depth scan that costs 5-40 ns per entry).
+    Short lines, with nothing to compile as a loop: floats by one product with
+    the upper-triangular matrix of ones (``pos`` multiply-adds per entry),
+    integers by ``jnp.cumsum`` (no integer matrix products on accelerators).
+    Long lines: a ``lax.scan`` adding position after position (1-3 ns per
+    entry on CPU, where ``jnp.cumsum``'s log-depth scan costs 5-40 ns).
     """
     n_pos = x.shape[1]
-    if n_pos <= _SHORT and jnp.issubdtype(x.dtype, jnp.floating):
+    if n_pos <= _SHORT:
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return jnp.cumsum(x, axis=1)
         tri = jnp.asarray(np.triu(np.ones((n_pos, n_pos), dtype=x.dtype)))
         return jnp.einsum("apb,pq->aqb", x, tri)
 
