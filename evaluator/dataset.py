@@ -23,6 +23,8 @@ __all__ = [
     "METRICS",
     "METRIC_NAMES",
     "MAX_LOAD",
+    "PHASE_METRICS",
+    "JOB_METRICS",
     "LINK_LOAD",
     "LINK_CAPACITY",
     "metric",
@@ -60,13 +62,33 @@ METRICS: tuple[Metric, ...] = (
 
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
+PHASE_METRICS: tuple[Metric, ...] = (
+    Metric("phase_completion_time", "s", "completion time of the phase (contention lower bound; NaN: no such phase)",
+           True),
+    Metric("phase_total_bytes", "bytes", "bytes sent in the phase (NaN: no such phase)", True),
+)
+"""Per-phase metrics of phased traffic (dimension ``phase``); a step's ``completion_time`` is their sum."""
+
+JOB_METRICS: tuple[Metric, ...] = (
+    Metric("completion_time", "s", "completion time of the job's step with every job running together", True),
+    Metric("completion_time_alone", "s", "completion time of the job's step alone on the machine", True),
+    Metric("slowdown", "1", "completion time together over completion time alone", True),
+    Metric("interference", "1", "slowdown of the job when it runs with the other job alone", True),
+    Metric("phase_completion_time_alone", "s", "completion time of the phase alone (NaN: no such phase)", True),
+    Metric("total_bytes", "bytes", "bytes the job sends in its step", True),
+    Metric("makespan", "s", "time until every job has finished", True),
+    Metric("job_link_load", "bytes", "bytes the job puts on the link over its step", None),
+    Metric("background_link_rate", "bytes/s", "background traffic on the link", None),
+)
+"""Variables of multi-job results (:func:`evaluator.jobs.evaluate_jobs`, dimension ``job``)."""
+
 MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", True)
 """Template of the per-class maxima; see :func:`max_load_name`."""
 
 LINK_LOAD = Metric("link_load", "bytes", "expected bytes crossing the link in one exchange", None)
 LINK_CAPACITY = Metric("link_capacity", "bytes/s", "link bandwidth per direction", None)
 
-_BY_NAME = {m.name: m for m in METRICS + (LINK_LOAD, LINK_CAPACITY)}
+_BY_NAME = {m.name: m for m in METRICS + PHASE_METRICS + (LINK_LOAD, LINK_CAPACITY)}
 
 
 def max_load_name(link_class: str) -> str:
@@ -121,6 +143,7 @@ def results_dataset(
     link_load: np.ndarray | None = None,
     links: LinkTable | None = None,
     attrs: Mapping[str, Any] | None = None,
+    phases: Mapping[str, Any] | None = None,
 ) -> xr.Dataset:
     """Results of ``prod(shape)`` design points as a dataset with dimensions ``dims``.
 
@@ -137,6 +160,10 @@ def results_dataset(
     link_load
         ``[point, link]`` bytes, kept on request; ``links`` adds the capacity
         and the ``link_src``/``link_dst``/``link_class``/``link_node`` coordinates.
+    phases
+        Phased traffic: ``names`` (one label per phase), flat ``[point, phase]``
+        arrays of every :data:`PHASE_METRICS` name and ``phase_bottleneck``
+        (class names, ``""`` where a point has no such phase).
     """
     dims = tuple(dims)
     shape = tuple(int(s) for s in shape)
@@ -160,6 +187,14 @@ def results_dataset(
         data["reason"] = (dims, grid(np.asarray(reason).astype(str)),
                           {"long_name": "why the point is infeasible: 'field: what is allowed' ('' if feasible)"})
     all_coords: dict[str, Any] = dict(coords or {})
+    if phases is not None:
+        names = [str(x) for x in phases["names"]]
+        pshape = shape + (len(names),)
+        for m in PHASE_METRICS:
+            data[m.name] = (dims + ("phase",), np.asarray(phases[m.name], dtype=np.float64).reshape(pshape), m.attrs)
+        data["phase_bottleneck"] = (dims + ("phase",), np.asarray(phases["phase_bottleneck"]).astype(str)
+                                    .reshape(pshape), {"long_name": "class of the link that sets the phase's time"})
+        all_coords["phase"] = ("phase", np.asarray(names, dtype=str), {"long_name": "exchange, in the order done"})
     if link_load is not None:
         ll = np.asarray(link_load)
         data["link_load"] = (dims + ("link",), ll.reshape(shape + (ll.shape[-1],)), LINK_LOAD.attrs)
@@ -199,4 +234,7 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
     ]
     for v in sorted(k for k in ds.data_vars if k.startswith("max_load_")):
         lines.append(f"{v:<22}{_fmt_bytes(float(ds[v]))}")
+    if "phase" in ds.dims and ds["phase_completion_time"].ndim == 1:
+        for name, t, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
+            lines.append(f"phase {str(name):<16}{float(t):.6g} s   bottleneck: {b}")
     return lines

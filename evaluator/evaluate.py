@@ -32,7 +32,7 @@ from .placement import Placement
 from .routing import KINDS as ROUTING_KINDS
 from .routing import Routing
 from .topology import Topology
-from .traffic import DenseTraffic, Traffic
+from .traffic import DenseTraffic, PhasedTraffic, Traffic
 
 __all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size"]
 
@@ -58,10 +58,20 @@ class BatchResult:
     routing: Routing
     metrics: dict[str, np.ndarray]
     link_load: Float[np.ndarray, "point link"] | None
+    phases: dict[str, Any] | None = None
+    """Phased traffic: ``names`` and ``[point, phase]`` arrays ``phase_completion_time``, ``phase_total_bytes``,
+    ``phase_bottleneck_class`` (-1: no link used, -2: no such phase); None when no point is phased."""
 
     def bottleneck_names(self) -> np.ndarray:
         names = np.asarray(list(self.topology.class_names) + ["none"], dtype=object)
         return names[self.metrics["bottleneck_class"]].astype(str)
+
+    def phase_bottleneck_names(self) -> np.ndarray:
+        """``[point, phase]`` class of each phase's busiest link ("none"; "" where a point has no such phase)."""
+        names = np.asarray(list(self.topology.class_names) + ["", "none"], dtype=object)
+        c = self.phases["phase_bottleneck_class"]
+        n_cls = len(self.topology.class_names)
+        return names[np.where(c == -1, n_cls + 1, np.where(c == -2, n_cls, c))].astype(str)
 
     def to_dataset(self, dim: str = "variant") -> xr.Dataset:
         """Results as a dataset with dimension ``dim`` (and ``link`` if loads were kept)."""
@@ -109,8 +119,8 @@ def _builder_hint(name: str) -> str | None:
 
 _EXPECTED = {
     "topology": (Topology, "a Topology (build one with evaluator.dragonfly(p, a, h) or evaluator.torus(dims))"),
-    "traffic": ((Traffic, DenseTraffic),
-                "a Traffic or DenseTraffic (build one with evaluator.traffic.all_to_all(n_tasks))"),
+    "traffic": ((Traffic, DenseTraffic, PhasedTraffic),
+                "a Traffic, DenseTraffic or PhasedTraffic (build one with evaluator.traffic.all_to_all(n_tasks))"),
     "placement": (Placement, "a Placement (build one with evaluator.placement.linear(topology, n_tasks))"),
 }
 
@@ -251,10 +261,15 @@ def _n_senders(t: Traffic) -> int:
     return int(np.count_nonzero(np.bincount(t.src, weights=t.nbytes, minlength=t.n_tasks) > 0))
 
 
-def _run_flows(kern, traffics: list[Traffic], placements: list[Placement], chunk_size: int) -> list:
-    """Dispatch every block of sparse-flow points; returns device results (not yet fetched)."""
+def _run_flows(kern, traffics: list[Traffic], placements: list[Placement], chunk_size: int,
+               flow_bucket: int | None = None) -> list:
+    """Dispatch every block of sparse-flow points; returns device results (not yet fetched).
+
+    ``flow_bucket`` fixes the padded flow count (at least the largest traffic's), so that calls with
+    different traffics share one compilation (the phases of phased traffic).
+    """
     n = len(traffics)
-    F = bucket_size(max(t.n_flows for t in traffics))
+    F = max(flow_bucket or 0, bucket_size(max(t.n_flows for t in traffics)))
     T = bucket_size(max(t.n_tasks for t in traffics))
     block, chunk = _sizes(chunk_size, n, 40 * F + 24 * kern.n_links)
     tn = _task_nodes(placements, T)
@@ -582,14 +597,26 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
         _check_pair(topology, t, p, None if n == 1 else i)
     chunk_size = positive_int("chunk_size", chunk_size)
     kern = batch_kernel(topology, routing, bool(keep_link_load))
-    _check_working_set(_working_set(kern, topology, traffics, chunk_size, bool(keep_link_load)), n, chunk_size,
+    exchanges = [x for t in traffics for x in (t.phases if isinstance(t, PhasedTraffic) else (t,))]
+    _check_working_set(_working_set(kern, topology, exchanges, chunk_size, bool(keep_link_load)), n, chunk_size,
                        bool(keep_link_load), single)
+    if any(isinstance(t, PhasedTraffic) for t in traffics):
+        return _evaluate_phased(kern, topology, routing, traffics, placements, chunk_size)
+    merged = _evaluate_flat(kern, traffics, placements, chunk_size)
+    loads = merged.pop("link_load", None)
+    return BatchResult(topology, routing, merged, loads)
+
+
+def _evaluate_flat(kern, traffics: list, placements: list, chunk_size: int, flow_bucket: int | None = None) -> dict:
+    """Metrics (and ``link_load`` if the kernel keeps it) of single exchanges, in input order."""
+    n = len(traffics)
     is_dense = np.array([isinstance(t, DenseTraffic) for t in traffics])
     parts = []
     for mask, run in ((~is_dense, _run_flows), (is_dense, _run_dense)):
         idx = np.nonzero(mask)[0]
         if idx.size:
-            pend = run(kern, [traffics[i] for i in idx], [placements[i] for i in idx], chunk_size)
+            pend = run(kern, [traffics[i] for i in idx], [placements[i] for i in idx], chunk_size,
+                       **({} if run is _run_dense else {"flow_bucket": flow_bucket}))
             parts.append((idx, pend))
     fetched = [(idx, _fetch(pend)) for idx, pend in parts]
     if len(fetched) == 1:
@@ -602,8 +629,92 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
             for idx, res in fetched:
                 out[idx] = res[k]
             merged[k] = out
-    loads = merged.pop("link_load", None)
-    return BatchResult(topology, routing, merged, loads)
+    return merged
+
+
+def _senders(t) -> np.ndarray:
+    """Tasks of one exchange that send a positive number of bytes (as the kernels count them)."""
+    if isinstance(t, DenseTraffic):
+        return (t.src_weight > 0) & (t.dst_weight.sum() - t.dst_weight > 0)
+    return np.bincount(t.src, weights=t.nbytes, minlength=t.n_tasks) > 0
+
+
+def _phase_names(traffics: list, n_phases: int) -> list[str]:
+    """Labels of the phase axis: the phased traffics' own when they agree, else ``phase0``, ``phase1``, ..."""
+    labels = {t.phase_names for t in traffics if isinstance(t, PhasedTraffic) and t.n_phases == n_phases}
+    return list(labels.pop()) if len(labels) == 1 else [f"phase{k}" for k in range(n_phases)]
+
+
+def _evaluate_phased(kern, topology, routing, traffics: list, placements: list, chunk_size: int) -> BatchResult:
+    """Phased points: every phase an exchange of its own, evaluated phase by phase in one flow bucket, then combined.
+
+    A point's ``completion_time`` is the sum of its phases' times, ``total_bytes``
+    and link loads the sums, ``mean_hops`` the off-node-byte-weighted mean,
+    ``max_load_<class>`` the largest over the phases, and the bottleneck that
+    of the longest phase (the first one on a tie). A plain exchange is one
+    phase and keeps its numbers exactly.
+    """
+    n = len(traffics)
+    phases = [t.phases if isinstance(t, PhasedTraffic) else (t,) for t in traffics]
+    P = max(len(ph) for ph in phases)
+    sparse = [x for ph in phases for x in ph if not isinstance(x, DenseTraffic)]
+    F = bucket_size(max(x.n_flows for x in sparse)) if sparse else None
+    per_phase = []
+    for k in range(P):
+        idx = [i for i in range(n) if len(phases[i]) > k]
+        out = _evaluate_flat(kern, [phases[i][k] for i in idx], [placements[i] for i in idx], chunk_size,
+                             flow_bucket=F)
+        per_phase.append((np.asarray(idx), out))
+    n_cls = len(topology.class_names)
+    t_ph = np.full((n, P), np.nan)
+    b_ph = np.full((n, P), np.nan)
+    cls_ph = np.full((n, P), -2, np.int64)
+    link_ph = np.full((n, P), -1, np.int64)
+    off = np.zeros((n, P))
+    hops = np.zeros((n, P))
+    maxc = np.full((n, n_cls), -np.inf)
+    loads = None
+    for k, (idx, out) in enumerate(per_phase):
+        t_ph[idx, k] = out["completion_time"]
+        b_ph[idx, k] = out["total_bytes"]
+        cls_ph[idx, k] = out["bottleneck_class"]
+        link_ph[idx, k] = out["bottleneck_link"]
+        off[idx, k] = out["off_node_bytes"]
+        hops[idx, k] = out["mean_hops"] * out["off_node_bytes"]
+        maxc[idx] = np.maximum(maxc[idx], out["max_load_class"])
+        if "link_load" in out:
+            if loads is None:
+                loads = np.zeros((n, out["link_load"].shape[1]))
+            loads[idx] += out["link_load"]
+    time = np.nansum(t_ph, axis=1)
+    total = np.nansum(b_ph, axis=1)
+    off_total = off.sum(1)
+    senders = np.array([int(np.any([_senders(x) for x in ph], axis=0).sum()) for ph in phases], dtype=np.float64)
+    busy = time > 0
+    safe = np.where(busy, time, 1.0)
+    empty = np.where(total > 0, np.inf, np.nan)
+    worst = np.argmax(np.where(np.isnan(t_ph), -np.inf, t_ph), axis=1)
+    rows = np.arange(n)
+    metrics = {
+        "completion_time": time,
+        "throughput": np.where(busy, total / safe, empty),
+        "effective_injection_bandwidth": np.where(busy, total / np.maximum(senders, 1.0) / safe, empty),
+        "mean_hops": np.where(off_total > 0, hops.sum(1) / np.where(off_total > 0, off_total, 1.0), 0.0),
+        "total_bytes": total,
+        "bottleneck_class": np.where(busy, cls_ph[rows, worst], -1),
+        "bottleneck_link": np.where(busy, link_ph[rows, worst], -1),
+        "off_node_bytes": off_total,
+        "max_load_class": maxc,
+    }
+    # A plain exchange (one phase) keeps its own numbers exactly.
+    plain = np.array([not isinstance(t, PhasedTraffic) for t in traffics])
+    if plain.any():
+        idx0, out0 = per_phase[0]
+        for key in metrics:
+            metrics[key][plain] = out0[key][plain[idx0]]
+    phase_info = {"names": _phase_names(traffics, P), "phase_completion_time": t_ph, "phase_total_bytes": b_ph,
+                  "phase_bottleneck_class": cls_ph}
+    return BatchResult(topology, routing, metrics, loads, phase_info)
 
 
 def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
@@ -618,6 +729,9 @@ def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
         bottleneck=res.bottleneck_names(),
         link_load=res.link_load,
         links=LinkTable.of(topo) if res.link_load is not None else None,
+        phases=None if res.phases is None else {
+            "names": res.phases["names"], "phase_completion_time": res.phases["phase_completion_time"],
+            "phase_total_bytes": res.phases["phase_total_bytes"], "phase_bottleneck": res.phase_bottleneck_names()},
         attrs={"topology": topo.name, "routing": res.routing.label, "n_nodes": topo.n_nodes,
                "n_routers": topo.n_routers, "evaluator_version": __version__},
     )

@@ -91,9 +91,10 @@ class DensePointInputs(NamedTuple):
     bytes_per_pair: Float[Array, ""]
 
 
-SCALAR_METRICS = _FLOAT_METRICS + ("bottleneck_class", "bottleneck_link")
+SCALAR_METRICS = _FLOAT_METRICS + ("bottleneck_class", "bottleneck_link", "off_node_bytes")
 """Per-point scalars the kernels return: the metric table's (:data:`evaluator.dataset.METRICS`), then the
-bottleneck's class and link (-1 when nothing crosses a link)."""
+bottleneck's class and link (-1 when nothing crosses a link) and the bytes that leave their node (the weight of
+``mean_hops`` when phases are combined)."""
 
 METRIC_NAMES = SCALAR_METRICS + ("max_load_class",)
 
@@ -165,6 +166,7 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
         "bottleneck_link": jnp.where(busy, worst, -1),
         "mean_hops": mean_hops,
         "total_bytes": total,
+        "off_node_bytes": off_node_bytes,
         "max_load_class": max_class,
     }
 

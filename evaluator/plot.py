@@ -26,7 +26,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
                series: str | None = None) -> Path:
     """One panel per value of the first remaining axis; ``metric`` against ``x``, one line per ``series``.
 
-    Defaults: ``series`` is the ``routing`` axis if there is one; ``x`` is
+    Defaults: ``series`` is the ``job`` dimension of several-jobs sweeps, else the ``routing`` axis if there is one; ``x`` is
     ``placement.gamma`` if present, else the largest other axis. ``x`` labels
     that are vectors are grouped by their product (sparsity level, denser
     first), as in Prisacari Figs. 4-5. Axes named ``*seed`` are averaged;
@@ -48,7 +48,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
                               None if dims else "This dataset has no axes (a single design point from `evaluator "
                                                 "eval`); plot a sweep dataset.")
     if series is None:
-        series = "routing" if "routing" in dims else None
+        series = "job" if "job" in dims else ("routing" if "routing" in dims else None)
     if x is None:
         rest = [d for d in dims if d != series]
         other = "" if series is None else f" other than the series {series!r}"
@@ -74,7 +74,8 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         keep = ~np.isnan(sub.values).all(axis=tuple(i for i, d in enumerate(sub.dims) if d != x)) if sub.ndim > 1 \
             else ~np.isnan(sub.values)
         labels = [str(v) for v, k in zip(sub[x].values, keep) if k]
-        labels.sort(key=lambda s: (-_size(s), s))
+        if all(_size(s) > 0 for s in labels):  # size vectors: grouped by size, denser first; else axis order
+            labels.sort(key=lambda s: (-_size(s), s))
         sub = sub.sel({x: labels})
         xs = np.arange(len(labels))
         if series:
@@ -93,7 +94,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         ax.set_ylabel(f"{metric} [{units}]" if units else metric)
         if facet:
             ax.set_title(f"{facet} = {fv}", fontsize=9)
-    axs[-1, 0].set_xlabel(x + (" (grouped by size, denser first)" if any(_size(s) for s in labels) else ""))
+    axs[-1, 0].set_xlabel(x + (" (grouped by size, denser first)" if all(_size(s) for s in labels) else ""))
     fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
     fig.tight_layout()
     return save_figure(fig, Path(out), dpi=120)

@@ -3,6 +3,9 @@
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The CLI turns JAX's persistent compilation cache on (~/.cache/evaluator/jax): not in tests, which call
+# the CLI in-process and in subprocesses (tests/test_compilation_cache.py sets its own directories).
+os.environ.setdefault("EVALUATOR_COMPILATION_CACHE", "0")
 
 import jax  # noqa: E402
 

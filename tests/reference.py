@@ -31,11 +31,13 @@ links, Valiant intermediate group) contributes its expectation.
 from __future__ import annotations
 
 from collections import defaultdict
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["reference_link_loads", "reference_hops", "reference_paths", "dragonfly_global_table"]
+__all__ = ["reference_link_loads", "reference_link_loads_exact", "reference_hops", "reference_paths",
+           "dragonfly_global_table"]
 
 Path = tuple[float, list[int]]  # (probability, [router link ids in travel order])
 
@@ -330,3 +332,47 @@ def reference_link_loads(topology, flows, task_node, routing: dict) -> np.ndarra
     for link, value in load.items():
         out[link] += value
     return out
+
+
+def reference_link_loads_exact(topology, flows, task_node, routing: dict) -> tuple[list[Fraction], list[int]]:
+    """:func:`reference_link_loads` in exact rational arithmetic, and the routes through each link.
+
+    Every byte count and route probability is converted to a
+    :class:`fractions.Fraction` exactly (the probability of a DOR route is 1
+    or 1/2, a float without rounding), and the loads are exact sums.
+
+    Returns
+    -------
+    loads
+        ``Fraction`` bytes per exchange on every link (router links, injection, ejection).
+    routes
+        Per link, the number of (flow, route) pairs that cross it: a split
+        tie counts once for each of its two routes.
+    """
+    n_rl = int(topology.n_router_links)
+    n_nodes = int(topology.n_nodes)
+    npr = int(topology.nodes_per_router)
+    loads = [Fraction(0)] * (n_rl + 2 * n_nodes)
+    routes = [0] * (n_rl + 2 * n_nodes)
+    route_cache: dict[tuple[int, int], list[Path]] = {}
+    for src_task, dst_task, nbytes in flows:
+        b = Fraction(float(nbytes))
+        src_node = int(task_node[int(src_task)])
+        dst_node = int(task_node[int(dst_task)])
+        if src_node == dst_node:
+            continue
+        for link in (n_rl + src_node, n_rl + n_nodes + dst_node):
+            loads[link] += b
+            routes[link] += 1
+        src_router, dst_router = src_node // npr, dst_node // npr
+        if src_router == dst_router:
+            continue
+        key = (src_router, dst_router)
+        if key not in route_cache:
+            route_cache[key] = reference_paths(topology, src_router, dst_router, routing)
+        for prob, links in route_cache[key]:
+            p = Fraction(prob)
+            for link in links:
+                loads[link] += b * p
+                routes[link] += 1
+    return loads, routes

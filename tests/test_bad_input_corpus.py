@@ -470,10 +470,32 @@ CLI_CASES = [
      ["--alpha = '8,,8'"]),
     ("optimize-top-negative", lambda t, r: ["optimize", "--tasks", "8", "--alpha", "8,8", "--top", "-1", *DF_SMALL],
      ["--top = '-1'"]),
+    ("jobs-overlap", lambda t, r: ["eval", *JOBS_TORUS, "jobs=[{name: a}, {name: b}]", "save=false"],
+     ["jobs[1].placement = 'subprism 4x4x4'", "node 0 is also used by jobs[0] (a)", "exclusive_nodes"]),
+    ("jobs-empty", lambda t, r: ["eval", *JOBS_TORUS, "jobs=[]", "save=false"], ["jobs = []", "non-empty list"]),
+    ("jobs-unknown-key", lambda t, r: ["eval", *JOBS_TORUS, "jobs=[{nmae: a}]", "save=false"],
+     ["jobs[0].nmae = 'a'", "['name', 'traffic', 'placement', 'routing']"]),
+    ("jobs-placement-key", lambda t, r: ["eval", *JOBS_TORUS, "jobs=[{placement: {ofset: [1,0,0]}}]", "save=false"],
+     ["jobs[0].placement.ofset = [1, 0, 0]", "offset"]),
+    ("background-fraction-one", lambda t, r: ["eval", *JOBS_TORUS, "background.fraction=1.0", "save=false"],
+     ["background.fraction = 1.0", "[0, 1)"]),
+    ("background-fraction-negative", lambda t, r: ["eval", *JOBS_TORUS, "background.fraction=-0.2", "save=false"],
+     ["background.fraction = -0.2", "[0, 1)"]),
+    ("background-pattern", lambda t, r: ["eval", *JOBS_TORUS, "background.fraction=0.1", "background.pattern=hot",
+                                         "save=false"], ["background.pattern = 'hot'", "uniform"]),
+    ("phased-nested", lambda t, r: ["eval", *JOBS_TORUS[:3], "traffic=phased", "placement=linear",
+                                    "traffic.phases=[{kind: phased}]", "save=false"],
+     ["traffic.phases[0].kind = 'phased'", "phases do not nest"]),
+    ("stencil-exchange", lambda t, r: ["eval", "traffic.exchange=sometimes", "save=false"],
+     ["traffic.exchange = 'sometimes'", "per_dimension"]),
     ("optimize-no-feasible-placement", lambda t, r: ["optimize", "--tasks", "128", "--alpha", "8,16", *DF_SMALL,
                                                      f"sweep.output_dir={t}"],
      ["--tasks = 128", "feasible placement", "placement.gamma"]),
 ]
+
+
+JOBS_TORUS = ["topology=torus", "topology.dims=[8,4,4]", "routing=dor", "traffic=random_pairs", "traffic.n_tasks=64",
+              "placement=subprism", "placement.task_grid=[4,4,4]"]
 
 
 def _machine_env(tmp: Path, text: str) -> str:

@@ -134,9 +134,9 @@ API_CASES = [
      "[1000, 1000, 1000, 1000]", None),
     ("gemini-1e4^3", lambda: ev.gemini([10_000] * 3), ResourceError, "topology.dims", "[10000, 10000, 10000]", None),
     ("torus-small-machine", lambda: ev.torus([64, 64, 64]), ResourceError, "topology.dims", "[64, 64, 64]", 50e6),
-    # routing tables: the topology fits, its routing does not
-    ("minimal-tables", lambda: build_routing(_DF32, ev.minimal()), ResourceError, "routing", "'minimal'", "df32"),
-    ("dor-crossing-tensors", lambda: build_routing(_RING, ev.dor()), ResourceError, "routing", "'dor-as_given",
+    # routing tables and buffers, refused before they are built (Valiant: the topology fits, its tables do not)
+    ("valiant-tables", lambda: build_routing(_DF32, ev.valiant()), ResourceError, "routing", "'valiant'", "df32"),
+    ("dor-buffers", lambda: build_routing(_RING, ev.dor()), ResourceError, "routing", "'dor-as_given",
      "ring"),
     # 2. the wrong type where a Traffic / Routing / Topology / Placement is expected
     ("traffic-str", lambda: ev.evaluate(df(), "all_to_all", cart(), ev.minimal()), ConfigError, "traffic",
@@ -215,10 +215,10 @@ _DF32 = _RING = _T16 = _PERM16 = _RANDOM16 = _MIRA = _MIRA5D = _MIRALIN = None
 def _prepare(case_id: str) -> None:
     """Build the (valid) objects a case needs before the memory limit is lowered."""
     global _DF32, _RING, _T16, _PERM16, _RANDOM16, _MIRA, _MIRA5D, _MIRALIN
-    if case_id == "minimal-tables" and _DF32 is None:
+    if case_id == "valiant-tables" and _DF32 is None:
         _DF32 = ev.dragonfly(1, 32, 32)
-    if case_id == "dor-crossing-tensors" and _RING is None:
-        _RING = ev.torus([400])
+    if case_id == "dor-buffers" and _RING is None:
+        _RING = ev.torus([32, 32, 32])
     if case_id in ("keep-link-load", "chunk-size") and _T16 is None:
         _T16 = ev.torus([16, 16, 16])
         _PERM16 = T.random_permutation(_T16.n_nodes, 1.0, seed=0)
@@ -234,10 +234,10 @@ def _prepare(case_id: str) -> None:
 
 def _limit_for(case_id: str, limit) -> float | None:
     """The memory limit of a case: a number, or one chosen so the topology fits and its routing does not."""
-    if limit == "df32":  # topology 0.3 GB, minimal routing tables 1.4 GB
-        return 4 * dragonfly_bytes(1, 32, 32, 1025)
-    if limit == "ring":  # a ring of 400 routers: tiny topology, crossing tensors 2 x 400^3 x 8 bytes = 1 GB
-        return 1e9
+    if limit == "df32":  # topology 0.31 GB, Valiant tables 0.72 GB: 0.5 GB available
+        return 2 * dragonfly_bytes(1, 32, 32, 1025)
+    if limit == "ring":  # a 32^3 torus, built beforehand (36 MB): DOR's buffers need 16 MB, 12 MB available
+        return 15e6
     return limit
 
 

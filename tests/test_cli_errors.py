@@ -57,6 +57,9 @@ CASES = [
     (["partitions", "Mira", "--size", "1000"], ["1000", "512"]),
     (["bench", "--only", "everything"], ["bench.only", "everything", "small"]),
     (["optimize", "--tasks", "16", "--alpha", "16,16", "topology.p=x"], ["topology.p", "x"]),
+    (["eval", "--no-compilation-cache", "topology.a=0"], ["topology.a", "0"]),
+    (["sweep", "placement.seed=interval(0,8)", "ray.enabled=false"], ["placement.seed", "interval(0,8)", "range("]),
+    (["sweep", "traffic.beta=glob(*)", "ray.enabled=false"], ["traffic.beta", "glob(*)", "config group"]),
 ]
 
 

@@ -129,10 +129,10 @@ def test_key_of_another_kind_fails_at_composition(overrides, needles, capsys):
 
 LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
-     "evaluator.io", "evaluator.dataset", "evaluator.machines"),
+     "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache"),
     ("evaluator.topology",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement"),
-    ("evaluator.kernel", "evaluator.evaluate"),
+    ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot"),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench"),

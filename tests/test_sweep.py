@@ -69,16 +69,28 @@ def test_named_sweep_composes_and_runs_shrunken(name, tmp_path):
     plan = shrink(make_plan(name, out=tmp_path))
     path = run_sweep(plan, NO_RAY, progress=False)
     ds = open_results(path)
-    assert ds.sizes == dict(zip([a.name for a in plan.axes], plan.shape))
+    jobs = config.has_jobs(plan.point_config(0))
+    extra_dims = {"job": ds.sizes.get("job"), "other_job": ds.sizes.get("other_job")} if jobs else {}
+    assert ds.sizes == {**dict(zip([a.name for a in plan.axes], plan.shape)), **extra_dims}
     assert int(ds.feasible.sum()) >= 1, name
     # every feasible point equals a direct evaluation of its config
-    from evaluator.config import build
+    from evaluator.config import build, build_jobs
+    from evaluator.jobs import evaluate_jobs
 
     flat = int(np.flatnonzero(ds.feasible.values.ravel())[-1])
-    pt = build(plan.point_config(flat))
-    ref = ev.evaluate(pt.topology, pt.traffic, pt.placement, pt.routing)
-    got = ds.completion_time.values.ravel()[flat]
-    assert got == pytest.approx(float(ref.completion_time), rel=TOL["rel"])
+    if jobs:
+        jp = build_jobs(plan.point_config(flat))
+        ref = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background)
+        idx = np.unravel_index(flat, plan.shape)
+        got = ds.completion_time.values[idx]
+        np.testing.assert_allclose(got, ref.completion_time.values, rtol=TOL["rel"])
+        np.testing.assert_allclose(ds.interference.values[idx], ref.interference.values, rtol=TOL["rel"])
+        assert float(ds.makespan.values[idx]) == pytest.approx(float(ref.makespan), rel=TOL["rel"])
+    else:
+        pt = build(plan.point_config(flat))
+        ref = ev.evaluate(pt.topology, pt.traffic, pt.placement, pt.routing)
+        got = ds.completion_time.values.ravel()[flat]
+        assert got == pytest.approx(float(ref.completion_time), rel=TOL["rel"])
     infeasible = ~ds.feasible.values
     assert (ds.reason.values[infeasible] != "").all() and (ds.reason.values[~infeasible] == "").all()
     for attr in ("config_yaml", "evaluator_version", "git_commit", "start_time", "end_time", "seeds"):

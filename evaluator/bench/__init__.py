@@ -1,15 +1,16 @@
-"""``evaluator bench``: throughput of the batched kernels against a per-flow Python walk.
+"""``evaluator bench``: throughput of the batched kernels against a per-flow Python walk and SciPy.
 
-* :mod:`~evaluator.bench.run`: the scenarios, worker processes, table, JSON and plot;
-* :mod:`~evaluator.bench.baseline`: the per-flow path walk the kernels are timed against.
+* :mod:`~evaluator.bench.run`: the scenarios, worker processes, end-to-end commands, table, JSON and plot;
+* :mod:`~evaluator.bench.baseline`: the two baselines the kernels are timed against, a per-flow path walk
+  and a SciPy sparse routing matrix.
 
-Speed is measured here, never asserted in tests: ratios against the baseline
+Speed is measured here, never asserted in tests: ratios against the baselines
 timed in the same run.
 """
 
 from __future__ import annotations
 
-from .baseline import PerFlowBaseline
+from .baseline import PerFlowBaseline, SparseMatrixBaseline
 from .run import SCENARIOS, format_table, run
 
-__all__ = ["run", "format_table", "SCENARIOS", "PerFlowBaseline"]
+__all__ = ["run", "format_table", "SCENARIOS", "PerFlowBaseline", "SparseMatrixBaseline"]

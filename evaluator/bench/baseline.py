@@ -1,4 +1,6 @@
-"""A straightforward per-flow Python evaluator: the benchmark's baseline.
+"""The benchmark's two baselines: a per-flow Python walk and a SciPy sparse routing matrix.
+
+:class:`PerFlowBaseline` (the straightforward per-flow evaluator):
 
 This is how NetworkX-style tools compute link loads: for every flow, walk
 its route(s) hop by hop and add the bytes to a dictionary keyed by link.
@@ -11,28 +13,67 @@ tables are built once per topology, outside any timing.
 It shares no code with the routing operators or :mod:`evaluator.kernel` (it reads only the routing
 registry's list of which topology kinds a routing serves);
 the test suite checks it against the independent reference
-``tests/reference.py``. Used by :mod:`evaluator.bench` only.
+``tests/reference.py``.
+
+:class:`SparseMatrixBaseline` (what a competent engineer writes without this
+project): a SciPy sparse routing matrix ``R`` and ``loads = R @ demand``.
+For a Dragonfly ``R`` is links x router pairs, the expected fraction of a
+router pair's bytes on every router link under minimal or Valiant routing,
+built once per (topology, routing) and applied per point to the router-pair
+demand of the traffic and placement (injection and ejection by ``bincount``).
+For a torus ``R`` is links x flows, each flow's DOR path (a split tie as two
+halves) with its injection and ejection link, built for one (traffic,
+placement) and applied to the flow bytes. ``R`` is built with vectorised
+NumPy from the topology's public tables (``global_owner``, ``global_link``,
+``local_link``; ``link_src``/``link_dst``/``router_coords`` for tori) and the
+same expectation rules as the per-flow walk, not from the routing operators.
+Its size is estimated from the parameters before anything is allocated, and
+a matrix that would not fit is refused with a
+:class:`~evaluator.errors.ResourceError`.
+
+Both are used by :mod:`evaluator.bench` only.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ResourceError, check_memory, fmt_size
 from ..placement import Placement
 from ..routing import KINDS, Routing
 from ..topology import DragonflyTopology, Topology, TorusTopology
-from ..traffic import Traffic
+from ..traffic import DenseTraffic, Traffic
 
-__all__ = ["PerFlowBaseline"]
+__all__ = ["PerFlowBaseline", "SparseMatrixBaseline"]
 
 Path = tuple[float, list[int]]
 
 _WALKS = {"dor": ("_init_torus", "_torus_paths"), "minimal": ("_init_dragonfly", "_df_minimal"),
           "valiant": ("_init_dragonfly", "_df_valiant")}
 """Routing kind -> (table builder, path enumerator) of the walk; a routing not listed has no baseline."""
+
+
+def _check_routing(topology: Topology, routing: Routing, what: str) -> None:
+    """Refuse a routing the baselines do not implement, or one that does not serve ``topology``."""
+    if routing.kind not in _WALKS:
+        raise ConfigError("routing.kind", routing.kind, f"one of {sorted(_WALKS)} (the routings the {what} "
+                                                        "implements)")
+    allowed = KINDS[routing.kind].topologies
+    if topology.kind not in allowed:
+        raise ConfigError("routing.kind", routing.kind, f"a routing of a {topology.kind}",
+                          f"'{routing.kind}' serves {list(allowed)}.")
+
+
+def _dor_order(dims: list[int], order) -> list[int]:
+    """DOR dimension order: ``"as_given"``, ``"longest_first"`` (stable) or an explicit permutation."""
+    if order == "as_given":
+        return list(range(len(dims)))
+    if order == "longest_first":
+        return sorted(range(len(dims)), key=lambda k: -dims[k])
+    return [int(k) for k in order]
 
 
 class PerFlowBaseline:
@@ -44,15 +85,8 @@ class PerFlowBaseline:
         self.n_router_links = int(topology.n_router_links)
         self.n_nodes = int(topology.n_nodes)
         self.npr = int(topology.nodes_per_router)
-        walk = _WALKS.get(routing.kind)
-        if walk is None:
-            raise ConfigError("routing.kind", routing.kind, f"one of {sorted(_WALKS)} (the routings the per-flow "
-                                                            "baseline walks)")
-        allowed = KINDS[routing.kind].topologies
-        if topology.kind not in allowed:
-            raise ConfigError("routing.kind", routing.kind, f"a routing of a {topology.kind}",
-                              f"'{routing.kind}' serves {list(allowed)}.")
-        init, paths = walk
+        _check_routing(topology, routing, "per-flow baseline")
+        init, paths = _WALKS[routing.kind]
         getattr(self, init)(topology, routing)
         self._paths = getattr(self, paths)
 
@@ -61,13 +95,7 @@ class PerFlowBaseline:
     def _init_torus(self, t: TorusTopology, routing: Routing) -> None:
         self.dims = [int(n) for n in t.dims]
         self.wrap = [bool(w) for w in t.wrap]
-        nd = len(self.dims)
-        if routing.order == "as_given":
-            self.order = list(range(nd))
-        elif routing.order == "longest_first":
-            self.order = sorted(range(nd), key=lambda k: -self.dims[k])
-        else:
-            self.order = [int(k) for k in routing.order]
+        self.order = _dor_order(self.dims, routing.order)
         self.split = routing.tie == "split"
         self.coords = [tuple(int(x) for x in c) for c in np.asarray(t.router_coords)]
         self.edge = {(s, d): lid for s, d, lid in t.router_edges()}
@@ -211,3 +239,333 @@ class PerFlowBaseline:
         for link, value in load.items():
             out[link] = value
         return out
+
+
+# ======================================================================================
+# SciPy sparse routing matrix
+# ======================================================================================
+
+BYTES_PER_ENTRY = 48
+"""Peak bytes per generated ``(link, column, fraction)`` entry while ``R`` is built: int64 row and column and
+float64 value in COO form (24), plus the CSC copy and SciPy's sort buffers."""
+
+MAX_BYTES = 4 * 2**30
+"""Largest build the bench allows (bytes, estimated); larger matrices are refused (the machine is shared)."""
+
+
+class SparseMatrixBaseline:
+    """SciPy sparse routing matrix ``R`` with ``loads = R @ demand`` for one (topology, routing).
+
+    Dragonfly (``minimal``, ``valiant``): ``R`` has one row per router link and
+    one column per ordered router pair ``s * n_routers + d``; entry = expected
+    fraction of the pair's bytes on the link (``1/m`` per parallel global link,
+    ``1/((g-2) m^2)`` per Valiant route through intermediate group ``I``,
+    copy ``c`` out and copy ``c'`` on). It is built once (:meth:`build`) and
+    applied per point by :meth:`link_loads`: the flows' bytes summed per router
+    pair (``unique`` or ``bincount``), ``R[:, used pairs] @ bytes`` (or ``R @
+    demand`` when a quarter of the pairs or more are used), injection and
+    ejection per node by ``bincount``.
+    Dense rank-one traffic gives the demand ``outer(U, V)`` of the routers'
+    summed weights.
+
+    Torus (``dor``): ``R`` has one row per link (router links, injection,
+    ejection) and one column per flow of the (traffic, placement) given to
+    :meth:`build`; entry = fraction of the flow's bytes on the link (1 on its
+    DOR path, 1/2 on each half of a split tie, 1 on its injection and
+    ejection links). :meth:`link_loads` is ``R @ bytes``.
+
+    Parameters
+    ----------
+    topology, routing
+        A Dragonfly with ``minimal`` or ``valiant``, or a torus with ``dor``.
+    max_bytes
+        Largest estimated build (bytes); :meth:`build` refuses a larger one
+        (and one above half the available memory) with a
+        :class:`~evaluator.errors.ResourceError` before allocating.
+    """
+
+    def __init__(self, topology: Topology, routing: Routing, max_bytes: float = MAX_BYTES):
+        _check_routing(topology, routing, "SciPy baseline")
+        self.topology = topology
+        self.routing = routing
+        self.max_bytes = float(max_bytes)
+        self.per_pair = isinstance(topology, DragonflyTopology)
+        self.n_routers = int(topology.n_routers)
+        self.n_nodes = int(topology.n_nodes)
+        self.npr = int(topology.nodes_per_router)
+        self.n_rl = int(topology.n_router_links)
+        self.n_links = self.n_rl + 2 * self.n_nodes
+        self.R = None  # scipy.sparse.csc_array once built
+        # per topology, outside any per-point cost: the torus link lookup table
+        self._table = None if self.per_pair else self._torus_link_table()
+        self._built_for: tuple | None = None  # torus: (traffic, placement) the columns belong to
+        self._flow_bytes: np.ndarray | None = None
+
+    # ------------------------------------------------------------- estimate
+
+    def estimate(self, traffic: Traffic | DenseTraffic | None = None,
+                 placement: Placement | None = None) -> int:
+        """Entries generated while building ``R`` (an upper bound of its non-zeros), from sizes alone.
+
+        Dragonfly: intra-group pairs x 1 + inter-group pairs x ``m*3``
+        (minimal) or ``(g-2)*m*(2+3m)`` (Valiant). Torus: per flow 2 + its
+        DOR hops (a split tie counted twice), computed from the coordinates for
+        a sparse traffic with a placement, or from the mean ring distance for a
+        dense one (never materialised here).
+        """
+        t = self.topology
+        if self.per_pair:
+            a, g, m = int(t.a), int(t.g), int(t.links_per_pair)
+            intra = g * a * (a - 1)
+            inter = g * a * (g - 1) * a
+            per = 3 * m if self.routing.kind == "minimal" else (g - 2) * m * (2 + 3 * m)
+            return int(intra + inter * per)
+        dims, wrap = [int(n) for n in t.dims], [bool(w) for w in t.wrap]
+        split = self.routing.tie == "split"
+        if isinstance(traffic, DenseTraffic) or placement is None:
+            mean = 0.0
+            for n, w in zip(dims, wrap):  # mean ring distance over all coordinate pairs, ties twice
+                d = np.arange(n)
+                dist = np.minimum(d, n - d) if w else np.abs(d[:, None] - d[None, :]).ravel()
+                if w and split and n > 2 and n % 2 == 0:
+                    dist = np.where(d == n // 2, n, dist)
+                mean += float(np.mean(dist))
+            return int(math.ceil(traffic.n_flows * (2 + mean)))
+        coords = np.asarray(t.router_coords)
+        tn = np.asarray(placement.task_node)
+        sr = tn[traffic.src] // self.npr
+        dr = tn[traffic.dst] // self.npr
+        total = 2 * int(traffic.n_flows)
+        for k, (n, w) in enumerate(zip(dims, wrap)):
+            s, d = coords[sr, k], coords[dr, k]
+            if w:
+                fwd = (d - s) % n
+                hops = np.minimum(fwd, n - fwd)
+                if split and n > 2:
+                    hops = np.where(2 * fwd == n, n, hops)
+            else:
+                hops = np.abs(d - s)
+            total += int(hops.sum())
+        return total
+
+    def check_size(self, traffic=None, placement=None) -> int:
+        """Estimated bytes of :meth:`build`; a :class:`~evaluator.errors.ResourceError` when too large."""
+        entries = self.estimate(traffic, placement)
+        need = BYTES_PER_ENTRY * entries
+        what = (f"a SciPy routing matrix of about {entries:.3g} entries ({self.routing.kind} on "
+                f"{self.topology.name})")
+        if need > self.max_bytes:
+            raise ResourceError("bench.scipy_baseline", self.topology.name,
+                                f"a routing matrix within {fmt_size(self.max_bytes)}: {what} needs about "
+                                f"{fmt_size(need)}")
+        check_memory("bench.scipy_baseline", self.topology.name, need, what, fraction=0.5)
+        return need
+
+    # ---------------------------------------------------------------- build
+
+    def build(self, traffic: Traffic | DenseTraffic | None = None, placement: Placement | None = None,
+              check: bool = True) -> None:
+        """Build ``R`` (Dragonfly: once, for every router pair; torus: for this traffic and placement).
+
+        ``check``: refuse a matrix that would not fit (:meth:`check_size`) first; ``False`` where the caller
+        has checked already (the bench, so that the estimate is not timed as part of the build).
+        """
+        import scipy.sparse as sp
+
+        if self.per_pair and self.R is not None:
+            return
+        traffic_in = traffic
+        if check:
+            self.check_size(traffic, placement)
+        if self.per_pair:
+            rows, cols, vals = self._df_entries()
+            shape = (self.n_rl, self.n_routers * self.n_routers)
+        else:
+            if isinstance(traffic, DenseTraffic):
+                traffic = traffic.to_traffic()
+            rows, cols, vals = self._torus_entries(traffic, placement)
+            shape = (self.n_links, int(traffic.n_flows))
+            self._flow_bytes = np.asarray(traffic.nbytes, dtype=np.float64)
+        self.R = sp.coo_array((vals, (rows, cols)), shape=shape).tocsc()
+        self.R.sum_duplicates()
+        self._built_for = None if self.per_pair else (traffic_in, placement)
+
+    def release(self) -> None:
+        """Drop ``R`` (a torus's, before the next point; a Dragonfly's is rebuilt on the next use)."""
+        self.R = None
+        self._built_for = None
+        self._flow_bytes = None
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries of ``R`` (0 before :meth:`build`)."""
+        return 0 if self.R is None else int(self.R.nnz)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by ``R`` (values, indices, column pointers)."""
+        R = self.R
+        return 0 if R is None else int(R.data.nbytes + R.indices.nbytes + R.indptr.nbytes)
+
+    def _df_entries(self):
+        """``(row, column, fraction)`` arrays of the Dragonfly routing matrix."""
+        t = self.topology
+        a, g, m = int(t.a), int(t.g), int(t.links_per_pair)
+        NR = self.n_routers
+        go = np.asarray(t.global_owner)
+        gl = np.asarray(t.global_link)
+        ll = np.asarray(t.local_link)
+        rows, cols, vals = [], [], []
+
+        def add(r, c, v):
+            rows.append(np.asarray(r, np.int64).ravel())
+            cols.append(np.asarray(c, np.int64).ravel())
+            vals.append(np.broadcast_to(np.float64(v), rows[-1].shape))
+
+        def minimal_leg(s, d, col, w):  # routers s, d in different groups; each copy with w / m
+            S, D = s // a, d // a
+            for c in range(m):
+                o = go[S, D, c]  # index in S of the router owning copy c of S -> D
+                x = go[D, S, c]  # index in D where it lands
+                k = (s % a) != o
+                add(ll[S[k], s[k] % a, o[k]], col[k], w / m)
+                add(gl[S, D, c], col, w / m)
+                k = x != (d % a)
+                add(ll[D[k], x[k], d[k] % a], col[k], w / m)
+
+        s = np.repeat(np.arange(NR), NR)
+        d = np.tile(np.arange(NR), NR)
+        col = s * NR + d
+        same = (s // a) == (d // a)
+        k = same & (s != d)
+        add(ll[s[k] // a, s[k] % a, d[k] % a], col[k], 1.0)
+        s, d, col = s[~same], d[~same], col[~same]
+        if self.routing.kind == "minimal":
+            minimal_leg(s, d, col, 1.0)
+        else:
+            w = 1.0 / ((g - 2) * m)  # per (intermediate group, copy out)
+            S, D = s // a, d // a
+            for I in range(g):
+                k = (S != I) & (D != I)
+                sI, dI, cI, SI = s[k], d[k], col[k], S[k]
+                for c in range(m):
+                    o = go[SI, I, c]
+                    j = (sI % a) != o
+                    add(ll[SI[j], sI[j] % a, o[j]], cI[j], w)
+                    add(gl[SI, I, c], cI, w)
+                    minimal_leg(I * a + go[I, SI, c], dI, cI, w)
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    def _torus_link_table(self) -> np.ndarray:
+        """``[router, dim, 2]`` link id leaving each router in the +1 / -1 direction (-1: none)."""
+        t = self.topology
+        dims = np.asarray(t.dims, np.int64)
+        wrap = np.asarray(t.wrap, bool)
+        coords = np.asarray(t.router_coords, np.int64)
+        src = np.asarray(t.link_src[: self.n_rl], np.int64)
+        dst = np.asarray(t.link_dst[: self.n_rl], np.int64)
+        cs, cd = coords[src], coords[dst]
+        k = np.argmax(cs != cd, axis=1)
+        lid = np.arange(self.n_rl)
+        sk, dk, n = cs[lid, k], cd[lid, k], dims[k]
+        plus = np.where(wrap[k], (sk + 1) % n == dk, dk == sk + 1)
+        table = -np.ones((self.n_routers, dims.size, 2), np.int64)
+        table[src, k, np.where(plus, 0, 1)] = lid
+        for j in range(dims.size):
+            if wrap[j] and dims[j] == 2:  # one link joins the two routers of a 2-ring
+                table[:, j, 1] = table[:, j, 0]
+        return table
+
+    def _torus_entries(self, traffic: Traffic, placement: Placement):
+        """``(row, column, fraction)`` arrays of the links x flows DOR matrix."""
+        t = self.topology
+        dims = [int(n) for n in t.dims]
+        wrap = [bool(w) for w in t.wrap]
+        split = self.routing.tie == "split"
+        coords = np.asarray(t.router_coords, np.int64)
+        strides = np.cumprod([1] + dims[::-1])[:-1][::-1].astype(np.int64)  # row-major router ids
+        table = self._table
+        tn = np.asarray(placement.task_node, np.int64)
+        sn, dn = tn[traffic.src], tn[traffic.dst]
+        flow = np.flatnonzero(sn != dn)
+        sn, dn = sn[flow], dn[flow]
+        rows = [self.n_rl + sn, self.n_rl + self.n_nodes + dn]
+        cols = [flow, flow]
+        vals = [np.ones(flow.size), np.ones(flow.size)]
+        pos = coords[sn // self.npr]  # current router coordinate of every flow (a copy)
+        dst = coords[dn // self.npr]
+        for k in _dor_order(dims, self.routing.order):
+            mv = np.flatnonzero(pos[:, k] != dst[:, k])  # flows that travel along dimension k
+            n, s, tk = dims[k], pos[mv, k], dst[mv, k]
+            if wrap[k]:
+                fwd = (tk - s) % n
+                bwd = n - fwd
+                tie = (fwd == bwd) & split & (n > 2)
+                plus = (fwd < bwd) | ((fwd == bwd) & ~tie)
+                moves = [(0, +1, plus, fwd, 1.0), (1, -1, bwd < fwd, bwd, 1.0), (0, +1, tie, fwd, 0.5),
+                         (1, -1, tie, bwd, 0.5)]
+            else:
+                moves = [(0, +1, tk > s, tk - s, 1.0), (1, -1, tk < s, s - tk, 1.0)]
+            base = pos[mv] @ strides - s * strides[k]  # router id with coordinate k zeroed
+            for direction, step, sel, length, frac in moves:
+                idx = np.flatnonzero(sel)
+                if idx.size == 0:
+                    continue
+                L = length[idx]
+                rep = np.repeat(idx, L)
+                j = np.arange(rep.size) - np.repeat(np.cumsum(L) - L, L)  # hop number within the run
+                router = base[rep] + ((s[rep] + step * j) % n) * strides[k]
+                link = table[router, k, direction]
+                if link.size and link.min() < 0:
+                    raise AssertionError(f"DOR run in dimension {k} leaves the torus")
+                rows.append(link)
+                cols.append(flow[mv[rep]])
+                vals.append(np.full(rep.size, frac))
+            pos[mv, k] = tk
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    # ---------------------------------------------------------------- apply
+
+    def link_loads(self, traffic: Traffic | DenseTraffic, placement: Placement) -> np.ndarray:
+        """Expected bytes on every link (router links, injection, ejection), shape [link].
+
+        Builds ``R`` first if needed (a torus: when ``traffic``/``placement``
+        are not the ones it was built for).
+        """
+        if not self.per_pair:
+            if self._built_for is None or self._built_for[0] is not traffic or self._built_for[1] is not placement:
+                self.build(traffic, placement)
+            return self.R @ self._flow_bytes
+        if self.R is None:
+            self.build()
+        NR, n_nodes, npr = self.n_routers, self.n_nodes, self.npr
+        tn = np.asarray(placement.task_node, np.int64)
+        if isinstance(traffic, DenseTraffic):
+            bpp = float(traffic.bytes_per_pair)
+            U = np.bincount(tn, traffic.src_weight, n_nodes)
+            V = np.bincount(tn, traffic.dst_weight, n_nodes)
+            inj = bpp * U * (V.sum() - V)
+            ej = bpp * V * (U.sum() - U)
+            Ur, Vr = U.reshape(NR, npr).sum(1), V.reshape(NR, npr).sum(1)
+            demand = bpp * np.outer(Ur, Vr)
+            np.fill_diagonal(demand, 0.0)
+            return np.concatenate([self.R @ demand.ravel(), inj, ej])
+        sn, dn = tn[traffic.src], tn[traffic.dst]
+        b = np.asarray(traffic.nbytes, np.float64)
+        off = sn != dn
+        sn, dn, b = sn[off], dn[off], b[off]
+        inj = np.bincount(sn, b, n_nodes)
+        ej = np.bincount(dn, b, n_nodes)
+        col = (sn // npr) * NR + dn // npr  # same-router pairs hit an empty column
+        n_cols = NR * NR
+        if 8 * col.size < n_cols:  # few flows: sort them by pair
+            used, inv = np.unique(col, return_inverse=True)
+            demand = np.bincount(inv, b, used.size)
+        else:
+            demand = np.bincount(col, b, n_cols)
+            used = np.flatnonzero(demand)
+            if 4 * used.size >= n_cols:  # most pairs used: the whole product
+                return np.concatenate([self.R @ demand, inj, ej])
+            demand = demand[used]
+        # only the used pairs' columns: cost proportional to their non-zeros
+        return np.concatenate([self.R[:, used] @ demand, inj, ej])

@@ -1,32 +1,51 @@
-"""``evaluator bench``: throughput of the batched kernels against a per-flow Python walk.
+"""``evaluator bench``: throughput of the batched kernels against two baselines.
 
-Scenarios (issue 5):
+Baselines (:mod:`evaluator.bench.baseline`): a per-flow Python walk, and a
+SciPy sparse routing matrix ``R`` with ``loads = R @ demand`` (links x
+router pairs on Dragonflies, built once per topology and routing and applied
+per point; links x flows on tori, built per point). Their loads are compared
+with the evaluator's link for link; their times are reported as the ratios
+``vs per-flow`` and ``vs SciPy`` (per-point cost: SciPy's apply on a
+Dragonfly, its build plus apply on a torus; its build is reported apart).
+
+Scenarios (issues 5 and 10):
 
 1. ``small``: many small configurations. DF(4,8,4) (1,056 nodes), a 3D
    stencil with beta = (8,8,4) and (16,8,8), every feasible gamma
    (Prisacari's Cartesian placement), minimal and Valiant routing, placement
    seeds repeated until there are >= 100,000 points (5,376 with ``--quick``).
    Timed on one CPU core and on two (two worker processes, one core each,
-   half of the points each, started together), against the per-flow
-   baseline of :mod:`evaluator.bench.baseline` on a stratified sample of the same
-   points (timed and extrapolated); the sampled points' loads are compared
-   link for link.
+   half of the points each, started together), against both baselines on
+   stratified samples of the same points (timed and extrapolated; SciPy on
+   n cores counted as n times its one-core rate); the sampled points' loads
+   are compared link for link.
 2. ``mira``: Mira, 16x16x12x8x2 = 49,152 nodes, DOR in BG/Q order (longest
    dimension first): 5D and 4D stencils, bisection pairing, uniform
    all-to-all (never materialised). One evaluation each (warm; the one-off
    compilation is reported apart). Checked link for link against the
-   per-flow walk on a BG/Q midplane, 4x4x4x4x2, with the same patterns; the
-   per-flow time on Mira is extrapolated from a random sample of its flows.
+   per-flow walk on a BG/Q midplane, 4x4x4x4x2, with the same patterns, and
+   against the SciPy matrix on Mira itself; the per-flow time on Mira is
+   extrapolated from a random sample of its flows.
 3. ``dragonfly``: DF(8,16,8) (16,512 nodes, 129 groups), minimal and
    Valiant, uniform all-to-all and a 3D stencil; checked on DF(2,4,2).
-4. ``scaling``: time against nodes (tori, sparse stencil and dense
+4. ``torus``: a 3-D one-hop stencil on a 256x256x4 torus (128x128x4 with
+   ``--quick``) under DOR; checked on 8x8x4.
+5. ``sweep``: the README's 10^6-point study, ``evaluator sweep
+   sweeps=dragonfly_nne_placement +sweep.axes.placement.seed={range:[0,3125]}``
+   (10 seeds, 3,200 points, with ``--quick``), end to end in a subprocess:
+   grid and feasible points/s, the driver's peak RSS.
+6. ``optimize``: ``evaluator optimize --tasks 256 --alpha 512,512,512
+   --routings minimal,valiant`` in a subprocess, cold (empty
+   ``XDG_CACHE_HOME``) and run again: wall time with Python start-up,
+   configurations/s.
+7. ``scaling``: time against nodes (tori, sparse stencil and dense
    all-to-all), flows (random flows on Mira) and batch size (scenario 1's
    kernel); a PNG plot.
 
-Every scenario runs in its own worker process, so that "peak memory" is the
-scenario's own peak resident set size and the one-core runs can be pinned
-to one CPU. Results: a table on stdout and the same rows as JSON under
-``results/bench/``.
+Every kernel scenario runs in its own worker process, so that "peak memory" is
+the scenario's own peak resident set size (taken before the baselines run)
+and the one-core runs can be pinned to one CPU. Results: a table on stdout
+and the same rows as JSON under ``results/bench/``.
 """
 
 from __future__ import annotations
@@ -46,10 +65,15 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run", "SCENARIOS"]
+__all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
-SCENARIOS = ("small", "mira", "dragonfly", "scaling")
+SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "sweep", "optimize", "scaling")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
+SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
+SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
+SWEEP_SEEDS = {False: 3125, True: 10}  # placement seeds of the end-to-end sweep: 10^6 points (full), 3,200 (quick)
+OPTIMIZE_ARGS = ("--tasks", "256", "--alpha", "512,512,512", "--routings", "minimal,valiant")
+TORUS_DIMS = {False: (256, 256, 4), True: (128, 128, 4)}  # the large-torus scenario (full, quick)
 
 
 # --------------------------------------------------------------------------------------
@@ -195,9 +219,13 @@ def _w_small(args) -> dict:
     out = {"points": n_points, "eval_s": eval_s, "repeats_s": repeats, "start": start, "end": time.time(),
            "build_s": build_s,
            "compile_s": compile_s, "checksum": checksum}
+    out["peak_mb"] = _peak_mb()  # the evaluator's peak, before the baselines run in this process
     if args.baseline:
         out["baseline"] = _small_baseline(df, routings, configs, stencils, placements, seeds, args.baseline)
-    out["peak_mb"] = _peak_mb()
+        out["baseline"]["peak_mb"] = _peak_mb()  # this process's peak so far (the evaluator's included)
+        out["scipy"] = _small_scipy(df, routings, configs, stencils, placements, seeds,
+                                    SCIPY_PER_CLASS[bool(args.quick)])
+        out["scipy"]["peak_mb"] = _peak_mb()
     out["device"] = _device()
     return out
 
@@ -229,6 +257,47 @@ def _small_baseline(df, routings, configs, stencils, placements, seeds, per_clas
     total = sum(c["mean_s"] * c["points"] for c in classes.values())
     points = sum(c["points"] for c in classes.values())
     return {"classes": classes, "seconds": total, "points": points, "max_rel_dev": worst}
+
+
+def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: int) -> dict:
+    """SciPy routing matrix on ``per_class`` points of each (beta, routing) class: R built once per routing
+    (timed apart), applied per point (best of 3); ``SCIPY_CHECKED`` points per class compared with the
+    evaluator's loads link for link."""
+    from .baseline import SparseMatrixBaseline
+    from ..evaluate import evaluate_batch
+
+    rng = np.random.default_rng(2025)
+    classes, builds = {}, {}
+    worst = 0.0
+    checked = 0
+    for rt in routings:
+        base = SparseMatrixBaseline(df, rt)
+        base.check_size()
+        t0 = time.perf_counter()
+        base.build(check=False)
+        builds[rt.label] = {"build_s": time.perf_counter() - t0, "nnz": base.nnz, "mb": base.nbytes / 2**20}
+        for beta, tr in stencils.items():
+            cfgs = [c for c in configs if c[0] == beta]
+            picks = [(cfgs[int(rng.integers(len(cfgs)))], int(rng.integers(len(seeds)))) for _ in range(per_class)]
+            pls = [placements[c][s] for c, s in picks]
+            times = []
+            for pl in pls:  # best of 3 per point: robust to a busy machine, and in SciPy's favour
+                best = math.inf
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    base.link_loads(tr, pl)
+                    best = min(best, time.perf_counter() - t0)
+                times.append(best)
+            for pl in pls[:SCIPY_CHECKED]:  # loads compared outside the timing
+                fast = evaluate_batch(df, rt, tr, pl, keep_link_load=True).link_load[0]
+                worst = max(worst, _rel_dev(base.link_loads(tr, pl), fast))
+                checked += 1
+            classes[f"{rt.label} beta={'x'.join(map(str, beta))}"] = {
+                "sampled": len(times), "mean_s": float(np.mean(times)), "points": len(cfgs) * len(seeds)}
+    total = sum(c["mean_s"] * c["points"] for c in classes.values())
+    points = sum(c["points"] for c in classes.values())
+    return {"classes": classes, "builds": builds, "seconds": total, "points": points, "max_rel_dev": worst,
+            "checked": checked, "sampled": sum(c["sampled"] for c in classes.values())}
 
 
 # --------------------------------------------------------------------------------------
@@ -264,26 +333,83 @@ def _check_against_walk(topo, rt, tr, pl) -> float:
     return _rel_dev(fast, ref)
 
 
-def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int) -> list[dict]:
+def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int) -> tuple[list[dict], float]:
+    """One row per (routing, pattern): the evaluator (warm, first call apart), then the per-flow walk
+    (extrapolated from ``k_flows`` flows, checked on ``small_topo``), then the SciPy routing matrix (checked
+    link for link against the evaluator here). Returns the rows and the evaluator's peak RSS (MiB), taken
+    before the baselines run."""
     from ..evaluate import evaluate_batch
 
-    rows = []
+    rows, loads = [], []
     for rt in routings:
         for (name, tr, pl), (_, str_, spl) in zip(patterns, small_patterns):
             t0 = time.perf_counter()
             evaluate_batch(topo, rt, tr, pl)
             first = time.perf_counter() - t0
             warm = _timed(lambda: evaluate_batch(topo, rt, tr, pl))
-            res = evaluate_batch(topo, rt, tr, pl)
-            base_s, k = _baseline_seconds(topo, rt, tr, pl, k_flows)
+            res = evaluate_batch(topo, rt, tr, pl, keep_link_load=True)
+            loads.append(np.asarray(res.link_load[0]))
             rows.append({
                 "pattern": name, "routing": rt.label, "flows": tr.n_flows, "eval_s": warm,
-                "first_call_s": first, "baseline_s": base_s, "baseline_flows_sampled": k,
+                "first_call_s": first,
                 "completion_time": float(res.metrics["completion_time"][0]),
                 "mean_hops": float(res.metrics["mean_hops"][0]), "bottleneck": str(res.bottleneck_names()[0]),
-                "check_topology": small_topo.name, "check_rel_dev": _check_against_walk(small_topo, rt, str_, spl),
+                "check_topology": small_topo.name,
             })
-    return rows
+            del res
+    peak = _peak_mb()
+    i = 0
+    for rt in routings:
+        for (name, tr, pl), (_, str_, spl) in zip(patterns, small_patterns):
+            base_s, k = _baseline_seconds(topo, rt, tr, pl, k_flows)
+            rows[i].update(baseline_s=base_s, baseline_flows_sampled=k,
+                           check_rel_dev=_check_against_walk(small_topo, rt, str_, spl))
+            i += 1
+    i = 0
+    for rt in routings:
+        matrix = None  # a Dragonfly's R serves every pattern of the routing
+        for name, tr, pl in patterns:
+            matrix = _scipy_big(topo, rt, tr, pl, loads[i], rows[i], matrix)
+            loads[i] = None
+            i += 1
+    return rows, peak
+
+
+def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix):
+    """Time the SciPy routing matrix on one big point into ``row``; return ``(matrix, build seconds)`` to pass
+    back as ``matrix`` for the routing's next pattern (a Dragonfly's R is built once).
+
+    Per-point cost: the apply (Dragonfly, R built once per topology and routing) or build + apply (torus, R
+    is per flow list and placement). A matrix estimated too large is reported, never built.
+    """
+    from ..errors import ResourceError, fmt_size
+    from .baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
+
+    base, build = matrix if matrix is not None else (SparseMatrixBaseline(topo, rt), 0.0)
+    try:
+        need = base.check_size(tr, pl)
+    except ResourceError as exc:
+        entries = base.estimate(tr, pl)
+        row.update(scipy_na=f"R too big ({fmt_size(BYTES_PER_ENTRY * entries)})", scipy_entries=entries,
+                   scipy_reason=str(exc))
+        return base, build
+    if base.per_pair:
+        if base.R is None:
+            t0 = time.perf_counter()
+            base.build(check=False)
+            build = time.perf_counter() - t0
+        apply = _timed(lambda: base.link_loads(tr, pl))
+        point = apply
+    else:
+        build = _timed(lambda: base.build(tr, pl, check=False))
+        apply = _timed(lambda: base.link_loads(tr, pl))
+        point = build + apply
+    row.update(scipy_s=point, scipy_build_s=build, scipy_apply_s=apply, scipy_nnz=base.nnz,
+               scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,
+               scipy_rel_dev=_rel_dev(base.link_loads(tr, pl), ref))
+    if not base.per_pair:
+        base.release()  # free it before the next pattern
+    return base, build
 
 
 def _w_mira(args) -> dict:
@@ -293,10 +419,9 @@ def _w_mira(args) -> dict:
     small = topology.bgq_partition((1, 1, 1, 1), name="BG/Q midplane 4x4x4x4x2") if not args.quick else \
         topology.torus((4, 4, 2, 2, 2), name="torus 4x4x2x2x2")
     rt = routing.dor("longest_first")
-    rows = _big_rows(mira, [rt], _mira_patterns(mira, args.quick), small, _mira_patterns(small, args.quick),
-                     2_000 if args.quick else 20_000)
-    return {"rows": rows, "topology": mira.name, "nodes": mira.n_nodes, "peak_mb": _peak_mb(),
-            "device": _device()}
+    rows, peak = _big_rows(mira, [rt], _mira_patterns(mira, args.quick), small, _mira_patterns(small, args.quick),
+                           2_000 if args.quick else 20_000)
+    return {"rows": rows, "topology": mira.name, "nodes": mira.n_nodes, "peak_mb": peak, "device": _device()}
 
 
 # --------------------------------------------------------------------------------------
@@ -324,9 +449,33 @@ def _w_dragonfly(args) -> dict:
 
     df = topology.dragonfly(8, 16, 8)
     small = topology.dragonfly(2, 4, 2)
-    rows = _big_rows(df, [routing.minimal(), routing.valiant()], _df_patterns(df), small, _df_patterns(small),
-                     500 if args.quick else 5_000)
-    return {"rows": rows, "topology": df.name, "nodes": df.n_nodes, "peak_mb": _peak_mb(), "device": _device()}
+    rows, peak = _big_rows(df, [routing.minimal(), routing.valiant()], _df_patterns(df), small, _df_patterns(small),
+                           500 if args.quick else 5_000)
+    return {"rows": rows, "topology": df.name, "nodes": df.n_nodes, "peak_mb": peak, "device": _device()}
+
+
+# --------------------------------------------------------------------------------------
+# Scenario: a large torus
+# --------------------------------------------------------------------------------------
+
+
+def _torus_patterns(topo):
+    """(name, traffic, placement) of the large-torus scenario on ``topo`` (a 3-D torus): a one-hop 3-D stencil."""
+    from .. import placement, traffic
+
+    dims = topo.dims
+    return [(f"3D stencil {'x'.join(map(str, dims))}", traffic.stencil([8 * d for d in dims], dims, 8.0),
+             placement.linear(topo, topo.n_nodes))]
+
+
+def _w_torus(args) -> dict:
+    from .. import routing, topology
+
+    big = topology.torus(TORUS_DIMS[bool(args.quick)])
+    small = topology.torus((8, 8, 4))
+    rows, peak = _big_rows(big, [routing.dor()], _torus_patterns(big), small, _torus_patterns(small),
+                           20_000)
+    return {"rows": rows, "topology": big.name, "nodes": big.n_nodes, "peak_mb": peak, "device": _device()}
 
 
 # --------------------------------------------------------------------------------------
@@ -397,7 +546,14 @@ def _w_scaling(args) -> dict:
     return out
 
 
-WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "scaling": _w_scaling}
+def _w_jobs(args) -> dict:
+    from .jobs import w_jobs
+
+    return w_jobs(args)
+
+
+WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
+           "scaling": _w_scaling}
 
 
 # --------------------------------------------------------------------------------------
@@ -424,12 +580,12 @@ def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
     return data
 
 
-def _run_small(quick: bool, log) -> list[dict]:
+def _run_small(quick: bool, log, raw: dict) -> list[dict]:
     cpus = sorted(os.sched_getaffinity(0))
     per_class = 4 if quick else 12
-    log("scenario 1: DF(4,8,4), one core (with the per-flow baseline on a sample)")
+    log("scenario 1: DF(4,8,4), one core (with the per-flow and SciPy baselines on samples)")
     one = _collect(*_launch("small", quick, cpus[:1], ["--baseline", str(per_class)]), "small")
-    runs = [("1 core", one)]
+    runs = [("1 core", 1, one)]
     probe = one["device"]
     if probe["platform"] == "cpu" and len(cpus) >= 2:
         log("scenario 1: DF(4,8,4), two cores (two workers, one core each)")
@@ -451,38 +607,177 @@ def _run_small(quick: bool, log) -> list[dict]:
                "peak_mb": max(p["peak_mb"] for p in parts), "build_s": max(p["build_s"] for p in parts),
                "compile_s": max(p["compile_s"] for p in parts),
                "device": dict(parts[0]["device"], cpus=2)}
-        runs.append(("2 cores", two))
+        runs.append(("2 cores", 2, two))
     base = one["baseline"]
     base_rate = base["points"] / base["seconds"]
+    sc = one["scipy"]
+    sc_rate = sc["points"] / sc["seconds"]  # one core; n independent processes: n times this
+    raw["small"] = {"one_core": one, "per_flow_rate": base_rate, "scipy_rate": sc_rate,
+                    "per_flow_checked": 4 * per_class}
+    check = (f"walk {base['max_rel_dev']:.1e} ({4 * per_class} pts), SciPy {sc['max_rel_dev']:.1e} "
+             f"({sc['checked']} pts)")
     rows = []
-    for label, r in runs:
+    for label, cores, r in runs:
         rate = r["points"] / r["eval_s"]
         rows.append({
             "scenario": f"DF(4,8,4) stencil, every gamma, min+val ({label})", "points": r["points"],
             "seconds": r["eval_s"], "points_per_s": rate, "ratio": rate / base_rate,
-            "check": f"max rel dev {base['max_rel_dev']:.1e} on {4 * per_class} pts",
+            "ratio_scipy": rate / (cores * sc_rate), "check": check,
             "peak_mb": r["peak_mb"], "device": _device_label(r["device"]),
-            "note": f"compile {r['compile_s']:.1f} s, placements built in {r['build_s']:.1f} s (not timed)"})
+            "note": (f"compile {r['compile_s']:.1f} s, placements built in {r['build_s']:.1f} s (not timed); "
+                     f"vs SciPy on {cores} core(s) ({cores} x its one-core rate)")})
     rows.append({
         "scenario": "per-flow Python walk (baseline), same points", "points": base["points"],
-        "seconds": base["seconds"], "points_per_s": base_rate, "ratio": 1.0,
-        "check": f"extrapolated from {4 * per_class} timed pts", "peak_mb": one["peak_mb"],
+        "seconds": base["seconds"], "points_per_s": base_rate, "ratio": 1.0, "ratio_scipy": base_rate / sc_rate,
+        "check": f"extrapolated from {4 * per_class} timed pts", "peak_mb": base["peak_mb"],
         "device": "cpu x1 (Python)",
         "note": "mean s/pt: " + json.dumps({k: round(v["mean_s"], 4) for k, v in base["classes"].items()})})
+    builds = "; ".join(f"{k} {v['build_s']:.2f} s ({v['nnz']:,} nnz, {v['mb']:.0f} MB)"
+                       for k, v in sc["builds"].items())
+    rows.append({
+        "scenario": "SciPy sparse routing matrix (baseline), same points", "points": sc["points"],
+        "seconds": sc["seconds"], "points_per_s": sc_rate, "ratio": sc_rate / base_rate, "ratio_scipy": 1.0,
+        "check": f"extrapolated from {sc['sampled']} timed pts", "peak_mb": sc["peak_mb"],
+        "device": "cpu x1 (SciPy)",
+        "note": (f"R (links x router pairs) built once per routing, not in the per-point time: {builds}; mean s/pt: "
+                 + json.dumps({k: round(v["mean_s"], 5) for k, v in sc["classes"].items()}))})
     return rows
+
+
+def _scipy_cells(r: dict) -> tuple[float, str, str]:
+    """(ratio against SciPy, its check, its note) of a big-scenario row."""
+    if "scipy_s" in r:
+        when = "per point" if r["scipy_per_point_build"] else "once per routing"
+        note = (f"SciPy: R built in {r['scipy_build_s']:.3g} s ({when}), applied in {r['scipy_apply_s']:.3g} s, "
+                f"{r['scipy_nnz']:,} nnz, {r['scipy_mb']:.0f} MB")
+        return r["scipy_s"] / r["eval_s"], f"SciPy {r['scipy_rel_dev']:.1e}", note
+    if "scipy_na" in r:
+        return float("nan"), "SciPy -", f"SciPy: {r['scipy_reason']}"
+    return float("nan"), "", ""
 
 
 def _big_table_rows(data: dict, label: str) -> list[dict]:
     rows = []
     for r in data["rows"]:
+        ratio_scipy, check_scipy, note_scipy = _scipy_cells(r)
         rows.append({
             "scenario": f"{label}: {r['pattern']}, {r['routing']}", "points": 1, "seconds": r["eval_s"],
             "points_per_s": 1.0 / r["eval_s"], "ratio": r["baseline_s"] / r["eval_s"],
-            "check": f"max rel dev {r['check_rel_dev']:.1e} on {r['check_topology']}",
+            "ratio_scipy": ratio_scipy, "scipy_na": r.get("scipy_na", ""),
+            "check": f"walk {r['check_rel_dev']:.1e} on {r['check_topology']}; {check_scipy}",
             "peak_mb": data["peak_mb"], "device": _device_label(data["device"]),
             "note": (f"{r['flows']:.3g} flows; first call (compile) {r['first_call_s']:.2f} s; per-flow walk "
-                     f"{r['baseline_s']:.3g} s extrapolated from {r['baseline_flows_sampled']} flows")})
+                     f"{r['baseline_s']:.3g} s extrapolated from {r['baseline_flows_sampled']} flows; {note_scipy}")})
     return rows
+
+
+# --------------------------------------------------------------------------------------
+# End to end: the sweep and optimize commands, as a user runs them
+# --------------------------------------------------------------------------------------
+
+_DRIVER = ("import resource, sys\n"
+           "from evaluator.cli import main\n"
+           "rc = main(sys.argv[1:])\n"
+           "print('bench-driver-peak-kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)\n"
+           "sys.exit(rc)\n")
+"""The ``evaluator`` command (``evaluator.cli.main``) in a process that reports its own peak RSS at exit."""
+
+
+def _run_cli(args: list[str], env: dict, out_dir: Path) -> dict:
+    """Run ``evaluator ARGS`` in a fresh Python process; wall time (start-up included), driver peak, dataset attrs."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, *args], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        raise RuntimeError(f"`evaluator {' '.join(args)}` failed with exit status {proc.returncode}: {tail}")
+    return {"wall_s": wall, **parse_cli_output(proc.stdout, out_dir), "command": "evaluator " + " ".join(args)}
+
+
+def parse_cli_output(stdout: str, out_dir: Path) -> dict:
+    """Driver peak RSS (MiB) from :data:`_DRIVER`'s last line, and the dataset's ``n_points``, ``n_feasible``
+    and ``timing_json`` attributes (the dataset named on a ``dataset: PATH`` line, else the one under
+    ``out_dir``)."""
+    import re
+
+    m = re.search(r"^bench-driver-peak-kib (\d+)\s*$", stdout, re.M)
+    out = {"driver_peak_mb": int(m.group(1)) / 1024 if m else float("nan")}
+    m = re.search(r"^dataset: (.+?)\s*$", stdout, re.M)
+    path = Path(m.group(1)) if m else None
+    if path is None or not path.exists():
+        found = sorted(p for pat in ("*.nc", "*.zarr") for p in Path(out_dir).rglob(pat))
+        path = found[-1] if found else None
+    attrs = _dataset_attrs(path) if path is not None else {}
+    out["n_points"] = int(attrs.get("n_points", -1))
+    out["n_feasible"] = int(attrs.get("n_feasible", -1))
+    try:
+        out["timing"] = json.loads(attrs.get("timing_json", "{}"))
+    except (TypeError, ValueError):
+        out["timing"] = {}
+    return out
+
+
+def _dataset_attrs(path: Path) -> dict:
+    """Attributes of a sweep dataset (netCDF or zarr), without loading its variables."""
+    import xarray as xr
+
+    path = Path(path)
+    ds = xr.open_zarr(path) if path.is_dir() else xr.open_dataset(path, engine="h5netcdf")
+    with ds:
+        return dict(ds.attrs)
+
+
+def _cpu_label() -> str:
+    return f"cpu x{len(os.sched_getaffinity(0))}"
+
+
+def _run_sweep(quick: bool, log, small: dict | None) -> tuple[list[dict], dict]:
+    """The README's 10^6-point study (3,200 points with ``quick``) as ``evaluator sweep`` in a subprocess."""
+    seeds = SWEEP_SEEDS[bool(quick)]
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
+        out_dir = Path(tmp, "results")
+        args = ["sweep", "sweeps=dragonfly_nne_placement", f"+sweep.axes.placement.seed={{range:[0,{seeds}]}}",
+                f"sweep.output_dir={out_dir}", "--no-progress"]
+        log(f"end to end: evaluator {' '.join(args[:3])}")
+        r = _run_cli(args, dict(os.environ, XDG_CACHE_HOME=str(Path(tmp, "cache"))), out_dir)
+    n, feas, wall = r["n_points"], r["n_feasible"], r["wall_s"]
+    rate, feas_rate = n / wall, feas / wall
+    ratio = ratio_scipy = float("nan")
+    cores = len(os.sched_getaffinity(0))
+    if small:  # the same (beta, gamma, routing) mix as scenario 1: its baselines' rates apply
+        ratio = feas_rate / small["per_flow_rate"]
+        ratio_scipy = feas_rate / (cores * small["scipy_rate"])
+    t = r["timing"]
+    timing = ", ".join(f"{k} {v:.3g}" for k, v in t.items())
+    row = {"scenario": (f"end to end: evaluator sweep, {seeds:,} seeds ({feas:,} feasible: {feas_rate:,.0f}/s)"),
+           "points": n, "seconds": wall, "points_per_s": rate, "ratio": ratio, "ratio_scipy": ratio_scipy,
+           "check": "", "peak_mb": r["driver_peak_mb"], "device": f"{_cpu_label()} (Ray)",
+           "note": (f"grid points/s {rate:,.0f}, feasible points/s {feas_rate:,.0f} (ratios: feasible points "
+                    f"against the baselines' scenario-1 rates, SciPy on {cores} cores); wall includes Python and "
+                    f"Ray start-up; peak MB is the driver's; dataset timing: {timing}; command: {r['command']}")}
+    return [row], r
+
+
+def _run_optimize(quick: bool, log) -> tuple[list[dict], dict]:
+    """``evaluator optimize`` (the README's command) twice in subprocesses: cold compile cache, then again."""
+    rows, raw = [], {}
+    with tempfile.TemporaryDirectory(prefix="bench-optimize-") as tmp:
+        env = dict(os.environ, XDG_CACHE_HOME=str(Path(tmp, "cache")))  # empty at first: a cold start
+        for label in ("cold", "run again"):
+            out_dir = Path(tmp, label.replace(" ", "-"))
+            args = ["optimize", *OPTIMIZE_ARGS, "--no-progress", f"sweep.output_dir={out_dir}"]
+            log(f"end to end: evaluator {' '.join(args[:7])} ({label})")
+            r = raw[label] = _run_cli(args, env, out_dir)
+            n, wall = r["n_points"], r["wall_s"]
+            timing = ", ".join(f"{k} {v:.3g}" for k, v in r["timing"].items())
+            rows.append({
+                "scenario": f"end to end: evaluator optimize --tasks 256 ({label})", "points": n, "seconds": wall,
+                "points_per_s": n / wall, "ratio": float("nan"), "ratio_scipy": float("nan"),
+                "check": f"{r['n_feasible']:,} feasible", "peak_mb": r["driver_peak_mb"], "device": _cpu_label(),
+                "note": (f"configurations/s {n / wall:,.0f}; wall includes Python start-up; "
+                         f"{'fresh' if label == 'cold' else 'the same'} XDG_CACHE_HOME; dataset timing: {timing}; "
+                         f"command: {r['command']}")})
+    return rows, raw
 
 
 def _fit(xs, ys) -> float:
@@ -563,14 +858,26 @@ def _fmt(v, spec: str) -> str:
     return format(v, spec)
 
 
+def _ratio_cell(v, na: str = "") -> str:
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return f"{v:,.4g}x" if v >= 0.1 else f"{v:.2g}x"
+    return na or "-"
+
+
 def format_table(rows: list[dict]) -> str:
-    """The bench rows as a fixed-width text table."""
-    head = ["scenario", "points", "time s", "points/s", "vs per-flow", "check", "peak MB", "device"]
+    """The bench rows as a fixed-width text table.
+
+    Columns: scenario, points, time s, points/s, ``vs per-flow`` and ``vs SciPy``
+    (points/s against each baseline's on the same points; ``R too large`` where
+    the SciPy matrix was refused; ``-`` where there is no comparison), check,
+    peak MB, device.
+    """
+    head = ["scenario", "points", "time s", "points/s", "vs per-flow", "vs SciPy", "check", "peak MB", "device"]
     body = [[r["scenario"], _fmt(r["points"], ","), _fmt(r["seconds"], ".3g"), _fmt(r["points_per_s"], ",.4g"),
-             ("-" if not math.isfinite(r["ratio"]) else f"{r['ratio']:,.4g}x"), r["check"],
-             _fmt(r["peak_mb"], ",.0f"), r["device"]] for r in rows]
+             _ratio_cell(r["ratio"]), _ratio_cell(r.get("ratio_scipy", float("nan")), r.get("scipy_na", "")),
+             r["check"], _fmt(r["peak_mb"], ",.0f"), r["device"]] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    line = lambda cells: "  ".join(str(c).ljust(w) if i in (0, 5, 7) else str(c).rjust(w)  # noqa: E731
+    line = lambda cells: "  ".join(str(c).ljust(w) if i in (0, 6, 8) else str(c).rjust(w)  # noqa: E731
                                    for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
 
@@ -590,12 +897,25 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     rows: list[dict] = []
     raw: dict = {}
     if "small" in only:
-        rows += _run_small(quick, log)
-    for name, label in (("mira", "Mira 49,152 nodes, DOR BG/Q order"), ("dragonfly", "DF(8,16,8) 16,512 nodes")):
+        rows += _run_small(quick, log, raw)
+    for name, label in (("mira", "Mira 49,152 nodes, DOR BG/Q order"), ("dragonfly", "DF(8,16,8) 16,512 nodes"),
+                        ("torus", f"torus {'x'.join(map(str, TORUS_DIMS[bool(quick)]))}, DOR")):
         if name in only:
             log(f"scenario: {label}")
             raw[name] = _collect(*_launch(name, quick, None), name)
             rows += _big_table_rows(raw[name], label)
+    if "jobs" in only:
+        from .jobs import jobs_rows
+
+        log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
+        raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
+        rows += jobs_rows(raw["jobs"])
+    if "sweep" in only:
+        sweep_rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))
+        rows += sweep_rows
+    if "optimize" in only:
+        opt_rows, raw["optimize"] = _run_optimize(quick, log)
+        rows += opt_rows
     suffix = "-quick" if quick else ""
     if "scaling" in only:
         log("scenario: scaling")

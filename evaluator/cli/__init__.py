@@ -7,6 +7,12 @@ files that cannot be read or written) is printed as one line naming the field
 or file, the value and what is allowed (exit status 2); Ctrl-C exits with 130;
 anything else is a bug, printed as one line (exit status 1). ``--debug``
 anywhere on the command line shows the traceback instead.
+
+JAX's persistent compilation cache is on for every command but ``bench``
+(which measures compilation), under ``~/.cache/evaluator/jax``; see
+:mod:`evaluator._jax_cache` (``$EVALUATOR_COMPILATION_CACHE``).
+``--no-compilation-cache`` anywhere on the command line turns it off for one
+run.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from .._jax_cache import OFF_FLAG, enable_compilation_cache
 from ..errors import ConfigError
 
 __all__ = ["main", "COMMANDS"]
@@ -31,14 +38,23 @@ COMMANDS = {
 
 _MODULES = {"eval": "evaluate"}
 
+_UNCACHED = ("bench",)
+"""Commands that leave the compilation cache as JAX has it (off unless the user set JAX's own): the benchmark
+times compilation itself."""
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``evaluator`` console command."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    argv = [a for a in argv if a != "--debug"]
+    cache = OFF_FLAG not in argv
+    argv = [a for a in argv if a not in ("--debug", OFF_FLAG)]
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print("usage: evaluator <command> [options] [overrides...]   (--debug: show tracebacks)\n\ncommands:")
+        print("usage: evaluator <command> [options] [overrides...]\n\n"
+              "  --debug                 show tracebacks\n"
+              f"  {OFF_FLAG}  do not use JAX's persistent compilation cache (~/.cache/evaluator/jax;\n"
+              "                          EVALUATOR_COMPILATION_CACHE=0 or =DIR: off or another directory)\n\n"
+              "commands:")
         for k, v in COMMANDS.items():
             print(f"  {k:<11} {v}")
         return 0 if argv else 2
@@ -46,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"evaluator: unknown command {cmd!r}; known commands: {sorted(COMMANDS)}", file=sys.stderr)
         return 2
+    if cmd not in _UNCACHED:
+        enable_compilation_cache(cache)
     module = importlib.import_module(f"{__name__}.{_MODULES.get(cmd, cmd)}")
     try:
         return int(module.main(rest) or 0)

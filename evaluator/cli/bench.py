@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..bench import run
+from ..bench import SCENARIOS, run
 
 __all__ = ["main"]
 
@@ -14,13 +14,15 @@ def main(argv: list[str]) -> int:
     """Parse ``argv`` (without the command name), run the benchmark, return the exit status."""
     p = argparse.ArgumentParser(
         prog="evaluator bench",
-        description="Throughput of the batched kernels against a per-flow Python walk: many small "
-                    "Dragonfly configurations, Mira (49,152 nodes), DF(8,16,8) and scaling. Prints a table "
-                    "and writes it as JSON (and a scaling plot) under results/bench/.")
-    p.add_argument("--quick", action="store_true", help="fewer points and smaller checks (about a minute)")
+        description="Throughput of the batched kernels against a per-flow Python walk and a SciPy sparse "
+                    "routing matrix: many small Dragonfly configurations, Mira (49,152 nodes), DF(8,16,8), a "
+                    "large torus, the sweep and optimize commands end to end, and scaling. Prints a table and "
+                    "writes it as JSON (and a scaling plot) under results/bench/.")
+    p.add_argument("--quick", action="store_true", help="fewer points, smaller checks, a 3,200-point sweep and a "
+                                                        "128x128x4 torus (a few minutes)")
     p.add_argument("--out-dir", default="results/bench", help="where to write the JSON and the plot")
     p.add_argument("--only", nargs="+", metavar="SCENARIO",
-                   help="run only these scenarios: small, mira, dragonfly, scaling")
+                   help="run only these scenarios: " + ", ".join(SCENARIOS))
     args = p.parse_args(argv)
     run(quick=args.quick, out_dir=args.out_dir, only=args.only, log=lambda m: print(m, file=sys.stderr))
     return 0

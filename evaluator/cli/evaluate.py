@@ -10,6 +10,7 @@ from ..dataset import summary_lines
 from ..errors import StorageError
 from ..evaluate import evaluate
 from ..io import write_dataset
+from ..jobs import evaluate_jobs, job_summary_lines
 
 __all__ = ["main"]
 
@@ -28,10 +29,17 @@ def main(argv: list[str]) -> int:
         print(config.to_yaml(cfg))
         return 0
     obj = config.to_object(cfg)
-    point = config.build(obj)
-    ds = evaluate(point.topology, point.traffic, point.placement, point.routing)
+    if config.has_jobs(obj):
+        jp = config.build_jobs(obj)
+        ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background, exclusive_nodes=jp.exclusive_nodes,
+                           interference=jp.interference)
+        lines = job_summary_lines(ds)
+    else:
+        point = config.build(obj)
+        ds = evaluate(point.topology, point.traffic, point.placement, point.routing)
+        lines = summary_lines(ds)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
-    for line in summary_lines(ds):
+    for line in lines:
         print(line)
     if obj.save:
         try:

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 from .. import config
+from ..display import format_table
 from ..errors import ConfigError
 from ..query import best, open_results
 from ..sweep import optimize_axes, plan_sweep, run_sweep
@@ -153,6 +154,6 @@ def main(argv: list[str]) -> int:
             f"were infeasible: {why}",
             f"Use fewer tasks, another --placement or a larger network (dataset: {path}).")
     print(f"searched {plan.n_points} configurations ({n_feasible} feasible) on {network}")
-    print(best(ds, "completion_time", n=top).to_string())
+    print(format_table(best(ds, "completion_time", n=top)))
     print(f"dataset: {path}")
     return 0

@@ -11,16 +11,21 @@
 
 from __future__ import annotations
 
-from .build import (DesignPoint, as_dict, build, build_placement, build_routing_spec, build_topology,
-                    build_traffic)
+from .build import (DesignPoint, JobsPoint, as_dict, build, build_jobs, build_placement, has_jobs, build_routing_spec,
+                    build_topology, build_traffic)
 from .hydra import (SweepRequest, check_assignment, compose, compose_object, compose_sweep, register_schemas,
                     to_object, to_yaml)
-from .schemas import FAMILIES, GROUPS, MISSING, EvalConfig, RayConfig, SweepConfig
+from .schemas import FAMILIES, GROUPS, JOB_KEYS, MISSING, BackgroundConfig, EvalConfig, RayConfig, SweepConfig
 
 __all__ = [
     "EvalConfig",
     "SweepConfig",
     "RayConfig",
+    "BackgroundConfig",
+    "JOB_KEYS",
+    "JobsPoint",
+    "build_jobs",
+    "has_jobs",
     "MISSING",
     "FAMILIES",
     "GROUPS",

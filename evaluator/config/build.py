@@ -12,10 +12,13 @@ from ..routing import Routing
 from ..topology import KINDS as TOPOLOGIES
 from ..topology import Topology
 from ..traffic import KINDS as TRAFFICS
-from ..traffic import DenseTraffic, Traffic
+from ..errors import ConfigError, require
+from ..jobs import Background, Job
+from ..traffic import DenseTraffic, PhasedTraffic, Traffic
+from .schemas import FAMILIES, JOB_KEYS
 
 __all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_placement", "DesignPoint", "build",
-           "as_dict"]
+           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs"]
 
 
 def build_topology(cfg) -> Topology:
@@ -44,7 +47,7 @@ class DesignPoint:
 
     topology: Topology
     routing: Routing
-    traffic: Traffic | DenseTraffic
+    traffic: Traffic | DenseTraffic | PhasedTraffic
     placement: Placement
 
 
@@ -60,3 +63,90 @@ def build(cfg) -> DesignPoint:
 def as_dict(obj) -> dict:
     """A schema dataclass as a plain dict (for provenance)."""
     return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
+
+
+def job_group_config(group: str, raw, base, where: str):
+    """The schema instance of one job's ``group`` (``traffic``, ``placement`` or ``routing``).
+
+    ``raw`` None: the top-level ``base``; a mapping with a ``kind``: that kind's schema
+    (its keys checked); a mapping without one: ``base`` with those keys replaced.
+    """
+    if raw is None:
+        return base
+    if dataclasses.is_dataclass(raw):
+        return raw
+    require(isinstance(raw, dict), where, raw, f"a {group} config (a mapping of its keys)")
+    kinds = FAMILIES[group]
+    if "kind" in raw:
+        schema = kinds[raw["kind"]].schema
+        start = {}
+    else:
+        require(base is not None, f"{where}.kind", None, f"a {group} kind, one of {list(kinds)}")
+        schema, start = type(base), as_dict(base)
+    fields = {f.name for f in dataclasses.fields(schema)}
+    for key in raw:
+        if key not in fields:
+            raise ConfigError(f"{where}.{key}", raw[key], f"a key of {group} kind "
+                                                          f"{raw.get('kind', getattr(base, 'kind', '?'))!r}: "
+                                                          f"{sorted(fields)}")
+    return schema(**{**start, **raw})
+
+
+@dataclass(frozen=True)
+class JobsPoint:
+    """Everything a several-jobs evaluation needs, built from a config."""
+
+    topology: Topology
+    routing: Routing
+    jobs: tuple[Job, ...]
+    background: Background | None
+    exclusive_nodes: bool
+    interference: bool
+
+
+def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
+    """Build the jobs of an :class:`~evaluator.config.EvalConfig` (``jobs`` null: one job, the top-level groups).
+
+    ``topology``: the topology built from ``cfg.topology`` already (a sweep reuses one object, and with it the
+    kernels compiled for it).
+    """
+    jobs_cfg = cfg.jobs if cfg.jobs is not None else [{}]
+    require(isinstance(jobs_cfg, (list, tuple)) and len(jobs_cfg) > 0, "jobs", jobs_cfg,
+            "a non-empty list of jobs, each {name, traffic, placement, routing} (missing groups: the top-level "
+            "ones)")
+    topo = topology if topology is not None else build_topology(cfg.topology)
+    rt = build_routing_spec(cfg.routing)
+    jobs = []
+    for i, raw in enumerate(jobs_cfg):
+        where = f"jobs[{i}]"
+        raw = {} if raw is None else raw
+        require(isinstance(raw, dict), where, raw, f"a mapping with keys among {list(JOB_KEYS)}")
+        for key in raw:
+            if key not in JOB_KEYS:
+                raise ConfigError(f"{where}.{key}", raw[key], f"a key of a job: one of {list(JOB_KEYS)}")
+        tcfg = job_group_config("traffic", raw.get("traffic"), cfg.traffic, f"{where}.traffic")
+        pcfg = job_group_config("placement", raw.get("placement"), cfg.placement, f"{where}.placement")
+        rcfg = raw.get("routing")
+        job_rt = None if rcfg is None else build_routing_spec(job_group_config("routing", rcfg, cfg.routing,
+                                                                               f"{where}.routing"))
+        try:
+            tr = build_traffic(tcfg, topo)
+            pl = build_placement(pcfg, topo, tcfg, tr.n_tasks, cfg.topology)
+        except ConfigError as exc:
+            if type(exc) is ConfigError:
+                raise ConfigError(f"{where}.{exc.field}", exc.value, exc.allowed, exc.hint) from None
+            raise
+        jobs.append(Job(tr, pl, job_rt, str(raw["name"]) if raw.get("name") is not None else None))
+    bg = None
+    b = cfg.background
+    if b is not None and (b.fraction != 0 or b.routing is not None or b.pattern != "uniform"):
+        bg_rt = None if b.routing is None else build_routing_spec(
+            job_group_config("routing", b.routing, cfg.routing, "background.routing"))
+        bg = Background(b.fraction, b.pattern, bg_rt, b.seed)
+    return JobsPoint(topo, rt, tuple(jobs), bg, bool(cfg.exclusive_nodes), bool(cfg.interference))
+
+
+def has_jobs(cfg) -> bool:
+    """Whether a config asks for the several-jobs evaluation (a ``jobs`` list or a background load)."""
+    b = getattr(cfg, "background", None)
+    return getattr(cfg, "jobs", None) is not None or (b is not None and b.fraction != 0)

@@ -5,22 +5,44 @@ and the per-kind schemas of the families' registries) and plain Python
 containers. Composition errors (unknown key, a key of another kind, a bad
 type, an unknown group option) become one-line
 :class:`~evaluator.errors.ConfigCompositionError`.
+
+Sweeps also take Hydra's own sweep grammar for their axes
+(:func:`sweep_axes_from_overrides`, parsed by Hydra's override parser):
+
+==========================================  ===========================================
+``routing=minimal,valiant``                 ``+sweep.axes.routing=[minimal,valiant]``
+``traffic.beta='choice([8,8,4],[16,8,8])'``   ``+sweep.axes.traffic.beta=[[8,8,4],[16,8,8]]``
+``placement.seed='range(0,100)'``           ``+sweep.axes.placement.seed={range:[0,100]}``
+``placement.seed='range(0,100,4)'``         ``+sweep.axes.placement.seed={range:[0,100,4]}``
+``x='range(0,1,0.25)'`` (not integers)      ``+sweep.axes.x=[0.0,0.25,0.5,0.75]``
+``routing='glob(*)'`` (config groups only)  ``+sweep.axes.routing=[dor,dor_bgq,minimal,valiant]``
+==========================================  ===========================================
+
+Each form on the left is the axis on the right, with the same labels, run id
+and dataset; an axis the sweep already has is replaced where it stands, a new
+one comes after the sweep's own axes, in command-line order. ``sort(...)``
+works as in Hydra; ``interval(...)`` (continuous), ``shuffle(...)`` (an order
+that changes between runs), ``~key=...`` and ``group@package=...`` are refused
+naming the override, and so are sweeps of run settings (``sweeps``, ``sweep.*``,
+``ray.*``, ``output_dir``, ``save``).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigCompositionError, ConfigError
+from ..errors import ConfigCompositionError, ConfigError, is_int
 from ..io import conf_dir, repo_dir
-from .schemas import FAMILIES, EvalConfig
+from .schemas import FAMILIES, GROUPS, EvalConfig
 
 __all__ = ["register_schemas", "compose", "to_object", "compose_object", "to_yaml", "check_assignment",
-           "SweepRequest", "compose_sweep", "IDENTITY_EXCLUDED"]
+           "SweepRequest", "compose_sweep", "compose_sweep_config", "sweep_axes_from_overrides", "AXIS_GENERATORS",
+           "IDENTITY_EXCLUDED"]
 
 
 def register_schemas() -> None:
@@ -103,7 +125,10 @@ def compose(overrides: Sequence[str], config_name: str = "config"):
         return cfg
     except Exception as exc:  # hydra/omegaconf raise many types; report one line
         if _is_hydra(exc):
-            raise ConfigCompositionError(_explain_foreign_key(_clean_hydra_message(exc), overrides)) from None
+            message = _explain_foreign_key(_clean_hydra_message(exc), overrides)
+            message = message.replace("add --multirun to your command line",
+                                      "run `evaluator sweep` with it (a sweep override becomes a sweep axis)")
+            raise ConfigCompositionError(message) from None
         raise
 
 
@@ -171,6 +196,184 @@ def check_assignment(cfg: EvalConfig, key: str, values: Sequence[Any]) -> None:
                               str(exc).splitlines()[0]) from None
 
 
+# --------------------------------------------------------------------------------------
+# Hydra's sweep grammar -> sweep axes
+# --------------------------------------------------------------------------------------
+
+AXIS_GENERATORS = ("divisors", "factorizations", "range", "zip", "product")
+"""Keys that make a mapping in ``sweep.axes`` a generator (see :mod:`evaluator.sweep.axes`), not nested keys."""
+
+_RUN_SETTINGS = ("sweeps", "sweep", "ray", "output_dir", "save", "hydra")
+_DISCRETE = ("a discrete sweep: values a,b,c, choice(a,b,...), range(start, stop[, step]) or, for a config "
+             "group, glob(pattern)")
+
+
+def _refuse(text: str, key: str, allowed: str, why: str) -> ConfigError:
+    rhs = text.split("=", 1)[1] if "=" in text else text
+    return ConfigError(key, rhs, allowed, f"{why} (the sweep override {text!r})")
+
+
+def _is_whole(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _range_spec(text: str, key: str, sweep: Any, max_points: int | None) -> Any:
+    """A Hydra ``range(...)``: integers -> the ``range`` generator; other numbers -> their values, listed."""
+    start, stop, step = sweep.start, sweep.stop, sweep.step
+    allowed = "range(start, stop[, step]) with a non-zero step and at least one value (stop excluded)"
+    if step == 0:
+        raise _refuse(text, key, allowed, "The step is 0.")
+    if all(_is_whole(x) for x in (start, stop, step)):
+        if len(range(start, stop, step)) == 0:
+            raise _refuse(text, key, allowed, f"range({start}, {stop}, {step}) is empty.")
+        return {"range": [start, stop] if step == 1 else [start, stop, step]}
+    count = max(0, math.ceil((stop - start) / step))
+    if count == 0:
+        raise _refuse(text, key, allowed, f"range({start}, {stop}, {step}) is empty.")
+    limit = max_points if max_points is not None else 10**7
+    if count > limit:
+        raise _refuse(text, key, f"a range of at most {limit:,} values (sweep.max_points)",
+                      f"It has {count:,} values.")
+    return list(sweep.range())  # Hydra's own float stepping: start + i * step
+
+
+def _glob_spec(text: str, key: str, glob: Any) -> list[str]:
+    """``glob(...)`` over the options of a config group (``conf/<group>/*.yaml``), in name order."""
+    if key not in GROUPS:
+        raise _refuse(text, key, f"glob() over the options of a config group: {', '.join(GROUPS)}",
+                      f"'{key}' is not a config group; list its values with choice(...) or a,b,c.")
+    names = sorted(p.stem for p in (conf_dir() / key).glob("*.yaml"))
+    chosen = glob.filter(names)
+    if not chosen:
+        raise _refuse(text, key, f"a glob matching options of {key}: {', '.join(names)}", "It matches none.")
+    return chosen
+
+
+def _axis_spec(text: str, ov: Any, max_points: int | None) -> tuple[str, Any]:
+    """``(key, sweep.axes spec)`` of one parsed Hydra sweep override."""
+    from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, OverrideType, RangeSweep
+
+    key = ov.key_or_group
+    value = ov.value()
+    if ov.type == OverrideType.DEL:
+        raise _refuse(text, key, _DISCRETE, "'~' deletes a key; a deleted key cannot be swept.")
+    if ov.package is not None:
+        raise _refuse(text, key, _DISCRETE + " on a plain key or group",
+                      f"'{key}@{ov.package}' moves a group to another package; sweep the group without '@'.")
+    if key.split(".")[0] in _RUN_SETTINGS:
+        raise _refuse(text, key, "a sweep over design keys (topology.*, routing, traffic.*, placement.*, ...)",
+                      f"'{key}' is a run setting, not a design axis: run one study per command.")
+    if isinstance(value, IntervalSweep):
+        raise _refuse(text, key, _DISCRETE,
+                      "interval() is a continuous range for optimizing sweepers (Optuna, Nevergrad); a grid needs "
+                      "discrete values: use range(start, stop, step) or choice(...).")
+    if getattr(value, "shuffle", False):
+        raise _refuse(text, key, _DISCRETE + " in a fixed order",
+                      "shuffle() gives another order on every run, so a rerun would not resume; drop shuffle().")
+    if isinstance(value, Glob):
+        return key, _glob_spec(text, key, value)
+    if isinstance(value, RangeSweep):
+        return key, _range_spec(text, key, value, max_points)
+    if isinstance(value, ChoiceSweep):
+        values = list(ov.sweep_iterator())
+        if not values:
+            raise _refuse(text, key, _DISCRETE, "The sweep has no values.")
+        return key, values
+    raise _refuse(text, key, _DISCRETE, f"{type(value).__name__} sweeps are not supported.")  # pragma: no cover
+
+
+def _place_axis(axes: dict, parts: list[str], spec: Any) -> None:
+    """Put one axis into a ``sweep.axes`` mapping as ``+sweep.axes.<key>=<spec>`` would: an axis already on the
+    key is replaced where it stands (a dotted key or nested mappings); a new key nests under the mappings it
+    names, after the axes already there."""
+    joined = ".".join(parts)
+    if joined in axes:
+        axes[joined] = spec
+        return
+    for i in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:i])
+        if head in axes:
+            sub = axes[head]
+            if isinstance(sub, dict) and not any(g in sub for g in AXIS_GENERATORS):
+                _place_axis(sub, parts[i:], spec)
+            else:  # an axis on the whole of `head`: keep both, the axis grammar names the overlap
+                axes[joined] = spec
+            return
+    node = axes
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = spec
+
+
+def _split_sweeps(overrides: Sequence[str]) -> tuple[list[str], list[tuple[str, Any]]]:
+    """``(plain overrides, [(text, parsed override)] of the sweeps)``; overrides that Hydra's parser does not read
+    count as plain (composition names them)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    plain: list[str] = []
+    sweeps: list[tuple[str, Any]] = []
+    for text in overrides:
+        try:
+            ov = parser.parse_override(text)
+        except Exception:  # a syntax error: composition reports it
+            plain.append(text)
+            continue
+        if ov.is_sweep_override():
+            sweeps.append((text, ov))
+        else:
+            plain.append(text)
+    return plain, sweeps
+
+
+def _merge_sweeps(sweeps: list[tuple[str, Any]], axes: dict | None, max_points: int | None) -> dict | None:
+    if not sweeps:
+        return axes
+    merged = copy.deepcopy(axes) if axes is not None else {}
+    for text, ov in sweeps:
+        key, spec = _axis_spec(text, ov, max_points)
+        _place_axis(merged, key.split("."), spec)
+    return merged
+
+
+def sweep_axes_from_overrides(overrides: Sequence[str], axes: dict | None,
+                              max_points: int | None = None) -> tuple[list[str], dict | None, list[str]]:
+    """Take Hydra's sweep overrides out of ``overrides`` and make each an axis (see the module docstring).
+
+    Returns ``(plain overrides, axes, sweep overrides)``: the overrides that are not sweeps, in order; ``axes``
+    (a ``sweep.axes`` mapping, not changed in place) with one axis per sweep override; and the sweep
+    overrides themselves. Overrides that Hydra's parser does not read are left to composition, which names
+    them. Unsupported sweeps raise :class:`~evaluator.errors.ConfigError` naming the override; a range of
+    numbers that are not all integers is listed, and refused past ``max_points`` values.
+    """
+    plain, sweeps = _split_sweeps(overrides)
+    return plain, _merge_sweeps(sweeps, axes, max_points), [text for text, _ in sweeps]
+
+
+def _canonical_range(arg: Any) -> Any:
+    """``range`` arguments of integers as ``[start, stop]`` (step 1) or ``[start, stop, step]``; others as given."""
+    if isinstance(arg, dict) and "stop" in arg and set(arg) <= {"start", "stop", "step"}:
+        bounds = [arg.get("start", 0), arg["stop"], arg.get("step", 1)]
+    elif isinstance(arg, list) and 1 <= len(arg) <= 3:
+        bounds = ([0] if len(arg) == 1 else []) + list(arg) + ([1] if len(arg) < 3 else [])
+    else:
+        return arg
+    if not all(_is_whole(x) for x in bounds):
+        return arg
+    return bounds[:2] if bounds[2] == 1 else bounds
+
+
+def _canonical_axes(spec: Any) -> Any:
+    """``sweep.axes`` with every integer ``range`` written one way, so that ``{range: [0, 8]}``,
+    ``{range: [0, 8, 1]}``, ``{range: {stop: 8}}`` and ``range(0,8)`` are one sweep (one run id)."""
+    if isinstance(spec, dict):
+        out = {k: _canonical_axes(v) for k, v in spec.items()}
+        if "range" in out and len(out) == 1:
+            out["range"] = _canonical_range(spec["range"])
+        return out
+    return spec
+
+
 IDENTITY_EXCLUDED = {"": ("ray", "output_dir", "save"), "sweep": ("output_dir", "run_id")}
 """Settings that say where and how a sweep runs, not what it computes: left out of its identity."""
 
@@ -205,31 +408,55 @@ class SweepRequest:
         return compose_object(list(self.compose_overrides) + extra, self.config_name, self.axes_override)
 
 
+def compose_sweep_config(overrides: Sequence[str], config_name: str = "sweep", axes: dict | None = None):
+    """Compose a sweep config with Hydra's sweep overrides among ``overrides`` made axes (see the module
+    docstring); ``axes`` replaces ``sweep.axes`` first.
+
+    Returns ``(cfg, plain overrides, axes or None, sweep overrides)``: the composed OmegaConf config, the
+    overrides composed, the ``sweep.axes`` set (``None``: the composed one, untouched) and the sweep overrides.
+    """
+    from omegaconf import OmegaConf
+
+    plain, sweeps = _split_sweeps(overrides)
+    cfg = _set_axes(compose(plain, config_name), axes)
+    if sweeps:
+        max_points = OmegaConf.select(cfg, "sweep.max_points", default=None)
+        current = axes if axes is not None else OmegaConf.to_container(cfg.sweep.axes, resolve=True)
+        axes = _merge_sweeps(sweeps, current, int(max_points) if is_int(max_points) else None)
+        _set_axes(cfg, axes)
+    return cfg, plain, axes, [text for text, _ in sweeps]
+
+
 def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None = None,
                   config_name: str = "sweep", axes: dict | None = None) -> SweepRequest:
     """Compose a sweep config (``sweeps=NAME`` picks the study) into a :class:`SweepRequest`.
 
     ``user_overrides`` are the overrides checked against the axes (default: all
     but ``sweeps=``, ``ray.*`` and ``sweep.*``); ``axes`` replaces ``sweep.axes``
-    (the optimizer's generated axes).
+    (the optimizer's generated axes). Hydra sweep overrides (``routing=minimal,valiant``,
+    ``placement.seed=range(0,8)``) become axes (:func:`compose_sweep_config`).
     """
     from omegaconf import OmegaConf
 
-    cfg = _set_axes(compose(overrides, config_name), axes)
+    cfg, plain, axes, sweeps = compose_sweep_config(overrides, config_name, axes)
     obj = to_object(cfg)
     ident = OmegaConf.to_container(cfg, resolve=True)
     for section, keys in IDENTITY_EXCLUDED.items():
         target = ident if not section else ident[section]
         for k in keys:
             target.pop(k, None)
+    if isinstance(ident.get("sweep"), dict) and "axes" in ident["sweep"]:
+        ident["sweep"]["axes"] = _canonical_axes(ident["sweep"]["axes"])
     if user_overrides is None:
-        user_overrides = [o for o in overrides if not o.startswith(("sweeps=", "ray.", "sweep."))]
+        user_overrides = [o for o in plain if not o.startswith(("sweeps=", "ray.", "sweep."))]
+    else:
+        user_overrides = [o for o in user_overrides if o not in sweeps]
     return SweepRequest(
         config=obj,
         axes=OmegaConf.to_container(cfg.sweep.axes, resolve=True),
         identity_yaml=OmegaConf.to_yaml(OmegaConf.create(ident)),
         overrides=tuple(user_overrides),
-        compose_overrides=tuple(overrides),
+        compose_overrides=tuple(plain),
         config_name=config_name,
         axes_override=axes,
     )

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from .. import placement, routing, topology, traffic
 
-__all__ = ["MISSING", "FAMILIES", "GROUPS", "SweepConfig", "RayConfig", "EvalConfig"]
+__all__ = ["MISSING", "FAMILIES", "GROUPS", "SweepConfig", "RayConfig", "BackgroundConfig", "EvalConfig", "JOB_KEYS"]
 
 MISSING: Any = "???"  # OmegaConf's marker for a value a config group must supply
 
@@ -51,17 +51,41 @@ class RayConfig:
 
 
 @dataclass
+class BackgroundConfig:
+    """Background load (:class:`evaluator.jobs.Background`): the nodes outside every job inject ``fraction`` of
+    their injection bandwidth as ``pattern`` traffic (``uniform`` or ``random_permutation`` with ``seed``),
+    routed by ``routing`` (a routing config; null: the evaluation's routing). ``fraction`` 0: no background."""
+
+    fraction: float = 0.0
+    pattern: str = "uniform"
+    seed: int = 0
+    routing: Optional[Any] = None
+
+
+JOB_KEYS = ("name", "traffic", "placement", "routing")
+"""Keys of one entry of ``jobs``: each group missing from the entry is the top-level one; an entry without a
+``kind`` overrides keys of the top-level group's config (``{placement: {offset: [8, 0, 0]}}``)."""
+
+
+@dataclass
 class EvalConfig:
     """Top-level config of ``evaluator eval`` and ``evaluator sweep``.
 
     ``topology``, ``routing``, ``traffic`` and ``placement`` each hold the
     schema of the kind their config group chose (one schema per kind).
+    ``jobs`` (a list of ``{name, traffic, placement, routing}``, see
+    :data:`JOB_KEYS`) and ``background`` turn the evaluation into several
+    jobs sharing the machine (:func:`evaluator.jobs.evaluate_jobs`).
     """
 
     topology: Any = MISSING
     routing: Any = MISSING
     traffic: Any = MISSING
     placement: Any = MISSING
+    jobs: Optional[list[Any]] = None  # several jobs at once (JOB_KEYS per entry); null: one job, the groups above
+    background: BackgroundConfig = field(default_factory=BackgroundConfig)  # fraction 0: none
+    exclusive_nodes: bool = True  # jobs may not share a node
+    interference: bool = True  # compute the job x job interference matrix
     output_dir: str = "results/eval"
     save: bool = True
     sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -11,19 +11,59 @@ How the torus operator works
 ----------------------------
 Under DOR a route travels dimension ``k`` along one ring (the coordinates of
 the dimensions before ``k`` in the order are the destination's, the others
-the source's) as one *run*: a start router, a direction and a length. The
-kernel histograms the runs by ``(start router, length)`` per (dimension,
-direction) — one scatter entry per flow and dimension, two for a split
-tie — then a suffix sum over the length and ``H`` shifted adds along the
-ring (``H`` = longest run) turn the histogram into link loads: cost
-``O(flows x dims + links x H)``, independent of the route lengths, and every
-step adds non-negative numbers only (no prefix-sum cancellation).
+the source's) as one *run*: a start position, a direction and a length
+(hops). A run adds its bytes to a contiguous stretch of the ring's links in
+that direction, so each (dimension, direction) keeps a *difference line*
+per ring: ``+bytes`` at the run's first link, ``-bytes`` just past its last,
+and a prefix sum along the line gives every link's load. The ``-1``
+direction is stored reflected (line position ``q`` is ring position ``n - 1
+- q``) so that runs go up the line both ways; a wrapped ring's line has ``n
++ H`` positions (``H = n // 2``, the longest run), a run that passes
+position ``n - 1`` goes on into the copy, and the copy is folded back onto
+positions ``0 .. H - 1`` (the wrap correction). A split tie (``n`` even, a
+run of exactly ``H`` hops) goes whole into a histogram by start position,
+from which both halves enter the two lines by two shifted adds. Cost per
+point: two scatter entries per flow and dimension, and a few passes over
+the ``(n + H) / n`` line entries per link: ``O(flows x dims + links)``,
+independent of ring and route lengths.
 
-Dense rank-one demand factorises per dimension: the load on a dimension-``k``
-link is ``sum_{s_k, t_k} M[x_k, s_k, t_k] U_k[.., s_k] V_k[.., t_k]`` where
-``U_k`` sums ``u`` over the dimensions travelled before ``k``, ``V_k`` sums
-``v`` over those after, and ``M`` is the 1-D ring crossing tensor: cost
-``O(routers x n_k)`` per dimension, near-linear in N.
+Exactness. The difference lines are summed in int64, so the cancellation
+in the prefix sums is exact. With ``S`` the point's router-to-router bytes
+and ``2^(e-1) <= S < 2^e``, each flow's bytes become an even number ``q``
+of units ``u = 2^(e-62)`` (the bytes rounded to a multiple of
+``2^(e-61)``; ``q / 2`` for each half of a split tie); a load, ``sum(q) *
+u`` over the runs through the link, is below ``2^63`` units (int64
+additions that overflow in between wrap around and still end exact), and
+is converted to float64 once.
+
+* When every flow's bytes are a multiple of ``2^(e-61)`` — integers while
+  ``S < 2^61`` (2.3e18 bytes), multiples of 1/2 while ``S < 2^60``, of
+  ``2^-j`` while ``S < 2^(61-j)`` — each load is the exact sum of the
+  bytes (halves for split ties) of the runs through the link, rounded once
+  to float64: exactly that sum when it is a float64 (integers below
+  ``2^53``), i.e. what the per-flow walk gives when its own sums are exact.
+* Otherwise a flow's bytes move by at most ``u <= 2^-61 S`` when they are
+  rounded to units, so a load is off by at most half an ulp plus ``2^-61
+  S`` per run through the link (4.3e-19 of the point's bytes per run),
+  whatever the ring length: no rounding error builds up along a line. (A
+  float64 difference line would be off by about ``2^-53`` of the bytes on
+  the line per addition.)
+
+Dense rank-one demand factorises per dimension: on a dimension-``k`` ring
+the sources are weighted by ``U_k`` (``u`` summed over the dimensions
+travelled before ``k``) and the destinations by ``V_k`` (``v`` summed over
+those after). The difference line of the rank-one demand on a ring is
+``+U[s] A[s]`` at each source (``A[s]``: the destination weight within
+reach of ``s`` in the direction, a window sum of ``V``) and ``-V[y] B[y]``
+at each end position (``B[y]``: the source weight that reaches ``y``, a
+window sum of ``U``); the window sums are differences of prefix sums.
+Cost ``O(routers)`` per dimension and direction. These sums are float64
+with cancellation: exact when ``u`` and ``v`` are integers and every sum
+stays below ``2^52`` (split ties make halves; uniform all-to-all with
+integer bytes is exact); otherwise
+a load is off by at most about ``3 (n + H) 2^-53`` times the bytes the
+ring's sources send to its destinations, and negative rounding residues
+are clamped to 0.
 
 """
 
@@ -36,6 +76,8 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
+from jaxtyping import Array, Float, Int, Shaped
 
 from .._ops import segment_add
 from ..errors import ConfigError, is_int, require
@@ -124,32 +166,63 @@ def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
     return perm
 
 
-@dataclasses.dataclass(frozen=True)
-class _Segment:
-    """Links of one (dimension, direction): one per router (the link leaving it), -1 where none."""
-
-    dim: int
-    direction: int  # 0: +1, 1: -1
-    max_run: int  # longest run (hops) a route makes in this dimension and direction
+_SHORT = 32
+"""Prefix sums over at most this many positions: no loop (a triangular product, or a log-depth scan)."""
 
 
-def _torus_segments(topo: TorusTopology) -> list[_Segment]:
-    segs = []
-    for k, n in enumerate(topo.dims):
-        if n == 1:
-            continue
-        if topo.wrap[k]:
-            if n == 2:  # one link each way between the two routers: always "positive"
-                segs.append(_Segment(k, 0, 1))
-            else:
-                segs += [_Segment(k, 0, n // 2), _Segment(k, 1, n // 2)]
-        else:
-            segs += [_Segment(k, 0, n - 1), _Segment(k, 1, n - 1)]
-    return segs
+def _prefix(x: Shaped[Array, "pre pos col"]) -> Shaped[Array, "pre pos col"]:
+    """Inclusive prefix sum along axis 1 (float64, or int64: exact in any order).
+
+    Short lines, with nothing to compile as a loop: floats by one product with
+    the upper-triangular matrix of ones (``pos`` multiply-adds per entry),
+    integers by ``jnp.cumsum`` (no integer matrix products on accelerators).
+    Long lines: a ``lax.scan`` adding position after position (1-3 ns per
+    entry on CPU, where ``jnp.cumsum``'s log-depth scan costs 5-40 ns).
+    """
+    n_pos = x.shape[1]
+    if n_pos <= _SHORT:
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return jnp.cumsum(x, axis=1)
+        tri = jnp.asarray(np.triu(np.ones((n_pos, n_pos), dtype=x.dtype)))
+        return jnp.einsum("apb,pq->aqb", x, tri)
+
+    def step(carry, row):
+        carry = carry + row
+        return carry, carry
+
+    _, ys = lax.scan(step, jnp.zeros_like(x[:, 0]), jnp.moveaxis(x, 1, 0))
+    return jnp.moveaxis(ys, 0, 1)
+
+
+def _prefix_along(x, axis: int):
+    """:func:`_prefix` of an N-D array along ``axis``."""
+    shape = x.shape
+    pre = int(np.prod(shape[:axis], dtype=np.int64))
+    post = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    return _prefix(x.reshape(pre, shape[axis], post)).reshape(shape)
+
+
+def _units(weight: Float[Array, "flow"]) -> tuple[Int[Array, "flow"], Float[Array, ""]]:
+    """Bytes as even integers ``q`` of a unit ``2^(e - 62)``: ``q * unit`` is ``weight`` to within ``unit``.
+
+    ``e`` is the exponent with ``S < 2^e`` for ``S = sum(weight)`` (at least
+    ``-900``, so that the scale factors stay normal numbers): ``sum(q) < 2^62
+    + flows``, so every load fits in an int64 (module docstring).
+    """
+    _, e = jnp.frexp(jnp.sum(jnp.abs(weight)))
+    e = jnp.maximum(e, -900)
+    one = jnp.ones((), weight.dtype)
+    q = 2 * jnp.round(weight * jnp.ldexp(one, 61 - e)).astype(jnp.int64)
+    return q, jnp.ldexp(one, e - 62)
 
 
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
     """``M[x, s, t]``: probability that the 1-D route ``s -> t`` uses the link leaving ``x`` in ``direction``.
+
+    The definition the ring operators implement, materialised (``n^3``
+    entries): not used by the operator, kept as a reference (checked against
+    a hop-by-hop walk in ``tests/test_torus.py``, the dense path against it
+    in ``tests/test_routing_fast.py``).
 
     A route goes ``hops`` links in one direction from ``s``; in the ``+1``
     direction it uses the links leaving ``s, s+1, ..., s+hops-1`` (mod ``n``),
@@ -179,160 +252,255 @@ def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray
     return np.where((s[None] - x) % n < neg_h[None], neg_p[None], 0.0)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Ring:
+    """Static layout of one dimension's rings in a point's buffers.
+
+    The routers of dimension ``dim`` form ``pre x post`` rings of ``n``
+    positions (``pre``/``post``: the routers before/after the dimension in
+    row-major order). The dimension has its own int64 buffer of ``size``
+    entries: per direction a difference line of ``L`` positions per ring,
+    ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
+    (line position ``q`` is ring position ``n - 1 - q``) so that runs go up
+    the line in both directions; from ``tie_off`` (or -1) the split ties by
+    start position ``[pre, n, post]``. ``direct`` (or -1), for a wrapped
+    ring of two routers, is the offset of its float64 loads (one link per
+    router) in the float buffer.
+    """
+
+    dim: int
+    n: int
+    wrap: bool
+    H: int  # longest run in hops: n // 2 wrapped, n - 1 mesh
+    L: int  # line positions: n + H wrapped (a run past position n - 1 goes on in a second copy), n mesh
+    pre: int
+    post: int
+    off: tuple[int, int] = (-1, -1)
+    tie_off: int = -1
+    direct: int = -1
+
+    @property
+    def line_size(self) -> int:
+        return self.pre * self.L * self.post
+
+    @property
+    def size(self) -> int:
+        return 2 * self.line_size + (self.pre * self.n * self.post if self.tie_off >= 0 else 0)
+
+
+def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple[dict[int, _Ring], int, int]:
+    """The rings of every dimension with more than one router, and the integer and float buffer sizes."""
+    rings, isize, foff = {}, 0, 0
+    for k, (n, w) in enumerate(zip(dims, wrap)):
+        if n == 1:
+            continue
+        pre = int(np.prod(dims[:k], dtype=np.int64))
+        post = int(np.prod(dims[k + 1:], dtype=np.int64))
+        if w and n == 2:  # one link each way between the two routers: always "positive"
+            rings[k] = _Ring(k, n, w, 1, n, pre, post, direct=foff)
+            foff += pre * n * post
+            continue
+        H = n // 2 if w else n - 1
+        r = _Ring(k, n, w, H, n + H if w else n, pre, post)
+        tie = 2 * r.line_size if w and split and n % 2 == 0 else -1
+        rings[k] = dataclasses.replace(r, off=(0, r.line_size), tie_off=tie)
+        isize += rings[k].size
+    return rings, isize, foff
+
+
 def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     """Compile DOR for one torus (host side).
 
     Refused before any table is built, with a
     :class:`~evaluator.errors.ResourceError` naming ``routing``, when the
-    estimate does not fit in memory: the crossing tensors (``n^3`` float64
-    per direction of a ring of ``n`` routers) and the link-slot table, on the
-    host and again on the device, plus one point's working set, the smaller
-    of the run histogram (``R x max_run`` per direction, three float64
-    copies: histogram, suffix sums, rolled loads) and the dense path (``2 x R
-    x n`` float64 for the largest ring). Measured: Mira 16x16x12x8x2 24 MB
-    estimated, 8 MB to build the tables (``tracemalloc``) plus 26 MB to
-    evaluate one dense all-to-all point (RSS); 100^3 torus 1.84 GB vs 0.2 +
-    1.87 GB.
+    estimate does not fit in memory: the link-slot table (4 bytes per router
+    link, on the host and again on the device) plus one point's working set,
+    about four 8-byte copies of its buffers (difference lines of ``(n + H) /
+    n`` entries per router, direction and dimension, split ties one more per
+    router; the lines, their prefix sums, the folded loads). The flows' part
+    of a point is sized when it is evaluated (:mod:`evaluator.evaluate`).
+    256x256x4: 0.13 GB estimated; XLA's buffers for a point of its 3-D
+    stencil (1.57M flows) 0.21 GB, flows included.
     """
     from ..errors import check_memory  # size check (issue "every bad input a clear error")
 
-    _R, _nrl = int(topo.n_routers), int(topo.n_router_links)
-    _runs, _cross, _ring = 0, 0, 0
-    for _n, _w in zip(topo.dims, topo.wrap):
-        _n = int(_n)
-        if _n >= 2:
-            _nseg = 1 if (_w and _n == 2) else 2
-            _runs += _nseg * ((_n // 2 if _n > 2 else 1) if _w else _n - 1)
-            _cross += _nseg * 8 * _n ** 3
-            _ring = max(_ring, _n)
-    _point = min(3 * 8 * _R * _runs, 2 * 8 * _R * _ring) + 8 * _R * 2 * len(topo.dims)
-    check_memory("routing", routing.label, 2 * (_cross + 4 * _nrl) + 8 * _nrl + _point,
-                 f"its tables on {topo.name} (crossing tensors n^3 per ring direction, a run histogram of "
-                 f"{_R:,} routers x {_runs:,} run lengths per point)",
-                 "Use a torus with fewer routers or shorter rings.")
-    order = dor_order(topo, routing.order)
     dims = tuple(int(n) for n in topo.dims)
     wrap = tuple(bool(w) for w in topo.wrap)
-    R = topo.n_routers
+    R, n_rl = int(topo.n_routers), int(topo.n_router_links)
+    _, isize, fsize = _layout(dims, wrap, True)
+    check_memory("routing", routing.label, 8 * n_rl + 4 * 8 * (isize + fsize) + 8 * R * 2 * len(dims),
+                 f"its buffers on {topo.name} ({isize + fsize:,} difference-line entries per point)",
+                 "Use a torus with fewer routers.")
+    order = dor_order(topo, routing.order)
     nd = len(dims)
     split = routing.tie == "split"
     strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
-    segs = _torus_segments(topo)
-    seg_index = {(s.dim, s.direction): i for i, s in enumerate(segs)}
-    hist_off, off = [], 0
-    for s in segs:
-        hist_off.append(off)
-        off += R * s.max_run
-    hist_size = max(off, 1)
-
-    # Router link l leaves router r in (dim, direction): its load is slot seg * R + r.
-    slot = -np.ones(topo.n_router_links, dtype=np.int64)
+    rings, _, FSIZE = _layout(dims, wrap, split)
+    n_nodes = int(topo.n_nodes)
+    itype = jnp.int32 if max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) < 2**31 else jnp.int64
+    # Per-router loads in this order; router link l leaving router r in (dim, direction) reads slot seg * R + r.
+    segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
+    slot = -np.ones(n_rl, dtype=np.int64)
     nb = np.asarray(topo.neighbor_link)
-    for i, s in enumerate(segs):
-        lk = nb[:, s.dim, s.direction]
+    for i, (k, d) in enumerate(segs):
+        lk = nb[:, k, d]
         r = np.nonzero(lk >= 0)[0]
         slot[lk[r]] = i * R + r
     assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
     tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
-    for i, s in enumerate(segs):
-        tables[f"cross{i}"] = _crossing_tensor(dims[s.dim], wrap[s.dim], s.direction, routing.tie)
 
     def coord(r, k):
         return (r // strides[k]) % dims[k]
 
-    def loads_from_segments(tables, per_seg):
-        if not segs:
-            return jnp.zeros(topo.n_router_links)
+    def gather(tables, per_seg):
         return jnp.concatenate(per_seg)[tables["slot"]]
+
+    def run_entries(ring: _Ring, s, t, base, q):
+        """The two integer-buffer entries of each flow's run in ``ring.dim``: its start and past its end.
+
+        A split tie puts its whole ``q`` in the tie histogram instead (and 0 past the end).
+        """
+        n, post = ring.n, ring.post
+        if ring.wrap:
+            fwd = (t - s) % n
+            bwd = (n - fwd) % n
+            go_pos = fwd <= bwd
+            hops = jnp.where(go_pos, fwd, bwd)
+        else:
+            go_pos = t > s
+            hops = jnp.abs(t - s)
+        q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
+        pre_i = base // (n * post)
+        post_i = base - pre_i * (n * post)
+        line0 = jnp.where(go_pos, ring.off[0], ring.off[1]) + pre_i * (ring.L * post) + post_i
+        first = line0 + q0 * post
+        past = first + hops * post
+        v = jnp.where(hops > 0, q, 0)
+        v_end = -v
+        if ring.tie_off >= 0:
+            tie = (hops == n // 2) & (hops > 0)
+            first = jnp.where(tie, ring.tie_off + pre_i * (n * post) + post_i + s * post, first)
+            v_end = jnp.where(tie, 0, v_end)
+        return [first, past], [v, v_end]
+
+    def line_loads(ring: _Ring, ibuf, unit):
+        """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions from the dimension's buffer."""
+        n, H, pre, post = ring.n, ring.H, ring.pre, ring.post
+        X = ibuf[: 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
+        if ring.tie_off >= 0:
+            # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops
+            T = ibuf[ring.tie_off: ring.tie_off + pre * n * post].reshape(pre, n, post) >> 1
+            T = jnp.stack([T, jnp.flip(T, axis=1)])
+            X = X + jnp.pad(T, ((0, 0), (0, 0), (0, H), (0, 0))) - jnp.pad(T, ((0, 0), (0, 0), (H, 0), (0, 0)))
+        C = _prefix(X.reshape(2 * pre, ring.L, post))
+        if ring.wrap:  # the second copy holds the part of the runs that passed position n - 1
+            C = C[:, :n] + jnp.pad(C[:, n:], ((0, 0), (0, n - H), (0, 0)))
+        load = (C.astype(unit.dtype) * unit).reshape(2, pre, n, post)
+        return jnp.stack([load[0], jnp.flip(load[1], axis=1)])
 
     def apply(tables, src, dst, weight, extra=None):
         """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
-        if not segs:
-            loads = jnp.zeros(topo.n_router_links)
-            return loads if extra is None else (loads, segment_add(extra[1], extra[0], extra[2]))
-        src = src.astype(jnp.int32)
-        dst = dst.astype(jnp.int32)
-        idx_parts, w_parts = [], []
+        src = src.astype(itype)
+        dst = dst.astype(itype)
+        q, unit = _units(weight)
+        ibufs, fidx, fval = {}, [], []
         done = jnp.zeros_like(src)  # sum over dims already travelled of dst_k * stride_k
         rest = src  # router id with the travelled dims still at the source's coordinates
         for k in order:
-            n = dims[k]
+            if k not in rings:
+                continue
+            ring = rings[k]
             s = coord(src, k)
             t = coord(dst, k)
             base = rest - s * strides[k] + done  # router id of the ring position 0
-            start = base + s * strides[k]  # = the current router when dim k starts
-            if n == 1:
-                continue
-            if wrap[k] and n == 2:
-                i = seg_index[(k, 0)]
-                idx_parts.append(hist_off[i] + start)  # max_run 1: length index 0
-                w_parts.append(jnp.where(s != t, weight, 0.0))
-            elif wrap[k]:
-                fwd = (t - s) % n
-                bwd = (n - fwd) % n
-                go_pos = fwd <= bwd
-                hops = jnp.where(go_pos, fwd, bwd)
-                tie = (fwd == bwd) & (fwd > 0)
-                H = n // 2
-                ip, ineg = seg_index[(k, 0)], seg_index[(k, 1)]
-                seg_off = jnp.where(go_pos, hist_off[ip], hist_off[ineg])
-                w_main = jnp.where(tie, weight * 0.5, weight) if split else weight
-                idx_parts.append(seg_off + start * H + jnp.maximum(hops - 1, 0))
-                w_parts.append(jnp.where(hops > 0, w_main, 0.0))
-                if split and n % 2 == 0:
-                    idx_parts.append(hist_off[ineg] + start * H + (H - 1))
-                    w_parts.append(jnp.where(tie, weight * 0.5, 0.0))
+            if ring.direct >= 0:
+                fidx.append(ring.direct + base + s * strides[k])
+                fval.append(jnp.where(s != t, weight, 0.0))
             else:
-                go_pos = t > s
-                hops = jnp.abs(t - s)
-                H = n - 1
-                ip, ineg = seg_index[(k, 0)], seg_index[(k, 1)]
-                seg_off = jnp.where(go_pos, hist_off[ip], hist_off[ineg])
-                idx_parts.append(seg_off + start * H + jnp.maximum(hops - 1, 0))
-                w_parts.append(jnp.where(hops > 0, weight, 0.0))
+                i, v = run_entries(ring, s, t, base, q)  # one scatter per dimension: no concatenation of them all
+                ibufs[k] = segment_add(jnp.concatenate(v), jnp.concatenate(i), ring.size)
             done = done + t * strides[k]
             rest = rest - s * strides[k]
         if extra is not None:
-            idx_parts.append(extra[0] + hist_size)
-            w_parts.append(extra[1])
-        buf = segment_add(jnp.concatenate(w_parts), jnp.concatenate(idx_parts),
-                          hist_size + (0 if extra is None else extra[2]))
-        hist = buf[:hist_size]
+            fidx.append(extra[0].astype(itype) + FSIZE)
+            fval.append(extra[1])
+        n_float = FSIZE + (0 if extra is None else extra[2])
+        fbuf = segment_add(jnp.concatenate(fval), jnp.concatenate(fidx), n_float) if fval else jnp.zeros(n_float)
         per_seg = []
-        for i, sg in enumerate(segs):
-            H = sg.max_run
-            h = hist[hist_off[i]: hist_off[i] + R * H].reshape(R, H)
-            # covers[r, j]: bytes of runs starting at r that are longer than j hops.
-            covers = jnp.flip(jnp.cumsum(jnp.flip(h, axis=1), axis=1), axis=1)
-            step = 1 if sg.direction == 0 else -1
-            load = jnp.zeros(dims)
-            for j in range(H):
-                # the link leaving x is hop j of a run that started j positions back
-                load = load + jnp.roll(covers[:, j].reshape(dims), step * j, axis=sg.dim)
-            per_seg.append(load.reshape(R))
-        loads = loads_from_segments(tables, per_seg)
-        return loads if extra is None else (loads, buf[hist_size:])
+        for k in sorted(rings):
+            ring = rings[k]
+            if ring.direct >= 0:
+                per_seg.append(fbuf[ring.direct: ring.direct + R])
+            else:
+                per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
+        loads = gather(tables, per_seg) if segs else jnp.zeros(n_rl)
+        return loads if extra is None else (loads, fbuf[FSIZE:])
+
+    def dense_ring(ring: _Ring, p_last, U, V):
+        """Loads of both directions of dimension ``k`` from ``U`` (source) and ``V`` (destination) weights.
+
+        ``U``/``V``: ``[2, *dims]`` up to broadcasting, the ``+1`` direction
+        and the reflected ``-1`` direction, ring positions along axis ``k + 1``;
+        a route of ``d`` hops in a direction carries weight 1, ``p_last[direction]``
+        at ``d = H``. The difference line holds ``+U[s] A[s]`` at each source
+        position (``A[s]``: the weighted destinations ``s + 1 .. s + H``) and
+        ``-V[y] B[y]`` at each end position ``y`` (``B[y]``: the weighted
+        sources ``y - H .. y - 1``).
+        """
+        ax, n, H = ring.dim + 1, ring.n, ring.H
+
+        def sl(x, lo, hi):
+            return lax.slice_in_dim(x, lo, hi, axis=ax)
+
+        def pad(x, before, after):
+            widths = [(0, 0)] * x.ndim
+            widths[ax] = (before, after)
+            return jnp.pad(x, widths)
+
+        if ring.wrap:
+            q = 1.0 - p_last
+            V2 = jnp.concatenate([V, sl(V, 0, H)], axis=ax)  # destinations at line positions 0 .. n + H - 1
+            Pv = _prefix_along(V2, ax)
+            A = sl(Pv, H, H + n) - sl(Pv, 0, n) - q * sl(V2, H, H + n)
+            U2 = pad(U, 0, H)
+            Pu = _prefix_along(U2, ax)
+            B = sl(pad(Pu, 1, 0), 0, n + H) - sl(pad(Pu, H + 1, 0), 0, n + H) - q * sl(pad(U2, H, 0), 0, n + H)
+            diff = U2 * pad(A, 0, H) - V2 * B
+        else:  # every destination further up the line, every source further down
+            A = pad(sl(jnp.flip(_prefix_along(jnp.flip(V, axis=ax), ax), axis=ax), 1, n), 0, 1)
+            B = pad(sl(_prefix_along(U, ax), 0, n - 1), 1, 0)
+            diff = U * A - V * B
+        C = _prefix_along(diff, ax)
+        if ring.wrap:
+            C = sl(C, 0, n) + pad(sl(C, n, n + H), 0, n - H)
+        return jnp.maximum(C, 0.0)
 
     def apply_dense(tables, u, v):
         """Router-link loads of the demand ``u[s] v[d]`` over ordered router pairs (one design point)."""
         if not segs:
-            return jnp.zeros(topo.n_router_links)
+            return jnp.zeros(n_rl, u.dtype)
         U = u.reshape(dims)
         V = v.reshape(dims)
         per_seg = []
-        for i, sg in enumerate(segs):
-            k = sg.dim
+        for k in sorted(rings):
+            ring = rings[k]
             pos = order.index(k)
             before, after = order[:pos], order[pos + 1:]
             Uk = U.sum(axis=tuple(before), keepdims=True) if before else U
             Vk = V.sum(axis=tuple(after), keepdims=True) if after else V
-            Uk = jnp.moveaxis(Uk, k, -1)
-            Vk = jnp.moveaxis(Vk, k, -1)
-            M = tables[f"cross{i}"]
-            W = jnp.einsum("...t,xst->...xs", Vk, M)  # [.. after dims 1 .., x, s]
-            load = (W * Uk[..., None, :]).sum(-1)  # broadcast over the before/after dims
-            per_seg.append(jnp.moveaxis(load, -1, k).reshape(R))
-        return loads_from_segments(tables, per_seg)
+            if ring.direct >= 0:
+                per_seg.append(jnp.broadcast_to(Uk * jnp.flip(Vk, axis=k), dims).reshape(R))
+                continue
+            if not ring.wrap or ring.n % 2:
+                p_last = (1.0, 1.0)
+            else:  # the tie at half a ring: split, or all in the +1 direction
+                p_last = (0.5, 0.5) if split else (1.0, 0.0)
+            p_last = jnp.asarray(p_last, u.dtype).reshape((2,) + (1,) * nd)
+            load = dense_ring(ring, p_last, jnp.stack([Uk, jnp.flip(Uk, axis=k)]),
+                              jnp.stack([Vk, jnp.flip(Vk, axis=k)]))
+            load = jnp.stack([load[0], jnp.flip(load[1], axis=k)])
+            per_seg.append(jnp.broadcast_to(load, (2,) + dims).reshape(2 * R))
+        return gather(tables, per_seg)
 
     nnz = int(sum(t.size for t in tables.values()))
     return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)

@@ -15,6 +15,7 @@ from .._version import __version__
 from ..dataset import METRIC_NAMES, results_dataset
 from ..errors import require
 from ..placement._seeded import GENERATOR_ID
+from .jobs import jobs_dataset
 from .plan import SweepPlan
 
 PLACEMENT_GENERATOR = f"{GENERATOR_ID} (placement.generator=threefry; see evaluator.placement._seeded)"
@@ -52,9 +53,16 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
              read_chunk: Callable[[SweepPlan, str], dict]) -> xr.Dataset:
     """The sweep's dataset: one dimension per axis, metrics of the metric table, ``feasible`` and ``reason``.
 
-    ``timing_json`` is left to the driver, which measures its peak memory after this assembly.
+    Chunks are read one at a time (a several-jobs sweep's all at once). ``timing_json`` is left to the
+    driver, which measures its peak memory after this assembly.
     """
     n = plan.n_points
+    ids = sorted(chunk_ids)
+    first = read_chunk(plan, ids[0]) if ids else {}
+    if first.get("jobs"):  # a several-jobs sweep (every point of a sweep is of one sort)
+        results = [first] + [read_chunk(plan, cid) for cid in ids[1:]]
+        return jobs_dataset(plan, results, _coords(plan), _attrs(plan, manifest, results))
+    chunks = (first if i == 0 else read_chunk(plan, cid) for i, cid in enumerate(ids))
     vals = {k: np.full(n, np.nan) for k in METRIC_NAMES}
     feasible = np.zeros(n, dtype=bool)
     reason_code = np.zeros(n, dtype=np.int32)  # into reason_table
@@ -65,8 +73,8 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     bottleneck_index: dict[str, int] = {}
     class_max: dict[str, np.ndarray] = {}
     link_load = None
-    for cid in sorted(chunk_ids):
-        res = read_chunk(plan, cid)
+    phases = None
+    for res in chunks:
         flat = res["flat"]
         remap = np.array([_code(reason_index, reason_table, r) for r in res["reasons"]], dtype=np.int32)
         reason_code[flat] = remap[res["reason_code"]]
@@ -80,6 +88,17 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         names = list(res["class_names"]) + ["none"]
         bmap = np.array([_code(bottleneck_index, bottleneck_table, c) for c in names], dtype=np.int32)
         bottleneck_code[ok] = bmap[metrics["bottleneck_class"]]  # -1 (nothing crosses a link) -> "none"
+        if "phases" in res:
+            ph = res["phases"]
+            P = len(ph["names"])
+            if phases is None:
+                phases = {"names": list(ph["names"]), "phase_completion_time": np.full((n, P), np.nan),
+                          "phase_total_bytes": np.full((n, P), np.nan),
+                          "phase_bottleneck": np.full((n, P), "", dtype=object)}
+            require(len(phases["names"]) == P, "traffic", "phased", "the same number of phases at every point")
+            pok = flat[ph["ok"]]
+            for k in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck"):
+                phases[k][pok] = np.asarray(ph[k])
         for c, cname in enumerate(res["class_names"]):
             arr = class_max.setdefault(cname, np.full(n, np.nan))
             arr[ok] = metrics["max_load_class"][:, c]
@@ -93,9 +112,22 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
             link_load[ok] = res["link_load"]
     reason = np.asarray(reason_table, dtype=object)[reason_code]  # references to a few strings
     bottleneck = np.asarray(bottleneck_table + [""], dtype=object)[bottleneck_code]
-    coords: dict[str, Any] = {ax.name: (ax.name, np.asarray(ax.labels, dtype=str), {"long_name": ", ".join(ax.keys)})
-                              for ax in plan.axes}
-    attrs = {
+    attrs = _attrs(plan, manifest, [])
+    attrs["n_feasible"] = int(feasible.sum())
+    return results_dataset(
+        tuple(ax.name for ax in plan.axes), plan.shape, vals, {c: class_max[c] for c in sorted(class_max)},
+        bottleneck, feasible=feasible, reason=reason, coords=_coords(plan), link_load=link_load, attrs=attrs,
+        phases=phases)
+
+
+def _coords(plan: SweepPlan) -> dict[str, Any]:
+    return {ax.name: (ax.name, np.asarray(ax.labels, dtype=str), {"long_name": ", ".join(ax.keys)})
+            for ax in plan.axes}
+
+
+def _attrs(plan: SweepPlan, manifest: dict, results: list[dict]) -> dict[str, Any]:
+    n_feasible = sum(len(r["ok"]) for r in results if "ok" in r)
+    return {
         "title": f"evaluator sweep {plan.name}",
         "sweep": plan.name,
         "run_id": plan.run_id,
@@ -106,12 +138,9 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         "git_commit": io.git_commit(),
         "seeds": _seeds_attr(plan.seeds),
         "placement_generator": PLACEMENT_GENERATOR,
-        "n_points": int(n),
-        "n_feasible": int(feasible.sum()),
+        "n_points": int(plan.n_points),
+        "n_feasible": int(n_feasible),
         "start_time": manifest["start_time"],
         "end_time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "Conventions": "CF-1.8",
     }
-    return results_dataset(
-        tuple(ax.name for ax in plan.axes), plan.shape, vals, {c: class_max[c] for c in sorted(class_max)},
-        bottleneck, feasible=feasible, reason=reason, coords=coords, link_load=link_load, attrs=attrs)

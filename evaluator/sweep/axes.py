@@ -23,7 +23,10 @@ earlier axes):
 
 Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
 ``placement.seed``, so an axis can be added from the command line with
-``+sweep.axes.placement.seed={range:[0,8]}``.
+``+sweep.axes.placement.seed={range:[0,8]}``, or in Hydra's own sweep grammar
+with ``placement.seed='range(0,8)'`` (also ``routing=minimal,valiant``,
+``traffic.beta='choice([8,8,4],[16,8,8])'``, ``routing='glob(*)'``): the same
+axis, labels and run id (:func:`evaluator.config.hydra.sweep_axes_from_overrides`).
 
 Sizes are known before values are made: a ``range`` has
 ``len(range(start, stop, step))`` values, ``divisors`` of ``n`` as many as
@@ -52,13 +55,14 @@ from typing import Any
 import numpy as np
 
 from ..config import GROUPS
+from ..config.hydra import AXIS_GENERATORS
 from ..errors import ConfigError, check_memory, is_int, require
 
 __all__ = ["Axis", "expand_axes", "optimize_axes", "label", "divisors", "divisor_vectors", "ordered_factorizations",
            "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "BUCKET_PREFIXES"]
 
 BUCKET_PREFIXES = ("topology", "routing")
-GENERATORS = ("divisors", "factorizations", "range", "zip", "product")
+GENERATORS = AXIS_GENERATORS
 
 # --------------------------------------------------------------------------------------
 # Generators

@@ -44,12 +44,23 @@ SEED_KEY = "placement.seed"
 """The key whose axis workers vectorise over (points differing only in it share one build)."""
 
 
+def _child(cur, part: str):
+    """``cur.part``, or ``cur[part]`` of a mapping, or ``cur[int(part)]`` of a list (``jobs.1.placement``)."""
+    if isinstance(cur, dict):
+        if part not in cur:
+            raise AttributeError(part)
+        return cur[part]
+    if isinstance(cur, list):
+        return cur[int(part)]
+    if not hasattr(cur, part):
+        raise AttributeError(part)
+    return getattr(cur, part)
+
+
 def _get_path(obj, key: str):
     cur = obj
     for part in key.split("."):
-        if not hasattr(cur, part):
-            raise AttributeError(part)
-        cur = getattr(cur, part)
+        cur = _child(cur, part)
     return cur
 
 
@@ -57,8 +68,14 @@ def _set_path(obj, key: str, value) -> None:
     parts = key.split(".")
     cur = obj
     for part in parts[:-1]:
-        cur = getattr(cur, part)
-    setattr(cur, parts[-1], copy.deepcopy(value))
+        cur = _child(cur, part)
+    value = copy.deepcopy(value)
+    if isinstance(cur, dict):
+        cur[parts[-1]] = value
+    elif isinstance(cur, list):
+        cur[int(parts[-1])] = value
+    else:
+        setattr(cur, parts[-1], value)
 
 
 def _shallow(obj) -> Any:
@@ -90,12 +107,22 @@ def _with_values(base, assignments) -> Any:
             path = parts[:i]
             nxt = copied.get(path)
             if nxt is None:
-                nxt = _shallow(getattr(cur, parts[i - 1]))
-                setattr(cur, parts[i - 1], nxt)
+                nxt = _shallow(_child(cur, parts[i - 1]))
+                _set_child(cur, parts[i - 1], nxt)
                 copied[path] = nxt
             cur = nxt
-        setattr(cur, parts[-1], _fresh(value))
+        _set_child(cur, parts[-1], _fresh(value))
     return obj
+
+
+def _set_child(cur, part: str, value) -> None:
+    """``cur.part = value``, or the mapping's or list's entry (as :func:`_child` reads it)."""
+    if isinstance(cur, dict):
+        cur[part] = value
+    elif isinstance(cur, list):
+        cur[int(part)] = value
+    else:
+        setattr(cur, part, value)
 
 
 @dataclasses.dataclass

@@ -42,8 +42,9 @@ from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext
 from ..placement._seeded import SeededPlacement, check_seed
 from ..routing import build_routing
-from ..traffic import DenseTraffic
+from ..traffic import DenseTraffic, PhasedTraffic
 from . import _runner
+from .jobs import evaluate_jobs_chunk
 from .plan import SweepPlan
 
 __all__ = ["evaluate_chunk", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
@@ -231,7 +232,7 @@ class _State:
             if isinstance(topo, _Failed):
                 continue
             tkey, tr = self.traffic(full, cfg, topo)
-            if isinstance(tr, _Failed) or isinstance(tr, DenseTraffic):
+            if isinstance(tr, (_Failed, DenseTraffic, PhasedTraffic)):
                 continue
             members[(type(tr).__name__, getattr(cfg.traffic, "kind", ""), bucket_size(tr.n_tasks))].append((tkey, tr))
         out = {"rows": {}, "classes": {}}
@@ -343,6 +344,10 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
     flat = np.asarray(flat, dtype=np.int64)
     n = flat.size
     idx = np.stack(np.unravel_index(flat, plan.shape)) if plan.axes else np.zeros((0, n), np.int64)
+    if C.has_jobs(plan.group_config(tuple(int(v) for v in idx[:, 0]))):  # several jobs: a sweep of one sort
+        out = evaluate_jobs_chunk(plan, flat, plan.point_config)
+        out["peak_rss_mb"] = peak_rss_mb()
+        return out
     reasons = _Reasons(n)
     cols = list(st.group_cols)
     if cols:
@@ -411,6 +416,11 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         out["ok"] = res["positions"][order]
         out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}
         out["class_names"] = list(topo.class_names)
+        if res.get("phases") is not None:
+            ph = res["phases"]
+            out["phases"] = {"ok": out["ok"], "names": ph["names"],
+                             **{k: ph[k][order] for k in ("phase_completion_time", "phase_total_bytes",
+                                                          "phase_bottleneck")}}
         if res["link_load"] is not None:
             out["link_load"] = res["link_load"][order]
             out["n_links"] = topo.n_links
@@ -420,7 +430,10 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
 
 def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray, device: list, host: list,
               out: dict) -> dict[str, Any]:
-    """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart."""
+    """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart (phased
+    traffic: every point of the chunk through :func:`~evaluator.evaluate.evaluate_batch`)."""
+    if any(isinstance(g.traffic, PhasedTraffic) for _, g, _ in device + host):
+        return _evaluate_batch_path(plan, topo, routing, device, host, out)
     positions, metrics, loads = [], [], []
     calls: dict[tuple, list] = collections.defaultdict(list)  # (class, generator key) -> entries
     dense: list[tuple[np.ndarray, Any, list[Placement]]] = []
@@ -428,8 +441,7 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
     for members, grp, payload in [(m, g, ("device", s)) for m, g, s in device] + \
                                  [(m, g, ("host", p)) for m, g, p in host]:
         if isinstance(grp.traffic, DenseTraffic):
-            pls = payload[1] if payload[0] == "host" else [grp.spec.placement(int(s)) for s in payload[1]]
-            dense.append((members, grp.traffic, pls))
+            dense.append((members, grp.traffic, _host_placements(grp, payload)))
             continue
         if banks is None:
             banks = st.bank_plan(plan, tuple(int(v) for v in idx[:, members[0]]))
@@ -482,6 +494,31 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
     merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
     ll = None if loads[0] is None else np.concatenate(loads)
     return {"positions": np.concatenate(positions), "metrics": merged, "link_load": ll}
+
+
+def _host_placements(grp: _Group, payload) -> list[Placement]:
+    """The placements of a group's points drawn on the host (the same as on the device)."""
+    kind, data = payload
+    return data if kind == "host" else [grp.spec.placement(int(s)) for s in data]
+
+
+def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: list, out: dict) -> dict[str, Any]:
+    """Every feasible point of the chunk in one :func:`~evaluator.evaluate.evaluate_batch` call (placements
+    drawn on the host); phased traffic's per-phase results come with it."""
+    t1 = time.perf_counter()
+    entries = [(m, g, ("device", s)) for m, g, s in device] + [(m, g, ("host", p)) for m, g, p in host]
+    positions = np.concatenate([m for m, _, _ in entries])
+    traffics = [g.traffic for m, g, _ in entries for _ in range(m.size)]
+    placements = [p for _, g, payload in entries for p in _host_placements(g, payload)]
+    res = evaluate_batch(topo, routing, traffics, placements, keep_link_load=plan.keep_link_load,
+                         chunk_size=plan.chunk_size)
+    out["eval_s"] = time.perf_counter() - t1
+    phases = None
+    if res.phases is not None:
+        phases = {"names": list(res.phases["names"]), "phase_completion_time": res.phases["phase_completion_time"],
+                  "phase_total_bytes": res.phases["phase_total_bytes"],
+                  "phase_bottleneck": res.phase_bottleneck_names()}
+    return {"positions": positions, "metrics": res.metrics, "link_load": res.link_load, "phases": phases}
 
 
 def _class_of(banks: dict | None, grp: _Group) -> tuple:

@@ -10,19 +10,22 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _random_permutation, _shift, _stencil, dense
+from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _phased, _random_pairs, _random_permutation, _shift, _stencil, dense
 from ._all_to_all import all_to_all
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._file import from_file
 from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
+from ._random_pairs import random_pairs
 from ._random_permutation import random_permutation
 from ._shift import shift, tornado
 from ._stencil import stencil, stencil_message_sizes
-from .base import DenseTraffic, Traffic, TrafficKind, from_flows, from_matrix
+from .base import DenseTraffic, PhasedTraffic, Traffic, TrafficKind, from_flows, from_matrix, phased
 
 __all__ = [
     "Traffic",
     "DenseTraffic",
+    "PhasedTraffic",
+    "phased",
     "TrafficKind",
     "from_flows",
     "from_matrix",
@@ -32,6 +35,7 @@ __all__ = [
     "bisection_pairing",
     "furthest_partner",
     "random_permutation",
+    "random_pairs",
     "shift",
     "tornado",
     "many_to_many",
@@ -47,9 +51,11 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _all_to_all.ALL_TO_ALL,
     _bisection_pairing.BISECTION_PAIRING,
     _random_permutation.RANDOM_PERMUTATION,
+    _random_pairs.RANDOM_PAIRS,
     _shift.SHIFT,
     _shift.TORNADO,
     _many_to_many.MANY_TO_MANY,
     _file.FILE,
+    _phased.kind(lambda: KINDS),
 ])
 """Traffic kinds by config name."""

@@ -10,9 +10,13 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import check_memory, positive_float, positive_int, require
-from .base import Traffic, TrafficKind
+from .base import PhasedTraffic, Traffic, TrafficKind
 
-__all__ = ['stencil', 'stencil_message_sizes', 'check_grid', 'StencilConfig', 'STENCIL']
+__all__ = ['stencil', 'stencil_message_sizes', 'check_grid', 'StencilConfig', 'STENCIL', 'STENCIL_EXCHANGES']
+
+STENCIL_EXCHANGES = ("all_at_once", "per_dimension")
+"""How a stencil exchanges its dimensions: every face at once (one exchange), or one dimension after another
+(one phase per dimension, ``dim0``, ``dim1``, ...; a dimension with ``beta_k = 1`` is an empty phase)."""
 
 
 def check_grid(alpha, beta, field="traffic"):
@@ -45,7 +49,8 @@ def stencil(
     beta: Sequence[int],
     bytes_per_element: float = 1024.0,
     periodic: bool | Sequence[bool] = True,
-) -> Traffic:
+    exchange: str = "all_at_once",
+) -> Traffic | PhasedTraffic:
     """d-dimensional nearest-neighbour exchange (Prisacari Sec. 3.2).
 
     The domain of ``alpha`` elements is split over a ``beta`` task grid. Every
@@ -55,7 +60,14 @@ def stencil(
     exchange in dimension ``k``; ``beta_k = 2`` (periodic) sends both faces
     to the same neighbour (``2 mu_k`` bytes). Non-periodic dimensions send
     nothing across the domain boundary.
+
+    ``exchange="per_dimension"`` does the dimensions one after another: a
+    :class:`~evaluator.traffic.PhasedTraffic` with one phase per dimension
+    (``dim0``, ``dim1``, ...; empty where ``beta_k = 1``) whose flows together
+    are the ``"all_at_once"`` exchange's.
     """
+    require(exchange in STENCIL_EXCHANGES, "traffic.exchange", exchange, f"one of {list(STENCIL_EXCHANGES)}",
+            "all_at_once: every dimension in one exchange; per_dimension: one phase per dimension.")
     al, be = check_grid(alpha, beta)
     bpe = positive_float("traffic.bytes_per_element", bytes_per_element)
     nd = len(be)
@@ -75,9 +87,19 @@ def stencil(
     check_memory("traffic.beta", list(be), (48.0 * nd + 64.0) * n * max(nd, 1),
                  f"the flows of a stencil over {n} tasks")
     mu = stencil_message_sizes(al, be, bpe)
+    label = "stencil " + "x".join(map(str, be))
+    if exchange == "per_dimension":
+        phases = tuple(_flows(be, mu, per, (k,), f"{label} dim{k}") for k in range(nd))
+        return PhasedTraffic(phases, tuple(f"dim{k}" for k in range(nd)), label + " per dimension")
+    return _flows(be, mu, per, tuple(range(nd)), label)
+
+
+def _flows(be: tuple[int, ...], mu: np.ndarray, per: tuple[bool, ...], dims: tuple[int, ...], label: str) -> Traffic:
+    """The stencil's flows along the dimensions ``dims`` (duplicates merged)."""
+    n = math.prod(be)
     coords = np.stack(np.unravel_index(np.arange(n), be), axis=1)
     srcs, dsts, bys = [], [], []
-    for k in range(nd):
+    for k in dims:
         if be[k] == 1:
             continue
         for step in (+1, -1):
@@ -93,27 +115,28 @@ def stencil(
             dsts.append(tgt)
             bys.append(np.full(int(ok.sum()), mu[k]))
     if not srcs:
-        return Traffic(n, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), "stencil")
+        return Traffic(n, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), label)
     src, dst, b = np.concatenate(srcs), np.concatenate(dsts), np.concatenate(bys)
     # Merge duplicate flows (beta_k = 2: both faces to one neighbour).
     key = src * n + dst
     uniq, inv = np.unique(key, return_inverse=True)
     merged = np.zeros(uniq.size)
     np.add.at(merged, inv, b)
-    label = "stencil " + "x".join(map(str, be))
     return Traffic(n, (uniq // n).astype(np.int64), (uniq % n).astype(np.int64), merged, label)
 
 
 @dataclass
 class StencilConfig:
     """Stencil: ``alpha`` elements per dimension on a ``beta`` task grid, ``bytes_per_element``,
-    ``periodic`` (one bool or one per dimension)."""
+    ``periodic`` (one bool or one per dimension), ``exchange`` (``all_at_once`` or ``per_dimension``: one
+    phase per dimension)."""
 
     kind: str = "stencil"
     alpha: Optional[list[int]] = None
     beta: Optional[list[int]] = None
     bytes_per_element: float = 1024.0
     periodic: Any = True
+    exchange: str = "all_at_once"
 
 
 def _from_config(cfg: StencilConfig, topology) -> Traffic:
@@ -121,7 +144,7 @@ def _from_config(cfg: StencilConfig, topology) -> Traffic:
             "both alpha and beta set for a stencil")
     per = cfg.periodic if cfg.periodic is None or isinstance(cfg.periodic, (str, int, float, bool)) \
         else list(cfg.periodic)
-    return stencil(list(cfg.alpha), list(cfg.beta), cfg.bytes_per_element, per)
+    return stencil(list(cfg.alpha), list(cfg.beta), cfg.bytes_per_element, per, cfg.exchange)
 
 
 STENCIL = TrafficKind("stencil", StencilConfig, _from_config)

@@ -42,7 +42,8 @@ from .._registry import Kind
 from .._types import FlowFloats, FlowInts, TaskFloats
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 
-__all__ = ["Traffic", "DenseTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "tasks_or_nodes"]
+__all__ = ["Traffic", "DenseTraffic", "PhasedTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "phased",
+           "tasks_or_nodes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,3 +270,93 @@ def dense(n_tasks: int, src_weight, dst_weight, bytes_per_pair: float = 1.0, nam
         w.setflags(write=False)
         out.append(w)
     return DenseTraffic(n, out[0], out[1], b, name)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PhasedTraffic:
+    """A communication step of several exchanges done one after another (DESIGN.md "Jobs and phases").
+
+    Each phase is a :class:`Traffic` or a :class:`DenseTraffic` over the same
+    ``n_tasks`` tasks; phase ``p + 1`` starts when phase ``p`` has finished,
+    so the step's completion time is the sum of the phases' times (each the
+    contention bound of its own exchange). Accepted wherever a traffic is
+    (``evaluate``, ``evaluate_batch``, jobs); results carry per-phase metrics
+    along a ``phase`` dimension labelled by ``phase_names``.
+
+    Attributes
+    ----------
+    phases
+        The exchanges, in order (at least one).
+    phase_names
+        One label per phase (unique).
+    name
+        Short label.
+    """
+
+    phases: tuple
+    phase_names: tuple[str, ...]
+    name: str = "phased"
+
+    @property
+    def n_tasks(self) -> int:
+        return self.phases[0].n_tasks
+
+    @property
+    def n_phases(self) -> int:
+        return len(self.phases)
+
+    @property
+    def n_flows(self) -> int:
+        """Flows of the largest phase (the phases are evaluated as separate points)."""
+        return max(p.n_flows for p in self.phases)
+
+    @property
+    def total_bytes(self) -> float:
+        """Bytes sent over every phase."""
+        return float(sum(p.total_bytes for p in self.phases))
+
+    def sent_per_task(self) -> np.ndarray:
+        """Bytes sent by every task over every phase, shape [task]."""
+        return np.sum([p.sent_per_task() for p in self.phases], axis=0)
+
+    def scaled(self, factor: float) -> PhasedTraffic:
+        """Every phase with every flow multiplied by ``factor``."""
+        factor = positive_float("traffic.scale", factor, allow_zero=True)
+        out = []
+        for p in self.phases:
+            out.append(p.scaled(factor) if isinstance(p, Traffic)
+                       else dataclasses.replace(p, bytes_per_pair=p.bytes_per_pair * factor))
+        return dataclasses.replace(self, phases=tuple(out))
+
+
+def phased(phases, names=None, name: str | None = None, field: str = "traffic.phases") -> PhasedTraffic:
+    """A :class:`PhasedTraffic` from a sequence of exchanges done one after another (validated).
+
+    ``names`` labels the phases (default ``phase0``, ``phase1``, ...). Every
+    phase must be a :class:`Traffic` or :class:`DenseTraffic` over the same
+    number of tasks; nested phased traffics are flattened.
+    """
+    if isinstance(phases, (Traffic, DenseTraffic, PhasedTraffic)):
+        phases = [phases]
+    require(isinstance(phases, (list, tuple)) and len(phases) > 0, field, _short(phases),
+            "a non-empty list of exchanges (Traffic or DenseTraffic), done one after another")
+    flat, labels = [], []
+    for i, p in enumerate(phases):
+        if isinstance(p, PhasedTraffic):
+            flat.extend(p.phases)
+            labels.extend(f"{i}.{n}" for n in p.phase_names)
+            continue
+        require(isinstance(p, (Traffic, DenseTraffic)), f"{field}[{i}]", _short(p),
+                "a Traffic or DenseTraffic (one exchange)", f"Got a {type(p).__name__}.")
+        flat.append(p)
+        labels.append(f"phase{i}")
+    n = flat[0].n_tasks
+    for i, p in enumerate(flat):
+        require(p.n_tasks == n, f"{field}[{i}].n_tasks", p.n_tasks,
+                f"the task count of the first phase ({n}): every phase involves the same tasks")
+    if names is not None:
+        names = [str(x) for x in names]
+        require(len(names) == len(flat) and len(set(names)) == len(names), "traffic.phase_names", names,
+                f"{len(flat)} distinct labels, one per phase")
+        labels = names
+    return PhasedTraffic(tuple(flat), tuple(labels), name or "phased " + "+".join(p.name for p in flat))

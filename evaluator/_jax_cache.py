@@ -1,0 +1,182 @@
+"""JAX's persistent compilation cache for the command line (and the sweep's Ray workers).
+
+A repeated ``evaluator sweep`` or ``evaluator optimize`` compiles the same
+kernels again; with the cache, the second run loads them from disk. The CLI
+turns it on by default (:func:`enable_compilation_cache`), under the user's
+cache directory::
+
+    $XDG_CACHE_HOME/evaluator/jax      (XDG_CACHE_HOME set and absolute)
+    ~/.cache/evaluator/jax             (otherwise)
+
+``$EVALUATOR_COMPILATION_CACHE`` chooses: unset, empty, ``1``/``on``/``true``/
+``yes``: the default place (or JAX's own ``$JAX_COMPILATION_CACHE_DIR`` when
+the user set one); ``0``/``off``/``false``/``no``: off; anything else: that
+directory. ``evaluator --no-compilation-cache ...`` turns it off for one run.
+
+Every kernel is cached (``jax_persistent_cache_min_compile_time_secs = 0``
+and no minimum entry size: our kernels compile in 0.1-2 s, under JAX's 1 s
+default). The cache is bounded (:data:`DEFAULT_MAX_BYTES`, least recently used
+entries evicted first; JAX does this with a file lock, which also keeps two
+Ray workers from reading an entry another one is still writing), unless
+``filelock`` is missing. Settings the user gave JAX through its own
+environment variables (``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``, ...)
+are kept.
+
+The settings are applied to this process (``jax.config``) and exported as
+``JAX_*`` environment variables, so that processes started afterwards (a
+local Ray's workers, which inherit this environment) use the same cache. A
+directory that cannot be created or written to turns the cache off with one
+warning on stderr; the run goes on.
+
+Ray workers on other machines (``ray.address=...``) do not inherit this
+environment: the driver forwards :func:`worker_env` in its ``runtime_env`` and
+each task calls :func:`apply_in_worker`, so every machine uses its own cache
+directory (or the directory the user named) as the CLI chose.
+
+The cache holds executables that JAX loads and runs: like JAX, we trust it.
+Do not point it at a directory others may write to.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+
+__all__ = ["ENV", "OFF_FLAG", "DEFAULT_MAX_BYTES", "cache_dir", "enable_compilation_cache", "worker_env",
+           "apply_in_worker"]
+
+ENV = "EVALUATOR_COMPILATION_CACHE"
+"""Environment variable: unset/``1``: the default directory; ``0``/``off``: no cache; else a directory."""
+
+OFF_FLAG = "--no-compilation-cache"
+"""Command-line flag (anywhere on the ``evaluator`` command line) that turns the cache off for one run."""
+
+DEFAULT_MAX_BYTES = 2 << 30
+"""Largest size of the cache directory (2 GiB; least recently used entries are evicted beyond it)."""
+
+_OFF = ("0", "off", "false", "no", "none")
+_ON = ("", "1", "on", "true", "yes", "default")
+
+_JAX_DIR_ENV = "JAX_COMPILATION_CACHE_DIR"
+_SETTINGS = (  # (jax option, its environment variable, our value)
+    ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", 0.0),
+    ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", -1),
+)
+_MAX_SIZE = ("jax_compilation_cache_max_size", "JAX_COMPILATION_CACHE_MAX_SIZE")
+
+_warned: set[str] = set()
+_choice: dict[str, str] = {}  # this process's choice, as a worker on another machine should read it
+_applied = False  # apply_in_worker has run in this process
+
+
+def _default_dir(environ: MutableMapping[str, str]) -> Path:
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path("~").expanduser() / ".cache"
+    return base / "evaluator" / "jax"
+
+
+def cache_dir(environ: MutableMapping[str, str] | None = None) -> Path | None:
+    """The cache directory ``$EVALUATOR_COMPILATION_CACHE`` asks for (see the module docstring); ``None``: off."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(ENV)
+    setting = (value or "").strip()
+    if setting.lower() in _OFF:
+        return None
+    if setting.lower() in _ON:
+        own = environ.get(_JAX_DIR_ENV, "").strip()
+        return Path(own).expanduser() if own else _default_dir(environ)
+    return Path(setting).expanduser()
+
+
+def _writable(path: Path) -> str | None:
+    """``None`` if ``path`` can be created and written to, else why not (one line)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def _warn_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def enable_compilation_cache(enabled: bool = True, environ: MutableMapping[str, str] | None = None,
+                             warn: Callable[[str], None] = _warn_stderr) -> Path | None:
+    """Turn JAX's persistent compilation cache on (or off) for this process and the processes it starts.
+
+    Parameters
+    ----------
+    enabled
+        ``False`` (``--no-compilation-cache``): off whatever the environment says.
+    environ
+        The environment to read and to export the ``JAX_*`` settings to (default: ``os.environ``).
+    warn
+        Called once per directory with a one-line message when the directory is not writable.
+
+    Returns
+    -------
+    The cache directory in use, or ``None`` when the cache is off.
+    """
+    import jax
+
+    environ = os.environ if environ is None else environ
+    given = environ.get(ENV, "").strip()
+    path = cache_dir(environ) if enabled else None
+    # what a worker on another machine should do: that machine's own default, the user's directory, or off
+    _choice[ENV] = "0" if path is None else "1" if given.lower() in _ON else given
+    if path is not None:
+        why = _writable(path)
+        if why is not None:
+            if str(path) not in _warned:
+                _warned.add(str(path))
+                warn(f"evaluator: warning: the compilation cache is off for this run: cannot write to {path} "
+                     f"({why}). Set {ENV} to a writable directory, or to 0 to silence this.")
+            path = None
+    if path is None:
+        environ[ENV] = "0"  # processes started from here (local Ray workers) do not try again
+        if jax.config.jax_compilation_cache_dir is not None:  # the user's own JAX setting: off as asked
+            jax.config.update("jax_enable_compilation_cache", False)
+            environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+        return None
+    settings = [(opt, var, value) for opt, var, value in _SETTINGS if var not in environ]
+    if _MAX_SIZE[1] not in environ and _has_filelock():
+        settings.append((*_MAX_SIZE, DEFAULT_MAX_BYTES))
+    settings.append(("jax_compilation_cache_dir", _JAX_DIR_ENV, str(path)))
+    for opt, var, value in settings:
+        jax.config.update(opt, value)
+        environ[var] = str(value)
+    jax.config.update("jax_enable_compilation_cache", True)
+    environ.pop("JAX_ENABLE_COMPILATION_CACHE", None)
+    environ[ENV] = str(path)
+    return path
+
+
+def worker_env() -> dict[str, str]:
+    """Environment variables for Ray workers on other machines: the choice :func:`enable_compilation_cache`
+    made here (``{}`` when it was not called: library use leaves workers as JAX has them)."""
+    return dict(_choice)
+
+
+def apply_in_worker() -> None:
+    """In a Ray task: turn the cache on or off as the driver chose (``$EVALUATOR_COMPILATION_CACHE``, set by
+    the CLI or forwarded through :func:`worker_env`); nothing when the driver made no choice. Once per
+    process."""
+    global _applied
+    if _applied or ENV not in os.environ:
+        return
+    _applied = True
+    enable_compilation_cache()
+
+
+def _has_filelock() -> bool:
+    try:
+        import filelock  # noqa: F401  (JAX's LRU eviction needs it)
+    except ImportError:  # pragma: no cover - installed with JAX's usual dependencies
+        return False
+    return True

@@ -1,0 +1,317 @@
+"""Several jobs on one machine, with phases and background traffic: :func:`evaluate_jobs`.
+
+Every job's exchanges (one per phase) are evaluated by the batched kernel
+(:func:`evaluator.evaluate_batch`, one call per routing, link loads kept);
+the background is one more exchange whose loads are rates (bytes/s); the
+jobs then share what capacity the background leaves by max-min fair
+speeds (:mod:`evaluator.jobs.sharing`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .._version import __version__
+from ..dataset import JOB_METRICS, LinkTable, LINK_CAPACITY
+from ..errors import ConfigError, check_seed, positive_float, require
+from ..evaluate import _as_routing, _check_pair, _check_type, evaluate_batch
+from ..placement import Placement
+from ..routing import Routing
+from ..topology import Topology
+from ..traffic import DenseTraffic, PhasedTraffic, Traffic, random_permutation
+from ..traffic.base import dense
+from .sharing import share
+
+__all__ = ["Job", "Background", "BACKGROUND_PATTERNS", "evaluate_jobs", "background_rates"]
+
+BACKGROUND_PATTERNS = ("uniform", "random_permutation")
+"""``uniform``: every background node spreads its rate evenly over every other background node (the expectation
+of uniformly random destinations); ``random_permutation``: every background node sends its whole rate to one
+partner of a seeded random permutation of the background nodes."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Job:
+    """One job: its communication step (a traffic, possibly phased), its placement and optionally its routing.
+
+    ``routing`` None: the evaluation's routing. ``name`` None: ``job<i>``.
+    """
+
+    traffic: Traffic | DenseTraffic | PhasedTraffic
+    placement: Placement
+    routing: Routing | str | None = None
+    name: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Background:
+    """Background load: the nodes outside every job inject ``fraction`` of their injection bandwidth.
+
+    The traffic is ``pattern`` (:data:`BACKGROUND_PATTERNS`; ``seed`` for the
+    random ones), routed by ``routing`` (None: the evaluation's routing), and
+    is a constant-rate flow that takes capacity from every link it crosses.
+    """
+
+    fraction: float
+    pattern: str = "uniform"
+    routing: Routing | str | None = None
+    seed: int = 0
+
+
+def _check_background(bg: Any) -> Background:
+    require(isinstance(bg, Background), "background", bg, "an evaluator.jobs.Background(fraction, pattern=...) or None")
+    f = bg.fraction
+    ok = not isinstance(f, (bool, np.bool_)) and isinstance(f, (int, float, np.floating, np.integer)) \
+        and np.isfinite(f) and 0 <= f < 1
+    require(ok, "background.fraction", f, "a number in [0, 1): the share of each background node's injection "
+                                          "bandwidth it sends")
+    require(bg.pattern in BACKGROUND_PATTERNS, "background.pattern", bg.pattern, f"one of {list(BACKGROUND_PATTERNS)}")
+    check_seed("background.seed", bg.seed)
+    return bg
+
+
+def background_rates(topology: Topology, background: Background, nodes: np.ndarray,
+                     routing: Routing) -> np.ndarray:
+    """Bytes/s the background puts on every link: ``nodes`` inject ``fraction`` of their injection bandwidth.
+
+    Returns ``Float[np.ndarray, "link"]`` (zeros when the fraction is 0 or fewer than two nodes inject).
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    nb = nodes.size
+    if background.fraction == 0 or nb < 2:
+        return np.zeros(topology.n_links)
+    cap = np.asarray(topology.capacity)[topology.n_router_links + nodes]  # injection links
+    rate = background.fraction * cap
+    if background.pattern == "uniform":
+        tr: Traffic | DenseTraffic = dense(nb, rate, 1.0, 1.0 / (nb - 1), name="background uniform")
+    else:
+        perm = random_permutation(nb, 1.0, background.seed)
+        tr = dataclasses.replace(perm, nbytes=rate[perm.src] * (perm.src != perm.dst), name="background permutation")
+    pl = Placement(nodes, topology.n_nodes, "background nodes")
+    res = evaluate_batch(topology, routing, [tr], [pl], keep_link_load=True, chunk_size=1)
+    return np.asarray(res.link_load[0], dtype=np.float64)
+
+
+def _link_text(topology: Topology, link: int) -> str:
+    cls = topology.link_class_names()[link]
+    s, d = int(topology.link_src[link]), int(topology.link_dst[link])
+    if s < 0 or d < 0:
+        return f"link {link} ({cls} of node {int(topology.link_node[link])})"
+    return f"link {link} ({cls}, router {s} -> {d})"
+
+
+def _check_jobs(topology: Topology, jobs: Any, routing, exclusive_nodes: bool) -> tuple[list[Job], list[Routing]]:
+    require(isinstance(jobs, Sequence) and not isinstance(jobs, (str, bytes)) and len(jobs) > 0, "jobs",
+            jobs if not isinstance(jobs, Sequence) else list(jobs), "a non-empty list of evaluator.jobs.Job")
+    jobs = list(jobs)
+    routings = []
+    for i, job in enumerate(jobs):
+        require(isinstance(job, Job), f"jobs[{i}]", job, "an evaluator.jobs.Job(traffic, placement, routing=None)")
+        _check_type("traffic", f"jobs[{i}].traffic", job.traffic)
+        _check_type("placement", f"jobs[{i}].placement", job.placement)
+        _check_pair(topology, job.traffic, job.placement, names=(f"jobs[{i}].traffic", f"jobs[{i}].placement"))
+        rt = job.routing if job.routing is not None else routing
+        require(rt is not None, f"jobs[{i}].routing", None, "a routing (or the evaluation's routing argument)")
+        routings.append(_as_routing(rt, f"jobs[{i}].routing"))
+    names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
+    dup = [n for n in names if names.count(n) > 1]
+    require(not dup, "jobs.name", dup[0] if dup else None, "distinct job names")
+    if exclusive_nodes:
+        owner = np.full(topology.n_nodes, -1, dtype=np.int64)
+        for i, job in enumerate(jobs):
+            nodes = np.unique(job.placement.task_node)
+            clash = owner[nodes] >= 0
+            if clash.any():
+                node = int(nodes[np.argmax(clash)])
+                raise ConfigError(f"jobs[{i}].placement", job.placement.name,
+                                  f"nodes no other job uses (exclusive_nodes): node {node} is also used by "
+                                  f"jobs[{int(owner[node])}] ({names[int(owner[node])]})",
+                                  "Move one job (another offset or node set), or pass exclusive_nodes=False "
+                                  "to let jobs share nodes.")
+            owner[nodes] = i
+    return jobs, routings
+
+
+def evaluate_jobs(
+    topology: Topology,
+    jobs: Sequence[Job],
+    routing: Routing | str | None = None,
+    background: Background | None = None,
+    *,
+    exclusive_nodes: bool = True,
+    interference: bool = True,
+    keep_link_load: bool = False,
+    chunk_size: int = 64,
+) -> xr.Dataset:
+    """Jobs that run together on one machine: each job's time together and alone, and who slows whom.
+
+    Every job starts its communication step at time 0 and does its phases
+    one after another; jobs share link capacity by max-min fair speeds
+    (:mod:`evaluator.jobs.sharing`), recomputed whenever a job finishes or
+    moves to its next phase. ``background`` (optional) is a constant-rate load
+    injected by the nodes outside every job; what it leaves of each link is
+    what the jobs share, alone and together.
+
+    Returns a dataset with dimension ``job`` (and ``phase``, ``other_job``,
+    ``link`` where they apply): ``completion_time`` (together, s),
+    ``completion_time_alone`` (s), ``slowdown`` (together / alone; 1 when a
+    job sends nothing off its nodes, NaN when it never finishes),
+    ``interference[job, other_job]`` (the slowdown of ``job`` when it runs with
+    ``other_job`` alone; 1 on the diagonal), ``phase_completion_time_alone``,
+    ``total_bytes``, ``bottleneck_alone`` (class of the busiest link alone),
+    ``blocked_link`` (-1, or a link the background fills that the job needs:
+    its time is then infinite and ``blocked_reason`` says why) and the scalar
+    ``makespan``; with ``keep_link_load``, ``job_link_load[job, link]`` (bytes
+    over all phases), ``background_link_rate[link]`` (bytes/s) and
+    ``link_capacity``.
+    """
+    _check_type("topology", "topology", topology)
+    jobs, routings = _check_jobs(topology, jobs, routing, bool(exclusive_nodes))
+    J = len(jobs)
+    names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
+    phases = [j.traffic.phases if isinstance(j.traffic, PhasedTraffic) else (j.traffic,) for j in jobs]
+    P = max(len(p) for p in phases)
+    loads: list[np.ndarray] = [None] * J  # type: ignore[list-item]
+    kernel_times: list[np.ndarray] = [None] * J  # type: ignore[list-item]
+    for rt in dict.fromkeys(routings):  # one batched call per routing
+        members = [j for j in range(J) if routings[j] == rt]
+        flat = [(j, x) for j in members for x in phases[j]]
+        res = evaluate_batch(topology, rt, [x for _, x in flat], [jobs[j].placement for j, _ in flat],
+                             keep_link_load=True, chunk_size=chunk_size)
+        k = 0
+        for j in members:
+            n = len(phases[j])
+            loads[j] = np.asarray(res.link_load[k:k + n])
+            kernel_times[j] = np.asarray(res.metrics["completion_time"][k:k + n])
+            k += n
+    cap = np.asarray(topology.capacity, dtype=np.float64)
+    bg_rate = np.zeros(topology.n_links)
+    bg_label = "none"
+    if background is not None:
+        bg = _check_background(background)
+        used_nodes = np.zeros(topology.n_nodes, dtype=bool)
+        for job in jobs:
+            used_nodes[job.placement.task_node] = True
+        bg_routing = _as_routing(bg.routing if bg.routing is not None else
+                                 (routing if routing is not None else routings[0]), "background.routing")
+        bg_rate = background_rates(topology, bg, np.nonzero(~used_nodes)[0], bg_routing)
+        bg_label = f"{bg.pattern} at {bg.fraction:g} of injection bandwidth ({bg_routing.label})"
+    left = cap - bg_rate
+    # Solo phase times on what the background leaves (exactly the kernel's when there is no background).
+    times, blocked, reasons, bott = [], np.full(J, -1, np.int64), [""] * J, []
+    class_names = topology.link_class_names()
+    for j in range(J):
+        L = loads[j]
+        if not bg_rate.any():
+            t = kernel_times[j].astype(np.float64)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(L > 0, L / np.where(left > 0, left, 1.0), 0.0)
+                ratio = np.where((L > 0) & (left <= 0), np.inf, ratio)
+            t = ratio.max(axis=1) if L.shape[1] else np.zeros(len(L))
+            bad = np.nonzero(np.isinf(t))[0]
+            if bad.size:
+                p = int(bad[0])
+                link = int(np.nonzero((L[p] > 0) & (left <= 0))[0][0])
+                blocked[j] = link
+                reasons[j] = (f"{_link_text(topology, link)}: the background puts {bg_rate[link]:.6g} bytes/s on it, "
+                              f"its capacity is {cap[link]:.6g} bytes/s, and phase {p} of {names[j]} needs it")
+        times.append(t)
+        per_link = (L / np.where(left > 0, left, np.inf)).max(axis=0) if L.size else np.zeros(0)
+        bott.append(str(class_names[int(np.argmax(per_link))]) if per_link.size and
+                    per_link.max() > 0 else "none")
+    alone = np.array([float(np.sum(t)) for t in times])
+    used = np.stack([(L > 0).any(axis=0) for L in loads])  # [job, link]
+    shared = np.nonzero(used.sum(axis=0) >= 2)[0]
+    together = share([L[:, shared] for L in loads], times, left[shared]).finish
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slowdown = np.where(alone > 0, together / np.where(alone > 0, alone, 1.0), 1.0)
+    slowdown = np.where(np.isinf(alone), np.nan, slowdown)
+    pair = np.ones((J, J))
+    if interference and J > 1:
+        both = used.astype(np.int64) @ used.T.astype(np.int64)
+        for a in range(J):
+            for b in range(a + 1, J):
+                if both[a, b] == 0 or not (np.isfinite(alone[a]) and np.isfinite(alone[b])):
+                    continue
+                links = np.nonzero(used[a] & used[b])[0]
+                fin = share([loads[a][:, links], loads[b][:, links]], [times[a], times[b]], left[links]).finish
+                for x, f in ((a, fin[0]), (b, fin[1])):
+                    pair[x, b if x == a else a] = f / alone[x] if alone[x] > 0 else 1.0
+    elif not interference:
+        pair[:] = np.nan
+        np.fill_diagonal(pair, 1.0)
+    phase_t = np.full((J, P), np.nan)
+    for j, t in enumerate(times):
+        phase_t[j, :len(t)] = t
+    phase_names = [f"phase{k}" for k in range(P)]
+    labels = {j.traffic.phase_names for j in jobs if isinstance(j.traffic, PhasedTraffic) and j.traffic.n_phases == P}
+    if len(labels) == 1:
+        phase_names = list(labels.pop())
+    total = np.array([sum(x.total_bytes for x in ph) for ph in phases])
+    m = {x.name: x for x in JOB_METRICS}
+    data: dict[str, Any] = {
+        "completion_time": (("job",), together, m["completion_time"].attrs),
+        "completion_time_alone": (("job",), alone, m["completion_time_alone"].attrs),
+        "slowdown": (("job",), slowdown, m["slowdown"].attrs),
+        "interference": (("job", "other_job"), pair, m["interference"].attrs),
+        "phase_completion_time_alone": (("job", "phase"), phase_t, m["phase_completion_time_alone"].attrs),
+        "total_bytes": (("job",), total, m["total_bytes"].attrs),
+        "bottleneck_alone": (("job",), np.asarray(bott, dtype=str),
+                             {"long_name": "class of the link that sets the job's time alone"}),
+        "blocked_link": (("job",), blocked, {"long_name": "a link the background fills that the job needs (-1: none)"}),
+        "blocked_reason": (("job",), np.asarray(reasons, dtype=str),
+                           {"long_name": "why the job never finishes ('' if it does)"}),
+        "makespan": ((), float(np.max(together)), m["makespan"].attrs),
+    }
+    coords: dict[str, Any] = {
+        "job": ("job", np.asarray(names, dtype=str)),
+        "other_job": ("other_job", np.asarray(names, dtype=str)),
+        "phase": ("phase", np.asarray(phase_names, dtype=str)),
+        "job_traffic": ("job", np.asarray([j.traffic.name for j in jobs], dtype=str)),
+        "job_placement": ("job", np.asarray([j.placement.name for j in jobs], dtype=str)),
+        "job_routing": ("job", np.asarray([r.label for r in routings], dtype=str)),
+        "job_tasks": ("job", np.asarray([j.traffic.n_tasks for j in jobs], dtype=np.int64)),
+    }
+    if keep_link_load:
+        links = LinkTable.of(topology)
+        data["job_link_load"] = (("job", "link"), np.stack([L.sum(axis=0) for L in loads]),
+                                 m["job_link_load"].attrs)
+        data["background_link_rate"] = (("link",), bg_rate, m["background_link_rate"].attrs)
+        data["link_capacity"] = (("link",), links.capacity, LINK_CAPACITY.attrs)
+        coords.update({"link": np.arange(topology.n_links), "link_src": ("link", links.src),
+                       "link_dst": ("link", links.dst), "link_class": ("link", links.class_names),
+                       "link_node": ("link", links.node)})
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update({"topology": topology.name, "n_nodes": topology.n_nodes, "n_routers": topology.n_routers,
+                     "n_jobs": J, "background": bg_label, "sharing": "max-min fair speeds (progressive filling)",
+                     "exclusive_nodes": int(bool(exclusive_nodes)), "evaluator_version": __version__})
+    if blocked.max() >= 0:
+        ds.attrs["blocked"] = "; ".join(f"{names[j]}: {reasons[j]}" for j in range(J) if reasons[j])
+    return ds
+
+
+def job_summary_lines(ds: xr.Dataset) -> list[str]:
+    """A short human table of a several-jobs result (times in ms)."""
+    a = ds.attrs
+    lines = [f"topology    {a.get('topology')}   background: {a.get('background')}",
+             f"{'job':<12}{'tasks':>7}{'alone ms':>12}{'together ms':>13}{'slowdown':>10}  bottleneck alone  traffic"]
+    for j in range(ds.sizes["job"]):
+        lines.append(f"{str(ds.job.values[j]):<12}{int(ds.job_tasks.values[j]):>7}"
+                     f"{ds.completion_time_alone.values[j] * 1e3:>12.4g}{ds.completion_time.values[j] * 1e3:>13.4g}"
+                     f"{ds.slowdown.values[j]:>10.4g}  {str(ds.bottleneck_alone.values[j]):<16}  "
+                     f"{ds.job_traffic.values[j]}")
+    lines.append(f"makespan    {float(ds.makespan) * 1e3:.4g} ms")
+    inter = ds.interference.values
+    if ds.sizes["job"] > 1 and np.isfinite(inter).all() and inter.max() > 1:
+        worst = np.unravel_index(np.argmax(inter), inter.shape)
+        lines.append(f"worst pair  {ds.job.values[worst[0]]} slowed {ds.interference.values[worst]:.4g}x by "
+                     f"{ds.other_job.values[worst[1]]} alone")
+    if "blocked" in a:
+        lines.append(f"blocked     {a['blocked']}")
+    return lines

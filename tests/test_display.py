@@ -1,0 +1,132 @@
+"""Terminal tables in readable units (ms, GB/s, MB), checked against hand-computed values; datasets stay SI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaluator import cli
+from evaluator.display import display_unit, format_number, format_table, format_timing, format_value
+from evaluator.query import open_results
+
+
+@pytest.mark.parametrize("x,text", [
+    (2.8953, "2.895"),
+    (-2.5, "-2.500"),
+    (0.0123456, "0.01235"),
+    (123.456, "123.5"),
+    (12345.6, "12346"),  # the whole part is kept
+    (9.99996, "10.00"),  # rounds up to one more integer digit: still 4 significant digits
+    (999.96, "1000"),
+    (1.0, "1.000"),
+    (0.0, "0"),
+    (1.234e-5, "1.234e-05"),
+    (5.5e9, "5.500e+09"),
+    (math.nan, "nan"),
+    (math.inf, "inf"),
+])
+def test_format_number(x, text):
+    assert format_number(x) == text
+
+
+def test_format_number_significant_digits():
+    assert format_number(2.8953, sig=3) == "2.90" and format_number(123.456, sig=2) == "123"
+
+
+@pytest.mark.parametrize("si,values,unit,factor", [
+    ("s", [0.002895, 0.0029], "ms", 1e-3),
+    ("s", [2.5, 0.5, 3.0], "s", 1.0),
+    ("s", [1.0], "s", 1.0),
+    ("s", [4.2e-7], "ns", 1e-9),  # 420 ns
+    ("s", [4.2e-6], "us", 1e-6),
+    ("bytes/s", [5.933458e12], "TB/s", 1e12),
+    ("bytes/s", [5.794393e9, np.nan, 6e9], "GB/s", 1e9),
+    ("bytes", [134_217_728.0], "MB", 1e6),
+    ("bytes", [512.0], "B", 1.0),
+    ("bytes", [0.0, np.nan], "B", 1.0),  # nothing to size by: the SI unit
+    ("1", [2.31], "1", 1.0),
+    ("furlongs", [7.0], "furlongs", 1.0),
+])
+def test_display_unit(si, values, unit, factor):
+    assert display_unit(si, values) == (unit, factor)
+
+
+def test_display_unit_follows_the_median():
+    # three values in ms, one in s: ms
+    assert display_unit("s", [0.002, 0.003, 0.004, 2.0]) == ("ms", 1e-3)
+
+
+@pytest.mark.parametrize("x,si,text", [
+    (0.002895, "s", "2.895 ms"),
+    (0.0134218, "s", "13.42 ms"),
+    (29.092, "s", "29.09 s"),
+    (5.794393e9, "bytes/s", "5.794 GB/s"),
+    (800e9, "bytes/s", "800.0 GB/s"),
+    (134_217_728, "bytes", "134.2 MB"),  # 2^27 bytes = 134.217728 * 10^6
+    (10_737_418_240, "bytes", "10.74 GB"),
+    (2.310318, "1", "2.310"),
+])
+def test_format_value(x, si, text):
+    assert format_value(x, si) == text
+
+
+def test_format_table_units_in_headers_values_scaled_data_unchanged():
+    df = pd.DataFrame({"routing": ["valiant", "minimal"], "completion_time": [0.002895, 0.003355],
+                       "throughput": [5.933458e12, 5.12e12], "effective_injection_bandwidth": [5.794e9, 5.0e9],
+                       "bottleneck": ["local", "local"], "mean_hops": [2.310318, 1.478],
+                       "max_load_global": [41_943_040.0, 8_388_608.0], "n": [3, 4]})
+    before = df.copy()
+    text = format_table(df)
+    pd.testing.assert_frame_equal(df, before)  # the table is formatted, not the data
+    header, *rows = text.splitlines()
+    for col in ("completion_time [ms]", "throughput [TB/s]", "effective_injection_bandwidth [GB/s]",
+                "max_load_global [MB]", "mean_hops", "routing", "bottleneck"):
+        assert col in header, header
+    assert "mean_hops [" not in header
+    assert rows[0].split() == ["0", "valiant", "2.895", "5.933", "5.794", "local", "2.310", "41.94", "3"]
+    assert rows[1].split() == ["1", "minimal", "3.355", "5.120", "5.000", "local", "1.478", "8.389", "4"]
+
+
+def test_format_timing():
+    timing = {"expand_s": 0.0013, "build_s": 0.0863, "compile_s": 5.0415, "eval_s": 0.0, "write_s": 0.0041,
+              "worker_peak_rss_mb": 461.8828, "wall_s": 11.4366, "driver_peak_rss_mb": 282.625}
+    assert format_timing(timing) == (
+        "wall 11.44 s; driver: expand 1.300 ms, write 4.100 ms; chunks (summed): build 86.30 ms, "
+        "compile 5.042 s, evaluate 0 s; peak memory: driver 282.6 MiB, worker 461.9 MiB")
+    assert format_timing({"wall_s": 2.0}) == "wall 2.000 s"
+
+
+SMALL = ["topology.p=2", "topology.a=4", "topology.h=2", "traffic.alpha=[16,16,16]",
+         "traffic.beta=choice([4,2,2],[2,2,2])", "routing=minimal,valiant", "sweep.chunk_size=64",
+         "ray.enabled=false", "--no-progress"]
+
+
+def test_cli_tables_show_units_and_the_dataset_stays_si(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["sweep", *SMALL, f"sweep.output_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    path = out.strip().splitlines()[-1].split("dataset: ")[1]
+    ds = open_results(path)
+    assert ds.completion_time.attrs["units"] == "s" and ds.throughput.attrs["units"] == "bytes/s"
+    timing = json.loads(ds.attrs["timing_json"])
+    assert f"wall {format_value(timing['wall_s'], 's')}" in out
+    lines = out.splitlines()
+    header = next(ln for ln in lines if "completion_time [" in ln)
+    unit = header.split("completion_time [")[1].split("]")[0]
+    factor = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[unit]
+    assert "effective_injection_bandwidth [GB/s]" in header or "effective_injection_bandwidth [MB/s]" in header
+    first = lines[lines.index(header) + 2].split()
+    ct = ds.completion_time.where(ds.feasible).min().item()  # rank 1 is the fastest feasible point (SI: s)
+    assert first[0] == "1" and first[4] == format_number(ct / factor)
+
+    assert cli.main(["query", path, "--best", "completion_time", "-n", "3"]) == 0
+    q = capsys.readouterr().out
+    assert f"completion_time [{unit}]" in q and format_number(ct / factor) in q
+    assert cli.main(["query", path, "--best", "completion_time", "-n", "3", "--si"]) == 0
+    q_si = capsys.readouterr().out
+    assert "completion_time [" not in q_si and "completion_time" in q_si
+    assert float(q_si.splitlines()[2].split()[4]) == ct  # every digit
