@@ -25,7 +25,7 @@ from evaluator import structured as S
 from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator.evaluate import evaluate_batch
-from evaluator.kernel import batch_kernel
+from evaluator.kernel import SCALAR_METRICS, batch_kernel
 
 EV = importlib.import_module("evaluator.evaluate")  # the module (the package re-exports a function of that name)
 
@@ -123,7 +123,7 @@ def test_results_stay_on_device_until_reduced():
         flows = EV._device_flows(traffic, EV.bucket_size(traffic.n_flows))
         tn = jax.device_put(np.stack([p.task_node for p in pls]).astype(np.int32))
         packed, loads = kern.fn.shared(kern.net, tn, *flows, chunk=4)
-        assert isinstance(packed, jax.Array) and packed.shape == (8, 7 + len(topo.class_names))
+        assert isinstance(packed, jax.Array) and packed.shape == (8, len(SCALAR_METRICS) + len(topo.class_names))
         if keep:
             assert loads.shape == (8, topo.n_links)
         else:
