@@ -27,11 +27,11 @@ def _median(fn, repeat: int) -> float:
     return float(np.median(times))
 
 
-def w_jobs(args) -> dict:
+def w_jobs(args, device, peak_mb) -> dict:
+    """The worker: ``device()`` and ``peak_mb()`` are the bench's own probes (passed in by :mod:`.run`)."""
     from .. import evaluate, evaluate_batch, placement, traffic
     from ..jobs import Job, evaluate_jobs
     from ..topology import dragonfly, machine_topology
-    from .run import _device, _peak_mb
 
     quick = bool(args.quick)
     bw = machine_topology("BlueWaters", mode="embedded")
@@ -71,13 +71,11 @@ def w_jobs(args) -> dict:
         dev = float(np.max(np.abs(res.metrics["completion_time"] - sep) / sep))
         phases.append({"routing": rt, "points": n_pts, "whole_s": t_whole, "split_s": t_split, "check": dev})
     return {"bluewaters": rows, "one_job_check": check, "phases": phases, "nodes": bw.n_nodes, "links": bw.n_links,
-            "peak_mb": _peak_mb(), "device": _device()}
+            "peak_mb": peak_mb(), "device": device()}
 
 
-def jobs_rows(data: dict) -> list[dict]:
-    from .run import _device_label
-
-    dev = _device_label(data["device"])
+def jobs_rows(data: dict, device_label) -> list[dict]:
+    dev = device_label(data["device"])
     out = []
     for r in data["bluewaters"]:
         out.append({

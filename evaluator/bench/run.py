@@ -549,7 +549,7 @@ def _w_scaling(args) -> dict:
 def _w_jobs(args) -> dict:
     from .jobs import w_jobs
 
-    return w_jobs(args)
+    return w_jobs(args, _device, _peak_mb)
 
 
 WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
@@ -909,7 +909,7 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
 
         log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
         raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
-        rows += jobs_rows(raw["jobs"])
+        rows += jobs_rows(raw["jobs"], _device_label)
     if "sweep" in only:
         sweep_rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))
         rows += sweep_rows
