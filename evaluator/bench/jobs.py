@@ -29,7 +29,8 @@ def _median(fn, repeat: int) -> float:
 
 def w_jobs(args, device, peak_mb) -> dict:
     """The worker: ``device()`` and ``peak_mb()`` are the bench's own probes (passed in by :mod:`.run`)."""
-    from .. import evaluate, evaluate_batch, placement, traffic
+    from .. import placement, traffic
+    from ..evaluate import evaluate, evaluate_batch
     from ..jobs import Job, evaluate_jobs
     from ..topology import dragonfly, machine_topology
 
