@@ -100,8 +100,9 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
             for k in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck"):
                 phases[k][pok] = np.asarray(ph[k])
         for c, cname in enumerate(res["class_names"]):
-            arr = class_max.setdefault(cname, np.full(n, np.nan))
-            arr[ok] = metrics["max_load_class"][:, c]
+            if cname not in class_max:  # (not setdefault: that would allocate a grid per chunk)
+                class_max[cname] = np.full(n, np.nan)
+            class_max[cname][ok] = metrics["max_load_class"][:, c]
         if "link_load" in res:
             if link_load is None:
                 nl = int(res["n_links"])

@@ -27,6 +27,7 @@ from typing import Any
 import xarray as xr
 
 from .. import io
+from .._jax_cache import apply_in_worker, worker_env
 from ..config import RayConfig
 from ..errors import ClusterError
 from . import store
@@ -103,7 +104,7 @@ def _ray_init(ray_cfg):
         kwargs["address"] = ray_cfg.address
         # ship this source tree to the cluster's workers (its dependencies must be installed there)
         kwargs["runtime_env"] = {"py_modules": [str(_PACKAGE_DIR)],
-                                 "env_vars": {"JAX_ENABLE_X64": "1"}}
+                                 "env_vars": {"JAX_ENABLE_X64": "1", **worker_env()}}  # the compilation cache
     else:
         if ray_cfg.num_cpus:
             kwargs["num_cpus"] = int(ray_cfg.num_cpus)
@@ -356,6 +357,7 @@ def _remote_chunk(token: str, plan_box: list, batch: list):
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    apply_in_worker()  # the persistent compilation cache, as the driver chose
     plan = _PLANS.get(token)
     if plan is None:
         import ray
