@@ -18,17 +18,9 @@ JOB_COUNTS = {False: (2, 8, 32), True: (2, 8)}
 TASKS_PER_JOB = 512
 
 
-def _median(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def w_jobs(args, device, peak_mb) -> dict:
-    """The worker: ``device()`` and ``peak_mb()`` are the bench's own probes (passed in by :mod:`.run`)."""
+def w_jobs(args, device, peak_mb, timed) -> dict:
+    """The worker: ``device()``, ``peak_mb()`` and ``timed(fn, repeat)`` (median seconds) are the bench's own
+    probes, passed in by :mod:`.run`."""
     from .. import placement, traffic
     from ..evaluate import evaluate, evaluate_batch
     from ..jobs import Job, evaluate_jobs
@@ -46,8 +38,8 @@ def w_jobs(args, device, peak_mb) -> dict:
         t0 = time.perf_counter()
         ds = evaluate_jobs(bw, jobs, "dor")
         first = time.perf_counter() - t0
-        multi = _median(lambda: evaluate_jobs(bw, jobs, "dor"), 3)
-        solo = _median(lambda: evaluate_batch(bw, "dor", [j.traffic for j in jobs], [j.placement for j in jobs],
+        multi = timed(lambda: evaluate_jobs(bw, jobs, "dor"), 3)
+        solo = timed(lambda: evaluate_batch(bw, "dor", [j.traffic for j in jobs], [j.placement for j in jobs],
                                               keep_link_load=True), 3)
         rows.append({"jobs": J, "first_s": first, "seconds": multi, "solo_batch_s": solo,
                      "max_slowdown": float(ds.slowdown.max()), "max_interference": float(ds.interference.max())})
@@ -65,8 +57,8 @@ def w_jobs(args, device, peak_mb) -> dict:
     for rt in ("minimal", "valiant"):
         for tr in (whole, split):
             evaluate_batch(df, rt, tr, pls, chunk_size=256)  # compile
-        t_whole = _median(lambda: evaluate_batch(df, rt, whole, pls, chunk_size=256), 3)
-        t_split = _median(lambda: evaluate_batch(df, rt, split, pls, chunk_size=256), 3)
+        t_whole = timed(lambda: evaluate_batch(df, rt, whole, pls, chunk_size=256), 3)
+        t_split = timed(lambda: evaluate_batch(df, rt, split, pls, chunk_size=256), 3)
         res = evaluate_batch(df, rt, split, pls[:8], chunk_size=8)
         sep = sum(evaluate_batch(df, rt, ph, pls[:8], chunk_size=8).metrics["completion_time"] for ph in split.phases)
         dev = float(np.max(np.abs(res.metrics["completion_time"] - sep) / sep))

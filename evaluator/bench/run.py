@@ -549,7 +549,7 @@ def _w_scaling(args) -> dict:
 def _w_jobs(args) -> dict:
     from .jobs import w_jobs
 
-    return w_jobs(args, _device, _peak_mb)
+    return w_jobs(args, _device, _peak_mb, _timed)
 
 
 WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
