@@ -258,7 +258,7 @@ def _task_nodes(placements: Sequence[Placement], T: int) -> np.ndarray:
 
 def _n_senders(t: Traffic) -> int:
     """Tasks that send a positive number of bytes."""
-    return int(np.count_nonzero(np.bincount(t.src, weights=t.nbytes, minlength=t.n_tasks) > 0))
+    return int(np.count_nonzero(_senders(t)))
 
 
 def _run_flows(kern, traffics: list[Traffic], placements: list[Placement], chunk_size: int,

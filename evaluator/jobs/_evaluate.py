@@ -19,7 +19,7 @@ import xarray as xr
 from .._version import __version__
 from ..dataset import JOB_METRICS, LinkTable, LINK_CAPACITY
 from ..errors import ConfigError, check_seed, positive_float, require
-from ..evaluate import _as_routing, _check_pair, _check_type, evaluate_batch
+from ..evaluate import _as_routing, _check_pair, _check_type, _phase_names, evaluate_batch
 from ..placement import Placement
 from ..routing import Routing
 from ..topology import Topology
@@ -249,10 +249,7 @@ def evaluate_jobs(
     phase_t = np.full((J, P), np.nan)
     for j, t in enumerate(times):
         phase_t[j, :len(t)] = t
-    phase_names = [f"phase{k}" for k in range(P)]
-    labels = {j.traffic.phase_names for j in jobs if isinstance(j.traffic, PhasedTraffic) and j.traffic.n_phases == P}
-    if len(labels) == 1:
-        phase_names = list(labels.pop())
+    phase_names = _phase_names([j.traffic for j in jobs], P)
     total = np.array([sum(x.total_bytes for x in ph) for ph in phases])
     m = {x.name: x for x in JOB_METRICS}
     data: dict[str, Any] = {
