@@ -4,7 +4,7 @@
   many-to-many, weighted), never materialised by the evaluator, against the
   reference walking the materialised flow list — tori (per-dimension
   factorisation) and Dragonflies (group aggregation, minimal and Valiant);
-* the torus run histogram on long rings and meshes, and the group-aggregated
+* the torus difference lines (prefix sums per ring) on long rings and meshes, and the group-aggregated
   Valiant with parallel global links, against the reference;
 * batching: shared flow lists, per-point flow lists of different sizes,
   dense and sparse points mixed, blocks that do not divide the point count —
