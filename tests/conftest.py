@@ -16,3 +16,17 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 import evaluator  # noqa: E402,F401  (sets x64 as well)
 
 # Tolerances: the one table is tests/helpers.py (TOL).
+
+
+# Parallel runs (`make test` uses pytest-xdist, `-n 2 --dist loadgroup`): a module's tests stay on one worker
+# (its JIT-compiled kernels and module fixtures are reused, as in a serial run), and the modules that start a
+# local Ray or kill drivers share one worker so that no two Ray clusters compete for the cores.
+_RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache"}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    for item in items:
+        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        item.add_marker(pytest.mark.xdist_group("ray" if module in _RAY_MODULES else module))
