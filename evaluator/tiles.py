@@ -548,27 +548,30 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
     return "\n".join(lines)
 
 
-def plot_advice(ds: xr.Dataset, path: str | Path, top: int = 30) -> Path:
-    """Scatter of all-at-once against per-dimension time per candidate, coloured by what limits it."""
+def plot_advice(ds: xr.Dataset, path: str | Path, top: int = 15) -> Path:
+    """Horizontal bars of the best ``top`` candidates: each exchange's time, with the NIC and links only."""
     from matplotlib.figure import Figure
 
     from .io import save_figure
 
     sub = ds.isel(candidate=slice(0, top)) if top > 0 else ds
-    fig = Figure(figsize=(6.5, 4.8))
+    n = sub.sizes["candidate"]
+    fig = Figure(figsize=(10.0, 1.2 + 0.42 * n))
     ax = fig.add_subplot(1, 1, 1)
-    for lim, col in (("links", "tab:blue"), ("injection", "tab:red"), ("none", "tab:gray")):
-        sel = sub.limit_all.values == lim
-        if sel.any():
-            ax.scatter(sub.time_all.values[sel] * 1e6, sub.time_seq.values[sel] * 1e6, c=col,
-                       label=f"all-at-once limited by {lim}", s=18)
-    for i in range(min(5, sub.sizes["candidate"])):
-        r = sub.isel(candidate=i)
-        ax.annotate(f"{r.decomposition.item()} / {r.tile.item()}", (float(r.time_all) * 1e6,
-                    float(r.time_seq) * 1e6), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("halo exchange, all dimensions at once (us)")
-    ax.set_ylabel("one dimension at a time (us)")
-    ax.set_title(f"{ds.attrs['machine']}: grid {ds.attrs['grid']} on {ds.attrs['nodes']} nodes")
-    ax.legend(fontsize=8)
+    y = np.arange(n)[::-1]
+    series = (("time_all", "all at once", "tab:blue"), ("links_all", "all at once, links only", "tab:cyan"),
+              ("time_seq", "one dimension at a time", "tab:red"),
+              ("links_seq", "one at a time, links only", "tab:orange"))
+    h = 0.8 / len(series)
+    for i, (var, lab, col) in enumerate(series):
+        ax.barh(y + (len(series) / 2 - i - 0.5) * h, sub[var].values * 1e6, h, label=lab, color=col)
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"{r.decomposition.item()} / {r.tile.item()} / {r.router_block.item()}"
+                        for r in (sub.isel(candidate=i) for i in range(n))], fontsize=7)
+    ax.set_xlabel("halo exchange time (us)")
+    ax.set_ylabel("decomposition / tile per node / node pair")
+    ax.set_title(f"{ds.attrs['machine']}: grid {ds.attrs['grid']} on {ds.attrs['nodes']} nodes x "
+                 f"{ds.attrs['tasks_per_node']}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return save_figure(fig, path)
