@@ -70,7 +70,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .errors import ConfigError, MachineError, UnknownMachineError, is_int, positive_float, positive_int, require
+from .errors import (ConfigError, MachineError, UnknownMachineError, check_memory, is_int, positive_float, positive_int,
+                     require)
 from .evaluate import evaluate_batch
 from .machines import Machine, load_machine
 from .placement import Placement
@@ -400,16 +401,23 @@ def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
     cf = [cf[i] for i in idx]
     d = len(req.grid)
     n_tasks = req.nodes * req.tasks_per_node
-    traffics, placements = [], []
-    full = 2 * d * n_tasks
-    for c in cands:
-        pl = placement_for(topo, c)
-        tr = stencil(list(req.grid), list(c.decomposition), bpp, req.periodic, "per_dimension")
-        traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
-        traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
-        placements.extend([pl] * (d + 1))
-    res = evaluate_batch(topo, "dor", traffics, placements, chunk_size=chunk_size)
-    loads = res.metrics["max_load_class"].reshape(len(cands), d + 1, -1)
+    full = 2 * d * n_tasks          # flows of the largest exchange: every traffic is padded to it
+    per_cand = (d + 1) * full * 24.0 + 8.0 * n_tasks
+    check_memory("--nodes", req.nodes, per_cand * chunk_size,
+                 f"the stencil flows of {chunk_size} candidates of {n_tasks} tasks (evaluated a chunk at a time)",
+                 "Use fewer nodes or fewer tasks per node.")
+    loads = []
+    for start in range(0, len(cands), chunk_size):   # a chunk at a time: one compiled kernel, bounded memory
+        traffics, placements = [], []
+        for c in cands[start:start + chunk_size]:
+            pl = placement_for(topo, c)
+            tr = stencil(list(req.grid), list(c.decomposition), bpp, req.periodic, "per_dimension")
+            traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
+            traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
+            placements.extend([pl] * (d + 1))
+        res = evaluate_batch(topo, "dor", traffics, placements, chunk_size=chunk_size)
+        loads.append(res.metrics["max_load_class"].reshape(len(traffics) // (d + 1), d + 1, -1))
+    loads = np.concatenate(loads, axis=0)
     link_cls = [i for i in range(len(cap)) if i not in node_cls]
     t_cls = loads / cap                                               # [cand, exchange, class] seconds
     t_links = t_cls[:, :, link_cls].max(axis=2)
