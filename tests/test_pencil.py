@@ -125,3 +125,15 @@ def test_bad_input(kwargs, field):
     with pytest.raises(ConfigError) as e:
         T.pencil(**kwargs)
     assert e.value.field == field, str(e.value)
+
+
+def test_best_lists_each_point_once_for_phased_datasets():
+    """A phased sweep's dataset has per-phase variables; the ranking shows each design point once."""
+    import xarray as xr
+
+    from evaluator.query import best
+    ds = xr.Dataset({"completion_time": ("placement.task_grid", [0.8, 0.4]),
+                     "phase_completion_time": (("placement.task_grid", "phase"), [[0.0, 0.8], [0.0, 0.4]])},
+                    coords={"placement.task_grid": ["6x24x24", "23x6x24"], "phase": ["xy", "yz"]})
+    df = best(ds, "completion_time")
+    assert df["placement.task_grid"].tolist() == ["23x6x24", "6x24x24"]
