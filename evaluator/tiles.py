@@ -22,7 +22,8 @@ A candidate
   (``prod(b) = nodes_per_router``; on Gemini, two nodes side by side along
   one dimension: the *node pair*); the job's routers form a ``beta / (c b)``
   prism, placed at the machine's origin with virtual dimension ``k`` along
-  torus dimension ``k`` and routed over the whole host torus (DOR).
+  torus dimension ``k`` and routed over the whole host torus (dimension-order
+  routing in the machine's ``routing_order``, ties split).
 
 The *router tile* ``grid / beta * c * b`` (points behind one router) is the
 slides' "tile": an interior link of dimension ``k`` carries one face of it,
@@ -75,6 +76,7 @@ from .errors import (ConfigError, MachineError, UnknownMachineError, check_memor
 from .evaluate import evaluate_batch
 from .machines import Machine, load_machine
 from .placement import Placement
+from .routing import dor
 from .topology import TorusTopology, torus
 from .traffic import Traffic, stencil
 
@@ -415,7 +417,7 @@ def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
             traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
             traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
             placements.extend([pl] * (d + 1))
-        res = evaluate_batch(topo, "dor", traffics, placements, chunk_size=chunk_size)
+        res = evaluate_batch(topo, dor(m.routing_order), traffics, placements, chunk_size=chunk_size)
         loads.append(res.metrics["max_load_class"].reshape(len(traffics) // (d + 1), d + 1, -1))
     loads = np.concatenate(loads, axis=0)
     link_cls = [i for i in range(len(cap)) if i not in node_cls]
