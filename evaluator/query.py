@@ -170,7 +170,9 @@ def best(
         else:
             raise ConfigError("where", where, "a mapping {axis: label or [labels]} or a function of the dataset "
                                               "returning a boolean mask")
-    df = sub.drop_vars([v for v in sub.data_vars if "link" in sub[v].dims]).to_dataframe().reset_index()
+    # per-link and per-phase variables would repeat every point once per link / phase
+    df = sub.drop_vars([v for v in sub.data_vars if {"link", "phase"} & set(sub[v].dims)])
+    df = df.drop_dims([d for d in ("link", "phase") if d in df.dims]).to_dataframe().reset_index()
     if "feasible" in df:
         df = df[df["feasible"].astype(bool)]
     df = df[np.isfinite(df[metric].astype(float))]

@@ -71,6 +71,8 @@ def test_named_sweep_composes_and_runs_shrunken(name, tmp_path):
     ds = open_results(path)
     jobs = config.has_jobs(plan.point_config(0))
     extra_dims = {"job": ds.sizes.get("job"), "other_job": ds.sizes.get("other_job")} if jobs else {}
+    if "phase" in ds.dims:  # a phased traffic (e.g. psdns_slab_orientation) adds per-phase metrics
+        extra_dims["phase"] = ds.sizes["phase"]
     assert ds.sizes == {**dict(zip([a.name for a in plan.axes], plan.shape)), **extra_dims}
     assert int(ds.feasible.sum()) >= 1, name
     # every feasible point equals a direct evaluation of its config

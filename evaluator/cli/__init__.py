@@ -32,6 +32,7 @@ COMMANDS = {
     "optimize": "exhaustive search of decompositions, placements and routings for a stencil job",
     "plot": "write PNG figures of a sweep dataset",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
+    "tiles": "tile-size advisor: decompositions and per-node tiles of a stencil job ranked by the link model",
     "bench": "benchmark the JAX kernels against a per-flow Python evaluator (--quick for a short run)",
 }
 """Command -> one-line description; command ``X`` is ``evaluator.cli.X.main(argv)`` (``eval`` is ``evaluate``)."""
