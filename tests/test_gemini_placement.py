@@ -250,6 +250,10 @@ def test_subprism_skips_service_refuses_down_and_too_big():
     topo = machine_topology(m)
     pl = P.subprism(topo, [2, 2, 2], n_tasks=14)
     assert P.compute_mask(topo)[pl.task_node].all() and np.unique(pl.task_node).size == 14
+    assert (topo.router_coords[pl.task_node // 2] < 2).all()  # inside the prism
+    wrapped = P.subprism(topo, [2, 2, 2], [5, 3, 5], n_tasks=16)
+    assert {tuple(c) for c in topo.router_coords[wrapped.task_node // 2]} == set(
+        itertools.product([5, 0], [3, 0], [5, 0]))
     with pytest.raises(ConfigError, match="at most prism compute nodes"):
         P.subprism(topo, [2, 2, 2], n_tasks=16)
     with pytest.raises(ConfigError, match="down") as e:
@@ -419,3 +423,22 @@ def test_cli_placement_writes_launch_files(tmp_path, capsys):
     assert cli.main(args[:-3] + ["placement=alps", "placement.rank_order.method=snake"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "placement.rank_order.method" in err
+
+
+def test_node_class_restricts_every_allocating_kind():
+    m = small_machine(node_classes=[{"name": "XK", "offset": [4, 0, 0], "shape": [2, 4, 6]}], default_class="XE",
+                      service_routers=[[4, 0, 0]])
+    topo = machine_topology(m)
+    in_xk = lambda pl: set((topo.router_coords[pl.task_node // 2][:, 0]).tolist()) <= {4, 5}
+    assert in_xk(P.alps(topo, 40, node_class="XK"))
+    assert in_xk(P.subprism(topo, [6, 4, 6], n_tasks=40, node_class="XK"))
+    assert in_xk(P.topaware(topo, [2, 4, 5], 1, node_class="XK"))
+    assert not in_xk(P.alps(topo, 40)) and not (set(topo.router_coords[P.alps(
+        topo, 40, node_class="XE").task_node // 2][:, 0].tolist()) & {4, 5})
+    with pytest.raises(ConfigError, match="placement.n_tasks"):
+        P.alps(topo, 95, node_class="XK")  # 2x4x6 routers x 2 nodes less one service router = 94 nodes
+    assert np.unique(P.alps(topo, 94, node_class="XK").task_node).size == 94
+    with pytest.raises(ConfigError, match="null or one of XE, XK"):
+        P.alps(topo, 4, node_class="GPU")
+    with pytest.raises(ConfigError, match="no node classes"):
+        P.alps(machine_topology(m, layout="ideal"), 4, node_class="XE")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -27,18 +28,20 @@ def first_free(order: np.ndarray, free: np.ndarray, n_nodes: int, n_tasks: int, 
 
 
 def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = "yz", curve: str = "hilbert",
-         skip: int = 0, free: np.ndarray | None = None, rank_order=None) -> Placement:
+         skip: int = 0, free: np.ndarray | None = None, rank_order=None, node_class: str | None = None) -> Placement:
     """A job on the first free compute nodes of the ALPS-like order (:func:`~evaluator.placement.nodes.alps_order`).
 
     ``skip``: free compute nodes passed over first (where the scheduler's list starts); ``free``: bool
     [node] of nodes not held by other jobs (default all); ``rank_order``: a ``rank_order`` config
-    (default SMP). Service and down nodes are never taken.
+    (default SMP); ``node_class``: only compute nodes of that class (e.g. XE). Service and down nodes are
+    never taken.
     """
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     require(is_int(skip) and int(skip) >= 0, "placement.skip", skip, "an integer >= 0 (free nodes passed over)")
     order = alps_order(topology, slab, curve)
-    ok = compute_mask(topology) if free is None else (compute_mask(topology) & np.asarray(free, dtype=bool))
+    ok = compute_mask(topology, node_class)
+    ok = ok if free is None else (ok & np.asarray(free, dtype=bool))
     need = nodes_needed(n, tpn)
     nodes = first_free(order, ok, need + int(skip), n, tpn, "free compute nodes (less skip)")[int(skip):]
     pl = Placement(fill_slots(nodes, n, tpn), topology.n_nodes, f"alps {slab}/{tpn}")
@@ -48,7 +51,8 @@ def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = 
 @dataclass
 class AlpsConfig:
     """The first free compute nodes in ALPS order: ``slab`` (yz | xz | xy: the slabs the order favours),
-    ``curve`` (hilbert | serpentine), ``skip`` free nodes passed over, ``tasks_per_node``, ``rank_order``."""
+    ``curve`` (hilbert | serpentine), ``skip`` free nodes passed over, ``tasks_per_node``, ``rank_order``,
+    ``node_class`` (null: any compute node; e.g. XE)."""
 
     kind: str = "alps"
     tasks_per_node: int = 1
@@ -56,11 +60,12 @@ class AlpsConfig:
     curve: str = "hilbert"
     skip: int = 0
     rank_order: RankOrderConfig = field(default_factory=RankOrderConfig)
+    node_class: Optional[str] = None
 
 
 def _from_config(cfg: AlpsConfig, ctx: PlacementContext) -> Placement:
     return alps(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.slab, cfg.curve, cfg.skip,
-                rank_order=cfg.rank_order)
+                rank_order=cfg.rank_order, node_class=cfg.node_class)
 
 
 ALPS = PlacementKind("alps", AlpsConfig, _from_config)

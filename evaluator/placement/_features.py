@@ -20,7 +20,7 @@ FEATURE_ORDERS = ("alps", "prism")
 
 
 def features(topology: Topology, n_tasks: int, oneof: list[str] | None = None, tasks_per_node: int = 1,
-             order: str = "alps", slab: str = "yz", rank_order=None) -> Placement:
+             order: str = "alps", slab: str = "yz", rank_order=None, node_class: str | None = None) -> Placement:
     """A job on one of the machine's predefined node sets: the first of ``oneof`` (default: every feature
     of the machine, in its file's order) with enough compute nodes.
 
@@ -41,7 +41,7 @@ def features(topology: Topology, n_tasks: int, oneof: list[str] | None = None, t
         require(isinstance(nm, str) and nm.lower() in by_key, "placement.oneof", nm,
                 "one of the machine's features: " + ", ".join(f.name for f in feats))
     need = nodes_needed(n, tpn)
-    mask = compute_mask(topology)
+    mask = compute_mask(topology, node_class)
     sizes = []
     for nm in names:
         f = by_key[nm.lower()]
@@ -69,7 +69,7 @@ def features(topology: Topology, n_tasks: int, oneof: list[str] | None = None, t
 class FeaturesConfig:
     """One of the machine's predefined node sets: ``oneof`` (feature names, null: all), ``order`` (alps |
     prism: how the set's nodes are handed out), ``slab`` (of the ALPS order), ``tasks_per_node``,
-    ``rank_order``."""
+    ``rank_order``, ``node_class`` (null: any compute node)."""
 
     kind: str = "features"
     oneof: Optional[list[str]] = None
@@ -77,12 +77,13 @@ class FeaturesConfig:
     order: str = "alps"
     slab: str = "yz"
     rank_order: RankOrderConfig = field(default_factory=RankOrderConfig)
+    node_class: Optional[str] = None
 
 
 def _from_config(cfg: FeaturesConfig, ctx: PlacementContext) -> Placement:
     require(cfg.slab in SLABS, "placement.slab", cfg.slab, " | ".join(SLABS))
     return features(ctx.topology, ctx.n_tasks, config_list(cfg.oneof), cfg.tasks_per_node, cfg.order, cfg.slab,
-                    cfg.rank_order)
+                    cfg.rank_order, cfg.node_class)
 
 
 FEATURES = PlacementKind("features", FeaturesConfig, _from_config)

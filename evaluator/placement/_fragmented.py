@@ -62,12 +62,13 @@ def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_
 
 def fragmented(topology: Topology, n_tasks: int, tasks_per_node: int = 1, occupancy: float = 0.7,
                seed: int = 0, job_nodes=(1, 1024), events: int = 2000, slab: str = "yz",
-               curve: str = "hilbert", rank_order=None) -> Placement:
+               curve: str = "hilbert", rank_order=None, node_class: str | None = None) -> Placement:
     """A job on the first free compute nodes in ALPS order of a machine fragmented by
-    :func:`free_after_history`."""
+    :func:`free_after_history` (``node_class``: the job takes only compute nodes of that class)."""
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     free = free_after_history(topology, occupancy, seed, job_nodes, events, slab, curve)
+    free = free & compute_mask(topology, node_class)
     nodes = first_free(alps_order(topology, slab, curve), free, nodes_needed(n, tpn), n, tpn,
                        "free compute nodes", "Lower placement.occupancy or use fewer tasks.")
     pl = Placement(fill_slots(nodes, n, tpn), topology.n_nodes, f"fragmented {occupancy:g}/{tpn}")
@@ -78,7 +79,7 @@ def fragmented(topology: Topology, n_tasks: int, tasks_per_node: int = 1, occupa
 class FragmentedConfig:
     """ALPS order on a machine fragmented by a seeded job history: ``occupancy`` (busy share of compute
     nodes), ``seed``, ``job_nodes`` ([min, max] job sizes, log-uniform), ``events`` (arrive/leave steps),
-    ``slab``, ``curve``, ``tasks_per_node``, ``rank_order``."""
+    ``slab``, ``curve``, ``tasks_per_node``, ``rank_order``, ``node_class`` (null: any compute node)."""
 
     kind: str = "fragmented"
     tasks_per_node: int = 1
@@ -89,11 +90,12 @@ class FragmentedConfig:
     slab: str = "yz"
     curve: str = "hilbert"
     rank_order: RankOrderConfig = field(default_factory=RankOrderConfig)
+    node_class: Optional[str] = None
 
 
 def _from_config(cfg: FragmentedConfig, ctx: PlacementContext) -> Placement:
     return fragmented(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.occupancy, cfg.seed,
-                      config_list(cfg.job_nodes), cfg.events, cfg.slab, cfg.curve, cfg.rank_order)
+                      config_list(cfg.job_nodes), cfg.events, cfg.slab, cfg.curve, cfg.rank_order, cfg.node_class)
 
 
 FRAGMENTED = PlacementKind("fragmented", FragmentedConfig, _from_config)

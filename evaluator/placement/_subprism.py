@@ -55,7 +55,8 @@ def prism_nodes(topology: Topology, prism: Sequence[int], offset: Sequence[int] 
 
 
 def subprism(topology: Topology, prism: Sequence[int], offset: Sequence[int] | None = None,
-             n_tasks: int | None = None, tasks_per_node: int = 1, rank_order=None) -> Placement:
+             n_tasks: int | None = None, tasks_per_node: int = 1, rank_order=None,
+             node_class: str | None = None) -> Placement:
     """Tasks on the nodes of a sub-prism of a host torus (embedded partitions, e.g. Cray Gemini).
 
     ``prism`` is the job's extent in routers along each host dimension and
@@ -68,17 +69,19 @@ def subprism(topology: Topology, prism: Sequence[int], offset: Sequence[int] | N
     On a machine topology with service and down nodes (``layout=real``) the
     prism's service nodes are skipped (tasks fill its compute nodes) and a
     prism holding a down node is refused. ``rank_order``: a ``rank_order``
-    config (default SMP).
+    config (default SMP); ``node_class``: only compute nodes of that class
+    (the others are skipped like service nodes).
     """
     nodes = prism_nodes(topology, prism, offset)
     pr = vec("placement.task_grid", prism)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     p = topology.nodes_per_router
-    ok = compute_mask(topology)[nodes]
+    ok = compute_mask(topology, node_class)[nodes]
     nodes = nodes[ok]
     n_slots = nodes.size * tpn
     n = n_slots if n_tasks is None else positive_int("placement.n_tasks", n_tasks)
-    skipped = f" ({int((~ok).sum())} service nodes skipped)" if not ok.all() else ""
+    skipped = (f" ({int((~ok).sum())} service{'' if node_class is None else ' or non-' + node_class} nodes "
+               "skipped)") if not ok.all() else ""
     require(0 < n <= n_slots, "placement.n_tasks", n,
             f"at most prism compute nodes x tasks/node = {nodes.size} x {tpn} = {n_slots}{skipped}"
             if skipped else f"at most prism routers x nodes/router x tasks/node = {n_slots}")
@@ -90,13 +93,15 @@ def subprism(topology: Topology, prism: Sequence[int], offset: Sequence[int] | N
 @dataclass
 class SubprismConfig:
     """The job's prism in routers on a host torus (``task_grid``; null: the machine topology's partition),
-    its first router ``offset``, ``tasks_per_node``, ``rank_order`` (smp | grid_order)."""
+    its first router ``offset``, ``tasks_per_node``, ``rank_order`` (smp | grid_order), ``node_class`` (null: any
+    compute node)."""
 
     kind: str = "subprism"
     task_grid: Optional[list[int]] = None
     offset: Optional[list[int]] = None
     tasks_per_node: int = 1
     rank_order: RankOrderConfig = field(default_factory=RankOrderConfig)
+    node_class: Optional[str] = None
 
 
 def _from_config(cfg: SubprismConfig, ctx: PlacementContext) -> Placement:
@@ -105,7 +110,7 @@ def _from_config(cfg: SubprismConfig, ctx: PlacementContext) -> Placement:
     require(grid is not None, "placement.task_grid", None,
             "the job's prism in routers (or a machine topology with a partition)")
     return subprism(ctx.topology, grid, config_list(cfg.offset), n_tasks=ctx.n_tasks,
-                    tasks_per_node=cfg.tasks_per_node, rank_order=cfg.rank_order)
+                    tasks_per_node=cfg.tasks_per_node, rank_order=cfg.rank_order, node_class=cfg.node_class)
 
 
 SUBPRISM = PlacementKind("subprism", SubprismConfig, _from_config)

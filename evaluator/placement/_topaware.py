@@ -68,7 +68,7 @@ def _prism(topology: Topology, prism, offset) -> tuple[tuple[int, ...], tuple[in
 
 
 def select_routers(topology: Topology, layout: Sequence[int], prism: Sequence[int] | None = None,
-                   offset: Sequence[int] | None = None) -> np.ndarray:
+                   offset: Sequence[int] | None = None, node_class: str | None = None) -> np.ndarray:
     """Routers for an ``NX x NY x NZ`` layout in a prism, as the slides select them, shape [NX, NY, NZ].
 
     See the module docstring (step 3). A :class:`ConfigError` names the shortfall when the prism has too
@@ -83,7 +83,7 @@ def select_routers(topology: Topology, layout: Sequence[int], prism: Sequence[in
     c = np.stack(np.meshgrid(*[np.arange(p) for p in pr], indexing="ij"), axis=-1) + np.array(off)
     routers = np.ravel_multi_index(tuple(np.moveaxis(c % dims, -1, 0)), tuple(dims))  # [PX, PY, PZ]
     p = topology.nodes_per_router
-    ok = compute_mask(topology).reshape(-1, p).all(axis=1)[routers]  # router usable: all its nodes compute
+    ok = compute_mask(topology, node_class).reshape(-1, p).all(axis=1)[routers]  # router usable: all its nodes compute
     out = np.empty((nx, ny, nz), dtype=np.int64)
     planes, best = 0, 0
     for y in range(pr[1]):
@@ -165,7 +165,8 @@ def _candidates(grid, tpn, npr, pair_dim, node_tile):
 def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism: Sequence[int] | None = None,
              offset: Sequence[int] | None = None, node_tile: Sequence[int] | None = None,
              pair_dim: int | None = None, axes: Sequence[int] | None = None, fold_dim: int = 1,
-             supertiles: int | None = None, major: str = "R", n_tasks: int | None = None) -> Placement:
+             supertiles: int | None = None, major: str = "R", n_tasks: int | None = None,
+             node_class: str | None = None) -> Placement:
     """Topaware's node selection and task placement (module docstring); ``task_node[rank]``.
 
     ``node_tile`` / ``pair_dim`` null: the smallest-surface choice whose layout fits the prism's usable
@@ -194,7 +195,7 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
     require(fold_dim in (0, 1), "placement.fold_dim", fold_dim, "0 or 1 (the 2-D grid dimension folded)")
     pr, off = _prism(topology, prism, offset)
     npr = topology.nodes_per_router
-    n_usable = int(compute_mask(topology).sum())
+    n_usable = int(compute_mask(topology, node_class).sum())
     require(math.ceil(n / tpn) <= n_usable, "placement.n_tasks", n,
             f"at most usable nodes x tasks_per_node = {n_usable} x {tpn}")
     coords = _grid_coords(g, major)
@@ -221,7 +222,7 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
                                    f"{'x'.join(map(str, shape))} routers (node tile {list(t)})")
                 continue
             try:
-                routers = select_routers(topology, shape, pr, off)
+                routers = select_routers(topology, shape, pr, off, node_class)
             except ConfigError as exc:
                 last = exc
                 continue
@@ -238,7 +239,7 @@ class TopawareConfig:
     """Topaware: ``grid`` (2-4 D virtual grid, null: the stencil's beta), ``tasks_per_node``, the Gemini
     ``prism`` at ``offset`` (null: the whole torus), ``node_tile`` / ``pair_dim`` (null: chosen), ``axes``
     (torus dimension of grid dims 0-2), ``fold_dim`` and ``supertiles`` (2-D grids), ``major`` (rank order
-    of the grid: R or C)."""
+    of the grid: R or C), ``node_class`` (null: any compute router; e.g. XE)."""
 
     kind: str = "topaware"
     grid: Optional[list[int]] = None
@@ -251,6 +252,7 @@ class TopawareConfig:
     fold_dim: int = 1
     supertiles: Optional[int] = None
     major: str = "R"
+    node_class: Optional[str] = None
 
 
 def _from_config(cfg: TopawareConfig, ctx: PlacementContext) -> Placement:
@@ -258,7 +260,7 @@ def _from_config(cfg: TopawareConfig, ctx: PlacementContext) -> Placement:
     require(grid is not None, "placement.grid", None, "the virtual grid of tasks (or a stencil traffic with beta)")
     return topaware(ctx.topology, grid, cfg.tasks_per_node, config_list(cfg.prism), config_list(cfg.offset),
                     config_list(cfg.node_tile), cfg.pair_dim, config_list(cfg.axes), cfg.fold_dim, cfg.supertiles,
-                    cfg.major, ctx.n_tasks)
+                    cfg.major, ctx.n_tasks, cfg.node_class)
 
 
 TOPAWARE = PlacementKind("topaware", TopawareConfig, _from_config)

@@ -36,10 +36,20 @@ SLABS = ("yz", "xz", "xy")
 CURVES = ("hilbert", "serpentine")
 
 
-def compute_mask(topology: Topology) -> np.ndarray:
-    """Whether each node is a compute node (may be given to a job), shape [node]."""
+def compute_mask(topology: Topology, node_class: str | None = None) -> np.ndarray:
+    """Whether each node is a compute node (may be given to a job), shape [node].
+
+    ``node_class`` (e.g. ``"XE"``): only compute nodes of that class of the machine (Blue Waters: XE or XK).
+    """
     f = getattr(topology, "compute_mask", None)
-    return f() if callable(f) else np.ones(topology.n_nodes, dtype=bool)
+    mask = f() if callable(f) else np.ones(topology.n_nodes, dtype=bool)
+    if node_class is None:
+        return mask
+    names = [n for n in getattr(topology, "node_class_names", ()) if n not in ("service", "down")]
+    require(node_class in names, "placement.node_class", node_class,
+            ("null or one of " + ", ".join(names)) if names else
+            "null (this topology has no node classes; use topology=machine with a machine that has them)")
+    return mask & (np.asarray(topology.node_class) == list(topology.node_class_names).index(node_class))  # type: ignore[attr-defined]
 
 
 def _sgn(v: int) -> int:
