@@ -30,8 +30,8 @@ optional; :meth:`Machine.router_classes` turns them into one class per
 router, the same on every machine for the same file)::
 
     default_class: XE          # class of the compute nodes outside every region (default "compute")
-    node_classes:              # compute node regions: name, first router, extent in routers (they wrap)
-      - {name: XK, offset: [9, 18, 0], shape: [15, 6, 24]}
+    node_classes:              # compute node regions: name, first router, extent in routers (they wrap),
+      - {name: XK, offset: [9, 18, 0], shape: [15, 6, 24], service_fraction: 0.0213}  # optional own fraction
     blade: [1, 2, 1]           # routers per blade along each dimension (drawn service nodes take whole blades)
     service_routers: null      # router coordinates of service nodes (never allocated), e.g. [[0, 0, 0], ...]
     service_fraction: 0.0282   # or: this fraction of blades drawn as service blades with layout_seed
