@@ -442,3 +442,20 @@ def test_node_class_restricts_every_allocating_kind():
         P.alps(topo, 4, node_class="GPU")
     with pytest.raises(ConfigError, match="no node classes"):
         P.alps(machine_topology(m, layout="ideal"), 4, node_class="XE")
+
+
+def test_topaware_launcher_mapping_uses_the_same_nodes():
+    topo = machine_topology(small_machine(service_routers=[[1, 1, 1]]))
+    tiles = P.topaware(topo, [4, 4, 4], 4, node_tile=[1, 2, 2], pair_dim=0)
+    smp = P.topaware(topo, [4, 4, 4], 4, node_tile=[1, 2, 2], pair_dim=0, mapping="launcher")
+    ro = {"method": "grid_order", "grid": [4, 4, 4], "cell": [1, 2, 2]}
+    go = P.topaware(topo, [4, 4, 4], 4, node_tile=[1, 2, 2], pair_dim=0, mapping="launcher", rank_order=ro)
+    assert set(tiles.task_node.tolist()) == set(smp.task_node.tolist()) == set(go.task_node.tolist())
+    seq = P.alps_order(topo)
+    used = [n for n in seq if n in set(tiles.task_node.tolist())]
+    assert smp.task_node.tolist() == [used[t // 4] for t in range(64)]  # SMP in the launcher's (ALPS) order
+    assert np.array_equal(go.task_node[P.grid_order([4, 4, 4], [1, 2, 2])], smp.task_node)
+    with pytest.raises(ConfigError, match="mapping=launcher"):
+        P.topaware(topo, [4, 4, 4], 4, rank_order=ro)
+    with pytest.raises(ConfigError, match="placement.mapping"):
+        P.topaware(topo, [4, 4, 4], 4, mapping="smp")

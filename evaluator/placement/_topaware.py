@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -49,9 +49,15 @@ import numpy as np
 from ..errors import ConfigError, is_int, positive_int, require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec
-from .nodes import compute_mask
+from .nodes import alps_order, compute_mask, fill_slots
+from .rank_order import RankOrderConfig, with_rank_order
 
-__all__ = ["topaware", "select_routers", "TopawareConfig", "TOPAWARE"]
+__all__ = ["topaware", "select_routers", "TopawareConfig", "TOPAWARE", "MAPPINGS"]
+
+MAPPINGS = ("tiles", "launcher")
+"""``tiles``: Topaware's own task placement; ``launcher``: Topaware's nodes, filled as the launcher fills a node
+list without Topaware's rank order (ALPS order, SMP or a ``rank_order``), the slides' "same set of nodes"
+comparison."""
 
 
 def _prism(topology: Topology, prism, offset) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -166,12 +172,20 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
              offset: Sequence[int] | None = None, node_tile: Sequence[int] | None = None,
              pair_dim: int | None = None, axes: Sequence[int] | None = None, fold_dim: int = 1,
              supertiles: int | None = None, major: str = "R", n_tasks: int | None = None,
-             node_class: str | None = None) -> Placement:
+             node_class: str | None = None, mapping: str = "tiles", rank_order=None) -> Placement:
     """Topaware's node selection and task placement (module docstring); ``task_node[rank]``.
 
     ``node_tile`` / ``pair_dim`` null: the smallest-surface choice whose layout fits the prism's usable
     routers. ``supertiles`` null (2-D): the fewest that fit. ``n_tasks`` must be ``prod(grid)``.
+    ``mapping`` ``launcher``: the same nodes, filled in ALPS order with ``rank_order`` (default SMP) instead
+    of Topaware's tile mapping (:data:`MAPPINGS`).
     """
+    require(mapping in MAPPINGS, "placement.mapping", mapping, " | ".join(MAPPINGS))
+    method = (rank_order.get("method", "smp") if isinstance(rank_order, Mapping)
+              else getattr(rank_order, "method", "smp"))
+    if mapping == "tiles":
+        require(method == "smp", "placement.rank_order.method", method,
+                "smp with mapping=tiles (Topaware places every rank itself); a rank order needs mapping=launcher")
     g = vec("placement.grid", grid)
     require(2 <= len(g) <= 4, "placement.grid", list(g), "a virtual grid of 2, 3 or 4 dimensions")
     nd = len(g)
@@ -229,7 +243,16 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
             port = (coords[:, pdim] % rt[pdim]) // t[pdim]
             task_node = routers[lay[:, 0], lay[:, 1], lay[:, 2]] * npr + port
             label = f"topaware {'x'.join(map(str, g))} tile {'x'.join(map(str, t))}"
-            return Placement(task_node.astype(np.int64), topology.n_nodes, label)
+            pl = Placement(task_node.astype(np.int64), topology.n_nodes, label)
+            if mapping == "tiles":
+                return pl
+            seq = alps_order(topology)
+            pos = np.empty(topology.n_nodes, dtype=np.int64)
+            pos[seq] = np.arange(seq.size)
+            nodes = np.unique(task_node)
+            nodes = nodes[np.argsort(pos[nodes], kind="stable")]
+            return with_rank_order(Placement(fill_slots(nodes, n, tpn), topology.n_nodes, label + " nodes, "
+                                             "launcher order"), rank_order)
     assert last is not None
     raise last
 
@@ -239,7 +262,8 @@ class TopawareConfig:
     """Topaware: ``grid`` (2-4 D virtual grid, null: the stencil's beta), ``tasks_per_node``, the Gemini
     ``prism`` at ``offset`` (null: the whole torus), ``node_tile`` / ``pair_dim`` (null: chosen), ``axes``
     (torus dimension of grid dims 0-2), ``fold_dim`` and ``supertiles`` (2-D grids), ``major`` (rank order
-    of the grid: R or C), ``node_class`` (null: any compute router; e.g. XE)."""
+    of the grid: R or C), ``node_class`` (null: any compute router; e.g. XE), ``mapping`` (tiles: Topaware's;
+    launcher: the same nodes in ALPS order with ``rank_order``, to compare on one node set)."""
 
     kind: str = "topaware"
     grid: Optional[list[int]] = None
@@ -253,6 +277,8 @@ class TopawareConfig:
     supertiles: Optional[int] = None
     major: str = "R"
     node_class: Optional[str] = None
+    mapping: str = "tiles"
+    rank_order: RankOrderConfig = field(default_factory=RankOrderConfig)
 
 
 def _from_config(cfg: TopawareConfig, ctx: PlacementContext) -> Placement:
@@ -260,7 +286,7 @@ def _from_config(cfg: TopawareConfig, ctx: PlacementContext) -> Placement:
     require(grid is not None, "placement.grid", None, "the virtual grid of tasks (or a stencil traffic with beta)")
     return topaware(ctx.topology, grid, cfg.tasks_per_node, config_list(cfg.prism), config_list(cfg.offset),
                     config_list(cfg.node_tile), cfg.pair_dim, config_list(cfg.axes), cfg.fold_dim, cfg.supertiles,
-                    cfg.major, ctx.n_tasks, cfg.node_class)
+                    cfg.major, ctx.n_tasks, cfg.node_class, cfg.mapping, cfg.rank_order)
 
 
 TOPAWARE = PlacementKind("topaware", TopawareConfig, _from_config)
