@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, is_dataclass, asdict
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any, Optional
 
