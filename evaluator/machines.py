@@ -25,6 +25,25 @@ Schema (flat, every key required to be one of these; ``null`` where unused)::
     slabs: null                # optional router shapes compared by ``--slabs``
     description: ""            # optional free text (source of the numbers)
 
+Torus machines may also say what each router's nodes are (every key
+optional; :meth:`Machine.router_classes` turns them into one class per
+router, the same on every machine for the same file)::
+
+    default_class: XE          # class of the compute nodes outside every region (default "compute")
+    node_classes:              # compute node regions: name, first router, extent in routers (they wrap),
+      - {name: XK, offset: [9, 18, 0], shape: [15, 6, 24], service_fraction: 0.0213}  # optional own fraction
+    blade: [1, 2, 1]           # routers per blade along each dimension (drawn service nodes take whole blades)
+    service_routers: null      # router coordinates of service nodes (never allocated), e.g. [[0, 0, 0], ...]
+    service_fraction: 0.0282   # or: this fraction of blades drawn as service blades with layout_seed
+    down_routers: null         # router coordinates of down nodes (never allocated)
+    down_fraction: null        # or: this fraction of the remaining compute routers drawn down
+    layout_seed: 0             # seed of the drawn service and down routers
+    features:                  # predefined node sets (Moab "features"): name, first router, extent
+      - {name: s1, offset: [0, 0, 0], shape: [24, 6, 24]}
+
+Service and down routers still route traffic (their Gemini is part of the
+torus); only their nodes are never given to a job.
+
 Units: bandwidths are bytes/s per direction of one link.
 
 The module also says what a machine allows: :func:`check_partition`
@@ -65,6 +84,10 @@ __all__ = [
     "load_machine",
     "machine_from_dict",
     "check_partition",
+    "Region",
+    "SERVICE",
+    "DOWN",
+    "NON_COMPUTE_CLASSES",
 ]
 
 MACHINE_PATH_ENV = "EVALUATOR_MACHINE_PATH"
@@ -88,7 +111,21 @@ MACHINE_KEYS = (
     "routing_order",
     "slabs",
     "description",
+    "default_class",
+    "node_classes",
+    "blade",
+    "service_routers",
+    "service_fraction",
+    "down_routers",
+    "down_fraction",
+    "layout_seed",
+    "features",
 )
+SERVICE, DOWN = "service", "down"
+NON_COMPUTE_CLASSES = (SERVICE, DOWN)
+"""Router classes whose nodes are never allocated."""
+_LAYOUT_KEYS = ("default_class", "node_classes", "blade", "service_routers", "service_fraction", "down_routers",
+                "down_fraction", "features")
 _REQUIRED_KEYS = ("name", "kind", "link_bandwidth")
 
 
@@ -100,6 +137,21 @@ def _key(name: str) -> str:
 def _shape(shape: Sequence[int]) -> str:
     """A shape as text, e.g. ``"4x4x3x2"`` (the one formatter of machine and partition shapes)."""
     return "x".join(str(int(s)) for s in shape)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A named prism of routers: ``offset`` (first router) and ``shape`` (extent), wrapping around the torus."""
+
+    name: str
+    offset: tuple[int, ...]
+    shape: tuple[int, ...]
+    service_fraction: float | None = None  # node classes: own fraction of service blades (None: the machine's)
+
+    def routers(self, dims: Sequence[int]) -> np.ndarray:
+        """Router ids of the region (row-major in the region's own coordinates), shape [router]."""
+        c = np.stack(np.unravel_index(np.arange(math.prod(self.shape)), self.shape), axis=1)
+        return np.ravel_multi_index(tuple(((c + np.array(self.offset)) % np.array(dims)).T), tuple(dims))
 
 
 @dataclass(frozen=True)
@@ -157,6 +209,41 @@ class Machine:
     slabs: tuple[tuple[int, ...], ...] | None = None
     description: str = ""
     source: str = "<dict>"
+    default_class: str = "compute"
+    node_classes: tuple[Region, ...] = ()
+    blade: tuple[int, ...] | None = None
+    service_routers: tuple[tuple[int, ...], ...] = ()
+    service_fraction: float = 0.0
+    down_routers: tuple[tuple[int, ...], ...] = ()
+    down_fraction: float = 0.0
+    layout_seed: int = 0
+    features: tuple[Region, ...] = ()
+
+    @property
+    def has_layout(self) -> bool:
+        """Whether some router is not a plain compute router (service, down or a named class)."""
+        return bool(self.node_classes or self.service_routers or self.service_fraction or self.down_routers
+                    or self.down_fraction)
+
+    def router_classes(self) -> tuple[tuple[str, ...], np.ndarray]:
+        """``(names, code)``: the class of every router of the whole machine, ``names[code[router]]``.
+
+        ``names`` is ``(default_class, *node class names, "service", "down")``; ``code`` has shape
+        [router] (row-major router ids). Explicit service and down routers are taken as given; then
+        ``round(service_fraction x blades)`` whole blades (``blade`` routers each) are drawn as service
+        blades among the blades without an explicit service router, and ``round(down_fraction x compute
+        routers)`` single routers among the remaining compute routers are drawn down, both with
+        ``numpy.random.default_rng([layout_seed, stream])`` (the same layout on every machine).
+        """
+        return _router_classes(self)
+
+    def feature(self, name: str) -> Region:
+        """The predefined node set ``name`` (case-insensitive); :class:`MachineError` listing them otherwise."""
+        for f in self.features:
+            if _key(f.name) == _key(name):
+                return f
+        raise _err(self.name, "features", name, "one of " + (", ".join(f.name for f in self.features) or
+                                                              "(none: this machine defines no features)"))
 
     @property
     def key(self) -> str:
@@ -341,10 +428,134 @@ def machine_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Machin
 
     allowed = _shapes("allowed_partitions")
     slabs = _shapes("slabs")
+    layout = _layout(name, kind, dims, data)
     return Machine(name=name, kind=kind, dims=dims, wrap=wrap, link_bandwidth=bw, nodes_per_router=npr,
                    midplanes=midplanes, allowed_partitions=allowed, injection_bandwidth=inj_f,
                    routing_order=routing_order, slabs=slabs, description=description.strip(),
-                   source=source)
+                   source=source, **layout)
+
+
+def _coords(machine: str, field: str, raw: Any, dims: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """A list of router coordinates inside ``dims``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, (list, tuple)):
+        raise _err(machine, field, raw, f"null or a list of router coordinates (lists of {len(dims)} integers)")
+    out = []
+    for i, c in enumerate(raw):
+        ok = isinstance(c, (list, tuple)) and len(c) == len(dims) and all(is_int(v) for v in c) \
+            and all(0 <= int(v) < d for v, d in zip(c, dims))
+        if not ok:
+            raise _err(machine, f"{field}[{i}]", c, f"{len(dims)} integer router coordinates in "
+                       f"[0, dims) = [0, {_shape(dims)})")
+        out.append(tuple(int(v) for v in c))
+    return tuple(out)
+
+
+def _regions(machine: str, field: str, raw: Any, dims: tuple[int, ...]) -> tuple[Region, ...]:
+    """A list of ``{name, offset, shape}`` prisms of routers that fit in ``dims``."""
+    if raw is None:
+        return ()
+    what = f"null or a list of {{name, offset, shape}} (offset and shape: {len(dims)} integers each)"
+    if not isinstance(raw, (list, tuple)):
+        raise _err(machine, field, raw, what)
+    out: list[Region] = []
+    for i, r in enumerate(raw):
+        keys = {"name", "offset", "shape"} | ({"service_fraction"} if field == "node_classes" else set())
+        if not isinstance(r, Mapping) or not {"name", "offset", "shape"} <= set(r) <= keys \
+                or not isinstance(r["name"], str) or not r["name"].strip():
+            raise _err(machine, f"{field}[{i}]", r, what)
+        if r["name"] in NON_COMPUTE_CLASSES or any(_key(o.name) == _key(r["name"]) for o in out):
+            raise _err(machine, f"{field}[{i}].name", r["name"], f"a new name, not {list(NON_COMPUTE_CLASSES)} "
+                       "nor one used before")
+        shp = _int_list(machine, f"{field}[{i}].shape", r["shape"], len(dims))
+        if not _fits(shp, dims):
+            raise _err(machine, f"{field}[{i}].shape", list(shp), f"a prism within the machine, {_shape(dims)}")
+        off = _coords(machine, f"{field}[{i}].offset", [r["offset"]], dims)[0]
+        frac = _fraction(machine, f"{field}[{i}].service_fraction", r.get("service_fraction"))
+        out.append(Region(r["name"].strip(), off, shp, frac if "service_fraction" in r else None))
+    return tuple(out)
+
+
+def _fraction(machine: str, field: str, raw: Any) -> float:
+    if raw is None:
+        return 0.0
+    ok = not isinstance(raw, bool) and isinstance(raw, (int, float)) and 0 <= float(raw) < 1
+    if not ok:
+        raise _err(machine, field, raw, "null or a number in [0, 1)")
+    return float(raw)
+
+
+def _layout(name: str, kind: str, dims: tuple[int, ...], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The node-class keys of a machine description, checked (torus machines only)."""
+    if kind != "torus":
+        for k in _LAYOUT_KEYS:
+            if data.get(k) is not None:
+                raise _err(name, k, data.get(k), "null for kind 'bgq'",
+                           "Service nodes and node classes are described for torus machines (Cray Gemini).")
+        return {}
+    dc = data.get("default_class")
+    dc = "compute" if dc is None else dc
+    if not isinstance(dc, str) or not dc.strip() or dc in NON_COMPUTE_CLASSES:
+        raise _err(name, "default_class", dc, f"a class name other than {list(NON_COMPUTE_CLASSES)}")
+    classes = _regions(name, "node_classes", data.get("node_classes"), dims)
+    if any(_key(r.name) == _key(dc) for r in classes):
+        raise _err(name, "node_classes", [r.name for r in classes], f"names other than default_class {dc!r}")
+    blade = None if data.get("blade") is None else _int_list(name, "blade", data.get("blade"), len(dims))
+    if blade is not None and any(d % b for d, b in zip(dims, blade)):
+        raise _err(name, "blade", list(blade), f"routers per blade dividing dims {_shape(dims)}")
+    seed = data.get("layout_seed", 0)
+    seed = 0 if seed is None else seed
+    if not (is_int(seed) and int(seed) >= 0):
+        raise _err(name, "layout_seed", seed, "an integer >= 0")
+    return dict(default_class=dc.strip(), node_classes=classes, blade=blade,
+                service_routers=_coords(name, "service_routers", data.get("service_routers"), dims),
+                service_fraction=_fraction(name, "service_fraction", data.get("service_fraction")),
+                down_routers=_coords(name, "down_routers", data.get("down_routers"), dims),
+                down_fraction=_fraction(name, "down_fraction", data.get("down_fraction")),
+                layout_seed=int(seed),
+                features=_regions(name, "features", data.get("features"), dims))
+
+
+_CLASS_CACHE: dict[Machine, tuple[tuple[str, ...], np.ndarray]] = {}
+
+
+def _router_classes(m: Machine) -> tuple[tuple[str, ...], np.ndarray]:
+    if m in _CLASS_CACHE:
+        return _CLASS_CACHE[m]
+    names = (m.default_class, *(r.name for r in m.node_classes), SERVICE, DOWN)
+    dims = m.dims
+    code = np.zeros(m.n_routers, dtype=np.int8)
+    for i, r in enumerate(m.node_classes):
+        code[r.routers(dims)] = i + 1
+    svc, down = len(names) - 2, len(names) - 1
+    if m.service_routers:
+        code[np.ravel_multi_index(tuple(np.array(m.service_routers).T), dims)] = svc
+    fracs = [m.service_fraction] + [m.service_fraction if r.service_fraction is None else r.service_fraction
+                                    for r in m.node_classes]
+    if any(fracs):
+        blade = m.blade or (1,) * len(dims)
+        bgrid = tuple(d // b for d, b in zip(dims, blade))
+        # router ids of every blade, shape [blade, router of blade]
+        bc = np.stack(np.unravel_index(np.arange(math.prod(bgrid)), bgrid), axis=1) * np.array(blade)
+        inner = np.stack(np.unravel_index(np.arange(math.prod(blade)), blade), axis=1)
+        members = np.ravel_multi_index(tuple(np.moveaxis(bc[:, None, :] + inner[None, :, :], -1, 0)), dims)
+        rng = np.random.default_rng([m.layout_seed, 0])
+        bcls = code[members]
+        for c, frac in enumerate(fracs):  # per class: its whole blades, its fraction of them
+            mine = np.flatnonzero((bcls == c).all(axis=1))
+            n = int(round(frac * mine.size))
+            if n:
+                code[members[rng.choice(mine, size=n, replace=False)].ravel()] = svc
+    if m.down_routers:
+        code[np.ravel_multi_index(tuple(np.array(m.down_routers).T), dims)] = down
+    if m.down_fraction:
+        comp = np.flatnonzero(code < svc)
+        n = int(round(m.down_fraction * comp.size))
+        code[np.random.default_rng([m.layout_seed, 1]).choice(comp, size=n, replace=False)] = down
+    code.setflags(write=False)
+    _CLASS_CACHE[m] = (names, code)
+    return names, code
 
 
 # --------------------------------------------------------------------------------------

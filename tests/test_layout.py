@@ -53,6 +53,14 @@ BUILD_CONTEXT = {
                                    "traffic.beta=[4,4,2]"],
     ("placement", "subprism"): ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=all_to_all",
                                 "traffic.n_tasks=8", "placement.task_grid=[2,2,2]"],
+    ("placement", "alps"): ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=all_to_all",
+                            "traffic.n_tasks=16"],
+    ("placement", "fragmented"): ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=all_to_all",
+                                  "traffic.n_tasks=8", "placement.job_nodes=[1,4]", "placement.events=20"],
+    ("placement", "features"): ["topology=machine", "topology.name=BlueWaters", "topology.partition=null",
+                                "routing=dor", "traffic=all_to_all", "traffic.n_tasks=16"],
+    ("placement", "topaware"): ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=all_to_all",
+                                "traffic.n_tasks=32", "placement.grid=[4,4,2]", "placement.tasks_per_node=2"],
 }
 for _traffic in config.FAMILIES["traffic"]:
     BUILD_CONTEXT[("traffic", _traffic)] = ["topology=torus", "topology.dims=[4,4,2]", "routing=dor",

@@ -25,7 +25,7 @@ def test_bgq_partition_is_its_own_torus():
 
 
 def test_embedded_subprism_routes_over_the_host():
-    host = machine_topology("BlueWaters", [3, 2, 3], mode="embedded")
+    host = machine_topology("BlueWaters", [3, 2, 3], mode="embedded", layout="ideal")  # no service nodes
     assert host.dims == (24, 24, 24) and host.nodes_per_router == 2
     pl = P.subprism(host, [3, 2, 3], offset=[22, 5, 0])
     assert pl.n_tasks == 36
@@ -42,7 +42,7 @@ def test_embedded_subprism_routes_over_the_host():
 
 def test_own_partition_differs_from_embedded():
     own = machine_topology("BlueWaters", [4, 4, 4], mode="own")
-    emb = machine_topology("BlueWaters", [4, 4, 4], mode="embedded")
+    emb = machine_topology("BlueWaters", [4, 4, 4], mode="embedded", layout="ideal")
     tr = T.all_to_all(128, 1.0)
     def network_time(topo, pl):
         ds = ev.evaluate(topo, tr, pl, ev.dor())

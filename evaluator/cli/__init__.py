@@ -34,6 +34,7 @@ COMMANDS = {
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
     "tiles": "tile-size advisor: decompositions and per-node tiles of a stencil job ranked by the link model",
     "bench": "benchmark the JAX kernels against a per-flow Python evaluator (--quick for a short run)",
+    "placement": "build one placement, describe it, write MPICH_RANK_ORDER and node_list (--write-rank-order)",
 }
 """Command -> one-line description; command ``X`` is ``evaluator.cli.X.main(argv)`` (``eval`` is ``evaluate``)."""
 

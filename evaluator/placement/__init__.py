@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from .._registry import Registry
 from . import _dragonfly_cartesian, _dragonfly_random, _linear, _random, _subprism, _torus_block
+from . import _alps, _features, _fragmented, _topaware
+from ._alps import alps
+from ._features import features
+from ._fragmented import fragmented, free_after_history
+from ._topaware import select_routers, topaware
+from .nodes import alps_order, compute_mask
+from .rank_order import RankOrderConfig, apply_rank_order, grid_order, with_rank_order, write_launch_files
 from ._dragonfly_cartesian import ORDERS, dragonfly_cartesian
 from ._dragonfly_random import dragonfly_random
 from ._linear import linear
@@ -30,6 +37,19 @@ __all__ = [
     "subprism",
     "ORDERS",
     "KINDS",
+    "alps",
+    "fragmented",
+    "free_after_history",
+    "features",
+    "topaware",
+    "select_routers",
+    "alps_order",
+    "compute_mask",
+    "grid_order",
+    "apply_rank_order",
+    "with_rank_order",
+    "write_launch_files",
+    "RankOrderConfig",
 ]
 
 KINDS: Registry[PlacementKind] = Registry("placement", [
@@ -39,5 +59,9 @@ KINDS: Registry[PlacementKind] = Registry("placement", [
     _dragonfly_random.DRAGONFLY_RANDOM,
     _torus_block.TORUS_BLOCK,
     _subprism.SUBPRISM,
+    _alps.ALPS,
+    _fragmented.FRAGMENTED,
+    _features.FEATURES,
+    _topaware.TOPAWARE,
 ])
 """Placement kinds by config name."""

@@ -1,0 +1,57 @@
+"""``evaluator placement [overrides] [--write-rank-order DIR]``: build one placement, describe it, write the
+launcher's files (``MPICH_RANK_ORDER`` and ``node_list``)."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from .. import config
+from ..placement import alps_order, compute_mask, write_launch_files
+from ..topology import TorusTopology
+
+__all__ = ["main"]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="evaluator placement",
+        description="build the placement of a config (topology, traffic, placement groups), print where it "
+                    "puts the tasks, and optionally write MPICH_RANK_ORDER and node_list for aprun",
+        epilog="e.g. evaluator placement topology=machine topology.name=BlueWaters topology.partition=null "
+               "routing=dor traffic=stencil traffic.alpha=[96,96,96] traffic.beta=[12,8,8] placement=topaware "
+               "placement.tasks_per_node=4 placement.prism=[8,6,8] --write-rank-order launch/")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
+    ap.add_argument("--write-rank-order", metavar="DIR", default=None,
+                    help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
+    ap.add_argument("--fill", choices=("alps", "id"), default=None,
+                    help="order in which the launcher fills the listed nodes: alps (the ALPS-like order; default "
+                         "on 3-D tori) or id (ascending node id; default elsewhere)")
+    args = ap.parse_intermixed_args(argv)
+    cfg = config.compose(args.overrides)
+    obj = config.to_object(cfg)
+    point = config.build(obj)
+    topo, pl = point.topology, point.placement
+    nodes, counts = np.unique(pl.task_node, return_counts=True)
+    routers = np.unique(nodes // topo.nodes_per_router)
+    bad = int((~compute_mask(topo)[nodes]).sum())
+    print(f"placement: {pl.name} on {topo.name}")
+    print(f"tasks {pl.n_tasks}, nodes {nodes.size} ({int(counts.min())}-{int(counts.max())} tasks each), "
+          f"routers {routers.size}, service or down nodes used {bad}")
+    if isinstance(topo, TorusTopology):
+        c = topo.router_coords[routers]
+        span = [f"{int(lo)}..{int(hi)}" for lo, hi in zip(c.min(axis=0), c.max(axis=0))]
+        print("router coordinates span " + " x ".join(span))
+    if args.write_rank_order is not None:
+        fill = args.fill or ("alps" if isinstance(topo, TorusTopology) and topo.ndim == 3 else "id")
+        order = None
+        if fill == "alps":
+            seq = alps_order(topo)
+            order = np.empty(topo.n_nodes, dtype=np.int64)
+            order[seq] = np.arange(seq.size)
+        ro, nl = write_launch_files(pl, args.write_rank_order, fill_order=order,
+                                    header="evaluator placement " + " ".join(args.overrides))
+        print(f"rank order: {ro}  (export MPICH_RANK_REORDER_METHOD=3)")
+        print(f"node list: {nl}  (aprun -L `cat {nl}` -N {int(counts.max())} ...; nodes filled in {fill} order)")
+    return 0
