@@ -135,6 +135,7 @@ LAYERS = [
     ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot"),
+    ("evaluator.workload",),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench"),
     ("evaluator.cli",),
     ("evaluator", "evaluator.__main__"),
