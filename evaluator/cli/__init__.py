@@ -32,6 +32,7 @@ COMMANDS = {
     "optimize": "exhaustive search of decompositions, placements and routings for a stencil job",
     "plot": "write PNG figures of a sweep dataset",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
+    "schedule": "simulate a job trace (SWF or synthetic) under allocation policies, FCFS + EASY backfilling",
     "bench": "benchmark the JAX kernels against a per-flow Python evaluator (--quick for a short run)",
 }
 """Command -> one-line description; command ``X`` is ``evaluator.cli.X.main(argv)`` (``eval`` is ``evaluate``)."""
