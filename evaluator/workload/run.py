@@ -31,7 +31,7 @@ import xarray as xr
 from ..errors import ConfigError, positive_int
 from ._policy import make_policy
 from .analysis import mean_wait_by_month, summary, utilisation_by_month, wait_reduction
-from .model import SpeedupTable, WorkloadModel, prepare_trace
+from .model import SpeedupTable, WorkloadModel, prepare_trace, speedup_table
 from .simulate import DEFAULT_BACKFILL_DEPTH, simulate
 from .swf import read_swf
 from .synthetic import synthetic_trace
@@ -88,9 +88,12 @@ def load_trace(spec: TraceSpec, total_nodes: int, enlarge: float) -> Trace:
 
 
 def load_speedups(value) -> SpeedupTable | None:
-    """A :class:`SpeedupTable` from a path (netCDF written by the network evaluation), a dataset, or None."""
+    """A :class:`SpeedupTable` from a path (netCDF written by the network evaluation), a dataset, a mapping
+    ``{mode: {groups: ratio}}``, or None."""
     if value is None or isinstance(value, SpeedupTable):
         return value
+    if isinstance(value, dict):  # {mode: {groups: ratio}}, hand-made
+        return SpeedupTable(speedup_table({m: {int(g): float(v) for g, v in row.items()} for m, row in value.items()}))
     if isinstance(value, (str, os.PathLike)):
         p = Path(value)
         if not p.is_file():
