@@ -73,7 +73,8 @@ class UnrestrictedPolicy:
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         self.n_groups = positive_int("policy.groups", groups)
         self.nodes_per_group = positive_int("policy.nodes_per_group", nodes_per_group)
-        self._busy = np.zeros(self.n_groups * self.nodes_per_group, dtype=bool)
+        self._busy = np.zeros((self.n_groups, self.nodes_per_group), dtype=bool)
+        self._group_idle = np.full(self.n_groups, self.nodes_per_group, dtype=np.int64)
         self._idle = self._busy.size
         self._types = request_types()
 
@@ -88,20 +89,30 @@ class UnrestrictedPolicy:
     def allocate(self, job):
         if job.nodes > self._idle:
             return None
-        nodes = np.flatnonzero(~self._busy)[: job.nodes]
-        self._busy[nodes] = True
+        G = self.nodes_per_group
+        # the first groups (in id order) whose idle nodes cover the request; their lowest idle nodes
+        cum = np.cumsum(self._group_idle)
+        last = int(np.searchsorted(cum, job.nodes))
+        groups = np.flatnonzero(self._group_idle[: last + 1])
+        r, c = np.nonzero(~self._busy[groups])  # row-major: lowest groups, then lowest nodes, first
+        r, c = r[: job.nodes], c[: job.nodes]
+        self._busy[groups[r], c] = True
+        self._group_idle[groups] -= np.bincount(r, minlength=groups.size)
+        nodes = groups[r] * G + c
         self._idle -= int(nodes.size)
-        groups = tuple(int(g) for g in np.unique(nodes // self.nodes_per_group))
-        return self._types[1](job.id, nodes, groups, job.nodes > self.nodes_per_group, job.mode)
+        return self._types[1](job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
 
     def release(self, alloc) -> None:
-        self._busy[alloc.nodes] = False
-        self._idle += int(len(alloc.nodes))
+        nodes = np.asarray(alloc.nodes)
+        self._busy.reshape(-1)[nodes] = False
+        self._group_idle += np.bincount(nodes // self.nodes_per_group, minlength=self.n_groups)
+        self._idle += int(nodes.size)
 
     def copy(self) -> "UnrestrictedPolicy":
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._busy = self._busy.copy()
+        new._group_idle = self._group_idle.copy()
         return new
 
 

@@ -253,23 +253,20 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             j = queue[k]
             if size[j] > idle:
                 continue
+            by_shadow = t + req_t[j] <= shadow
+            if not by_shadow and free_at_shadow - size[j] < need:
+                continue  # would hold nodes the head needs at its shadow time (a count: no placement asked)
             a = policy.allocate(requests[j])
             if a is None:
                 continue
-            if t + req_t[j] <= shadow:
-                ok = True
-            elif free_at_shadow - size[j] < need:
-                ok = False
-            else:
-                ok = True if count_only else head_fits_at_shadow(h, shadow, t)
-                if ok:
-                    free_at_shadow -= int(size[j])
-            if ok:
-                launch(j, a, t, True)
-                started.append(k)
-                n_started += 1
-            else:
+            if not (by_shadow or count_only or head_fits_at_shadow(h, shadow, t)):
                 policy.release(a)
+                continue
+            if not by_shadow:
+                free_at_shadow -= int(size[j])
+            launch(j, a, t, True)
+            started.append(k)
+            n_started += 1
         for k in reversed(started):
             del queue[k]
 
