@@ -51,8 +51,8 @@ def plot_utilisation(ax, runs: dict[str, xr.Dataset], step_s: float = 60.0) -> N
     for i, (name, (u, m)) in enumerate(per_run.items()):
         data = [100.0 * u[m == mo] if np.any(m == mo) else np.array([np.nan]) for mo in months]
         pos = np.arange(len(months)) + (i - (k - 1) / 2) * width
-        bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True, showfliers=False, medianprops={"color": "k"},
-                        manage_ticks=False)
+        bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True, showfliers=False,
+                        medianprops={"color": "k"}, manage_ticks=False)
         for box in bp["boxes"]:
             box.set_facecolor(colours[i % len(colours)])
             box.set_alpha(0.7)

@@ -175,6 +175,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         g = len(alloc.groups) if len(alloc.groups) else int(np.unique(np.asarray(alloc.nodes) // G).size)
         s = table(str(modes[j]), g) if table is not None else 1.0
         a = accelerated_run_time(run[j], mpi[j], s, speedup_rule)
+        req_t[j] = max(req_t[j], a)  # slower than requested (a speedup < 1): as a trace's overrun, the request grows
         start[j], actual[j], end[j] = t, a, t + a
         n_groups[j], spd[j], backfilled[j] = g, s, late
         heapq.heappush(ends, (t + a, j))
@@ -223,7 +224,10 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             pc.release(running.alloc[j])
         return pc.allocate(requests[h]) is not None
 
-    def schedule(t: float) -> None:
+    def schedule(t: float, first_new: int, changed: bool) -> None:
+        """One pass at time ``t``. ``first_new``: queue position of the jobs submitted at ``t``; ``changed``:
+        whether a job ended at ``t``. When nothing ended and no head starts, the machine is as at the last pass,
+        so only the new jobs can backfill (an older one's tests can only have become harder)."""
         nonlocal n_started
         while queue:
             h = queue[0]
@@ -233,26 +237,29 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             launch(h, a, t, False)
             queue.pop(0)
             n_started += 1
+            changed = True
         if not queue:
             return
         h = queue[0]
         if not running.keys:  # an empty machine, and the head does not fit
             raise _never_fits(h)
-        if len(queue) == 1 and not math.isnan(reservation[h]):
-            return
-        shadow, free_at_shadow = shadow_of(h, t)
-        if math.isnan(reservation[h]):
-            reservation[h] = shadow
         stop = len(queue) if backfill_depth is None else min(len(queue), 1 + backfill_depth)
+        lo = 1 if changed else max(1, first_new)
+        shadow = free_at_shadow = None
+        if math.isnan(reservation[h]):
+            shadow, free_at_shadow = shadow_of(h, t)
+            reservation[h] = shadow
         started = []
         need = int(size[h])
-        for k in range(1, stop):
+        for k in range(lo, stop):
             idle = policy.idle_nodes
             if idle < min_size:
                 break
             j = queue[k]
             if size[j] > idle:
                 continue
+            if shadow is None:  # computed once a candidate fits now
+                shadow, free_at_shadow = shadow_of(h, t)
             by_shadow = t + req_t[j] <= shadow
             if not by_shadow and free_at_shadow - size[j] < need:
                 continue  # would hold nodes the head needs at its shadow time (a count: no placement asked)
@@ -272,14 +279,17 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
 
     while nxt < n or ends:
         t = min(sub[nxt] if nxt < n else math.inf, ends[0][0] if ends else math.inf)
+        changed = False
         while ends and ends[0][0] <= t:
             _, j = heapq.heappop(ends)
             policy.release(running.remove(start[j] + req_t[j], j))
+            changed = True
+        first_new = len(queue)
         while nxt < n and sub[nxt] <= t:
             queue.append(nxt)
             nxt += 1
         before = n_started
-        schedule(t)
+        schedule(t, first_new, changed)
         if bar is not None and n_started > before:
             bar.update(n_started - before)
     if bar is not None:
