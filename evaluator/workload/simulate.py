@@ -19,10 +19,17 @@ The scheduler (as Slurm's ``sched/backfill`` with one reservation):
   every running job expected to end by the shadow time released). For a
   policy marked ``count_only`` the same tests are node counts (classic EASY:
   the "extra" nodes).
+* **Shortcuts** that change no answer (for a policy on which busier nodes
+  never make a placement possible that was not): the reservation is computed only
+  when a candidate fits now (and once per head, to record it); at a time
+  when no job ended and no head started, only the newly submitted jobs are
+  tried (every older one's tests can only have become harder); a candidate
+  that would leave fewer idle nodes at the shadow time than the head needs
+  is skipped without asking the policy.
 * **Times**: reservations use requested times (SWF field 9; a job whose
   run time exceeds its request is given its run time as request, so no job
-  outlives what reservations assume); ends use actual run times. On the RDN a job's actual run time is shortened by its
-  communication speedup (:func:`evaluator.workload.model.accelerated_run_time`,
+  outlives what reservations assume); ends use actual run times. On the RDN
+  a job's actual run time is shortened by its communication speedup (:func:`evaluator.workload.model.accelerated_run_time`,
   looked up at start for its mode and the number of groups it was given).
 
 The result is a per-job :class:`xarray.Dataset` (dim ``job``) with submit,
