@@ -143,6 +143,7 @@ LAYERS = [
     ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot"),
+    ("evaluator.workload",),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench", "evaluator.tiles"),
     ("evaluator.cli",),
     ("evaluator", "evaluator.__main__"),

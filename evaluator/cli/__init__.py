@@ -33,6 +33,7 @@ COMMANDS = {
     "plot": "write PNG figures of a sweep dataset",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
     "tiles": "tile-size advisor: decompositions and per-node tiles of a stencil job ranked by the link model",
+    "schedule": "simulate a job trace (SWF or synthetic) under allocation policies, FCFS + EASY backfilling",
     "bench": "benchmark the JAX kernels against a per-flow Python evaluator (--quick for a short run)",
     "placement": "build one placement, describe it, write MPICH_RANK_ORDER and node_list (--write-rank-order)",
 }

@@ -1,0 +1,152 @@
+"""``evaluator schedule``: simulate a job trace under allocation policies (FCFS + EASY backfilling).
+
+Usage::
+
+    evaluator schedule [--swf PATH | --synthetic N] [--groups G --nodes-per-group P]
+                       [--baseline POLICY] [--policy POLICY] [--speedups SPEEDUP.nc] [workload options]
+    evaluator schedule --study sweeps/workload/policies.yaml [--no-ray]
+
+Examples::
+
+    evaluator schedule --synthetic 20000 --groups 36 --nodes-per-group 288 --policy unrestricted
+    evaluator schedule --swf mira-2019.swf --baseline slurm_round_robin --policy grap --speedups speedup.nc
+    evaluator schedule --study sweeps/workload/policies.yaml
+
+A thin entry point: it parses arguments into :mod:`evaluator.workload` specs,
+calls :func:`evaluator.workload.run.run_schedule` (or
+:func:`evaluator.sweep.schedule.run_study`), writes the dataset with
+:func:`evaluator.io.write_dataset` and the Fig. 5 plot next to it, and prints
+one line per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..io import new_run_id, write_dataset
+
+__all__ = ["main", "build_parser", "parse_mix", "parse_fractions"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="evaluator schedule",
+                                description="simulate a job trace (SWF or synthetic) under allocation policies: "
+                                            "FCFS with EASY backfilling; per-job dataset, wait-time reduction per "
+                                            "month, utilisation per minute, Feng et al. Fig. 5")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--swf", metavar="PATH", help="a Standard Workload Format trace (Parallel Workloads Archive)")
+    src.add_argument("--synthetic", type=int, metavar="N", default=10000,
+                     help="N synthetic jobs, capability-machine mix (default 10000; used when --swf is absent)")
+    src.add_argument("--study", metavar="YAML", help="run a grid of policies x mode mixes x machines on Ray "
+                                                     "(see sweeps/workload/)")
+    p.add_argument("--procs-per-node", type=int, default=1, help="SWF sizes are processors; nodes = ceil(procs / N)")
+    p.add_argument("--load", type=float, default=0.9, help="offered load of the synthetic trace (default 0.9)")
+    p.add_argument("--limit", type=int, default=None, help="simulate only the first N jobs")
+    p.add_argument("--groups", type=int, default=288, help="groups of the machine (default 288, the paper's)")
+    p.add_argument("--nodes-per-group", type=int, default=288, help="nodes per group (default 288)")
+    p.add_argument("--policy", default="grap", help="allocation policy of the main run (default grap; "
+                                                    "'unrestricted': any idle nodes)")
+    p.add_argument("--speedups", metavar="NC", default=None,
+                   help="netCDF speedup table (dims mode, groups) applied to the main run's MPI time")
+    p.add_argument("--baseline", default=None, help="a policy simulated first without speedups "
+                                                    "(e.g. slurm_round_robin): wait reductions are against it")
+    p.add_argument("--enlarge", type=float, default=2.0, help="job-size factor (Sec. 5.1.4: 2), clamped to the machine")
+    p.add_argument("--mode-range", default="576,65536", metavar="LO,HI",
+                   help="sizes (nodes) that draw a mode from --mode-mix (default 576,65536)")
+    p.add_argument("--mode-mix", default="minimal_balance=0.4,adaptive=0.4,custom_balance=0.1,custom=0.1",
+                   metavar="MODE=SHARE,...", help="mode shares of jobs in --mode-range (default: the paper's)")
+    p.add_argument("--mpi-fraction", default="0.3", metavar="F|NODES:F,...",
+                   help="fraction of run time in MPI: one number, or per size bin 'max_nodes:fraction,...' "
+                        "('inf' for the last); default 0.3 (an assumption: Mira's per-size fractions are not bundled)")
+    p.add_argument("--speedup-rule", default="time_ratio", choices=["time_ratio", "excess"],
+                   help="MPI time saved by a speedup ratio S: 1-1/S (default) or S-1")
+    p.add_argument("--backfill-depth", type=int, default=500,
+                   help="queued jobs tried for backfilling per pass (Slurm's bf_max_job_test; -1: all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic trace, mode draws and policies")
+    p.add_argument("--out", default="results/schedule", metavar="DIR", help="output directory")
+    p.add_argument("--no-plot", action="store_true", help="do not write the PNG")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-ray", action="store_true", help="--study: run the grid in this process")
+    return p
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """``"minimal_balance=0.4,adaptive=0.6"`` -> dict."""
+    out = {}
+    for part in str(text).split(","):
+        k, sep, v = part.partition("=")
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            raise ConfigError("--mode-mix", text, "MODE=SHARE pairs separated by commas") from None
+        if not sep:
+            raise ConfigError("--mode-mix", text, "MODE=SHARE pairs separated by commas")
+    return out
+
+
+def parse_fractions(text: str):
+    """``"0.3"`` -> 0.3; ``"1024:0.2,inf:0.4"`` -> {1024: 0.2, inf: 0.4}."""
+    try:
+        if ":" not in text:
+            return float(text)
+        return {float(k): float(v) for k, v in (part.split(":") for part in text.split(","))}
+    except ValueError:
+        raise ConfigError("--mpi-fraction", text, "a fraction, or 'max_nodes:fraction,...' size bins") from None
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from ..workload import WorkloadModel
+    from ..workload.run import RunSpec, TraceSpec, run_schedule
+
+    if args.study:
+        from ..sweep.schedule import load_study, run_study
+
+        study = load_study(args.study)
+        path = run_study(study, use_ray=not args.no_ray, progress=not args.no_progress,
+                         out_dir=args.out if args.out != "results/schedule" else None)
+        print(path)
+        return 0
+    lo, _, hi = args.mode_range.partition(",")
+    try:
+        mode_lo, mode_hi = int(lo), int(hi)
+    except ValueError:
+        raise ConfigError("--mode-range", args.mode_range, "LO,HI in nodes, e.g. 576,65536") from None
+    model = WorkloadModel(enlarge=args.enlarge, mode_lo=mode_lo, mode_hi=mode_hi, mode_mix=parse_mix(args.mode_mix),
+                          mpi_fraction=parse_fractions(args.mpi_fraction), speedup_rule=args.speedup_rule,
+                          seed=args.seed)
+    trace = TraceSpec(swf=args.swf, procs_per_node=args.procs_per_node, synthetic=args.synthetic, load=args.load,
+                      seed=args.seed, limit=args.limit)
+    runs = ([RunSpec(args.baseline)] if args.baseline else []) + [RunSpec(args.policy, args.speedups)]
+    depth = None if args.backfill_depth < 0 else args.backfill_depth
+    ds = run_schedule(trace, runs, args.groups, args.nodes_per_group, model, depth, args.seed,
+                      progress=not args.no_progress)
+    run_id = new_run_id()
+    path = write_dataset(ds, args.out, run_id)
+    print(f"{'run':<28} {'jobs':>7} {'mean wait h':>12} {'p95 wait h':>11} {'util':>6} {'speedup':>8} "
+          f"{'backfill':>8} {'jobs/s':>8}")
+    for i, r in enumerate(ds.run.values):
+        print(f"{str(r):<28} {ds.sizes['job']:>7} {float(ds.mean_wait[i]) / 3600:>12.3f} "
+              f"{float(ds.p95_wait[i]) / 3600:>11.3f} {float(ds.mean_utilisation[i]):>6.3f} "
+              f"{float(ds.mean_speedup[i]):>8.3f} {float(ds.backfilled_share[i]):>8.3f} "
+              f"{float(ds.jobs_per_s[i]):>8.0f}")
+    if "wait_reduction" in ds:
+        red = ds.wait_reduction.isel(run=-1).values
+        mw = ds.mean_wait_month.values
+        overall = 1.0 - float(ds.wait.isel(run=-1).mean()) / float(ds.wait.isel(run=0).mean()) \
+            if float(ds.wait.isel(run=0).mean()) > 0 else math.nan
+        print(f"wait-time reduction of {ds.run.values[-1]} vs {ds.run.values[0]}: {100 * overall:.1f}% overall; "
+              f"per month {', '.join(f'{100 * x:.1f}%' for x in red)} ({mw.shape[1]} months)")
+    print(path)
+    if not args.no_plot:
+        print(_plot(ds, Path(path)))
+    return 0
+
+
+def _plot(ds, path: Path) -> Path:
+    from ..workload.plots import plot_fig5_from_study
+
+    return plot_fig5_from_study(ds, path.with_name(path.stem + "-fig5.png"))

@@ -1,0 +1,169 @@
+"""Workload studies: a grid of machines x mode mixes x runs (policy, speedups), one simulation per point, on Ray.
+
+A study is a YAML file (``sweeps/workload/*.yaml``; not a Hydra sweep)::
+
+    name: workload_smoke
+    trace: {synthetic: 2000, load: 0.9, seed: 0}   # or {swf: PATH, procs_per_node: 1, limit: null}
+    machines: {16x64: [16, 64], 32x64: [32, 64]}    # label: [groups, nodes_per_group]
+    mode_mixes: {paper: {minimal_balance: 0.4, adaptive: 0.4, custom_balance: 0.1, custom: 0.1}}
+    runs:                                           # label: {policy, speedups (netCDF path or
+      tdn: {policy: unrestricted}                   #   {mode: {groups: ratio}}), params}
+      rdn: {policy: unrestricted, speedups: {minimal_balance: {2: 1.3, 16: 1.0}, ...}}
+    workload: {enlarge: 2.0, mode_lo: 576, mode_hi: 65536, mpi_fraction: 0.3, speedup_rule: time_ratio}
+    backfill_depth: 500
+    seed: 0
+    ray: {address: null, num_cpus: null}
+
+Every (machine, mix, run) point is one :func:`evaluator.workload.run.run_schedule`
+call with one run, sent as a Ray task (a local Ray by default, as
+``evaluator sweep`` starts one; ``use_ray=False``: in this process). Points
+of one (machine, mix) simulate the same prepared trace (same sizes, modes and
+MPI fractions). The dataset has dims ``(machine, mix, run)`` with the scalars
+of :data:`evaluator.workload.run.SUMMARY_VARS` and ``wait_reduction``: ``1 -
+mean wait / mean wait of the first run`` of the same machine and mix. It is
+written atomically under ``results/<name>/<run-id>.nc``.
+
+Not (yet) what ``evaluator sweep`` gives: no chunk store (an interrupted
+study starts over), no Hydra composition or overrides, no per-month
+variables (``evaluator schedule`` has them for one machine).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+import yaml
+
+from ..errors import ConfigError
+from ..io import new_run_id, repo_dir, write_dataset
+
+__all__ = ["load_study", "run_study", "study_points", "STUDY_KEYS"]
+
+STUDY_KEYS = ("name", "trace", "machines", "mode_mixes", "runs", "workload", "backfill_depth", "seed", "ray")
+"""Keys of a study file."""
+
+
+def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a study YAML file (see the module docstring)."""
+    p = Path(path)
+    if not p.is_file():
+        alt = repo_dir() / "sweeps" / "workload" / f"{path}.yaml"
+        if alt.is_file():
+            p = alt
+        else:
+            raise ConfigError("--study", str(path), "a study YAML file (e.g. sweeps/workload/smoke.yaml)")
+    try:
+        study = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(p), "", "a YAML mapping", str(exc).splitlines()[0]) from None
+    if not isinstance(study, dict):
+        raise ConfigError(str(p), type(study).__name__, "a YAML mapping of study keys")
+    unknown = sorted(set(study) - set(STUDY_KEYS))
+    if unknown:
+        raise ConfigError(f"{p.name}: {unknown[0]}", study[unknown[0]], f"a study key: {list(STUDY_KEYS)}")
+    for key in ("machines", "runs"):
+        if not isinstance(study.get(key), dict) or not study[key]:
+            raise ConfigError(f"{p.name}: {key}", study.get(key), "a non-empty mapping label -> entry")
+    for lab, m in study["machines"].items():
+        if not (isinstance(m, (list, tuple)) and len(m) == 2 and all(isinstance(x, int) and x >= 1 for x in m)):
+            raise ConfigError(f"{p.name}: machines.{lab}", m, "[groups, nodes_per_group], positive integers")
+    for lab, r in study["runs"].items():
+        if not isinstance(r, dict) or "policy" not in r or set(r) - {"policy", "speedups", "params"}:
+            raise ConfigError(f"{p.name}: runs.{lab}", r, "{policy: NAME, speedups: PATH or table, params: {...}}")
+        sp = r.get("speedups")
+        if isinstance(sp, str) and not os.path.isabs(sp) and not os.path.exists(sp):
+            r["speedups"] = str(repo_dir() / sp)  # relative to the repository, as sweeps' paths
+    study.setdefault("name", p.stem)
+    study.setdefault("trace", {})
+    study.setdefault("mode_mixes", {"paper": None})
+    study.setdefault("workload", {})
+    study["_source"] = str(p)
+    return study
+
+
+def study_points(study: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Every (machine, mix, run) label triple, machines outermost."""
+    return [(m, x, r) for m in study["machines"] for x in study["mode_mixes"] for r in study["runs"]]
+
+
+def _point(study: Mapping[str, Any], machine: str, mix: str, run: str) -> dict[str, float]:
+    """Simulate one point; returns the summary scalars."""
+    from ..workload import WorkloadModel
+    from ..workload.run import RunSpec, TraceSpec, run_schedule
+
+    groups, G = study["machines"][machine]
+    wl = dict(study.get("workload") or {})
+    if study["mode_mixes"][mix] is not None:
+        wl["mode_mix"] = dict(study["mode_mixes"][mix])
+    wl.setdefault("seed", int(study.get("seed", 0)))
+    model = WorkloadModel(**wl)
+    tr = dict(study.get("trace") or {})
+    tr.setdefault("seed", int(study.get("seed", 0)))
+    r = study["runs"][run]
+    spd = r.get("speedups")
+    depth = study.get("backfill_depth", 500)
+    ds = run_schedule(TraceSpec(**tr), [RunSpec(r["policy"], spd, dict(r.get("params") or {}), run)], groups, G,
+                      model, None if depth is None or depth < 0 else int(depth), int(study.get("seed", 0)))
+    from ..workload.run import SUMMARY_VARS
+
+    return {k: float(ds[k].values[0]) for k in SUMMARY_VARS} | {"n_jobs": int(ds.sizes["job"])}
+
+
+def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = True,
+              out_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Run every point of ``study`` (on Ray unless ``use_ray`` is False) and write the dataset; return its path."""
+    from tqdm.auto import tqdm
+
+    from ..workload.run import SUMMARY_VARS
+
+    t0 = time.perf_counter()
+    points = study_points(study)
+    bar = tqdm(total=len(points), unit="pt", desc=str(study["name"]), disable=not progress)
+    results: dict[tuple[str, str, str], dict] = {}
+    if use_ray:
+        from ..config.schemas import RayConfig
+        from .driver import _ray_init
+
+        rc = study.get("ray") or {}
+        ray = _ray_init(RayConfig(address=rc.get("address"), num_cpus=rc.get("num_cpus")))
+        remote = ray.remote(max_retries=1)(_point)
+        ref = ray.put(dict(study))
+        pending = {remote.remote(ref, *p): p for p in points}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for r in ready:
+                results[pending.pop(r)] = ray.get(r)
+                bar.update(1)
+    else:
+        for p in points:
+            results[p] = _point(study, *p)
+            bar.update(1)
+    bar.close()
+    machines, mixes, runs = list(study["machines"]), list(study["mode_mixes"]), list(study["runs"])
+    shape = (len(machines), len(mixes), len(runs))
+    data = {}
+    for k, (units, long) in SUMMARY_VARS.items():
+        arr = np.array([results[(m, x, r)][k] for m in machines for x in mixes for r in runs]).reshape(shape)
+        data[k] = (("machine", "mix", "run"), arr, {"units": units, "long_name": long})
+    mw = data["mean_wait"][1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        red = np.where(mw[:, :, :1] > 0, 1.0 - mw / mw[:, :, :1], np.nan)
+    data["wait_reduction"] = (("machine", "mix", "run"), red,
+                              {"units": "1", "long_name": f"1 - mean wait / mean wait of run {runs[0]!r}"})
+    ds = xr.Dataset(data, coords={
+        "machine": ("machine", np.asarray(machines, dtype=str)), "mix": ("mix", np.asarray(mixes, dtype=str)),
+        "run": ("run", np.asarray(runs, dtype=str)),
+        "groups": ("machine", np.array([study["machines"][m][0] for m in machines])),
+        "nodes_per_group": ("machine", np.array([study["machines"][m][1] for m in machines])),
+        "policy": ("run", np.asarray([study["runs"][r]["policy"] for r in runs], dtype=str))})
+    clean = {k: v for k, v in study.items() if not k.startswith("_")}
+    ds.attrs.update({"study": str(study["name"]), "config": yaml.safe_dump(clean, sort_keys=False),
+                     "source": str(study.get("_source", "")), "n_points": len(points),
+                     "wall_s": time.perf_counter() - t0, "ray": int(bool(use_ray))})
+    out = Path(out_dir) if out_dir is not None else Path("results") / str(study["name"])
+    return write_dataset(ds, out, new_run_id())

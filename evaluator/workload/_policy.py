@@ -1,0 +1,135 @@
+"""The allocation-policy contract the scheduler uses, and the one policy this package owns.
+
+Allocation policies live in :mod:`evaluator.policies` (GRAP on the RDN;
+round-robin, contiguous and random on a traditional Dragonfly), imported
+lazily. The scheduler needs only:
+
+* ``JobRequest(id, nodes, mode, requirements)`` and ``Allocation(job_id,
+  nodes, groups, large, mode)`` (:mod:`evaluator.policies.base`);
+* a policy with ``name``, ``total_nodes``, ``idle_nodes``,
+  ``allocate(request) -> Allocation | None`` (None: cannot start now;
+  otherwise its nodes are busy), ``release(allocation)`` and ``copy()``;
+* optionally ``count_only = True`` on a policy whose only constraint is the
+  number of idle nodes: the scheduler then computes reservations from node
+  counts, without copies (same answers, faster).
+
+:class:`UnrestrictedPolicy` (``"unrestricted"``) is that last kind: any idle
+nodes, lowest ids first, no topology rule; with it (and speedup 1) the
+simulation is plain FCFS with EASY backfilling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import ConfigError, positive_int
+
+__all__ = ["request_types", "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _JobRequest:
+    """Stand-in for :class:`evaluator.policies.base.JobRequest` while that package is absent."""
+
+    id: int
+    nodes: int
+    mode: str = "minimal_balance"
+    requirements: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Allocation:
+    """Stand-in for :class:`evaluator.policies.base.Allocation` while that package is absent."""
+
+    job_id: int
+    nodes: np.ndarray
+    groups: tuple[int, ...]
+    large: bool
+    mode: str
+
+
+def request_types():
+    """``(JobRequest, Allocation)``: :mod:`evaluator.policies.base`'s if it exists, else identical stand-ins."""
+    try:
+        from ..policies.base import Allocation, JobRequest
+    except ImportError:
+        return _JobRequest, _Allocation
+    return JobRequest, Allocation
+
+
+class UnrestrictedPolicy:
+    """Any idle nodes, lowest ids first: no placement rule beyond the count (``count_only``).
+
+    ``groups`` of an allocation are the groups (``node // nodes_per_group``)
+    its nodes fall in; ``large`` is whether it spans more than one group's
+    worth of nodes.
+    """
+
+    name = "unrestricted"
+    count_only = True
+
+    def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
+        self.n_groups = positive_int("policy.groups", groups)
+        self.nodes_per_group = positive_int("policy.nodes_per_group", nodes_per_group)
+        self._busy = np.zeros((self.n_groups, self.nodes_per_group), dtype=bool)
+        self._group_idle = np.full(self.n_groups, self.nodes_per_group, dtype=np.int64)
+        self._idle = self._busy.size
+        self._types = request_types()
+
+    @property
+    def total_nodes(self) -> int:
+        return int(self._busy.size)
+
+    @property
+    def idle_nodes(self) -> int:
+        return int(self._idle)
+
+    def allocate(self, job):
+        if job.nodes > self._idle:
+            return None
+        G = self.nodes_per_group
+        # the first groups (in id order) whose idle nodes cover the request; their lowest idle nodes
+        cum = np.cumsum(self._group_idle)
+        last = int(np.searchsorted(cum, job.nodes))
+        groups = np.flatnonzero(self._group_idle[: last + 1])
+        r, c = np.nonzero(~self._busy[groups])  # row-major: lowest groups, then lowest nodes, first
+        r, c = r[: job.nodes], c[: job.nodes]
+        self._busy[groups[r], c] = True
+        self._group_idle[groups] -= np.bincount(r, minlength=groups.size)
+        nodes = groups[r] * G + c
+        self._idle -= int(nodes.size)
+        return self._types[1](job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
+
+    def release(self, alloc) -> None:
+        nodes = np.asarray(alloc.nodes)
+        self._busy.reshape(-1)[nodes] = False
+        self._group_idle += np.bincount(nodes // self.nodes_per_group, minlength=self.n_groups)
+        self._idle += int(nodes.size)
+
+    def copy(self) -> "UnrestrictedPolicy":
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._busy = self._busy.copy()
+        new._group_idle = self._group_idle.copy()
+        return new
+
+
+LOCAL_POLICIES = {"unrestricted": UnrestrictedPolicy}
+"""Policies of this package (name -> class); every other name goes to :func:`evaluator.policies.build_policy`."""
+
+
+def make_policy(name: str, groups: int, nodes_per_group: int, seed: int = 0, **params):
+    """A policy by name: ``"unrestricted"`` here, others from :mod:`evaluator.policies` (imported lazily)."""
+    if name in LOCAL_POLICIES:
+        if params:
+            raise ConfigError("policy.params", sorted(params), f"no parameters for policy {name!r}")
+        return LOCAL_POLICIES[name](groups, nodes_per_group, seed)
+    try:
+        from ..policies import build_policy
+    except ImportError:
+        raise ConfigError("policy", name, f"one of {sorted(LOCAL_POLICIES)}",
+                          "The allocation policies of evaluator.policies (grap, slurm_round_robin, contiguous, "
+                          "random) are not installed in this version.") from None
+    return build_policy(name, groups, nodes_per_group, seed=seed, **params)

@@ -1,0 +1,266 @@
+"""The workload model of Feng et al. Sec. 5.1.4: enlargement, modes, MPI fractions, and run time on the RDN.
+
+* **Enlargement**: every job's size is multiplied by ``enlarge`` (2: Mira's
+  49,152 nodes to the 82,944-node RDN) and clamped to the machine.
+* **Modes**: jobs whose (enlarged) size is in ``[mode_lo, mode_hi]`` nodes
+  (576 ... 65,536 in the paper) draw a mode from ``mode_mix`` (40%
+  minimal balance, 40% adaptive, 10% custom balance, 10% custom); every
+  other job uses ``default_mode`` (minimal balance). Custom-balance jobs get
+  the fewest groups that split them evenly (each group's share at most a
+  group's nodes); custom jobs one group more than they need, with uneven
+  shares (the paper does not say how users choose; this is our assumption).
+* **MPI fractions**: ``mpi_fraction`` maps a size bin (upper bound in nodes)
+  to the fraction of run time spent in MPI; the paper computes them from
+  Mira's logs per job size (not bundled), so they are an input.
+* **Run time on the RDN** (:func:`accelerated_run_time`): the paper's
+  ``Acc_Time = Job_Time - MPI_Time x Speedup(mode, size)``. Our speedup
+  tables hold the *ratio* ``S = T_TDN / T_RDN`` of the communication time
+  (1: no change), as the network evaluation gives it; ``speedup_rule``
+  turns it into the fraction of MPI time saved:
+  ``"time_ratio"`` (default): the MPI time becomes ``MPI_Time / S``, saving
+  ``1 - 1/S``; ``"excess"``: saving ``S - 1`` (the paper's formula read
+  with "32% speedup" as 0.32), capped at the whole MPI time. Both leave a job
+  unchanged at ``S = 1``.
+
+:class:`SpeedupTable` wraps the speedup dataset (dims ``mode``, ``groups``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import ConfigError, check_seed, positive_float
+from .trace import MODES, Trace
+
+__all__ = ["WorkloadModel", "SpeedupTable", "speedup_table", "accelerated_run_time", "PAPER_MODE_MIX",
+           "SPEEDUP_RULES", "prepare_trace"]
+
+PAPER_MODE_MIX = {"minimal_balance": 0.4, "adaptive": 0.4, "custom_balance": 0.1, "custom": 0.1}
+"""Mode shares of large jobs of 576-65,536 nodes in Feng et al. Sec. 5.1.4."""
+
+SPEEDUP_RULES = ("time_ratio", "excess")
+"""How a communication speedup ratio S saves MPI time: ``1 - 1/S`` or ``S - 1`` (capped at 1)."""
+
+
+def _fraction_bins(value) -> tuple[tuple[float, float], ...]:
+    """``mpi_fraction`` as ((upper bound in nodes, fraction), ...), sorted; a number is one bin for every size."""
+    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):
+        value = {float("inf"): float(value)}
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = [tuple(x) for x in value]
+    else:
+        raise ConfigError("workload.mpi_fraction", value,
+                          "a fraction in [0, 1], or {max_nodes: fraction, ...} per job size")
+    out = []
+    for k, v in items:
+        try:
+            hi, f = float(k), float(v)
+        except (TypeError, ValueError):
+            raise ConfigError("workload.mpi_fraction", value, "size bins {max_nodes: fraction} of numbers") from None
+        if not (hi >= 1 and 0.0 <= f <= 1.0):
+            raise ConfigError("workload.mpi_fraction", value,
+                              "size bins {max_nodes >= 1: fraction in [0, 1]} (the last bin may be inf)")
+        out.append((hi, f))
+    if not out:
+        raise ConfigError("workload.mpi_fraction", value, "at least one size bin")
+    out.sort()
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadModel:
+    """Parameters of Sec. 5.1.4 (see the module docstring). All sizes in nodes."""
+
+    enlarge: float = 2.0
+    mode_lo: int = 576
+    mode_hi: int = 65536
+    mode_mix: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(PAPER_MODE_MIX))
+    default_mode: str = "minimal_balance"
+    mpi_fraction: Any = 0.3
+    speedup_rule: str = "time_ratio"
+    seed: int = 0
+
+    def __post_init__(self):
+        positive_float("workload.enlarge", self.enlarge)
+        check_seed("workload.seed", self.seed)
+        if self.default_mode not in MODES:
+            raise ConfigError("workload.default_mode", self.default_mode, f"one of {list(MODES)}")
+        mix = dict(self.mode_mix)
+        for m, p in mix.items():
+            if m not in MODES:
+                raise ConfigError("workload.mode_mix", m, f"modes from {list(MODES)}")
+            if not (isinstance(p, (int, float)) and p >= 0):
+                raise ConfigError(f"workload.mode_mix.{m}", p, "a share >= 0")
+        if not mix or sum(mix.values()) <= 0:
+            raise ConfigError("workload.mode_mix", mix, "shares of modes, not all 0")
+        if self.speedup_rule not in SPEEDUP_RULES:
+            raise ConfigError("workload.speedup_rule", self.speedup_rule, f"one of {list(SPEEDUP_RULES)}")
+        if not (0 <= self.mode_lo <= self.mode_hi):
+            raise ConfigError("workload.mode_lo", (self.mode_lo, self.mode_hi), "0 <= mode_lo <= mode_hi (nodes)")
+        _fraction_bins(self.mpi_fraction)
+
+    def fractions(self, nodes: np.ndarray) -> np.ndarray:
+        """MPI time fraction of each job size (the first bin whose upper bound is >= the size; past the last: its)."""
+        bins = _fraction_bins(self.mpi_fraction)
+        hi = np.array([b[0] for b in bins])
+        f = np.array([b[1] for b in bins])
+        idx = np.minimum(np.searchsorted(hi, np.asarray(nodes, dtype=np.float64), side="left"), len(bins) - 1)
+        return f[idx]
+
+
+def _even_split(n: int, G: int, groups: int) -> tuple[int, ...] | None:
+    """Fewest groups k (n/k <= G, k <= groups) that split n evenly, as (n/k,)*k; None if there is none."""
+    for k in range(-(-n // G), groups + 1):
+        if n % k == 0:
+            return (n // k,) * k
+    return None
+
+
+def _uneven_split(n: int, G: int, groups: int, rng: np.random.Generator) -> tuple[int, ...]:
+    """n nodes over one group more than needed (when there is one), in uneven shares of at most G each."""
+    k = min(-(-n // G) + 1, groups, n)
+    k = max(k, -(-n // G))
+    w = rng.uniform(0.5, 1.5, size=k)
+    r = np.floor(w / w.sum() * n).astype(np.int64)
+    r = np.clip(r, 1, G)
+    # fix the total: add to / take from groups with room, largest room first
+    diff = n - int(r.sum())
+    while diff != 0:
+        if diff > 0:
+            i = int(np.argmax(G - r))
+            step = min(diff, int(G - r[i]))
+        else:
+            i = int(np.argmax(r))
+            step = -min(-diff, int(r[i] - 1))
+        r[i] += step
+        diff -= step
+    return tuple(int(x) for x in r)
+
+
+def prepare_trace(trace: Trace, total_nodes: int, nodes_per_group: int, model: WorkloadModel | None = None) -> Trace:
+    """The trace as the simulation runs it: sizes enlarged and clamped, a mode, requirements and MPI fraction
+    per job (modes and fractions already in the trace are kept)."""
+    model = model or WorkloadModel()
+    G = int(nodes_per_group)
+    groups = int(total_nodes) // G
+    nodes = np.minimum(np.ceil(trace.nodes * model.enlarge).astype(np.int64), int(total_nodes))
+    nodes = np.maximum(nodes, 1)
+    rng = np.random.default_rng(model.seed)
+    mix_modes = list(model.mode_mix)
+    p = np.array([model.mode_mix[m] for m in mix_modes], dtype=np.float64)
+    p /= p.sum()
+    draws = rng.choice(len(mix_modes), size=trace.n_jobs, p=p)
+    if trace.mode is None:
+        in_range = (nodes >= model.mode_lo) & (nodes <= model.mode_hi) & (nodes > G)
+        mode = np.where(in_range, np.asarray(mix_modes, dtype=object)[draws], model.default_mode).astype(object)
+    else:
+        mode = np.asarray(trace.mode, dtype=object).copy()
+    if trace.requirements is None:
+        reqs = []
+        for i in range(trace.n_jobs):
+            n = int(nodes[i])
+            r: tuple[int, ...] = ()
+            if n > G and mode[i] == "custom_balance":
+                r = _even_split(n, G, groups) or ()
+                if not r:  # no even split: the user asks for near-even shares instead
+                    mode[i] = "custom"
+            if n > G and mode[i] == "custom":
+                r = _uneven_split(n, G, groups, rng)
+            reqs.append(r)
+        requirements = tuple(reqs)
+    else:
+        requirements = trace.requirements
+    mpi = model.fractions(nodes) if trace.mpi_fraction is None else np.asarray(trace.mpi_fraction, np.float64)
+    attrs = dict(trace.attrs)
+    attrs.update({"enlarge": float(model.enlarge), "mode_lo": int(model.mode_lo), "mode_hi": int(model.mode_hi),
+                  "mode_mix": repr(dict(model.mode_mix)), "mpi_fraction": repr(model.mpi_fraction),
+                  "speedup_rule": model.speedup_rule, "model_seed": int(model.seed)})
+    return trace.replace(nodes=nodes, mode=mode, requirements=requirements, mpi_fraction=mpi, attrs=attrs)
+
+
+class SpeedupTable:
+    """Speedup(mode, groups) of the communication on the RDN against the traditional Dragonfly.
+
+    Built from an :class:`xarray.Dataset` (its ``speedup`` variable, or its
+    only one) or :class:`xarray.DataArray` with dims ``mode`` and ``groups``:
+    the ratio ``T_TDN / T_RDN`` (1: no change) computed by the network
+    evaluation for jobs on that many groups. A job on ``g`` groups gets the
+    value at ``g``, linearly interpolated between the table's group counts;
+    below the smallest count it gets 1 (the paper's Fig. 4 starts at two
+    groups: jobs in one group are not accelerated) and above the largest the
+    largest's value. NaN marks a (mode, groups) not computed: that mode's
+    other points are used. A mode missing from the table (or all NaN) is an
+    error when the simulation starts.
+    """
+
+    def __init__(self, data):
+        import xarray as xr
+
+        if isinstance(data, xr.Dataset):
+            names = list(data.data_vars)
+            if "speedup" in data:
+                data = data["speedup"]
+            elif len(names) == 1:
+                data = data[names[0]]
+            else:
+                raise ConfigError("speedup_table", names, "a dataset with a 'speedup' variable (or only one)")
+        if not isinstance(data, xr.DataArray) or set(data.dims) != {"mode", "groups"}:
+            raise ConfigError("speedup_table", getattr(data, "dims", type(data).__name__),
+                              "an xarray DataArray/Dataset with dims ('mode', 'groups')")
+        data = data.transpose("mode", "groups").sortby("groups")
+        self.modes = tuple(str(m) for m in data["mode"].values)
+        groups = np.asarray(data["groups"].values, dtype=np.float64)
+        values = np.asarray(data.values, dtype=np.float64)
+        self._rows = {}
+        for m, row in zip(self.modes, values):
+            ok = ~np.isnan(row)
+            if not ok.any() or np.any(~np.isfinite(row[ok])) or np.any(row[ok] <= 0):
+                raise ConfigError(f"speedup_table[mode={m!r}]", row.tolist(),
+                                  "finite ratios > 0 (NaN where not computed, but not everywhere)")
+            self._rows[m] = (groups[ok], row[ok])
+        self.data = data
+
+    def check_modes(self, modes) -> None:
+        """Raise ConfigError if a job's mode has no row in the table."""
+        missing = sorted(set(str(m) for m in modes) - set(self.modes))
+        if missing:
+            raise ConfigError("speedup_table.mode", missing[0], f"a mode of the table: {list(self.modes)}",
+                              "Compute the speedups of every mode the workload uses.")
+
+    def __call__(self, mode: str, groups: int) -> float:
+        """The speedup ratio of a job of ``mode`` on ``groups`` groups."""
+        gs, row = self._rows[mode]
+        g = float(groups)
+        if g < gs[0]:
+            return 1.0
+        return float(np.interp(g, gs, row))
+
+
+def speedup_table(values: Mapping[str, Mapping[int, float]]):
+    """A speedup dataset from ``{mode: {groups: ratio}}`` (for tests and hand-made studies; the real one comes
+    from the network evaluation)."""
+    import xarray as xr
+
+    modes = list(values)
+    groups = sorted({int(g) for row in values.values() for g in row})
+    arr = np.full((len(modes), len(groups)), np.nan)
+    for i, m in enumerate(modes):
+        for j, g in enumerate(groups):
+            if g in values[m]:
+                arr[i, j] = float(values[m][g])
+    return xr.Dataset({"speedup": (("mode", "groups"), arr,
+                                   {"long_name": "communication speedup T_TDN / T_RDN", "units": "1"})},
+                      coords={"mode": np.asarray(modes, dtype=str), "groups": np.asarray(groups, dtype=np.int64)})
+
+
+def accelerated_run_time(run_time: float, mpi_fraction: float, speedup: float, rule: str = "time_ratio") -> float:
+    """Run time (s) on the RDN: ``run_time - mpi_fraction * run_time * saving(speedup)`` (module docstring)."""
+    if speedup == 1.0 or mpi_fraction == 0.0:
+        return float(run_time)
+    saving = 1.0 - 1.0 / speedup if rule == "time_ratio" else min(speedup - 1.0, 1.0)
+    return float(run_time) - float(mpi_fraction) * float(run_time) * saving

@@ -1,0 +1,327 @@
+"""Event-driven scheduler simulation: first come first served with EASY backfilling, any allocation policy.
+
+The scheduler (as Slurm's ``sched/backfill`` with one reservation):
+
+* **Events** are job submissions and job ends; all events at one time are
+  applied (ends first), then one scheduling pass runs.
+* **FCFS**: queued jobs in submission order (then job number); the head
+  starts as soon as the policy places it (``policy.allocate``).
+* **Reservation** of a blocked head: on a copy of the policy, running jobs
+  are released in the order of their *expected* ends (start + requested time,
+  never before now: a job past its request is expected to end at once) until
+  the head fits; the expected end of the last one released is the head's
+  *shadow time*. Because allocation is topology-constrained, the fit is
+  asked of the policy, not counted.
+* **Backfilling**: each later job (the first ``backfill_depth``, as Slurm's
+  ``bf_max_job_test``) starts now if the policy places it now and either its
+  expected end is by the shadow time, or the head still fits at the shadow
+  time with it running (a copy of the policy with the new job placed and
+  every running job expected to end by the shadow time released). For a
+  policy marked ``count_only`` the same tests are node counts (classic EASY:
+  the "extra" nodes).
+* **Shortcuts** that change no answer (for a policy on which busier nodes
+  never make a placement possible that was not): the reservation is computed only
+  when a candidate fits now (and once per head, to record it); at a time
+  when no job ended and no head started, only the newly submitted jobs are
+  tried (every older one's tests can only have become harder); a candidate
+  that would leave fewer idle nodes at the shadow time than the head needs
+  is skipped without asking the policy.
+* **Times**: reservations use requested times (SWF field 9; a job whose
+  run time exceeds its request is given its run time as request, so no job
+  outlives what reservations assume); ends use actual run times. On the RDN
+  a job's actual run time is shortened by its communication speedup (:func:`evaluator.workload.model.accelerated_run_time`,
+  looked up at start for its mode and the number of groups it was given).
+
+The result is a per-job :class:`xarray.Dataset` (dim ``job``) with submit,
+start, end, wait (s), nodes, groups, mode, speedup, run_time,
+requested_time, backfilled and the first reservation computed for the job
+while it was a blocked head (``reservation``, NaN if it never was).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import time as _time
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..errors import ConfigError
+from ._policy import request_types
+from .model import SPEEDUP_RULES, SpeedupTable, accelerated_run_time
+from .trace import Trace, validate_requests
+
+__all__ = ["simulate", "JOB_VARS", "DEFAULT_BACKFILL_DEPTH"]
+
+DEFAULT_BACKFILL_DEPTH = 500
+"""Queued jobs a pass considers for backfilling (Slurm's default ``bf_max_job_test``); None: all."""
+
+JOB_VARS = {
+    "submit": ("s", "submission time"),
+    "start": ("s", "start time"),
+    "end": ("s", "end time"),
+    "wait": ("s", "wait time (start - submit)"),
+    "run_time": ("s", "run time in the simulation (after any speedup)"),
+    "requested_time": ("s", "requested wall time (what reservations use)"),
+    "nodes": ("nodes", "nodes allocated"),
+    "groups": ("groups", "groups the allocation spans"),
+    "speedup": ("1", "communication speedup ratio applied to the job's MPI time (1: none)"),
+    "mpi_fraction": ("1", "fraction of the job's original run time spent in MPI"),
+    "backfilled": ("1", "whether the job started ahead of an earlier-submitted job"),
+    "reservation": ("s", "first shadow time computed while the job was a blocked queue head (NaN: never)"),
+}
+"""Per-job variables of the simulation dataset: name -> (units, long name)."""
+
+
+class _Running:
+    """Running jobs ordered by expected end (start + requested)."""
+
+    __slots__ = ("keys", "alloc", "nodes")
+
+    def __init__(self):
+        self.keys: list[tuple[float, int]] = []  # (expected end, job index), sorted
+        self.alloc: dict[int, Any] = {}
+        self.nodes: dict[int, int] = {}
+
+    def add(self, est_end: float, j: int, alloc, n: int) -> None:
+        bisect.insort(self.keys, (est_end, j))
+        self.alloc[j] = alloc
+        self.nodes[j] = n
+
+    def remove(self, est_end: float, j: int):
+        k = bisect.bisect_left(self.keys, (est_end, j))
+        del self.keys[k]
+        self.nodes.pop(j)
+        return self.alloc.pop(j)
+
+
+def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_ratio",
+             nodes_per_group: int | None = None, backfill_depth: int | None = DEFAULT_BACKFILL_DEPTH,
+             progress: bool = False) -> xr.Dataset:
+    """Simulate ``trace`` on ``policy`` (FCFS + EASY backfilling; see the module docstring).
+
+    Parameters
+    ----------
+    trace
+        Jobs (usually from :func:`evaluator.workload.prepare_trace`); a job
+        without a mode is ``minimal_balance``, without an MPI fraction 0.
+    policy
+        An allocation policy (:mod:`evaluator.policies` or
+        :class:`~evaluator.workload.UnrestrictedPolicy`), empty; it is used
+        and left in its final state.
+    speedups
+        A :class:`~evaluator.workload.SpeedupTable` (or the dataset it wraps):
+        the RDN's speedup per (mode, groups). None: every job runs as in the
+        trace (the traditional Dragonfly).
+    speedup_rule
+        How a speedup ratio shortens the MPI time (:data:`SPEEDUP_RULES`).
+    nodes_per_group
+        Nodes per group, to check requirements; default ``policy.nodes_per_group``.
+    backfill_depth
+        Queued jobs tried for backfilling per pass (None: all).
+    progress
+        Show a progress bar (tqdm) over started jobs.
+    """
+    t_wall = _time.perf_counter()
+    if speedup_rule not in SPEEDUP_RULES:
+        raise ConfigError("workload.speedup_rule", speedup_rule, f"one of {list(SPEEDUP_RULES)}")
+    if backfill_depth is not None and not (isinstance(backfill_depth, int) and backfill_depth >= 0):
+        raise ConfigError("schedule.backfill_depth", backfill_depth, "an integer >= 0, or None for every queued job")
+    total = int(policy.total_nodes)
+    G = int(nodes_per_group or getattr(policy, "nodes_per_group", 0) or total)
+    if int(policy.idle_nodes) != total:
+        raise ConfigError("policy", getattr(policy, "name", type(policy).__name__),
+                          "an empty policy (every node idle) at the start of a simulation")
+    validate_requests(trace, total, G)
+    table = None
+    if speedups is not None:
+        table = speedups if isinstance(speedups, SpeedupTable) else SpeedupTable(speedups)
+        table.check_modes(trace.modes())
+    JobRequest, _ = request_types()
+
+    order = np.lexsort((trace.job_id, trace.submit))
+    n = trace.n_jobs
+    ids = trace.job_id[order].astype(np.int64)
+    sub = np.asarray(trace.submit, np.float64)[order]
+    run = np.asarray(trace.run_time, np.float64)[order]
+    # a job that ran past its request keeps running (logs record grace periods; Slurm would have killed it):
+    # its request is raised to its run time, so that no job outlives what reservations assume
+    req_t = np.maximum(np.asarray(trace.requested_time, np.float64)[order], run)
+    size = np.asarray(trace.nodes, np.int64)[order]
+    modes = trace.modes()[order]
+    reqs = trace.reqs()
+    mpi = (np.zeros(n) if trace.mpi_fraction is None else np.asarray(trace.mpi_fraction, np.float64))[order]
+    requests = [JobRequest(int(ids[i]), int(size[i]), str(modes[i]), tuple(reqs[int(order[i])])) for i in range(n)]
+
+    start = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    actual = np.full(n, np.nan)
+    n_groups = np.zeros(n, np.int64)
+    spd = np.ones(n)
+    backfilled = np.zeros(n, bool)
+    reservation = np.full(n, np.nan)
+
+    count_only = bool(getattr(policy, "count_only", False))
+    running = _Running()
+    ends: list[tuple[float, int]] = []  # heap of (end, job index)
+    queue: list[int] = []
+    nxt = 0  # next submission (index into the FCFS order)
+    n_started = 0
+    min_size = int(size.min()) if n else 0
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, unit="job", desc=f"schedule {getattr(policy, 'name', '')}".strip())
+
+    def launch(j: int, alloc, t: float, late: bool) -> None:
+        g = len(alloc.groups) if len(alloc.groups) else int(np.unique(np.asarray(alloc.nodes) // G).size)
+        s = table(str(modes[j]), g) if table is not None else 1.0
+        a = accelerated_run_time(run[j], mpi[j], s, speedup_rule)
+        req_t[j] = max(req_t[j], a)  # slower than requested (a speedup < 1): as a trace's overrun, the request grows
+        start[j], actual[j], end[j] = t, a, t + a
+        n_groups[j], spd[j], backfilled[j] = g, s, late
+        heapq.heappush(ends, (t + a, j))
+        running.add(t + req_t[j], j, alloc, int(size[j]))
+
+    def try_place(pol, j: int):
+        if size[j] > pol.idle_nodes:
+            return None
+        return pol.allocate(requests[j])
+
+    def shadow_of(h: int, t: float) -> tuple[float, int]:
+        """(shadow time, nodes free at it) of head ``h``: release running jobs by expected end until it fits."""
+        idle = int(policy.idle_nodes)
+        need = int(size[h])
+        if count_only:
+            free = idle
+            for est, j in running.keys:
+                free += running.nodes[j]
+                if free >= need:
+                    shadow = max(est, t)
+                    break
+            else:
+                raise _never_fits(h)
+        else:
+            pc = policy.copy()
+            for est, j in running.keys:
+                pc.release(running.alloc[j])
+                if pc.idle_nodes >= need and pc.allocate(requests[h]) is not None:
+                    shadow = max(est, t)
+                    break
+            else:
+                raise _never_fits(h)
+        free = idle + sum(running.nodes[j] for est, j in running.keys if max(est, t) <= shadow)
+        return shadow, free
+
+    def _never_fits(h: int) -> ConfigError:
+        return ConfigError(f"job {int(ids[h])}: request", f"{int(size[h])} nodes, mode {modes[h]!r}",
+                           f"a request policy {getattr(policy, 'name', '?')!r} can place on an empty machine "
+                           f"of {total} nodes", "Check the job's mode and requirements against the machine.")
+
+    def head_fits_at_shadow(h: int, shadow: float, t: float) -> bool:
+        pc = policy.copy()
+        for est, j in running.keys:
+            if max(est, t) > shadow:
+                break
+            pc.release(running.alloc[j])
+        return pc.allocate(requests[h]) is not None
+
+    def schedule(t: float, first_new: int, changed: bool) -> None:
+        """One pass at time ``t``. ``first_new``: queue position of the jobs submitted at ``t``; ``changed``:
+        whether a job ended at ``t``. When nothing ended and no head starts, the machine is as at the last pass,
+        so only the new jobs can backfill (an older one's tests can only have become harder)."""
+        nonlocal n_started
+        while queue:
+            h = queue[0]
+            a = try_place(policy, h)
+            if a is None:
+                break
+            launch(h, a, t, False)
+            queue.pop(0)
+            n_started += 1
+            changed = True
+        if not queue:
+            return
+        h = queue[0]
+        if not running.keys:  # an empty machine, and the head does not fit
+            raise _never_fits(h)
+        stop = len(queue) if backfill_depth is None else min(len(queue), 1 + backfill_depth)
+        lo = 1 if changed else max(1, first_new)
+        shadow = free_at_shadow = None
+        if math.isnan(reservation[h]):
+            shadow, free_at_shadow = shadow_of(h, t)
+            reservation[h] = shadow
+        started = []
+        need = int(size[h])
+        for k in range(lo, stop):
+            idle = policy.idle_nodes
+            if idle < min_size:
+                break
+            j = queue[k]
+            if size[j] > idle:
+                continue
+            if shadow is None:  # computed once a candidate fits now
+                shadow, free_at_shadow = shadow_of(h, t)
+            by_shadow = t + req_t[j] <= shadow
+            if not by_shadow and free_at_shadow - size[j] < need:
+                continue  # would hold nodes the head needs at its shadow time (a count: no placement asked)
+            a = policy.allocate(requests[j])
+            if a is None:
+                continue
+            if not (by_shadow or count_only or head_fits_at_shadow(h, shadow, t)):
+                policy.release(a)
+                continue
+            if not by_shadow:
+                free_at_shadow -= int(size[j])
+            launch(j, a, t, True)
+            started.append(k)
+            n_started += 1
+        for k in reversed(started):
+            del queue[k]
+
+    while nxt < n or ends:
+        t = min(sub[nxt] if nxt < n else math.inf, ends[0][0] if ends else math.inf)
+        changed = False
+        while ends and ends[0][0] <= t:
+            _, j = heapq.heappop(ends)
+            policy.release(running.remove(start[j] + req_t[j], j))
+            changed = True
+        first_new = len(queue)
+        while nxt < n and sub[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        before = n_started
+        schedule(t, first_new, changed)
+        if bar is not None and n_started > before:
+            bar.update(n_started - before)
+    if bar is not None:
+        bar.close()
+    if queue:  # pragma: no cover - every job fits an empty machine (checked in schedule)
+        raise RuntimeError(f"{len(queue)} jobs never started")
+
+    data = {
+        "submit": sub, "start": start, "end": end, "wait": start - sub, "run_time": actual,
+        "requested_time": req_t, "nodes": size, "groups": n_groups, "speedup": spd, "mpi_fraction": mpi,
+        "backfilled": backfilled, "reservation": reservation,
+    }
+    ds = xr.Dataset({k: ("job", v, {"units": JOB_VARS[k][0], "long_name": JOB_VARS[k][1]}) for k, v in data.items()},
+                    coords={"job": ("job", ids, {"long_name": "job number in the trace"})})
+    ds["mode"] = ("job", np.asarray(modes, dtype=str), {"long_name": "allocation mode"})
+    ds.attrs.update({k: v for k, v in trace.attrs.items() if isinstance(v, (str, int, float))})
+    ds.attrs.update({
+        "policy": str(getattr(policy, "name", type(policy).__name__)),
+        "total_nodes": total,
+        "nodes_per_group": G,
+        "speedups": "none" if table is None else "table",
+        "speedup_rule": speedup_rule,
+        "backfill_depth": -1 if backfill_depth is None else int(backfill_depth),
+        "scheduler": "FCFS + EASY backfilling",
+        "n_jobs": int(n),
+        "simulation_s": _time.perf_counter() - t_wall,
+    })
+    return ds

@@ -1,0 +1,145 @@
+"""A job trace: what the scheduler simulation reads (from an SWF file or the synthetic generator).
+
+A :class:`Trace` holds one row per job, in arrays (times in seconds, sizes in
+nodes):
+
+* ``job_id``: the trace's job number;
+* ``submit``: submission time (s, from the trace's start);
+* ``run_time``: actual run time on the machine the trace was taken on (s);
+* ``requested_time``: the user's wall-time request (s), what reservations
+  use (a job whose request is unknown gets its run time: a perfect estimate);
+* ``nodes``: nodes requested;
+* ``mode``: GRAP allocation mode (:data:`MODES`; ``""`` until the workload
+  model assigns one);
+* ``requirements``: per-group node counts of custom (balance) jobs, ``()``
+  otherwise;
+* ``mpi_fraction``: fraction of the run time spent in MPI (NaN until the
+  workload model assigns one).
+
+:func:`validate_requests` checks modes and requirements against a machine
+before a simulation starts; bad input raises :class:`~evaluator.errors.ConfigError`
+naming the job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["MODES", "Trace", "validate_requests"]
+
+MODES = ("minimal_balance", "custom_balance", "custom", "adaptive")
+"""GRAP's allocation modes (Feng et al. Sec. 4.2): a job's ``mode`` is one of these."""
+
+_REQ_MODES = ("custom_balance", "custom")
+"""Modes whose jobs carry per-group node requirements."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """Jobs of a workload, one entry per job in every array (see the module docstring for units)."""
+
+    job_id: np.ndarray  # Int[ndarray, "job"]
+    submit: np.ndarray  # Float[ndarray, "job"] seconds
+    run_time: np.ndarray  # Float[ndarray, "job"] seconds
+    requested_time: np.ndarray  # Float[ndarray, "job"] seconds
+    nodes: np.ndarray  # Int[ndarray, "job"] nodes
+    mode: np.ndarray | None = None  # Str[ndarray, "job"]; None: not assigned
+    requirements: tuple[tuple[int, ...], ...] | None = None  # per job; None: none
+    mpi_fraction: np.ndarray | None = None  # Float[ndarray, "job"] in [0, 1]; None: not assigned
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        n = len(self.job_id)
+        for f in ("submit", "run_time", "requested_time", "nodes"):
+            if len(getattr(self, f)) != n:
+                raise ConfigError(f"trace.{f}", len(getattr(self, f)), f"one entry per job ({n})")
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs."""
+        return int(len(self.job_id))
+
+    def __len__(self) -> int:
+        return self.n_jobs
+
+    def modes(self) -> np.ndarray:
+        """Each job's mode (``"minimal_balance"`` where none was assigned)."""
+        if self.mode is None:
+            return np.full(self.n_jobs, MODES[0], dtype=object)
+        return np.asarray(self.mode, dtype=object)
+
+    def reqs(self) -> tuple[tuple[int, ...], ...]:
+        """Each job's per-group node requirements (``()`` where none)."""
+        return self.requirements if self.requirements is not None else ((),) * self.n_jobs
+
+    def replace(self, **changes) -> "Trace":
+        """A copy with some fields replaced."""
+        return dataclasses.replace(self, **changes)
+
+    def head(self, n: int) -> "Trace":
+        """The first ``n`` jobs (in the trace's order)."""
+        sl = slice(0, int(n))
+        return Trace(self.job_id[sl], self.submit[sl], self.run_time[sl], self.requested_time[sl],
+                     self.nodes[sl], None if self.mode is None else self.mode[sl],
+                     None if self.requirements is None else self.requirements[sl],
+                     None if self.mpi_fraction is None else self.mpi_fraction[sl], dict(self.attrs))
+
+
+def validate_requests(trace: Trace, total_nodes: int, nodes_per_group: int) -> None:
+    """Check every job's size, mode and requirements against a machine; raise ConfigError naming the job.
+
+    * sizes in ``[1, total_nodes]``; times finite and >= 0;
+    * ``mode`` one of :data:`MODES`;
+    * ``custom_balance`` and ``custom`` jobs larger than a group list their
+      per-group node counts: each in ``[1, nodes_per_group]``, at most
+      ``total_nodes / nodes_per_group`` groups, summing to the job's size
+      (``custom_balance``: all equal); other jobs list none.
+    """
+    groups = total_nodes // nodes_per_group
+    ids = trace.job_id
+    bad = np.flatnonzero((trace.nodes < 1) | (trace.nodes > total_nodes))
+    if bad.size:
+        i = int(bad[0])
+        raise ConfigError(f"job {int(ids[i])}: nodes", int(trace.nodes[i]),
+                          f"an integer in [1, {total_nodes}] (the machine's nodes)",
+                          "Enlarge or clamp the trace to the machine (workload enlarge), or simulate a larger machine.")
+    for name in ("submit", "run_time", "requested_time"):
+        a = np.asarray(getattr(trace, name), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
+        if bad.size:
+            i = int(bad[0])
+            raise ConfigError(f"job {int(ids[i])}: {name}", float(a[i]), "a finite number of seconds >= 0")
+    modes = trace.modes()
+    reqs = trace.reqs()
+    for i in range(trace.n_jobs):
+        m = modes[i]
+        if m not in MODES:
+            raise ConfigError(f"job {int(ids[i])}: mode", m, f"one of {list(MODES)}")
+        r = reqs[i]
+        n = int(trace.nodes[i])
+        if m in _REQ_MODES and n > nodes_per_group:
+            if not r:
+                raise ConfigError(f"job {int(ids[i])}: requirements", list(r),
+                                  f"per-group node counts for mode {m!r} (a non-empty list summing to {n})")
+            if sum(r) != n:
+                raise ConfigError(f"job {int(ids[i])}: requirements", list(r),
+                                  f"per-group node counts summing to the job's size {n} (they sum to {sum(r)})")
+            if min(r) < 1 or max(r) > nodes_per_group:
+                raise ConfigError(f"job {int(ids[i])}: requirements", list(r),
+                                  f"node counts in [1, {nodes_per_group}] (one group's nodes)")
+            if len(r) > groups:
+                raise ConfigError(f"job {int(ids[i])}: requirements", list(r),
+                                  f"at most {groups} groups (the machine's groups)")
+            if m == "custom_balance" and len(set(r)) != 1:
+                raise ConfigError(f"job {int(ids[i])}: requirements", list(r),
+                                  "equal node counts in every group for mode 'custom_balance'",
+                                  "Use mode 'custom' for uneven counts.")
+        elif r and (m not in _REQ_MODES or sum(r) != n):
+            raise ConfigError(f"job {int(ids[i])}: requirements", list(r),
+                              f"none for a job of mode {m!r} and {n} nodes"
+                              + ("" if m not in _REQ_MODES else f", or counts summing to {n}"))
