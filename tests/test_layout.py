@@ -131,7 +131,7 @@ LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
      "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache"),
     ("evaluator.topology",),
-    ("evaluator.routing", "evaluator.traffic", "evaluator.placement"),
+    ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),
     ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot"),
