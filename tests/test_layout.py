@@ -45,6 +45,8 @@ BUILD_CONTEXT = {
                              "placement=linear"],
     ("routing", "valiant"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all",
                              "placement=linear"],
+    ("topology", "rdn"): ["routing=tago", "traffic=all_to_all", "placement=linear"],
+    ("routing", "tago"): ["topology=rdn", "traffic=all_to_all", "placement=linear"],
     ("placement", "linear"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "random"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "dragonfly_cartesian"): [],
