@@ -62,6 +62,7 @@ for _traffic in config.FAMILIES["traffic"]:
         "stencil": ["traffic.alpha=[8,8,8]", "traffic.beta=[4,4,2]"],
         "tornado": ["traffic.grid=[4,4,2]"],
         "many_to_many": ["traffic.n_sources=8", "traffic.n_destinations=8", "traffic.n_tasks=32"],
+        "neighbouring": ["traffic.block_sizes=[8,8,8,8]"],
     }.get(_traffic, [])
 
 
@@ -136,7 +137,7 @@ LAYERS = [
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),
     ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
-    ("evaluator.query", "evaluator.plot"),
+    ("evaluator.query", "evaluator.plot", "evaluator.studies"),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench"),
     ("evaluator.cli",),
     ("evaluator", "evaluator.__main__"),
