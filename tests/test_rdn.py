@@ -140,18 +140,30 @@ def test_traffic_matched_is_min_max():
 
 
 # ----------------------------------------------------------------------------- TAGO against a per-flow walk
-def walk(t, src, dst, w):
-    """Per-flow loads: local hop, each direct global link with 1/n, local hop (router ids)."""
+def walk(t, src, dst, w, intra="minimal"):
+    """Per-flow loads: local hop, each direct global link with 1/n, local hop (router ids); ``intra="valiant"``:
+    every local hop u -> v through each other router r of the group with 1/(a-2)."""
     a, h = t.a, t.h
     edge = defaultdict(list)
     for s, d, link in t.router_edges():
         edge[(s, d)].append(link)
     loads = np.zeros(t.n_router_links)
 
+    def direct(u, v, x):
+        (link,) = [lk for lk in edge[(u, v)] if lk < t.g * a * (a - 1)]   # the local link
+        loads[link] += x
+
     def hop(u, v, x):
-        if u != v:
-            (link,) = [lk for lk in edge[(u, v)] if lk < t.g * a * (a - 1)]   # the local link
-            loads[link] += x
+        if u == v:
+            return
+        if intra == "minimal":
+            direct(u, v, x)
+            return
+        G = u // a
+        mids = [G * a + r for r in range(a) if G * a + r not in (u, v)]
+        for r in mids:
+            direct(u, r, x / len(mids))
+            direct(r, v, x / len(mids))
 
     for s, d, x in zip(src, dst, w):
         S, D = s // a, d // a
@@ -171,11 +183,14 @@ def walk(t, src, dst, w):
     return loads
 
 
-@pytest.mark.parametrize("c", [CASES[0], CASES[1], CASES[3], CASES[5], CASES[7]],
-                         ids=["standard", "standard-k2", "standard-h1-walecki", "jobs-k2", "traffic"])
-def test_tago_sparse_and_dense_match_the_walk(c):
+@pytest.mark.parametrize("c,intra", [(CASES[0], "minimal"), (CASES[1], "minimal"), (CASES[3], "minimal"),
+                                     (CASES[5], "minimal"), (CASES[7], "minimal"), (CASES[0], "valiant"),
+                                     (CASES[7], "valiant")],
+                         ids=["standard", "standard-k2", "standard-h1-walecki", "jobs-k2", "traffic",
+                              "standard-intra-valiant", "traffic-intra-valiant"])
+def test_tago_sparse_and_dense_match_the_walk(c, intra):
     t = build(c)
-    op = build_routing(t, tago())
+    op = build_routing(t, tago(intra))
     R = t.n_routers
     rng = np.random.default_rng(0)
     pl = np.asarray(t.pair_links)
@@ -185,7 +200,7 @@ def test_tago_sparse_and_dense_match_the_walk(c):
     src, dst = src[keep], dst[keep]
     w = rng.random(src.size) * (src != dst)
     got = np.asarray(op.apply(op.tables, src, dst, w))
-    ref = walk(t, src, dst, w)
+    ref = walk(t, src, dst, w, intra)
     np.testing.assert_allclose(got, ref, rtol=TOL["rel"], atol=TOL["bytes"])
     # dense rank-one demand u[s] v[d] over connected pairs only (a job's groups in the jobs/traffic configs)
     groups = sorted({x for grp in t.jobs for x in grp}) if t.jobs else list(range(t.g))
@@ -198,7 +213,7 @@ def test_tago_sparse_and_dense_match_the_walk(c):
         v[G * t.a:(G + 1) * t.a] = rng.random(t.a)
     got_d = np.asarray(op.apply_dense(op.tables, u, v))
     S, D = np.nonzero(np.ones((R, R), bool) & ~np.eye(R, dtype=bool))
-    ref_d = walk(t, S, D, u[S] * v[D])
+    ref_d = walk(t, S, D, u[S] * v[D], intra)
     np.testing.assert_allclose(got_d, ref_d, rtol=TOL["rel"], atol=TOL["bytes"])
 
 
@@ -217,6 +232,10 @@ def test_tago_through_evaluate_and_unconnected_bytes():
 def test_tago_only_on_rdn():
     with pytest.raises(ConfigError, match="routing.kind"):
         build_routing(dragonfly(2, 4, 2), tago())
+    with pytest.raises(ConfigError, match="routing.intra"):
+        tago("ugal")
+    with pytest.raises(ConfigError, match="routing.intra"):
+        build_routing(rdn(1, 2, 2, 4), tago("valiant"))
 
 
 @pytest.mark.parametrize("kw,field", [

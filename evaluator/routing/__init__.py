@@ -21,7 +21,7 @@ from ..topology import Topology
 from . import _dor, _dragonfly, _tago
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant
-from ._tago import tago
+from ._tago import TagoRouting, tago
 from .base import Routing, RoutingKind, RoutingOperator
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "minimal",
     "valiant",
     "tago",
+    "TagoRouting",
     "dor_order",
     "DOR_ORDERS",
     "TIE_RULES",

@@ -8,7 +8,11 @@ the destination router. No indirect paths: bytes between two groups the
 configuration does not connect are not carried (the ``jobs`` and ``traffic``
 configurations connect every pair of a job's groups; :func:`unconnected_bytes`
 measures what a traffic would lose). Intra-group traffic takes the direct
-local link (the groups are full meshes).
+local link (the groups are full meshes). With ``intra="valiant"`` every local
+segment (intra-group traffic and the local hops of inter-group traffic) goes
+instead through a uniformly chosen third router of the group (the paper runs
+adaptive routing inside groups; ``minimal`` and ``valiant`` bound it from the
+two sides, as on the traditional Dragonfly).
 
 Aggregates, never per router pair: each flow adds its bytes to
 ``R2G[router, dst group]``, ``G2R[src group, router]``, ``GG[group, group]``
@@ -24,22 +28,38 @@ multiply-adds per point.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
 
 from .._ops import segment_add, take
-from ..errors import check_memory
+from ..errors import check_memory, require
 from ..topology import RdnTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
-__all__ = ["tago", "TagoConfig", "TAGO", "unconnected_bytes"]
+__all__ = ["tago", "TagoRouting", "TagoConfig", "TAGO", "unconnected_bytes", "INTRA_MODES"]
+
+INTRA_MODES = ("minimal", "valiant")
+"""Routing inside a group: the direct local link, or through a uniformly chosen third router."""
 
 
-def tago() -> Routing:
-    """TAGO routing: inter-group traffic balanced over all direct links, no indirect paths."""
-    return Routing("tago")
+@dataclasses.dataclass(frozen=True)
+class TagoRouting(Routing):
+    """TAGO with its routing inside groups, ``intra`` (:data:`INTRA_MODES`)."""
+
+    intra: str = "minimal"
+
+    @property
+    def label(self) -> str:
+        return "tago" if self.intra == "minimal" else f"tago-{self.intra}"
+
+
+def tago(intra: str = "minimal") -> TagoRouting:
+    """TAGO routing: inter-group traffic balanced over all direct links, no indirect paths; ``intra`` inside groups."""
+    require(intra in INTRA_MODES, "routing.intra", intra, " | ".join(INTRA_MODES))
+    return TagoRouting("tago", intra)
 
 
 def operator_bytes(topo: RdnTopology) -> int:
@@ -92,13 +112,26 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
     R = g * a
     check_memory("routing", routing.kind, operator_bytes(topo),
                  f"its tables on {topo.name} (own[g, g, a] = [{g}, {g}, {a}])", "Use an RDN with fewer groups.")
+    intra = getattr(routing, "intra", "minimal")
+    valiant = intra == "valiant"
+    if valiant:
+        require(a >= 3, "routing.intra", intra, "'minimal' on groups of fewer than 3 routers",
+                f"Valiant inside a group needs a third router; a = {a}.")
     tables = _tables(topo)
     off_group = ~np.eye(g, dtype=bool)
+    off_router = ~np.eye(a, dtype=bool)
     OFF_R2G, OFF_G2R, OFF_G, OFF_B = 0, R * g, 2 * R * g, 2 * R * g + g * g
     SIZE = OFF_B + R * a
 
     def route(tables, A, B, C, GG):
         local = A + B + jnp.swapaxes(C, 1, 2)
+        if valiant:
+            # bytes on i -> j go i -> r -> j for each of the a-2 other routers r:
+            # link (m, k) carries (row_m - L[m, k] + col_k - L[m, k]) / (a - 2)
+            local = jnp.where(jnp.asarray(off_router), local, 0.0)
+            row = local.sum(2, keepdims=True)
+            col = local.sum(1, keepdims=True)
+            local = (row + col - 2.0 * local) * (1.0 / (a - 2))
         loc = take(local.reshape(g, a * a), tables["local_idx"], axis=1).reshape(-1)
         glob = take(GG.reshape(-1), tables["global_pair"]) * tables["global_share"]
         return jnp.concatenate([loc, glob])
@@ -142,9 +175,10 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
 
 @dataclass
 class TagoConfig:
-    """TAGO routing on a reconfigurable Dragonfly (no parameters)."""
+    """TAGO routing on a reconfigurable Dragonfly; ``intra``: minimal | valiant inside groups."""
 
     kind: str = "tago"
+    intra: str = "minimal"
 
 
-TAGO = RoutingKind("tago", TagoConfig, lambda cfg: tago(), topologies=("rdn",), operator=build_operator)
+TAGO = RoutingKind("tago", TagoConfig, lambda cfg: tago(cfg.intra), topologies=("rdn",), operator=build_operator)
