@@ -206,6 +206,8 @@ def test_tago_sparse_and_dense_match_the_walk(c, intra):
     groups = sorted({x for grp in t.jobs for x in grp}) if t.jobs else list(range(t.g))
     if t.jobs:
         groups = list(t.jobs[0])
+    if t.configuration == "traffic":
+        groups = [1, 2]                   # pairs without demand have no link: only a connected pair
     u = np.zeros(R)
     v = np.zeros(R)
     for G in groups:
@@ -227,6 +229,9 @@ def test_tago_through_evaluate_and_unconnected_bytes():
     hops_walk = walk(t, *np.nonzero(~np.eye(4, dtype=bool)), np.ones(12))
     assert float(res["mean_hops"]) == pytest.approx(hops_walk.sum() / 12, rel=TOL["rel_sum"])
     assert unconnected_bytes(t, np.array([0, 0]), np.array([2, 9]), np.array([1.0, 2.0])) == 2.0
+    # a traffic between unconnected groups (group 0 -> group 2) never finishes
+    bad = ev.evaluate(t, from_flows(2, [0], [1], [1.0]), Placement(np.array([0, 4]), t.n_nodes, "x"), "tago")
+    assert np.isinf(float(bad["completion_time"]))
 
 
 def test_tago_only_on_rdn():

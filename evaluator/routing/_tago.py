@@ -94,7 +94,7 @@ def _tables(topo: RdnTopology) -> dict[str, np.ndarray]:
     global_pair[link] = S * g + D
     global_share[link] = 1.0 / pl[S, D]
     return {"own": own, "local_idx": (i * a + j).astype(np.int32), "global_pair": global_pair,
-            "global_share": global_share}
+            "global_share": global_share, "unconnected": ((pl == 0) & ~np.eye(g, dtype=bool)).astype(np.float64)}
 
 
 def unconnected_bytes(topo: RdnTopology, src_router: np.ndarray, dst_router: np.ndarray, weight: np.ndarray) -> float:
@@ -134,6 +134,8 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
             local = (row + col - 2.0 * local) * (1.0 / (a - 2))
         loc = take(local.reshape(g, a * a), tables["local_idx"], axis=1).reshape(-1)
         glob = take(GG.reshape(-1), tables["global_pair"]) * tables["global_share"]
+        lost = (GG * tables["unconnected"]).sum()
+        glob = glob + jnp.where(lost > 0, jnp.inf, 0.0)
         return jnp.concatenate([loc, glob])
 
     def apply(tables, src, dst, weight, extra=None):

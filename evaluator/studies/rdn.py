@@ -362,13 +362,13 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evaluator.studies.rdn [--machine p,a,h,g] [--groups 2,4,...] [--background f] [--out f.nc]``:
+    """``python -m evaluator.studies rdn [--machine p,a,h,g] [--groups 2,4,...] [--background f] [--out f.nc]``:
     run :func:`allocation_mode_study` (default: the paper's machine), print the speedups and hops, write netCDF."""
     import argparse
 
     from ..io import write_netcdf
 
-    ap = argparse.ArgumentParser(prog="python -m evaluator.studies.rdn", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m evaluator.studies rdn", description=main.__doc__)
     ap.add_argument("--machine", default="12,24,12,288", help="p,a,h,g (default: the paper's 12,24,12,288)")
     ap.add_argument("--groups", default=",".join(map(str, DEFAULT_GROUPS)), help="job sizes in groups")
     ap.add_argument("--background", type=float, default=0.26)
@@ -392,7 +392,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         write_netcdf(ds, args.out)
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
