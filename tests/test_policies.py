@@ -131,8 +131,8 @@ def test_slurm_round_robin_deals_over_groups_from_a_moving_cursor():
     p = build_policy("slurm_round_robin", 4, 4)
     a = p.allocate(J(1, 6))              # one each to g0..g3, then g0, g1
     assert list(a.nodes) == [0, 1, 4, 5, 8, 12]
-    b = p.allocate(J(2, 3))              # cursor at g1; idle 2, 2, 3, 3: level 2 would need 8 > 3 ... level 0,
-    assert list(np.bincount(b.nodes // 4, minlength=4)) == [0, 1, 1, 1]   # then one each from g1
+    b = p.allocate(J(2, 3))              # cursor at g1; idle 2, 2, 3, 3: level 1 would take 4 > 3, so level 0
+    assert list(np.bincount(b.nodes // 4, minlength=4)) == [0, 1, 1, 1]   # and one each from g1 on
     busy2 = build_policy("slurm_round_robin", 3, 4)
     busy(busy2, [1, 4, 4])
     c = busy2.allocate(J(1, 7))          # level 3: g0 gives 1, g1 3, g2 3

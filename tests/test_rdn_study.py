@@ -72,3 +72,21 @@ def test_neighbouring_partners():
     with pytest.raises(errors.ConfigError, match="traffic.block_sizes"):
         neighbouring([])
     assert (t.nbytes == 2.0).all()
+
+
+def test_study_command_line_errors(capsys):
+    from evaluator.studies.__main__ import main
+    assert main([]) == 2 and "usage" in capsys.readouterr().err
+    with pytest.raises(errors.ConfigError, match="--machine"):
+        main(["rdn", "--machine", "12,24,x,288"])
+
+
+def test_stencil_plane_tiles_routers():
+    from evaluator.studies.rdn import _tiled_order
+    o = _tiled_order(16, 18, 12, 24)                   # the paper's group: 24 routers of 12 nodes, tiles 4 x 3
+    assert sorted(o.tolist()) == list(range(288))
+    i, j = np.divmod(np.arange(288), 18)
+    for r in range(24):
+        ti, tj = i[o // 12 == r], j[o // 12 == r]
+        assert (ti.max() - ti.min() + 1, tj.max() - tj.min() + 1) == (4, 3)
+    assert (_tiled_order(5, 7, 3, 35 // 3) == np.arange(35)).all()   # no tiling: row-major

@@ -3,7 +3,9 @@
 For every pattern and job size (groups ``q``), one job is evaluated three ways:
 
 * **RDN-GRAP**: the job's nodes come from :class:`~evaluator.policies.Grap`
-  on the machine (3-D stencil: ``minimal_balance``, whole groups;
+  on the machine (3-D stencil: ``minimal_balance``, whole groups, task grid
+  ``(q, x, y)`` with ``x * y`` the group's nodes, plane ``z`` in the ``z``-th
+  group, each router holding a tile of the plane (:func:`_tiled_order`);
   neighbouring pattern: ``custom``, requirements alternating a whole group and
   three quarters of one; all-to-all, the ``adaptive`` pattern: ``nodes_per_adaptive``
   nodes in each of ``q`` groups, 256 of 288 on the paper's machine, as in its
@@ -103,6 +105,22 @@ def _grid2(n: int) -> tuple[int, int]:
     return x, n // x
 
 
+def _tiled_order(x: int, y: int, p: int, a: int) -> np.ndarray:
+    """Node index in a group of every task ``(i, j)`` (row-major) of an ``x * y`` plane, each router holding a
+    ``tx * ty`` tile of it (``tx * ty = p``, ``(x / tx) * (y / ty) = a``, the squarest such tile) when one
+    exists, else row-major.
+
+    GRAP leaves the placement inside a group open (Feng et al. Sec. 4.1); tiles keep a stencil's in-plane faces
+    on few local links, as a user who maps to groups would."""
+    tiles = [(max(tx, p // tx), tx, p // tx) for tx in range(1, p + 1)
+             if p % tx == 0 and x % tx == 0 and y % (p // tx) == 0 and (x // tx) * (y // (p // tx)) == a]
+    for _, tx, ty in sorted(tiles)[:1]:                # the squarest tile: fewest faces on one local link
+        i, j = np.divmod(np.arange(x * y), y)
+        router = (i // tx) * (y // ty) + j // ty
+        return router * p + (i % tx) * ty + j % ty
+    return np.arange(x * y)
+
+
 def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray]:
     """The job's traffic, the GRAP state after allocating it, and its task -> node map (machine numbering)."""
     npg = m.nodes_per_group
@@ -112,8 +130,9 @@ def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray
         beta = [q, x, y]                               # task (z, x, y): plane z is one group
         tr = stencil([4 * b for b in beta], beta, 256.0)
         alloc = pol.allocate(JobRequest(0, q * npg, "minimal_balance"))
-        order = alloc.nodes                            # whole groups in ascending order: block z -> group
         assert alloc is not None and len(alloc.groups) == q
+        base = np.asarray(alloc.groups, dtype=np.int64) * npg   # plane z -> the z-th group, tiled over its routers
+        order = (base[:, None] + _tiled_order(x, y, m.p, m.a)[None, :]).reshape(-1)
         return tr, pol, order
     if pattern == "neighbouring":
         small = max(1, (3 * npg) // 4)
