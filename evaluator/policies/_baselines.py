@@ -57,7 +57,7 @@ class SlurmRoundRobin(AllocationPolicy):
     def _choose(self, job: JobRequest):
         take = self.take_counts(job.nodes)
         self.cursor = (self.cursor + 1) % self.groups
-        return np.concatenate([self.idle_in_group(int(g))[:c] for g, c in enumerate(take) if c > 0]), False
+        return self.first_idle(take), False
 
 
 class Contiguous(AllocationPolicy):

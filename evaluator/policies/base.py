@@ -124,6 +124,13 @@ class AllocationPolicy(abc.ABC):
         lo = g * self.nodes_per_group
         return lo + np.flatnonzero(self.owner[lo:lo + self.nodes_per_group] < 0)
 
+    def first_idle(self, take: np.ndarray) -> np.ndarray:
+        """The lowest ``take[g]`` idle node ids of every group ``g`` (needs ``take <= idle_per_group``), ascending."""
+        idle = (self.owner < 0).reshape(self.groups, self.nodes_per_group)
+        rank = np.cumsum(idle, axis=1)
+        pick = idle & (rank <= np.asarray(take, dtype=np.int64)[:, None])
+        return np.flatnonzero(pick.ravel())
+
     def allocate(self, job: JobRequest) -> Allocation | None:
         """Nodes for ``job`` (marked busy), or ``None`` if it cannot start now; ConfigError if it never can."""
         check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
