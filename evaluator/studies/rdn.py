@@ -48,15 +48,14 @@ import xarray as xr
 from .._version import __version__
 from ..errors import ConfigError, ResourceError, positive_float, positive_int, require
 from ..evaluate import evaluate_batch
-from ..jobs import Background
-from ..jobs._evaluate import background_rates
+from ..jobs import Background, background_rates
 from ..placement import Placement
 from ..policies import Grap, JobRequest
 from ..routing import tago
 from ..routing._tago import unconnected_bytes
 from ..topology import dragonfly, rdn
 from ..traffic import Traffic, neighbouring, stencil
-from ..traffic._all_to_all import all_to_all_dense
+from ..traffic._all_to_all import all_to_all_dense  # not re-exported by evaluator.traffic
 
 __all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "DEFAULT_GROUPS", "allocation_mode_study", "speedup_table"]
 
