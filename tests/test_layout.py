@@ -45,6 +45,8 @@ BUILD_CONTEXT = {
                              "placement=linear"],
     ("routing", "valiant"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all",
                              "placement=linear"],
+    ("topology", "rdn"): ["routing=tago", "traffic=all_to_all", "placement=linear"],
+    ("routing", "tago"): ["topology=rdn", "traffic=all_to_all", "placement=linear"],
     ("placement", "linear"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "random"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "dragonfly_cartesian"): [],
@@ -68,6 +70,7 @@ for _traffic in config.FAMILIES["traffic"]:
         "stencil": ["traffic.alpha=[8,8,8]", "traffic.beta=[4,4,2]"],
         "tornado": ["traffic.grid=[4,4,2]"],
         "many_to_many": ["traffic.n_sources=8", "traffic.n_destinations=8", "traffic.n_tasks=32"],
+        "neighbouring": ["traffic.block_sizes=[8,8,8,8]"],
     }.get(_traffic, [])
 
 
@@ -139,10 +142,10 @@ LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
      "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache"),
     ("evaluator.topology",),
-    ("evaluator.routing", "evaluator.traffic", "evaluator.placement"),
+    ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),
     ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs"),
     ("evaluator.config",),
-    ("evaluator.query", "evaluator.plot"),
+    ("evaluator.query", "evaluator.plot", "evaluator.studies"),
     ("evaluator.workload",),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench", "evaluator.tiles"),
     ("evaluator.cli",),

@@ -1,7 +1,8 @@
 """Routings (one module per member, one registry line each).
 
 * ``dor``: torus dimension-order routing (:func:`dor`);
-* ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`).
+* ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`);
+* ``tago``: reconfigurable Dragonfly routing over all direct links between two groups (:func:`tago`).
 
 The contract (:class:`Routing`, :class:`RoutingOperator`) is in
 :mod:`evaluator.routing.base`. :data:`KINDS` maps a config kind to its schema,
@@ -17,9 +18,10 @@ import functools
 from .._registry import Registry
 from ..errors import ConfigError
 from ..topology import Topology
-from . import _dor, _dragonfly
+from . import _dor, _dragonfly, _tago
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant
+from ._tago import TagoRouting, tago
 from .base import Routing, RoutingKind, RoutingOperator
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "dor",
     "minimal",
     "valiant",
+    "tago",
+    "TagoRouting",
     "dor_order",
     "DOR_ORDERS",
     "TIE_RULES",
@@ -42,6 +46,7 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _dor.DOR,
     _dragonfly.MINIMAL,
     _dragonfly.VALIANT,
+    _tago.TAGO,
 ])
 """Routing kinds by config name."""
 

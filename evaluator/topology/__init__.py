@@ -3,7 +3,8 @@
 * :func:`torus` (any number of dimensions, per-dimension wrap and bandwidth),
   with the presets :func:`bgq_partition` and :func:`gemini`;
 * :func:`dragonfly` (p, a, h, g; consecutive or relative global arrangement);
-* :func:`machine_topology`: a machine of the catalogue, whole or one partition.
+* :func:`machine_topology`: a machine of the catalogue, whole or one partition;
+* :func:`rdn`: a reconfigurable Dragonfly (global ports on optical circuit switches) in one switch configuration.
 
 The link layout and id conventions shared by every member are in
 :mod:`evaluator.topology.base`. :data:`KINDS` maps a config kind to its schema
@@ -14,9 +15,10 @@ and builder; a new topology is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import _dragonfly, _machine, _torus
+from . import _dragonfly, _machine, _rdn, _torus
 from ._dragonfly import GLOBAL_ARRANGEMENTS, DragonflyTopology, dragonfly
 from ._machine import MACHINE_MODES, machine_topology
+from ._rdn import CONFIGURATIONS, RdnTopology, rdn
 from ._torus import GEMINI_XZ_BANDWIDTH, TorusTopology, bgq_partition, gemini, torus
 from .base import Topology, TopologyKind
 
@@ -29,6 +31,9 @@ __all__ = [
     "gemini",
     "dragonfly",
     "machine_topology",
+    "RdnTopology",
+    "rdn",
+    "CONFIGURATIONS",
     "GLOBAL_ARRANGEMENTS",
     "GEMINI_XZ_BANDWIDTH",
     "MACHINE_MODES",
@@ -42,5 +47,6 @@ KINDS: Registry[TopologyKind] = Registry("topology", [
     _torus.GEMINI,
     _dragonfly.DRAGONFLY,
     _machine.MACHINE,
+    _rdn.RDN,
 ])
 """Topology kinds by config name."""

@@ -10,11 +10,13 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _pencil, _phased, _random_pairs, _random_permutation, _shift, _stencil, dense
+from . import (_all_to_all, _bisection_pairing, _file, _many_to_many, _neighbouring, _pencil, _phased, _random_pairs,
+               _random_permutation, _shift, _stencil, dense)
 from ._all_to_all import all_to_all
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._file import from_file
 from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
+from ._neighbouring import neighbouring
 from ._pencil import pencil, pencil_volumes
 from ._random_pairs import random_pairs
 from ._random_permutation import random_permutation
@@ -45,6 +47,7 @@ __all__ = [
     "from_file",
     "pencil",
     "pencil_volumes",
+    "neighbouring",
     "dense",
     "KINDS",
 ]
@@ -60,6 +63,7 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _many_to_many.MANY_TO_MANY,
     _file.FILE,
     _pencil.PENCIL,
+    _neighbouring.NEIGHBOURING,
     _phased.kind(lambda: KINDS),
 ])
 """Traffic kinds by config name."""

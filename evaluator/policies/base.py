@@ -1,0 +1,177 @@
+"""Job allocation policies: which nodes (and, on a reconfigurable Dragonfly, which groups' switch ports) a job gets.
+
+A policy holds the machine's state (which node runs which job) and answers one
+request at a time. It knows the machine as ``groups`` groups of
+``nodes_per_group`` nodes; node ids follow the topology numbering of DESIGN.md,
+so group ``g`` holds nodes ``g * nodes_per_group ... (g + 1) * nodes_per_group - 1``
+(a Dragonfly(p, a, h, g) has ``nodes_per_group = a * p``).
+
+Interface (used by the workload simulation):
+
+* :class:`JobRequest` ``(id, nodes, mode, requirements)``: a request; ``mode``
+  is a GRAP allocation mode (:data:`MODES`), ``requirements`` the node count
+  per group requirement of the custom modes (they sum to ``nodes``);
+* :meth:`AllocationPolicy.allocate` returns an :class:`Allocation` and marks
+  its nodes busy, or ``None`` when the job cannot start now (it may later);
+  a request that can never be served (more nodes than the machine, an unknown
+  mode, requirements that do not sum to the job size) raises
+  :class:`~evaluator.errors.ConfigError`;
+* :meth:`AllocationPolicy.release` frees an allocation;
+* :meth:`AllocationPolicy.copy` is an independent deep copy (a scheduler's
+  look-ahead for backfilling).
+"""
+
+from __future__ import annotations
+
+import abc
+import copy as _copy
+import dataclasses
+
+import numpy as np
+
+from ..errors import ConfigError, check_seed, positive_int
+
+__all__ = ["MODES", "CUSTOM_MODES", "JobRequest", "Allocation", "AllocationPolicy", "check_request"]
+
+MODES = ("minimal_balance", "custom_balance", "custom", "adaptive")
+"""GRAP allocation modes (Feng et al. Sec. 4.2); baselines accept and ignore them."""
+
+CUSTOM_MODES = ("custom_balance", "custom")
+"""Modes whose requests carry ``requirements`` (node counts per group)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRequest:
+    """A job's request: ``id``, ``nodes`` (count), GRAP ``mode`` and, for the custom modes, ``requirements``
+    (nodes per group requirement, summing to ``nodes``)."""
+
+    id: int
+    nodes: int
+    mode: str = "minimal_balance"
+    requirements: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation:
+    """What a job got: ``nodes`` (int64 node ids, ascending), the ``groups`` they lie in (ascending), whether it is
+    a ``large`` job holding its groups' switch ports (GRAP only) and the ``mode`` it was allocated in."""
+
+    job_id: int
+    nodes: np.ndarray
+    groups: tuple[int, ...]
+    large: bool
+    mode: str
+
+
+def check_request(job: JobRequest, total_nodes: int, nodes_per_group: int, groups: int) -> None:
+    """Raise :class:`ConfigError` for a request no state of the machine can serve (shared by every policy)."""
+    if job.mode not in MODES:
+        raise ConfigError("job.mode", job.mode, " | ".join(MODES), f"job {job.id}")
+    n = job.nodes
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ConfigError("job.nodes", n, "a positive integer", f"job {job.id}")
+    if n > total_nodes:
+        raise ConfigError("job.nodes", n, f"at most the machine's {total_nodes} nodes", f"job {job.id}")
+    req = tuple(job.requirements)
+    if job.mode in CUSTOM_MODES and n > nodes_per_group and not req:
+        raise ConfigError("job.requirements", req, "node counts per group summing to job.nodes",
+                          f"job {job.id} is a large job in mode {job.mode!r}")
+    if req:
+        if any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1 for r in req):
+            raise ConfigError("job.requirements", req, "positive integers", f"job {job.id}")
+        if sum(req) != n:
+            raise ConfigError("job.requirements", req, f"node counts summing to job.nodes = {n}",
+                              f"job {job.id}: they sum to {sum(req)}")
+        if max(req) > nodes_per_group:
+            raise ConfigError("job.requirements", req, f"each at most the {nodes_per_group} nodes of a group",
+                              f"job {job.id}")
+        if len(req) > groups:
+            raise ConfigError("job.requirements", req, f"at most {groups} requirements (one group each)",
+                              f"job {job.id}")
+        if job.mode == "custom_balance" and max(req) - min(req) > 1:
+            raise ConfigError("job.requirements", req, "equal node counts (differing by at most 1)",
+                              f"job {job.id} is in mode 'custom_balance'")
+
+
+class AllocationPolicy(abc.ABC):
+    """A machine of ``groups`` groups of ``nodes_per_group`` nodes and the jobs placed on it.
+
+    State: ``owner[node]`` (job id, -1 when idle) and ``idle_per_group[g]``.
+    Subclasses implement :meth:`_choose` (the nodes for a request, or None)."""
+
+    name: str = ""
+
+    def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
+        self.groups = positive_int("policy.groups", groups)
+        self.nodes_per_group = positive_int("policy.nodes_per_group", nodes_per_group)
+        self.seed = check_seed("policy.seed", seed)
+        self.owner = np.full(self.groups * self.nodes_per_group, -1, dtype=np.int64)
+        self.idle_per_group = np.full(self.groups, self.nodes_per_group, dtype=np.int64)
+        self.running: dict[int, Allocation] = {}
+
+    @property
+    def total_nodes(self) -> int:
+        """Nodes of the machine."""
+        return self.groups * self.nodes_per_group
+
+    @property
+    def idle_nodes(self) -> int:
+        """Nodes running no job now."""
+        return int(self.idle_per_group.sum())
+
+    def idle_in_group(self, g: int) -> np.ndarray:
+        """Idle node ids of group ``g``, ascending."""
+        lo = g * self.nodes_per_group
+        return lo + np.flatnonzero(self.owner[lo:lo + self.nodes_per_group] < 0)
+
+    def first_idle(self, take: np.ndarray) -> np.ndarray:
+        """The lowest ``take[g]`` idle node ids of every group ``g`` (needs ``take <= idle_per_group``), ascending."""
+        idle = (self.owner < 0).reshape(self.groups, self.nodes_per_group)
+        rank = np.cumsum(idle, axis=1)
+        pick = idle & (rank <= np.asarray(take, dtype=np.int64)[:, None])
+        return np.flatnonzero(pick.ravel())
+
+    def allocate(self, job: JobRequest) -> Allocation | None:
+        """Nodes for ``job`` (marked busy), or ``None`` if it cannot start now; ConfigError if it never can."""
+        check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
+        if job.id in self.running:
+            raise ConfigError("job.id", job.id, "the id of no running job", "it is running already")
+        if job.nodes > self.idle_nodes:
+            return None
+        got = self._choose(job)
+        if got is None:
+            return None
+        nodes, large = got
+        nodes = np.sort(np.asarray(nodes, dtype=np.int64))
+        assert nodes.size == job.nodes and np.all(self.owner[nodes] < 0), "policy chose a busy node"
+        self.owner[nodes] = job.id
+        grp = nodes // self.nodes_per_group
+        np.subtract.at(self.idle_per_group, grp, 1)
+        alloc = Allocation(job.id, nodes, tuple(int(g) for g in np.unique(grp)), large, job.mode)
+        self.running[job.id] = alloc
+        self._after_allocate(alloc)
+        return alloc
+
+    def release(self, alloc: Allocation) -> None:
+        """Free ``alloc``'s nodes (and ports); ConfigError if it is not running here."""
+        if self.running.get(alloc.job_id) is not alloc and not (
+                alloc.job_id in self.running and np.array_equal(self.running[alloc.job_id].nodes, alloc.nodes)):
+            raise ConfigError("alloc.job_id", alloc.job_id, "a job running on this policy's machine")
+        del self.running[alloc.job_id]
+        self.owner[alloc.nodes] = -1
+        np.add.at(self.idle_per_group, alloc.nodes // self.nodes_per_group, 1)
+        self._after_release(alloc)
+
+    def copy(self) -> AllocationPolicy:
+        """An independent deep copy (state and random generator)."""
+        return _copy.deepcopy(self)
+
+    @abc.abstractmethod
+    def _choose(self, job: JobRequest) -> tuple[np.ndarray, bool] | None:
+        """``(node ids, large)`` for a checked request with at most the idle node count, or None."""
+
+    def _after_allocate(self, alloc: Allocation) -> None:
+        """Hook: bookkeeping beyond nodes (GRAP's port ownership)."""
+
+    def _after_release(self, alloc: Allocation) -> None:
+        """Hook: undo :meth:`_after_allocate`."""

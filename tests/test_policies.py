@@ -1,0 +1,248 @@
+"""Allocation policies (evaluator.policies): GRAP's rules on hand-worked states, invariants over random job
+streams, the baselines, and bad requests.
+
+Hand-worked states are written out node by node; the invariants are checked from the policy's own state
+(owner per node, large owner per group, port owner per group and port) after every step of a seeded stream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evaluator.errors import ConfigError
+from evaluator.policies import KINDS, JobRequest, build_policy
+
+
+def J(i, n, mode="minimal_balance", req=()):
+    return JobRequest(i, n, mode, tuple(req))
+
+
+def busy(policy, groups):
+    """Occupy nodes with dummy small jobs so that group g has ``groups[g]`` idle nodes."""
+    jid = 10_000
+    for g, idle in enumerate(groups):
+        take = policy.nodes_per_group - idle
+        if take:
+            nodes = policy.idle_in_group(g)[:take]
+            policy.owner[nodes] = jid
+            policy.idle_per_group[g] -= take
+            jid += 1
+
+
+# ------------------------------------------------------------------ GRAP, one rule per test
+def test_small_job_needs_a_group_with_enough_idle_nodes():
+    p = build_policy("grap", 3, 8)
+    busy(p, [3, 4, 2])                   # 9 idle nodes but no group with 5
+    assert p.allocate(J(1, 5)) is None
+    a = p.allocate(J(2, 4))              # only group 1 has 4
+    assert a.groups == (1,) and list(a.nodes) == [12, 13, 14, 15] and not a.large
+
+
+def test_small_job_prefers_fewest_idle_nodes():
+    p = build_policy("grap", 4, 8)
+    busy(p, [8, 5, 3, 6])
+    a = p.allocate(J(1, 3))
+    assert a.groups == (2,) and list(a.nodes) == [21, 22, 23]
+    b = p.allocate(J(2, 4))              # group 2 now full; fewest idle with >= 4 is group 1 (5)
+    assert b.groups == (1,)
+
+
+def test_small_job_prefers_groups_holding_a_large_job():
+    p = build_policy("grap", 4, 8)
+    busy(p, [2, 8, 8, 8])
+    big = p.allocate(J(1, 12, "custom", (6, 6)))   # groups with no large job, ascending idle: 0 (2) too small -> 1, 2
+    assert big.groups == (1, 2) and big.large
+    a = p.allocate(J(2, 2))              # group 0 has fewer idle (2) but groups 1, 2 hold a large job
+    assert a.groups == (1,)
+
+
+def test_large_job_avoids_groups_with_another_large_job():
+    p = build_policy("grap", 3, 8)
+    a = p.allocate(J(1, 9, "adaptive"))           # 2 groups, 5 + 4 nodes
+    assert a.large and len(a.groups) == 2
+    assert a.groups == (1, 2)                     # window furthest back; g2 gets 5, g1 4 -> idle 8, 4, 3
+    assert p.allocate(J(2, 9, "adaptive")) is None   # only g0 (8 idle) holds no large job
+    assert p.allocate(J(3, 3)).groups == (2,)        # a small job goes to the large job's groups first
+
+
+def test_large_job_holds_every_port_of_its_groups():
+    p = build_policy("grap", 4, 4, ports_per_group=3)
+    a = p.allocate(J(1, 6))
+    assert a.groups == (0, 1)
+    assert (p.port_owner[[0, 1]] == 1).all() and (p.port_owner[[2, 3]] == -1).all()
+    p.release(a)
+    assert (p.port_owner == -1).all() and (p.large_owner == -1).all() and p.idle_nodes == 16
+
+
+def test_minimal_balance_splits_evenly_over_fewest_groups():
+    p = build_policy("grap", 4, 8)
+    a = p.allocate(J(1, 16))
+    assert a.groups == (0, 1) and a.nodes.size == 16   # whole groups
+    b = p.allocate(J(2, 11))             # ceil(11/8) = 2 groups: 6 + 5
+    counts = np.bincount(b.nodes // 8, minlength=4)
+    assert sorted(counts[[2, 3]]) == [5, 6] and counts[:2].sum() == 0
+
+
+def test_balance_modes_give_each_requirement_its_own_group():
+    # idle ascending: g1 (4), g3 (5), g0 (6), g2 (8); requirements (4, 4): first fit ascending, each its own group
+    p = build_policy("grap", 4, 8)
+    busy(p, [6, 4, 8, 5])
+    a = p.allocate(J(1, 10, "custom_balance", (5, 5)))
+    assert a.groups == (0, 3)            # 5 -> g3 (5 idle), next 5 -> g0 (6 idle); never both in g3
+    p2 = build_policy("grap", 4, 8)
+    busy(p2, [6, 4, 8, 5])
+    b = p2.allocate(J(1, 13, "custom", (2, 3, 8)))   # 2 -> g1, 3 -> g3, 8 -> g2
+    assert b.groups == (1, 2, 3)
+    assert list(np.bincount(b.nodes // 8, minlength=4)) == [0, 2, 8, 3]
+
+
+def test_balance_mode_waits_when_requirements_do_not_fit():
+    p = build_policy("grap", 3, 8)
+    busy(p, [8, 3, 3])
+    assert p.allocate(J(1, 12, "custom", (4, 8))) is None      # 4 fits no group but g0, which 8 needs
+    assert p.allocate(J(2, 11, "custom", (3, 8))).groups == (0, 1)
+
+
+def test_adaptive_picks_window_furthest_back_and_fills_every_group():
+    # idle: g0 8, g1 7, g2 6, g3 3 -> descending g0 g1 g2 g3; job 10 needs ceil(10/8) = 2 groups
+    # windows: (g0,g1) 15, (g1,g2) 13, (g2,g3) 9 < 10 -> (g1, g2); from fewest idle: g2 gets ceil(10/2)=5, g1 gets 5
+    p = build_policy("grap", 4, 8)
+    busy(p, [8, 7, 6, 3])
+    a = p.allocate(J(1, 10, "adaptive"))
+    assert a.groups == (1, 2)
+    assert list(np.bincount(a.nodes // 8, minlength=4)) == [0, 5, 5, 0]
+    # capped share: idle g0 8, g1 8, g2 2; job 10 -> windows (g0,g1) 16, (g1,g2) 10 -> (g1,g2): g2 gets 2, g1 gets 8
+    q = build_policy("grap", 3, 8)
+    busy(q, [8, 8, 2])
+    b = q.allocate(J(1, 10, "adaptive"))
+    assert list(np.bincount(b.nodes // 8, minlength=3)) == [0, 8, 2]
+
+
+def test_adaptive_waits_without_enough_idle_nodes_in_free_groups():
+    p = build_policy("grap", 3, 8)
+    busy(p, [4, 4, 8])
+    assert p.allocate(J(1, 17, "adaptive")) is None            # 3 groups, 16 idle
+    assert p.allocate(J(2, 12, "adaptive")).groups == (0, 2)   # windows (g2,g0) 12 -> last that holds
+
+
+# ------------------------------------------------------------------ baselines
+def test_slurm_round_robin_deals_over_groups_from_a_moving_cursor():
+    p = build_policy("slurm_round_robin", 4, 4)
+    a = p.allocate(J(1, 6))              # one each to g0..g3, then g0, g1
+    assert list(a.nodes) == [0, 1, 4, 5, 8, 12]
+    b = p.allocate(J(2, 3))              # cursor at g1; idle 2, 2, 3, 3: level 1 would take 4 > 3, so level 0
+    assert list(np.bincount(b.nodes // 4, minlength=4)) == [0, 1, 1, 1]   # and one each from g1 on
+    busy2 = build_policy("slurm_round_robin", 3, 4)
+    busy(busy2, [1, 4, 4])
+    c = busy2.allocate(J(1, 7))          # level 3: g0 gives 1, g1 3, g2 3
+    assert list(np.bincount(c.nodes // 4, minlength=3)) == [1, 3, 3]
+
+
+def test_contiguous_takes_lowest_idle_nodes():
+    p = build_policy("contiguous", 2, 4)
+    a = p.allocate(J(1, 3))
+    b = p.allocate(J(2, 2))
+    p.release(a)
+    c = p.allocate(J(3, 4))
+    assert list(b.nodes) == [3, 4] and list(c.nodes) == [0, 1, 2, 5]
+
+
+def test_random_is_seeded_and_copy_is_independent():
+    p = build_policy("random", 4, 8, seed=3)
+    q = p.copy()
+    a = p.allocate(J(1, 10))
+    b = q.allocate(J(1, 10))
+    assert np.array_equal(a.nodes, b.nodes)          # same generator state
+    assert q.idle_nodes == 22 and p.idle_nodes == 22
+    p.release(a)
+    assert p.idle_nodes == 32 and q.idle_nodes == 22  # q untouched
+
+
+# ------------------------------------------------------------------ invariants over random streams
+@pytest.mark.parametrize("name", sorted(KINDS))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_invariants_over_random_job_streams(name, seed):
+    G, N = 6, 8
+    rng = np.random.default_rng(seed)
+    p = build_policy(name, G, N, seed=seed, **({"ports_per_group": 2} if name == "grap" else {}))
+    live = {}
+    started = 0
+    for step in range(400):
+        if live and rng.random() < 0.45:
+            jid = list(live)[rng.integers(len(live))]
+            p.release(live.pop(jid))
+        else:
+            n = int(rng.choice([1, 2, 5, 8, 9, 13, 16, 20, 30]))
+            mode = str(rng.choice(["minimal_balance", "adaptive", "custom", "custom_balance"]))
+            req = ()
+            if mode == "custom":
+                k = min(n, -(-n // N) + int(rng.integers(0, 2)))
+                cuts = np.sort(rng.choice(np.arange(1, n), size=k - 1, replace=False)) if k > 1 else []
+                req = tuple(int(x) for x in np.diff(np.concatenate([[0], cuts, [n]])))
+                if max(req) > N:
+                    mode, req = "adaptive", ()
+            elif mode == "custom_balance":
+                k = -(-n // N)
+                req = tuple([n // k + 1] * (n % k) + [n // k] * (k - n % k))
+            a = p.allocate(J(step, n, mode, req))
+            if a is not None:
+                started += 1
+                live[step] = a
+                assert a.nodes.size == n and np.unique(a.nodes).size == n
+                if name == "grap":
+                    assert a.large == (n > N)
+                    if not a.large:
+                        assert len(a.groups) == 1
+                    if mode == "custom" and a.large:
+                        assert sorted(np.bincount(a.nodes // N)[list(a.groups)]) == sorted(req)
+        # state against the live allocations, recomputed independently
+        owner = np.full(G * N, -1)
+        for jid, a in live.items():
+            assert (owner[a.nodes] == -1).all(), "node allocated twice"
+            owner[a.nodes] = jid
+        assert np.array_equal(owner, p.owner)
+        assert p.idle_nodes == (owner < 0).sum()
+        if name == "grap":
+            large_of = np.full(G, -1)
+            for jid, a in live.items():
+                if a.large:
+                    assert (large_of[list(a.groups)] == -1).all(), "two large jobs in a group"
+                    large_of[list(a.groups)] = jid
+                    assert (p.port_owner[list(a.groups)] == jid).all(), "large job lacks a port of its groups"
+            assert np.array_equal(large_of, p.large_owner)
+            assert np.array_equal(np.where(large_of >= 0, large_of, -1)[:, None].repeat(2, 1), p.port_owner)
+    assert started > 50
+
+
+# ------------------------------------------------------------------ bad requests
+@pytest.mark.parametrize("job,field", [
+    (J(1, 5, "balanced"), "job.mode"),
+    (J(1, 12, "custom", (5, 5)), "job.requirements"),
+    (J(1, 12, "custom"), "job.requirements"),
+    (J(1, 12, "custom_balance", (9, 3)), "job.requirements"),
+    (J(1, 12, "custom", (10, 2)), "job.requirements"),
+    (J(1, 33), "job.nodes"),
+    (J(1, 0), "job.nodes"),
+])
+def test_bad_requests_are_config_errors(job, field):
+    for name in KINDS:
+        p = build_policy(name, 4, 8)
+        with pytest.raises(ConfigError) as e:
+            p.allocate(job)
+        assert e.value.field == field and f"{field} = " in str(e.value)
+
+
+def test_unknown_policy_and_parameter():
+    with pytest.raises(ConfigError, match="policy = 'fcfs'"):
+        build_policy("fcfs", 4, 8)
+    with pytest.raises(ConfigError, match="policy.ports"):
+        build_policy("random", 4, 8, ports=2)
+
+
+def test_release_of_an_unknown_allocation():
+    p = build_policy("grap", 2, 4)
+    a = p.allocate(J(1, 2))
+    p.release(a)
+    with pytest.raises(ConfigError, match="alloc.job_id"):
+        p.release(a)
