@@ -246,4 +246,8 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
     if "phase" in ds.dims and ds["phase_completion_time"].ndim == 1:
         for name, t, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
             lines.append(f"phase {str(name):<16}{float(t):.6g} s   bottleneck: {b}")
+    if "optimal_completion_time" in ds:
+        lines.append(f"optimal     {float(ds.optimal_completion_time):.6g} s (any routing; {a.get('bound_method')}, "
+                     f"{a.get('bound_solver')}, gap {float(a.get('bound_gap', 0.0)):.1e})   routing efficiency "
+                     f"{float(ds.routing_efficiency):.4f}")
     return lines

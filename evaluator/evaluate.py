@@ -763,6 +763,10 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     _check_type("topology", "topology", topology)
     _check_type("traffic", "traffic", traffic)
     _check_type("placement", "placement", placement)
+    if bounds is not False:
+        from .lp.bounds import check_bounds
+
+        check_bounds(bounds, bound_solver)
     res = _evaluate_batch(topology, _as_routing(routing), [traffic], [placement], True, 1, single=True)
     ds = _dataset(res, None)
     ds.attrs.update({"traffic": traffic.name, "placement": placement.name})

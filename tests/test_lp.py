@@ -136,11 +136,11 @@ def test_batched_pdhg_within_one_percent_of_highs_and_warm_start():
     inst = [_random_model1(rng, G, link_of, t.n_router_links) for _ in range(50)]
     lps = [lp.path_lp(*x) for x in inst]
     exact = np.array([lp.z_from_objective(p, lp.solve_highs(p).objective) for p in lps])
-    cold = lp.solve_pdhg(lps)
+    cold = lp.solve_pdhg(lps, eps=1e-4)
     z = np.array([lp.z_from_objective(p, o) for p, o in zip(lps, cold.objective)])
     np.testing.assert_allclose(z, exact, rtol=TOL["pdhg"])
     assert cold.solver == "pdhg" and (cold.gap < TOL["pdhg"]).all()
-    warm = lp.solve_pdhg(lps, warm_start=cold)
+    warm = lp.solve_pdhg(lps, warm_start=cold, eps=1e-4)
     np.testing.assert_allclose([lp.z_from_objective(p, o) for p, o in zip(lps, warm.objective)], exact,
                                rtol=TOL["pdhg"])
     assert warm.iterations.sum() < cold.iterations.sum()  # started at the answer
@@ -206,9 +206,34 @@ def test_bad_input(monkeypatch):
         lp.optimal_bound(t, d, "simplex")
     with pytest.raises(ConfigError, match="bounds = 'best'"):
         ev.evaluate(t, tr, pl, "dor", bounds="best")
+    with pytest.raises(ConfigError, match="solver = 'glpk'"):
+        ev.evaluate(t, tr, pl, "dor", bounds=True, bound_solver="glpk")
     with pytest.raises(ConfigError, match="a path for every pair"):
         lp.solve_path_lp(RING_ONE, [0], [1.0, 2.0], np.ones(4))
     with pytest.raises(ConfigError, match="capacity"):
         lp.solve_path_lp(RING_ONE, [0], [1.0], np.zeros(4))
     with pytest.raises(ConfigError, match="a Dragonfly"):
         optimal(t, tr, pl, "dragonfly_adaptive")
+
+
+def test_bench_dimension_order_paths_are_minimal():
+    """The bench's path sets (evaluator.bench.lp): every path walks src -> dst in as many hops as BFS says."""
+    from evaluator.bench.lp import dimension_order_paths
+
+    t = ev.bgq_partition([1, 1, 1, 1])
+    G = nx.DiGraph([(s, d) for s, d, _ in t.router_edges()])
+    rng = np.random.default_rng(1)
+    src, dst = rng.integers(0, t.n_routers, 20), rng.integers(0, t.n_routers, 20)
+    src, dst = src[src != dst], dst[src != dst]
+    orders = [(0, 1, 2, 3, 4), (4, 3, 2, 1, 0), (2, 0, 4, 1, 3)]
+    inc, pair = dimension_order_paths(t, src, dst, orders)
+    inc = inc.tocsc()
+    for k in range(inc.shape[1]):
+        links = inc.indices[inc.indptr[k]:inc.indptr[k + 1]]
+        s, d = int(src[pair[k]]), int(dst[pair[k]])
+        assert len(links) == nx.shortest_path_length(G, s, d)
+        # the links chain from s to d: out-degree minus in-degree is +1 at s, -1 at d, 0 elsewhere
+        bal = np.bincount(t.link_src[links], minlength=t.n_routers) - np.bincount(t.link_dst[links],
+                                                                                  minlength=t.n_routers)
+        assert bal[s] == 1 and bal[d] == -1 and np.count_nonzero(bal) == 2
+    assert set(pair.tolist()) == set(range(src.size))

@@ -24,8 +24,9 @@ from ._flow import METHODS as FLOW_METHODS
 from ._flow import RouterDemand, optimal_bound
 from ._dragonfly import dragonfly_adaptive_bound
 from ._model1 import PathBound
+from ._solvers import _check_solver
 
-__all__ = ["router_demand", "optimal", "BOUND_METHODS", "BoundResult"]
+__all__ = ["router_demand", "optimal", "check_bounds", "BOUND_METHODS", "BoundResult"]
 
 BOUND_METHODS = FLOW_METHODS + ("dragonfly_adaptive",)
 """What ``evaluate(..., bounds=...)`` may ask for: ``True`` (= ``"auto"``), a method of
@@ -78,14 +79,22 @@ def _one(topology: Topology, demand: RouterDemand, method: str, solver: str) -> 
     return optimal_bound(topology, demand, method, solver)
 
 
+def check_bounds(bounds, solver: str = "highs") -> str:
+    """The method that ``bounds`` asks for (``True``: ``"auto"``); a :class:`ConfigError` for anything else."""
+    method = "auto" if bounds is True else bounds
+    if not isinstance(method, str) or method not in BOUND_METHODS:
+        raise ConfigError("bounds", bounds, f"True, False or one of {list(BOUND_METHODS)}")
+    _check_solver(solver)
+    return method
+
+
 def optimal(topology: Topology, traffic, placement: Placement, method: str = "auto",
             solver: str = "highs") -> BoundResult:
     """The best completion time (s) of ``traffic`` placed by ``placement``: the sum over its phases.
 
     ``method``: one of :data:`BOUND_METHODS`; ``solver``: ``highs`` or ``pdhg``.
     """
-    if method not in BOUND_METHODS:
-        raise ConfigError("bounds", method, f"True, False or one of {list(BOUND_METHODS)}")
+    method = check_bounds(method, solver)
     phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
     t, gap, methods, solvers = 0.0, 0.0, [], []
     for x in phases:
