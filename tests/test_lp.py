@@ -237,3 +237,18 @@ def test_bench_dimension_order_paths_are_minimal():
                                                                                   minlength=t.n_routers)
         assert bal[s] == 1 and bal[d] == -1 and np.count_nonzero(bal) == 2
     assert set(pair.tolist()) == set(range(src.size))
+
+
+def test_dense_demand_equals_its_flow_list():
+    """Router demand of a dense rank-one traffic equals that of its explicit flow list (two nodes per router, two
+    tasks per node)."""
+    from evaluator.traffic import dense
+
+    t = ev.torus([3, 4], nodes_per_router=2)
+    tr = dense.many_to_many(30, 20, 1e6, mode="overlap", overlap=8, n_tasks=2 * t.n_nodes)
+    pl = ev.placement.linear(t, 2 * t.n_nodes, tasks_per_node=2)  # two tasks per node: their bytes use no link
+    a, b = router_demand(t, tr, pl), router_demand(t, tr.to_traffic(), pl)
+    ka, kb = a.src * t.n_routers + a.dst, b.src * t.n_routers + b.dst
+    np.testing.assert_array_equal(np.sort(ka), kb)
+    np.testing.assert_allclose(a.nbytes[np.argsort(ka)], b.nbytes, rtol=TOL["rel"])
+    np.testing.assert_allclose(a.fixed_load, b.fixed_load, rtol=TOL["rel"])
