@@ -212,6 +212,10 @@ def test_bad_input(monkeypatch):
         lp.solve_path_lp(RING_ONE, [0], [1.0, 2.0], np.ones(4))
     with pytest.raises(ConfigError, match="capacity"):
         lp.solve_path_lp(RING_ONE, [0], [1.0], np.zeros(4))
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", "1e4")  # 16 x 16 router pairs: 12 kB
+    with pytest.raises(ResourceError, match="router-pair demand of the bound"):
+        router_demand(t, ev.structured.all_to_all(t.n_nodes), pl)
+    monkeypatch.delenv("EVALUATOR_MEMORY_LIMIT")
     with pytest.raises(ConfigError, match="a Dragonfly"):
         optimal(t, tr, pl, "dragonfly_adaptive")
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_memory
 from ..placement import Placement
 from ..topology import Topology
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
@@ -57,6 +57,9 @@ def router_demand(topology: Topology, traffic: Traffic | DenseTraffic, placement
         Ur = U.reshape(-1, npr).sum(1)
         Vr = V.reshape(-1, npr).sum(1)
         s, d = np.nonzero(Ur)[0], np.nonzero(Vr)[0]
+        check_memory("traffic", traffic.name, 48.0 * s.size * d.size,
+                     f"the router-pair demand of the bound ({s.size:,} x {d.size:,} router pairs)",
+                     "Bounds need the router-pair demand; use a smaller network or fewer communicating routers.")
         S, D = np.repeat(s, d.size), np.tile(d, s.size)
         keep = S != D
         S, D = S[keep], D[keep]
