@@ -25,6 +25,7 @@ __all__ = [
     "MAX_LOAD",
     "PHASE_METRICS",
     "JOB_METRICS",
+    "BOUND_METRICS",
     "LINK_LOAD",
     "LINK_CAPACITY",
     "metric",
@@ -82,13 +83,21 @@ JOB_METRICS: tuple[Metric, ...] = (
 )
 """Variables of multi-job results (:func:`evaluator.jobs.evaluate_jobs`, dimension ``job``)."""
 
+BOUND_METRICS: tuple[Metric, ...] = (
+    Metric("optimal_completion_time", "s",
+           "best completion time any routing reaches (maximum concurrent flow; evaluate(..., bounds=True))", True),
+    Metric("routing_efficiency", "1", "optimal completion time over the routing's completion time (1: optimal)",
+           False),
+)
+"""Bounds reported on request (:mod:`evaluator.lp.bounds`); the dataset's attrs name the method, solver and gap."""
+
 MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", True)
 """Template of the per-class maxima; see :func:`max_load_name`."""
 
 LINK_LOAD = Metric("link_load", "bytes", "expected bytes crossing the link in one exchange", None)
 LINK_CAPACITY = Metric("link_capacity", "bytes/s", "link bandwidth per direction", None)
 
-_BY_NAME = {m.name: m for m in METRICS + PHASE_METRICS + (LINK_LOAD, LINK_CAPACITY)}
+_BY_NAME = {m.name: m for m in METRICS + PHASE_METRICS + BOUND_METRICS + (LINK_LOAD, LINK_CAPACITY)}
 
 
 def max_load_name(link_class: str) -> str:
@@ -237,4 +246,8 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
     if "phase" in ds.dims and ds["phase_completion_time"].ndim == 1:
         for name, t, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
             lines.append(f"phase {str(name):<16}{float(t):.6g} s   bottleneck: {b}")
+    if "optimal_completion_time" in ds:
+        lines.append(f"optimal     {float(ds.optimal_completion_time):.6g} s (any routing; {a.get('bound_method')}, "
+                     f"{a.get('bound_solver')}, gap {float(a.get('bound_gap', 0.0)):.1e})   routing efficiency "
+                     f"{float(ds.routing_efficiency):.4f}")
     return lines

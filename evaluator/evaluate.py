@@ -738,7 +738,7 @@ def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
 
 
 def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement,
-             routing: Routing | str) -> xr.Dataset:
+             routing: Routing | str, bounds: bool | str = False, bound_solver: str = "highs") -> xr.Dataset:
     """Link demand and predicted performance of one design point.
 
     Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``
@@ -749,11 +749,40 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     and ``total_bytes``. Arguments are checked as in :func:`evaluate_batch`
     (``routing`` may be a routing kind's name); a point too large for memory
     is refused naming ``traffic``.
+
+    ``bounds`` (opt-in; off costs nothing): ``True`` adds
+    ``optimal_completion_time`` (s), the best completion time any routing
+    reaches (:func:`evaluator.lp.bounds.optimal`: the edge LP, or
+    Garg-Konemann when it is too large), and ``routing_efficiency`` =
+    optimal / achieved completion time (1: this routing is optimal); a
+    method name (``"edge"``, ``"garg_konemann"``, ``"dragonfly_adaptive"``)
+    picks the bound. The attrs ``bound_method``, ``bound_solver`` and
+    ``bound_gap`` (relative) say how it was computed; ``bound_solver`` is
+    ``"highs"`` or ``"pdhg"``.
     """
     _check_type("topology", "topology", topology)
     _check_type("traffic", "traffic", traffic)
     _check_type("placement", "placement", placement)
+    if bounds is not False:
+        from .lp.bounds import check_bounds
+
+        check_bounds(bounds, bound_solver)
     res = _evaluate_batch(topology, _as_routing(routing), [traffic], [placement], True, 1, single=True)
     ds = _dataset(res, None)
     ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
+    if bounds is not False:
+        _add_bounds(ds, topology, traffic, placement, "auto" if bounds is True else bounds, bound_solver)
     return ds
+
+
+def _add_bounds(ds: xr.Dataset, topology, traffic, placement, method: str, solver: str) -> None:
+    """``optimal_completion_time``, ``routing_efficiency`` and the bound's attrs, added to ``ds`` in place."""
+    from .dataset import metric
+    from .lp.bounds import optimal
+
+    res = optimal(topology, traffic, placement, method, solver)
+    achieved = float(ds["completion_time"])
+    eff = res.completion_time / achieved if achieved > 0 else 1.0
+    for name, value in (("optimal_completion_time", res.completion_time), ("routing_efficiency", eff)):
+        ds[name] = xr.DataArray(value, attrs=metric(name).attrs)
+    ds.attrs.update({"bound_method": res.method, "bound_solver": res.solver, "bound_gap": res.gap})

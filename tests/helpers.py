@@ -13,6 +13,8 @@ TOL = {
     "prob": 1e-12,        # absolute: route probabilities and hop counts
     "time": 1e-15,        # absolute, seconds
     "count": 1e-9,        # absolute: integer-valued float counts (links, isoperimetric bounds)
+    "lp": 1e-7,           # relative: optima of LPs solved by HiGHS (simplex/IPM tolerances) vs hand or other LPs
+    "pdhg": 1e-2,         # relative: the batched first-order LP solver against HiGHS (issue 12: within 1% on Z)
 }
 """Tolerances by what they compare."""
 

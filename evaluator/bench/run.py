@@ -41,6 +41,9 @@ Scenarios (issues 5 and 10):
 7. ``scaling``: time against nodes (tori, sparse stencil and dense
    all-to-all), flows (random flows on Mira) and batch size (scenario 1's
    kernel); a PNG plot.
+8. ``lp``: the batched JAX LP solver (MPAX PDHG) against HiGHS on the same
+   Model 1 instances (:mod:`evaluator.bench.lp`): >= 100 many-to-many
+   instances on a 512-node BG/Q partition, one on 8,192 nodes.
 
 Every kernel scenario runs in its own worker process, so that "peak memory" is
 the scenario's own peak resident set size (taken before the baselines run)
@@ -67,7 +70,7 @@ import numpy as np
 
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
-SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "sweep", "optimize", "scaling")
+SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "sweep", "optimize", "scaling", "lp")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
 SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
@@ -552,8 +555,14 @@ def _w_jobs(args) -> dict:
     return w_jobs(args, _device, _peak_mb, _timed)
 
 
+def _w_lp(args) -> dict:
+    from .lp import w_lp
+
+    return w_lp(args, _device, _peak_mb, _timed)
+
+
 WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
-           "scaling": _w_scaling}
+           "scaling": _w_scaling, "lp": _w_lp}
 
 
 # --------------------------------------------------------------------------------------
@@ -910,6 +919,12 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
         raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
         rows += jobs_rows(raw["jobs"], _device_label)
+    if "lp" in only:
+        from .lp import lp_rows
+
+        log("scenario: LP solvers (batched PDHG vs HiGHS, BG/Q 512 and 8,192 nodes)")
+        raw["lp"] = _collect(*_launch("lp", quick, None), "lp")
+        rows += lp_rows(raw["lp"], _device_label)
     if "sweep" in only:
         sweep_rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))
         rows += sweep_rows

@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         lines = job_summary_lines(ds)
     else:
         point = config.build(obj)
-        ds = evaluate(point.topology, point.traffic, point.placement, point.routing)
+        ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds)
         lines = summary_lines(ds)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:

@@ -1,0 +1,40 @@
+"""Linear programs of the contention model: Model 1, the all-paths optimum, the Dragonfly adaptive bound.
+
+* :func:`path_lp` / :func:`solve_path_lp`: Bui et al. Model 1 (the best split of each pair's demand over its
+  paths; ``Z`` = common rate multiplier in 1/s, completion time ``1 / Z``);
+* :func:`optimal_bound`: the maximum concurrent flow over all paths (``edge`` LP, or ``garg_konemann`` with a
+  certified gap when the LP is too large), the best completion time any routing reaches;
+* :func:`dragonfly_adaptive_bound`: the best per-group-pair mix of minimal and Valiant paths (ideal UGAL);
+* solvers: :func:`solve_highs` (HiGHS, the reference) and :func:`solve_pdhg` (MPAX's PDHG, batched with
+  ``vmap``, warm-started, duality gap reported).
+
+:mod:`evaluator.lp.bounds` (above the traffic and placement families) turns a design point into demand
+and answers ``evaluate(..., bounds=True)``. See ``docs/bounds.md``.
+"""
+
+from ._dragonfly import adaptive_classes as adaptive_classes
+from ._dragonfly import dragonfly_adaptive_bound as dragonfly_adaptive_bound
+from ._flow import EDGE_AUTO_NNZ as EDGE_AUTO_NNZ
+from ._flow import METHODS as METHODS
+from ._flow import RouterDemand as RouterDemand
+from ._flow import edge_bound as edge_bound
+from ._flow import edge_lp as edge_lp
+from ._flow import edge_size as edge_size
+from ._flow import garg_konemann as garg_konemann
+from ._flow import optimal_bound as optimal_bound
+from ._model1 import PathBound as PathBound
+from ._model1 import path_lp as path_lp
+from ._model1 import solve_path_lp as solve_path_lp
+from ._model1 import z_from_objective as z_from_objective
+from ._solvers import LP as LP
+from ._solvers import SOLVERS as SOLVERS
+from ._solvers import BatchSolution as BatchSolution
+from ._solvers import Solution as Solution
+from ._solvers import solve as solve
+from ._solvers import solve_highs as solve_highs
+from ._solvers import solve_pdhg as solve_pdhg
+
+__all__ = ["LP", "SOLVERS", "METHODS", "EDGE_AUTO_NNZ", "Solution", "BatchSolution", "PathBound", "RouterDemand",
+           "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
+           "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes",
+           "dragonfly_adaptive_bound"]
