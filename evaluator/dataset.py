@@ -58,6 +58,8 @@ METRICS: tuple[Metric, ...] = (
            False),
     Metric("mean_hops", "1", "router-to-router links per byte that leaves its node", True),
     Metric("total_bytes", "bytes", "bytes sent in the exchange", True),
+    Metric("off_node_bytes", "bytes", "bytes sent between tasks on different nodes (the rest stays on a node)",
+           True),
 )
 """Scalar metrics of one evaluation, in dataset order."""
 

@@ -571,7 +571,8 @@ def evaluate_batch(
     bytes). ``metrics`` holds per-point NumPy arrays: ``completion_time``
     (s), ``throughput`` and ``effective_injection_bandwidth`` (bytes/s),
     ``bottleneck_class`` and ``bottleneck_link`` (-1: no link used),
-    ``mean_hops``, ``total_bytes`` and ``max_load_class[point, class]``
+    ``mean_hops``, ``total_bytes``, ``off_node_bytes`` (bytes between tasks on different nodes; the on-node
+    share is ``1 - off_node_bytes / total_bytes``) and ``max_load_class[point, class]``
     (bytes).
 
     ``routing`` may be a registered routing kind's name (``"minimal"``: that
@@ -745,8 +746,8 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     (bytes/s per direction), coordinates ``link_src``, ``link_dst``,
     ``link_class``, ``link_node``, and scalar ``completion_time`` (s),
     ``throughput`` (bytes/s), ``effective_injection_bandwidth`` (bytes/s),
-    ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``
-    and ``total_bytes``. Arguments are checked as in :func:`evaluate_batch`
+    ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``,
+    ``total_bytes`` and ``off_node_bytes``. Arguments are checked as in :func:`evaluate_batch`
     (``routing`` may be a routing kind's name); a point too large for memory
     is refused naming ``traffic``.
 

@@ -91,10 +91,10 @@ class DensePointInputs(NamedTuple):
     bytes_per_pair: Float[Array, ""]
 
 
-SCALAR_METRICS = _FLOAT_METRICS + ("bottleneck_class", "bottleneck_link", "off_node_bytes")
-"""Per-point scalars the kernels return: the metric table's (:data:`evaluator.dataset.METRICS`), then the
-bottleneck's class and link (-1 when nothing crosses a link) and the bytes that leave their node (the weight of
-``mean_hops`` when phases are combined)."""
+SCALAR_METRICS = _FLOAT_METRICS + ("bottleneck_class", "bottleneck_link")
+"""Per-point scalars the kernels return: the metric table's (:data:`evaluator.dataset.METRICS`; its
+``off_node_bytes``, the bytes that leave their node, also weighs ``mean_hops`` when phases are combined), then the
+bottleneck's class and link (-1 when nothing crosses a link)."""
 
 METRIC_NAMES = SCALAR_METRICS + ("max_load_class",)
 

@@ -63,6 +63,7 @@ def check(topo, traffic, placement, routing):
     assert float(ds["total_bytes"]) == pytest.approx(flows.total_bytes, rel=TOL["rel"])
     tn = placement.task_node
     leaving = flows.nbytes[tn[flows.src] != tn[flows.dst]].sum()
+    assert float(ds["off_node_bytes"]) == pytest.approx(leaving, rel=TOL["rel"], abs=TOL["bytes"])
     if leaving > 0:
         assert float(ds["mean_hops"]) == pytest.approx(ref[: topo.n_router_links].sum() / leaving, rel=TOL["rel_sum"])
     sent = flows.sent_per_task()

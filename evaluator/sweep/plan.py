@@ -37,7 +37,7 @@ __all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS", "CH
 
 SWEEP_FORMATS = ("netcdf", "zarr")
 
-CHUNK_FORMAT = "chunk-v2 placement-threefry-v1"
+CHUNK_FORMAT = "chunk-v3 placement-threefry-v1"  # v3: chunks hold off_node_bytes
 """What a persisted chunk holds and how seeded placements are drawn (part of the run id)."""
 
 SEED_KEY = "placement.seed"
