@@ -65,6 +65,7 @@ for _traffic in config.FAMILIES["traffic"]:
         "stencil": ["traffic.alpha=[8,8,8]", "traffic.beta=[4,4,2]"],
         "tornado": ["traffic.grid=[4,4,2]"],
         "many_to_many": ["traffic.n_sources=8", "traffic.n_destinations=8", "traffic.n_tasks=32"],
+        "m_to_n": ["traffic.n_sources=4", "traffic.n_destinations=16", "traffic.dests_per_source=4"],
     }.get(_traffic, [])
 
 

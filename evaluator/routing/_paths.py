@@ -247,23 +247,27 @@ def router_graph(topo: Topology) -> RouterGraph:
 # --------------------------------------------------------------------------------------
 
 
-def _spur(graph: RouterGraph, s: int, t: int, h_to_t: np.ndarray, banned_nodes: set, banned_edges: set,
+def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges: set,
           max_hops: int) -> list[int] | None:
     """A shortest ``s -> t`` path avoiding ``banned_nodes`` and ``banned_edges`` within ``max_hops``, or None.
 
-    A* search on hop counts with the unrestricted BFS distance to ``t`` as
-    heuristic (consistent: it never overestimates and drops by at most one
-    per hop); ties broken by the smaller router id, so the result is
-    deterministic.
+    A* search on hop counts with the unrestricted BFS distance to ``t``
+    (``h_to_t``, -1: unreachable) as heuristic: consistent (it never
+    overestimates and drops by at most one per hop), so the first time
+    ``t`` is popped its path is a shortest one. Among equal estimates the
+    deeper node goes first (few expansions on tori, where many routes tie)
+    and then the smaller router id, so the result is deterministic.
     """
-    if h_to_t[s] < 0 or h_to_t[s] > max_hops:
+    hs = h_to_t[s]
+    if hs < 0 or hs > max_hops:
         return None
     parent = {s: -1}
     g_cost = {s: 0}
-    heap = [(int(h_to_t[s]), 0, s)]
+    heap = [(hs, 0, s)]
     closed = set()
+    nbr = graph.nbr
     while heap:
-        f, gc, x = heapq.heappop(heap)
+        _, neg_g, x = heapq.heappop(heap)
         if x in closed:
             continue
         if x == t:
@@ -272,19 +276,17 @@ def _spur(graph: RouterGraph, s: int, t: int, h_to_t: np.ndarray, banned_nodes: 
                 path.append(parent[path[-1]])
             return path[::-1]
         closed.add(x)
-        for y in graph.nbr[x]:
-            if y in banned_nodes or (x, y) in banned_edges or y in closed:
+        ng = 1 - neg_g
+        for y in nbr[x]:
+            if y in closed or y in banned_nodes or (x, y) in banned_edges:
                 continue
             hy = h_to_t[y]
-            if hy < 0:
-                continue
-            ng = gc + 1
-            if ng + hy > max_hops:
+            if hy < 0 or ng + hy > max_hops:
                 continue
             if ng < g_cost.get(y, 1 << 60):
                 g_cost[y] = ng
                 parent[y] = x
-                heapq.heappush(heap, (ng + int(hy), ng, y))
+                heapq.heappush(heap, (ng + hy, -ng, y))
     return None
 
 
@@ -296,7 +298,7 @@ def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None 
     length the order is deterministic (candidates are kept in a heap keyed
     by (hops, router sequence)), not necessarily NetworkX's.
     """
-    h_to_t = graph.dist_to(t)
+    h_to_t = graph.dist_to(t).tolist()
     limit = (1 << 30) if hop_limit is None else int(hop_limit)
     first = _spur(graph, s, t, h_to_t, set(), set(), limit)
     if first is None:

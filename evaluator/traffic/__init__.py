@@ -10,10 +10,11 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import _all_to_all, _bisection_pairing, _file, _many_to_many, _phased, _random_pairs, _random_permutation, _shift, _stencil, dense
+from . import _all_to_all, _bisection_pairing, _file, _m_to_n, _many_to_many, _phased, _random_pairs, _random_permutation, _shift, _stencil, dense
 from ._all_to_all import all_to_all
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._file import from_file
+from ._m_to_n import M_TO_N_MODES, m_to_n
 from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
 from ._random_pairs import random_pairs
 from ._random_permutation import random_permutation
@@ -41,6 +42,8 @@ __all__ = [
     "many_to_many",
     "many_to_many_layout",
     "MANY_TO_MANY_MODES",
+    "m_to_n",
+    "M_TO_N_MODES",
     "from_file",
     "dense",
     "KINDS",
@@ -55,6 +58,7 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _shift.SHIFT,
     _shift.TORNADO,
     _many_to_many.MANY_TO_MANY,
+    _m_to_n.M_TO_N,
     _file.FILE,
     _phased.kind(lambda: KINDS),
 ])
