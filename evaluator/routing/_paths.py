@@ -247,27 +247,38 @@ def router_graph(topo: Topology) -> RouterGraph:
 # --------------------------------------------------------------------------------------
 
 
+_HASH = 2654435761  # Knuth's multiplicative hash constant
+
+
+def _salt(s: int, t: int) -> int:
+    """A per-pair salt of the tie-breaking keys (deterministic, decorrelates the pairs' choices)."""
+    return ((s * 1_000_003 + t) * _HASH) & 0xFFFFFFFF
+
+
 def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges: set,
-          max_hops: int) -> list[int] | None:
+          max_hops: int, salt: int) -> list[int] | None:
     """A shortest ``s -> t`` path avoiding ``banned_nodes`` and ``banned_edges`` within ``max_hops``, or None.
 
     A* search on hop counts with the unrestricted BFS distance to ``t``
     (``h_to_t``, -1: unreachable) as heuristic: consistent (it never
     overestimates and drops by at most one per hop), so the first time
     ``t`` is popped its path is a shortest one. Among equal estimates the
-    deeper node goes first (few expansions on tori, where many routes tie)
-    and then the smaller router id, so the result is deterministic.
+    deeper node goes first (few expansions on tori, where many routes tie),
+    then the smaller hashed key ``((y ^ salt) * 2654435761) mod 2^32``: a
+    deterministic choice among equal shortest paths that differs from pair
+    to pair, so the pairs' first paths do not all crowd the same links (as
+    a smallest-id rule would).
     """
     hs = h_to_t[s]
     if hs < 0 or hs > max_hops:
         return None
     parent = {s: -1}
     g_cost = {s: 0}
-    heap = [(hs, 0, s)]
+    heap = [(hs, 0, 0, s)]
     closed = set()
     nbr = graph.nbr
     while heap:
-        _, neg_g, x = heapq.heappop(heap)
+        _, neg_g, _, x = heapq.heappop(heap)
         if x in closed:
             continue
         if x == t:
@@ -286,24 +297,35 @@ def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, b
             if ng < g_cost.get(y, 1 << 60):
                 g_cost[y] = ng
                 parent[y] = x
-                heapq.heappush(heap, (ng + hy, -ng, y))
+                heapq.heappush(heap, (ng + hy, -ng, ((y ^ salt) * _HASH) & 0xFFFFFFFF, y))
     return None
+
+
+def _edges(path: tuple[int, ...]) -> set:
+    return set(zip(path[:-1], path[1:]))
 
 
 def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None = None) -> list[tuple[int, ...]]:
     """Yen's k shortest loopless paths from router ``s`` to ``t`` as router sequences (hops ascending).
 
     Paths longer than ``hop_limit`` hops are not searched; fewer than ``k``
-    come back when the graph (or the limit) has fewer. Among paths of equal
-    length the order is deterministic (candidates are kept in a heap keyed
-    by (hops, router sequence)), not necessarily NetworkX's.
+    come back when the graph (or the limit) has fewer. Ties (many paths of
+    one length, as on tori) are broken towards diversity and
+    deterministically: the next path is, among the shortest candidates, the
+    one sharing the fewest router hops with the paths already taken, then
+    the smallest hashed key (see :func:`_spur`); any choice among equal
+    lengths keeps Yen's guarantee (the ``i``-th path is an ``i``-th
+    shortest), so the lengths equal NetworkX's ``shortest_simple_paths``,
+    not necessarily the paths of a tied length.
     """
     h_to_t = graph.dist_to(t).tolist()
     limit = (1 << 30) if hop_limit is None else int(hop_limit)
-    first = _spur(graph, s, t, h_to_t, set(), set(), limit)
+    salt = _salt(s, t)
+    first = _spur(graph, s, t, h_to_t, set(), set(), limit, salt)
     if first is None:
         return []
     A = [tuple(first)]
+    used = _edges(A[0])
     seen = {A[0]}
     B: list[tuple[int, tuple[int, ...]]] = []
     while len(A) < k:
@@ -313,7 +335,7 @@ def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None 
             root = prev[: i + 1]
             banned_edges = {(p[i], p[i + 1]) for p in A if len(p) > i + 1 and p[: i + 1] == root}
             banned_nodes = set(root[:-1])
-            sp = _spur(graph, spur_node, t, h_to_t, banned_nodes, banned_edges, limit - i)
+            sp = _spur(graph, spur_node, t, h_to_t, banned_nodes, banned_edges, limit - i, salt)
             if sp is None:
                 continue
             cand = root[:-1] + tuple(sp)
@@ -322,7 +344,16 @@ def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None 
                 heapq.heappush(B, (len(cand) - 1, cand))
         if not B:
             break
-        A.append(heapq.heappop(B)[1])
+        hops = B[0][0]
+        tied = []
+        while B and B[0][0] == hops:
+            tied.append(heapq.heappop(B)[1])
+        best = min(tied, key=lambda p: (len(_edges(p) & used), [((y ^ salt) * _HASH) & 0xFFFFFFFF for y in p]))
+        for p in tied:
+            if p is not best:
+                heapq.heappush(B, (hops, p))
+        A.append(best)
+        used |= _edges(best)
     return A
 
 
