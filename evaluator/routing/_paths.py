@@ -193,24 +193,24 @@ class RouterGraph:
     _dist: dict = dataclasses.field(default_factory=dict)  # destination -> BFS distances to it
 
     def dist_to(self, t: int) -> np.ndarray:
-        """Hops from every router to ``t`` (-1: unreachable); cached per destination."""
+        """Hops from every router to ``t`` (-1: unreachable); a BFS in C (SciPy), cached per destination."""
         d = self._dist.get(t)
         if d is None:
-            d = np.full(self.n_routers, -1, np.int64)
-            d[t] = 0
-            frontier = [t]
-            h = 0
-            while frontier:
-                h += 1
-                nxt = []
-                for x in frontier:
-                    for y in self.rev[x]:
-                        if d[y] < 0:
-                            d[y] = h
-                            nxt.append(y)
-                frontier = nxt
+            from scipy.sparse.csgraph import shortest_path
+
+            rev = self._dist.get("rev")
+            if rev is None:
+                import scipy.sparse as sp
+
+                rows = [y for y in range(self.n_routers) for _ in self.rev[y]]
+                cols = [x for y in range(self.n_routers) for x in self.rev[y]]
+                rev = self._dist["rev"] = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                                                       shape=(self.n_routers, self.n_routers))
+            h = shortest_path(rev, unweighted=True, indices=int(t))
+            d = np.where(np.isfinite(h), h, -1).astype(np.int64)
             if len(self._dist) > 4096:
                 self._dist.clear()
+                self._dist["rev"] = rev
             self._dist[t] = d
         return d
 

@@ -62,7 +62,7 @@ def m_to_n(n_sources: int, n_destinations: int, dests_per_source: int = 1, bytes
     require(d <= n, "traffic.dests_per_source", d, f"an integer in [1, n_destinations = {n}]")
     b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
     if n_tasks is None:
-        n_tasks = m + n if mode == "disjoint" else max(m, n)
+        n_tasks = max(m, n) if str(mode).startswith("subset") else m + n
     nt = positive_int("traffic.n_tasks", n_tasks)
     require(m <= nt, "traffic.n_sources", m, f"<= n_tasks = {nt}")
     check_memory("traffic.n_sources", m, 48.0 * m * d, f"the {m} x {d} flows of m_to_n")
