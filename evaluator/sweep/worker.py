@@ -409,10 +409,17 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
     t_build = time.perf_counter() - t0
     out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
                            "compile_s": 0.0, "eval_s": 0.0}
-    if device or host:
-        if ROUTINGS[routing.kind].bind is not None:  # a path set: evaluate_batch binds the chunk's router pairs
+    if (device or host) and ROUTINGS[routing.kind].bind is not None:
+        # a path set: evaluate_batch binds the chunk's router pairs; a pair it cannot route (a hop limit too
+        # small) makes the chunk's points infeasible, with the pair named
+        try:
             res = _evaluate_batch_path(plan, topo, routing, device, host, out)
-        else:
+        except ConfigError as exc:
+            for members, _, _ in device + host:
+                reasons.set(members, reason(exc))
+            device, host = [], []
+    if device or host:
+        if ROUTINGS[routing.kind].bind is None:  # (path sets were evaluated above)
             with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
                 kern = batch_kernel(topo, routing, plan.keep_link_load)
             res = _evaluate(plan, st, kern, topo, routing, idx, device, host, out)
