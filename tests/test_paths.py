@@ -259,7 +259,6 @@ def test_path_operator_against_a_walk(make, kind):
 
 def test_evaluate_binds_pairs_and_groups_heuristic_points():
     topo = T.torus((4, 4))
-    rng = np.random.default_rng(0)
     trs = [TR.random_pairs(16, 1e6, seed=1), TR.dense.all_to_all(16, 10.0)]
     pl = PL.linear(topo, 16)
     for spec in (RT.kshortest(3), RT.optiq_heuristic(k=4)):
@@ -268,7 +267,12 @@ def test_evaluate_binds_pairs_and_groups_heuristic_points():
             one = ev.evaluate(topo, t, pl, spec)
             np.testing.assert_allclose(batch.link_load[i], one.link_load.values, rtol=TOL["rel"], atol=TOL["bytes"])
             assert batch.metrics["completion_time"][i] == pytest.approx(float(one.completion_time), rel=TOL["rel"])
-    assert rng is not None
+    # the grouping matters: the heuristic bound to the union of both points' pairs routes the sparse point otherwise
+    union = PairSet(np.concatenate([np.asarray(trs[0].src) * 16 + trs[0].dst,
+                                    [s * 16 + d for s in range(16) for d in range(16) if s != d]]), 16)
+    joint = ev.evaluate(topo, trs[0], pl, RT.optiq_heuristic(k=4).bind(union))
+    alone = ev.evaluate(topo, trs[0], pl, RT.optiq_heuristic(k=4))
+    assert np.abs(joint.link_load.values - alone.link_load.values).max() > 1.0
 
 
 def test_path_routings_compose_from_config():
