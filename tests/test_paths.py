@@ -396,3 +396,12 @@ def test_another_pair_set_in_the_same_bucket_compiles_nothing():
     before = ka.fn._cache_size()
     res = ev.evaluate_batch(topo, spec, [b], pl)
     assert ka.fn._cache_size() == before and res.metrics["completion_time"][0] > 0
+
+
+def test_yen_resumed_equals_a_fresh_search():
+    topo = T.torus((4, 3, 2))
+    graph = router_graph(topo)
+    state = _paths._Yen(graph, 0, 17, None)
+    assert state.extend(3) == yen_paths(graph, 0, 17, 3)
+    assert state.extend(9) == yen_paths(graph, 0, 17, 9)
+    assert state.extend(2) == yen_paths(graph, 0, 17, 2)

@@ -305,6 +305,52 @@ def _edges(path: tuple[int, ...]) -> set:
     return set(zip(path[:-1], path[1:]))
 
 
+class _Yen:
+    """Yen's algorithm for one pair, resumable: :meth:`extend` to ``k`` paths continues where it stopped."""
+
+    def __init__(self, graph: RouterGraph, s: int, t: int, hop_limit: int | None):
+        self.graph, self.t = graph, t
+        self.h = graph.dist_to(t).tolist()
+        self.limit = (1 << 30) if hop_limit is None else int(hop_limit)
+        self.salt = _salt(s, t)
+        first = _spur(graph, s, t, self.h, set(), set(), self.limit, self.salt)
+        self.A = [] if first is None else [tuple(first)]
+        self.used = _edges(self.A[0]) if self.A else set()
+        self.seen = set(self.A)
+        self.B: list[tuple[int, tuple[int, ...]]] = []
+        self.done = not self.A
+
+    def extend(self, k: int) -> list[tuple[int, ...]]:
+        A, B, t = self.A, self.B, self.t
+        while len(A) < k and not self.done:
+            prev = A[-1]
+            for i in range(len(prev) - 1):
+                root = prev[: i + 1]
+                banned_edges = {(p[i], p[i + 1]) for p in A if len(p) > i + 1 and p[: i + 1] == root}
+                sp = _spur(self.graph, prev[i], t, self.h, set(root[:-1]), banned_edges, self.limit - i, self.salt)
+                if sp is None:
+                    continue
+                cand = root[:-1] + tuple(sp)
+                if cand not in self.seen:
+                    self.seen.add(cand)
+                    heapq.heappush(B, (len(cand) - 1, cand))
+            if not B:
+                self.done = True
+                break
+            hops = B[0][0]
+            tied = []
+            while B and B[0][0] == hops:
+                tied.append(heapq.heappop(B)[1])
+            salt, used = self.salt, self.used
+            best = min(tied, key=lambda p: (len(_edges(p) & used), [((y ^ salt) * _HASH) & 0xFFFFFFFF for y in p]))
+            for p in tied:
+                if p is not best:
+                    heapq.heappush(B, (hops, p))
+            A.append(best)
+            self.used |= _edges(best)
+        return A[:k]
+
+
 def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None = None) -> list[tuple[int, ...]]:
     """Yen's k shortest loopless paths from router ``s`` to ``t`` as router sequences (hops ascending).
 
@@ -316,57 +362,20 @@ def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None 
     the smallest hashed key (see :func:`_spur`); any choice among equal
     lengths keeps Yen's guarantee (the ``i``-th path is an ``i``-th
     shortest), so the lengths equal NetworkX's ``shortest_simple_paths``,
-    not necessarily the paths of a tied length.
+    not necessarily the paths of a tied length. The first ``k`` paths do
+    not depend on ``k``.
     """
-    h_to_t = graph.dist_to(t).tolist()
-    limit = (1 << 30) if hop_limit is None else int(hop_limit)
-    salt = _salt(s, t)
-    first = _spur(graph, s, t, h_to_t, set(), set(), limit, salt)
-    if first is None:
-        return []
-    A = [tuple(first)]
-    used = _edges(A[0])
-    seen = {A[0]}
-    B: list[tuple[int, tuple[int, ...]]] = []
-    while len(A) < k:
-        prev = A[-1]
-        for i in range(len(prev) - 1):
-            spur_node = prev[i]
-            root = prev[: i + 1]
-            banned_edges = {(p[i], p[i + 1]) for p in A if len(p) > i + 1 and p[: i + 1] == root}
-            banned_nodes = set(root[:-1])
-            sp = _spur(graph, spur_node, t, h_to_t, banned_nodes, banned_edges, limit - i, salt)
-            if sp is None:
-                continue
-            cand = root[:-1] + tuple(sp)
-            if cand not in seen:
-                seen.add(cand)
-                heapq.heappush(B, (len(cand) - 1, cand))
-        if not B:
-            break
-        hops = B[0][0]
-        tied = []
-        while B and B[0][0] == hops:
-            tied.append(heapq.heappop(B)[1])
-        best = min(tied, key=lambda p: (len(_edges(p) & used), [((y ^ salt) * _HASH) & 0xFFFFFFFF for y in p]))
-        for p in tied:
-            if p is not best:
-                heapq.heappush(B, (hops, p))
-        A.append(best)
-        used |= _edges(best)
-    return A
+    return _Yen(graph, s, t, hop_limit).extend(k)
 
 
 def _pair_paths(topo: Topology, s: int, t: int, k: int, hop_limit: int | None) -> list[tuple[int, ...]]:
-    """:func:`yen_paths` of one pair, cached per topology (the first ``k`` of a larger ``k`` are reused)."""
+    """:func:`yen_paths` of one pair, cached per topology: a larger ``k`` later continues the same search."""
     cache = _PATH_CACHE.setdefault(topo, {})
     key = (s, t, hop_limit)
-    hit = cache.get(key)
-    if hit is not None and (hit[0] >= k or len(hit[1]) < hit[0]):
-        return hit[1][:k]
-    paths = yen_paths(router_graph(topo), s, t, k, hop_limit)
-    cache[key] = (k, paths)
-    return paths
+    state = cache.get(key)
+    if state is None:
+        state = cache[key] = _Yen(router_graph(topo), s, t, hop_limit)
+    return state.extend(k)
 
 
 # --------------------------------------------------------------------------------------
