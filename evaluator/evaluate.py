@@ -610,7 +610,7 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
     return BatchResult(topology, routing, merged, loads)
 
 
-def _router_pairs(topology: Topology, traffic, placement: Placement) -> np.ndarray:
+def _router_pairs(topology: Topology, traffic, placement: Placement, label: str = "path set") -> np.ndarray:
     """Sorted keys ``src * R + dst`` of the router pairs ``src != dst`` that one point's exchanges load.
 
     Sparse flows: the pairs of flows with bytes; dense traffic: every pair of
@@ -625,6 +625,10 @@ def _router_pairs(topology: Topology, traffic, placement: Placement) -> np.ndarr
         if isinstance(x, DenseTraffic):
             su = np.unique(tr[x.src_weight > 0])
             dv = np.unique(tr[x.dst_weight > 0])
+            check_memory("routing", label, 48.0 * su.size * dv.size,
+                         f"the router pairs of {x.name} ({su.size:,} x {dv.size:,}) for a path-set routing",
+                         "Use a routing without path sets (dor, minimal, valiant) for dense traffic on this many "
+                         "routers, or a sparse traffic.")
             s, d = np.repeat(su, dv.size), np.tile(dv, su.size)
         else:
             live = np.asarray(x.nbytes) > 0
@@ -645,7 +649,7 @@ def _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_loa
     from .routing import PairSet
 
     R = int(topology.n_routers)
-    keys = [_router_pairs(topology, t, p) for t, p in zip(traffics, placements)]
+    keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
     if not kind.joint_pairs:
         groups = {0: list(range(len(traffics)))}
         sets = {0: PairSet(np.concatenate(keys), R)}

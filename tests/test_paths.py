@@ -405,3 +405,11 @@ def test_yen_resumed_equals_a_fresh_search():
     assert state.extend(3) == yen_paths(graph, 0, 17, 3)
     assert state.extend(9) == yen_paths(graph, 0, 17, 9)
     assert state.extend(2) == yen_paths(graph, 0, 17, 2)
+
+
+def test_dense_traffic_with_too_many_router_pairs_is_refused(monkeypatch):
+    topo = T.torus((8, 8))
+    pl = PL.linear(topo, 64)
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", "100000")  # 64 x 64 pairs x 48 bytes = 197 kB > 80% of 100 kB
+    with pytest.raises(ResourceError, match="router pairs"):
+        ev.evaluate(topo, TR.dense.all_to_all(64, 1.0), pl, RT.kshortest(2))
