@@ -3,7 +3,8 @@
 Public API (anything not listed in ``__all__`` may change):
 
 * topologies: :func:`torus`, :func:`bgq_partition`, :func:`gemini`, :func:`dragonfly`;
-* routings: :mod:`evaluator.routing` (``dor``, ``minimal``, ``valiant``);
+* routings: :mod:`evaluator.routing` (``dor``, ``minimal``, ``valiant``, ``valiant_router``, ``kshortest``,
+  ``optiq_heuristic``);
 * traffic: :mod:`evaluator.traffic` (dense rank-one patterns in
   :mod:`evaluator.traffic.dense`, also ``evaluator.structured``);
   placement: :mod:`evaluator.placement`;
@@ -25,7 +26,7 @@ from . import placement, routing, topology, traffic  # noqa: E402
 from .traffic import dense as structured  # noqa: E402  (the dense constructors, under their historical name)
 from .errors import ConfigError  # noqa: E402
 from .evaluate import BatchResult, evaluate, evaluate_batch  # noqa: E402
-from .routing import Routing, dor, minimal, valiant  # noqa: E402
+from .routing import Routing, dor, kshortest, minimal, optiq_heuristic, valiant, valiant_router  # noqa: E402
 from .topology import (  # noqa: E402
     DragonflyTopology,
     Topology,
@@ -55,6 +56,9 @@ __all__ = [
     "dor",
     "minimal",
     "valiant",
+    "valiant_router",
+    "kshortest",
+    "optiq_heuristic",
     "Traffic",
     "DenseTraffic",
     "Placement",

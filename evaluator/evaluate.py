@@ -597,6 +597,9 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
     for i, (t, p) in enumerate(zip(traffics, placements)):
         _check_pair(topology, t, p, None if n == 1 else i)
     chunk_size = positive_int("chunk_size", chunk_size)
+    kind = ROUTING_KINDS[routing.kind]
+    if kind.bind is not None and getattr(routing, "pairs", None) is None:
+        return _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_load, chunk_size, single)
     kern = batch_kernel(topology, routing, bool(keep_link_load))
     exchanges = [x for t in traffics for x in (t.phases if isinstance(t, PhasedTraffic) else (t,))]
     _check_working_set(_working_set(kern, topology, exchanges, chunk_size, bool(keep_link_load)), n, chunk_size,
@@ -606,6 +609,94 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
     merged = _evaluate_flat(kern, traffics, placements, chunk_size)
     loads = merged.pop("link_load", None)
     return BatchResult(topology, routing, merged, loads)
+
+
+def _router_pairs(topology: Topology, traffic, placement: Placement, label: str = "path set") -> np.ndarray:
+    """Sorted keys ``src * R + dst`` of the router pairs ``src != dst`` that one point's exchanges load.
+
+    Sparse flows: the pairs of flows with bytes; dense traffic: every pair of
+    a router holding a task with source weight and one holding a task with
+    destination weight (DenseTraffic's demand; pairs on one router excluded).
+    """
+    R = int(topology.n_routers)
+    node_router = topology.node_router
+    tr = node_router[np.asarray(placement.task_node)]
+    keys = []
+    for x in (traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)):
+        if isinstance(x, DenseTraffic):
+            su = np.unique(tr[x.src_weight > 0])
+            dv = np.unique(tr[x.dst_weight > 0])
+            check_memory("routing", label, 48.0 * su.size * dv.size,
+                         f"the router pairs of {x.name} ({su.size:,} x {dv.size:,}) for a path-set routing",
+                         "Use a routing without path sets (dor, minimal, valiant) for dense traffic on this many "
+                         "routers, or a sparse traffic.")
+            s, d = np.repeat(su, dv.size), np.tile(dv, su.size)
+        else:
+            live = np.asarray(x.nbytes) > 0
+            s, d = tr[np.asarray(x.src)[live]], tr[np.asarray(x.dst)[live]]
+        keep = s != d
+        keys.append(s[keep].astype(np.int64) * R + d[keep])
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+
+
+def _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_load, chunk_size, single) -> BatchResult:
+    """A path-set routing (:mod:`evaluator.routing._paths`): bind it to the router pairs of the points, evaluate.
+
+    Paths that do not depend on the other pairs (``kind.joint_pairs`` False,
+    e.g. ``kshortest``) are built once for the union of the points' pairs;
+    otherwise (``optiq_heuristic``) points are grouped by their pair set, one
+    operator per group, and the results put back in input order.
+    """
+    from .routing import PairSet
+
+    R = int(topology.n_routers)
+    keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
+    if not kind.joint_pairs:
+        groups = {0: list(range(len(traffics)))}
+        sets = {0: PairSet(np.concatenate(keys), R)}
+    else:
+        groups, sets = {}, {}
+        for i, k in enumerate(keys):
+            ps = PairSet(k, R)
+            groups.setdefault(ps, []).append(i)
+            sets[ps] = ps
+    results = []
+    for gk, idx in groups.items():
+        bound = kind.bind(routing, sets[gk])
+        results.append((idx, _evaluate_batch(topology, bound, [traffics[i] for i in idx],
+                                             [placements[i] for i in idx], keep_link_load, chunk_size, single)))
+    if len(results) == 1:
+        res = results[0][1]
+        return BatchResult(topology, routing, res.metrics, res.link_load, res.phases)
+    n = len(traffics)
+    metrics = {}
+    for key, first in results[0][1].metrics.items():
+        out = np.empty((n,) + first.shape[1:], dtype=first.dtype)
+        for idx, res in results:
+            out[idx] = res.metrics[key]
+        metrics[key] = out
+    loads = None
+    if results[0][1].link_load is not None:
+        loads = np.empty((n,) + results[0][1].link_load.shape[1:])
+        for idx, res in results:
+            loads[idx] = res.link_load
+    phases = None
+    if any(res.phases is not None for _, res in results):
+        P = max(res.phases["phase_completion_time"].shape[1] for _, res in results if res.phases is not None)
+        phases = {"names": _phase_names(list(traffics), P),
+                  "phase_completion_time": np.full((n, P), np.nan), "phase_total_bytes": np.full((n, P), np.nan),
+                  "phase_bottleneck_class": np.full((n, P), -2, np.int64)}
+        for idx, res in results:
+            ph = res.phases
+            if ph is None:  # plain exchanges: one phase
+                phases["phase_completion_time"][idx, 0] = res.metrics["completion_time"]
+                phases["phase_total_bytes"][idx, 0] = res.metrics["total_bytes"]
+                phases["phase_bottleneck_class"][idx, 0] = res.metrics["bottleneck_class"]
+                continue
+            k = ph["phase_completion_time"].shape[1]
+            for name in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck_class"):
+                phases[name][idx, :k] = ph[name]
+    return BatchResult(topology, routing, metrics, loads, phases)
 
 
 def _evaluate_flat(kern, traffics: list, placements: list, chunk_size: int, flow_bucket: int | None = None) -> dict:

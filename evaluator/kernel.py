@@ -22,6 +22,7 @@ ejection), ``class`` (link classes).
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import NamedTuple
 
 import jax
@@ -316,7 +317,6 @@ def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Batc
     """
     op = build_routing(topology, routing)
     link_class = np.asarray(topology.link_class)
-    counts = np.bincount(link_class, minlength=len(topology.class_names))
     net = NetworkArrays(
         node_router=jnp.asarray(topology.node_router.astype(np.int32)),
         capacity=jnp.asarray(topology.capacity),
@@ -324,8 +324,23 @@ def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Batc
         class_order=jnp.asarray(np.argsort(link_class, kind="stable").astype(np.int32)),
         routing={k: jnp.asarray(v) for k, v in op.tables.items()},
     )
+    return BatchKernel(_kernels_for(topology, op, keep_loads), net, op, topology.n_links)
+
+
+_SHARED_KERNELS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+
+
+def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "_Kernels":
+    """The jitted kernels of ``op``; operators with the same ``compile_key`` share them (and their compilations)."""
+    counts = np.bincount(np.asarray(topology.link_class), minlength=len(topology.class_names))
     common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads,
                   class_bounds=tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)])))
+    shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
+    if shared is not None and (op.compile_key, keep_loads) in shared:
+        return shared[(op.compile_key, keep_loads)]
     point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply, **common)
     dense_point = functools.partial(_dense_point, n_routers=topology.n_routers, apply_dense=op.apply_dense, **common)
-    return BatchKernel(_Kernels(point, dense_point), net, op, topology.n_links)
+    fn = _Kernels(point, dense_point)
+    if shared is not None:
+        shared[(op.compile_key, keep_loads)] = fn
+    return fn

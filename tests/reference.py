@@ -22,7 +22,7 @@ Routing is given as a plain dict:
 
 * ``{"kind": "dor", "order": "as_given" | "longest_first" | (k0, k1, ...),
   "tie": "split" | "positive"}`` (torus dimension-order routing);
-* ``{"kind": "minimal"}`` or ``{"kind": "valiant"}`` (Dragonfly).
+* ``{"kind": "minimal"}``, ``{"kind": "valiant"}`` or ``{"kind": "valiant_router"}`` (Dragonfly).
 
 Loads are bytes per exchange; a randomised route (tie split, parallel global
 links, Valiant intermediate group) contributes its expectation.
@@ -256,6 +256,28 @@ def _dragonfly_valiant(topology, tables, src_router: int, dst_router: int) -> li
     return paths
 
 
+def _dragonfly_valiant_router(topology, tables, src_router: int, dst_router: int) -> list[Path]:
+    """Valiant through an intermediate router ``x`` drawn uniformly over all routers (BookSim2 style).
+
+    ``x`` in the source group: the minimal route; otherwise the minimal route
+    to ``x`` then the minimal route on to the destination (``x`` may be in
+    the destination group or be the destination). Intra-group pairs: minimal.
+    """
+    S, D = _group(topology, src_router), _group(topology, dst_router)
+    if S == D:
+        return _dragonfly_minimal(topology, tables, src_router, dst_router)
+    R = int(topology.n_routers)
+    paths = []
+    for x in range(R):
+        if _group(topology, x) == S:
+            paths.extend((p / R, links) for p, links in _dragonfly_minimal(topology, tables, src_router, dst_router))
+            continue
+        for p1, l1 in _dragonfly_minimal(topology, tables, src_router, x):
+            for p2, l2 in _dragonfly_minimal(topology, tables, x, dst_router):
+                paths.append((p1 * p2 / R, l1 + l2))
+    return paths
+
+
 # --------------------------------------------------------------------------------------
 # Public functions
 # --------------------------------------------------------------------------------------
@@ -278,7 +300,9 @@ def reference_paths(topology, src_router: int, dst_router: int, routing: dict) -
             return _dragonfly_minimal(topology, tables, int(src_router), int(dst_router))
         if kind == "valiant":
             return _dragonfly_valiant(topology, tables, int(src_router), int(dst_router))
-        raise ValueError(f"dragonfly reference implements minimal and valiant, got {kind!r}")
+        if kind == "valiant_router":
+            return _dragonfly_valiant_router(topology, tables, int(src_router), int(dst_router))
+        raise ValueError(f"dragonfly reference implements minimal, valiant and valiant_router, got {kind!r}")
     raise ValueError(f"unknown topology kind {topology.kind!r}")
 
 

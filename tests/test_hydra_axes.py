@@ -92,8 +92,12 @@ def test_overrides_that_are_not_sweeps_are_left_to_composition():
         {"routing": ["dor"]})
     assert plain == ["traffic.alpha=[512,512,512]", "x='a,b'", "topology.p="]
     assert sweeps == ["routing=glob([m*,v*])", "y=range(0,1,0.25)"]
-    assert axes == {"routing": ["minimal", "valiant"], "y": [0.0, 0.25, 0.5, 0.75]}
-    assert sweep_axes_from_overrides(["routing=glob(*,exclude=dor*)"], None)[1] == {"routing": ["minimal", "valiant"]}
+    assert axes == {"routing": ["minimal", "valiant", "valiant_router"], "y": [0.0, 0.25, 0.5, 0.75]}
+    from evaluator.io import conf_dir
+
+    options = sorted(p.stem for p in (conf_dir() / "routing").glob("*.yaml") if not p.stem.startswith("dor"))
+    assert sweep_axes_from_overrides(["routing=glob(*,exclude=dor*)"], None)[1] == {"routing": options}
+    assert "minimal" in options and "valiant" in options
 
 
 def test_nested_and_dotted_axes_are_replaced_in_place():

@@ -47,6 +47,11 @@ BUILD_CONTEXT = {
                              "placement=linear"],
     ("topology", "rdn"): ["routing=tago", "traffic=all_to_all", "placement=linear"],
     ("routing", "tago"): ["topology=rdn", "traffic=all_to_all", "placement=linear"],
+    ("routing", "valiant_router"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all",
+                                    "placement=linear"],
+    ("routing", "kshortest"): ["topology=torus", "topology.dims=[4,4,2]", "traffic=all_to_all", "placement=linear"],
+    ("routing", "optiq_heuristic"): ["topology=torus", "topology.dims=[4,4,2]", "traffic=all_to_all",
+                                     "placement=linear"],
     ("placement", "linear"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "random"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "dragonfly_cartesian"): [],
@@ -71,6 +76,7 @@ for _traffic in config.FAMILIES["traffic"]:
         "tornado": ["traffic.grid=[4,4,2]"],
         "many_to_many": ["traffic.n_sources=8", "traffic.n_destinations=8", "traffic.n_tasks=32"],
         "neighbouring": ["traffic.block_sizes=[8,8,8,8]"],
+        "m_to_n": ["traffic.n_sources=4", "traffic.n_destinations=16", "traffic.dests_per_source=4"],
     }.get(_traffic, [])
 
 

@@ -70,7 +70,7 @@ import numpy as np
 
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
-SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "sweep", "optimize", "scaling", "lp")
+SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "paths", "sweep", "optimize", "scaling", "lp")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
 SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
@@ -561,8 +561,14 @@ def _w_lp(args) -> dict:
     return w_lp(args, _device, _peak_mb, _timed)
 
 
+def _w_paths(args) -> dict:
+    from .paths import w_paths
+
+    return w_paths(args, _device, _peak_mb, _timed)
+
+
 WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
-           "scaling": _w_scaling, "lp": _w_lp}
+           "paths": _w_paths, "scaling": _w_scaling, "lp": _w_lp}
 
 
 # --------------------------------------------------------------------------------------
@@ -919,6 +925,12 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
         raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
         rows += jobs_rows(raw["jobs"], _device_label)
+    if "paths" in only:
+        from .paths import paths_rows
+
+        log("scenario: path-set construction (BG/Q partitions, Yen's k shortest paths, OPTIQ heuristic)")
+        raw["paths"] = _collect(*_launch("paths", quick, None), "paths")
+        rows += paths_rows(raw["paths"], _device_label)
     if "lp" in only:
         from .lp import lp_rows
 

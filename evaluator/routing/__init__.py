@@ -2,6 +2,9 @@
 
 * ``dor``: torus dimension-order routing (:func:`dor`);
 * ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`);
+* ``valiant_router``: Dragonfly Valiant through a uniformly chosen intermediate *router* (:func:`valiant_router`);
+* ``kshortest`` and ``optiq_heuristic``: path-set routings on any topology (:func:`kshortest`,
+  :func:`optiq_heuristic`; :mod:`evaluator.routing._paths`).
 * ``tago``: reconfigurable Dragonfly routing over all direct links between two groups (:func:`tago`).
 
 The contract (:class:`Routing`, :class:`RoutingOperator`) is in
@@ -18,9 +21,12 @@ import functools
 from .._registry import Registry
 from ..errors import ConfigError
 from ..topology import Topology
-from . import _dor, _dragonfly, _tago
+from . import _dor, _dragonfly, _kshortest, _optiq, _tago
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
-from ._dragonfly import minimal, valiant
+from ._dragonfly import minimal, valiant, valiant_router
+from ._kshortest import kshortest
+from ._optiq import optiq_heuristic
+from ._paths import PairSet, PathSetRouting, PathTable
 from ._tago import TagoRouting, tago
 from .base import Routing, RoutingKind, RoutingOperator
 
@@ -32,12 +38,19 @@ __all__ = [
     "dor",
     "minimal",
     "valiant",
+    "valiant_router",
+    "kshortest",
+    "optiq_heuristic",
+    "PairSet",
+    "PathSetRouting",
+    "PathTable",
     "tago",
     "TagoRouting",
     "dor_order",
     "DOR_ORDERS",
     "TIE_RULES",
     "build_routing",
+    "check_routing",
     "routings_for",
     "KINDS",
 ]
@@ -46,6 +59,9 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _dor.DOR,
     _dragonfly.MINIMAL,
     _dragonfly.VALIANT,
+    _dragonfly.VALIANT_ROUTER,
+    _kshortest.KSHORTEST,
+    _optiq.OPTIQ_HEURISTIC,
     _tago.TAGO,
 ])
 """Routing kinds by config name."""
@@ -68,3 +84,17 @@ def build_routing(topology: Topology, routing: Routing) -> RoutingOperator:
         raise ConfigError("routing.kind", routing.kind, f"one of {routings_for(topology.kind)} on a {topology.kind}",
                           "Pick a routing group that matches the topology.")
     return _cached_build(topology, routing)
+
+
+def check_routing(topology: Topology, routing: Routing) -> None:
+    """Raise the :class:`ConfigError` :func:`build_routing` would, without building a path set's tables.
+
+    A path-set routing (``kind.bind`` set) is compiled only once its router
+    pairs are known (:func:`evaluator.evaluate.evaluate_batch` binds them), so
+    here only the topology kind is checked; every other routing is built
+    (and cached) as by :func:`build_routing`.
+    """
+    if routing.kind not in KINDS or topology.kind not in KINDS[routing.kind].topologies:
+        build_routing(topology, routing)  # raises
+    if KINDS[routing.kind].bind is None or getattr(routing, "pairs", None) is not None:
+        build_routing(topology, routing)

@@ -1,4 +1,4 @@
-"""Dragonfly routings: ``minimal`` (local-global-local) and ``valiant``.
+"""Dragonfly routings: ``minimal`` (local-global-local), ``valiant`` and ``valiant_router``.
 
 * ``minimal``: traffic between two groups is split evenly over their
   parallel global links.
@@ -8,6 +8,13 @@
   on to the destination. Intra-group traffic stays minimal. Every load is a
   sum of non-negative terms except two exact-in-expectation differences
   (``out - to_group``), whose rounding is bounded by one ulp of a router's total.
+* ``valiant_router``: Valiant with an intermediate *router* ``x`` chosen
+  uniformly over all ``R = g a`` routers of the machine, as packet simulators
+  such as BookSim2 implement it: when ``x`` falls in the source group (``a /
+  R`` of the time) the packet stays minimal; otherwise it goes minimally to
+  ``x`` (which may be in the destination group, or be the destination) and
+  then minimally to the destination. Intra-group traffic stays minimal, as
+  under ``valiant``. Exact expectation from the same aggregates (below).
 
 Both kinds share one operator (Valiant adds its second leg to the minimal
 aggregates).
@@ -32,6 +39,18 @@ h`` gathers: 3x faster on DF(4,8,4), on par on DF(8,16,8)); the last hop is
 ``(own_count * in[d] - C) / (g - 2)``. For dense rank-one traffic ``GG`` is
 rank one and the block sum factorises, which keeps the cost near-linear in
 the machine size. Minimal builds none of Valiant's tables.
+
+``valiant_router`` is minimal routing of an equivalent demand, built from
+the same aggregates: the minimal part scaled by ``a / R``; leg one, router
+``s`` sending ``out[s] / R`` to every router outside its group (exits
+``out[s] (a/R) own_count``, landings ``(1/R) sum_S out_group[S] land[D, x,
+S]``, group pairs ``out_group[S] a / R``); leg two, every router ``x`` of a
+group ``I`` sending ``(in[d] - W[I, d]) / R`` to router ``d`` (``W[I, d]``:
+bytes from group ``I`` to router ``d``, one more ``[g, R]`` scatter per
+point): exits ``(1/R) sum_D (in_group[D] - GG[I, D]) land[I, o, D]``, local
+pairs inside the destination group ``in[d] / R``, landings ``(a/R) (in[d]
+own_count[D, x] - sum_I W[I, d] land[D, x, I])``. The differences are
+clamped at 0 (exact in exact arithmetic).
 """
 
 from __future__ import annotations
@@ -46,7 +65,8 @@ from ..errors import check_memory, require
 from ..topology import DragonflyTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
-__all__ = ["minimal", "valiant", "MinimalConfig", "ValiantConfig", "MINIMAL", "VALIANT"]
+__all__ = ["minimal", "valiant", "valiant_router", "MinimalConfig", "ValiantConfig", "ValiantRouterConfig", "MINIMAL",
+           "VALIANT", "VALIANT_ROUTER"]
 
 
 def minimal() -> Routing:
@@ -57,6 +77,12 @@ def minimal() -> Routing:
 def valiant() -> Routing:
     """Dragonfly Valiant routing through a uniformly chosen intermediate group."""
     return Routing("valiant")
+
+
+def valiant_router() -> Routing:
+    """Dragonfly Valiant routing through a uniformly chosen intermediate router (minimal when it is in the source
+    group)."""
+    return Routing("valiant_router")
 
 
 def operator_bytes(topo: DragonflyTopology, valiant: bool) -> int:
@@ -150,18 +176,21 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
     """
     R, a, g, m = topo.n_routers, topo.a, topo.g, topo.links_per_pair
     is_valiant = routing.kind == "valiant"
+    is_vrouter = routing.kind == "valiant_router"
     if is_valiant:
         require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
                 f"Valiant needs an intermediate group other than source and destination; g = {g}.")
-    check_memory("routing", routing.kind, operator_bytes(topo, is_valiant),
+    check_memory("routing", routing.kind, operator_bytes(topo, is_valiant or is_vrouter) + (8 * g * R if is_vrouter
+                                                                                           else 0),
                  f"its tables on {topo.name} ([g, g, m] = [{g}, {g}, {m}] global-link entries"
-                 + (f", land[g, a, g] = [{g}, {a}, {g}])" if is_valiant else ")"),
+                 + (f", land[g, a, g] = [{g}, {a}, {g}])" if is_valiant or is_vrouter else ")"),
                  "Use a Dragonfly with fewer groups or routers per group.")
-    tables = _dragonfly_tables(topo, is_valiant)
+    tables = _dragonfly_tables(topo, is_valiant or is_vrouter)
     off_group = ~np.eye(g, dtype=bool)
-    # Aggregates of one point, in one flat buffer (see `route`).
+    # Aggregates of one point, in one flat buffer (see `route`); valiant_router adds W[group, router].
     OFF_A, OFF_B, OFF_C, OFF_G = 0, R * a, 2 * R * a, 3 * R * a
-    SIZE = 3 * R * a + g * g
+    OFF_W = 3 * R * a + g * g
+    SIZE = OFF_W + (g * R if is_vrouter else 0)
 
     def local_and_global(tables, local, GG):
         """Router-link loads from ``local[G, i, j]`` (bytes on link i -> j of group G) and group-pair bytes."""
@@ -180,6 +209,25 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         land = tables["land"]
         P = jnp.einsum("IoD,SD->IoS", land, GG)
         return jnp.einsum("IxS,IoS->Ixo", land, P)
+
+    def route_vrouter(tables, A, B, C, GG, W):
+        """``valiant_router`` loads from the minimal aggregates and ``W[I, d]`` (module docstring)."""
+        f = a / R
+        mask = jnp.asarray(off_group)
+        own_count, land = tables["own_count"], tables["land"]  # [g, a], [D, x, S]
+        out = A.sum(2)  # [S, i] inter-group bytes leaving (S, i)
+        row, col = GG.sum(1), GG.sum(0)  # per source group, per destination group
+        M2 = jnp.where(mask, jnp.maximum(col[None, :] - GG, 0.0), 0.0)  # [I, D] leg-two group bytes x R / a
+        A2 = jnp.einsum("ID,IoD->Io", M2, land) * (1.0 / R)
+        A_t = f * A + (f * out)[:, :, None] * own_count[:, None, :] + A2[:, None, :]
+        inn = W.sum(0).reshape(g, a)  # [D, j] inter-group bytes arriving for (D, j)
+        B_t = B + inn[:, None, :] * (1.0 / R)
+        C1 = jnp.einsum("DxS,S->Dx", land, row) * (1.0 / R)
+        C2 = jnp.maximum(inn[:, :, None] * own_count[:, None, :]
+                         - jnp.einsum("IDj,DxI->Djx", W.reshape(g, g, a), land), 0.0) * f
+        C_t = f * C + C1[:, None, :] + C2
+        GG_t = f * GG + jnp.where(mask, row[:, None], 0.0) * f + f * M2
+        return local_and_global(tables, A_t + B_t + jnp.swapaxes(C_t, 1, 2), GG_t)
 
     def route(tables, A, B, C, GG, mid=None):
         """Router-link loads from the aggregates of one point.
@@ -229,6 +277,9 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
             w.append(w_inter * (1.0 / m))
         idx.append(OFF_G + pair)
         w.append(w_inter)
+        if is_vrouter:
+            idx.append(OFF_W + Gs * R + dst)
+            w.append(w_inter)
         if extra is not None:
             idx.append(extra[0] + SIZE)
             w.append(extra[1])
@@ -236,8 +287,11 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         A = buf[OFF_A:OFF_B].reshape(g, a, a)
         B = buf[OFF_B:OFF_C].reshape(g, a, a)
         C = buf[OFF_C:OFF_G].reshape(g, a, a)
-        GG = buf[OFF_G:SIZE].reshape(g, g)
-        loads = route(tables, A, B, C, GG)
+        GG = buf[OFF_G:OFF_W].reshape(g, g)
+        if is_vrouter:
+            loads = route_vrouter(tables, A, B, C, GG, buf[OFF_W:SIZE].reshape(g, R))
+        else:
+            loads = route(tables, A, B, C, GG)
         return loads if extra is None else (loads, buf[SIZE:])
 
     def apply_dense(tables, u, v):
@@ -251,6 +305,9 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         A = U[:, :, None] * exit_via[:, None, :]
         B = U[:, :, None] * V[:, None, :]
         C = V[:, :, None] * land_on[:, None, :]
+        if is_vrouter:
+            W = jnp.where(np.arange(g)[:, None] != np.arange(R)[None, :] // a, Ug[:, None] * v[None, :], 0.0)
+            return route_vrouter(tables, A, B, C, GG, W)
         mid = None
         if is_valiant:
             # GG = Ug Vg^T off the diagonal: the phase-two sum factorises, minus the S == D terms.
@@ -277,7 +334,16 @@ class ValiantConfig:
     kind: str = "valiant"
 
 
+@dataclass
+class ValiantRouterConfig:
+    """Dragonfly Valiant routing through a uniformly chosen intermediate router (no parameters)."""
+
+    kind: str = "valiant_router"
+
+
 MINIMAL = RoutingKind("minimal", MinimalConfig, lambda cfg: minimal(), topologies=("dragonfly",),
                       operator=build_operator)
 VALIANT = RoutingKind("valiant", ValiantConfig, lambda cfg: valiant(), topologies=("dragonfly",),
                       operator=build_operator)
+VALIANT_ROUTER = RoutingKind("valiant_router", ValiantRouterConfig, lambda cfg: valiant_router(),
+                             topologies=("dragonfly",), operator=build_operator)

@@ -70,6 +70,10 @@ class RoutingOperator:
     ``s != d``; ``u, v: RouterVector = Float[Array, "router"]``) to the same. Both are pure
     and written for one design point; static sizes are bound in closures.
     ``nnz`` is the number of table entries (a size indicator).
+    ``compile_key`` (optional): operators of one topology with equal keys
+    have functions that differ only in their tables (same shapes, same
+    static sizes), so the kernel compiled for one serves the others (path
+    sets bound to different router pairs); None: one compilation per spec.
     """
 
     routing: Routing
@@ -78,6 +82,7 @@ class RoutingOperator:
     apply: Callable
     apply_dense: Callable
     nnz: int
+    compile_key: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +92,16 @@ class RoutingKind(Kind):
     ``build(cfg) -> Routing`` makes the spec from its config schema;
     ``topologies`` are the topology kinds it serves; ``operator(topology,
     routing) -> RoutingOperator`` compiles the spec for one topology.
+
+    Path-set routings (:mod:`evaluator.routing._paths`) depend on the router
+    pairs that communicate: ``bind(routing, pairs) -> Routing`` returns the
+    spec bound to a :class:`~evaluator.routing._paths.PairSet` (None for
+    every other kind), and ``joint_pairs`` says whether the paths of a pair
+    depend on the other pairs (then points with different pair sets get
+    different operators; otherwise one operator serves the union).
     """
 
     topologies: tuple[str, ...] = ()
     operator: Callable[..., RoutingOperator] | None = None
+    bind: Callable[..., Routing] | None = None
+    joint_pairs: bool = False

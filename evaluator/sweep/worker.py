@@ -41,7 +41,8 @@ from ..kernel import batch_kernel
 from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext
 from ..placement._seeded import SeededPlacement, check_seed
-from ..routing import build_routing
+from ..routing import KINDS as ROUTINGS
+from ..routing import check_routing
 from ..traffic import DenseTraffic, PhasedTraffic
 from . import _runner
 from .jobs import evaluate_jobs_chunk
@@ -140,7 +141,7 @@ class _State:
         key = (tuple(idx[i] for i in self.topo_axes), tuple(idx[i] for i in self.routing_axes))
         hit = self.operators.get(key)
         if hit is None:
-            hit = self.operators.put(key, _attempt(lambda: build_routing(topo, routing) and None))
+            hit = self.operators.put(key, _attempt(lambda: check_routing(topo, routing)))
         _unwrap(hit)
 
     def traffic(self, idx, cfg, topo):
@@ -408,10 +409,20 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
     t_build = time.perf_counter() - t0
     out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
                            "compile_s": 0.0, "eval_s": 0.0}
+    if (device or host) and ROUTINGS[routing.kind].bind is not None:
+        # a path set: evaluate_batch binds the chunk's router pairs; a pair it cannot route (a hop limit too
+        # small) makes the chunk's points infeasible, with the pair named
+        try:
+            res = _evaluate_batch_path(plan, topo, routing, device, host, out)
+        except ConfigError as exc:
+            for members, _, _ in device + host:
+                reasons.set(members, reason(exc))
+            device, host = [], []
     if device or host:
-        with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
-            kern = batch_kernel(topo, routing, plan.keep_link_load)
-        res = _evaluate(plan, st, kern, topo, routing, idx, device, host, out)
+        if ROUTINGS[routing.kind].bind is None:  # (path sets were evaluated above)
+            with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
+                kern = batch_kernel(topo, routing, plan.keep_link_load)
+            res = _evaluate(plan, st, kern, topo, routing, idx, device, host, out)
         order = np.argsort(res["positions"], kind="stable")
         out["ok"] = res["positions"][order]
         out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}

@@ -10,11 +10,12 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import (_all_to_all, _bisection_pairing, _file, _many_to_many, _neighbouring, _pencil, _phased, _random_pairs,
-               _random_permutation, _shift, _stencil, dense)
+from . import (_all_to_all, _bisection_pairing, _file, _m_to_n, _many_to_many, _neighbouring, _pencil, _phased,
+               _random_pairs, _random_permutation, _shift, _stencil, dense)
 from ._all_to_all import all_to_all
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._file import from_file
+from ._m_to_n import M_TO_N_MODES, m_to_n
 from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
 from ._neighbouring import neighbouring
 from ._pencil import pencil, pencil_volumes
@@ -44,6 +45,8 @@ __all__ = [
     "many_to_many",
     "many_to_many_layout",
     "MANY_TO_MANY_MODES",
+    "m_to_n",
+    "M_TO_N_MODES",
     "from_file",
     "pencil",
     "pencil_volumes",
@@ -61,6 +64,7 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _shift.SHIFT,
     _shift.TORNADO,
     _many_to_many.MANY_TO_MANY,
+    _m_to_n.M_TO_N,
     _file.FILE,
     _pencil.PENCIL,
     _neighbouring.NEIGHBOURING,

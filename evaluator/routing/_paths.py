@@ -1,0 +1,617 @@
+"""Path-set routings: explicit paths per communicating router pair, turned into link loads in JAX.
+
+A path-set routing (``kshortest``, ``optiq_heuristic``; later ``optiq_lp``)
+splits each router pair's demand over a few explicit paths with weights (the
+fraction of the pair's bytes each carries). This module holds what they
+share:
+
+* the router graph of any topology (its router links, parallel links kept);
+* Yen's k shortest loopless paths with a hop limit (:func:`yen_paths`),
+  each spur path found by an A* search guided by the BFS distance to the
+  destination (admissible, so every spur path is a shortest one);
+* :class:`PathTable`: the host-built, padded table of a set of router pairs,
+  their paths (router-link ids, padded to a bucketed hop count) and weights;
+* :func:`path_operator`: the jit-compatible ``apply``/``apply_dense`` of the
+  :class:`~evaluator.routing.base.RoutingOperator` contract over a table;
+* :func:`path_incidence`: the path-link incidence and per-path pair index of
+  a table (scipy.sparse), the hook for an LP split of the demand (Bui et al.
+  Model 1, ``optiq_lp``).
+
+Which pairs get paths (decision)
+--------------------------------
+The operator is built per topology, but a path set depends on the pairs that
+communicate: all ``R (R - 1)`` pairs of a 8,192-router partition with k = 16
+paths of ~12 hops would be 5e10 bytes, and OPTIQ's heuristic selects paths
+jointly over the communicating pairs. So a path-set routing is *bound* to a
+pair set: :func:`evaluator.evaluate.evaluate_batch` collects the router pairs
+of its points (sparse flows: the pairs with bytes; dense traffic: every pair
+of a router with source weight and one with destination weight) and builds
+the operator for them (:class:`PairSet`, part of the routing spec, so the
+kernel cache keys on it):
+
+* ``kshortest``: one operator for the union of the batch's pairs (a pair's
+  paths do not depend on the others; they are cached per topology and pair,
+  so a later batch recomputes none);
+* ``optiq_heuristic``: one operator per distinct pair set (the selection
+  depends on every pair of the exchange), points grouped by pair set.
+
+An unbound spec (``build_routing(topology, kshortest())``) gets every router
+pair, allowed only while that fits (:func:`table_bytes` under
+:func:`~evaluator.errors.check_memory`, and at most :data:`ALL_PAIRS_MAX_ROUTERS`
+routers, as Yen's paths for millions of pairs take hours on the host).
+
+Memory (decision): a table of ``P`` pairs and ``N`` paths padded to ``H``
+hops holds ``4 N H`` bytes of link ids plus ``16 N + 24 P`` of indices and
+weights, on the host and again on the device; a point's scatter adds ``12 N
+H``: :func:`table_bytes`. Refused before any path is searched, from the
+upper bound ``N <= k P`` and ``H <= hop_limit`` (or the diameter plus 2k).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import heapq
+import weakref
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Float, Int
+
+from .._ops import segment_add, take
+from ..errors import ConfigError, check_memory, is_int
+from ..topology import Topology
+from .base import Routing, RoutingOperator
+
+__all__ = ["PairSet", "PathSetRouting", "RouterGraph", "router_graph", "yen_paths", "PathTable", "path_table",
+           "path_operator", "path_incidence", "table_bytes", "check_k", "check_hop_limit", "hop_bucket",
+           "ALL_PAIRS_MAX_ROUTERS"]
+
+ALL_PAIRS_MAX_ROUTERS = 128
+"""An unbound path-set routing serves every router pair only up to this many routers."""
+
+
+# --------------------------------------------------------------------------------------
+# the spec: parameters and the bound pair set
+# --------------------------------------------------------------------------------------
+
+
+class PairSet:
+    """An immutable set of ordered router pairs ``(s, d)``, ``s != d``, as sorted keys ``s * R + d``.
+
+    Hashable and comparable by content (a SHA-1 of the keys), so a routing
+    spec holding one keys the kernel and operator caches.
+    """
+
+    __slots__ = ("keys", "n_routers", "_digest")
+
+    def __init__(self, keys: Int[np.ndarray, "pair"], n_routers: int):
+        keys = np.unique(np.asarray(keys, dtype=np.int64))
+        keys.setflags(write=False)
+        self.keys = keys
+        self.n_routers = int(n_routers)
+        self._digest = hashlib.sha1(keys.tobytes() + self.n_routers.to_bytes(8, "little")).hexdigest()
+
+    @classmethod
+    def of(cls, src: Sequence[int], dst: Sequence[int], n_routers: int) -> "PairSet":
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        keep = src != dst
+        return cls(src[keep] * n_routers + dst[keep], n_routers)
+
+    @property
+    def src(self) -> np.ndarray:
+        return self.keys // self.n_routers
+
+    @property
+    def dst(self) -> np.ndarray:
+        return self.keys % self.n_routers
+
+    def __len__(self) -> int:
+        return int(self.keys.size)
+
+    def __hash__(self) -> int:
+        return hash(self._digest)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PairSet) and other._digest == self._digest
+
+    def __repr__(self) -> str:
+        return f"PairSet({len(self)} pairs of {self.n_routers} routers, {self._digest[:8]})"
+
+
+@dataclasses.dataclass(frozen=True)
+class PathSetRouting(Routing):
+    """A path-set routing: ``k`` candidate paths per pair (Yen), a hop limit, and the bound pairs.
+
+    Attributes
+    ----------
+    k
+        Paths per pair searched by Yen's algorithm (``kshortest``: used; ``optiq_heuristic``: candidates).
+    hop_limit
+        Longest path kept, in router-to-router hops (None: no limit).
+    maxload
+        ``optiq_heuristic`` only: the initial bound on paths per link (raised where a pair would get none).
+    pairs
+        The router pairs the operator serves (:class:`PairSet`), None: every pair (small topologies only).
+    """
+
+    kind: str = "kshortest"
+    k: int = 4
+    hop_limit: int | None = None
+    maxload: int | None = None
+    pairs: PairSet | None = None
+
+    @property
+    def label(self) -> str:
+        lim = "" if self.hop_limit is None else f"-h{self.hop_limit}"
+        ml = "" if self.maxload is None else f"-m{self.maxload}"
+        return f"{self.kind}-k{self.k}{lim}{ml}"
+
+    def bind(self, pairs: PairSet) -> "PathSetRouting":
+        """This spec bound to ``pairs``."""
+        return dataclasses.replace(self, pairs=pairs)
+
+
+def check_k(k) -> int:
+    """``k`` as an int >= 1, else a :class:`ConfigError` naming ``routing.k``."""
+    if isinstance(k, bool) or not is_int(k) or int(k) < 1:
+        raise ConfigError("routing.k", k, "an integer >= 1 (paths per router pair)",
+                          "k = 1 is the single shortest path; Bui et al. use up to 16.")
+    return int(k)
+
+
+def check_hop_limit(hop_limit) -> int | None:
+    """``hop_limit`` as None or an int >= 1."""
+    if hop_limit is None:
+        return None
+    if isinstance(hop_limit, bool) or not is_int(hop_limit) or int(hop_limit) < 1:
+        raise ConfigError("routing.hop_limit", hop_limit, "null (no limit) or an integer >= 1 (router hops)")
+    return int(hop_limit)
+
+
+# --------------------------------------------------------------------------------------
+# the router graph
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RouterGraph:
+    """The directed router graph of a topology (host side).
+
+    ``nbr[r]``: the distinct neighbour routers of ``r`` in ascending order;
+    ``links[(r, t)]``: the router-link ids from ``r`` to ``t`` (several for
+    parallel links); ``rev``: the in-neighbours (for BFS towards a destination).
+    """
+
+    n_routers: int
+    n_router_links: int
+    nbr: tuple[tuple[int, ...], ...]
+    rev: tuple[tuple[int, ...], ...]
+    links: dict
+    _dist: dict = dataclasses.field(default_factory=dict)  # destination -> BFS distances to it
+
+    def dist_to(self, t: int) -> np.ndarray:
+        """Hops from every router to ``t`` (-1: unreachable); a BFS in C (SciPy), cached per destination."""
+        d = self._dist.get(t)
+        if d is None:
+            from scipy.sparse.csgraph import shortest_path
+
+            rev = self._dist.get("rev")
+            if rev is None:
+                import scipy.sparse as sp
+
+                rows = [y for y in range(self.n_routers) for _ in self.rev[y]]
+                cols = [x for y in range(self.n_routers) for x in self.rev[y]]
+                rev = self._dist["rev"] = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                                                       shape=(self.n_routers, self.n_routers))
+            h = shortest_path(rev, unweighted=True, indices=int(t))
+            d = np.where(np.isfinite(h), h, -1).astype(np.int64)
+            if len(self._dist) > 4096:
+                self._dist.clear()
+                self._dist["rev"] = rev
+            self._dist[t] = d
+        return d
+
+
+_GRAPHS: "weakref.WeakKeyDictionary[Topology, RouterGraph]" = weakref.WeakKeyDictionary()
+_PATH_CACHE: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+
+
+def router_graph(topo: Topology) -> RouterGraph:
+    """The router graph of ``topo`` (cached per topology object)."""
+    g = _GRAPHS.get(topo)
+    if g is not None:
+        return g
+    n = int(topo.n_router_links)
+    src = np.asarray(topo.link_src[:n], np.int64)
+    dst = np.asarray(topo.link_dst[:n], np.int64)
+    links: dict[tuple[int, int], list[int]] = {}
+    for lid, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
+        links.setdefault((s, d), []).append(lid)
+    R = int(topo.n_routers)
+    nbr = [[] for _ in range(R)]
+    rev = [[] for _ in range(R)]
+    for s, d in sorted(links):
+        nbr[s].append(d)
+        rev[d].append(s)
+    g = RouterGraph(R, n, tuple(map(tuple, nbr)), tuple(map(tuple, rev)),
+                    {k: tuple(v) for k, v in links.items()})
+    _GRAPHS[topo] = g
+    return g
+
+
+# --------------------------------------------------------------------------------------
+# Yen's k shortest loopless paths
+# --------------------------------------------------------------------------------------
+
+
+_HASH = 2654435761  # Knuth's multiplicative hash constant
+
+
+def _salt(s: int, t: int) -> int:
+    """A per-pair salt of the tie-breaking keys (deterministic, decorrelates the pairs' choices)."""
+    return ((s * 1_000_003 + t) * _HASH) & 0xFFFFFFFF
+
+
+def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges: set,
+          max_hops: int, salt: int) -> list[int] | None:
+    """A shortest ``s -> t`` path avoiding ``banned_nodes`` and ``banned_edges`` within ``max_hops``, or None.
+
+    A* search on hop counts with the unrestricted BFS distance to ``t``
+    (``h_to_t``, -1: unreachable) as heuristic: consistent (it never
+    overestimates and drops by at most one per hop), so the first time
+    ``t`` is popped its path is a shortest one. Among equal estimates the
+    deeper node goes first (few expansions on tori, where many routes tie),
+    then the smaller hashed key ``((y ^ salt) * 2654435761) mod 2^32``: a
+    deterministic choice among equal shortest paths that differs from pair
+    to pair, so the pairs' first paths do not all crowd the same links (as
+    a smallest-id rule would).
+    """
+    hs = h_to_t[s]
+    if hs < 0 or hs > max_hops:
+        return None
+    parent = {s: -1}
+    g_cost = {s: 0}
+    heap = [(hs, 0, 0, s)]
+    closed = set()
+    nbr = graph.nbr
+    while heap:
+        _, neg_g, _, x = heapq.heappop(heap)
+        if x in closed:
+            continue
+        if x == t:
+            path = [t]
+            while parent[path[-1]] >= 0:
+                path.append(parent[path[-1]])
+            return path[::-1]
+        closed.add(x)
+        ng = 1 - neg_g
+        for y in nbr[x]:
+            if y in closed or y in banned_nodes or (x, y) in banned_edges:
+                continue
+            hy = h_to_t[y]
+            if hy < 0 or ng + hy > max_hops:
+                continue
+            if ng < g_cost.get(y, 1 << 60):
+                g_cost[y] = ng
+                parent[y] = x
+                heapq.heappush(heap, (ng + hy, -ng, ((y ^ salt) * _HASH) & 0xFFFFFFFF, y))
+    return None
+
+
+def _edges(path: tuple[int, ...]) -> set:
+    return set(zip(path[:-1], path[1:]))
+
+
+class _Yen:
+    """Yen's algorithm for one pair, resumable: :meth:`extend` to ``k`` paths continues where it stopped."""
+
+    def __init__(self, graph: RouterGraph, s: int, t: int, hop_limit: int | None):
+        self.graph, self.t = graph, t
+        self.h = graph.dist_to(t).tolist()
+        self.limit = (1 << 30) if hop_limit is None else int(hop_limit)
+        self.salt = _salt(s, t)
+        first = _spur(graph, s, t, self.h, set(), set(), self.limit, self.salt)
+        self.A = [] if first is None else [tuple(first)]
+        self.used = _edges(self.A[0]) if self.A else set()
+        self.seen = set(self.A)
+        self.B: list[tuple[int, tuple[int, ...]]] = []
+        self.done = not self.A
+
+    def extend(self, k: int) -> list[tuple[int, ...]]:
+        A, B, t = self.A, self.B, self.t
+        while len(A) < k and not self.done:
+            prev = A[-1]
+            for i in range(len(prev) - 1):
+                root = prev[: i + 1]
+                banned_edges = {(p[i], p[i + 1]) for p in A if len(p) > i + 1 and p[: i + 1] == root}
+                sp = _spur(self.graph, prev[i], t, self.h, set(root[:-1]), banned_edges, self.limit - i, self.salt)
+                if sp is None:
+                    continue
+                cand = root[:-1] + tuple(sp)
+                if cand not in self.seen:
+                    self.seen.add(cand)
+                    heapq.heappush(B, (len(cand) - 1, cand))
+            if not B:
+                self.done = True
+                break
+            hops = B[0][0]
+            tied = []
+            while B and B[0][0] == hops:
+                tied.append(heapq.heappop(B)[1])
+            salt, used = self.salt, self.used
+            best = min(tied, key=lambda p: (len(_edges(p) & used), [((y ^ salt) * _HASH) & 0xFFFFFFFF for y in p]))
+            for p in tied:
+                if p is not best:
+                    heapq.heappush(B, (hops, p))
+            A.append(best)
+            self.used |= _edges(best)
+        return A[:k]
+
+
+def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None = None) -> list[tuple[int, ...]]:
+    """Yen's k shortest loopless paths from router ``s`` to ``t`` as router sequences (hops ascending).
+
+    Paths longer than ``hop_limit`` hops are not searched; fewer than ``k``
+    come back when the graph (or the limit) has fewer. Ties (many paths of
+    one length, as on tori) are broken towards diversity and
+    deterministically: the next path is, among the shortest candidates, the
+    one sharing the fewest router hops with the paths already taken, then
+    the smallest hashed key (see :func:`_spur`); any choice among equal
+    lengths keeps Yen's guarantee (the ``i``-th path is an ``i``-th
+    shortest), so the lengths equal NetworkX's ``shortest_simple_paths``,
+    not necessarily the paths of a tied length. The first ``k`` paths do
+    not depend on ``k``.
+    """
+    return _Yen(graph, s, t, hop_limit).extend(k)
+
+
+def _pair_paths(topo: Topology, s: int, t: int, k: int, hop_limit: int | None) -> list[tuple[int, ...]]:
+    """:func:`yen_paths` of one pair, cached per topology: a larger ``k`` later continues the same search."""
+    cache = _PATH_CACHE.setdefault(topo, {})
+    key = (s, t, hop_limit)
+    state = cache.get(key)
+    if state is None:
+        state = cache[key] = _Yen(router_graph(topo), s, t, hop_limit)
+    return state.extend(k)
+
+
+# --------------------------------------------------------------------------------------
+# the padded path table
+# --------------------------------------------------------------------------------------
+
+
+def hop_bucket(h: int) -> int:
+    """Padded hop count: the next multiple of 4 (at least 4)."""
+    return max(4, -(-int(h) // 4) * 4)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PathTable:
+    """Paths of a set of router pairs, padded (host side, NumPy).
+
+    Attributes
+    ----------
+    n_routers, n_router_links
+        Of the topology (``n_router_links`` is the padding link id).
+    pair_src, pair_dst : int ndarray, shape [pair]
+        The pairs, sorted by key ``src * n_routers + dst``.
+    path_pair : int ndarray, shape [path]
+        Index of each path's pair (paths of a pair are contiguous, in Yen order).
+    path_links : int ndarray, shape [path, hop]
+        Router-link ids in travel order, padded with ``n_router_links``.
+    path_hops : int ndarray, shape [path]
+        Hops of each path.
+    path_weight : float ndarray, shape [path]
+        Fraction of the pair's bytes on each path (sums to 1 per pair).
+    """
+
+    n_routers: int
+    n_router_links: int
+    pair_src: np.ndarray
+    pair_dst: np.ndarray
+    path_pair: np.ndarray
+    path_links: np.ndarray
+    path_hops: np.ndarray
+    path_weight: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.pair_src.size)
+
+    @property
+    def n_paths(self) -> int:
+        return int(self.path_pair.size)
+
+    def paths_of(self, i: int) -> list[list[int]]:
+        """Router-link ids of every path of pair ``i``."""
+        rows = np.nonzero(self.path_pair == i)[0]
+        return [self.path_links[r, : self.path_hops[r]].tolist() for r in rows]
+
+    def with_weights(self, weight: Float[np.ndarray, "path"]) -> "PathTable":
+        """The same paths with other weights (e.g. an LP split; each pair's must sum to 1)."""
+        w = np.asarray(weight, np.float64)
+        assert w.shape == self.path_weight.shape
+        return dataclasses.replace(self, path_weight=w)
+
+    def select(self, keep: np.ndarray) -> "PathTable":
+        """The paths where ``keep``, each pair's demand split evenly over its kept paths."""
+        keep = np.asarray(keep, bool)
+        pp = self.path_pair[keep]
+        cnt = np.bincount(pp, minlength=self.n_pairs)
+        return dataclasses.replace(self, path_pair=pp, path_links=self.path_links[keep],
+                                   path_hops=self.path_hops[keep], path_weight=1.0 / cnt[pp])
+
+
+def table_bytes(n_pairs: int, n_paths: int, hops: int) -> int:
+    """Estimated bytes of a :class:`PathTable` and its operator: host and device copies, one point's scatter."""
+    return 2 * (4 * n_paths * hops + 16 * n_paths + 24 * n_pairs) + 12 * n_paths * hops
+
+
+def _diameter_bound(topo: Topology) -> int:
+    """An upper bound of the router graph's diameter from the topology's parameters."""
+    dims = getattr(topo, "dims", None)
+    if dims is not None:
+        return int(sum((n // 2 if w else n - 1) for n, w in zip(dims, topo.wrap)))
+    if topo.kind == "dragonfly":
+        return 3
+    return int(topo.n_routers)
+
+
+def _expand(graph: RouterGraph, nodes: tuple[int, ...]) -> list[tuple[float, list[int]]]:
+    """Link-id paths of a router path: parallel links split evenly (their product)."""
+    out = [(1.0, [])]
+    for x, y in zip(nodes[:-1], nodes[1:]):
+        ids = graph.links[(x, y)]
+        out = [(w / len(ids), ls + [lid]) for w, ls in out for lid in ids]
+    return out
+
+
+def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -> PathTable:
+    """Yen's ``routing.k`` paths (within ``routing.hop_limit``) of every pair, demand split evenly.
+
+    ``pairs`` None: every ordered router pair (at most
+    :data:`ALL_PAIRS_MAX_ROUTERS` routers). Refused with a
+    :class:`~evaluator.errors.ResourceError` before any search when the
+    bound ``k x pairs x hops`` of :func:`table_bytes` does not fit in memory;
+    a pair without a path within the hop limit is a :class:`ConfigError`
+    naming the pair and its distance.
+    """
+    R = int(topo.n_routers)
+    if pairs is None:
+        if R > ALL_PAIRS_MAX_ROUTERS:
+            raise ConfigError("routing.kind", routing.kind,
+                              f"a routing bound to its communicating pairs on {topo.name} ({R} routers > "
+                              f"{ALL_PAIRS_MAX_ROUTERS})",
+                              "Evaluate through evaluator.evaluate / evaluate_batch, which bind the pairs of the "
+                              "traffic, or bind them yourself: routing.bind(PairSet.of(src, dst, n_routers)).")
+        s, d = np.nonzero(~np.eye(R, dtype=bool))
+        pairs = PairSet.of(s, d, R)
+    if pairs.n_routers != R:
+        raise ConfigError("routing.pairs", pairs, f"pairs of the {R} routers of {topo.name}")
+    k = int(routing.k)
+    H_bound = routing.hop_limit if routing.hop_limit is not None else _diameter_bound(topo) + 2 * k
+    check_memory("routing", routing.label, table_bytes(len(pairs), k * len(pairs), hop_bucket(H_bound)),
+                 f"its path table on {topo.name} ({len(pairs):,} router pairs x up to {k} paths x up to "
+                 f"{H_bound} hops)", "Use fewer paths per pair (routing.k), a hop limit, or fewer communicating "
+                 "pairs.")
+    graph = router_graph(topo)
+    src, dst = pairs.src.tolist(), pairs.dst.tolist()
+    rows_pair, rows_links, rows_w = [], [], []
+    for i, (s, t) in enumerate(zip(src, dst)):
+        paths = _pair_paths(topo, s, t, k, routing.hop_limit)
+        if not paths:
+            dist = int(graph.dist_to(t)[s])
+            if dist < 0:
+                raise ConfigError("routing", routing.label, f"a topology where router {s} reaches router {t}",
+                                  f"Router pair ({s}, {t}) of {topo.name} has no path.")
+            raise ConfigError("routing.hop_limit", routing.hop_limit,
+                              f"at least {dist} (router pair ({s}, {t}) of {topo.name} is {dist} hops apart)",
+                              "Raise the hop limit or set it to null.")
+        for nodes in paths:
+            for w, ls in _expand(graph, nodes):
+                rows_pair.append(i)
+                rows_links.append(ls)
+                rows_w.append(w / len(paths))
+    n = len(rows_pair)
+    H = hop_bucket(max((len(x) for x in rows_links), default=1))
+    links = np.full((n, H), graph.n_router_links, np.int32)
+    hops = np.zeros(n, np.int32)
+    for r, ls in enumerate(rows_links):
+        links[r, : len(ls)] = ls
+        hops[r] = len(ls)
+    return PathTable(R, graph.n_router_links, np.asarray(src, np.int64), np.asarray(dst, np.int64),
+                     np.asarray(rows_pair, np.int32), links, hops, np.asarray(rows_w, np.float64))
+
+
+# --------------------------------------------------------------------------------------
+# the operator
+# --------------------------------------------------------------------------------------
+
+
+def _bucket(n: int) -> int:
+    """Padded count: the next power of two up to 64, then steps of an eighth of the power of two."""
+    n = max(int(n), 1)
+    p = 1 << max(0, int(np.ceil(np.log2(n))))
+    if p > 64:
+        q = p // 8
+        p = -(-n // q) * q
+    return max(16, p)
+
+
+def path_operator(topo: Topology, routing: Routing, table: PathTable) -> RoutingOperator:
+    """The :class:`RoutingOperator` of a path table (host tables padded to buckets, jit-compatible functions).
+
+    ``apply`` looks each flow's pair up by key (a binary search over the
+    sorted pair keys; a flow whose pair is not in the table, or with ``src
+    == dst``, adds nothing), sums the bytes per pair, and scatters ``pair
+    bytes x path weight`` onto every link of every path: ``O(flows + paths x
+    hops)`` per point. ``apply_dense`` takes the pair demand ``u[src] v[dst]``
+    directly. Padding pairs have an impossible key, padding paths weight 0
+    and padding hops the dummy link ``n_router_links`` (dropped).
+    """
+    R, n_rl = table.n_routers, table.n_router_links
+    P, N, H = _bucket(table.n_pairs), _bucket(table.n_paths), table.path_links.shape[1]
+    key = np.full(P, np.iinfo(np.int64).max, np.int64)
+    key[: table.n_pairs] = table.pair_src * R + table.pair_dst
+    psrc = np.zeros(P, np.int32)
+    pdst = np.zeros(P, np.int32)
+    psrc[: table.n_pairs] = table.pair_src
+    pdst[: table.n_pairs] = table.pair_dst
+    ppair = np.zeros(N, np.int32)
+    ppair[: table.n_paths] = table.path_pair
+    plinks = np.full((N, H), n_rl, np.int32)
+    plinks[: table.n_paths] = table.path_links
+    pw = np.zeros(N, np.float64)
+    pw[: table.n_paths] = table.path_weight
+    tables = {"pair_key": key, "pair_src": psrc, "pair_dst": pdst, "path_pair": ppair, "path_links": plinks,
+              "path_weight": pw}
+
+    def spread(tables, pair_bytes):
+        """Router-link loads from the bytes of every pair."""
+        per_path = take(pair_bytes, tables["path_pair"]) * tables["path_weight"]
+        vals = jnp.broadcast_to(per_path[:, None], (N, H)).reshape(-1)
+        return segment_add(vals, tables["path_links"].reshape(-1), n_rl + 1)
+
+    def apply(tables, src, dst, weight, extra=None):
+        k = src.astype(jnp.int64) * R + dst.astype(jnp.int64)
+        i = jnp.clip(jnp.searchsorted(tables["pair_key"], k), 0, P - 1).astype(jnp.int32)
+        found = take(tables["pair_key"], i) == k
+        pair_bytes = segment_add(jnp.where(found, weight, 0.0), i, P)
+        loads = spread(tables, pair_bytes)
+        if extra is None:
+            return loads[:n_rl]
+        return loads[:n_rl], segment_add(extra[1], extra[0], extra[2])
+
+    def apply_dense(tables, u, v):
+        pair_bytes = take(u, tables["pair_src"]) * take(v, tables["pair_dst"])
+        pair_bytes = jnp.where(tables["pair_key"] < np.iinfo(np.int64).max, pair_bytes, 0.0)
+        return spread(tables, pair_bytes)[:n_rl]
+
+    nnz = int(sum(t.size for t in tables.values()))
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H))
+
+
+def path_incidence(table: PathTable):
+    """The hook of an LP split (Bui et al. Model 1, ``optiq_lp``) over a path table.
+
+    Returns ``(incidence, path_pair)``: ``incidence`` a
+    ``scipy.sparse.csr_matrix`` of shape ``[router_link, path]`` with 1 where
+    the path crosses the link (parallel copies of one hop are separate
+    paths already), and ``path_pair: Int[ndarray, "path"]`` the pair of each
+    path (``table.pair_src/pair_dst``). Model 1 is then: maximise ``Z``
+    subject to ``sum_{p of pair j} f_p = demand_j Z`` and ``incidence @ f <=
+    capacity[:n_router_links]``, ``f >= 0``; the split ``f_p / sum_{pair}
+    f`` goes back through :meth:`PathTable.with_weights` and
+    :func:`path_operator`.
+    """
+    import scipy.sparse as sp
+
+    rows = table.path_links.reshape(-1)
+    cols = np.repeat(np.arange(table.n_paths), table.path_links.shape[1])
+    keep = rows < table.n_router_links
+    inc = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])),
+                        shape=(table.n_router_links, table.n_paths))
+    return inc, table.path_pair.copy()
