@@ -611,17 +611,21 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
     return BatchResult(topology, routing, merged, loads)
 
 
-def _router_pairs(topology: Topology, traffic, placement: Placement, label: str = "path set") -> np.ndarray:
+def _router_pairs(topology: Topology, traffic, placement: Placement, label: str = "path set",
+                  with_bytes: bool = False):
     """Sorted keys ``src * R + dst`` of the router pairs ``src != dst`` that one point's exchanges load.
 
     Sparse flows: the pairs of flows with bytes; dense traffic: every pair of
     a router holding a task with source weight and one holding a task with
     destination weight (DenseTraffic's demand; pairs on one router excluded).
+    ``with_bytes``: also the bytes of every pair, summed over flows and phases
+    (dense: ``bytes_per_pair * U[s] * V[d]`` with ``U``, ``V`` the weights
+    summed per router), as ``(keys, bytes)``.
     """
     R = int(topology.n_routers)
     node_router = topology.node_router
     tr = node_router[np.asarray(placement.task_node)]
-    keys = []
+    keys, nbytes = [], []
     for x in (traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)):
         if isinstance(x, DenseTraffic):
             su = np.unique(tr[x.src_weight > 0])
@@ -631,12 +635,20 @@ def _router_pairs(topology: Topology, traffic, placement: Placement, label: str 
                          "Use a routing without path sets (dor, minimal, valiant) for dense traffic on this many "
                          "routers, or a sparse traffic.")
             s, d = np.repeat(su, dv.size), np.tile(dv, su.size)
+            U = np.bincount(tr, weights=x.src_weight, minlength=R)
+            V = np.bincount(tr, weights=x.dst_weight, minlength=R)
+            b = float(x.bytes_per_pair) * U[s] * V[d]
         else:
             live = np.asarray(x.nbytes) > 0
             s, d = tr[np.asarray(x.src)[live]], tr[np.asarray(x.dst)[live]]
+            b = np.asarray(x.nbytes, np.float64)[live]
         keep = s != d
         keys.append(s[keep].astype(np.int64) * R + d[keep])
-    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+        nbytes.append(b[keep])
+    k = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    if not with_bytes:
+        return np.unique(k)
+    return k, (np.concatenate(nbytes) if nbytes else np.zeros(0))
 
 
 def _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_load, chunk_size, single) -> BatchResult:
@@ -645,19 +657,23 @@ def _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_loa
     Paths that do not depend on the other pairs (``kind.joint_pairs`` False,
     e.g. ``kshortest``) are built once for the union of the points' pairs;
     otherwise (``optiq_heuristic``) points are grouped by their pair set, one
-    operator per group, and the results put back in input order.
+    operator per group, and the results put back in input order;
+    ``optiq_lp`` groups by pair set and bytes per pair (its split is solved for the demand).
     """
     from .routing import PairSet
 
     R = int(topology.n_routers)
-    keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
-    if not kind.joint_pairs:
+    if kind.pair_demand:
+        keys = [_router_pairs(topology, t, p, routing.label, with_bytes=True) for t, p in zip(traffics, placements)]
+    else:
+        keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
+    if not (kind.joint_pairs or kind.pair_demand):
         groups = {0: list(range(len(traffics)))}
         sets = {0: PairSet(np.concatenate(keys), R)}
     else:
         groups, sets = {}, {}
         for i, k in enumerate(keys):
-            ps = PairSet(k, R)
+            ps = PairSet(k[0], R, k[1]) if kind.pair_demand else PairSet(k, R)
             groups.setdefault(ps, []).append(i)
             sets[ps] = ps
     results = []

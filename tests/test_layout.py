@@ -52,6 +52,7 @@ BUILD_CONTEXT = {
     ("routing", "kshortest"): ["topology=torus", "topology.dims=[4,4,2]", "traffic=all_to_all", "placement=linear"],
     ("routing", "optiq_heuristic"): ["topology=torus", "topology.dims=[4,4,2]", "traffic=all_to_all",
                                      "placement=linear"],
+    ("routing", "optiq_lp"): ["topology=torus", "topology.dims=[4,4,2]", "traffic=all_to_all", "placement=linear"],
     ("placement", "linear"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "random"): ["topology=torus", "topology.dims=[4,4,2]", "routing=dor", "traffic=all_to_all"],
     ("placement", "dragonfly_cartesian"): [],

@@ -4,7 +4,8 @@
 * ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`);
 * ``valiant_router``: Dragonfly Valiant through a uniformly chosen intermediate *router* (:func:`valiant_router`);
 * ``kshortest`` and ``optiq_heuristic``: path-set routings on any topology (:func:`kshortest`,
-  :func:`optiq_heuristic`; :mod:`evaluator.routing._paths`).
+  :func:`optiq_heuristic`; :mod:`evaluator.routing._paths`);
+* ``optiq_lp``: Bui et al. Model 1, each pair's bytes split over its k paths by an LP (:func:`optiq_lp`).
 * ``tago``: reconfigurable Dragonfly routing over all direct links between two groups (:func:`tago`).
 
 The contract (:class:`Routing`, :class:`RoutingOperator`) is in
@@ -21,11 +22,12 @@ import functools
 from .._registry import Registry
 from ..errors import ConfigError
 from ..topology import Topology
-from . import _dor, _dragonfly, _kshortest, _optiq, _tago
+from . import _dor, _dragonfly, _kshortest, _optiq, _optiq_lp, _tago
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant, valiant_router
 from ._kshortest import kshortest
 from ._optiq import optiq_heuristic
+from ._optiq_lp import OptiqLpRouting, optiq_lp
 from ._paths import PairSet, PathSetRouting, PathTable
 from ._tago import TagoRouting, tago
 from .base import Routing, RoutingKind, RoutingOperator
@@ -41,6 +43,8 @@ __all__ = [
     "valiant_router",
     "kshortest",
     "optiq_heuristic",
+    "optiq_lp",
+    "OptiqLpRouting",
     "PairSet",
     "PathSetRouting",
     "PathTable",
@@ -62,6 +66,7 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _dragonfly.VALIANT_ROUTER,
     _kshortest.KSHORTEST,
     _optiq.OPTIQ_HEURISTIC,
+    _optiq_lp.OPTIQ_LP,
     _tago.TAGO,
 ])
 """Routing kinds by config name."""

@@ -80,18 +80,33 @@ ALL_PAIRS_MAX_ROUTERS = 128
 class PairSet:
     """An immutable set of ordered router pairs ``(s, d)``, ``s != d``, as sorted keys ``s * R + d``.
 
-    Hashable and comparable by content (a SHA-1 of the keys), so a routing
-    spec holding one keys the kernel and operator caches.
+    Hashable and comparable by content (a SHA-1 of the keys, and of the
+    demand when there is one), so a routing spec holding one keys the kernel
+    and operator caches. ``demand`` (optional, bytes per entry of ``keys``,
+    summed over repeated keys) is what a demand-aware split (``optiq_lp``)
+    is solved for; ``None`` for routings whose paths depend on the pairs only.
     """
 
-    __slots__ = ("keys", "n_routers", "_digest")
+    __slots__ = ("keys", "n_routers", "demand", "_digest")
 
-    def __init__(self, keys: Int[np.ndarray, "pair"], n_routers: int):
-        keys = np.unique(np.asarray(keys, dtype=np.int64))
+    def __init__(self, keys: Int[np.ndarray, "pair"], n_routers: int,
+                 demand: Float[np.ndarray, "pair"] | None = None):
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        if demand is None:
+            keys, dem = np.unique(keys), None
+        else:
+            keys, inv = np.unique(keys, return_inverse=True)
+            dem = np.zeros(keys.size)
+            np.add.at(dem, inv.reshape(-1), np.asarray(demand, np.float64).reshape(-1))
+            dem.setflags(write=False)
         keys.setflags(write=False)
         self.keys = keys
         self.n_routers = int(n_routers)
-        self._digest = hashlib.sha1(keys.tobytes() + self.n_routers.to_bytes(8, "little")).hexdigest()
+        self.demand = dem
+        h = hashlib.sha1(keys.tobytes() + self.n_routers.to_bytes(8, "little"))
+        if dem is not None:
+            h.update(b"demand" + dem.tobytes())
+        self._digest = h.hexdigest()
 
     @classmethod
     def of(cls, src: Sequence[int], dst: Sequence[int], n_routers: int) -> "PairSet":

@@ -99,9 +99,13 @@ class RoutingKind(Kind):
     every other kind), and ``joint_pairs`` says whether the paths of a pair
     depend on the other pairs (then points with different pair sets get
     different operators; otherwise one operator serves the union).
+    ``pair_demand`` (implies ``joint_pairs``) binds the bytes of every pair
+    as well: the split depends on the demand (``optiq_lp``), so every point
+    with its own demand gets its own operator.
     """
 
     topologies: tuple[str, ...] = ()
     operator: Callable[..., RoutingOperator] | None = None
     bind: Callable[..., Routing] | None = None
     joint_pairs: bool = False
+    pair_demand: bool = False
