@@ -50,7 +50,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import ConfigError
-from ._policy import request_types
+from ..policies import JobRequest
 from .model import SPEEDUP_RULES, SpeedupTable, accelerated_run_time
 from .trace import Trace, validate_requests
 
@@ -140,7 +140,6 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
     if speedups is not None:
         table = speedups if isinstance(speedups, SpeedupTable) else SpeedupTable(speedups)
         table.check_modes(trace.modes())
-    JobRequest, _ = request_types()
 
     order = np.lexsort((trace.job_id, trace.submit))
     n = trace.n_jobs
