@@ -232,3 +232,63 @@ def test_unknown_policy_names_are_config_errors():
         make_policy("slurm_round_robin", 4, 4, ports_per_group=2)
     assert set(POLICY_NAMES) == {"unrestricted", "grap", "slurm_round_robin", "contiguous", "random"}
     assert isinstance(make_policy("unrestricted", 2, 2), UnrestrictedPolicy)
+
+
+class NoFits:
+    """Hides a policy's ``fits``: the scheduler then places on copies to test reservations (the older path)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.nodes_per_group = inner, inner.name, inner.nodes_per_group
+
+    total_nodes = property(lambda self: self.inner.total_nodes)
+    idle_nodes = property(lambda self: self.inner.idle_nodes)
+
+    def allocate(self, job):
+        return self.inner.allocate(job)
+
+    def release(self, a):
+        self.inner.release(a)
+
+    def copy(self):
+        return NoFits(self.inner.copy())
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("name", ("grap",) + BASELINES)
+def test_fits_gives_the_schedule_of_placing_on_copies(name, seed):
+    groups, G = 4, 4 + seed % 2
+    jobs = _jobs(2000 + seed, groups, G, n_jobs=16)
+    a = simulate(_trace(jobs), build_policy(name, groups, G, seed=seed), backfill_depth=None)
+    b = simulate(_trace(jobs), NoFits(build_policy(name, groups, G, seed=seed)), backfill_depth=None)
+    for v in ("start", "end", "groups", "reservation", "backfilled"):
+        np.testing.assert_array_equal(a[v].values, b[v].values)
+
+
+@pytest.mark.parametrize("name", ("grap",) + BASELINES)
+def test_fits_equals_placing(name):
+    """On random states: fits(job) == (a copy places it), and fits changes nothing."""
+    from evaluator.policies import JobRequest
+
+    rng = np.random.default_rng(7)
+    groups, G = 5, 6
+    pol = build_policy(name, groups, G, seed=1)
+    live, seen = [], set()
+    for step in range(300):
+        if live and rng.random() < 0.45:
+            pol.release(live.pop(int(rng.integers(len(live)))))
+            continue
+        n = int(rng.integers(1, groups * G + 1))
+        mode = str(rng.choice(MODES))
+        req = _requirements(rng, n, G, groups, mode)
+        if req is None:
+            mode, req = "custom", _requirements(rng, n, G, groups, "custom")
+        job = JobRequest(10_000 + step, n, mode, req)
+        before = (pol.owner.copy(), pol.idle_per_group.copy(), dict(pol.running))
+        f = pol.fits(job)
+        assert (pol.owner == before[0]).all() and (pol.idle_per_group == before[1]).all()
+        assert pol.running == before[2]
+        assert f == (pol.copy().allocate(job) is not None)
+        seen.add(f)
+        if f:
+            live.append(pol.allocate(job))
+    assert seen == {True, False}

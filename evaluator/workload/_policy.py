@@ -8,6 +8,9 @@ and allocation types are theirs (:class:`~evaluator.policies.JobRequest`,
 * a policy with ``name``, ``total_nodes``, ``idle_nodes``,
   ``allocate(request) -> Allocation | None`` (None: cannot start now;
   otherwise its nodes are busy), ``release(allocation)`` and ``copy()``;
+* optionally ``fits(request) -> bool``: whether ``allocate`` would place
+  the request now, without placing it (the reservation tests use it on
+  copies; without it they place on the copy);
 * optionally ``count_only = True`` on a policy whose only constraint is the
   number of idle nodes: the scheduler then computes reservations from node
   counts, without copies (same answers, faster).
