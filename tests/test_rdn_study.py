@@ -40,10 +40,42 @@ def test_speedup_table_dims_and_definition(study):
     assert tab.speedup.dims == ("mode", "groups")
     assert list(tab.mode.values) == ["minimal_balance", "custom_balance"]
     best = np.fmin(study.tdn_minimal_time_bg, study.tdn_valiant_time_bg).sel(pattern="stencil")
-    expect = best / study.rdn_time_bg.sel(pattern="stencil") - 1
+    expect = best / study.rdn_time_bg.sel(pattern="stencil")      # the ratio T_TDN / T_RDN (1: no change)
     np.testing.assert_allclose(tab.speedup.sel(mode="custom_balance"), expect, rtol=TOL["rel"])
     np.testing.assert_allclose(tab.time_saved.sel(mode="minimal_balance"),
                                1 - study.rdn_time_bg.sel(pattern="stencil") / best, rtol=TOL["rel"])
+    np.testing.assert_allclose(tab.time_saved, 1 - 1 / tab.speedup, rtol=TOL["rel"])
+    # random mapping over both groups sends half the faces across the 8 global links: the RDN is faster here,
+    # so the next test sees a ratio other than 1
+    assert float(tab.speedup.sel(mode="minimal_balance", groups=2)) > 1 + 1e-6
+
+
+def test_study_table_drives_the_scheduler(study, tmp_path):
+    """The study's table, written and read back as `evaluator schedule --speedups` does, gives each job the run
+    time of Job_Time - MPI_Time x saving(T_TDN / T_RDN), with the times taken from the study's raw variables."""
+    from evaluator.io import write_netcdf
+    from evaluator.policies import Grap
+    from evaluator.workload import Trace, simulate
+    from evaluator.workload.run import load_speedups
+
+    path = write_netcdf(speedup_table(study=study), tmp_path / "speedup.nc")
+    table = load_speedups(str(path))
+    t_rdn = float(study.rdn_minimal_time_bg.sel(pattern="stencil", groups=2))
+    t_tdn = float(study.tdn_minimal_time_bg.sel(pattern="stencil", groups=2))   # Valiant is NaN on two groups
+    ratio = t_tdn / t_rdn
+    npg = M.nodes_per_group                                  # 8: jobs of 16 nodes span both groups
+    tr = Trace(job_id=np.array([1, 2, 3]), submit=np.zeros(3), run_time=np.full(3, 100.0),
+               requested_time=np.full(3, 200.0), nodes=np.array([2 * npg, 2 * npg, 3]),
+               mode=np.array(["minimal_balance", "custom_balance", "minimal_balance"], dtype=object),
+               requirements=((), (npg, npg), ()), mpi_fraction=np.array([0.4, 0.25, 0.5]))
+    for rule, saved in (("time_ratio", 1 - t_rdn / t_tdn), ("excess", min(t_tdn / t_rdn - 1, 1.0))):
+        ds = simulate(tr, Grap(M.g, npg), speedups=table, speedup_rule=rule)
+        run = [100 - 0.4 * 100 * saved, 100 - 0.25 * 100 * saved, 100.0]   # job 3: one group, not accelerated
+        np.testing.assert_allclose(ds.run_time.values, run, rtol=TOL["rel"])
+        np.testing.assert_allclose(ds.speedup.values, [ratio, ratio, 1.0], rtol=TOL["rel"])
+        assert list(ds.groups.values) == [2, 2, 1]
+        # one large job at a time (each holds both groups' ports); job 3 fits beside job 1 in no group: last
+        np.testing.assert_allclose(ds.start.values, [0.0, run[0], run[0] + run[1]], rtol=TOL["rel"])
 
 
 def test_refusals_are_recorded_not_raised(monkeypatch):

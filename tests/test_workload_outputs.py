@@ -123,3 +123,30 @@ def test_study_bad_file(tmp_path):
     f.write_text("machines: {a: [4, 8]}\nruns: {x: {policy: unrestricted}}\ncolour: red\n")
     with pytest.raises(ConfigError, match="colour"):
         load_study(f)
+
+
+def test_grap_vs_slurm_study_runs_with_real_policies(tmp_path):
+    """sweeps/workload/grap_vs_slurm.yaml on a small machine and trace, with a speedup table file; a missing table is
+    refused before any point runs, naming the command that computes it."""
+    from evaluator.errors import ConfigError
+    from evaluator.io import write_netcdf
+    from evaluator.sweep.schedule import load_study, run_study
+    from evaluator.workload import MODES, speedup_table
+
+    study = yaml.safe_load((Path(__file__).parent.parent / "sweeps" / "workload" / "grap_vs_slurm.yaml").read_text())
+    assert {r["policy"] for r in study["runs"].values()} == {"slurm_round_robin", "grap"}
+    study["trace"] = {"synthetic": 150, "load": 0.9}
+    study["machines"] = {"6x16": [6, 16]}
+    study["workload"] = dict(study["workload"], mode_lo=17)
+    f = tmp_path / "s.yaml"
+    study["runs"]["rdn_grap"]["speedups"] = str(tmp_path / "speedup.nc")
+    f.write_text(yaml.safe_dump(study, sort_keys=False))    # the first run is the baseline of wait_reduction
+    with pytest.raises(ConfigError, match="--speedup-out"):
+        load_study(f)
+    write_netcdf(speedup_table({m: {2: 1.5, 6: 1.2} for m in MODES}), tmp_path / "speedup.nc")
+    path = run_study(load_study(f), use_ray=False, progress=False, out_dir=tmp_path / "out")
+    ds = xr.open_dataset(path, engine="h5netcdf")
+    assert dict(ds.sizes) == {"machine": 1, "mix": 2, "run": 2}
+    assert list(ds.policy.values) == ["slurm_round_robin", "grap"]
+    sp = ds.mean_speedup.sel(machine="6x16")
+    assert (sp.sel(run="tdn_slurm") == 1.0).all() and (sp.sel(run="rdn_grap") > 1.0).all()

@@ -21,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from evaluator.workload import request_types
+from evaluator.policies import Allocation, JobRequest
 
 
 def _fcfs(jobs):
@@ -71,7 +71,6 @@ def easy_counts(jobs, total_nodes):
 
 def easy_stepped(jobs, make_policy):
     """FCFS + EASY with a policy object, one pass per whole second; returns ({id: start}, {id: first shadow})."""
-    JobRequest, _ = request_types()
     jobs = _fcfs(jobs)
     req = {j["id"]: JobRequest(j["id"], j["nodes"], j.get("mode", "minimal_balance"),
                                tuple(j.get("requirements", ()))) for j in jobs}
@@ -126,7 +125,6 @@ class GroupFirstFit:
     def __init__(self, groups, nodes_per_group):
         self.nodes_per_group = nodes_per_group
         self.busy = np.zeros((groups, nodes_per_group), dtype=bool)
-        self._types = request_types()
 
     @property
     def total_nodes(self):
@@ -146,7 +144,7 @@ class GroupFirstFit:
             g = int(cand[0])
             cols = np.flatnonzero(~self.busy[g])[: job.nodes]
             self.busy[g, cols] = True
-            return self._types[1](job.id, g * G + cols, (g,), False, job.mode)
+            return Allocation(job.id, g * G + cols, (g,), False, job.mode)
         k = -(-job.nodes // G)
         empty = np.flatnonzero(free == G)
         if empty.size < k:
@@ -154,7 +152,7 @@ class GroupFirstFit:
         gs = empty[:k]
         nodes = (gs[:, None] * G + np.arange(G)[None, :]).ravel()[: job.nodes]
         self.busy.reshape(-1)[nodes] = True
-        return self._types[1](job.id, nodes, tuple(int(g) for g in gs), True, job.mode)
+        return Allocation(job.id, nodes, tuple(int(g) for g in gs), True, job.mode)
 
     def release(self, a):
         self.busy.reshape(-1)[a.nodes] = False

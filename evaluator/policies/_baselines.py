@@ -54,6 +54,9 @@ class SlurmRoundRobin(AllocationPolicy):
         take[spare[:rest]] += 1
         return take
 
+    def _fits(self, job: JobRequest) -> bool:
+        return True                                   # any idle nodes will do
+
     def _choose(self, job: JobRequest):
         take = self.take_counts(job.nodes)
         self.cursor = (self.cursor + 1) % self.groups
@@ -64,6 +67,9 @@ class Contiguous(AllocationPolicy):
     """The lowest-numbered idle nodes."""
 
     name = "contiguous"
+
+    def _fits(self, job: JobRequest) -> bool:
+        return True                                   # any idle nodes will do
 
     def _choose(self, job: JobRequest):
         return np.flatnonzero(self.owner < 0)[:job.nodes], False
@@ -77,6 +83,9 @@ class RandomNodes(AllocationPolicy):
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         super().__init__(groups, nodes_per_group, seed)
         self.rng = np.random.default_rng(self.seed)
+
+    def _fits(self, job: JobRequest) -> bool:
+        return True                                   # any idle nodes will do
 
     def _choose(self, job: JobRequest):
         return self.rng.choice(np.flatnonzero(self.owner < 0), size=job.nodes, replace=False), False

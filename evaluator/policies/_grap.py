@@ -101,14 +101,26 @@ class Grap(AllocationPolicy):
         assert remain == 0
         return out
 
+    def _plan(self, job: JobRequest) -> list[tuple[int, int]] | None:
+        """``[(group, nodes), ...]`` of a large job, or None."""
+        return self._adaptive(job.nodes) if job.mode == "adaptive" else self._balanced(self._requirements(job))
+
     def _choose(self, job: JobRequest) -> tuple[np.ndarray, bool] | None:
         if job.nodes <= self.nodes_per_group:
             nodes = self._small(job.nodes)
             return None if nodes is None else (nodes, False)
-        plan = self._adaptive(job.nodes) if job.mode == "adaptive" else self._balanced(self._requirements(job))
+        plan = self._plan(job)
         if plan is None:
             return None
-        return np.concatenate([self.idle_in_group(g)[:c] for g, c in plan if c > 0]), True
+        take = np.zeros(self.groups, dtype=np.int64)
+        for g, c in plan:
+            take[g] = c
+        return self.first_idle(take), True            # the lowest idle nodes of each group, ascending
+
+    def _fits(self, job: JobRequest) -> bool:
+        if job.nodes <= self.nodes_per_group:
+            return bool((self.idle_per_group >= job.nodes).any())
+        return self._plan(job) is not None
 
     def _after_allocate(self, alloc: Allocation) -> None:
         if alloc.large:

@@ -17,8 +17,12 @@ Interface (used by the workload simulation):
   mode, requirements that do not sum to the job size) raises
   :class:`~evaluator.errors.ConfigError`;
 * :meth:`AllocationPolicy.release` frees an allocation;
-* :meth:`AllocationPolicy.copy` is an independent deep copy (a scheduler's
-  look-ahead for backfilling).
+* :meth:`AllocationPolicy.fits` says whether :meth:`allocate` would place the
+  job now, without placing it (a scheduler's reservation test: same answer,
+  no node arrays built);
+* :meth:`AllocationPolicy.copy` is an independent copy (a scheduler's
+  look-ahead for backfilling): arrays, dicts and random generators are
+  copied; allocations, which are immutable, are shared.
 """
 
 from __future__ import annotations
@@ -142,12 +146,14 @@ class AllocationPolicy(abc.ABC):
         if got is None:
             return None
         nodes, large = got
-        nodes = np.sort(np.asarray(nodes, dtype=np.int64))
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if nodes.size > 1 and not (nodes[1:] > nodes[:-1]).all():
+            nodes = np.sort(nodes)
         assert nodes.size == job.nodes and np.all(self.owner[nodes] < 0), "policy chose a busy node"
         self.owner[nodes] = job.id
-        grp = nodes // self.nodes_per_group
-        np.subtract.at(self.idle_per_group, grp, 1)
-        alloc = Allocation(job.id, nodes, tuple(int(g) for g in np.unique(grp)), large, job.mode)
+        per = np.bincount(nodes // self.nodes_per_group, minlength=self.groups)
+        self.idle_per_group -= per
+        alloc = Allocation(job.id, nodes, tuple(int(g) for g in np.flatnonzero(per)), large, job.mode)
         self.running[job.id] = alloc
         self._after_allocate(alloc)
         return alloc
@@ -159,12 +165,36 @@ class AllocationPolicy(abc.ABC):
             raise ConfigError("alloc.job_id", alloc.job_id, "a job running on this policy's machine")
         del self.running[alloc.job_id]
         self.owner[alloc.nodes] = -1
-        np.add.at(self.idle_per_group, alloc.nodes // self.nodes_per_group, 1)
+        self.idle_per_group += np.bincount(alloc.nodes // self.nodes_per_group, minlength=self.groups)
         self._after_release(alloc)
 
+    def fits(self, job: JobRequest) -> bool:
+        """Whether :meth:`allocate` would place ``job`` now (nothing changes; ConfigError if it never can).
+
+        Exactly ``allocate(job) is not None`` on this state, for any policy
+        whose :meth:`_fits` is exact (the default asks :meth:`_choose` on a copy)."""
+        check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
+        if job.nodes > self.idle_nodes:
+            return False
+        return self._fits(job)
+
+    def _fits(self, job: JobRequest) -> bool:
+        """Whether :meth:`_choose` finds nodes (a checked request, at most the idle node count); override with a
+        cheaper exact test where there is one."""
+        return self.copy()._choose(job) is not None
+
     def copy(self) -> AllocationPolicy:
-        """An independent deep copy (state and random generator)."""
-        return _copy.deepcopy(self)
+        """An independent copy: every array, dict, list and random generator attribute is copied (the
+        allocations in ``running`` are immutable and shared)."""
+        new = _copy.copy(self)
+        for k, v in self.__dict__.items():
+            if isinstance(v, np.ndarray):
+                new.__dict__[k] = v.copy()
+            elif isinstance(v, (dict, list, set)):
+                new.__dict__[k] = type(v)(v)
+            elif isinstance(v, np.random.Generator):
+                new.__dict__[k] = _copy.deepcopy(v)
+        return new
 
     @abc.abstractmethod
     def _choose(self, job: JobRequest) -> tuple[np.ndarray, bool] | None:

@@ -273,13 +273,15 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     ``..._net_time_bg`` (router links only), ``..._hops``; per network the
     best routing at each point: ``{net}_time``, ``{net}_time_bg``,
     ``{net}_net_time_bg`` and ``{net}_hops`` (hops of the routing that is
-    fastest with background); ``speedup`` =
-    ``tdn_time_bg / rdn_time_bg - 1`` (the paper's baseline: TDN with
-    noise; 0.32 reads "32% speedup"), ``speedup_no_bg`` (both without
+    fastest with background); ``speedup`` = ``tdn_time_bg / rdn_time_bg``,
+    the *ratio* (1: no change; 1.32 is the paper's "32% speedup"; the
+    project's one convention for a variable named ``speedup``, the one
+    :class:`evaluator.workload.SpeedupTable` reads) against the paper's
+    baseline, the TDN with noise; ``speedup_no_bg`` (the ratio without
     background), ``time_saved`` = ``1 - rdn_time_bg / tdn_time_bg`` (the
-    fraction of communication time RDN-GRAP removes), ``network_speedup`` (the
-    same ratio on router-to-router links only, ``*_net_time_bg``: how much
-    less congested the network is, endpoints aside), ``hops_reduction`` =
+    fraction of communication time RDN-GRAP removes, ``1 - 1 / speedup``),
+    ``network_speedup`` (the same ratio on router-to-router links only,
+    ``*_net_time_bg``: how much less congested the network is, endpoints aside), ``hops_reduction`` =
     ``1 - rdn_hops / tdn_hops`` (``hops_reduction_minimal``: both minimal); ``seconds`` (wall time per point) and
     ``refused`` (the ResourceError message, '' when it ran). Coordinate
     ``mode``: the GRAP mode of each pattern.
@@ -325,9 +327,9 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
         derived[f"{net}_hops"] = np.where(use_val, data[f"{net}_valiant_hops"], data[f"{net}_minimal_hops"])
     with np.errstate(divide="ignore", invalid="ignore"):
         derived.update({
-            "speedup": derived["tdn_time_bg"] / derived["rdn_time_bg"] - 1.0,
-            "speedup_no_bg": derived["tdn_time"] / derived["rdn_time"] - 1.0,
-            "network_speedup": derived["tdn_net_time_bg"] / derived["rdn_net_time_bg"] - 1.0,
+            "speedup": derived["tdn_time_bg"] / derived["rdn_time_bg"],
+            "speedup_no_bg": derived["tdn_time"] / derived["rdn_time"],
+            "network_speedup": derived["tdn_net_time_bg"] / derived["rdn_net_time_bg"],
             "time_saved": 1.0 - derived["rdn_time_bg"] / derived["tdn_time_bg"],
             "hops_reduction": 1.0 - derived["rdn_hops"] / derived["tdn_hops"],
             "hops_reduction_minimal": 1.0 - data["rdn_minimal_hops"] / data["tdn_minimal_hops"],
@@ -359,14 +361,18 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
 
     ``mode``: the four GRAP modes; ``minimal_balance`` and ``custom_balance``
     take the stencil's numbers, ``custom`` the neighbouring pattern's,
-    ``adaptive`` the all-to-all's. Variables: ``speedup`` (``T_TDN / T_RDN -
-    1`` with background, the number the paper's ``Acc_Time = Job_Time -
-    MPI_Time x Speedup(Mode, Job_Size)`` takes), ``time_saved`` (``1 - T_RDN /
-    T_TDN``, the fraction of communication time removed, the physically
-    consistent factor for that formula), ``speedup_no_bg``. ``groups`` is the
-    job size in groups (job nodes = groups x nodes per group used; look up
-    intermediate sizes with ``ds.interp(groups=...)`` or ``sel(method="nearest")``).
-    ``study``: a dataset from :func:`allocation_mode_study` to reuse (else it is computed).
+    ``adaptive`` the all-to-all's. Variables: ``speedup`` (the ratio ``T_TDN /
+    T_RDN`` with background, 1: no change; what
+    :class:`evaluator.workload.SpeedupTable` reads: the workload's
+    ``speedup_rule`` ``time_ratio`` makes a job's MPI time ``MPI_Time /
+    speedup``, ``excess`` saves ``speedup - 1`` of it, the paper's ``Acc_Time
+    = Job_Time - MPI_Time x Speedup(Mode, Job_Size)`` read with "32% speedup"
+    as 0.32), ``time_saved`` (``1 - T_RDN / T_TDN = 1 - 1 / speedup``, the
+    fraction of communication time removed), ``speedup_no_bg`` (the ratio
+    without background). ``groups`` is the job size in groups (job nodes =
+    groups x nodes per group used; the workload simulation interpolates
+    between them). Points the evaluator refused are NaN. ``study``: a dataset
+    from :func:`allocation_mode_study` to reuse (else it is computed).
     """
     ds = study if study is not None else allocation_mode_study(machine, groups, tuple(PATTERNS), background, seed)
     of_mode = {"minimal_balance": "stencil", "custom_balance": "stencil", "custom": "neighbouring",
@@ -382,9 +388,12 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evaluator.studies rdn [--machine p,a,h,g] [--groups 2,4,...] [--background f] [--out f.nc]``:
-    run :func:`allocation_mode_study` (default: the paper's machine), print the speedups and hops, write netCDF."""
+    """``python -m evaluator.studies rdn [--machine p,a,h,g] [--groups 2,4,...] [--background f] [--out f.nc]
+    [--speedup-out speedup.nc]``: run :func:`allocation_mode_study` (default: the paper's machine), print the
+    speedups (ratios T_TDN / T_RDN) and hops, write the study (``--out``) and/or the workload simulation's
+    speedup table (``--speedup-out``, :func:`speedup_table`, dims ``(mode, groups)``) as netCDF."""
     import argparse
+    from pathlib import Path
 
     from ..io import write_netcdf
 
@@ -394,6 +403,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--background", type=float, default=0.26)
     ap.add_argument("--bandwidth", type=float, default=12.0e9, help="bytes/s per direction, every link")
     ap.add_argument("--out", default=None, help="netCDF file for the dataset")
+    ap.add_argument("--speedup-out", default=None, metavar="NC",
+                    help="netCDF file for the speedup table (mode x groups) that `evaluator schedule --speedups` "
+                         "and sweeps/workload/grap_vs_slurm.yaml read (e.g. results/rdn/speedup.nc)")
     args = ap.parse_args(argv)
     try:
         p, a, h, g = (int(x) for x in args.machine.split(","))
@@ -411,4 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"total {ds.attrs['total_seconds']:.1f} s")
     if args.out:
         write_netcdf(ds, args.out)
+    if args.speedup_out:
+        Path(args.speedup_out).parent.mkdir(parents=True, exist_ok=True)
+        write_netcdf(speedup_table(study=ds), args.speedup_out)
+        print(f"speedup table -> {args.speedup_out}")
     return 0

@@ -78,6 +78,10 @@ def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
         sp = r.get("speedups")
         if isinstance(sp, str) and not os.path.isabs(sp) and not os.path.exists(sp):
             r["speedups"] = str(repo_dir() / sp)  # relative to the repository, as sweeps' paths
+        if isinstance(sp, str) and not os.path.isfile(r["speedups"]):  # before any point runs (on Ray)
+            raise ConfigError(f"{p.name}: runs.{lab}.speedups", sp, "a netCDF speedup table (dims mode x groups)",
+                              "Compute it first: python -m evaluator.studies rdn --machine 2,4,2,8 --groups 2,4,8 "
+                              f"--speedup-out {sp}")
     study.setdefault("name", p.stem)
     study.setdefault("trace", {})
     study.setdefault("mode_mixes", {"paper": None})

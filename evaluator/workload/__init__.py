@@ -15,13 +15,14 @@ size; wait times and utilisation are compared.
 * :mod:`~evaluator.workload.plots`: figures in the style of Feng et al. Fig. 5;
 * :mod:`~evaluator.workload.study`: a grid of runs (policies x mode mixes x machines) on Ray.
 
-Allocation policies come from :mod:`evaluator.policies` (imported lazily);
+Allocation policies come from :mod:`evaluator.policies` (``JobRequest`` and
+``Allocation`` are re-exported from there);
 :class:`UnrestrictedPolicy` (``"unrestricted"``) is the count-only reference.
 """
 
 from __future__ import annotations
 
-from ._policy import LOCAL_POLICIES, UnrestrictedPolicy, make_policy, request_types
+from ._policy import LOCAL_POLICIES, POLICY_NAMES, Allocation, JobRequest, UnrestrictedPolicy, make_policy
 from .model import (PAPER_MODE_MIX, SPEEDUP_RULES, SpeedupTable, WorkloadModel, accelerated_run_time,
                     prepare_trace, speedup_table)
 from .simulate import DEFAULT_BACKFILL_DEPTH, JOB_VARS, simulate
@@ -36,5 +37,5 @@ __all__ = [
     "WorkloadModel", "prepare_trace", "SpeedupTable", "speedup_table", "accelerated_run_time", "PAPER_MODE_MIX",
     "SPEEDUP_RULES",
     "simulate", "JOB_VARS", "DEFAULT_BACKFILL_DEPTH",
-    "UnrestrictedPolicy", "make_policy", "request_types", "LOCAL_POLICIES",
+    "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES", "POLICY_NAMES", "JobRequest", "Allocation",
 ]

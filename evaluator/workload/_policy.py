@@ -1,62 +1,35 @@
 """The allocation-policy contract the scheduler uses, and the one policy this package owns.
 
 Allocation policies live in :mod:`evaluator.policies` (GRAP on the RDN;
-round-robin, contiguous and random on a traditional Dragonfly), imported
-lazily. The scheduler needs only:
+round-robin, contiguous and random on a traditional Dragonfly); the request
+and allocation types are theirs (:class:`~evaluator.policies.JobRequest`,
+:class:`~evaluator.policies.Allocation`). The scheduler needs only:
 
-* ``JobRequest(id, nodes, mode, requirements)`` and ``Allocation(job_id,
-  nodes, groups, large, mode)`` (:mod:`evaluator.policies.base`);
 * a policy with ``name``, ``total_nodes``, ``idle_nodes``,
   ``allocate(request) -> Allocation | None`` (None: cannot start now;
   otherwise its nodes are busy), ``release(allocation)`` and ``copy()``;
+* optionally ``fits(request) -> bool``: whether ``allocate`` would place
+  the request now, without placing it (the reservation tests use it on
+  copies; without it they place on the copy);
 * optionally ``count_only = True`` on a policy whose only constraint is the
   number of idle nodes: the scheduler then computes reservations from node
   counts, without copies (same answers, faster).
 
 :class:`UnrestrictedPolicy` (``"unrestricted"``) is that last kind: any idle
 nodes, lowest ids first, no topology rule; with it (and speedup 1) the
-simulation is plain FCFS with EASY backfilling.
+simulation is plain FCFS with EASY backfilling. It is a reference for the
+scheduler, not a policy of a real network, so it stays here rather than in
+the :data:`evaluator.policies.KINDS` registry; :func:`make_policy` knows both.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..errors import ConfigError, positive_int
+from ..policies import KINDS, Allocation, JobRequest, build_policy
 
-__all__ = ["request_types", "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES"]
-
-
-@dataclasses.dataclass(frozen=True)
-class _JobRequest:
-    """Stand-in for :class:`evaluator.policies.base.JobRequest` while that package is absent."""
-
-    id: int
-    nodes: int
-    mode: str = "minimal_balance"
-    requirements: tuple[int, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Allocation:
-    """Stand-in for :class:`evaluator.policies.base.Allocation` while that package is absent."""
-
-    job_id: int
-    nodes: np.ndarray
-    groups: tuple[int, ...]
-    large: bool
-    mode: str
-
-
-def request_types():
-    """``(JobRequest, Allocation)``: :mod:`evaluator.policies.base`'s if it exists, else identical stand-ins."""
-    try:
-        from ..policies.base import Allocation, JobRequest
-    except ImportError:
-        return _JobRequest, _Allocation
-    return JobRequest, Allocation
+__all__ = ["JobRequest", "Allocation", "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES", "POLICY_NAMES"]
 
 
 class UnrestrictedPolicy:
@@ -76,7 +49,6 @@ class UnrestrictedPolicy:
         self._busy = np.zeros((self.n_groups, self.nodes_per_group), dtype=bool)
         self._group_idle = np.full(self.n_groups, self.nodes_per_group, dtype=np.int64)
         self._idle = self._busy.size
-        self._types = request_types()
 
     @property
     def total_nodes(self) -> int:
@@ -86,7 +58,7 @@ class UnrestrictedPolicy:
     def idle_nodes(self) -> int:
         return int(self._idle)
 
-    def allocate(self, job):
+    def allocate(self, job: JobRequest) -> Allocation | None:
         if job.nodes > self._idle:
             return None
         G = self.nodes_per_group
@@ -100,9 +72,9 @@ class UnrestrictedPolicy:
         self._group_idle[groups] -= np.bincount(r, minlength=groups.size)
         nodes = groups[r] * G + c
         self._idle -= int(nodes.size)
-        return self._types[1](job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
+        return Allocation(job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
 
-    def release(self, alloc) -> None:
+    def release(self, alloc: Allocation) -> None:
         nodes = np.asarray(alloc.nodes)
         self._busy.reshape(-1)[nodes] = False
         self._group_idle += np.bincount(nodes // self.nodes_per_group, minlength=self.n_groups)
@@ -119,17 +91,17 @@ class UnrestrictedPolicy:
 LOCAL_POLICIES = {"unrestricted": UnrestrictedPolicy}
 """Policies of this package (name -> class); every other name goes to :func:`evaluator.policies.build_policy`."""
 
+POLICY_NAMES = tuple(LOCAL_POLICIES) + tuple(KINDS)
+"""Every policy name :func:`make_policy` accepts."""
+
 
 def make_policy(name: str, groups: int, nodes_per_group: int, seed: int = 0, **params):
-    """A policy by name: ``"unrestricted"`` here, others from :mod:`evaluator.policies` (imported lazily)."""
+    """A policy by name: ``"unrestricted"`` here, the others from :func:`evaluator.policies.build_policy`
+    (ConfigError naming every accepted name for an unknown one)."""
     if name in LOCAL_POLICIES:
         if params:
             raise ConfigError("policy.params", sorted(params), f"no parameters for policy {name!r}")
         return LOCAL_POLICIES[name](groups, nodes_per_group, seed)
-    try:
-        from ..policies import build_policy
-    except ImportError:
-        raise ConfigError("policy", name, f"one of {sorted(LOCAL_POLICIES)}",
-                          "The allocation policies of evaluator.policies (grap, slurm_round_robin, contiguous, "
-                          "random) are not installed in this version.") from None
+    if name not in KINDS:
+        raise ConfigError("policy", name, " | ".join(POLICY_NAMES))
     return build_policy(name, groups, nodes_per_group, seed=seed, **params)

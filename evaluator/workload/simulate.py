@@ -11,7 +11,8 @@ The scheduler (as Slurm's ``sched/backfill`` with one reservation):
   never before now: a job past its request is expected to end at once) until
   the head fits; the expected end of the last one released is the head's
   *shadow time*. Because allocation is topology-constrained, the fit is
-  asked of the policy, not counted.
+  asked of the policy, not counted (its ``fits(request)`` where it has one:
+  the same answer as placing, without building node arrays).
 * **Backfilling**: each later job (the first ``backfill_depth``, as Slurm's
   ``bf_max_job_test``) starts now if the policy places it now and either its
   expected end is by the shadow time, or the head still fits at the shadow
@@ -50,7 +51,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import ConfigError
-from ._policy import request_types
+from ..policies import JobRequest
 from .model import SPEEDUP_RULES, SpeedupTable, accelerated_run_time
 from .trace import Trace, validate_requests
 
@@ -140,7 +141,6 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
     if speedups is not None:
         table = speedups if isinstance(speedups, SpeedupTable) else SpeedupTable(speedups)
         table.check_modes(trace.modes())
-    JobRequest, _ = request_types()
 
     order = np.lexsort((trace.job_id, trace.submit))
     n = trace.n_jobs
@@ -188,6 +188,12 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         heapq.heappush(ends, (t + a, j))
         running.add(t + req_t[j], j, alloc, int(size[j]))
 
+    def fits(pol, req) -> bool:
+        """Whether ``pol`` would place ``req`` now: its ``fits`` if it has one (nothing built), else a placement
+        on ``pol`` (a throw-away copy here)."""
+        f = getattr(pol, "fits", None)
+        return f(req) if f is not None else pol.allocate(req) is not None
+
     def try_place(pol, j: int):
         if size[j] > pol.idle_nodes:
             return None
@@ -210,7 +216,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             pc = policy.copy()
             for est, j in running.keys:
                 pc.release(running.alloc[j])
-                if pc.idle_nodes >= need and pc.allocate(requests[h]) is not None:
+                if pc.idle_nodes >= need and fits(pc, requests[h]):
                     shadow = max(est, t)
                     break
             else:
@@ -229,7 +235,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             if max(est, t) > shadow:
                 break
             pc.release(running.alloc[j])
-        return pc.allocate(requests[h]) is not None
+        return fits(pc, requests[h])
 
     def schedule(t: float, first_new: int, changed: bool) -> None:
         """One pass at time ``t``. ``first_new``: queue position of the jobs submitted at ``t``; ``changed``:

@@ -29,14 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..policies.base import CUSTOM_MODES as _REQ_MODES  # modes whose jobs carry per-group node requirements
+from ..policies.base import MODES  # GRAP's allocation modes (Feng et al. Sec. 4.2): a job's mode is one of these
 
 __all__ = ["MODES", "Trace", "validate_requests"]
-
-MODES = ("minimal_balance", "custom_balance", "custom", "adaptive")
-"""GRAP's allocation modes (Feng et al. Sec. 4.2): a job's ``mode`` is one of these."""
-
-_REQ_MODES = ("custom_balance", "custom")
-"""Modes whose jobs carry per-group node requirements."""
 
 
 @dataclasses.dataclass(frozen=True)
