@@ -32,6 +32,7 @@ from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment
 from ..errors import ConfigError, is_int, require
 from .axes import Axis, expand_axes
+from .bounds import sweep_bounds
 
 __all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS", "CHUNK_FORMAT", "SEED_KEY"]
 
@@ -39,6 +40,10 @@ SWEEP_FORMATS = ("netcdf", "zarr")
 
 CHUNK_FORMAT = "chunk-v2 placement-threefry-v1"
 """What a persisted chunk holds and how seeded placements are drawn (part of the run id)."""
+
+BOUNDS_FORMAT = " bounds-v1"
+"""Added to the run id of a sweep with ``bounds`` (its chunks hold the bounds; chunks an earlier version wrote
+for the same config, which ignored ``bounds``, are never mixed in)."""
 
 SEED_KEY = "placement.seed"
 """The key whose axis workers vectorise over (points differing only in it share one build)."""
@@ -301,8 +306,6 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
         if key in swept:
             raise ConfigError("sweep.axes", key, "keys other than bounds and bound_solver (one setting per sweep)",
                               f"Set {key}=... on the command line instead.")
-    from .bounds import sweep_bounds
-
     bound_method, bound_solver = sweep_bounds(request.config)
     if bound_method is not None and request.config.jobs:
         raise ConfigError("bounds", request.config.bounds, "false in a sweep of several jobs",
@@ -327,7 +330,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 check_assignment(obj, key, reps[(ax.name, kk)])
         bases[combo] = obj
     run_hash = hashlib.sha256(
-        (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT).encode()
+        (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT
+         + (BOUNDS_FORMAT if bound_method is not None else "")).encode()
     ).hexdigest()[:12]
     run_id = sw.run_id or f"{sw.name}-{run_hash}"
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml, int(sw.chunk_size),
