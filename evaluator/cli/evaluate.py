@@ -36,7 +36,8 @@ def main(argv: list[str]) -> int:
         lines = job_summary_lines(ds)
     else:
         point = config.build(obj)
-        ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds)
+        ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
+                      bound_solver=obj.bound_solver)
         lines = summary_lines(ds)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:

@@ -445,6 +445,9 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
         target = ident if not section else ident[section]
         for k in keys:
             target.pop(k, None)
+    if ident.get("bounds", False) is False:  # no bounds: the run id sweeps had before bounds existed
+        ident.pop("bounds", None)
+        ident.pop("bound_solver", None)
     if isinstance(ident.get("sweep"), dict) and "axes" in ident["sweep"]:
         ident["sweep"]["axes"] = _canonical_axes(ident["sweep"]["axes"])
     if user_overrides is None:

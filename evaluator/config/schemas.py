@@ -86,7 +86,8 @@ class EvalConfig:
     background: BackgroundConfig = field(default_factory=BackgroundConfig)  # fraction 0: none
     exclusive_nodes: bool = True  # jobs may not share a node
     interference: bool = True  # compute the job x job interference matrix
-    bounds: Any = False  # `evaluator eval`: true adds optimal_completion_time (docs/bounds.md); sweeps: not yet
+    bounds: Any = False  # true or a method: eval and sweeps add optimal_completion_time (docs/bounds.md)
+    bound_solver: str = "highs"  # LP solver of the bounds: highs (exact), pdhg (batched JAX; sweeps batch per chunk)
     output_dir: str = "results/eval"
     save: bool = True
     sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -12,7 +12,7 @@ import xarray as xr
 
 from .. import io
 from .._version import __version__
-from ..dataset import METRIC_NAMES, results_dataset
+from ..dataset import METRIC_NAMES, metric, results_dataset
 from ..errors import require
 from ..placement._seeded import GENERATOR_ID
 from .jobs import jobs_dataset
@@ -74,6 +74,7 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     class_max: dict[str, np.ndarray] = {}
     link_load = None
     phases = None
+    bounds = _BoundGrid(n) if plan.bounds is not None else None
     for res in chunks:
         flat = res["flat"]
         remap = np.array([_code(reason_index, reason_table, r) for r in res["reasons"]], dtype=np.int32)
@@ -103,6 +104,8 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
             if cname not in class_max:  # (not setdefault: that would allocate a grid per chunk)
                 class_max[cname] = np.full(n, np.nan)
             class_max[cname][ok] = metrics["max_load_class"][:, c]
+        if bounds is not None:
+            bounds.add(ok, res["bounds"])
         if "link_load" in res:
             if link_load is None:
                 nl = int(res["n_links"])
@@ -115,10 +118,44 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     bottleneck = np.asarray(bottleneck_table + [""], dtype=object)[bottleneck_code]
     attrs = _attrs(plan, manifest, [])
     attrs["n_feasible"] = int(feasible.sum())
-    return results_dataset(
+    ds = results_dataset(
         tuple(ax.name for ax in plan.axes), plan.shape, vals, {c: class_max[c] for c in sorted(class_max)},
         bottleneck, feasible=feasible, reason=reason, coords=_coords(plan), link_load=link_load, attrs=attrs,
         phases=phases)
+    if bounds is not None:
+        bounds.into(ds, plan)
+    return ds
+
+
+class _BoundGrid:
+    """The bound variables of a sweep with ``bounds`` (:mod:`evaluator.sweep.bounds`), filled chunk by chunk."""
+
+    def __init__(self, n: int):
+        self.values = {k: np.full(n, np.nan) for k in ("optimal_completion_time", "routing_efficiency", "bound_gap")}
+        self.codes = {k: np.full(n, -1, np.int32) for k in ("bound_method", "bound_solver")}
+        self.tables: dict[str, list[str]] = {"bound_method": [], "bound_solver": []}
+        self.index: dict[str, dict[str, int]] = {"bound_method": {}, "bound_solver": {}}
+
+    def add(self, ok: np.ndarray, b: dict) -> None:
+        for k, v in self.values.items():
+            v[ok] = b[k]
+        for k, names in (("bound_method", b["methods"]), ("bound_solver", b["solvers"])):
+            remap = np.array([_code(self.index[k], self.tables[k], t) for t in names] + [-1], dtype=np.int32)
+            self.codes[k][ok] = remap[b[k]]
+
+    def into(self, ds: xr.Dataset, plan: SweepPlan) -> None:
+        dims = tuple(ax.name for ax in plan.axes)
+        for k, v in self.values.items():
+            attrs = metric(k).attrs if k != "bound_gap" else {
+                "units": "1", "long_name": "relative gap of the bound (the solver's duality gap, or "
+                                           "Garg-Konemann's certified gap)"}
+            ds[k] = (dims, v.reshape(plan.shape), attrs)
+        for k, what in (("bound_method", "method of the bound (edge, garg_konemann, dragonfly_adaptive)"),
+                        ("bound_solver", "solver of the bound (highs, pdhg, multiplicative_weights)")):
+            text = np.asarray(self.tables[k] + [""], dtype=object)[self.codes[k]]  # '' where infeasible
+            ds[k] = (dims, text.reshape(plan.shape), {"long_name": what})
+        ds.attrs["bounds"] = plan.bounds
+        ds.attrs["bounds_solver_requested"] = plan.bound_solver
 
 
 def _coords(plan: SweepPlan) -> dict[str, Any]:

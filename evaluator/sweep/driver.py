@@ -32,6 +32,7 @@ from ..config import RayConfig
 from ..errors import ClusterError
 from . import store
 from .assemble import assemble
+from .bounds import check_sweep_bounds
 from .plan import SweepPlan
 from .worker import evaluate_chunk, peak_rss_mb
 
@@ -149,6 +150,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
+    check_sweep_bounds(plan)  # LPs that would not fit: refused before anything runs
     timings = {"expand_s": 0.0, "build_s": 0.0, "compile_s": 0.0, "eval_s": 0.0, "write_s": 0.0}
     io.remove_stale(plan.out_dir, prefix=f".{plan.run_id}.")  # a final write killed midway
     manifest = store.manifest(plan)
@@ -269,6 +271,8 @@ class _Writer:
         self._collect(block=False)
         for k in ("build_s", "compile_s", "eval_s"):
             self.timings[k] += float(res.get(k, 0.0))
+        if "bound_s" in res:  # sweeps with bounds: the LPs' time
+            self.timings["bound_s"] = self.timings.get("bound_s", 0.0) + float(res["bound_s"])
         self.timings["worker_peak_rss_mb"] = max(self.timings.get("worker_peak_rss_mb", 0.0),
                                                  float(res.get("peak_rss_mb", 0.0)))
         self.futures[self.pool.submit(self._write, cid, res)] = (cid, res)

@@ -32,6 +32,7 @@ from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment
 from ..errors import ConfigError, is_int, require
 from .axes import Axis, expand_axes
+from .bounds import sweep_bounds
 
 __all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS", "CHUNK_FORMAT", "SEED_KEY"]
 
@@ -39,6 +40,10 @@ SWEEP_FORMATS = ("netcdf", "zarr")
 
 CHUNK_FORMAT = "chunk-v3 placement-threefry-v1"  # v3: chunks hold off_node_bytes
 """What a persisted chunk holds and how seeded placements are drawn (part of the run id)."""
+
+BOUNDS_FORMAT = " bounds-v1"
+"""Added to the run id of a sweep with ``bounds`` (its chunks hold the bounds; chunks an earlier version wrote
+for the same config, which ignored ``bounds``, are never mixed in)."""
 
 SEED_KEY = "placement.seed"
 """The key whose axis workers vectorise over (points differing only in it share one build)."""
@@ -144,6 +149,8 @@ class SweepPlan:
     fmt: str
     out_dir: Path
     seeds: list[int]
+    bounds: str | None = None  # the bound method of every feasible point (evaluator.sweep.bounds); None: no bounds
+    bound_solver: str = "highs"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -295,6 +302,14 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
         if key in swept or any(key.startswith(s + ".") for s in swept) or any(s.startswith(key + ".") for s in swept):
             raise ConfigError("sweep.axes", key, "keys that are not also overridden on the command line",
                               f"'{ov}' conflicts with the sweep axis on '{key}'. Drop the override or the axis.")
+    for key in ("bounds", "bound_solver"):
+        if key in swept:
+            raise ConfigError("sweep.axes", key, "keys other than bounds and bound_solver (one setting per sweep)",
+                              f"Set {key}=... on the command line instead.")
+    bound_method, bound_solver = sweep_bounds(request.config)
+    if bound_method is not None and request.config.jobs:
+        raise ConfigError("bounds", request.config.bounds, "false in a sweep of several jobs",
+                          "Bounds are computed for one job's traffic; drop jobs or bounds.")
     group_axes = tuple(i for i, ax in enumerate(axes) if ax.is_group)
     for i in group_axes:
         require(len(axes[i].keys) == 1, "sweep.axes", axes[i].name, "a group axis on its own, not in a zip")
@@ -315,11 +330,13 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 check_assignment(obj, key, reps[(ax.name, kk)])
         bases[combo] = obj
     run_hash = hashlib.sha256(
-        (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT).encode()
+        (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT
+         + (BOUNDS_FORMAT if bound_method is not None else "")).encode()
     ).hexdigest()[:12]
     run_id = sw.run_id or f"{sw.name}-{run_hash}"
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml, int(sw.chunk_size),
-                     bool(sw.keep_link_load), sw.format, Path(sw.output_dir) / sw.name, [])
+                     bool(sw.keep_link_load), sw.format, Path(sw.output_dir) / sw.name, [], bound_method,
+                     bound_solver)
     require(plan.n_points <= int(sw.max_points), "sweep.max_points", plan.n_points,
             f"at most {sw.max_points} points (raise sweep.max_points)")
     seeds: set[int] = set()

@@ -45,6 +45,7 @@ from ..routing import KINDS as ROUTINGS
 from ..routing import check_routing
 from ..traffic import DenseTraffic, PhasedTraffic
 from . import _runner
+from .bounds import chunk_bounds
 from .jobs import evaluate_jobs_chunk
 from .plan import SweepPlan
 
@@ -103,6 +104,9 @@ class _State:
         self.placement_axes = tuple(i for i in plan.family_axes("topology", "traffic", "placement")
                                     if i != self.seed_axis)
         self.bucket_axes = plan.bucket_axes
+        # what the bound depends on: every axis but the routing's (the seed axis included)
+        self.bound_axes = plan.family_axes("topology", "traffic", "placement")
+        self.bound_cache = _LRU(4096)  # bound key -> result (exact solvers only: see evaluator.sweep.bounds)
         self.group_cols = tuple(i for i in range(len(plan.axes)) if i != self.seed_axis)
         self.topologies = _LRU(16)
         self.routings = _LRU(64)
@@ -435,6 +439,10 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         if res["link_load"] is not None:
             out["link_load"] = res["link_load"][order]
             out["n_links"] = topo.n_links
+        if plan.bounds is not None:
+            tb = time.perf_counter()
+            out["bounds"] = _bounds(plan, st, idx, device, host, out["ok"], out["metrics"]["completion_time"])
+            out["bound_s"] = time.perf_counter() - tb
     out["peak_rss_mb"] = peak_rss_mb()
     return out
 
@@ -505,6 +513,27 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
     merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
     ll = None if loads[0] is None else np.concatenate(loads)
     return {"positions": np.concatenate(positions), "metrics": merged, "link_load": ll}
+
+
+def _bounds(plan: SweepPlan, st: _State, idx: np.ndarray, device: list, host: list, ok: np.ndarray,
+            achieved: np.ndarray) -> dict:
+    """The bounds of the feasible points ``ok`` (:func:`~evaluator.sweep.bounds.chunk_bounds`): one per distinct
+    bound key (the point's indices on :attr:`_State.bound_axes`), placements drawn on the host."""
+    where: dict[int, tuple] = {}
+    for members, grp, seeds in device:
+        for m, s in zip(members.tolist(), seeds.tolist()):
+            where[m] = (grp, ("seed", s))
+    for members, grp, pls in host:
+        for m, p in zip(members.tolist(), pls):
+            where[m] = (grp, ("placement", p))
+    items, made = [], {}
+    for k, m in enumerate(ok.tolist()):
+        grp, (kind, val) = where[m]
+        key = tuple(int(idx[i, m]) for i in st.bound_axes)
+        if key not in made:
+            made[key] = grp.spec.placement(int(val)) if kind == "seed" else val
+        items.append((key, grp.topology, grp.traffic, made[key]))
+    return chunk_bounds(plan, items, achieved, st.bound_cache)
 
 
 def _host_placements(grp: _Group, payload) -> list[Placement]:

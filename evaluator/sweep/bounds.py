@@ -1,0 +1,323 @@
+"""Bounds in sweeps: ``optimal_completion_time`` and ``routing_efficiency`` per feasible point.
+
+A sweep whose config sets ``bounds`` (``true`` or a method of
+:data:`~evaluator.lp.bounds.BOUND_METHODS`) gets, at every feasible point,
+the best completion time any routing reaches (:func:`evaluator.lp.bounds.optimal`,
+the same computation as ``evaluate(..., bounds=True)``), the routing
+efficiency (optimal / achieved completion time) and, per point, the
+method and solver that ran and the bound's gap.
+
+The optimum depends on the topology, the traffic and the placement, not on
+the routing: it is computed once per distinct *bound key*, the point's value
+indices on every axis that is not a routing axis
+(:meth:`SweepPlan.family_axes` of topology, traffic and placement, the seed
+axis included), within a chunk, and with ``bound_solver=highs`` across the
+chunks a worker process evaluates (a chunk holds one routing: routing axes
+split buckets), so every routing of a placement after the first reuses it.
+
+Solvers (``bound_solver``): ``highs`` solves each LP on its own (exact). With
+``pdhg``, the chunk's LP instances are grouped by MPAX's padded shape bucket;
+a bucket with at least :data:`PDHG_MIN_BATCH` instances is solved in batches
+of at most :data:`PDHG_BATCH` (one ``vmap``-ed call each, the last padded by
+repeating its last instance so that every batch shares one compilation), each
+batch warm-started from the previous one of the same bucket *within the
+chunk* (so a chunk stays a pure function of its points, and a resumed sweep
+is identical to an uninterrupted one); smaller buckets go to HiGHS. Garg-Konemann
+(no LP) runs per instance. The per-point ``bound_solver`` says which ran.
+
+:func:`check_sweep_bounds` refuses, before anything runs, a sweep whose LPs
+would not fit in memory, from the LPs' own size estimates
+(:func:`evaluator.lp.edge_size` and Garg-Konemann's distance tables) with at
+most every router a source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+
+from .. import config as C
+from ..errors import ConfigError, available_memory, check_memory
+from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, dragonfly_adaptive_bound, edge_lp, edge_size,
+                  optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
+from ..lp._flow import BYTES_PER_NNZ
+from ..lp._solvers import _bucket
+from ..lp.bounds import check_bounds, optimal, router_demand
+from ..topology import DragonflyTopology
+from ..traffic import PhasedTraffic
+
+__all__ = ["sweep_bounds", "check_sweep_bounds", "chunk_bounds", "BOUND_VARIABLES", "PDHG_MIN_BATCH",
+           "PDHG_BATCH"]
+
+PDHG_MIN_BATCH = 4
+"""``bound_solver=pdhg``: a padded shape bucket needs at least this many LP instances in a chunk to be solved
+batched; fewer go to HiGHS (a batch pays one compilation per bucket, 20-50 s on CPU)."""
+
+PDHG_BATCH = 32
+"""``bound_solver=pdhg``: instances per batched call (the batch axis of the compiled solver)."""
+
+BOUND_VARIABLES = ("optimal_completion_time", "routing_efficiency", "bound_gap", "bound_method", "bound_solver")
+"""Variables a sweep with ``bounds`` adds (none without)."""
+
+
+def sweep_bounds(cfg) -> tuple[str | None, str]:
+    """``(method or None, solver)`` that a sweep's config asks for (``bounds``, ``bound_solver``), checked."""
+    bounds = getattr(cfg, "bounds", False)
+    solver = getattr(cfg, "bound_solver", "highs")
+    if bounds is False or bounds is None:
+        return None, solver
+    return check_bounds(bounds, solver), solver
+
+
+def _gk_bytes(S: int, R: int, E: int) -> int:
+    """Garg-Konemann's working memory (its distance and demand tables), as :func:`evaluator.lp.garg_konemann`."""
+    return 8 * S * R * 4 + 8 * E * 8
+
+
+def _edge(S: int, R: int, E: int) -> tuple[int, int]:
+    """``(nonzeros, bytes)`` of the edge LP with ``S`` sources and every source sending to every router
+    (:func:`evaluator.lp.edge_size` with at most ``S * R`` pairs)."""
+    nnz = 3 * S * E + S * R + S
+    return nnz, BYTES_PER_NNZ * nnz + 64 * ((S * E + 1) + (S * R + E))
+
+
+def bound_bytes(topology, n_senders: int, method: str, batch: int = 1) -> tuple[int, str]:
+    """Upper estimate (bytes) of one bound's working memory on ``topology`` with at most ``n_senders``
+    sending tasks, and what it is; ``batch`` LPs at once (batched PDHG)."""
+    R, E = int(topology.n_routers), int(topology.n_router_links)
+    S = max(1, min(R, int(n_senders)))
+    nnz, eb = _edge(S, R, E)
+    gk = _gk_bytes(S, R, E)
+    if method == "dragonfly_adaptive":
+        g = int(getattr(topology, "g", 1))
+        a = int(getattr(topology, "a", 1))
+        K = g * (g - 1) * max(1, g - 1)  # classes: every group pair, minimal + (g - 2) Valiant
+        nnz = K * (3 * a * a + 2 * int(getattr(topology, "links_per_pair", 1)))  # local hops a^2, global m
+        return batch * (BYTES_PER_NNZ * nnz + 64 * (K + topology.n_links)), \
+            f"the Dragonfly adaptive LP ({K:,} classes, about {nnz:,} nonzeros)"
+    what_edge = f"the edge LP ({S:,} sources x {E:,} router links: {nnz:,} nonzeros)"
+    what_gk = f"Garg-Konemann's {S:,} x {R:,} distance tables"
+    if method == "edge":
+        return batch * eb, what_edge
+    if method == "garg_konemann":
+        return gk, what_gk
+    # auto: the edge LP while it has at most EDGE_AUTO_NNZ nonzeros (fewer sources at run time: smaller), else
+    # Garg-Konemann, or an edge LP of fewer sources up to EDGE_AUTO_NNZ nonzeros
+    if nnz <= EDGE_AUTO_NNZ:
+        return batch * eb, what_edge
+    return max(gk, batch * (BYTES_PER_NNZ + 128) * EDGE_AUTO_NNZ), what_gk
+
+
+MAX_CHECKED = 64
+""":func:`check_sweep_bounds` builds at most this many distinct (topology, traffic) configs to bound the
+number of sending tasks; beyond, each topology is checked with every router a source."""
+
+
+def check_sweep_bounds(plan) -> None:
+    """Refuse (:class:`~evaluator.errors.ResourceError`) a sweep with ``bounds`` whose LPs would not fit in 80%
+    of the available memory, before anything runs; a :class:`ConfigError` for ``dragonfly_adaptive`` on a
+    topology that is not a Dragonfly of at least 3 groups. Configs that do not build are left to the sweep
+    (their points are infeasible)."""
+    if plan.bounds is None:
+        return
+    topo_axes = plan.family_axes("topology")
+    tr_axes = plan.family_axes("topology", "traffic")
+    sizes = [range(plan.axes[i].size) for i in tr_axes]
+    n_combos = math.prod(len(s) for s in sizes)
+    use_axes, with_traffic = (tr_axes, True) if n_combos <= MAX_CHECKED else (topo_axes, False)
+    batch = PDHG_BATCH if plan.bound_solver == "pdhg" else 1
+    seen: set = set()
+    for combo in itertools.product(*(range(plan.axes[i].size) for i in use_axes)):
+        idx = [0] * len(plan.axes)
+        for i, v in zip(use_axes, combo):
+            idx[i] = v
+        for gkey in plan.bases:  # config-group choices
+            for i, v in zip(plan.group_axes, gkey):
+                idx[i] = v
+            cfg = plan.group_config(tuple(idx), tuple(sorted(set(use_axes) | set(plan.group_axes))))
+            key = (repr(cfg.topology), repr(cfg.traffic) if with_traffic else "")
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                topo = C.build_topology(cfg.topology)
+            except ConfigError:
+                continue
+            if plan.bounds == "dragonfly_adaptive" and not (isinstance(topo, DragonflyTopology) and topo.g >= 3):
+                raise ConfigError("bounds", "dragonfly_adaptive",
+                                  "a sweep whose topologies are Dragonflies of at least 3 groups",
+                                  f"Topology {topo.name} cannot take it; use bounds=true (the all-paths optimum).")
+            senders = topo.n_routers
+            if with_traffic:
+                try:
+                    senders = _n_senders(C.build_traffic(cfg.traffic, topo))
+                except ConfigError:
+                    continue
+            need, what = bound_bytes(topo, senders, plan.bounds, batch)
+            per = f" per batch of {batch}" if batch > 1 else ""
+            check_memory("bounds", plan.bounds, need, f"on {topo.name}, {what}{per}",
+                         "Use bounds=garg_konemann, bound_solver=highs, or a smaller network.")
+
+
+def _n_senders(traffic) -> int:
+    """Sending tasks of a traffic (an upper bound on the source routers of its demand)."""
+    phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
+    n = 0
+    for x in phases:
+        if hasattr(x, "src_weight"):
+            n = max(n, int(np.count_nonzero(x.src_weight)))
+        else:
+            n = max(n, int(np.unique(np.asarray(x.src)).size))
+    return n
+
+
+@dataclasses.dataclass
+class _Instance:
+    """One LP instance of a chunk: the bound key it belongs to, its LP, the method."""
+
+    key: int
+    lp: LP
+    method: str
+
+
+def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = None) -> dict:
+    """The bounds of a chunk's feasible points.
+
+    ``items[i] = (bound key, topology, traffic, placement)`` for the ``i``-th
+    feasible point (``achieved[i]``: its completion time, s). Returns
+    per-point arrays ``optimal_completion_time`` (s), ``routing_efficiency``,
+    ``bound_gap``, and ``bound_method``/``bound_solver`` as codes into
+    ``methods``/``solvers`` (lists of strings).
+
+    ``cache`` (the worker's, kept across the chunks it evaluates): bound key ->
+    result, used with ``bound_solver=highs`` only. HiGHS and Garg-Konemann
+    give the same answer for the same demand wherever they run, so a result
+    reused from an earlier chunk (the same placement under another routing:
+    routings are in different chunks, one bucket each) is the one this chunk
+    would compute. Batched PDHG results depend on the batch they were solved
+    in (padding, warm start), so they are shared within a chunk only.
+    """
+    method, solver = plan.bounds, plan.bound_solver
+    first: dict = {}
+    for i, (key, topo, traffic, placement) in enumerate(items):
+        first.setdefault(key, (topo, traffic, placement))
+    keys = list(first)
+    kindex = {k: j for j, k in enumerate(keys)}
+    res: list = [None] * len(keys)
+    if solver == "pdhg":
+        res = _batched(keys, first, method)
+    else:
+        cache = {} if cache is None else cache
+        for j, k in enumerate(keys):
+            hit = cache.get(k)
+            if hit is None:
+                hit = optimal(*first[k], method, solver)
+                if hasattr(cache, "put"):
+                    cache.put(k, hit)
+                else:
+                    cache[k] = hit
+            res[j] = hit
+    methods, solvers = _Codes(), _Codes()
+    n = len(items)
+    out = {"optimal_completion_time": np.empty(n), "routing_efficiency": np.empty(n), "bound_gap": np.empty(n),
+           "bound_method": np.empty(n, np.int32), "bound_solver": np.empty(n, np.int32)}
+    for i, (key, *_rest) in enumerate(items):
+        r = res[kindex[key]]
+        a = float(achieved[i])
+        out["optimal_completion_time"][i] = r.completion_time
+        out["routing_efficiency"][i] = r.completion_time / a if a > 0 else 1.0  # as evaluate(..., bounds=True)
+        out["bound_gap"][i] = r.gap
+        out["bound_method"][i] = methods.code(r.method)
+        out["bound_solver"][i] = solvers.code(r.solver)
+    out["methods"], out["solvers"] = methods.table, solvers.table
+    return out
+
+
+class _Codes:
+    def __init__(self):
+        self.table: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def code(self, text: str) -> int:
+        if text not in self._index:
+            self._index[text] = len(self.table)
+            self.table.append(text)
+        return self._index[text]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Result:
+    completion_time: float
+    method: str
+    solver: str
+    gap: float
+
+
+def _batched(keys: list, first: dict, method: str) -> list:
+    """``bound_solver=pdhg``: every key's bound (summed over phases), LPs batched by padded shape bucket."""
+    parts: list[list] = [[] for _ in keys]  # per key: (completion time, method, solver, gap) per phase
+    lps: list[_Instance] = []
+    for j, k in enumerate(keys):
+        topo, traffic, placement = first[k]
+        phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
+        for x in phases:
+            demand = router_demand(topo, x, placement)
+            lp, m, done = _lp_of(topo, demand, method)
+            if done is not None:
+                parts[j].append((done.completion_time, done.method, done.solver, done.gap))
+            else:
+                lps.append(_Instance(j, lp, m))
+    by_bucket: dict[tuple, list[_Instance]] = {}
+    for inst in lps:
+        lp = inst.lp
+        b = (_bucket(lp.n_vars), _bucket(lp.A_eq.shape[0], 1), _bucket(lp.A_ub.shape[0], 1),
+             _bucket(lp.A_eq.nnz, 1), _bucket(lp.A_ub.nnz, 1))
+        by_bucket.setdefault(b, []).append(inst)
+    for b in sorted(by_bucket):
+        insts = by_bucket[b]
+        if len(insts) < PDHG_MIN_BATCH:
+            for inst in insts:
+                sol = solve_highs(inst.lp)
+                z = z_from_objective(inst.lp, sol.objective)
+                parts[inst.key].append((1.0 / z, inst.method, "highs", float(sol.gap)))
+            continue
+        size = min(PDHG_BATCH, _bucket(len(insts), 1))
+        prev = None
+        for s in range(0, len(insts), size):
+            batch = insts[s:s + size]
+            padded = [x.lp for x in batch] + [batch[-1].lp] * (size - len(batch))
+            prev = solve_pdhg(padded, warm_start=prev, eps=1e-6)
+            for x, obj, gap in zip(batch, prev.objective, prev.gap):
+                z = z_from_objective(x.lp, float(obj))
+                parts[x.key].append((1.0 / z, x.method, "pdhg", float(gap)))
+    out = []
+    for p in parts:
+        t = sum(c for c, *_ in p if math.isfinite(c))
+        out.append(_Result(t, "+".join(sorted({m for _, m, _, _ in p})), "+".join(sorted({s for _, _, s, _ in p})),
+                           max([g for *_, g in p] + [0.0])))
+    return out
+
+
+def _lp_of(topo, demand: RouterDemand, method: str):
+    """``(LP, method, None)`` for an instance to batch, or ``(None, method, PathBound)`` when it is solved here
+    (no demand, Garg-Konemann, an edge LP ``auto`` leaves to Garg-Konemann)."""
+    if method == "dragonfly_adaptive":
+        inc, pair, gbytes, fixed, _ = adaptive_classes(topo, demand)
+        if not gbytes.size:
+            return None, method, dragonfly_adaptive_bound(topo, demand, "highs")
+        return path_lp(inc, pair, gbytes, np.asarray(topo.capacity, dtype=np.float64), fixed), method, None
+    if demand.n_pairs == 0:
+        return None, "edge", optimal_bound(topo, demand, method, "highs")
+    if method == "auto":
+        size = edge_size(topo, demand)
+        method = "edge" if size["nnz"] <= EDGE_AUTO_NNZ and size["bytes"] <= 0.8 * available_memory() \
+            else "garg_konemann"
+    if method == "garg_konemann":
+        return None, method, optimal_bound(topo, demand, "garg_konemann", "highs")
+    size = edge_size(topo, demand)
+    if size["bytes"] > 0.8 * available_memory():
+        return None, method, optimal_bound(topo, demand, "edge", "highs")  # raises the edge LP's ResourceError
+    return edge_lp(topo, demand), "edge", None

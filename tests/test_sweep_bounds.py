@@ -1,0 +1,200 @@
+"""Bounds in sweeps (``bounds=true``): every point against its own ``evaluate(..., bounds=True)``.
+
+The sweep computes the optimum once per distinct (topology, traffic,
+placement) of a chunk and shares it across routings; the reference builds
+each point's config alone and evaluates it with its own LP. Also: routing
+efficiency never above 1, resume after interruption identical, sweeps without
+bounds unchanged, refusals before anything runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import evaluator as ev
+from evaluator import config
+from evaluator import config as C
+from evaluator.config import RayConfig
+from evaluator.errors import ConfigError, ResourceError, reason
+from evaluator.lp.bounds import optimal
+from evaluator.query import open_results
+from evaluator.sweep import VOLATILE_ATTRS, plan_sweep, run_sweep
+from evaluator.sweep import bounds as sb
+from evaluator.sweep.worker import evaluate_chunk
+from tests.helpers import TOL
+
+NO_RAY = RayConfig(enabled=False)
+ONE_THREAD = RayConfig(enabled=False, num_cpus=1)
+TORUS = ["topology.dims=[4,4]", "traffic.n_tasks=12"]
+TORUS_AXES = {"routing.tie": ["split", "positive"], "placement.seed": {"range": [0, 3]}}
+DF = ["topology.p=2", "topology.a=4", "topology.h=2", "traffic.alpha=[16,16,8]", "traffic.beta=[4,2,2]"]
+DF_AXES = {"placement.gamma": [[2, 2, 2], [3, 1, 1]], "routing": ["minimal", "valiant"]}
+
+
+def make_plan(name, extra, out, axes=None):
+    ov = [f"sweeps={name}", *extra, f"sweep.output_dir={out}"]
+    user = [o for o in extra if not o.startswith("sweep.")]
+    return plan_sweep(config.compose_sweep(ov, user_overrides=user, axes=axes))
+
+
+def strip(ds):
+    ds = ds.copy()
+    for a in VOLATILE_ATTRS:
+        ds.attrs.pop(a, None)
+    return ds
+
+
+_TOPOLOGIES: dict[str, object] = {}
+
+
+def per_point(plan, flat, bounds):
+    """The point's config built alone and evaluated with its own bound (or the reason it is infeasible).
+
+    Topologies are kept by their config (points of one network share one kernel compilation)."""
+    cfg = plan.point_config(flat)
+    try:
+        key = repr(cfg.topology)
+        topo = _TOPOLOGIES.get(key) or _TOPOLOGIES.setdefault(key, C.build_topology(cfg.topology))
+        routing = C.build_routing_spec(cfg.routing)
+        traffic = C.build_traffic(cfg.traffic, topo)
+        placement = C.build_placement(cfg.placement, topo, cfg.traffic, traffic.n_tasks, cfg.topology)
+        return "", ev.evaluate(topo, traffic, placement, routing, bounds=bounds)
+    except ConfigError as exc:
+        return reason(exc), None
+
+
+def check_points(plan, ds, bounds=True):
+    flat_of = {k: ds[k].values.reshape(-1) for k in sb.BOUND_VARIABLES + ("reason", "completion_time")}
+    n_ok = 0
+    for flat in range(plan.n_points):
+        why, ref = per_point(plan, flat, bounds)
+        assert str(flat_of["reason"][flat]) == why
+        if ref is None:
+            assert np.isnan(flat_of["optimal_completion_time"][flat]) and flat_of["bound_method"][flat] == ""
+            continue
+        n_ok += 1
+        assert flat_of["completion_time"][flat] == pytest.approx(float(ref.completion_time), rel=TOL["rel"])
+        assert flat_of["optimal_completion_time"][flat] == pytest.approx(float(ref.optimal_completion_time),
+                                                                         rel=TOL["rel"])
+        assert flat_of["routing_efficiency"][flat] == pytest.approx(float(ref.routing_efficiency), rel=TOL["rel"])
+        assert flat_of["bound_method"][flat] == ref.attrs["bound_method"]
+        assert flat_of["bound_solver"][flat] == ref.attrs["bound_solver"]
+        assert flat_of["bound_gap"][flat] == pytest.approx(ref.attrs["bound_gap"], abs=TOL["lp"])
+        assert flat_of["routing_efficiency"][flat] <= 1.0 + TOL["lp"]
+    return n_ok
+
+
+def test_torus_sweep_every_point_equals_its_own_bound_and_resumes_identically(tmp_path):
+    extra = TORUS + ["sweep.chunk_size=2"]
+    plan = make_plan("torus_bounds", extra, tmp_path / "a", TORUS_AXES)
+    assert plan.bounds == "auto" and plan.bound_solver == "highs"
+    ds = open_results(run_sweep(plan, NO_RAY, progress=False))
+    assert check_points(plan, ds) == plan.n_points
+    assert set(np.unique(ds.bound_method.values)) == {"edge"}
+    assert ds.attrs["bounds"] == "auto"
+    # the optimum depends on the placement, not the routing; DOR is below it somewhere
+    opt = ds.optimal_completion_time
+    xr.testing.assert_equal(opt.isel({"routing.tie": 0}, drop=True), opt.isel({"routing.tie": 1}, drop=True))
+    assert float(ds.routing_efficiency.min()) < 1.0 - 0.01
+    # interrupted after 2 of 4 chunks, resumed by a new driver (nothing in memory): the same dataset
+    part = make_plan("torus_bounds", extra, tmp_path / "b", TORUS_AXES)
+    assert run_sweep(part, NO_RAY, progress=False, stop_after=2) is None
+    assert len(list((part.out_dir / f".{part.run_id}.chunks").glob("*.pkl"))) == 2
+    again = make_plan("torus_bounds", extra, tmp_path / "b", TORUS_AXES)
+    done = open_results(run_sweep(again, ONE_THREAD, progress=False))
+    xr.testing.assert_identical(strip(done), strip(ds))
+
+
+def test_dragonfly_sweep_with_infeasible_points_and_the_adaptive_bound(tmp_path):
+    plan = make_plan("dragonfly_nne_placement", DF + ["bounds=dragonfly_adaptive", "sweep.chunk_size=4"], tmp_path,
+                     DF_AXES)
+    ds = open_results(run_sweep(plan, NO_RAY, progress=False))
+    assert 0 < check_points(plan, ds, "dragonfly_adaptive") < plan.n_points  # gamma (3,1,1) does not divide beta
+    assert set(np.unique(ds.bound_method.values)) == {"dragonfly_adaptive", ""}
+
+
+def test_one_lp_per_placement_shared_across_routings(tmp_path, monkeypatch):
+    """One LP per distinct (topology, traffic, placement): the chunks of the other routing reuse it."""
+    plan = make_plan("torus_bounds", TORUS + ["sweep.chunk_size=2"], tmp_path, TORUS_AXES)
+    calls = []
+    real = sb.optimal
+    monkeypatch.setattr(sb, "optimal", lambda *a: calls.append(a) or real(*a))
+    chunks = plan.chunks()
+    assert len(chunks) == 4  # 2 routings x 2 chunks of 3 seeds
+    results = [evaluate_chunk(plan, pts) for _, pts in chunks]
+    assert len(calls) == 3  # one per seed
+    assert len({tuple(a[2].task_node) for a in calls}) == 3  # three placements
+    # a chunk alone (a fresh worker: nothing cached) gives the same bounds
+    fresh = make_plan("torus_bounds", TORUS + ["sweep.chunk_size=2"], tmp_path, TORUS_AXES)
+    alone = evaluate_chunk(fresh, chunks[-1][1])
+    assert len(calls) == 3 + chunks[-1][1].size
+    for k in ("optimal_completion_time", "routing_efficiency", "bound_gap"):
+        np.testing.assert_array_equal(alone["bounds"][k], results[-1]["bounds"][k])
+
+
+def test_without_bounds_nothing_is_added(tmp_path):
+    plan = make_plan("torus_bounds", TORUS + ["bounds=false"], tmp_path, TORUS_AXES)
+    assert plan.bounds is None
+    ds = open_results(run_sweep(plan, NO_RAY, progress=False))
+    assert not set(sb.BOUND_VARIABLES) & set(ds.data_vars) and "bounds" not in ds.attrs
+    assert "bounds" not in evaluate_chunk(plan, plan.chunks()[0][1])
+
+
+def test_refused_before_running(tmp_path, monkeypatch):
+    plan = make_plan("torus_bounds", TORUS + ["bounds=edge"], tmp_path, TORUS_AXES)
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", "100000")  # 100 kB: the 4x4 edge LP needs more
+    with pytest.raises(ResourceError, match="bounds = 'edge'.*edge LP.*need about") as e:
+        run_sweep(plan, NO_RAY, progress=False)
+    assert "\n" not in str(e.value)
+    assert not (plan.out_dir / f".{plan.run_id}.chunks").exists() and not list(plan.out_dir.glob("*.nc"))
+    monkeypatch.delenv("EVALUATOR_MEMORY_LIMIT")
+    plan = make_plan("torus_bounds", TORUS + ["bounds=dragonfly_adaptive"], tmp_path, TORUS_AXES)
+    with pytest.raises(ConfigError, match="bounds = 'dragonfly_adaptive'.*Dragonflies"):
+        run_sweep(plan, NO_RAY, progress=False)
+    with pytest.raises(ConfigError, match="bounds = 'maybe'"):
+        make_plan("torus_bounds", TORUS + ["bounds=maybe"], tmp_path, TORUS_AXES)
+    with pytest.raises(ConfigError, match="sweep.axes = 'bounds'"):
+        make_plan("torus_bounds", TORUS, tmp_path, {**TORUS_AXES, "bounds": [True, False]})
+
+
+def test_memory_estimate_is_an_upper_bound_of_the_edge_lp(tmp_path):
+    """The estimate the refusal uses is never below the LP's own size (each sending task on its own router)."""
+    from evaluator import lp
+    from evaluator.lp.bounds import router_demand
+
+    plan = make_plan("torus_bounds", ["topology.dims=[4,4]", "traffic.n_tasks=16"], tmp_path, TORUS_AXES)
+    cfg = plan.point_config(0)
+    topo = C.build_topology(cfg.topology)
+    tr = C.build_traffic(cfg.traffic, topo)
+    pl = C.build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks, cfg.topology)
+    size = lp.edge_size(topo, router_demand(topo, tr, pl))
+    for method in ("edge", "auto"):
+        need, what = sb.bound_bytes(topo, sb._n_senders(tr), method)
+        assert need >= size["bytes"] and "edge LP" in what
+    assert sb.bound_bytes(topo, 16, "edge", batch=32)[0] == 32 * sb.bound_bytes(topo, 16, "edge")[0]
+
+
+def test_batched_pdhg_within_one_percent_of_highs_and_a_pure_function_of_the_chunk(tmp_path):
+    """bound_solver=pdhg: a chunk's same-size LPs in one batched call, within 1% of HiGHS; a chunk alone (no
+    warm start from another chunk) gives exactly what it gave in the sweep."""
+    extra = ["topology.dims=[4,4]", "traffic.n_tasks=14", "placement=linear"]  # LPs of one padded size
+    plan = make_plan("torus_bounds", extra + ["bound_solver=pdhg", "sweep.chunk_size=4"], tmp_path / "p",
+                     {"traffic.seed": [0, 1, 2, 3]})
+    ds = open_results(run_sweep(plan, NO_RAY, progress=False))
+    exact = []  # HiGHS on each point's own demand
+    for flat in range(plan.n_points):
+        cfg = plan.point_config(flat)
+        topo = C.build_topology(cfg.topology)
+        tr = C.build_traffic(cfg.traffic, topo)
+        exact.append(optimal(topo, tr, C.build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks,
+                                                         cfg.topology)).completion_time)
+    assert set(ds.bound_solver.values.ravel()) == {"pdhg"} and ds.attrs["bounds_solver_requested"] == "pdhg"
+    np.testing.assert_allclose(ds.optimal_completion_time.values.reshape(-1), exact, rtol=TOL["pdhg"])
+    assert (ds.bound_gap < TOL["pdhg"]).all() and (ds.routing_efficiency <= 1 + TOL["pdhg"]).all()
+    cid, pts = plan.chunks()[0]
+    alone = evaluate_chunk(make_plan("torus_bounds", extra + ["bound_solver=pdhg", "sweep.chunk_size=4"],
+                                     tmp_path / "q", {"traffic.seed": [0, 1, 2, 3]}), pts)
+    np.testing.assert_array_equal(alone["bounds"]["optimal_completion_time"],
+                                  ds.optimal_completion_time.values.reshape(-1)[pts][alone["ok"]])
