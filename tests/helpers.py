@@ -20,3 +20,13 @@ TOL = {
 
 RTOL = TOL["rel"]
 ATOL = TOL["bytes"]
+
+
+def strip(ds):
+    """A copy of a sweep dataset without the attributes that differ between runs (times, hosts: VOLATILE_ATTRS)."""
+    from evaluator.sweep import VOLATILE_ATTRS
+
+    ds = ds.copy()
+    for a in VOLATILE_ATTRS:
+        ds.attrs.pop(a, None)
+    return ds

@@ -24,9 +24,10 @@ from evaluator import cli, config, io
 from evaluator.config import RayConfig
 from evaluator.errors import ClusterError, RunBusyError, StorageError
 from evaluator.query import open_results
-from evaluator.sweep import VOLATILE_ATTRS, plan_sweep, run_sweep
+from evaluator.sweep import plan_sweep, run_sweep
 from evaluator.sweep import driver as D
 from evaluator.sweep import store
+from tests.helpers import strip
 
 NO_RAY = RayConfig(enabled=False)
 STUDY = "torus_bgq_pairing"  # 6 points, one per chunk: small and quick
@@ -37,12 +38,6 @@ def make_plan(out, extra=()):
     ov = [f"sweeps={STUDY}", f"sweep.output_dir={out}", *extra]
     return plan_sweep(config.compose_sweep(ov, user_overrides=list(extra)))
 
-
-def strip(ds):
-    ds = ds.copy()
-    for a in VOLATILE_ATTRS:
-        ds.attrs.pop(a, None)
-    return ds
 
 
 @pytest.fixture(scope="module")

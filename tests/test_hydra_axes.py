@@ -16,7 +16,8 @@ from evaluator.config import RayConfig
 from evaluator.config.hydra import sweep_axes_from_overrides
 from evaluator.errors import ConfigError
 from evaluator.query import open_results
-from evaluator.sweep import VOLATILE_ATTRS, plan_sweep, run_sweep, store
+from evaluator.sweep import plan_sweep, run_sweep, store
+from tests.helpers import strip
 
 NO_RAY = RayConfig(enabled=False)
 
@@ -40,12 +41,6 @@ def axes_of(plan):
 def named(extra=()):
     return plan_sweep(config.compose_sweep(["sweeps=dragonfly_nne_placement", *extra]))
 
-
-def strip(ds):
-    ds = ds.copy()
-    for a in VOLATILE_ATTRS:
-        ds.attrs.pop(a, None)
-    return ds
 
 
 @pytest.mark.parametrize("hydra,axes", [

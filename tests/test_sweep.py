@@ -22,8 +22,8 @@ from evaluator.config import RayConfig
 from evaluator.errors import ConfigCompositionError, ConfigError
 from evaluator.io import repo_dir
 from evaluator.query import best, open_results
-from evaluator.sweep import VOLATILE_ATTRS, label, ordered_factorizations, plan_sweep, run_sweep
-from tests.helpers import TOL
+from evaluator.sweep import label, ordered_factorizations, plan_sweep, run_sweep
+from tests.helpers import TOL, strip
 
 SWEEPS = sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml"))
 NO_RAY = RayConfig(enabled=False)
@@ -48,12 +48,6 @@ def shrink(plan, k=3):
     plan.run_id += "-small"
     return plan
 
-
-def strip(ds):
-    ds = ds.copy()
-    for a in VOLATILE_ATTRS:
-        ds.attrs.pop(a, None)
-    return ds
 
 
 def test_generators():

@@ -20,10 +20,10 @@ from evaluator.config import RayConfig
 from evaluator.errors import ConfigError, ResourceError, reason
 from evaluator.lp.bounds import optimal
 from evaluator.query import open_results
-from evaluator.sweep import VOLATILE_ATTRS, plan_sweep, run_sweep
+from evaluator.sweep import plan_sweep, run_sweep
 from evaluator.sweep import bounds as sb
 from evaluator.sweep.worker import evaluate_chunk
-from tests.helpers import TOL
+from tests.helpers import TOL, strip
 
 NO_RAY = RayConfig(enabled=False)
 ONE_THREAD = RayConfig(enabled=False, num_cpus=1)
@@ -38,12 +38,6 @@ def make_plan(name, extra, out, axes=None):
     user = [o for o in extra if not o.startswith("sweep.")]
     return plan_sweep(config.compose_sweep(ov, user_overrides=user, axes=axes))
 
-
-def strip(ds):
-    ds = ds.copy()
-    for a in VOLATILE_ATTRS:
-        ds.attrs.pop(a, None)
-    return ds
 
 
 _TOPOLOGIES: dict[str, object] = {}
