@@ -23,14 +23,17 @@ def _size(label: str) -> int:
 
 
 def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
-               series: str | None = None) -> Path:
+               series: str | None = None, relative_to: tuple[str, object] | None = None) -> Path:
     """One panel per value of the first remaining axis; ``metric`` against ``x``, one line per ``series``.
 
     Defaults: ``series`` is the ``job`` dimension of several-jobs sweeps, else the ``routing`` axis if there is one; ``x`` is
     ``placement.gamma`` if present, else the largest other axis. ``x`` labels
     that are vectors are grouped by their product (sparsity level, denser
     first), as in Prisacari Figs. 4-5. Axes named ``*seed`` are averaged;
-    any other remaining axis is reduced to its best value.
+    any other remaining axis is reduced to its best value. ``relative_to =
+    (axis, label)`` plots the gain over that label instead
+    (:func:`evaluator.query.gain`: e.g. ``("routing", "dor_bgq")``, the
+    speedup of every routing over DOR).
     """
     from matplotlib.figure import Figure
 
@@ -40,7 +43,12 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         raise ConfigError("metric", metric, f"one of {metrics}",
                           None if metrics else "The dataset has no metrics; is it a results dataset written by "
                                                "`evaluator sweep` or `evaluator eval`?")
-    da = ds[metric].where(ds["feasible"]) if "feasible" in ds else ds[metric]
+    if relative_to is not None:
+        from .query import gain
+
+        da = gain(ds, metric, relative_to[0], relative_to[1])
+    else:
+        da = ds[metric].where(ds["feasible"]) if "feasible" in ds else ds[metric]
     dims = [str(d) for d in da.dims]
     for field, name in (("x", x), ("series", series)):
         if name is not None and name not in dims:
@@ -65,7 +73,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
             others.remove(d)
     facet = others[0] if others else None
     for d in others[1:]:
-        da = da.min(d, skipna=True) if smaller_is_better(metric) else da.max(d)
+        da = da.min(d, skipna=True) if smaller_is_better(metric) and relative_to is None else da.max(d)
     facets = list(da[facet].values) if facet else [None]
     fig = Figure(figsize=(max(6, 0.25 * da.sizes[x] + 3), 3.2 * len(facets)))
     axs = fig.subplots(len(facets), 1, squeeze=False)
@@ -91,7 +99,11 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         ax.set_xticks(xs)
         ax.set_xticklabels(labels, rotation=90, fontsize=7)
         units = ds[metric].attrs.get("units", "")
-        ax.set_ylabel(f"{metric} [{units}]" if units else metric)
+        if relative_to is not None:
+            ax.set_ylabel(f"gain over {relative_to[0]}={relative_to[1]}")
+            ax.axhline(1.0, color="0.6", lw=0.8, ls="--")
+        else:
+            ax.set_ylabel(f"{metric} [{units}]" if units else metric)
         if facet:
             ax.set_title(f"{facet} = {fv}", fontsize=9)
     axs[-1, 0].set_xlabel(x + (" (grouped by size, denser first)" if all(_size(s) for s in labels) else ""))

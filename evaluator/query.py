@@ -13,7 +13,7 @@ import xarray as xr
 from .dataset import METRICS, smaller_is_better
 from .errors import ConfigError, is_int, require
 
-__all__ = ["open_results", "best", "MINIMIZE", "MAXIMIZE"]
+__all__ = ["gain", "open_results", "best", "MINIMIZE", "MAXIMIZE"]
 
 MAXIMIZE = tuple(m.name for m in METRICS if m.smaller_is_better is False)
 MINIMIZE = tuple(m.name for m in METRICS if m.smaller_is_better)
@@ -106,6 +106,32 @@ def _metrics(ds: xr.Dataset) -> list[str]:
 def _plain(values) -> list:
     """Labels as plain Python values (``'minimal'``, not ``np.str_('minimal')``)."""
     return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+def gain(ds: xr.Dataset, metric: str, axis: str, reference: Any) -> xr.DataArray:
+    """How many times better than ``reference`` on ``axis`` every design point is (> 1: better).
+
+    ``metric(reference) / metric`` for metrics where smaller is better
+    (completion time: the speedup over, e.g., ``routing = dor_bgq``), and
+    ``metric / metric(reference)`` otherwise (throughput). Infeasible points
+    are NaN. The result keeps every axis, ``axis`` included (the reference
+    itself is 1 where it is feasible).
+    """
+    metrics = _metrics(ds)
+    if not isinstance(metric, str) or metric not in metrics:
+        raise ConfigError("metric", metric, f"one of {metrics}")
+    dims = [str(d) for d in ds[metric].dims]
+    if axis not in dims:
+        raise ConfigError("relative_to", axis, f"an axis of the dataset: {dims}")
+    values = _plain(ds[axis].values)
+    known = [str(v) for v in values]
+    require(str(reference) in known, f"relative_to.{axis}", reference, f"a label of {axis}: {known}")
+    da = ds[metric].where(ds["feasible"]) if "feasible" in ds else ds[metric]
+    ref = da.sel({axis: values[known.index(str(reference))]}, drop=True)
+    out = ref / da if smaller_is_better(metric) else da / ref
+    out.name = f"gain_{metric}"
+    out.attrs = {"long_name": f"{metric} relative to {axis} = {reference} (> 1: better)", "units": "1"}
+    return out
 
 
 def best(
