@@ -20,7 +20,7 @@ run: setup
 	$(BIN)/evaluator sweep
 
 test: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
 
 clean:
 	rm -rf $(VENV) .pytest_cache

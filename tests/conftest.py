@@ -20,7 +20,8 @@ import evaluator  # noqa: E402,F401  (sets x64 as well)
 
 # Parallel runs (`make test` uses pytest-xdist, `-n 2 --dist loadgroup`): a module's tests stay on one worker
 # (its JIT-compiled kernels and module fixtures are reused, as in a serial run), and the modules that start a
-# local Ray or kill drivers share one worker so that no two Ray clusters compete for the cores.
+# local Ray or kill drivers share one worker so that no two Ray clusters compete for the cores (the named
+# studies of tests/test_sweep.py run in-process without Ray and are spread over both workers).
 _RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache"}
 
 
@@ -29,4 +30,7 @@ def pytest_collection_modifyitems(config, items):
 
     for item in items:
         module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-        item.add_marker(pytest.mark.xdist_group("ray" if module in _RAY_MODULES else module))
+        group = "ray" if module in _RAY_MODULES else module
+        if "::test_named_sweep_composes_and_runs_shrunken[" in item.nodeid:
+            group = item.nodeid  # one named study each, no Ray: spread over the workers
+        item.add_marker(pytest.mark.xdist_group(group))
