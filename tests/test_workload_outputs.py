@@ -150,3 +150,38 @@ def test_grap_vs_slurm_study_runs_with_real_policies(tmp_path):
     assert list(ds.policy.values) == ["slurm_round_robin", "grap"]
     sp = ds.mean_speedup.sel(machine="6x16")
     assert (sp.sel(run="tdn_slurm") == 1.0).all() and (sp.sel(run="rdn_grap") > 1.0).all()
+
+
+def test_study_resumes_after_a_crash_without_losing_or_repeating_points(tmp_path, monkeypatch):
+    from evaluator.sweep import schedule as S
+
+    study = yaml.safe_load((Path(__file__).parent.parent / "sweeps" / "workload" / "smoke.yaml").read_text())
+    study["trace"] = {"synthetic": 80, "load": 0.9}
+    study["machines"] = {"8x32": [8, 32], "4x64": [4, 64]}
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(study))
+    ref = xr.open_dataset(S.run_study(S.load_study(f), use_ray=False, progress=False, out_dir=tmp_path / "ref"),
+                          engine="h5netcdf")
+    real, calls = S._point, []
+
+    def crashing(st, *p):
+        calls.append(p)
+        if len(calls) == 4:
+            raise RuntimeError("killed")
+        return real(st, *p)
+
+    monkeypatch.setattr(S, "_point", crashing)
+    with pytest.raises(RuntimeError):
+        S.run_study(S.load_study(f), use_ray=False, progress=False, out_dir=tmp_path / "out")
+    assert len(list((tmp_path / "out").glob(".*.points/*.json"))) == 3  # what finished is kept
+    first = list(calls)
+    calls.clear()
+    monkeypatch.setattr(S, "_point", lambda st, *p: (calls.append(p), real(st, *p))[1])
+    path = S.run_study(S.load_study(f), use_ray=False, progress=False, out_dir=tmp_path / "out")
+    got = xr.open_dataset(path, engine="h5netcdf")
+    # every point computed exactly once over the two runs (the crashed one is computed again), none twice
+    assert sorted(first[:3] + calls) == sorted(S.study_points(S.load_study(f)))
+    assert got.attrs["n_computed"] == 5 and path.stem == ref.attrs["study_id"]
+    for k in ref.data_vars:
+        if k != "jobs_per_s":  # wall clock
+            np.testing.assert_array_equal(got[k].values, ref[k].values)

@@ -23,13 +23,23 @@ of :data:`evaluator.workload.run.SUMMARY_VARS` and ``wait_reduction``: ``1 -
 mean wait / mean wait of the first run`` of the same machine and mix. It is
 written atomically under ``results/<name>/<run-id>.nc``.
 
-Not (yet) what ``evaluator sweep`` gives: no chunk store (an interrupted
-study starts over), no Hydra composition or overrides, no per-month
-variables (``evaluator schedule`` has them for one machine).
+Resume. Every finished point is stored at once, atomically, as
+``<out>/.<study-id>.points/<index>.json`` (its labels and scalars), where the
+study id is a hash of the study's content (every key but the Ray settings).
+A point is a pure function of the study and its labels, so a study that
+crashed or was killed, run again, computes only the points missing there and
+writes the same dataset, ``<out>/<study-id>.nc`` (tested: no point lost or
+computed twice). A changed study gets another id and starts afresh.
+
+Not (yet) what ``evaluator sweep`` gives: no Hydra composition or
+overrides, no per-month variables (``evaluator schedule`` has them for one
+machine).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from pathlib import Path
@@ -40,9 +50,9 @@ import xarray as xr
 import yaml
 
 from ..errors import ConfigError
-from ..io import new_run_id, repo_dir, write_dataset
+from ..io import repo_dir, write_dataset, write_json
 
-__all__ = ["load_study", "run_study", "study_points", "STUDY_KEYS"]
+__all__ = ["load_study", "run_study", "study_points", "study_id", "STUDY_KEYS"]
 
 STUDY_KEYS = ("name", "trace", "machines", "mode_mixes", "runs", "workload", "backfill_depth", "seed", "ray")
 """Keys of a study file."""
@@ -118,6 +128,27 @@ def _point(study: Mapping[str, Any], machine: str, mix: str, run: str) -> dict[s
     return {k: float(ds[k].values[0]) for k in SUMMARY_VARS} | {"n_jobs": int(ds.sizes["job"])}
 
 
+def study_id(study: Mapping[str, Any]) -> str:
+    """``<name>-<12 hex>``: a hash of the study's content (not its Ray settings or source path)."""
+    clean = {k: v for k, v in study.items() if not k.startswith("_") and k != "ray"}
+    digest = hashlib.sha1(yaml.safe_dump(clean, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{study['name']}-{digest}"
+
+
+def _stored(store: Path, points: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict]:
+    """The points already computed (a file that is unreadable or names other labels is computed again)."""
+    done = {}
+    for i, p in enumerate(points):
+        f = store / f"{i:06d}.json"
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if tuple(rec.get("point", ())) == p and isinstance(rec.get("values"), dict):
+            done[p] = rec["values"]
+    return done
+
+
 def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = True,
               out_dir: str | os.PathLike[str] | None = None) -> Path:
     """Run every point of ``study`` (on Ray unless ``use_ray`` is False) and write the dataset; return its path."""
@@ -127,9 +158,20 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
 
     t0 = time.perf_counter()
     points = study_points(study)
-    bar = tqdm(total=len(points), unit="pt", desc=str(study["name"]), disable=not progress)
-    results: dict[tuple[str, str, str], dict] = {}
-    if use_ray:
+    sid = study_id(study)
+    out = Path(out_dir) if out_dir is not None else Path("results") / str(study["name"])
+    store = out / f".{sid}.points"
+    results: dict[tuple[str, str, str], dict] = _stored(store, points)
+    index = {p: i for i, p in enumerate(points)}
+
+    def keep(p, values):
+        results[p] = values
+        write_json(store / f"{index[p]:06d}.json", {"point": list(p), "values": values})
+
+    todo = [p for p in points if p not in results]
+    bar = tqdm(total=len(points), initial=len(points) - len(todo), unit="pt", desc=str(study["name"]),
+               disable=not progress)
+    if use_ray and todo:
         from ..config.schemas import RayConfig
         from .driver import _ray_init
 
@@ -137,15 +179,15 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
         ray = _ray_init(RayConfig(address=rc.get("address"), num_cpus=rc.get("num_cpus")))
         remote = ray.remote(max_retries=1)(_point)
         ref = ray.put(dict(study))
-        pending = {remote.remote(ref, *p): p for p in points}
+        pending = {remote.remote(ref, *p): p for p in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for r in ready:
-                results[pending.pop(r)] = ray.get(r)
+                keep(pending.pop(r), ray.get(r))
                 bar.update(1)
     else:
-        for p in points:
-            results[p] = _point(study, *p)
+        for p in todo:
+            keep(p, _point(study, *p))
             bar.update(1)
     bar.close()
     machines, mixes, runs = list(study["machines"]), list(study["mode_mixes"]), list(study["runs"])
@@ -168,6 +210,6 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     clean = {k: v for k, v in study.items() if not k.startswith("_")}
     ds.attrs.update({"study": str(study["name"]), "config": yaml.safe_dump(clean, sort_keys=False),
                      "source": str(study.get("_source", "")), "n_points": len(points),
-                     "wall_s": time.perf_counter() - t0, "ray": int(bool(use_ray))})
-    out = Path(out_dir) if out_dir is not None else Path("results") / str(study["name"])
-    return write_dataset(ds, out, new_run_id())
+                     "study_id": sid, "n_computed": len(todo), "wall_s": time.perf_counter() - t0,
+                     "ray": int(bool(use_ray))})
+    return write_dataset(ds, out, sid)
