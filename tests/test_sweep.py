@@ -35,13 +35,16 @@ def make_plan(name, extra=(), out=None):
 
 
 def shrink(plan, k=3):
-    """Keep at most k evenly spaced coordinates of every axis (group axes keep their base indices)."""
+    """Keep at most k evenly spaced coordinates of every axis (group axes keep their base indices, topology axes
+    their first two values)."""
     axes = []
     for i, ax in enumerate(plan.axes):
         kk = 3 * k if ax.name == "placement.gamma" else k  # most gammas are infeasible for a given beta
         idx = sorted(set(np.linspace(0, ax.size - 1, min(kk, ax.size)).round().astype(int).tolist()))
         if i in plan.group_axes:
             idx = list(range(min(k, ax.size)))
+        elif any(key.startswith("topology.") for key in ax.keys):  # machine sizes: the two smallest (large: the study)
+            idx = list(range(min(2, ax.size)))
         axes.append(dataclasses.replace(ax, values=tuple(ax.values[j] for j in idx),
                                         labels=tuple(ax.labels[j] for j in idx)))
     plan.axes = axes
