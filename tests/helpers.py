@@ -30,3 +30,29 @@ def strip(ds):
     for a in VOLATILE_ATTRS:
         ds.attrs.pop(a, None)
     return ds
+
+
+_TOPOLOGIES: dict[str, object] = {}
+
+
+def per_point(plan, flat, **evaluate_kwargs):
+    """The reference for a sweep point: its config built alone with the library and evaluated alone.
+
+    Returns ``(reason, dataset)``: ``("", evaluate(...))``, or the infeasibility reason and None.
+    ``evaluate_kwargs`` go to :func:`evaluator.evaluate` (e.g. ``bounds=True``). Topologies are kept by
+    their config, so that points of one network share one kernel compilation.
+    """
+    import evaluator as ev
+    from evaluator import config as C
+    from evaluator.errors import ConfigError, reason
+
+    cfg = plan.point_config(flat)
+    try:
+        key = repr(cfg.topology)
+        topo = _TOPOLOGIES.get(key) or _TOPOLOGIES.setdefault(key, C.build_topology(cfg.topology))
+        routing = C.build_routing_spec(cfg.routing)
+        traffic = C.build_traffic(cfg.traffic, topo)
+        placement = C.build_placement(cfg.placement, topo, cfg.traffic, traffic.n_tasks, cfg.topology)
+        return "", ev.evaluate(topo, traffic, placement, routing, **evaluate_kwargs)  # a mismatch raises too
+    except ConfigError as exc:
+        return reason(exc), None

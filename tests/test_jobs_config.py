@@ -9,7 +9,7 @@ import evaluator as ev
 from evaluator import config
 from evaluator.errors import ConfigError
 from evaluator.jobs import Job, evaluate_jobs
-from tests.helpers import TOL
+from tests.helpers import TOL, strip
 
 TORUS = ["topology=torus", "topology.dims=[8,4,4]", "routing=dor", "traffic=random_permutation",
          "traffic.n_tasks=64", "placement=subprism", "placement.task_grid=[4,4,4]"]
@@ -86,7 +86,7 @@ def test_jobs_sweep_over_an_offset_and_the_background_resumes_identically(tmp_pa
 
     from evaluator.config import RayConfig
     from evaluator.query import open_results
-    from evaluator.sweep import VOLATILE_ATTRS, plan_sweep, run_sweep
+    from evaluator.sweep import plan_sweep, run_sweep
 
     base = [o for o in TORUS if not o.startswith(("traffic", "placement.task_grid"))] + [
             "traffic=random_pairs", "traffic.n_tasks=32", "placement.task_grid=[4,2,4]",
@@ -112,11 +112,5 @@ def test_jobs_sweep_over_an_offset_and_the_background_resumes_identically(tmp_pa
     part = plan(tmp_path / "b")
     assert run_sweep(part, RayConfig(enabled=False), progress=False, stop_after=1) is None
     done = open_results(run_sweep(part, RayConfig(enabled=False), progress=False))
-
-    def strip(d):
-        d = d.copy()
-        for a in VOLATILE_ATTRS:
-            d.attrs.pop(a, None)
-        return d
 
     xr.testing.assert_identical(strip(done), strip(ds))

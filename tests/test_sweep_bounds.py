@@ -13,17 +13,16 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import evaluator as ev
 from evaluator import config
 from evaluator import config as C
 from evaluator.config import RayConfig
-from evaluator.errors import ConfigError, ResourceError, reason
+from evaluator.errors import ConfigError, ResourceError
 from evaluator.lp.bounds import optimal
 from evaluator.query import open_results
 from evaluator.sweep import plan_sweep, run_sweep
 from evaluator.sweep import bounds as sb
 from evaluator.sweep.worker import evaluate_chunk
-from tests.helpers import TOL, strip
+from tests.helpers import TOL, per_point, strip
 
 NO_RAY = RayConfig(enabled=False)
 ONE_THREAD = RayConfig(enabled=False, num_cpus=1)
@@ -40,30 +39,13 @@ def make_plan(name, extra, out, axes=None):
 
 
 
-_TOPOLOGIES: dict[str, object] = {}
-
-
-def per_point(plan, flat, bounds):
-    """The point's config built alone and evaluated with its own bound (or the reason it is infeasible).
-
-    Topologies are kept by their config (points of one network share one kernel compilation)."""
-    cfg = plan.point_config(flat)
-    try:
-        key = repr(cfg.topology)
-        topo = _TOPOLOGIES.get(key) or _TOPOLOGIES.setdefault(key, C.build_topology(cfg.topology))
-        routing = C.build_routing_spec(cfg.routing)
-        traffic = C.build_traffic(cfg.traffic, topo)
-        placement = C.build_placement(cfg.placement, topo, cfg.traffic, traffic.n_tasks, cfg.topology)
-        return "", ev.evaluate(topo, traffic, placement, routing, bounds=bounds)
-    except ConfigError as exc:
-        return reason(exc), None
 
 
 def check_points(plan, ds, bounds=True):
     flat_of = {k: ds[k].values.reshape(-1) for k in sb.BOUND_VARIABLES + ("reason", "completion_time")}
     n_ok = 0
     for flat in range(plan.n_points):
-        why, ref = per_point(plan, flat, bounds)
+        why, ref = per_point(plan, flat, bounds=bounds)
         assert str(flat_of["reason"][flat]) == why
         if ref is None:
             assert np.isnan(flat_of["optimal_completion_time"][flat]) and flat_of["bound_method"][flat] == ""

@@ -14,16 +14,13 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import evaluator as ev
 from evaluator import config
-from evaluator import config as C
 from evaluator.config import RayConfig
-from evaluator.errors import ConfigError, reason
 from evaluator.placement._seeded import GENERATOR_ID
 from evaluator.query import open_results
 from evaluator.sweep import plan_sweep, run_sweep
 from evaluator.sweep.worker import evaluate_chunk
-from tests.helpers import TOL, strip
+from tests.helpers import TOL, per_point, strip
 
 NO_RAY = RayConfig(enabled=False)
 ONE_THREAD = RayConfig(enabled=False, num_cpus=1)
@@ -37,24 +34,6 @@ def make_plan(name, extra, out, axes=None):
 
 
 
-_TOPOLOGIES: dict[str, object] = {}
-
-
-def per_point(plan, flat):
-    """The reference: build the point's config with the library and evaluate it alone (or its reason).
-
-    Topologies are kept by their config, so that points of one network share one kernel compilation.
-    """
-    cfg = plan.point_config(flat)
-    try:
-        key = repr(cfg.topology)
-        topo = _TOPOLOGIES.get(key) or _TOPOLOGIES.setdefault(key, C.build_topology(cfg.topology))
-        routing = C.build_routing_spec(cfg.routing)
-        traffic = C.build_traffic(cfg.traffic, topo)
-        placement = C.build_placement(cfg.placement, topo, cfg.traffic, traffic.n_tasks, cfg.topology)
-        return "", ev.evaluate(topo, traffic, placement, routing)  # a routing/topology mismatch raises too
-    except ConfigError as exc:
-        return reason(exc), None
 
 
 def check_against_per_point(plan, ds, sample=None):
