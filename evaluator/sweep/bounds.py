@@ -187,7 +187,8 @@ def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = N
     """The bounds of a chunk's feasible points.
 
     ``items[i] = (bound key, topology, traffic, placement)`` for the ``i``-th
-    feasible point (``achieved[i]``: its completion time, s). Returns
+    feasible point (``placement`` may be a zero-argument callable drawing it:
+    it is called only for a key that is solved here, not for a cached one) (``achieved[i]``: its completion time, s). Returns
     per-point arrays ``optimal_completion_time`` (s), ``routing_efficiency``,
     ``bound_gap``, and ``bound_method``/``bound_solver`` as codes into
     ``methods``/``solvers`` (lists of strings).
@@ -205,16 +206,21 @@ def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = N
     for i, (key, topo, traffic, placement) in enumerate(items):
         first.setdefault(key, (topo, traffic, placement))
     keys = list(first)
+
+    def point(k):
+        topo, traffic, placement = first[k]
+        return topo, traffic, placement() if callable(placement) else placement
+
     kindex = {k: j for j, k in enumerate(keys)}
     res: list = [None] * len(keys)
     if solver == "pdhg":
-        res = _batched(keys, first, method)
+        res = _batched([point(k) for k in keys], method)
     else:
         cache = {} if cache is None else cache
         for j, k in enumerate(keys):
             hit = cache.get(k)
             if hit is None:
-                hit = optimal(*first[k], method, solver)
+                hit = optimal(*point(k), method, solver)
                 if hasattr(cache, "put"):
                     cache.put(k, hit)
                 else:
@@ -256,12 +262,12 @@ class _Result:
     gap: float
 
 
-def _batched(keys: list, first: dict, method: str) -> list:
-    """``bound_solver=pdhg``: every key's bound (summed over phases), LPs batched by padded shape bucket."""
-    parts: list[list] = [[] for _ in keys]  # per key: (completion time, method, solver, gap) per phase
+def _batched(points: list, method: str) -> list:
+    """``bound_solver=pdhg``: the bound of every (topology, traffic, placement), summed over phases; LPs
+    batched by padded shape bucket."""
+    parts: list[list] = [[] for _ in points]  # per key: (completion time, method, solver, gap) per phase
     lps: list[_Instance] = []
-    for j, k in enumerate(keys):
-        topo, traffic, placement = first[k]
+    for j, (topo, traffic, placement) in enumerate(points):
         phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
         for x in phases:
             demand = router_demand(topo, x, placement)

@@ -518,7 +518,7 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
 def _bounds(plan: SweepPlan, st: _State, idx: np.ndarray, device: list, host: list, ok: np.ndarray,
             achieved: np.ndarray) -> dict:
     """The bounds of the feasible points ``ok`` (:func:`~evaluator.sweep.bounds.chunk_bounds`): one per distinct
-    bound key (the point's indices on :attr:`_State.bound_axes`), placements drawn on the host."""
+    bound key (the point's indices on :attr:`_State.bound_axes`), placements drawn on the host when solved."""
     where: dict[int, tuple] = {}
     for members, grp, seeds in device:
         for m, s in zip(members.tolist(), seeds.tolist()):
@@ -531,7 +531,8 @@ def _bounds(plan: SweepPlan, st: _State, idx: np.ndarray, device: list, host: li
         grp, (kind, val) = where[m]
         key = tuple(int(idx[i, m]) for i in st.bound_axes)
         if key not in made:
-            made[key] = grp.spec.placement(int(val)) if kind == "seed" else val
+            # drawn only if the key is solved here (not when the worker's cache already holds its bound)
+            made[key] = (lambda spec=grp.spec, seed=int(val): spec.placement(seed)) if kind == "seed" else val
         items.append((key, grp.topology, grp.traffic, made[key]))
     return chunk_bounds(plan, items, achieved, st.bound_cache)
 
