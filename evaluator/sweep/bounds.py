@@ -190,7 +190,8 @@ def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = N
     feasible point (``placement`` may be a zero-argument callable drawing it:
     it is called only for a key that is solved here, not for a cached one;
     ``achieved[i]``: the point's completion time, s). Returns per-point
-    arrays ``optimal_completion_time`` (s), ``routing_efficiency``, ``bound_gap``, and ``bound_method``/``bound_solver`` as codes into
+    arrays ``optimal_completion_time`` (s), ``routing_efficiency``,
+    ``bound_gap``, and ``bound_method``/``bound_solver`` as codes into
     ``methods``/``solvers`` (lists of strings).
 
     ``cache`` (the worker's, kept across the chunks it evaluates): bound key ->
