@@ -1,7 +1,5 @@
 """``python -m evaluator`` is the ``evaluator`` command."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

@@ -84,3 +84,30 @@ def test_options_may_sit_between_overrides(tmp_path, capsys):
     rc = cli.main(["eval", "topology=torus", "--show-config", "topology.dims=[2,2]"])
     out = capsys.readouterr().out
     assert rc == 0 and "dims:" in out and "- 2" in out
+
+
+def test_console_command_exits_quickly_losing_nothing(tmp_path):
+    """``python -m evaluator`` (the console command's :func:`evaluator.cli.run`) ends with ``os._exit`` after the
+    exit handlers: the exit status, everything printed (through a pipe) and the dataset written all survive."""
+    import subprocess
+    import sys
+
+    import xarray as xr
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "evaluator", *argv], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+
+    bad = run("frobnicate")
+    assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
+    usage = run("optimize", "--help")
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: evaluator optimize")
+    assert run("optimize").returncode == 2  # argparse's own usage error, through SystemExit
+    done = run("optimize", "--tasks", "8", "--alpha", "8,8,8", "--no-progress", "topology.p=2", "topology.a=4",
+               "topology.h=2", f"sweep.output_dir={tmp_path}/results")
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = done.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("dataset: ")
+    path = tmp_path / last.removeprefix("dataset: ")
+    with xr.open_dataset(path if path.exists() else last.removeprefix("dataset: ")) as ds:
+        assert int(ds.attrs["n_feasible"]) > 0

@@ -23,7 +23,7 @@ import sys
 from .._jax_cache import OFF_FLAG, enable_compilation_cache
 from ..errors import ConfigError
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "run", "COMMANDS"]
 
 COMMANDS = {
     "eval": "evaluate one design point from the config and write a dataset under results/",
@@ -95,5 +95,33 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def run() -> None:
+    """The console command: :func:`main`, then a quick exit.
+
+    After the exit handlers (``atexit``: Ray's shutdown, logging's flush,
+    h5py's closing of files) and a flush of stdout and stderr, the process
+    ends with :func:`os._exit`: the interpreter's teardown of every module and
+    object (XLA's executables and buffers, the sweep's caches) adds nothing a
+    finished command needs and took 0.3-0.5 s of a 3 s ``evaluator optimize``.
+    ``main`` itself returns normally (tests and library callers call it).
+    """
+    import atexit
+    import os
+
+    try:
+        rc = main()
+    except SystemExit as exc:  # (argparse's --help and usage errors)
+        rc = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if not isinstance(exc.code, int) and exc.code is not None:  # sys.exit("message"), as Python prints it
+            print(exc.code, file=sys.stderr)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (evaluator ... | head): nothing more to say
+            rc = rc or 1
+    os._exit(rc)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

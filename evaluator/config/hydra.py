@@ -403,7 +403,15 @@ class SweepRequest:
     axes_override: dict | None = None
 
     def with_groups(self, choices: dict[str, str]) -> EvalConfig:
-        """The config composed again with config-group choices, e.g. ``{"routing": "valiant"}``."""
+        """The config composed again with config-group choices, e.g. ``{"routing": "valiant"}`` (a copy of
+        :attr:`config` where the overrides composed already chose the same options)."""
+        given = {}
+        for ov in self.compose_overrides:
+            key, sep, value = ov.partition("=")
+            if sep and not key.startswith(("+", "~")):
+                given[key] = value
+        if all(given.get(group) == str(option) for group, option in choices.items()):
+            return copy.deepcopy(self.config)
         extra = [f"{group}={option}" for group, option in choices.items()]
         return compose_object(list(self.compose_overrides) + extra, self.config_name, self.axes_override)
 

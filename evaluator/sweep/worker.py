@@ -194,6 +194,7 @@ class _State:
             self.operator_check(idx, topo, routing)
             return g
         except ConfigError as exc:
+            exc.__traceback__ = None  # (it may be a cached build's error: keep no frames alive)
             return _Group(reason=reason(exc), after_seed=reached, seed=seed)
 
     @staticmethod
@@ -276,6 +277,10 @@ class _Failed:
     """A cached build that raised a :class:`ConfigError`."""
 
     def __init__(self, exc: ConfigError):
+        # without its traceback: kept frames would hold every local of the failed build alive (and make the
+        # caches slow to collect and to free at exit)
+        exc.__traceback__ = None
+        exc.__context__ = exc.__cause__ = None
         self.exc = exc
 
 
@@ -288,7 +293,7 @@ def _attempt(build):
 
 def _unwrap(hit):
     if isinstance(hit, _Failed):
-        raise hit.exc
+        raise hit.exc.with_traceback(None)  # (a re-raised exception would otherwise grow its traceback)
     return hit
 
 
