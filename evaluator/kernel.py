@@ -317,13 +317,15 @@ def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Batc
     """
     op = build_routing(topology, routing)
     link_class = np.asarray(topology.link_class)
-    net = NetworkArrays(
-        node_router=jnp.asarray(topology.node_router.astype(np.int32)),
-        capacity=jnp.asarray(topology.capacity),
-        link_class=jnp.asarray(link_class.astype(np.int32)),
-        class_order=jnp.asarray(np.argsort(link_class, kind="stable").astype(np.int32)),
-        routing={k: jnp.asarray(v) for k, v in op.tables.items()},
-    )
+    # one transfer (jax.device_put compiles nothing; jnp.asarray of a host array compiles a staging program per
+    # shape: 5-25 ms each, on every run)
+    net = jax.device_put(NetworkArrays(
+        node_router=topology.node_router.astype(np.int32),
+        capacity=np.asarray(topology.capacity),
+        link_class=link_class.astype(np.int32),
+        class_order=np.argsort(link_class, kind="stable").astype(np.int32),
+        routing={k: np.asarray(v) for k, v in op.tables.items()},
+    ))
     return BatchKernel(_kernels_for(topology, op, keep_loads), net, op, topology.n_links)
 
 

@@ -690,12 +690,16 @@ def _big_table_rows(data: dict, label: str) -> list[dict]:
 # End to end: the sweep and optimize commands, as a user runs them
 # --------------------------------------------------------------------------------------
 
-_DRIVER = ("import resource, sys\n"
-           "from evaluator.cli import main\n"
-           "rc = main(sys.argv[1:])\n"
-           "print('bench-driver-peak-kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)\n"
-           "sys.exit(rc)\n")
-"""The ``evaluator`` command (``evaluator.cli.main``) in a process that reports its own peak RSS at exit."""
+_DRIVER = ("import atexit, sys\n"
+           "from evaluator import cli\n"
+           "def peak():\n"
+           "    kib = [int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM:')]\n"
+           "    print('bench-driver-peak-kib', kib[0] if kib else -1, flush=True)\n"
+           "atexit.register(peak)\n"
+           "cli.run()\n")
+"""The ``evaluator`` console command (:func:`evaluator.cli.run`, quick exit included) in a process that reports
+its own peak RSS at exit: ``VmHWM``, the high-water mark of this program's memory (``ru_maxrss`` would count the
+benchmark's own memory: it survives the ``exec`` of a ``vfork``-ed child)."""
 
 
 def _run_cli(args: list[str], env: dict, out_dir: Path) -> dict:
