@@ -311,17 +311,24 @@ class _Writer:
         return res if res is not None else store.read_chunk(plan, cid)
 
 
+def _bucket_of(chunk_id: str) -> str:
+    return chunk_id.split("-", 1)[0]
+
+
+def _round_robin(lists: list[list]) -> list:
+    out = []
+    for i in range(max((len(v) for v in lists), default=0)):
+        out.extend(v[i] for v in lists if i < len(v))
+    return out
+
+
 def _interleaved(todo: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """Chunks in round-robin order over their buckets (ids ``b<bucket>-c<chunk>``): workers starting together
     compile different kernels, and a bucket's kernel is warm while its chunks keep coming."""
     by_bucket: dict[str, list] = collections.defaultdict(list)
     for item in todo:
-        by_bucket[item[0].split("-", 1)[0]].append(item)
-    lists = list(by_bucket.values())
-    out = []
-    for i in range(max((len(v) for v in lists), default=0)):
-        out.extend(v[i] for v in lists if i < len(v))
-    return out
+        by_bucket[_bucket_of(item[0])].append(item)
+    return _round_robin(list(by_bucket.values()))
 
 
 BATCH_POINTS = 2048
@@ -330,10 +337,16 @@ less scheduling per point, when chunks are small."""
 
 
 def _batches(todo: list[tuple[str, Any]], chunk_size: int, n_cpus: int) -> list[list[tuple[str, Any]]]:
-    """Consecutive chunks of ``todo`` in batches of about :data:`BATCH_POINTS` points, keeping at least four
-    tasks per CPU to share out."""
+    """Chunks of ``todo`` in batches of about :data:`BATCH_POINTS` points, keeping at least four tasks per CPU
+    to share out. A batch holds chunks of one bucket (one routing and topology: one set of kernels), in ``todo``'s
+    order, and the batches go round-robin over the buckets: Ray workers starting together compile different
+    kernels (each writes its compilations to the persistent cache, where the others find them) instead of every
+    worker compiling every kernel in its first task."""
     per = max(1, min(BATCH_POINTS // max(int(chunk_size), 1), -(-len(todo) // (4 * max(n_cpus, 1)))))
-    return [todo[i:i + per] for i in range(0, len(todo), per)]
+    by_bucket: dict[str, list] = collections.defaultdict(list)
+    for item in todo:
+        by_bucket[_bucket_of(item[0])].append(item)
+    return _round_robin([[v[i:i + per] for i in range(0, len(v), per)] for v in by_bucket.values()])
 
 
 def _local_threads(ray_cfg) -> int:
