@@ -258,3 +258,68 @@ def test_resumed_chunked_sweep_carries_paths_per_pair_of_each_point(tmp_path):
         else:
             assert 1.0 < ppp[flat] <= 2.0
             assert ppp[flat] == pytest.approx(float(ref.paths_per_pair), rel=TOL["rel"])
+
+
+# --------------------------------------------------------------------------------------
+# plot and query
+# --------------------------------------------------------------------------------------
+
+
+def _gain_ds():
+    ct = np.array([[[8.0, 4.0, 2.0], [10.0, 5.0, 2.5]], [[8.0, 2.0, 1.0], [9.0, 3.0, 3.0]]])  # [mode, size, routing]
+    ppp = np.array([[[1.0, 3.5, 2.25], [1.0, 4.0, 2.0]], [[1.0, 3.0, 1.5], [1.0, 3.75, np.nan]]])
+    feasible = np.isfinite(ppp)
+    dims = ("traffic.mode", "size", "routing")
+    coords = {"traffic.mode": ["disjoint", "overlap"], "size": ["512", "1024"], "routing": ["dor", "k4", "lp"]}
+    import xarray as xr
+
+    return xr.Dataset({"completion_time": (dims, ct, {"units": "s"}),
+                       "paths_per_pair": (dims, ppp, {"units": "1"}),
+                       "feasible": (dims, feasible)}, coords=coords)
+
+
+def test_gain_plot_shows_paths_per_pair_next_to_the_gain(tmp_path, monkeypatch):
+    from evaluator import plot as P
+    from evaluator import cli
+
+    figs = []
+    real = P.save_figure
+    monkeypatch.setattr(P, "save_figure", lambda fig, out, dpi: (figs.append(fig), real(fig, out, dpi))[1])
+    ds = _gain_ds()
+    path = tmp_path / "r.nc"
+    ds.to_netcdf(path, engine="h5netcdf")
+    out = tmp_path / "gain.png"
+    assert cli.main(["plot", str(path), "--relative-to", "routing=dor", "--x", "size", "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    (fig,) = figs
+    axes = fig.axes
+    assert len(axes) == 4  # two modes (rows) x (gain, paths per pair)
+    for row in range(2):  # traffic.mode disjoint, overlap
+        gain_ax, ppp_ax = axes[2 * row], axes[2 * row + 1]
+        assert "gain over routing=dor" in gain_ax.get_ylabel() and "paths per router pair" in ppp_ax.get_ylabel()
+        order = [1, 0]  # sizes as the gain panels put them: larger first
+        assert [t.get_text() for t in ppp_ax.get_xticklabels()] == ["1024", "512"]
+        assert [t.get_text() for t in gain_ax.get_xticklabels()] == ["1024", "512"]
+        for line, r in zip(ppp_ax.get_lines(), range(3)):
+            np.testing.assert_array_equal(line.get_ydata(), ds.paths_per_pair.values[row, order, r])
+        for line, r in zip(gain_ax.get_lines(), range(3)):  # the gain by hand: dor's time over the routing's
+            want = ds.completion_time.values[row, order, 0] / ds.completion_time.values[row, order, r]
+            want = np.where(ds.feasible.values[row, order, r], want, np.nan)
+            np.testing.assert_allclose(line.get_ydata(), want, rtol=TOL["rel"])
+    # without --relative-to, or without the variable, one column as before
+    figs.clear()
+    assert cli.main(["plot", str(path), "--x", "size", "--out", str(out)]) == 0
+    assert len(figs[0].axes) == 2
+    figs.clear()
+    ds.drop_vars("paths_per_pair").to_netcdf(tmp_path / "s.nc", engine="h5netcdf")
+    assert cli.main(["plot", str(tmp_path / "s.nc"), "--relative-to", "routing=dor", "--out", str(out)]) == 0
+    assert len(figs[0].axes) == 2
+
+
+def test_query_table_shows_paths_per_pair():
+    from evaluator.query import best
+
+    df = best(_gain_ds(), "completion_time", over=["routing"])
+    assert "paths_per_pair" in df.columns
+    row = df[(df["traffic.mode"] == "disjoint") & (df["size"] == "512")].iloc[0]
+    assert row["routing"] == "lp" and row["paths_per_pair"] == 2.25
