@@ -323,3 +323,18 @@ def test_query_table_shows_paths_per_pair():
     assert "paths_per_pair" in df.columns
     row = df[(df["traffic.mode"] == "disjoint") & (df["size"] == "512")].iloc[0]
     assert row["routing"] == "lp" and row["paths_per_pair"] == 2.25
+
+
+def test_unroutable_pair_is_the_error_path_table_raises():
+    from evaluator.errors import ConfigError
+    from evaluator.routing._paths import unroutable_pair
+
+    topo = T.torus((6, 6))
+    spec = RT.kshortest(2, hop_limit=5)
+    keys = np.array([0 * 36 + 1, 0 * 36 + 21, 2 * 36 + 23, 5 * 36 + 4])  # (0, 21) and (2, 23): 6 hops apart
+    with pytest.raises(ConfigError) as e:
+        path_table(topo, spec, PairSet(keys, 36))
+    err = unroutable_pair(topo, spec, keys[::-1])
+    assert str(err) == str(e.value) and "(0, 21)" in str(err)
+    assert unroutable_pair(topo, spec, keys[[0, 3]]) is None
+    assert unroutable_pair(topo, RT.kshortest(2), keys) is None  # no limit
