@@ -22,6 +22,8 @@ __all__ = [
     "Metric",
     "METRICS",
     "METRIC_NAMES",
+    "PATH_METRICS",
+    "PATH_METRIC_NAMES",
     "MAX_LOAD",
     "PHASE_METRICS",
     "JOB_METRICS",
@@ -65,6 +67,18 @@ METRICS: tuple[Metric, ...] = (
 
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
+PATH_METRICS: tuple[Metric, ...] = (
+    Metric("paths_per_pair", "1",
+           "router paths per communicating router pair: the mean over the pairs (each pair counts once, not "
+           "weighted by its bytes) of the distinct router paths carrying more than 1e-9 of the pair's bytes "
+           "(dor: 1; kshortest: the Yen paths found; optiq_heuristic: those selected; optiq_lp: those with a "
+           "positive LP share; NaN: not a path set (minimal, valiant, valiant_router, tago) or no pair)", None),
+)
+"""Metrics of the routing's path sets, computed on the host (not by the kernel): every evaluation and sweep
+carries them (:func:`evaluator.routing._paths.paths_per_pair`)."""
+
+PATH_METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in PATH_METRICS)
+
 PHASE_METRICS: tuple[Metric, ...] = (
     Metric("phase_completion_time", "s", "completion time of the phase (contention lower bound; NaN: no such phase)",
            True),
@@ -99,7 +113,7 @@ MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", Tru
 LINK_LOAD = Metric("link_load", "bytes", "expected bytes crossing the link in one exchange", None)
 LINK_CAPACITY = Metric("link_capacity", "bytes/s", "link bandwidth per direction", None)
 
-_BY_NAME = {m.name: m for m in METRICS + PHASE_METRICS + BOUND_METRICS + (LINK_LOAD, LINK_CAPACITY)}
+_BY_NAME = {m.name: m for m in METRICS + PATH_METRICS + PHASE_METRICS + BOUND_METRICS + (LINK_LOAD, LINK_CAPACITY)}
 
 
 def max_load_name(link_class: str) -> str:
@@ -161,7 +175,8 @@ def results_dataset(
     Parameters
     ----------
     metrics
-        Flat per-point arrays of every name in :data:`METRIC_NAMES`.
+        Flat per-point arrays of every name in :data:`METRIC_NAMES`, and of the
+        :data:`PATH_METRIC_NAMES` present.
     max_load
         Flat per-point largest load per link class name, in the order given.
     bottleneck
@@ -185,6 +200,9 @@ def results_dataset(
     data: dict[str, Any] = {}
     for m in METRICS:
         data[m.name] = (dims, grid(metrics[m.name]), m.attrs)
+    for m in PATH_METRICS:
+        if m.name in metrics:
+            data[m.name] = (dims, grid(metrics[m.name]), m.attrs)
     for cname, values in max_load.items():
         data[max_load_name(cname)] = (dims, grid(values), {"units": MAX_LOAD.units,
                                                            "long_name": MAX_LOAD.long_name.format(cls=cname)})
@@ -243,6 +261,8 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
         f"{float(ds.effective_injection_bandwidth) / 1e9:.4g} GB/s per task",
         f"mean hops   {float(ds.mean_hops):.4f}",
     ]
+    if "paths_per_pair" in ds and np.isfinite(float(ds.paths_per_pair)):
+        lines.append(f"paths/pair  {float(ds.paths_per_pair):.4f} (router paths per communicating router pair)")
     for v in sorted(k for k in ds.data_vars if k.startswith("max_load_")):
         lines.append(f"{v:<22}{_fmt_bytes(float(ds[v]))}")
     if "phase" in ds.dims and ds["phase_completion_time"].ndim == 1:

@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 
 from ._version import __version__
-from .dataset import METRIC_NAMES, LinkTable, results_dataset
+from .dataset import METRIC_NAMES, PATH_METRIC_NAMES, LinkTable, results_dataset
 from . import traffic as _traffic_pkg
 from .errors import MEMORY_ENV, ConfigError, ResourceError, fmt_size, check_memory, positive_int, require
 from .kernel import SCALAR_METRICS, DensePointInputs, PointInputs, batch_kernel, unpack_metrics
@@ -572,8 +572,9 @@ def evaluate_batch(
     (s), ``throughput`` and ``effective_injection_bandwidth`` (bytes/s),
     ``bottleneck_class`` and ``bottleneck_link`` (-1: no link used),
     ``mean_hops``, ``total_bytes``, ``off_node_bytes`` (bytes between tasks on different nodes; the on-node
-    share is ``1 - off_node_bytes / total_bytes``) and ``max_load_class[point, class]``
-    (bytes).
+    share is ``1 - off_node_bytes / total_bytes``), ``max_load_class[point, class]``
+    (bytes) and ``paths_per_pair`` (the mean number of router paths a communicating router pair's bytes are
+    spread over: 1 for DOR, NaN for the Dragonfly routings; see :data:`evaluator.dataset.PATH_METRICS`).
 
     ``routing`` may be a registered routing kind's name (``"minimal"``: that
     kind with its default parameters). An argument of the wrong type is a
@@ -588,7 +589,8 @@ def evaluate_batch(
     return _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chunk_size, single=False)
 
 
-def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chunk_size, single: bool) -> BatchResult:
+def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chunk_size, single: bool,
+                    pair_keys: list | None = None) -> BatchResult:
     names = ("traffic", "placement") if single else ("traffics", "placements")
     _check_type("topology", "topology", topology)
     traffics, placements = _broadcast(traffics, placements, names)
@@ -605,10 +607,33 @@ def _evaluate_batch(topology, routing, traffics, placements, keep_link_load, chu
     _check_working_set(_working_set(kern, topology, exchanges, chunk_size, bool(keep_link_load)), n, chunk_size,
                        bool(keep_link_load), single)
     if any(isinstance(t, PhasedTraffic) for t in traffics):
-        return _evaluate_phased(kern, topology, routing, traffics, placements, chunk_size)
-    merged = _evaluate_flat(kern, traffics, placements, chunk_size)
-    loads = merged.pop("link_load", None)
-    return BatchResult(topology, routing, merged, loads)
+        res = _evaluate_phased(kern, topology, routing, traffics, placements, chunk_size)
+    else:
+        merged = _evaluate_flat(kern, traffics, placements, chunk_size)
+        loads = merged.pop("link_load", None)
+        res = BatchResult(topology, routing, merged, loads)
+    res.metrics["paths_per_pair"] = _paths_per_pair(topology, routing, kind, kern.operator, traffics, placements,
+                                                    pair_keys)
+    return res
+
+
+def _paths_per_pair(topology, routing, kind, op, traffics, placements, pair_keys) -> np.ndarray:
+    """``paths_per_pair`` of every point (:data:`evaluator.dataset.PATH_METRICS`).
+
+    A path set bound to its pairs: the mean over the point's communicating
+    router pairs of the router paths its operator spreads each pair's bytes
+    over (:func:`evaluator.routing._paths.paths_per_pair`; ``pair_keys``: the
+    points' pair keys when the caller has them). Any other routing: one
+    value for every point (1 for DOR, NaN for the Dragonfly expectations).
+    """
+    from .routing import _paths
+
+    n = len(traffics)
+    if kind.bind is None or _paths.operator_pair_paths(op) is None:
+        return np.full(n, _paths.constant_paths_per_pair(routing.kind))
+    if pair_keys is None:
+        pair_keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
+    return _paths.paths_per_pair(op, pair_keys)
 
 
 def _router_pairs(topology: Topology, traffic, placement: Placement, label: str = "path set",
@@ -679,8 +704,10 @@ def _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_loa
     results = []
     for gk, idx in groups.items():
         bound = kind.bind(routing, sets[gk])
+        point_keys = [keys[i][0] if kind.pair_demand else keys[i] for i in idx]
         results.append((idx, _evaluate_batch(topology, bound, [traffics[i] for i in idx],
-                                             [placements[i] for i in idx], keep_link_load, chunk_size, single)))
+                                             [placements[i] for i in idx], keep_link_load, chunk_size, single,
+                                             pair_keys=point_keys)))
     if len(results) == 1:
         res = results[0][1]
         return BatchResult(topology, routing, res.metrics, res.link_load, res.phases)
@@ -832,7 +859,7 @@ def _dataset(res: BatchResult, dim: str | None) -> xr.Dataset:
     dims, shape = ((dim,), (n,)) if dim else ((), ())
     return results_dataset(
         dims, shape,
-        metrics={k: m[k] for k in METRIC_NAMES},
+        metrics={k: m[k] for k in METRIC_NAMES + PATH_METRIC_NAMES if k in m},
         max_load={c: m["max_load_class"][:, i] for i, c in enumerate(topo.class_names)},
         bottleneck=res.bottleneck_names(),
         link_load=res.link_load,
@@ -854,7 +881,7 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     ``link_class``, ``link_node``, and scalar ``completion_time`` (s),
     ``throughput`` (bytes/s), ``effective_injection_bandwidth`` (bytes/s),
     ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``,
-    ``total_bytes`` and ``off_node_bytes``. Arguments are checked as in :func:`evaluate_batch`
+    ``total_bytes``, ``off_node_bytes`` and ``paths_per_pair`` (router paths per communicating router pair). Arguments are checked as in :func:`evaluate_batch`
     (``routing`` may be a routing kind's name); a point too large for memory
     is refused naming ``traffic``.
 

@@ -33,7 +33,10 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     any other remaining axis is reduced to its best value. ``relative_to =
     (axis, label)`` plots the gain over that label instead
     (:func:`evaluator.query.gain`: e.g. ``("routing", "dor_bgq")``, the
-    speedup of every routing over DOR).
+    speedup of every routing over DOR); a dataset with ``paths_per_pair``
+    (path-set routings) then gets a second column of panels with the mean
+    paths per communicating router pair of every series (seeds and other
+    axes averaged), next to the gain.
     """
     from matplotlib.figure import Figure
 
@@ -75,38 +78,78 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     for d in others[1:]:
         da = da.min(d, skipna=True) if smaller_is_better(metric) and relative_to is None else da.max(d)
     facets = list(da[facet].values) if facet else [None]
-    fig = Figure(figsize=(max(6, 0.25 * da.sizes[x] + 3), 3.2 * len(facets)))
-    axs = fig.subplots(len(facets), 1, squeeze=False)
-    for ax, fv in zip(axs[:, 0], facets):
-        sub = da.sel({facet: fv}) if facet else da
+    ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
+    ncols = 1 if ppp is None else 2
+    fig = Figure(figsize=(max(6, 0.25 * da.sizes[x] + 3) * (1 if ppp is None else 1.6), 3.2 * len(facets)))
+    axs = fig.subplots(len(facets), ncols, squeeze=False)
+    units = ds[metric].attrs.get("units", "")
+    for row, fv in enumerate(facets):
+        labels = _draw(axs[row, 0], da.sel({facet: fv}) if facet else da, x, series, legend=ppp is None)
+        if relative_to is not None:
+            axs[row, 0].set_ylabel(f"gain over {relative_to[0]}={relative_to[1]}\n({metric}; > 1: better)")
+            axs[row, 0].axhline(1.0, color="0.6", lw=0.8, ls="--")
+        else:
+            axs[row, 0].set_ylabel(f"{metric} [{units}]" if units else metric)
+        if ppp is not None:
+            _draw(axs[row, 1], ppp.sel({facet: fv}) if facet else ppp, x, series, labels, legend="outside")
+            axs[row, 1].set_ylabel("paths per router pair\n(mean over communicating pairs)")
+            axs[row, 1].set_ylim(bottom=0)
+        for c in range(ncols):
+            if facet:
+                axs[row, c].set_title(f"{facet} = {fv}", fontsize=9)
+    for c in range(ncols):
+        axs[-1, c].set_xlabel(x + (" (grouped by size, denser first)" if all(_size(s) for s in labels) else ""))
+    fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, Path(out), dpi=120)
+
+
+def _paths_panel(ds: xr.Dataset, metric: str, relative_to, dims: list[str], x: str, series: str | None,
+                 facet: str | None) -> xr.DataArray | None:
+    """``paths_per_pair`` reduced to the gain plot's axes (seeds and any other axis averaged), or None.
+
+    Shown next to a gain (``relative_to``) when the dataset has it with a
+    finite value somewhere (path-set routings: the BG/Q many-to-many sweeps).
+    """
+    if relative_to is None or metric == "paths_per_pair" or "paths_per_pair" not in ds:
+        return None
+    da = ds["paths_per_pair"].where(ds["feasible"]) if "feasible" in ds else ds["paths_per_pair"]
+    if not np.isfinite(da.values).any() or set(da.dims) != set(dims):
+        return None
+    for d in dims:
+        if d not in (x, series, facet):
+            da = da.mean(d, skipna=True)
+    return da
+
+
+def _draw(ax, sub: xr.DataArray, x: str, series: str | None, labels: list[str] | None = None,
+          legend: bool | str = True) -> list[str]:
+    """One panel: ``sub`` against ``x`` (labels with a value, or ``labels``), one line per ``series``.
+
+    ``legend``: in the panel (True), right of it (``"outside"``, shared by a row of panels) or none.
+    """
+    if labels is None:
         keep = ~np.isnan(sub.values).all(axis=tuple(i for i, d in enumerate(sub.dims) if d != x)) if sub.ndim > 1 \
             else ~np.isnan(sub.values)
         labels = [str(v) for v, k in zip(sub[x].values, keep) if k]
         if all(_size(s) > 0 for s in labels):  # size vectors: grouped by size, denser first; else axis order
             labels.sort(key=lambda s: (-_size(s), s))
-        sub = sub.sel({x: labels})
-        xs = np.arange(len(labels))
-        if series:
-            for sv in sub[series].values:
-                ax.plot(xs, sub.sel({series: sv}).values, marker="o", ms=3, lw=1, label=f"{series}={sv}")
+    known = [str(v) for v in sub[x].values]
+    sub = sub.isel({x: [known.index(s) for s in labels]})
+    xs = np.arange(len(labels))
+    if series:
+        for sv in sub[series].values:
+            ax.plot(xs, sub.sel({series: sv}).values, marker="o", ms=3, lw=1, label=f"{series}={sv}")
+        if legend == "outside":
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+        elif legend:
             ax.legend(fontsize=7)
-        else:
-            ax.plot(xs, sub.values, marker="o", ms=3, lw=1)
-        sizes = [_size(s) for s in labels]
-        for i in range(1, len(sizes)):
-            if sizes[i] != sizes[i - 1]:
-                ax.axvline(i - 0.5, color="0.8", lw=0.8)
-        ax.set_xticks(xs)
-        ax.set_xticklabels(labels, rotation=90, fontsize=7)
-        units = ds[metric].attrs.get("units", "")
-        if relative_to is not None:
-            ax.set_ylabel(f"gain over {relative_to[0]}={relative_to[1]}")
-            ax.axhline(1.0, color="0.6", lw=0.8, ls="--")
-        else:
-            ax.set_ylabel(f"{metric} [{units}]" if units else metric)
-        if facet:
-            ax.set_title(f"{facet} = {fv}", fontsize=9)
-    axs[-1, 0].set_xlabel(x + (" (grouped by size, denser first)" if all(_size(s) for s in labels) else ""))
-    fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, Path(out), dpi=120)
+    else:
+        ax.plot(xs, sub.values, marker="o", ms=3, lw=1)
+    sizes = [_size(s) for s in labels]
+    for i in range(1, len(sizes)):
+        if sizes[i] != sizes[i - 1]:
+            ax.axvline(i - 0.5, color="0.8", lw=0.8)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(labels, rotation=90, fontsize=7)
+    return labels

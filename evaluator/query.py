@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import METRICS, smaller_is_better
+from .dataset import METRICS, PATH_METRICS, smaller_is_better
 from .errors import ConfigError, is_int, require
 
 __all__ = ["gain", "open_results", "best", "MINIMIZE", "MAXIMIZE"]
@@ -207,7 +207,7 @@ def best(
     keep = [d for d in dims if d not in over]
     if keep:
         df = df.groupby(keep, sort=False, as_index=False).head(1)
-    shown = [m.name for m in METRICS if m.name != "total_bytes"]
+    shown = [m.name for m in METRICS if m.name != "total_bytes"] + [m.name for m in PATH_METRICS]
     shown.insert(3, "bottleneck")
     cols = dims + [metric] + [c for c in shown if c != metric and c in df]
     df = df[cols].reset_index(drop=True)

@@ -433,9 +433,9 @@ def test_million_point_sweep_plans_quickly(monkeypatch):
     assert sum(checked) <= 16  # one value per type per key and group choice (it was 3,125 config copies per key)
     assert time.perf_counter() - t0 < 10  # about 1 s (it was about 12 s)
     # the run id (resume) did not change; it changed once on purpose with the chunk format and the placement
-    # generator (placement.generator=threefry, evaluator.sweep.plan.CHUNK_FORMAT), and with chunk-v3
-    # (chunks hold off_node_bytes)
-    assert plan.run_id == "dragonfly_nne_placement-06f6b430976d"
+    # generator (placement.generator=threefry, evaluator.sweep.plan.CHUNK_FORMAT), with chunk-v3
+    # (chunks hold off_node_bytes) and with chunk-v4 (chunks hold paths_per_pair)
+    assert plan.run_id == "dragonfly_nne_placement-57ad1b94946e"
 
 
 def test_a_bad_value_among_many_is_still_named():

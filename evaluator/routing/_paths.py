@@ -66,7 +66,8 @@ from .base import Routing, RoutingOperator
 
 __all__ = ["PairSet", "PathSetRouting", "RouterGraph", "router_graph", "yen_paths", "PathTable", "path_table",
            "path_operator", "path_incidence", "table_bytes", "check_k", "check_hop_limit", "hop_bucket",
-           "ALL_PAIRS_MAX_ROUTERS"]
+           "ALL_PAIRS_MAX_ROUTERS", "SHARE_TOL", "SINGLE_PATH_KINDS", "pair_path_counts", "operator_pair_paths",
+           "paths_per_pair", "constant_paths_per_pair", "unroutable_pair"]
 
 ALL_PAIRS_MAX_ROUTERS = 128
 """An unbound path-set routing serves every router pair only up to this many routers."""
@@ -484,6 +485,43 @@ def _expand(graph: RouterGraph, nodes: tuple[int, ...]) -> list[tuple[float, lis
     return out
 
 
+def _no_path(topo: Topology, routing: PathSetRouting, s: int, t: int, dist: int) -> ConfigError:
+    """The error of router pair ``(s, t)`` without a path (``dist`` hops apart, -1: unreachable)."""
+    if dist < 0:
+        return ConfigError("routing", routing.label, f"a topology where router {s} reaches router {t}",
+                           f"Router pair ({s}, {t}) of {topo.name} has no path.")
+    return ConfigError("routing.hop_limit", routing.hop_limit,
+                       f"at least {dist} (router pair ({s}, {t}) of {topo.name} is {dist} hops apart)",
+                       "Raise the hop limit or set it to null.")
+
+
+def unroutable_pair(topo: Topology, routing: PathSetRouting, keys: Int[np.ndarray, "pair"]) -> ConfigError | None:
+    """The error :func:`path_table` raises for the first pair of ``keys`` (``src * R + dst``) it cannot route.
+
+    A pair has a path within ``routing.hop_limit`` iff its BFS distance is at
+    most the limit (Yen's first path is a shortest one), so this checks
+    distances only (one cached BFS per destination), no path search. None:
+    every pair is routable. Lets a sweep mark infeasible only the points
+    whose traffic holds such a pair (:mod:`evaluator.sweep.worker`).
+    """
+    R = int(topo.n_routers)
+    keys = np.unique(np.asarray(keys, np.int64).reshape(-1))
+    if keys.size == 0:
+        return None
+    graph = router_graph(topo)
+    src, dst = keys // R, keys % R
+    limit = (1 << 30) if routing.hop_limit is None else int(routing.hop_limit)
+    dist = np.empty(keys.size, np.int64)
+    for t in np.unique(dst).tolist():
+        sel = dst == t
+        dist[sel] = graph.dist_to(int(t))[src[sel]]
+    bad = np.nonzero((dist < 0) | (dist > limit))[0]
+    if bad.size == 0:
+        return None
+    i = int(bad[0])
+    return _no_path(topo, routing, int(src[i]), int(dst[i]), int(dist[i]))
+
+
 def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -> PathTable:
     """Yen's ``routing.k`` paths (within ``routing.hop_limit``) of every pair, demand split evenly.
 
@@ -518,13 +556,7 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     for i, (s, t) in enumerate(zip(src, dst)):
         paths = _pair_paths(topo, s, t, k, routing.hop_limit)
         if not paths:
-            dist = int(graph.dist_to(t)[s])
-            if dist < 0:
-                raise ConfigError("routing", routing.label, f"a topology where router {s} reaches router {t}",
-                                  f"Router pair ({s}, {t}) of {topo.name} has no path.")
-            raise ConfigError("routing.hop_limit", routing.hop_limit,
-                              f"at least {dist} (router pair ({s}, {t}) of {topo.name} is {dist} hops apart)",
-                              "Raise the hop limit or set it to null.")
+            raise _no_path(topo, routing, s, t, int(graph.dist_to(t)[s]))
         for nodes in paths:
             for w, ls in _expand(graph, nodes):
                 rows_pair.append(i)
@@ -606,7 +638,83 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
         return spread(tables, pair_bytes)[:n_rl]
 
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H))
+    op = RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H))
+    _PAIR_PATHS[op] = (key[: table.n_pairs].copy(), pair_path_counts(topo, table))
+    return op
+
+
+# --------------------------------------------------------------------------------------
+# paths per pair (the dataset variable ``paths_per_pair``)
+# --------------------------------------------------------------------------------------
+
+
+SHARE_TOL = 1e-9
+"""A router path counts towards ``paths_per_pair`` when it carries more than this fraction of its pair's bytes."""
+
+SINGLE_PATH_KINDS = frozenset({"dor"})
+"""Routing kinds that send each message of a pair along one router path: ``paths_per_pair`` is 1.
+
+DOR's ``tie="split"`` halves a tie between both directions as the
+*expectation* of a random choice per message, not as a split of each
+message: each message still takes one path.
+"""
+
+_PAIR_PATHS: "weakref.WeakKeyDictionary[RoutingOperator, tuple]" = weakref.WeakKeyDictionary()
+
+
+def pair_path_counts(topo: Topology, table: PathTable, tol: float = SHARE_TOL) -> Int[np.ndarray, "pair"]:
+    """Distinct router paths of every pair of ``table`` that carry more than ``tol`` of the pair's bytes.
+
+    A router path is a pair's sequence of routers: the rows of its
+    parallel-link copies (:func:`_expand`) count once, with their shares
+    summed. ``kshortest``: the Yen paths found (``<= k``); ``optiq_heuristic``:
+    the selected ones; ``optiq_lp``: those with a positive LP share (more than
+    ``tol`` of the pair's demand).
+    """
+    if table.n_paths == 0:
+        return np.zeros(table.n_pairs, np.int64)
+    n_rl = int(table.n_router_links)
+    after = np.append(np.asarray(topo.link_dst[:n_rl], np.int64), -1)  # the router each hop reaches; padding: -1
+    rows = np.concatenate([np.asarray(table.path_pair, np.int64)[:, None], after[table.path_links]], axis=1)
+    routes, inv = np.unique(rows, axis=0, return_inverse=True)
+    share = np.bincount(inv.reshape(-1), weights=np.asarray(table.path_weight, np.float64), minlength=len(routes))
+    return np.bincount(routes[share > tol, 0], minlength=table.n_pairs).astype(np.int64)
+
+
+def operator_pair_paths(op: RoutingOperator) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(keys, counts)`` of a path-set operator: its sorted pair keys and :func:`pair_path_counts`; else None."""
+    return _PAIR_PATHS.get(op)
+
+
+def paths_per_pair(op: RoutingOperator, point_keys: Sequence[np.ndarray]) -> Float[np.ndarray, "point"]:
+    """Mean over each point's communicating router pairs (unweighted) of the router paths carrying its bytes.
+
+    ``point_keys[i]``: the keys ``src * R + dst`` of point ``i``'s pairs (any
+    order, repeats allowed); a pair the operator does not serve counts 0 (its
+    bytes are dropped); a point without pairs (every byte stays on a router)
+    is NaN.
+    """
+    keys, counts = _PAIR_PATHS[op]
+    out = np.full(len(point_keys), np.nan)
+    for i, k in enumerate(point_keys):
+        k = np.unique(np.asarray(k, np.int64))
+        if k.size == 0:
+            continue
+        j = np.clip(np.searchsorted(keys, k), 0, max(keys.size - 1, 0))
+        found = keys[j] == k if keys.size else np.zeros(k.size, bool)
+        out[i] = float(np.where(found, counts[j] if keys.size else 0, 0).mean())
+    return out
+
+
+def constant_paths_per_pair(kind: str) -> float:
+    """``paths_per_pair`` of a routing that is not a path set: 1 for :data:`SINGLE_PATH_KINDS`, else NaN.
+
+    The Dragonfly routings (``minimal``, ``valiant``, ``valiant_router``,
+    ``tago``) are expectations over parallel global links and intermediate
+    groups or routers, not path sets: NaN ("not a path set"); counting
+    their paths per pair would need every point's pairs on the host.
+    """
+    return 1.0 if kind in SINGLE_PATH_KINDS else float("nan")
 
 
 def path_incidence(table: PathTable):

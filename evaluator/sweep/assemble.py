@@ -12,7 +12,7 @@ import xarray as xr
 
 from .. import io
 from .._version import __version__
-from ..dataset import METRIC_NAMES, metric, results_dataset
+from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, metric, results_dataset
 from ..errors import require
 from ..placement._seeded import GENERATOR_ID
 from .jobs import jobs_dataset
@@ -63,7 +63,7 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         results = [first] + [read_chunk(plan, cid) for cid in ids[1:]]
         return jobs_dataset(plan, results, _coords(plan), _attrs(plan, manifest, results))
     chunks = (first if i == 0 else read_chunk(plan, cid) for i, cid in enumerate(ids))
-    vals = {k: np.full(n, np.nan) for k in METRIC_NAMES}
+    vals = {k: np.full(n, np.nan) for k in METRIC_NAMES + PATH_METRIC_NAMES}  # paths_per_pair: NaN where infeasible
     feasible = np.zeros(n, dtype=bool)
     reason_code = np.zeros(n, dtype=np.int32)  # into reason_table
     reason_table: list[str] = [""]
@@ -84,7 +84,7 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         ok = flat[res["ok"]]
         feasible[ok] = True
         metrics = res["metrics"]
-        for k in METRIC_NAMES:
+        for k in METRIC_NAMES + PATH_METRIC_NAMES:
             vals[k][ok] = metrics[k]
         names = list(res["class_names"]) + ["none"]
         bmap = np.array([_code(bottleneck_index, bottleneck_table, c) for c in names], dtype=np.int32)

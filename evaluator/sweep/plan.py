@@ -38,7 +38,7 @@ __all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS", "CH
 
 SWEEP_FORMATS = ("netcdf", "zarr")
 
-CHUNK_FORMAT = "chunk-v3 placement-threefry-v1"  # v3: chunks hold off_node_bytes
+CHUNK_FORMAT = "chunk-v4 placement-threefry-v1"  # v3: chunks hold off_node_bytes; v4: paths_per_pair
 """What a persisted chunk holds and how seeded placements are drawn (part of the run id)."""
 
 BOUNDS_FORMAT = " bounds-v1"

@@ -36,13 +36,14 @@ import numpy as np
 
 from .. import config as C
 from ..errors import ConfigError, reason
-from ..evaluate import bucket_size, evaluate_batch
+from ..evaluate import _router_pairs, bucket_size, evaluate_batch
 from ..kernel import batch_kernel
 from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext
 from ..placement._seeded import SeededPlacement, check_seed
 from ..routing import KINDS as ROUTINGS
 from ..routing import check_routing
+from ..routing._paths import constant_paths_per_pair, unroutable_pair
 from ..traffic import DenseTraffic, PhasedTraffic
 from . import _runner
 from .bounds import chunk_bounds
@@ -419,14 +420,9 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
     out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
                            "compile_s": 0.0, "eval_s": 0.0}
     if (device or host) and ROUTINGS[routing.kind].bind is not None:
-        # a path set: evaluate_batch binds the chunk's router pairs; a pair it cannot route (a hop limit too
-        # small) makes the chunk's points infeasible, with the pair named
-        try:
-            res = _evaluate_batch_path(plan, topo, routing, device, host, out)
-        except ConfigError as exc:
-            for members, _, _ in device + host:
-                reasons.set(members, reason(exc))
-            device, host = [], []
+        # a path set: evaluate_batch binds the chunk's router pairs; a point with a pair it cannot route (a hop
+        # limit too small) is infeasible, with the pair named, and the chunk's other points are evaluated
+        res, device, host = _evaluate_path_sets(plan, topo, routing, device, host, out, reasons)
     if device or host:
         if ROUTINGS[routing.kind].bind is None:  # (path sets were evaluated above)
             with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
@@ -435,6 +431,8 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         order = np.argsort(res["positions"], kind="stable")
         out["ok"] = res["positions"][order]
         out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}
+        if "paths_per_pair" not in out["metrics"]:  # the kernels' sweep path: one value for the chunk's routing
+            out["metrics"]["paths_per_pair"] = np.full(out["ok"].size, constant_paths_per_pair(routing.kind))
         out["class_names"] = list(topo.class_names)
         if res.get("phases") is not None:
             ph = res["phases"]
@@ -546,6 +544,49 @@ def _host_placements(grp: _Group, payload) -> list[Placement]:
     """The placements of a group's points drawn on the host (the same as on the device)."""
     kind, data = payload
     return data if kind == "host" else [grp.spec.placement(int(s)) for s in data]
+
+
+def _evaluate_path_sets(plan: SweepPlan, topo, routing, device: list, host: list, out: dict,
+                        reasons: _Reasons) -> tuple[dict[str, Any] | None, list, list]:
+    """A path-set routing's points: ``(result, device, host)`` with the points evaluated (empty lists: none).
+
+    A :class:`ConfigError` of the chunk's batch (a router pair with no path within the hop limit) is traced
+    to its points: each point whose pairs hold an unroutable pair gets the error naming its own first such
+    pair (:func:`~evaluator.routing._paths.unroutable_pair`), and the other points are evaluated again
+    without them. An error no point explains (or one the others raise again) makes them all infeasible.
+    """
+    try:
+        return _evaluate_batch_path(plan, topo, routing, device, host, out), device, host
+    except ConfigError as exc:
+        exc.__traceback__ = None
+        first = exc
+    kept_host, dropped = [], 0
+    for entries, kind in ((device, "device"), (host, "host")):
+        for members, grp, payload in entries:
+            pls = _host_placements(grp, (kind, payload))
+            ok = np.ones(members.size, bool)
+            for j, p in enumerate(pls):
+                try:
+                    err = unroutable_pair(grp.topology, routing, _router_pairs(grp.topology, grp.traffic, p,
+                                                                                routing.label))
+                except ConfigError as exc:  # (e.g. too many pairs of a dense traffic)
+                    err = exc
+                if err is not None:
+                    reasons.set(members[j:j + 1], reason(err))
+                    ok[j] = False
+            dropped += int((~ok).sum())
+            if ok.any():  # placements already drawn: evaluated as host placements
+                kept_host.append((members[ok], grp, [p for p, k in zip(pls, ok) if k]))
+    if dropped and kept_host:
+        try:
+            return _evaluate_batch_path(plan, topo, routing, [], kept_host, out), [], kept_host
+        except ConfigError as exc:
+            first = exc
+    if dropped and not kept_host:
+        return None, [], []
+    for members, _, _ in kept_host:
+        reasons.set(members, reason(first))
+    return None, [], []
 
 
 def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: list, out: dict) -> dict[str, Any]:
