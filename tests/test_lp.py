@@ -159,6 +159,33 @@ def test_garg_konemann_within_its_gap_of_the_exact_lp():
         assert exact <= gk.z * (1 + gk.gap) * (1 + TOL["lp"])
 
 
+@pytest.mark.parametrize("refine", [True, False])
+def test_garg_konemann_certified_interval_contains_the_optimum(refine):
+    """Property test: on random small instances (4x4x2 torus, 3x4 mesh-torus with 2 nodes per router), the
+    interval [z, z_upper] contains HiGHS's optimum of the edge LP, and gap = z_upper / z - 1 (docs/bounds.md);
+    with the column-generation tightening the gap is within target_gap, without it only the steps bound it."""
+    rng = np.random.default_rng(11)
+    steps, rounds = [], []
+    for topo in (ev.torus([4, 4, 2]), ev.torus([3, 4], wrap=[False, True], nodes_per_router=2)):
+        for _ in range(3):
+            n = topo.n_nodes
+            tr, pl = _random_point(topo, rng, int(rng.integers(n // 2, 2 * n)))
+            d = router_demand(topo, tr, pl)
+            exact = lp.optimal_bound(topo, d, "edge").z
+            gk = lp.garg_konemann(topo, d, target_gap=0.01, max_steps=60, refine=refine)
+            assert gk.z <= exact * (1 + TOL["lp"]) and gk.z_upper >= exact * (1 - TOL["lp"])
+            assert gk.gap == pytest.approx(gk.z_upper / gk.z - 1, rel=TOL["rel"], abs=TOL["lp"])
+            assert gk.completion_time == pytest.approx(1 / gk.z, rel=TOL["rel"])
+            if refine:
+                assert gk.gap <= 0.01
+            steps.append(gk.steps)
+            rounds.append(gk.rounds)
+    if refine:  # the tightening ran (not only the weights), after its 50 steps
+        assert max(rounds) >= 1 and max(steps) == 50
+    else:
+        assert max(rounds) == 0 and max(steps) == 60
+
+
 def _class_loads(topo, d, mix):
     inc, pair, gbytes, fixed, classes = lp.adaptive_classes(topo, d)
     x = np.array([mix(I, topo.g) for (_, _, I) in classes]) * gbytes[pair]

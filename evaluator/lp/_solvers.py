@@ -80,6 +80,8 @@ class Solution:
     solver: str
     status: str
     iterations: int = 0
+    ub_dual: np.ndarray | None = None
+    """HiGHS: the marginals of the ``A_ub`` rows (<= 0; d objective / d ``b_ub``), None otherwise."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -139,7 +141,8 @@ def solve_highs(lp: LP) -> Solution:
     fin = np.isfinite(lp.ub)
     dual += float(lp.ub[fin] @ res.upper.marginals[fin])
     gap = abs(res.fun - dual) / max(abs(res.fun), abs(dual), 1e-300)
-    return Solution(float(res.fun), np.asarray(res.x), float(gap), "highs", "optimal", int(res.nit))
+    ub_dual = np.asarray(res.ineqlin.marginals) if lp.A_ub.shape[0] else np.zeros(0)
+    return Solution(float(res.fun), np.asarray(res.x), float(gap), "highs", "optimal", int(res.nit), ub_dual)
 
 
 def _bucket(n: int, minimum: int = 8) -> int:
