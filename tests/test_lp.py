@@ -216,6 +216,57 @@ def test_dragonfly_adaptive_bound_beats_minimal_and_valiant(dims):
         assert t_opt <= t_ad * (1 + TOL["lp"])  # the class mix is one routing among all
 
 
+def _lp_bytes(x):
+    """The adaptive_size formula applied to an LP as built (sizes counted on the matrices)."""
+    from evaluator.lp._flow import BYTES_PER_NNZ
+
+    return BYTES_PER_NNZ * x.nnz + 64 * (x.n_vars + x.A_eq.shape[0] + x.A_ub.shape[0])
+
+
+@pytest.mark.parametrize("dims", [(1, 4, 1), (2, 4, 2), (2, 3, 1)])
+def test_dragonfly_adaptive_size_estimate_bounds_the_lp_it_builds(dims):
+    """The estimate (counted from the builder's rules) against the matrices actually built: the incidence count
+    is exact, variables/rows/nonzeros are >= the built LP's and within 2x; the sweep's estimate (every router
+    sending to every group, no traffic known) is >= any traffic's and exact for all-to-all."""
+    from evaluator.sweep import bounds as sb
+
+    topo = ev.dragonfly(*dims)
+    rng = np.random.default_rng(4)
+    n = topo.n_nodes
+    cap = np.asarray(topo.capacity, dtype=np.float64)
+    every = np.nonzero(~np.eye(n, dtype=bool))
+    points = [_random_point(topo, rng, k) for k in (5, n, 20 * n)]
+    points.append((Traffic(n, every[0], every[1], np.ones(every[0].size)), ev.placement.linear(topo, n)))
+    full, _ = sb.bound_bytes(topo, n, "dragonfly_adaptive")
+    for tr, pl in points:
+        d = router_demand(topo, tr, pl)
+        inc, pair, gbytes, fixed, _ = lp.adaptive_classes(topo, d)
+        built = lp.path_lp(inc, pair, gbytes, cap, fixed)
+        est = lp.adaptive_size(topo, d)
+        assert est["incidence_nnz"] == inc.nnz and est["classes"] == pair.size
+        for k, actual in (("nnz", built.nnz), ("vars", built.n_vars),
+                          ("rows", built.A_eq.shape[0] + built.A_ub.shape[0])):
+            assert actual <= est[k] <= 2 * actual, k
+        assert _lp_bytes(built) <= est["bytes"] <= 2 * _lp_bytes(built) and est["bytes"] <= full
+    assert lp.adaptive_size(topo)["incidence_nnz"] == inc.nnz and full == lp.adaptive_size(topo)["bytes"]
+
+
+def test_dragonfly_adaptive_lp_over_memory_refused_before_it_is_built(monkeypatch):
+    topo = ev.dragonfly(2, 4, 2)
+    tr, pl = _random_point(topo, np.random.default_rng(6), 2 * topo.n_nodes)
+    d = router_demand(topo, tr, pl)
+    est = lp.adaptive_size(topo, d)
+    real = lp._dragonfly.adaptive_classes
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", str(int(est["bytes"] / 0.8) - 1))
+    monkeypatch.setattr(lp._dragonfly, "adaptive_classes", lambda *a: pytest.fail("built before the check"))
+    with pytest.raises(ResourceError, match=rf"bounds = 'dragonfly_adaptive'.*Dragonfly adaptive LP.*"
+                                            rf"{est['nnz']:,} nonzeros\) need about"):
+        optimal(topo, tr, pl, "dragonfly_adaptive")
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", str(int(est["bytes"] / 0.8) + 2))  # the estimate fits: it runs
+    monkeypatch.setattr(lp._dragonfly, "adaptive_classes", real)
+    assert optimal(topo, tr, pl, "dragonfly_adaptive").method == "dragonfly_adaptive"
+
+
 def test_bad_input(monkeypatch):
     t = ev.torus([4, 4])
     tr, pl = _random_point(t, np.random.default_rng(0), 64)
