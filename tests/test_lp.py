@@ -321,6 +321,34 @@ def test_bench_dimension_order_paths_are_minimal():
     assert set(pair.tolist()) == set(range(src.size))
 
 
+def test_bench_instances_use_the_kshortest_routings_path_table():
+    """The bench's Model 1 instances (evaluator.bench.lp) carry the kshortest routing's paths: per pair the
+    table's paths (Yen, k = 4), each a chain from its source to its destination router, with the pair's bytes;
+    they never do worse than the one DOR path per pair (HiGHS on both)."""
+    from evaluator.bench.lp import K_PATHS, many_to_many_instance
+    from evaluator.routing._paths import PairSet, path_table
+
+    t = ev.torus([4, 4, 2])
+    inc, pair, demand, cap, fixed = many_to_many_instance(t, np.random.default_rng(3))
+    rng, p = np.random.default_rng(3), t.n_nodes  # the instance's draws: p/16 sources, 8 of the last p/2 each
+    dst = np.concatenate([rng.choice(np.arange(p // 2, p), 8, replace=False) for _ in range(p // 16)])
+    pairs = PairSet.of(np.repeat(np.arange(p // 16), 8), dst, t.n_routers)  # one node per router
+    table = path_table(t, ev.routing.kshortest(K_PATHS).bind(pairs), pairs)
+    assert inc.shape == (t.n_links, table.n_paths) and np.array_equal(pair, table.path_pair)
+    np.testing.assert_array_equal(demand, np.full(len(pairs), 8e6))
+    inc = inc.tocsc()
+    for k in range(inc.shape[1]):
+        links = inc.indices[inc.indptr[k]:inc.indptr[k + 1]]
+        assert sorted(links.tolist()) == sorted(table.path_links[k, :table.path_hops[k]].tolist())
+        s, d = int(pairs.src[pair[k]]), int(pairs.dst[pair[k]])
+        bal = np.bincount(t.link_src[links], minlength=t.n_routers) - np.bincount(t.link_dst[links],
+                                                                                  minlength=t.n_routers)
+        assert bal[s] == 1 and bal[d] == -1 and np.count_nonzero(bal) == 2
+    z_k = lp.solve_path_lp(inc, pair, demand, cap, fixed).z
+    z_dor = lp.solve_path_lp(*many_to_many_instance(t, np.random.default_rng(3), (0, 1, 2))).z
+    assert z_k >= z_dor * (1 - TOL["lp"])
+
+
 def test_dense_demand_equals_its_flow_list():
     """Router demand of a dense rank-one traffic equals that of its explicit flow list (two nodes per router, two
     tasks per node)."""
