@@ -159,6 +159,33 @@ def test_garg_konemann_within_its_gap_of_the_exact_lp():
         assert exact <= gk.z * (1 + gk.gap) * (1 + TOL["lp"])
 
 
+@pytest.mark.parametrize("refine", [True, False])
+def test_garg_konemann_certified_interval_contains_the_optimum(refine):
+    """Property test: on random small instances (4x4x2 torus, 3x4 mesh-torus with 2 nodes per router), the
+    interval [z, z_upper] contains HiGHS's optimum of the edge LP, and gap = z_upper / z - 1 (docs/bounds.md);
+    with the column-generation tightening the gap is within target_gap, without it only the steps bound it."""
+    rng = np.random.default_rng(11)
+    steps, rounds = [], []
+    for topo in (ev.torus([4, 4, 2]), ev.torus([3, 4], wrap=[False, True], nodes_per_router=2)):
+        for _ in range(3):
+            n = topo.n_nodes
+            tr, pl = _random_point(topo, rng, int(rng.integers(n // 2, 2 * n)))
+            d = router_demand(topo, tr, pl)
+            exact = lp.optimal_bound(topo, d, "edge").z
+            gk = lp.garg_konemann(topo, d, target_gap=0.01, max_steps=60, refine=refine)
+            assert gk.z <= exact * (1 + TOL["lp"]) and gk.z_upper >= exact * (1 - TOL["lp"])
+            assert gk.gap == pytest.approx(gk.z_upper / gk.z - 1, rel=TOL["rel"], abs=TOL["lp"])
+            assert gk.completion_time == pytest.approx(1 / gk.z, rel=TOL["rel"])
+            if refine:
+                assert gk.gap <= 0.01
+            steps.append(gk.steps)
+            rounds.append(gk.rounds)
+    if refine:  # the tightening ran (not only the weights), after its 50 steps
+        assert max(rounds) >= 1 and max(steps) == 50
+    else:
+        assert max(rounds) == 0 and max(steps) == 60
+
+
 def _class_loads(topo, d, mix):
     inc, pair, gbytes, fixed, classes = lp.adaptive_classes(topo, d)
     x = np.array([mix(I, topo.g) for (_, _, I) in classes]) * gbytes[pair]
@@ -187,6 +214,57 @@ def test_dragonfly_adaptive_bound_beats_minimal_and_valiant(dims):
         times = [float(ev.evaluate(topo, tr, pl, r).completion_time) for r in ("minimal", "valiant")]
         assert t_ad <= min(times) * (1 + TOL["lp"])
         assert t_opt <= t_ad * (1 + TOL["lp"])  # the class mix is one routing among all
+
+
+def _lp_bytes(x):
+    """The adaptive_size formula applied to an LP as built (sizes counted on the matrices)."""
+    from evaluator.lp._flow import BYTES_PER_NNZ
+
+    return BYTES_PER_NNZ * x.nnz + 64 * (x.n_vars + x.A_eq.shape[0] + x.A_ub.shape[0])
+
+
+@pytest.mark.parametrize("dims", [(1, 4, 1), (2, 4, 2), (2, 3, 1)])
+def test_dragonfly_adaptive_size_estimate_bounds_the_lp_it_builds(dims):
+    """The estimate (counted from the builder's rules) against the matrices actually built: the incidence count
+    is exact, variables/rows/nonzeros are >= the built LP's and within 2x; the sweep's estimate (every router
+    sending to every group, no traffic known) is >= any traffic's and exact for all-to-all."""
+    from evaluator.sweep import bounds as sb
+
+    topo = ev.dragonfly(*dims)
+    rng = np.random.default_rng(4)
+    n = topo.n_nodes
+    cap = np.asarray(topo.capacity, dtype=np.float64)
+    every = np.nonzero(~np.eye(n, dtype=bool))
+    points = [_random_point(topo, rng, k) for k in (5, n, 20 * n)]
+    points.append((Traffic(n, every[0], every[1], np.ones(every[0].size)), ev.placement.linear(topo, n)))
+    full, _ = sb.bound_bytes(topo, n, "dragonfly_adaptive")
+    for tr, pl in points:
+        d = router_demand(topo, tr, pl)
+        inc, pair, gbytes, fixed, _ = lp.adaptive_classes(topo, d)
+        built = lp.path_lp(inc, pair, gbytes, cap, fixed)
+        est = lp.adaptive_size(topo, d)
+        assert est["incidence_nnz"] == inc.nnz and est["classes"] == pair.size
+        for k, actual in (("nnz", built.nnz), ("vars", built.n_vars),
+                          ("rows", built.A_eq.shape[0] + built.A_ub.shape[0])):
+            assert actual <= est[k] <= 2 * actual, k
+        assert _lp_bytes(built) <= est["bytes"] <= 2 * _lp_bytes(built) and est["bytes"] <= full
+    assert lp.adaptive_size(topo)["incidence_nnz"] == inc.nnz and full == lp.adaptive_size(topo)["bytes"]
+
+
+def test_dragonfly_adaptive_lp_over_memory_refused_before_it_is_built(monkeypatch):
+    topo = ev.dragonfly(2, 4, 2)
+    tr, pl = _random_point(topo, np.random.default_rng(6), 2 * topo.n_nodes)
+    d = router_demand(topo, tr, pl)
+    est = lp.adaptive_size(topo, d)
+    real = lp._dragonfly.adaptive_classes
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", str(int(est["bytes"] / 0.8) - 1))
+    monkeypatch.setattr(lp._dragonfly, "adaptive_classes", lambda *a: pytest.fail("built before the check"))
+    with pytest.raises(ResourceError, match=rf"bounds = 'dragonfly_adaptive'.*Dragonfly adaptive LP.*"
+                                            rf"{est['nnz']:,} nonzeros\) need about"):
+        optimal(topo, tr, pl, "dragonfly_adaptive")
+    monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", str(int(est["bytes"] / 0.8) + 2))  # the estimate fits: it runs
+    monkeypatch.setattr(lp._dragonfly, "adaptive_classes", real)
+    assert optimal(topo, tr, pl, "dragonfly_adaptive").method == "dragonfly_adaptive"
 
 
 def test_bad_input(monkeypatch):
@@ -241,6 +319,34 @@ def test_bench_dimension_order_paths_are_minimal():
                                                                                   minlength=t.n_routers)
         assert bal[s] == 1 and bal[d] == -1 and np.count_nonzero(bal) == 2
     assert set(pair.tolist()) == set(range(src.size))
+
+
+def test_bench_instances_use_the_kshortest_routings_path_table():
+    """The bench's Model 1 instances (evaluator.bench.lp) carry the kshortest routing's paths: per pair the
+    table's paths (Yen, k = 4), each a chain from its source to its destination router, with the pair's bytes;
+    they never do worse than the one DOR path per pair (HiGHS on both)."""
+    from evaluator.bench.lp import K_PATHS, many_to_many_instance
+    from evaluator.routing._paths import PairSet, path_table
+
+    t = ev.torus([4, 4, 2])
+    inc, pair, demand, cap, fixed = many_to_many_instance(t, np.random.default_rng(3))
+    rng, p = np.random.default_rng(3), t.n_nodes  # the instance's draws: p/16 sources, 8 of the last p/2 each
+    dst = np.concatenate([rng.choice(np.arange(p // 2, p), 8, replace=False) for _ in range(p // 16)])
+    pairs = PairSet.of(np.repeat(np.arange(p // 16), 8), dst, t.n_routers)  # one node per router
+    table = path_table(t, ev.routing.kshortest(K_PATHS).bind(pairs), pairs)
+    assert inc.shape == (t.n_links, table.n_paths) and np.array_equal(pair, table.path_pair)
+    np.testing.assert_array_equal(demand, np.full(len(pairs), 8e6))
+    inc = inc.tocsc()
+    for k in range(inc.shape[1]):
+        links = inc.indices[inc.indptr[k]:inc.indptr[k + 1]]
+        assert sorted(links.tolist()) == sorted(table.path_links[k, :table.path_hops[k]].tolist())
+        s, d = int(pairs.src[pair[k]]), int(pairs.dst[pair[k]])
+        bal = np.bincount(t.link_src[links], minlength=t.n_routers) - np.bincount(t.link_dst[links],
+                                                                                  minlength=t.n_routers)
+        assert bal[s] == 1 and bal[d] == -1 and np.count_nonzero(bal) == 2
+    z_k = lp.solve_path_lp(inc, pair, demand, cap, fixed).z
+    z_dor = lp.solve_path_lp(*many_to_many_instance(t, np.random.default_rng(3), (0, 1, 2))).z
+    assert z_k >= z_dor * (1 - TOL["lp"])
 
 
 def test_dense_demand_equals_its_flow_list():

@@ -17,6 +17,7 @@ from evaluator import config
 from evaluator import config as C
 from evaluator.config import RayConfig
 from evaluator.errors import ConfigError, ResourceError
+from evaluator.lp import solve_highs, z_from_objective
 from evaluator.lp.bounds import optimal
 from evaluator.query import open_results
 from evaluator.sweep import plan_sweep, run_sweep
@@ -152,25 +153,62 @@ def test_memory_estimate_is_an_upper_bound_of_the_edge_lp(tmp_path):
     assert sb.bound_bytes(topo, 16, "edge", batch=32)[0] == 32 * sb.bound_bytes(topo, 16, "edge")[0]
 
 
-def test_batched_pdhg_within_one_percent_of_highs_and_a_pure_function_of_the_chunk(tmp_path):
-    """bound_solver=pdhg: a chunk's same-size LPs in one batched call, within 1% of HiGHS; a chunk alone (no
-    warm start from another chunk) gives exactly what it gave in the sweep."""
-    extra = ["topology.dims=[4,4]", "traffic.n_tasks=14", "placement=linear"]  # LPs of one padded size
-    plan = make_plan("torus_bounds", extra + ["bound_solver=pdhg", "sweep.chunk_size=4"], tmp_path / "p",
-                     {"traffic.seed": [0, 1, 2, 3]})
-    ds = open_results(run_sweep(plan, NO_RAY, progress=False))
-    exact = []  # HiGHS on each point's own demand
-    for flat in range(plan.n_points):
+def test_batched_pdhg_chains_warm_starts_within_a_chunk_within_one_percent_and_chunks_stay_pure(tmp_path,
+                                                                                                  monkeypatch):
+    """bound_solver=pdhg with the batch lowered to 2 (``PDHG_BATCH``): each chunk of 6 same-size LPs is solved
+    in 3 batched calls, the first cold and each later one warm-started from the previous call's final points
+    (the object passed, and the solver reports it started from them); every Z within 1% of HiGHS (SciPy
+    ``linprog(method="highs")``) on the same instance; the recorded gap is the solver's for that instance; the
+    second chunk run alone (no warm start from the first) gives exactly what it gave in the full run."""
+    monkeypatch.setattr(sb, "PDHG_BATCH", 2)
+    calls = []  # (warm_start passed, result, LPs)
+    real = sb.solve_pdhg
+
+    def spy(lps, warm_start=None, **kw):
+        out = real(lps, warm_start=warm_start, **kw)
+        calls.append((warm_start, out, list(lps)))
+        return out
+
+    monkeypatch.setattr(sb, "solve_pdhg", spy)
+    extra = ["topology.dims=[4,4]", "traffic.n_tasks=14", "placement=linear",  # LPs of one padded size
+             "bound_solver=pdhg", "sweep.chunk_size=6"]
+    axes = {"traffic.seed": list(range(12))}
+    plan = make_plan("torus_bounds", extra, tmp_path / "p", axes)
+    ds = open_results(run_sweep(plan, ONE_THREAD, progress=False))  # one chunk at a time: calls in chunk order
+    assert len(plan.chunks()) == 2 and len(calls) == 6  # 2 chunks x 3 batches of 2
+    assert len({out.bucket for _, out, _ in calls}) == 1
+    for c in (0, 3):  # each chunk: cold, then warm from the previous call of the chunk
+        assert calls[c][0] is None and not calls[c][1].warm_started
+        for j in (c + 1, c + 2):
+            assert calls[j][0] is calls[j - 1][1] and calls[j][1].warm_started
+    assert set(ds.bound_solver.values.ravel()) == {"pdhg"} and ds.attrs["bounds_solver_requested"] == "pdhg"
+    # every instance within 1% of HiGHS on the same LP; the point's recorded gap is its instance's
+    z_pdhg, z_highs, gaps = [], [], []
+    for _, out, lps in calls:
+        for x, obj, gap in zip(lps, out.objective, out.gap):
+            z_pdhg.append(z_from_objective(x, float(obj)))
+            z_highs.append(z_from_objective(x, solve_highs(x).objective))
+            gaps.append(float(gap))
+    np.testing.assert_allclose(z_pdhg, z_highs, rtol=TOL["pdhg"])
+    # chunks may run in any order: compare per chunk (3 consecutive calls) with the chunk's points, in order
+    mine = sorted((tuple(gaps[6 * c: 6 * c + 6]), tuple(1 / np.asarray(z_pdhg[6 * c: 6 * c + 6]))) for c in (0, 1))
+    theirs = sorted((tuple(ds.bound_gap.values.reshape(-1)[pts]),
+                     tuple(ds.optimal_completion_time.values.reshape(-1)[pts])) for _, pts in plan.chunks())
+    for (g1, t1), (g2, t2) in zip(mine, theirs):
+        np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_allclose(t1, t2, rtol=TOL["rel"])
+    assert (ds.bound_gap < TOL["pdhg"]).all() and (ds.routing_efficiency <= 1 + TOL["pdhg"]).all()
+    # and each point's optimum is that of its own demand (HiGHS on the point alone)
+    for flat in (0, plan.n_points - 1):
         cfg = plan.point_config(flat)
         topo = C.build_topology(cfg.topology)
         tr = C.build_traffic(cfg.traffic, topo)
-        exact.append(optimal(topo, tr, C.build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks,
-                                                         cfg.topology)).completion_time)
-    assert set(ds.bound_solver.values.ravel()) == {"pdhg"} and ds.attrs["bounds_solver_requested"] == "pdhg"
-    np.testing.assert_allclose(ds.optimal_completion_time.values.reshape(-1), exact, rtol=TOL["pdhg"])
-    assert (ds.bound_gap < TOL["pdhg"]).all() and (ds.routing_efficiency <= 1 + TOL["pdhg"]).all()
-    cid, pts = plan.chunks()[0]
-    alone = evaluate_chunk(make_plan("torus_bounds", extra + ["bound_solver=pdhg", "sweep.chunk_size=4"],
-                                     tmp_path / "q", {"traffic.seed": [0, 1, 2, 3]}), pts)
-    np.testing.assert_array_equal(alone["bounds"]["optimal_completion_time"],
-                                  ds.optimal_completion_time.values.reshape(-1)[pts][alone["ok"]])
+        exact = optimal(topo, tr, C.build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks, cfg.topology))
+        assert float(ds.optimal_completion_time.values.reshape(-1)[flat]) == pytest.approx(exact.completion_time,
+                                                                                          rel=TOL["pdhg"])
+    # purity: the second chunk alone, in a fresh plan, starts cold and gives the same bounds bit for bit
+    cid, pts = plan.chunks()[1]
+    alone = evaluate_chunk(make_plan("torus_bounds", extra, tmp_path / "q", axes), pts)
+    assert len(calls) == 9 and calls[6][0] is None
+    for k in ("optimal_completion_time", "bound_gap"):
+        np.testing.assert_array_equal(alone["bounds"][k], ds[k].values.reshape(-1)[pts][alone["ok"]])

@@ -3,10 +3,13 @@
 Instances (Bui et al.'s constant-ratio many-to-many pattern): on a BG/Q
 partition of ``p`` nodes, the first ``m = p/16`` nodes each send 8 MB to 8
 nodes drawn from the last ``p/2`` (a new draw per instance). Every router
-pair gets ``K`` minimal paths, one per dimension order (the first is BG/Q's
-longest-first order, the others random permutations; duplicates dropped),
-the path set of BG/Q's routing zones. Model 1 (:func:`evaluator.lp.path_lp`)
-chooses the split; injection and ejection are fixed loads.
+pair gets the paths the ``kshortest`` routing gives it (Yen's ``K = 4``
+shortest loopless paths, :func:`evaluator.routing._paths.path_table`, the
+table users' ``kshortest`` and ``optiq_lp`` evaluations are built from), so
+the bench solves the instances users solve. Model 1
+(:func:`evaluator.lp.path_lp`) chooses the split; injection and ejection
+are fixed loads. The one-path baseline (the Z gain) is DOR in BG/Q's
+longest-first dimension order.
 
 Rows: 512 nodes (1 midplane), ``N`` instances solved in one batched PDHG
 call (compilation reported apart), cold and warm-started from the previous
@@ -22,7 +25,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["w_lp", "lp_rows", "dimension_order_paths", "many_to_many_instance"]
+__all__ = ["w_lp", "lp_rows", "dimension_order_paths", "kshortest_paths", "many_to_many_instance"]
 
 K_PATHS = 4
 INSTANCES = {False: 128, True: 100}
@@ -64,8 +67,28 @@ def dimension_order_paths(topo, src, dst, orders):
     return inc, np.asarray(pair, np.int64)
 
 
-def many_to_many_instance(topo, rng, orders, nbytes=8e6, per_source=8):
-    """Model 1 data ``(incidence, pair, demand, capacity, fixed_load)`` of one constant-ratio instance."""
+def kshortest_paths(topo, src, dst, k=K_PATHS):
+    """Incidence ``[link, path]`` (every link of ``topo``; paths use router links only), pair index and pair keys
+    (``src * n_routers + dst``, sorted: the pairs' order) of the ``kshortest`` routing's path table for the
+    router pairs ``(src, dst)``: Yen's ``k`` shortest loopless paths, parallel links as separate paths."""
+    from ..routing import kshortest
+    from ..routing._paths import PairSet, path_incidence, path_table
+
+    pairs = PairSet.of(src, dst, topo.n_routers)
+    table = path_table(topo, kshortest(k).bind(pairs), pairs)
+    inc, pair = path_incidence(table)
+    inc = sp.csr_matrix((inc.data, inc.indices, np.r_[inc.indptr, np.full(topo.n_links - inc.shape[0],
+                                                                          inc.indptr[-1])]),
+                        shape=(topo.n_links, inc.shape[1]))
+    return inc, np.asarray(pair, np.int64), pairs.keys
+
+
+def many_to_many_instance(topo, rng, dor_order=None, nbytes=8e6, per_source=8):
+    """Model 1 data ``(incidence, pair, demand, capacity, fixed_load)`` of one constant-ratio instance.
+
+    Paths: the ``kshortest`` routing's (:func:`kshortest_paths`, ``K_PATHS`` per pair), or, with
+    ``dor_order`` (a tuple of dimensions), the one dimension-order path per pair (the DOR baseline).
+    """
     p = topo.n_nodes
     m = p // 16
     dests = np.stack([rng.choice(np.arange(p // 2, p), per_source, replace=False) for _ in range(m)])
@@ -74,18 +97,20 @@ def many_to_many_instance(topo, rng, orders, nbytes=8e6, per_source=8):
     fixed = np.zeros(topo.n_links)
     np.add.at(fixed, topo.injection_link(src), nbytes)
     np.add.at(fixed, topo.ejection_link(dst), nbytes)
-    inc, pair = dimension_order_paths(topo, src, dst, orders)  # one node per router on BG/Q
-    return inc, pair, np.full(src.size, nbytes), np.asarray(topo.capacity, dtype=np.float64), fixed
+    rs, rd = src // topo.nodes_per_router, dst // topo.nodes_per_router  # one node per router on BG/Q
+    cap = np.asarray(topo.capacity, dtype=np.float64)
+    if dor_order is not None:
+        inc, pair = dimension_order_paths(topo, rs, rd, [dor_order])
+        return inc, pair, np.full(src.size, nbytes), cap, fixed
+    inc, pair, keys = kshortest_paths(topo, rs, rd)
+    demand = np.zeros(keys.size)
+    np.add.at(demand, np.searchsorted(keys, rs * topo.n_routers + rd), nbytes)
+    return inc, pair, demand, cap, fixed
 
 
-def _orders(topo, rng):
-    longest = tuple(int(k) for k in np.argsort(-np.asarray(topo.dims), kind="stable"))
-    out = [longest]
-    while len(out) < K_PATHS:
-        o = tuple(int(k) for k in rng.permutation(len(topo.dims)))
-        if o not in out:
-            out.append(o)
-    return out
+def _dor_order(topo):
+    """BG/Q's dimension order: longest dimension first."""
+    return tuple(int(k) for k in np.argsort(-np.asarray(topo.dims), kind="stable"))
 
 
 def w_lp(args, device, peak_mb, timed) -> dict:
@@ -97,10 +122,9 @@ def w_lp(args, device, peak_mb, timed) -> dict:
     rng = np.random.default_rng(0)
     out = {}
     topo = bgq_partition([1, 1, 1, 1])
-    orders = _orders(topo, rng)
     N = INSTANCES[quick]
     t0 = time.perf_counter()
-    data = [many_to_many_instance(topo, rng, orders) for _ in range(N)]
+    data = [many_to_many_instance(topo, rng) for _ in range(N)]
     lps = [lp.path_lp(*x) for x in data]
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -133,15 +157,15 @@ def w_lp(args, device, peak_mb, timed) -> dict:
                    "worst_gap": float(np.max(first.gap)), "iterations_cold": int(cold2.iterations.sum()),
                    "iterations_warm": int(warm.iterations.sum()), "size": size}
     # one path (DOR, longest first) against K: what the split buys
-    one = [lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i), orders[:1])) for i in range(8)]
-    kk = [lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i), orders)) for i in range(8)]
+    one = [lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i), _dor_order(topo))) for i in range(8)]
+    kk = [lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i))) for i in range(8)]
     gain = [lp.z_from_objective(b, lp.solve_highs(b).objective) / lp.z_from_objective(a, lp.solve_highs(a).objective)
             for a, b in zip(one, kk)]
     out["m512"]["z_gain_over_dor_median"] = float(np.median(gain))
     # one 8,192-node instance
     big = bgq_partition([2, 2, 2, 2])
     t0 = time.perf_counter()
-    x = lp.path_lp(*many_to_many_instance(big, np.random.default_rng(1), _orders(big, np.random.default_rng(1))))
+    x = lp.path_lp(*many_to_many_instance(big, np.random.default_rng(1)))
     build_big = time.perf_counter() - t0
     t0 = time.perf_counter()
     sh = lp.solve_highs(x)
@@ -176,7 +200,7 @@ def lp_rows(data: dict, device_label) -> list[dict]:
          "note": (f"{a['highs_s'] / a['pdhg_s']:.3g}x HiGHS's instances/s ({N / a['highs_s']:.3g}/s, one "
                   f"by one); compile+first {a['pdhg_first_s']:.1f} s; worst duality gap "
                   f"{a['worst_gap']:.1e}; LP ~{sz['vars']:,} vars, {sz['rows']:,} rows, {sz['nnz']:,} nnz; "
-                  f"{K_PATHS} dimension-order paths per pair; K paths vs DOR: median Z gain "
+                  f"kshortest paths (Yen, k={K_PATHS}) per pair; K paths vs DOR: median Z gain "
                   f"{a['z_gain_over_dor_median']:.2f}x")},
         {"scenario": f"LP: same, warm-started PDHG (demands +-10%)", "points": N, "seconds": a["pdhg_warm_s"],
          "points_per_s": N / a["pdhg_warm_s"], "ratio": nan, "ratio_scipy": nan,

@@ -13,6 +13,7 @@ and answers ``evaluate(..., bounds=True)``. See ``docs/bounds.md``.
 """
 
 from ._dragonfly import adaptive_classes as adaptive_classes
+from ._dragonfly import adaptive_size as adaptive_size
 from ._dragonfly import dragonfly_adaptive_bound as dragonfly_adaptive_bound
 from ._flow import EDGE_AUTO_NNZ as EDGE_AUTO_NNZ
 from ._flow import METHODS as METHODS
@@ -36,5 +37,5 @@ from ._solvers import solve_pdhg as solve_pdhg
 
 __all__ = ["LP", "SOLVERS", "METHODS", "EDGE_AUTO_NNZ", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
-           "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes",
+           "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes", "adaptive_size",
            "dragonfly_adaptive_bound"]

@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_memory
 from ..topology import DragonflyTopology, Topology
-from ._flow import RouterDemand
+from ._flow import BYTES_PER_NNZ, RouterDemand
 from ._model1 import PathBound, solve_path_lp
 
-__all__ = ["adaptive_classes", "dragonfly_adaptive_bound"]
+__all__ = ["adaptive_classes", "adaptive_size", "check_adaptive_size", "dragonfly_adaptive_bound"]
 
 
 def _own(topo: DragonflyTopology) -> np.ndarray:
@@ -45,15 +45,98 @@ def _own(topo: DragonflyTopology) -> np.ndarray:
     return own
 
 
+def _check_topology(topo) -> None:
+    if not isinstance(topo, DragonflyTopology):
+        raise ConfigError("topology", topo.name, "a Dragonfly (the adaptive bound mixes minimal and Valiant)")
+    if topo.g < 3:
+        raise ConfigError("topology", topo.name, "a Dragonfly with at least 3 groups",
+                          "Valiant needs an intermediate group other than source and destination.")
+
+
+def _supports(topo: DragonflyTopology, demand: RouterDemand):
+    """``(out, inn)`` boolean ``[S, D, router]``: routers of group ``S`` sending to group ``D`` and routers of
+    ``D`` receiving from ``S`` (inter-group pairs with bytes only)."""
+    g, a = topo.g, topo.a
+    Gs, Gd = demand.src // a, demand.dst // a
+    inter = (Gs != Gd) & (demand.nbytes > 0)
+    out = np.zeros((g, g, a), bool)
+    inn = np.zeros((g, g, a), bool)
+    out[Gs[inter], Gd[inter], demand.src[inter] % a] = True
+    inn[Gs[inter], Gd[inter], demand.dst[inter] % a] = True
+    return out, inn
+
+
+def adaptive_size(topo: DragonflyTopology, demand: RouterDemand | None = None) -> dict[str, int]:
+    """Size of the adaptive bound's LP (:func:`adaptive_classes` then :func:`~evaluator.lp.path_lp`), before it
+    is built: ``classes``, ``vars``, ``rows``, ``nnz`` and ``bytes`` (as :func:`~evaluator.lp.edge_size`:
+    :data:`~evaluator.lp._flow.BYTES_PER_NNZ` per nonzero plus 64 per variable and row).
+
+    Counted from what the builder creates, not guessed: a group pair ``(S, D)``
+    with traffic gets ``g - 1`` classes; a local hop part ``outer(w_from,
+    w_to)`` off its diagonal has ``|w_from| |w_to| - |w_from & w_to|`` entries
+    (supports), a global part ``m``. With ``demand`` the supports are the
+    demand's own routers (the incidence count is then exact); without, every
+    router of every group sends to and receives from every other group (an
+    upper bound for any demand on ``topo``). The capacity rows and the
+    fixed-load column are bounded by the router links and by the incidence
+    entries (``path_lp`` keeps the links some class uses).
+    """
+    _check_topology(topo)
+    g, a, m = topo.g, topo.a, topo.links_per_pair
+    O = _own(topo) > 0  # [G, H, r]: r of G owns a link to H
+    o = O.sum(2).astype(np.int64)  # [G, H]
+    if demand is None:
+        pairs = ~np.eye(g, dtype=bool)
+        out = np.broadcast_to(pairs[:, :, None], (g, g, a))
+        inn = out
+    else:
+        out, inn = _supports(topo, demand)
+        pairs = out.any(2)
+    nu = out.sum(2).astype(np.int64)  # [S, D]
+    nv = inn.sum(2).astype(np.int64)
+    Oi = O.astype(np.int64)
+    osum, Osum = o.sum(1), Oi.sum(1)  # [G], [G, r]: over every H (own[G, G] is empty)
+    ou = out.astype(np.int64)
+    iv = inn.astype(np.int64)
+    # minimal (S, D): local(S, u, own[S, D]) + m + local(D, own[D, S], v)
+    src_min = nu * o - np.einsum("sdr,sdr->sd", ou, Oi)
+    dst_min = nv * o.T - np.einsum("sdr,dsr->sd", iv, Oi)
+    # Valiant through every I != S, D: local(S, u, own[S, I]) + m + local(I, own[I, S], own[I, D]) + m +
+    # local(D, own[D, I], v); own[S, S] and own[D, D] are empty, so the sums over I may include S and D
+    src_val = nu * (osum[:, None] - o) - (np.einsum("sdr,sr->sd", ou, Osum) - np.einsum("sdr,sdr->sd", ou, Oi))
+    dst_val = nv * (osum[None, :] - o.T) - (np.einsum("sdr,dr->sd", iv, Osum) - np.einsum("sdr,dsr->sd", iv, Oi))
+    mid = (o[:, :, None] * o[:, None, :] - np.einsum("isr,idr->isd", Oi, Oi)).sum(0)  # [S, D]
+    per_pair = src_min + dst_min + m + src_val + dst_val + mid + 2 * m * (g - 2)
+    P = int(pairs.sum())
+    inc = int(per_pair[pairs].sum())
+    K = P * (g - 1)
+    used = min(int(topo.n_router_links), inc)  # capacity rows: links some class uses (at most one per entry)
+    n_vars, rows = K + 1, P + used
+    nnz = inc + used + K + P  # incidence, fixed-load column, demand rows (classes and the Z column)
+    return {"classes": K, "incidence_nnz": inc, "vars": n_vars, "rows": rows, "nnz": nnz,
+            "bytes": BYTES_PER_NNZ * nnz + 64 * (n_vars + rows)}
+
+
+def describe_adaptive(topo, size: dict[str, int]) -> str:
+    """What :func:`adaptive_size` counted, for messages."""
+    return (f"on {topo.name}, the Dragonfly adaptive LP ({size['classes']:,} path classes, {size['vars']:,} "
+            f"variables, {size['rows']:,} rows, {size['nnz']:,} nonzeros)")
+
+
+def check_adaptive_size(topo, demand: RouterDemand | None = None, batch: int = 1) -> None:
+    """Refuse (:class:`~evaluator.errors.ResourceError` naming the estimate) an adaptive LP, ``batch`` at once,
+    whose :func:`adaptive_size` exceeds 80% of the available memory, before anything is built."""
+    size = adaptive_size(topo, demand)
+    check_memory("bounds", "dragonfly_adaptive", batch * size["bytes"],
+                 describe_adaptive(topo, size) + (f" x {batch} at once" if batch > 1 else ""),
+                 "Use bounds=garg_konemann (the all-paths optimum, no LP) or a smaller network.")
+
+
 def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand):
     """Model 1 data of the adaptive bound: ``(incidence [link, class], pair [class], bytes [pair], fixed [link],
     classes)``; ``classes[k] = (S, D, I)`` with ``I = -1`` for the minimal class."""
-    if not isinstance(topo, DragonflyTopology):
-        raise ConfigError("topology", topo.name, "a Dragonfly (the adaptive bound mixes minimal and Valiant)")
+    _check_topology(topo)
     g, a, m = topo.g, topo.a, topo.links_per_pair
-    if g < 3:
-        raise ConfigError("topology", topo.name, "a Dragonfly with at least 3 groups",
-                          "Valiant needs an intermediate group other than source and destination.")
     L = topo.n_links
     ll = np.asarray(topo.local_link)
     gl = np.asarray(topo.global_link)
@@ -105,7 +188,12 @@ def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand):
 
 
 def dragonfly_adaptive_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") -> PathBound:
-    """The adaptive-routing bound (module docstring): Model 1 over minimal/Valiant classes per group pair."""
+    """The adaptive-routing bound (module docstring): Model 1 over minimal/Valiant classes per group pair.
+
+    Refused with a :class:`~evaluator.errors.ResourceError` naming the estimate (:func:`adaptive_size`)
+    before anything is built when the LP would not fit in 80% of the available memory.
+    """
+    check_adaptive_size(topology, demand)
     inc, pair, gbytes, fixed, _ = adaptive_classes(topology, demand)
     res = solve_path_lp(inc, pair, gbytes, np.asarray(topology.capacity, dtype=np.float64), fixed, solver,
                         method="dragonfly_adaptive")

@@ -59,6 +59,9 @@ class PathBound:
         Garg-Konemann: the certified ``upper / lower - 1``).
     z_upper : float
         A proven upper bound of the optimum (``z`` for exact solvers; the best dual bound for Garg-Konemann).
+    steps, rounds : int
+        Garg-Konemann: multiplicative-weight steps, and rounds of the column-generation tightening run (0 for
+        the LPs).
     """
 
     z: float
@@ -68,6 +71,8 @@ class PathBound:
     solver: str
     gap: float
     z_upper: float
+    steps: int = 0
+    rounds: int = 0
 
 
 def path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,

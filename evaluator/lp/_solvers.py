@@ -80,6 +80,8 @@ class Solution:
     solver: str
     status: str
     iterations: int = 0
+    ub_dual: np.ndarray | None = None
+    """HiGHS: the marginals of the ``A_ub`` rows (<= 0; d objective / d ``b_ub``), None otherwise."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -87,7 +89,8 @@ class BatchSolution:
     """Solutions of a batch (``objective``, ``gap``, ``iterations`` ``[instance]``) and the padded points.
 
     ``primal``/``dual`` are the padded final points (device arrays), kept to
-    warm-start the next batch of the same bucket (``bucket``).
+    warm-start the next batch of the same bucket (``bucket``); ``warm_started``:
+    whether this batch started from a previous one's points (else from zero).
     """
 
     objective: np.ndarray
@@ -100,6 +103,7 @@ class BatchSolution:
     dual: object
     bucket: tuple[int, ...]
     solver: str = "pdhg"
+    warm_started: bool = False
 
 
 def _check_solver(solver: str) -> str:
@@ -139,7 +143,8 @@ def solve_highs(lp: LP) -> Solution:
     fin = np.isfinite(lp.ub)
     dual += float(lp.ub[fin] @ res.upper.marginals[fin])
     gap = abs(res.fun - dual) / max(abs(res.fun), abs(dual), 1e-300)
-    return Solution(float(res.fun), np.asarray(res.x), float(gap), "highs", "optimal", int(res.nit))
+    ub_dual = np.asarray(res.ineqlin.marginals) if lp.A_ub.shape[0] else np.zeros(0)
+    return Solution(float(res.fun), np.asarray(res.x), float(gap), "highs", "optimal", int(res.nit), ub_dual)
 
 
 def _bucket(n: int, minimum: int = 8) -> int:
@@ -235,7 +240,7 @@ def solve_pdhg(lps: list[LP], warm_start: BatchSolution | None = None, eps: floa
     # relative to the objective itself (MPAX divides by 1 + |objective|, which understates it for small optima)
     gap = np.abs(pobj - dobj) / np.maximum(np.maximum(np.abs(pobj), np.abs(dobj)), 1e-300)
     return BatchSolution(pobj, dobj, gap, np.asarray(it), np.asarray(status),
-                         [xs[i, : lp.n_vars] for i, lp in enumerate(lps)], x, y, bucket)
+                         [xs[i, : lp.n_vars] for i, lp in enumerate(lps)], x, y, bucket, warm_started=warm)
 
 
 def solve(lp: LP, solver: str = "highs") -> Solution:

@@ -41,8 +41,9 @@ import numpy as np
 
 from .. import config as C
 from ..errors import ConfigError, available_memory, check_memory
-from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, dragonfly_adaptive_bound, edge_lp, edge_size,
-                  optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
+from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_size, dragonfly_adaptive_bound, edge_lp,
+                  edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
+from ..lp._dragonfly import check_adaptive_size
 from ..lp._flow import BYTES_PER_NNZ
 from ..lp._solvers import _bucket
 from ..lp.bounds import check_bounds, optimal, router_demand
@@ -91,13 +92,10 @@ def bound_bytes(topology, n_senders: int, method: str, batch: int = 1) -> tuple[
     S = max(1, min(R, int(n_senders)))
     nnz, eb = _edge(S, R, E)
     gk = _gk_bytes(S, R, E)
-    if method == "dragonfly_adaptive":
-        g = int(getattr(topology, "g", 1))
-        a = int(getattr(topology, "a", 1))
-        K = g * (g - 1) * max(1, g - 1)  # classes: every group pair, minimal + (g - 2) Valiant
-        nnz = K * (3 * a * a + 2 * int(getattr(topology, "links_per_pair", 1)))  # local hops a^2, global m
-        return batch * (BYTES_PER_NNZ * nnz + 64 * (K + topology.n_links)), \
-            f"the Dragonfly adaptive LP ({K:,} classes, about {nnz:,} nonzeros)"
+    if method == "dragonfly_adaptive":  # counted from the builder, every router sending to every group: an
+        size = adaptive_size(topology)  # upper bound for any traffic (exact for all-to-all)
+        return batch * size["bytes"], (f"the Dragonfly adaptive LP ({size['classes']:,} path classes, "
+                                       f"{size['nnz']:,} nonzeros)")
     what_edge = f"the edge LP ({S:,} sources x {E:,} router links: {nnz:,} nonzeros)"
     what_gk = f"Garg-Konemann's {S:,} x {R:,} distance tables"
     if method == "edge":
@@ -312,6 +310,7 @@ def _lp_of(topo, demand: RouterDemand, method: str):
     """``(LP, method, None)`` for an instance to batch, or ``(None, method, PathBound)`` when it is solved here
     (no demand, Garg-Konemann, an edge LP ``auto`` leaves to Garg-Konemann)."""
     if method == "dragonfly_adaptive":
+        check_adaptive_size(topo, demand)  # refused before it is built
         inc, pair, gbytes, fixed, _ = adaptive_classes(topo, demand)
         if not gbytes.size:
             return None, method, dragonfly_adaptive_bound(topo, demand, "highs")
