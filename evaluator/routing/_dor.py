@@ -77,9 +77,9 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
-from .._ops import segment_add
 from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -216,6 +216,35 @@ def _units(weight: Float[Array, "flow"]) -> tuple[Int[Array, "flow"], Float[Arra
     return q, jnp.ldexp(one, e - 62)
 
 
+@custom_vmap
+def _add_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+    """``buf`` with ``val`` added at ``idx`` (in range: the caller's layout guarantees it), in place.
+
+    Chained calls add into one buffer without concatenating their entries
+    (an XLA:CPU concatenation fusion is not vectorised, and it computes the
+    expression of every entry per element). The indices go in as unsigned
+    integers (no pass that maps negative indices); a batch of points is one
+    flat scatter, point ``b``'s indices offset by ``b * len(buf)`` (as
+    :func:`evaluator._ops.segment_add`).
+    """
+    return buf.at[_unsigned(idx)].add(val, mode="promise_in_bounds")
+
+
+def _unsigned(idx):
+    return idx.astype(jnp.uint32 if idx.dtype.itemsize <= 4 else jnp.uint64)
+
+
+@_add_at.def_vmap
+def _add_at_batched(axis_size, in_batched, buf, idx, val):
+    n = buf.shape[-1]
+    buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                     for x, b in zip((buf, idx, val), in_batched))
+    idx = _unsigned(idx)
+    flat_idx = idx + (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
+    flat = buf.reshape(-1).at[flat_idx.reshape(-1)].add(val.reshape(-1), mode="promise_in_bounds")
+    return flat.reshape(axis_size, n), True
+
+
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
     """``M[x, s, t]``: probability that the 1-D route ``s -> t`` uses the link leaving ``x`` in ``direction``.
 
@@ -258,12 +287,12 @@ class _Ring:
 
     The routers of dimension ``dim`` form ``pre x post`` rings of ``n``
     positions (``pre``/``post``: the routers before/after the dimension in
-    row-major order). The dimension has its own int64 buffer of ``size``
-    entries: per direction a difference line of ``L`` positions per ring,
-    ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
+    row-major order). The dimension has ``size`` entries of the point's int64
+    buffer, from ``start``: per direction a difference line of ``L`` positions
+    per ring, ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
     (line position ``q`` is ring position ``n - 1 - q``) so that runs go up
     the line in both directions; from ``tie_off`` (or -1) the split ties by
-    start position ``[pre, n, post]``. ``direct`` (or -1), for a wrapped
+    start position ``[pre, n, post]`` (offsets absolute in the buffer). ``direct`` (or -1), for a wrapped
     ring of two routers, is the offset of its float64 loads (one link per
     router) in the float buffer.
     """
@@ -278,6 +307,7 @@ class _Ring:
     off: tuple[int, int] = (-1, -1)
     tie_off: int = -1
     direct: int = -1
+    start: int = 0
 
     @property
     def line_size(self) -> int:
@@ -301,9 +331,9 @@ def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple
             foff += pre * n * post
             continue
         H = n // 2 if w else n - 1
-        r = _Ring(k, n, w, H, n + H if w else n, pre, post)
-        tie = 2 * r.line_size if w and split and n % 2 == 0 else -1
-        rings[k] = dataclasses.replace(r, off=(0, r.line_size), tie_off=tie)
+        r = _Ring(k, n, w, H, n + H if w else n, pre, post, start=isize)
+        tie = isize + 2 * r.line_size if w and split and n % 2 == 0 else -1
+        rings[k] = dataclasses.replace(r, off=(isize, isize + r.line_size), tie_off=tie)
         isize += rings[k].size
     return rings, isize, foff
 
@@ -335,9 +365,10 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     nd = len(dims)
     split = routing.tie == "split"
     strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
-    rings, _, FSIZE = _layout(dims, wrap, split)
+    rings, ISIZE, FSIZE = _layout(dims, wrap, split)
     n_nodes = int(topo.n_nodes)
-    itype = jnp.int32 if max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) < 2**31 else jnp.int64
+    # indices and coordinates: unsigned (divisions by powers of two are shifts; no sign fix-ups)
+    itype = jnp.uint32 if max(FSIZE + 2 * n_nodes, ISIZE) < 2**31 else jnp.uint64
     # Per-router loads in this order; router link l leaving router r in (dim, direction) reads slot seg * R + r.
     segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
     slot = -np.ones(n_rl, dtype=np.int64)
@@ -350,7 +381,9 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
 
     def coord(r, k):
-        return (r // strides[k]) % dims[k]
+        """Coordinate ``k`` of router ids ``r`` (unsigned)."""
+        c = lax.div(r, jnp.asarray(strides[k], r.dtype)) if strides[k] > 1 else r
+        return lax.rem(c, jnp.asarray(dims[k], r.dtype)) if k > 0 else c
 
     def gather(tables, per_seg):
         return jnp.concatenate(per_seg)[tables["slot"]]
@@ -359,34 +392,34 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         """The two integer-buffer entries of each flow's run in ``ring.dim``: its start and past its end.
 
         A split tie puts its whole ``q`` in the tie histogram instead (and 0 past the end).
+        Returns the two entries' indices and the value past the end (``q`` goes at the start).
         """
-        n, post = ring.n, ring.post
+        n, post = ring.n, ring.post  # s, t, base: unsigned
         if ring.wrap:
-            fwd = (t - s) % n
-            bwd = (n - fwd) % n
+            fwd = jnp.where(t >= s, t - s, t + n - s)  # (t - s) mod n
+            bwd = jnp.where(fwd > 0, n - fwd, 0)
             go_pos = fwd <= bwd
-            hops = jnp.where(go_pos, fwd, bwd)
+            hops = jnp.minimum(fwd, bwd)
         else:
             go_pos = t > s
-            hops = jnp.abs(t - s)
+            hops = jnp.where(go_pos, t - s, s - t)
         q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
-        pre_i = base // (n * post)
+        pre_i = lax.div(base, jnp.asarray(n * post, base.dtype)) if ring.pre > 1 else jnp.zeros_like(base)
         post_i = base - pre_i * (n * post)
-        line0 = jnp.where(go_pos, ring.off[0], ring.off[1]) + pre_i * (ring.L * post) + post_i
+        line0 = ring.off[0] + (~go_pos).astype(s.dtype) * ring.line_size + pre_i * (ring.L * post) + post_i
         first = line0 + q0 * post
         past = first + hops * post
-        v = jnp.where(hops > 0, q, 0)
-        v_end = -v
+        v_end = -q  # a run of 0 hops: +q and -q at one entry
         if ring.tie_off >= 0:
             tie = (hops == n // 2) & (hops > 0)
             first = jnp.where(tie, ring.tie_off + pre_i * (n * post) + post_i + s * post, first)
             v_end = jnp.where(tie, 0, v_end)
-        return [first, past], [v, v_end]
+        return first, past, v_end
 
     def line_loads(ring: _Ring, ibuf, unit):
         """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions from the dimension's buffer."""
         n, H, pre, post = ring.n, ring.H, ring.pre, ring.post
-        X = ibuf[: 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
+        X = ibuf[ring.start: ring.start + 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
         if ring.tie_off >= 0:
             # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops
             T = ibuf[ring.tie_off: ring.tie_off + pre * n * post].reshape(pre, n, post) >> 1
@@ -403,7 +436,8 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         src = src.astype(itype)
         dst = dst.astype(itype)
         q, unit = _units(weight)
-        ibufs, fidx, fval = {}, [], []
+        ibuf = jnp.zeros(ISIZE, jnp.int64)  # every dimension's lines: one buffer, entries added in place
+        fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[2]), weight.dtype)
         done = jnp.zeros_like(src)  # sum over dims already travelled of dst_k * stride_k
         rest = src  # router id with the travelled dims still at the source's coordinates
         for k in order:
@@ -414,25 +448,21 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             t = coord(dst, k)
             base = rest - s * strides[k] + done  # router id of the ring position 0
             if ring.direct >= 0:
-                fidx.append(ring.direct + base + s * strides[k])
-                fval.append(jnp.where(s != t, weight, 0.0))
+                fbuf = _add_at(fbuf, ring.direct + base + s * strides[k], jnp.where(s != t, weight, 0.0))
             else:
-                i, v = run_entries(ring, s, t, base, q)  # one scatter per dimension: no concatenation of them all
-                ibufs[k] = segment_add(jnp.concatenate(v), jnp.concatenate(i), ring.size)
+                first, past, v_end = run_entries(ring, s, t, base, q)
+                ibuf = _add_at(_add_at(ibuf, first, q), past, v_end)
             done = done + t * strides[k]
             rest = rest - s * strides[k]
         if extra is not None:
-            fidx.append(extra[0].astype(itype) + FSIZE)
-            fval.append(extra[1])
-        n_float = FSIZE + (0 if extra is None else extra[2])
-        fbuf = segment_add(jnp.concatenate(fval), jnp.concatenate(fidx), n_float) if fval else jnp.zeros(n_float)
+            fbuf = _add_at(fbuf, extra[0].astype(itype) + FSIZE, extra[1])
         per_seg = []
         for k in sorted(rings):
             ring = rings[k]
             if ring.direct >= 0:
                 per_seg.append(fbuf[ring.direct: ring.direct + R])
             else:
-                per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
+                per_seg.append(line_loads(ring, ibuf, unit).reshape(2 * R))
         loads = gather(tables, per_seg) if segs else jnp.zeros(n_rl)
         return loads if extra is None else (loads, fbuf[FSIZE:])
 
