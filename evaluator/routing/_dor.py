@@ -80,6 +80,7 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
+from .._ops import take
 from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -287,12 +288,12 @@ class _Ring:
 
     The routers of dimension ``dim`` form ``pre x post`` rings of ``n``
     positions (``pre``/``post``: the routers before/after the dimension in
-    row-major order). The dimension has ``size`` entries of the point's int64
-    buffer, from ``start``: per direction a difference line of ``L`` positions
-    per ring, ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
+    row-major order). The dimension has its own int64 buffer of ``size``
+    entries: per direction a difference line of ``L`` positions per ring,
+    ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
     (line position ``q`` is ring position ``n - 1 - q``) so that runs go up
     the line in both directions; from ``tie_off`` (or -1) the split ties by
-    start position ``[pre, n, post]`` (offsets absolute in the buffer). ``direct`` (or -1), for a wrapped
+    start position ``[pre, n, post]``. ``direct`` (or -1), for a wrapped
     ring of two routers, is the offset of its float64 loads (one link per
     router) in the float buffer.
     """
@@ -307,7 +308,6 @@ class _Ring:
     off: tuple[int, int] = (-1, -1)
     tie_off: int = -1
     direct: int = -1
-    start: int = 0
 
     @property
     def line_size(self) -> int:
@@ -331,9 +331,9 @@ def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple
             foff += pre * n * post
             continue
         H = n // 2 if w else n - 1
-        r = _Ring(k, n, w, H, n + H if w else n, pre, post, start=isize)
-        tie = isize + 2 * r.line_size if w and split and n % 2 == 0 else -1
-        rings[k] = dataclasses.replace(r, off=(isize, isize + r.line_size), tie_off=tie)
+        r = _Ring(k, n, w, H, n + H if w else n, pre, post)
+        tie = 2 * r.line_size if w and split and n % 2 == 0 else -1
+        rings[k] = dataclasses.replace(r, off=(0, r.line_size), tie_off=tie)
         isize += rings[k].size
     return rings, isize, foff
 
@@ -365,10 +365,16 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     nd = len(dims)
     split = routing.tie == "split"
     strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
-    rings, ISIZE, FSIZE = _layout(dims, wrap, split)
+    rings, _, FSIZE = _layout(dims, wrap, split)
     n_nodes = int(topo.n_nodes)
-    # indices and coordinates: unsigned (divisions by powers of two are shifts; no sign fix-ups)
-    itype = jnp.uint32 if max(FSIZE + 2 * n_nodes, ISIZE) < 2**31 else jnp.uint64
+    # Every router's coordinates packed in one unsigned integer, ``bits[k]`` bits from ``shift[k]``: a flow's
+    # coordinates are one gather and shifts and masks (no divisions). Indices and coordinates are unsigned.
+    bits = [int(n - 1).bit_length() for n in dims]
+    shift = [int(sum(bits[k + 1:])) for k in range(nd)]
+    wide = sum(bits) > 32 or max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) >= 2**31
+    itype = jnp.uint64 if wide else jnp.uint32
+    coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1).astype(np.uint64)
+    packed = (coords << np.asarray(shift, np.uint64)).sum(axis=1, dtype=np.uint64)
     # Per-router loads in this order; router link l leaving router r in (dim, direction) reads slot seg * R + r.
     segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
     slot = -np.ones(n_rl, dtype=np.int64)
@@ -378,23 +384,24 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         r = np.nonzero(lk >= 0)[0]
         slot[lk[r]] = i * R + r
     assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
-    tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
+    tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32),
+                                     "coords": packed.astype(np.uint64 if wide else np.uint32)}
 
-    def coord(r, k):
-        """Coordinate ``k`` of router ids ``r`` (unsigned)."""
-        c = lax.div(r, jnp.asarray(strides[k], r.dtype)) if strides[k] > 1 else r
-        return lax.rem(c, jnp.asarray(dims[k], r.dtype)) if k > 0 else c
+    def coord(p, k):
+        """Coordinate ``k`` from packed coordinates ``p``."""
+        return (p >> shift[k]) & ((1 << bits[k]) - 1)
 
     def gather(tables, per_seg):
         return jnp.concatenate(per_seg)[tables["slot"]]
 
-    def run_entries(ring: _Ring, s, t, base, q):
-        """The two integer-buffer entries of each flow's run in ``ring.dim``: its start and past its end.
+    def run_entries(ring: _Ring, s, t, pre_i, post_i):
+        """The two integer-buffer entries of each flow's run in ``ring.dim``: its start (``+q``) and past its
+        end (``-q``); ``pre_i``/``post_i``: the run's ring (all unsigned).
 
-        A split tie puts its whole ``q`` in the tie histogram instead (and 0 past the end).
-        Returns the two entries' indices and the value past the end (``q`` goes at the start).
+        A split tie (it goes the ``+1`` way here) puts its start entry in the tie histogram instead; its
+        ``-q`` past the end on the ``+1`` line is undone in :func:`line_loads`.
         """
-        n, post = ring.n, ring.post  # s, t, base: unsigned
+        n, post = ring.n, ring.post
         if ring.wrap:
             fwd = jnp.where(t >= s, t - s, t + n - s)  # (t - s) mod n
             bwd = jnp.where(fwd > 0, n - fwd, 0)
@@ -404,27 +411,25 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             go_pos = t > s
             hops = jnp.where(go_pos, t - s, s - t)
         q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
-        pre_i = lax.div(base, jnp.asarray(n * post, base.dtype)) if ring.pre > 1 else jnp.zeros_like(base)
-        post_i = base - pre_i * (n * post)
         line0 = ring.off[0] + (~go_pos).astype(s.dtype) * ring.line_size + pre_i * (ring.L * post) + post_i
         first = line0 + q0 * post
-        past = first + hops * post
-        v_end = -q  # a run of 0 hops: +q and -q at one entry
+        past = first + hops * post  # a run of 0 hops: +q and -q at one entry
         if ring.tie_off >= 0:
             tie = (hops == n // 2) & (hops > 0)
             first = jnp.where(tie, ring.tie_off + pre_i * (n * post) + post_i + s * post, first)
-            v_end = jnp.where(tie, 0, v_end)
-        return first, past, v_end
+        return first, past
 
     def line_loads(ring: _Ring, ibuf, unit):
         """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions from the dimension's buffer."""
         n, H, pre, post = ring.n, ring.H, ring.pre, ring.post
-        X = ibuf[ring.start: ring.start + 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
+        X = ibuf[: 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
         if ring.tie_off >= 0:
-            # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops
+            # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops;
+            # the +1 line holds -T at s + H already (the runs' entries past their end)
             T = ibuf[ring.tie_off: ring.tie_off + pre * n * post].reshape(pre, n, post) >> 1
             T = jnp.stack([T, jnp.flip(T, axis=1)])
-            X = X + jnp.pad(T, ((0, 0), (0, 0), (0, H), (0, 0))) - jnp.pad(T, ((0, 0), (0, 0), (H, 0), (0, 0)))
+            sign = jnp.asarray([1, -1], T.dtype).reshape(2, 1, 1, 1)
+            X = X + jnp.pad(T, ((0, 0), (0, 0), (0, H), (0, 0))) + sign * jnp.pad(T, ((0, 0), (0, 0), (H, 0), (0, 0)))
         C = _prefix(X.reshape(2 * pre, ring.L, post))
         if ring.wrap:  # the second copy holds the part of the runs that passed position n - 1
             C = C[:, :n] + jnp.pad(C[:, n:], ((0, 0), (0, n - H), (0, 0)))
@@ -433,27 +438,27 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
 
     def apply(tables, src, dst, weight, extra=None):
         """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
-        src = src.astype(itype)
-        dst = dst.astype(itype)
+        ps = take(tables["coords"], src.astype(itype))  # packed coordinates of the source routers
+        pd = take(tables["coords"], dst.astype(itype))
         q, unit = _units(weight)
-        ibuf = jnp.zeros(ISIZE, jnp.int64)  # every dimension's lines: one buffer, entries added in place
+        nq = -q
         fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[2]), weight.dtype)
-        done = jnp.zeros_like(src)  # sum over dims already travelled of dst_k * stride_k
-        rest = src  # router id with the travelled dims still at the source's coordinates
-        for k in order:
+        ibufs = {}
+        for pos, k in enumerate(order):
             if k not in rings:
                 continue
             ring = rings[k]
-            s = coord(src, k)
-            t = coord(dst, k)
-            base = rest - s * strides[k] + done  # router id of the ring position 0
+            s, t = coord(ps, k), coord(pd, k)
+            # the run's ring: the dimensions travelled before k at the destination's coordinates
+            c = {j: coord(pd if j in order[:pos] else ps, j) for j in rings if j != k}
+            pre_i = sum((c[j] * int(np.prod(dims[j + 1:k], dtype=np.int64)) for j in c if j < k), jnp.zeros_like(s))
+            post_i = sum((c[j] * strides[j] for j in c if j > k), jnp.zeros_like(s))
             if ring.direct >= 0:
-                fbuf = _add_at(fbuf, ring.direct + base + s * strides[k], jnp.where(s != t, weight, 0.0))
-            else:
-                first, past, v_end = run_entries(ring, s, t, base, q)
-                ibuf = _add_at(_add_at(ibuf, first, q), past, v_end)
-            done = done + t * strides[k]
-            rest = rest - s * strides[k]
+                idx = ring.direct + pre_i * (ring.n * ring.post) + s * ring.post + post_i
+                fbuf = _add_at(fbuf, idx, jnp.where(s != t, weight, 0.0))
+            else:  # one buffer per dimension (independent work), entries added in place
+                first, past = run_entries(ring, s, t, pre_i, post_i)
+                ibufs[k] = _add_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, nq)
         if extra is not None:
             fbuf = _add_at(fbuf, extra[0].astype(itype) + FSIZE, extra[1])
         per_seg = []
@@ -462,7 +467,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             if ring.direct >= 0:
                 per_seg.append(fbuf[ring.direct: ring.direct + R])
             else:
-                per_seg.append(line_loads(ring, ibuf, unit).reshape(2 * R))
+                per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
         loads = gather(tables, per_seg) if segs else jnp.zeros(n_rl)
         return loads if extra is None else (loads, fbuf[FSIZE:])
 
