@@ -21,11 +21,16 @@ direction is stored reflected (line position ``q`` is ring position ``n - 1
 + H`` positions (``H = n // 2``, the longest run), a run that passes
 position ``n - 1`` goes on into the copy, and the copy is folded back onto
 positions ``0 .. H - 1`` (the wrap correction). A split tie (``n`` even, a
-run of exactly ``H`` hops) goes whole into a histogram by start position,
-from which both halves enter the two lines by two shifted adds. Cost per
+run of exactly ``H`` hops) puts its start entry whole into a histogram by
+start position (its end entry stays on the ``+1`` line), from which both
+halves are completed by two shifted adds. Cost per
 point: two scatter entries per flow and dimension, and a few passes over
 the ``(n + H) / n`` line entries per link: ``O(flows x dims + links)``,
-independent of ring and route lengths.
+independent of ring and route lengths. A flow's coordinates come from one
+gather per end of the routers' packed coordinates (shifts and masks, no
+divisions); each dimension's entries are added in place into its own
+buffer (no concatenated entry lists: on XLA:CPU a concatenation fusion is
+not vectorised and computes every entry's expression per element).
 
 Exactness. The difference lines are summed in int64, so the cancellation
 in the prefix sums is exact. With ``S`` the point's router-to-router bytes
@@ -166,6 +171,10 @@ def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
             if len(perm) != nd else f"Each of 0..{nd - 1} must appear exactly once.")
     return perm
 
+
+_NARROW_BITS = 32
+"""Packed router coordinates of at most this many bits, and buffers below ``2^31`` entries: uint32 indices, else
+uint64."""
 
 _SHORT = 32
 """Prefix sums over at most this many positions: no loop (a triangular product, or a log-depth scan)."""
@@ -344,7 +353,8 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     Refused before any table is built, with a
     :class:`~evaluator.errors.ResourceError` naming ``routing``, when the
     estimate does not fit in memory: the link-slot table (4 bytes per router
-    link, on the host and again on the device) plus one point's working set,
+    link, on the host and again on the device; the packed router coordinates,
+    4-8 bytes per router, are within the margin) plus one point's working set,
     about four 8-byte copies of its buffers (difference lines of ``(n + H) /
     n`` entries per router, direction and dimension, split ties one more per
     router; the lines, their prefix sums, the folded loads). The flows' part
@@ -371,7 +381,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     # coordinates are one gather and shifts and masks (no divisions). Indices and coordinates are unsigned.
     bits = [int(n - 1).bit_length() for n in dims]
     shift = [int(sum(bits[k + 1:])) for k in range(nd)]
-    wide = sum(bits) > 32 or max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) >= 2**31
+    wide = sum(bits) > _NARROW_BITS or max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) >= 2**31
     itype = jnp.uint64 if wide else jnp.uint32
     coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1).astype(np.uint64)
     packed = (coords << np.asarray(shift, np.uint64)).sum(axis=1, dtype=np.uint64)
