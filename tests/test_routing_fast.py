@@ -200,7 +200,7 @@ def test_dor_wide_packed_coordinates_match_the_walk(monkeypatch):
     topo = T.torus(*BGQ_MIXED)
     routing = RT.dor("as_given", "split")
     op = build_routing(topo, routing)
-    assert op.tables["coords"].dtype == np.uint64
+    assert op.tables["coords"].dtype == np.uint64  # the torus has a size that is not a power of two
     run_sparse, _ = operator(topo, routing)
     src, dst, nbytes = random_flows(topo, np.random.default_rng(12), 3 * topo.n_routers)
     np.testing.assert_array_equal(run_sparse(src, dst, nbytes), walk(topo, routing, src, dst, nbytes))

@@ -394,8 +394,10 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         r = np.nonzero(lk >= 0)[0]
         slot[lk[r]] = i * R + r
     assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
-    tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32),
-                                     "coords": packed.astype(np.uint64 if wide else np.uint32)}
+    tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
+    packed_is_id = bool((packed == np.arange(R, dtype=np.uint64)).all())  # every size a power of two
+    if not packed_is_id:
+        tables["coords"] = packed.astype(np.uint64 if wide else np.uint32)
 
     def coord(p, k):
         """Coordinate ``k`` from packed coordinates ``p``."""
@@ -448,8 +450,9 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
 
     def apply(tables, src, dst, weight, extra=None):
         """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
-        ps = take(tables["coords"], src.astype(itype))  # packed coordinates of the source routers
-        pd = take(tables["coords"], dst.astype(itype))
+        # packed coordinates of the source and destination routers (their ids when every size is a power of two)
+        ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
+        pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
         q, unit = _units(weight)
         nq = -q
         fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[2]), weight.dtype)
