@@ -226,33 +226,42 @@ def _units(weight: Float[Array, "flow"]) -> tuple[Int[Array, "flow"], Float[Arra
     return q, jnp.ldexp(one, e - 62)
 
 
-@custom_vmap
-def _add_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
-    """``buf`` with ``val`` added at ``idx`` (in range: the caller's layout guarantees it), in place.
+_SCATTER = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
 
-    Chained calls add into one buffer without concatenating their entries
-    (an XLA:CPU concatenation fusion is not vectorised, and it computes the
-    expression of every entry per element). The indices go in as unsigned
-    integers (no pass that maps negative indices); a batch of points is one
-    flat scatter, point ``b``'s indices offset by ``b * len(buf)`` (as
-    :func:`evaluator._ops.segment_add`).
+
+def _scatter_into(scatter):
+    """``buf`` with ``val`` added (``lax.scatter_add``) or subtracted (``lax.scatter_sub``) at ``idx``, in place.
+
+    Indices must be in range (the caller's layout guarantees it) and
+    non-negative: they go to the scatter as they are (no pass that converts
+    or maps negative indices). Chained calls add into one buffer without
+    concatenating their entries (an XLA:CPU concatenation fusion is not
+    vectorised, and it computes the expression of every entry per element).
+    A batch of points is one flat scatter, point ``b``'s indices offset by
+    ``b * len(buf)`` (as :func:`evaluator._ops.segment_add`).
     """
-    return buf.at[_unsigned(idx)].add(val, mode="promise_in_bounds")
+
+    def flat(buf, idx, val):
+        return scatter(buf, idx[:, None], val, _SCATTER, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    @custom_vmap
+    def into(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+        return flat(buf, idx, val)
+
+    @into.def_vmap
+    def into_batched(axis_size, in_batched, buf, idx, val):
+        n = buf.shape[-1]
+        buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                         for x, b in zip((buf, idx, val), in_batched))
+        offset = (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
+        return flat(buf.reshape(-1), (idx + offset).reshape(-1), val.reshape(-1)).reshape(axis_size, n), True
+
+    return into
 
 
-def _unsigned(idx):
-    return idx.astype(jnp.uint32 if idx.dtype.itemsize <= 4 else jnp.uint64)
-
-
-@_add_at.def_vmap
-def _add_at_batched(axis_size, in_batched, buf, idx, val):
-    n = buf.shape[-1]
-    buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
-                     for x, b in zip((buf, idx, val), in_batched))
-    idx = _unsigned(idx)
-    flat_idx = idx + (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
-    flat = buf.reshape(-1).at[flat_idx.reshape(-1)].add(val.reshape(-1), mode="promise_in_bounds")
-    return flat.reshape(axis_size, n), True
+_add_at = _scatter_into(lax.scatter_add)
+_sub_at = _scatter_into(lax.scatter_sub)
 
 
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
@@ -454,7 +463,6 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
         pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
         q, unit = _units(weight)
-        nq = -q
         fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[2]), weight.dtype)
         ibufs = {}
         for pos, k in enumerate(order):
@@ -471,7 +479,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                 fbuf = _add_at(fbuf, idx, jnp.where(s != t, weight, 0.0))
             else:  # one buffer per dimension (independent work), entries added in place
                 first, past = run_entries(ring, s, t, pre_i, post_i)
-                ibufs[k] = _add_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, nq)
+                ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
         if extra is not None:
             fbuf = _add_at(fbuf, extra[0].astype(itype) + FSIZE, extra[1])
         per_seg = []
