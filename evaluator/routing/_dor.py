@@ -21,11 +21,16 @@ direction is stored reflected (line position ``q`` is ring position ``n - 1
 + H`` positions (``H = n // 2``, the longest run), a run that passes
 position ``n - 1`` goes on into the copy, and the copy is folded back onto
 positions ``0 .. H - 1`` (the wrap correction). A split tie (``n`` even, a
-run of exactly ``H`` hops) goes whole into a histogram by start position,
-from which both halves enter the two lines by two shifted adds. Cost per
+run of exactly ``H`` hops) puts its start entry whole into a histogram by
+start position (its end entry stays on the ``+1`` line), from which both
+halves are completed by two shifted adds. Cost per
 point: two scatter entries per flow and dimension, and a few passes over
 the ``(n + H) / n`` line entries per link: ``O(flows x dims + links)``,
-independent of ring and route lengths.
+independent of ring and route lengths. A flow's coordinates come from one
+gather per end of the routers' packed coordinates (shifts and masks, no
+divisions); each dimension's entries are added in place into its own
+buffer (no concatenated entry lists: on XLA:CPU a concatenation fusion is
+not vectorised and computes every entry's expression per element).
 
 Exactness. The difference lines are summed in int64, so the cancellation
 in the prefix sums is exact. With ``S`` the point's router-to-router bytes
@@ -77,9 +82,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
-from .._ops import segment_add
+from .._ops import take
 from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -166,6 +172,10 @@ def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
     return perm
 
 
+_NARROW_BITS = 32
+"""Packed router coordinates of at most this many bits, and buffers below ``2^31`` entries: uint32 indices, else
+uint64."""
+
 _SHORT = 32
 """Prefix sums over at most this many positions: no loop (a triangular product, or a log-depth scan)."""
 
@@ -214,6 +224,44 @@ def _units(weight: Float[Array, "flow"]) -> tuple[Int[Array, "flow"], Float[Arra
     one = jnp.ones((), weight.dtype)
     q = 2 * jnp.round(weight * jnp.ldexp(one, 61 - e)).astype(jnp.int64)
     return q, jnp.ldexp(one, e - 62)
+
+
+_SCATTER = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
+
+
+def _scatter_into(scatter):
+    """``buf`` with ``val`` added (``lax.scatter_add``) or subtracted (``lax.scatter_sub``) at ``idx``, in place.
+
+    Indices must be in range (the caller's layout guarantees it) and
+    non-negative: they go to the scatter as they are (no pass that converts
+    or maps negative indices). Chained calls add into one buffer without
+    concatenating their entries (an XLA:CPU concatenation fusion is not
+    vectorised, and it computes the expression of every entry per element).
+    A batch of points is one flat scatter, point ``b``'s indices offset by
+    ``b * len(buf)`` (as :func:`evaluator._ops.segment_add`).
+    """
+
+    def flat(buf, idx, val):
+        return scatter(buf, idx[:, None], val, _SCATTER, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    @custom_vmap
+    def into(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+        return flat(buf, idx, val)
+
+    @into.def_vmap
+    def into_batched(axis_size, in_batched, buf, idx, val):
+        n = buf.shape[-1]
+        buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                         for x, b in zip((buf, idx, val), in_batched))
+        offset = (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
+        return flat(buf.reshape(-1), (idx + offset).reshape(-1), val.reshape(-1)).reshape(axis_size, n), True
+
+    return into
+
+
+_add_at = _scatter_into(lax.scatter_add)
+_sub_at = _scatter_into(lax.scatter_sub)
 
 
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
@@ -314,7 +362,8 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     Refused before any table is built, with a
     :class:`~evaluator.errors.ResourceError` naming ``routing``, when the
     estimate does not fit in memory: the link-slot table (4 bytes per router
-    link, on the host and again on the device) plus one point's working set,
+    link, on the host and again on the device; the packed router coordinates,
+    4-8 bytes per router, are within the margin) plus one point's working set,
     about four 8-byte copies of its buffers (difference lines of ``(n + H) /
     n`` entries per router, direction and dimension, split ties one more per
     router; the lines, their prefix sums, the folded loads). The flows' part
@@ -337,7 +386,14 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
     rings, _, FSIZE = _layout(dims, wrap, split)
     n_nodes = int(topo.n_nodes)
-    itype = jnp.int32 if max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) < 2**31 else jnp.int64
+    # Every router's coordinates packed in one unsigned integer, ``bits[k]`` bits from ``shift[k]``: a flow's
+    # coordinates are one gather and shifts and masks (no divisions). Indices and coordinates are unsigned.
+    bits = [int(n - 1).bit_length() for n in dims]
+    shift = [int(sum(bits[k + 1:])) for k in range(nd)]
+    wide = sum(bits) > _NARROW_BITS or max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) >= 2**31
+    itype = jnp.uint64 if wide else jnp.uint32
+    coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1).astype(np.uint64)
+    packed = (coords << np.asarray(shift, np.uint64)).sum(axis=1, dtype=np.uint64)
     # Per-router loads in this order; router link l leaving router r in (dim, direction) reads slot seg * R + r.
     segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
     slot = -np.ones(n_rl, dtype=np.int64)
@@ -348,50 +404,53 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         slot[lk[r]] = i * R + r
     assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
     tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
+    packed_is_id = bool((packed == np.arange(R, dtype=np.uint64)).all())  # every size a power of two
+    if not packed_is_id:
+        tables["coords"] = packed.astype(np.uint64 if wide else np.uint32)
 
-    def coord(r, k):
-        return (r // strides[k]) % dims[k]
+    def coord(p, k):
+        """Coordinate ``k`` from packed coordinates ``p``."""
+        return (p >> shift[k]) & ((1 << bits[k]) - 1)
 
     def gather(tables, per_seg):
         return jnp.concatenate(per_seg)[tables["slot"]]
 
-    def run_entries(ring: _Ring, s, t, base, q):
-        """The two integer-buffer entries of each flow's run in ``ring.dim``: its start and past its end.
+    def run_entries(ring: _Ring, s, t, pre_i, post_i):
+        """The two integer-buffer entries of each flow's run in ``ring.dim``: its start (``+q``) and past its
+        end (``-q``); ``pre_i``/``post_i``: the run's ring (all unsigned).
 
-        A split tie puts its whole ``q`` in the tie histogram instead (and 0 past the end).
+        A split tie (it goes the ``+1`` way here) puts its start entry in the tie histogram instead; its
+        ``-q`` past the end on the ``+1`` line is undone in :func:`line_loads`.
         """
         n, post = ring.n, ring.post
         if ring.wrap:
-            fwd = (t - s) % n
-            bwd = (n - fwd) % n
+            fwd = jnp.where(t >= s, t - s, t + n - s)  # (t - s) mod n
+            bwd = jnp.where(fwd > 0, n - fwd, 0)
             go_pos = fwd <= bwd
-            hops = jnp.where(go_pos, fwd, bwd)
+            hops = jnp.minimum(fwd, bwd)
         else:
             go_pos = t > s
-            hops = jnp.abs(t - s)
+            hops = jnp.where(go_pos, t - s, s - t)
         q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
-        pre_i = base // (n * post)
-        post_i = base - pre_i * (n * post)
-        line0 = jnp.where(go_pos, ring.off[0], ring.off[1]) + pre_i * (ring.L * post) + post_i
+        line0 = ring.off[0] + (~go_pos).astype(s.dtype) * ring.line_size + pre_i * (ring.L * post) + post_i
         first = line0 + q0 * post
-        past = first + hops * post
-        v = jnp.where(hops > 0, q, 0)
-        v_end = -v
+        past = first + hops * post  # a run of 0 hops: +q and -q at one entry
         if ring.tie_off >= 0:
             tie = (hops == n // 2) & (hops > 0)
             first = jnp.where(tie, ring.tie_off + pre_i * (n * post) + post_i + s * post, first)
-            v_end = jnp.where(tie, 0, v_end)
-        return [first, past], [v, v_end]
+        return first, past
 
     def line_loads(ring: _Ring, ibuf, unit):
         """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions from the dimension's buffer."""
         n, H, pre, post = ring.n, ring.H, ring.pre, ring.post
         X = ibuf[: 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
         if ring.tie_off >= 0:
-            # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops
+            # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops;
+            # the +1 line holds -T at s + H already (the runs' entries past their end)
             T = ibuf[ring.tie_off: ring.tie_off + pre * n * post].reshape(pre, n, post) >> 1
             T = jnp.stack([T, jnp.flip(T, axis=1)])
-            X = X + jnp.pad(T, ((0, 0), (0, 0), (0, H), (0, 0))) - jnp.pad(T, ((0, 0), (0, 0), (H, 0), (0, 0)))
+            sign = jnp.asarray([1, -1], T.dtype).reshape(2, 1, 1, 1)
+            X = X + jnp.pad(T, ((0, 0), (0, 0), (0, H), (0, 0))) + sign * jnp.pad(T, ((0, 0), (0, 0), (H, 0), (0, 0)))
         C = _prefix(X.reshape(2 * pre, ring.L, post))
         if ring.wrap:  # the second copy holds the part of the runs that passed position n - 1
             C = C[:, :n] + jnp.pad(C[:, n:], ((0, 0), (0, n - H), (0, 0)))
@@ -400,32 +459,29 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
 
     def apply(tables, src, dst, weight, extra=None):
         """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
-        src = src.astype(itype)
-        dst = dst.astype(itype)
+        # packed coordinates of the source and destination routers (their ids when every size is a power of two)
+        ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
+        pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
         q, unit = _units(weight)
-        ibufs, fidx, fval = {}, [], []
-        done = jnp.zeros_like(src)  # sum over dims already travelled of dst_k * stride_k
-        rest = src  # router id with the travelled dims still at the source's coordinates
-        for k in order:
+        fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[2]), weight.dtype)
+        ibufs = {}
+        for pos, k in enumerate(order):
             if k not in rings:
                 continue
             ring = rings[k]
-            s = coord(src, k)
-            t = coord(dst, k)
-            base = rest - s * strides[k] + done  # router id of the ring position 0
+            s, t = coord(ps, k), coord(pd, k)
+            # the run's ring: the dimensions travelled before k at the destination's coordinates
+            c = {j: coord(pd if j in order[:pos] else ps, j) for j in rings if j != k}
+            pre_i = sum((c[j] * int(np.prod(dims[j + 1:k], dtype=np.int64)) for j in c if j < k), jnp.zeros_like(s))
+            post_i = sum((c[j] * strides[j] for j in c if j > k), jnp.zeros_like(s))
             if ring.direct >= 0:
-                fidx.append(ring.direct + base + s * strides[k])
-                fval.append(jnp.where(s != t, weight, 0.0))
-            else:
-                i, v = run_entries(ring, s, t, base, q)  # one scatter per dimension: no concatenation of them all
-                ibufs[k] = segment_add(jnp.concatenate(v), jnp.concatenate(i), ring.size)
-            done = done + t * strides[k]
-            rest = rest - s * strides[k]
+                idx = ring.direct + pre_i * (ring.n * ring.post) + s * ring.post + post_i
+                fbuf = _add_at(fbuf, idx, jnp.where(s != t, weight, 0.0))
+            else:  # one buffer per dimension (independent work), entries added in place
+                first, past = run_entries(ring, s, t, pre_i, post_i)
+                ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
         if extra is not None:
-            fidx.append(extra[0].astype(itype) + FSIZE)
-            fval.append(extra[1])
-        n_float = FSIZE + (0 if extra is None else extra[2])
-        fbuf = segment_add(jnp.concatenate(fval), jnp.concatenate(fidx), n_float) if fval else jnp.zeros(n_float)
+            fbuf = _add_at(fbuf, extra[0].astype(itype) + FSIZE, extra[1])
         per_seg = []
         for k in sorted(rings):
             ring = rings[k]
