@@ -100,9 +100,8 @@ def test_console_command_exits_quickly_losing_nothing(tmp_path):
 
     bad = run("frobnicate")
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
-    usage = run("optimize", "--help")
-    assert usage.returncode == 0 and usage.stdout.startswith("usage: evaluator optimize")
-    assert run("optimize").returncode == 2  # argparse's own usage error, through SystemExit
+    usage = run("optimize")  # argparse's own usage error, through SystemExit
+    assert usage.returncode == 2 and "the following arguments are required" in usage.stderr
     done = run("optimize", "--tasks", "8", "--alpha", "8,8,8", "--no-progress", "topology.p=2", "topology.a=4",
                "topology.h=2", f"sweep.output_dir={tmp_path}/results")
     assert done.returncode == 0, done.stderr[-2000:]
