@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import METRICS, PATH_METRICS, smaller_is_better
+from .dataset import METRICS, PATH_METRIC_NAMES, PATH_METRICS, smaller_is_better
 from .errors import ConfigError, is_int, require
 
 __all__ = ["gain", "open_results", "best", "MINIMIZE", "MAXIMIZE"]
@@ -157,6 +157,10 @@ def best(
         of the dataset returning a boolean mask.
     n
         Keep the first ``n`` rows.
+
+    The table shows the metrics next to the ranking one; ``paths_per_pair``
+    only where a ranked point has it (it is NaN for routings that are not
+    path sets).
     """
     metrics = _metrics(ds)
     if not isinstance(metric, str) or metric not in metrics:
@@ -213,4 +217,6 @@ def best(
     df = df[cols].reset_index(drop=True)
     df.index = df.index + 1
     df.index.name = "rank"
-    return df.head(n) if n else df
+    df = df.head(n) if n else df
+    # a path-set metric no ranked point has (routings that are not path sets: NaN) is left out
+    return df.drop(columns=[c for c in PATH_METRIC_NAMES if c in df and c != metric and df[c].isna().all()])

@@ -323,6 +323,12 @@ def test_query_table_shows_paths_per_pair():
     assert "paths_per_pair" in df.columns
     row = df[(df["traffic.mode"] == "disjoint") & (df["size"] == "512")].iloc[0]
     assert row["routing"] == "lp" and row["paths_per_pair"] == 2.25
+    # routings that are not path sets (NaN): the column is left out of their table, the other metrics stay
+    ds = _gain_ds()
+    ds["paths_per_pair"] = ds.paths_per_pair * np.nan
+    nan_df = best(ds, "completion_time", over=["routing"])
+    assert "paths_per_pair" not in nan_df.columns
+    assert nan_df.equals(df.drop(columns=["paths_per_pair"]))
 
 
 def test_unroutable_pair_is_the_error_path_table_raises():
