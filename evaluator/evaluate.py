@@ -629,8 +629,8 @@ def _paths_per_pair(topology, routing, kind, op, traffics, placements, pair_keys
     from .routing import _paths
 
     n = len(traffics)
-    if kind.bind is None or _paths.operator_pair_paths(op) is None:
-        return np.full(n, _paths.constant_paths_per_pair(routing.kind))
+    if kind.bind is None or op.pair_paths is None:
+        return np.full(n, _paths.constant_paths_per_pair(kind))
     if pair_keys is None:
         pair_keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
     return _paths.paths_per_pair(op, pair_keys)
@@ -881,9 +881,10 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     ``link_class``, ``link_node``, and scalar ``completion_time`` (s),
     ``throughput`` (bytes/s), ``effective_injection_bandwidth`` (bytes/s),
     ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``,
-    ``total_bytes``, ``off_node_bytes`` and ``paths_per_pair`` (router paths per communicating router pair). Arguments are checked as in :func:`evaluate_batch`
-    (``routing`` may be a routing kind's name); a point too large for memory
-    is refused naming ``traffic``.
+    ``total_bytes``, ``off_node_bytes`` and ``paths_per_pair`` (router paths
+    per communicating router pair). Arguments are checked as in
+    :func:`evaluate_batch` (``routing`` may be a routing kind's name); a point
+    too large for memory is refused naming ``traffic``.
 
     ``bounds`` (opt-in; off costs nothing): ``True`` adds
     ``optimal_completion_time`` (s), the best completion time any routing

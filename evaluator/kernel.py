@@ -108,9 +108,9 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: i
     the source's injection and the destination's ejection link; flows
     between routers are routed by ``apply_routing(tables, src_router,
     dst_router, bytes)``. The node links' entries go into the routing's own
-    scatter (``extra``), or, with ``split_nodes`` (routings that add their
-    entries in place, without concatenating them: DOR), into two scatters of
-    their own (no concatenated per-flow arrays).
+    scatter (``extra``), or, with ``split_nodes`` (operators that add their
+    entries in place: :attr:`~evaluator.routing.base.RoutingOperator.split_nodes`),
+    into two scatters of their own (no concatenated per-flow arrays).
     """
     n_nodes = net.node_router.shape[0]
     sn = take(pt.task_node, pt.src)
@@ -349,7 +349,7 @@ def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "
     if shared is not None and (op.compile_key, keep_loads) in shared:
         return shared[(op.compile_key, keep_loads)]
     point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply,
-                              split_nodes=op.routing.kind == "dor", **common)
+                              split_nodes=op.split_nodes, **common)
     dense_point = functools.partial(_dense_point, n_routers=topology.n_routers, apply_dense=op.apply_dense, **common)
     fn = _Kernels(point, dense_point)
     if shared is not None:

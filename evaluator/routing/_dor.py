@@ -559,7 +559,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         return gather(tables, per_seg)
 
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, split_nodes=True)
 
 
 @dataclass
@@ -576,4 +576,4 @@ def _from_config(cfg: DorConfig) -> DorRouting:
     return dor(order=order, tie=cfg.tie)
 
 
-DOR = RoutingKind("dor", DorConfig, _from_config, topologies=("torus",), operator=build_operator)
+DOR = RoutingKind("dor", DorConfig, _from_config, topologies=("torus",), operator=build_operator, single_path=True)

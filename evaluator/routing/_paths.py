@@ -62,11 +62,11 @@ from jaxtyping import Float, Int
 from .._ops import segment_add, take
 from ..errors import ConfigError, check_memory, is_int
 from ..topology import Topology
-from .base import Routing, RoutingOperator
+from .base import Routing, RoutingKind, RoutingOperator
 
 __all__ = ["PairSet", "PathSetRouting", "RouterGraph", "router_graph", "yen_paths", "PathTable", "path_table",
            "path_operator", "path_incidence", "table_bytes", "check_k", "check_hop_limit", "hop_bucket",
-           "ALL_PAIRS_MAX_ROUTERS", "SHARE_TOL", "SINGLE_PATH_KINDS", "pair_path_counts", "operator_pair_paths",
+           "ALL_PAIRS_MAX_ROUTERS", "SHARE_TOL", "pair_path_counts",
            "paths_per_pair", "constant_paths_per_pair", "unroutable_pair"]
 
 ALL_PAIRS_MAX_ROUTERS = 128
@@ -638,9 +638,8 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
         return spread(tables, pair_bytes)[:n_rl]
 
     nnz = int(sum(t.size for t in tables.values()))
-    op = RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H))
-    _PAIR_PATHS[op] = (key[: table.n_pairs].copy(), pair_path_counts(topo, table))
-    return op
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H),
+                           pair_paths=(key[: table.n_pairs].copy(), pair_path_counts(topo, table)))
 
 
 # --------------------------------------------------------------------------------------
@@ -650,17 +649,6 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
 
 SHARE_TOL = 1e-9
 """A router path counts towards ``paths_per_pair`` when it carries more than this fraction of its pair's bytes."""
-
-SINGLE_PATH_KINDS = frozenset({"dor"})
-"""Routing kinds that send each message of a pair along one router path: ``paths_per_pair`` is 1.
-
-DOR's ``tie="split"`` halves a tie between both directions as the
-*expectation* of a random choice per message, not as a split of each
-message: each message still takes one path.
-"""
-
-_PAIR_PATHS: "weakref.WeakKeyDictionary[RoutingOperator, tuple]" = weakref.WeakKeyDictionary()
-
 
 def pair_path_counts(topo: Topology, table: PathTable, tol: float = SHARE_TOL) -> Int[np.ndarray, "pair"]:
     """Distinct router paths of every pair of ``table`` that carry more than ``tol`` of the pair's bytes.
@@ -681,11 +669,6 @@ def pair_path_counts(topo: Topology, table: PathTable, tol: float = SHARE_TOL) -
     return np.bincount(routes[share > tol, 0], minlength=table.n_pairs).astype(np.int64)
 
 
-def operator_pair_paths(op: RoutingOperator) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(keys, counts)`` of a path-set operator: its sorted pair keys and :func:`pair_path_counts`; else None."""
-    return _PAIR_PATHS.get(op)
-
-
 def paths_per_pair(op: RoutingOperator, point_keys: Sequence[np.ndarray]) -> Float[np.ndarray, "point"]:
     """Mean over each point's communicating router pairs (unweighted) of the router paths carrying its bytes.
 
@@ -694,7 +677,7 @@ def paths_per_pair(op: RoutingOperator, point_keys: Sequence[np.ndarray]) -> Flo
     bytes are dropped); a point without pairs (every byte stays on a router)
     is NaN.
     """
-    keys, counts = _PAIR_PATHS[op]
+    keys, counts = op.pair_paths
     out = np.full(len(point_keys), np.nan)
     for i, k in enumerate(point_keys):
         k = np.unique(np.asarray(k, np.int64))
@@ -706,15 +689,12 @@ def paths_per_pair(op: RoutingOperator, point_keys: Sequence[np.ndarray]) -> Flo
     return out
 
 
-def constant_paths_per_pair(kind: str) -> float:
-    """``paths_per_pair`` of a routing that is not a path set: 1 for :data:`SINGLE_PATH_KINDS`, else NaN.
-
-    The Dragonfly routings (``minimal``, ``valiant``, ``valiant_router``,
-    ``tago``) are expectations over parallel global links and intermediate
-    groups or routers, not path sets: NaN ("not a path set"); counting
-    their paths per pair would need every point's pairs on the host.
-    """
-    return 1.0 if kind in SINGLE_PATH_KINDS else float("nan")
+def constant_paths_per_pair(kind: RoutingKind) -> float:
+    """``paths_per_pair`` of a routing kind that is not a path set: 1 where each message takes one router path
+    (:attr:`~evaluator.routing.base.RoutingKind.single_path`: DOR), else NaN ("not a path set": the Dragonfly
+    routings (``minimal``, ``valiant``, ``valiant_router``, ``tago``) are expectations over parallel global links
+    and intermediate groups or routers; counting their paths would need every point's pairs on the host)."""
+    return 1.0 if kind.single_path else float("nan")
 
 
 def path_incidence(table: PathTable):

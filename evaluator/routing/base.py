@@ -74,6 +74,12 @@ class RoutingOperator:
     have functions that differ only in their tables (same shapes, same
     static sizes), so the kernel compiled for one serves the others (path
     sets bound to different router pairs); None: one compilation per spec.
+    ``split_nodes``: ``apply`` adds its entries in place, without
+    concatenating them, so the kernel scatters the node loads apart rather
+    than passing them as ``extra`` (DOR). ``pair_paths`` (path sets):
+    ``(keys, counts)``, the sorted keys ``src * R + dst`` of the pairs the
+    operator serves and the router paths carrying each pair's bytes
+    (:func:`evaluator.routing._paths.pair_path_counts`); None otherwise.
     """
 
     routing: Routing
@@ -83,6 +89,8 @@ class RoutingOperator:
     apply_dense: Callable
     nnz: int
     compile_key: tuple | None = None
+    split_nodes: bool = False
+    pair_paths: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +110,11 @@ class RoutingKind(Kind):
     ``pair_demand`` (implies ``joint_pairs``) binds the bytes of every pair
     as well: the split depends on the demand (``optiq_lp``), so every point
     with its own demand gets its own operator.
+
+    ``single_path``: every message of a router pair takes one router path
+    (``paths_per_pair`` is 1; DOR, whose split tie is the expectation of a
+    random choice per message). Other kinds that are not path sets are
+    expectations over several paths (the Dragonfly routings): NaN.
     """
 
     topologies: tuple[str, ...] = ()
@@ -109,3 +122,4 @@ class RoutingKind(Kind):
     bind: Callable[..., Routing] | None = None
     joint_pairs: bool = False
     pair_demand: bool = False
+    single_path: bool = False

@@ -340,8 +340,12 @@ class _Writer:
         return res if res is not None else store.read_chunk(plan, cid)
 
 
-def _bucket_of(chunk_id: str) -> str:
-    return chunk_id.split("-", 1)[0]
+def _by_bucket(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
+    """The chunks of ``todo`` per bucket (ids ``b<bucket>-c<chunk>``), in their order."""
+    out: dict[str, list] = collections.defaultdict(list)
+    for item in todo:
+        out[item[0].split("-", 1)[0]].append(item)
+    return list(out.values())
 
 
 def _round_robin(lists: list[list]) -> list:
@@ -354,10 +358,7 @@ def _round_robin(lists: list[list]) -> list:
 def _interleaved(todo: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """Chunks in round-robin order over their buckets (ids ``b<bucket>-c<chunk>``): workers starting together
     compile different kernels, and a bucket's kernel is warm while its chunks keep coming."""
-    by_bucket: dict[str, list] = collections.defaultdict(list)
-    for item in todo:
-        by_bucket[_bucket_of(item[0])].append(item)
-    return _round_robin(list(by_bucket.values()))
+    return _round_robin(_by_bucket(todo))
 
 
 BATCH_POINTS = 2048
@@ -372,10 +373,7 @@ def _batches(todo: list[tuple[str, Any]], chunk_size: int, n_cpus: int) -> list[
     kernels (each writes its compilations to the persistent cache, where the others find them) instead of every
     worker compiling every kernel in its first task."""
     per = max(1, min(BATCH_POINTS // max(int(chunk_size), 1), -(-len(todo) // (4 * max(n_cpus, 1)))))
-    by_bucket: dict[str, list] = collections.defaultdict(list)
-    for item in todo:
-        by_bucket[_bucket_of(item[0])].append(item)
-    return _round_robin([[v[i:i + per] for i in range(0, len(v), per)] for v in by_bucket.values()])
+    return _round_robin([[v[i:i + per] for i in range(0, len(v), per)] for v in _by_bucket(todo)])
 
 
 def _local_threads(ray_cfg) -> int:

@@ -432,7 +432,8 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         out["ok"] = res["positions"][order]
         out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}
         if "paths_per_pair" not in out["metrics"]:  # the kernels' sweep path: one value for the chunk's routing
-            out["metrics"]["paths_per_pair"] = np.full(out["ok"].size, constant_paths_per_pair(routing.kind))
+            out["metrics"]["paths_per_pair"] = np.full(out["ok"].size,
+                                                       constant_paths_per_pair(ROUTINGS[routing.kind]))
         out["class_names"] = list(topo.class_names)
         if res.get("phases") is not None:
             ph = res["phases"]
