@@ -1,7 +1,7 @@
 """Small array primitives tuned for the kernels (private).
 
 Kernels are written for one design point and batched with ``jax.vmap``.
-Two primitives are slow under that recipe on XLA:CPU and are replaced here:
+Primitives that are slow under that recipe on XLA:CPU are replaced here:
 
 * ``segment_add``: scatter-add. ``jax.ops.segment_sum`` (bounds-checked,
   and under ``vmap`` a scatter with batching dimensions) costs 25-35 ns per
@@ -10,6 +10,10 @@ Two primitives are slow under that recipe on XLA:CPU and are replaced here:
   point it is the flat scatter, and its batching rule offsets the indices of
   point ``b`` by ``b * num_segments`` and scatters the whole batch flat.
   The sums are plain float64 additions in input order (no cancellation).
+* ``add_at`` / ``sub_at``: a scatter into an existing buffer, in place,
+  with the same flat batching rule, so that several entry lists add into
+  one buffer without being concatenated first (an XLA:CPU concatenation is
+  not vectorised: it evaluates each entry's expression per element).
 * ``first_argmax``: ``jnp.argmax`` is a variadic reduction (about 7 ns per
   element on CPU); max, compare and min give the same first index at half
   the cost.
@@ -24,10 +28,11 @@ from __future__ import annotations
 import functools
 
 import jax.numpy as jnp
+from jax import lax
 from jax.custom_batching import custom_vmap
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Int, Shaped
 
-__all__ = ["segment_add", "take", "first_argmax"]
+__all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,3 +76,43 @@ def first_argmax(x: Float[Array, "n"]) -> tuple[Int[Array, ""], Float[Array, ""]
     n = x.shape[0]
     i = jnp.min(jnp.where(x == m, jnp.arange(n, dtype=jnp.int32), n))
     return jnp.minimum(i, n - 1), m
+
+
+_SCATTER = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
+
+
+def _scatter_into(scatter):
+    """``buf`` with ``val`` added (``lax.scatter_add``) or subtracted (``lax.scatter_sub``) at ``idx``, in place.
+
+    Indices must be in range (the caller's layout guarantees it) and
+    non-negative: they go to the scatter as they are (no pass that converts
+    or maps negative indices). Chained calls add into one buffer without
+    concatenating their entries (an XLA:CPU concatenation fusion is not
+    vectorised, and it computes the expression of every entry per element).
+    A batch of points is one flat scatter, point ``b``'s indices offset by
+    ``b * len(buf)`` (as :func:`segment_add`).
+    """
+
+    def flat(buf, idx, val):
+        return scatter(buf, idx[:, None], val, _SCATTER, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    @custom_vmap
+    def into(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+        return flat(buf, idx, val)
+
+    @into.def_vmap
+    def into_batched(axis_size, in_batched, buf, idx, val):
+        n = buf.shape[-1]
+        buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                         for x, b in zip((buf, idx, val), in_batched))
+        offset = (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
+        return flat(buf.reshape(-1), (idx + offset).reshape(-1), val.reshape(-1)).reshape(axis_size, n), True
+
+    return into
+
+
+add_at = _scatter_into(lax.scatter_add)
+"""``add_at(buf, idx, val)``: ``buf`` with ``val`` added at ``idx``, in place (:func:`_scatter_into`)."""
+sub_at = _scatter_into(lax.scatter_sub)
+"""``sub_at(buf, idx, val)``: ``buf`` with ``val`` subtracted at ``idx``, in place (:func:`_scatter_into`)."""

@@ -151,9 +151,10 @@ def _as_routing(routing: Any, field: str = "routing") -> Routing:
 def _check_pair(topology: Topology, traffic: Traffic, placement: Placement, i: int | None = None,
                 names: tuple[str, str] = ("traffic", "placement")) -> None:
     where = "" if i is None else f"[{i}]"
-    require(placement.n_nodes == topology.n_nodes, f"{names[1]}{where}", placement.name,
-            f"a placement made for {topology.name} ({topology.n_nodes} nodes); it was made for "
-            f"{placement.n_nodes} nodes")
+    if placement.n_nodes != topology.n_nodes:  # the message is built only when it is raised (once per point)
+        raise ConfigError(f"{names[1]}{where}", placement.name,
+                          f"a placement made for {topology.name} ({topology.n_nodes} nodes); it was made for "
+                          f"{placement.n_nodes} nodes")
     if traffic.n_tasks != placement.n_tasks:
         raise ConfigError(f"{names[1]}{where}.n_tasks", placement.n_tasks,
                           f"the traffic's task count {traffic.n_tasks} ({traffic.name})",
@@ -250,9 +251,14 @@ def _take(a: np.ndarray, sl: slice, pad: int) -> np.ndarray:
 
 
 def _task_nodes(placements: Sequence[Placement], T: int) -> np.ndarray:
+    rows = [p.task_node for p in placements]
+    if len({r.size for r in rows}) == 1:  # one task count (a placement sweep): one copy
+        tn = np.zeros((len(rows), T), np.int32)
+        tn[:, : rows[0].size] = np.stack(rows)
+        return tn
     tn = np.zeros((len(placements), T), np.int32)
-    for i, p in enumerate(placements):
-        tn[i, : p.n_tasks] = p.task_node
+    for i, r in enumerate(rows):
+        tn[i, : r.size] = r
     return tn
 
 

@@ -123,9 +123,7 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: i
         router_loads = apply_routing(net.routing, sr, dr, off_router)
         return jnp.concatenate([router_loads, segment_add(off_node, sn.astype(jnp.uint32), n_nodes),
                                 segment_add(off_node, dn.astype(jnp.uint32), n_nodes)])
-    node_entries = (jnp.concatenate([sn, dn + n_nodes]), jnp.concatenate([off_node, off_node]), 2 * n_nodes)
-    router_loads, nodes = apply_routing(net.routing, sr, dr, off_router, extra=node_entries)
-    return jnp.concatenate([router_loads, nodes])
+    return apply_routing(net.routing, sr, dr, off_router, extra=(((sn, off_node), (dn + n_nodes, off_node)), 2 * n_nodes))
 
 
 def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_routers: int,
@@ -151,10 +149,64 @@ def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_router
     return jnp.concatenate([router_loads, inj, ej])
 
 
+MAX_SEGMENTS = 16
+"""At most this many runs of links with one class and one capacity (in link order) take the metrics' fast path."""
+
+
+def link_segments(topology: Topology) -> tuple[tuple[int, int, int, float], ...] | None:
+    """``(lo, hi, class, capacity)`` of the runs of consecutive links with one class and one capacity, in link
+    order, when there are at most :data:`MAX_SEGMENTS` of them and each class is one run; else None."""
+    cls = np.asarray(topology.link_class)
+    cap = np.asarray(topology.capacity, np.float64)
+    if cls.size == 0:
+        return None
+    change = np.nonzero((cls[1:] != cls[:-1]) | (cap[1:] != cap[:-1]))[0] + 1
+    if change.size + 1 > MAX_SEGMENTS:
+        return None
+    bounds = np.concatenate([[0], change, [cls.size]])
+    segs = tuple((int(lo), int(hi), int(cls[lo]), float(cap[lo])) for lo, hi in zip(bounds[:-1], bounds[1:]))
+    classes = [c for _, _, c, _ in segs]
+    if any(b < a for a, b in zip(classes, classes[1:])) or np.any(cap <= 0):
+        return None  # a class split over runs that are not in class order (the general path handles it)
+    return segs
+
+
+def _worst_link(net: NetworkArrays, loads, segments):
+    """``(bottleneck link, completion time, max load per class)``.
+
+    General path: the time of every link (``load / capacity``), its first
+    maximum, and the loads gathered into class order for the per-class
+    maxima. With ``segments`` (:func:`link_segments`: a few runs of one class
+    and one capacity, classes in link order) the maxima come from one pass
+    of per-run maxima; a run's largest time is its largest load over its
+    capacity (division by a positive constant is monotone and correctly
+    rounded, so the values are those of the general path), and the
+    bottleneck is the first link of the first slowest run whose time equals
+    it (as on the general path; a smaller load may round to the same time).
+    """
+    if segments is None:
+        worst, t = first_argmax(loads / net.capacity)
+        return worst, t, None
+    seg_max = jnp.stack([loads[lo:hi].max() for lo, hi, _, _ in segments])
+    # the capacities as the network's runtime values: XLA may turn a division by a constant into a product with
+    # its rounded reciprocal, which would not round as the general path does
+    seg_cap = take(net.capacity, np.array([lo for lo, *_ in segments], np.int32))
+    seg_t = seg_max / seg_cap
+    t = seg_t.max()
+    k = jnp.argmax(seg_t == t)  # the first slowest run (a handful of entries)
+    lo = take(jnp.array([lo for lo, *_ in segments], jnp.int32), k)
+    hi = take(jnp.array([hi for _, hi, *_ in segments], jnp.int32), k)
+    n = loads.shape[0]
+    pos = jnp.arange(n, dtype=jnp.int32)
+    # the general path's first maximum (a smaller load may round to the same time); element by element, as there:
+    # XLA may turn a division by a broadcast scalar into a product with its rounded reciprocal
+    worst = jnp.min(jnp.where((loads / net.capacity == t) & (pos >= lo) & (pos < hi), pos, n))
+    return jnp.minimum(worst, n - 1), t, seg_max
+
+
 def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, class_bounds: tuple[int, ...],
-             n_router_links: int):
-    time_per_link = loads / net.capacity
-    worst, t = first_argmax(time_per_link)
+             n_router_links: int, segments=None):
+    worst, t, seg_max = _worst_link(net, loads, segments)
     n_senders = jnp.maximum(n_senders, 1).astype(loads.dtype)
     busy = t > 0
     safe_t = jnp.where(busy, t, 1.0)
@@ -163,9 +215,13 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
     eff = jnp.where(busy, total / n_senders / safe_t, inf_or_nan)
     hop_bytes = loads[:n_router_links].sum()
     mean_hops = jnp.where(off_node_bytes > 0, hop_bytes / jnp.where(off_node_bytes > 0, off_node_bytes, 1.0), 0.0)
-    by_class = take(loads, net.class_order)
-    bounds = zip(class_bounds[:-1], class_bounds[1:])
-    max_class = jnp.stack([by_class[lo:hi].max(initial=-jnp.inf) for lo, hi in bounds])
+    if seg_max is None:
+        by_class = take(loads, net.class_order)
+        bounds = zip(class_bounds[:-1], class_bounds[1:])
+        max_class = jnp.stack([by_class[lo:hi].max(initial=-jnp.inf) for lo, hi in bounds])
+    else:  # each class's runs are consecutive entries of seg_max; a class without links: -inf
+        runs = [[k for k, (*_, c, _) in enumerate(segments) if c == cls] for cls in range(len(class_bounds) - 1)]
+        max_class = jnp.stack([seg_max[r[0]:r[-1] + 1].max() if r else jnp.array(-jnp.inf) for r in runs])
     return {
         "completion_time": t,
         "throughput": throughput,
@@ -180,7 +236,7 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
 
 
 def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link"], *,
-                  class_bounds: tuple[int, ...], n_router_links: int) -> dict:
+                  class_bounds: tuple[int, ...], n_router_links: int, segments=None) -> dict:
     """Scalar metrics of one design point (DESIGN.md "Metrics").
 
     Returns ``completion_time`` (s), ``throughput`` (bytes/s),
@@ -198,11 +254,11 @@ def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link
     n_nodes = net.node_router.shape[0]
     off_node_bytes = loads[n_router_links:n_router_links + n_nodes].sum()
     return _metrics(net, loads, total, off_node_bytes, n_senders, class_bounds=class_bounds,
-                    n_router_links=n_router_links)
+                    n_router_links=n_router_links, segments=segments)
 
 
 def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[Array, "link"], *,
-                        class_bounds: tuple[int, ...], n_router_links: int) -> dict:
+                        class_bounds: tuple[int, ...], n_router_links: int, segments=None) -> dict:
     """:func:`point_metrics` for dense rank-one traffic."""
     b = pt.bytes_per_pair
     U, V = pt.src_weight.sum(), pt.dst_weight.sum()
@@ -211,7 +267,7 @@ def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[A
     n_nodes = net.node_router.shape[0]
     off_node_bytes = loads[n_router_links:n_router_links + n_nodes].sum()
     return _metrics(net, loads, total, off_node_bytes, n_senders, class_bounds=class_bounds,
-                    n_router_links=n_router_links)
+                    n_router_links=n_router_links, segments=segments)
 
 
 def _pack(out: dict, loads, keep_loads: bool):
@@ -230,16 +286,18 @@ def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, np.nd
     return out
 
 
-def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads, split_nodes=False):
+def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads, split_nodes=False,
+           segments=None):
     loads = point_link_loads(net, pt, nodes_per_router=nodes_per_router, apply_routing=apply_routing,
                              split_nodes=split_nodes)
-    out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links)
+    out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links, segments=segments)
     return _pack(out, loads, keep_loads)
 
 
-def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dense, keep_loads):
+def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dense, keep_loads, segments=None):
     loads = dense_point_link_loads(net, pt, n_routers=n_routers, apply_dense=apply_dense)
-    out = dense_point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links)
+    out = dense_point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links,
+                              segments=segments)
     return _pack(out, loads, keep_loads)
 
 
@@ -343,7 +401,7 @@ _SHARED_KERNELS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDi
 def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "_Kernels":
     """The jitted kernels of ``op``; operators with the same ``compile_key`` share them (and their compilations)."""
     counts = np.bincount(np.asarray(topology.link_class), minlength=len(topology.class_names))
-    common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads,
+    common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads, segments=link_segments(topology),
                   class_bounds=tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)])))
     shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
     if shared is not None and (op.compile_key, keep_loads) in shared:

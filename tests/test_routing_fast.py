@@ -180,7 +180,8 @@ def test_dor_batched_apply_matches_the_walk_per_point(routing):
     idx = rng.integers(0, bins, (B, F))
 
     def one(s, d, w, i):
-        return op.apply(tables, s, d, jnp.where(s != d, w, 0.0), extra=(i, w, bins))
+        out = op.apply(tables, s, d, jnp.where(s != d, w, 0.0), extra=(((i, w),), bins))
+        return out[:-bins], out[-bins:]
 
     refs = [walk(topo, routing, src[b], dst[b], nbytes) for b in range(B)]
     for in_w in (0, None):  # bytes per point, or one byte list for every point (unbatched values)

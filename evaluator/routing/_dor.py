@@ -85,6 +85,8 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
+from .._ops import add_at as _add_at
+from .._ops import sub_at as _sub_at
 from .._ops import take
 from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
@@ -226,42 +228,6 @@ def _units(weight: Float[Array, "flow"]) -> tuple[Int[Array, "flow"], Float[Arra
     return q, jnp.ldexp(one, e - 62)
 
 
-_SCATTER = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                      scatter_dims_to_operand_dims=(0,))
-
-
-def _scatter_into(scatter):
-    """``buf`` with ``val`` added (``lax.scatter_add``) or subtracted (``lax.scatter_sub``) at ``idx``, in place.
-
-    Indices must be in range (the caller's layout guarantees it) and
-    non-negative: they go to the scatter as they are (no pass that converts
-    or maps negative indices). Chained calls add into one buffer without
-    concatenating their entries (an XLA:CPU concatenation fusion is not
-    vectorised, and it computes the expression of every entry per element).
-    A batch of points is one flat scatter, point ``b``'s indices offset by
-    ``b * len(buf)`` (as :func:`evaluator._ops.segment_add`).
-    """
-
-    def flat(buf, idx, val):
-        return scatter(buf, idx[:, None], val, _SCATTER, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
-
-    @custom_vmap
-    def into(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
-        return flat(buf, idx, val)
-
-    @into.def_vmap
-    def into_batched(axis_size, in_batched, buf, idx, val):
-        n = buf.shape[-1]
-        buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
-                         for x, b in zip((buf, idx, val), in_batched))
-        offset = (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
-        return flat(buf.reshape(-1), (idx + offset).reshape(-1), val.reshape(-1)).reshape(axis_size, n), True
-
-    return into
-
-
-_add_at = _scatter_into(lax.scatter_add)
-_sub_at = _scatter_into(lax.scatter_sub)
 
 
 def _crossing_tensor(n: int, wrap: bool, direction: int, tie: str) -> np.ndarray:
@@ -463,7 +429,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
         pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
         q, unit = _units(weight)
-        fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[2]), weight.dtype)
+        fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[1]), weight.dtype)
         ibufs = {}
         for pos, k in enumerate(order):
             if k not in rings:
@@ -481,7 +447,8 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                 first, past = run_entries(ring, s, t, pre_i, post_i)
                 ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
         if extra is not None:
-            fbuf = _add_at(fbuf, extra[0].astype(itype) + FSIZE, extra[1])
+            for e_idx, e_w in extra[0]:
+                fbuf = _add_at(fbuf, e_idx.astype(itype) + FSIZE, e_w)
         per_seg = []
         for k in sorted(rings):
             ring = rings[k]
@@ -490,7 +457,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             else:
                 per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
         loads = gather(tables, per_seg) if segs else jnp.zeros(n_rl)
-        return loads if extra is None else (loads, fbuf[FSIZE:])
+        return loads if extra is None else jnp.concatenate([loads, fbuf[FSIZE:]])
 
     def dense_ring(ring: _Ring, p_last, U, V):
         """Loads of both directions of dimension ``k`` from ``U`` (source) and ``V`` (destination) weights.

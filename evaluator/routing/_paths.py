@@ -630,7 +630,8 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
         loads = spread(tables, pair_bytes)
         if extra is None:
             return loads[:n_rl]
-        return loads[:n_rl], segment_add(extra[1], extra[0], extra[2])
+        e_idx, e_w = zip(*extra[0])
+        return jnp.concatenate([loads[:n_rl], segment_add(jnp.concatenate(e_w), jnp.concatenate(e_idx), extra[1])])
 
     def apply_dense(tables, u, v):
         pair_bytes = take(u, tables["pair_src"]) * take(v, tables["pair_dst"])

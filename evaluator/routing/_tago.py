@@ -148,15 +148,16 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
         idx = [OFF_R2G + src * g + Gd, OFF_G2R + Gs * R + dst, OFF_G + Gs * g + Gd, OFF_B + src * a + (dst - Gd * a)]
         w = [w_in, w_in, w_in, w_loc]
         if extra is not None:
-            idx.append(extra[0] + SIZE)
-            w.append(extra[1])
-        buf = segment_add(jnp.concatenate(w), jnp.concatenate(idx), SIZE + (0 if extra is None else extra[2]))
+            for e_idx, e_w in extra[0]:
+                idx.append(e_idx + SIZE)
+                w.append(e_w)
+        buf = segment_add(jnp.concatenate(w), jnp.concatenate(idx), SIZE + (0 if extra is None else extra[1]))
         own = tables["own"]
         A = jnp.einsum("SiD,SDo->Sio", buf[OFF_R2G:OFF_G2R].reshape(g, a, g), own)
         C = jnp.einsum("SDj,DSx->Djx", buf[OFF_G2R:OFF_G].reshape(g, g, a), own)
         B = buf[OFF_B:SIZE].reshape(g, a, a)
         loads = route(tables, A, B, C, buf[OFF_G:OFF_B].reshape(g, g))
-        return loads if extra is None else (loads, buf[SIZE:])
+        return loads if extra is None else jnp.concatenate([loads, buf[SIZE:]])
 
     def apply_dense(tables, u, v):
         mask = jnp.asarray(off_group)

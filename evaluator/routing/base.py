@@ -63,9 +63,11 @@ class RoutingOperator:
     ``apply(tables, src_router, dst_router, weight)`` maps router-level flows
     (``FlowVector = Int[Array, "flow"]`` twice and ``FlowBytes = Float[Array, "flow"]``; a flow
     with ``src == dst`` must carry weight 0) to the router-link loads
-    ``Float[Array, "router_link"]`` (bytes). With ``extra=(idx, w, size)``
-    it also sums ``w`` into ``size`` bins by ``idx`` in the same scatter and
-    returns ``(router_loads, sums)`` (the kernel's injection/ejection loads). ``apply_dense(tables, u, v)``
+    ``Float[Array, "router_link"]`` (bytes). With ``extra=(entries, size)``
+    (``entries``: a sequence of ``(idx, w)`` pairs) it also sums every ``w``
+    into ``size`` bins by its ``idx`` in the same buffer and returns the
+    router-link loads followed by the sums, ``Float[Array, "router_link +
+    size"]`` (the kernel's injection/ejection loads). ``apply_dense(tables, u, v)``
     maps the dense demand ``u[s] * v[d]`` (bytes, every ordered router pair
     ``s != d``; ``u, v: RouterVector = Float[Array, "router"]``) to the same. Both are pure
     and written for one design point; static sizes are bound in closures.
