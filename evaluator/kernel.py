@@ -123,7 +123,8 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: i
         router_loads = apply_routing(net.routing, sr, dr, off_router)
         return jnp.concatenate([router_loads, segment_add(off_node, sn.astype(jnp.uint32), n_nodes),
                                 segment_add(off_node, dn.astype(jnp.uint32), n_nodes)])
-    return apply_routing(net.routing, sr, dr, off_router, extra=(((sn, off_node), (dn + n_nodes, off_node)), 2 * n_nodes))
+    entries = ((sn, off_node), (dn + n_nodes, off_node))  # injection, then ejection
+    return apply_routing(net.routing, sr, dr, off_router, extra=(entries, 2 * n_nodes))
 
 
 def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_routers: int,
@@ -301,50 +302,84 @@ def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dens
     return _pack(out, loads, keep_loads)
 
 
+def _count(task_node, n_valid):
+    """The points of a block to evaluate (the leading ones; the rest is padding): all when None; an int32 on the
+    device (passed as it is: callers move it with the block's other arrays, in one transfer) or on the host."""
+    if isinstance(n_valid, jax.Array):
+        return n_valid
+    return np.int32(task_node.shape[0] if n_valid is None else n_valid)
+
+
+def _map(f, xs, n_valid, chunk: int):
+    """``f`` over the first ``n_valid`` points of ``xs``, ``chunk`` points per step (``vmap`` of ``f``).
+
+    A loop with a dynamic trip count (``ceil(n_valid / chunk)`` steps; the
+    block's size is a multiple of ``chunk``): a block padded to its compiled
+    size costs no work for its padding, whose rows stay zero.
+    """
+    n = jax.tree_util.tree_leaves(xs)[0].shape[0]
+    steps = n // chunk
+    blocks = jax.tree_util.tree_map(lambda x: x.reshape((steps, chunk) + x.shape[1:]), xs)
+    g = jax.vmap(f)
+
+    def at(i):
+        return jax.tree_util.tree_map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), blocks)
+
+    shapes = jax.eval_shape(g, at(0))
+    out = jax.tree_util.tree_map(lambda s: jnp.zeros((steps,) + s.shape, s.dtype), shapes)
+
+    def body(i, out):
+        return jax.tree_util.tree_map(lambda o, y: jax.lax.dynamic_update_index_in_dim(o, y, i, 0), out, g(at(i)))
+
+    out = jax.lax.fori_loop(0, (n_valid + chunk - 1) // chunk, body, out)
+    return jax.tree_util.tree_map(lambda o: o.reshape((n,) + o.shape[2:]), out)
+
+
 class _Kernels:
     """The jitted, batched entry points of one (topology, routing, keep_loads).
 
-    Each takes a *block* of points (leading ``point`` axis) and a static
-    ``chunk``: the block is evaluated ``chunk`` points at a time by
-    ``jax.lax.map(..., batch_size=chunk)`` — ``vmap`` of the one-point kernel
-    over a chunk, a loop over the chunks — in ONE device call. The chunk
+    Each takes a *block* of points (leading ``point`` axis), a static
+    ``chunk`` and ``n_valid`` (the block's leading points to evaluate, the
+    rest being padding: all by default): the block is evaluated ``chunk``
+    points at a time (:func:`_map`: ``vmap`` of the one-point kernel over a
+    chunk, a loop over the chunks that holds points) in ONE device call. The chunk
     bounds the working set (cache-sized on CPU; large on accelerators); the
     block amortises the call. Returns ``(metrics, link_load)``:
     ``Float[Array, "point metric"]`` (see :func:`unpack_metrics`) and
     ``Float[Array, "point link"]`` or ``None``. Variants:
 
-    * ``self(net, points, chunk=c)``: :class:`PointInputs`, one flow list per point;
-    * ``self.shared(net, task_node, src, dst, nbytes, n_senders, chunk=c)``: one
+    * ``self(net, points, chunk=c, n_valid=k)``: :class:`PointInputs`, one flow list per point;
+    * ``self.shared(net, task_node, src, dst, nbytes, n_senders, chunk=c, n_valid=k)``: one
       flow list for every point, only ``task_node: Int[Array, "point task"]``
       varies (a placement sweep);
-    * ``self.dense(net, points, chunk=c)``: :class:`DensePointInputs`.
+    * ``self.dense(net, points, chunk=c, n_valid=k)``: :class:`DensePointInputs`.
 
     ``_cache_size()`` counts the compilations of all three.
     """
 
     def __init__(self, point, dense_point):
-        def per_point(net, points, chunk):
-            return jax.lax.map(lambda pt: point(net, pt), points, batch_size=chunk)
+        def per_point(net, points, n_valid, chunk):
+            return _map(lambda pt: point(net, pt), points, n_valid, chunk)
 
-        def shared(net, task_node, src, dst, nbytes, n_senders, chunk):
-            return jax.lax.map(lambda tn: point(net, PointInputs(tn, src, dst, nbytes, n_senders)), task_node,
-                               batch_size=chunk)
+        def shared(net, task_node, src, dst, nbytes, n_senders, n_valid, chunk):
+            return _map(lambda tn: point(net, PointInputs(tn, src, dst, nbytes, n_senders)), task_node, n_valid,
+                        chunk)
 
-        def dense(net, points, chunk):
-            return jax.lax.map(lambda pt: dense_point(net, pt), points, batch_size=chunk)
+        def dense(net, points, n_valid, chunk):
+            return _map(lambda pt: dense_point(net, pt), points, n_valid, chunk)
 
         self._per_point = jax.jit(per_point, static_argnames="chunk")
         self._shared = jax.jit(shared, static_argnames="chunk")
         self._dense = jax.jit(dense, static_argnames="chunk")
 
-    def __call__(self, net, points: PointInputs, chunk: int):
-        return self._per_point(net, points, chunk=chunk)
+    def __call__(self, net, points: PointInputs, chunk: int, n_valid=None):
+        return self._per_point(net, points, _count(points.task_node, n_valid), chunk=chunk)
 
-    def shared(self, net, task_node, src, dst, nbytes, n_senders, chunk: int):
-        return self._shared(net, task_node, src, dst, nbytes, n_senders, chunk=chunk)
+    def shared(self, net, task_node, src, dst, nbytes, n_senders, chunk: int, n_valid=None):
+        return self._shared(net, task_node, src, dst, nbytes, n_senders, _count(task_node, n_valid), chunk=chunk)
 
-    def dense(self, net, points: DensePointInputs, chunk: int):
-        return self._dense(net, points, chunk=chunk)
+    def dense(self, net, points: DensePointInputs, chunk: int, n_valid=None):
+        return self._dense(net, points, _count(points.task_node, n_valid), chunk=chunk)
 
     def _cache_size(self) -> int:
         return self._per_point._cache_size() + self._shared._cache_size() + self._dense._cache_size()
@@ -357,7 +392,7 @@ class _Kernels:
         sizes a block's working set from it before allocating anything.
         """
         fn = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}[variant]
-        return fn.trace(*args, chunk=chunk).jaxpr
+        return fn.trace(*args, jax.ShapeDtypeStruct((), np.int32), chunk=chunk).jaxpr  # n_valid: an int32
 
 
 class BatchKernel(NamedTuple):

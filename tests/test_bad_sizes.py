@@ -501,7 +501,8 @@ def test_evaluation_estimate_is_close_to_what_xla_allocates():
     need = E._working_set(kern, mira, [tr], 1, False)
     F, Tn = E.bucket_size(tr.n_flows), E.bucket_size(tr.n_tasks)
     S = jax.ShapeDtypeStruct
-    args = (S((1, Tn), np.int32), S((F,), np.int32), S((F,), np.int32), S((F,), np.float64), S((), np.int32))
+    args = (S((1, Tn), np.int32), S((F,), np.int32), S((F,), np.int32), S((F,), np.float64), S((), np.int32),
+            S((), np.int32))  # ..., n_senders, n_valid
     mem = kern.fn._shared.lower(kern.net, *args, chunk=1).compile().memory_analysis()
     if mem is None:
         pytest.skip("no memory analysis on this backend")

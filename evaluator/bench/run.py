@@ -80,6 +80,7 @@ SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with
 SWEEP_SEEDS = {False: 3125, True: 10}  # placement seeds of the end-to-end sweep: 10^6 points (full), 3,200 (quick)
 OPTIMIZE_ARGS = ("--tasks", "256", "--alpha", "512,512,512", "--routings", "minimal,valiant")
 TORUS_DIMS = {False: (256, 256, 4), True: (128, 128, 4)}  # the large-torus scenario (full, quick)
+BIG_REPEAT = 7  # big scenarios: the evaluator's warm call and SciPy's apply, median of this many (a few ms each)
 
 
 # --------------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ def _w_small(args) -> dict:
     elif args.scipy and args.barrier:  # the SciPy baseline on n cores, measured: the workers start it together
         _wait_barrier(args.barrier, part, "scipy")
         out["scipy"] = _small_scipy(df, routings, configs, stencils, placements, seeds,
-                                    SCIPY_PER_CLASS[bool(args.quick)], checked=0)
+                                    SCIPY_PER_CLASS[bool(args.quick)], n_checked=0)
     out["device"] = _device()
     return out
 
@@ -275,9 +276,9 @@ def _small_baseline(df, routings, configs, stencils, placements, seeds, per_clas
 
 
 def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: int,
-                 checked: int = SCIPY_CHECKED) -> dict:
+                 n_checked: int = SCIPY_CHECKED) -> dict:
     """SciPy routing matrix on ``per_class`` points of each (beta, routing) class: R built once per routing
-    (timed apart), applied per point (best of 3); ``checked`` points per class compared with the
+    (timed apart), applied per point (best of 3); ``n_checked`` points per class compared with the
     evaluator's loads link for link."""
     from .baseline import SparseMatrixBaseline
     from ..evaluate import evaluate_batch
@@ -304,7 +305,7 @@ def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: 
                     base.link_loads(tr, pl)
                     best = min(best, time.perf_counter() - t0)
                 times.append(best)
-            for pl in pls[:checked]:  # loads compared outside the timing
+            for pl in pls[:n_checked]:  # loads compared outside the timing
                 fast = evaluate_batch(df, rt, tr, pl, keep_link_load=True).link_load[0]
                 worst = max(worst, _rel_dev(base.link_loads(tr, pl), fast))
                 checked += 1
@@ -362,7 +363,7 @@ def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int
             t0 = time.perf_counter()
             evaluate_batch(topo, rt, tr, pl)
             first = time.perf_counter() - t0
-            warm = _timed(lambda: evaluate_batch(topo, rt, tr, pl))
+            warm = _timed(lambda: evaluate_batch(topo, rt, tr, pl), repeat=BIG_REPEAT)
             res = evaluate_batch(topo, rt, tr, pl, keep_link_load=True)
             loads.append(np.asarray(res.link_load[0]))
             rows.append({
@@ -414,11 +415,11 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix):
             t0 = time.perf_counter()
             base.build(check=False)
             build = time.perf_counter() - t0
-        apply = _timed(lambda: base.link_loads(tr, pl))
+        apply = _timed(lambda: base.link_loads(tr, pl), repeat=BIG_REPEAT)
         point = apply
     else:
         build = _timed(lambda: base.build(tr, pl, check=False))
-        apply = _timed(lambda: base.link_loads(tr, pl))
+        apply = _timed(lambda: base.link_loads(tr, pl), repeat=BIG_REPEAT)
         point = build + apply
     row.update(scipy_s=point, scipy_build_s=build, scipy_apply_s=apply, scipy_nnz=base.nnz,
                scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,

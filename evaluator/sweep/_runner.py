@@ -146,7 +146,7 @@ def dispatch(kern, bank: FlowBank, rows: np.ndarray, params: dict[str, np.ndarra
     ``params`` holds per-point arrays with a leading ``point`` axis: the
     generator's parameters (task arrays padded to ``size``), or ``task_node``
     when ``gen`` is None. The points of one bank row go in blocks of
-    ``block`` (the last one padded by repeating its last point): per block,
+    ``block`` (the last one padded by repeating its last point, which the kernel skips): per block,
     one call draws the placements and picks the row's flows
     (:func:`_prepare`), one runs the kernel's shared-flows variant on them
     (results stay on the device). Returns the queued calls and the order of
@@ -178,14 +178,14 @@ def dispatch(kern, bank: FlowBank, rows: np.ndarray, params: dict[str, np.ndarra
             call = (bank, np.int32(srows[start]), args["k0"], args["k1"], args["params"])
             if pending:
                 inputs = prep(*call, size=size)
-                pending.append((kern.fn.shared(kern.net, *inputs, chunk=chunk), stop - start))
+                pending.append((kern.fn.shared(kern.net, *inputs, chunk=chunk, n_valid=stop - start), stop - start))
                 continue
             key = (id(kern.fn), None if gen is None else gen.key, chunk, size) + tuple(
                 (tuple(a.shape), str(a.dtype)) for a in jax.tree_util.tree_leaves(call))
             with _first_call_lock(key):  # compiles (once) under the lock; later calls pass at once
                 inputs = prep(*call, size=size)
                 _check_memory(kern, inputs, chunk, block)
-                pending.append((kern.fn.shared(kern.net, *inputs, chunk=chunk), stop - start))
+                pending.append((kern.fn.shared(kern.net, *inputs, chunk=chunk, n_valid=stop - start), stop - start))
     return pending, order
 
 
