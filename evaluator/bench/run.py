@@ -80,7 +80,8 @@ SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with
 SWEEP_SEEDS = {False: 3125, True: 10}  # placement seeds of the end-to-end sweep: 10^6 points (full), 3,200 (quick)
 OPTIMIZE_ARGS = ("--tasks", "256", "--alpha", "512,512,512", "--routings", "minimal,valiant")
 TORUS_DIMS = {False: (256, 256, 4), True: (128, 128, 4)}  # the large-torus scenario (full, quick)
-BIG_REPEAT = 7  # big scenarios: the evaluator's warm call and SciPy's apply, median of this many (a few ms each)
+BIG_REPEAT, BIG_MIN_S = 7, 1.0  # big scenarios: the evaluator's warm call and SciPy's apply, median of at least
+# this many calls, more until they took this many seconds (calls of a few ms vary 2x on a VM)
 
 
 # --------------------------------------------------------------------------------------
@@ -113,10 +114,11 @@ def _device_label(dev: dict) -> str:
     return f"{dev['platform']} {dev['kind']}"
 
 
-def _timed(fn, repeat: int = 3) -> float:
-    """Median wall time of ``fn()`` over ``repeat`` calls (seconds)."""
+def _timed(fn, repeat: int = 3, min_total: float = 0.0, max_repeat: int = 500) -> float:
+    """Median wall time of ``fn()`` (seconds) over at least ``repeat`` calls, more until they took ``min_total``
+    seconds in all (at most ``max_repeat``): calls of a few ms on a VM vary by 2x from one to the next."""
     times = []
-    for _ in range(repeat):
+    while len(times) < repeat or (sum(times) < min_total and len(times) < max_repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -363,7 +365,7 @@ def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int
             t0 = time.perf_counter()
             evaluate_batch(topo, rt, tr, pl)
             first = time.perf_counter() - t0
-            warm = _timed(lambda: evaluate_batch(topo, rt, tr, pl), repeat=BIG_REPEAT)
+            warm = _timed(lambda: evaluate_batch(topo, rt, tr, pl), repeat=BIG_REPEAT, min_total=BIG_MIN_S)
             res = evaluate_batch(topo, rt, tr, pl, keep_link_load=True)
             loads.append(np.asarray(res.link_load[0]))
             rows.append({
@@ -415,11 +417,11 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix):
             t0 = time.perf_counter()
             base.build(check=False)
             build = time.perf_counter() - t0
-        apply = _timed(lambda: base.link_loads(tr, pl), repeat=BIG_REPEAT)
+        apply = _timed(lambda: base.link_loads(tr, pl), repeat=BIG_REPEAT, min_total=BIG_MIN_S)
         point = apply
     else:
         build = _timed(lambda: base.build(tr, pl, check=False))
-        apply = _timed(lambda: base.link_loads(tr, pl), repeat=BIG_REPEAT)
+        apply = _timed(lambda: base.link_loads(tr, pl), repeat=BIG_REPEAT, min_total=BIG_MIN_S)
         point = build + apply
     row.update(scipy_s=point, scipy_build_s=build, scipy_apply_s=apply, scipy_nnz=base.nnz,
                scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,
