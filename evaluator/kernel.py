@@ -150,64 +150,80 @@ def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_router
     return jnp.concatenate([router_loads, inj, ej])
 
 
-MAX_SEGMENTS = 16
-"""At most this many runs of links with one class and one capacity (in link order) take the metrics' fast path."""
+MAX_BLOCKS, MAX_PERIOD = 16, 64
+"""The metrics' fast path: link order cut into at most this many blocks, each a pattern of at most this many
+links (one class and one capacity per position) repeated."""
 
 
-def link_segments(topology: Topology) -> tuple[tuple[int, int, int, float], ...] | None:
-    """``(lo, hi, class, capacity)`` of the runs of consecutive links with one class and one capacity, in link
-    order, when there are at most :data:`MAX_SEGMENTS` of them and each class is one run; else None."""
-    cls = np.asarray(topology.link_class)
+def link_blocks(topology: Topology) -> tuple[tuple[int, int, tuple[int, ...]], ...] | None:
+    """``(lo, hi, classes)`` of the blocks of link order that repeat a short pattern, or None.
+
+    Links ``lo <= i < hi`` of a block have the class ``classes[(i - lo) %
+    P]`` and one capacity per position (``P = len(classes)``): a Dragonfly's
+    local, global, injection and ejection links are four blocks with ``P =
+    1``; a torus's router links (router by router, the same directions each)
+    one block with ``P`` its links per router, then the node links. Each
+    block is the longest run of one pattern from its start (the shortest
+    pattern among equals). None when that takes more than
+    :data:`MAX_BLOCKS` blocks (the kernels then take the general path).
+    """
+    cls = np.asarray(topology.link_class, np.int64)
     cap = np.asarray(topology.capacity, np.float64)
-    if cls.size == 0:
+    n = cls.size
+    if n == 0 or np.any(~(cap > 0)):
         return None
-    change = np.nonzero((cls[1:] != cls[:-1]) | (cap[1:] != cap[:-1]))[0] + 1
-    if change.size + 1 > MAX_SEGMENTS:
-        return None
-    bounds = np.concatenate([[0], change, [cls.size]])
-    segs = tuple((int(lo), int(hi), int(cls[lo]), float(cap[lo])) for lo, hi in zip(bounds[:-1], bounds[1:]))
-    classes = [c for _, _, c, _ in segs]
-    if any(b < a for a, b in zip(classes, classes[1:])) or np.any(cap <= 0):
-        return None  # a class split over runs that are not in class order (the general path handles it)
-    return segs
+    caps, cap_id = np.unique(cap, return_inverse=True)
+    key = cls * caps.size + cap_id.reshape(-1)  # one integer per (class, capacity)
+    blocks, lo = [], 0
+    while lo < n:
+        if len(blocks) == MAX_BLOCKS:
+            return None
+        best = (1, 1)  # (length, period)
+        for P in range(1, min(MAX_PERIOD, n - lo) + 1):
+            m = (n - lo) // P
+            if m * P <= best[0] or (m > 1 and not np.array_equal(key[lo + P: lo + 2 * P], key[lo: lo + P])):
+                continue  # cannot beat the best, or fails at its first repeat
+            rows = key[lo: lo + m * P].reshape(m, P)
+            same = np.all(rows == rows[0], axis=1)
+            reps = m if same.all() else int(np.argmin(same))
+            if reps * P > best[0]:
+                best = (reps * P, P)
+        length, P = best
+        blocks.append((lo, lo + length, tuple(int(c) for c in cls[lo: lo + P])))
+        lo += length
+    return tuple(blocks)
 
 
-def _worst_link(net: NetworkArrays, loads, segments):
-    """``(bottleneck link, completion time, max load per class)``.
+def _worst_link(net: NetworkArrays, loads, blocks):
+    """``(bottleneck link, completion time, max load per pattern position)``.
 
     General path: the time of every link (``load / capacity``), its first
     maximum, and the loads gathered into class order for the per-class
-    maxima. With ``segments`` (:func:`link_segments`: a few runs of one class
-    and one capacity, classes in link order) the maxima come from one pass
-    of per-run maxima; a run's largest time is its largest load over its
-    capacity (division by a positive constant is monotone and correctly
-    rounded, so the values are those of the general path), and the
-    bottleneck is the first link of the first slowest run whose time equals
-    it (as on the general path; a smaller load may round to the same time).
+    maxima. With ``blocks`` (:func:`link_blocks`) the maxima come from the
+    blocks reshaped to ``[repeats, P]`` (a plain reduction, no gather, no
+    division per link): a position's largest time is its largest load over
+    its capacity (division by a positive constant is monotone and correctly
+    rounded, so the time is the general path's); the bottleneck is then the
+    first link whose time equals it, in one pass as on the general path (a
+    smaller load may round to the same time).
     """
-    if segments is None:
+    n = loads.shape[0]
+    if blocks is None:
         worst, t = first_argmax(loads / net.capacity)
         return worst, t, None
-    seg_max = jnp.stack([loads[lo:hi].max() for lo, hi, _, _ in segments])
-    # the capacities as the network's runtime values: XLA may turn a division by a constant into a product with
-    # its rounded reciprocal, which would not round as the general path does
-    seg_cap = take(net.capacity, np.array([lo for lo, *_ in segments], np.int32))
-    seg_t = seg_max / seg_cap
-    t = seg_t.max()
-    k = jnp.argmax(seg_t == t)  # the first slowest run (a handful of entries)
-    lo = take(jnp.array([lo for lo, *_ in segments], jnp.int32), k)
-    hi = take(jnp.array([hi for _, hi, *_ in segments], jnp.int32), k)
-    n = loads.shape[0]
+    col_max = jnp.concatenate([loads[lo:hi].reshape(-1, len(c)).max(axis=0) for lo, hi, c in blocks])
+    # the capacities as the network's runtime values, and element by element: XLA may turn a division by a
+    # constant or a broadcast scalar into a product with its rounded reciprocal, which rounds differently
+    col_cap = take(net.capacity, np.array([lo + k for lo, _, c in blocks for k in range(len(c))], np.int32))
+    t = (col_max / col_cap).max()
     pos = jnp.arange(n, dtype=jnp.int32)
-    # the general path's first maximum (a smaller load may round to the same time); element by element, as there:
-    # XLA may turn a division by a broadcast scalar into a product with its rounded reciprocal
-    worst = jnp.min(jnp.where((loads / net.capacity == t) & (pos >= lo) & (pos < hi), pos, n))
-    return jnp.minimum(worst, n - 1), t, seg_max
+    worst = jnp.min(jnp.where(loads / net.capacity == t, pos, n))
+    return jnp.minimum(worst, n - 1), t, col_max
 
 
 def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, class_bounds: tuple[int, ...],
-             n_router_links: int, segments=None):
-    worst, t, seg_max = _worst_link(net, loads, segments)
+             n_router_links: int, blocks=None):
+    worst, t, col_max = _worst_link(net, loads, blocks)
     n_senders = jnp.maximum(n_senders, 1).astype(loads.dtype)
     busy = t > 0
     safe_t = jnp.where(busy, t, 1.0)
@@ -216,13 +232,14 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
     eff = jnp.where(busy, total / n_senders / safe_t, inf_or_nan)
     hop_bytes = loads[:n_router_links].sum()
     mean_hops = jnp.where(off_node_bytes > 0, hop_bytes / jnp.where(off_node_bytes > 0, off_node_bytes, 1.0), 0.0)
-    if seg_max is None:
+    if col_max is None:
         by_class = take(loads, net.class_order)
         bounds = zip(class_bounds[:-1], class_bounds[1:])
         max_class = jnp.stack([by_class[lo:hi].max(initial=-jnp.inf) for lo, hi in bounds])
-    else:  # each class's runs are consecutive entries of seg_max; a class without links: -inf
-        runs = [[k for k, (*_, c, _) in enumerate(segments) if c == cls] for cls in range(len(class_bounds) - 1)]
-        max_class = jnp.stack([seg_max[r[0]:r[-1] + 1].max() if r else jnp.array(-jnp.inf) for r in runs])
+    else:  # the pattern positions of each class (a class without links: -inf)
+        of = np.array([c for *_, classes in blocks for c in classes])
+        max_class = jnp.stack([take(col_max, np.flatnonzero(of == c).astype(np.int32)).max() if np.any(of == c)
+                               else jnp.array(-jnp.inf) for c in range(len(class_bounds) - 1)])
     return {
         "completion_time": t,
         "throughput": throughput,
@@ -237,7 +254,7 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
 
 
 def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link"], *,
-                  class_bounds: tuple[int, ...], n_router_links: int, segments=None) -> dict:
+                  class_bounds: tuple[int, ...], n_router_links: int, blocks=None) -> dict:
     """Scalar metrics of one design point (DESIGN.md "Metrics").
 
     Returns ``completion_time`` (s), ``throughput`` (bytes/s),
@@ -255,11 +272,11 @@ def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link
     n_nodes = net.node_router.shape[0]
     off_node_bytes = loads[n_router_links:n_router_links + n_nodes].sum()
     return _metrics(net, loads, total, off_node_bytes, n_senders, class_bounds=class_bounds,
-                    n_router_links=n_router_links, segments=segments)
+                    n_router_links=n_router_links, blocks=blocks)
 
 
 def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[Array, "link"], *,
-                        class_bounds: tuple[int, ...], n_router_links: int, segments=None) -> dict:
+                        class_bounds: tuple[int, ...], n_router_links: int, blocks=None) -> dict:
     """:func:`point_metrics` for dense rank-one traffic."""
     b = pt.bytes_per_pair
     U, V = pt.src_weight.sum(), pt.dst_weight.sum()
@@ -268,7 +285,7 @@ def dense_point_metrics(net: NetworkArrays, pt: DensePointInputs, loads: Float[A
     n_nodes = net.node_router.shape[0]
     off_node_bytes = loads[n_router_links:n_router_links + n_nodes].sum()
     return _metrics(net, loads, total, off_node_bytes, n_senders, class_bounds=class_bounds,
-                    n_router_links=n_router_links, segments=segments)
+                    n_router_links=n_router_links, blocks=blocks)
 
 
 def _pack(out: dict, loads, keep_loads: bool):
@@ -288,17 +305,17 @@ def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, np.nd
 
 
 def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads, split_nodes=False,
-           segments=None):
+           blocks=None):
     loads = point_link_loads(net, pt, nodes_per_router=nodes_per_router, apply_routing=apply_routing,
                              split_nodes=split_nodes)
-    out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links, segments=segments)
+    out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links, blocks=blocks)
     return _pack(out, loads, keep_loads)
 
 
-def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dense, keep_loads, segments=None):
+def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dense, keep_loads, blocks=None):
     loads = dense_point_link_loads(net, pt, n_routers=n_routers, apply_dense=apply_dense)
     out = dense_point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links,
-                              segments=segments)
+                              blocks=blocks)
     return _pack(out, loads, keep_loads)
 
 
@@ -436,7 +453,7 @@ _SHARED_KERNELS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDi
 def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "_Kernels":
     """The jitted kernels of ``op``; operators with the same ``compile_key`` share them (and their compilations)."""
     counts = np.bincount(np.asarray(topology.link_class), minlength=len(topology.class_names))
-    common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads, segments=link_segments(topology),
+    common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads, blocks=link_blocks(topology),
                   class_bounds=tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)])))
     shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
     if shared is not None and (op.compile_key, keep_loads) in shared:

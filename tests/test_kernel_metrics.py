@@ -1,10 +1,11 @@
-"""The kernel's per-point metrics: the fast path over runs of links (one class, one capacity) against NumPy.
+"""The kernel's per-point metrics: the fast path over blocks of links (a repeated pattern of classes and capacities)
+against NumPy.
 
 The completion time is the largest ``load / capacity``; the bottleneck is
 the FIRST link with that time (-1 when it is 0) (IEEE division element by element, as NumPy
 computes it), and ``max_load_class`` the largest load of each class. The
-fast path (:func:`evaluator.kernel.link_segments`) must give the same three
-values as the general path and as NumPy, including ties between runs and
+fast path (:func:`evaluator.kernel.link_blocks`) must give the same three
+values as the general path and as NumPy, including ties between blocks and
 loads that differ but round to the same time.
 """
 
@@ -37,7 +38,7 @@ def numpy_metrics(topo, loads):
     return worst, t, np.array(per_class)
 
 
-def kernel_metrics(topo, segments):
+def kernel_metrics(topo, blocks):
     """``loads -> (bottleneck link, completion time, max load per class)`` through the kernel's metrics."""
     counts = np.bincount(np.asarray(topo.link_class), minlength=len(topo.class_names))
     bounds = tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)]))
@@ -46,7 +47,7 @@ def kernel_metrics(topo, segments):
     @jax.jit
     def run(net, x):  # the network as an argument, as in the kernels (not constants XLA could fold)
         out = K._metrics(net, x, x.sum(), 1.0, 1, class_bounds=bounds, n_router_links=topo.n_router_links,
-                         segments=segments)
+                         blocks=blocks)
         return out["bottleneck_link"], out["completion_time"], out["max_load_class"]
 
     def metrics(loads):
@@ -78,13 +79,28 @@ def uneven_dragonfly():
     return dataclasses.replace(topo, capacity=cap)
 
 
-@pytest.mark.parametrize("make", [lambda: T.dragonfly(4, 8, 4), uneven_dragonfly], ids=["DF(4,8,4)", "uneven"])
+def check_blocks(topo, blocks):
+    """Blocks cover link order; every position of a block's pattern has one class and one capacity."""
+    assert blocks[0][0] == 0 and blocks[-1][1] == topo.n_links
+    assert all(b[1] == c[0] for b, c in zip(blocks, blocks[1:]))
+    cls, cap = np.asarray(topo.link_class), np.asarray(topo.capacity)
+    for lo, hi, classes in blocks:
+        P = len(classes)
+        assert (hi - lo) % P == 0
+        assert np.all(cls[lo:hi].reshape(-1, P) == np.array(classes))
+        assert np.all(cap[lo:hi].reshape(-1, P) == cap[lo:lo + P])
+
+
+@pytest.mark.parametrize("make", [lambda: T.dragonfly(4, 8, 4), uneven_dragonfly,
+                                  lambda: T.bgq_partition((1, 1, 1, 1))], ids=["DF(4,8,4)", "uneven", "BG/Q"])
 def test_fast_path_matches_numpy_and_the_general_path(make):
     topo = make()
-    segs = K.link_segments(topo)
-    assert segs is not None and segs[0][0] == 0 and segs[-1][1] == topo.n_links
+    blocks = K.link_blocks(topo)
+    assert blocks is not None
+    check_blocks(topo, blocks)
+    # segments: (lo, hi, capacity) of runs of one position's links (for the engineered cases below)
     cap = np.asarray(topo.capacity)
-    assert all(np.all(cap[lo:hi] == c) for lo, hi, _, c in segs)
+    segs = [(lo + k, hi, len(c), cap[lo + k]) for lo, hi, c in blocks for k in range(len(c))]
     rng = np.random.default_rng(3)
     n = topo.n_links
     cases = [np.zeros(n), rng.integers(0, 5, n).astype(np.float64)]  # nothing loaded; many exact ties
@@ -93,17 +109,18 @@ def test_fast_path_matches_numpy_and_the_general_path(make):
         cases.append(loads)
     # the same largest time in two runs (the first run's link wins), and in the middle of a run
     loads = rng.random(n)
-    lo0, hi0, _, c0 = segs[0]
-    lo1, hi1, _, c1 = segs[1]
-    loads[hi1 - 1], loads[(lo0 + hi0) // 2] = 100.0 * c1, 100.0 * c0  # integer capacities: both times exactly 100
+    lo0, hi0, p0, c0 = segs[0]
+    lo1, hi1, p1, c1 = segs[-1]
+    # the same largest time in two blocks or positions (the first link wins); integer capacities: both exactly 100
+    loads[hi1 - p1], loads[lo0 + p0 * ((hi0 - lo0) // (2 * p0))] = 100.0 * c1, 100.0 * c0
     cases.append(loads)
-    # a smaller load earlier that rounds to the same time as the largest load of its run
-    for lo, hi, _, c in (segs[0], segs[-1]):
+    # a smaller load earlier that rounds to the same time as the largest load of its position
+    for lo, hi, p, c in (segs[0], segs[-1]):
         x, y = colliding_pair(c, rng)
         loads = rng.random(n)
-        loads[lo + 1], loads[hi - 1] = x, y
+        loads[lo + p], loads[hi - p] = x, y
         cases.append(loads)
-    paths = {"fast": kernel_metrics(topo, segs), "general": kernel_metrics(topo, None)}
+    paths = {"fast": kernel_metrics(topo, blocks), "general": kernel_metrics(topo, None)}
     for loads in cases:
         want = numpy_metrics(topo, loads)
         for path, metrics in paths.items():
@@ -113,10 +130,15 @@ def test_fast_path_matches_numpy_and_the_general_path(make):
             np.testing.assert_array_equal(per_class, want[2])
 
 
-def test_link_segments_refuses_classes_out_of_link_order():
-    topo = T.torus((4, 4, 4))  # links of the three dimensions interleave: many runs
-    assert K.link_segments(topo) is None
+def test_link_blocks_of_a_dragonfly_a_torus_and_a_shuffle():
     df = T.dragonfly(2, 4, 2)
-    cls = np.asarray(df.link_class).copy()
-    cls[0], cls[-1] = cls[-1], cls[0]  # a class split over runs that are not consecutive
-    assert K.link_segments(dataclasses.replace(df, link_class=cls)) is None
+    blocks = K.link_blocks(df)
+    assert [len(c) for *_, c in blocks] == [1, 1, 1, 1]  # local, global, injection, ejection
+    assert [c for *_, c in blocks] == [(0,), (1,), (2,), (3,)]
+    topo = T.torus((4, 4, 4))
+    blocks = K.link_blocks(topo)
+    check_blocks(topo, blocks)
+    assert len(blocks[0][2]) == 6 and blocks[0][1] == topo.n_router_links  # 6 links per router, router by router
+    rng = np.random.default_rng(0)
+    shuffled = dataclasses.replace(topo, link_class=rng.permutation(np.asarray(topo.link_class)))
+    assert K.link_blocks(shuffled) is None  # no short pattern: the general path
