@@ -253,9 +253,9 @@ def _take(a: np.ndarray, sl: slice, pad: int) -> np.ndarray:
 
 def _task_nodes(placements: Sequence[Placement], T: int) -> np.ndarray:
     rows = [p.task_node for p in placements]
-    if len({r.size for r in rows}) == 1:  # one task count (a placement sweep): one copy
+    if len({r.size for r in rows}) == 1:  # one task count (a placement sweep): one copy (np.stack: 6x slower)
         tn = np.zeros((len(rows), T), np.int32)
-        tn[:, : rows[0].size] = np.stack(rows)
+        tn[:, : rows[0].size] = np.concatenate(rows).reshape(len(rows), rows[0].size)
         return tn
     tn = np.zeros((len(placements), T), np.int32)
     for i, r in enumerate(rows):
