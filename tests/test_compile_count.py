@@ -64,6 +64,25 @@ def _placements(topo, n, seed=0):
     return [P.dragonfly_cartesian(topo, (4, 4, 2), (2, 2, 2), seed=seed + s) for s in range(n)]
 
 
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_padding_points_are_not_evaluated(chunk):
+    """A block's points past ``n_valid`` are padding: the loop stops at the chunk that holds the last valid point,
+    later rows stay zero, and the valid rows are the ones a full block gives (one compilation for both calls)."""
+    topo = T.dragonfly(2, 4, 2, 9)
+    traffic = TR.stencil((4, 4, 2), (4, 4, 2), 8.0)
+    kern = batch_kernel(topo, RT.minimal(), False)
+    F, Tn = EV.bucket_size(traffic.n_flows), EV.bucket_size(traffic.n_tasks)
+    tn = jax.device_put(EV._task_nodes(_placements(topo, 8), Tn))
+    flows = EV._device_flows(traffic, F)
+    full = np.asarray(kern.fn.shared(kern.net, tn, *flows, chunk=chunk)[0])
+    size = kern.fn._cache_size()
+    part = np.asarray(kern.fn.shared(kern.net, tn, *flows, chunk=chunk, n_valid=3)[0])
+    assert kern.fn._cache_size() == size
+    done = -(-3 // chunk) * chunk  # whole chunks
+    np.testing.assert_array_equal(part[:done], full[:done])
+    assert np.all(full[done:] != 0, axis=1).any() and np.all(part[done:] == 0)
+
+
 @pytest.mark.parametrize("routing", [RT.minimal(), RT.valiant()])
 def test_second_chunk_of_shared_flows_compiles_nothing(routing, monkeypatch):
     topo = T.dragonfly(2, 4, 2, 9)
