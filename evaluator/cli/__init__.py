@@ -21,6 +21,7 @@ import importlib
 import sys
 
 from .._jax_cache import OFF_FLAG, enable_compilation_cache
+from .._malloc import tune as tune_malloc
 from ..errors import ConfigError
 
 __all__ = ["main", "run", "COMMANDS"]
@@ -108,6 +109,7 @@ def run() -> None:
     import atexit
     import os
 
+    tune_malloc()  # large blocks stay in the heap (evaluator._malloc): this process is ours
     try:
         rc = main()
     except SystemExit as exc:  # (argparse's --help and usage errors)

@@ -29,6 +29,7 @@ import xarray as xr
 
 from .. import io
 from .._jax_cache import apply_in_worker, worker_env
+from .._malloc import tune as tune_malloc
 from ..config import RayConfig
 from ..errors import ClusterError
 from . import store
@@ -402,6 +403,7 @@ def _remote_chunk(token: str, plan_box: list, batch: list):
 
     jax.config.update("jax_enable_x64", True)
     apply_in_worker()  # the persistent compilation cache, as the driver chose
+    tune_malloc()  # large blocks stay in the heap (evaluator._malloc), as in the console command
     plan = _PLANS.get(token)
     if plan is None:
         import ray
