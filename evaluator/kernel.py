@@ -200,8 +200,8 @@ def _worst_link(net: NetworkArrays, loads, blocks):
     General path: the time of every link (``load / capacity``), its first
     maximum, and the loads gathered into class order for the per-class
     maxima. With ``blocks`` (:func:`link_blocks`) the maxima come from the
-    blocks reshaped to ``[repeats, P]`` (a plain reduction, no gather, no
-    division per link): a position's largest time is its largest load over
+    blocks reshaped to ``[repeats, P]`` (a plain reduction: no gather, and
+    no division per link before the maximum): a position's largest time is its largest load over
     its capacity (division by a positive constant is monotone and correctly
     rounded, so the time is the general path's); the bottleneck is then the
     first link whose time equals it, in one pass as on the general path (a
