@@ -101,16 +101,14 @@ METRIC_NAMES = SCALAR_METRICS + ("max_load_class",)
 
 
 def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: int,
-                     apply_routing, split_nodes: bool = False) -> LinkLoads:
+                     apply_routing) -> LinkLoads:
     """Expected bytes on every link for one design point of sparse flows.
 
     Flows between tasks on one node use no link; flows between nodes load
     the source's injection and the destination's ejection link; flows
     between routers are routed by ``apply_routing(tables, src_router,
     dst_router, bytes)``. The node links' entries go into the routing's own
-    scatter (``extra``), or, with ``split_nodes`` (operators that add their
-    entries in place: :attr:`~evaluator.routing.base.RoutingOperator.split_nodes`),
-    into two scatters of their own (no concatenated per-flow arrays).
+    buffer (``extra``: added in place after its entries, never concatenated).
     """
     n_nodes = net.node_router.shape[0]
     sn = take(pt.task_node, pt.src)
@@ -119,10 +117,6 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: i
     sr = sn // nodes_per_router if nodes_per_router > 1 else sn
     dr = dn // nodes_per_router if nodes_per_router > 1 else dn
     off_router = jnp.where(sr != dr, pt.nbytes, 0.0)
-    if split_nodes:  # node ids as unsigned indices: no pass that maps negative indices
-        router_loads = apply_routing(net.routing, sr, dr, off_router)
-        return jnp.concatenate([router_loads, segment_add(off_node, sn.astype(jnp.uint32), n_nodes),
-                                segment_add(off_node, dn.astype(jnp.uint32), n_nodes)])
     entries = ((sn, off_node), (dn + n_nodes, off_node))  # injection, then ejection
     return apply_routing(net.routing, sr, dr, off_router, extra=(entries, 2 * n_nodes))
 
@@ -304,10 +298,8 @@ def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, np.nd
     return out
 
 
-def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads, split_nodes=False,
-           blocks=None):
-    loads = point_link_loads(net, pt, nodes_per_router=nodes_per_router, apply_routing=apply_routing,
-                             split_nodes=split_nodes)
+def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads, blocks=None):
+    loads = point_link_loads(net, pt, nodes_per_router=nodes_per_router, apply_routing=apply_routing)
     out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links, blocks=blocks)
     return _pack(out, loads, keep_loads)
 
@@ -458,8 +450,7 @@ def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "
     shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
     if shared is not None and (op.compile_key, keep_loads) in shared:
         return shared[(op.compile_key, keep_loads)]
-    point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply,
-                              split_nodes=op.split_nodes, **common)
+    point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply, **common)
     dense_point = functools.partial(_dense_point, n_routers=topology.n_routers, apply_dense=op.apply_dense, **common)
     fn = _Kernels(point, dense_point)
     if shared is not None:

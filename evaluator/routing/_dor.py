@@ -526,7 +526,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         return gather(tables, per_seg)
 
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, split_nodes=True)
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)
 
 
 @dataclass

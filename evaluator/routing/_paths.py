@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float, Int
 
-from .._ops import segment_add, take
+from .._ops import add_at, segment_add, take
 from ..errors import ConfigError, check_memory, is_int
 from ..topology import Topology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -630,8 +630,10 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
         loads = spread(tables, pair_bytes)
         if extra is None:
             return loads[:n_rl]
-        e_idx, e_w = zip(*extra[0])
-        return jnp.concatenate([loads[:n_rl], segment_add(jnp.concatenate(e_w), jnp.concatenate(e_idx), extra[1])])
+        sums = jnp.zeros(extra[1], weight.dtype)
+        for e_idx, e_w in extra[0]:
+            sums = add_at(sums, e_idx, e_w)
+        return jnp.concatenate([loads[:n_rl], sums])
 
     def apply_dense(tables, u, v):
         pair_bytes = take(u, tables["pair_src"]) * take(v, tables["pair_dst"])

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from .._ops import segment_add, take
+from .._ops import add_at, take
 from ..errors import check_memory, require
 from ..topology import RdnTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -147,11 +147,11 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
         w_loc = jnp.where(inter, 0.0, weight)
         idx = [OFF_R2G + src * g + Gd, OFF_G2R + Gs * R + dst, OFF_G + Gs * g + Gd, OFF_B + src * a + (dst - Gd * a)]
         w = [w_in, w_in, w_in, w_loc]
-        if extra is not None:
-            for e_idx, e_w in extra[0]:
-                idx.append(e_idx + SIZE)
-                w.append(e_w)
-        buf = segment_add(jnp.concatenate(w), jnp.concatenate(idx), SIZE + (0 if extra is None else extra[1]))
+        buf = jnp.zeros(SIZE + (0 if extra is None else extra[1]), weight.dtype)
+        for e_idx, e_w in zip(idx, w):  # added in place, one list after the other (never concatenated)
+            buf = add_at(buf, e_idx, e_w)
+        for e_idx, e_w in (() if extra is None else extra[0]):
+            buf = add_at(buf, e_idx + SIZE, e_w)
         own = tables["own"]
         A = jnp.einsum("SiD,SDo->Sio", buf[OFF_R2G:OFF_G2R].reshape(g, a, g), own)
         C = jnp.einsum("SDj,DSx->Djx", buf[OFF_G2R:OFF_G].reshape(g, g, a), own)

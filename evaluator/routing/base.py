@@ -76,9 +76,7 @@ class RoutingOperator:
     have functions that differ only in their tables (same shapes, same
     static sizes), so the kernel compiled for one serves the others (path
     sets bound to different router pairs); None: one compilation per spec.
-    ``split_nodes``: ``apply`` adds its entries in place, without
-    concatenating them, so the kernel scatters the node loads apart rather
-    than passing them as ``extra`` (DOR). ``pair_paths`` (path sets):
+    ``pair_paths`` (path sets):
     ``(keys, counts)``, the sorted keys ``src * R + dst`` of the pairs the
     operator serves and the router paths carrying each pair's bytes
     (:func:`evaluator.routing._paths.pair_path_counts`); None otherwise.
@@ -91,7 +89,6 @@ class RoutingOperator:
     apply_dense: Callable
     nnz: int
     compile_key: tuple | None = None
-    split_nodes: bool = False
     pair_paths: tuple[np.ndarray, np.ndarray] | None = None
 
 
