@@ -182,6 +182,16 @@ _SHORT = 32
 """Float prefix sums over at most this many positions: no loop (a triangular product)."""
 
 
+def _cumsum0(x: Shaped[Array, "pos ..."]) -> Shaped[Array, "pos ..."]:
+    """Inclusive prefix sum along axis 0: a ``lax.scan`` adding slice after slice (exact for int64)."""
+
+    def step(carry, row):
+        carry = carry + row
+        return carry, carry
+
+    return lax.scan(step, jnp.zeros_like(x[0]), x)[1]
+
+
 def _prefix(x: Shaped[Array, "pre pos col"]) -> Shaped[Array, "pre pos col"]:
     """Inclusive prefix sum along axis 1 (float64, or int64: exact in any order).
 
@@ -197,13 +207,7 @@ def _prefix(x: Shaped[Array, "pre pos col"]) -> Shaped[Array, "pre pos col"]:
     if n_pos <= _SHORT and jnp.issubdtype(x.dtype, jnp.floating):
         tri = jnp.asarray(np.triu(np.ones((n_pos, n_pos), dtype=x.dtype)))
         return jnp.einsum("apb,pq->aqb", x, tri)
-
-    def step(carry, row):
-        carry = carry + row
-        return carry, carry
-
-    _, ys = lax.scan(step, jnp.zeros_like(x[:, 0]), jnp.moveaxis(x, 1, 0))
-    return jnp.moveaxis(ys, 0, 1)
+    return jnp.moveaxis(_cumsum0(jnp.moveaxis(x, 1, 0)), 0, 1)
 
 
 def _prefix_along(x, axis: int):
@@ -273,13 +277,15 @@ class _Ring:
     The routers of dimension ``dim`` form ``pre x post`` rings of ``n``
     positions (``pre``/``post``: the routers before/after the dimension in
     row-major order). The dimension has its own int64 buffer of ``size``
-    entries: per direction a difference line of ``L`` positions per ring,
-    ``[pre, L, post]`` from ``off[direction]``, the ``-1`` line reflected
-    (line position ``q`` is ring position ``n - 1 - q``) so that runs go up
-    the line in both directions; from ``tie_off`` (or -1) the split ties by
-    start position ``[pre, n, post]``. ``direct`` (or -1), for a wrapped
-    ring of two routers, is the offset of its float64 loads (one link per
-    router) in the float buffer.
+    entries: the difference lines of both directions and every ring,
+    position-major, ``[L, 2, pre, post]`` (line position, direction, ring),
+    the ``-1`` line reflected (line position ``q`` is ring position ``n - 1
+    - q``) so that runs go up the line in both directions; from ``tie_off``
+    (or -1) the split ties by start position ``[n, pre, post]``. Position
+    first, the prefix sums along the lines are a loop over whole slices of
+    ``2 x pre x post`` entries, with no transpose. ``direct`` (or -1), for a
+    wrapped ring of two routers, is the offset of its float64 loads (one link
+    per router) in the float buffer.
     """
 
     dim: int
@@ -289,17 +295,17 @@ class _Ring:
     L: int  # line positions: n + H wrapped (a run past position n - 1 goes on in a second copy), n mesh
     pre: int
     post: int
-    off: tuple[int, int] = (-1, -1)
     tie_off: int = -1
     direct: int = -1
 
     @property
-    def line_size(self) -> int:
-        return self.pre * self.L * self.post
+    def section(self) -> int:
+        """Rings of the dimension: ``pre x post``."""
+        return self.pre * self.post
 
     @property
     def size(self) -> int:
-        return 2 * self.line_size + (self.pre * self.n * self.post if self.tie_off >= 0 else 0)
+        return (2 * self.L + (self.n if self.tie_off >= 0 else 0)) * self.section
 
 
 def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple[dict[int, _Ring], int, int]:
@@ -316,8 +322,8 @@ def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple
             continue
         H = n // 2 if w else n - 1
         r = _Ring(k, n, w, H, n + H if w else n, pre, post)
-        tie = 2 * r.line_size if w and split and n % 2 == 0 else -1
-        rings[k] = dataclasses.replace(r, off=(0, r.line_size), tie_off=tie)
+        tie = 2 * r.L * r.section if w and split and n % 2 == 0 else -1
+        rings[k] = dataclasses.replace(r, tie_off=tie)
         isize += rings[k].size
     return rings, isize, foff
 
@@ -360,14 +366,26 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     itype = jnp.uint64 if wide else jnp.uint32
     coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1).astype(np.uint64)
     packed = (coords << np.asarray(shift, np.uint64)).sum(axis=1, dtype=np.uint64)
-    # Per-router loads in this order; router link l leaving router r in (dim, direction) reads slot seg * R + r.
+    # Per-router loads, dimension after dimension: a two-router ring's R in router order, a ring dimension's 2R
+    # as its folded lines ``[n, 2, pre, post]`` (ring position, reflected for -1; direction; ring). Router link
+    # l leaving router r in (dim, direction) reads ``slot[l]``.
     segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
     slot = -np.ones(n_rl, dtype=np.int64)
     nb = np.asarray(topo.neighbor_link)
-    for i, (k, d) in enumerate(segs):
-        lk = nb[:, k, d]
-        r = np.nonzero(lk >= 0)[0]
-        slot[lk[r]] = i * R + r
+    base = 0
+    for k in sorted(rings):
+        ring = rings[k]
+        x = coords[:, k].astype(np.int64)
+        sec = np.arange(R, dtype=np.int64) // (ring.n * ring.post) * ring.post + np.arange(R) % ring.post
+        for d in ((0,) if ring.direct >= 0 else (0, 1)):
+            lk = nb[:, k, d]
+            r = np.nonzero(lk >= 0)[0]
+            if ring.direct >= 0:
+                slot[lk[r]] = base + r
+            else:
+                pos = x[r] if d == 0 else ring.n - 1 - x[r]
+                slot[lk[r]] = base + (pos * 2 + d) * ring.section + sec[r]
+        base += R * (1 if ring.direct >= 0 else 2)
     assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
     tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
     packed_is_id = bool((packed == np.arange(R, dtype=np.uint64)).all())  # every size a power of two
@@ -398,30 +416,31 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             go_pos = t > s
             hops = jnp.where(go_pos, t - s, s - t)
         q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
-        line0 = ring.off[0] + (~go_pos).astype(s.dtype) * ring.line_size + pre_i * (ring.L * post) + post_i
-        first = line0 + q0 * post
-        past = first + hops * post  # a run of 0 hops: +q and -q at one entry
+        ring_i = pre_i * post + post_i
+        step = 2 * ring.section  # one line position
+        first = q0 * step + (~go_pos).astype(s.dtype) * ring.section + ring_i
+        past = first + hops * step  # a run of 0 hops: +q and -q at one entry
         if ring.tie_off >= 0:
             tie = (hops == n // 2) & (hops > 0)
-            first = jnp.where(tie, ring.tie_off + pre_i * (n * post) + post_i + s * post, first)
+            first = jnp.where(tie, ring.tie_off + s * ring.section + ring_i, first)
         return first, past
 
     def line_loads(ring: _Ring, ibuf, unit):
-        """Per-router loads ``[2, pre, n, post]`` (bytes) of both directions from the dimension's buffer."""
-        n, H, pre, post = ring.n, ring.H, ring.pre, ring.post
-        X = ibuf[: 2 * ring.line_size].reshape(2, pre, ring.L, post)  # +1 line, -1 line
+        """Loads (bytes) of both directions from the dimension's buffer: ``[n, 2, pre, post]`` (ring position,
+        reflected for the ``-1`` direction; direction; ring), the layout the slot table reads."""
+        n, H, sec = ring.n, ring.H, ring.section
+        X = ibuf[: 2 * ring.L * sec].reshape(ring.L, 2, sec)
         if ring.tie_off >= 0:
             # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops;
             # the +1 line holds -T at s + H already (the runs' entries past their end)
-            T = ibuf[ring.tie_off: ring.tie_off + pre * n * post].reshape(pre, n, post) >> 1
-            T = jnp.stack([T, jnp.flip(T, axis=1)])
-            sign = jnp.asarray([1, -1], T.dtype).reshape(2, 1, 1, 1)
-            X = X + jnp.pad(T, ((0, 0), (0, 0), (0, H), (0, 0))) + sign * jnp.pad(T, ((0, 0), (0, 0), (H, 0), (0, 0)))
-        C = _prefix(X.reshape(2 * pre, ring.L, post))
+            T = ibuf[ring.tie_off: ring.tie_off + n * sec].reshape(n, sec) >> 1
+            T = jnp.stack([T, jnp.flip(T, axis=0)], axis=1)
+            sign = jnp.asarray([1, -1], T.dtype).reshape(1, 2, 1)
+            X = X + jnp.pad(T, ((0, H), (0, 0), (0, 0))) + sign * jnp.pad(T, ((H, 0), (0, 0), (0, 0)))
+        C = _cumsum0(X)
         if ring.wrap:  # the second copy holds the part of the runs that passed position n - 1
-            C = C[:, :n] + jnp.pad(C[:, n:], ((0, 0), (0, n - H), (0, 0)))
-        load = (C.astype(unit.dtype) * unit).reshape(2, pre, n, post)
-        return jnp.stack([load[0], jnp.flip(load[1], axis=1)])
+            C = C[:n] + jnp.pad(C[n:], ((0, n - H), (0, 0), (0, 0)))
+        return C.astype(unit.dtype) * unit
 
     def apply(tables, src, dst, weight, extra=None):
         """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
@@ -448,7 +467,9 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                 ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
         if extra is not None:
             for e_idx, e_w in extra[0]:
-                fbuf = _add_at(fbuf, e_idx.astype(itype) + FSIZE, e_w)
+                if wide or e_idx.dtype != jnp.int32:
+                    e_idx = e_idx.astype(itype)
+                fbuf = _add_at(fbuf, e_idx + FSIZE if FSIZE else e_idx, e_w)
         per_seg = []
         for k in sorted(rings):
             ring = rings[k]
@@ -520,9 +541,9 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                 p_last = (0.5, 0.5) if split else (1.0, 0.0)
             p_last = jnp.asarray(p_last, u.dtype).reshape((2,) + (1,) * nd)
             load = dense_ring(ring, p_last, jnp.stack([Uk, jnp.flip(Uk, axis=k)]),
-                              jnp.stack([Vk, jnp.flip(Vk, axis=k)]))
-            load = jnp.stack([load[0], jnp.flip(load[1], axis=k)])
-            per_seg.append(jnp.broadcast_to(load, (2,) + dims).reshape(2 * R))
+                              jnp.stack([Vk, jnp.flip(Vk, axis=k)]))  # the -1 direction reflected
+            load = jnp.broadcast_to(load, (2,) + dims).reshape(2, ring.pre, ring.n, ring.post)
+            per_seg.append(jnp.transpose(load, (2, 0, 1, 3)).reshape(2 * R))  # the slot table's layout
         return gather(tables, per_seg)
 
     nnz = int(sum(t.size for t in tables.values()))
