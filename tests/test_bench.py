@@ -28,7 +28,7 @@ from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator.bench import format_table
 from evaluator.bench.baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
-from evaluator.bench.run import _big_table_rows, _scipy_big, _torus_patterns, parse_cli_output
+from evaluator.bench.run import BIG_REPEAT, _big_table_rows, _interleaved, _scipy_big, _torus_patterns, parse_cli_output
 from evaluator.errors import ResourceError
 from evaluator.evaluate import evaluate
 from evaluator.traffic import DenseTraffic
@@ -166,7 +166,10 @@ def test_scipy_row_and_table(monkeypatch):
     row = {"pattern": "random", "routing": routing.label, "flows": traffic.n_flows, "eval_s": 0.5,
            "first_call_s": 1.0, "baseline_s": 2.0, "baseline_flows_sampled": 100, "check_rel_dev": 0.0,
            "check_topology": topo.name}
-    _scipy_big(topo, routing, traffic, pl, ref, row, None)
+    calls = []
+    _scipy_big(topo, routing, traffic, pl, ref, row, None, lambda: calls.append(1))
+    assert len(calls) >= BIG_REPEAT  # the evaluator timed again, in the same rounds as SciPy
+    assert row["eval_alone_s"] == 0.5 and 0 <= row["eval_s"] < 0.5
     assert row["scipy_rel_dev"] <= TOL["rel"] and row["scipy_per_point_build"]
     assert row["scipy_s"] == pytest.approx(row["scipy_build_s"] + row["scipy_apply_s"], rel=TOL["rel"])
     row["eval_s"] = row["scipy_s"] / 3  # the evaluator 3x faster than SciPy
@@ -174,7 +177,7 @@ def test_scipy_row_and_table(monkeypatch):
     for k in [k for k in refused if k.startswith("scipy")]:
         del refused[k]
     monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", "1000")  # check_memory: nothing fits
-    _scipy_big(topo, routing, traffic, pl, ref, refused, None)
+    _scipy_big(topo, routing, traffic, pl, ref, refused, None, lambda: calls.append(1))
     assert refused["scipy_na"].startswith("R too big") and "scipy_s" not in refused
     data = {"rows": [row, refused], "peak_mb": 100.0, "device": {"platform": "cpu", "kind": "cpu", "cpus": 2}}
     rows = _big_table_rows(data, "torus")
@@ -189,6 +192,26 @@ def test_scipy_row_and_table(monkeypatch):
     assert refused["scipy_na"] in second and "SciPy -" in second
     cells = third.split()
     assert cells[cells.index("scaling") + 3:][:3] == ["-", "-", "-"]  # points/s, vs per-flow, vs SciPy
+
+
+def test_interleaved_rounds(monkeypatch):
+    """Each function once per round, in turn; at least `repeat` rounds, more until 2 x min_total; medians."""
+    import time
+
+    clock, order = [0.0], []
+
+    def fn(name, seconds):
+        def call():
+            order.append(name)
+            clock[0] += seconds
+        return call
+
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    assert _interleaved([fn("a", 0.01), fn("b", 0.03)], repeat=3, min_total=0.1) == pytest.approx([0.01, 0.03])
+    assert order == ["a", "b"] * 5  # 0.04 s per round: 5 rounds reach 0.2 s
+    order.clear()
+    assert _interleaved([fn("a", 1.0), fn("b", 2.0)], repeat=3, min_total=0.1) == pytest.approx([1.0, 2.0])
+    assert order == ["a", "b"] * 3  # the minimum number of rounds
 
 
 def test_parse_cli_output(tmp_path):
