@@ -195,7 +195,8 @@ def test_scipy_row_and_table(monkeypatch):
 
 
 def test_interleaved_rounds(monkeypatch):
-    """Each function once per round, in turn; at least `repeat` rounds, more until 2 x min_total; medians."""
+    """Each function in turn for a block of time (at least one call) per round; at least `repeat` rounds, more
+    until 2 x min_total; the median of each function's calls."""
     import time
 
     clock, order = [0.0], []
@@ -207,11 +208,13 @@ def test_interleaved_rounds(monkeypatch):
         return call
 
     monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
-    assert _interleaved([fn("a", 0.01), fn("b", 0.03)], repeat=3, min_total=0.1) == pytest.approx([0.01, 0.03])
-    assert order == ["a", "b"] * 5  # 0.04 s per round: 5 rounds reach 0.2 s
+    a, b = 2.0**-6, 3 * 2.0**-6  # binary fractions: the fake clock adds them exactly
+    got = _interleaved([fn("a", a), fn("b", b)], repeat=2, min_total=0.2, block=4 * a)
+    assert got == pytest.approx([a, b])
+    assert order == (["a"] * 4 + ["b"] * 2) * 3  # 10 / 64 s per round: the third reaches 0.4 s
     order.clear()
-    assert _interleaved([fn("a", 1.0), fn("b", 2.0)], repeat=3, min_total=0.1) == pytest.approx([1.0, 2.0])
-    assert order == ["a", "b"] * 3  # the minimum number of rounds
+    assert _interleaved([fn("a", 1.0), fn("b", 2.0)], repeat=3, min_total=0.1, block=0.05) == pytest.approx([1, 2])
+    assert order == ["a", "b"] * 3  # one call per block at least; the minimum number of rounds
 
 
 def test_parse_cli_output(tmp_path):
