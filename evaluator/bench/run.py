@@ -122,18 +122,13 @@ def _device_label(dev: dict) -> str:
 def _timed(fn, repeat: int = 3, min_total: float = 0.0, max_repeat: int = 500) -> float:
     """Median wall time of ``fn()`` (seconds) over at least ``repeat`` calls, more until they took ``min_total``
     seconds in all (at most ``max_repeat``): calls of a few ms on a VM vary by 2x from one to the next."""
-    times = []
-    while len(times) < repeat or (sum(times) < min_total and len(times) < max_repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return _interleaved([fn], repeat, min_total, block=0.0, max_rounds=max_repeat)[0]
 
 
 def _interleaved(fns, repeat: int, min_total: float, block: float = BLOCK_S, max_rounds: int = 500) -> list[float]:
     """Median wall time of each of ``fns`` (seconds), over rounds in which each is called in turn for a block of
-    ``block`` seconds (at least once): at least ``repeat`` rounds, more until they took ``2 * min_total``
-    seconds in all (at most ``max_rounds``).
+    ``block`` seconds (at least once): at least ``repeat`` rounds, more until they took ``min_total`` seconds in
+    all (at most ``max_rounds``).
 
     Both sides of a ratio are timed over the same stretch of time, so a slow spell of the machine (a VM's
     neighbours) slows both: timed one after the other, Mira's 5D stencil read 4.9x to 11x SciPy from run to run.
@@ -143,14 +138,14 @@ def _interleaved(fns, repeat: int, min_total: float, block: float = BLOCK_S, max
     times: list[list[float]] = [[] for _ in fns]
     start = time.perf_counter()
     rounds = 0
-    while rounds < repeat or (time.perf_counter() - start < 2 * min_total and rounds < max_rounds):
+    while rounds < repeat or (time.perf_counter() - start < min_total and rounds < max_rounds):
         for fn, t in zip(fns, times):
-            spent = 0.0
-            while spent < block or not spent:
+            calls, spent = 0, 0.0
+            while not calls or spent < block:
                 t0 = time.perf_counter()
                 fn()
                 t.append(time.perf_counter() - t0)
-                spent += t[-1]
+                calls, spent = calls + 1, spent + t[-1]
         rounds += 1
     return [float(np.median(t)) for t in times]
 
@@ -450,11 +445,11 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
             t0 = time.perf_counter()
             base.build(check=False)
             build = time.perf_counter() - t0
-        ours, apply = _interleaved([evaluate, lambda: base.link_loads(tr, pl)], BIG_REPEAT, BIG_MIN_S)
+        ours, apply = _interleaved([evaluate, lambda: base.link_loads(tr, pl)], BIG_REPEAT, 2 * BIG_MIN_S)
         point = apply
     else:
         ours, build, apply = _interleaved([evaluate, lambda: base.build(tr, pl, check=False),
-                                           lambda: base.link_loads(tr, pl)], BIG_REPEAT, BIG_MIN_S)
+                                           lambda: base.link_loads(tr, pl)], BIG_REPEAT, 2 * BIG_MIN_S)
         point = build + apply
     row.update(eval_alone_s=row["eval_s"], eval_s=ours, scipy_s=point, scipy_build_s=build, scipy_apply_s=apply,
                scipy_nnz=base.nnz, scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,

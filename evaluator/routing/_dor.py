@@ -369,7 +369,6 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     # Per-router loads, dimension after dimension: a two-router ring's R in router order, a ring dimension's 2R
     # as its folded lines ``[n, 2, pre, post]`` (ring position, reflected for -1; direction; ring). Router link
     # l leaving router r in (dim, direction) reads ``slot[l]``.
-    segs = [(k, d) for k in sorted(rings) for d in ((0,) if rings[k].direct >= 0 else (0, 1))]
     slot = -np.ones(n_rl, dtype=np.int64)
     nb = np.asarray(topo.neighbor_link)
     base = 0
@@ -477,7 +476,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                 per_seg.append(fbuf[ring.direct: ring.direct + R])
             else:
                 per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
-        loads = gather(tables, per_seg) if segs else jnp.zeros(n_rl)
+        loads = gather(tables, per_seg) if rings else jnp.zeros(n_rl)
         return loads if extra is None else jnp.concatenate([loads, fbuf[FSIZE:]])
 
     def dense_ring(ring: _Ring, p_last, U, V):
@@ -521,7 +520,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
 
     def apply_dense(tables, u, v):
         """Router-link loads of the demand ``u[s] v[d]`` over ordered router pairs (one design point)."""
-        if not segs:
+        if not rings:
             return jnp.zeros(n_rl, u.dtype)
         U = u.reshape(dims)
         V = v.reshape(dims)
