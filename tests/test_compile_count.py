@@ -152,9 +152,10 @@ def test_results_stay_on_device_until_reduced():
 def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monkeypatch, capsys):
     """``evaluator optimize`` on a small network: decompositions with different flow counts (beta 1x16 has 32
     flows, 4x4 has 64) share one flow bucket, and chunks that mix them run the same compiled kernel: one
-    compilation per routing, none for a per-point fallback."""
+    compilation per routing, none for a per-point fallback. Two chunk threads, chunks of 4 points: the
+    threads share every kernel (see also :func:`test_threads_share_one_build`)."""
     from evaluator import cli
-    from evaluator.sweep import worker
+    from evaluator.sweep import driver, worker
 
     kernels = []
     real = worker.batch_kernel
@@ -165,6 +166,7 @@ def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monk
         return kern
 
     monkeypatch.setattr(worker, "batch_kernel", recording)
+    monkeypatch.setattr(driver, "_local_threads", lambda ray_cfg: 2)
     monkeypatch.chdir(tmp_path)
     names: list[str] = []
 
@@ -175,7 +177,7 @@ def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monk
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         rc = cli.main(["optimize", "--tasks", "16", "--alpha", "16,16", "--routings", "minimal,valiant",
-                       "topology.p=2", "topology.a=4", "topology.h=2", "--no-progress"])
+                       "topology.p=2", "topology.a=4", "topology.h=2", "sweep.chunk_size=4", "--no-progress"])
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert rc == 0 and "searched" in capsys.readouterr().out
@@ -185,3 +187,40 @@ def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monk
         assert k.fn._cache_size() == 1, k.operator.routing.kind  # one flow bucket, one variant (shared flows)
     kernel_compiles = [n for n in names if n in ("jit(shared)", "jit(per_point)", "jit(dense)")]
     assert len(kernel_compiles) <= 2, names  # (fewer when a persistent compilation cache already holds them)
+
+
+def test_threads_share_one_build(tmp_path, monkeypatch):
+    """Two chunk threads that miss the same topology at once both build it, and both go on with the first
+    build kept: one topology object, hence one kernel and one compilation. (Before, each kept its own: in
+    about one cold ``optimize`` run in ten, a kernel was compiled a second time, 1-2 s.)"""
+    import threading
+
+    from evaluator import config
+    from evaluator.sweep import plan_sweep, worker
+
+    plan = plan_sweep(config.compose_sweep([f"sweep.output_dir={tmp_path}", "topology.p=2", "topology.a=4",
+                                            "topology.h=2"]))
+    st = worker._State(plan)
+    idx = (0,) * len(plan.axes)
+    cfg = plan.group_config(idx, st.group_cols)
+    together = threading.Barrier(2, timeout=30)
+    build = worker.C.build_topology
+    got: dict[str, object] = {}
+
+    def build_at_once(c):
+        topo = build(c)
+        together.wait()  # both threads hold their own build before either keeps it
+        return topo
+
+    def miss(name):
+        got[name] = st.topology(idx, cfg)
+
+    monkeypatch.setattr(worker.C, "build_topology", build_at_once)
+    threads = [threading.Thread(target=miss, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    monkeypatch.undo()
+    assert not together.broken and set(got) == {"a", "b"}
+    assert got["a"] is got["b"] is st.topology(idx, cfg)

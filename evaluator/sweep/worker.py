@@ -58,15 +58,27 @@ kind and task bucket); larger ones get a flow bucket per call."""
 
 
 class _LRU(collections.OrderedDict):
+    """A bounded cache of builds shared by the threads of a process; the first value put under a key wins.
+
+    Two threads that miss the same key at once both build it, and both go on with the first build put: a
+    topology built twice would otherwise give the chunks two topology objects, hence two kernels and a
+    second compilation of the same program (1-2 s on a cold ``optimize``).
+    """
+
     def __init__(self, size: int):
         super().__init__()
         self.size = size
+        self._lock = threading.Lock()
 
     def put(self, key, value):
-        self[key] = value
-        if len(self) > self.size:
-            self.popitem(last=False)
-        return value
+        """``value`` under ``key``, or the value another thread put there first; returns the one kept."""
+        with self._lock:
+            if key in self:
+                return self[key]
+            self[key] = value
+            if len(self) > self.size:
+                self.popitem(last=False)
+            return value
 
 
 @dataclasses.dataclass
@@ -227,8 +239,7 @@ class _State:
         free = [i for i in self.traffic_axes if i not in self.bucket_axes]
         count = int(np.prod([plan.axes[i].size for i in free], dtype=np.float64)) if free else 1
         if count > MAX_PLANNED_TRAFFICS:
-            self.banks[bkey] = None
-            return None
+            return self.banks.setdefault(bkey, None)
         members: dict[tuple, list] = collections.defaultdict(list)
         for combo in itertools.product(*(range(plan.axes[i].size) for i in free)):
             full = list(idx)
@@ -254,8 +265,7 @@ class _State:
                                    "bank": None}
             for tkey, row in seen.items():
                 out["rows"][tkey] = (cls, row)
-        self.banks[bkey] = out
-        return out
+        return self.banks.setdefault(bkey, out)  # (another thread's plan, if it made one meanwhile)
 
 
 class _Lazy:
@@ -314,7 +324,8 @@ _KERNEL_LOCK = threading.Lock()
 def _state(plan: SweepPlan) -> _State:
     """The builds kept for ``plan`` (this very object: it is held, so its id is not reused meanwhile).
 
-    Threads of one process share it; a build two of them make at once is made twice, harmlessly.
+    Threads of one process share it; a build two of them make at once is made twice, and both use the first
+    one kept (:class:`_LRU`).
     """
     key = (plan.run_id, id(plan))
     with _STATE_LOCK:
