@@ -14,7 +14,10 @@ $(BIN)/evaluator: pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(BIN)/evaluator
 
+# the package's bytecode, compiled ahead (an editable install is not; with PYTHONDONTWRITEBYTECODE set, every
+# run compiled the ~90 modules it imports again: 0.2-0.3 s of each command's start-up). Up to date: 0.06 s.
 setup: $(BIN)/evaluator
+	@$(BIN)/python -m compileall -q evaluator
 
 run: setup
 	$(BIN)/evaluator sweep

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import check_memory
 from ..evaluate import CHUNK_BYTES, jaxpr_peak_bytes
-from ..kernel import unpack_metrics
+from ..kernel import COMPILER_OPTIONS, unpack_metrics
 from ..placement._seeded import SeededPlacement
 
 __all__ = ["FlowBank", "make_bank", "block_sizes", "dispatch", "fetch", "BLOCK_CPU"]
@@ -118,7 +118,7 @@ def _prepare(gen: SeededPlacement | None):
                 task_node = jax.vmap(lambda a, b, prm: generate(jnp, a, b, prm, static, size))(k0, k1, params)
             return task_node, bank.src[row], bank.dst[row], bank.nbytes[row], bank.n_senders[row]
 
-        fn = _PREPARE[key] = jax.jit(prepare, static_argnames="size")
+        fn = _PREPARE[key] = jax.jit(prepare, static_argnames="size", compiler_options=dict(COMPILER_OPTIONS))
         return fn
 
 
