@@ -329,7 +329,7 @@ def _map(f, xs, n_valid, chunk: int):
     n = jax.tree_util.tree_leaves(xs)[0].shape[0]
     steps = n // chunk
     blocks = jax.tree_util.tree_map(lambda x: x.reshape((steps, chunk) + x.shape[1:]), xs)
-    g = jax.vmap(f)
+    g = jax.jit(jax.vmap(f))  # traced once: the shapes below and the loop body share the trace (XLA inlines it)
 
     def at(i):
         return jax.tree_util.tree_map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), blocks)
