@@ -118,7 +118,8 @@ def _prepare(gen: SeededPlacement | None):
                 task_node = jax.vmap(lambda a, b, prm: generate(jnp, a, b, prm, static, size))(k0, k1, params)
             return task_node, bank.src[row], bank.dst[row], bank.nbytes[row], bank.n_senders[row]
 
-        fn = _PREPARE[key] = jax.jit(prepare, static_argnames="size", compiler_options=dict(COMPILER_OPTIONS))
+        fn = _PREPARE[key] = jax.jit(prepare, static_argnames="size",
+                                     compiler_options=dict(COMPILER_OPTIONS) or None)
         return fn
 
 
