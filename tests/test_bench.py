@@ -241,3 +241,28 @@ def test_torus_pattern_on_a_small_torus():
     assert_loads(ds["link_load"].values, ref, name)
     assert_loads(SparseMatrixBaseline(topo, routing).link_loads(traffic, pl), ref, name)
     assert float(ds["mean_hops"]) == pytest.approx(1.0, rel=TOL["rel_sum"])  # a one-hop stencil
+
+
+def test_settle_pauses_between_scenarios_only(monkeypatch, tmp_path):
+    """``--settle S``: a pause of S seconds before each scenario after the first, none before the first; the
+    value is recorded; a bad value is refused naming the option."""
+    import sys
+    import time
+
+    from evaluator.errors import ConfigError
+
+    R = sys.modules["evaluator.bench.run"]  # (the package exports a function of the same name)
+    monkeypatch.setattr(R, "_launch", lambda name, quick, cpus, extra=(): (name, None))
+    order: list = []
+    monkeypatch.setattr(R, "_collect", lambda proc, out, name: order.append(name) or {"ran": name})
+    monkeypatch.setattr(R, "_big_table_rows", lambda data, label: [])
+    monkeypatch.setattr(time, "sleep", lambda s: order.append(("sleep", s)))
+    out = R.run(only=["mira", "torus", "dragonfly"], out_dir=tmp_path, log=lambda m: None, settle=2.5)
+    assert order == ["mira", ("sleep", 2.5), "dragonfly", ("sleep", 2.5), "torus"]
+    assert out["settle_s"] == 2.5
+    order.clear()
+    R.run(only=["mira", "torus"], out_dir=tmp_path, log=lambda m: None)
+    assert order == ["mira", "torus"]  # default: no pause
+    for bad in (-1, "abc", float("inf"), True):
+        with pytest.raises(ConfigError, match="--settle"):
+            R.run(only=["mira"], out_dir=tmp_path, log=lambda m: None, settle=bad)
