@@ -966,20 +966,6 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
 
 
-def _check_settle(value) -> float:
-    """``--settle``: a finite number of seconds >= 0."""
-    from ..errors import ConfigError
-
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not math.isfinite(v) or v < 0 or isinstance(value, bool):
-        raise ConfigError("--settle", value, "a number of seconds >= 0 (a pause before each scenario after the "
-                                             "first)")
-    return v
-
-
 def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only: list[str] | None = None,
         log=print, settle: float = 0.0) -> dict:
     """Run the benchmark; print the table; write JSON (and the scaling plot) under ``out_dir``.
@@ -996,7 +982,9 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         from ..errors import ConfigError
 
         raise ConfigError("bench.only", bad, f"scenarios among {list(SCENARIOS)}")
-    settle = _check_settle(settle)
+    from ..errors import positive_float
+
+    settle = positive_float("--settle", settle, allow_zero=True)  # seconds
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
