@@ -1,9 +1,19 @@
 """The one table of metrics and the one way to turn results into an :class:`xarray.Dataset`.
 
-:data:`METRICS` lists the scalar metrics of an evaluation (DESIGN.md
-"Metrics") with their units, long names and whether smaller is better. The
-kernel's output, single evaluations, sweep datasets, queries and plots all
-read it; per-class maxima (``max_load_<class>``) follow :data:`MAX_LOAD`.
+:data:`TABLE` is the one metric table: every variable a command writes
+(``eval``, ``sweep`` with jobs, phases and bounds, ``schedule`` and its
+studies, ``tiles``, ``partitions``, the RDN study) with its units, long name
+and direction (smaller or larger is better; ``None``: not ranked), grouped
+as :data:`METRICS` (the scalar metrics of an evaluation, DESIGN.md
+"Metrics"; the kernel's output order), :data:`PATH_METRICS`,
+:data:`BOUND_METRICS`, :data:`PHASE_METRICS`, :data:`JOB_METRICS`,
+:data:`SCHEDULE_METRICS`, :data:`TILES_METRICS`, :data:`PARTITION_METRICS`,
+:data:`RDN_METRICS`, :data:`TEXT_METRICS` and :data:`ROW_LABELS`; families
+named by a pattern (per-class maxima ``max_load_<class>``, the RDN study's
+per-routing times) are :data:`TEMPLATES`. :func:`metric` looks a name up;
+:func:`smaller_is_better` gives its direction and :func:`rankable` the
+variables of a dataset that can be ranked. The kernel's output, single
+evaluations, sweep datasets, queries, tables and plots all read it.
 :func:`results_dataset` builds every result dataset: one design point
 (no dimension), a batch (``variant``) or a sweep grid (one dimension per axis,
 with ``feasible`` and ``reason``).
@@ -12,6 +22,7 @@ with ``feasible`` and ``reason``).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,11 +39,22 @@ __all__ = [
     "PHASE_METRICS",
     "JOB_METRICS",
     "BOUND_METRICS",
+    "TEXT_METRICS",
+    "SCHEDULE_METRICS",
+    "TILES_METRICS",
+    "PARTITION_METRICS",
+    "RDN_METRICS",
+    "TEMPLATES",
+    "ROW_LABELS",
+    "HIDDEN",
+    "TABLE",
     "LINK_LOAD",
     "LINK_CAPACITY",
     "metric",
     "max_load_name",
     "smaller_is_better",
+    "rankable",
+    "shown",
     "results_dataset",
     "LinkTable",
     "summary_lines",
@@ -101,11 +123,30 @@ JOB_METRICS: tuple[Metric, ...] = (
 
 BOUND_METRICS: tuple[Metric, ...] = (
     Metric("optimal_completion_time", "s",
-           "best completion time any routing reaches (maximum concurrent flow; evaluate(..., bounds=True))", True),
-    Metric("routing_efficiency", "1", "optimal completion time over the routing's completion time (1: optimal)",
+           "certified lower bound on the completion time of any routing (maximum concurrent flow over all paths; "
+           "bounds=true)", True),
+    Metric("optimal_completion_time_upper", "s",
+           "feasible side of the any-routing bound: the time of a flow over all paths that reaches it", True),
+    Metric("routing_efficiency", "1",
+           "optimal_completion_time over the routing's completion time (<= 1; 1: no routing is faster)", False),
+    Metric("adaptive_completion_time", "s",
+           "certified lower bound on the time of the Dragonfly routings the ideal-adaptive bound covers (minimal, "
+           "valiant; valiant_router with bounds=dragonfly_adaptive_router; attrs bound_bounds)", True),
+    Metric("adaptive_completion_time_upper", "s",
+           "feasible side of the ideal-adaptive bound: the time of a mix of those paths that reaches it", True),
+    Metric("adaptive_efficiency", "1",
+           "adaptive_completion_time over the routing's completion time (<= 1 for the routings it covers)",
            False),
+    Metric("bound_gap", "1", "proven relative width of the bound's interval: upper / lower - 1", True),
 )
 """Bounds reported on request (:mod:`evaluator.lp.bounds`); the dataset's attrs name the method, solver and gap."""
+
+BOUND_VARIABLES: dict[str, tuple[str, str, str]] = {
+    "optimal": ("optimal_completion_time", "optimal_completion_time_upper", "routing_efficiency"),
+    "adaptive": ("adaptive_completion_time", "adaptive_completion_time_upper", "adaptive_efficiency"),
+}
+"""The (certified lower bound, feasible side, efficiency) variables of each kind of bound
+(:class:`evaluator.lp.bounds.BoundKind`)."""
 
 MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", True)
 """Template of the per-class maxima; see :func:`max_load_name`."""
@@ -113,7 +154,193 @@ MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", Tru
 LINK_LOAD = Metric("link_load", "bytes", "expected bytes crossing the link in one exchange", None)
 LINK_CAPACITY = Metric("link_capacity", "bytes/s", "link bandwidth per direction", None)
 
-_BY_NAME = {m.name: m for m in METRICS + PATH_METRICS + PHASE_METRICS + BOUND_METRICS + (LINK_LOAD, LINK_CAPACITY)}
+TEXT_METRICS: tuple[Metric, ...] = (
+    Metric("bottleneck", "", "class of the link that sets the completion time", None),
+    Metric("phase_bottleneck", "", "class of the link that sets the phase's time", None),
+    Metric("bottleneck_alone", "", "class of the link that sets the job's time alone", None),
+    Metric("blocked_link", "1", "a link the background fills that the job needs (-1: none)", None),
+    Metric("blocked_reason", "", "why the job never finishes ('' if it does)", None),
+    Metric("bound_method", "", "method of the bound", None),
+    Metric("bound_solver", "", "solver of the bound", None),
+)
+"""Text variables of evaluations that a query table shows next to the ranked variable (never ranked)."""
+
+SCHEDULE_METRICS: tuple[Metric, ...] = (
+    Metric("mean_wait", "s", "mean wait time", True),
+    Metric("median_wait", "s", "median wait time", True),
+    Metric("p95_wait", "s", "95th percentile of wait time", True),
+    Metric("mean_bounded_slowdown", "1", "mean bounded slowdown (10 s bound)", True),
+    Metric("mean_utilisation", "1", "mean busy nodes / total nodes over the run", False),
+    Metric("makespan", "s", "last end - first submission", True),
+    Metric("backfilled_share", "1", "share of jobs started by backfilling", None),
+    Metric("mean_speedup", "1", "mean communication speedup ratio applied", False),
+    Metric("wait_reduction", "1", "1 - mean wait / mean wait of the first run (same machine and mode mix)", False),
+    Metric("jobs_per_s", "jobs/s", "simulation speed (wall clock)", None),
+    Metric("mean_wait_month", "s", "mean wait time of the jobs submitted in the month", True),
+    Metric("utilisation_quantiles", "1", "quantiles of per-minute utilisation in the month", None),
+    Metric("wait", "s", "wait time (start - submit)", True),
+    Metric("run_time", "s", "run time in the simulation (after any speedup)", True),
+    Metric("nodes", "nodes", "nodes (of a job's allocation; of a slab)", None),
+    Metric("groups", "groups", "groups the allocation spans", None),
+    Metric("speedup", "1", "communication speedup ratio T_TDN / T_RDN (1: none)", False),
+    Metric("mode", "", "allocation mode", None),
+    Metric("submit", "s", "submission time", None),
+    Metric("start", "s", "start time", None),
+    Metric("end", "s", "end time", None),
+    Metric("requested_time", "s", "requested wall time (what reservations use)", None),
+    Metric("mpi_fraction", "1", "fraction of the job's original run time spent in MPI", None),
+    Metric("backfilled", "1", "whether the job started ahead of an earlier-submitted job", None),
+    Metric("reservation", "s", "first shadow time computed while the job was a blocked queue head (NaN: never)",
+           None),
+)
+"""Variables of ``evaluator schedule`` (per run; per job; per month) and of its studies (per machine, mix, run)."""
+
+TILES_METRICS: tuple[Metric, ...] = (
+    Metric("time_all", "s", "halo exchange, all dimensions at once (every link, the NIC included)", True),
+    Metric("time_seq", "s", "halo exchange, one dimension at a time (sum of the exchanges)", True),
+    Metric("links_all", "s", "all dimensions at once, router links only", True),
+    Metric("links_seq", "s", "one dimension at a time, router links only", True),
+    Metric("injection_all", "s", "all dimensions at once, node injection and ejection only", True),
+    Metric("injection_seq", "s", "one dimension at a time, node injection and ejection only", True),
+    Metric("closed_all", "s", "closed form, all dimensions at once", True),
+    Metric("closed_seq", "s", "closed form, one dimension at a time", True),
+    Metric("closed_links_all", "s", "closed form, all dimensions at once, router links only", True),
+    Metric("closed_links_seq", "s", "closed form, one dimension at a time, router links only", True),
+    Metric("speedup_all", "1", "the baseline's best time over the candidate's, all dimensions at once", False),
+    Metric("speedup_seq", "1", "the baseline's best time over the candidate's, one dimension at a time", False),
+    Metric("limit_all", "", "what limits the exchange all at once (injection or links)", None),
+    Metric("limit_seq", "", "what limits the exchanges one dimension at a time", None),
+    Metric("router_tile", "", "grid points behind one router along each dimension", None),
+    Metric("prism", "", "routers along each dimension", None),
+    Metric("rank_tile", "", "grid points of one task along each dimension", None),
+    Metric("bottleneck_all", "", "class of the busiest link, all dimensions at once", None),
+    Metric("bottleneck_seq", "", "class of the busiest link of each one-dimension exchange", None),
+)
+"""Variables of ``evaluator tiles`` (dimension ``candidate``)."""
+
+PARTITION_METRICS: tuple[Metric, ...] = (
+    Metric("bisection_links", "links", "links crossing the partition's bisection", False),
+    Metric("bisection_bandwidth", "bytes/s", "bisection bandwidth per direction", False),
+    Metric("bisection_per_node", "bytes/s", "bisection bandwidth per direction per node", False),
+    Metric("allowed", "1", "whether the geometry is in the machine's allowed list", None),
+    Metric("speedup_of_best", "1", "predicted speedup of the best geometry of the size over this one (1: best)",
+           True),
+    Metric("n_geometries", "1", "geometries of the size", None),
+    Metric("best_links", "links", "bisection links of the best geometry", False),
+    Metric("best_bandwidth", "bytes/s", "bisection bandwidth per direction of the best geometry", False),
+    Metric("best_per_node", "bytes/s", "bisection bandwidth per direction per node of the best geometry", False),
+    Metric("worst_links", "links", "bisection links of the worst geometry", False),
+    Metric("worst_bandwidth", "bytes/s", "bisection bandwidth per direction of the worst geometry", False),
+    Metric("allowed_links", "links", "bisection links of the best allowed geometry", False),
+    Metric("allowed_bandwidth", "bytes/s", "bisection bandwidth per direction of the best allowed geometry", False),
+    Metric("speedup_best_over_worst", "1", "predicted speedup of the best geometry over the worst", None),
+    Metric("speedup_best_over_allowed", "1", "predicted speedup of the best geometry over the best allowed", None),
+    Metric("speedup_vs_first", "1", "best per-node bisection over the first machine's", False),
+    Metric("per_node_vs_best", "1", "per-node bisection over the best slab's", False),
+    Metric("routers", "1", "routers of the slab", None),
+    Metric("shape", "1", "extent along each machine dimension (in the machine's units: midplanes, routers)", None),
+    Metric("wrap", "1", "whether the slab wraps around along each dimension", None),
+    Metric("links_per_dim", "links", "bisection links along each dimension", None),
+    Metric("time_a", "s", "pairing time on geometry a (allowed or worst)", True),
+    Metric("time_b", "s", "pairing time on geometry b (the best)", True),
+    Metric("time_ratio", "1", "time on a over time on b", None),
+    Metric("bisection_ratio", "1", "bisection of b over bisection of a", None),
+    Metric("geometry", "", "partition geometry", None),
+    Metric("best_geometry", "", "best geometry of the size", None),
+    Metric("geometry_a", "", "geometry a (allowed or worst)", None),
+    Metric("geometry_b", "", "geometry b (the best)", None),
+)
+"""Variables of ``evaluator partitions`` (partitions, --compare, --slabs, --pairing)."""
+
+RDN_METRICS: tuple[Metric, ...] = tuple(
+    Metric(f"{net}_{v}", u, f"{what} on the {net.upper()}, the faster routing at each point", True)
+    for net in ("rdn", "tdn")
+    for v, u, what in (("time", "s", "time of one exchange without background"),
+                       ("time_bg", "s", "time of one exchange with background"),
+                       ("net_time_bg", "s", "time of one exchange with background, router links only"),
+                       ("hops", "1", "router-to-router links per byte that leaves its node"))) + (
+    Metric("speedup_no_bg", "1", "speedup T_TDN / T_RDN without background", False),
+    Metric("network_speedup", "1", "speedup T_TDN / T_RDN on router links only, with background", False),
+    Metric("time_saved", "1", "1 - T_RDN / T_TDN: the fraction of communication time removed", False),
+    Metric("hops_reduction", "1", "1 - RDN hops / TDN hops", False),
+    Metric("hops_reduction_minimal", "1", "1 - RDN hops / TDN hops, both minimal", False),
+    Metric("seconds", "s", "wall time of the point", None),
+    Metric("refused", "", "why the evaluator refused the point ('' ran)", None),
+    Metric("bound_refused", "", "why a bound of the point was not computed ('' computed)", None),
+    Metric("tdn_oblivious_routing", "", "the TDN's fastest oblivious routing with background (its oblivious baseline)",
+           None),
+)
+"""Variables of the RDN study (``python -m evaluator.studies rdn``; dims ``pattern``, ``groups``) and of its speedup
+table (``speedup``, ``time_saved``, ``speedup_no_bg``; dims ``mode``, ``groups``)."""
+
+TEMPLATES: tuple[tuple[str, Metric], ...] = (
+    (r"max_load_(?P<cls>\w+)", MAX_LOAD),
+    (r"(?P<net>rdn|tdn)_(?P<routing>\w+)_bound_s",
+     Metric("{net}_{routing}_bound_s", "s", "wall time of the {routing} bound on the {net}", None)),
+    (r"tdn_bg_slowdown_(?P<routing>\w+)",
+     Metric("tdn_bg_slowdown_{routing}", "1", "the TDN's slowdown from the background with {routing}: time with "
+                                             "background / time without - 1", True)),
+    (r"gain_(?P<baseline>\w+?)(?P<no_bg>_no_bg)?",
+     Metric("gain_{baseline}", "1", "RDN-GRAP's gain T_TDN / T_RDN against the TDN with {baseline} routing "
+                                    "(ending _no_bg: without background)", False)),
+    (r"network_gain_(?P<baseline>\w+)",
+     Metric("network_gain_{baseline}", "1", "RDN-GRAP's gain against the TDN with {baseline} routing, router links "
+                                            "only", False)),
+    (r"(?P<net>rdn|tdn)_(?P<routing>\w+)_net_time_bg",
+     Metric("{net}_{routing}_net_time_bg", "s", "time of one exchange on the {net} with {routing} routing and "
+                                                  "background, router links only", True)),
+    (r"(?P<net>rdn|tdn)_(?P<routing>\w+)_time_bg",
+     Metric("{net}_{routing}_time_bg", "s", "time of one exchange on the {net} with {routing} routing and "
+                                              "background", True)),
+    (r"(?P<net>rdn|tdn)_(?P<routing>\w+)_time",
+     Metric("{net}_{routing}_time", "s", "time of one exchange on the {net} with {routing} routing", True)),
+    (r"(?P<net>rdn|tdn)_(?P<routing>\w+)_hops",
+     Metric("{net}_{routing}_hops", "1", "router-to-router links per byte that leaves its node on the {net} with "
+                                         "{routing} routing", True)),
+)
+"""Families of variables named by a pattern (regular expression over the whole name -> entry whose name and long
+name are formatted with the pattern's groups): the per-class maxima, the RDN study's per-routing variables."""
+
+ROW_LABELS: tuple[Metric, ...] = (
+    Metric("decomposition", "", "task grid: tasks along each dimension", None),
+    Metric("tile", "", "node tile: tasks per node along each dimension", None),
+    Metric("router_block", "", "nodes of one router along each dimension", None),
+)
+"""Text variables that name what a row of a dataset is, where its dimension is only a counter (``evaluator tiles``:
+a ``candidate`` is a decomposition, a node tile and a router block). A query table shows them instead of the
+counter."""
+
+HIDDEN: frozenset[str] = frozenset({
+    "total_bytes", "phase_total_bytes", "optimal_completion_time_upper",
+    "adaptive_completion_time_upper", "bound_gap", "bound_method", "bound_solver", "completion_time_alone",
+    "interference", "phase_completion_time_alone", "jobs_per_s", "mean_wait_month", "submit", "start", "end",
+    "requested_time", "mpi_fraction", "backfilled", "reservation", "injection_all", "injection_seq",
+    "closed_links_all", "closed_links_seq", "n_geometries", "seconds", "refused", "utilisation_quantiles",
+    "prism", "rank_tile", "bottleneck_all", "bottleneck_seq", "blocked_link", "blocked_reason", "shape", "wrap",
+    "links_per_dim", "bound_refused",
+    # the RDN study's per-routing variables (its per-network bests and gains are shown)
+    "{net}_{routing}_bound_s", "tdn_bg_slowdown_{routing}", "{net}_{routing}_net_time_bg", "{net}_{routing}_time_bg",
+    "{net}_{routing}_time", "{net}_{routing}_hops",
+})
+"""Entries (or families of :data:`TEMPLATES`, by their templated name) a query table leaves out unless it ranks by
+them: inputs, the feasible side of a bound, the simulation's bookkeeping, per-routing details; see :func:`shown`."""
+
+
+def _table(*groups: tuple[Metric, ...]) -> dict[str, Metric]:
+    """Entries by name, first occurrence first; a name in two groups must agree on its units and direction."""
+    out: dict[str, Metric] = {}
+    for m in (m for g in groups for m in g):
+        first = out.setdefault(m.name, m)
+        if (first.units, first.smaller_is_better) != (m.units, m.smaller_is_better):
+            raise AssertionError(f"metric table: {m.name!r} has two entries that disagree: {first} and {m}")
+    return out
+
+
+TABLE: dict[str, Metric] = _table(METRICS, TEXT_METRICS, PATH_METRICS, BOUND_METRICS, PHASE_METRICS,
+                                  SCHEDULE_METRICS, JOB_METRICS, TILES_METRICS, PARTITION_METRICS, RDN_METRICS,
+                                  ROW_LABELS, (LINK_LOAD, LINK_CAPACITY))
+"""The one metric table: every variable a command writes, by name (units, long name, direction), in the order a
+query table shows them; patterned families are in :data:`TEMPLATES`. Direction ``None``: not ranked."""
 
 
 def max_load_name(link_class: str) -> str:
@@ -122,21 +349,50 @@ def max_load_name(link_class: str) -> str:
 
 
 def metric(name: str) -> Metric:
-    """The table entry of ``name`` (``max_load_*`` included); ``KeyError`` if unknown."""
-    if name in _BY_NAME:
-        return _BY_NAME[name]
-    if name.startswith("max_load_"):
-        cls = name[len("max_load_"):]
-        return Metric(name, MAX_LOAD.units, MAX_LOAD.long_name.format(cls=cls), True)
+    """The table entry of ``name`` (:data:`TABLE`, then the families of :data:`TEMPLATES`); ``KeyError`` if none."""
+    if name in TABLE:
+        return TABLE[name]
+    for pattern, m in TEMPLATES:
+        match = re.fullmatch(pattern, str(name))
+        if match:
+            return Metric(name, m.units, m.long_name.format(**match.groupdict()), m.smaller_is_better)
     raise KeyError(name)
 
 
+def shown(name: str) -> bool:
+    """Whether a query table shows ``name`` next to the variable it ranks by (not in :data:`HIDDEN`)."""
+    if name in TABLE:
+        return name not in HIDDEN
+    for pattern, m in TEMPLATES:
+        if re.fullmatch(pattern, str(name)):
+            return m.name not in HIDDEN
+    return False
+
+
 def smaller_is_better(name: str) -> bool:
-    """Ranking direction of a variable: from the table; any other variable ranks smaller first."""
-    try:
-        return metric(name).smaller_is_better is not False
-    except KeyError:
-        return True
+    """Ranking direction of a variable from the table: True (smaller first) or False (larger first).
+
+    ``KeyError`` for a variable with no entry or an entry without a direction (not ranked); callers check
+    :func:`rankable` first and refuse the others.
+    """
+    direction = metric(name).smaller_is_better
+    if direction is None:
+        raise KeyError(name)
+    return direction
+
+
+def rankable(ds: xr.Dataset) -> list[str]:
+    """Variables of ``ds`` a query can rank by: numeric, not per link, with a direction in the metric table."""
+    out = []
+    for v in ds.data_vars:
+        if ds[v].dtype.kind not in "fiu" or "link" in ds[v].dims:
+            continue
+        try:
+            smaller_is_better(str(v))
+        except KeyError:
+            continue
+        out.append(str(v))
+    return sorted(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,8 +524,12 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
     if "phase" in ds.dims and ds["phase_completion_time"].ndim == 1:
         for name, t, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
             lines.append(f"phase {str(name):<16}{float(t):.6g} s   bottleneck: {b}")
-    if "optimal_completion_time" in ds:
-        lines.append(f"optimal     {float(ds.optimal_completion_time):.6g} s (any routing; {a.get('bound_method')}, "
-                     f"{a.get('bound_solver')}, gap {float(a.get('bound_gap', 0.0)):.1e})   routing efficiency "
-                     f"{float(ds.routing_efficiency):.4f}")
+    for note in str(a.get("notes", "")).splitlines():
+        lines.append(f"note        {note}")
+    for label, (lower, upper, eff) in BOUND_VARIABLES.items():
+        if lower in ds:
+            lines.append(f"{label:<12}>= {float(ds[lower]):.6g} s (certified lower bound; feasible "
+                         f"{float(ds[upper]):.6g} s; {a.get('bound_method')}, {a.get('bound_solver')}, gap "
+                         f"{float(a.get('bound_gap', 0.0)):.1e})   {eff} {float(ds[eff]):.4f}")
+            lines.append(f"{'':<12}bounds {a.get('bound_bounds', '')}")
     return lines

@@ -1,6 +1,6 @@
 """Readable numbers for the terminal: each metric in a unit fit for its size, a few significant digits.
 
-Datasets keep SI units (seconds, bytes, bytes/s; :data:`evaluator.dataset.METRICS`);
+Datasets keep SI units (seconds, bytes, bytes/s; the metric table :data:`evaluator.dataset.TABLE`);
 only what is printed is rescaled. A table column gets one display unit, named
 in its header (``completion_time [ms]``), chosen from the metric's SI unit
 (:func:`evaluator.dataset.metric`) so that the column's median magnitude is
@@ -94,17 +94,25 @@ def _si_unit(column: str) -> str | None:
 
 
 def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> str:
-    """``df`` as text with every metric column (a name in :data:`evaluator.dataset.METRICS`, ``max_load_*``
-    included) in its display unit, named in the header (``completion_time [ms]``), and every float column
-    with ``sig`` significant digits. ``df`` is not changed."""
+    """``df`` as text with every metric column in its display unit, named in the header (``completion_time
+    [ms]``), and every float column with ``sig`` significant digits. ``df`` is not changed.
+
+    A column's SI unit is ``df.attrs["units"][column]`` where ``df.attrs`` has ``units`` (:func:`evaluator.query.best`
+    sets it for its metric columns, also per-label ones such as ``completion_time(a)``, and not for label columns),
+    else the metric table's entry of the column's name (:func:`evaluator.dataset.metric`, ``max_load_*``
+    included). Integer columns of a unit without a scale (links, nodes) are printed as they are."""
     out = df.copy()
     names = {}
+    given = df.attrs.get("units")
     for col in df.columns:
         series = df[col]
         if series.dtype.kind not in "fiu" or series.dtype.kind == "b":
             continue
-        si = _si_unit(str(col))
-        if si is not None:
+        si = given.get(col) if given is not None else _si_unit(str(col))
+        if si is not None and si not in SCALES and series.dtype.kind in "iu":
+            if si not in ("", "1", str(col)):  # counts (links, nodes): as they are, the unit in the header
+                names[col] = f"{col} [{si}]"
+        elif si is not None:
             unit, factor = display_unit(si, series.to_numpy())
             out[col] = [format_number(v / factor, sig) for v in series.to_numpy(dtype=float)]
             if unit not in ("", "1"):

@@ -909,14 +909,19 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
     too large for memory is refused naming ``traffic``.
 
     ``bounds`` (opt-in; off costs nothing): ``True`` adds
-    ``optimal_completion_time`` (s), the best completion time any routing
-    reaches (:func:`evaluator.lp.bounds.optimal`: the edge LP, or
-    Garg-Konemann when it is too large), and ``routing_efficiency`` =
-    optimal / achieved completion time (1: this routing is optimal); a
-    method name (``"edge"``, ``"garg_konemann"``, ``"dragonfly_adaptive"``)
-    picks the bound. The attrs ``bound_method``, ``bound_solver`` and
-    ``bound_gap`` (relative) say how it was computed; ``bound_solver`` is
-    ``"highs"`` or ``"pdhg"``.
+    ``optimal_completion_time`` (s), a certified lower bound on the time of
+    any routing (:func:`evaluator.lp.bounds.optimal`: the edge LP, or
+    Garg-Konemann when it is too large; the dual side of the interval),
+    ``optimal_completion_time_upper`` (s, the feasible side: flows that
+    reach it) and ``routing_efficiency`` = optimal / achieved completion
+    time (<= 1; 1: no routing is faster); a method name (``"edge"``,
+    ``"garg_konemann"``) picks the method. ``"dragonfly_adaptive"`` is the
+    ideal-adaptive bound of the Dragonfly routings (minimal, valiant,
+    valiant_router), stored as ``adaptive_completion_time``,
+    ``adaptive_completion_time_upper`` and ``adaptive_efficiency``. The
+    attrs ``bound_method``, ``bound_solver``, ``bound_gap`` (``upper / lower
+    - 1``) and ``bound_bounds`` (which routings it bounds) say how it was
+    computed; ``bound_solver`` is ``"highs"`` or ``"pdhg"``.
     """
     _check_type("topology", "topology", topology)
     _check_type("traffic", "traffic", traffic)
@@ -925,22 +930,40 @@ def evaluate(topology: Topology, traffic: Traffic | DenseTraffic, placement: Pla
         from .lp.bounds import check_bounds
 
         check_bounds(bounds, bound_solver)
-    res = _evaluate_batch(topology, _as_routing(routing), [traffic], [placement], True, 1, single=True)
+    routing = _as_routing(routing)
+    res = _evaluate_batch(topology, routing, [traffic], [placement], True, 1, single=True)
     ds = _dataset(res, None)
     ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
+    notes = routing.notes(topology, *_note_pairs(topology, traffic, placement, routing))
+    if notes:
+        ds.attrs["notes"] = "\n".join(notes)
     if bounds is not False:
         _add_bounds(ds, topology, traffic, placement, "auto" if bounds is True else bounds, bound_solver)
     return ds
 
 
+def _note_pairs(topology, traffic, placement, routing) -> tuple[np.ndarray, np.ndarray]:
+    """The communicating router pairs ``(src, dst)`` of one point for :meth:`~evaluator.routing.Routing.notes`
+    (none when dense traffic has too many to list: the notes are commentary, not results)."""
+    try:
+        keys = _router_pairs(topology, traffic, placement, routing.label)
+    except ResourceError:
+        keys = np.zeros(0, np.int64)
+    R = int(topology.n_routers)
+    return keys // R, keys % R
+
+
 def _add_bounds(ds: xr.Dataset, topology, traffic, placement, method: str, solver: str) -> None:
-    """``optimal_completion_time``, ``routing_efficiency`` and the bound's attrs, added to ``ds`` in place."""
+    """The bound's certified lower side, its feasible side, the efficiency and the bound's attrs, added to ``ds``
+    in place under the names of its :class:`~evaluator.lp.bounds.BoundKind`."""
     from .dataset import metric
-    from .lp.bounds import optimal
+    from .lp.bounds import bound_kind, optimal
 
     res = optimal(topology, traffic, placement, method, solver)
+    kind = bound_kind(method)
     achieved = float(ds["completion_time"])
     eff = res.completion_time / achieved if achieved > 0 else 1.0
-    for name, value in (("optimal_completion_time", res.completion_time), ("routing_efficiency", eff)):
+    for name, value in zip(kind.variables, (res.completion_time, res.completion_time_upper, eff)):
         ds[name] = xr.DataArray(value, attrs=metric(name).attrs)
-    ds.attrs.update({"bound_method": res.method, "bound_solver": res.solver, "bound_gap": res.gap})
+    ds.attrs.update({"bound_method": res.method, "bound_solver": res.solver, "bound_gap": res.gap,
+                     "bound_bounds": kind.bounds})

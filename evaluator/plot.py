@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .dataset import smaller_is_better
+from .dataset import metric as metric_entry
+from .dataset import rankable, smaller_is_better
+from .display import display_unit
 from .errors import ConfigError, require
 from .io import save_figure
 
@@ -30,7 +32,10 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     ``placement.gamma`` if present, else the largest other axis. ``x`` labels
     that are vectors are grouped by their product (sparsity level, denser
     first), as in Prisacari Figs. 4-5. Axes named ``*seed`` are averaged;
-    any other remaining axis is reduced to its best value. ``relative_to =
+    any other remaining axis is reduced to its best value, in the direction
+    of the metric table (:data:`evaluator.dataset.TABLE`; a variable without
+    one is refused there). The y axis is in the display unit of the metric's
+    SI unit (ms, GB/s, MB: :func:`evaluator.display.display_unit`). ``relative_to =
     (axis, label)`` plots the gain over that label instead
     (:func:`evaluator.query.gain`: e.g. ``("routing", "dor_bgq")``, the
     speedup of every routing over DOR); a dataset with ``paths_per_pair``
@@ -76,20 +81,34 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
             others.remove(d)
     facet = others[0] if others else None
     for d in others[1:]:
-        da = da.min(d, skipna=True) if smaller_is_better(metric) and relative_to is None else da.max(d)
+        if relative_to is not None:
+            da = da.max(d)  # gains: larger is better
+            continue
+        try:
+            smaller = smaller_is_better(metric)  # the best value, in the metric table's direction
+        except KeyError:
+            raise ConfigError("metric", metric, f"a variable the metric table ranks, to keep the best over the axis "
+                                                f"{d!r}: {rankable(ds)}",
+                              f"Or put {d!r} on the plot (--x, --series) or restrict the dataset first.") from None
+        da = da.min(d, skipna=True) if smaller else da.max(d, skipna=True)
     facets = list(da[facet].values) if facet else [None]
     ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
     ncols = 1 if ppp is None else 2
     fig = Figure(figsize=(max(6, 0.25 * da.sizes[x] + 3) * (1 if ppp is None else 1.6), 3.2 * len(facets)))
     axs = fig.subplots(len(facets), ncols, squeeze=False)
-    units = ds[metric].attrs.get("units", "")
+    try:  # values in the display unit the metric table's SI unit gives (ms, GB/s, MB)
+        si = metric_entry(metric).units
+    except KeyError:
+        si = ds[metric].attrs.get("units", "")
+    units, factor = ("1", 1.0) if relative_to is not None else display_unit(si, da.values)
+    da = da / factor if factor != 1.0 else da
     for row, fv in enumerate(facets):
         labels = _draw(axs[row, 0], da.sel({facet: fv}) if facet else da, x, series, legend=ppp is None)
         if relative_to is not None:
             axs[row, 0].set_ylabel(f"gain over {relative_to[0]}={relative_to[1]}\n({metric}; > 1: better)")
             axs[row, 0].axhline(1.0, color="0.6", lw=0.8, ls="--")
         else:
-            axs[row, 0].set_ylabel(f"{metric} [{units}]" if units else metric)
+            axs[row, 0].set_ylabel(f"{metric} [{units}]" if units not in ("", "1") else metric)
         if ppp is not None:
             _draw(axs[row, 1], ppp.sel({facet: fv}) if facet else ppp, x, series, labels, legend="outside")
             axs[row, 1].set_ylabel("paths per router pair\n(mean over communicating pairs)")

@@ -1,4 +1,8 @@
-"""Read-only queries over sweep datasets: open, rank, choose."""
+"""Read-only queries over result datasets: open, rank, choose.
+
+Rankings follow the one metric table (:data:`evaluator.dataset.TABLE`): its direction for every variable a
+command writes; a variable without one is refused.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import METRICS, PATH_METRIC_NAMES, PATH_METRICS, smaller_is_better
+from .dataset import ROW_LABELS, TABLE, rankable, shown, smaller_is_better
+from .dataset import metric as metric_entry
 from .errors import ConfigError, is_int, require
 
-__all__ = ["gain", "open_results", "best", "MINIMIZE", "MAXIMIZE"]
+__all__ = ["gain", "open_results", "best", "default_metric", "MINIMIZE", "MAXIMIZE"]
 
-MAXIMIZE = tuple(m.name for m in METRICS if m.smaller_is_better is False)
-MINIMIZE = tuple(m.name for m in METRICS if m.smaller_is_better)
+MAXIMIZE = tuple(m.name for m in TABLE.values() if m.smaller_is_better is False)
+"""Variables of the metric table ranked larger first."""
+MINIMIZE = tuple(m.name for m in TABLE.values() if m.smaller_is_better)
+"""Variables of the metric table ranked smaller first."""
 
 
 _WRITTEN_BY = "a results dataset written by `evaluator sweep` or `evaluator eval`: a netCDF file (.nc) or a zarr " \
@@ -97,15 +104,36 @@ def open_results(path: str | Path) -> xr.Dataset:
                           f"(`evaluator sweep` resumes from its chunk files).") from None
 
 
-def _metrics(ds: xr.Dataset) -> list[str]:
-    """Variables a table can rank by: numeric, one value per design point (no ``link`` dimension)."""
-    return sorted(str(v) for v in ds.data_vars if ds[v].dtype.kind in "fiu" and "link" not in ds[v].dims
-                  and v != "feasible")
-
-
 def _plain(values) -> list:
     """Labels as plain Python values (``'minimal'``, not ``np.str_('minimal')``)."""
     return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+def _check_rankable(ds: xr.Dataset, metric: Any) -> None:
+    """Refuse a variable that cannot be ranked: the message lists the dataset's rankable variables."""
+    ranked = rankable(ds)
+    if isinstance(metric, str) and metric in ranked:
+        return
+    allowed = f"a variable of this dataset that the metric table ranks: {ranked}"
+    hint = None
+    if not ranked:
+        hint = "The dataset has no rankable variables; is it a dataset written by `evaluator sweep`, `eval`, " \
+               "`schedule`, `tiles` or `partitions`?"
+    elif isinstance(metric, str) and metric in ds.variables:
+        if "link" in ds[metric].dims:
+            hint = f"{metric!r} is per link, not per design point."
+        elif metric in ds.coords:
+            hint = f"{metric!r} is a coordinate (a label of the rows), not a result."
+        else:
+            try:
+                entry = metric_entry(metric)
+            except KeyError:
+                hint = (f"{metric!r} has no entry in the metric table (evaluator.dataset.TABLE), so no direction "
+                        f"to rank it in.")
+            else:
+                if entry.smaller_is_better is None:
+                    hint = f"{metric!r} is in the metric table without a direction: it is shown, not ranked."
+    raise ConfigError("metric", metric, allowed, hint)
 
 
 def gain(ds: xr.Dataset, metric: str, axis: str, reference: Any) -> xr.DataArray:
@@ -113,13 +141,13 @@ def gain(ds: xr.Dataset, metric: str, axis: str, reference: Any) -> xr.DataArray
 
     ``metric(reference) / metric`` for metrics where smaller is better
     (completion time: the speedup over, e.g., ``routing = dor_bgq``), and
-    ``metric / metric(reference)`` otherwise (throughput). Infeasible points
-    are NaN. The result keeps every axis, ``axis`` included (the reference
-    itself is 1 where it is feasible).
+    ``metric / metric(reference)`` where larger is better (throughput), as
+    the metric table (:data:`evaluator.dataset.TABLE`) says; a variable
+    without a direction there is refused. Infeasible points are NaN. The
+    result keeps every axis, ``axis`` included (the reference itself is 1
+    where it is feasible).
     """
-    metrics = _metrics(ds)
-    if not isinstance(metric, str) or metric not in metrics:
-        raise ConfigError("metric", metric, f"one of {metrics}")
+    _check_rankable(ds, metric)
     dims = [str(d) for d in ds[metric].dims]
     if axis not in dims:
         raise ConfigError("relative_to", axis, f"an axis of the dataset: {dims}")
@@ -134,43 +162,91 @@ def gain(ds: xr.Dataset, metric: str, axis: str, reference: Any) -> xr.DataArray
     return out
 
 
+SPREAD = 4
+"""A variable with one dimension more than the ranked one, of at most this many labels (the jobs of a several-jobs
+sweep), is shown as one column per label, ``slowdown(a)``; larger extra dimensions are left out. A variable with
+fewer dimensions is shown (repeated) where at most this many rows share each of its values (a jobs sweep's
+``makespan`` on its jobs' rows), not where more do (a schedule's per-run means on its jobs' rows)."""
+
+
+def default_metric(ds: xr.Dataset) -> str:
+    """What ``query`` ranks by when not told: the dataset's first rankable variable in the metric table's order
+    (``completion_time`` for ``eval`` and ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``)."""
+    ranked = rankable(ds)
+    for name in TABLE:
+        if name in ranked:
+            return name
+    if ranked:
+        return ranked[0]
+    _check_rankable(ds, None)
+    raise AssertionError  # unreachable: _check_rankable raised
+
+
+def _labels_of(ds: xr.Dataset, dim: str) -> list[str]:
+    """Text variables of :data:`~evaluator.dataset.ROW_LABELS` that name the entries of ``dim`` (tiles' candidates)."""
+    return [m.name for m in ROW_LABELS if m.name in ds.data_vars and ds[m.name].dims == (dim,)]
+
+
+def _flat(da: xr.DataArray, like: xr.DataArray, dims: list[str]) -> np.ndarray:
+    """``da`` broadcast to ``like``'s dimensions, in the order ``dims``, flattened (C order)."""
+    return np.asarray(da.broadcast_like(like).transpose(*dims).values).reshape(-1)
+
+
 def best(
     ds: xr.Dataset,
-    metric: str = "completion_time",
+    metric: str | None = None,
     over: Sequence[str] | None = None,
     where: dict[str, Any] | Callable[[xr.Dataset], xr.DataArray] | None = None,
     n: int | None = None,
 ) -> pd.DataFrame:
-    """Ranked table of the best feasible design points.
+    """Ranked table of the best feasible rows of a dataset.
+
+    A row is one entry of the ranked variable: one design point of a sweep
+    (one per job for a several-jobs sweep's per-job variables), the single
+    point of ``evaluator eval``, one run (or one run and month, or one job) of
+    ``evaluator schedule``, one candidate of ``evaluator tiles``. Each row
+    appears once, labelled by its parameters: the labels of the variable's
+    dimensions (axes, ``job``, ``run``, ``month``), the coordinates along
+    them (e.g. a study's ``policy``), and where a dimension only counts
+    entries, the variables that name them instead (:data:`~evaluator.dataset.ROW_LABELS`:
+    tiles' ``decomposition``, ``tile``, ``router_block``).
 
     Parameters
     ----------
     metric
         Variable to rank by, in the direction the metric table
-        (:data:`evaluator.dataset.METRICS`) gives: smaller is better except for
-        throughput and effective injection bandwidth.
+        (:data:`evaluator.dataset.TABLE`) gives (smaller is better for times,
+        larger for throughput, efficiency, utilisation, wait reduction,
+        speedups). A variable that is not in the table or has no direction
+        there is refused with the list of rankable ones
+        (:func:`evaluator.dataset.rankable`). ``None``: :func:`default_metric`.
     over
-        Axes to choose over. For every combination of the *other* axes, the
-        best point over these axes is kept. ``None``: all axes (a plain ranking).
+        Dimensions to choose over. For every combination of the *other*
+        dimensions, the best row over these is kept. ``None``: all (a plain
+        ranking).
     where
-        Restrict first: a mapping ``{axis: label or [labels]}`` or a function
-        of the dataset returning a boolean mask.
+        Restrict first: a mapping ``{dimension or label: label or [labels]}``
+        or a function of the dataset returning a boolean mask.
     n
         Keep the first ``n`` rows.
 
-    The table shows the metrics next to the ranking one; ``paths_per_pair``
-    only where a ranked point has it (it is NaN for routings that are not
-    path sets).
+    The table shows, next to the ranked variable, the metric table's other
+    variables of the dataset (in its order, less :data:`~evaluator.dataset.HIDDEN`)
+    that have one value per row (a variable of coarser rows repeats where
+    at most :data:`SPREAD` rows share a value, e.g. a jobs sweep's
+    ``makespan`` on every job's row); a variable with one more
+    dimension of at most :data:`SPREAD` labels as one column per label (the
+    per-job ``completion_time(a)``, ``slowdown(a)``, ... of a jobs sweep
+    ranked by ``makespan``, the point's time: the largest of its jobs'); a
+    column without a value in any shown row is left out (``paths_per_pair``
+    for routings that are not path sets). ``table.attrs["units"]`` maps
+    every numeric column to its SI unit for :func:`evaluator.display.format_table`.
     """
-    metrics = _metrics(ds)
-    if not isinstance(metric, str) or metric not in metrics:
-        hint = None if metrics else "The dataset has no metrics; is it a results dataset written by `evaluator " \
-                                    "sweep` or `evaluator eval`?"
-        raise ConfigError("metric", metric, f"one of {metrics}", hint)
+    if metric is None:
+        metric = default_metric(ds)
+    _check_rankable(ds, metric)
     dims = [str(d) for d in ds[metric].dims]
-    if isinstance(over, str):
-        over = [over]
-    elif over is not None and not isinstance(over, (list, tuple, set, frozenset)):
+    if over is not None and (isinstance(over, str) or not isinstance(over, (list, tuple, set, frozenset))):
         raise ConfigError("over", over, f"a list of axes of the dataset: {dims}")
     over = list(dims if over is None else over)
     bad = [o for o in over if o not in dims]
@@ -179,7 +255,12 @@ def best(
                           None if dims else "This dataset has no axes (a single design point).")
     if n is not None and not (is_int(n) and n >= 0):
         raise ConfigError("n", n, "an integer >= 0 (rows to keep; 0 or None: all)")
+    coord_labels = [str(c) for c in ds.coords if c not in ds.dims and ds[c].ndim >= 1
+                    and set(ds[c].dims) <= set(dims)]
+    row_labels = {d: _labels_of(ds, d) for d in dims}
+    label_names = coord_labels + [x for d in dims for x in row_labels[d]]
     sub = ds
+    label_filter: dict[str, list[str]] = {}
     if where is not None:
         if callable(where):
             mask = where(ds)
@@ -187,12 +268,19 @@ def best(
         elif isinstance(where, dict):
             sel = {}
             for k, v in where.items():
+                labels = [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+                if k in label_names:
+                    known = sorted({str(x) for x in ds[k].values})
+                    missing = [x for x in labels if x not in known]
+                    require(not missing, f"where.{k}", missing, f"labels of {k}: {known}")
+                    label_filter[k] = labels
+                    continue
                 if k not in dims:
-                    raise ConfigError("where", k, f"axes of the dataset: {dims}",
+                    raise ConfigError("where", k, f"axes of the dataset: {dims}" +
+                                      (f" or their labels: {label_names}" if label_names else ""),
                                       None if dims else "This dataset has no axes (a single design point).")
                 values = _plain(ds[k].values)
                 known = [str(x) for x in values]
-                labels = [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
                 missing = [x for x in labels if x not in known]
                 require(not missing, f"where.{k}", missing, f"labels of {k}: {known}")
                 sel[k] = [values[known.index(x)] for x in labels]
@@ -200,23 +288,79 @@ def best(
         else:
             raise ConfigError("where", where, "a mapping {axis: label or [labels]} or a function of the dataset "
                                               "returning a boolean mask")
-    # per-link and per-phase variables would repeat every point once per link / phase
-    df = sub.drop_vars([v for v in sub.data_vars if {"link", "phase"} & set(sub[v].dims)])
-    df = df.drop_dims([d for d in ("link", "phase") if d in df.dims]).to_dataframe().reset_index()
-    if "feasible" in df:
-        df = df[df["feasible"].astype(bool)]
-    df = df[np.isfinite(df[metric].astype(float))]
-    asc = smaller_is_better(metric)
-    df = df.sort_values(metric, ascending=asc, kind="stable")
+    frame = _frame(sub, metric, dims, coord_labels, row_labels)
+    for k, labels in label_filter.items():
+        frame = frame[frame[k].astype(str).isin(labels)]
+    frame = frame[np.isfinite(frame[metric].astype(float))]
+    frame = frame.sort_values(metric, ascending=smaller_is_better(metric), kind="stable")
     keep = [d for d in dims if d not in over]
     if keep:
-        df = df.groupby(keep, sort=False, as_index=False).head(1)
-    shown = [m.name for m in METRICS if m.name != "total_bytes"] + [m.name for m in PATH_METRICS]
-    shown.insert(3, "bottleneck")
-    cols = dims + [metric] + [c for c in shown if c != metric and c in df]
-    df = df[cols].reset_index(drop=True)
+        frame = frame.groupby(keep, sort=False, as_index=False).head(1)
+    shown = [c for c in frame.columns if c not in dims or not row_labels[c]]
+    units = frame.attrs.get("units", {})
+    df = frame[shown].reset_index(drop=True)
     df.index = df.index + 1
     df.index.name = "rank"
     df = df.head(n) if n else df
-    # a path-set metric no ranked point has (routings that are not path sets: NaN) is left out
-    return df.drop(columns=[c for c in PATH_METRIC_NAMES if c in df and c != metric and df[c].isna().all()])
+    empty = [c for c in df.columns if c != metric and c in units and df[c].isna().all()]
+    df = df.drop(columns=empty)
+    df.attrs["units"] = {c: u for c, u in units.items() if c in df.columns}
+    return df
+
+
+def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str],
+           row_labels: dict[str, list[str]]) -> pd.DataFrame:
+    """Every entry of ``sub[metric]`` as one row (feasible ones only): label columns, the metric, the shown columns."""
+    da = sub[metric]
+    size = int(np.prod(da.shape)) if da.ndim else 1
+    pos = np.unravel_index(np.arange(size), da.shape) if da.ndim else ()
+    cols: dict[str, Any] = {}
+    units: dict[str, str] = {}
+    for i, d in enumerate(dims):
+        values = sub[d].values if d in sub.coords else np.arange(sub.sizes[d])
+        cols[d] = np.asarray(values)[pos[i]]
+        for name in row_labels[d]:
+            cols[name] = _flat(sub[name], da, dims)
+        for c in coord_labels:
+            if sub[c].dims == (d,):
+                cols[c] = _flat(sub[c], da, dims)
+    for c in coord_labels:
+        if c not in cols:
+            cols[c] = _flat(sub[c], da, dims)
+    cols[metric] = np.asarray(da.values).reshape(-1)
+    units[metric] = metric_entry(metric).units
+    for name in sub.data_vars:
+        name = str(name)
+        if name == metric or not shown(name) or name in cols or "link" in sub[name].dims:
+            continue
+        try:
+            entry = metric_entry(name)
+        except KeyError:
+            continue
+        numeric = sub[name].dtype.kind in "fiub"
+        vdims = [str(d) for d in sub[name].dims]
+        extra = [d for d in vdims if d not in dims]
+        if int(np.prod([sub.sizes[d] for d in dims if d not in vdims])) > SPREAD:
+            continue  # of coarser rows that many ranked rows share (a schedule's runs on its jobs' rows)
+        if not extra:
+            cols[name] = _flat(sub[name], da, dims)
+            if numeric:
+                units[name] = entry.units
+        elif len(extra) == 1 and sub.sizes[extra[0]] <= SPREAD and set(vdims) - set(extra) == set(dims):
+            e = extra[0]
+            labels = sub[e].values if e in sub.coords else np.arange(sub.sizes[e])
+            for i, label in enumerate(labels):
+                col = f"{name}({label})"
+                cols[col] = _flat(sub[name].isel({e: i}, drop=True), da, dims)
+                if numeric:
+                    units[col] = entry.units
+    order = {name: i for i, name in enumerate(TABLE)}
+    lead = [c for c in cols if c in dims or c in coord_labels or c in {x for v in row_labels.values() for x in v}]
+    rest = sorted((c for c in cols if c not in lead and c != metric),
+                  key=lambda c: (order.get(c.split("(")[0], len(order)), c.split("(")[0]))  # table order, labels kept
+    frame = pd.DataFrame({c: cols[c] for c in lead + [metric] + rest})
+    if "feasible" in sub.data_vars and set(sub["feasible"].dims) <= set(dims):
+        ok = _flat(sub["feasible"].fillna(False).astype(bool), da, dims)
+        frame = frame[ok]
+    frame.attrs["units"] = units
+    return frame

@@ -130,3 +130,15 @@ def test_cli_tables_show_units_and_the_dataset_stays_si(tmp_path, capsys, monkey
     q_si = capsys.readouterr().out
     assert "completion_time [" not in q_si and "completion_time" in q_si
     assert float(q_si.splitlines()[2].split()[4]) == ct  # every digit
+
+
+def test_format_table_takes_the_units_a_query_table_gives():
+    """Per-label columns (``completion_time(a)``) get their unit from ``df.attrs["units"]``; label columns none;
+    integer counts of a unit without a scale are printed as they are."""
+    df = pd.DataFrame({"groups": [3, 16], "completion_time(a)": [0.002, 0.004], "bisection_links": [512, 256],
+                       "throughput": [2.5e9, 1.0e9]})
+    df.attrs["units"] = {"completion_time(a)": "s", "bisection_links": "links", "throughput": "bytes/s"}
+    lines = format_table(df).splitlines()
+    assert lines[0].split() == ["groups", "completion_time(a)", "[ms]", "bisection_links", "[links]", "throughput",
+                                "[GB/s]"]
+    assert lines[1].split() == ["0", "3", "2.000", "512", "2.500"]

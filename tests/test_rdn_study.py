@@ -1,4 +1,5 @@
-"""The allocation-mode study (evaluator.studies.rdn) on a tiny machine: closed forms and the table's shape."""
+"""The allocation-mode study (evaluator.studies.rdn) on tiny machines: closed forms, the table's shape, and the
+TDN baseline at both ends (the fastest oblivious routing; the ideal adaptive lower bound, recomputed here)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ M = RdnMachine(p=2, a=4, h=2, g=2, bandwidth=1.0e9)      # two groups: the whole
 
 @pytest.fixture(scope="module")
 def study():
-    return allocation_mode_study(M, groups=(2,), patterns=("stencil",), background=0.26)
+    return allocation_mode_study(M, groups=(2,), patterns=("stencil",), background=0.26,
+                                 bounds=("adaptive", "optimal"))
 
 
 def test_stencil_is_injection_bound_on_the_rdn(study):
@@ -29,17 +31,37 @@ def test_stencil_is_injection_bound_on_the_rdn(study):
     assert float(study.rdn_minimal_time_bg.sel(pattern="stencil", groups=2)) == float(t.sel(groups=2))
     assert float(study.rdn_time.sel(pattern="stencil", groups=2)) == pytest.approx(6 * mu / M.bandwidth,
                                                                                     rel=TOL["rel"])
-    # the TDN can do no better than the injection bound; Valiant needs a third group (NaN), so the best is minimal
+    # the TDN can do no better than the injection bound; Valiant needs a third group (NaN), so the fastest
+    # oblivious routing is minimal or valiant_router
     assert (study.tdn_minimal_time.sel(pattern="stencil") >= 6 * mu / M.bandwidth * (1 - TOL["rel"])).all()
-    assert np.isnan(study.tdn_valiant_time).all() and (study.tdn_time == study.tdn_minimal_time).all()
+    assert np.isnan(study.tdn_valiant_time).all()
+    np.testing.assert_array_equal(study.tdn_oblivious_time, np.fmin(study.tdn_minimal_time,
+                                                                    study.tdn_valiant_router_time))
     assert list(study.groups.values) == [2]
 
 
+def test_two_groups_have_no_adaptive_bound_and_say_so(study):
+    """The ideal adaptive bound needs 3 groups: NaN, the reason in bound_refused and 'n/a' in the printed table;
+    the all-paths optimum is computed and no oblivious routing beats it."""
+    from evaluator.studies.rdn import format_study
+    assert np.isnan(study.tdn_adaptive_time).all() and np.isnan(study.gain_adaptive).all()
+    assert "at least 3 groups" in str(study.bound_refused.sel(pattern="stencil", groups=2).values)
+    assert np.isfinite(study.gain_optimal).all()
+    assert (study.tdn_optimal_time <= study.tdn_oblivious_time * (1 + TOL["rel"])).all()
+    text = format_study(study)
+    assert "n/a" in text and "at least 3 groups" in text
+    for v in ("gain_adaptive", "gain_oblivious", "gain_optimal", "tdn_adaptive_time_bg", "tdn_bg_slowdown_minimal"):
+        assert study[v].attrs["units"] in ("s", "1") and study[v].attrs["long_name"], v
+
+
 def test_speedup_table_dims_and_definition(study):
-    tab = speedup_table(study=study)
-    assert tab.speedup.dims == ("mode", "groups")
+    tab = speedup_table(study=study, baseline="oblivious")
+    assert tab.speedup.dims == ("mode", "groups") and tab.attrs["baseline"] == "oblivious"
     assert list(tab.mode.values) == ["minimal_balance", "custom_balance"]
-    best = np.fmin(study.tdn_minimal_time_bg, study.tdn_valiant_time_bg).sel(pattern="stencil")
+    # the default baseline is the conservative one, the ideal adaptive bound: none on two groups (NaN)
+    conservative = speedup_table(study=study)
+    assert conservative.attrs["baseline"] == "adaptive" and np.isnan(conservative.speedup).all()
+    best = np.fmin(study.tdn_minimal_time_bg, study.tdn_valiant_router_time_bg).sel(pattern="stencil")
     expect = best / study.rdn_time_bg.sel(pattern="stencil")      # the ratio T_TDN / T_RDN (1: no change)
     np.testing.assert_allclose(tab.speedup.sel(mode="custom_balance"), expect, rtol=TOL["rel"])
     np.testing.assert_allclose(tab.time_saved.sel(mode="minimal_balance"),
@@ -58,10 +80,11 @@ def test_study_table_drives_the_scheduler(study, tmp_path):
     from evaluator.workload import Trace, simulate
     from evaluator.workload.run import load_speedups
 
-    path = write_netcdf(speedup_table(study=study), tmp_path / "speedup.nc")
+    path = write_netcdf(speedup_table(study=study, baseline="oblivious"), tmp_path / "speedup.nc")
     table = load_speedups(str(path))
     t_rdn = float(study.rdn_minimal_time_bg.sel(pattern="stencil", groups=2))
-    t_tdn = float(study.tdn_minimal_time_bg.sel(pattern="stencil", groups=2))   # Valiant is NaN on two groups
+    t_tdn = float(np.fmin(study.tdn_minimal_time_bg.sel(pattern="stencil", groups=2),   # Valiant: NaN on 2 groups
+                          study.tdn_valiant_router_time_bg.sel(pattern="stencil", groups=2)))
     ratio = t_tdn / t_rdn
     npg = M.nodes_per_group                                  # 8: jobs of 16 nodes span both groups
     tr = Trace(job_id=np.array([1, 2, 3]), submit=np.zeros(3), run_time=np.full(3, 100.0),
@@ -111,6 +134,84 @@ def test_study_command_line_errors(capsys):
     assert main([]) == 2 and "usage" in capsys.readouterr().err
     with pytest.raises(errors.ConfigError, match="--machine"):
         main(["rdn", "--machine", "12,24,x,288"])
+    with pytest.raises(errors.ConfigError, match="--baseline"):       # the table's baseline must be computed
+        main(["rdn", "--machine", "2,4,2,4", "--bounds", "none", "--speedup-out", "x.nc"])
+    with pytest.raises(errors.ConfigError, match="bounds"):
+        allocation_mode_study(M, bounds=("ugal",))
+
+
+# --------------------------------------------------------------------------- the baseline: both ends (issue 23)
+M4 = RdnMachine(p=2, a=4, h=2, g=4, bandwidth=1.0e9)     # four groups: the adaptive bound exists
+
+
+@pytest.fixture(scope="module")
+def study4():
+    return allocation_mode_study(M4, groups=(2,), patterns=("stencil",), background=0.26,
+                                 bounds=("adaptive", "optimal"))
+
+
+def _tdn_mapping(ds, pattern, q):
+    """The TDN's random mapping of the study's point, rebuilt from its documented seed."""
+    from evaluator.placement import Placement
+    from evaluator.studies.rdn import PATTERNS, _job
+    tr, _, nodes = _job(M4, pattern, q)
+    j = list(ds.groups.values).index(q)
+    rng = np.random.default_rng(ds.attrs["seed"] + 1000 * list(PATTERNS).index(pattern) + j)
+    n = M4.g * M4.nodes_per_group
+    chosen = np.sort(rng.choice(n, size=nodes.size, replace=False))
+    return tr, Placement(chosen[rng.permutation(nodes.size)].astype(np.int64), n, "random"), chosen
+
+
+def test_gain_against_the_ideal_adaptive_bound(study4):
+    """The headline gain is RDN-GRAP's time over the ideal adaptive LOWER bound of the TDN, computed here with
+    evaluator.lp.bounds.optimal on the same random mapping; the oblivious gain is the upper end."""
+    import dataclasses
+
+    from evaluator.jobs import Background, background_rates
+    from evaluator.lp.bounds import optimal
+    from evaluator.topology import dragonfly
+    tdn = dragonfly(2, 4, 2, 4, bandwidth_p=1e9, bandwidth_l=1e9, bandwidth_r=1e9)
+    assert list(study4.groups.values) == [2, 4] and (study4.bound_refused.values == "").all()
+    for q in (2, 4):
+        pt = dict(pattern="stencil", groups=q)
+        tr, pl, chosen = _tdn_mapping(study4, "stencil", q)
+        lo = optimal(tdn, tr, pl, "dragonfly_adaptive").completion_time
+        others = np.setdiff1d(np.arange(tdn.n_nodes), chosen)
+        bg = background_rates(tdn, Background(0.26, "uniform"), others, "minimal")
+        left = dataclasses.replace(tdn, capacity=np.maximum(np.asarray(tdn.capacity) - bg, 0.0))
+        lo_bg = optimal(left, tr, pl, "dragonfly_adaptive").completion_time
+        rdn_bg, rdn0 = float(study4.rdn_time_bg.sel(**pt)), float(study4.rdn_time.sel(**pt))
+        assert float(study4.tdn_adaptive_time.sel(**pt)) == pytest.approx(lo, rel=TOL["rel"])
+        assert float(study4.gain_adaptive.sel(**pt)) == pytest.approx(lo_bg / rdn_bg, rel=TOL["rel"])
+        assert float(study4.gain_adaptive_no_bg.sel(**pt)) == pytest.approx(lo / rdn0, rel=TOL["rel"])
+        obl = min(float(study4[f"tdn_{rt}_time_bg"].sel(**pt)) for rt in ("minimal", "valiant", "valiant_router"))
+        assert float(study4.gain_oblivious.sel(**pt)) == pytest.approx(obl / rdn_bg, rel=TOL["rel"])
+        # both ends: the bound never exceeds a routing it bounds; the optimum never exceeds the adaptive bound
+        assert float(study4.gain_adaptive.sel(**pt)) <= float(study4.gain_oblivious.sel(**pt)) * (1 + TOL["rel"])
+        for rt in ("minimal", "valiant"):
+            assert lo <= float(study4[f"tdn_{rt}_time"].sel(**pt)) * (1 + TOL["rel"])
+        assert float(study4.tdn_optimal_time.sel(**pt)) <= lo * (1 + TOL["rel"])
+    # the whole machine: the job leaves no node for background, so with and without are the same
+    assert float(study4.gain_adaptive.sel(pattern="stencil", groups=4)) == \
+        float(study4.gain_adaptive_no_bg.sel(pattern="stencil", groups=4))
+
+
+def test_background_slowdown_per_routing(study4):
+    for rt in ("minimal", "valiant", "valiant_router", "adaptive", "optimal"):
+        v = study4[f"tdn_bg_slowdown_{rt}"]
+        np.testing.assert_allclose(v, study4[f"tdn_{rt}_time_bg"] / study4[f"tdn_{rt}_time"] - 1, rtol=TOL["rel"])
+        assert (v >= -TOL["rel"]).all(), rt                  # background only takes capacity away
+
+
+def test_printed_table_names_both_ends(study4):
+    from evaluator.studies.rdn import format_study
+    text = format_study(study4)
+    for needle in ("rdn_time_bg [us]", "tdn_adaptive_time_bg [us]", "gain vs adaptive", "gain vs oblivious",
+                   "gain vs optimal", "valiant_router", "TDN slowdown from the background"):
+        assert needle in text, needle
+    g = float(study4.gain_adaptive.sel(pattern="stencil", groups=4))
+    assert f"{g:.2f}x" in text
+
 
 
 def test_stencil_plane_tiles_routers():

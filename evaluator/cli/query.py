@@ -1,4 +1,8 @@
-"""``evaluator query PATH --best METRIC [--over AXIS ...] [--where AXIS=LABEL ...] [--si]``.
+"""``evaluator query PATH [--best METRIC] [--over AXIS ...] [--where AXIS=LABEL ...] [--si]``.
+
+Ranks the rows of any results dataset (:func:`evaluator.query.best`: one row per entry of the ranked variable,
+labelled by its parameters) in the direction the metric table gives; a variable without a direction there is
+refused with the list of rankable ones.
 
 The table shows each metric in a readable unit named in its header (``completion_time [ms]``,
 ``throughput [GB/s]``; see :mod:`evaluator.display`); ``--si`` prints the dataset's SI values as stored.
@@ -19,12 +23,17 @@ __all__ = ["main"]
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="evaluator query",
-                                 description="rank the design points of a sweep dataset (--best METRIC --over AXIS ...)")
-    ap.add_argument("path", help="a sweep dataset (.nc or .zarr)")
-    ap.add_argument("--best", default="completion_time", metavar="METRIC", help="metric to rank by")
+                                 description="rank the rows of a results dataset (sweep, eval, schedule, tiles, "
+                                             "partitions) by a variable of the metric table (--best METRIC --over "
+                                             "AXIS ...)")
+    ap.add_argument("path", help="a results dataset (.nc or .zarr)")
+    ap.add_argument("--best", default=None, metavar="METRIC",
+                    help="variable to rank by, in the metric table's direction (default: the dataset's first rankable "
+                         "one: completion_time for sweeps and eval, mean_wait for schedule, time_all for tiles)")
     ap.add_argument("--over", nargs="*", default=None, metavar="AXIS",
                     help="axes to choose over; the best per combination of the other axes")
-    ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL", help="restrict, e.g. routing=valiant")
+    ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL",
+                    help="restrict, e.g. routing=valiant, job=a, decomposition=2x2x8")
     ap.add_argument("-n", type=int, default=20, help="rows to print")
     ap.add_argument("--si", action="store_true",
                     help="print the values as stored (seconds, bytes, bytes/s; every digit) instead of in ms, GB/s, "

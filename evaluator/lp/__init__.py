@@ -4,7 +4,8 @@
   paths; ``Z`` = common rate multiplier in 1/s, completion time ``1 / Z``);
 * :func:`optimal_bound`: the maximum concurrent flow over all paths (``edge`` LP, or ``garg_konemann`` with a
   certified gap when the LP is too large), the best completion time any routing reaches;
-* :func:`dragonfly_adaptive_bound`: the best per-group-pair mix of minimal and Valiant paths (ideal UGAL);
+* :func:`dragonfly_adaptive_bound`: the best per-group-pair mix of minimal and Valiant paths (ideal UGAL;
+  ``router=True`` adds router-level Valiant, :data:`METHOD` names the two);
 * solvers: :func:`solve_highs` (HiGHS, the reference) and :func:`solve_pdhg` (MPAX's PDHG, batched with
   ``vmap``, warm-started, duality gap reported).
 
@@ -12,6 +13,8 @@
 and answers ``evaluate(..., bounds=True)``. See ``docs/bounds.md``.
 """
 
+from ._dragonfly import CLASS_KINDS as CLASS_KINDS
+from ._dragonfly import METHOD as METHOD
 from ._dragonfly import adaptive_classes as adaptive_classes
 from ._dragonfly import adaptive_size as adaptive_size
 from ._dragonfly import dragonfly_adaptive_bound as dragonfly_adaptive_bound
@@ -35,7 +38,7 @@ from ._solvers import solve as solve
 from ._solvers import solve_highs as solve_highs
 from ._solvers import solve_pdhg as solve_pdhg
 
-__all__ = ["LP", "SOLVERS", "METHODS", "EDGE_AUTO_NNZ", "Solution", "BatchSolution", "PathBound", "RouterDemand",
+__all__ = ["LP", "SOLVERS", "METHODS", "METHOD", "CLASS_KINDS", "EDGE_AUTO_NNZ", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
            "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes", "adaptive_size",
            "dragonfly_adaptive_bound"]

@@ -1,23 +1,50 @@
-"""Dragonfly adaptive-routing bound: the best per-group-pair mix of minimal and Valiant paths.
+"""Dragonfly adaptive-routing bound: the best per-group-pair mix of minimal and Valiant path classes.
 
 For every ordered pair of groups ``(S, D)`` with traffic, the LP chooses
-how much of the pair's bytes take the *minimal* class (local hop to the
-owner of an ``S -> D`` global link, the global link, local hop to the
-destination router) and how much the *Valiant* class through each
-intermediate group ``I`` (minimal to ``I``, landing on the router where the
-``S -> I`` link lands, minimal from there to ``D``). Within a class the
-bytes spread exactly as the ``minimal`` and ``valiant`` routings spread
-them (:mod:`evaluator.routing._dragonfly`): evenly over the ``m``
-parallel global links, in proportion to the source routers' and
-destination routers' shares of the pair's bytes. Intra-group traffic
-stays on its direct local link, injection and ejection are fixed loads.
+how much of the pair's bytes take each of its path classes (``g - 1``;
+``2 (g - 1)`` with ``router=True``):
+
+* *minimal* (``I = -1``): local hop to the owner of an ``S -> D`` global
+  link, the global link, local hop to the destination router;
+* *group-level Valiant* through each intermediate group ``I != S, D``
+  (the ``valiant`` routing's paths): minimal to ``I``, landing on the
+  router where the ``S -> I`` link lands, local hop to the owner of the
+  ``I -> D`` link, minimal from there to ``D``;
+* with ``router=True`` (``bounds=dragonfly_adaptive_router``), also
+  *router-level Valiant* through a router of each group ``I != S``, the
+  intermediate router uniform within ``I`` (the ``valiant_router``
+  routing's paths, as BookSim2's Valiant): minimal to the router ``x``
+  (landing router, local hop to ``x``), then minimal from ``x`` to the
+  destination (local hop to the owner of the ``I -> D`` link, global link,
+  local hop); with ``I = D`` the detour is the local hop from the landing
+  router to ``x`` and from ``x`` to the destination router.
+
+Within a class the bytes spread exactly as the ``minimal``, ``valiant``
+and ``valiant_router`` routings spread them
+(:mod:`evaluator.routing._dragonfly`): evenly over the ``m`` parallel
+global links, in proportion to the source routers' and destination
+routers' shares of the pair's bytes. Intra-group traffic stays on its
+direct local link, injection and ejection are fixed loads.
 
 It is Model 1 (:mod:`._model1`) with group pairs as pairs and these
-``1 + (g - 2)`` classes as paths (incidence = the fraction of the class's
-bytes on each link): ``Z`` is the rate an ideal UGAL could reach, which
-chooses per group pair but not per packet. All-minimal and uniform
-Valiant (each intermediate ``1 / (g - 2)``) are feasible mixes, so it is
-never below either routing's throughput.
+classes as paths (incidence = the fraction of the class's bytes on each
+link): ``Z`` is the rate an ideal UGAL could reach, which chooses per group
+pair (not per packet) among these paths. All-minimal and uniform
+group-level Valiant (each intermediate ``1 / (g - 2)``) are feasible mixes,
+so it bounds the ``minimal`` and ``valiant`` routings (no mix of theirs
+finishes sooner); with the router-level classes ``valiant_router`` (minimal
+``a / R``, each group's router class ``a / R``, ``R = g a``) is one more, so
+it bounds that routing too. Without them it does *not* bound
+``valiant_router``, which can beat it (its detours through a random router
+spread over the intermediate group's local links). It never bounds routings
+over other paths (path sets; the all-paths optimum is never slower).
+
+Why the router-level classes are opt-in: their detours load every local
+link of the intermediate group (``a (a - 1)`` entries per class, against one
+or two for a group-level class), so the LP has about 2.7x the nonzeros
+(DF(4,8,4), every router to every group: 1,660,824 against 606,936) and its
+rows couple densely: HiGHS's interior point, 40 s of CPU on DF(4,8,4)
+all-to-all without them, had not finished in 10 minutes with them.
 """
 
 from __future__ import annotations
@@ -28,9 +55,16 @@ import scipy.sparse as sp
 from ..errors import ConfigError, check_memory
 from ..topology import DragonflyTopology, Topology
 from ._flow import BYTES_PER_NNZ, RouterDemand
-from ._model1 import PathBound, solve_path_lp
+from ._model1 import PathBound, bound_of, solve_path_lp
 
-__all__ = ["adaptive_classes", "adaptive_size", "check_adaptive_size", "dragonfly_adaptive_bound"]
+__all__ = ["CLASS_KINDS", "METHOD", "adaptive_classes", "adaptive_size", "check_adaptive_size", "dragonfly_adaptive_bound"]
+
+
+CLASS_KINDS = ("minimal", "group", "router")
+"""The path classes of the adaptive bound: minimal, group-level Valiant, router-level Valiant (module docstring)."""
+
+METHOD = {False: "dragonfly_adaptive", True: "dragonfly_adaptive_router"}
+"""The bound method's name without and with the router-level classes."""
 
 
 def _own(topo: DragonflyTopology) -> np.ndarray:
@@ -66,15 +100,17 @@ def _supports(topo: DragonflyTopology, demand: RouterDemand):
     return out, inn
 
 
-def adaptive_size(topo: DragonflyTopology, demand: RouterDemand | None = None) -> dict[str, int]:
+def adaptive_size(topo: DragonflyTopology, demand: RouterDemand | None = None, router: bool = False
+                  ) -> dict[str, int]:
     """Size of the adaptive bound's LP (:func:`adaptive_classes` then :func:`~evaluator.lp.path_lp`), before it
     is built: ``classes``, ``vars``, ``rows``, ``nnz`` and ``bytes`` (as :func:`~evaluator.lp.edge_size`:
     :data:`~evaluator.lp._flow.BYTES_PER_NNZ` per nonzero plus 64 per variable and row).
 
     Counted from what the builder creates, not guessed: a group pair ``(S, D)``
-    with traffic gets ``g - 1`` classes; a local hop part ``outer(w_from,
+    with traffic gets ``g - 1`` classes (``2 (g - 1)`` with ``router``); a local hop part ``outer(w_from,
     w_to)`` off its diagonal has ``|w_from| |w_to| - |w_from & w_to|`` entries
-    (supports), a global part ``m``. With ``demand`` the supports are the
+    (supports), a router-level detour ``a (a - 1) - (|not w_from| |not w_to| -
+    |neither|)``, a global part ``m``. With ``demand`` the supports are the
     demand's own routers (the incidence count is then exact); without, every
     router of every group sends to and receives from every other group (an
     upper bound for any demand on ``topo``). The capacity rows and the
@@ -106,10 +142,24 @@ def adaptive_size(topo: DragonflyTopology, demand: RouterDemand | None = None) -
     src_val = nu * (osum[:, None] - o) - (np.einsum("sdr,sr->sd", ou, Osum) - np.einsum("sdr,sdr->sd", ou, Oi))
     dst_val = nv * (osum[None, :] - o.T) - (np.einsum("sdr,dr->sd", iv, Osum) - np.einsum("sdr,dsr->sd", iv, Oi))
     mid = (o[:, :, None] * o[:, None, :] - np.einsum("isr,idr->isd", Oi, Oi)).sum(0)  # [S, D]
+    # router-level Valiant: a detour part (w_from -> uniform x -> w_to, off the diagonal) has an entry at (i, j),
+    # i != j, where i is in supp(w_from) or j in supp(w_to): a (a - 1) - (|not from| |not to| - |neither|)
+    Zi = 1 - Oi  # [G, H, r]: r of G owns no link to H
+    z = a - o  # [G, H]
+    det = a * (a - 1) - (z[:, :, None] * z[:, None, :] - np.einsum("isr,idr->isd", Zi, Zi))  # [I, S, D]
+    through = np.ones((g, g, g), bool)  # I != S, D
+    k = np.arange(g)
+    through[k, k, :] = False
+    through[k, :, k] = False
+    mid_r = np.where(through, det, 0).sum(0)
+    # I = D: local(S, u, own[S, D]) + m + detour(D, own[D, S], v)
+    det_d = a * (a - 1) - (z.T * (a - nv) - np.einsum("dsr,sdr->sd", Zi, 1 - iv))
     per_pair = src_min + dst_min + m + src_val + dst_val + mid + 2 * m * (g - 2)
+    if router:
+        per_pair = per_pair + src_min + m + det_d + src_val + dst_val + mid_r + 2 * m * (g - 2)
     P = int(pairs.sum())
     inc = int(per_pair[pairs].sum())
-    K = P * (g - 1)
+    K = P * (g - 1) * (2 if router else 1)
     used = min(int(topo.n_router_links), inc)  # capacity rows: links some class uses (at most one per entry)
     n_vars, rows = K + 1, P + used
     nnz = inc + used + K + P  # incidence, fixed-load column, demand rows (classes and the Z column)
@@ -123,18 +173,19 @@ def describe_adaptive(topo, size: dict[str, int]) -> str:
             f"variables, {size['rows']:,} rows, {size['nnz']:,} nonzeros)")
 
 
-def check_adaptive_size(topo, demand: RouterDemand | None = None, batch: int = 1) -> None:
+def check_adaptive_size(topo, demand: RouterDemand | None = None, batch: int = 1, router: bool = False) -> None:
     """Refuse (:class:`~evaluator.errors.ResourceError` naming the estimate) an adaptive LP, ``batch`` at once,
     whose :func:`adaptive_size` exceeds 80% of the available memory, before anything is built."""
-    size = adaptive_size(topo, demand)
-    check_memory("bounds", "dragonfly_adaptive", batch * size["bytes"],
+    size = adaptive_size(topo, demand, router)
+    check_memory("bounds", METHOD[router], batch * size["bytes"],
                  describe_adaptive(topo, size) + (f" x {batch} at once" if batch > 1 else ""),
                  "Use bounds=garg_konemann (the all-paths optimum, no LP) or a smaller network.")
 
 
-def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand):
+def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand, router: bool = False):
     """Model 1 data of the adaptive bound: ``(incidence [link, class], pair [class], bytes [pair], fixed [link],
-    classes)``; ``classes[k] = (S, D, I)`` with ``I = -1`` for the minimal class."""
+    classes)``; ``classes[k] = (S, D, I, kind)`` with ``kind`` in :data:`CLASS_KINDS` and ``I = -1`` for the
+    minimal class; router-level classes only with ``router``."""
     _check_topology(topo)
     g, a, m = topo.g, topo.a, topo.links_per_pair
     L = topo.n_links
@@ -153,10 +204,15 @@ def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand):
     np.add.at(inn, (Gs[inter], Gd[inter], rd[inter]), demand.nbytes[inter])
     GG = out.sum(2)
     off = ~np.eye(a, dtype=bool)
+    uni = np.full(a, 1.0 / a)  # the intermediate router of a router-level class, uniform in its group
 
     def local(G, w_from, w_to):
-        M = np.outer(w_from, w_to)[off]
-        return ll[G][off], M
+        return ll[G][off], np.outer(w_from, w_to)[off]
+
+    def detour(G, w_from, w_to):
+        """Two local hops in group ``G`` through a uniform router: ``w_from -> x`` then ``x -> w_to`` (one
+        part: the two hops' fractions add on a link both use)."""
+        return ll[G][off], (np.outer(w_from, uni) + np.outer(uni, w_to))[off]
 
     def glob(G, H):
         return gl[G, H], np.full(m, 1.0 / m)
@@ -165,14 +221,20 @@ def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand):
     S_, D_ = np.nonzero(GG > 0)
     for q, (S, D) in enumerate(zip(S_.tolist(), D_.tolist())):
         ou, iu = out[S, D] / GG[S, D], inn[S, D] / GG[S, D]
-        routes = [(-1, [local(S, ou, own[S, D]), glob(S, D), local(D, own[D, S], iu)])]
+        routes = [(-1, "minimal", [local(S, ou, own[S, D]), glob(S, D), local(D, own[D, S], iu)])]
         for I in range(g):
             if I != S and I != D:
-                routes.append((I, [local(S, ou, own[S, I]), glob(S, I), local(I, own[I, S], own[I, D]), glob(I, D),
-                                   local(D, own[D, I], iu)]))
-        for I, parts in routes:
+                routes.append((I, "group", [local(S, ou, own[S, I]), glob(S, I), local(I, own[I, S], own[I, D]),
+                                            glob(I, D), local(D, own[D, I], iu)]))
+        for I in range(g) if router else ():
+            if I == D:
+                routes.append((I, "router", [local(S, ou, own[S, D]), glob(S, D), detour(D, own[D, S], iu)]))
+            elif I != S:
+                routes.append((I, "router", [local(S, ou, own[S, I]), glob(S, I), detour(I, own[I, S], own[I, D]),
+                                             glob(I, D), local(D, own[D, I], iu)]))
+        for I, kind, parts in routes:
             k = len(classes)
-            classes.append((S, D, I))
+            classes.append((S, D, I, kind))
             pair.append(q)
             for links, w in parts:
                 nz = w > 0
@@ -187,18 +249,20 @@ def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand):
     return inc, np.asarray(pair, np.int64), GG[S_, D_], fixed, classes
 
 
-def dragonfly_adaptive_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") -> PathBound:
-    """The adaptive-routing bound (module docstring): Model 1 over minimal/Valiant classes per group pair.
+def dragonfly_adaptive_bound(topology: Topology, demand: RouterDemand, solver: str = "highs",
+                             router: bool = False) -> PathBound:
+    """The adaptive-routing bound (module docstring): Model 1 over the minimal and group-level Valiant classes
+    per group pair (and the router-level ones with ``router``), certified
+    (:func:`~evaluator.lp._model1.certify_path`).
 
     Refused with a :class:`~evaluator.errors.ResourceError` naming the estimate (:func:`adaptive_size`)
     before anything is built when the LP would not fit in 80% of the available memory.
     """
-    check_adaptive_size(topology, demand)
-    inc, pair, gbytes, fixed, _ = adaptive_classes(topology, demand)
-    res = solve_path_lp(inc, pair, gbytes, np.asarray(topology.capacity, dtype=np.float64), fixed, solver,
-                        method="dragonfly_adaptive")
+    check_adaptive_size(topology, demand, router=router)
+    inc, pair, gbytes, fixed, _ = adaptive_classes(topology, demand, router)
     if not gbytes.size:  # only fixed loads
         m = fixed > 0
         z = float((topology.capacity[m] / fixed[m]).min()) if m.any() else np.inf
-        return PathBound(z, 1.0 / z, res.flow, "dragonfly_adaptive", res.solver, 0.0, z)
-    return res
+        return bound_of(z, z, np.zeros(0), METHOD[router], solver)
+    return solve_path_lp(inc, pair, gbytes, np.asarray(topology.capacity, dtype=np.float64), fixed, solver,
+                         method=METHOD[router])

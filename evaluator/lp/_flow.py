@@ -50,11 +50,11 @@ import scipy.sparse as sp
 
 from ..errors import ConfigError, ResourceError, available_memory, fmt_size, require
 from ..topology import Topology
-from ._model1 import PathBound, z_from_objective
+from ._model1 import PathBound, bound_of, certify_path, z_from_objective
 from ._solvers import LP, solve, _check_solver
 
-__all__ = ["RouterDemand", "edge_size", "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "METHODS",
-           "EDGE_AUTO_NNZ"]
+__all__ = ["RouterDemand", "edge_size", "edge_lp", "edge_bound", "certify_edge", "garg_konemann", "optimal_bound",
+           "METHODS", "EDGE_AUTO_NNZ"]
 
 METHODS = ("auto", "edge", "garg_konemann")
 """Methods of :func:`optimal_bound`: ``auto`` picks ``edge`` up to :data:`EDGE_AUTO_NNZ` nonzeros."""
@@ -156,12 +156,48 @@ def _no_demand(method: str, solver: str) -> PathBound:
     return PathBound(math.inf, 0.0, np.zeros(0), method, solver, 0.0, math.inf)
 
 
+def _fixed_only(topology: Topology, demand: RouterDemand, method: str, solver: str) -> PathBound:
+    """No router pair to route: Z is the fixed loads' own limit, exactly."""
+    z = demand.z_fixed(np.asarray(topology.capacity, dtype=np.float64))
+    return bound_of(z, z, np.zeros(0), method, solver)
+
+
+def _demand_table(topology: Topology, demand: RouterDemand) -> tuple[np.ndarray, np.ndarray]:
+    """``(source routers [S], D [S, R])``: bytes from each source router to every router."""
+    src_r, inv = _sources(demand)
+    D = np.zeros((src_r.size, int(topology.n_routers)))
+    np.add.at(D, (inv, demand.dst), demand.nbytes)
+    return src_r, D
+
+
+def certify_edge(topology: Topology, demand: RouterDemand, z_primal: float, lengths: np.ndarray | None
+                 ) -> tuple[float, float]:
+    """A certified interval ``(z_lower, z_upper)`` of the all-paths optimum from an edge LP's answer.
+
+    ``z_upper``: the dual bound of :func:`_dual_bound` (weak duality, valid
+    for any link lengths >= 0) with the solver's capacity duals as lengths
+    (their absolute values: HiGHS's marginals are <= 0, MPAX's multipliers
+    >= 0), and the fixed loads' own limit ``min_l c_l / fixed_l``; ``inf``
+    when the duals carry no length. ``z_lower``: the solver's primal value
+    (feasible to its tolerance), never above ``z_upper``.
+    """
+    cap_all = np.asarray(topology.capacity, dtype=np.float64)
+    upper = demand.z_fixed(cap_all)
+    if lengths is not None:
+        ln = np.abs(np.asarray(lengths, dtype=np.float64))
+        if ln.size and ln.max() > 0:
+            src_r, D = _demand_table(topology, demand)
+            upper = min(upper, _dual_bound(topology, ln, cap_all[: int(topology.n_router_links)], src_r, D)[0])
+    return min(z_primal, upper), upper
+
+
 def edge_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") -> PathBound:
-    """Maximum concurrent flow by the edge LP; refused before it is built when it would not fit in memory."""
+    """Maximum concurrent flow by the edge LP; refused before it is built when it would not fit in memory.
+
+    The answer is certified by :func:`certify_edge` (``z_upper`` from the LP's capacity duals)."""
     _check_solver(solver)
     if demand.n_pairs == 0:
-        z = demand.z_fixed(np.asarray(topology.capacity, dtype=np.float64))
-        return PathBound(z, 1.0 / z if z > 0 else math.inf, np.zeros(0), "edge", solver, 0.0, z)
+        return _fixed_only(topology, demand, "edge", solver)
     size = edge_size(topology, demand)
     have = available_memory()
     if size["bytes"] > 0.8 * have:
@@ -170,8 +206,8 @@ def edge_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") 
                             "Use method='garg_konemann' (or 'auto'), which needs no LP.")
     lp = edge_lp(topology, demand)
     sol = solve(lp, solver)
-    z = z_from_objective(lp, sol.objective)
-    return PathBound(z, 1.0 / z, np.zeros(0), "edge", sol.solver, float(sol.gap), z * (1.0 + float(sol.gap)))
+    lo, up = certify_edge(topology, demand, z_from_objective(lp, sol.objective), sol.ub_dual)
+    return bound_of(lo, up, np.zeros(0), "edge", sol.solver)
 
 
 def _trees(topology: Topology, length: np.ndarray, src_r: np.ndarray):
@@ -325,11 +361,7 @@ def _restricted(cols: _Columns, dq: np.ndarray, cap: np.ndarray):
     sol = solve_highs(lp)
     if not np.isfinite(sol.objective):
         return 0.0, None
-    c_max = float(cap.max())
-    f = np.maximum(sol.x[: inc.shape[1]], 0.0) * c_max  # bytes/s per path
-    rate = np.bincount(np.asarray(cols.pair), weights=f, minlength=dq.size) / dq
-    over = float(np.max((inc @ f) / cap))
-    lower = float(rate.min()) / over if over > 0 else 0.0
+    lower, _ = certify_path(inc, np.asarray(cols.pair, np.int64), dq, cap, None, sol.x[: inc.shape[1]], None)
     used = np.diff(inc.tocsr().indptr) > 0
     length = np.zeros(E)
     length[used] = np.maximum(-sol.ub_dual, 0.0)
@@ -363,8 +395,7 @@ def garg_konemann(topology: Topology, demand: RouterDemand, eps: float = 0.1, ta
     cap_all = np.asarray(topology.capacity, dtype=np.float64)
     z_fix = demand.z_fixed(cap_all)
     if demand.n_pairs == 0:
-        return PathBound(z_fix, 1.0 / z_fix if z_fix > 0 else math.inf, np.zeros(0), "garg_konemann",
-                         "multiplicative_weights", 0.0, z_fix)
+        return _fixed_only(topology, demand, "garg_konemann", "multiplicative_weights")
     E, R = int(topology.n_router_links), int(topology.n_routers)
     cap = cap_all[:E]
     src_r, inv = _sources(demand)
@@ -417,10 +448,8 @@ def garg_konemann(topology: Topology, demand: RouterDemand, eps: float = 0.1, ta
             upper = min(upper, up)
             if done(lower, upper) or not cols.add(_tree_paths(trees, R, src_r, qi, qv)):
                 break
-    z = min(lower, z_fix)
-    zu = min(upper, z_fix)
-    return PathBound(z, 1.0 / z, np.zeros(0), "garg_konemann", "multiplicative_weights", zu / z - 1.0, zu,
-                     steps, rounds)
+    return bound_of(min(lower, z_fix), min(upper, z_fix), np.zeros(0), "garg_konemann", "multiplicative_weights",
+                    steps, rounds)
 
 
 def optimal_bound(topology: Topology, demand: RouterDemand, method: str = "auto", solver: str = "highs",

@@ -35,30 +35,34 @@ import scipy.sparse as sp
 from ..errors import ConfigError, require
 from ._solvers import LP, Solution, solve
 
-__all__ = ["PathBound", "path_lp", "solve_path_lp", "z_from_objective"]
+__all__ = ["PathBound", "bound_of", "certify_path", "path_lp", "solve_path_lp", "z_from_objective"]
 
 
 @dataclasses.dataclass(frozen=True)
 class PathBound:
-    """The optimum of a rate LP.
+    """The optimum of a rate LP as a certified interval ``[z, z_upper]`` of the rate Z.
 
     Attributes
     ----------
     z : float
-        Common rate multiplier (1/s); ``inf`` when nothing limits it (no demand).
+        Common rate multiplier (1/s) of a flow that reaches it: the *feasible* side (``inf`` when nothing limits
+        it). Rebuilt from the solver's path flows and scaled by its worst link for path LPs and Garg-Konemann
+        (feasible whatever the solver's tolerances); the solver's primal value (feasible to its tolerance, and
+        never above ``z_upper``) for the edge LP.
     completion_time : float
-        ``1 / z`` (s): the best completion time of the demand.
+        ``1 / z_upper`` (s): a *certified lower bound* on the time of the demand over these paths (no routing
+        that uses them finishes sooner). :attr:`completion_time_upper` is the feasible side.
     flow : ndarray [path]
         Rate of every path (bytes/s) at the optimum (empty for bounds without paths).
     method, solver : str
         Formulation (``model1``, ``edge``, ``garg_konemann``, ``dragonfly_adaptive``) and solver
         (``highs``, ``pdhg``, ``multiplicative_weights``).
     gap : float
-        Relative gap of the answer: ``z`` is within a factor ``1 + gap`` of the LP's optimum
-        (HiGHS: the primal-dual gap, about 1e-9; PDHG: MPAX's relative duality gap;
-        Garg-Konemann: the certified ``upper / lower - 1``).
+        ``z_upper / z - 1``: the proven width of the interval.
     z_upper : float
-        A proven upper bound of the optimum (``z`` for exact solvers; the best dual bound for Garg-Konemann).
+        A *certified* upper bound of the optimum: weak LP duality with the solver's dual values used as link
+        lengths (:func:`certify_path`, :func:`~evaluator.lp._flow.certify_edge`), valid for any lengths >= 0
+        whatever the solver's accuracy.
     steps, rounds : int
         Garg-Konemann: multiplicative-weight steps, and rounds of the column-generation tightening run (0 for
         the LPs).
@@ -73,6 +77,21 @@ class PathBound:
     z_upper: float
     steps: int = 0
     rounds: int = 0
+
+    @property
+    def completion_time_upper(self) -> float:
+        """``1 / z`` (s): the time of a flow that reaches ``z`` (the feasible side)."""
+        return 1.0 / self.z if self.z > 0 else math.inf
+
+
+def bound_of(z: float, z_upper: float, flow: np.ndarray, method: str, solver: str, steps: int = 0,
+             rounds: int = 0) -> PathBound:
+    """A :class:`PathBound` from a certified interval ``z <= Z* <= z_upper`` (``z`` is lowered to ``z_upper``
+    if the solver's primal value overshoots its certified dual by rounding)."""
+    z = min(z, z_upper)
+    gap = z_upper / z - 1.0 if 0 < z < math.inf else (0.0 if z == z_upper else math.inf)
+    return PathBound(z, 1.0 / z_upper if z_upper > 0 else math.inf, flow, method, solver, gap, z_upper, steps,
+                     rounds)
 
 
 def path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
@@ -152,9 +171,72 @@ def z_from_objective(lp: LP, objective: float) -> float:
     return -float(objective) * lp.scale
 
 
+def certify_path(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
+                 fixed_load: np.ndarray | None, flow: np.ndarray | None, lengths: np.ndarray | None
+                 ) -> tuple[float, float]:
+    """A certified interval ``(z_lower, z_upper)`` of Model 1's optimum Z (1/s) from any flows and lengths.
+
+    *Lower* (a flow that is feasible): path flows ``f = max(flow, 0)`` (any
+    unit), each pair's rate ``r_q = sum_{p of q} f_p / demand_q``, ``z0 =
+    min_q r_q`` (pairs above it drop their excess, which only lowers loads),
+    loads ``A f + z0 F``; dividing everything by the worst ``load / capacity``
+    makes every link feasible: ``z_lower = z0 / max_l (load_l / c_l)``.
+
+    *Upper* (weak duality, valid for every ``l >= 0`` on the links): summing
+    the capacity rows weighted by ``l`` gives ``sum_p f_p (A^T l)_p + Z (F . l)
+    <= l . c``, and ``sum_p f_p (A^T l)_p >= Z sum_q d_q min_{p of q} (A^T l)_p``,
+    so ``Z <= l . c / (sum_q d_q min_p (A^T l)_p + F . l)``; links with fixed load
+    and no path bound ``Z <= c / F`` on their own. ``lengths``: the solver's
+    capacity duals (any sign is clipped at 0: another choice of lengths only
+    loosens the bound, never breaks it). ``None``: no certificate (``inf``).
+    """
+    A = sp.csr_matrix(incidence, dtype=np.float64)
+    pair = np.asarray(pair, dtype=np.int64).reshape(-1)
+    d = np.asarray(demand, dtype=np.float64).reshape(-1)
+    c = np.asarray(capacity, dtype=np.float64).reshape(-1)
+    F = np.zeros(c.size) if fixed_load is None else np.asarray(fixed_load, dtype=np.float64).reshape(-1)
+    act = d > 0
+    used = np.diff(A.indptr) > 0
+    only_fixed = ~used & (F > 0)
+    z_cap = float((c[only_fixed] / F[only_fixed]).min()) if only_fixed.any() else math.inf
+    if not act.any():
+        m = F > 0
+        z = float((c[m] / F[m]).min()) if m.any() else math.inf
+        return z, z
+    lower = 0.0
+    if flow is not None:
+        f = np.maximum(np.asarray(flow, dtype=np.float64).reshape(-1), 0.0)
+        rate = np.bincount(pair, weights=f, minlength=d.size)[act] / d[act]
+        z0 = float(rate.min())
+        if z0 > 0:
+            over = float(np.max((A @ f + z0 * F) / c))
+            lower = z0 / over if over > 0 else math.inf
+    upper = z_cap
+    if lengths is not None:
+        ln = np.maximum(np.asarray(lengths, dtype=np.float64).reshape(-1), 0.0)
+        cost = A.T @ ln
+        best = np.full(d.size, math.inf)
+        np.minimum.at(best, pair, cost)
+        denom = float(d[act] @ best[act] + F @ ln)
+        if denom > 0 and math.isfinite(denom):
+            upper = min(upper, float(ln @ c) / denom)
+    return min(lower, upper), upper
+
+
+def _lengths(ub_dual: np.ndarray | None, n_links: int, incidence: sp.csr_matrix) -> np.ndarray | None:
+    """Link lengths from the duals of a path LP's capacity rows (rows = links some path uses, in order)."""
+    if ub_dual is None:
+        return None
+    rows = np.nonzero(np.diff(incidence.indptr) > 0)[0]
+    ln = np.zeros(n_links)
+    ln[rows] = np.abs(np.asarray(ub_dual, dtype=np.float64)[: rows.size])
+    return ln
+
+
 def solve_path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
                   fixed_load: np.ndarray | None = None, solver: str = "highs", method: str = "model1") -> PathBound:
-    """Build (:func:`path_lp`) and solve Model 1; ``flow`` in bytes/s per path."""
+    """Build (:func:`path_lp`) and solve Model 1; ``flow`` in bytes/s per path; ``[z, z_upper]`` certified
+    (:func:`certify_path`) from the solver's flows and capacity duals."""
     lp = path_lp(incidence, pair, demand, capacity, fixed_load)
     sol = solve(lp, solver)
     capacity = np.asarray(capacity, dtype=np.float64)
@@ -162,6 +244,7 @@ def solve_path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, 
     n_paths = lp.n_vars - 1
     if not (np.asarray(demand) > 0).any():
         return PathBound(math.inf, 0.0, np.zeros(n_paths), method, sol.solver, 0.0, math.inf)
-    z = z_from_objective(lp, sol.objective)
-    return PathBound(z, 1.0 / z if z > 0 else math.inf, np.asarray(sol.x[:n_paths]) * c_max, method, sol.solver,
-                     float(sol.gap), z * (1.0 + float(sol.gap)))
+    flow = np.asarray(sol.x[:n_paths]) * c_max
+    inc = sp.csr_matrix(incidence, dtype=np.float64)
+    lo, up = certify_path(inc, pair, demand, capacity, fixed_load, flow, _lengths(sol.ub_dual, capacity.size, inc))
+    return bound_of(lo, up, flow, method, sol.solver)

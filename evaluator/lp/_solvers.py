@@ -81,7 +81,8 @@ class Solution:
     status: str
     iterations: int = 0
     ub_dual: np.ndarray | None = None
-    """HiGHS: the marginals of the ``A_ub`` rows (<= 0; d objective / d ``b_ub``), None otherwise."""
+    """The duals of the ``A_ub`` rows: HiGHS's marginals (<= 0; d objective / d ``b_ub``), MPAX's multipliers
+    (>= 0); what the formulations use as link lengths to certify their bounds."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -104,6 +105,8 @@ class BatchSolution:
     bucket: tuple[int, ...]
     solver: str = "pdhg"
     warm_started: bool = False
+    ub_dual: list[np.ndarray] | None = None
+    """Per instance, the duals of its ``A_ub`` rows (MPAX's multipliers of ``-A_ub x >= -b_ub``), unpadded."""
 
 
 def _check_solver(solver: str) -> str:
@@ -239,8 +242,10 @@ def solve_pdhg(lps: list[LP], warm_start: BatchSolution | None = None, eps: floa
     pobj, dobj = np.asarray(pobj), np.asarray(dobj)
     # relative to the objective itself (MPAX divides by 1 + |objective|, which understates it for small optima)
     gap = np.abs(pobj - dobj) / np.maximum(np.maximum(np.abs(pobj), np.abs(dobj)), 1e-300)
+    ys = np.asarray(y)
     return BatchSolution(pobj, dobj, gap, np.asarray(it), np.asarray(status),
-                         [xs[i, : lp.n_vars] for i, lp in enumerate(lps)], x, y, bucket, warm_started=warm)
+                         [xs[i, : lp.n_vars] for i, lp in enumerate(lps)], x, y, bucket, warm_started=warm,
+                         ub_dual=[ys[i, m_eq: m_eq + lp.A_ub.shape[0]] for i, lp in enumerate(lps)])
 
 
 def solve(lp: LP, solver: str = "highs") -> Solution:
@@ -249,4 +254,4 @@ def solve(lp: LP, solver: str = "highs") -> Solution:
         return solve_highs(lp)
     out = solve_pdhg([lp])
     return Solution(float(out.objective[0]), out.x[0], float(out.gap[0]), "pdhg", str(int(out.status[0])),
-                    int(out.iterations[0]))
+                    int(out.iterations[0]), out.ub_dual[0])

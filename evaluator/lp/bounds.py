@@ -16,31 +16,86 @@ import math
 
 import numpy as np
 
+from ..dataset import BOUND_VARIABLES
 from ..errors import ConfigError, check_memory
 from ..placement import Placement
 from ..topology import Topology
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
 from ._flow import METHODS as FLOW_METHODS
 from ._flow import RouterDemand, optimal_bound
+from ._dragonfly import METHOD as ADAPTIVE_METHOD
 from ._dragonfly import dragonfly_adaptive_bound
 from ._model1 import PathBound
 from ._solvers import _check_solver
 
-__all__ = ["router_demand", "optimal", "check_bounds", "BOUND_METHODS", "BoundResult"]
+__all__ = ["router_demand", "optimal", "check_bounds", "BOUND_METHODS", "BoundResult", "BoundKind", "bound_kind",
+           "combine"]
 
-BOUND_METHODS = FLOW_METHODS + ("dragonfly_adaptive",)
+BOUND_METHODS = FLOW_METHODS + tuple(ADAPTIVE_METHOD.values())
 """What ``evaluate(..., bounds=...)`` may ask for: ``True`` (= ``"auto"``), a method of
-:func:`~evaluator.lp.optimal_bound`, or ``"dragonfly_adaptive"`` (the ideal-UGAL bound, not the all-paths one)."""
+:func:`~evaluator.lp.optimal_bound`, or ``"dragonfly_adaptive"`` / ``"dragonfly_adaptive_router"`` (the
+ideal-UGAL bounds of the Dragonfly routings, not the all-paths one)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundKind:
+    """What a bound is a bound *of*, and the variables it is stored under.
+
+    ``lower``: the certified lower bound on the time (s); ``upper``: the
+    feasible side (the time of a flow over the same paths that reaches it);
+    ``efficiency``: ``lower / achieved``; ``bounds``: which routings it
+    bounds (no such routing finishes sooner than ``lower``).
+    """
+
+    lower: str
+    upper: str
+    efficiency: str
+    bounds: str
+
+    @property
+    def variables(self) -> tuple[str, str, str]:
+        return self.lower, self.upper, self.efficiency
+
+
+ANY_ROUTING = BoundKind(*BOUND_VARIABLES["optimal"],
+                        "every routing (the maximum concurrent flow over all paths of the router graph)")
+ADAPTIVE = BoundKind(*BOUND_VARIABLES["adaptive"],
+                     "the Dragonfly routings minimal and valiant, and any per-group-pair mix of their paths (ideal "
+                     "UGAL); not valiant_router (use bounds=dragonfly_adaptive_router), not path sets")
+ADAPTIVE_ROUTER = dataclasses.replace(
+    ADAPTIVE, bounds="the Dragonfly routings minimal, valiant and valiant_router, and any per-group-pair mix of "
+                     "their paths (ideal UGAL); not path sets")
+
+
+def bound_kind(method: str) -> BoundKind:
+    """The :class:`BoundKind` of a bound method (:data:`BOUND_METHODS`)."""
+    return {"dragonfly_adaptive": ADAPTIVE, "dragonfly_adaptive_router": ADAPTIVE_ROUTER}.get(method, ANY_ROUTING)
 
 
 @dataclasses.dataclass(frozen=True)
 class BoundResult:
-    """``completion_time`` (s, summed over phases), the method and solver that ran and the largest gap."""
+    """A certified interval of the best time, summed over phases, and how it was computed.
+
+    ``completion_time`` (s): a certified *lower* bound (the sum of each
+    phase's certified lower bound: phases run one after another);
+    ``completion_time_upper`` (s): the feasible side (the time of flows that
+    reach it); ``gap = upper / lower - 1``; ``method`` and ``solver`` that ran.
+    """
 
     completion_time: float
     method: str
     solver: str
     gap: float
+    completion_time_upper: float
+
+
+def combine(parts) -> BoundResult:
+    """One :class:`BoundResult` from the phases' ``(lower s, upper s, method, solver)``."""
+    lo = sum(x[0] for x in parts if math.isfinite(x[0]))
+    up = sum(x[1] for x in parts)
+    gap = up / lo - 1.0 if lo > 0 else (0.0 if up == lo else math.inf)
+    return BoundResult(lo, "+".join(sorted({x[2] for x in parts})), "+".join(sorted({x[3] for x in parts})),
+                       gap, up)
 
 
 def router_demand(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement) -> RouterDemand:
@@ -77,8 +132,8 @@ def router_demand(topology: Topology, traffic: Traffic | DenseTraffic, placement
 
 
 def _one(topology: Topology, demand: RouterDemand, method: str, solver: str) -> PathBound:
-    if method == "dragonfly_adaptive":
-        return dragonfly_adaptive_bound(topology, demand, solver)
+    if method in ADAPTIVE_METHOD.values():
+        return dragonfly_adaptive_bound(topology, demand, solver, router=method == ADAPTIVE_METHOD[True])
     return optimal_bound(topology, demand, method, solver)
 
 
@@ -93,17 +148,15 @@ def check_bounds(bounds, solver: str = "highs") -> str:
 
 def optimal(topology: Topology, traffic, placement: Placement, method: str = "auto",
             solver: str = "highs") -> BoundResult:
-    """The best completion time (s) of ``traffic`` placed by ``placement``: the sum over its phases.
+    """The best completion time (s) of ``traffic`` placed by ``placement`` as a certified interval, summed over
+    its phases (:class:`BoundResult`: ``completion_time`` is the certified lower bound).
 
     ``method``: one of :data:`BOUND_METHODS`; ``solver``: ``highs`` or ``pdhg``.
     """
     method = check_bounds(method, solver)
     phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
-    t, gap, methods, solvers = 0.0, 0.0, [], []
+    parts = []
     for x in phases:
         res = _one(topology, router_demand(topology, x, placement), method, solver)
-        t += res.completion_time if math.isfinite(res.completion_time) else 0.0
-        gap = max(gap, res.gap)
-        methods.append(res.method)
-        solvers.append(res.solver)
-    return BoundResult(t, "+".join(sorted(set(methods))), "+".join(sorted(set(solvers))), gap)
+        parts.append((res.completion_time, res.completion_time_upper, res.method, res.solver))
+    return combine(parts)

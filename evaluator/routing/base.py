@@ -54,6 +54,11 @@ class Routing:
         """Short readable name, e.g. ``"valiant"`` or ``"dor-longest_first-split"``."""
         return self.kind
 
+    def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
+        """What a reader of one evaluation's result should know about this routing on these router pairs
+        (``src_router``, ``dst_router``: int arrays of the communicating pairs); none by default."""
+        return ()
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RoutingOperator:

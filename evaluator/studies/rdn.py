@@ -1,6 +1,6 @@
 """GRAP's allocation modes on a reconfigurable Dragonfly (RDN) against a traditional one (TDN): Feng et al. Sec. 5.2.
 
-For every pattern and job size (groups ``q``), one job is evaluated three ways:
+For every pattern and job size (groups ``q``), one job is evaluated on both networks:
 
 * **RDN-GRAP**: the job's nodes come from :class:`~evaluator.policies.Grap`
   on the machine (3-D stencil: ``minimal_balance``, whole groups, task grid
@@ -21,11 +21,31 @@ For every pattern and job size (groups ``q``), one job is evaluated three ways:
   to the other free nodes of their own group (GRAP keeps small jobs in a group;
   the paper: "the noise traffic is limited within groups").
 * **TDN**: the standard Dragonfly(p, a, h, g) of the whole machine, the job's
-  tasks on uniformly random nodes (random mapping), routed ``minimal`` and
-  ``valiant``; ``best`` is the faster of the two at each point (the best
-  adaptive-routing bound available here: no UGAL/PAR mix, no LP bound).
+  tasks on uniformly random nodes (random mapping), evaluated two ways that
+  bracket a real adaptive router (UGAL, PAR):
+
+  - *oblivious* routings ``minimal``, ``valiant`` (group-level) and
+    ``valiant_router`` (router-level); ``tdn_oblivious_*`` is the fastest of
+    them at each point, a time some routing reaches: the gain against it is
+    the *upper* end of RDN-GRAP's gain;
+  - *bounds* (:func:`evaluator.lp.bounds.optimal`, certified lower bounds of
+    the time): ``adaptive``, the ideal adaptive (UGAL) bound
+    (``dragonfly_adaptive``: the best per-group-pair mix of the minimal and
+    Valiant path classes), and ``optimal``, the best any routing over all
+    paths can do (``auto``: edge LP or Garg-Konemann). The gain against the
+    adaptive bound is the *conservative* end, the study's headline; the
+    optimum is context (no routing beats it). A bound the LP cannot give is
+    NaN with the reason in ``bound_refused``: the adaptive bound needs 3
+    groups (Valiant needs an intermediate group), and an LP with more than
+    ``max_lp_nnz`` nonzeros (the paper's machine: tens of millions) is not
+    attempted.
+
   Background: every node outside the job sends ``background`` of its injection
-  bandwidth uniformly to all the others (:class:`evaluator.jobs.Background`).
+  bandwidth uniformly to all the others (:class:`evaluator.jobs.Background`),
+  routed as the job is for the oblivious routings, minimally for the bounds
+  (uniform traffic: what an adaptive router sends minimally, and the fewest
+  link bytes); a bound with background is the bound of the job on the
+  capacity the background leaves (``capacity - background rate``, at least 0).
 
 The job's time is its communication step's completion time on what the
 background leaves of each link, ``max_link load / (capacity - background
@@ -49,6 +69,8 @@ from .._version import __version__
 from ..errors import ConfigError, ResourceError, positive_float, positive_int, require
 from ..evaluate import evaluate_batch
 from ..jobs import Background, background_rates
+from ..lp import adaptive_size, edge_size
+from ..lp.bounds import optimal, router_demand
 from ..placement import Placement
 from ..policies import Grap, JobRequest
 from ..routing import tago
@@ -57,7 +79,8 @@ from ..topology import dragonfly, rdn
 from ..traffic import Traffic, neighbouring, stencil
 from ..traffic._all_to_all import all_to_all_dense  # not re-exported by evaluator.traffic
 
-__all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "DEFAULT_GROUPS", "allocation_mode_study", "speedup_table"]
+__all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "DEFAULT_GROUPS", "BOUNDS", "GAINS", "allocation_mode_study",
+           "speedup_table", "format_study"]
 
 PATTERNS = {"stencil": "minimal_balance", "neighbouring": "custom", "all_to_all": "adaptive"}
 """Pattern -> the GRAP mode it runs in (the paper's Sec. 5.1.3)."""
@@ -231,64 +254,161 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
     return out
 
 
-def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: int) -> dict:
-    """TDN: the job on random nodes of the whole machine, minimal and valiant, with and without background."""
+TDN_ROUTINGS = ("minimal", "valiant", "valiant_router")
+"""Oblivious routings of the TDN (``valiant`` needs 3 groups: NaN on fewer)."""
+
+BOUNDS = {"adaptive": "dragonfly_adaptive", "optimal": "auto"}
+"""Bounds of the TDN -> the :func:`evaluator.lp.bounds.optimal` method that gives them."""
+
+BOUND_TEXT = {"adaptive": "ideal adaptive (UGAL) bound: best per-group-pair mix of minimal and Valiant path classes",
+              "optimal": "best any routing over all paths can do (maximum concurrent flow)"}
+
+MAX_LP_NNZ = 2_000_000
+"""Largest LP (nonzeros, :func:`evaluator.lp.adaptive_size` / :func:`evaluator.lp.edge_size`) the study solves:
+DF(4, 8, 4, 32) needs at most 1.5 million (30-70 s a solve on a shared 2-core box); the paper's machine 45 million
+and more (refused: NaN, the reason in ``bound_refused``)."""
+
+
+def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: int, bounds: Sequence[str],
+               max_lp_nnz: int, solver: str) -> tuple[dict, str]:
+    """TDN: the job on random nodes of the whole machine, every oblivious routing and the bounds, with and without
+    background; also the reasons of bounds not computed ('' when all were)."""
     rng = np.random.default_rng(seed)
     nodes = np.sort(rng.choice(tdn.n_nodes, size=n_tasks, replace=False))
     order = rng.permutation(n_tasks)
     pl = Placement(nodes[order].astype(np.int64), tdn.n_nodes, f"random(seed={seed})")
-    cap = np.asarray(tdn.capacity)
+    cap = np.asarray(tdn.capacity, dtype=np.float64)
+    nr = tdn.n_router_links
     others = np.setdiff1d(np.arange(tdn.n_nodes), nodes)
-    out = {}
-    for rt in ("minimal", "valiant"):
+    out: dict = {}
+    bg_of = {}
+    for rt in TDN_ROUTINGS:
         if rt == "valiant" and m.g < 3:
-            continue                                   # Valiant needs a third group: NaN, the best is minimal
+            continue                                   # Valiant needs a third group: NaN
         res = evaluate_batch(tdn, rt, [tr], [pl], keep_link_load=True, chunk_size=1)
         load = np.asarray(res.link_load[0], dtype=np.float64)
         out[f"tdn_{rt}_time"] = _time(load, cap, np.zeros_like(cap))
         out[f"tdn_{rt}_hops"] = float(res.metrics["mean_hops"][0])
         bg = background_rates(tdn, Background(fraction, "uniform"), others, rt) if fraction > 0 else np.zeros_like(cap)
+        bg_of[rt] = bg
         out[f"tdn_{rt}_time_bg"] = _time(load, cap, bg)
-        nr = tdn.n_router_links
         out[f"tdn_{rt}_net_time_bg"] = _time(load[:nr], cap[:nr], bg[:nr])
-    return out
+    why = []
+    for name in bounds:
+        method = BOUNDS[name]
+        try:
+            demand = router_demand(tdn, tr, pl)
+            if method == "dragonfly_adaptive":
+                if tdn.g < 3:
+                    raise ConfigError("topology", tdn.name, "a Dragonfly with at least 3 groups",
+                                      "Valiant needs an intermediate group other than source and destination.")
+                nnz = adaptive_size(tdn, demand)["nnz"]
+            else:
+                nnz = edge_size(tdn, demand)["nnz"]
+            if nnz > max_lp_nnz:
+                raise ResourceError("max_lp_nnz", max_lp_nnz, f"at least the {name} bound's LP ({nnz:,} nonzeros)",
+                                    "Not attempted: raise --max-lp-nnz to try it.")
+            t0 = time.perf_counter()
+            lo = optimal(tdn, tr, pl, method, solver)
+            bgm = bg_of["minimal"]
+            if bgm.any():                              # the job on what the (minimally routed) background leaves
+                left = dataclasses.replace(tdn, capacity=np.maximum(cap - bgm, 0.0))
+                lo_bg = optimal(left, tr, pl, method, solver)
+            else:
+                lo_bg = lo
+            out[f"tdn_{name}_time"] = lo.completion_time
+            out[f"tdn_{name}_time_bg"] = lo_bg.completion_time
+            out[f"tdn_{name}_bound_s"] = time.perf_counter() - t0
+        except (ConfigError, ResourceError) as e:
+            why.append(f"{name}: {e}")
+    return out, "; ".join(why)
 
 
 INTRA = ("minimal", "valiant")
 """RDN routings inside groups (TAGO between groups): the paper runs adaptive routing there; these bound it."""
 
-VARIABLES = tuple(f"{net}_{rt}_{v}" for net in ("rdn", "tdn") for rt in ("minimal", "valiant")
-                  for v in ("time", "time_bg", "net_time_bg", "hops"))
+_KINDS = {"time": ("s", "{net} {rt}: completion time of the job's exchange, no background"),
+          "time_bg": ("s", "{net} {rt}: completion time on what the background leaves"),
+          "net_time_bg": ("s", "{net} {rt}: completion time with background, router-to-router links only"),
+          "hops": ("1", "{net} {rt}: router-to-router links per byte that leaves its node")}
+
+VARIABLES = tuple([f"rdn_{rt}_{v}" for rt in INTRA for v in _KINDS]
+                  + [f"tdn_{rt}_{v}" for rt in TDN_ROUTINGS for v in _KINDS]
+                  + [f"tdn_{b}_{v}" for b in BOUNDS for v in ("time", "time_bg", "bound_s")])
+"""The raw variables of the study (derived ones are listed in :func:`allocation_mode_study`)."""
+
+
+def _attrs(name: str) -> dict:
+    """``units`` and ``long_name`` of a raw variable."""
+    net, rest = name.split("_", 1)
+    for b in BOUNDS:
+        if rest.startswith(b + "_"):
+            v = rest[len(b) + 1:]
+            if v == "bound_s":
+                return {"units": "s", "long_name": f"TDN {b} bound: wall time of its LPs"}
+            bg = "on the capacity the (minimally routed) background leaves" if v == "time_bg" else "no background"
+            return {"units": "s", "long_name": f"TDN {BOUND_TEXT[b]}: certified lower bound of the time, {bg}"}
+    for v in sorted(_KINDS, key=len, reverse=True):
+        if rest.endswith("_" + v):
+            rt = rest[: -len(v) - 1]
+            units, text = _KINDS[v]
+            label = f"{rt} inside groups, TAGO between" if net == "rdn" else rt
+            return {"units": units, "long_name": text.format(net=net.upper(), rt=label)}
+    raise KeyError(name)
+
+
+GAINS = {"adaptive": "the ideal adaptive (UGAL) lower bound, or the fastest oblivious routing where faster "
+                     "(the adaptive bound covers minimal and valiant, not valiant_router): the conservative end "
+                     "(headline)",
+         "oblivious": "the fastest oblivious routing (minimal, valiant, valiant_router): the upper end",
+         "optimal": "the best any routing can do (context)"}
+"""Baselines of the gain ``T_TDN / T_RDN``."""
 
 
 def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
                           patterns: Sequence[str] = tuple(PATTERNS), background: float = 0.26,
-                          seed: int = 0, progress=None) -> xr.Dataset:
-    """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)``.
+                          seed: int = 0, progress=None, bounds: Sequence[str] = ("adaptive",),
+                          max_lp_nnz: int = MAX_LP_NNZ, solver: str = "highs") -> xr.Dataset:
+    """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)``, times in seconds.
 
-    Variables (times in s per exchange of the pattern; hops: router-to-router
-    links per byte that leaves its node), per network ``rdn`` / ``tdn`` and
-    routing ``minimal`` / ``valiant`` (on the RDN: inside groups, TAGO between
-    them): ``{net}_{routing}_time`` (no background), ``..._time_bg``,
-    ``..._net_time_bg`` (router links only), ``..._hops``; per network the
-    best routing at each point: ``{net}_time``, ``{net}_time_bg``,
-    ``{net}_net_time_bg`` and ``{net}_hops`` (hops of the routing that is
-    fastest with background); ``speedup`` = ``tdn_time_bg / rdn_time_bg``,
-    the *ratio* (1: no change; 1.32 is the paper's "32% speedup"; the
-    project's one convention for a variable named ``speedup``, the one
-    :class:`evaluator.workload.SpeedupTable` reads) against the paper's
-    baseline, the TDN with noise; ``speedup_no_bg`` (the ratio without
-    background), ``time_saved`` = ``1 - rdn_time_bg / tdn_time_bg`` (the
-    fraction of communication time RDN-GRAP removes, ``1 - 1 / speedup``),
-    ``network_speedup`` (the same ratio on router-to-router links only,
-    ``*_net_time_bg``: how much less congested the network is, endpoints aside), ``hops_reduction`` =
-    ``1 - rdn_hops / tdn_hops`` (``hops_reduction_minimal``: both minimal); ``seconds`` (wall time per point) and
-    ``refused`` (the ResourceError message, '' when it ran). Coordinate
-    ``mode``: the GRAP mode of each pattern.
+    Raw variables (:data:`VARIABLES`; times in s per exchange of the pattern;
+    hops: router-to-router links per byte that leaves its node): per network
+    and routing, ``rdn_{minimal,valiant}_*`` (inside groups, TAGO between
+    them) and ``tdn_{minimal,valiant,valiant_router}_*``: ``_time`` (no
+    background), ``_time_bg``, ``_net_time_bg`` (router links only),
+    ``_hops``; the TDN's bounds (certified lower bounds of the time; NaN with
+    the reason in ``bound_refused`` where not computed, NaN too when not asked
+    for in ``bounds``): ``tdn_adaptive_time``, ``tdn_adaptive_time_bg``,
+    ``tdn_optimal_time``, ``tdn_optimal_time_bg``, ``tdn_*_bound_s``.
+
+    Derived: ``rdn_time``, ``rdn_time_bg``, ``rdn_net_time_bg``, ``rdn_hops``
+    (the faster routing inside groups); ``tdn_oblivious_time``,
+    ``tdn_oblivious_time_bg``, ``tdn_oblivious_net_time_bg``,
+    ``tdn_oblivious_hops`` and ``tdn_oblivious_routing`` (the fastest
+    oblivious routing, with background for ``_bg`` and hops); gains, ratios
+    ``T_TDN / T_RDN`` (1: no change; 1.32 is the paper's "32% speedup"), with
+    background (the paper's baseline) and ``_no_bg``: ``gain_adaptive``
+    against the ideal adaptive bound (conservative: the headline),
+    ``gain_oblivious`` (the upper end: real adaptive routing lies between),
+    ``gain_optimal`` (against the best any routing can do); ``network_gain_oblivious`` (router links only);
+    ``tdn_bg_slowdown_{routing}`` = ``time_bg / time - 1`` for every TDN
+    routing and bound; ``hops_reduction`` = ``1 - rdn_hops / tdn_oblivious_hops``,
+    ``hops_reduction_minimal`` (both minimal); ``seconds`` (wall time per
+    point), ``refused`` (the ResourceError message, '' when it ran) and
+    ``bound_refused``. Coordinate ``mode``: the GRAP mode of each pattern.
+
+    ``bounds``: which of ``adaptive`` and ``optimal`` to compute;
+    ``max_lp_nnz``: the largest LP attempted; ``solver``: ``highs`` or ``pdhg``. The TDN's random mapping at
+    a point is seeded ``seed + 1000 * k + j`` (``k``: the pattern's place in :data:`PATTERNS`, ``j``: the size's
+    place in the sorted sizes), so a run of some patterns gives the same numbers as a run of all.
     """
     require(isinstance(machine, RdnMachine), "machine", machine, "an evaluator.studies.rdn.RdnMachine")
     for name in patterns:
         require(name in PATTERNS, "patterns", name, " | ".join(PATTERNS))
+    bounds = tuple(bounds)
+    for name in bounds:
+        require(name in BOUNDS, "bounds", name, " | ".join(BOUNDS))
+    max_lp_nnz = positive_int("max_lp_nnz", max_lp_nnz)
     fraction = positive_float("background", background, allow_zero=True)
     require(fraction < 1, "background", background, "a fraction in [0, 1)")
     sizes = sorted({positive_int("groups", q, minimum=2) for q in groups if q <= machine.g} | {machine.g})
@@ -296,6 +416,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     data = {v: np.full((len(pats), len(sizes)), np.nan) for v in VARIABLES}
     secs = np.zeros((len(pats), len(sizes)))
     refused = np.full((len(pats), len(sizes)), "", dtype=object)
+    bound_refused = np.full((len(pats), len(sizes)), "", dtype=object)
     tdn = None
     try:
         tdn = dragonfly(machine.p, machine.a, machine.h, machine.g, bandwidth_p=machine.bandwidth,
@@ -309,7 +430,11 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                 tr, pol, nodes = _job(machine, pat, q)
                 vals = _rdn_point(machine, pat, q, tr, pol, nodes, fraction)
                 if tdn is not None:
-                    vals.update(_tdn_point(machine, tdn, tr, nodes.size, fraction, seed + 1000 * i + j))
+                    point_seed = seed + 1000 * list(PATTERNS).index(pat) + j
+                    more, why = _tdn_point(machine, tdn, tr, nodes.size, fraction, point_seed, bounds,
+                                           max_lp_nnz, solver)
+                    vals.update(more)
+                    bound_refused[i, j] = why
                 for k, v in vals.items():
                     data[k][i, j] = v
             except ResourceError as e:
@@ -317,30 +442,71 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
             secs[i, j] = time.perf_counter() - t0
             if progress is not None:
                 progress(pat, q, secs[i, j])
-    derived = {}
-    for net in ("rdn", "tdn"):
-        mn, va = data[f"{net}_minimal_time_bg"], data[f"{net}_valiant_time_bg"]
-        use_val = va < mn
-        derived[f"{net}_time_bg"] = np.where(use_val, va, mn)
-        derived[f"{net}_time"] = np.fmin(data[f"{net}_minimal_time"], data[f"{net}_valiant_time"])
-        derived[f"{net}_net_time_bg"] = np.fmin(data[f"{net}_minimal_net_time_bg"], data[f"{net}_valiant_net_time_bg"])
-        derived[f"{net}_hops"] = np.where(use_val, data[f"{net}_valiant_hops"], data[f"{net}_minimal_hops"])
+    derived: dict[str, tuple[np.ndarray, dict]] = {}
+    T = "T_TDN / T_RDN (1: no change)"
+    # RDN: the faster routing inside groups
+    mn, va = data["rdn_minimal_time_bg"], data["rdn_valiant_time_bg"]
+    use_val = va < mn
+    derived["rdn_time"] = (np.fmin(data["rdn_minimal_time"], data["rdn_valiant_time"]),
+                           {"units": "s", "long_name": "RDN-GRAP: completion time, faster routing inside groups, "
+                                                       "no background"})
+    derived["rdn_time_bg"] = (np.where(use_val, va, mn), {"units": "s", "long_name": "RDN-GRAP: completion time "
+                                                          "with background, faster routing inside groups"})
+    derived["rdn_net_time_bg"] = (np.fmin(data["rdn_minimal_net_time_bg"], data["rdn_valiant_net_time_bg"]),
+                                  {"units": "s", "long_name": "RDN-GRAP: time with background, router links only"})
+    derived["rdn_hops"] = (np.where(use_val, data["rdn_valiant_hops"], data["rdn_minimal_hops"]),
+                           {"units": "1", "long_name": "RDN-GRAP: hops of the faster routing"})
+    # TDN: the fastest oblivious routing (NaN only where every routing is NaN)
+    stack = {v: np.stack([data[f"tdn_{rt}_{v}"] for rt in TDN_ROUTINGS]) for v in _KINDS}
+    tbg = np.where(np.isnan(stack["time_bg"]), np.inf, stack["time_bg"])
+    best = np.argmin(tbg, axis=0)
+    none = np.isnan(stack["time_bg"]).all(axis=0)
+    pick = lambda a: np.where(none, np.nan, np.take_along_axis(a, best[None], 0)[0])  # noqa: E731
+    with np.errstate(all="ignore"):
+        derived["tdn_oblivious_time"] = (np.where(none, np.nan, np.nanmin(np.where(np.isnan(stack["time"]), np.inf,
+                                                                                     stack["time"]), axis=0)),
+                                         {"units": "s", "long_name": "TDN: completion time of the fastest oblivious "
+                                                                     "routing (minimal, valiant, valiant_router), "
+                                                                     "no background"})
+    derived["tdn_oblivious_time_bg"] = (pick(stack["time_bg"]), {"units": "s", "long_name": "TDN: completion time "
+                                        "of the fastest oblivious routing with background"})
+    derived["tdn_oblivious_net_time_bg"] = (pick(stack["net_time_bg"]), {"units": "s", "long_name": "TDN: time "
+                                            "with background of that routing, router links only"})
+    derived["tdn_oblivious_hops"] = (pick(stack["hops"]), {"units": "1", "long_name": "TDN: hops of the fastest "
+                                                                                        "oblivious routing"})
+    routing_name = np.where(none, "", np.asarray(TDN_ROUTINGS, dtype=object)[best]).astype(str)
     with np.errstate(divide="ignore", invalid="ignore"):
-        derived.update({
-            "speedup": derived["tdn_time_bg"] / derived["rdn_time_bg"],
-            "speedup_no_bg": derived["tdn_time"] / derived["rdn_time"],
-            "network_speedup": derived["tdn_net_time_bg"] / derived["rdn_net_time_bg"],
-            "time_saved": 1.0 - derived["rdn_time_bg"] / derived["tdn_time_bg"],
-            "hops_reduction": 1.0 - derived["rdn_hops"] / derived["tdn_hops"],
-            "hops_reduction_minimal": 1.0 - data["rdn_minimal_hops"] / data["tdn_minimal_hops"],
-        })
-    units = {"hops": "1", "time": "s"}
+        for b, text in GAINS.items():
+            for suffix, bg_text in (("", "with background"), ("_no_bg", "no background")):
+                obl = derived[f"tdn_oblivious_time{'_bg' if not suffix else ''}"][0]
+                num = obl if b == "oblivious" else data[f"tdn_{b}_time{'_bg' if not suffix else ''}"]
+                if b == "adaptive":  # conservative: never above a routing the bound does not cover
+                    num = np.where(np.isnan(num), num, np.fmin(num, obl))
+                den = derived[f"rdn_time{'_bg' if not suffix else ''}"][0]
+                derived[f"gain_{b}{suffix}"] = (num / den, {"units": "1", "long_name": f"RDN-GRAP's gain {T} "
+                                                            f"against {text}, {bg_text}"})
+        derived["network_gain_oblivious"] = (derived["tdn_oblivious_net_time_bg"][0] / derived["rdn_net_time_bg"][0],
+                                             {"units": "1", "long_name": f"{T} on router-to-router links only, "
+                                                                         "against the fastest oblivious routing"})
+        for rt in TDN_ROUTINGS + tuple(BOUNDS):
+            derived[f"tdn_bg_slowdown_{rt}"] = (data[f"tdn_{rt}_time_bg"] / data[f"tdn_{rt}_time"] - 1.0,
+                                                {"units": "1", "long_name": f"TDN {rt}: time_bg / time - 1, the "
+                                                                            "time the background adds"})
+        derived["hops_reduction"] = (1.0 - derived["rdn_hops"][0] / derived["tdn_oblivious_hops"][0],
+                                     {"units": "1", "long_name": "1 - RDN hops / hops of the TDN's fastest "
+                                                                 "oblivious routing"})
+        derived["hops_reduction_minimal"] = (1.0 - data["rdn_minimal_hops"] / data["tdn_minimal_hops"],
+                                             {"units": "1", "long_name": "1 - RDN hops / TDN hops, both minimal"})
     dims = ("pattern", "groups")
     ds = xr.Dataset(
-        {k: (dims, v, {"units": units["hops"] if "hops" in k else units["time"]}) for k, v in data.items()}
-        | {k: (dims, v, {"units": "s" if "time" in k else "1"}) for k, v in derived.items()}
-        | {"seconds": (dims, secs, {"units": "s", "long_name": "wall time of the point"}),
-           "refused": (dims, refused.astype(str), {"long_name": "why the evaluator refused the point ('' ran)"})},
+        {k: (dims, v, _attrs(k)) for k, v in data.items()}
+        | {k: (dims, v, a) for k, (v, a) in derived.items()}
+        | {"tdn_oblivious_routing": (dims, routing_name, {"long_name": "TDN: the fastest oblivious routing with "
+                                                                       "background"}),
+           "seconds": (dims, secs, {"units": "s", "long_name": "wall time of the point"}),
+           "refused": (dims, refused.astype(str), {"long_name": "why the evaluator refused the point ('' ran)"}),
+           "bound_refused": (dims, bound_refused.astype(str),
+                             {"long_name": "why a TDN bound is NaN ('' when every asked bound was computed)"})},
         coords={"pattern": pats, "groups": sizes, "mode": ("pattern", [PATTERNS[p] for p in pats]),
                 "job_nodes_per_group": ("pattern", [machine.nodes_per_group if p == "stencil" else
                                                      machine.adaptive_nodes if p == "all_to_all" else
@@ -351,18 +517,26 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                      "n_nodes": machine.g * machine.nodes_per_group, "bandwidth": machine.bandwidth,
                      "ports_per_switch": machine.ports_per_switch, "background": fraction, "seed": seed,
                      "tdn_mapping": "random nodes of the whole machine", "rdn_routing": "tago",
+                     "tdn_routings": ",".join(TDN_ROUTINGS), "tdn_bounds": ",".join(bounds),
+                     "max_lp_nnz": max_lp_nnz, "bound_solver": solver,
+                     "headline": "gain_adaptive (conservative: RDN-GRAP against the ideal adaptive lower bound)",
                      "evaluator_version": __version__})
     return ds
 
 
 def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
-                  background: float = 0.26, seed: int = 0, study: xr.Dataset | None = None) -> xr.Dataset:
+                  background: float = 0.26, seed: int = 0, study: xr.Dataset | None = None,
+                  baseline: str = "adaptive") -> xr.Dataset:
     """Speedup of RDN-GRAP over the TDN per GRAP mode and job size: dims ``(mode, groups)``.
 
     ``mode``: the four GRAP modes; ``minimal_balance`` and ``custom_balance``
     take the stencil's numbers, ``custom`` the neighbouring pattern's,
-    ``adaptive`` the all-to-all's. Variables: ``speedup`` (the ratio ``T_TDN /
-    T_RDN`` with background, 1: no change; what
+    ``adaptive`` the all-to-all's. ``baseline``: the TDN time the ratio is
+    against, ``adaptive`` (default: the ideal adaptive lower bound, the
+    conservative end), ``oblivious`` (the fastest oblivious routing, the
+    upper end) or ``optimal``; recorded in ``attrs["baseline"]`` with the
+    machine. Variables: ``speedup`` (the ratio ``T_TDN / T_RDN`` with
+    background, the study's ``gain_<baseline>``, 1: no change; what
     :class:`evaluator.workload.SpeedupTable` reads: the workload's
     ``speedup_rule`` ``time_ratio`` makes a job's MPI time ``MPI_Time /
     speedup``, ``excess`` saves ``speedup - 1`` of it, the paper's ``Acc_Time
@@ -371,27 +545,92 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
     fraction of communication time removed), ``speedup_no_bg`` (the ratio
     without background). ``groups`` is the job size in groups (job nodes =
     groups x nodes per group used; the workload simulation interpolates
-    between them). Points the evaluator refused are NaN. ``study``: a dataset
-    from :func:`allocation_mode_study` to reuse (else it is computed).
+    between them). Points the evaluator refused, and bounds not computed, are
+    NaN. ``study``: a dataset from :func:`allocation_mode_study` to reuse (else
+    it is computed, with the bound ``baseline`` needs).
     """
-    ds = study if study is not None else allocation_mode_study(machine, groups, tuple(PATTERNS), background, seed)
+    require(baseline in GAINS, "baseline", baseline, " | ".join(GAINS))
+    if study is None:
+        study = allocation_mode_study(machine, groups, tuple(PATTERNS), background, seed,
+                                      bounds=(baseline,) if baseline in BOUNDS else ())
+    ds = study
     of_mode = {"minimal_balance": "stencil", "custom_balance": "stencil", "custom": "neighbouring",
                "adaptive": "all_to_all"}
     modes = [mo for mo, pat in of_mode.items() if pat in ds.pattern.values]
     pats = [of_mode[mo] for mo in modes]
+    gain = ds[f"gain_{baseline}"].sel(pattern=pats).values
+    gain0 = ds[f"gain_{baseline}_no_bg"].sel(pattern=pats).values
+    with np.errstate(divide="ignore", invalid="ignore"):
+        saved = 1.0 - 1.0 / gain
+    against = f"against {GAINS[baseline]}"
     out = xr.Dataset(
-        {v: (("mode", "groups"), ds[v].sel(pattern=pats).values, dict(ds[v].attrs))
-         for v in ("speedup", "time_saved", "speedup_no_bg")},
+        {"speedup": (("mode", "groups"), gain, {"units": "1",
+                                                "long_name": f"T_TDN / T_RDN with background, {against}"}),
+         "time_saved": (("mode", "groups"), saved, {"units": "1", "long_name": "1 - T_RDN / T_TDN = 1 - 1 / speedup"}),
+         "speedup_no_bg": (("mode", "groups"), gain0, {"units": "1", "long_name": f"T_TDN / T_RDN, no background, "
+                                                                                     f"{against}"})},
         coords={"mode": modes, "groups": ds.groups.values, "pattern": ("mode", pats)})
     out.attrs.update(ds.attrs)
+    out.attrs["baseline"] = baseline
+    out.attrs["baseline_text"] = GAINS[baseline]
     return out
 
 
+def _fmt_time_columns(df, cols):
+    """Each time column in one decimal SI unit chosen for it (DESIGN.md), named in its header."""
+    from ..display import display_unit, format_number
+
+    out = {}
+    for c in cols:
+        unit, factor = display_unit("s", df[c].to_numpy(dtype=float))
+        out[f"{c} [{unit}]"] = [format_number(v / factor) if np.isfinite(v) else "n/a"
+                                for v in df[c].to_numpy(dtype=float)]
+    return out
+
+
+def format_study(ds: xr.Dataset) -> str:
+    """The study as three tables for people: times and gains (``x``: the ratio ``T_TDN / T_RDN``), the TDN's
+    slowdown from the background per routing, hops; times in decimal SI units, one per column."""
+    import pandas as pd
+
+    df = ds.drop_vars([v for v in ds.data_vars if ds[v].dtype.kind not in "fU" or v == "refused"]) \
+        .to_dataframe().reset_index().set_index(["pattern", "groups"])
+    shown = tuple(b for b in BOUNDS if b in ds.attrs.get("tdn_bounds", ",".join(BOUNDS)).split(","))
+    tcols = ["rdn_time_bg", "tdn_oblivious_time_bg"] + [f"tdn_{b}_time_bg" for b in shown]
+    t = pd.DataFrame(_fmt_time_columns(df, tcols), index=df.index)
+    t.insert(2, "oblivious routing", df["tdn_oblivious_routing"].values)
+    x = lambda v: "n/a" if not np.isfinite(v) else f"{v:.2f}x"  # noqa: E731
+    for b in ("adaptive", "oblivious", "optimal"):
+        if b == "oblivious" or b in shown:
+            t[f"gain vs {b}"] = [x(v) for v in df[f"gain_{b}"]]
+    for b in ("adaptive", "oblivious"):
+        t[f"no bg vs {b}"] = [x(v) for v in df[f"gain_{b}_no_bg"]]
+    pct = lambda v: "n/a" if not np.isfinite(v) else f"{100 * v:+.1f}%"  # noqa: E731
+    s = pd.DataFrame({rt: [pct(v) for v in df[f"tdn_bg_slowdown_{rt}"]] for rt in TDN_ROUTINGS + shown},
+                     index=df.index)
+    h = pd.DataFrame({"RDN hops": [f"{v:.2f}" for v in df["rdn_hops"]],
+                      "TDN hops": [f"{v:.2f}" for v in df["tdn_oblivious_hops"]],
+                      "fewer hops": [pct(v) for v in df["hops_reduction"]],
+                      "fewer hops, both minimal": [pct(v) for v in df["hops_reduction_minimal"]]}, index=df.index)
+    notes = sorted({w for v in ds.bound_refused.values.reshape(-1) for w in str(v).split("; ") if w})
+    lines = [f"{ds.attrs['machine']}, {100 * ds.attrs['background']:g}% background, seed {ds.attrs['seed']}; "
+             "times with background; gain = T_TDN / T_RDN; headline: gain vs adaptive (the ideal adaptive lower "
+             "bound: conservative); gain vs oblivious: the fastest of minimal/valiant/valiant_router (upper end); "
+             "n/a: not computed (below)",
+             t.to_string(), "", "TDN slowdown from the background (time_bg / time - 1), per routing and bound:",
+             s.to_string(), "", h.to_string()]
+    if notes:
+        lines += ["", "bounds not computed (n/a):"] + [f"  {w}" for w in notes]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evaluator.studies rdn [--machine p,a,h,g] [--groups 2,4,...] [--background f] [--out f.nc]
-    [--speedup-out speedup.nc]``: run :func:`allocation_mode_study` (default: the paper's machine), print the
-    speedups (ratios T_TDN / T_RDN) and hops, write the study (``--out``) and/or the workload simulation's
-    speedup table (``--speedup-out``, :func:`speedup_table`, dims ``(mode, groups)``) as netCDF."""
+    """``python -m evaluator.studies rdn [--machine p,a,h,g] [--groups 2,4,...] [--patterns ...] [--bounds ...]
+    [--background f] [--out f.nc] [--speedup-out speedup.nc --baseline adaptive]``: run
+    :func:`allocation_mode_study` (default: the paper's machine), print the times, the gains (ratios T_TDN /
+    T_RDN) against both ends, the TDN's background slowdown and hops, write the study (``--out``) and/or the
+    workload simulation's speedup table (``--speedup-out``, :func:`speedup_table`, dims ``(mode, groups)``) as
+    netCDF."""
     import argparse
     from pathlib import Path
 
@@ -400,31 +639,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluator.studies rdn", description=main.__doc__)
     ap.add_argument("--machine", default="12,24,12,288", help="p,a,h,g (default: the paper's 12,24,12,288)")
     ap.add_argument("--groups", default=",".join(map(str, DEFAULT_GROUPS)), help="job sizes in groups")
+    ap.add_argument("--patterns", default=",".join(PATTERNS), help=f"some of {','.join(PATTERNS)}")
+    ap.add_argument("--bounds", default="adaptive",
+                    help="TDN bounds to compute: adaptive, optimal, both (adaptive,optimal) or none")
+    ap.add_argument("--max-lp-nnz", type=int, default=MAX_LP_NNZ, help="largest LP attempted (nonzeros)")
     ap.add_argument("--background", type=float, default=0.26)
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bandwidth", type=float, default=12.0e9, help="bytes/s per direction, every link")
     ap.add_argument("--out", default=None, help="netCDF file for the dataset")
     ap.add_argument("--speedup-out", default=None, metavar="NC",
                     help="netCDF file for the speedup table (mode x groups) that `evaluator schedule --speedups` "
                          "and sweeps/workload/grap_vs_slurm.yaml read (e.g. results/rdn/speedup.nc)")
+    ap.add_argument("--baseline", default="adaptive", choices=tuple(GAINS),
+                    help="the TDN time the speedup table is against (default adaptive: the conservative end)")
     args = ap.parse_args(argv)
     try:
         p, a, h, g = (int(x) for x in args.machine.split(","))
         groups = [int(x) for x in args.groups.split(",")]
     except ValueError:
         raise ConfigError("--machine/--groups", f"{args.machine} / {args.groups}", "comma-separated integers")
+    bounds = () if args.bounds == "none" else tuple(b for b in args.bounds.split(",") if b)
+    if args.speedup_out and args.baseline in BOUNDS and args.baseline not in bounds:
+        raise ConfigError("--baseline", args.baseline, f"a bound that --bounds computes ({args.bounds})",
+                          f"Add it: --bounds {','.join(bounds + (args.baseline,))}")
     m = RdnMachine(p, a, h, g, bandwidth=args.bandwidth)
     t0 = time.perf_counter()
-    ds = allocation_mode_study(m, groups, background=args.background,
+    ds = allocation_mode_study(m, groups, patterns=tuple(args.patterns.split(",")), background=args.background,
+                               seed=args.seed, bounds=bounds, max_lp_nnz=args.max_lp_nnz,
                                progress=lambda pat, q, s: print(f"{pat:>13} {q:>4} groups  {s:7.1f} s", flush=True))
     ds.attrs["total_seconds"] = time.perf_counter() - t0
-    cols = ["speedup", "speedup_no_bg", "network_speedup", "rdn_hops", "tdn_hops", "hops_reduction",
-            "hops_reduction_minimal"]
-    print(ds[cols].to_dataframe().round(3).to_string())
+    print(format_study(ds))
     print(f"total {ds.attrs['total_seconds']:.1f} s")
     if args.out:
         write_netcdf(ds, args.out)
     if args.speedup_out:
         Path(args.speedup_out).parent.mkdir(parents=True, exist_ok=True)
-        write_netcdf(speedup_table(study=ds), args.speedup_out)
-        print(f"speedup table -> {args.speedup_out}")
+        write_netcdf(speedup_table(study=ds, baseline=args.baseline), args.speedup_out)
+        print(f"speedup table (against {args.baseline}) -> {args.speedup_out}")
     return 0

@@ -74,7 +74,7 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     class_max: dict[str, np.ndarray] = {}
     link_load = None
     phases = None
-    bounds = _BoundGrid(n) if plan.bounds is not None else None
+    bounds = _BoundGrid(n, plan.bounds) if plan.bounds is not None else None
     for res in chunks:
         flat = res["flat"]
         remap = np.array([_code(reason_index, reason_table, r) for r in res["reasons"]], dtype=np.int32)
@@ -130,8 +130,11 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
 class _BoundGrid:
     """The bound variables of a sweep with ``bounds`` (:mod:`evaluator.sweep.bounds`), filled chunk by chunk."""
 
-    def __init__(self, n: int):
-        self.values = {k: np.full(n, np.nan) for k in ("optimal_completion_time", "routing_efficiency", "bound_gap")}
+    def __init__(self, n: int, method: str):
+        from .bounds import bound_variables
+
+        names = bound_variables(method)
+        self.values = {k: np.full(n, np.nan) for k in names[:4]}  # lower, upper, efficiency, gap
         self.codes = {k: np.full(n, -1, np.int32) for k in ("bound_method", "bound_solver")}
         self.tables: dict[str, list[str]] = {"bound_method": [], "bound_solver": []}
         self.index: dict[str, dict[str, int]] = {"bound_method": {}, "bound_solver": {}}
@@ -144,18 +147,18 @@ class _BoundGrid:
             self.codes[k][ok] = remap[b[k]]
 
     def into(self, ds: xr.Dataset, plan: SweepPlan) -> None:
+        from ..lp.bounds import bound_kind
+
         dims = tuple(ax.name for ax in plan.axes)
         for k, v in self.values.items():
-            attrs = metric(k).attrs if k != "bound_gap" else {
-                "units": "1", "long_name": "relative gap of the bound (the solver's duality gap, or "
-                                           "Garg-Konemann's certified gap)"}
-            ds[k] = (dims, v.reshape(plan.shape), attrs)
+            ds[k] = (dims, v.reshape(plan.shape), metric(k).attrs)
         for k, what in (("bound_method", "method of the bound (edge, garg_konemann, dragonfly_adaptive)"),
                         ("bound_solver", "solver of the bound (highs, pdhg, multiplicative_weights)")):
             text = np.asarray(self.tables[k] + [""], dtype=object)[self.codes[k]]  # '' where infeasible
             ds[k] = (dims, text.reshape(plan.shape), {"long_name": what})
         ds.attrs["bounds"] = plan.bounds
         ds.attrs["bounds_solver_requested"] = plan.bound_solver
+        ds.attrs["bound_bounds"] = bound_kind(plan.bounds).bounds
 
 
 def _coords(plan: SweepPlan) -> dict[str, Any]:

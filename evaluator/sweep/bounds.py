@@ -43,14 +43,16 @@ from .. import config as C
 from ..errors import ConfigError, available_memory, check_memory
 from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_size, dragonfly_adaptive_bound, edge_lp,
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
+from ..lp._dragonfly import METHOD as ADAPTIVE_METHOD
 from ..lp._dragonfly import check_adaptive_size
-from ..lp._flow import BYTES_PER_NNZ
+from ..lp._flow import BYTES_PER_NNZ, certify_edge
+from ..lp._model1 import _lengths, certify_path
 from ..lp._solvers import _bucket
-from ..lp.bounds import check_bounds, optimal, router_demand
+from ..lp.bounds import bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
 from ..traffic import PhasedTraffic
 
-__all__ = ["sweep_bounds", "check_sweep_bounds", "chunk_bounds", "BOUND_VARIABLES", "PDHG_MIN_BATCH",
+__all__ = ["sweep_bounds", "check_sweep_bounds", "chunk_bounds", "bound_variables", "PDHG_MIN_BATCH",
            "PDHG_BATCH"]
 
 PDHG_MIN_BATCH = 4
@@ -60,8 +62,10 @@ batched; fewer go to HiGHS (a batch pays one compilation per bucket, 20-50 s on 
 PDHG_BATCH = 32
 """``bound_solver=pdhg``: instances per batched call (the batch axis of the compiled solver)."""
 
-BOUND_VARIABLES = ("optimal_completion_time", "routing_efficiency", "bound_gap", "bound_method", "bound_solver")
-"""Variables a sweep with ``bounds`` adds (none without)."""
+def bound_variables(method: str) -> tuple[str, ...]:
+    """Variables a sweep with ``bounds=method`` adds (none without): the :class:`~evaluator.lp.bounds.BoundKind`'s
+    lower bound, feasible side and efficiency, then ``bound_gap``, ``bound_method`` and ``bound_solver``."""
+    return bound_kind(method).variables + ("bound_gap", "bound_method", "bound_solver")
 
 
 def sweep_bounds(cfg) -> tuple[str | None, str]:
@@ -92,8 +96,8 @@ def bound_bytes(topology, n_senders: int, method: str, batch: int = 1) -> tuple[
     S = max(1, min(R, int(n_senders)))
     nnz, eb = _edge(S, R, E)
     gk = _gk_bytes(S, R, E)
-    if method == "dragonfly_adaptive":  # counted from the builder, every router sending to every group: an
-        size = adaptive_size(topology)  # upper bound for any traffic (exact for all-to-all)
+    if method in ADAPTIVE_METHOD.values():  # counted from the builder, every router sending to every group: an
+        size = adaptive_size(topology, router=method == ADAPTIVE_METHOD[True])  # upper bound for any traffic
         return batch * size["bytes"], (f"the Dragonfly adaptive LP ({size['classes']:,} path classes, "
                                        f"{size['nnz']:,} nonzeros)")
     what_edge = f"the edge LP ({S:,} sources x {E:,} router links: {nnz:,} nonzeros)"
@@ -144,8 +148,8 @@ def check_sweep_bounds(plan) -> None:
                 topo = C.build_topology(cfg.topology)
             except ConfigError:
                 continue
-            if plan.bounds == "dragonfly_adaptive" and not (isinstance(topo, DragonflyTopology) and topo.g >= 3):
-                raise ConfigError("bounds", "dragonfly_adaptive",
+            if plan.bounds in ADAPTIVE_METHOD.values() and not (isinstance(topo, DragonflyTopology) and topo.g >= 3):
+                raise ConfigError("bounds", plan.bounds,
                                   "a sweep whose topologies are Dragonflies of at least 3 groups",
                                   f"Topology {topo.name} cannot take it; use bounds=true (the all-paths optimum).")
             senders = topo.n_routers
@@ -174,11 +178,13 @@ def _n_senders(traffic) -> int:
 
 @dataclasses.dataclass
 class _Instance:
-    """One LP instance of a chunk: the bound key it belongs to, its LP, the method."""
+    """One LP instance of a chunk: the bound key it belongs to, its LP, the method, and how to certify an answer:
+    ``certify(x, ub_dual, z_primal) -> (z_lower, z_upper)`` (1/s)."""
 
     key: int
     lp: LP
     method: str
+    certify: object
 
 
 def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = None) -> dict:
@@ -188,7 +194,8 @@ def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = N
     feasible point (``placement`` may be a zero-argument callable drawing it:
     it is called only for a key that is solved here, not for a cached one;
     ``achieved[i]``: the point's completion time, s). Returns per-point
-    arrays ``optimal_completion_time`` (s), ``routing_efficiency``,
+    arrays of the bound's three variables (:func:`bound_variables`: the
+    certified lower bound and the feasible side in s, the efficiency),
     ``bound_gap``, and ``bound_method``/``bound_solver`` as codes into
     ``methods``/``solvers`` (lists of strings).
 
@@ -226,14 +233,16 @@ def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = N
                     cache[k] = hit
             res[j] = hit
     methods, solvers = _Codes(), _Codes()
+    lower, upper, eff = bound_kind(method).variables
     n = len(items)
-    out = {"optimal_completion_time": np.empty(n), "routing_efficiency": np.empty(n), "bound_gap": np.empty(n),
+    out = {lower: np.empty(n), upper: np.empty(n), eff: np.empty(n), "bound_gap": np.empty(n),
            "bound_method": np.empty(n, np.int32), "bound_solver": np.empty(n, np.int32)}
     for i, (key, *_rest) in enumerate(items):
         r = res[kindex[key]]
         a = float(achieved[i])
-        out["optimal_completion_time"][i] = r.completion_time
-        out["routing_efficiency"][i] = r.completion_time / a if a > 0 else 1.0  # as evaluate(..., bounds=True)
+        out[lower][i] = r.completion_time
+        out[upper][i] = r.completion_time_upper
+        out[eff][i] = r.completion_time / a if a > 0 else 1.0  # as evaluate(..., bounds=True)
         out["bound_gap"][i] = r.gap
         out["bound_method"][i] = methods.code(r.method)
         out["bound_solver"][i] = solvers.code(r.solver)
@@ -253,41 +262,38 @@ class _Codes:
         return self._index[text]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Result:
-    completion_time: float
-    method: str
-    solver: str
-    gap: float
-
-
 def _batched(points: list, method: str) -> list:
     """``bound_solver=pdhg``: the bound of every (topology, traffic, placement), summed over phases; LPs
-    batched by padded shape bucket."""
-    parts: list[list] = [[] for _ in points]  # per key: (completion time, method, solver, gap) per phase
+    batched by padded shape bucket, every answer certified from its flows and duals."""
+    parts: list[list] = [[] for _ in points]  # per key: (lower s, upper s, method, solver) per phase
     lps: list[_Instance] = []
     for j, (topo, traffic, placement) in enumerate(points):
         phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
         for x in phases:
             demand = router_demand(topo, x, placement)
-            lp, m, done = _lp_of(topo, demand, method)
+            inst, done = _lp_of(topo, demand, method, j)
             if done is not None:
-                parts[j].append((done.completion_time, done.method, done.solver, done.gap))
+                parts[j].append((done.completion_time, done.completion_time_upper, done.method, done.solver))
             else:
-                lps.append(_Instance(j, lp, m))
+                lps.append(inst)
     by_bucket: dict[tuple, list[_Instance]] = {}
     for inst in lps:
         lp = inst.lp
         b = (_bucket(lp.n_vars), _bucket(lp.A_eq.shape[0], 1), _bucket(lp.A_ub.shape[0], 1),
              _bucket(lp.A_eq.nnz, 1), _bucket(lp.A_ub.nnz, 1))
         by_bucket.setdefault(b, []).append(inst)
+
+    def record(inst, x, ub_dual, objective, solver):
+        lo, up = inst.certify(x, ub_dual, z_from_objective(inst.lp, objective))
+        parts[inst.key].append((1.0 / up if up > 0 else math.inf, 1.0 / lo if lo > 0 else math.inf, inst.method,
+                                solver))
+
     for b in sorted(by_bucket):
         insts = by_bucket[b]
         if len(insts) < PDHG_MIN_BATCH:
             for inst in insts:
                 sol = solve_highs(inst.lp)
-                z = z_from_objective(inst.lp, sol.objective)
-                parts[inst.key].append((1.0 / z, inst.method, "highs", float(sol.gap)))
+                record(inst, sol.x, sol.ub_dual, sol.objective, "highs")
             continue
         size = min(PDHG_BATCH, _bucket(len(insts), 1))
         prev = None
@@ -295,35 +301,39 @@ def _batched(points: list, method: str) -> list:
             batch = insts[s:s + size]
             padded = [x.lp for x in batch] + [batch[-1].lp] * (size - len(batch))
             prev = solve_pdhg(padded, warm_start=prev, eps=1e-6)
-            for x, obj, gap in zip(batch, prev.objective, prev.gap):
-                z = z_from_objective(x.lp, float(obj))
-                parts[x.key].append((1.0 / z, x.method, "pdhg", float(gap)))
-    out = []
-    for p in parts:
-        t = sum(c for c, *_ in p if math.isfinite(c))
-        out.append(_Result(t, "+".join(sorted({m for _, m, _, _ in p})), "+".join(sorted({s for _, _, s, _ in p})),
-                           max([g for *_, g in p] + [0.0])))
-    return out
+            for i, inst in enumerate(batch):
+                record(inst, prev.x[i], prev.ub_dual[i], float(prev.objective[i]), "pdhg")
+    return [combine(p) for p in parts]
 
 
-def _lp_of(topo, demand: RouterDemand, method: str):
-    """``(LP, method, None)`` for an instance to batch, or ``(None, method, PathBound)`` when it is solved here
-    (no demand, Garg-Konemann, an edge LP ``auto`` leaves to Garg-Konemann)."""
-    if method == "dragonfly_adaptive":
-        check_adaptive_size(topo, demand)  # refused before it is built
-        inc, pair, gbytes, fixed, _ = adaptive_classes(topo, demand)
+def _lp_of(topo, demand: RouterDemand, method: str, key: int):
+    """``(instance to batch, None)``, or ``(None, PathBound)`` when it is solved here (no demand,
+    Garg-Konemann, an edge LP ``auto`` leaves to Garg-Konemann)."""
+    cap = np.asarray(topo.capacity, dtype=np.float64)
+    if method in ADAPTIVE_METHOD.values():
+        router = method == ADAPTIVE_METHOD[True]
+        check_adaptive_size(topo, demand, router=router)  # refused before it is built
+        inc, pair, gbytes, fixed, _ = adaptive_classes(topo, demand, router)
         if not gbytes.size:
-            return None, method, dragonfly_adaptive_bound(topo, demand, "highs")
-        return path_lp(inc, pair, gbytes, np.asarray(topo.capacity, dtype=np.float64), fixed), method, None
+            return None, dragonfly_adaptive_bound(topo, demand, "highs", router)
+        lp = path_lp(inc, pair, gbytes, cap, fixed)
+        c_max = float(cap.max())
+
+        def certify(x, ub_dual, _z):
+            flow = np.asarray(x[: lp.n_vars - 1]) * c_max
+            return certify_path(inc, pair, gbytes, cap, fixed, flow, _lengths(ub_dual, cap.size, inc))
+
+        return _Instance(key, lp, method, certify), None
     if demand.n_pairs == 0:
-        return None, "edge", optimal_bound(topo, demand, method, "highs")
+        return None, optimal_bound(topo, demand, method, "highs")
     if method == "auto":
         size = edge_size(topo, demand)
         method = "edge" if size["nnz"] <= EDGE_AUTO_NNZ and size["bytes"] <= 0.8 * available_memory() \
             else "garg_konemann"
     if method == "garg_konemann":
-        return None, method, optimal_bound(topo, demand, "garg_konemann", "highs")
+        return None, optimal_bound(topo, demand, "garg_konemann", "highs")
     size = edge_size(topo, demand)
     if size["bytes"] > 0.8 * available_memory():
-        return None, method, optimal_bound(topo, demand, "edge", "highs")  # raises the edge LP's ResourceError
-    return edge_lp(topo, demand), "edge", None
+        return None, optimal_bound(topo, demand, "edge", "highs")  # raises the edge LP's ResourceError
+    return _Instance(key, edge_lp(topo, demand), "edge",
+                     lambda x, ub_dual, z: certify_edge(topo, demand, z, ub_dual)), None

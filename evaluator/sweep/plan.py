@@ -41,7 +41,7 @@ SWEEP_FORMATS = ("netcdf", "zarr")
 CHUNK_FORMAT = "chunk-v4 placement-threefry-v1"  # v3: chunks hold off_node_bytes; v4: paths_per_pair
 """What a persisted chunk holds and how seeded placements are drawn (part of the run id)."""
 
-BOUNDS_FORMAT = " bounds-v1"
+BOUNDS_FORMAT = " bounds-v2"
 """Added to the run id of a sweep with ``bounds`` (its chunks hold the bounds; chunks an earlier version wrote
 for the same config, which ignored ``bounds``, are never mixed in)."""
 

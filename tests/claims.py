@@ -1,0 +1,71 @@
+"""Numbers that README.md, docs/ and the studies' YAML headers state, checked against what the tool gives.
+
+Every number the tool produces and a document states names the command that
+produced it (in the same document). A claim test reruns that computation
+(a shrunken variant where the stated one takes minutes, still on the same
+model) and calls :func:`check_stated`, which fails when
+
+* the document no longer contains the stated text (it was edited: update the claim),
+* the document does not name the command, or
+* the value the tool gives now differs from the stated number by more than half a unit
+  of the stated number's last printed digit (``2.065x``: within 0.0005; ``24.3%``: within 0.05 points).
+
+Example::
+
+    check_stated("docs/tiles.md", r"\\| ratio \\| \\*\\*([0-9.]+)x\\*\\*", ratio,
+                 command="evaluator sweep sweeps=psdns_slab_orientation")
+
+Timings are measurements of a machine, not of the model: they name their command but are not rerun.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+__all__ = ["ROOT", "stated", "check_stated", "precision"]
+
+
+def _text(doc: str) -> str:
+    """The document with every run of whitespace (line breaks included) as one space: patterns and commands
+    match across the lines a paragraph was wrapped at."""
+    return " ".join((ROOT / doc).read_text().split())
+
+
+def stated(doc: str, pattern: str, count: int | None = 1) -> list[str]:
+    """The numbers ``doc`` states where ``pattern`` (a regex whose first group is the number) matches in the
+    document with its whitespace runs made single spaces (write patterns with single spaces).
+
+    ``count``: how many matches there must be (None: at least one); a pattern that stopped matching means the
+    document was edited and the claim must follow.
+    """
+    text = _text(doc)
+    found = [m.group(1) for m in re.finditer(pattern, text)]
+    assert found, f"{doc}: no text matches {pattern!r} (the document changed: update its claim test)"
+    if count is not None:
+        assert len(found) == count, f"{doc}: {pattern!r} matches {len(found)} times, expected {count}"
+    return found
+
+
+def precision(number: str) -> float:
+    """Half a unit of the last printed digit of ``number`` (``"2.065"`` -> 0.0005, ``"958"`` -> 0.5)."""
+    digits = number.replace(",", "").lstrip("+-")
+    decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
+    return 0.5 * 10.0 ** -decimals
+
+
+def check_stated(doc: str, pattern: str, value: float, command: str, count: int | None = 1,
+                 slack: float = 1e-9) -> None:
+    """Assert that every number ``doc`` states at ``pattern`` equals ``value`` to its printed precision, and
+    that ``doc`` names ``command`` (verbatim)."""
+    text = _text(doc)
+    assert " ".join(command.split()) in text, f"{doc} states a number without naming its command {command!r}"
+    for number in stated(doc, pattern, count):
+        got = float(number.replace(",", ""))
+        tol = precision(number) * (1.0 + slack) + slack * abs(got)
+        assert math.isfinite(value), f"{doc}: the tool gives {value} for the stated {number}"
+        assert abs(value - got) <= tol, (f"{doc}: states {number} at {pattern!r}, the tool now gives {value!r} "
+                                         f"(command: {command}); regenerate the document's number")
