@@ -59,11 +59,11 @@ def test_small_job_prefers_groups_holding_a_large_job():
 
 def test_large_job_avoids_groups_with_another_large_job():
     p = build_policy("grap", 3, 8)
-    a = p.allocate(J(1, 9, "adaptive"))           # 2 groups, 5 + 4 nodes
+    a = p.allocate(J(1, 9, "adaptive"))           # 2 groups, 4 + 5 nodes
     assert a.large and len(a.groups) == 2
-    assert a.groups == (1, 2)                     # window furthest back; g2 gets 5, g1 4 -> idle 8, 4, 3
+    assert a.groups == (1, 2)                     # window furthest back; g2 gets 9 // 2 = 4, g1 5 -> idle 8, 3, 4
     assert p.allocate(J(2, 9, "adaptive")) is None   # only g0 (8 idle) holds no large job
-    assert p.allocate(J(3, 3)).groups == (2,)        # a small job goes to the large job's groups first
+    assert p.allocate(J(3, 3)).groups == (1,)        # a small job goes to the large job's groups first (fewest idle)
 
 
 def test_large_job_holds_every_port_of_its_groups():
@@ -106,7 +106,7 @@ def test_balance_mode_waits_when_requirements_do_not_fit():
 
 def test_adaptive_picks_window_furthest_back_and_fills_every_group():
     # idle: g0 8, g1 7, g2 6, g3 3 -> descending g0 g1 g2 g3; job 10 needs ceil(10/8) = 2 groups
-    # windows: (g0,g1) 15, (g1,g2) 13, (g2,g3) 9 < 10 -> (g1, g2); from fewest idle: g2 gets ceil(10/2)=5, g1 gets 5
+    # windows: (g0,g1) 15, (g1,g2) 13, (g2,g3) 9 < 10 -> (g1, g2); from fewest idle: g2 gets 10 // 2 = 5, g1 gets 5
     p = build_policy("grap", 4, 8)
     busy(p, [8, 7, 6, 3])
     a = p.allocate(J(1, 10, "adaptive"))
@@ -117,6 +117,31 @@ def test_adaptive_picks_window_furthest_back_and_fills_every_group():
     busy(q, [8, 8, 2])
     b = q.allocate(J(1, 10, "adaptive"))
     assert list(np.bincount(b.nodes // 8, minlength=3)) == [0, 8, 2]
+
+
+def test_adaptive_shares_divide_and_round_down_as_algorithm_3():
+    """Feng et al. Algorithm 3, lines 13-21 by hand: ``for i = en to st: Nnodes_req = Nnodes_remain / (i - st + 1)``
+    (integer division), capped by the group's idle nodes; the group with the most idle nodes takes the rest."""
+    # empty machine, 4 groups of 8, job of 17: Ngrps = ceil(17 / 8) = 3; candidates g0..g3 (all 8 idle, stable);
+    # windows of 3 all hold 24 >= 17, the furthest back is st = g1, en = g3.
+    # i = g3: 17 // 3 = 5; i = g2: (17 - 5) // 2 = 6; i = g1: 6 // 1 = 6.  (Rounding up would give 6, 6, 5.)
+    p = build_policy("grap", 4, 8)
+    a = p.allocate(J(1, 17, "adaptive"))
+    assert a.groups == (1, 2, 3)
+    assert list(np.bincount(a.nodes // 8, minlength=4)) == [0, 6, 6, 5]
+    # idle g0 7, g1 0, g2 5, g3 8 (small jobs placed by GRAP itself, one released): descending g3 g0 g2 g1;
+    # job of 9: Ngrps = 2, windows (g3,g0) 15, (g0,g2) 12, (g2,g1) 5 -> st = g0, en = g2;
+    # i = g2: 9 // 2 = 4 (<= 5 idle); i = g0: 5. Nodes: the lowest idle ones of each group.
+    q = build_policy("grap", 4, 8)
+    first = q.allocate(J(1, 7))                      # g0: nodes 0-6
+    assert q.allocate(J(2, 8)).groups == (1,)        # g1 full
+    assert q.allocate(J(3, 3)).groups == (2,)        # g2: nodes 16-18
+    assert q.allocate(J(4, 1)).groups == (0,)        # fewest idle with >= 1: g0, node 7
+    q.release(first)
+    assert list(q.idle_per_group) == [7, 0, 5, 8]
+    b = q.allocate(J(5, 9, "adaptive"))
+    assert b.groups == (0, 2) and b.large
+    assert list(b.nodes) == [0, 1, 2, 3, 4, 19, 20, 21, 22]
 
 
 def test_adaptive_waits_without_enough_idle_nodes_in_free_groups():

@@ -62,7 +62,8 @@ def test_unrestricted_equals_plain_easy(seed):
     ref = easy_counts(jobs, total)
     table = speedup_table({m: {1: 1.0, 4: 1.0} for m in MODES})
     for pol in (UnrestrictedPolicy(1, total), CountOnlyOff(UnrestrictedPolicy(total, 1))):
-        ds = simulate(_trace(jobs, mpi_fraction=np.full(len(jobs), 0.5)), pol, speedups=table, backfill_depth=None)
+        ds = simulate(_trace(jobs, mpi_fraction=np.full(len(jobs), 0.5)), pol, speedups=table, backfill_depth=None,
+                      allow_foreign_speedups=True)
         assert _starts(ds) == {k: float(v) for k, v in ref.items()}
         np.testing.assert_array_equal(ds.speedup.values, 1.0)
 
@@ -125,7 +126,7 @@ def test_run_time_follows_the_speedup_table():
     tr = _trace(jobs, mode=np.array(["minimal_balance", "adaptive", "adaptive"], dtype=object),
                 mpi_fraction=np.array([0.4, 0.5, 0.5]))
     for rule, saving in (("time_ratio", lambda s: 1 - 1 / s), ("excess", lambda s: min(s - 1, 1.0))):
-        ds = simulate(tr, GroupFirstFit(2, 4), speedups=table, speedup_rule=rule)
+        ds = simulate(tr, GroupFirstFit(2, 4), speedups=table, speedup_rule=rule, allow_foreign_speedups=True)
         run1 = 100 - 40 * saving(1.25)
         run2 = 100 - 50 * saving(2.0)
         assert ds.run_time.values[0] == pytest.approx(run1, rel=TOL["rel"])
@@ -148,7 +149,8 @@ def test_speedup_table_missing_mode_and_bad_values():
     table = speedup_table({"minimal_balance": {2: 1.2}})
     jobs = [{"id": 1, "submit": 0, "run": 5, "req": 5, "nodes": 2}]
     with pytest.raises(ConfigError, match="speedup_table.mode.*'adaptive'"):
-        simulate(_trace(jobs, mode=np.array(["adaptive"], dtype=object)), UnrestrictedPolicy(1, 4), speedups=table)
+        simulate(_trace(jobs, mode=np.array(["adaptive"], dtype=object)), UnrestrictedPolicy(1, 4), speedups=table,
+                 allow_foreign_speedups=True)
     holes = SpeedupTable(speedup_table({"a": {2: 1.2}, "b": {3: 1.5, 5: 2.0}}))  # NaN where not computed
     assert holes("a", 4) == 1.2 and holes("b", 2) == 1.0 and holes("b", 4) == pytest.approx(1.75, rel=TOL["rel"])
     with pytest.raises(ConfigError, match=r"speedup_table\[mode='b'\]"):

@@ -20,7 +20,7 @@ DATA = Path(__file__).parent / "data"
 
 def _run(seed=0, n=300, total=256, G=32, speedups=None):
     tr = prepare_trace(synthetic_trace(n, total // 2, seed=seed), total, G, WorkloadModel(seed=seed))
-    return simulate(tr, UnrestrictedPolicy(total // G, G), speedups=speedups)
+    return simulate(tr, UnrestrictedPolicy(total // G, G), speedups=speedups, allow_foreign_speedups=True)
 
 
 def test_utilisation_against_a_per_sample_loop():
@@ -143,7 +143,7 @@ def test_grap_vs_slurm_study_runs_with_real_policies(tmp_path):
     f.write_text(yaml.safe_dump(study, sort_keys=False))    # the first run is the baseline of wait_reduction
     with pytest.raises(ConfigError, match="--speedup-out"):
         load_study(f)
-    write_netcdf(speedup_table({m: {2: 1.5, 6: 1.2} for m in MODES}), tmp_path / "speedup.nc")
+    write_netcdf(speedup_table({m: {2: 1.5, 6: 1.2} for m in MODES}, machine=(6, 16)), tmp_path / "speedup.nc")
     path = run_study(load_study(f), use_ray=False, progress=False, out_dir=tmp_path / "out")
     ds = xr.open_dataset(path, engine="h5netcdf")
     assert dict(ds.sizes) == {"machine": 1, "mix": 2, "run": 2}

@@ -3,13 +3,16 @@
 Usage (from the repository root)::
 
     python -m tests.workload_speed GROUPS NODES_PER_GROUP JOBS
-    python -m tests.workload_speed GROUPS NODES_PER_GROUP JOBS --policies [SPEEDUP.nc]
+    python -m tests.workload_speed GROUPS NODES_PER_GROUP JOBS --policies [TABLE ...] [--allow-foreign-speedups]
 
 A synthetic trace of JOBS jobs generated for half the machine and enlarged 2x (the paper's mode mix). The first
 form: a hand-made speedup table, simulated with the count-only ``unrestricted`` policy, the same policy through
 copies (as a topology-constrained policy is handled), and the group first-fit test policy. ``--policies``: the
 real policies, ``slurm_round_robin`` (traditional Dragonfly, no speedup), ``grap`` without speedups and ``grap``
-with the speedup table (default ``results/rdn/speedup.nc``), with the wait-time reduction against the first.
+with each speedup TABLE (a netCDF path, or ``paper``: Feng et al.'s Fig. 4 speedups typed in,
+:data:`evaluator.workload.model.PAPER_FIG4_SPEEDUPS`; default ``results/rdn/speedup-GxP.nc``), with the wait-time
+reduction against the first. A table must record this machine (``--allow-foreign-speedups``: apply it anyway;
+``paper`` records none, so it needs the option).
 """
 
 from __future__ import annotations
@@ -24,33 +27,53 @@ from tests.workload_reference import CountOnlyOff, GroupFirstFit
 
 def _line(name, n, dt, ds, base=None):
     red = "" if base is None else f"  wait reduction {100 * (1 - float(ds.wait.mean()) / float(base.wait.mean())):.1f}%"
-    print(f"{name:26s} {n} jobs {dt:7.1f} s {n / dt:8.0f} jobs/s  mean wait {float(ds.wait.mean()) / 3600:.3f} h"
+    print(f"{name:40s} {n} jobs {dt:7.1f} s {n / dt:8.0f} jobs/s  mean wait {float(ds.wait.mean()) / 3600:.3f} h"
           f"  backfilled {float(ds.backfilled.mean()):.3f}  mean speedup {float(ds.speedup.mean()):.3f}{red}",
           flush=True)
 
 
+def trace(groups: int, G: int, n: int):
+    """The prepared synthetic trace of the measurements: ``n`` jobs for half the machine, enlarged 2x."""
+    total = groups * G
+    return prepare_trace(synthetic_trace(n, total // 2, seed=0), total, G, WorkloadModel())
+
+
+def policies(groups: int, G: int, n: int, tables: list[str], allow: bool = False, show: bool = True) -> dict:
+    """``slurm_round_robin``, ``grap`` and ``grap`` with each table (a path or ``paper``): run name -> dataset."""
+    from evaluator.workload.model import PAPER_FIG4_SPEEDUPS
+    from evaluator.workload.run import load_speedups
+
+    tabs = [load_speedups(PAPER_FIG4_SPEEDUPS if a == "paper" else a) for a in tables]
+    for t in tabs:                                     # refuse a foreign table before anything runs
+        t.check_machine(groups, G, allow)
+    tr = trace(groups, G, n)
+    out, base = {}, None
+    runs = [("slurm_round_robin", "slurm_round_robin", None), ("grap", "grap", None)]
+    runs += [(f"grap+{a}", "grap", t) for a, t in zip(tables, tabs)]
+    for name, pol, spd in runs:
+        t = time.perf_counter()
+        ds = simulate(tr, make_policy(pol, groups, G), speedups=spd, allow_foreign_speedups=allow)
+        if show:
+            _line(name, n, time.perf_counter() - t, ds, base)
+        base = ds if base is None else base
+        out[name] = ds
+    return out
+
+
 def main(argv: list[str]) -> None:
     groups, G, n = (int(x) for x in argv[:3])
-    total = groups * G
-    tr = prepare_trace(synthetic_trace(n, total // 2, seed=0), total, G, WorkloadModel())
     if len(argv) > 3 and argv[3] == "--policies":
-        from evaluator.workload.run import load_speedups
-
-        tab = load_speedups(argv[4] if len(argv) > 4 else "results/rdn/speedup.nc")
-        base = None
-        for name, pol, spd in [("slurm_round_robin", "slurm_round_robin", None), ("grap", "grap", None),
-                               ("grap+speedups", "grap", tab)]:
-            t = time.perf_counter()
-            ds = simulate(tr, make_policy(pol, groups, G), speedups=spd)
-            _line(name, n, time.perf_counter() - t, ds, base)
-            base = ds if base is None else base
+        allow = "--allow-foreign-speedups" in argv[4:]
+        names = [a for a in argv[4:] if a != "--allow-foreign-speedups"] or [f"results/rdn/speedup-{groups}x{G}.nc"]
+        policies(groups, G, n, names, allow)
         return
+    tr = trace(groups, G, n)
     tab = speedup_table({m: {2: 1.3, groups: 1.0} for m in MODES})
     for name, mk in [("unrestricted(count_only)", lambda: UnrestrictedPolicy(groups, G)),
                      ("unrestricted(copies)", lambda: CountOnlyOff(UnrestrictedPolicy(groups, G))),
                      ("group_first_fit(test)", lambda: GroupFirstFit(groups, G))]:
         t = time.perf_counter()
-        ds = simulate(tr, mk(), speedups=tab)
+        ds = simulate(tr, mk(), speedups=tab, allow_foreign_speedups=True)   # hand-made: no machine recorded
         _line(name, n, time.perf_counter() - t, ds)
 
 

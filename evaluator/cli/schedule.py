@@ -12,6 +12,11 @@ Examples::
     evaluator schedule --swf mira-2019.swf --baseline slurm_round_robin --policy grap --speedups speedup.nc
     evaluator schedule --study sweeps/workload/policies.yaml
 
+A speedup table must record the machine scheduled (``--groups`` x
+``--nodes-per-group``); one from another machine, or recording none, is
+refused unless ``--allow-foreign-speedups`` (``workload.allow_foreign_speedups``
+in a study). The dataset records the table each run used.
+
 A thin entry point: it parses arguments into :mod:`evaluator.workload` specs,
 calls :func:`evaluator.workload.run.run_schedule` (or
 :func:`evaluator.sweep.schedule.run_study`), writes the dataset with
@@ -50,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="grap", help="allocation policy of the main run (default grap; "
                                                     "'unrestricted': any idle nodes)")
     p.add_argument("--speedups", metavar="NC", default=None,
-                   help="netCDF speedup table (dims mode, groups) applied to the main run's MPI time")
+                   help="netCDF speedup table (dims mode, groups) applied to the main run's MPI time; it must "
+                        "record this machine (--groups x --nodes-per-group), e.g. python -m evaluator.studies rdn "
+                        "--machine 12,24,12,288 --speedup-out NC for 288 x 288")
+    p.add_argument("--allow-foreign-speedups", action="store_true",
+                   help="apply a speedup table computed on another machine, or recording none "
+                        "(workload.allow_foreign_speedups=true); refused otherwise")
     p.add_argument("--baseline", default=None, help="a policy simulated first without speedups "
                                                     "(e.g. slurm_round_robin): wait reductions are against it")
     p.add_argument("--enlarge", type=float, default=2.0, help="job-size factor (Sec. 5.1.4: 2), clamped to the machine")
@@ -117,7 +127,7 @@ def main(argv: list[str]) -> int:
         raise ConfigError("--mode-range", args.mode_range, "LO,HI in nodes, e.g. 576,65536") from None
     model = WorkloadModel(enlarge=args.enlarge, mode_lo=mode_lo, mode_hi=mode_hi, mode_mix=parse_mix(args.mode_mix),
                           mpi_fraction=parse_fractions(args.mpi_fraction), speedup_rule=args.speedup_rule,
-                          seed=args.seed)
+                          seed=args.seed, allow_foreign_speedups=args.allow_foreign_speedups)
     trace = TraceSpec(swf=args.swf, procs_per_node=args.procs_per_node, synthetic=args.synthetic, load=args.load,
                       seed=args.seed, limit=args.limit)
     runs = ([RunSpec(args.baseline)] if args.baseline else []) + [RunSpec(args.policy, args.speedups)]
@@ -133,6 +143,10 @@ def main(argv: list[str]) -> int:
               f"{float(ds.p95_wait[i]) / 3600:>11.3f} {float(ds.mean_utilisation[i]):>6.3f} "
               f"{float(ds.mean_speedup[i]):>8.3f} {float(ds.backfilled_share[i]):>8.3f} "
               f"{float(ds.jobs_per_s[i]):>8.0f}")
+    for r, tab, mach, base in zip(ds.run.values, ds.speedup_table.values, ds.speedup_table_machine.values,
+                                  ds.speedup_table_baseline.values):
+        if tab:
+            print(f"{str(r)}: speedup table {tab} (machine {mach}; baseline {base})")
     if "wait_reduction" in ds:
         red = ds.wait_reduction.isel(run=-1).values
         mw = ds.mean_wait_month.values

@@ -16,13 +16,21 @@
   and each requirement takes the first group left with enough idle nodes, each
   requirement its own group (the pseudo-code's pointer does not advance after
   a match; the text says one group per requirement);
-  - ``adaptive``: ``ceil(nodes / nodes_per_group)`` groups; candidates sorted by
-    idle nodes descending, the window of that many consecutive candidates
-    furthest back that still holds the job (the pseudo-code bounds the window
-    by all groups, not the candidates); every group of the window receives
-    nodes, from the fewest idle up: an even share (rounded up) of what remains,
-    capped by its idle nodes (the pseudo-code allocates only in the capped
-    branch).
+  - ``adaptive`` (Algorithm 3): ``ceil(nodes / nodes_per_group)`` groups;
+    candidates sorted by idle nodes descending, the window of that many
+    consecutive candidates furthest back that still holds the job (the
+    pseudo-code bounds the window by all groups, not the candidates); every
+    group of the window receives nodes, from the fewest idle up (``i = en``
+    down to ``st``): line 15's ``Nnodes_remain / (i - st + 1)`` in integer
+    division (rounded down), capped by the group's idle nodes (lines 16-17),
+    so the groups with more idle nodes take the remainder (10 nodes left for
+    three groups: 3, 3, then 4). The pseudo-code's indentation puts the
+    allocation (lines 18-21) inside the capped branch; the text (shares "as
+    close as possible") and placing every node need it in every group, as
+    here. Rounding down always places the whole job when the window holds it:
+    an uncapped group takes ``q = floor(r / k)`` of the ``r`` nodes left for
+    ``k`` groups, and the ``k - 1`` others, each with at least as many idle
+    nodes, hold the ``r - q`` left.
 """
 
 from __future__ import annotations
@@ -95,7 +103,7 @@ class Grap(AllocationPolicy):
         st = int(np.flatnonzero(win >= n)[-1])        # sums fall as the window moves back: the last that holds
         out, remain = [], n
         for left, i in enumerate(range(st + k - 1, st - 1, -1)):
-            share = min(-(-remain // (k - left)), int(idle[i]))
+            share = min(remain // (k - left), int(idle[i]))     # Algorithm 3, lines 15-17: divide, round down
             out.append((int(cand[i]), share))
             remain -= share
         assert remain == 0

@@ -8,8 +8,9 @@ A study is a YAML file (``sweeps/workload/*.yaml``; not a Hydra sweep)::
     mode_mixes: {paper: {minimal_balance: 0.4, adaptive: 0.4, custom_balance: 0.1, custom: 0.1}}
     runs:                                           # label: {policy, speedups (netCDF path or
       tdn: {policy: unrestricted}                   #   {mode: {groups: ratio}}), params}
-      rdn: {policy: unrestricted, speedups: {minimal_balance: {2: 1.3, 16: 1.0}, ...}}
-    workload: {enlarge: 2.0, mode_lo: 576, mode_hi: 65536, mpi_fraction: 0.3, speedup_rule: time_ratio}
+      rdn: {policy: grap, speedups: "results/rdn/speedup-{groups}x{nodes_per_group}.nc"}
+    workload: {enlarge: 2.0, mode_lo: 576, mode_hi: 65536, mpi_fraction: 0.3, speedup_rule: time_ratio,
+               allow_foreign_speedups: false}
     backfill_depth: 500
     seed: 0
     ray: {address: null, num_cpus: null}
@@ -18,7 +19,19 @@ Every (machine, mix, run) point is one :func:`evaluator.workload.run.run_schedul
 call with one run, sent as a Ray task (a local Ray by default, as
 ``evaluator sweep`` starts one; ``use_ray=False``: in this process). Points
 of one (machine, mix) simulate the same prepared trace (same sizes, modes and
-MPI fractions). The dataset has dims ``(machine, mix, run)`` with the scalars
+MPI fractions).
+
+Speedup tables. A path may name the machine: ``{groups}``,
+``{nodes_per_group}`` and ``{machine}`` (its label) are replaced per
+machine, so each machine reads the table computed on it. Every table is
+loaded and checked when the study is read, before any point runs: a table
+that records another machine (or none: a hand-made ``{mode: {groups:
+ratio}}``) is refused (:meth:`evaluator.workload.SpeedupTable.check_machine`)
+unless ``workload: {allow_foreign_speedups: true}``. The dataset records
+which table each (machine, run) used: coordinates ``speedup_table``,
+``speedup_table_machine``, ``speedup_table_baseline``.
+
+The dataset has dims ``(machine, mix, run)`` with the scalars
 of :data:`evaluator.workload.run.SUMMARY_VARS` and ``wait_reduction``: ``1 -
 mean wait / mean wait of the first run`` of the same machine and mix. It is
 written atomically under ``results/<name>/<run-id>.nc``.
@@ -85,19 +98,52 @@ def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
     for lab, r in study["runs"].items():
         if not isinstance(r, dict) or "policy" not in r or set(r) - {"policy", "speedups", "params"}:
             raise ConfigError(f"{p.name}: runs.{lab}", r, "{policy: NAME, speedups: PATH or table, params: {...}}")
-        sp = r.get("speedups")
-        if isinstance(sp, str) and not os.path.isabs(sp) and not os.path.exists(sp):
-            r["speedups"] = str(repo_dir() / sp)  # relative to the repository, as sweeps' paths
-        if isinstance(sp, str) and not os.path.isfile(r["speedups"]):  # before any point runs (on Ray)
-            raise ConfigError(f"{p.name}: runs.{lab}.speedups", sp, "a netCDF speedup table (dims mode x groups)",
-                              "Compute it first: python -m evaluator.studies rdn --machine 2,4,2,8 --groups 2,4,8 "
-                              f"--speedup-out {sp}")
     study.setdefault("name", p.stem)
     study.setdefault("trace", {})
     study.setdefault("mode_mixes", {"paper": None})
     study.setdefault("workload", {})
     study["_source"] = str(p)
+    allow = (study.get("workload") or {}).get("allow_foreign_speedups", False)
+    if not isinstance(allow, bool):
+        raise ConfigError(f"{p.name}: workload.allow_foreign_speedups", allow, "true or false")
+    for m in study["machines"]:                       # every table, before any point runs (on Ray)
+        groups, npg = study["machines"][m]
+        for lab in study["runs"]:
+            tab = _table(study, m, lab, f"{p.name}: runs.{lab}.speedups")
+            if tab is not None:
+                try:
+                    tab.check_machine(groups, npg, allow)
+                except ConfigError as exc:
+                    raise ConfigError(f"{p.name}: runs.{lab}.speedups.machine (machine {m})", exc.value, exc.allowed,
+                                      exc.hint) from None
     return study
+
+
+def speedups_path(study: Mapping[str, Any], machine: str, run: str):
+    """The run's ``speedups`` entry for ``machine``: a path with ``{groups}``, ``{nodes_per_group}`` and
+    ``{machine}`` filled in and made relative to the repository (as sweeps' paths) when it is not a file
+    here; a table or None as given."""
+    sp = study["runs"][run].get("speedups")
+    if not isinstance(sp, str):
+        return sp
+    groups, npg = study["machines"][machine]
+    sp = sp.replace("{groups}", str(groups)).replace("{nodes_per_group}", str(npg)).replace("{machine}", machine)
+    if not os.path.isabs(sp) and not os.path.exists(sp):
+        sp = str(repo_dir() / sp)
+    return sp
+
+
+def _table(study: Mapping[str, Any], machine: str, run: str, field: str | None = None):
+    """The run's :class:`~evaluator.workload.SpeedupTable` on ``machine`` (None: no speedups)."""
+    from ..workload.run import load_speedups
+
+    sp = speedups_path(study, machine, run)
+    if isinstance(sp, str) and not os.path.isfile(sp):
+        groups, npg = study["machines"][machine]
+        raise ConfigError(field or f"runs.{run}.speedups", sp, "a netCDF speedup table (dims mode x groups)",
+                          f"Compute it on machine {machine} first: python -m evaluator.studies rdn "
+                          f"--machine p,a,h,{groups} (a * p = {npg}) --speedup-out {sp}")
+    return load_speedups(sp)
 
 
 def study_points(study: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -119,7 +165,7 @@ def _point(study: Mapping[str, Any], machine: str, mix: str, run: str) -> dict[s
     tr = dict(study.get("trace") or {})
     tr.setdefault("seed", int(study.get("seed", 0)))
     r = study["runs"][run]
-    spd = r.get("speedups")
+    spd = speedups_path(study, machine, run)
     depth = study.get("backfill_depth", 500)
     ds = run_schedule(TraceSpec(**tr), [RunSpec(r["policy"], spd, dict(r.get("params") or {}), run)], groups, G,
                       model, None if depth is None or depth < 0 else int(depth), int(study.get("seed", 0)))
@@ -201,12 +247,17 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
         red = np.where(mw[:, :, :1] > 0, 1.0 - mw / mw[:, :, :1], np.nan)
     data["wait_reduction"] = (("machine", "mix", "run"), red,
                               {"units": "1", "long_name": f"1 - mean wait / mean wait of run {runs[0]!r}"})
+    from ..workload.run import table_coords
+
+    tabs = {k: np.stack([table_coords([_table(study, m, r) for r in runs])[k] for m in machines])
+            for k in ("speedup_table", "speedup_table_machine", "speedup_table_baseline")}
     ds = xr.Dataset(data, coords={
         "machine": ("machine", np.asarray(machines, dtype=str)), "mix": ("mix", np.asarray(mixes, dtype=str)),
         "run": ("run", np.asarray(runs, dtype=str)),
         "groups": ("machine", np.array([study["machines"][m][0] for m in machines])),
         "nodes_per_group": ("machine", np.array([study["machines"][m][1] for m in machines])),
-        "policy": ("run", np.asarray([study["runs"][r]["policy"] for r in runs], dtype=str))})
+        "policy": ("run", np.asarray([study["runs"][r]["policy"] for r in runs], dtype=str)),
+        **{k: (("machine", "run"), v) for k, v in tabs.items()}})
     clean = {k: v for k, v in study.items() if not k.startswith("_")}
     ds.attrs.update({"study": str(study["name"]), "config": yaml.safe_dump(clean, sort_keys=False),
                      "source": str(study.get("_source", "")), "n_points": len(points),

@@ -22,7 +22,12 @@
   with "32% speedup" as 0.32), capped at the whole MPI time. Both leave a job
   unchanged at ``S = 1``.
 
-:class:`SpeedupTable` wraps the speedup dataset (dims ``mode``, ``groups``).
+:class:`SpeedupTable` wraps the speedup dataset (dims ``mode``, ``groups``) and
+its provenance (:data:`SPEEDUP_TABLE_ATTRS`): the machine it was computed on
+and the routing baseline of its ratios. :meth:`SpeedupTable.check_machine`
+refuses a table from another machine unless ``allow_foreign_speedups``: a
+ratio per job size in groups is the machine's (on the 64-node DF(2, 4, 2, 8)
+the stencil's 8-group ratio is 1.83, on the paper's 82,944 nodes 1.00).
 """
 
 from __future__ import annotations
@@ -36,13 +41,38 @@ from ..errors import ConfigError, check_seed, positive_float
 from .trace import MODES, Trace
 
 __all__ = ["WorkloadModel", "SpeedupTable", "speedup_table", "accelerated_run_time", "PAPER_MODE_MIX",
-           "SPEEDUP_RULES", "prepare_trace"]
+           "SPEEDUP_RULES", "SPEEDUP_TABLE_ATTRS", "PAPER_FIG4_SPEEDUPS", "prepare_trace"]
 
 PAPER_MODE_MIX = {"minimal_balance": 0.4, "adaptive": 0.4, "custom_balance": 0.1, "custom": 0.1}
 """Mode shares of large jobs of 576-65,536 nodes in Feng et al. Sec. 5.1.4."""
 
 SPEEDUP_RULES = ("time_ratio", "excess")
 """How a communication speedup ratio S saves MPI time: ``1 - 1/S`` or ``S - 1`` (capped at 1)."""
+
+
+SPEEDUP_TABLE_ATTRS = {
+    "machine": "the machine the ratios were computed on, e.g. 'DF(12,24,12,288)'",
+    "machine_groups": "its number of groups",
+    "machine_nodes_per_group": "its nodes per group",
+    "baseline": "what T_TDN is: the traditional Dragonfly's routing, mapping and background",
+    "baseline_text": "optional: a longer description of the baseline",
+}
+"""Attributes of a speedup table's dataset that record what it was computed for. A table of
+``evaluator.studies.rdn`` carries ``machine`` as ``DF(p,a,h,g)`` (``g`` groups of ``a * p`` nodes), which is read
+when the two counts are absent."""
+
+PAPER_FIG4_SPEEDUPS = {
+    "minimal_balance": {2: 1.30, 288: 1.30},
+    "custom_balance": {2: 1.30, 288: 1.30},
+    "custom": {2: 1.16, 288: 1.16},
+    "adaptive": {2: 1.32, 288: 1.00},
+}
+"""Feng et al.'s Sec. 5.2 speedups typed in, as ratios: 3-D stencil (balance modes) "about 30%", neighbouring
+(custom) "about 16%", all-to-all (adaptive) 32% at two groups falling to none on all 288 groups (linear in
+between here: the figure's intermediate points are not in the text). Measured with CODES on the paper's
+machine (288 groups of 288 nodes) against its TDN with PAR routing, random mapping and 26% noise. Typed in,
+not computed: :func:`speedup_table` records no machine for it unless told, so a schedule needs
+``allow_foreign_speedups`` to use it (a comparison with the paper, not an evaluation)."""
 
 
 def _fraction_bins(value) -> tuple[tuple[float, float], ...]:
@@ -84,9 +114,12 @@ class WorkloadModel:
     mpi_fraction: Any = 0.3
     speedup_rule: str = "time_ratio"
     seed: int = 0
+    allow_foreign_speedups: bool = False
 
     def __post_init__(self):
         positive_float("workload.enlarge", self.enlarge)
+        if not isinstance(self.allow_foreign_speedups, (bool, np.bool_)):
+            raise ConfigError("workload.allow_foreign_speedups", self.allow_foreign_speedups, "true or false")
         check_seed("workload.seed", self.seed)
         if self.default_mode not in MODES:
             raise ConfigError("workload.default_mode", self.default_mode, f"one of {list(MODES)}")
@@ -196,11 +229,24 @@ class SpeedupTable:
     largest's value. NaN marks a (mode, groups) not computed: that mode's
     other points are used. A mode missing from the table (or all NaN) is an
     error when the simulation starts.
+
+    Provenance, from the dataset's attributes (:data:`SPEEDUP_TABLE_ATTRS`):
+    :attr:`machine` (a name), :attr:`machine_shape` (``(groups,
+    nodes_per_group)``, None when not recorded), :attr:`baseline` (what the
+    ratios are against; None when not recorded) and :attr:`source` (the file
+    it was read from, else ``"in memory"``).
     """
 
-    def __init__(self, data):
+    def __init__(self, data, source: str | None = None):
         import xarray as xr
 
+        attrs = dict(getattr(data, "attrs", {}) or {})
+        self.source = str(source) if source is not None else "in memory"
+        self.machine, self.machine_shape = _machine_of(attrs)
+        base, text = attrs.get("baseline"), attrs.get("baseline_text")
+        self.baseline = str(base) if base not in (None, "", "not recorded") else None
+        if self.baseline and text not in (None, ""):
+            self.baseline += f" ({text})"
         if isinstance(data, xr.Dataset):
             names = list(data.data_vars)
             if "speedup" in data:
@@ -225,6 +271,28 @@ class SpeedupTable:
             self._rows[m] = (groups[ok], row[ok])
         self.data = data
 
+    def describe(self) -> str:
+        """One line for people: source, machine and baseline."""
+        shape = "" if self.machine_shape is None else \
+            f", {self.machine_shape[0]} groups x {self.machine_shape[1]} nodes"
+        return (f"{self.source} (machine {self.machine or 'not recorded'}{shape}; "
+                f"baseline {self.baseline or 'not recorded'})")
+
+    def check_machine(self, groups: int, nodes_per_group: int, allow_foreign: bool = False) -> None:
+        """Raise ConfigError unless the table was computed on a machine of ``groups`` groups of
+        ``nodes_per_group`` nodes (or ``allow_foreign``): its ratios per job size in groups are that machine's."""
+        if allow_foreign or self.machine_shape == (int(groups), int(nodes_per_group)):
+            return
+        got = "not recorded" if self.machine_shape is None else \
+            f"{self.machine_shape[0]} groups x {self.machine_shape[1]} nodes"
+        if self.machine and self.machine_shape is not None and self.machine != got:
+            got = f"{self.machine}, {got}"
+        raise ConfigError(
+            "speedups.machine", got,
+            f"the scheduled machine, {groups} groups x {nodes_per_group} nodes; or set "
+            f"workload.allow_foreign_speedups=true (--allow-foreign-speedups) to apply it anyway",
+            f"Table: {self.source}.")
+
     def check_modes(self, modes) -> None:
         """Raise ConfigError if a job's mode has no row in the table."""
         missing = sorted(set(str(m) for m in modes) - set(self.modes))
@@ -241,9 +309,28 @@ class SpeedupTable:
         return float(np.interp(g, gs, row))
 
 
-def speedup_table(values: Mapping[str, Mapping[int, float]]):
+def _machine_of(attrs: Mapping[str, Any]) -> tuple[str | None, tuple[int, int] | None]:
+    """(name, (groups, nodes_per_group)) recorded in a speedup table's attributes (None where not recorded)."""
+    import re
+
+    name = attrs.get("machine")
+    name = str(name) if name not in (None, "") else None
+    g, npg = attrs.get("machine_groups"), attrs.get("machine_nodes_per_group")
+    if g is not None and npg is not None:
+        return name, (int(g), int(npg))
+    m = re.fullmatch(r"\s*DF\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*", name or "")
+    if m:
+        p, a, _, gg = (int(x) for x in m.groups())
+        return name, (gg, a * p)
+    return name, None
+
+
+def speedup_table(values: Mapping[str, Mapping[int, float]], machine: tuple[int, int] | None = None,
+                  machine_name: str | None = None, baseline: str | None = None):
     """A speedup dataset from ``{mode: {groups: ratio}}`` (for tests and hand-made studies; the real one comes
-    from the network evaluation)."""
+    from the network evaluation). ``machine``: ``(groups, nodes_per_group)`` it was computed on; ``machine_name``
+    and ``baseline`` as in :data:`SPEEDUP_TABLE_ATTRS`. Without ``machine`` the table records none, and a
+    schedule refuses it unless ``allow_foreign_speedups``."""
     import xarray as xr
 
     modes = list(values)
@@ -253,9 +340,17 @@ def speedup_table(values: Mapping[str, Mapping[int, float]]):
         for j, g in enumerate(groups):
             if g in values[m]:
                 arr[i, j] = float(values[m][g])
+    attrs: dict[str, Any] = {"baseline": baseline or "not recorded"}
+    if machine_name:
+        attrs["machine"] = machine_name
+    if machine is not None:
+        g, npg = (int(x) for x in machine)
+        attrs.update(machine=machine_name or f"{g} groups x {npg} nodes", machine_groups=g,
+                     machine_nodes_per_group=npg)
     return xr.Dataset({"speedup": (("mode", "groups"), arr,
                                    {"long_name": "communication speedup T_TDN / T_RDN", "units": "1"})},
-                      coords={"mode": np.asarray(modes, dtype=str), "groups": np.asarray(groups, dtype=np.int64)})
+                      coords={"mode": np.asarray(modes, dtype=str), "groups": np.asarray(groups, dtype=np.int64)},
+                      attrs=attrs)
 
 
 def accelerated_run_time(run_time: float, mpi_fraction: float, speedup: float, rule: str = "time_ratio") -> float:

@@ -11,7 +11,16 @@ generates the trace (:func:`load_trace`), applies the workload model once
   month, quantile)``, and with two runs or more ``wait_reduction(run,
   month)`` of every run against the first (Fig. 5a);
 * per run: the scalars of :func:`evaluator.workload.analysis.summary` and
-  ``jobs_per_s`` (simulation speed).
+  ``jobs_per_s`` (simulation speed);
+* which speedup table each run used, as coordinates along ``run``:
+  ``speedup_table`` (its file, ``"in memory"`` or ``""`` for none),
+  ``speedup_table_machine`` and ``speedup_table_baseline`` (as the table
+  records them, ``"not recorded"`` otherwise); ``attrs["allow_foreign_speedups"]``.
+
+A table computed on another machine than ``groups`` x ``nodes_per_group`` (or
+recording none) is refused with a :class:`~evaluator.errors.ConfigError`
+before anything runs, unless ``model.allow_foreign_speedups``
+(:meth:`~evaluator.workload.SpeedupTable.check_machine`).
 
 A synthetic trace is generated for ``total_nodes / enlarge`` nodes (Mira-like
 for the paper's 82,944-node RDN and enlargement 2) and then enlarged, as an
@@ -37,7 +46,7 @@ from .swf import read_swf
 from .synthetic import synthetic_trace
 from .trace import Trace
 
-__all__ = ["TraceSpec", "RunSpec", "load_trace", "load_speedups", "run_schedule", "SUMMARY_VARS"]
+__all__ = ["TraceSpec", "RunSpec", "load_trace", "load_speedups", "table_coords", "run_schedule", "SUMMARY_VARS"]
 
 SUMMARY_VARS = {
     "mean_wait": ("s", "mean wait time"),
@@ -89,18 +98,29 @@ def load_trace(spec: TraceSpec, total_nodes: int, enlarge: float) -> Trace:
 
 def load_speedups(value) -> SpeedupTable | None:
     """A :class:`SpeedupTable` from a path (netCDF written by the network evaluation), a dataset, a mapping
-    ``{mode: {groups: ratio}}``, or None."""
+    ``{mode: {groups: ratio}}`` (hand-made: it records no machine), or None."""
     if value is None or isinstance(value, SpeedupTable):
         return value
     if isinstance(value, dict):  # {mode: {groups: ratio}}, hand-made
-        return SpeedupTable(speedup_table({m: {int(g): float(v) for g, v in row.items()} for m, row in value.items()}))
+        return SpeedupTable(speedup_table({m: {int(g): float(v) for g, v in row.items()} for m, row in value.items()}),
+                            source="hand-made")
     if isinstance(value, (str, os.PathLike)):
         p = Path(value)
         if not p.is_file():
             raise ConfigError("speedups", str(value), "a netCDF file of speedups with dims (mode, groups)")
         with xr.open_dataset(p, engine="h5netcdf") as ds:
-            return SpeedupTable(ds.load())
+            return SpeedupTable(ds.load(), source=str(value))
     return SpeedupTable(value)
+
+
+def table_coords(tables: list[SpeedupTable | None]) -> dict[str, np.ndarray]:
+    """Which table each run used: ``speedup_table``, ``speedup_table_machine``, ``speedup_table_baseline``."""
+    def col(f):
+        return np.asarray(["" if t is None else f(t) for t in tables], dtype=str)
+
+    return {"speedup_table": col(lambda t: t.source),
+            "speedup_table_machine": col(lambda t: t.machine if t.machine_shape is not None else "not recorded"),
+            "speedup_table_baseline": col(lambda t: t.baseline or "not recorded")}
 
 
 def _labels(runs: list[RunSpec]) -> list[str]:
@@ -126,15 +146,21 @@ def run_schedule(trace: Trace | TraceSpec, runs: list[RunSpec], groups: int, nod
     raw = load_trace(trace, total, model.enlarge) if isinstance(trace, TraceSpec) else trace
     prepared = prepare_trace(raw, total, G, model)
     labels = _labels(runs)
+    tables = [load_speedups(r.speedups) for r in runs]
+    for t in tables:                                  # before any run: a foreign table is refused at once
+        if t is not None:
+            t.check_machine(groups, G, model.allow_foreign_speedups)
     results = []
-    for lab, r in zip(labels, runs):
+    for lab, r, tab in zip(labels, runs, tables):
         pol = make_policy(r.policy, groups, G, seed=seed, **dict(r.params))
-        ds = simulate(prepared, pol, speedups=load_speedups(r.speedups), speedup_rule=model.speedup_rule,
-                      nodes_per_group=G, backfill_depth=backfill_depth, progress=progress)
+        ds = simulate(prepared, pol, speedups=tab, speedup_rule=model.speedup_rule,
+                      nodes_per_group=G, backfill_depth=backfill_depth, progress=progress,
+                      allow_foreign_speedups=model.allow_foreign_speedups)
         results.append(ds)
     per_job = xr.concat([d.drop_attrs() if hasattr(d, "drop_attrs") else d for d in results], dim="run",
                         coords="minimal", compat="override", combine_attrs="drop")
     per_job = per_job.assign_coords(run=("run", np.asarray(labels, dtype=str)))
+    per_job = per_job.assign_coords({k: ("run", v) for k, v in table_coords(tables).items()})
     out = per_job
     mw = xr.concat([mean_wait_by_month(d) for d in results], dim="run", join="outer")
     out["mean_wait_month"] = mw.assign_coords(run=per_job.run)
@@ -150,5 +176,6 @@ def run_schedule(trace: Trace | TraceSpec, runs: list[RunSpec], groups: int, nod
     first = results[0].attrs
     out.attrs.update({k: v for k, v in first.items() if k not in ("policy", "speedups", "simulation_s")})
     out.attrs.update({"policies": ", ".join(r.policy for r in runs), "groups": groups,
-                      "trace": str(raw.attrs.get("source", ""))})
+                      "trace": str(raw.attrs.get("source", "")),
+                      "allow_foreign_speedups": int(bool(model.allow_foreign_speedups))})
     return out

@@ -101,7 +101,7 @@ class _Running:
 
 def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_ratio",
              nodes_per_group: int | None = None, backfill_depth: int | None = DEFAULT_BACKFILL_DEPTH,
-             progress: bool = False) -> xr.Dataset:
+             progress: bool = False, allow_foreign_speedups: bool = False) -> xr.Dataset:
     """Simulate ``trace`` on ``policy`` (FCFS + EASY backfilling; see the module docstring).
 
     Parameters
@@ -125,6 +125,10 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         Queued jobs tried for backfilling per pass (None: all).
     progress
         Show a progress bar (tqdm) over started jobs.
+    allow_foreign_speedups
+        Apply a speedup table that records another machine than the policy's
+        (``total_nodes / nodes_per_group`` groups of ``nodes_per_group``), or
+        none; refused otherwise (:meth:`SpeedupTable.check_machine`).
     """
     t_wall = _time.perf_counter()
     if speedup_rule not in SPEEDUP_RULES:
@@ -140,6 +144,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
     table = None
     if speedups is not None:
         table = speedups if isinstance(speedups, SpeedupTable) else SpeedupTable(speedups)
+        table.check_machine(total // G, G, allow_foreign_speedups)
         table.check_modes(trace.modes())
 
     order = np.lexsort((trace.job_id, trace.submit))
@@ -323,7 +328,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         "policy": str(getattr(policy, "name", type(policy).__name__)),
         "total_nodes": total,
         "nodes_per_group": G,
-        "speedups": "none" if table is None else "table",
+        "speedups": "none" if table is None else table.describe(),
         "speedup_rule": speedup_rule,
         "backfill_depth": -1 if backfill_depth is None else int(backfill_depth),
         "scheduler": "FCFS + EASY backfilling",
