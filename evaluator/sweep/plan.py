@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..config import GROUPS, SweepRequest, check_assignment
+from ..config import GROUPS, SweepRequest, check_assignment, has_jobs
 from ..errors import ConfigError, is_int, require
 from .axes import Axis, expand_axes
 from .bounds import sweep_bounds
@@ -350,4 +350,27 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
             if seed is not None:
                 seeds.add(int(seed))
     plan.seeds = sorted(seeds)
+    _check_one_sort(plan)
     return plan
+
+
+def _check_one_sort(plan: SweepPlan) -> None:
+    """Refuse an axis whose values switch between one job and several jobs (a ``background.fraction`` axis with
+    0 beside values > 0, a ``jobs`` axis with and without a list): the two are evaluated and stored differently,
+    and a chunk is evaluated one way (it was, silently, the way of its first point)."""
+    if not plan.axes:
+        return
+    origin = [0] * len(plan.axes)
+    for i, ax in enumerate(plan.axes):
+        if not any(k == "jobs" or k.startswith(("jobs.", "background")) for k in ax.keys):
+            continue
+        sorts = {}
+        for v in range(ax.size):
+            at = origin.copy()
+            at[i] = v
+            sorts.setdefault(has_jobs(plan.point_config(int(np.ravel_multi_index(at, plan.shape)))), v)
+        if len(sorts) > 1:
+            raise ConfigError("sweep.axes", ax.name, "values that are all one job or all several jobs",
+                              f"'{ax.labels[sorts[False]]}' is one job alone and '{ax.labels[sorts[True]]}' "
+                              f"several jobs (or a background), which are evaluated and stored differently: sweep "
+                              f"them separately (e.g. background.fraction=0 in a run of its own).")
