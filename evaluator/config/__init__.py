@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from .build import (DesignPoint, JobsPoint, as_dict, build, build_jobs, build_placement, has_jobs, build_routing_spec,
                     build_topology, build_traffic)
-from .hydra import (SweepRequest, check_assignment, compose, compose_object, compose_sweep, register_schemas,
-                    to_object, to_yaml)
+from .hydra import (SweepRequest, check_assignment, compose, compose_object, compose_sweep, one_line,
+                    register_schemas, to_object, to_yaml)
 from .schemas import FAMILIES, GROUPS, JOB_KEYS, MISSING, BackgroundConfig, EvalConfig, RayConfig, SweepConfig
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "as_dict",
     "register_schemas",
     "compose",
+    "one_line",
     "to_object",
     "compose_object",
     "to_yaml",

@@ -108,8 +108,18 @@ def _is_hydra(exc: BaseException) -> bool:
     return exc.__class__.__module__.startswith(("hydra", "omegaconf"))
 
 
+def one_line(overrides: Sequence[str]) -> list[str]:
+    """The overrides with every line break (and the indentation around it) made one space: a long override
+    such as a ``jobs=[...]`` list pasted over several lines inside quotes (Hydra's lexer refuses line breaks;
+    in a YAML flow value they are plain whitespace)."""
+    return [re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", o) if isinstance(o, str) else o for o in overrides]
+
+
 def compose(overrides: Sequence[str], config_name: str = "config"):
-    """Compose ``conf/<config_name>.yaml`` with Hydra overrides; return the (resolved) OmegaConf config."""
+    """Compose ``conf/<config_name>.yaml`` with Hydra overrides; return the (resolved) OmegaConf config.
+
+    An override spread over several lines is taken as one line (:func:`one_line`)."""
+    overrides = one_line(overrides)
     from hydra import compose as hcompose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -425,7 +435,7 @@ def compose_sweep_config(overrides: Sequence[str], config_name: str = "sweep", a
     """
     from omegaconf import OmegaConf
 
-    plain, sweeps = _split_sweeps(overrides)
+    plain, sweeps = _split_sweeps(one_line(overrides))
     cfg = _set_axes(compose(plain, config_name), axes)
     if sweeps:
         max_points = OmegaConf.select(cfg, "sweep.max_points", default=None)
