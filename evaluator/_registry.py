@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, nearest
 
 __all__ = ["Kind", "Registry"]
 
@@ -60,7 +60,8 @@ class Registry(Mapping[str, K], Generic[K]):
         try:
             return self._kinds[name]
         except (KeyError, TypeError):
-            raise ConfigError(f"{self.family}.kind", name, f"one of {list(self._kinds)}") from None
+            raise ConfigError(f"{self.family}.kind", name, f"one of {list(self._kinds)}",
+                              nearest(name, self._kinds)) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._kinds)

@@ -40,6 +40,7 @@ __all__ = [
     "UnknownMachineError",
     "PartitionError",
     "ResourceError",
+    "ConfigTypeError",
     "StorageError",
     "RunBusyError",
     "ClusterError",
@@ -56,6 +57,11 @@ __all__ = [
     "per_dim",
     "reason",
 ]
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: a NumPy array's repr spans several (``array([[1, 2],\n       [3, 4]])``)."""
+    return " ".join(text.split()) if "\n" in text else text
 
 
 class ConfigError(ValueError):
@@ -78,9 +84,9 @@ class ConfigError(ValueError):
         self.value = value
         self.allowed = allowed
         self.hint = hint
-        msg = f"{field} = {value!r} is invalid: allowed is {allowed}."
+        msg = f"{field} = {_one_line(repr(value))} is invalid: allowed is {_one_line(str(allowed))}."
         if hint:
-            msg += f" {hint}"
+            msg += f" {_one_line(str(hint))}"
         super().__init__(msg)
 
 
@@ -114,6 +120,11 @@ class PartitionError(WordedError):
 
 class ResourceError(ConfigError):
     """A request that would exhaust memory (or another limit) before any of it is allocated."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A value of the wrong type (a string where a number is expected, a list where a mapping is): a
+    :class:`ConfigError` that is also a :class:`TypeError`, so Python callers may catch either."""
 
 
 MEMORY_ENV = "EVALUATOR_MEMORY_LIMIT"
@@ -175,6 +186,16 @@ def invalid(cls: type[WordedError], field: str, value: Any, allowed: str, contex
     if hint:
         msg += f". {hint}"
     return cls(msg, field, value, allowed, hint or None)
+
+
+def nearest(value: Any, options) -> str | None:
+    """``"Did you mean 'x'?"`` for the option closest to a misspelt ``value`` (difflib), None when none is close."""
+    import difflib
+
+    if not isinstance(value, str):
+        return None
+    match = difflib.get_close_matches(value, [str(o) for o in options], n=1, cutoff=0.6)
+    return f"Did you mean {match[0]!r}?" if match else None
 
 
 def require(cond: bool, field: str, value: Any, allowed: str, hint: str | None = None) -> None:

@@ -659,12 +659,14 @@ def _paths_per_pair(topology, routing, kind, op, traffics, placements, pair_keys
 
 
 def _router_pairs(topology: Topology, traffic, placement: Placement, label: str = "path set",
-                  with_bytes: bool = False):
+                  with_bytes: bool = False, check_size=None):
     """Sorted keys ``src * R + dst`` of the router pairs ``src != dst`` that one point's exchanges load.
 
     Sparse flows: the pairs of flows with bytes; dense traffic: every pair of
     a router holding a task with source weight and one holding a task with
-    destination weight (DenseTraffic's demand; pairs on one router excluded).
+    destination weight (DenseTraffic's demand; pairs on one router excluded). ``check_size(n_pairs)``
+    (optional, e.g. a path-set routing's :meth:`~evaluator.routing._paths.PathSetRouting.check_size`) is
+    called with a dense phase's exact pair count before its pairs are listed.
     ``with_bytes``: also the bytes of every pair, summed over flows and phases
     (dense: ``bytes_per_pair * U[s] * V[d]`` with ``U``, ``V`` the weights
     summed per router), as ``(keys, bytes)``.
@@ -677,6 +679,8 @@ def _router_pairs(topology: Topology, traffic, placement: Placement, label: str 
         if isinstance(x, DenseTraffic):
             su = np.unique(tr[x.src_weight > 0])
             dv = np.unique(tr[x.dst_weight > 0])
+            if check_size is not None:  # exact: every (s, d) of su x dv with s != d
+                check_size(int(su.size) * int(dv.size) - int(np.intersect1d(su, dv, assume_unique=True).size))
             check_memory("routing", label, 48.0 * su.size * dv.size,
                          f"the router pairs of {x.name} ({su.size:,} x {dv.size:,}) for a path-set routing",
                          "Use a routing without path sets (dor, minimal, valiant) for dense traffic on this many "
@@ -710,10 +714,13 @@ def _evaluate_bound(topology, routing, kind, traffics, placements, keep_link_loa
     from .routing import PairSet
 
     R = int(topology.n_routers)
+    size_of = getattr(routing, "check_size", None)
+    check = None if size_of is None else (lambda n: size_of(topology, n))
     if kind.pair_demand:
-        keys = [_router_pairs(topology, t, p, routing.label, with_bytes=True) for t, p in zip(traffics, placements)]
+        keys = [_router_pairs(topology, t, p, routing.label, with_bytes=True, check_size=check)
+                for t, p in zip(traffics, placements)]
     else:
-        keys = [_router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]
+        keys = [_router_pairs(topology, t, p, routing.label, check_size=check) for t, p in zip(traffics, placements)]
     if not (kind.joint_pairs or kind.pair_demand):
         groups = {0: list(range(len(traffics)))}
         sets = {0: PairSet(np.concatenate(keys), R)}

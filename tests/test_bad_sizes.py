@@ -310,6 +310,10 @@ CLI_CASES = [
      "[1000, 1000, 1000, 1000]", None),
     ("cli-small-machine", ["eval", "topology.p=8", "topology.a=16", "topology.h=8", "save=false"], "topology",
      "'a': 16", 5e6),
+    # the size is known from the counts: refused before 16.7 M router pairs are listed (took 40 s and 2 GB)
+    ("cli-kshortest-a2a-16-cubed", ["eval", "topology=torus", "topology.dims=[16,16,16]", "routing=kshortest",
+                                    "traffic=all_to_all", "placement=linear", "save=false"], "routing",
+     "16,773,120 router pairs", None),
     ("cli-ray-num-cpus", ["sweep", NNE, "ray.num_cpus=0"], "ray.num_cpus", "0", None),
     ("cli-ray-num-cpus-neg", ["sweep", NNE, "ray.num_cpus=-2"], "ray.num_cpus", "-2", None),
     ("cli-ray-max-retries", ["sweep", NNE, "ray.max_retries=-1"], "ray.max_retries", "-1", None),
@@ -510,3 +514,20 @@ def test_evaluation_estimate_is_close_to_what_xla_allocates():
     ratio = need["block"] / xla
     assert 0.5 <= ratio <= 3.0, (need, xla)
     assert math.isfinite(ratio)
+
+
+def test_a_huge_hop_limit_is_estimated_from_the_diameter(monkeypatch):
+    """A hop limit of 10^8 on an 8x8 torus bounds nothing: paths are estimated from the diameter (8 + 2k
+    hops), not from the limit (it was refused as needing 32 TB), and the table that is built fits that."""
+    from evaluator.routing._paths import PairSet, hop_bound, path_table
+    from evaluator.routing._kshortest import kshortest
+
+    topo = ev.torus([8, 8])
+    r = kshortest(4, 10**8)
+    assert hop_bound(topo, r) == 8 + 2 * 4
+    assert hop_bound(topo, kshortest(4, 3)) == 3
+    monkeypatch.setenv(MEMORY_ENV, str(int(2e9)))
+    R = topo.n_routers
+    s, d = [i for i in range(R) for j in range(R) if i != j], [j for i in range(R) for j in range(R) if i != j]
+    table = path_table(topo, r, PairSet.of(s, d, R))
+    assert int(table.path_hops.max()) <= hop_bound(topo, r)

@@ -37,6 +37,8 @@ COMMANDS = {
     "schedule": "simulate a job trace (SWF or synthetic) under allocation policies, FCFS + EASY backfilling",
     "bench": "benchmark the JAX kernels against a per-flow Python evaluator (--quick for a short run)",
     "placement": "build one placement, describe it, write MPICH_RANK_ORDER and node_list (--write-rank-order)",
+    "runs": "list the runs under results/ (study, time, points, feasible, axes, path), newest first",
+    "study": "run a named study of the papers (evaluator study rdn ...) and print its table",
 }
 """Command -> one-line description; command ``X`` is ``evaluator.cli.X.main(argv)`` (``eval`` is ``evaluate``)."""
 

@@ -12,12 +12,12 @@ from ..routing import Routing
 from ..topology import KINDS as TOPOLOGIES
 from ..topology import Topology
 from ..traffic import KINDS as TRAFFICS
-from ..errors import ConfigError, require
+from ..errors import ConfigError, nearest, require
 from ..jobs import Background, Job
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
 from .schemas import FAMILIES, JOB_KEYS
 
-__all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_placement", "DesignPoint", "build",
+__all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_placement", "build_job", "DesignPoint", "build",
            "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs"]
 
 
@@ -51,12 +51,25 @@ class DesignPoint:
     placement: Placement
 
 
+def build_job(traffic_cfg, placement_cfg, topology: Topology, topology_cfg=None):
+    """``(traffic, placement)`` of one job. Where the traffic kind declares its task count before it is built
+    (a file's header), the placement is built for that count first: a placement that cannot hold the tasks is
+    refused before a large file is read."""
+    declared = TRAFFICS[traffic_cfg.kind].tasks_declared(traffic_cfg, topology)
+    pl = None
+    if declared is not None:
+        pl = build_placement(placement_cfg, topology, traffic_cfg, declared, topology_cfg)
+    tr = build_traffic(traffic_cfg, topology)
+    if pl is None or tr.n_tasks != declared:
+        pl = build_placement(placement_cfg, topology, traffic_cfg, tr.n_tasks, topology_cfg)
+    return tr, pl
+
+
 def build(cfg) -> DesignPoint:
     """Build a design point from an :class:`~evaluator.config.EvalConfig`-shaped object (config -> build)."""
     topo = build_topology(cfg.topology)
     rt = build_routing_spec(cfg.routing)
-    tr = build_traffic(cfg.traffic, topo)
-    pl = build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks, cfg.topology)
+    tr, pl = build_job(cfg.traffic, cfg.placement, topo, cfg.topology)
     return DesignPoint(topo, rt, tr, pl)
 
 
@@ -78,6 +91,8 @@ def job_group_config(group: str, raw, base, where: str):
     require(isinstance(raw, dict), where, raw, f"a {group} config (a mapping of its keys)")
     kinds = FAMILIES[group]
     if "kind" in raw:
+        if raw["kind"] not in kinds:
+            raise ConfigError(f"{where}.kind", raw["kind"], f"one of {list(kinds)}", nearest(raw["kind"], kinds))
         schema = kinds[raw["kind"]].schema
         start = {}
     else:
@@ -110,6 +125,10 @@ def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
     ``topology``: the topology built from ``cfg.topology`` already (a sweep reuses one object, and with it the
     kernels compiled for it).
     """
+    bounds = getattr(cfg, "bounds", False)
+    if bounds is not False:  # computed for one job's traffic only: never dropped silently
+        raise ConfigError("bounds", bounds, "false with several jobs or a background load",
+                          "Bounds are computed for one job's traffic; drop jobs (and background) or bounds.")
     jobs_cfg = cfg.jobs if cfg.jobs is not None else [{}]
     require(isinstance(jobs_cfg, (list, tuple)) and len(jobs_cfg) > 0, "jobs", jobs_cfg,
             "a non-empty list of jobs, each {name, traffic, placement, routing} (missing groups: the top-level "
@@ -130,8 +149,7 @@ def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
         job_rt = None if rcfg is None else build_routing_spec(job_group_config("routing", rcfg, cfg.routing,
                                                                                f"{where}.routing"))
         try:
-            tr = build_traffic(tcfg, topo)
-            pl = build_placement(pcfg, topo, tcfg, tr.n_tasks, cfg.topology)
+            tr, pl = build_job(tcfg, pcfg, topo, cfg.topology)
         except ConfigError as exc:
             if type(exc) is ConfigError:
                 raise ConfigError(f"{where}.{exc.field}", exc.value, exc.allowed, exc.hint) from None

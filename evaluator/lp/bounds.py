@@ -142,7 +142,10 @@ def check_bounds(bounds, solver: str = "highs") -> str:
     method = "auto" if bounds is True else bounds
     if not isinstance(method, str) or method not in BOUND_METHODS:
         raise ConfigError("bounds", bounds, f"True, False or one of {list(BOUND_METHODS)}")
-    _check_solver(solver)
+    try:
+        _check_solver(solver)
+    except ConfigError as exc:  # the setting's name, as the user wrote it
+        raise ConfigError("bound_solver", exc.value, exc.allowed, exc.hint) from None
     return method
 
 

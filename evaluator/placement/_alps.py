@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import is_int, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementContext, PlacementKind
+from .base import Placement, PlacementContext, PlacementKind, check_topology
 from .nodes import alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -36,6 +36,7 @@ def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = 
     (default SMP); ``node_class``: only compute nodes of that class (e.g. XE). Service and down nodes are
     never taken.
     """
+    check_topology(topology)
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     require(is_int(skip) and int(skip) >= 0, "placement.skip", skip, "an integer >= 0 (free nodes passed over)")

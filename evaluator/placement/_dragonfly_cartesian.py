@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import require
 from ..topology import DragonflyTopology, Topology
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec
+from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 
 __all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig',
            'DRAGONFLY_CARTESIAN']
@@ -103,6 +103,7 @@ def dragonfly_cartesian(topology: Topology, beta: Sequence[int], gamma: Sequence
     :mod:`evaluator.placement._seeded`) or ``numpy`` (``default_rng``, the
     earlier reference).
     """
+    check_topology(topology)
     generator = check_generator(generator)
     df = require_dragonfly(topology, "dragonfly_cartesian")
     if generator == "threefry":

@@ -22,7 +22,7 @@ from ..topology import Topology
 from ._dragonfly_cartesian import require_dragonfly
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation, ranks,
                       sort_keys)
-from .base import Placement, PlacementContext, PlacementKind
+from .base import Placement, PlacementContext, PlacementKind, check_topology
 
 __all__ = ['dragonfly_random', 'random_spec', 'DragonflyRandomConfig', 'DRAGONFLY_RANDOM']
 
@@ -75,6 +75,7 @@ def dragonfly_random(topology: Topology, n_tasks: int, tasks_per_group: int, see
     ``n_tasks / tasks_per_group`` randomly chosen groups, on random nodes, with
     tasks assigned to those slots in random order (seeded; ``generator``
     ``threefry`` or ``numpy`` as in :func:`~evaluator.placement.dragonfly_cartesian`)."""
+    check_topology(topology)
     generator = check_generator(generator)
     df = require_dragonfly(topology, "dragonfly_random")
     if generator == "threefry":

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ConfigError, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementContext, PlacementKind, config_list
+from .base import Placement, PlacementContext, PlacementKind, config_list, check_topology
 from ._subprism import prism_nodes
 from .nodes import SLABS, alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
@@ -28,6 +28,7 @@ def features(topology: Topology, n_tasks: int, oneof: list[str] | None = None, t
     launcher hands them out) or ``prism`` (row-major in the set's prism). Service nodes are skipped; a
     set holding a down node is passed over.
     """
+    check_topology(topology)
     feats = getattr(topology, "features", ())
     require(bool(feats), "placement.kind", "features",
             "a placement for a catalogue machine whose file defines features (topology=machine, layout=real)")

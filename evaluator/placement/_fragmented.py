@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import check_seed, positive_float, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec
+from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 from ._alps import first_free
 from .nodes import alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
@@ -28,6 +28,7 @@ def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_
     running job, drawn uniformly, leaves. After ``events`` events jobs arrive once more, so that the
     busy share is about ``occupancy``. Draws use ``numpy.random.default_rng(seed)``.
     """
+    check_topology(topology)
     occupancy = positive_float("placement.occupancy", occupancy, allow_zero=True)
     require(occupancy < 1, "placement.occupancy", occupancy, "a number in [0, 1): the busy share of "
                                                                   "compute nodes")
@@ -65,6 +66,7 @@ def fragmented(topology: Topology, n_tasks: int, tasks_per_node: int = 1, occupa
                curve: str = "hilbert", rank_order=None, node_class: str | None = None) -> Placement:
     """A job on the first free compute nodes in ALPS order of a machine fragmented by
     :func:`free_after_history` (``node_class``: the job takes only compute nodes of that class)."""
+    check_topology(topology)
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     free = free_after_history(topology, occupancy, seed, job_nodes, events, slab, curve)

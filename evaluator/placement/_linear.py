@@ -9,13 +9,14 @@ import numpy as np
 
 from ..errors import is_int, require
 from ..topology import Topology
-from .base import Placement, PlacementKind, check_capacity
+from .base import Placement, PlacementKind, check_capacity, check_topology
 
 __all__ = ['linear', 'LinearConfig', 'LINEAR']
 
 
 def linear(topology: Topology, n_tasks: int, tasks_per_node: int = 1, first_node: int = 0) -> Placement:
     """Rank order onto nodes: task ``t`` on node ``first_node + t // tasks_per_node``."""
+    check_topology(topology)
     n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
     require(is_int(first_node), "placement.first_node", first_node, "an integer >= 0 (the first node's id)")
     first_node = int(first_node)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..topology import Topology
 from ._seeded import DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation
-from .base import Placement, PlacementContext, PlacementKind, check_capacity
+from .base import Placement, PlacementContext, PlacementKind, check_capacity, check_topology
 
 __all__ = ['fully_random', 'fully_random_spec', 'RandomConfig', 'RANDOM']
 
@@ -43,6 +43,7 @@ def fully_random(topology: Topology, n_tasks: int, tasks_per_node: int = 1, seed
                  generator: str = DEFAULT_GENERATOR) -> Placement:
     """Tasks on uniformly random node slots (at most ``tasks_per_node`` per node), seeded (``generator``
     ``threefry`` or ``numpy`` as in :func:`~evaluator.placement.dragonfly_cartesian`)."""
+    check_topology(topology)
     generator = check_generator(generator)
     if generator == "threefry":
         return fully_random_spec(topology, n_tasks, tasks_per_node,

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import is_int, positive_int, require
 from ..topology import Topology, TorusTopology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec
+from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 from .nodes import compute_mask
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -72,6 +72,7 @@ def subprism(topology: Topology, prism: Sequence[int], offset: Sequence[int] | N
     config (default SMP); ``node_class``: only compute nodes of that class
     (the others are skipped like service nodes).
     """
+    check_topology(topology)
     nodes = prism_nodes(topology, prism, offset)
     pr = vec("placement.task_grid", prism)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import ConfigError, is_int, positive_int, require
 from ..topology import Topology, TorusTopology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec
+from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 from .nodes import alps_order, compute_mask, fill_slots
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -80,6 +80,7 @@ def select_routers(topology: Topology, layout: Sequence[int], prism: Sequence[in
     See the module docstring (step 3). A :class:`ConfigError` names the shortfall when the prism has too
     few usable routers, rows or planes.
     """
+    check_topology(topology)
     pr, off = _prism(topology, prism, offset)
     nx, ny, nz = (int(v) for v in layout)
     for k, (n, p) in enumerate(zip((nx, ny, nz), pr)):
@@ -180,6 +181,7 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
     ``mapping`` ``launcher``: the same nodes, filled in ALPS order with ``rank_order`` (default SMP) instead
     of Topaware's tile mapping (:data:`MAPPINGS`).
     """
+    check_topology(topology)
     require(mapping in MAPPINGS, "placement.mapping", mapping, " | ".join(MAPPINGS))
     method = (rank_order.get("method", "smp") if isinstance(rank_order, Mapping)
               else getattr(rank_order, "method", "smp"))

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import require
 from ..topology import Topology, TorusTopology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec
+from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 
 __all__ = ['torus_block', 'TorusBlockConfig', 'TORUS_BLOCK']
 
@@ -26,6 +26,7 @@ def torus_block(topology: Topology, task_grid: Sequence[int]) -> Placement:
     are dealt to its nodes round-robin in row-major order of their offset in
     the block.
     """
+    check_topology(topology)
     require(isinstance(topology, TorusTopology), "placement.kind", "torus_block",
             f"a placement for a {topology.kind}; 'torus_block' needs a torus")
     tg = vec("placement.task_grid", task_grid, topology.ndim)  # type: ignore[union-attr]

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._registry import Kind
 from .._types import TaskInts
-from ..errors import ConfigError, positive_int, require
+from ..errors import ConfigError, ConfigTypeError, positive_int, require
 from ..topology import Topology
 
 __all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_capacity", "vec", "config_list"]
@@ -96,8 +96,20 @@ class Placement:
         return np.bincount(self.task_node, minlength=self.n_nodes)
 
 
+def check_topology(topology: Any, field: str = "topology") -> Topology:
+    """``topology`` itself when it is a :class:`~evaluator.topology.Topology`, else a
+    :class:`~evaluator.errors.ConfigTypeError` (a TypeError) naming the argument and the value: every public
+    placement builder calls this first (a string there raised AttributeError)."""
+    if not isinstance(topology, Topology):
+        raise ConfigTypeError(field, topology, "a Topology (e.g. evaluator.torus([4, 4, 4]), "
+                              "evaluator.dragonfly(4, 8, 4), evaluator.bgq_partition([1, 1, 1, 1]))",
+                              f"Got a {type(topology).__name__}.")
+    return topology
+
+
 def explicit(topology: Topology, task_node, name: str = "explicit") -> Placement:
     """A placement given as an array ``task_node[task]`` of node ids."""
+    check_topology(topology)
     try:
         tn = np.asarray(task_node).reshape(-1)
     except (ValueError, TypeError):

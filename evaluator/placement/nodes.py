@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ConfigError, require
 from ..topology import Topology, TorusTopology
+from .base import check_topology
 
 __all__ = ["compute_mask", "alps_order", "SLABS", "CURVES", "gilbert2d", "check_nodes", "fill_slots",
            "nodes_needed"]
@@ -41,6 +42,7 @@ def compute_mask(topology: Topology, node_class: str | None = None) -> np.ndarra
 
     ``node_class`` (e.g. ``"XE"``): only compute nodes of that class of the machine (Blue Waters: XE or XK).
     """
+    check_topology(topology)
     f = getattr(topology, "compute_mask", None)
     mask = f() if callable(f) else np.ones(topology.n_nodes, dtype=bool)
     if node_class is None:
@@ -104,6 +106,7 @@ def _serpentine(width: int, height: int) -> np.ndarray:
 def alps_order(topology: Topology, slab: str = "yz", curve: str = "hilbert",
                block: Sequence[int] = (2, 2, 2)) -> np.ndarray:
     """Every node of a 3-D torus in the ALPS-like order (see the module docstring), shape [node]."""
+    check_topology(topology)
     require(isinstance(topology, TorusTopology) and topology.ndim == 3, "placement.kind", "alps order",
             "a placement for a 3-D torus (Cray Gemini)")
     require(slab in SLABS, "placement.slab", slab, " | ".join(SLABS))

@@ -169,6 +169,17 @@ class PathSetRouting(Routing):
         """This spec bound to ``pairs``."""
         return dataclasses.replace(self, pairs=pairs)
 
+    def check_size(self, topo: Topology, n_pairs: int) -> None:
+        """Refuse (:class:`~evaluator.errors.ResourceError`) a path table for ``n_pairs`` router pairs on
+        ``topo`` that does not fit in memory: the check :func:`path_table` makes, from the counts alone, so
+        that a caller can make it before it lists the pairs (an all-to-all on 4,096 routers has 16.7 M)."""
+        k = int(self.k)
+        hops = hop_bound(topo, self)
+        check_memory("routing", self.label, table_bytes(n_pairs, k * n_pairs, hop_bucket(hops)),
+                     f"its path table on {topo.name} ({n_pairs:,} router pairs x up to {k} paths x up to "
+                     f"{hops} hops)", "Use fewer paths per pair (routing.k), a hop limit, or fewer communicating "
+                     "pairs.")
+
 
 def check_k(k) -> int:
     """``k`` as an int >= 1, else a :class:`ConfigError` naming ``routing.k``."""
@@ -466,6 +477,14 @@ def table_bytes(n_pairs: int, n_paths: int, hops: int) -> int:
     return 2 * (4 * n_paths * hops + 16 * n_paths + 24 * n_pairs) + 12 * n_paths * hops
 
 
+def hop_bound(topo: Topology, routing: PathSetRouting) -> int:
+    """The longest path the size estimates assume: ``diameter bound + 2 k`` (Yen's ``k`` shortest paths of a
+    pair are found within a few hops of its distance on these topologies), or the hop limit where that is
+    smaller (a hop limit of 10^8 on an 8x8 torus bounds nothing)."""
+    H = _diameter_bound(topo) + 2 * int(routing.k)
+    return H if routing.hop_limit is None else min(int(routing.hop_limit), H)
+
+
 def _diameter_bound(topo: Topology) -> int:
     """An upper bound of the router graph's diameter from the topology's parameters."""
     dims = getattr(topo, "dims", None)
@@ -545,11 +564,7 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     if pairs.n_routers != R:
         raise ConfigError("routing.pairs", pairs, f"pairs of the {R} routers of {topo.name}")
     k = int(routing.k)
-    H_bound = routing.hop_limit if routing.hop_limit is not None else _diameter_bound(topo) + 2 * k
-    check_memory("routing", routing.label, table_bytes(len(pairs), k * len(pairs), hop_bucket(H_bound)),
-                 f"its path table on {topo.name} ({len(pairs):,} router pairs x up to {k} paths x up to "
-                 f"{H_bound} hops)", "Use fewer paths per pair (routing.k), a hop limit, or fewer communicating "
-                 "pairs.")
+    routing.check_size(topo, len(pairs))
     graph = router_graph(topo)
     src, dst = pairs.src.tolist(), pairs.dst.tolist()
     rows_pair, rows_links, rows_w = [], [], []

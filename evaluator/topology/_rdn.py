@@ -348,7 +348,7 @@ class RdnConfig:
     ports_per_switch: int = 1
     configuration: str = "standard"
     jobs: list[list[int]] = field(default_factory=list)
-    demand: Optional[list[list[list[float]]]] = None
+    demand: Optional[Any] = None  # q x q matrices of bytes (integers or floats: rdn() checks them)
     bandwidth_p: float = 10.0e9
     bandwidth_l: float = 10.0e9
     bandwidth_r: float = 10.0e9

@@ -364,4 +364,23 @@ def _from_config(cfg: FileConfig, topology) -> Traffic:
     return from_file(str(cfg.path), cfg.n_tasks)
 
 
-FILE = TrafficKind("file", FileConfig, _from_config)
+def _declared(cfg: FileConfig, topology) -> int | None:
+    """The task count a dense .npz's matrix header or a COO .npz's ``shape`` declares (None: not declared, or
+    a file :func:`from_file` will refuse anyway); read without loading the arrays."""
+    if cfg.path is None or os.path.splitext(str(cfg.path))[1].lower() != ".npz":
+        return None
+    try:
+        heads = _npz_headers(str(cfg.path))
+        if "matrix" in heads:
+            shape = heads["matrix"][0]
+            return int(shape[0]) if len(shape) == 2 and shape[0] == shape[1] and shape[0] > 0 else None
+        if "shape" in heads and heads["shape"][0] in ((2,), (1,)):
+            s = _load(str(cfg.path), ["shape"])["shape"].reshape(-1)
+            if s.size == 2 and np.all(np.isfinite(s)) and s[0] == s[1] and s[0] >= 1 and s[0] == np.round(s[0]):
+                return int(s[0])
+    except (ConfigError, OSError, ValueError):
+        return None  # from_file names the problem
+    return None
+
+
+FILE = TrafficKind("file", FileConfig, _from_config, declared_tasks=_declared)

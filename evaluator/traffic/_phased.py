@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, Optional
 
-from ..errors import ConfigError, require
+from ..errors import ConfigError, require, nearest
 from .base import PhasedTraffic, TrafficKind, phased
 
 __all__ = ["PhasedConfig", "kind", "phase_config"]
@@ -44,6 +44,9 @@ def phase_config(i: int, raw: Any, KINDS):
         return raw
     require(isinstance(raw, dict) and "kind" in raw, where, raw,
             f"a traffic config with a kind, one of {[k for k in KINDS if k != 'phased']}")
+    if raw["kind"] not in KINDS:
+        raise ConfigError(f"{where}.kind", raw["kind"], f"one of {[k for k in KINDS if k != 'phased']}",
+                          nearest(raw["kind"], KINDS))
     kind = KINDS[raw["kind"]] if raw["kind"] != "phased" else None
     if kind is None:
         raise ConfigError(f"{where}.kind", "phased", "a single exchange (phases do not nest)")

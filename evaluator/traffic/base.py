@@ -35,6 +35,7 @@ config schema and a :class:`TrafficKind` entry for the registry in
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -48,7 +49,17 @@ __all__ = ["Traffic", "DenseTraffic", "PhasedTraffic", "TrafficKind", "from_flow
 
 @dataclasses.dataclass(frozen=True)
 class TrafficKind(Kind):
-    """A traffic member: ``build(cfg, topology) -> Traffic | DenseTraffic``."""
+    """A traffic member: ``build(cfg, topology) -> Traffic | DenseTraffic``.
+
+    ``declared_tasks(cfg, topology)`` (optional): the task count the traffic will have, known cheaply before it
+    is built (a file's header), so that a placement that cannot hold that many tasks is refused before a large
+    file is read."""
+
+    declared_tasks: Callable[..., int | None] | None = None
+
+    def tasks_declared(self, cfg, topology) -> int | None:
+        """The task count ``build`` will give, when known without building (None: not known)."""
+        return None if self.declared_tasks is None else self.declared_tasks(cfg, topology)
 
 
 def tasks_or_nodes(n_tasks, topology) -> int:

@@ -1,0 +1,163 @@
+"""Traffic files are checked against the placement from their header, before they are read.
+
+A small compressed .npz can declare a matrix far larger than the machine holds (22,000 tasks on DF(4,8,4)'s
+1,056 nodes under linear placement, one task per node): the placement is built for the declared count first
+and refuses it, so the 3.6 GiB matrix is never loaded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evaluator import cli
+
+
+def _fail_on_load(*a, **k):
+    raise AssertionError("np.load was called before the task count was checked")
+
+
+@pytest.mark.parametrize("how", ["dense", "coo"])
+def test_a_file_with_more_tasks_than_the_placement_holds_is_refused_before_loading(how, tmp_path, capsys,
+                                                                                   monkeypatch):
+    f = tmp_path / f"big-{how}.npz"
+    if how == "dense":
+        m = np.zeros((2200, 2200), np.float32)  # (the issue's case: 22,000 tasks; the same code path)
+        m[0, 1] = 1e6
+        np.savez_compressed(f, matrix=m)
+    else:
+        np.savez(f, row=np.zeros(10**5, np.int64), col=np.ones(10**5, np.int64), data=np.ones(10**5),
+                 shape=np.array([2200, 2200]))
+    real_load = np.load
+
+    def load(path, *a, **k):  # the header reader may read the tiny 'shape' array, nothing else
+        z = real_load(path, *a, **k)
+        return _Only(z, {"shape"})
+
+    monkeypatch.setattr(np, "load", load)
+    rc = cli.main(["eval", "traffic=file", f"traffic.path={f}", "placement=linear", "save=false"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.count("\n") == 1 and "placement.n_tasks = 2200" in err and "1056" in err, err
+
+
+class _Only:
+    """An NpzFile that lets only some arrays be read."""
+
+    def __init__(self, z, allowed):
+        self._z, self._allowed = z, allowed
+
+    def __getitem__(self, key):
+        if key not in self._allowed:
+            _fail_on_load()
+        return self._z[key]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._z.close()
+
+    def __getattr__(self, name):
+        return getattr(self._z, name)
+
+
+def test_a_file_that_fits_still_evaluates(tmp_path, capsys):
+    f = tmp_path / "ok.npz"
+    m = np.zeros((64, 64))
+    m[np.arange(64), (np.arange(64) + 1) % 64] = 1e6
+    np.savez(f, matrix=m)
+    rc = cli.main(["eval", "topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=file",
+                   f"traffic.path={f}", "placement=linear", "save=false"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    # one 1 MB flow to the next node: on a 4x4x4 torus at DOR, the busiest link carries 1 MB
+    assert "completion" in out.out
+
+
+# ----------------------------------------------------------------------------------------------
+# a placement builder given something that is not a topology: a TypeError naming the argument
+# ----------------------------------------------------------------------------------------------
+
+import evaluator.placement as P  # noqa: E402
+from evaluator.errors import ConfigError  # noqa: E402
+
+BUILDERS = [
+    ("linear", lambda t: P.linear(t, 4)),
+    ("explicit", lambda t: P.explicit(t, [0, 1])),
+    ("fully_random", lambda t: P.fully_random(t, 4)),
+    ("dragonfly_cartesian", lambda t: P.dragonfly_cartesian(t, [2, 2, 1], [2, 1, 1])),
+    ("dragonfly_random", lambda t: P.dragonfly_random(t, 4, 2)),
+    ("torus_block", lambda t: P.torus_block(t, [2, 2])),
+    ("subprism", lambda t: P.subprism(t, [2, 2, 2])),
+    ("alps", lambda t: P.alps(t, 4)),
+    ("fragmented", lambda t: P.fragmented(t, 4)),
+    ("features", lambda t: P.features(t, 4)),
+    ("topaware", lambda t: P.topaware(t, [2, 2, 1], 1)),
+    ("select_routers", lambda t: P.select_routers(t, [2, 2, 1])),
+    ("alps_order", lambda t: P.alps_order(t)),
+    ("compute_mask", lambda t: P.compute_mask(t)),
+    ("free_after_history", lambda t: P.free_after_history(t, 0.5)),
+]
+
+
+@pytest.mark.parametrize("name,call", BUILDERS, ids=[b[0] for b in BUILDERS])
+@pytest.mark.parametrize("given", ["torus", None, 4, [4, 4]], ids=["str", "none", "int", "list"])
+def test_a_placement_builder_names_a_topology_that_is_not_one(name, call, given):
+    with pytest.raises(TypeError) as e:
+        call(given)
+    assert isinstance(e.value, ConfigError)
+    text = str(e.value)
+    assert text.startswith(f"topology = {given!r} is invalid") and "\n" not in text, text
+
+
+# ----------------------------------------------------------------------------------------------
+# names in messages, silently ignored settings (one line naming the field as the user wrote it, exit 2)
+# ----------------------------------------------------------------------------------------------
+
+TWO_JOBS = "jobs=[{name: a}, {name: b, placement: {gamma: [4,4,2]}}]"
+CLI_CASES = [
+    ("bounds-with-jobs", ["bounds=true", TWO_JOBS], ["bounds = True", "several jobs"]),
+    ("bounds-method-with-jobs", ["bounds=edge", TWO_JOBS], ["bounds = 'edge'", "several jobs"]),
+    ("bounds-with-background", ["bounds=true", "background.fraction=0.2"], ["bounds = True", "background"]),
+    ("bound-solver", ["bounds=true", "bound_solver=gurobi"], ["bound_solver = 'gurobi'", "'highs'"]),
+    ("job-traffic-kind", ["jobs=[{name: a, traffic: {kind: stencill}}]"],
+     ["jobs[0].traffic.kind = 'stencill'", "Did you mean 'stencil'?"]),
+    ("job-placement-kind", ["jobs=[{name: a}, {name: b, placement: {kind: linearr}}]"],
+     ["jobs[1].placement.kind = 'linearr'", "Did you mean 'linear'?"]),
+    ("phase-kind", ["traffic=phased", "traffic.phases=[{kind: all_to_al}]", "placement=linear"],
+     ["traffic.phases[0].kind = 'all_to_al'", "Did you mean 'all_to_all'?"]),
+    ("job-phase-kind", ["jobs=[{name: a}, {name: b, traffic: {kind: phased, phases: [{kind: shfit}]}}]"],
+     ["jobs[1].traffic.phases[0].kind = 'shfit'", "Did you mean 'shift'?"]),
+]
+
+
+@pytest.mark.parametrize("argv,texts", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
+def test_cli_names_the_field_as_written(argv, texts, capsys, tmp_path):
+    rc = cli.main(["eval", *argv, "save=true", f"output_dir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.count("\n") == 1 and err.startswith("evaluator eval: error: "), err
+    for t in texts:
+        assert t in err, (t, err)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_integer_bytes_where_floats_are_expected_are_accepted(capsys):
+    """An rdn's demand matrices in integers (valid bytes) were refused by OmegaConf's float type."""
+    rc = cli.main(["eval", "topology=rdn", "topology.configuration=traffic", "topology.jobs=[[0,1]]",
+                   "topology.demand=[[[0,5],[5,0]]]", "routing=tago", "traffic=all_to_all", "placement=linear",
+                   "save=false"])
+    assert rc == 0, capsys.readouterr().err
+    rc = cli.main(["eval", "topology=rdn", "topology.configuration=traffic", "topology.jobs=[[0,1]]",
+                   "topology.demand=[[[0,-5],[5,0]]]", "routing=tago", "traffic=all_to_all", "placement=linear",
+                   "save=false"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "topology.demand[0] = [[0, -5], [5, 0]]" in err, err
+
+
+def test_an_array_in_a_message_stays_on_one_line():
+    import numpy as np
+
+    text = str(ConfigError("traffic.matrix", np.arange(12).reshape(3, 4), "a square\nmatrix", "two\nlines"))
+    assert "\n" not in text and text.startswith("traffic.matrix = array([[ 0, 1, 2, 3], [ 4, 5, 6, 7]"), text
