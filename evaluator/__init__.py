@@ -12,7 +12,11 @@ Public API (anything not listed in ``__all__`` may change):
   :func:`evaluate_batch` (many variants of one topology and routing).
 
 Byte counts must be exact, so importing the package turns on JAX 64-bit mode
-(``jax_enable_x64``).
+(``jax_enable_x64``). Importing it also turns on JAX's persistent compilation
+cache (``~/.cache/evaluator/jax``; ``EVALUATOR_COMPILATION_CACHE=0`` off, ``=DIR``
+another directory; a cache directory you gave JAX yourself is kept): a second
+process loads the kernels the first one compiled instead of compiling them
+again. It only sets ``jax.config`` (see :func:`evaluator._jax_cache.library_default`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from __future__ import annotations
 import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)
+
+from ._jax_cache import library_default as _library_default  # noqa: E402
+
+_library_default()
 
 from ._version import __version__  # noqa: E402
 from . import placement, routing, topology, traffic  # noqa: E402

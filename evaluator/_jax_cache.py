@@ -1,9 +1,8 @@
-"""JAX's persistent compilation cache for the command line (and the sweep's Ray workers).
+"""JAX's persistent compilation cache for the library, the command line and the sweep's Ray workers.
 
 A repeated ``evaluator sweep`` or ``evaluator optimize`` compiles the same
-kernels again; with the cache, the second run loads them from disk. The CLI
-turns it on by default (:func:`enable_compilation_cache`), under the user's
-cache directory::
+kernels again; with the cache, the second run loads them from disk. It is on
+by default, under the user's cache directory::
 
     $XDG_CACHE_HOME/evaluator/jax      (XDG_CACHE_HOME set and absolute)
     ~/.cache/evaluator/jax             (otherwise)
@@ -22,8 +21,19 @@ Ray workers from reading an entry another one is still writing), unless
 environment variables (``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``, ...)
 are kept.
 
-The settings are applied to this process (``jax.config``) and exported as
-``JAX_*`` environment variables, so that processes started afterwards (a
+Library users (``import evaluator``) get it too: importing the package calls
+:func:`library_default`, which reads the same ``$EVALUATOR_COMPILATION_CACHE``
+and sets ``jax.config`` only: it writes nothing (JAX makes the directory at
+the first compilation), exports nothing, and leaves JAX as it is when the
+switch says off, when the directory cannot be made or written to (silently:
+the CLI warns), or when the user gave JAX a cache directory of their own
+(``jax.config.update("jax_compilation_cache_dir", ...)`` before the import
+wins). A second Python process then skips the compilation of the kernels
+(an 8x8 torus: ``evaluator bench --only startup``).
+
+The CLI's :func:`enable_compilation_cache` goes further: the settings are
+applied to this process (``jax.config``) and exported as ``JAX_*``
+environment variables, so that processes started afterwards (a
 local Ray's workers, which inherit this environment) use the same cache. A
 directory that cannot be created or written to turns the cache off with one
 warning on stderr; the run goes on.
@@ -45,8 +55,8 @@ import tempfile
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 
-__all__ = ["ENV", "OFF_FLAG", "DEFAULT_MAX_BYTES", "cache_dir", "enable_compilation_cache", "worker_env",
-           "apply_in_worker"]
+__all__ = ["ENV", "OFF_FLAG", "DEFAULT_MAX_BYTES", "cache_dir", "enable_compilation_cache", "library_default",
+           "worker_env", "apply_in_worker"]
 
 ENV = "EVALUATOR_COMPILATION_CACHE"
 """Environment variable: unset/``1``: the default directory; ``0``/``off``: no cache; else a directory."""
@@ -154,6 +164,55 @@ def enable_compilation_cache(enabled: bool = True, environ: MutableMapping[str, 
     jax.config.update("jax_enable_compilation_cache", True)
     environ.pop("JAX_ENABLE_COMPILATION_CACHE", None)
     environ[ENV] = str(path)
+    return path
+
+
+_JAX_DEFAULTS = {"jax_persistent_cache_min_compile_time_secs": 1.0, "jax_persistent_cache_min_entry_size_bytes": 0,
+                 "jax_compilation_cache_max_size": -1}
+"""JAX's own defaults of the settings :func:`library_default` changes (a different value: the user's, kept)."""
+
+
+def _creatable(path: Path) -> bool:
+    """Whether ``path`` is, or could be made as, a directory this user writes to, judged without creating or
+    writing anything (the nearest existing ancestor must be a writable directory)."""
+    up = path
+    while not up.exists():
+        if up.parent == up:
+            return False
+        up = up.parent
+    return up.is_dir() and os.access(up, os.W_OK | os.X_OK)
+
+
+def library_default(environ: MutableMapping[str, str] | None = None) -> Path | None:
+    """The cache for library users, called when :mod:`evaluator` is imported (see the module docstring).
+
+    Sets ``jax.config`` to the directory ``$EVALUATOR_COMPILATION_CACHE`` asks for, with the CLI's settings
+    (every kernel cached, the size bound), unless the switch says off, the directory cannot be made or written
+    to, or JAX already has a cache directory (the user's own, kept with their settings). Touches no file and no
+    environment variable; JAX makes the directory at the first compilation. Returns the directory in use
+    (``None``: left as JAX has it).
+    """
+    import jax
+
+    environ = os.environ if environ is None else environ
+    path = cache_dir(environ)
+    if path is None:
+        return None  # off: JAX as it is
+    path = Path(os.path.abspath(path))  # a relative directory: from where the program started, as the CLI has it
+    given = environ.get(ENV, "").strip().lower()
+    own = jax.config.jax_compilation_cache_dir
+    if own is not None and given in _ON:
+        return Path(own)  # the user's own JAX setting (or $JAX_COMPILATION_CACHE_DIR, which cache_dir reads too)
+    if not _creatable(path):
+        return None
+    settings = [(opt, var, value) for opt, var, value in _SETTINGS
+                if var not in environ and getattr(jax.config, opt) == _JAX_DEFAULTS[opt]]
+    if (_MAX_SIZE[1] not in environ and getattr(jax.config, _MAX_SIZE[0]) == _JAX_DEFAULTS[_MAX_SIZE[0]]
+            and _has_filelock()):
+        settings.append((_MAX_SIZE[0], _MAX_SIZE[1], DEFAULT_MAX_BYTES))
+    for opt, _, value in settings:
+        jax.config.update(opt, value)
+    jax.config.update("jax_compilation_cache_dir", str(path))
     return path
 
 

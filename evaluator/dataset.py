@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 __all__ = [
+    "first_rankable",
     "Metric",
     "METRICS",
     "METRIC_NAMES",
@@ -56,8 +57,8 @@ __all__ = [
     "rankable",
     "shown",
     "results_dataset",
+    "with_units",
     "LinkTable",
-    "summary_lines",
 ]
 
 
@@ -395,6 +396,39 @@ def rankable(ds: xr.Dataset) -> list[str]:
     return sorted(out)
 
 
+def first_rankable(ds: xr.Dataset) -> str | None:
+    """The dataset's first rankable variable in the metric table's order (``completion_time`` for ``eval`` and
+    ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``); None when it has none."""
+    ranked = rankable(ds)
+    return next((name for name in TABLE if name in ranked), ranked[0] if ranked else None)
+
+
+def with_units(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with a ``units`` attribute on every data variable (in place; returned): a variable without one gets
+    its metric table entry's (and its long name where it has none), a boolean ``"1"``, text ``""`` (no unit).
+
+    Every command's dataset passes through it, so that a reader (and CF tools) finds the SI unit of every
+    variable; a numeric variable without a table entry keeps no unit and fails the test that checks them.
+    """
+    for name in ds.data_vars:
+        attrs = ds[name].attrs
+        if "units" in attrs:
+            continue
+        try:
+            entry = metric(str(name))
+        except KeyError:
+            entry = None
+        kind = ds[name].dtype.kind
+        if entry is not None and (kind in "fiu") == (entry.units not in ("",)):
+            attrs["units"] = entry.units
+            attrs.setdefault("long_name", entry.long_name)
+        elif kind == "b":
+            attrs["units"] = "1"
+        elif kind in "USO":
+            attrs["units"] = ""
+    return ds
+
+
 @dataclasses.dataclass(frozen=True)
 class LinkTable:
     """Per-link coordinates of a topology (DESIGN.md link layout)."""
@@ -495,41 +529,4 @@ def results_dataset(
     ds = xr.Dataset(data, coords=all_coords)
     if attrs:
         ds.attrs.update(attrs)
-    return ds
-
-
-def _fmt_bytes(x: float) -> str:
-    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(x) >= f:
-            return f"{x / f:.3f} {unit} ({x:,.0f} B)"
-    return f"{x:,.1f} B"
-
-
-def summary_lines(ds: xr.Dataset) -> list[str]:
-    """A short human summary of one evaluation."""
-    a = ds.attrs
-    lines = [
-        f"topology    {a.get('topology')}  routing {a.get('routing')}",
-        f"traffic     {a.get('traffic', '?')}  placement {a.get('placement', '?')}",
-        f"bytes       {_fmt_bytes(float(ds.total_bytes))}",
-        f"completion  {float(ds.completion_time):.6g} s   bottleneck: {ds.bottleneck.item()}",
-        f"throughput  {float(ds.throughput) / 1e9:.4g} GB/s aggregate, "
-        f"{float(ds.effective_injection_bandwidth) / 1e9:.4g} GB/s per task",
-        f"mean hops   {float(ds.mean_hops):.4f}",
-    ]
-    if "paths_per_pair" in ds and np.isfinite(float(ds.paths_per_pair)):
-        lines.append(f"paths/pair  {float(ds.paths_per_pair):.4f} (router paths per communicating router pair)")
-    for v in sorted(k for k in ds.data_vars if k.startswith("max_load_")):
-        lines.append(f"{v:<22}{_fmt_bytes(float(ds[v]))}")
-    if "phase" in ds.dims and ds["phase_completion_time"].ndim == 1:
-        for name, t, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
-            lines.append(f"phase {str(name):<16}{float(t):.6g} s   bottleneck: {b}")
-    for note in str(a.get("notes", "")).splitlines():
-        lines.append(f"note        {note}")
-    for label, (lower, upper, eff) in BOUND_VARIABLES.items():
-        if lower in ds:
-            lines.append(f"{label:<12}>= {float(ds[lower]):.6g} s (certified lower bound; feasible "
-                         f"{float(ds[upper]):.6g} s; {a.get('bound_method')}, {a.get('bound_solver')}, gap "
-                         f"{float(a.get('bound_gap', 0.0)):.1e})   {eff} {float(ds[eff]):.4f}")
-            lines.append(f"{'':<12}bounds {a.get('bound_bounds', '')}")
-    return lines
+    return with_units(ds)

@@ -1,18 +1,32 @@
-"""Readable numbers for the terminal: each metric in a unit fit for its size, a few significant digits.
+"""Readable numbers for people: each quantity in a decimal SI unit fit for its size, a few significant digits.
 
-Datasets keep SI units (seconds, bytes, bytes/s; the metric table :data:`evaluator.dataset.TABLE`);
-only what is printed is rescaled. A table column gets one display unit, named
-in its header (``completion_time [ms]``), chosen from the metric's SI unit
-(:func:`evaluator.dataset.metric`) so that the column's median magnitude is
-at least 1 in it:
+Datasets keep SI base units (seconds, bytes, bytes/s; the metric table
+:data:`evaluator.dataset.TABLE`, ``units`` on every variable); only what a
+person reads is rescaled: tables, summaries, log lines and plot axes. The one
+convention:
 
-* ``s``: s, ms, us, ns;
+* ``s``: h, s, ms, us, ns (hours only from 1 h on: a schedule's waits and makespans);
 * ``bytes/s``: TB/s, GB/s, MB/s, kB/s, B/s (decimal: 1 GB/s = 10^9 bytes/s);
-* ``bytes``: TB, GB, MB, kB, B (decimal: 1 MB = 10^6 bytes).
+* ``bytes``: TB, GB, MB, kB, B (decimal: 1 MB = 10^6 bytes; never KiB/MiB/GiB).
+
+**One unit per quantity in a table.** Every column of a table whose SI unit is
+the same (all its times; all its bandwidths; all its byte counts) is shown in
+one display unit, named in each header (``completion_time [us]`` beside
+``optimal_completion_time [us]``), so that numbers side by side compare at a
+glance. That unit (:func:`shared_unit`) is the largest in which the geometric
+mean of the columns' medians (finite non-zero magnitudes) is at least 1: a
+single column's median is at least 1 in it, and columns orders of magnitude
+apart (a machine's aggregate throughput beside a task's bandwidth) meet in the
+middle. A column's SI unit comes from the metric table
+(:func:`evaluator.dataset.metric`) or from ``df.attrs["units"]``. Summaries
+(``evaluator eval``), fixed-width tables (``tiles``, ``partitions``, several
+jobs) and plot axes (:func:`axis_label`, unit in brackets) follow the same rule
+over what they show together. Ratios, hops and counts have no scale and are
+shown as they are.
 
 Numbers are shown with :data:`SIGNIFICANT` significant digits (more where an
 integer part is longer), in scientific notation only below 10^-3 or from
-10^9 on in the chosen unit.
+10^9 on in the chosen unit. Nothing a person reads is a Python repr.
 """
 
 from __future__ import annotations
@@ -23,42 +37,70 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
-from .dataset import metric
+from .dataset import BOUND_VARIABLES, metric
 
-__all__ = ["SIGNIFICANT", "SCALES", "display_unit", "format_number", "format_value", "format_table",
-           "format_timing"]
+__all__ = ["SIGNIFICANT", "SCALES", "display_unit", "shared_unit", "format_number", "format_value",
+           "format_values", "format_table", "format_timing", "axis_label", "si_unit", "summary_lines"]
 
 SIGNIFICANT = 4
 """Significant digits shown by default."""
 
 SCALES: dict[str, tuple[tuple[str, float], ...]] = {
-    "s": (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)),
+    "s": (("h", 3600.0), ("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)),
     "bytes/s": (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3), ("B/s", 1.0)),
     "bytes": (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0)),
 }
 """SI unit (as in the metric table) -> display units and their size in that SI unit, largest first."""
 
 
-def display_unit(si_unit: str, values: Any) -> tuple[str, float]:
-    """``(unit, factor)`` to show ``values`` (in ``si_unit``) as ``values / factor`` in ``unit``.
+def _median(values: Any) -> float | None:
+    """Median of the finite non-zero magnitudes of ``values`` (None if there are none)."""
+    mags = np.abs(np.asarray(values, dtype=float).reshape(-1))
+    mags = mags[np.isfinite(mags) & (mags > 0)]
+    return float(np.median(mags)) if mags.size else None
 
-    The largest unit in which the median of the finite non-zero magnitudes is
-    at least 1; the SI unit itself (factor 1) for units without a scale
-    (``"1"``, unknown) and for columns without such values.
+
+def shared_unit(si_unit: str, columns: Sequence[Any]) -> tuple[str, float]:
+    """``(unit, factor)`` to show every column of ``columns`` (values in ``si_unit``) as ``values / factor``.
+
+    The largest unit in which the geometric mean of the columns' medians (of their finite non-zero
+    magnitudes; columns without such values left out) is at least 1; the SI unit itself (factor 1) for units
+    without a scale (``"1"``, ``"links"``, unknown) and where no column has such values.
     """
     scale = SCALES.get(si_unit)
     if scale is None:
         return si_unit, 1.0
-    mags = np.abs(np.asarray(values, dtype=float).reshape(-1))
-    mags = mags[np.isfinite(mags) & (mags > 0)]
-    if mags.size == 0:
+    medians = [m for m in (_median(c) for c in columns) if m is not None]
+    if not medians:
         return next((u, f) for u, f in scale if f == 1.0)
-    typical = float(np.median(mags))
+    typical = float(np.exp(np.mean(np.log(medians))))
     for unit, factor in scale:
         if typical >= factor * (1 - 1e-12):
             return unit, factor
     return scale[-1]
+
+
+def display_unit(si_unit: str, values: Any) -> tuple[str, float]:
+    """``(unit, factor)`` to show ``values`` (in ``si_unit``) as ``values / factor`` in ``unit``: the largest
+    unit in which their median magnitude is at least 1 (:func:`shared_unit` of one column)."""
+    return shared_unit(si_unit, [values])
+
+
+def axis_label(name: str, unit: str) -> str:
+    """A plot axis label with its display unit: ``completion_time [ms]``; ``[1]`` for ratios and counts
+    without a unit of their own, so that no axis goes without one."""
+    return f"{name} [{unit or '1'}]"
+
+
+def si_unit(name: str) -> str | None:
+    """The SI unit of a variable from the metric table (:func:`evaluator.dataset.metric`); None if it has no
+    entry."""
+    try:
+        return metric(name).units
+    except KeyError:
+        return None
 
 
 def format_number(x: float, sig: int = SIGNIFICANT) -> str:
@@ -86,11 +128,13 @@ def format_value(x: float, si_unit: str, sig: int = SIGNIFICANT) -> str:
     return f"{text} {unit}" if unit not in ("", "1") else text
 
 
-def _si_unit(column: str) -> str | None:
-    try:
-        return metric(column).units
-    except KeyError:
-        return None
+def format_values(values: Any, si_unit: str, unit: tuple[str, float] | None = None,
+                  sig: int = SIGNIFICANT) -> tuple[list[str], str]:
+    """Values shown together, in one display unit: ``(texts, unit)``; ``unit = (name, factor)`` from
+    :func:`shared_unit` where they belong with other values, else :func:`display_unit` of ``values``."""
+    flat = np.asarray(values, dtype=float).reshape(-1)
+    name, factor = unit if unit is not None else display_unit(si_unit, flat)
+    return [format_number(v / factor, sig) for v in flat], name
 
 
 def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> str:
@@ -100,36 +144,43 @@ def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> 
     A column's SI unit is ``df.attrs["units"][column]`` where ``df.attrs`` has ``units`` (:func:`evaluator.query.best`
     sets it for its metric columns, also per-label ones such as ``completion_time(a)``, and not for label columns),
     else the metric table's entry of the column's name (:func:`evaluator.dataset.metric`, ``max_load_*``
-    included). Integer columns of a unit without a scale (links, nodes) are printed as they are."""
+    included). Columns of one SI unit share one display unit (:func:`shared_unit`: every time column of the table
+    in the same unit, every bandwidth column in another). Integer columns of a unit without a scale (links,
+    nodes) are printed as they are."""
     out = df.copy()
     names = {}
     given = df.attrs.get("units")
+    scaled: dict[str, list] = {}
     for col in df.columns:
         series = df[col]
         if series.dtype.kind not in "fiu" or series.dtype.kind == "b":
             continue
-        si = given.get(col) if given is not None else _si_unit(str(col))
+        si = given.get(col) if given is not None else si_unit(str(col))
         if si is not None and si not in SCALES and series.dtype.kind in "iu":
             if si not in ("", "1", str(col)):  # counts (links, nodes): as they are, the unit in the header
                 names[col] = f"{col} [{si}]"
         elif si is not None:
-            unit, factor = display_unit(si, series.to_numpy())
-            out[col] = [format_number(v / factor, sig) for v in series.to_numpy(dtype=float)]
-            if unit not in ("", "1"):
-                names[col] = f"{col} [{unit}]"
+            scaled.setdefault(si, []).append(col)
         elif series.dtype.kind == "f":
             out[col] = [format_number(v, sig) for v in series.to_numpy()]
+    for si, cols in scaled.items():
+        unit, factor = shared_unit(si, [df[c].to_numpy(dtype=float) for c in cols])
+        for col in cols:
+            out[col] = [format_number(v / factor, sig) for v in df[col].to_numpy(dtype=float)]
+            if unit not in ("", "1"):
+                names[col] = f"{col} [{unit}]"
     out = out.rename(columns=names)
     with pd.option_context("display.width", width, "display.max_columns", 50, "display.max_colwidth", 80):
         return out.to_string()
 
 
 def format_timing(timing: Mapping[str, float]) -> str:
-    """A sweep's ``timing_json`` as one line, e.g. ``wall 11.44 s; driver: expand 1.3 ms, write 4.1 ms; chunks
-    (summed): build 86.3 ms, compile 5.042 s, evaluate 0 s; peak memory: driver 282.6 MiB, worker 461.9 MiB``.
+    """A sweep's ``timing_json`` as one line, e.g. ``wall 11.44 s; driver: expand 1.300 ms, write 4.100 ms;
+    chunks (summed): build 86.30 ms, compile 5.042 s, evaluate 0 s; peak memory: driver 296.4 MB, worker 484.3 MB``.
 
     Times are seconds (``*_s``); build, compile and evaluate are summed over the chunks (worker time, not
-    wall time); memory is MiB (``*_mb``, from ``ru_maxrss``). Keys that are missing are left out.
+    wall time); memory is MiB in the record (``*_mb``, from ``ru_maxrss``) and shown in decimal MB/GB, both
+    peaks in one unit. Keys that are missing are left out.
     """
     def times(keys: Sequence[tuple[str, str]]) -> str:
         return ", ".join(f"{label} {format_value(timing[k], 's')}" for k, label in keys if k in timing)
@@ -142,8 +193,57 @@ def format_timing(timing: Mapping[str, float]) -> str:
         text = times(keys)
         if text:
             parts.append(f"{title}: {text}")
-    mem = ", ".join(f"{who} {format_number(timing[k])} MiB" for k, who in
-                    (("driver_peak_rss_mb", "driver"), ("worker_peak_rss_mb", "worker")) if k in timing)
+    peaks = [(who, float(timing[k]) * 2**20) for k, who in
+             (("driver_peak_rss_mb", "driver"), ("worker_peak_rss_mb", "worker")) if k in timing]  # MiB -> bytes
+    texts, unit = format_values([b for _, b in peaks], "bytes", shared_unit("bytes", [[b] for _, b in peaks]))
+    mem = ", ".join(f"{who} {t} {unit}" for (who, _), t in zip(peaks, texts))
     if mem:
         parts.append(f"peak memory: {mem}")
     return "; ".join(parts)
+
+
+def summary_lines(ds: xr.Dataset) -> list[str]:
+    """A short human summary of one evaluation, in the display units of :mod:`evaluator.display` (decimal SI):
+    its times (completion, phases, bounds) in one unit, its per-class maximum loads in one unit."""
+    a = ds.attrs
+    total = float(ds.total_bytes)
+    tp, eib = float(ds.throughput), float(ds.effective_injection_bandwidth)
+    (tp_text, eib_text), bw_unit = format_values([tp, eib], "bytes/s", shared_unit("bytes/s", [[tp], [eib]]))
+    times = [[float(ds.completion_time)]]
+    phased = "phase" in ds.dims and ds["phase_completion_time"].ndim == 1
+    if phased:
+        times.append(ds["phase_completion_time"].values)
+    bounds = [(label, names) for label, names in BOUND_VARIABLES.items() if names[0] in ds]
+    times += [[float(ds[n]) for n in names[:2]] for _, names in bounds]
+    t_unit = shared_unit("s", times)
+
+    def t(x: float) -> str:
+        return f"{format_values([x], 's', t_unit)[0][0]} {t_unit[0]}"
+
+    lines = [
+        f"topology    {a.get('topology')}  routing {a.get('routing')}",
+        f"traffic     {a.get('traffic', '?')}  placement {a.get('placement', '?')}",
+        f"bytes       {format_value(total, 'bytes')} ({total:,.0f} B)",
+        f"completion  {t(float(ds.completion_time))}   bottleneck: {ds.bottleneck.item()}",
+        f"throughput  {tp_text} {bw_unit} aggregate, {eib_text} {bw_unit} per task",
+        f"mean hops   {format_number(float(ds.mean_hops))}",
+    ]
+    if "paths_per_pair" in ds and np.isfinite(float(ds.paths_per_pair)):
+        lines.append(f"paths/pair  {format_number(float(ds.paths_per_pair))} (router paths per communicating "
+                     f"router pair)")
+    loads = sorted(str(k) for k in ds.data_vars if str(k).startswith("max_load_"))
+    if loads:
+        texts, unit = format_values([float(ds[v]) for v in loads], "bytes",
+                                    shared_unit("bytes", [[float(ds[v])] for v in loads]))
+        lines += [f"{v:<22}{x} {unit}" for v, x in zip(loads, texts)]
+    if phased:
+        for name, x, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
+            lines.append(f"phase {str(name):<16}{t(float(x))}   bottleneck: {b}")
+    for note in str(a.get("notes", "")).splitlines():
+        lines.append(f"note        {note}")
+    for label, (lower, upper, eff) in bounds:
+        lines.append(f"{label:<12}>= {t(float(ds[lower]))} (certified lower bound; feasible "
+                     f"{t(float(ds[upper]))}; {a.get('bound_method')}, {a.get('bound_solver')}, gap "
+                     f"{float(a.get('bound_gap', 0.0)):.1e})   {eff} {format_number(float(ds[eff]))}")
+        lines.append(f"{'':<12}bounds {a.get('bound_bounds', '')}")
+    return lines

@@ -10,8 +10,10 @@ Files get the usual permissions (``0666 & ~umask``), not ``mkstemp``'s 0600.
   :func:`save_figure` (PNG through the Agg canvas: never switches the global
   matplotlib backend), :func:`write_pickle` (fsynced; sweep chunks),
   :func:`write_text`, :func:`write_json`;
-* :func:`write_dataset`: a dataset of one evaluation under ``<dir>/<run_id>.nc``
-  with ``git_commit`` and ``created`` attributes;
+* :func:`write_dataset`: a dataset of one command under ``<dir>/<UTC time>-<hash>.nc``
+  with ``git_commit`` and ``created`` attributes, never over an earlier one;
+* :func:`run_name` / :func:`point_latest`: result names that say when they ran
+  (``20261126T004512Z-<hash>``) and the ``<dir>/latest`` link to the newest;
 * :func:`conf_dir` / :func:`repo_dir`: the Hydra config directory
   (``$EVALUATOR_CONF`` or the ``conf/`` next to the package) and the
   directory holding it and ``sweeps/``.
@@ -20,9 +22,12 @@ Files get the usual permissions (``0666 & ~umask``), not ``mkstemp``'s 0600.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
+import hashlib
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import tempfile
@@ -47,6 +52,13 @@ __all__ = [
     "write_dataset",
     "git_commit",
     "new_run_id",
+    "run_name",
+    "content_key",
+    "run_time",
+    "point_latest",
+    "LATEST",
+    "TIME_FORMAT",
+    "check_writable",
 ]
 
 CONF_ENV = "EVALUATOR_CONF"
@@ -72,11 +84,14 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suffix: str = "") -> Path:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suffix: str = "",
+                 exclusive: bool = False) -> Path:
     """Call ``write(tmp_path)`` on a temporary file next to ``path``, then move it into place.
 
     The parent directory is created if needed; on any failure the temporary
-    file is removed and ``path`` is left as it was.
+    file is removed and ``path`` is left as it was. ``exclusive``: never
+    replace an existing ``path`` (:class:`FileExistsError`; the file is linked
+    into place, which fails if the name is taken).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,26 +100,43 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suf
     try:
         write(tmp)
         os.chmod(tmp, _file_mode())
-        os.replace(tmp, path)
+        if not exclusive:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise
+            except OSError:  # a filesystem without hard links: check, then move
+                if os.path.lexists(path):
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+                os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
 
 
-def write_netcdf(ds, path: str | os.PathLike[str]) -> Path:
-    """Write an :class:`xarray.Dataset` to netCDF (h5netcdf) atomically."""
-    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), suffix=".nc")
+def write_netcdf(ds, path: str | os.PathLike[str], exclusive: bool = False) -> Path:
+    """Write an :class:`xarray.Dataset` to netCDF (h5netcdf) atomically (``exclusive``: see :func:`atomic_write`)."""
+    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), suffix=".nc", exclusive=exclusive)
+
+
+ZARR_FORMAT = 2
+"""Zarr stores are written in format 2: it specifies what the datasets hold (fixed-length unicode labels, the
+consolidated metadata that opens a store in one read), which format 3 leaves to unstable extensions (zarr warns
+on every such array); every zarr reader reads format 2."""
 
 
 def write_zarr(ds, path: str | os.PathLike[str]) -> Path:
-    """Write an :class:`xarray.Dataset` to a zarr directory atomically (temporary directory, then rename)."""
+    """Write an :class:`xarray.Dataset` to a zarr directory (format 2, consolidated metadata) atomically
+    (temporary directory, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".zarr.tmp"))
     try:
         shutil.rmtree(tmp)
-        ds.to_zarr(tmp, mode="w")
+        ds.to_zarr(tmp, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
@@ -184,15 +216,131 @@ def git_commit() -> str:
         return "unknown"
 
 
+TIME_FORMAT = "%Y%m%dT%H%M%SZ"
+"""UTC time at the head of a result's name (``20261126T004512Z``): names sort by it."""
+
+LATEST = "latest"
+"""``<dir>/latest``: a relative symbolic link to the newest result in ``<dir>`` (a text file holding its name
+where the filesystem has no symbolic links)."""
+
+_NAME_RE = re.compile(r"^(\d{8}T\d{6}Z)-(.+?)(\.nc|\.zarr)?$")
+
+
+def run_name(when: str | _dt.datetime | None, key: str) -> str:
+    """``<UTC time>-<key>``: the name of a result that started at ``when`` (an ISO time or a datetime; default
+    now)."""
+    if when is None:
+        t = _dt.datetime.now(_dt.timezone.utc)
+    elif isinstance(when, str):
+        t = _dt.datetime.fromisoformat(when)
+    else:
+        t = when
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc)
+    return t.astimezone(_dt.timezone.utc).strftime(TIME_FORMAT) + "-" + key
+
+
+def run_time(name: str) -> _dt.datetime | None:
+    """The UTC time a result's name starts with (:func:`run_name`), or None."""
+    m = _NAME_RE.match(name)
+    if m is None:
+        return None
+    return _dt.datetime.strptime(m.group(1), TIME_FORMAT).replace(tzinfo=_dt.timezone.utc)
+
+
+def content_key(text: str) -> str:
+    """The 12 hex digits of the SHA-256 of ``text``: the hash in a result's name."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def new_run_id() -> str:
     """A sortable unique id: UTC time plus a short random suffix."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    return run_name(None, uuid.uuid4().hex[:6])
 
 
-def write_dataset(ds, directory: str | os.PathLike[str], run_id: str | None = None) -> Path:
-    """Write ``ds`` to ``directory/<run_id>.nc`` atomically, stamping ``git_commit`` and ``created``."""
-    run_id = run_id or new_run_id()
+def point_latest(directory: str | os.PathLike[str]) -> Path | None:
+    """Point ``<directory>/latest`` at the newest result there (the latest ``<UTC time>-...`` name of a ``.nc``
+    file or ``.zarr`` store), atomically; return the link, or None when there is no such result.
+
+    A relative symbolic link, replaced with :func:`os.replace`; where the
+    filesystem has none, a text file holding the result's name.
+    """
+    d = Path(directory)
+    try:
+        found = [(e.name[:16], e.stat(follow_symlinks=False).st_mtime_ns, e.name) for e in os.scandir(d)
+                 if not e.name.startswith(".") and e.name.endswith((".nc", ".zarr")) and run_time(e.name) is not None]
+    except OSError:
+        return None
+    if not found:
+        return None
+    target = max(found)[2]  # the latest start; of runs started in the same second, the one written last
+    link = d / LATEST
+    if link.is_dir() and not link.is_symlink():
+        return None  # a directory of the user's own stands there: left alone
+    tmp = d / f".{LATEST}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        os.symlink(target, tmp)
+    except OSError:  # no symbolic links here: the name in a text file
+        return write_text(link, target + "\n")
+    try:
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    return link
+
+
+def write_dataset(ds, directory: str | os.PathLike[str], run_id: str | None = None,
+                  identity: str | None = None) -> Path:
+    """Write ``ds`` to ``directory/<run_id>.nc`` atomically, stamping ``git_commit`` and ``created``, and point
+    ``directory/latest`` at the newest result.
+
+    Without ``run_id`` the name is ``<UTC time>-<hash>`` (:func:`run_name`;
+    the hash of ``identity``, the text that defines the result, else random)
+    and an existing file is never replaced: the same ``identity`` in the same
+    second is the same result, whose path is returned.
+    """
     ds = ds.copy()
     ds.attrs.setdefault("git_commit", git_commit())
     ds.attrs.setdefault("created", _dt.datetime.now(_dt.timezone.utc).isoformat())
-    return write_netcdf(ds, Path(directory) / f"{run_id}.nc")
+    if run_id is not None:
+        path = write_netcdf(ds, Path(directory) / f"{run_id}.nc")
+    else:
+        key = content_key(identity) if identity is not None else uuid.uuid4().hex[:12]
+        path = Path(directory) / f"{run_name(None, key)}.nc"
+        try:
+            write_netcdf(ds, path, exclusive=True)
+        except FileExistsError:
+            pass
+    point_latest(path.parent)
+    return path
+
+
+def check_writable(field: str, directory: str | os.PathLike[str]) -> Path:
+    """Make ``directory`` (and its parents), probe-write a temporary file in it, then remove the file and the
+    directories it made (the output is written later; a refused command leaves nothing behind): a command checks
+    this for every output before it computes. ConfigError naming the field, the directory and the cause."""
+    from .errors import ConfigError
+
+    d = Path(directory)
+    made = []
+    try:
+        up = d
+        while not up.exists() and up != up.parent:
+            made.append(up)
+            up = up.parent
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".write-probe-", dir=d)
+        os.close(fd)
+        os.unlink(tmp)
+        for m in made:                                 # deepest first
+            try:
+                m.rmdir()
+            except OSError:
+                break
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(d) else ""
+        raise ConfigError(field, str(directory), "a directory this user can create and write",
+                          f"{why}{where}; nothing was computed.") from None
+    return d

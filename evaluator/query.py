@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import ROW_LABELS, TABLE, rankable, shown, smaller_is_better
+from .dataset import ROW_LABELS, TABLE, first_rankable, rankable, shown, smaller_is_better
 from .dataset import metric as metric_entry
 from .errors import ConfigError, is_int, require
 
@@ -53,8 +53,12 @@ def _has_hdf5_signature(fh, head: bytes) -> bool:
     return False
 
 
-def open_results(path: str | Path) -> xr.Dataset:
+def open_results(path: str | Path, results_dir: str | Path = "results") -> xr.Dataset:
     """Open a sweep dataset (``.nc`` via h5netcdf, or a ``.zarr`` directory), fully loaded.
+
+    ``path`` may also name a study (``"dragonfly_nne_placement"``: its latest
+    run under ``results_dir``), ``STUDY/latest``, or a glob that matches one
+    dataset (:func:`evaluator.runs.resolve`).
 
     Raises :class:`~evaluator.errors.ConfigError` naming the path when it is
     missing, unreadable, not a netCDF-4 file or zarr store, or cannot be read
@@ -62,7 +66,9 @@ def open_results(path: str | Path) -> xr.Dataset:
     """
     if not isinstance(path, (str, Path)):
         raise ConfigError("path", path, _WRITTEN_BY)
-    p = Path(path)
+    from .runs import resolve
+
+    p = resolve(path, results_dir)
     if not p.exists():
         raise ConfigError("path", str(p), _WRITTEN_BY, "No such file or directory.")
     if p.is_dir():
@@ -172,12 +178,9 @@ fewer dimensions is shown (repeated) where at most this many rows share each of 
 def default_metric(ds: xr.Dataset) -> str:
     """What ``query`` ranks by when not told: the dataset's first rankable variable in the metric table's order
     (``completion_time`` for ``eval`` and ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``)."""
-    ranked = rankable(ds)
-    for name in TABLE:
-        if name in ranked:
-            return name
-    if ranked:
-        return ranked[0]
+    name = first_rankable(ds)
+    if name is not None:
+        return name
     _check_rankable(ds, None)
     raise AssertionError  # unreachable: _check_rankable raised
 

@@ -73,6 +73,7 @@ import xarray as xr
 
 from .errors import (ConfigError, MachineError, UnknownMachineError, check_memory, is_int, positive_float, positive_int,
                      require)
+from .dataset import with_units
 from .evaluate import evaluate_batch
 from .machines import Machine, load_machine
 from .placement import Placement
@@ -469,7 +470,7 @@ def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
         "n_decompositions": counts["decompositions"],
         "ideal_ratio_all": ideal[0], "ideal_ratio_seq": ideal[1],
     })
-    return ds
+    return with_units(ds)
 
 
 def compare(ds: xr.Dataset, baseline: xr.Dataset) -> xr.Dataset:
@@ -488,7 +489,7 @@ def compare(ds: xr.Dataset, baseline: xr.Dataset) -> xr.Dataset:
     out.attrs["baseline"] = (f"grid {baseline.attrs['grid']} on {baseline.attrs['nodes']} nodes x "
                              f"{baseline.attrs['tasks_per_node']}: {b0.decomposition.item()} tile "
                              f"{b0.tile.item()} router tile {b0.router_tile.item()}")
-    return out
+    return with_units(out)
 
 
 # ----------------------------------------------------------------------------------
@@ -496,36 +497,59 @@ def compare(ds: xr.Dataset, baseline: xr.Dataset) -> xr.Dataset:
 # ----------------------------------------------------------------------------------
 
 
-def _us(x: float) -> str:
-    return f"{x * 1e6:.4g}"
+_TIME_COLUMNS = ("time_all", "time_seq", "links_all", "links_seq", "closed_links_all", "closed_links_seq")
+"""The time columns of the ranked table, shown in one display unit (:func:`evaluator.display.shared_unit`)."""
+
+
+def _bandwidths(a: dict) -> tuple[str, str]:
+    """The machine's link bandwidths (one unit) and the node's injection bandwidth, for people: ``("9.375,
+    4.688, 9.375 GB/s", "6.400 GB/s")``."""
+    from .display import format_value, format_values, shared_unit
+
+    bw = [float(b) for b in str(a["link_bandwidth"]).split(",")]
+    texts, unit = format_values(bw, "bytes/s", shared_unit("bytes/s", [bw]))
+    return f"{', '.join(texts)} {unit}", format_value(float(a["injection_bandwidth"]), "bytes/s")
 
 
 def format_advice(ds: xr.Dataset, top: int = 10) -> str:
-    """The ranked table and plain-language notes (what limits the exchange, the closed form, the baseline)."""
+    """The ranked table and plain-language notes (what limits the exchange, the closed form, the baseline).
+
+    Times are in one display unit for the whole table, chosen from the shown rows' times and named in the headers
+    (:mod:`evaluator.display`); bandwidths in decimal SI (GB/s)."""
+    from .display import format_values, shared_unit
+
     a = ds.attrs
     n = ds.sizes["candidate"] if top <= 0 else min(top, ds.sizes["candidate"])
+    links_bw, inj_bw = _bandwidths(a)
     lines = [f"{a['machine']}: grid {a['grid']} on {a['nodes']} nodes x {a['tasks_per_node']} tasks, "
              f"{a['bytes_per_point']:g} bytes per halo point, {'periodic' if a['periodic'] else 'non-periodic'}; "
-             f"links {a['link_bandwidth']} B/s, injection {a['injection_bandwidth']:.4g} B/s per node",
+             f"links {links_bw}, injection {inj_bw} per node",
              f"{a['n_candidates']} candidates fit ({a['n_too_large']} too large for the machine), "
              f"{a['n_evaluated']} evaluated with the link model; ranked by "
              f"{a['rank_by'].replace('_', ' ')} ({'router links only' if a['limit'] == 'links' else 'every link'})"]
+    shown = ds.isel(candidate=slice(0, n))
+    tu = shared_unit("s", [shown[c].values for c in _TIME_COLUMNS])
+    u = tu[0]
+
+    def t(x: float) -> str:
+        return format_values([x], "s", tu)[0][0]
+
     speed = "speedup_all" in ds
     head = (f"{'rank':>4}  {'decomposition':<14}{'tile/node':<10}{'pair':<7}{'prism':<9}{'router tile':<13}"
-            f"{'all-at-once us':>15} {'limit':<10}{'per-dim us':>11} {'limit':<10}{'links only us':>15}"
-            f"{'closed form us':>16}")
+            f"{f'all-at-once [{u}]':>17} {'limit':<10}{f'per-dim [{u}]':>13} {'limit':<10}"
+            f"{f'links only [{u}]':>18}{f'closed form [{u}]':>19}")
     if speed:
         head += f"{'speedup':>13}"
     lines += ["", head]
     for i in range(n):
         r = ds.isel(candidate=i)
         row = (f"{i + 1:>4}  {r.decomposition.item():<14}{r.tile.item():<10}{r.router_block.item():<7}"
-               f"{r.prism.item():<9}{r.router_tile.item():<13}{_us(float(r.time_all)):>15} "
-               f"{r.limit_all.item():<10}{_us(float(r.time_seq)):>11} {r.limit_seq.item():<10}"
-               f"{_us(float(r.links_all)) + '/' + _us(float(r.links_seq)):>15}"
-               f"{_us(float(r.closed_links_all)) + '/' + _us(float(r.closed_links_seq)):>16}")
+               f"{r.prism.item():<9}{r.router_tile.item():<13}{t(float(r.time_all)):>17} "
+               f"{r.limit_all.item():<10}{t(float(r.time_seq)):>13} {r.limit_seq.item():<10}"
+               f"{t(float(r.links_all)) + '/' + t(float(r.links_seq)):>18}"
+               f"{t(float(r.closed_links_all)) + '/' + t(float(r.closed_links_seq)):>19}")
         if speed:
-            row += f"{float(r.speedup_all):>6.3f}/{float(r.speedup_seq):.3f}"
+            row += f"{f'{float(r.speedup_all):.3f}/{float(r.speedup_seq):.3f}':>13}"
         lines.append(row)
     lines += ["", "columns: tile/node = tasks per node along each dimension; pair = how a router's nodes sit "
               "(1x2x1: side by side along Y); router tile = points behind one router (the slides' tile); "
@@ -536,11 +560,11 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
     if limit in ("injection", "mixed"):
         lim_t, inj_t = float(best[f"links_{key}"]), float(best[f"injection_{key}"])
         what = (f"node injection, not the links, limits the best candidate's {a['rank_by'].replace('_', ' ')} "
-                f"exchange{' in some phases' if limit == 'mixed' else ''}: {_us(inj_t)} us through the NIC "
-                f"({a['injection_bandwidth']:.4g} B/s) against {_us(lim_t)} us on the busiest router link.")
+                f"exchange{' in some phases' if limit == 'mixed' else ''}: {t(inj_t)} {u} through the NIC "
+                f"({inj_bw}) against {t(lim_t)} {u} on the busiest router link.")
         if a["limit"] == "links":
             lines.append(f"NOTE: ranked by the router links alone (the slides' argument), but {what} With "
-                         f"injection counted the times are the 'all-at-once us' and 'per-dim us' columns, which "
+                         f"injection counted the times are the 'all-at-once' and 'per-dim' columns, which "
                          f"follow the node tile's surface: the tile's shape matters little there.")
         else:
             lines.append(f"NOTE: {what} The time then follows the node tile's surface, and the tile's shape "
@@ -562,6 +586,7 @@ def plot_advice(ds: xr.Dataset, path: str | Path, top: int = 15) -> Path:
     """Horizontal bars of the best ``top`` candidates: each exchange's time, with the NIC and links only."""
     from matplotlib.figure import Figure
 
+    from .display import axis_label, shared_unit
     from .io import save_figure
 
     sub = ds.isel(candidate=slice(0, top)) if top > 0 else ds
@@ -573,13 +598,14 @@ def plot_advice(ds: xr.Dataset, path: str | Path, top: int = 15) -> Path:
               ("time_seq", "one dimension at a time", "tab:red"),
               ("links_seq", "one at a time, links only", "tab:orange"))
     h = 0.8 / len(series)
+    unit, factor = shared_unit("s", [sub[var].values for var, _, _ in series])  # the table's rule
     for i, (var, lab, col) in enumerate(series):
-        ax.barh(y + (len(series) / 2 - i - 0.5) * h, sub[var].values * 1e6, h, label=lab, color=col)
+        ax.barh(y + (len(series) / 2 - i - 0.5) * h, sub[var].values / factor, h, label=lab, color=col)
     ax.set_yticks(y)
     ax.set_yticklabels([f"{r.decomposition.item()} / {r.tile.item()} / {r.router_block.item()}"
                         for r in (sub.isel(candidate=i) for i in range(n))], fontsize=7)
-    ax.set_xlabel("halo exchange time (us)")
-    ax.set_ylabel("decomposition / tile per node / node pair")
+    ax.set_xlabel(axis_label("halo exchange time", unit))
+    ax.set_ylabel("decomposition / tile per node / node pair [tasks, tasks, nodes]")
     ax.set_title(f"{ds.attrs['machine']}: grid {ds.attrs['grid']} on {ds.attrs['nodes']} nodes x "
                  f"{ds.attrs['tasks_per_node']}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -161,3 +161,45 @@ def test_an_array_in_a_message_stays_on_one_line():
 
     text = str(ConfigError("traffic.matrix", np.arange(12).reshape(3, 4), "a square\nmatrix", "two\nlines"))
     assert "\n" not in text and text.startswith("traffic.matrix = array([[ 0, 1, 2, 3], [ 4, 5, 6, 7]"), text
+
+
+# ----------------------------------------------------------------------------------------------
+# a misspelt key at any depth (Hydra's '+' adds it; it was dropped silently and the run used the default)
+# ----------------------------------------------------------------------------------------------
+
+GEMINI_ALPS = ["topology=gemini", "placement=alps", "traffic=all_to_all", "routing=dor"]
+KEY_CASES = [
+    ("eval", ["+background.fractoin=0.2"], "background.fractoin = 0.2", "'fraction'"),
+    ("eval", ["+background.sed=3"], "background.sed = 3", "'seed'"),
+    ("eval", ["+bound=true"], "bound = True", "'bounds'"),
+    ("eval", ["+exclusive_node=false"], "exclusive_node = False", "'exclusive_nodes'"),
+    ("eval", [*GEMINI_ALPS, "+placement.rank_order.mjr=C"], "placement.rank_order.mjr = 'C'", "'major'"),
+    ("eval", [*GEMINI_ALPS, "+placement.rank_order.methd=smp"], "placement.rank_order.methd = 'smp'", "'method'"),
+    ("sweep", ["sweeps=dragonfly_nne_placement", "+sweep.chunk_sze=4"], "sweep.chunk_sze = 4", "'chunk_size'"),
+    ("sweep", ["sweeps=dragonfly_nne_placement", "+ray.num_cpu=2"], "ray.num_cpu = 2", "'num_cpus'"),
+    ("sweep", ["sweeps=dragonfly_nne_placement", "+ray.adress=auto"], "ray.adress = 'auto'", "'address'"),
+]
+
+
+@pytest.mark.parametrize("cmd,argv,named,near", KEY_CASES, ids=[c[2].split(" ")[0] for c in KEY_CASES])
+def test_a_misspelt_key_at_any_depth_is_refused_with_the_nearest(cmd, argv, named, near, capsys, tmp_path):
+    out = [f"output_dir={tmp_path}"] if cmd == "eval" else [f"sweep.output_dir={tmp_path}"]
+    rc = cli.main([cmd, *argv, *out])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.count("\n") == 1 and named in err and f"Did you mean {near}?" in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_every_shipped_config_has_only_known_keys():
+    """The check refuses nothing the project ships: every named study and every group option composes."""
+    from pathlib import Path
+
+    from evaluator import config
+
+    repo = Path(__file__).resolve().parent.parent
+    for study in sorted(p.stem for p in (repo / "sweeps").glob("*.yaml")):
+        config.compose_sweep([f"sweeps={study}"])
+    for group in ("topology", "routing", "traffic", "placement"):
+        for option in sorted(p.stem for p in (repo / "conf" / group).glob("*.yaml")):
+            config.to_object(config.compose([f"{group}={option}"]))

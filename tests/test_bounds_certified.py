@@ -136,7 +136,7 @@ def test_tornado_valiant_router_within_the_adaptive_bound():
 def test_split_tie_is_an_expectation_faster_than_either_path_and_the_summary_says_so():
     """Issue 23 item 9: a shift by n/2 on a ring of 8 takes 1 ms with tie=split (half the bytes each way) and
     2 ms on either single path; the bound (any routing) is the split's time; the eval summary explains it."""
-    from evaluator.dataset import summary_lines
+    from evaluator.display import summary_lines
 
     ring = ev.torus([8], link_bandwidth=1e9)
     src = np.arange(8)

@@ -19,9 +19,9 @@ from evaluator.studies.rdn import RdnMachine, allocation_mode_study
 from tests.claims import check_stated
 
 DOC = "docs/rdn.md"
-SMALL = "python -m evaluator.studies rdn --machine 2,4,2,8 --groups 2,4,8 --patterns stencil,all_to_all " \
+SMALL = "evaluator study rdn --machine 2,4,2,8 --groups 2,4,8 --patterns stencil,all_to_all " \
         "--bounds adaptive,optimal"
-TABLE = "python -m evaluator.studies rdn --machine 2,4,2,8 --groups 2,4,8 --speedup-out results/rdn/speedup.nc"
+TABLE = "evaluator study rdn --machine 2,4,2,8 --groups 2,4,8 --speedup-out results/rdn/speedup.nc"
 TABLE_OBLIVIOUS = TABLE + " --baseline oblivious"
 
 

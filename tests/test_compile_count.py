@@ -198,7 +198,8 @@ def test_threads_share_one_build(tmp_path, monkeypatch):
     from evaluator import config
     from evaluator.sweep import plan_sweep, worker
 
-    plan = plan_sweep(config.compose_sweep([f"sweep.output_dir={tmp_path}", "topology.p=2", "topology.a=4",
+    plan = plan_sweep(config.compose_sweep(["sweeps=dragonfly_nne_placement", f"sweep.output_dir={tmp_path}",
+                                            "topology.p=2", "topology.a=4",
                                             "topology.h=2"]))
     st = worker._State(plan)
     idx = (0,) * len(plan.axes)

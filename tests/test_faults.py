@@ -185,7 +185,7 @@ def test_full_disk_while_writing_the_dataset(tmp_path, monkeypatch, reference):
     monkeypatch.setattr(D.io, "write_netcdf", full)
     with pytest.raises(StorageError) as e:
         run_sweep(plan, NO_RAY, progress=False)
-    assert f"{plan.run_id}.nc" in str(e.value) and "The 6 chunk(s)" in str(e.value)
+    assert f"{plan.run_id.rsplit('-', 1)[1]}.nc" in str(e.value) and "The 6 chunk(s)" in str(e.value)
     monkeypatch.undo()
     xr.testing.assert_identical(strip(open_results(run_sweep(plan, NO_RAY, progress=False))), reference)
 

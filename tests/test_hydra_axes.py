@@ -153,7 +153,8 @@ def test_a_swept_key_also_overridden_is_a_conflict():
 def test_show_config_shows_the_axes(capsys):
     import yaml
 
-    assert cli.main(["sweep", "--show-config", "placement.seed=range(0,4)", "routing=valiant,minimal"]) == 0
+    assert cli.main(["sweep", "--show-config", "sweeps=dragonfly_nne_placement", "placement.seed=range(0,4)",
+                     "routing=valiant,minimal"]) == 0
     axes = yaml.safe_load(capsys.readouterr().out)["sweep"]["axes"]
     assert axes["placement"] == {"seed": {"range": [0, 4]}}
     assert list(axes) == ["traffic.beta", "placement.gamma", "routing", "placement"]

@@ -148,7 +148,7 @@ def test_key_of_another_kind_fails_at_composition(overrides, needles, capsys):
 LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
      "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache",
-     "evaluator._malloc"),
+     "evaluator._malloc", "evaluator.runs"),
     ("evaluator.topology",),
     ("evaluator.lp",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),
@@ -158,7 +158,7 @@ LAYERS = [
     ("evaluator.workload",),
     ("evaluator.sweep", "evaluator.partitions", "evaluator.bench", "evaluator.tiles"),
     ("evaluator.cli",),
-    ("evaluator", "evaluator.__main__"),
+    ("evaluator", "evaluator.__main__", "evaluator.studies.__main__"),  # entry points (python -m) on top
 ]
 """Layers, lowest first: a module may import its own layer's modules or lower ones, never higher."""
 

@@ -588,15 +588,15 @@ def test_cli_compare_and_machine(tmp_path, capsys):
     assert cli_main(["JUQUEEN", "--compare", "JUQUEEN-54", "JUQUEEN-48", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "3x3x3x2" in out and "4608" in out
-    nc = tmp_path / "compare_juqueen_juqueen-54_juqueen-48.nc"
-    assert nc.exists() and (tmp_path / "compare_juqueen_juqueen-54_juqueen-48.png").stat().st_size > 0
+    nc = (tmp_path / "compare_juqueen_juqueen-54_juqueen-48" / "latest").resolve()  # <name>/<time>-<hash>.nc
+    assert nc.exists() and nc.with_suffix(".png").stat().st_size > 0
     ds = xr.open_dataset(nc, engine="h5netcdf").load()
     assert float(ds["best_links"].sel(size=27648, machine="JUQUEEN-54")) == 4608
     assert cli_main(["Mira", "--size", "2048", "12288", "--no-plot", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "predicted speedup 1.33x" in out and not (tmp_path / "mira.png").exists()
+    assert "predicted speedup 1.33x" in out and not list((tmp_path / "mira").glob("*.png"))
     assert cli_main(["BlueWaters", "--slabs", "--no-plot", "--out", str(tmp_path)]) == 0
-    assert "23x6x24" in capsys.readouterr().out and (tmp_path / "bluewaters_slabs.nc").exists()
+    assert "23x6x24" in capsys.readouterr().out and list((tmp_path / "bluewaters_slabs").glob("*.nc"))
 
 
 def test_cli_errors(tmp_path, capsys):

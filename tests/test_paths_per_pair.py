@@ -297,9 +297,9 @@ def test_gain_plot_shows_paths_per_pair_next_to_the_gain(tmp_path, monkeypatch):
     for row in range(2):  # traffic.mode disjoint, overlap
         gain_ax, ppp_ax = axes[2 * row], axes[2 * row + 1]
         assert "gain over routing=dor" in gain_ax.get_ylabel() and "paths per router pair" in ppp_ax.get_ylabel()
-        order = [1, 0]  # sizes as the gain panels put them: larger first
-        assert [t.get_text() for t in ppp_ax.get_xticklabels()] == ["1024", "512"]
-        assert [t.get_text() for t in gain_ax.get_xticklabels()] == ["1024", "512"]
+        order = [0, 1]  # sizes as the gain panels put them: ascending (a numeric axis)
+        assert [t.get_text() for t in ppp_ax.get_xticklabels()] == ["512", "1024"]
+        assert [t.get_text() for t in gain_ax.get_xticklabels()] == ["512", "1024"]
         for line, r in zip(ppp_ax.get_lines(), range(3)):
             np.testing.assert_array_equal(line.get_ydata(), ds.paths_per_pair.values[row, order, r])
         for line, r in zip(gain_ax.get_lines(), range(3)):  # the gain by hand: dor's time over the routing's

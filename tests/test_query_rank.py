@@ -123,6 +123,8 @@ def test_every_variable_a_command_writes_is_in_the_metric_table(made, kind):
             assert ds[v].attrs["units"].split(" per ")[0] == entry.units, v
     per_point = [v for v in _numeric(ds) if "link" not in ds[v].dims]
     assert set(rankable(ds)) == {v for v in per_point if v not in NOT_RANKED and ds[v].dtype.kind != "b"}
+    if kind not in ("schedule", "study"):  # issue 24 item 6: every variable says its unit ("" for text)
+        assert [v for v in ds.data_vars if "units" not in ds[v].attrs] == []
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -10,6 +10,7 @@ import xarray as xr
 import yaml
 
 from evaluator import cli
+from evaluator.io import content_key
 from evaluator.workload import UnrestrictedPolicy, prepare_trace, read_swf, simulate, synthetic_trace, WorkloadModel
 from evaluator.workload.analysis import MONTH_S, months, utilisation, utilisation_by_month, wait_reduction
 from evaluator.workload.run import RunSpec, TraceSpec, run_schedule
@@ -181,7 +182,8 @@ def test_study_resumes_after_a_crash_without_losing_or_repeating_points(tmp_path
     got = xr.open_dataset(path, engine="h5netcdf")
     # every point computed exactly once over the two runs (the crashed one is computed again), none twice
     assert sorted(first[:3] + calls) == sorted(S.study_points(S.load_study(f)))
-    assert got.attrs["n_computed"] == 5 and path.stem == ref.attrs["study_id"]
+    assert got.attrs["n_computed"] == 5 and got.attrs["study_id"] == ref.attrs["study_id"] \
+        and path.stem.endswith(content_key(ref.attrs["study_id"]))  # <UTC time>-<hash of the study id>.nc
     for k in ref.data_vars:
         if k != "jobs_per_s":  # wall clock
             np.testing.assert_array_equal(got[k].values, ref[k].values)

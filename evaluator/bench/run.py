@@ -50,6 +50,10 @@ Scenarios (issues 5 and 10):
 8. ``lp``: the batched JAX LP solver (MPAX PDHG) against HiGHS on the same
    Model 1 instances (:mod:`evaluator.bench.lp`): >= 100 many-to-many
    instances on a 512-node BG/Q partition, one on 8,192 nodes.
+9. ``startup``: a library user's first ``ev.evaluate`` of an 8x8 torus in a
+   new Python process, cold (empty compilation cache) and in later processes
+   (warm cache: ``import evaluator`` turns it on), import excluded, the ratio
+   and issue 24's 0.5 s target (:mod:`evaluator.bench.startup`).
 
 Every kernel scenario runs in its own worker process, so that "peak memory" is
 the scenario's own peak resident set size (taken before the baselines run)
@@ -76,7 +80,8 @@ import numpy as np
 
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
-SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "paths", "sweep", "optimize", "scaling", "lp")
+SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "paths", "sweep", "optimize", "scaling", "lp",
+             "startup")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
 SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
@@ -627,7 +632,10 @@ def _launch(name: str, quick: bool, cpus: list[int] | None, extra: list[str] = (
     if quick:
         cmd.append("--quick")
     pin = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
-    return subprocess.Popen(cmd, preexec_fn=pin), Path(out)
+    # the workers time compilation: no persistent compilation cache of ours (`import evaluator` turns it on;
+    # a cache the user gave JAX through its own variables is left as it is, as before)
+    env = dict(os.environ, EVALUATOR_COMPILATION_CACHE="0")
+    return subprocess.Popen(cmd, preexec_fn=pin, env=env), Path(out)
 
 
 def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
@@ -1038,6 +1046,12 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         opt_rows, raw["optimize"] = _run_optimize(quick, log)
         rows += opt_rows
     suffix = "-quick" if quick else ""
+    if "startup" in only:
+        from .startup import run_startup, startup_rows
+
+        begin("startup")
+        raw["startup"] = run_startup(quick, log)
+        rows += startup_rows(raw["startup"], _device_label)
     if "scaling" in only:
         begin("scaling")
         log("scenario: scaling")

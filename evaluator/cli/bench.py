@@ -20,13 +20,14 @@ def main(argv: list[str]) -> int:
                     "writes it as JSON (and a scaling plot) under results/bench/.")
     p.add_argument("--quick", action="store_true", help="fewer points, smaller checks, a 3,200-point sweep and a "
                                                         "128x128x4 torus (a few minutes)")
-    p.add_argument("--out-dir", default="results/bench", help="where to write the JSON and the plot")
+    p.add_argument("--out", default="results/bench", metavar="DIR",
+                   help="where to write the JSON and the plot (default results/bench)")
     p.add_argument("--only", nargs="+", metavar="SCENARIO",
                    help="run only these scenarios: " + ", ".join(SCENARIOS))
     p.add_argument("--settle", default="0", metavar="SECONDS",
                    help="pause before each scenario after the first, so that a burstable VM throttled by the "
                         "previous scenario's load recovers (default 0; 60 s is enough here)")
     args = p.parse_args(argv)
-    run(quick=args.quick, out_dir=args.out_dir, only=args.only, log=lambda m: print(m, file=sys.stderr),
+    run(quick=args.quick, out_dir=args.out, only=args.only, log=lambda m: print(m, file=sys.stderr),
         settle=args.settle)
     return 0

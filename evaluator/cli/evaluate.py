@@ -1,4 +1,6 @@
-"""``evaluator eval [overrides]``: evaluate one design point and write its dataset."""
+"""``evaluator eval [overrides]``: evaluate one design point and write its dataset,
+``<output_dir>/<UTC time>-<hash>.nc`` (the hash of the config; ``<output_dir>/latest`` points at the newest; an
+earlier dataset is never replaced)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from .. import config
-from ..dataset import summary_lines
+from ..display import summary_lines
 from ..errors import StorageError
 from ..evaluate import evaluate
 from ..io import write_dataset
@@ -44,7 +46,7 @@ def main(argv: list[str]) -> int:
         print(line)
     if obj.save:
         try:
-            path = write_dataset(ds, Path(obj.output_dir))
+            path = write_dataset(ds, Path(obj.output_dir), identity=ds.attrs["config_yaml"])
         except OSError as exc:
             raise StorageError(f"output_dir = {obj.output_dir!r} is invalid: cannot write the dataset there "
                                f"({exc.strerror or exc}). The evaluation above is not saved; pick a writable "

@@ -91,13 +91,21 @@ def _split_negative(argv: list[str]) -> list[str]:
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--alpha", "--tasks", "--top") and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
+        if a in ("--alpha", "--tasks", "--top", "-n") and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
             out.append(f"{a}={argv[i + 1]}")
             i += 2
             continue
         out.append(a)
         i += 1
     return out
+
+
+def _describe(topology_cfg) -> str:
+    """The network for people, as every command names it (the topology's own name: ``DF(4,8,4,33)``,
+    ``torus 8x8``), never the config's Python repr."""
+    from ..config.build import build_topology
+
+    return build_topology(topology_cfg).name
 
 
 def _names(option: str, text: str) -> list[str]:
@@ -120,7 +128,7 @@ def main(argv: list[str]) -> int:
                     help="comma-separated routing group options, e.g. minimal,valiant")
     ap.add_argument("--placement", default="dragonfly_cartesian",
                     help="placement group (dragonfly_cartesian searches every gamma)")
-    ap.add_argument("--top", default="10", help="rows of the ranked table to print (0: all)")
+    ap.add_argument("-n", "--top", default="10", help="rows of the ranked table to print (0: all; default 10)")
     ap.add_argument("--ray", action="store_true", help="run on Ray instead of in this process")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_intermixed_args(_split_negative(list(argv)))
@@ -140,7 +148,7 @@ def main(argv: list[str]) -> int:
     ray_cfg = request.config.ray if args.ray else config.RayConfig(enabled=False)
     path = run_sweep(plan, ray_cfg, progress=not args.no_progress)
     ds = open_results(path)
-    network = plan.bases[next(iter(plan.bases))].topology
+    network = _describe(plan.bases[next(iter(plan.bases))].topology)
     n_feasible = int(ds.attrs["n_feasible"])
     if n_feasible == 0:
         reasons = Counter(" ".join(str(r).split()) for r in ds["reason"].values.reshape(-1) if str(r))

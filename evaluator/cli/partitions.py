@@ -2,7 +2,7 @@
 
 Usage::
 
-    evaluator partitions MACHINE [--size N ...] [--compare M1 M2 ...]
+    evaluator partitions MACHINE|--machine MACHINE [--size N ...] [--compare M1 M2 ...]
                                  [--slabs] [--out DIR] [--no-plot] [--pairing [--tie T]]
 
 Examples::
@@ -12,6 +12,13 @@ Examples::
     evaluator partitions JUQUEEN --compare JUQUEEN-54 JUQUEEN-48   # Table 5, Fig. 7
     evaluator partitions BlueWaters --slabs        # Fiedler's slabs
     evaluator partitions Sequoia --size 8192 24576
+    evaluator partitions --machine Mira            # the same as the first
+
+Each analysis writes its dataset to ``<out>/<name>/<UTC time>-<hash>.nc``
+(``<name>``: the machine, ``<machine>_slabs``, ``<machine>_pairing`` or
+``compare_<machines>``; the PNG beside it), never over an earlier one;
+``<out>/<name>/latest`` points at the newest (``evaluator query
+partitions/mira``).
 
 The entry point only parses arguments, calls :mod:`evaluator.partitions` and
 prints; every number comes from the library. Bad input (any
@@ -22,6 +29,7 @@ prints one line ``error: ...`` to stderr and returns 2.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -30,7 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import partitions as P
+from ..display import format_number, shared_unit
 from ..errors import ConfigError, MachineError
+from ..io import write_dataset
 from ..machines import Machine, list_machines, load_machine
 
 __all__ = ["main", "build_parser"]
@@ -43,16 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Partition geometries of a torus machine: internal bisection (links and bytes/s per "
                     "direction), best and worst shapes, allowed vs best possible, predicted speedup of a "
                     "contention-bound job.")
-    p.add_argument("machine", nargs="?", help="machine name (case-insensitive) or YAML file; "
+    p.add_argument("machine", nargs="?", metavar="MACHINE", help="machine name (case-insensitive) or YAML file; "
                    "known: " + ", ".join(_known()))
-    p.add_argument("--size", "-n", type=int, nargs="+", metavar="N",
+    p.add_argument("--machine", dest="machine_option", metavar="NAME|YAML", default=None,
+                   help="the machine, as the positional MACHINE (one of the two)")
+    p.add_argument("--size", type=int, nargs="+", metavar="N",
                    help="partition sizes in nodes (default: the allowed-list sizes, or every feasible size)")
     p.add_argument("--compare", nargs="+", metavar="M",
                    help="compare best-case partitions of MACHINE and these machines (Oltchik Table 5)")
     p.add_argument("--slabs", action="store_true",
                    help="bisection per node of the machine's slab shapes (torus machines, Fiedler's slides)")
     p.add_argument("--out", default="results/partitions", metavar="DIR",
-                   help="output directory for .nc and .png files (default: results/partitions)")
+                   help="output directory: each analysis writes DIR/<name>/<UTC time>-<hash>.nc and .png "
+                        "(default: results/partitions)")
     p.add_argument("--no-plot", action="store_true", help="do not write PNG plots")
     p.add_argument("--pairing", action="store_true",
                    help="link-level confirmation: predict the bisection-pairing benchmark (furthest-node pairs, "
@@ -74,8 +87,13 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9.-]+", "_", name.lower()).strip("_") or "machine"
 
 
-def _bw(x: float) -> str:
-    return f"{x:.4g}"
+def _unit(si: str, *columns) -> tuple[str, float]:
+    """One display unit for columns printed together (decimal SI, :func:`evaluator.display.shared_unit`)."""
+    return shared_unit(si, [np.asarray(c, dtype=float) for c in columns])
+
+
+def _bw(x: float, unit: tuple[str, float]) -> str:
+    return format_number(x / unit[1])
 
 
 def _fmt(shape: Sequence[int]) -> str:
@@ -87,15 +105,18 @@ def _print_size(m: Machine, a: P.SizeAnalysis) -> None:
     print(f"\nP = {a.nodes} nodes ({a.units} {unit}): {len(a.geometries)} geometr"
           f"{'y' if len(a.geometries) == 1 else 'ies'}")
     torus = "node torus" if m.kind == "bgq" else "router prism"
-    head = (f"  {'geometry':<12} {'shape':<12} {torus:<16} {'links':>7} {'bisection B/s':>14} "
-            f"{'per node B/s':>13} {'best/this':>9}")
+    bw = _unit("bytes/s", [g.bisection.bandwidth for g in a.geometries],
+               [g.bisection.per_node for g in a.geometries])
+    head = (f"  {'geometry':<12} {'shape':<12} {torus:<16} {'links':>7} {f'bisection [{bw[0]}]':>17} "
+            f"{f'per node [{bw[0]}]':>16} {'best/this':>9}")
     if a.has_allowed_list:
         head += "  allowed"
     print(head)
     for g in a.geometries:
         b = g.bisection
         row = (f"  {g.label:<12} {_fmt(g.shape):<12} {_fmt(g.node_dims):<16} {b.links:>7} "
-               f"{_bw(b.bandwidth):>14} {_bw(b.per_node):>13} {P.predicted_speedup(a.best.bisection, b):>8.2f}x")
+               f"{_bw(b.bandwidth, bw):>17} {_bw(b.per_node, bw):>16} "
+               f"{P.predicted_speedup(a.best.bisection, b):>8.2f}x")
         if a.has_allowed_list:
             row += "  " + ("yes" if g.allowed else "no")
         print(row)
@@ -132,19 +153,29 @@ def _print_summary(m: Machine, analyses: Sequence[P.SizeAnalysis]) -> None:
                   f"{new:<12} {nbw:>6}  {a.speedup_best_over_worst:.2f}x")
 
 
+def _save(ds, out: Path, name: str, what: str, machines: Sequence[Machine], sizes, **more) -> Path:
+    """Write ``ds`` to ``out/<name>/<UTC time>-<hash>.nc`` (the hash of what was asked), never over an earlier
+    result; ``out/<name>/latest`` points at it."""
+    identity = json.dumps({"analysis": what, "machines": [str(m.key) for m in machines],
+                           "sources": [str(getattr(m, "source", "") or "") for m in machines],
+                           "sizes": sorted(int(x) for x in sizes) if sizes else None, **more}, sort_keys=True)
+    return write_dataset(ds, out / name, identity=identity)
+
+
 def _run_machine(m: Machine, sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
     print(m.label)
-    print(f"  link bandwidth {', '.join(_bw(b) for b in m.link_bandwidth)} bytes/s per direction; "
+    bw = _unit("bytes/s", m.link_bandwidth)
+    print(f"  link bandwidth {', '.join(_bw(b, bw) for b in m.link_bandwidth)} {bw[0]} per direction; "
           f"{'each partition is its own torus' if m.kind == 'bgq' else 'prisms routed over the host torus'}")
     analyses = P.analyse_machine(m, sizes)
     for a in analyses:
         _print_size(m, a)
     _print_summary(m, analyses)
     ds = P.partitions_dataset(m, analyses)
-    path = P.write_netcdf_atomic(ds, out / f"{_slug(m.name)}.nc")
+    path = _save(ds, out, _slug(m.name), "machine", [m], sizes)
     print(f"\nwrote {path}")
     if plot:
-        print(f"wrote {P.plot_partitions(ds, out / f'{_slug(m.name)}.png')}")
+        print(f"wrote {P.plot_partitions(ds, path.with_suffix('.png'))}")
 
 
 def _run_compare(ms: Sequence[Machine], sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
@@ -170,41 +201,44 @@ def _run_compare(ms: Sequence[Machine], sizes: Sequence[int] | None, out: Path, 
             i = int(np.argmax(col.fillna(-1).values))
             print(f"  {n}: max speedup over {names[0]} at equal size {float(col[i]):.2f}x "
                   f"(P = {int(ds['size'][i])})")
-    stem = "compare_" + "_".join(_slug(n) for n in names)
-    print(f"\nwrote {P.write_netcdf_atomic(ds, out / f'{stem}.nc')}")
+    path = _save(ds, out, "compare_" + "_".join(_slug(n) for n in names), "compare", ms, sizes)
+    print(f"\nwrote {path}")
     if plot:
-        print(f"wrote {P.plot_comparison(ds, out / f'{stem}.png')}")
+        print(f"wrote {P.plot_comparison(ds, path.with_suffix('.png'))}")
 
 
 def _run_slabs(m: Machine, out: Path, plot: bool) -> None:
     res = P.slab_bisections(m)
     best = max(r.bisection.per_node for r in res)
     print(f"{m.label}: bisection of router prisms (embedded in the host torus)")
-    print(f"  {'prism':<10} {'ring':<8} {'nodes':>6} {'links':>6} {'bisection B/s':>14} {'per node B/s':>13} "
-          f"{'vs best':>8}  cut links per dim")
+    bw = _unit("bytes/s", [r.bisection.bandwidth for r in res], [r.bisection.per_node for r in res])
+    print(f"  {'prism':<10} {'ring':<8} {'nodes':>6} {'links':>6} {f'bisection [{bw[0]}]':>17} "
+          f"{f'per node [{bw[0]}]':>16} {'vs best':>8}  cut links per dim")
     for r in res:
         b = r.bisection
         ring = "".join("R" if w else "-" for w in r.wrap)
-        print(f"  {r.label:<10} {ring:<8} {b.nodes:>6} {b.links:>6} {_bw(b.bandwidth):>14} "
-              f"{_bw(b.per_node):>13} {b.per_node / best:>7.2f}x  {list(b.links_per_dim)}")
+        print(f"  {r.label:<10} {ring:<8} {b.nodes:>6} {b.links:>6} {_bw(b.bandwidth, bw):>17} "
+              f"{_bw(b.per_node, bw):>16} {b.per_node / best:>7.2f}x  {'/'.join(map(str, b.links_per_dim))}")
     ds = P.slabs_dataset(m, res)
-    stem = f"{_slug(m.name)}_slabs"
-    print(f"\nwrote {P.write_netcdf_atomic(ds, out / f'{stem}.nc')}")
+    path = _save(ds, out, f"{_slug(m.name)}_slabs", "slabs", [m], None)
+    print(f"\nwrote {path}")
     if plot:
-        print(f"wrote {P.plot_slabs(ds, out / f'{stem}.png')}")
+        print(f"wrote {P.plot_slabs(ds, path.with_suffix('.png'))}")
 
 
 def _run_pairing(m: Machine, sizes, out: Path, tie: str) -> None:
     res = P.confirm_machine(m, sizes, tie=tie)
     print(f"{m.name}: bisection-pairing benchmark predicted at link level (2 GB per pair, DOR "
           f"{m.routing_order}, ties {tie})")
-    print(f"{'nodes':>7} {'compared':<16} {'geometry A':<12} {'geometry B':<12} {'time A [s]':>10} "
-          f"{'time B [s]':>10} {'time ratio':>10} {'bisection ratio':>15}")
+    tu = _unit("s", [r.time_a for r in res], [r.time_b for r in res])
+    print(f"{'nodes':>7} {'compared':<16} {'geometry A':<12} {'geometry B':<12} {f'time A [{tu[0]}]':>11} "
+          f"{f'time B [{tu[0]}]':>11} {'time ratio':>10} {'bisection ratio':>15}")
     for r in res:
-        print(f"{r.nodes:>7} {r.which:<16} {r.a.label:<12} {r.b.label:<12} {r.time_a:>10.4g} {r.time_b:>10.4g} "
+        print(f"{r.nodes:>7} {r.which:<16} {r.a.label:<12} {r.b.label:<12} {_bw(r.time_a, tu):>11} "
+              f"{_bw(r.time_b, tu):>11} "
               f"{r.time_ratio:>10.3f} {r.bisection_ratio:>15.3f}")
     if res:
-        path = P.write_netcdf_atomic(P.pairing_dataset(res), out / f"{_slug(m.name)}_pairing.nc")
+        path = _save(P.pairing_dataset(res), out, f"{_slug(m.name)}_pairing", "pairing", [m], sizes, tie=tie)
         print(f"\nwrote {path}")
 
 
@@ -212,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``evaluator partitions``; returns the process exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        if args.machine_option is not None:
+            if args.machine is not None and args.machine != args.machine_option:
+                raise ConfigError("--machine", args.machine_option, "one machine",
+                                  f"The positional MACHINE names another ({args.machine!r}); give one of the two.")
+            args.machine = args.machine_option
         names = ([args.machine] if args.machine else []) + list(args.compare or [])
         if not names:
             raise MachineError("no machine given; known machines: " + ", ".join(_known()))

@@ -1,13 +1,16 @@
-"""``evaluator placement [overrides] [--write-rank-order DIR]``: build one placement, describe it, write the
-launcher's files (``MPICH_RANK_ORDER`` and ``node_list``)."""
+"""``evaluator placement [overrides] [--write-rank-order DIR [--force]]``: build one placement, describe it, write
+the launcher's files (``MPICH_RANK_ORDER`` and ``node_list``; files already in ``DIR`` are replaced only with
+``--force``)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
 from .. import config
+from ..errors import ConfigError
 from ..placement import alps_order, compute_mask, write_launch_files
 from ..topology import TorusTopology
 
@@ -25,10 +28,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
     ap.add_argument("--write-rank-order", metavar="DIR", default=None,
                     help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace MPICH_RANK_ORDER and node_list already in DIR (default: refuse)")
     ap.add_argument("--fill", choices=("alps", "id"), default=None,
                     help="order in which the launcher fills the listed nodes: alps (the ALPS-like order; default "
                          "on 3-D tori) or id (ascending node id; default elsewhere)")
     args = ap.parse_intermixed_args(argv)
+    there = [str(Path(args.write_rank_order) / n) for n in ("MPICH_RANK_ORDER", "node_list")
+             if args.write_rank_order is not None and (Path(args.write_rank_order) / n).exists()]
+    if there and not args.force:  # refused before anything is built
+        raise ConfigError("--write-rank-order", args.write_rank_order,
+                          "a directory without MPICH_RANK_ORDER or node_list",
+                          f"It holds {' and '.join(there)} already; choose another directory, or add --force "
+                          f"to replace them.")
     cfg = config.compose(args.overrides)
     obj = config.to_object(cfg)
     point = config.build(obj)

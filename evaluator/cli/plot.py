@@ -1,4 +1,7 @@
-"""``evaluator plot PATH [--metric M] [--x AXIS] [--series AXIS] [--relative-to AXIS=LABEL] [--out PNG]``."""
+"""``evaluator plot PATH|STUDY [--metric M] [--x AXIS] [--series AXIS] [--relative-to AXIS=LABEL] [--out PNG]``.
+
+``PATH|STUDY``: a dataset, or a study's name for its latest run (:func:`evaluator.runs.resolve`).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,18 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..plot import plot_sweep
 from ..query import open_results
+from ..runs import RESULTS_DIR, resolve
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="evaluator plot", description="write PNG figures of a sweep dataset")
-    ap.add_argument("path")
+    ap.add_argument("path", nargs="+", metavar="PATH|STUDY",
+                    help="a results dataset (.nc or .zarr), or a study's name (a directory under the results "
+                         "directory: evaluator runs lists them) for its latest run")
+    ap.add_argument("--results", default=RESULTS_DIR, metavar="DIR",
+                    help=f"the results directory where study names are looked up (default: {RESULTS_DIR})")
     ap.add_argument("--metric", default="completion_time")
     ap.add_argument("--x", default=None, help="axis on the x axis (default: placement.gamma or the largest)")
     ap.add_argument("--series", default=None, help="one line per value of this axis (default: routing)")
@@ -28,10 +36,11 @@ def main(argv: list[str]) -> int:
         if not sep or not axis or not label:
             raise ConfigError("--relative-to", args.relative_to, "AXIS=LABEL, e.g. routing=dor_bgq")
         rel = (axis, label)
-    ds = open_results(args.path)
-    out = args.out or str(Path(args.path).with_suffix("")) + f"-{args.metric}{'-gain' if rel else ''}.png"
+    path = resolve(args.path, args.results)
+    ds = open_results(path)
+    out = args.out or str(path.with_suffix("")) + f"-{args.metric}{'-gain' if rel else ''}.png"
     if Path(out).is_dir():
         raise ConfigError("--out", out, "a PNG file path, not a directory",
-                          f"e.g. --out {Path(out) / (Path(args.path).stem + '-' + args.metric + '.png')}")
+                          f"e.g. --out {Path(out) / (path.stem + '-' + args.metric + '.png')}")
     print(plot_sweep(ds, out, args.metric, args.x, args.series, rel))
     return 0

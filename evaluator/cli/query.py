@@ -1,4 +1,7 @@
-"""``evaluator query PATH [--best METRIC] [--over AXIS ...] [--where AXIS=LABEL ...] [--si]``.
+"""``evaluator query PATH|STUDY [--best METRIC] [--over AXIS ...] [--where AXIS=LABEL ...] [-n/--top N] [--si]``.
+
+``PATH|STUDY``: a dataset, or a study's name for its latest run (:func:`evaluator.runs.resolve`; ``--results
+DIR`` for another results directory).
 
 Ranks the rows of any results dataset (:func:`evaluator.query.best`: one row per entry of the ranked variable,
 labelled by its parameters) in the direction the metric table gives; a variable without a direction there is
@@ -17,6 +20,7 @@ import pandas as pd
 from ..display import format_table
 from ..errors import ConfigError
 from ..query import best, open_results
+from ..runs import RESULTS_DIR, resolve
 
 __all__ = ["main"]
 
@@ -26,7 +30,11 @@ def main(argv: list[str]) -> int:
                                  description="rank the rows of a results dataset (sweep, eval, schedule, tiles, "
                                              "partitions) by a variable of the metric table (--best METRIC --over "
                                              "AXIS ...)")
-    ap.add_argument("path", help="a results dataset (.nc or .zarr)")
+    ap.add_argument("path", nargs="+", metavar="PATH|STUDY",
+                    help="a results dataset (.nc or .zarr), or a study's name (a directory under the results "
+                         "directory: evaluator runs lists them) for its latest run")
+    ap.add_argument("--results", default=RESULTS_DIR, metavar="DIR",
+                    help=f"the results directory where study names are looked up (default: {RESULTS_DIR})")
     ap.add_argument("--best", default=None, metavar="METRIC",
                     help="variable to rank by, in the metric table's direction (default: the dataset's first rankable "
                          "one: completion_time for sweeps and eval, mean_wait for schedule, time_all for tiles)")
@@ -34,7 +42,7 @@ def main(argv: list[str]) -> int:
                     help="axes to choose over; the best per combination of the other axes")
     ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL",
                     help="restrict, e.g. routing=valiant, job=a, decomposition=2x2x8")
-    ap.add_argument("-n", type=int, default=20, help="rows to print")
+    ap.add_argument("-n", "--top", dest="n", type=int, default=20, metavar="N", help="rows to print (0: all)")
     ap.add_argument("--si", action="store_true",
                     help="print the values as stored (seconds, bytes, bytes/s; every digit) instead of in ms, GB/s, "
                          "MB, ...")
@@ -47,7 +55,8 @@ def main(argv: list[str]) -> int:
         if not sep or not k or not v:
             raise ConfigError("--where", w, "AXIS=LABEL[,LABEL...]", "e.g. --where routing=valiant")
         where[k] = v.split(",")
-    table = best(open_results(args.path), args.best, over=args.over, where=where or None, n=args.n)
+    ds = open_results(resolve(args.path, args.results))
+    table = best(ds, args.best, over=args.over, where=where or None, n=args.n)
     if args.si:
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(table.to_string(float_format=lambda x: repr(float(x))))  # every digit, as stored

@@ -18,10 +18,14 @@ refused unless ``--allow-foreign-speedups`` (``workload.allow_foreign_speedups``
 in a study). The dataset records the table each run used.
 
 A thin entry point: it parses arguments into :mod:`evaluator.workload` specs,
-calls :func:`evaluator.workload.run.run_schedule` (or
-:func:`evaluator.sweep.schedule.run_study`), writes the dataset with
+checks that it can write ``--out`` (made, probed with a temporary file)
+before anything is computed, calls :func:`evaluator.workload.run.run_schedule`
+(or :func:`evaluator.sweep.schedule.run_study`), writes the dataset with
 :func:`evaluator.io.write_dataset` and the Fig. 5 plot next to it, and prints
-one line per run.
+one line per run. ``--study`` prints the study's table (wait reduction and
+utilisation per machine, mix and run, :func:`evaluator.sweep.schedule.study_table`),
+writes its plot (:func:`evaluator.workload.plots.plot_study`) next to the
+dataset and prints both paths.
 """
 
 from __future__ import annotations
@@ -30,8 +34,11 @@ import argparse
 import math
 from pathlib import Path
 
+import pandas as pd
+
+from ..display import format_table
 from ..errors import ConfigError
-from ..io import new_run_id, write_dataset
+from ..io import write_dataset
 
 __all__ = ["main", "build_parser", "parse_mix", "parse_fractions"]
 
@@ -112,14 +119,30 @@ def main(argv: list[str]) -> int:
     from ..workload import WorkloadModel
     from ..workload.run import RunSpec, TraceSpec, run_schedule
 
-    if args.study:
-        from ..sweep.schedule import load_study, run_study
+    from ..io import check_writable
 
-        study = load_study(args.study)
-        path = run_study(study, use_ray=not args.no_ray, progress=not args.no_progress,
-                         out_dir=args.out if args.out != "results/schedule" else None)
+    if args.study:
+        from ..sweep.schedule import load_study, run_study, study_table
+
+        study = load_study(args.study)                # the whole file, before anything runs
+        out = args.out if args.out != "results/schedule" else None
+        check_writable("--out", out if out is not None else Path("results") / str(study["name"]))
+        path = run_study(study, use_ray=not args.no_ray, progress=not args.no_progress, out_dir=out)
+        import xarray as xr
+
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+        print(f"{ds.attrs.get('study', '')}: {ds.sizes['machine']} machines x {ds.sizes['mix']} mode mixes x "
+              f"{ds.sizes['run']} runs; wait reduction against run {str(ds.run.values[0])!r} of the same machine "
+              "and mix")
+        print(study_table(ds))
         print(path)
+        if not args.no_plot:
+            from ..workload.plots import plot_study
+
+            print(plot_study(ds, Path(path).with_name(Path(path).stem + "-study.png")))
         return 0
+    check_writable("--out", args.out)
     lo, _, hi = args.mode_range.partition(",")
     try:
         mode_lo, mode_hi = int(lo), int(hi)
@@ -134,15 +157,11 @@ def main(argv: list[str]) -> int:
     depth = None if args.backfill_depth < 0 else args.backfill_depth
     ds = run_schedule(trace, runs, args.groups, args.nodes_per_group, model, depth, args.seed,
                       progress=not args.no_progress)
-    run_id = new_run_id()
-    path = write_dataset(ds, args.out, run_id)
-    print(f"{'run':<28} {'jobs':>7} {'mean wait h':>12} {'p95 wait h':>11} {'util':>6} {'speedup':>8} "
-          f"{'backfill':>8} {'jobs/s':>8}")
-    for i, r in enumerate(ds.run.values):
-        print(f"{str(r):<28} {ds.sizes['job']:>7} {float(ds.mean_wait[i]) / 3600:>12.3f} "
-              f"{float(ds.p95_wait[i]) / 3600:>11.3f} {float(ds.mean_utilisation[i]):>6.3f} "
-              f"{float(ds.mean_speedup[i]):>8.3f} {float(ds.backfilled_share[i]):>8.3f} "
-              f"{float(ds.jobs_per_s[i]):>8.0f}")
+    path = write_dataset(ds, args.out, identity=" ".join(argv))  # <UTC time>-<hash>.nc, never replacing one
+    table = pd.DataFrame({"run": [str(r) for r in ds.run.values], "jobs": ds.sizes["job"],
+                          **{k: ds[k].values for k in ("mean_wait", "p95_wait", "mean_utilisation", "mean_speedup",
+                                                       "backfilled_share", "jobs_per_s")}}).set_index("run")
+    print(format_table(table))
     for r, tab, mach, base in zip(ds.run.values, ds.speedup_table.values, ds.speedup_table_machine.values,
                                   ds.speedup_table_baseline.values):
         if tab:

@@ -1,17 +1,26 @@
-"""``evaluator sweep [sweeps=NAME] [overrides]``: run (or resume) a named study.
+"""``evaluator sweep [--config-dir DIR] [sweeps=NAME|PATH] [overrides]``: run (or resume) a sweep.
+
+* ``sweeps=NAME``: the study ``sweeps/NAME.yaml``; with ``--config-dir DIR``, ``DIR/NAME.yaml`` (the study
+  file may define config groups next to it: ``DIR/routing/NAME.yaml``); ``sweeps=PATH.yaml``: that file;
+* no ``sweeps=``: exactly the axes the overrides give, on ``conf/config.yaml`` (the clean base);
+* nothing, or run settings only (``ray.*``, ``sweep.name``, ``--no-progress``, ...): the default study,
+  :data:`~evaluator.config.hydra.DEFAULT_STUDY` (the README's main job).
 
 Axes come from the study's ``sweep.axes`` and from Hydra sweep overrides on the command line
-(``routing=minimal,valiant``, ``placement.seed='range(0,8)'``; see :mod:`evaluator.config.hydra`).
+(``routing=minimal,valiant``, ``placement.seed='range(0,8)'``; see docs/sweeps.md). A sweep with no
+feasible point exits with status 2 and the counted reasons, after writing its dataset.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 
 from .. import config
-from ..config.hydra import compose_sweep_config
+from ..config.hydra import DEFAULT_STUDY, compose_sweep_config
 from ..display import format_table, format_timing
+from ..errors import WordedError
 from ..io import repo_dir
 from ..query import best, open_results
 from ..sweep import plan_sweep, run_sweep
@@ -19,31 +28,56 @@ from ..sweep import plan_sweep, run_sweep
 __all__ = ["main"]
 
 
+def _reasons(ds, n: int = 4) -> str:
+    """``"12 x <reason>, 3 x <reason>, and 2 other reasons"``: the infeasible points' reasons, most common first."""
+    counts = Counter(" ".join(str(r).split()).rstrip(".") or "no reason recorded"
+                     for r in ds["reason"].values.reshape(-1))
+    text = ", ".join(f"{c} x {r}" for r, c in counts.most_common(n))
+    if len(counts) > n:
+        text += f", and {len(counts) - n} other reason(s)"
+    return text
+
+
 def main(argv: list[str]) -> int:
+    studies = ", ".join(sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml")))
     ap = argparse.ArgumentParser(prog="evaluator sweep",
-                                 description="run (or resume) a named sweep from sweeps/ on Ray; writes "
-                                             "results/<sweep>/<run-id>.nc",
-                                 epilog="e.g. evaluator sweep sweeps=dragonfly_nne_placement topology.p=8 "
-                                        "ray.address=auto. Hydra sweep overrides add axes: routing=minimal,valiant "
-                                        "placement.seed='range(0,8)' traffic.beta='choice([8,8,4],[16,8,8])'. "
-                                        "Tables show ms, GB/s, MB; the dataset keeps SI units. Named sweeps: "
-                                        + ", ".join(sorted(p.stem for p in (repo_dir() / 'sweeps').glob('*.yaml'))))
+                                 description="run (or resume) a sweep: a study (sweeps=NAME, or your own file), or "
+                                             "exactly the axes your overrides give; writes results/<sweep>/",
+                                 epilog="e.g. evaluator sweep sweeps=dragonfly_nne_placement topology.p=8; "
+                                        "evaluator sweep --config-dir ~/studies sweeps=mystudy; evaluator sweep "
+                                        "topology=torus routing=dor placement=linear traffic=all_to_all "
+                                        "traffic.n_tasks=4,8,16. Hydra sweep overrides add axes: "
+                                        "routing=minimal,valiant placement.seed='range(0,8)' "
+                                        "traffic.beta='choice([8,8,4],[16,8,8])'. Without sweeps=, the sweep has "
+                                        "exactly the axes given; with no overrides (or run settings only), the "
+                                        f"default study {DEFAULT_STUDY}. No feasible point: exit status 2. "
+                                        f"Tables show ms, GB/s, MB; the dataset keeps SI units. docs/sweeps.md. "
+                                        f"Named sweeps: {studies}")
     ap.add_argument("overrides", nargs="*",
-                    help="Hydra overrides (sweeps=NAME picks the study; key=a,b / range(..) / choice(..) add axes)")
+                    help="Hydra overrides (sweeps=NAME or sweeps=PATH.yaml picks the study; key=a,b / range(..) / "
+                         "choice(..) add axes)")
+    ap.add_argument("--config-dir", "-cd", default=None, metavar="DIR",
+                    help="a directory of your own studies (DIR/NAME.yaml: sweeps=NAME) and config groups "
+                         "(DIR/routing/NAME.yaml: routing=NAME), as Hydra's --config-dir")
     ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_intermixed_args(argv)
     if args.show_config:
-        print(config.to_yaml(compose_sweep_config(args.overrides, config_name="sweep")[0]))
+        print(config.to_yaml(compose_sweep_config(args.overrides, config_name="sweep",
+                                                  config_dir=args.config_dir)[0]))
         return 0
-    request = config.compose_sweep(args.overrides)
+    request = config.compose_sweep(args.overrides, config_dir=args.config_dir)
     plan = plan_sweep(request)
     print(f"sweep {plan.name}: {plan.n_points} points on axes "
           + ", ".join(f"{a.name}[{a.size}]" for a in plan.axes) + f"; run id {plan.run_id}")
     path = run_sweep(plan, request.config.ray, progress=not args.no_progress)
     ds = open_results(path)
-    print(f"{int(ds.attrs['n_feasible'])} feasible of {int(ds.attrs['n_points'])} points; "
-          f"timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
+    n_feasible, n_points = int(ds.attrs["n_feasible"]), int(ds.attrs["n_points"])
+    print(f"{n_feasible} feasible of {n_points} points; timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
+    if n_feasible == 0:
+        raise WordedError(f"0 feasible of {n_points} points: {_reasons(ds)}. Nothing to rank; the dataset "
+                          f"(every point with its reason) is {path}", "sweep", plan.name,
+                          "a sweep with at least one feasible point")
     print(format_table(best(ds, "makespan" if "makespan" in ds else "completion_time", n=5)))
     print(f"dataset: {path}")
     return 0

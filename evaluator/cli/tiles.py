@@ -3,8 +3,9 @@
 Parses the arguments into a :class:`evaluator.tiles.TileRequest` (and one
 for ``--baseline-*``), calls :func:`evaluator.tiles.advise` (and
 :func:`~evaluator.tiles.compare`), prints :func:`~evaluator.tiles.format_advice`
-and writes the dataset (netCDF) and a plot under ``--out``. Every number
-comes from the library.
+and writes the dataset (netCDF, ``<out>/<UTC time>-<hash>.nc``: a rerun never
+replaces an earlier one; ``<out>/latest`` points at the newest) and a plot next
+to it. Every number comes from the library.
 
 Examples::
 
@@ -17,6 +18,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -77,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-nodes", help="the baseline's nodes (default --nodes)")
     p.add_argument("--baseline-decomposition", help="the baseline's task grid")
     p.add_argument("--baseline-tile", help="the baseline's node tile")
-    p.add_argument("--top", default="10", help="rows to print (0: all)")
-    p.add_argument("--out", default="results/tiles", help="directory of the dataset and plot (default results/tiles)")
+    p.add_argument("-n", "--top", dest="top", default="10", metavar="N", help="rows to print (0: all; default 10)")
+    p.add_argument("--out", default="results/tiles", metavar="DIR",
+                   help="directory of the dataset (<UTC time>-<hash>.nc) and plot (default results/tiles)")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--no-save", action="store_true", help="write nothing")
     return p
@@ -116,7 +119,9 @@ def main(argv: list[str]) -> int:
         ds = TL.compare(ds, TL.advise(base))
     print(TL.format_advice(ds, top))
     if not args.no_save:
-        path = write_dataset(ds, Path(args.out))
+        identity = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in ("out", "no_plot", "no_save",
+                                                                                       "top")})
+        path = write_dataset(ds, Path(args.out), identity=identity)
         print(f"dataset: {path}")
         if not args.no_plot:
             print(f"plot: {TL.plot_advice(ds, Path(path).with_suffix('.png'))}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from .build import (DesignPoint, JobsPoint, as_dict, build, build_jobs, build_placement, has_jobs, build_routing_spec,
                     build_topology, build_traffic)
-from .hydra import (SweepRequest, check_assignment, compose, compose_object, compose_sweep, one_line,
-                    register_schemas, to_object, to_yaml)
+from .hydra import (DEFAULT_STUDY, SweepRequest, check_assignment, compose, compose_object, compose_sweep, one_line,
+                    register_schemas, study_overrides, to_object, to_yaml)
 from .schemas import FAMILIES, GROUPS, JOB_KEYS, MISSING, BackgroundConfig, EvalConfig, RayConfig, SweepConfig
 
 __all__ = [
@@ -45,4 +45,6 @@ __all__ = [
     "check_assignment",
     "SweepRequest",
     "compose_sweep",
+    "study_overrides",
+    "DEFAULT_STUDY",
 ]

@@ -25,6 +25,15 @@ works as in Hydra; ``interval(...)`` (continuous), ``shuffle(...)`` (an order
 that changes between runs), ``~key=...`` and ``group@package=...`` are refused
 naming the override, and so are sweeps of run settings (``sweeps``, ``sweep.*``,
 ``ray.*``, ``output_dir``, ``save``).
+
+Which study a sweep composes (:func:`compose_sweep`, docs/sweeps.md): ``sweeps=NAME`` is
+``sweeps/NAME.yaml``, or ``DIR/NAME.yaml`` with ``config_dir`` (Hydra's ``--config-dir``; DIR joins the
+search path, so a study may define config groups next to it); ``sweeps=PATH.yaml`` is that file
+(:func:`study_overrides`). Without ``sweeps=``, a sweep has exactly the axes its overrides give, on
+``conf/config.yaml`` (the clean base); only overrides that are all run settings run
+:data:`DEFAULT_STUDY` (:func:`with_default_study`). A key set on the command line under a group that an
+axis sweeps is set in every kind the axis chooses; when the default kind cannot take it, the base is
+composed with the first point's kinds (the error, if any, names the kind the user swept).
 """
 
 from __future__ import annotations
@@ -38,11 +47,12 @@ from typing import Any
 
 from ..errors import ConfigCompositionError, ConfigError, is_int
 from ..io import conf_dir, repo_dir
-from .schemas import FAMILIES, GROUPS, EvalConfig
+from .keys import check_keys
+from .schemas import FAMILIES, GROUPS, EvalConfig, SweepConfig
 
 __all__ = ["register_schemas", "compose", "to_object", "compose_object", "to_yaml", "check_assignment",
            "SweepRequest", "compose_sweep", "compose_sweep_config", "sweep_axes_from_overrides", "AXIS_GENERATORS",
-           "IDENTITY_EXCLUDED"]
+           "IDENTITY_EXCLUDED", "DEFAULT_STUDY", "with_default_study", "is_run_setting", "study_overrides"]
 
 
 def register_schemas() -> None:
@@ -95,7 +105,9 @@ def _explain_foreign_key(message: str, overrides: Sequence[str]) -> str:
     kind = next((k for k in kinds.values() if k.schema.__name__ == schema_name), None)
     if kind is None:
         return message
-    given = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=", 1)[0] == full_key), full_key)
+    given = next((o.lstrip("+~") for o in overrides
+                  if o.lstrip("+~").split("=", 1)[0] == full_key
+                  or o.lstrip("+~").split("=", 1)[0].startswith(full_key + ".")), full_key)
     fields = [f.name for f in dataclasses.fields(kind.schema)]
     having = [k.name for k in kinds.values() if key in {f.name for f in dataclasses.fields(k.schema)}]
     text = (f"{given}: '{key}' is not a key of {group} kind '{kind.name}' (its keys: {', '.join(fields)})")
@@ -115,10 +127,13 @@ def one_line(overrides: Sequence[str]) -> list[str]:
     return [re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", o) if isinstance(o, str) else o for o in overrides]
 
 
-def compose(overrides: Sequence[str], config_name: str = "config"):
+def compose(overrides: Sequence[str], config_name: str = "config", search_path: Sequence[str] = ()):
     """Compose ``conf/<config_name>.yaml`` with Hydra overrides; return the (resolved) OmegaConf config.
 
-    An override spread over several lines is taken as one line (:func:`one_line`)."""
+    ``search_path``: more directories where Hydra looks for config groups (``DIR/routing/NAME.yaml``) and
+    studies (``DIR/sweeps/NAME.yaml``), searched after ``conf/`` and before the checkout's ``sweeps/``, as
+    Hydra's ``--config-dir`` (see :func:`study_overrides`). An override spread over several lines is taken as
+    one line (:func:`one_line`)."""
     overrides = one_line(overrides)
     from hydra import compose as hcompose
     from hydra import initialize_config_dir
@@ -129,7 +144,8 @@ def compose(overrides: Sequence[str], config_name: str = "config"):
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            search = [f"hydra.searchpath=[file://{repo_dir()}]"]
+            dirs = [*(str(d) for d in search_path), str(repo_dir())]
+            search = ["hydra.searchpath=[" + ",".join(f"'file://{d}'" for d in dirs) + "]"]
             cfg = hcompose(config_name=config_name, overrides=search + list(overrides))
         OmegaConf.resolve(cfg)
         return cfg
@@ -138,6 +154,8 @@ def compose(overrides: Sequence[str], config_name: str = "config"):
             message = _explain_foreign_key(_clean_hydra_message(exc), overrides)
             message = message.replace("add --multirun to your command line",
                                       "run `evaluator sweep` with it (a sweep override becomes a sweep axis)")
+            for staged, real in _STAGED.items():
+                message = message.replace(str(staged), str(real))
             raise ConfigCompositionError(message) from None
         raise
 
@@ -162,6 +180,7 @@ def to_object(cfg) -> EvalConfig:
         if extra:
             raise ConfigCompositionError(_explain_foreign_key(
                 f"Key '{extra[0]}' not in '{type(typed).__name__}' full_key: {group}.{extra[0]}", []))
+    check_keys(OmegaConf.to_container(cfg, resolve=False), obj)  # every other key, at every depth
     return obj
 
 
@@ -180,9 +199,10 @@ def _set_axes(cfg, axes: dict | None):
     return cfg
 
 
-def compose_object(overrides: Sequence[str], config_name: str = "config", axes: dict | None = None) -> EvalConfig:
+def compose_object(overrides: Sequence[str], config_name: str = "config", axes: dict | None = None,
+                   search_path: Sequence[str] = ()) -> EvalConfig:
     """:func:`compose` then :func:`to_object`; ``axes`` replaces ``sweep.axes`` first."""
-    return to_object(_set_axes(compose(overrides, config_name), axes))
+    return to_object(_set_axes(compose(overrides, config_name, search_path), axes))
 
 
 def check_assignment(cfg: EvalConfig, key: str, values: Sequence[Any]) -> None:
@@ -195,6 +215,14 @@ def check_assignment(cfg: EvalConfig, key: str, values: Sequence[Any]) -> None:
 
     node = OmegaConf.structured(cfg)
     if OmegaConf.select(node, key, default="__missing__") == "__missing__":
+        parts = key.split(".")
+        typed = getattr(cfg, parts[0], None)
+        if parts[0] in FAMILIES and len(parts) > 1 and dataclasses.is_dataclass(typed) \
+                and parts[1] not in {f.name for f in dataclasses.fields(typed)}:
+            # a key of another kind: name the kind this combination composed (the one the user chose or swept)
+            raise ConfigError("sweep.axes", key, f"a key of the {parts[0]} kind the sweep composes",
+                              _explain_foreign_key(f"Key '{parts[1]}' not in '{type(typed).__name__}' "
+                                                   f"full_key: {parts[0]}.{parts[1]}", [key]))
         raise ConfigError("sweep.axes", key, "a key of the composed config",
                           f"Unknown axis. Top-level keys: {sorted(k for k in node.keys() if k != 'sweep')}")
     for value in values:
@@ -247,19 +275,22 @@ def _range_spec(text: str, key: str, sweep: Any, max_points: int | None) -> Any:
     return list(sweep.range())  # Hydra's own float stepping: start + i * step
 
 
-def _glob_spec(text: str, key: str, glob: Any) -> list[str]:
-    """``glob(...)`` over the options of a config group (``conf/<group>/*.yaml``), in name order."""
+def _glob_spec(text: str, key: str, glob: Any, search_path: Sequence[str] = ()) -> list[str]:
+    """``glob(...)`` over the options of a config group (``conf/<group>/*.yaml`` and ``DIR/<group>/*.yaml`` of
+    every search-path directory), in name order."""
     if key not in GROUPS:
         raise _refuse(text, key, f"glob() over the options of a config group: {', '.join(GROUPS)}",
                       f"'{key}' is not a config group; list its values with choice(...) or a,b,c.")
-    names = sorted(p.stem for p in (conf_dir() / key).glob("*.yaml"))
+    from pathlib import Path
+
+    names = sorted({p.stem for d in (conf_dir(), *map(Path, search_path)) for p in (d / key).glob("*.yaml")})
     chosen = glob.filter(names)
     if not chosen:
         raise _refuse(text, key, f"a glob matching options of {key}: {', '.join(names)}", "It matches none.")
     return chosen
 
 
-def _axis_spec(text: str, ov: Any, max_points: int | None) -> tuple[str, Any]:
+def _axis_spec(text: str, ov: Any, max_points: int | None, search_path: Sequence[str] = ()) -> tuple[str, Any]:
     """``(key, sweep.axes spec)`` of one parsed Hydra sweep override."""
     from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, OverrideType, RangeSweep
 
@@ -281,7 +312,7 @@ def _axis_spec(text: str, ov: Any, max_points: int | None) -> tuple[str, Any]:
         raise _refuse(text, key, _DISCRETE + " in a fixed order",
                       "shuffle() gives another order on every run, so a rerun would not resume; drop shuffle().")
     if isinstance(value, Glob):
-        return key, _glob_spec(text, key, value)
+        return key, _glob_spec(text, key, value, search_path)
     if isinstance(value, RangeSweep):
         return key, _range_spec(text, key, value, max_points)
     if isinstance(value, ChoiceSweep):
@@ -336,18 +367,19 @@ def _split_sweeps(overrides: Sequence[str]) -> tuple[list[str], list[tuple[str, 
     return plain, sweeps
 
 
-def _merge_sweeps(sweeps: list[tuple[str, Any]], axes: dict | None, max_points: int | None) -> dict | None:
+def _merge_sweeps(sweeps: list[tuple[str, Any]], axes: dict | None, max_points: int | None,
+                  search_path: Sequence[str] = ()) -> dict | None:
     if not sweeps:
         return axes
     merged = copy.deepcopy(axes) if axes is not None else {}
     for text, ov in sweeps:
-        key, spec = _axis_spec(text, ov, max_points)
+        key, spec = _axis_spec(text, ov, max_points, search_path)
         _place_axis(merged, key.split("."), spec)
     return merged
 
 
-def sweep_axes_from_overrides(overrides: Sequence[str], axes: dict | None,
-                              max_points: int | None = None) -> tuple[list[str], dict | None, list[str]]:
+def sweep_axes_from_overrides(overrides: Sequence[str], axes: dict | None, max_points: int | None = None,
+                              search_path: Sequence[str] = ()) -> tuple[list[str], dict | None, list[str]]:
     """Take Hydra's sweep overrides out of ``overrides`` and make each an axis (see the module docstring).
 
     Returns ``(plain overrides, axes, sweep overrides)``: the overrides that are not sweeps, in order; ``axes``
@@ -357,7 +389,7 @@ def sweep_axes_from_overrides(overrides: Sequence[str], axes: dict | None,
     numbers that are not all integers is listed, and refused past ``max_points`` values.
     """
     plain, sweeps = _split_sweeps(overrides)
-    return plain, _merge_sweeps(sweeps, axes, max_points), [text for text, _ in sweeps]
+    return plain, _merge_sweeps(sweeps, axes, max_points, search_path), [text for text, _ in sweeps]
 
 
 def _canonical_range(arg: Any) -> Any:
@@ -388,6 +420,156 @@ IDENTITY_EXCLUDED = {"": ("ray", "output_dir", "save"), "sweep": ("output_dir", 
 """Settings that say where and how a sweep runs, not what it computes: left out of its identity."""
 
 
+# --------------------------------------------------------------------------------------
+# Which study: sweeps=NAME, a study file anywhere (--config-dir, a path), the default study
+# --------------------------------------------------------------------------------------
+
+DEFAULT_STUDY = "dragonfly_nne_placement"
+"""The study a bare ``evaluator sweep`` runs (no overrides, or run settings only): the README's main job."""
+
+_RUN_SETTING_HEADS = ("ray", "output_dir", "save", "hydra")
+
+_STAGED: dict[Any, Any] = {}
+"""Staged copy of a study file (``<tmp>/sweeps/<name>.yaml``) -> the user's file (named in error messages)."""
+
+
+def _override_key(text: str) -> str:
+    return text.split("=", 1)[0].lstrip("+~")
+
+
+def is_run_setting(override: str) -> bool:
+    """Whether an override says only where and how a sweep runs (``ray.*``, ``sweep.*`` but ``sweep.axes``,
+    ``output_dir``, ``save``, ``hydra.*``), not what it sweeps."""
+    key = _override_key(override)
+    head = key.split(".")[0]
+    if head == "sweep":
+        return key != "sweep" and not key.startswith("sweep.axes")
+    return head in _RUN_SETTING_HEADS
+
+
+def with_default_study(overrides: Sequence[str]) -> list[str]:
+    """The clean-base rule of ``evaluator sweep``: ``overrides`` with ``sweeps=`` :data:`DEFAULT_STUDY` first
+    when they are only run settings (:func:`is_run_setting`: a bare ``evaluator sweep``, the README's main job);
+    otherwise as given (without ``~sweeps``, the old way to a clean base): a sweep without ``sweeps=`` sweeps
+    exactly the axes of its overrides, on ``conf/config.yaml`` and the overrides."""
+    overrides = [o for o in overrides if o.strip() != "~sweeps"]
+    if any(_override_key(o) == "sweeps" for o in overrides):
+        return overrides
+    if all(is_run_setting(o) for o in overrides):
+        return [f"sweeps={DEFAULT_STUDY}", *overrides]
+    return overrides
+
+
+def _shipped_studies() -> list[str]:
+    return sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml"))
+
+
+def _stage(study: Any) -> tuple[str, Any]:
+    """``(option name, directory)``: a directory whose ``sweeps/<name>.yaml`` is a copy of the study file
+    ``study`` (Hydra finds a study as an option of the ``sweeps`` group; the file itself may live anywhere).
+    The directory is removed when the process exits."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    header = []
+    for line in study.read_text(errors="replace").splitlines():
+        if line.strip() and not re.match(r"\s*#\s*@", line):
+            break
+        header.append(line)
+    if not re.search(r"#\s*@package\s+_global_", "\n".join(header)):
+        raise ConfigError("sweeps", str(study), "a study file that starts with the line '# @package _global_' (as "
+                          "the files of sweeps/ do; Hydra reads it only before any other line)",
+                          "Without it the study's keys would land under 'sweeps.' and its defaults would not "
+                          "apply. See docs/sweeps.md.")
+    name = re.sub(r"[^\w-]", "_", study.stem) or "study"
+    staging = Path(tempfile.mkdtemp(prefix="evaluator-study-"))
+    atexit.register(shutil.rmtree, staging, True)
+    (staging / "sweeps").mkdir()
+    staged = staging / "sweeps" / f"{name}.yaml"
+    staged.write_bytes(study.read_bytes())
+    _STAGED[staged] = study
+    return name, staging
+
+
+def _check_shadowing(directory: Any) -> None:
+    """Refuse a group option in a user's directory that an option of ``conf/`` of the same name hides (Hydra
+    searches ``conf/`` first, as with its own ``--config-dir``)."""
+    for group in GROUPS:
+        for option in sorted((directory / group).glob("*.yaml")):
+            shipped = conf_dir() / group / option.name
+            if shipped.exists():
+                raise ConfigError(f"{group}={option.stem}", str(option), f"a {group} option whose name no option "
+                                  f"of conf/{group}/ has", f"{shipped} is found first, so this file would never be "
+                                  f"read: rename it (e.g. {group}/my_{option.name}).")
+
+
+def study_overrides(overrides: Sequence[str], config_dir: str | None = None) -> tuple[list[str], list[str], str]:
+    """Find the study that ``sweeps=`` names: ``(overrides, search path, name)``.
+
+    * ``sweeps=NAME``: ``sweeps/NAME.yaml`` of the checkout; with ``config_dir`` (``--config-dir DIR``),
+      ``DIR/NAME.yaml`` (or ``DIR/sweeps/NAME.yaml``) first;
+    * ``sweeps=PATH`` (ends in ``.yaml``/``.yml`` or holds a ``/``): that file, relative to the current directory.
+
+    A study file outside the checkout may define config groups next to it (``DIR/routing/NAME.yaml``,
+    ``DIR/topology/NAME.yaml``: ``routing=NAME``); its directory (and ``config_dir``) joins Hydra's search path.
+    ``overrides`` come back with ``sweeps=`` naming the study as Hydra finds it; ``name`` is the study file's
+    stem (the sweep's default name), ``""`` for a study of the checkout or none. A study that is not where it
+    was named raises :class:`~evaluator.errors.ConfigError` naming the value and where it looked.
+    """
+    from pathlib import Path
+
+    search: list[str] = []
+    out = list(overrides)
+    directory = None
+    if config_dir is not None:
+        directory = Path(str(config_dir)).expanduser().resolve()
+        if not directory.is_dir():
+            raise ConfigError("--config-dir", str(config_dir), "a directory of study files (NAME.yaml) and, "
+                              "optionally, config groups (routing/, topology/, traffic/, placement/)",
+                              f"{directory} is not a directory.")
+        _check_shadowing(directory)
+        search.append(str(directory))
+    name = ""
+    for i, text in enumerate(out):
+        key, sep, value = text.partition("=")
+        if key.lstrip("+") != "sweeps" or not sep or "," in value or "(" in value:
+            continue  # not a study choice (a sweep of sweeps= is refused as a run setting)
+        value = value.strip().strip("'\"")
+        study = None
+        if value.endswith((".yaml", ".yml")) or "/" in value:
+            study = Path(value).expanduser().resolve()
+            if not study.is_file():
+                raise ConfigError("sweeps", value, "a study of sweeps/ (sweeps=NAME), DIR/NAME.yaml with "
+                                  "--config-dir DIR, or the path of a study file",
+                                  f"No file {study}.")
+        elif directory is not None:
+            found = [p for p in (directory / f"{value}.yaml", directory / f"{value}.yml") if p.is_file()]
+            if found:
+                study = found[0]
+            elif not ((directory / "sweeps" / f"{value}.yaml").is_file() or value in _shipped_studies()):
+                theirs = sorted(p.stem for p in directory.glob("*.y*ml"))
+                raise ConfigError("sweeps", value, f"a study file of {directory} ({', '.join(theirs) or 'none'}) "
+                                  f"or of the checkout's sweeps/ ({', '.join(_shipped_studies())})",
+                                  f"Looked for {directory / value}.yaml and {repo_dir() / 'sweeps' / value}.yaml.")
+        if study is None:
+            continue
+        option, staging = _stage(study)
+        search.insert(0, str(staging))
+        if study.parent != directory:
+            _check_shadowing(study.parent)
+            search.append(str(study.parent))
+        out[i] = f"{key}={option}"
+        name = option
+    return out, search, name
+
+
+# --------------------------------------------------------------------------------------
+# Composed sweeps
+# --------------------------------------------------------------------------------------
+
+
 @dataclasses.dataclass
 class SweepRequest:
     """A composed sweep, in plain typed form, for :func:`evaluator.sweep.plan_sweep`.
@@ -402,6 +584,10 @@ class SweepRequest:
         The resolved config without storage and Ray settings (its hash is the run id).
     overrides
         The user's command-line overrides (a key both swept and overridden is a conflict).
+    compose_overrides
+        The overrides composed (composing them again gives :attr:`config`).
+    search_path
+        More directories of config groups and studies (:func:`study_overrides`).
     """
 
     config: EvalConfig
@@ -411,6 +597,7 @@ class SweepRequest:
     compose_overrides: tuple[str, ...]
     config_name: str
     axes_override: dict | None = None
+    search_path: tuple[str, ...] = ()
 
     def with_groups(self, choices: dict[str, str]) -> EvalConfig:
         """The config composed again with config-group choices, e.g. ``{"routing": "valiant"}`` (a copy of
@@ -423,40 +610,108 @@ class SweepRequest:
         if all(given.get(group) == str(option) for group, option in choices.items()):
             return copy.deepcopy(self.config)
         extra = [f"{group}={option}" for group, option in choices.items()]
-        return compose_object(list(self.compose_overrides) + extra, self.config_name, self.axes_override)
+        try:
+            return compose_object(list(self.compose_overrides) + extra, self.config_name, self.axes_override,
+                                  self.search_path)
+        except ConfigCompositionError as exc:
+            swept = ", ".join(f"{group}={option}" for group, option in choices.items())
+            raise ConfigCompositionError(f"{exc} (composing the sweep's point {swept}: a key set on the command "
+                                         f"line must be a key of every kind the sweep's axes choose)") from None
 
 
-def compose_sweep_config(overrides: Sequence[str], config_name: str = "sweep", axes: dict | None = None):
+def _group_axes(axes: dict | None) -> dict[str, list]:
+    """Config group -> the options its axis lists (a group axis is a plain list of option names)."""
+    out = {}
+    for key, spec in (axes or {}).items():
+        if key in GROUPS and isinstance(spec, list) and spec:
+            out[key] = spec
+    return out
+
+
+def _compose_first_point(plain: list[str], sweeps: list[tuple[str, Any]], config_name: str,
+                         search_path: Sequence[str], axes: dict | None, max_points: int | None) -> list[str]:
+    """The group choices of the sweep's first point (``["placement=linear", ...]``), for a base that the
+    defaults cannot compose: ``placement=linear,alps placement.tasks_per_node=2`` sets a key of the swept
+    kinds that the default kind may lack. The axes are read from a composition without the keys under the
+    groups; the choices are those the overrides do not make already."""
+    from omegaconf import OmegaConf
+
+    if axes is None:
+        structural = [o for o in plain if _override_key(o).split(".")[0] not in GROUPS or _override_key(o) in GROUPS]
+        try:
+            cfg = compose(structural, config_name, search_path)
+        except ConfigCompositionError:
+            return []
+        axes = OmegaConf.to_container(cfg.sweep.axes, resolve=True) if "sweep" in cfg else {}
+    axes = _merge_sweeps(sweeps, axes, max_points, search_path)
+    chosen = {_override_key(o) for o in plain if "=" in o and not o.startswith(("+", "~"))}
+    return [f"{group}={options[0]}" for group, options in _group_axes(axes).items() if group not in chosen]
+
+
+def _compose_sweep_parts(overrides: Sequence[str], config_name: str, axes: dict | None, config_dir: str | None):
+    """``(cfg, plain overrides composed, axes or None, sweep overrides, user's plain overrides, search path)``."""
+    from omegaconf import OmegaConf
+
+    overrides = one_line(overrides)
+    if config_name == "sweep":
+        overrides = with_default_study(overrides)
+    overrides, search_path, study_name = study_overrides(overrides, config_dir)
+    plain, sweeps = _split_sweeps(overrides)
+    composed = list(plain)
+    try:
+        cfg = compose(plain, config_name, search_path)
+    except ConfigCompositionError:
+        first = _compose_first_point(plain, sweeps, config_name, search_path, axes, None)
+        if not first:
+            raise
+        composed = plain + first
+        try:
+            cfg = compose(composed, config_name, search_path)  # errors name the kind of the first point
+        except ConfigCompositionError as exc:
+            raise ConfigCompositionError(f"{exc} (composing the sweep's first point {' '.join(first)}: a key set "
+                                         f"on the command line must be a key of every kind the sweep's axes "
+                                         f"choose)") from None
+    cfg = _set_axes(cfg, axes)
+    if study_name and "sweep" in cfg and cfg.sweep.name == SweepConfig.name \
+            and not any(_override_key(o) == "sweep.name" for o in plain):
+        composed.append(f"sweep.name={study_name}")  # a study file that does not name itself: its file name
+        cfg.sweep.name = study_name
+    if sweeps:
+        max_points = OmegaConf.select(cfg, "sweep.max_points", default=None)
+        current = axes if axes is not None else OmegaConf.to_container(cfg.sweep.axes, resolve=True)
+        axes = _merge_sweeps(sweeps, current, int(max_points) if is_int(max_points) else None, search_path)
+        _set_axes(cfg, axes)
+    return cfg, composed, axes, [text for text, _ in sweeps], plain, tuple(search_path)
+
+
+def compose_sweep_config(overrides: Sequence[str], config_name: str = "sweep", axes: dict | None = None,
+                         config_dir: str | None = None):
     """Compose a sweep config with Hydra's sweep overrides among ``overrides`` made axes (see the module
-    docstring); ``axes`` replaces ``sweep.axes`` first.
+    docstring); ``axes`` replaces ``sweep.axes`` first; ``config_dir`` is Hydra's ``--config-dir``
+    (:func:`study_overrides`). With ``config_name`` ``"sweep"`` and no ``sweeps=``, the clean-base rule
+    holds (:func:`with_default_study`).
 
     Returns ``(cfg, plain overrides, axes or None, sweep overrides)``: the composed OmegaConf config, the
     overrides composed, the ``sweep.axes`` set (``None``: the composed one, untouched) and the sweep overrides.
     """
-    from omegaconf import OmegaConf
-
-    plain, sweeps = _split_sweeps(one_line(overrides))
-    cfg = _set_axes(compose(plain, config_name), axes)
-    if sweeps:
-        max_points = OmegaConf.select(cfg, "sweep.max_points", default=None)
-        current = axes if axes is not None else OmegaConf.to_container(cfg.sweep.axes, resolve=True)
-        axes = _merge_sweeps(sweeps, current, int(max_points) if is_int(max_points) else None)
-        _set_axes(cfg, axes)
-    return cfg, plain, axes, [text for text, _ in sweeps]
+    return _compose_sweep_parts(overrides, config_name, axes, config_dir)[:4]
 
 
 def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None = None,
-                  config_name: str = "sweep", axes: dict | None = None) -> SweepRequest:
+                  config_name: str = "sweep", axes: dict | None = None, config_dir: str | None = None) -> SweepRequest:
     """Compose a sweep config (``sweeps=NAME`` picks the study) into a :class:`SweepRequest`.
 
     ``user_overrides`` are the overrides checked against the axes (default: all
     but ``sweeps=``, ``ray.*`` and ``sweep.*``); ``axes`` replaces ``sweep.axes``
     (the optimizer's generated axes). Hydra sweep overrides (``routing=minimal,valiant``,
-    ``placement.seed=range(0,8)``) become axes (:func:`compose_sweep_config`).
+    ``placement.seed=range(0,8)``) become axes (:func:`compose_sweep_config`). ``config_dir``: Hydra's
+    ``--config-dir``, a directory of study files and config groups (:func:`study_overrides`). With
+    ``config_name`` ``"sweep"``, overrides without ``sweeps=`` sweep exactly their own axes on
+    ``conf/config.yaml`` (the default study only for run settings alone: :func:`with_default_study`).
     """
     from omegaconf import OmegaConf
 
-    cfg, plain, axes, sweeps = compose_sweep_config(overrides, config_name, axes)
+    cfg, composed, axes, sweeps, plain, search_path = _compose_sweep_parts(overrides, config_name, axes, config_dir)
     obj = to_object(cfg)
     ident = OmegaConf.to_container(cfg, resolve=True)
     for section, keys in IDENTITY_EXCLUDED.items():
@@ -469,7 +724,7 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
     if isinstance(ident.get("sweep"), dict) and "axes" in ident["sweep"]:
         ident["sweep"]["axes"] = _canonical_axes(ident["sweep"]["axes"])
     if user_overrides is None:
-        user_overrides = [o for o in plain if not o.startswith(("sweeps=", "ray.", "sweep."))]
+        user_overrides = [o for o in plain if not o.lstrip("+").startswith(("sweeps=", "ray.", "sweep."))]
     else:
         user_overrides = [o for o in user_overrides if o not in sweeps]
     return SweepRequest(
@@ -477,7 +732,8 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
         axes=OmegaConf.to_container(cfg.sweep.axes, resolve=True),
         identity_yaml=OmegaConf.to_yaml(OmegaConf.create(ident)),
         overrides=tuple(user_overrides),
-        compose_overrides=tuple(plain),
+        compose_overrides=tuple(composed),
         config_name=config_name,
         axes_override=axes,
+        search_path=search_path,
     )

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from .._version import __version__
-from ..dataset import JOB_METRICS, LinkTable, LINK_CAPACITY
+from ..dataset import JOB_METRICS, LinkTable, LINK_CAPACITY, with_units
 from ..errors import ConfigError, check_seed, positive_float, require
 from ..evaluate import _as_routing, _check_pair, _check_type, _phase_names, evaluate_batch
 from ..placement import Placement
@@ -290,24 +290,35 @@ def evaluate_jobs(
                      "exclusive_nodes": int(bool(exclusive_nodes)), "evaluator_version": __version__})
     if blocked.max() >= 0:
         ds.attrs["blocked"] = "; ".join(f"{names[j]}: {reasons[j]}" for j in range(J) if reasons[j])
-    return ds
+    return with_units(ds)
 
 
 def job_summary_lines(ds: xr.Dataset) -> list[str]:
-    """A short human table of a several-jobs result (times in ms)."""
+    """A short human table of a several-jobs result: its times (alone, together, makespan) in one decimal SI
+    unit chosen from them (:func:`evaluator.display.shared_unit`), named in the headers."""
+    from ..display import format_number, format_values, shared_unit
+
     a = ds.attrs
+    alone, together = ds.completion_time_alone.values, ds.completion_time.values
+    unit = shared_unit("s", [alone, together])
+    u = unit[0]
+
+    def t(x) -> str:
+        return format_values([x], "s", unit)[0][0]
+
     lines = [f"topology    {a.get('topology')}   background: {a.get('background')}",
-             f"{'job':<12}{'tasks':>7}{'alone ms':>12}{'together ms':>13}{'slowdown':>10}  bottleneck alone  traffic"]
+             f"{'job':<12}{'tasks':>7}{f'alone [{u}]':>12}{f'together [{u}]':>15}{'slowdown':>10}  bottleneck alone  "
+             f"traffic"]
     for j in range(ds.sizes["job"]):
         lines.append(f"{str(ds.job.values[j]):<12}{int(ds.job_tasks.values[j]):>7}"
-                     f"{ds.completion_time_alone.values[j] * 1e3:>12.4g}{ds.completion_time.values[j] * 1e3:>13.4g}"
-                     f"{ds.slowdown.values[j]:>10.4g}  {str(ds.bottleneck_alone.values[j]):<16}  "
+                     f"{t(alone[j]):>12}{t(together[j]):>15}"
+                     f"{format_number(ds.slowdown.values[j]):>10}  {str(ds.bottleneck_alone.values[j]):<16}  "
                      f"{ds.job_traffic.values[j]}")
-    lines.append(f"makespan    {float(ds.makespan) * 1e3:.4g} ms")
+    lines.append(f"makespan    {t(float(ds.makespan))} {u}")
     inter = ds.interference.values
     if ds.sizes["job"] > 1 and np.isfinite(inter).all() and inter.max() > 1:
         worst = np.unravel_index(np.argmax(inter), inter.shape)
-        lines.append(f"worst pair  {ds.job.values[worst[0]]} slowed {ds.interference.values[worst]:.4g}x by "
+        lines.append(f"worst pair  {ds.job.values[worst[0]]} slowed {format_number(ds.interference.values[worst])}x by "
                      f"{ds.other_job.values[worst[1]]} alone")
     if "blocked" in a:
         lines.append(f"blocked     {a['blocked']}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..dataset import with_units
 from ..io import write_netcdf
 from ..machines import Machine, load_machine
 from .geometry import PartitionGeometry, SizeAnalysis, SlabResult, predicted_speedup
@@ -128,7 +129,7 @@ def partitions_dataset(machine: Machine | str, analyses: Sequence[SizeAnalysis])
              "units": m.unit + "s", "shape": m.unit + "s"}
     for k, u in units.items():
         ds[k].attrs["units"] = u
-    return ds
+    return with_units(ds)
 
 
 def comparison_dataset(machines: Sequence[Machine | str],
@@ -166,7 +167,7 @@ def comparison_dataset(machines: Sequence[Machine | str],
     ds["best_per_node"].attrs["units"] = "bytes/s per direction per node"
     ds["best_links"].attrs["units"] = "links"
     ds["size"].attrs["units"] = "nodes"
-    return ds
+    return with_units(ds)
 
 
 def slabs_dataset(machine: Machine | str, results: Sequence[SlabResult]) -> xr.Dataset:
@@ -191,4 +192,4 @@ def slabs_dataset(machine: Machine | str, results: Sequence[SlabResult]) -> xr.D
         attrs={**_machine_attrs(m), **_provenance()})
     ds["bisection_bandwidth"].attrs["units"] = "bytes/s per direction"
     ds["bisection_per_node"].attrs["units"] = "bytes/s per direction per node"
-    return ds
+    return with_units(ds)

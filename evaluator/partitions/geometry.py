@@ -379,7 +379,8 @@ def analyse_machine(machine: Machine | str, sizes: Iterable[int] | None = None) 
 
     Without ``sizes``: Blue Gene/Q machines with an allowed list use the
     sizes of that list (Oltchik Table 6), others every feasible size (Table
-    7). Torus machines need explicit sizes (there are thousands).
+    7). Torus machines need explicit sizes (there are thousands). The analyses are in ascending size, each size
+    once, whatever the order given.
     """
     m = load_machine(machine)
     if sizes is None:
@@ -391,7 +392,11 @@ def analyse_machine(machine: Machine | str, sizes: Iterable[int] | None = None) 
         if m.allowed_partitions is None:
             _check_enumeration(m, "analysing every size")
         sizes = feasible_sizes(m, allowed_only=True)
-    return [analyse_size(m, n) for n in sizes]
+    by_size = {}
+    for n in sizes:
+        a = analyse_size(m, n)
+        by_size.setdefault(a.nodes, a)
+    return [by_size[n] for n in sorted(by_size)]
 
 
 def compare_machines(machines: Sequence[Machine | str],

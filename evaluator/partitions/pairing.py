@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
+from ..dataset import with_units
 from ..evaluate import evaluate
 from ..machines import Machine, load_machine
 from ..placement import linear
@@ -63,7 +64,7 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
     """For every size where two geometries differ in bisection, predict both pairing times.
 
     Machines with an allowed list compare the best allowed geometry with the
-    best possible one (Oltchik Table 1); others the worst with the best (Table 2).
+    best possible one (Oltchik Table 1); others the worst with the best (Table 2). Ascending size.
     """
     m = load_machine(machine) if isinstance(machine, str) else machine
     out = []
@@ -80,7 +81,7 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
             continue
         out.append(PairingResult(m.name, n, a, b, pairing_time(m, a, bytes_per_pair, tie),
                                  pairing_time(m, b, bytes_per_pair, tie), which))
-    return out
+    return sorted(out, key=lambda r: r.nodes)  # ascending size, whatever the order given
 
 
 def pairing_dataset(results: list[PairingResult]) -> xr.Dataset:
@@ -100,4 +101,4 @@ def pairing_dataset(results: list[PairingResult]) -> xr.Dataset:
     if results:
         ds.attrs.update({"machine": results[0].machine, "comparison": results[0].which,
                          "benchmark": "furthest-node pairs, DOR, partition as its own torus"})
-    return ds
+    return with_units(ds)

@@ -2,7 +2,9 @@
 
 Each figure is written atomically through :func:`evaluator.io.save_figure`
 (the Agg canvas): the global matplotlib backend is never changed, and
-matplotlib is imported only when a figure is drawn.
+matplotlib is imported only when a figure is drawn. Sizes run in ascending order; categories
+(sizes, machines, prisms) are bars; every value axis names its unit in brackets, in the display unit of
+:mod:`evaluator.display`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..display import axis_label, display_unit
 from ..io import save_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,6 +31,7 @@ def plot_partitions(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     """
     from matplotlib.figure import Figure
 
+    ds = ds.sortby("size")
     sizes = ds["size"].values
     x = np.arange(len(sizes))
     fig = Figure(figsize=(max(6.0, 0.55 * len(sizes) + 2), 4.2))
@@ -41,8 +45,8 @@ def plot_partitions(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
         ax.bar(x + (i - (len(series) - 1) / 2) * w, y, w, label=lab, color=c)
     ax.set_xticks(x)
     ax.set_xticklabels([str(s) for s in sizes], rotation=60, fontsize=8)
-    ax.set_xlabel("partition size P (nodes)")
-    ax.set_ylabel("normalised bisection bandwidth (links)")
+    ax.set_xlabel(axis_label("partition size P", "nodes"))
+    ax.set_ylabel(axis_label("normalised bisection bandwidth", "links"))
     ax.set_title(f"{ds.attrs.get('machine', '')}: internal bisection of partitions")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -53,6 +57,7 @@ def plot_comparison(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     """Best-case bisection links per size for several machines (Oltchik Fig. 7)."""
     from matplotlib.figure import Figure
 
+    ds = ds.sortby("size")
     sizes = ds["size"].values
     x = np.arange(len(sizes))
     fig = Figure(figsize=(max(6.0, 0.5 * len(sizes) + 2), 4.2))
@@ -63,8 +68,8 @@ def plot_comparison(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
         ax.bar(x + (j - (len(names) - 1) / 2) * w, ds["best_links"].values[:, j], w, label=name)
     ax.set_xticks(x)
     ax.set_xticklabels([str(s) for s in sizes], rotation=60, fontsize=8)
-    ax.set_xlabel("partition size P (nodes)")
-    ax.set_ylabel("normalised bisection bandwidth (links)")
+    ax.set_xlabel(axis_label("partition size P", "nodes"))
+    ax.set_ylabel(axis_label("normalised bisection bandwidth", "links"))
     ax.set_title("best-case partitions: " + " vs ".join(names))
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -78,11 +83,13 @@ def plot_slabs(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     labels = [str(s) for s in ds["slab"].values]
     fig = Figure(figsize=(max(5.0, 0.9 * len(labels) + 2), 4.0))
     ax = fig.add_subplot(1, 1, 1)
-    ax.bar(np.arange(len(labels)), ds["bisection_per_node"].values / 1e6, color="tab:blue")
+    per_node = ds["bisection_per_node"].values
+    unit, factor = display_unit("bytes/s", per_node)
+    ax.bar(np.arange(len(labels)), per_node / factor, color="tab:blue")
     ax.set_xticks(np.arange(len(labels)))
     ax.set_xticklabels(labels)
-    ax.set_xlabel("router prism (X x Y x Z)")
-    ax.set_ylabel("bisection per node (MB/s per direction)")
+    ax.set_xlabel(axis_label("router prism X x Y x Z", "routers"))
+    ax.set_ylabel(axis_label("bisection per node, per direction", unit))
     ax.set_title(f"{ds.attrs.get('machine', '')}: bisection bandwidth per node")
     fig.tight_layout()
     return save_figure(fig, path)

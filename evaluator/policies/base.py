@@ -23,6 +23,17 @@ Interface (used by the workload simulation):
 * :meth:`AllocationPolicy.copy` is an independent copy (a scheduler's
   look-ahead for backfilling): arrays, dicts and random generators are
   copied; allocations, which are immutable, are shared.
+
+:class:`PolicyBase` is the contract of every policy (these members and the
+workload's count-only ``unrestricted``): its :meth:`~PolicyBase.allocate`,
+:meth:`~PolicyBase.fits` and :meth:`~PolicyBase.release` check their argument
+once (:func:`check_request`: a :class:`JobRequest` of an integer id, an
+integer size in ``[1, total_nodes]``, a known mode, requirements that fit)
+and then call the member's ``_allocate``, ``_fits`` and ``_release``; its
+constructor checks the machine (positive integers; the per-node state
+estimated before it is allocated, :func:`check_machine_size`). A wrong type
+raises :class:`~evaluator.errors.ConfigTypeError` (a TypeError), a wrong value
+:class:`~evaluator.errors.ConfigError` (a ValueError).
 """
 
 from __future__ import annotations
@@ -33,9 +44,14 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import ConfigError, check_seed, positive_int
+from ..errors import ConfigError, ConfigTypeError, check_memory, check_seed, is_int
 
-__all__ = ["MODES", "CUSTOM_MODES", "JobRequest", "Allocation", "AllocationPolicy", "check_request"]
+__all__ = ["MODES", "CUSTOM_MODES", "JobRequest", "Allocation", "PolicyBase", "AllocationPolicy", "check_request",
+           "check_machine_size", "NODE_BYTES"]
+
+NODE_BYTES = 48
+"""Bytes of policy state per node, estimated: the owner array, a copy for each of the scheduler's two look-aheads,
+and the temporaries of a placement (idle mask, ranks)."""
 
 MODES = ("minimal_balance", "custom_balance", "custom", "adaptive")
 """GRAP allocation modes (Feng et al. Sec. 4.2); baselines accept and ignore them."""
@@ -67,21 +83,55 @@ class Allocation:
     mode: str
 
 
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def check_machine_size(groups, nodes_per_group) -> tuple[int, int]:
+    """``(groups, nodes_per_group)`` as positive ints; the policies' per-node state (:data:`NODE_BYTES` a node)
+    estimated from them alone and refused (ResourceError) before anything is allocated when it cannot fit."""
+    for name, v in (("policy.groups", groups), ("policy.nodes_per_group", nodes_per_group)):
+        if not is_int(v):
+            raise ConfigTypeError(name, _plain(v), "an integer >= 1")
+        if int(v) < 1:
+            raise ConfigError(name, _plain(v), "an integer >= 1")
+    g, n = int(groups), int(nodes_per_group)
+    check_memory("machine", f"{g} groups x {n} nodes", float(g) * n * NODE_BYTES,
+                 f"the allocation policies' per-node state (about {NODE_BYTES} B a node, {g * n:.3g} nodes)",
+                 "Simulate a smaller machine (groups x nodes per group).")
+    return g, n
+
+
 def check_request(job: JobRequest, total_nodes: int, nodes_per_group: int, groups: int) -> None:
-    """Raise :class:`ConfigError` for a request no state of the machine can serve (shared by every policy)."""
+    """Raise :class:`ConfigError` for a request no state of the machine can serve (shared by every policy), and
+    :class:`~evaluator.errors.ConfigTypeError` for one of the wrong type."""
+    if not isinstance(job, JobRequest):
+        raise ConfigTypeError("job", type(job).__name__ if not isinstance(job, (int, str)) else job,
+                              "an evaluator.policies.JobRequest(id, nodes, mode, requirements)")
+    if not is_int(job.id):
+        raise ConfigTypeError("job.id", _plain(job.id), "an integer (the job's number)")
+    if not isinstance(job.mode, str):
+        raise ConfigTypeError("job.mode", _plain(job.mode), " | ".join(MODES), f"job {job.id}")
     if job.mode not in MODES:
         raise ConfigError("job.mode", job.mode, " | ".join(MODES), f"job {job.id}")
     n = job.nodes
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ConfigError("job.nodes", n, "a positive integer", f"job {job.id}")
+    if not is_int(n):
+        raise ConfigTypeError("job.nodes", _plain(n), "a positive integer", f"job {job.id}")
+    if n < 1:
+        raise ConfigError("job.nodes", _plain(n), "a positive integer", f"job {job.id}")
     if n > total_nodes:
-        raise ConfigError("job.nodes", n, f"at most the machine's {total_nodes} nodes", f"job {job.id}")
-    req = tuple(job.requirements)
+        raise ConfigError("job.nodes", _plain(n), f"at most the machine's {total_nodes} nodes", f"job {job.id}")
+    if isinstance(job.requirements, (str, bytes)) or not isinstance(job.requirements, (tuple, list, np.ndarray)):
+        raise ConfigTypeError("job.requirements", _plain(job.requirements),
+                              "a tuple of node counts per group (empty unless a custom mode)", f"job {job.id}")
+    req = tuple(_plain(r) for r in job.requirements)
     if job.mode in CUSTOM_MODES and n > nodes_per_group and not req:
         raise ConfigError("job.requirements", req, "node counts per group summing to job.nodes",
                           f"job {job.id} is a large job in mode {job.mode!r}")
     if req:
-        if any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1 for r in req):
+        if any(not is_int(r) for r in req):
+            raise ConfigTypeError("job.requirements", req, "positive integers", f"job {job.id}")
+        if any(r < 1 for r in req):
             raise ConfigError("job.requirements", req, "positive integers", f"job {job.id}")
         if sum(req) != n:
             raise ConfigError("job.requirements", req, f"node counts summing to job.nodes = {n}",
@@ -97,26 +147,79 @@ def check_request(job: JobRequest, total_nodes: int, nodes_per_group: int, group
                               f"job {job.id} is in mode 'custom_balance'")
 
 
-class AllocationPolicy(abc.ABC):
-    """A machine of ``groups`` groups of ``nodes_per_group`` nodes and the jobs placed on it.
-
-    State: ``owner[node]`` (job id, -1 when idle) and ``idle_per_group[g]``.
-    Subclasses implement :meth:`_choose` (the nodes for a request, or None)."""
+class PolicyBase(abc.ABC):
+    """What every allocation policy is: a machine of ``groups`` groups of ``nodes_per_group`` nodes and the jobs
+    placed on it. The public methods check their argument here, once, then call the member's private one."""
 
     name: str = ""
+    count_only: bool = False
+    """True for a policy whose only constraint is the idle node count (the scheduler then counts)."""
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
-        self.groups = positive_int("policy.groups", groups)
-        self.nodes_per_group = positive_int("policy.nodes_per_group", nodes_per_group)
+        self.groups, self.nodes_per_group = check_machine_size(groups, nodes_per_group)
+        if not is_int(seed):
+            raise ConfigTypeError("policy.seed", _plain(seed), "an integer >= 0 (a NumPy default_rng seed)")
         self.seed = check_seed("policy.seed", seed)
-        self.owner = np.full(self.groups * self.nodes_per_group, -1, dtype=np.int64)
-        self.idle_per_group = np.full(self.groups, self.nodes_per_group, dtype=np.int64)
-        self.running: dict[int, Allocation] = {}
 
     @property
     def total_nodes(self) -> int:
         """Nodes of the machine."""
         return self.groups * self.nodes_per_group
+
+    @property
+    @abc.abstractmethod
+    def idle_nodes(self) -> int:
+        """Nodes running no job now."""
+
+    def allocate(self, job: JobRequest) -> Allocation | None:
+        """Nodes for ``job`` (marked busy), or ``None`` if it cannot start now; ConfigError if it never can."""
+        check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
+        return self._allocate(job)
+
+    def fits(self, job: JobRequest) -> bool:
+        """Whether :meth:`allocate` would place ``job`` now (nothing changes; ConfigError if it never can).
+
+        Exactly ``allocate(job) is not None`` on this state, for any policy
+        whose :meth:`_fits` is exact."""
+        check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
+        if job.nodes > self.idle_nodes:
+            return False
+        return self._fits(job)
+
+    def release(self, alloc: Allocation) -> None:
+        """Free ``alloc``'s nodes; ConfigError if it is not running here."""
+        if not isinstance(alloc, Allocation):
+            raise ConfigTypeError("alloc", type(alloc).__name__, "an evaluator.policies.Allocation this policy made")
+        self._release(alloc)
+
+    @abc.abstractmethod
+    def _allocate(self, job: JobRequest) -> Allocation | None:
+        """:meth:`allocate` for a checked request."""
+
+    @abc.abstractmethod
+    def _fits(self, job: JobRequest) -> bool:
+        """:meth:`fits` for a checked request of at most the idle node count."""
+
+    @abc.abstractmethod
+    def _release(self, alloc: Allocation) -> None:
+        """:meth:`release` of an :class:`Allocation`."""
+
+    @abc.abstractmethod
+    def copy(self) -> "PolicyBase":
+        """An independent copy (the scheduler's look-ahead)."""
+
+
+class AllocationPolicy(PolicyBase):
+    """A machine of ``groups`` groups of ``nodes_per_group`` nodes and the jobs placed on it.
+
+    State: ``owner[node]`` (job id, -1 when idle) and ``idle_per_group[g]``.
+    Subclasses implement :meth:`_choose` (the nodes for a request, or None)."""
+
+    def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
+        super().__init__(groups, nodes_per_group, seed)
+        self.owner = np.full(self.groups * self.nodes_per_group, -1, dtype=np.int64)
+        self.idle_per_group = np.full(self.groups, self.nodes_per_group, dtype=np.int64)
+        self.running: dict[int, Allocation] = {}
 
     @property
     def idle_nodes(self) -> int:
@@ -135,9 +238,7 @@ class AllocationPolicy(abc.ABC):
         pick = idle & (rank <= np.asarray(take, dtype=np.int64)[:, None])
         return np.flatnonzero(pick.ravel())
 
-    def allocate(self, job: JobRequest) -> Allocation | None:
-        """Nodes for ``job`` (marked busy), or ``None`` if it cannot start now; ConfigError if it never can."""
-        check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
+    def _allocate(self, job: JobRequest) -> Allocation | None:
         if job.id in self.running:
             raise ConfigError("job.id", job.id, "the id of no running job", "it is running already")
         if job.nodes > self.idle_nodes:
@@ -158,8 +259,7 @@ class AllocationPolicy(abc.ABC):
         self._after_allocate(alloc)
         return alloc
 
-    def release(self, alloc: Allocation) -> None:
-        """Free ``alloc``'s nodes (and ports); ConfigError if it is not running here."""
+    def _release(self, alloc: Allocation) -> None:
         if self.running.get(alloc.job_id) is not alloc and not (
                 alloc.job_id in self.running and np.array_equal(self.running[alloc.job_id].nodes, alloc.nodes)):
             raise ConfigError("alloc.job_id", alloc.job_id, "a job running on this policy's machine")
@@ -167,16 +267,6 @@ class AllocationPolicy(abc.ABC):
         self.owner[alloc.nodes] = -1
         self.idle_per_group += np.bincount(alloc.nodes // self.nodes_per_group, minlength=self.groups)
         self._after_release(alloc)
-
-    def fits(self, job: JobRequest) -> bool:
-        """Whether :meth:`allocate` would place ``job`` now (nothing changes; ConfigError if it never can).
-
-        Exactly ``allocate(job) is not None`` on this state, for any policy
-        whose :meth:`_fits` is exact (the default asks :meth:`_choose` on a copy)."""
-        check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
-        if job.nodes > self.idle_nodes:
-            return False
-        return self._fits(job)
 
     def _fits(self, job: JobRequest) -> bool:
         """Whether :meth:`_choose` finds nodes (a checked request, at most the idle node count); override with a

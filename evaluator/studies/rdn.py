@@ -61,6 +61,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -80,7 +81,8 @@ from ..traffic import Traffic, neighbouring, stencil
 from ..traffic._all_to_all import all_to_all_dense  # not re-exported by evaluator.traffic
 
 __all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "DEFAULT_GROUPS", "BOUNDS", "GAINS", "allocation_mode_study",
-           "speedup_table", "format_study"]
+           "speedup_table", "format_study", "format_speedup_table", "plot_study", "parse_machine", "check_machine",
+           "MACHINE_GRAMMAR"]
 
 PATTERNS = {"stencil": "minimal_balance", "neighbouring": "custom", "all_to_all": "adaptive"}
 """Pattern -> the GRAP mode it runs in (the paper's Sec. 5.1.3)."""
@@ -117,6 +119,44 @@ PAPER_MACHINE = RdnMachine(p=12, a=24, h=12, g=288, bandwidth=12.0e9)
 """The paper's machine: 48-port switches (12 nodes, 23 local, 12 global, 1 service), 24 per group, 288 groups
 (82,944 nodes), 288-port optical switches (one port per group), 12 GB/s links."""
 
+MACHINE_GRAMMAR = ("four integers P,A,H,G or DF(P,A,H,G): P >= 1 nodes per router, A >= 1 routers per group, "
+                   "H >= 1 global links per router, G groups in [2, A*H+1] (the paper's: 12,24,12,288)")
+"""What ``--machine`` (:func:`parse_machine`) accepts; the form the study's dataset records is ``DF(P,A,H,G)``."""
+
+
+def parse_machine(text: str, field: str = "--machine", bandwidth: float = 12.0e9) -> RdnMachine:
+    """An :class:`RdnMachine` from ``"P,A,H,G"`` or ``"DF(P,A,H,G)"`` (what the study's ``machine`` attribute
+    holds); ConfigError naming ``field``, the text and :data:`MACHINE_GRAMMAR` otherwise."""
+    import re
+
+    raw = str(text).strip()
+    m = re.fullmatch(r"(?:DF\s*\(\s*(.*?)\s*\)|(.*))", raw, flags=re.IGNORECASE)
+    body = m.group(1) if m.group(1) is not None else m.group(2)
+    parts = [x.strip() for x in body.split(",")]
+    if len(parts) != 4 or not all(re.fullmatch(r"[+]?[0-9]+", x) for x in parts):
+        raise ConfigError(field, text, MACHINE_GRAMMAR)
+    p, a, h, g = (int(x) for x in parts)
+    if min(p, a, h) < 1 or not 2 <= g <= a * h + 1:
+        raise ConfigError(field, text, MACHINE_GRAMMAR, f"Here A*H+1 = {a * h + 1}." if min(p, a, h) >= 1 else None)
+    return RdnMachine(p, a, h, g, bandwidth=bandwidth)
+
+
+def check_machine(machine: RdnMachine, patterns: Sequence[str], field: str = "machine",
+                  value: str | None = None) -> None:
+    """Refuse (ConfigError naming ``field``) a machine the study cannot place ``patterns`` on, before any work:
+    the all-to-all takes :attr:`RdnMachine.adaptive_nodes` nodes in each of ``q`` groups, which must be more than
+    half a group (else GRAP packs two groups' shares into one). ``value``: the text the user gave (default: the
+    machine as ``DF(P,A,H,G)``)."""
+    require(isinstance(machine, RdnMachine), field, machine, "an evaluator.studies.rdn.RdnMachine")
+    text = f"DF({machine.p},{machine.a},{machine.h},{machine.g})" if value is None else value
+    require(min(machine.p, machine.a, machine.h) >= 1 and 2 <= machine.g <= machine.a * machine.h + 1, field, text,
+            MACHINE_GRAMMAR)
+    npg, per = machine.nodes_per_group, machine.adaptive_nodes
+    if "all_to_all" in patterns and not (2 * per > npg and per <= npg):
+        raise ConfigError(field, text, "a machine whose all-to-all job fills more than half of each of its groups "
+                                       f"(here {per} of A*P = {npg} nodes: A*P = 2 is the one size that fails)",
+                          "Use groups of 1 or at least 3 nodes (A*P), or leave all_to_all out of --patterns.")
+
 
 # ------------------------------------------------------------------------------------------- jobs
 def _grid2(n: int) -> tuple[int, int]:
@@ -143,6 +183,19 @@ def _tiled_order(x: int, y: int, p: int, a: int) -> np.ndarray:
     return np.arange(x * y)
 
 
+class PointRefused(Exception):
+    """A point the study cannot evaluate on this machine (NaN, the reason in ``refused``): the RDN's optical
+    switches cannot connect every group pair the job needs."""
+
+
+def _require_groups(m: RdnMachine, pattern: str, q: int, alloc) -> None:
+    """GRAP gave the job exactly ``q`` groups (else the machine cannot hold the pattern as the study places it)."""
+    if alloc is None or len(alloc.groups) != q:
+        got = "no allocation" if alloc is None else f"{len(alloc.groups)} groups"
+        raise ConfigError("machine", f"DF({m.p},{m.a},{m.h},{m.g})",
+                          f"a machine on which GRAP gives the {pattern} job of {q} groups {q} groups (it gave {got})")
+
+
 def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray]:
     """The job's traffic, the GRAP state after allocating it, and its task -> node map (machine numbering)."""
     npg = m.nodes_per_group
@@ -152,7 +205,7 @@ def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray
         beta = [q, x, y]                               # task (z, x, y): plane z is one group
         tr = stencil([4 * b for b in beta], beta, 256.0)
         alloc = pol.allocate(JobRequest(0, q * npg, "minimal_balance"))
-        assert alloc is not None and len(alloc.groups) == q
+        _require_groups(m, pattern, q, alloc)
         base = np.asarray(alloc.groups, dtype=np.int64) * npg   # plane z -> the z-th group, tiled over its routers
         order = (base[:, None] + _tiled_order(x, y, m.p, m.a)[None, :]).reshape(-1)
         return tr, pol, order
@@ -160,7 +213,7 @@ def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray
         small = max(1, (3 * npg) // 4)
         req = tuple(npg if i % 2 == 0 else small for i in range(q))
         alloc = pol.allocate(JobRequest(0, sum(req), "custom", req))
-        assert alloc is not None and len(alloc.groups) == q
+        _require_groups(m, pattern, q, alloc)
         grp = alloc.nodes // npg
         sizes = [int((grp == G).sum()) for G in alloc.groups]
         tr = neighbouring(sizes, 4, 4, 1.0e6)
@@ -171,7 +224,7 @@ def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray
         # come from GRAP's balance path with q equal requirements; the paper found both modes equal here.
         per = m.adaptive_nodes
         alloc = pol.allocate(JobRequest(0, q * per, "custom_balance", (per,) * q))
-        assert alloc is not None and len(alloc.groups) == q
+        _require_groups(m, pattern, q, alloc)
         return all_to_all_dense(q * per, 1.0e6), pol, alloc.nodes
     raise ConfigError("pattern", pattern, " | ".join(PATTERNS))
 
@@ -196,8 +249,14 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
     local = rank[nodes // npg] * npg + nodes % npg
     ts, td, w = (tr.src, tr.dst, tr.nbytes) if isinstance(tr, Traffic) else (None, None, None)
     if pattern == "all_to_all":
-        topo = rdn(m.p, m.a, m.h, q, ports_per_switch=m.ports_per_switch, configuration="jobs",
-                   jobs=[list(range(q))], bandwidth_p=m.bandwidth, bandwidth_l=m.bandwidth, bandwidth_r=m.bandwidth)
+        try:
+            topo = rdn(m.p, m.a, m.h, q, ports_per_switch=m.ports_per_switch, configuration="jobs",
+                       jobs=[list(range(q))], bandwidth_p=m.bandwidth, bandwidth_l=m.bandwidth,
+                       bandwidth_r=m.bandwidth)
+        except ResourceError:
+            raise
+        except ConfigError as e:  # too many groups for one job's direct links: a limit of this machine, not input
+            raise PointRefused(f"RDN: {e}") from None
     else:
         gs, gd = local[ts] // npg, local[td] // npg
         demand = np.zeros((q, q))
@@ -210,7 +269,12 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
         topo = rdn(m.p, m.a, m.h, q, ports_per_switch=m.ports_per_switch, bandwidth_p=m.bandwidth,
                    bandwidth_l=m.bandwidth, bandwidth_r=m.bandwidth, **cfg)
         lost = unconnected_bytes(topo, local[ts] // m.p, local[td] // m.p, w)
-        assert lost == 0.0, f"the configuration leaves {lost} bytes of the job unconnected"
+        if lost > 0:
+            from ..display import format_value
+
+            raise PointRefused(f"RDN: the optical switches (A*H = {m.a * m.h} ports per group, "
+                               f"{m.ports_per_switch} per switch) cannot connect every group pair of the job: "
+                               f"{format_value(lost, 'bytes')} of it unconnected")
     pl = Placement(local.astype(np.int64), topo.n_nodes, f"GRAP {PATTERNS[pattern]}")
     cap = np.asarray(topo.capacity)
     nr = topo.n_router_links
@@ -402,9 +466,9 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     a point is seeded ``seed + 1000 * k + j`` (``k``: the pattern's place in :data:`PATTERNS`, ``j``: the size's
     place in the sorted sizes), so a run of some patterns gives the same numbers as a run of all.
     """
-    require(isinstance(machine, RdnMachine), "machine", machine, "an evaluator.studies.rdn.RdnMachine")
     for name in patterns:
         require(name in PATTERNS, "patterns", name, " | ".join(PATTERNS))
+    check_machine(machine, patterns)
     bounds = tuple(bounds)
     for name in bounds:
         require(name in BOUNDS, "bounds", name, " | ".join(BOUNDS))
@@ -437,7 +501,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                     bound_refused[i, j] = why
                 for k, v in vals.items():
                     data[k][i, j] = v
-            except ResourceError as e:
+            except (ResourceError, PointRefused) as e:
                 refused[i, j] = (refused[i, j] + "; " if refused[i, j] else "") + str(e)
             secs[i, j] = time.perf_counter() - t0
             if progress is not None:
@@ -621,59 +685,222 @@ def format_study(ds: xr.Dataset) -> str:
              s.to_string(), "", h.to_string()]
     if notes:
         lines += ["", "bounds not computed (n/a):"] + [f"  {w}" for w in notes]
+    points = [f"  {pat} {int(q)} groups: {ds.refused.sel(pattern=pat, groups=q).item()}"
+              for pat in ds.pattern.values for q in ds.groups.values if ds.refused.sel(pattern=pat, groups=q).item()]
+    if points:
+        lines += ["", "points not computed (n/a):"] + points
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evaluator.studies rdn [--machine p,a,h,g] [--groups 2,4,...] [--patterns ...] [--bounds ...]
-    [--background f] [--out f.nc] [--speedup-out speedup.nc --baseline adaptive]``: run
-    :func:`allocation_mode_study` (default: the paper's machine), print the times, the gains (ratios T_TDN /
-    T_RDN) against both ends, the TDN's background slowdown and hops, write the study (``--out``) and/or the
-    workload simulation's speedup table (``--speedup-out``, :func:`speedup_table`, dims ``(mode, groups)``) as
-    netCDF."""
-    import argparse
-    from pathlib import Path
+def format_speedup_table(table: xr.Dataset) -> str:
+    """The workload's speedup table (:func:`speedup_table`) for people: one row per GRAP mode, one column per job
+    size in groups, the ratio ``T_TDN / T_RDN`` with background (``1.30x``: the paper's "30% speedup")."""
+    import pandas as pd
 
+    x = lambda v: "n/a" if not np.isfinite(v) else f"{v:.2f}x"  # noqa: E731
+    df = pd.DataFrame({f"{int(q)} groups": [x(float(v)) for v in table.speedup.sel(groups=q).values]
+                       for q in table.groups.values},
+                      index=pd.Index([f"{mo} ({pat})" for mo, pat in zip(table["mode"].values,
+                                                                          table["pattern"].values)], name="mode"))
+    return (f"speedup table, {table.attrs.get('machine', '')}: T_TDN / T_RDN with background, against "
+            f"{table.attrs.get('baseline', '')} ({table.attrs.get('baseline_text', '')})\n" + df.to_string())
+
+
+def plot_study(ds: xr.Dataset, path) -> None:
+    """One PNG of the study: RDN-GRAP's gain ``T_TDN / T_RDN`` (with background) against job size, both ends
+    (the ideal adaptive bound, solid; the fastest oblivious routing, dashed), a reference line at 1; and the
+    completion times with background (RDN-GRAP solid, the TDN's fastest oblivious routing dashed) in one
+    decimal SI unit. One colour per pattern, job sizes ascending on a log axis, points marked."""
+    from matplotlib.figure import Figure
+
+    from ..display import axis_label, shared_unit
+    from ..io import save_figure
+
+    fig = Figure(figsize=(11, 4.2))
+    ax_g, ax_t = fig.subplots(1, 2)
+    q = np.asarray(ds.groups.values, dtype=float)
+    times = [ds[v].values for v in ("rdn_time_bg", "tdn_oblivious_time_bg")]
+    unit, factor = shared_unit("s", times)
+    for k, pat in enumerate(ds.pattern.values):
+        colour = f"C{k}"
+        for b, style in (("adaptive", "-"), ("oblivious", "--")):
+            if f"gain_{b}" in ds and np.isfinite(ds[f"gain_{b}"].sel(pattern=pat).values).any():
+                ax_g.plot(q, ds[f"gain_{b}"].sel(pattern=pat).values, style, marker="o", color=colour,
+                          label=f"{pat}, vs {b}")
+        ax_t.plot(q, ds.rdn_time_bg.sel(pattern=pat).values / factor, "-", marker="o", color=colour,
+                  label=f"{pat}, RDN-GRAP")
+        ax_t.plot(q, ds.tdn_oblivious_time_bg.sel(pattern=pat).values / factor, "--", marker="s", color=colour,
+                  label=f"{pat}, TDN oblivious")
+    ax_g.axhline(1.0, color="0.3", linewidth=0.8)
+    ax_g.set_ylabel(axis_label("gain T_TDN / T_RDN", "1"))
+    ax_t.set_ylabel(axis_label("completion time with background", unit))
+    ax_t.set_yscale("log")
+    for ax in (ax_g, ax_t):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(q, [str(int(v)) for v in q])
+        ax.set_xlabel(axis_label("job size", "groups"))
+        ax.legend(fontsize=7)
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"RDN-GRAP vs TDN on {ds.attrs.get('machine', '')}, "
+                 f"{100 * float(ds.attrs.get('background', 0)):g}% background")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+DEFAULT_OUT = "results/rdn"
+"""Where ``evaluator study rdn`` writes without ``--out``."""
+
+
+def _parse_groups(text: str) -> list[int]:
+    import re
+
+    parts = [x.strip() for x in str(text).split(",")]
+    if not parts or not all(re.fullmatch(r"[+]?[0-9]+", x) and int(x) >= 2 for x in parts):
+        raise ConfigError("--groups", text, "comma-separated job sizes in groups, integers >= 2 (e.g. 2,4,8; sizes "
+                                            "above the machine's G are dropped, G itself is always added)")
+    return [int(x) for x in parts]
+
+
+def _parse_names(flag: str, text: str, allowed: Sequence[str], none_ok: bool = False) -> tuple[str, ...]:
+    what = f"comma-separated names among {','.join(allowed)}, each once" + (", or none" if none_ok else "")
+    if none_ok and str(text).strip() == "none":
+        return ()
+    names = [x.strip() for x in str(text).split(",")]
+    if not names or not all(n in allowed for n in names) or len(set(names)) != len(names):
+        raise ConfigError(flag, text, what)
+    return tuple(names)
+
+
+def _parse_number(flag: str, text: str, kind: str, allowed: str, ok) -> float | int:
+    try:
+        value = int(text) if kind == "int" else float(text)
+    except (TypeError, ValueError):
+        raise ConfigError(flag, text, allowed) from None
+    if not ok(value):
+        raise ConfigError(flag, text, allowed)
+    return value
+
+
+def output_paths(out: str, machine: RdnMachine, stamp: str) -> tuple[Path, Path]:
+    """``(dataset, plot)`` of ``--out``: a path ending in ``.nc`` is the dataset's file (the plot next to it, same
+    name, ``.png``); anything else is a directory, where both are named after the machine and the UTC time
+    ``stamp`` (``rdn-P-A-H-G-YYYYmmddTHHMMSSZ.nc``: no run overwrites another)."""
+    o = Path(out)
+    if o.suffix == ".nc":
+        return o, o.with_suffix(".png")
+    stem = f"rdn-{machine.p}-{machine.a}-{machine.h}-{machine.g}-{stamp}"
+    return o / f"{stem}.nc", o / f"{stem}.png"
+
+
+def check_output_file(flag: str, value: str, path: Path) -> None:
+    """Refuse (ConfigError naming ``flag`` and ``value``) a file that cannot be written, before any work: an
+    existing directory, or a directory that cannot be made or written to. Leaves nothing behind."""
+    from ..io import check_writable
+
+    if path.is_dir():
+        raise ConfigError(flag, value, "a file path (FILE.nc) or a directory for the outputs",
+                          f"{path} is a directory; nothing was computed.")
+    up = path.parent
+    while not up.exists() and up != up.parent:
+        up = up.parent
+    if up.exists() and not up.is_dir():
+        raise ConfigError(flag, value, "a path in a directory this user can create and write",
+                          f"{up} is a file, not a directory; nothing was computed.")
+    try:
+        check_writable(flag, path.parent)
+    except ConfigError as e:
+        raise ConfigError(flag, value, "a path in a directory this user can create and write", e.hint) from None
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -> int:
+    """``evaluator study rdn [--machine P,A,H,G] [--groups 2,4,...] [--patterns ...] [--bounds ...]
+    [--background F] [--out DIR|FILE.nc] [--speedup-out FILE.nc --baseline adaptive]``: run
+    :func:`allocation_mode_study` (default: the paper's machine), print the times, the gains (ratios T_TDN /
+    T_RDN) against both ends, the TDN's background slowdown, hops and the workload's speedup table (mode x
+    groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
+    speedup table as netCDF (:func:`speedup_table`). Every option and output is checked before any work."""
+    import argparse
+
+    from ..errors import WordedError, check_seed
     from ..io import write_netcdf
 
-    ap = argparse.ArgumentParser(prog="python -m evaluator.studies rdn", description=main.__doc__)
-    ap.add_argument("--machine", default="12,24,12,288", help="p,a,h,g (default: the paper's 12,24,12,288)")
-    ap.add_argument("--groups", default=",".join(map(str, DEFAULT_GROUPS)), help="job sizes in groups")
-    ap.add_argument("--patterns", default=",".join(PATTERNS), help=f"some of {','.join(PATTERNS)}")
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line through the CLI's error handling, not argparse's usage + exit
+            raise WordedError(f"{message} (see {prog} --help)")
+
+    ap = Parser(prog=prog, description="GRAP's allocation modes on a reconfigurable Dragonfly (RDN) against a "
+                "traditional one (TDN), Feng et al. Sec. 5.2. Prints the times, the gains T_TDN / T_RDN against both "
+                "ends (the ideal adaptive bound, the fastest oblivious routing), the TDN's background slowdown, "
+                "hops and the workload's speedup table (mode x groups); writes the study's dataset (netCDF) and plot "
+                "(PNG) under --out and the speedup table to --speedup-out. Every option and output is checked "
+                "before any work. See docs/rdn.md.")
+    ap.add_argument("--machine", default="12,24,12,288", metavar="P,A,H,G",
+                    help=f"the Dragonfly: {MACHINE_GRAMMAR}; DF(P,A,H,G) as the datasets record it is accepted too")
+    ap.add_argument("--groups", default=",".join(map(str, DEFAULT_GROUPS)), metavar="Q,Q,...",
+                    help="job sizes in groups, integers >= 2 (default %(default)s; sizes above G are dropped, G is "
+                         "always added)")
+    ap.add_argument("--patterns", default=",".join(PATTERNS), help=f"some of {','.join(PATTERNS)} (default: all)")
     ap.add_argument("--bounds", default="adaptive",
                     help="TDN bounds to compute: adaptive, optimal, both (adaptive,optimal) or none")
-    ap.add_argument("--max-lp-nnz", type=int, default=MAX_LP_NNZ, help="largest LP attempted (nonzeros)")
-    ap.add_argument("--background", type=float, default=0.26)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--bandwidth", type=float, default=12.0e9, help="bytes/s per direction, every link")
-    ap.add_argument("--out", default=None, help="netCDF file for the dataset")
-    ap.add_argument("--speedup-out", default=None, metavar="NC",
+    ap.add_argument("--max-lp-nnz", default=str(MAX_LP_NNZ), metavar="N",
+                    help="largest LP attempted, in nonzeros (default %(default)s)")
+    ap.add_argument("--background", default="0.26", metavar="F",
+                    help="fraction of their injection bandwidth the other nodes send, in [0, 1) (default 0.26)")
+    ap.add_argument("--seed", default="0", help="seed of the TDN's random mapping (default 0)")
+    ap.add_argument("--bandwidth", default="12e9", metavar="BYTES_PER_S",
+                    help="bytes/s per direction, every link (default 12e9: 12 GB/s)")
+    ap.add_argument("--out", default=DEFAULT_OUT, metavar="DIR|FILE.nc",
+                    help="where the study's dataset and plot go: a directory (default %(default)s; files "
+                         "rdn-P-A-H-G-<UTC time>.nc and .png) or a FILE.nc (the plot beside it, FILE.png)")
+    ap.add_argument("--speedup-out", default=None, metavar="FILE.nc",
                     help="netCDF file for the speedup table (mode x groups) that `evaluator schedule --speedups` "
                          "and sweeps/workload/grap_vs_slurm.yaml read (e.g. results/rdn/speedup.nc)")
     ap.add_argument("--baseline", default="adaptive", choices=tuple(GAINS),
                     help="the TDN time the speedup table is against (default adaptive: the conservative end)")
     args = ap.parse_args(argv)
-    try:
-        p, a, h, g = (int(x) for x in args.machine.split(","))
-        groups = [int(x) for x in args.groups.split(",")]
-    except ValueError:
-        raise ConfigError("--machine/--groups", f"{args.machine} / {args.groups}", "comma-separated integers")
-    bounds = () if args.bounds == "none" else tuple(b for b in args.bounds.split(",") if b)
+    bandwidth = _parse_number("--bandwidth", args.bandwidth, "float", "a finite number of bytes/s > 0 (e.g. 12e9)",
+                              lambda v: math.isfinite(v) and v > 0)
+    m = parse_machine(args.machine, "--machine", bandwidth=bandwidth)
+    groups = _parse_groups(args.groups)
+    patterns = _parse_names("--patterns", args.patterns, tuple(PATTERNS))
+    bounds = _parse_names("--bounds", args.bounds, tuple(BOUNDS), none_ok=True)
+    max_lp_nnz = _parse_number("--max-lp-nnz", args.max_lp_nnz, "int", "an integer >= 1 (nonzeros)", lambda v: v >= 1)
+    background = _parse_number("--background", args.background, "float", "a fraction in [0, 1)",
+                               lambda v: 0 <= v < 1)
+    seed = _parse_number("--seed", args.seed, "int", "an integer >= 0", lambda v: v >= 0)
+    check_seed("--seed", seed)
+    check_machine(m, patterns, "--machine", args.machine)
     if args.speedup_out and args.baseline in BOUNDS and args.baseline not in bounds:
         raise ConfigError("--baseline", args.baseline, f"a bound that --bounds computes ({args.bounds})",
                           f"Add it: --bounds {','.join(bounds + (args.baseline,))}")
-    m = RdnMachine(p, a, h, g, bandwidth=args.bandwidth)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    ds_path, png_path = output_paths(args.out, m, stamp)
+    if Path(args.out).suffix != ".nc" and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError("--out", args.out, "a directory or a FILE.nc path",
+                          f"{args.out} exists and is not a directory; nothing was computed.")
+    check_output_file("--out", args.out, ds_path)
+    if args.speedup_out:
+        sp = Path(args.speedup_out)
+        if sp.suffix != ".nc":
+            raise ConfigError("--speedup-out", args.speedup_out, "a netCDF file path ending in .nc")
+        check_output_file("--speedup-out", args.speedup_out, sp)
     t0 = time.perf_counter()
-    ds = allocation_mode_study(m, groups, patterns=tuple(args.patterns.split(",")), background=args.background,
-                               seed=args.seed, bounds=bounds, max_lp_nnz=args.max_lp_nnz,
+    ds = allocation_mode_study(m, groups, patterns=patterns, background=background, seed=seed, bounds=bounds,
+                               max_lp_nnz=max_lp_nnz,
                                progress=lambda pat, q, s: print(f"{pat:>13} {q:>4} groups  {s:7.1f} s", flush=True))
     ds.attrs["total_seconds"] = time.perf_counter() - t0
     print(format_study(ds))
     print(f"total {ds.attrs['total_seconds']:.1f} s")
-    if args.out:
-        write_netcdf(ds, args.out)
+    table = speedup_table(study=ds, baseline=args.baseline) if not (args.baseline in BOUNDS and
+                                                                     args.baseline not in bounds) else None
+    if table is not None:
+        print()
+        print(format_speedup_table(table))
+    write_netcdf(ds, ds_path)
+    plot_study(ds, png_path)
+    print(f"dataset: {ds_path}")
+    print(f"plot: {png_path}")
     if args.speedup_out:
-        Path(args.speedup_out).parent.mkdir(parents=True, exist_ok=True)
-        write_netcdf(speedup_table(study=ds, baseline=args.baseline), args.speedup_out)
-        print(f"speedup table (against {args.baseline}) -> {args.speedup_out}")
+        write_netcdf(table, args.speedup_out)
+        print(f"speedup table (against {args.baseline}): {args.speedup_out}")
     return 0

@@ -155,7 +155,7 @@ class _BoundGrid:
         for k, what in (("bound_method", "method of the bound (edge, garg_konemann, dragonfly_adaptive)"),
                         ("bound_solver", "solver of the bound (highs, pdhg, multiplicative_weights)")):
             text = np.asarray(self.tables[k] + [""], dtype=object)[self.codes[k]]  # '' where infeasible
-            ds[k] = (dims, text.reshape(plan.shape), {"long_name": what})
+            ds[k] = (dims, text.reshape(plan.shape), {"units": "", "long_name": what})
         ds.attrs["bounds"] = plan.bounds
         ds.attrs["bounds_solver_requested"] = plan.bound_solver
         ds.attrs["bound_bounds"] = bound_kind(plan.bounds).bounds

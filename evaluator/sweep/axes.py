@@ -18,8 +18,12 @@ earlier axes):
 * ``key: {factorizations: {n: 64, d: 3}}`` ordered factorizations of ``n``
   into ``d`` factors (``n`` may name an earlier axis);
 * ``key: {range: [start, stop, step]}`` (``stop`` excluded);
-* ``name: {zip: {key1: [...], key2: [...]}}`` several keys along one dimension;
-* ``name: {product: {key1: ..., key2: ...}}`` the same as listing them.
+* ``name: {zip: {key1: [...], key2: [...]}}`` several keys along one dimension, labelled
+  ``key1=v1 key2=v2`` (each key by its last dotted part, longer where two would read alike);
+* ``name: {product: {key1: ..., key2: ...}}`` the same as listing them;
+* ``label``, next to ``zip``: a list (one label per value) or a template (``"{key1} on {key2}"``: each
+  ``{key}`` is that key's value); next to ``product``: a mapping from its keys to such a list or template.
+  User-given labels must tell the values apart. docs/sweeps.md has the whole grammar with examples.
 
 Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
 ``placement.seed``, so an axis can be added from the command line with
@@ -49,6 +53,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,8 +63,8 @@ from ..config import GROUPS
 from ..config.hydra import AXIS_GENERATORS
 from ..errors import ConfigError, check_memory, is_int, require
 
-__all__ = ["Axis", "expand_axes", "optimize_axes", "label", "divisors", "divisor_vectors", "ordered_factorizations",
-           "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "BUCKET_PREFIXES"]
+__all__ = ["Axis", "expand_axes", "optimize_axes", "label", "short_keys", "divisors", "divisor_vectors",
+           "ordered_factorizations", "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "BUCKET_PREFIXES"]
 
 BUCKET_PREFIXES = ("topology", "routing")
 GENERATORS = AXIS_GENERATORS
@@ -179,10 +184,19 @@ class Axis:
     keys: tuple[str, ...]
     values: tuple[tuple[Any, ...], ...]
     labels: tuple[str, ...]
+    labels_given: bool = False  # labels from the axis's ``label`` option, not made from the values
 
     @property
     def size(self) -> int:
         return len(self.values)
+
+    @property
+    def id_labels(self) -> tuple[str, ...]:
+        """The labels a run id hashes: the given ones, else those made from the values as they were first
+        written (a zip's labels joined by commas), so that how a label is shown never changes a run id."""
+        if self.labels_given or len(self.keys) == 1:
+            return self.labels
+        return tuple(",".join(label(x) for x in row) for row in self.values)
 
     @property
     def is_group(self) -> bool:
@@ -376,6 +390,54 @@ def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget) ->
     return out
 
 
+def short_keys(keys: Sequence[str]) -> list[str]:
+    """Each dotted key by its last part, or by as many last parts as tell it from the others:
+    ``[traffic.beta, placement.rank_order.method]`` -> ``[beta, method]``; ``[traffic.seed, placement.seed]``
+    -> ``[traffic.seed, placement.seed]``."""
+    parts = [k.split(".") for k in keys]
+    depth = [1] * len(keys)
+    while True:
+        short = [".".join(p[-d:]) for p, d in zip(parts, depth)]
+        same = collections.Counter(short)
+        clash = [i for i, s in enumerate(short) if same[s] > 1 and depth[i] < len(parts[i])]
+        if not clash:
+            return short
+        for i in clash:
+            depth[i] += 1
+
+
+_TEMPLATE_KEY = re.compile(r"\{([^{}]+)\}")
+
+
+def _labelled(field: str, ax: Axis, given: Any) -> Axis:
+    """``ax`` with the user's labels: a list (one per value) or a template whose ``{key}`` are the values'
+    labels (``"{traffic.beta} on {topology.midplanes}"``)."""
+    allowed = (f"a list of {ax.size} distinct labels (one per value) or a template naming keys of the axis "
+               f"({', '.join('{' + k + '}' for k in ax.keys)})")
+    if isinstance(given, str):
+        unknown = [k for k in _TEMPLATE_KEY.findall(given) if k not in ax.keys]
+        require(not unknown and _TEMPLATE_KEY.search(given) is not None, field, given, allowed,
+                f"Unknown key(s) {unknown}." if unknown else "Name at least one key in braces.")
+        labels = tuple(_TEMPLATE_KEY.sub(lambda m: label(row[ax.keys.index(m.group(1))]), given)
+                       for row in ax.values)
+    elif isinstance(given, list):
+        require(len(given) == ax.size and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                                              for x in given), field, given, allowed,
+                f"The axis has {ax.size} values." if len(given) != ax.size else None)
+        labels = tuple(str(x) for x in given)
+    else:
+        raise ConfigError(field, given, allowed)
+    dup = sorted(k for k, c in collections.Counter(labels).items() if c > 1)
+    require(not dup, field, given, allowed, f"{dup} label(s) more than one value: a label must name one value.")
+    return dataclasses.replace(ax, labels=labels, labels_given=True)
+
+
+def _only(name: str, spec: dict, generator: str) -> None:
+    extra = sorted(set(map(str, spec)) - {generator, "label"})
+    require(not extra, f"sweep.axes.{name}", spec, f"{{{generator}: {{...}}}} with an optional label",
+            f"Unknown key(s) {extra}.")
+
+
 def _flatten_axes(axes_cfg: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested mappings become dotted keys, so ``+sweep.axes.placement.seed={range:[0,8]}`` works
     from the command line; a mapping holding a generator is a leaf."""
@@ -409,13 +471,22 @@ def _expand(axes_cfg: dict[str, Any], budget: _Budget) -> list[Axis]:
     for name, spec in axes_cfg.items():
         spec = _plain(spec)
         if isinstance(spec, dict) and "product" in spec:
+            _only(name, spec, "product")
             sub = _expand(spec["product"], budget)
+            given = spec.get("label")
+            if given is not None:
+                keys = [ax.name for ax in sub]
+                require(isinstance(given, dict) and set(given) <= set(keys), f"sweep.axes.{name}.label", given,
+                        f"a mapping from axes of the product ({', '.join(keys)}) to a list of labels or a template")
+                sub = [_labelled(f"sweep.axes.{name}.label.{ax.name}", ax, given[ax.name]) if ax.name in given
+                       else ax for ax in sub]
             for ax in sub:
                 for k, vals in zip(ax.keys, zip(*ax.values)):
                     earlier[k] = list(vals)
             axes.extend(sub)
             continue
         if isinstance(spec, dict) and "zip" in spec:
+            _only(name, spec, "zip")
             z = spec["zip"]
             require(isinstance(z, dict) and len(z) > 0, f"sweep.axes.{name}.zip", z, "a mapping of keys to lists")
             cols = {k: _generate(k, _plain(v), earlier, budget) for k, v in z.items()}
@@ -423,10 +494,14 @@ def _expand(axes_cfg: dict[str, Any], budget: _Budget) -> list[Axis]:
             require(len(set(lens.values())) == 1, f"sweep.axes.{name}.zip", lens, "lists of equal length")
             keys = tuple(cols)
             values = tuple(zip(*cols.values()))
-            labels = tuple(",".join(label(x) for x in row) for row in values)
+            short = short_keys(keys)
+            labels = tuple(" ".join(f"{s}={label(x)}" for s, x in zip(short, row)) for row in values)
             for k in keys:
                 earlier[k] = cols[k]
-            axes.append(Axis(name, keys, values, labels))
+            ax = Axis(name, keys, values, labels)
+            if spec.get("label") is not None:
+                ax = _labelled(f"sweep.axes.{name}.label", ax, spec["label"])
+            axes.append(ax)
             budget.take(len(values))
             continue
         vals = _generate(name, spec, earlier, budget)

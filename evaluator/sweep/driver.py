@@ -6,6 +6,13 @@ by default, ``ray.address=auto`` or a URL for a cluster) and persisted as they
 finish (:mod:`~evaluator.sweep.store`); a rerun of the same config computes
 only the missing chunks, so a sweep killed at any moment (even ``kill -9``)
 resumes without losing or repeating points.
+
+The dataset is ``<output_dir>/<sweep>/<UTC time>-<hash>.nc`` (or ``.zarr``):
+the time of the run's first start (kept in the chunk store's manifest, so a
+resumed run keeps its name) and the hash of its config (the run id's);
+``<output_dir>/<sweep>/latest`` points at the newest run
+(:func:`evaluator.io.point_latest`). A rerun of a finished run finds its
+dataset and returns it: nothing is computed or written again.
 """
 
 from __future__ import annotations
@@ -114,6 +121,7 @@ def _ray_init(ray_cfg):
         # workers import the package from this source tree
         kwargs["runtime_env"] = {"env_vars": {"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", ""),
                                               "PYTHONPATH": str(_PACKAGE_DIR.parent)}}
+        _choose_token_auth()
     if ray_cfg.address:
         # Ray retries the cluster once a second for this many attempts (default 30): our timeout
         os.environ["RAY_gcs_server_port_wait_time_s"] = str(max(1, int(round(timeout))))
@@ -130,6 +138,26 @@ def _ray_init(ray_cfg):
     return ray
 
 
+def _choose_token_auth() -> None:
+    """Start a local Ray with token authentication, Ray's own default for a new local cluster, chosen
+    explicitly: left to itself, Ray prints "Token authentication is enabled for this Ray cluster..." on every
+    start. A ``RAY_AUTH_MODE`` the user set is kept."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    _reread_ray_config()
+
+
+def _reread_ray_config() -> None:
+    """Ray caches its config when it is imported: read it again, as Ray does when it enables token mode."""
+    try:
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except (ImportError, AttributeError):  # pragma: no cover - another Ray version: its own default applies
+        pass
+
+
 def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: int | None = None,
               warn=None) -> Path | None:
     """Run (or resume) a sweep and write its dataset; return the dataset path.
@@ -138,14 +166,57 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     call: a second driver on the same run id gets a
     :class:`~evaluator.errors.RunBusyError` naming the holder. Persisted chunks
     are verified first; invalid ones are reported through ``warn`` (default:
-    stderr) and recomputed. A failed write (full disk, unwritable directory)
+    stderr) and recomputed. A run whose dataset is already written (the same
+    command after it finished) is not computed again: its dataset's path is
+    returned (and ``warn`` says so). A failed write (full disk, unwritable directory)
     raises :class:`~evaluator.errors.StorageError` saying what is kept; Ctrl-C
     stops the run, keeping the finished chunks. ``stop_after`` (tests) returns
     ``None`` after that many chunks were persisted in this call, as an
     interrupted run would.
     """
     with store.RunLock(plan):
+        done = finished(plan)
+        if done is not None:
+            store.clear(plan)  # chunks a run killed after its final write left behind
+            io.point_latest(plan.out_dir)
+            (warn or (lambda msg: print(msg, file=sys.stderr)))(
+                f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done}")
+            return done
         return _run_locked(plan, ray_cfg, progress, stop_after, warn)
+
+
+def run_key(plan: SweepPlan) -> str:
+    """The hash part of ``plan``'s run id (the run id is ``<sweep>-<hash>``, or the ``sweep.run_id`` given)."""
+    prefix = f"{plan.name}-"
+    return plan.run_id[len(prefix):] if plan.run_id.startswith(prefix) and len(plan.run_id) > len(prefix) \
+        else plan.run_id
+
+
+def _suffix(plan: SweepPlan) -> str:
+    return ".zarr" if plan.fmt == "zarr" else ".nc"
+
+
+def result_path(plan: SweepPlan, start_time: str) -> Path:
+    """``<output_dir>/<sweep>/<UTC time>-<hash>.nc`` (or ``.zarr``) of a run that first started at ``start_time``."""
+    return plan.out_dir / (io.run_name(start_time, run_key(plan)) + _suffix(plan))
+
+
+def finished(plan: SweepPlan) -> Path | None:
+    """The dataset of ``plan``'s run if it has been written: ``<UTC time>-<hash>`` (the newest, should there be
+    several), or ``<run id>`` as earlier versions named it; else None."""
+    suffix = _suffix(plan)
+    try:
+        names = [e.name for e in os.scandir(plan.out_dir) if e.name.endswith(suffix)]
+    except OSError:
+        return None
+    key = run_key(plan) + suffix
+    mine = sorted(n for n in names if n.endswith("-" + key) and io.run_time(n) is not None
+                  and io.run_name(io.run_time(n), key) == n)
+    if mine:
+        return plan.out_dir / mine[-1]
+    if plan.run_id + suffix in names:
+        return plan.out_dir / (plan.run_id + suffix)
+    return None
 
 
 def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None, warn) -> Path | None:
@@ -154,8 +225,9 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     t_start = time.perf_counter()
     check_sweep_bounds(plan)  # LPs that would not fit: refused before anything runs
     timings = {"expand_s": 0.0, "build_s": 0.0, "compile_s": 0.0, "eval_s": 0.0, "write_s": 0.0}
-    io.remove_stale(plan.out_dir, prefix=f".{plan.run_id}.")  # a final write killed midway
+    io.remove_stale(plan.out_dir, prefix=f".{plan.run_id}.")  # a final write killed midway (earlier naming)
     manifest = store.manifest(plan)
+    io.remove_stale(plan.out_dir, prefix=f".{result_path(plan, manifest['start_time']).name}.")
     chunks = plan.chunks()
     done = store.done_chunks(plan, chunks, warn)
     todo = _interleaved([(cid, pts) for cid, pts in chunks if cid not in done])
@@ -423,9 +495,12 @@ VOLATILE_ATTRS = ("start_time", "end_time", "timing_json")
 
 
 def write_results(ds: xr.Dataset, plan: SweepPlan) -> Path:
-    """Write atomically to ``<output_dir>/<sweep>/<run_id>.nc`` (or ``.zarr``)."""
-    path = plan.out_dir / f"{plan.run_id}.{'zarr' if plan.fmt == 'zarr' else 'nc'}"
+    """Write atomically to ``<output_dir>/<sweep>/<UTC time>-<hash>.nc`` (or ``.zarr``; the time is the run's
+    first start, ``ds.attrs["start_time"]``) and point ``<output_dir>/<sweep>/latest`` at the newest run."""
+    path = result_path(plan, ds.attrs["start_time"])
     try:
-        return io.write_zarr(ds, path) if plan.fmt == "zarr" else io.write_netcdf(ds, path)
+        io.write_zarr(ds, path) if plan.fmt == "zarr" else io.write_netcdf(ds, path)
+        io.point_latest(plan.out_dir)
     except OSError as exc:
         raise store.storage_error(plan, path, exc) from None
+    return path

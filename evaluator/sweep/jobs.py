@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from .. import config as C
-from ..dataset import JOB_METRICS
+from ..dataset import JOB_METRICS, with_units
 from ..errors import ConfigError, reason
 from ..jobs import evaluate_jobs
 
@@ -113,4 +113,4 @@ def jobs_dataset(plan, results: list[dict], coords: dict, attrs: dict) -> xr.Dat
     all_coords["other_job"] = ("other_job", np.asarray(names, dtype=str))
     ds = xr.Dataset(data, coords=all_coords)
     ds.attrs.update(attrs)
-    return ds
+    return with_units(ds)

@@ -30,6 +30,7 @@ import numpy as np
 
 from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment, has_jobs
+from ..config.hydra import DEFAULT_STUDY
 from ..errors import ConfigError, is_int, require
 from .axes import Axis, expand_axes
 from .bounds import sweep_bounds
@@ -278,8 +279,55 @@ def _representatives(values) -> list:
 
 
 def _axes_json(axes: list[Axis]) -> str:
-    """``json.dumps([dataclasses.asdict(a) for a in axes], default=str)`` without copying every value."""
-    return json.dumps([{f.name: getattr(a, f.name) for f in dataclasses.fields(a)} for a in axes], default=str)
+    """The axes as the run id hashes them (name, keys, values, :attr:`Axis.id_labels`), as JSON, without
+    copying every value."""
+    return json.dumps([{"name": a.name, "keys": a.keys, "values": a.values, "labels": a.id_labels} for a in axes],
+                      default=str)
+
+
+def _check_conflicts(overrides, axes: list[Axis]) -> None:
+    """Refuse a command-line override that an axis would silently undo: the key an axis sets, or a key inside
+    one (``placement.gamma.0`` under a ``placement.gamma`` axis). Not a conflict: a group option and an axis
+    on its own keys (``traffic=m_to_n traffic.mode=disjoint,overlap``), a value and an axis inside it
+    (``jobs=[...]`` with ``jobs.1.placement.offset``), and a key under a group axis (``placement=linear,alps
+    placement.tasks_per_node=2``: the key is set in every kind the axis chooses)."""
+    swept = {k for ax in axes for k in ax.keys}
+    for ov in overrides:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        hit = key if key in swept else next((s for s in swept if s not in GROUPS and key.startswith(s + ".")), None)
+        if hit is not None:
+            raise ConfigError("sweep.axes", key, "keys that are not also overridden on the command line",
+                              f"'{ov}' conflicts with the sweep axis on '{hit}'. Drop the override or the axis.")
+
+
+def _check_routings(plan: "SweepPlan") -> None:
+    """Refuse, before anything runs, a routing that cannot serve the topology of a group combination
+    (``routing=dor`` on a Dragonfly): every one of its points would be infeasible. The routing kinds name the
+    topology kinds they serve (:func:`evaluator.routing.routings_for`); a topology that cannot be built at the
+    base values is left to the points (each records its reason)."""
+    from .. import routing as routing_family
+    from ..config import build_topology
+
+    built: dict[str, Any] = {}
+    for combo, base in plan.bases.items():
+        kind = getattr(base.routing, "kind", None)
+        text = repr(base.topology)
+        if text not in built:
+            try:
+                built[text] = build_topology(base.topology)
+            except Exception:  # noqa: BLE001 - bad values (or a bug) are the points' to report, with their reason
+                built[text] = None
+        topo = built[text]
+        if topo is None or kind is None:
+            continue
+        allowed = routing_family.routings_for(topo.kind)
+        if kind not in allowed:
+            chosen = getattr(base.topology, "kind", topo.kind)
+            raise ConfigError("routing", kind, f"a routing that serves the {topo.kind} topology "
+                              f"(topology={chosen}, {topo.name}): {', '.join(allowed)}",
+                              f"Routing '{kind}' serves {', '.join(routing_family.KINDS[kind].topologies)} "
+                              f"topologies only; every point with it would be infeasible. Drop it from the sweep "
+                              f"or sweep another topology.")
 
 
 def plan_sweep(request: SweepRequest) -> SweepPlan:
@@ -295,13 +343,17 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     """
     sw = request.config.sweep
     check_run_settings(sw, getattr(request.config, "ray", None))
+    if not request.axes:
+        given = " ".join(request.overrides)
+        raise ConfigError("sweep.axes", {}, "at least one axis: a sweep override (routing=minimal,valiant, "
+                          "placement.seed='range(0,8)'), +sweep.axes.KEY=[...] or a study (sweeps=NAME)",
+                          f"Without sweeps=NAME a sweep has exactly the axes its overrides give, and "
+                          f"'{given}' gives none: add an axis, run a study with them (evaluator sweep "
+                          f"sweeps={DEFAULT_STUDY} {given}) or evaluate the one point (evaluator eval {given}). "
+                          f"See docs/sweeps.md.")
     axes = expand_axes(request.axes, max_points=int(sw.max_points))
     swept = {k for ax in axes for k in ax.keys}
-    for ov in request.overrides:
-        key = ov.split("=", 1)[0].lstrip("+~")
-        if key in swept or any(key.startswith(s + ".") for s in swept) or any(s.startswith(key + ".") for s in swept):
-            raise ConfigError("sweep.axes", key, "keys that are not also overridden on the command line",
-                              f"'{ov}' conflicts with the sweep axis on '{key}'. Drop the override or the axis.")
+    _check_conflicts(request.overrides, axes)
     for key in ("bounds", "bound_solver"):
         if key in swept:
             raise ConfigError("sweep.axes", key, "keys other than bounds and bound_solver (one setting per sweep)",
@@ -351,6 +403,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 seeds.add(int(seed))
     plan.seeds = sorted(seeds)
     _check_one_sort(plan)
+    _check_routings(plan)
     return plan
 
 

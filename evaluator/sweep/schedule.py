@@ -51,6 +51,7 @@ machine).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -62,60 +63,171 @@ import numpy as np
 import xarray as xr
 import yaml
 
-from ..errors import ConfigError
-from ..io import repo_dir, write_dataset, write_json
+from ..errors import ConfigError, ConfigTypeError, is_int
+from ..io import check_writable, repo_dir, write_dataset, write_json
+from ..workload._check import check_keys, int_arg
+from ..workload._policy import check_machine_size, make_policy
+from ..workload.model import WorkloadModel
 
-__all__ = ["load_study", "run_study", "study_points", "study_id", "STUDY_KEYS"]
+__all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table"]
 
 STUDY_KEYS = ("name", "trace", "machines", "mode_mixes", "runs", "workload", "backfill_depth", "seed", "ray")
 """Keys of a study file."""
 
 
 def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and check a study YAML file (see the module docstring)."""
+    """Read and check a study YAML file (see the module docstring): every key at every depth against its schema,
+    every value, every speedup table and the SWF trace, before any point runs (:func:`check_study`)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigTypeError("study", path, "a study YAML file path (e.g. sweeps/workload/smoke.yaml)")
     p = Path(path)
     if not p.is_file():
         alt = repo_dir() / "sweeps" / "workload" / f"{path}.yaml"
         if alt.is_file():
             p = alt
         else:
-            raise ConfigError("--study", str(path), "a study YAML file (e.g. sweeps/workload/smoke.yaml)")
+            raise ConfigError("--study", str(path), "a study YAML file (e.g. sweeps/workload/smoke.yaml)",
+                              "It is a directory." if p.is_dir() else None)
     try:
         study = yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(str(p), "", "a YAML mapping", str(exc).splitlines()[0]) from None
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError("--study", str(p), "a readable study YAML file", str(exc).splitlines()[0]) from None
     if not isinstance(study, dict):
         raise ConfigError(str(p), type(study).__name__, "a YAML mapping of study keys")
-    unknown = sorted(set(study) - set(STUDY_KEYS))
-    if unknown:
-        raise ConfigError(f"{p.name}: {unknown[0]}", study[unknown[0]], f"a study key: {list(STUDY_KEYS)}")
+    study.setdefault("name", p.stem)
+    study["_source"] = str(p)
+    return check_study(study, p.name)
+
+
+_RUN_KEYS = ("policy", "speedups", "params")
+_RAY_KEYS = ("address", "num_cpus")
+_WORKLOAD_KEYS = tuple(f.name for f in dataclasses.fields(WorkloadModel))
+
+
+def _in(where: str, exc: ConfigError, rename: tuple[str, str] | None = None) -> ConfigError:
+    """``exc`` with its field prefixed by the file (``where: field``), same type and message otherwise."""
+    field = exc.field
+    if rename and field.startswith(rename[0]):
+        field = rename[1] + field[len(rename[0]):]
+    try:
+        return type(exc)(f"{where}: {field}", exc.value, exc.allowed, exc.hint)
+    except TypeError:  # a WordedError: its message is whole already
+        return exc
+
+
+def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
+    """Check a study (a mapping as read from its YAML file) completely, fill in its defaults and return it.
+
+    Every key at every depth is checked against its schema (unknown keys are named with the allowed keys and the
+    nearest match), every value against what it may be (integers are accepted where a number is expected), the
+    machines' sizes are estimated, the policies and their parameters, the workload model of every mode mix, the
+    trace (an SWF file is read) and every speedup table are built: nothing runs before all of it passed."""
+    from ..workload.run import TRACE_KEYS, TraceSpec
+    from ..workload.swf import read_swf
+
+    check_keys(where, "", study, STUDY_KEYS)
+    name = study.get("name")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"{where}: name", name, "a non-empty name without '/' (the results directory)")
     for key in ("machines", "runs"):
         if not isinstance(study.get(key), dict) or not study[key]:
-            raise ConfigError(f"{p.name}: {key}", study.get(key), "a non-empty mapping label -> entry")
+            raise ConfigError(f"{where}: {key}", study.get(key), "a non-empty mapping label -> entry")
+    seed = study.get("seed", 0)
+    try:
+        int_arg("seed", seed, 0, what="a NumPy default_rng seed")
+        depth = study.get("backfill_depth", 500)
+        int_arg("backfill_depth", depth, -1, none=True, what="queued jobs tried per pass; -1 or null: all")
+    except ConfigError as exc:
+        raise _in(where, exc) from None
     for lab, m in study["machines"].items():
-        if not (isinstance(m, (list, tuple)) and len(m) == 2 and all(isinstance(x, int) and x >= 1 for x in m)):
-            raise ConfigError(f"{p.name}: machines.{lab}", m, "[groups, nodes_per_group], positive integers")
+        if not (isinstance(m, (list, tuple)) and len(m) == 2 and all(is_int(x) and x >= 1 for x in m)):
+            raise ConfigError(f"{where}: machines.{lab}", m, "[groups, nodes_per_group], positive integers")
+        try:
+            check_machine_size(*m)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: machines.{lab}", list(m), exc.allowed, exc.hint) from None
+    tr = study.setdefault("trace", {})
+    if tr is None:
+        tr = study["trace"] = {}
+    if not isinstance(tr, dict):
+        raise ConfigTypeError(f"{where}: trace", tr, f"a mapping with keys {', '.join(TRACE_KEYS)}")
+    check_keys(where, "trace", tr, TRACE_KEYS)
+    try:
+        spec = TraceSpec(**dict(tr, seed=tr.get("seed", seed)))
+    except ConfigError as exc:
+        raise _in(where, exc) from None
+    if spec.swf:
+        try:
+            read_swf(spec.swf, None, spec.procs_per_node)
+        except ConfigError as exc:
+            raise _in(f"{where}: trace.swf", exc) from None
+    wl = study.setdefault("workload", {})
+    if wl is None:
+        wl = study["workload"] = {}
+    if not isinstance(wl, dict):
+        raise ConfigTypeError(f"{where}: workload", wl, f"a mapping with keys {', '.join(_WORKLOAD_KEYS)}")
+    check_keys(where, "workload", wl, _WORKLOAD_KEYS)
+    mixes = study.setdefault("mode_mixes", {"paper": None})
+    if not isinstance(mixes, dict) or not mixes:
+        raise ConfigError(f"{where}: mode_mixes", mixes, "a non-empty mapping label -> {mode: share} (or null: "
+                                                         "workload.mode_mix)")
+    for lab, mix in mixes.items():
+        if mix is not None and not isinstance(mix, dict):
+            raise ConfigTypeError(f"{where}: mode_mixes.{lab}", mix, "a mapping {mode: share >= 0}, or null")
+        kw = dict(wl)
+        if mix is not None:
+            kw["mode_mix"] = dict(mix)
+        kw.setdefault("seed", seed)
+        try:
+            WorkloadModel(**kw)
+        except ConfigError as exc:
+            raise _in(where, exc, ("workload.mode_mix", f"mode_mixes.{lab}") if mix is not None else None) from None
     for lab, r in study["runs"].items():
-        if not isinstance(r, dict) or "policy" not in r or set(r) - {"policy", "speedups", "params"}:
-            raise ConfigError(f"{p.name}: runs.{lab}", r, "{policy: NAME, speedups: PATH or table, params: {...}}")
-    study.setdefault("name", p.stem)
-    study.setdefault("trace", {})
-    study.setdefault("mode_mixes", {"paper": None})
-    study.setdefault("workload", {})
-    study["_source"] = str(p)
-    allow = (study.get("workload") or {}).get("allow_foreign_speedups", False)
-    if not isinstance(allow, bool):
-        raise ConfigError(f"{p.name}: workload.allow_foreign_speedups", allow, "true or false")
+        if not isinstance(r, dict):
+            raise ConfigTypeError(f"{where}: runs.{lab}", r, "{policy: NAME, speedups: PATH or table, params: {...}}")
+        check_keys(where, f"runs.{lab}", r, _RUN_KEYS)
+        if "policy" not in r:
+            raise ConfigError(f"{where}: runs.{lab}", r, "{policy: NAME, speedups: PATH or table, params: {...}}",
+                              "The key 'policy' is required.")
+        params = r.get("params") or {}
+        if not isinstance(params, dict):
+            raise ConfigTypeError(f"{where}: runs.{lab}.params", params, "a mapping of the policy's parameters")
+        sp = r.get("speedups")
+        if sp is not None and not isinstance(sp, (str, dict)):
+            raise ConfigTypeError(f"{where}: runs.{lab}.speedups", sp,
+                                  "a netCDF path (may hold {groups}, {nodes_per_group}, {machine}) or "
+                                  "{mode: {groups: ratio}}")
+        try:
+            make_policy(r["policy"], 1, 1, 0, **params)  # name and parameters, on a one-node machine
+        except ConfigError as exc:
+            raise _in(f"{where}: runs.{lab}", exc) from None
+    ray = study.get("ray") or {}
+    if not isinstance(ray, dict):
+        raise ConfigTypeError(f"{where}: ray", ray, f"a mapping with keys {', '.join(_RAY_KEYS)}")
+    check_keys(where, "ray", ray, _RAY_KEYS)
+    if ray.get("address") is not None and not isinstance(ray["address"], str):
+        raise ConfigTypeError(f"{where}: ray.address", ray["address"], "null (a local Ray), 'auto' or an address")
+    try:
+        int_arg("ray.num_cpus", ray.get("num_cpus"), 1, none=True)
+    except ConfigError as exc:
+        raise _in(where, exc) from None
+    allow = wl.get("allow_foreign_speedups", False)
     for m in study["machines"]:                       # every table, before any point runs (on Ray)
         groups, npg = study["machines"][m]
         for lab in study["runs"]:
-            tab = _table(study, m, lab, f"{p.name}: runs.{lab}.speedups")
+            try:
+                tab = _table(study, m, lab, f"{where}: runs.{lab}.speedups")
+            except ConfigError as exc:
+                raise (exc if exc.field.startswith(where) else _in(f"{where}: runs.{lab}.speedups", exc)) from None
             if tab is not None:
                 try:
                     tab.check_machine(groups, npg, allow)
                 except ConfigError as exc:
-                    raise ConfigError(f"{p.name}: runs.{lab}.speedups.machine (machine {m})", exc.value, exc.allowed,
+                    raise ConfigError(f"{where}: runs.{lab}.speedups.machine (machine {m})", exc.value, exc.allowed,
                                       exc.hint) from None
+    study["_checked"] = True
     return study
 
 
@@ -197,16 +309,25 @@ def _stored(store: Path, points: list[tuple[str, str, str]]) -> dict[tuple[str, 
 
 def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = True,
               out_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Run every point of ``study`` (on Ray unless ``use_ray`` is False) and write the dataset; return its path."""
+    """Run every point of ``study`` (on Ray unless ``use_ray`` is False) and write the dataset; return its path.
+
+    A study not read by :func:`load_study` is checked first (:func:`check_study`); the output directory is made
+    and probed for writing before any point runs (ConfigError naming it: nothing is computed)."""
     from tqdm.auto import tqdm
 
     from ..workload.run import SUMMARY_VARS
 
     t0 = time.perf_counter()
+    if not isinstance(study, Mapping):
+        raise ConfigTypeError("study", type(study).__name__, "a study mapping (evaluator.sweep.schedule.load_study)")
+    if not study.get("_checked"):
+        study = check_study(dict(study))
     points = study_points(study)
     sid = study_id(study)
     out = Path(out_dir) if out_dir is not None else Path("results") / str(study["name"])
     store = out / f".{sid}.points"
+    check_writable("--out", out)
+    check_writable("--out", store)
     results: dict[tuple[str, str, str], dict] = _stored(store, points)
     index = {p: i for i, p in enumerate(points)}
 
@@ -263,4 +384,28 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
                      "source": str(study.get("_source", "")), "n_points": len(points),
                      "study_id": sid, "n_computed": len(todo), "wall_s": time.perf_counter() - t0,
                      "ray": int(bool(use_ray))})
-    return write_dataset(ds, out, sid)
+    return write_dataset(ds, out, identity=sid)  # <UTC time>-<hash>.nc: an earlier result is never replaced
+
+
+def study_table(ds: xr.Dataset) -> str:
+    """A study dataset as a table for people: one row per (machine, mix, run) with its policy, the mean and 95th
+    percentile wait, the wait reduction against the first run of the same machine and mix (%), and the mean
+    utilisation (%); times in one display unit (:func:`evaluator.display.format_table`)."""
+    import pandas as pd
+
+    from ..display import format_table
+
+    rows = []
+    for m in ds.machine.values:
+        for x in ds.mix.values:
+            for r in ds.run.values:
+                pt = ds.sel(machine=m, mix=x, run=r)
+                red = float(pt.wait_reduction)
+                rows.append({"machine": str(m), "mix": str(x), "run": str(r), "policy": str(pt.policy.values),
+                             "mean_wait": float(pt.mean_wait), "p95_wait": float(pt.p95_wait),
+                             "wait reduction": "n/a" if not np.isfinite(red) else f"{100 * red:+.1f}%",
+                             "utilisation": f"{100 * float(pt.mean_utilisation):.1f}%",
+                             "mean_speedup": float(pt.mean_speedup)})
+    df = pd.DataFrame(rows).set_index(["machine", "mix", "run"])
+    df.attrs["units"] = {"mean_wait": "s", "p95_wait": "s", "mean_speedup": "1"}
+    return format_table(df)

@@ -6,8 +6,8 @@ of a small envelope) and carries its own check: the SHA-256 of the pickled
 result, the run id, the chunk id and the chunk's point indices. On resume
 every chunk file is verified; one that is truncated, corrupt, or holds
 another chunk's or run's points is reported by name and recomputed, never
-taken as done. ``manifest.json`` keeps what must survive a resume (the first
-start time).
+taken as done. ``manifest.json`` keeps what must survive a resume: the first
+start time, which names the run's dataset (``<UTC time>-<hash>.nc``).
 
 A run is locked while a driver works on it (:class:`RunLock`, an OS file lock
 that dies with its process), so a second driver on the same run id stops at
@@ -158,7 +158,8 @@ def read_chunk(plan: SweepPlan, chunk_id: str) -> dict:
 
 
 def manifest(plan: SweepPlan) -> dict:
-    """Provenance that must survive a resume (the first start time); created on the first run."""
+    """Provenance that must survive a resume (the first start time, which names the dataset); created on the
+    first run."""
     path = chunk_dir(plan) / "manifest.json"
     if path.exists():
         try:

@@ -26,39 +26,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError, positive_int
+from ..errors import ConfigError, ConfigTypeError
 from ..policies import KINDS, Allocation, JobRequest, build_policy
+from ..policies.base import PolicyBase, check_machine_size
 
-__all__ = ["JobRequest", "Allocation", "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES", "POLICY_NAMES"]
+__all__ = ["JobRequest", "Allocation", "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES", "POLICY_NAMES",
+           "check_machine_size"]
 
 
-class UnrestrictedPolicy:
+class UnrestrictedPolicy(PolicyBase):
     """Any idle nodes, lowest ids first: no placement rule beyond the count (``count_only``).
 
     ``groups`` of an allocation are the groups (``node // nodes_per_group``)
     its nodes fall in; ``large`` is whether it spans more than one group's
-    worth of nodes.
+    worth of nodes. Requests are checked by :class:`~evaluator.policies.base.PolicyBase`.
     """
 
     name = "unrestricted"
     count_only = True
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
-        self.n_groups = positive_int("policy.groups", groups)
-        self.nodes_per_group = positive_int("policy.nodes_per_group", nodes_per_group)
-        self._busy = np.zeros((self.n_groups, self.nodes_per_group), dtype=bool)
-        self._group_idle = np.full(self.n_groups, self.nodes_per_group, dtype=np.int64)
+        super().__init__(groups, nodes_per_group, seed)
+        self._busy = np.zeros((self.groups, self.nodes_per_group), dtype=bool)
+        self._group_idle = np.full(self.groups, self.nodes_per_group, dtype=np.int64)
         self._idle = self._busy.size
-
-    @property
-    def total_nodes(self) -> int:
-        return int(self._busy.size)
 
     @property
     def idle_nodes(self) -> int:
         return int(self._idle)
 
-    def allocate(self, job: JobRequest) -> Allocation | None:
+    def _fits(self, job: JobRequest) -> bool:
+        return True                                   # any idle nodes will do
+
+    def _allocate(self, job: JobRequest) -> Allocation | None:
         if job.nodes > self._idle:
             return None
         G = self.nodes_per_group
@@ -74,10 +74,13 @@ class UnrestrictedPolicy:
         self._idle -= int(nodes.size)
         return Allocation(job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
 
-    def release(self, alloc: Allocation) -> None:
+    def _release(self, alloc: Allocation) -> None:
         nodes = np.asarray(alloc.nodes)
+        if nodes.size and (nodes.min() < 0 or nodes.max() >= self._busy.size
+                           or not self._busy.reshape(-1)[nodes].all()):
+            raise ConfigError("alloc.job_id", alloc.job_id, "a job running on this policy's machine")
         self._busy.reshape(-1)[nodes] = False
-        self._group_idle += np.bincount(nodes // self.nodes_per_group, minlength=self.n_groups)
+        self._group_idle += np.bincount(nodes // self.nodes_per_group, minlength=self.groups)
         self._idle += int(nodes.size)
 
     def copy(self) -> "UnrestrictedPolicy":
@@ -98,10 +101,15 @@ POLICY_NAMES = tuple(LOCAL_POLICIES) + tuple(KINDS)
 def make_policy(name: str, groups: int, nodes_per_group: int, seed: int = 0, **params):
     """A policy by name: ``"unrestricted"`` here, the others from :func:`evaluator.policies.build_policy`
     (ConfigError naming every accepted name for an unknown one)."""
+    if not isinstance(name, str):
+        raise ConfigTypeError("policy", name, " | ".join(POLICY_NAMES))
     if name in LOCAL_POLICIES:
         if params:
             raise ConfigError("policy.params", sorted(params), f"no parameters for policy {name!r}")
         return LOCAL_POLICIES[name](groups, nodes_per_group, seed)
     if name not in KINDS:
-        raise ConfigError("policy", name, " | ".join(POLICY_NAMES))
+        from ._check import nearest
+
+        near = nearest(name, POLICY_NAMES)
+        raise ConfigError("policy", name, " | ".join(POLICY_NAMES), f"Did you mean {near!r}?" if near else None)
     return build_policy(name, groups, nodes_per_group, seed=seed, **params)

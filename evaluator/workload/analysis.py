@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_memory
 
 __all__ = ["months", "mean_wait_by_month", "wait_reduction", "utilisation", "utilisation_by_month", "summary",
            "MONTH_S"]
@@ -82,11 +82,17 @@ def wait_reduction(base: xr.Dataset, new: xr.Dataset) -> xr.Dataset:
 
 def utilisation(ds: xr.Dataset, step_s: float = 60.0) -> xr.DataArray:
     """Busy nodes / total nodes every ``step_s`` seconds over ``[first submit, last end)``."""
-    if not step_s > 0:
-        raise ConfigError("utilisation.step_s", step_s, "a number of seconds > 0")
+    if isinstance(step_s, bool) or not isinstance(step_s, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(step_s) or not step_s > 0:
+        raise ConfigError("utilisation.step_s", step_s, "a finite number of seconds > 0")
     total = int(ds.attrs["total_nodes"])
     start, end, nodes = ds.start.values, ds.end.values, ds.nodes.values.astype(np.int64)
+    if start.size == 0:
+        raise ConfigError("utilisation", "a dataset of 0 jobs", "a simulation of at least one job")
     t0, t1 = float(ds.submit.values.min()), float(end.max())
+    n = (t1 - t0) / float(step_s)
+    check_memory("utilisation.step_s", float(step_s), 100.0 * n,
+                 f"{n:.3g} samples from {t0:.4g} s to {t1:.4g} s (about 100 B each)")
     t = t0 + step_s * np.arange(max(1, int(np.ceil((t1 - t0) / step_s))))
     os_ = np.argsort(start, kind="stable")
     oe = np.argsort(end, kind="stable")

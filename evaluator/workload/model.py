@@ -37,7 +37,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import ConfigError, check_seed, positive_float
+from ..errors import ConfigError, ConfigTypeError, check_seed, is_int
+from ._check import bool_arg, float_arg, instance_arg, int_arg, mapping_arg, nearest
 from .trace import MODES, Trace
 
 __all__ = ["WorkloadModel", "SpeedupTable", "speedup_table", "accelerated_run_time", "PAPER_MODE_MIX",
@@ -84,8 +85,8 @@ def _fraction_bins(value) -> tuple[tuple[float, float], ...]:
     elif isinstance(value, (list, tuple)):
         items = [tuple(x) for x in value]
     else:
-        raise ConfigError("workload.mpi_fraction", value,
-                          "a fraction in [0, 1], or {max_nodes: fraction, ...} per job size")
+        raise ConfigTypeError("workload.mpi_fraction", value,
+                              "a fraction in [0, 1], or {max_nodes: fraction, ...} per job size")
     out = []
     for k, v in items:
         try:
@@ -117,24 +118,26 @@ class WorkloadModel:
     allow_foreign_speedups: bool = False
 
     def __post_init__(self):
-        positive_float("workload.enlarge", self.enlarge)
-        if not isinstance(self.allow_foreign_speedups, (bool, np.bool_)):
-            raise ConfigError("workload.allow_foreign_speedups", self.allow_foreign_speedups, "true or false")
+        float_arg("workload.enlarge", self.enlarge, 0.0, open_min=True, what="job-size factor")
+        bool_arg("workload.allow_foreign_speedups", self.allow_foreign_speedups)
+        if not is_int(self.seed):
+            raise ConfigTypeError("workload.seed", self.seed, "an integer >= 0 (a NumPy default_rng seed)")
         check_seed("workload.seed", self.seed)
-        if self.default_mode not in MODES:
-            raise ConfigError("workload.default_mode", self.default_mode, f"one of {list(MODES)}")
-        mix = dict(self.mode_mix)
+        _mode_name("workload.default_mode", self.default_mode)
+        mix = dict(mapping_arg("workload.mode_mix", self.mode_mix, "a mapping {mode: share >= 0}"))
         for m, p in mix.items():
-            if m not in MODES:
-                raise ConfigError("workload.mode_mix", m, f"modes from {list(MODES)}")
-            if not (isinstance(p, (int, float)) and p >= 0):
-                raise ConfigError(f"workload.mode_mix.{m}", p, "a share >= 0")
+            _mode_name("workload.mode_mix", m)
+            float_arg(f"workload.mode_mix.{m}", p, 0.0, what="a share of the jobs in the mode range")
         if not mix or sum(mix.values()) <= 0:
             raise ConfigError("workload.mode_mix", mix, "shares of modes, not all 0")
+        if not isinstance(self.speedup_rule, str):
+            raise ConfigTypeError("workload.speedup_rule", self.speedup_rule, f"one of {list(SPEEDUP_RULES)}")
         if self.speedup_rule not in SPEEDUP_RULES:
             raise ConfigError("workload.speedup_rule", self.speedup_rule, f"one of {list(SPEEDUP_RULES)}")
-        if not (0 <= self.mode_lo <= self.mode_hi):
-            raise ConfigError("workload.mode_lo", (self.mode_lo, self.mode_hi), "0 <= mode_lo <= mode_hi (nodes)")
+        int_arg("workload.mode_lo", self.mode_lo, 0, what="nodes")
+        int_arg("workload.mode_hi", self.mode_hi, 0, what="nodes")
+        if not self.mode_lo <= self.mode_hi:
+            raise ConfigError("workload.mode_lo", self.mode_lo, f"at most mode_hi = {self.mode_hi} (nodes)")
         _fraction_bins(self.mpi_fraction)
 
     def fractions(self, nodes: np.ndarray) -> np.ndarray:
@@ -144,6 +147,16 @@ class WorkloadModel:
         f = np.array([b[1] for b in bins])
         idx = np.minimum(np.searchsorted(hi, np.asarray(nodes, dtype=np.float64), side="left"), len(bins) - 1)
         return f[idx]
+
+
+def _mode_name(field: str, mode) -> str:
+    """A GRAP mode's name; ConfigError naming the allowed modes and the nearest."""
+    if not isinstance(mode, str):
+        raise ConfigTypeError(field, mode, f"one of {list(MODES)}")
+    if mode not in MODES:
+        near = nearest(mode, MODES)
+        raise ConfigError(field, mode, f"one of {list(MODES)}", f"Did you mean {near!r}?" if near else None)
+    return mode
 
 
 def _even_split(n: int, G: int, groups: int) -> tuple[int, ...] | None:
@@ -178,8 +191,11 @@ def _uneven_split(n: int, G: int, groups: int, rng: np.random.Generator) -> tupl
 def prepare_trace(trace: Trace, total_nodes: int, nodes_per_group: int, model: WorkloadModel | None = None) -> Trace:
     """The trace as the simulation runs it: sizes enlarged and clamped, a mode, requirements and MPI fraction
     per job (modes and fractions already in the trace are kept)."""
-    model = model or WorkloadModel()
-    G = int(nodes_per_group)
+    instance_arg("trace", trace, Trace, "an evaluator.workload.Trace (read_swf, synthetic_trace)")
+    total_nodes = int_arg("total_nodes", total_nodes, 1, what="the machine's nodes")
+    G = int_arg("nodes_per_group", nodes_per_group, 1, total_nodes, what="a group's nodes, at most total_nodes")
+    model = WorkloadModel() if model is None else instance_arg("model", model, WorkloadModel,
+                                                                "an evaluator.workload.WorkloadModel, or None")
     groups = int(total_nodes) // G
     nodes = np.minimum(np.ceil(trace.nodes * model.enlarge).astype(np.int64), int(total_nodes))
     nodes = np.maximum(nodes, 1)
@@ -240,8 +256,11 @@ class SpeedupTable:
     def __init__(self, data, source: str | None = None):
         import xarray as xr
 
+        instance_arg("speedups", data, (xr.Dataset, xr.DataArray),
+                     "an xarray Dataset/DataArray with dims (mode, groups), a netCDF path or {mode: {groups: ratio}}")
         attrs = dict(getattr(data, "attrs", {}) or {})
         self.source = str(source) if source is not None else "in memory"
+        where = "speedup_table" if source is None else f"speedup table {self.source}"
         self.machine, self.machine_shape = _machine_of(attrs)
         base, text = attrs.get("baseline"), attrs.get("baseline_text")
         self.baseline = str(base) if base not in (None, "", "not recorded") else None
@@ -254,19 +273,39 @@ class SpeedupTable:
             elif len(names) == 1:
                 data = data[names[0]]
             else:
-                raise ConfigError("speedup_table", names, "a dataset with a 'speedup' variable (or only one)")
-        if not isinstance(data, xr.DataArray) or set(data.dims) != {"mode", "groups"}:
-            raise ConfigError("speedup_table", getattr(data, "dims", type(data).__name__),
-                              "an xarray DataArray/Dataset with dims ('mode', 'groups')")
-        data = data.transpose("mode", "groups").sortby("groups")
-        self.modes = tuple(str(m) for m in data["mode"].values)
-        groups = np.asarray(data["groups"].values, dtype=np.float64)
+                raise ConfigError(where, names, "a dataset with a 'speedup' variable (or only one)")
+        if tuple(sorted(data.dims)) != ("groups", "mode"):
+            raise ConfigError(f"{where}: dims", list(data.dims), "exactly ('mode', 'groups')")
+        for c in ("mode", "groups"):
+            if c not in data.coords:
+                raise ConfigError(f"{where}: coordinate {c!r}", "missing", f"a {c} coordinate")
+        data = data.transpose("mode", "groups")
+        if data.dtype.kind not in "iuf":
+            raise ConfigTypeError(f"{where}: speedup", f"dtype {data.dtype}",
+                                  "real ratios T_TDN / T_RDN (float; NaN where not computed)")
+        modes = data["mode"].values
+        if modes.dtype.kind not in "UO" or not all(isinstance(m, str) for m in modes.tolist()):
+            raise ConfigTypeError(f"{where}: mode", modes.tolist(), f"mode names from {list(MODES)}")
+        if len(set(modes.tolist())) != len(modes):
+            raise ConfigError(f"{where}: mode", modes.tolist(), "each mode once")
+        graw = data["groups"].values
+        glist = graw.tolist()
+        if graw.dtype.kind not in "iuf" or (graw.dtype.kind == "f" and not np.all(np.isfinite(graw))):
+            raise ConfigTypeError(f"{where}: groups", glist, "positive integer group counts, ascending")
+        if graw.size == 0 or np.any(graw != np.round(graw)) or np.any(graw < 1):
+            raise ConfigError(f"{where}: groups", glist, "positive integer group counts (job sizes in groups), "
+                                                         "ascending")
+        if np.any(np.diff(graw) <= 0):
+            raise ConfigError(f"{where}: groups", glist, "group counts in strictly ascending order",
+                              "Sort the table by groups (xarray: ds.sortby('groups')) and drop repeated counts.")
+        self.modes = tuple(str(m) for m in modes.tolist())
+        groups = np.asarray(graw, dtype=np.float64)
         values = np.asarray(data.values, dtype=np.float64)
         self._rows = {}
         for m, row in zip(self.modes, values):
             ok = ~np.isnan(row)
             if not ok.any() or np.any(~np.isfinite(row[ok])) or np.any(row[ok] <= 0):
-                raise ConfigError(f"speedup_table[mode={m!r}]", row.tolist(),
+                raise ConfigError(f"{where}[mode={m!r}]", row.tolist(),
                                   "finite ratios > 0 (NaN where not computed, but not everywhere)")
             self._rows[m] = (groups[ok], row[ok])
         self.data = data
@@ -333,6 +372,26 @@ def speedup_table(values: Mapping[str, Mapping[int, float]], machine: tuple[int,
     schedule refuses it unless ``allow_foreign_speedups``."""
     import xarray as xr
 
+    mapping_arg("values", values, "a mapping {mode: {groups: ratio}}")
+    if not values:
+        raise ConfigError("values", dict(values), "at least one mode {mode: {groups: ratio}}")
+    for m, row in values.items():
+        if not isinstance(m, str):
+            raise ConfigTypeError("values", m, f"mode names (str) as keys, e.g. {list(MODES)}")
+        mapping_arg(f"values[{m!r}]", row, "a mapping {groups: ratio} (groups: integers >= 1; ratios > 0)")
+        if not row:
+            raise ConfigError(f"values[{m!r}]", dict(row), "at least one {groups: ratio}")
+        for g, v in row.items():
+            int_arg(f"values[{m!r}] groups", g, 1, what="a job size in groups")
+            float_arg(f"values[{m!r}][{g}]", v, 0.0, open_min=True, what="a ratio T_TDN / T_RDN")
+    if machine is not None:
+        if not (isinstance(machine, (tuple, list)) and len(machine) == 2):
+            raise ConfigTypeError("machine", machine, "(groups, nodes_per_group), or None")
+        int_arg("machine[0] (groups)", machine[0], 1)
+        int_arg("machine[1] (nodes_per_group)", machine[1], 1)
+    for name, v in (("machine_name", machine_name), ("baseline", baseline)):
+        if v is not None and not isinstance(v, str):
+            raise ConfigTypeError(name, v, "a string, or None")
     modes = list(values)
     groups = sorted({int(g) for row in values.values() for g in row})
     arr = np.full((len(modes), len(groups)), np.nan)

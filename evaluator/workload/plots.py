@@ -3,7 +3,8 @@
 * :func:`plot_wait_reduction`: (a) bars of the mean wait-time decrease (%) per month, the mean over months dashed;
 * :func:`plot_utilisation`: (b) box plots of per-minute utilisation per month, one box per run side by side;
 * :func:`plot_fig5`: both panels in one figure, written as PNG through :func:`evaluator.io.save_figure`;
-  :func:`plot_fig5_from_study`: the same from a :func:`~evaluator.workload.run.run_schedule` dataset.
+  :func:`plot_fig5_from_study`: the same from a :func:`~evaluator.workload.run.run_schedule` dataset;
+* :func:`plot_study`: a workload study's wait reductions and utilisations per machine, mix and run (bars).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import xarray as xr
 from ..io import save_figure
 from .analysis import _month_labels, _unix_start, utilisation, wait_reduction
 
-__all__ = ["plot_wait_reduction", "plot_utilisation", "plot_fig5", "plot_fig5_from_study", "runs_of"]
+__all__ = ["plot_wait_reduction", "plot_utilisation", "plot_fig5", "plot_fig5_from_study", "runs_of", "plot_study"]
 
 
 def plot_wait_reduction(ax, red: xr.Dataset) -> None:
@@ -111,4 +112,39 @@ def plot_fig5_from_study(ds: xr.Dataset, out: str | Path, step_s: float = 60.0) 
         fig = Figure(figsize=(6, 4), layout="constrained")
         ax2 = fig.subplots(1, 1)
     plot_utilisation(ax2, runs, step_s)
+    return save_figure(fig, out)
+
+
+def plot_study(ds: xr.Dataset, out: str | Path) -> Path:
+    """A workload study (dims ``machine``, ``mix``, ``run``; :func:`evaluator.sweep.schedule.run_study`): (a) the
+    mean wait-time reduction (%) of every run against the first run of its machine and mix, bars per machine, a
+    reference line at 0; (b) the mean utilisation (%) of every run, bars per machine. Categories are bars, not
+    lines; machines in the study's order."""
+    from matplotlib.figure import Figure
+
+    machines = [str(m) for m in ds.machine.values]
+    runs = [str(r) for r in ds.run.values]
+    mixes = [str(x) for x in ds.mix.values]
+    x = np.arange(len(machines))
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    series_a = [(x_, r) for x_ in mixes for r in runs[1:]] or [(x_, runs[0]) for x_ in mixes]
+    series_b = [(x_, r) for x_ in mixes for r in runs]
+    for ax, series, var, scale in ((ax1, series_a, "wait_reduction", 100.0), (ax2, series_b, "mean_utilisation",
+                                                                               100.0)):
+        width = 0.8 / max(len(series), 1)
+        for i, (mix, run) in enumerate(series):
+            vals = scale * ds[var].sel(mix=mix, run=run).values
+            ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(vals), width * 0.95,
+                   label=f"{run}, {mix}")
+        ax.set_xticks(x, machines, fontsize=8)
+        ax.set_xlabel("machine (groups x nodes per group)")
+        ax.legend(loc="best", fontsize=7)
+    ax1.axhline(0.0, color="k", lw=0.8)
+    ax1.set_ylabel("mean wait-time decrease [%]")
+    ax1.set_title(f"(a) wait reduction against {runs[0]}", fontsize=9)
+    ax2.set_ylabel("mean utilisation [%]")
+    ax2.set_ylim(0, 105)
+    ax2.set_title("(b) system utilisation", fontsize=9)
+    fig.suptitle(str(ds.attrs.get("study", "")), fontsize=10)
     return save_figure(fig, out)

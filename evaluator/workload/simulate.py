@@ -50,8 +50,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from ..policies import JobRequest
+from ._check import bool_arg, instance_arg, int_arg
 from .model import SPEEDUP_RULES, SpeedupTable, accelerated_run_time
 from .trace import Trace, validate_requests
 
@@ -131,11 +132,24 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         none; refused otherwise (:meth:`SpeedupTable.check_machine`).
     """
     t_wall = _time.perf_counter()
+    instance_arg("trace", trace, Trace, "an evaluator.workload.Trace (read_swf, synthetic_trace, prepare_trace)")
+    if trace.n_jobs == 0:
+        raise ConfigError("trace", str(trace.attrs.get("source", "in memory")),
+                          "a trace with at least one job: nothing to simulate")
+    for attr in ("allocate", "release", "copy", "total_nodes", "idle_nodes"):
+        if not hasattr(policy, attr) or isinstance(policy, type):
+            raise ConfigTypeError("policy", policy if isinstance(policy, (str, int, float)) else type(policy).__name__,
+                                  "an allocation policy (evaluator.workload.make_policy, evaluator.policies.KINDS): "
+                                  "allocate, release, copy, total_nodes, idle_nodes")
+    if not isinstance(speedup_rule, str):
+        raise ConfigTypeError("workload.speedup_rule", speedup_rule, f"one of {list(SPEEDUP_RULES)}")
     if speedup_rule not in SPEEDUP_RULES:
         raise ConfigError("workload.speedup_rule", speedup_rule, f"one of {list(SPEEDUP_RULES)}")
-    if backfill_depth is not None and not (isinstance(backfill_depth, int) and backfill_depth >= 0):
-        raise ConfigError("schedule.backfill_depth", backfill_depth, "an integer >= 0, or None for every queued job")
+    int_arg("schedule.backfill_depth", backfill_depth, 0, none=True, what="queued jobs tried; None for every one")
+    bool_arg("progress", progress)
+    bool_arg("allow_foreign_speedups", allow_foreign_speedups)
     total = int(policy.total_nodes)
+    int_arg("nodes_per_group", nodes_per_group, 1, total, none=True, what="a group's nodes")
     G = int(nodes_per_group or getattr(policy, "nodes_per_group", 0) or total)
     if int(policy.idle_nodes) != total:
         raise ConfigError("policy", getattr(policy, "name", type(policy).__name__),

@@ -20,8 +20,12 @@ count is in ``attrs["dropped"]``. Anything else malformed stops the read with
 a :class:`~evaluator.errors.ConfigError` naming the file, the line number,
 the field and the value: a line without 18 fields, a value that is not a
 number, an integer field with a fraction, a negative value other than ``-1``
-(a negative size or time), an unknown submit time, and a job larger than the
-machine (``total_nodes``).
+(a negative size or time), an integer beyond int64 (``9223372036854775807``:
+it would wrap to a negative id), a job number that is unknown or used twice
+(the line of its first use is named), an unknown submit time, and a job
+larger than the machine (``total_nodes``). A trace with no job left to
+simulate (an empty file, only comments, every job dropped) is refused naming
+the file: "nothing to simulate".
 
 Why a reader of our own: the archive's format is 18 numbers per line and the
 package index's SWF readers (``evalys``' ``Workload.from_csv``, ``SWFUtils``)
@@ -37,8 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from ..io import write_text
+from ._check import int_arg, path_arg
 from .trace import Trace
 
 __all__ = ["SWF_FIELDS", "read_swf", "write_swf", "parse_swf"]
@@ -51,19 +56,30 @@ SWF_FIELDS = ("job_number", "submit_time", "wait_time", "run_time", "allocated_p
 _INT_FIELDS = frozenset({0, 4, 7, 10, 11, 12, 13, 14, 15, 16})
 """0-based indices of fields that must be integers."""
 
+_INT_MAX = 2 ** 63 - 1
+"""The largest integer an int64 holds: an integer field beyond it would wrap silently."""
+
 
 def _err(where: str, k: int, value, allowed: str, hint: str | None = None) -> ConfigError:
     return ConfigError(f"{where} field {k + 1} ({SWF_FIELDS[k]})", value, allowed, hint)
 
 
 def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, procs_per_node: int = 1) -> Trace:
-    """Parse SWF text (an iterable of lines); see :func:`read_swf`."""
-    if not (isinstance(procs_per_node, (int, np.integer)) and procs_per_node >= 1):
-        raise ConfigError("procs_per_node", procs_per_node, "an integer >= 1 (processors per node)")
+    """Parse SWF text (an iterable of lines, or one string); see :func:`read_swf`."""
+    procs_per_node = int_arg("procs_per_node", procs_per_node, 1, what="processors per node")
+    total_nodes = int_arg("total_nodes", total_nodes, 1, none=True, what="the machine's nodes")
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    elif isinstance(lines, (bytes, bytearray)) or not hasattr(lines, "__iter__"):
+        raise ConfigTypeError("lines", type(lines).__name__, "an iterable of text lines (str), or one str")
     header: dict[str, str] = {}
     rows: list[list[float]] = []
     where_of: list[int] = []
+    first_line: dict[int, int] = {}  # job number -> line of its first use
+    duplicate: ConfigError | None = None
     for lineno, line in enumerate(lines, start=1):
+        if not isinstance(line, str):
+            raise ConfigTypeError(f"{source}:{lineno}", type(line).__name__, "a line of text (str)")
         s = line.strip()
         if not s:
             continue
@@ -90,10 +106,23 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
                 raise _err(where, k, p, "a finite number (-1 for unknown)")
             if k in _INT_FIELDS and v != int(v):
                 raise _err(where, k, p, "an integer (-1 for unknown)")
+            if k in _INT_FIELDS and v > _INT_MAX:
+                raise _err(where, k, p, f"an integer of at most {_INT_MAX} (int64)",
+                           "A larger number would wrap to a negative value.")
             if v < 0 and v != -1:
                 raise _err(where, k, p, "a value >= 0, or -1 for unknown",
                            "Negative sizes and times other than -1 are not SWF.")
             row.append(v)
+        job = int(row[0])
+        if job < 0:
+            raise _err(where, 0, parts[0], "a known job number >= 0 (unique in the trace)")
+        if job in first_line:
+            if duplicate is None:  # raised after the whole-trace checks, which name earlier problems first
+                duplicate = _err(where, 0, parts[0], f"a job number used once (job {job} is on line "
+                                                     f"{first_line[job]} already)",
+                                 "Job numbers identify jobs in the results.")
+        else:
+            first_line[job] = lineno
         rows.append(row)
         where_of.append(lineno)
     a = np.asarray(rows, dtype=np.float64).reshape(-1, 18)
@@ -123,6 +152,15 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
                        f"at most {limit * procs_per_node} processors ({limit} nodes, the machine's size"
                        f"{'' if total_nodes is not None else ' from the MaxNodes header'})",
                        "Simulate a larger machine, or clamp the trace to this one.")
+    if duplicate is not None:
+        raise duplicate
+    if not keep.any():
+        n_lines = len(rows)
+        got = "no job lines" if not n_lines else f"{n_lines} job lines, every one dropped"
+        raise ConfigError(f"swf {source}", got,
+                          "a trace with at least one job whose run time (field 4) and size (field 8, else 5) are "
+                          "known and > 0: nothing to simulate",
+                          "Jobs with an unknown (-1) or zero run time or size are dropped.")
     a, nodes, run = a[keep], nodes[keep], run[keep]
     req = np.where(a[:, 8] > 0, a[:, 8], run)
     attrs: dict = {"source": str(source), "dropped": int((~keep).sum()), "procs_per_node": int(procs_per_node),
@@ -152,9 +190,16 @@ def read_swf(path: str | os.PathLike[str], total_nodes: int | None = None, procs
         Processors per node: SWF sizes are in processors; a job's nodes are
         ``ceil(processors / procs_per_node)``.
     """
-    p = Path(path)
-    with p.open("r", encoding="utf-8", errors="replace") as fh:
-        return parse_swf(fh, str(p), total_nodes, procs_per_node)
+    p = Path(path_arg("path", path))
+    if not p.is_file():
+        raise ConfigError("swf", str(p), "an existing SWF file (plain text, one job per line)",
+                          "It is a directory." if p.is_dir() else None)
+    try:
+        with p.open("r", encoding="utf-8", errors="replace") as fh:
+            return parse_swf(fh, str(p), total_nodes, procs_per_node)
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError("swf", str(p), "a readable SWF file", str(exc).splitlines()[0] if str(exc) else None) \
+            from None
 
 
 def write_swf(trace: Trace, path: str | os.PathLike[str], comment: str = "") -> Path:

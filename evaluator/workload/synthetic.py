@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError, check_seed, positive_float, positive_int
+from ..errors import ConfigError, check_memory, check_seed, positive_float, positive_int
 from .trace import Trace
 
 __all__ = ["MIRA_NODES", "MIRA_LIKE_SIZES", "synthetic_trace"]
@@ -55,6 +55,8 @@ def synthetic_trace(n_jobs: int, total_nodes: int, seed: int = 0, load: float = 
     load = positive_float("synthetic.load", load)
     median_run_s = positive_float("synthetic.median_run_s", median_run_s)
     max_run_s = positive_float("synthetic.max_run_s", max_run_s)
+    check_memory("trace", f"synthetic: {n_jobs} jobs", 1000.0 * n_jobs,
+                 "the trace and the simulation's per-job state (about 1000 B a job)", "Simulate fewer jobs.")
     mix = dict(MIRA_LIKE_SIZES if sizes is None else sizes)
     if not mix or any(not (isinstance(k, (int, np.integer)) and k >= 1) or not (v >= 0) for k, v in mix.items()) \
             or sum(mix.values()) <= 0:

@@ -13,8 +13,16 @@ nodes):
   model assigns one);
 * ``requirements``: per-group node counts of custom (balance) jobs, ``()``
   otherwise;
-* ``mpi_fraction``: fraction of the run time spent in MPI (NaN until the
-  workload model assigns one).
+* ``mpi_fraction``: fraction of the run time spent in MPI, in ``[0, 1]``
+  (None until the workload model assigns one).
+
+A :class:`Trace` checks itself when made: one entry per job in every array,
+job numbers unique integers, times finite and >= 0, sizes integers >= 1,
+MPI fractions in ``[0, 1]`` (modes and requirements are checked against the
+machine by :func:`validate_requests`); a wrong type raises
+:class:`~evaluator.errors.ConfigTypeError` (a TypeError), a wrong value
+:class:`~evaluator.errors.ConfigError` (a ValueError), naming the field, the
+job and the value.
 
 :func:`validate_requests` checks modes and requirements against a machine
 before a simulation starts; bad input raises :class:`~evaluator.errors.ConfigError`
@@ -28,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from ..policies.base import CUSTOM_MODES as _REQ_MODES  # modes whose jobs carry per-group node requirements
 from ..policies.base import MODES  # GRAP's allocation modes (Feng et al. Sec. 4.2): a job's mode is one of these
 
@@ -50,10 +58,46 @@ class Trace:
     attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        ints, reals = ("job_id", "nodes"), ("submit", "run_time", "requested_time")
+        for f in ints + reals + ("mpi_fraction",):
+            v = getattr(self, f)
+            if v is None and f == "mpi_fraction":
+                continue
+            a = _array(f"trace.{f}", v, integer=f in ints)
+            object.__setattr__(self, f, a)
         n = len(self.job_id)
-        for f in ("submit", "run_time", "requested_time", "nodes"):
-            if len(getattr(self, f)) != n:
-                raise ConfigError(f"trace.{f}", len(getattr(self, f)), f"one entry per job ({n})")
+        for f in ints[1:] + reals + ("mpi_fraction", "mode", "requirements"):
+            v = getattr(self, f)
+            if v is not None and len(v) != n:
+                raise ConfigError(f"trace.{f}", f"{len(v)} entries", f"one entry per job ({n})")
+        ids = self.job_id
+        if n:
+            u, first, counts = np.unique(ids, return_index=True, return_counts=True)
+            if (counts > 1).any():
+                dup = int(u[np.flatnonzero(counts > 1)[0]])
+                raise ConfigError("trace.job_id", dup, "job numbers used once each (unique)")
+        for f in reals:
+            a = getattr(self, f)
+            bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
+            if bad.size:
+                i = int(bad[0])
+                raise ConfigError(f"job {int(ids[i])}: trace.{f}", float(a[i]), "a finite number of seconds >= 0")
+        bad = np.flatnonzero(self.nodes < 1)
+        if bad.size:
+            i = int(bad[0])
+            raise ConfigError(f"job {int(ids[i])}: trace.nodes", int(self.nodes[i]), "an integer >= 1 (nodes)")
+        if self.mpi_fraction is not None:
+            f = self.mpi_fraction
+            bad = np.flatnonzero(~((f >= 0) & (f <= 1)))
+            if bad.size:
+                i = int(bad[0])
+                raise ConfigError(f"job {int(ids[i])}: trace.mpi_fraction", float(f[i]),
+                                  "a fraction of the run time in [0, 1]")
+        if self.requirements is not None and not isinstance(self.requirements, (tuple, list)):
+            raise ConfigTypeError("trace.requirements", type(self.requirements).__name__,
+                                  "a tuple of per-group node counts per job, or None")
+        if not isinstance(self.attrs, dict):
+            raise ConfigTypeError("trace.attrs", type(self.attrs).__name__, "a dict")
 
     @property
     def n_jobs(self) -> int:
@@ -84,6 +128,36 @@ class Trace:
                      self.nodes[sl], None if self.mode is None else self.mode[sl],
                      None if self.requirements is None else self.requirements[sl],
                      None if self.mpi_fraction is None else self.mpi_fraction[sl], dict(self.attrs))
+
+
+def _array(name: str, value, integer: bool) -> np.ndarray:
+    """``value`` as a 1-D NumPy array of integers (``integer``) or real numbers; ConfigTypeError otherwise."""
+    what = "a 1-D array of " + ("integers" if integer else "real numbers") + ", one per job"
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise ConfigTypeError(name, value if isinstance(value, (str, int, float)) else type(value).__name__, what)
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError):
+        raise ConfigTypeError(name, type(value).__name__, what) from None
+    if a.ndim != 1:
+        raise ConfigError(name, f"shape {a.shape}", what)
+    if a.size == 0:
+        return a.astype(np.int64 if integer else np.float64)
+    kind = a.dtype.kind
+    if integer:
+        if kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(np.abs(a) < 2 ** 63):
+            return a.astype(np.int64)
+        if kind == "f":
+            bad = a[np.flatnonzero(~np.isfinite(a) | (a != np.round(a)) | (np.abs(a) >= 2 ** 63))[0]]
+            raise ConfigError(name, bad.item(), what)
+        if kind not in "iu":
+            bad = a[0]
+            raise ConfigTypeError(name, bad.item() if isinstance(bad, np.generic) else bad, what)
+        return a.astype(np.int64, copy=False)
+    if kind not in "iuf":
+        bad = a[0]
+        raise ConfigTypeError(name, bad.item() if isinstance(bad, np.generic) else bad, what)
+    return a.astype(np.float64, copy=False)
 
 
 def validate_requests(trace: Trace, total_nodes: int, nodes_per_group: int) -> None:

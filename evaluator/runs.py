@@ -1,0 +1,321 @@
+"""Runs under ``results/``: list them, and find one by its study's name.
+
+Every command writes its datasets into a directory of ``results/`` (``evaluator sweep`` into
+``results/<study>/``, ``eval`` into ``results/eval/``, ``tiles`` into ``results/tiles/``, ``partitions`` into
+``results/partitions/<machine>/``, ``schedule`` into ``results/schedule/``) under a name that says when the run
+started, ``<UTC time>-<hash>.nc`` (or ``.zarr``), with ``latest`` next to them pointing at the newest
+(:func:`evaluator.io.run_name`, :func:`evaluator.io.point_latest`). The directory, relative to the results
+directory, is the run's *study*.
+
+* :func:`list_runs`: every dataset under a results directory, newest first, described from its attributes
+  (opened lazily: no variable is read);
+* :func:`resolve`: what ``query`` and ``plot`` take: a dataset's path, a study name (its latest run),
+  ``STUDY/latest``, or a glob that matches one dataset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import glob as _glob
+import math
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from .errors import ConfigError
+from .io import LATEST, run_time
+
+__all__ = ["Run", "RESULTS_DIR", "list_runs", "describe", "resolve", "runs_table", "latest"]
+
+RESULTS_DIR = "results"
+"""Where the commands write by default (relative to the working directory)."""
+
+_SUFFIXES = (".nc", ".zarr")
+_GLOB_CHARS = set("*?[")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One dataset under a results directory."""
+
+    study: str
+    """Its directory relative to the results directory (``dragonfly_nne_placement``, ``eval``,
+    ``partitions/mira``)."""
+    time: _dt.datetime | None
+    """When it started (UTC): from its name, else its ``start_time`` or ``created`` attribute."""
+    points: int | None
+    """Design points (a sweep's ``n_points``; else the entries of its first rankable variable)."""
+    feasible: int | None
+    """Feasible points (a sweep's ``n_feasible``); None where the dataset does not say."""
+    axes: tuple[tuple[str, int], ...]
+    """``(name, size)`` of its axes (a sweep's axes; else the dimensions of its first rankable variable)."""
+    path: Path
+    error: str = ""
+    """Why it could not be read (then only ``study``, ``time`` and ``path`` are known)."""
+
+
+def _is_dataset_name(name: str) -> bool:
+    return not name.startswith(".") and name.endswith(_SUFFIXES)
+
+
+def _datasets(root: Path) -> Iterator[Path]:
+    """Every ``.nc`` file and ``.zarr`` store under ``root``, hidden directories (a sweep's chunks) left out;
+    symbolic links (``latest``) are not followed."""
+    for d, dirs, files in os.walk(root):
+        here = Path(d)
+        keep = []
+        for name in dirs:
+            if name.startswith("."):
+                continue
+            if name.endswith(".zarr"):
+                if not (here / name).is_symlink():
+                    yield here / name
+                continue
+            keep.append(name)
+        dirs[:] = sorted(keep)
+        for name in sorted(files):
+            if _is_dataset_name(name) and not (here / name).is_symlink():
+                yield here / name
+
+
+def _parse_iso(text) -> _dt.datetime | None:
+    try:
+        t = _dt.datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return t.replace(tzinfo=_dt.timezone.utc) if t.tzinfo is None else t.astimezone(_dt.timezone.utc)
+
+
+def _study(path: Path, root: Path) -> str:
+    try:
+        rel = path.parent.relative_to(root)
+    except ValueError:
+        return str(path.parent)
+    return "" if str(rel) == "." else rel.as_posix()
+
+
+def _open_lazily(path: Path):
+    import warnings
+
+    import xarray as xr
+
+    with warnings.catch_warnings():  # a store of another writer (no consolidated metadata): only its attributes
+        warnings.simplefilter("ignore")  # are read here, whatever it costs
+        if path.is_dir():
+            return xr.open_dataset(path, engine="zarr", chunks=None, decode_times=False)
+        return xr.open_dataset(path, engine="h5netcdf", decode_times=False, cache=False)
+
+
+def describe(path: str | os.PathLike[str], root: str | os.PathLike[str] = RESULTS_DIR) -> Run:
+    """A :class:`Run` for the dataset at ``path`` (its attributes and dimensions; no variable is read)."""
+    path, root = Path(path), Path(root)
+    study = _study(path, root)
+    when = run_time(path.name)
+    try:
+        ds = _open_lazily(path)
+    except Exception as exc:  # a damaged or foreign file is listed, with the reason
+        if when is None:
+            when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+        return Run(study, when, None, None, (), path, error=f"unreadable ({type(exc).__name__})")
+    with ds:
+        attrs = ds.attrs
+        if when is None:
+            when = _parse_iso(attrs.get("start_time", attrs.get("created", "")))
+        if when is None:
+            when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+        feasible = int(attrs["n_feasible"]) if "n_feasible" in attrs else None
+        if "axes_json" in attrs and "n_points" in attrs:  # a sweep
+            import json
+
+            names = [a["name"] for a in json.loads(attrs["axes_json"])]
+            axes = tuple((n, int(ds.sizes.get(n, 0))) for n in names)
+            points = int(attrs["n_points"])
+        else:
+            from .dataset import first_rankable
+
+            name = first_rankable(ds)
+            if name is not None:
+                dims = ds[name].dims
+                axes = tuple((str(d), int(ds.sizes[d])) for d in dims)
+                points = math.prod(n for _, n in axes)
+            else:
+                axes, points = tuple((str(d), int(n)) for d, n in ds.sizes.items()), None
+    return Run(study, when, points, feasible, axes, path)
+
+
+def list_runs(results_dir: str | os.PathLike[str] = RESULTS_DIR, study: str | None = None) -> list[Run]:
+    """Every dataset under ``results_dir`` (of ``study`` and the studies below it, if given), newest first."""
+    root = Path(results_dir)
+    top = root / study if study else root
+    runs = [describe(p, root) for p in _datasets(top)] if top.is_dir() else []
+    runs += _unfinished(top, root) if top.is_dir() else []
+    oldest = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+    return sorted(runs, key=lambda r: (r.time or oldest, _mtime(r.path), r.path.name), reverse=True)
+
+
+def _mtime(p: Path) -> int:
+    try:
+        return p.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _unfinished(top: Path, root: Path) -> list[Run]:
+    """Sweeps stopped before their dataset was written: their chunk stores (``.<run id>.chunks/``)."""
+    import json
+
+    out = []
+    for manifest in sorted(top.glob("**/.*.chunks/manifest.json")):
+        d = manifest.parent
+        try:
+            start = _parse_iso(json.loads(manifest.read_text()).get("start_time", ""))
+        except (OSError, ValueError):
+            start = None
+        n = sum(1 for _ in d.glob("*.pkl"))
+        out.append(Run(_study(d, root), start, None, None, (), d,
+                       error=f"unfinished: {n} chunk(s) kept; the same command resumes it"))
+    return out
+
+
+def studies(results_dir: str | os.PathLike[str] = RESULTS_DIR) -> list[str]:
+    """The studies (directories holding datasets) under ``results_dir``, sorted."""
+    root = Path(results_dir)
+    return sorted({_study(p, root) for p in _datasets(root)} - {""}) if root.is_dir() else []
+
+
+def _axes_text(axes: Sequence[tuple[str, int]]) -> str:
+    return " x ".join(f"{n}[{s}]" for n, s in axes) or "-"
+
+
+def runs_table(runs: Sequence[Run]):
+    """``runs`` as a :class:`pandas.DataFrame` of text (study, time, points, feasible, axes, path)."""
+    import pandas as pd
+
+    rows = []
+    for r in runs:
+        rows.append({"study": r.study or ".",
+                     "time (UTC)": r.time.strftime("%Y-%m-%d %H:%M:%S") if r.time else "-",
+                     "points": "-" if r.points is None else str(r.points),
+                     "feasible": "-" if r.feasible is None else str(r.feasible),
+                     "axes": r.error or _axes_text(r.axes),
+                     "path": str(r.path)})
+    df = pd.DataFrame(rows, columns=["study", "time (UTC)", "points", "feasible", "axes", "path"])
+    df.index = pd.RangeIndex(1, len(df) + 1)
+    return df
+
+
+# ----------------------------------------------------------------------------------------------------------
+# resolve: a path, a study name, STUDY/latest or a glob -> one dataset
+# ----------------------------------------------------------------------------------------------------------
+
+_ALLOWED = ("a results dataset (.nc file or .zarr store), a study name under the results directory for its "
+            "latest run, STUDY/latest, or a glob that matches one dataset")
+
+
+def _is_zarr_store(p: Path) -> bool:
+    return p.is_dir() and any((p / m).exists() for m in ("zarr.json", ".zgroup", ".zmetadata", ".zattrs"))
+
+
+def _read_latest(link: Path) -> Path:
+    """The dataset ``<dir>/latest`` points at (a symbolic link, or a text file holding its name)."""
+    if link.is_symlink():
+        target = link.parent / os.readlink(link)
+    else:
+        try:
+            with open(link, "rb") as fh:
+                head = fh.read(4097)
+        except OSError as exc:
+            raise ConfigError("path", str(link), _ALLOWED, f"It cannot be read ({exc.strerror or exc}).") from None
+        text = head.decode(errors="replace").strip()
+        if len(head) > 4096 or not text or "\n" in text or "/" in text or "\0" in text:
+            return link  # not a name: a file of another kind, for open_results to judge
+        target = link.parent / text
+    if not target.exists():
+        raise ConfigError("path", str(link), _ALLOWED,
+                          f"It points at {target.name}, which no longer exists; `evaluator runs "
+                          f"{link.parent}` lists what is there.")
+    return target
+
+
+def latest(directory: str | os.PathLike[str]) -> Path | None:
+    """The newest dataset of a study directory: what ``latest`` points at, else the newest dataset directly in
+    it (by the time in its name or attributes); None if it holds none."""
+    d = Path(directory)
+    link = d / LATEST
+    if link.exists() or link.is_symlink():
+        return _read_latest(link)
+    here = [p for p in d.iterdir() if _is_dataset_name(p.name) and (p.is_file() or _is_zarr_store(p))] \
+        if d.is_dir() else []
+    if not here:
+        return None
+    if len(here) == 1:
+        return here[0]
+    oldest = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+    return max(here, key=lambda p: (describe(p, d).time or oldest, p.name))
+
+
+def _several(paths: Sequence[str], given: str, root: Path) -> ConfigError:
+    shown = ", ".join(paths[:6]) + (f", ... ({len(paths)} in all)" if len(paths) > 6 else "")
+    dirs = sorted({_study(Path(p), root) or str(Path(p).parent) for p in paths})
+    which = " or ".join(dirs[:3]) if dirs else "STUDY"
+    return ConfigError("path", given, "one dataset: " + _ALLOWED,
+                       f"It matches {len(paths)} datasets: {shown}. Name one of them, or give the study name "
+                       f"({which}) or {dirs[0] if dirs else 'STUDY'}/latest for its newest run; "
+                       f"`evaluator runs` lists them.")
+
+
+def _at(p: Path, given: str, root: Path) -> Path:
+    """The dataset an existing path stands for: itself, what ``latest`` points at, or a study's newest."""
+    if p.name == LATEST and (p.is_symlink() or p.is_file()):
+        return _read_latest(p)
+    if p.is_dir() and not _is_zarr_store(p):
+        if (p / LATEST).exists() or (p / LATEST).is_symlink() or any(_is_dataset_name(c.name) for c in p.iterdir()):
+            found = latest(p)
+            if found is not None:
+                return found
+    return p  # a dataset, or something open_results explains
+
+
+def resolve(arg: str | os.PathLike[str] | Sequence[str], results_dir: str | os.PathLike[str] = RESULTS_DIR) -> Path:
+    """The one dataset ``arg`` names: a path to a dataset (returned as given), a study's directory or name
+    (``dragonfly_nne_placement``, resolved under ``results_dir``: its latest run), ``STUDY/latest``, or a glob
+    that matches one dataset. A glob that matches several (also when the shell expanded it: ``arg`` is then a
+    list of paths) is a :class:`~evaluator.errors.ConfigError` listing them and suggesting the study name or
+    ``latest``; so is a name that is neither a path nor a study."""
+    root = Path(results_dir)
+    args = [str(arg)] if isinstance(arg, (str, os.PathLike)) else [str(a) for a in arg]
+    if not args:
+        raise ConfigError("path", "", _ALLOWED)
+    if len(args) > 1:  # a glob the shell expanded: the datasets among the paths, not latest or plots
+        found = [a for a in args if Path(a).name != LATEST and a.rstrip("/").endswith(_SUFFIXES)]
+        if len(found) != 1:
+            raise _several(found or args, f"{args[0]} ... ({len(args)} paths)", root)
+        args = found
+    given = args[0]
+    p = Path(given)
+    if not (p.exists() or p.is_symlink()) and _GLOB_CHARS & set(given):
+        matches = sorted(_glob.glob(given)) or sorted(_glob.glob(str(root / given)))
+        matches = [m for m in matches if Path(m).name != LATEST]
+        matches = [m for m in matches if m.endswith(_SUFFIXES)] or matches  # not the plots beside them
+        if len(matches) > 1:
+            raise _several(matches, given, root)
+        if not matches:
+            raise ConfigError("path", given, _ALLOWED, f"The glob matches nothing. {_known(root)}")
+        p = Path(matches[0])
+    if p.exists() or p.is_symlink():
+        return _at(p, given, root)
+    q = root / given
+    if not p.is_absolute() and (q.exists() or q.is_symlink()):
+        return _at(q, given, root)
+    if p.suffix in _SUFFIXES or p.is_absolute() or len(p.parts) > 2:
+        return p  # a dataset's path: open_results says it does not exist
+    raise ConfigError("path", given, _ALLOWED, f"No such file, directory or study. {_known(root)}")
+
+
+def _known(root: Path) -> str:
+    known = studies(root)
+    if not known:
+        return f"There are no runs under {root}/ yet (--results DIR: another results directory)."
+    shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+    return f"Studies under {root}/: {shown}."
