@@ -271,7 +271,7 @@ RDN_METRICS: tuple[Metric, ...] = tuple(
     Metric("tdn_oblivious_routing", "", "the TDN's fastest oblivious routing with background (its oblivious baseline)",
            None),
 )
-"""Variables of the RDN study (``python -m evaluator.studies rdn``; dims ``pattern``, ``groups``) and of its speedup
+"""Variables of the RDN study (``evaluator study rdn``; dims ``pattern``, ``groups``) and of its speedup
 table (``speedup``, ``time_saved``, ``speedup_no_bg``; dims ``mode``, ``groups``)."""
 
 TEMPLATES: tuple[tuple[str, Metric], ...] = (

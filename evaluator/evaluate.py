@@ -445,7 +445,8 @@ def _block_peak(kern, variant: str, args: tuple, chunk: int) -> int:
     hit = _PEAK_CACHE.get(key)
     if hit is not None and hit[0] is kern.fn:
         return hit[1]
-    peak = jaxpr_peak_bytes(kern.fn.jaxpr(variant, kern.net, *args, chunk=chunk))
+    # from the program store when a previous process stored this program (no tracing), else traced and measured
+    peak = kern.fn.peak_bytes(variant, kern.net, *args, chunk=chunk, measure=jaxpr_peak_bytes)
     _PEAK_CACHE[key] = (kern.fn, peak)  # holds the kernels, so their id is not reused while cached
     while len(_PEAK_CACHE) > 32:
         _PEAK_CACHE.popitem(last=False)

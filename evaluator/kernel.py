@@ -359,6 +359,23 @@ changes nothing where the summands are integer byte counts (exact below 2^53).
 """
 
 
+_MISSING = object()
+
+
+def _signature(args: tuple, chunk: int) -> tuple | None:
+    """What selects one compiled program of a kernel: the arguments' tree, shapes, dtypes, and the chunk (None
+    when an argument is not an array: a Python number, whose type JAX weakens; the store is then left out)."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    if not all(hasattr(x, "shape") and hasattr(x, "dtype") for x in leaves):
+        return None
+    return tree, tuple((tuple(x.shape), np.dtype(x.dtype).str, bool(getattr(x, "weak_type", False)))
+                       for x in leaves), int(chunk)
+
+
+def _sig_text(sig: tuple) -> str:
+    return f"{sig[0]}|{sig[1]}|chunk={sig[2]}"
+
+
 class _Kernels:
     """The jitted, batched entry points of one (topology, routing, keep_loads).
 
@@ -378,10 +395,18 @@ class _Kernels:
       varies (a placement sweep);
     * ``self.dense(net, points, chunk=c, n_valid=k)``: :class:`DensePointInputs`.
 
-    ``_cache_size()`` counts the compilations of all three.
+    ``_cache_size()`` counts the compilations of all three (and the programs loaded from the store).
+
+    ``identity()`` (optional) returns what determines the traced programs
+    (the topology, the routing, ``keep_loads``), or None: with it, and the
+    compilation cache on, a program is kept in the program store
+    (:mod:`evaluator._program_store`) and a later process loads it instead of
+    tracing and lowering the kernel (its first call then costs the loading
+    of an executable, 0.05-0.1 s on CPU, instead of 0.5-1 s); the results
+    are the same (the stored executable is the one the jit compiled).
     """
 
-    def __init__(self, point, dense_point):
+    def __init__(self, point, dense_point, identity=None):
         def per_point(net, points, n_valid, chunk):
             return _map(lambda pt: point(net, pt), points, n_valid, chunk)
 
@@ -396,18 +421,104 @@ class _Kernels:
         self._per_point = jax.jit(per_point, static_argnames="chunk", compiler_options=opts)
         self._shared = jax.jit(shared, static_argnames="chunk", compiler_options=opts)
         self._dense = jax.jit(dense, static_argnames="chunk", compiler_options=opts)
+        self._jits = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}
+        # the program store (evaluator._program_store): what determines the programs, hashed when first needed
+        self._identity = identity
+        self._key: str | None = None  # None: not decided yet; "": no store; else the kernels' part of every key
+        self._programs: dict = {}  # (variant, signature) -> a Compiled loaded from the store, or None: the jit's
+        self._entries: dict = {}  # (variant, signature) -> the store's entry, read once (or None: absent)
+        self._peaks: dict = {}  # (variant, signature) -> working-set bytes measured here (saved with the program)
 
     def __call__(self, net, points: PointInputs, chunk: int, n_valid=None):
-        return self._per_point(net, points, _count(points.task_node, n_valid), chunk=chunk)
+        return self._run("per_point", (net, points, _count(points.task_node, n_valid)), chunk)
 
     def shared(self, net, task_node, src, dst, nbytes, n_senders, chunk: int, n_valid=None):
-        return self._shared(net, task_node, src, dst, nbytes, n_senders, _count(task_node, n_valid), chunk=chunk)
+        return self._run("shared", (net, task_node, src, dst, nbytes, n_senders, _count(task_node, n_valid)), chunk)
 
     def dense(self, net, points: DensePointInputs, chunk: int, n_valid=None):
-        return self._dense(net, points, _count(points.task_node, n_valid), chunk=chunk)
+        return self._run("dense", (net, points, _count(points.task_node, n_valid)), chunk)
 
     def _cache_size(self) -> int:
-        return self._per_point._cache_size() + self._shared._cache_size() + self._dense._cache_size()
+        """Programs this process holds: compiled here (or found in JAX's compilation cache) or loaded from the
+        program store."""
+        loaded = sum(p is not None for p in self._programs.values())
+        return self._per_point._cache_size() + self._shared._cache_size() + self._dense._cache_size() + loaded
+
+    # -- the program store: a new process loads the executable instead of tracing and lowering the kernel --
+
+    def _store_key(self) -> str:
+        if self._key is None:
+            from . import _program_store as store
+
+            key = ""
+            if self._identity is not None and store.store_dir() is not None:
+                env = store.environment_key()
+                parts = self._identity()
+                ident = None if parts is None else store.fingerprint(*parts, dict(COMPILER_OPTIONS))
+                if env is not None and ident is not None:
+                    key = env + "\0" + ident
+            self._key = key
+        return self._key
+
+    def _entry(self, variant: str, sig: tuple) -> dict | None:
+        """The store's entry of one program (read at most once per process), or None."""
+        k = (variant, sig)
+        if k not in self._entries:
+            from . import _program_store as store
+
+            self._entries[k] = store.load(store.entry_key(self._key, variant, _sig_text(sig)))
+        return self._entries[k]
+
+    def _run(self, variant: str, args: tuple, chunk: int):
+        """One block call: the program loaded from the store when it holds it, else the jit (then stored)."""
+        fn = self._jits[variant]
+        if self._key == "" or (self._key is None and not self._store_key()):
+            return fn(*args, chunk=chunk)
+        sig = _signature(args, chunk)
+        prog = None if sig is None else self._programs.get((variant, sig), _MISSING)
+        if prog is None:
+            return fn(*args, chunk=chunk)
+        if prog is not _MISSING:
+            return prog(*args)
+        from . import _program_store as store
+
+        entry = self._entry(variant, sig)
+        prog = store.unpack_executable(entry["program"]) if entry and entry.get("program") else None
+        if entry is not None:  # the executable's bytes are not needed any more
+            self._entries[(variant, sig)] = {"peak": entry.get("peak"), "program": None}
+        if prog is not None:
+            try:
+                out = prog(*args)
+            except Exception:  # not runnable here after all: the usual path (which raises what is the input's)
+                prog = None
+            else:
+                self._programs[(variant, sig)] = prog
+                return out
+        out = fn(*args, chunk=chunk)
+        self._programs[(variant, sig)] = None
+        if prog is None:
+            try:  # the jit's executable (lowering and compiling again hit its in-memory caches: < 1 ms)
+                packed = store.pack_executable(fn.lower(*args, chunk=chunk).compile())
+            except Exception:
+                packed = None
+            if packed is not None:
+                peak = self._peaks.get((variant, sig), entry.get("peak") if entry else None)
+                store.save(store.entry_key(self._key, variant, _sig_text(sig)), {"program": packed, "peak": peak})
+        return out
+
+    def peak_bytes(self, variant: str, *args, chunk: int, measure) -> int:
+        """``measure(jaxpr)`` of one block call's traced program (:meth:`jaxpr`), read from the program store
+        when it holds the program (no tracing), else measured (and stored with the program when it is)."""
+        if self._key == "" or (self._key is None and not self._store_key()):
+            return measure(self.jaxpr(variant, *args, chunk=chunk))
+        sig = _signature(args + (jax.ShapeDtypeStruct((), np.int32),), chunk)
+        entry = None if sig is None else self._entry(variant, sig)
+        if entry is not None and isinstance(entry.get("peak"), int):
+            return entry["peak"]
+        peak = int(measure(self.jaxpr(variant, *args, chunk=chunk)))
+        if sig is not None:
+            self._peaks[(variant, sig)] = peak
+        return peak
 
     def jaxpr(self, variant: str, *args, chunk: int):
         """The traced program of one block call (``variant``: ``"per_point"``, ``"shared"`` or ``"dense"``).
@@ -468,7 +579,13 @@ def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "
         return shared[(op.compile_key, keep_loads)]
     point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply, **common)
     dense_point = functools.partial(_dense_point, n_routers=topology.n_routers, apply_dense=op.apply_dense, **common)
-    fn = _Kernels(point, dense_point)
+    topo_ref, routing = weakref.ref(topology), op.routing
+
+    def identity():  # what determines the programs (the kernels hold no strong reference to the topology)
+        topo = topo_ref()
+        return None if topo is None else ("batch_kernel", topo, routing, bool(keep_loads))
+
+    fn = _Kernels(point, dense_point, identity)
     if shared is not None:
         shared[(op.compile_key, keep_loads)] = fn
     return fn

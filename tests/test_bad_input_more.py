@@ -203,3 +203,35 @@ def test_every_shipped_config_has_only_known_keys():
     for group in ("topology", "routing", "traffic", "placement"):
         for option in sorted(p.stem for p in (repo / "conf" / group).glob("*.yaml")):
             config.to_object(config.compose([f"{group}={option}"]))
+
+
+# ----------------------------------------------------------------------------------------------
+# schedule names its machine as the RDN study does: --machine DF(P,A,H,G), or --groups/--nodes-per-group
+# ----------------------------------------------------------------------------------------------
+
+SCHEDULE = ["schedule", "--synthetic", "50", "--mode-range", "8,32", "--no-plot", "--no-progress"]
+
+
+@pytest.mark.parametrize("argv,texts", [
+    (["--machine", "2,4,2,8", "--groups", "9"], ["--groups = 9", "8 (what --machine 2,4,2,8 implies)"]),
+    (["--machine", "DF(2,4,2,8)", "--nodes-per-group", "16"], ["--nodes-per-group = 16", "8 (what --machine"]),
+    (["--machine", "2,4,2"], ["--machine = '2,4,2'", "P,A,H,G"]),
+    (["--machine", "DF(2,4,2,99)"], ["--machine = 'DF(2,4,2,99)'"]),
+], ids=["groups-differ", "nodes-differ", "three-numbers", "too-many-groups"])
+def test_schedule_machine_named_one_way(argv, texts, capsys, tmp_path):
+    rc = cli.main([*SCHEDULE, *argv, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    for t in texts:
+        assert t in err, (t, err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_schedule_machine_is_its_groups_and_nodes(capsys, tmp_path):
+    import xarray as xr
+
+    rc = cli.main([*SCHEDULE, "--machine", "DF(2,4,2,8)", "--out", str(tmp_path)])
+    assert rc == 0, capsys.readouterr().err
+    (path,) = tmp_path.glob("*.nc")
+    with xr.open_dataset(path) as ds:  # G groups of A x P nodes
+        assert int(ds.attrs["groups"]) == 8 and int(ds.attrs["nodes_per_group"]) == 8

@@ -28,10 +28,11 @@ __all__ = ["main", "run", "COMMANDS"]
 
 COMMANDS = {
     "eval": "evaluate one design point from the config and write a dataset under results/",
-    "sweep": "run (or resume) a named sweep from sweeps/ on Ray; writes results/<sweep>/<run-id>.nc",
-    "query": "rank the design points of a sweep dataset (--best METRIC --over AXIS ...)",
+    "sweep": "run (or resume) a sweep on Ray: a study (sweeps=NAME; your own with --config-dir DIR) or exactly the "
+             "axes given; writes results/<study>/<UTC time>-<hash>.nc",
+    "query": "rank the rows of a results dataset or a study's latest run (--best METRIC --over AXIS ...)",
     "optimize": "exhaustive search of decompositions, placements and routings for a stencil job",
-    "plot": "write PNG figures of a sweep dataset",
+    "plot": "write PNG figures of a sweep dataset or a study's latest run",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
     "tiles": "tile-size advisor: decompositions and per-node tiles of a stencil job ranked by the link model",
     "schedule": "simulate a job trace (SWF or synthetic) under allocation policies, FCFS + EASY backfilling",

@@ -57,13 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--procs-per-node", type=int, default=1, help="SWF sizes are processors; nodes = ceil(procs / N)")
     p.add_argument("--load", type=float, default=0.9, help="offered load of the synthetic trace (default 0.9)")
     p.add_argument("--limit", type=int, default=None, help="simulate only the first N jobs")
-    p.add_argument("--groups", type=int, default=288, help="groups of the machine (default 288, the paper's)")
-    p.add_argument("--nodes-per-group", type=int, default=288, help="nodes per group (default 288)")
+    p.add_argument("--machine", default=None, metavar="DF(P,A,H,G)",
+                   help="the Dragonfly, named as `evaluator study rdn --machine` and its datasets name it: "
+                        "P,A,H,G or DF(P,A,H,G) (G groups of A*P nodes); or give --groups and --nodes-per-group")
+    p.add_argument("--groups", type=int, default=None, help="groups of the machine (default 288, the paper's)")
+    p.add_argument("--nodes-per-group", type=int, default=None, help="nodes per group (default 288)")
     p.add_argument("--policy", default="grap", help="allocation policy of the main run (default grap; "
                                                     "'unrestricted': any idle nodes)")
     p.add_argument("--speedups", metavar="NC", default=None,
                    help="netCDF speedup table (dims mode, groups) applied to the main run's MPI time; it must "
-                        "record this machine (--groups x --nodes-per-group), e.g. python -m evaluator.studies rdn "
+                        "record this machine (--groups x --nodes-per-group), e.g. evaluator study rdn "
                         "--machine 12,24,12,288 --speedup-out NC for 288 x 288")
     p.add_argument("--allow-foreign-speedups", action="store_true",
                    help="apply a speedup table computed on another machine, or recording none "
@@ -114,8 +117,26 @@ def parse_fractions(text: str):
         raise ConfigError("--mpi-fraction", text, "a fraction, or 'max_nodes:fraction,...' size bins") from None
 
 
+def _machine_size(args) -> tuple[int, int]:
+    """``(groups, nodes per group)`` from ``--machine DF(P,A,H,G)`` (the name the RDN study and its speedup
+    tables use) or from ``--groups`` and ``--nodes-per-group`` (defaults: the paper's 288 x 288)."""
+    if args.machine is None:
+        return (288 if args.groups is None else args.groups,
+                288 if args.nodes_per_group is None else args.nodes_per_group)
+    from ..studies.rdn import parse_machine
+
+    m = parse_machine(args.machine, "--machine")
+    for flag, given, implied in (("--groups", args.groups, m.g), ("--nodes-per-group", args.nodes_per_group,
+                                                                   m.a * m.p)):
+        if given is not None and given != implied:
+            raise ConfigError(flag, given, f"{implied} (what --machine {args.machine} implies) or no {flag}",
+                              "Name the machine one way.")
+    return m.g, m.a * m.p
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    args.groups, args.nodes_per_group = _machine_size(args)
     from ..workload import WorkloadModel
     from ..workload.run import RunSpec, TraceSpec, run_schedule
 

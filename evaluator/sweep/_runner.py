@@ -133,7 +133,8 @@ def _check_memory(kern, inputs, chunk: int, block: int) -> None:
     peak = _PEAKS.get(key)
     if peak is None:
         structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in inputs]
-        peak = _PEAKS[key] = jaxpr_peak_bytes(kern.fn.jaxpr("shared", kern.net, *structs, chunk=chunk))
+        # from the program store when an earlier process stored this program (no tracing), else traced
+        peak = _PEAKS[key] = kern.fn.peak_bytes("shared", kern.net, *structs, chunk=chunk, measure=jaxpr_peak_bytes)
         while len(_PEAKS) > 64:
             _PEAKS.popitem(last=False)
     check_memory("sweep.chunk_size", block, peak, f"one block of {block} points on the device",

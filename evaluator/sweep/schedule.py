@@ -253,7 +253,7 @@ def _table(study: Mapping[str, Any], machine: str, run: str, field: str | None =
     if isinstance(sp, str) and not os.path.isfile(sp):
         groups, npg = study["machines"][machine]
         raise ConfigError(field or f"runs.{run}.speedups", sp, "a netCDF speedup table (dims mode x groups)",
-                          f"Compute it on machine {machine} first: python -m evaluator.studies rdn "
+                          f"Compute it on machine {machine} first: evaluator study rdn "
                           f"--machine p,a,h,{groups} (a * p = {npg}) --speedup-out {sp}")
     return load_speedups(sp)
 
