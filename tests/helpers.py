@@ -56,3 +56,25 @@ def per_point(plan, flat, **evaluate_kwargs):
         return "", ev.evaluate(topo, traffic, placement, routing, **evaluate_kwargs)  # a mismatch raises too
     except ConfigError as exc:
         return reason(exc), None
+
+
+def once(fixture_fn):
+    """A module fixture's value computed once per test process.
+
+    Under ``pytest -n 2 --dist loadgroup`` a worker may run another module's tests between two of a module's
+    tests, and pytest then tears the module's fixtures down and sets them up again (the RDN study of
+    tests/test_claims_rdn.py was computed twice, 75 s each). Fixtures whose value nothing mutates are wrapped
+    in this (below ``@pytest.fixture``), so the second setup returns the first value; temporary directories made
+    with ``tmp_path_factory`` live until the session ends.
+    """
+    import functools
+
+    box: dict = {}
+
+    @functools.wraps(fixture_fn)
+    def wrapper(*args, **kwargs):
+        if "value" not in box:
+            box["value"] = fixture_fn(*args, **kwargs)
+        return box["value"]
+
+    return wrapper

@@ -17,6 +17,7 @@ import pytest
 
 from evaluator.studies.rdn import RdnMachine, allocation_mode_study
 from tests.claims import check_stated
+from tests.helpers import once
 
 DOC = "docs/rdn.md"
 SMALL = "evaluator study rdn --machine 2,4,2,8 --groups 2,4,8 --patterns stencil,all_to_all " \
@@ -26,6 +27,7 @@ TABLE_OBLIVIOUS = TABLE + " --baseline oblivious"
 
 
 @pytest.fixture(scope="module")
+@once
 def small():
     return allocation_mode_study(RdnMachine(2, 4, 2, 8), groups=(2, 4, 8), patterns=("stencil", "all_to_all"),
                                  background=0.26, bounds=("adaptive", "optimal"))

@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 
 from tests.claims import check_stated
+from tests.helpers import once
 
 DOC = "docs/workload.md"
 SHRUNK = "python -m tests.workload_speed 288 288 2000 --policies paper --allow-foreign-speedups"
 
 
 @pytest.fixture(scope="module")
+@once
 def shrunk():
     """The shrunken study: 2,000 jobs on 288 x 288, round-robin against GRAP with the paper's Fig. 4 speedups
     typed in (the machine's own table takes minutes to compute, so it is not rerun here)."""

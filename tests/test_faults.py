@@ -27,7 +27,7 @@ from evaluator.query import open_results
 from evaluator.sweep import plan_sweep, run_sweep
 from evaluator.sweep import driver as D
 from evaluator.sweep import store
-from tests.helpers import strip
+from tests.helpers import once, strip
 
 NO_RAY = RayConfig(enabled=False)
 STUDY = "torus_bgq_pairing"  # 6 points, one per chunk: small and quick
@@ -41,6 +41,7 @@ def make_plan(out, extra=()):
 
 
 @pytest.fixture(scope="module")
+@once
 def reference(tmp_path_factory):
     return strip(open_results(run_sweep(make_plan(tmp_path_factory.mktemp("ref")), NO_RAY, progress=False)))
 
@@ -265,7 +266,8 @@ def _descendants(root, table):
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 def test_kill_9_of_a_ray_driver_leaves_no_ray_process(tmp_path):
     out = tmp_path / "k"
-    args = [sys.executable, "-m", "evaluator", "sweep", "sweeps=dragonfly_random_placement", "ray.num_cpus=1",
+    study = ["sweeps=dragonfly_random_placement", "placement.seed=range(0,4)"]  # 1/8 of the study's points
+    args = [sys.executable, "-m", "evaluator", "sweep", *study, "ray.num_cpus=1",
             "sweep.chunk_size=4", f"sweep.output_dir={out}", "--no-progress"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
@@ -292,6 +294,8 @@ def test_kill_9_of_a_ray_driver_leaves_no_ray_process(tmp_path):
         time.sleep(0.5)
     assert not alive, [Path(f"/proc/{p}/cmdline").read_bytes()[:80] for p in alive if Path(f"/proc/{p}").exists()]
     # and the run resumes (the lock died with the driver)
-    r = subprocess.run(args[:4] + ["ray.enabled=false", "sweep.chunk_size=4", f"sweep.output_dir={out}",
-                                    "--no-progress"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    kept = len(list(out.glob("dragonfly_random_placement/.*.chunks/*.pkl")))
+    r = subprocess.run(args[:4] + study + ["ray.enabled=false", "sweep.chunk_size=4", f"sweep.output_dir={out}",
+                                           "--no-progress"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert kept >= 2 and len(list(out.glob("dragonfly_random_placement/*.nc"))) == 1, r.stdout[-2000:]

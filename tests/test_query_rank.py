@@ -19,6 +19,7 @@ from evaluator.dataset import TABLE, metric, rankable, smaller_is_better
 from evaluator.display import format_table
 from evaluator.errors import ConfigError
 from evaluator.query import best, gain, open_results
+from tests.helpers import once
 
 LARGER = {"throughput", "effective_injection_bandwidth", "routing_efficiency", "adaptive_efficiency",
           "mean_utilisation", "mean_speedup", "wait_reduction", "speedup", "speedup_all", "speedup_seq",
@@ -44,6 +45,7 @@ def _written(directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+@once
 def made(tmp_path_factory) -> dict[str, Path]:
     """One dataset of every kind, written by the real commands."""
     from evaluator.config import RayConfig

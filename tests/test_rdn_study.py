@@ -9,12 +9,13 @@ import pytest
 from evaluator import errors
 from evaluator.studies import RdnMachine, allocation_mode_study, speedup_table
 from evaluator.traffic import neighbouring
-from tests.helpers import TOL
+from tests.helpers import TOL, once
 
 M = RdnMachine(p=2, a=4, h=2, g=2, bandwidth=1.0e9)      # two groups: the whole machine is the job
 
 
 @pytest.fixture(scope="module")
+@once
 def study():
     return allocation_mode_study(M, groups=(2,), patterns=("stencil",), background=0.26,
                                  bounds=("adaptive", "optimal"))
@@ -145,6 +146,7 @@ M4 = RdnMachine(p=2, a=4, h=2, g=4, bandwidth=1.0e9)     # four groups: the adap
 
 
 @pytest.fixture(scope="module")
+@once
 def study4():
     return allocation_mode_study(M4, groups=(2,), patterns=("stencil",), background=0.26,
                                  bounds=("adaptive", "optimal"))

@@ -19,6 +19,7 @@ from evaluator.config import RayConfig
 from evaluator.query import open_results
 from evaluator.runs import list_runs, resolve
 from evaluator.sweep import driver, plan_sweep, run_sweep
+from tests.helpers import once
 
 NO_RAY = RayConfig(enabled=False)
 STUDY = "dragonfly_nne_placement"
@@ -49,6 +50,7 @@ def _name_time(path: Path) -> dt.datetime:
 
 
 @pytest.fixture(scope="module")
+@once
 def two_runs(tmp_path_factory):
     """Run A (3 points; interrupted after one chunk, resumed a second later), then run B (5 points)."""
     out = tmp_path_factory.mktemp("results")
