@@ -221,3 +221,33 @@ def test_schedule_machine_is_its_groups_and_nodes(capsys, tmp_path):
     (path,) = tmp_path.glob("*.nc")
     with xr.open_dataset(path) as ds:  # G groups of A x P nodes
         assert int(ds.attrs["groups"]) == 8 and int(ds.attrs["nodes_per_group"]) == 8
+
+
+# ----------------------------------------------------------------------------------------------
+# tiles: the baseline's errors name the baseline's flags; an unwritable --out is refused before the work
+# ----------------------------------------------------------------------------------------------
+
+TILES = ["tiles", "--grid", "64,64,64", "--nodes", "8", "--tasks-per-node", "2"]
+
+
+@pytest.mark.parametrize("argv,texts", [
+    (["--baseline-grid", "64,64,64", "--baseline-decomposition", "3,3,3"], ["--baseline-decomposition = '3x3x3'"]),
+    (["--baseline-grid", "64,64,64", "--baseline-tile", "2,2,2"], ["--baseline-tile = '2x2x2'"]),
+    (["--baseline-grid", "64,64,x"], ["--baseline-grid = '64,64,x'"]),
+], ids=["decomposition", "tile", "grid"])
+def test_tiles_baseline_errors_name_the_baseline_flags(argv, texts, capsys):
+    rc = cli.main([*TILES, *argv, "--no-save"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    for t in texts:
+        assert t in err, (t, err)
+
+
+def test_tiles_unwritable_out_is_refused_before_the_work(capsys, tmp_path, monkeypatch):
+    import evaluator.tiles as TL
+
+    monkeypatch.setattr(TL, "advise", lambda *a, **k: pytest.fail("advise ran before the output was checked"))
+    (tmp_path / "afile").write_text("x")
+    rc = cli.main([*TILES, "--out", str(tmp_path / "afile" / "sub")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--out = " in err, err

@@ -18,13 +18,14 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 from pathlib import Path
 
 from .. import tiles as TL
 from ..errors import ConfigError
-from ..io import write_dataset
+from ..io import check_writable, write_dataset
 
 __all__ = ["main", "build_parser"]
 
@@ -87,6 +88,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_BASELINE_FLAGS = {"--grid": "--baseline-grid", "--nodes": "--baseline-nodes",
+                   "--decomposition": "--baseline-decomposition", "--tile": "--baseline-tile"}
+
+
+@contextlib.contextmanager
+def _as_baseline():
+    """The baseline's errors name the baseline's flags (``--baseline-tile``, not ``--tile``)."""
+    try:
+        yield
+    except ConfigError as exc:
+        flag = _BASELINE_FLAGS.get(exc.field)
+        if flag is None or type(exc) is not ConfigError:
+            raise
+        raise ConfigError(flag, exc.value, exc.allowed, exc.hint) from None
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     grid = _ints("--grid", args.grid, "points per dimension")
@@ -113,10 +130,14 @@ def main(argv: list[str]) -> int:
             tile=_ints("--baseline-tile", args.baseline_tile, "tasks per node along each dimension"),
             injection_bandwidth=req.injection_bandwidth, limit=req.limit, rank_by=req.rank_by,
             max_evaluated=req.max_evaluated)
-        TL.check_request(base)
+        with _as_baseline():
+            TL.check_request(base)
+    if not args.no_save:
+        check_writable("--out", args.out)  # before the work, so that nothing computed is lost
     ds = TL.advise(req)
     if base is not None:
-        ds = TL.compare(ds, TL.advise(base))
+        with _as_baseline():
+            ds = TL.compare(ds, TL.advise(base))
     print(TL.format_advice(ds, top))
     if not args.no_save:
         identity = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in ("out", "no_plot", "no_save",
