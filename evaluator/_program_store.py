@@ -38,6 +38,17 @@ an entry holds the very executable that path compiled.
 
 Like JAX's cache, the store holds executables that are loaded and run (and
 pickles): do not point the cache at a directory others may write to.
+
+**Off unless asked for** (``EVALUATOR_PROGRAM_STORE=1``). XLA:CPU's
+deserialized executables are not reliable when several share a process: a
+repeated RDN study (``evaluator study rdn --machine 1,3,1,4`` twice on one
+cache) failed with ``NOT_FOUND: Function bitcast_gather_fusion.3 not found``
+when a loaded program's result was fetched, and a round trip (serialize, load,
+run) of a freshly compiled program in the process that compiled it often did
+not reproduce it. A program that fails when it runs is caught (its first call
+is waited for) and the usual path answers, but a collision that gave other
+numbers instead of an error could not be excluded, so the default is the
+usual path (tracing and lowering, then JAX's compilation cache).
 """
 
 from __future__ import annotations
@@ -53,7 +64,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMAT", "SUBDIR", "MAX_ENTRIES", "MAX_BYTES", "store_dir", "environment_key", "fingerprint",
+OPT_IN = "EVALUATOR_PROGRAM_STORE"
+"""Environment variable: ``1`` (or ``on``, ``true``) turns the store on (with the compilation cache)."""
+
+__all__ = ["OPT_IN", "FORMAT", "SUBDIR", "MAX_ENTRIES", "MAX_BYTES", "store_dir", "environment_key", "fingerprint",
            "entry_key", "load", "save", "pack_executable", "unpack_executable"]
 
 FORMAT = 1
@@ -83,6 +97,8 @@ def store_dir() -> Path | None:
 
     from ._jax_cache import ENV
 
+    if os.environ.get(OPT_IN, "").strip().lower() not in ("1", "on", "true", "yes"):
+        return None  # off by default: see the module docstring
     if os.environ.get(ENV, "").strip().lower() in _OFF:
         return None
     if not jax.config.jax_enable_compilation_cache or any(getattr(jax.config, n, False) for n in _DEBUG_SETTINGS):

@@ -487,8 +487,8 @@ class _Kernels:
         if entry is not None:  # the executable's bytes are not needed any more
             self._entries[(variant, sig)] = {"peak": entry.get("peak"), "program": None}
         if prog is not None:
-            try:
-                out = prog(*args)
+            try:  # waited for: XLA:CPU reports a deserialized executable's missing functions only when it runs
+                out = jax.block_until_ready(prog(*args))
             except Exception:  # not runnable here after all: the usual path (which raises what is the input's)
                 prog = None
             else:

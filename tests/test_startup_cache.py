@@ -182,6 +182,9 @@ def test_off_switch_and_directory(monkeypatch, tmp_path):
         jax.config.update("jax_compilation_cache_dir", str(tmp_path / "jax"))
         jax.config.update("jax_enable_compilation_cache", True)
         monkeypatch.setenv(ENV, str(tmp_path / "jax"))
+        monkeypatch.delenv(store.OPT_IN, raising=False)
+        assert store.store_dir() is None  # off unless asked for
+        monkeypatch.setenv(store.OPT_IN, "1")
         assert store.store_dir() == tmp_path / "jax" / store.SUBDIR
         for value in ("0", "off", "False", "no"):
             monkeypatch.setenv(ENV, value)
@@ -208,3 +211,24 @@ def test_the_store_keeps_its_bounds(programs, monkeypatch):
     # an entry saved under another key is not taken for this one
     (programs.dir / "e.program").write_bytes((programs.dir / "c.program").read_bytes())
     assert store.load("e") is None
+
+
+
+def test_a_program_that_fails_when_it_runs_falls_back(programs, monkeypatch):
+    """XLA:CPU may load an executable that then fails when its result is fetched ("NOT_FOUND: Function
+    bitcast_gather_fusion.3 not found", a repeated RDN study): the first call of a loaded program is waited for,
+    and the usual path answers when it fails."""
+    build = CASES["torus-dense"]
+    topo, routing, tr, pl = build()
+    ref = evaluate_batch(topo, routing, tr, pl, keep_link_load=True)
+    assert programs.files()
+
+    def fails_when_run(packed):
+        def prog(*a):
+            raise RuntimeError("NOT_FOUND: Function bitcast_gather_fusion.3 not found")
+        return prog
+
+    monkeypatch.setattr(store, "unpack_executable", fails_when_run)
+    topo, routing, tr, pl = build()
+    _same(evaluate_batch(topo, routing, tr, pl, keep_link_load=True), ref)
+
