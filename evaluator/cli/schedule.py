@@ -192,8 +192,10 @@ def main(argv: list[str]) -> int:
         mw = ds.mean_wait_month.values
         overall = 1.0 - float(ds.wait.isel(run=-1).mean()) / float(ds.wait.isel(run=0).mean()) \
             if float(ds.wait.isel(run=0).mean()) > 0 else math.nan
-        print(f"wait-time reduction of {ds.run.values[-1]} vs {ds.run.values[0]}: {100 * overall:.1f}% overall; "
-              f"per month {', '.join(f'{100 * x:.1f}%' for x in red)} ({mw.shape[1]} months)")
+        pct = lambda x: "n/a" if not math.isfinite(x) else f"{100 * x:.1f}%"  # noqa: E731
+        print(f"wait-time reduction of {ds.run.values[-1]} vs {ds.run.values[0]}: {pct(overall)} overall; "
+              f"per month {', '.join(pct(float(x)) for x in red)} ({mw.shape[1]} months)"
+              + ("; n/a: no job of the baseline waited (nothing to reduce)" if not math.isfinite(overall) else ""))
     print(path)
     if not args.no_plot:
         print(_plot(ds, Path(path)))
