@@ -251,3 +251,15 @@ def test_tiles_unwritable_out_is_refused_before_the_work(capsys, tmp_path, monke
     rc = cli.main([*TILES, "--out", str(tmp_path / "afile" / "sub")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "--out = " in err, err
+
+
+@pytest.mark.parametrize("kw,named", [
+    ({"groups": "abc"}, "groups = 'abc'"), ({"patterns": "stencil"}, "patterns = 'stencil'"),
+    ({"groups": [2, "x"]}, "groups = 'x'"), ({"bounds": "adaptive"}, "bounds = 'adaptive'"),
+], ids=["groups-str", "patterns-str", "groups-item", "bounds-str"])
+def test_rdn_study_arguments_of_the_wrong_type(kw, named):
+    from evaluator.studies.rdn import RdnMachine, allocation_mode_study
+
+    with pytest.raises(TypeError) as e:
+        allocation_mode_study(RdnMachine(2, 4, 2, 8), **kw)
+    assert str(e.value).startswith(named) and "\n" not in str(e.value)

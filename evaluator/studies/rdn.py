@@ -67,7 +67,7 @@ import numpy as np
 import xarray as xr
 
 from .._version import __version__
-from ..errors import ConfigError, ResourceError, positive_float, positive_int, require
+from ..errors import ConfigError, ConfigTypeError, ResourceError, is_int, positive_float, positive_int, require
 from ..evaluate import evaluate_batch
 from ..jobs import Background, background_rates
 from ..lp import adaptive_size, edge_size
@@ -466,8 +466,16 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     a point is seeded ``seed + 1000 * k + j`` (``k``: the pattern's place in :data:`PATTERNS`, ``j``: the size's
     place in the sorted sizes), so a run of some patterns gives the same numbers as a run of all.
     """
+    for arg, value, what in (("patterns", patterns, f"a list of pattern names among {' | '.join(PATTERNS)}"),
+                             ("groups", groups, "a list of group counts (integers >= 2)"),
+                             ("bounds", bounds, f"a list among {' | '.join(BOUNDS)}")):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray, range)):
+            raise ConfigTypeError(arg, value, what, f"Got a {type(value).__name__}; e.g. {arg}=[...].")
     for name in patterns:
         require(name in PATTERNS, "patterns", name, " | ".join(PATTERNS))
+    for q in groups:
+        if isinstance(q, bool) or not is_int(q):
+            raise ConfigTypeError("groups", q, "integers >= 2 (group counts)")
     check_machine(machine, patterns)
     bounds = tuple(bounds)
     for name in bounds:
