@@ -91,7 +91,10 @@ compilation here; tests/test_compilation_cache.py runs one through the CLI)."""
 
 
 def _python(env_extra: dict, tmp_path: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in (ENV, "JAX_COMPILATION_CACHE_DIR", "XDG_CACHE_HOME")}
+    # a new library user's process: none of the JAX_* settings that in-process CLI runs of other tests export
+    # (e.g. JAX_ENABLE_COMPILATION_CACHE=false after a --no-compilation-cache run on the same worker)
+    env = {k: v for k, v in os.environ.items()
+           if k not in (ENV, "XDG_CACHE_HOME", "EVALUATOR_PROGRAM_STORE") and not k.startswith("JAX_")}
     env.update(JAX_PLATFORMS="cpu", PYTHONPATH=str(Path(__file__).resolve().parents[1]), HOME=str(tmp_path / "h"),
                **env_extra)
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, cwd=tmp_path, capture_output=True, text=True,
