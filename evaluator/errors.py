@@ -41,6 +41,8 @@ __all__ = [
     "PartitionError",
     "ResourceError",
     "ConfigTypeError",
+    "closest",
+    "nearest",
     "StorageError",
     "RunBusyError",
     "ClusterError",
@@ -188,14 +190,18 @@ def invalid(cls: type[WordedError], field: str, value: Any, allowed: str, contex
     return cls(msg, field, value, allowed, hint or None)
 
 
-def nearest(value: Any, options) -> str | None:
-    """``"Did you mean 'x'?"`` for the option closest to a misspelt ``value`` (difflib), None when none is close."""
+def closest(value: Any, options) -> str | None:
+    """The option closest to a misspelt ``value`` (difflib, cutoff 0.6), None when none is close."""
     import difflib
 
-    if not isinstance(value, str):
-        return None
-    match = difflib.get_close_matches(value, [str(o) for o in options], n=1, cutoff=0.6)
-    return f"Did you mean {match[0]!r}?" if match else None
+    match = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def nearest(value: Any, options) -> str | None:
+    """``"Did you mean 'x'?"`` for the option :func:`closest` to a misspelt ``value``; None when none is close."""
+    match = closest(value, options) if isinstance(value, str) else None
+    return f"Did you mean {match!r}?" if match else None
 
 
 def require(cond: bool, field: str, value: Any, allowed: str, hint: str | None = None) -> None:

@@ -78,3 +78,31 @@ def once(fixture_fn):
         return box["value"]
 
     return wrapper
+
+
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+def jax_events(*names: str):
+    """A context manager yielding the list of JAX duration events among ``names`` (e.g. :data:`COMPILE_EVENT`)
+    recorded while it is open."""
+    import contextlib
+
+    import jax
+
+    @contextlib.contextmanager
+    def recording():
+        seen: list[str] = []
+
+        def listener(name, duration, **kwargs):
+            if name in names:
+                seen.append(name)
+
+        jax.monitoring.register_event_duration_secs_listener(listener)
+        try:
+            yield seen
+        finally:
+            jax.monitoring.unregister_event_duration_listener(listener)
+
+    return recording()

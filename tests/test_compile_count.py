@@ -26,25 +26,12 @@ from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator.evaluate import evaluate_batch
 from evaluator.kernel import SCALAR_METRICS, batch_kernel
+from tests.helpers import COMPILE_EVENT, jax_events
 
 EV = importlib.import_module("evaluator.evaluate")  # the module (the package re-exports a function of that name)
 
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
 def count_compiles():
-    seen: list[str] = []
-
-    def listener(name, duration, **kwargs):
-        if name == COMPILE_EVENT:
-            seen.append(name)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield seen
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+    return jax_events(COMPILE_EVENT)
 
 
 @contextlib.contextmanager

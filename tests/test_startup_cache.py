@@ -9,7 +9,6 @@ startup``."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 import jax
@@ -26,24 +25,10 @@ from evaluator import traffic as TR
 from evaluator._jax_cache import ENV
 from evaluator.evaluate import evaluate_batch
 from evaluator.kernel import batch_kernel
+from tests.helpers import COMPILE_EVENT, TRACE_EVENT, jax_events
 
-TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
 def events():
-    seen: list[str] = []
-
-    def listener(name, duration, **kwargs):
-        if name in (TRACE_EVENT, COMPILE_EVENT):
-            seen.append(name)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield seen
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+    return jax_events(TRACE_EVENT, COMPILE_EVENT)
 
 
 @pytest.fixture

@@ -117,6 +117,18 @@ def _in(where: str, exc: ConfigError, rename: tuple[str, str] | None = None) -> 
         return exc
 
 
+
+def _section(study: dict, where: str, name: str, keys) -> dict:
+    """The mapping ``study[name]`` (missing or null: an empty one, put in the study), its keys checked against
+    ``keys``."""
+    sec = study.get(name)
+    if sec is None:
+        sec = study[name] = {}
+    if not isinstance(sec, dict):
+        raise ConfigTypeError(f"{where}: {name}", sec, f"a mapping with keys {', '.join(keys)}")
+    check_keys(where, name, sec, keys)
+    return sec
+
 def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
     """Check a study (a mapping as read from its YAML file) completely, fill in its defaults and return it.
 
@@ -148,12 +160,7 @@ def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
             check_machine_size(*m)
         except ConfigError as exc:
             raise ConfigError(f"{where}: machines.{lab}", list(m), exc.allowed, exc.hint) from None
-    tr = study.setdefault("trace", {})
-    if tr is None:
-        tr = study["trace"] = {}
-    if not isinstance(tr, dict):
-        raise ConfigTypeError(f"{where}: trace", tr, f"a mapping with keys {', '.join(TRACE_KEYS)}")
-    check_keys(where, "trace", tr, TRACE_KEYS)
+    tr = _section(study, where, "trace", TRACE_KEYS)
     try:
         spec = TraceSpec(**dict(tr, seed=tr.get("seed", seed)))
     except ConfigError as exc:
@@ -163,12 +170,7 @@ def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
             read_swf(spec.swf, None, spec.procs_per_node)
         except ConfigError as exc:
             raise _in(f"{where}: trace.swf", exc) from None
-    wl = study.setdefault("workload", {})
-    if wl is None:
-        wl = study["workload"] = {}
-    if not isinstance(wl, dict):
-        raise ConfigTypeError(f"{where}: workload", wl, f"a mapping with keys {', '.join(_WORKLOAD_KEYS)}")
-    check_keys(where, "workload", wl, _WORKLOAD_KEYS)
+    wl = _section(study, where, "workload", _WORKLOAD_KEYS)
     mixes = study.setdefault("mode_mixes", {"paper": None})
     if not isinstance(mixes, dict) or not mixes:
         raise ConfigError(f"{where}: mode_mixes", mixes, "a non-empty mapping label -> {mode: share} (or null: "

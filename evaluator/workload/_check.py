@@ -9,7 +9,6 @@ schema, with the allowed keys and the nearest match (:mod:`difflib`).
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, ConfigTypeError, is_int
+from ..errors import closest as nearest  # the one difflib match (re-exported for the workload modules)
 from ..io import check_writable  # noqa: F401  (re-exported: the one probe lives in evaluator.io)
 
 __all__ = ["int_arg", "float_arg", "bool_arg", "path_arg", "mapping_arg", "instance_arg", "check_keys", "nearest",
@@ -101,12 +101,6 @@ def instance_arg(name: str, value: Any, cls: type | tuple[type, ...], what: str)
             shown = f"a {type(value).__name__}"
         raise ConfigTypeError(name, shown, what)
     return value
-
-
-def nearest(key: str, allowed: Iterable[str]) -> str | None:
-    """The allowed key closest to ``key`` (difflib), or None."""
-    got = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.6)
-    return got[0] if got else None
 
 
 def check_keys(where: str, path: str, given: Mapping, allowed: Iterable[str]) -> None:
