@@ -33,7 +33,7 @@ from ._version import __version__  # noqa: E402
 from . import placement, routing, topology, traffic  # noqa: E402
 from .traffic import dense as structured  # noqa: E402  (the dense constructors, under their historical name)
 from .errors import ConfigError  # noqa: E402
-from .evaluate import BatchResult, evaluate, evaluate_batch  # noqa: E402
+from .evaluation import BatchResult, evaluate, evaluate_batch  # noqa: E402
 from .routing import Routing, dor, kshortest, minimal, optiq_heuristic, valiant, valiant_router  # noqa: E402
 from .topology import (  # noqa: E402
     DragonflyTopology,

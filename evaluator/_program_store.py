@@ -7,7 +7,7 @@ the entry up: for an 8x8 torus under DOR 0.25-0.3 s of tracing and
 0.3-0.4 s of lowering, against 0.05-0.1 s to load the executable. This
 store keeps the executable itself (``jax.experimental.serialize_executable``)
 together with the working-set estimate of its traced program
-(:func:`evaluator.evaluate.jaxpr_peak_bytes`), under a key computed
+(:func:`evaluator._batch.memory.jaxpr_peak_bytes`), under a key computed
 *without* tracing, from everything that determines the program:
 
 * this module's :data:`FORMAT`; a hash of the evaluator's source files (every

@@ -22,18 +22,23 @@ with ``feasible`` and ``reason``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
+
+from ._types import Bool, Float, Int
 
 __all__ = [
     "first_rankable",
     "Metric",
     "METRICS",
     "METRIC_NAMES",
+    "metric_values",
     "PATH_METRICS",
     "PATH_METRIC_NAMES",
     "MAX_LOAD",
@@ -89,6 +94,41 @@ METRICS: tuple[Metric, ...] = (
 """Scalar metrics of one evaluation, in dataset order."""
 
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+"""The names of :data:`METRICS`, in dataset order (the kernel packs them first:
+:data:`evaluator.kernel.PACKED_METRICS`)."""
+
+
+def metric_values(xp, completion_time, total_bytes, off_node_bytes, hop_bytes, n_senders, bottleneck_class,
+                  bottleneck_link) -> dict[str, Any]:
+    """The formulas of :data:`METRICS` and of the bottleneck (DESIGN.md "Metrics"), written once for an array
+    namespace ``xp``: ``jax.numpy`` in the kernel (one point), NumPy where phases are combined (``[point]`` arrays).
+
+    From a point's ``completion_time`` (s), ``total_bytes``,
+    ``off_node_bytes`` (bytes that leave their node), ``hop_bytes`` (bytes
+    times router-to-router links crossed, summed over links), ``n_senders``
+    (tasks that send bytes) and its busiest link (``bottleneck_class``,
+    ``bottleneck_link``): ``throughput`` = total / time and
+    ``effective_injection_bandwidth`` = total / senders / time (bytes/s;
+    inf when bytes go in no time, NaN when nothing is sent), ``mean_hops`` =
+    hop bytes / off-node bytes (0 when nothing leaves a node), and the
+    bottleneck -1 when no link is used (time 0).
+    """
+    busy = completion_time > 0
+    safe = xp.where(busy, completion_time, 1.0)
+    empty = xp.where(total_bytes > 0, xp.inf, xp.nan)
+    senders = xp.maximum(n_senders, 1).astype(total_bytes.dtype)
+    has_off = off_node_bytes > 0
+    return {
+        "completion_time": completion_time,
+        "throughput": xp.where(busy, total_bytes / safe, empty),
+        "effective_injection_bandwidth": xp.where(busy, total_bytes / senders / safe, empty),
+        "mean_hops": xp.where(has_off, hop_bytes / xp.where(has_off, off_node_bytes, 1.0), 0.0),
+        "total_bytes": total_bytes,
+        "off_node_bytes": off_node_bytes,
+        "bottleneck_class": xp.where(busy, bottleneck_class, -1),
+        "bottleneck_link": xp.where(busy, bottleneck_link, -1),
+    }
+
 
 PATH_METRICS: tuple[Metric, ...] = (
     Metric("paths_per_pair", "1",
@@ -431,31 +471,38 @@ def with_units(ds: xr.Dataset) -> xr.Dataset:
 
 @dataclasses.dataclass(frozen=True)
 class LinkTable:
-    """Per-link coordinates of a topology (DESIGN.md link layout)."""
+    """Per-link coordinates of a topology (DESIGN.md link layout): ``capacity`` (bytes/s per direction), ``src``
+    and ``dst`` (router ids, -1: node side), ``class_names``, ``node`` (node of an injection/ejection link)."""
 
-    capacity: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
+    capacity: Float[np.ndarray, "link"]
+    src: Int[np.ndarray, "link"]
+    dst: Int[np.ndarray, "link"]
     class_names: np.ndarray
-    node: np.ndarray
+    node: Int[np.ndarray, "link"]
 
     @classmethod
     def of(cls, topology) -> LinkTable:
         return cls(np.asarray(topology.capacity), np.asarray(topology.link_src), np.asarray(topology.link_dst),
                    topology.link_class_names(), np.asarray(topology.link_node))
 
+    @functools.cached_property
+    def index(self) -> pd.Index:
+        """The ``link`` coordinate, ``0 .. links - 1``, as the index a dataset keeps (made once per table: a
+        dataset built with it shares it, no copy per dataset)."""
+        return pd.Index(np.arange(self.capacity.shape[0]), name="link")
+
 
 def results_dataset(
     dims: Sequence[str],
     shape: Sequence[int],
-    metrics: Mapping[str, np.ndarray],
-    max_load: Mapping[str, np.ndarray],
+    metrics: Mapping[str, Float[np.ndarray, "point"]],
+    max_load: Mapping[str, Float[np.ndarray, "point"]],
     bottleneck: np.ndarray,
     *,
-    feasible: np.ndarray | None = None,
+    feasible: Bool[np.ndarray, "point"] | None = None,
     reason: np.ndarray | None = None,
     coords: Mapping[str, Any] | None = None,
-    link_load: np.ndarray | None = None,
+    link_load: Float[np.ndarray, "point link"] | None = None,
     links: LinkTable | None = None,
     attrs: Mapping[str, Any] | None = None,
     phases: Mapping[str, Any] | None = None,
@@ -520,7 +567,7 @@ def results_dataset(
         if links is not None:
             data["link_capacity"] = (("link",), links.capacity, LINK_CAPACITY.attrs)
             all_coords.update({
-                "link": np.arange(links.capacity.shape[0]),
+                "link": links.index,
                 "link_src": ("link", links.src, {"long_name": "source router id (-1: node side)"}),
                 "link_dst": ("link", links.dst, {"long_name": "destination router id (-1: node side)"}),
                 "link_class": ("link", links.class_names),

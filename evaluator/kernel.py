@@ -2,7 +2,7 @@
 
 The kernels here are written for a single design point (one traffic, one
 placement) and carry no batch axis. :func:`batch_kernel` applies ``vmap``
-(inside ``lax.map`` over chunks) and ``jit`` once, at the batch entry
+(``step`` points at a time, in a loop over the steps of a block) and ``jit`` once, at the batch entry
 point, for one (topology, routing) pair; a second block of the same shape
 bucket compiles nothing.
 
@@ -33,7 +33,9 @@ from jaxtyping import Array, Float, Int
 from ._ops import first_argmax, segment_add, take
 from ._types import LinkLoads, PointLinkLoads, PointMetrics  # noqa: F401  (shapes in signatures and docs)
 from .dataset import METRIC_NAMES as _FLOAT_METRICS
+from .dataset import metric_values
 from .routing import Routing, RoutingOperator, build_routing
+from .routing.base import NODE_ENDPOINT
 from .topology import Topology
 
 __all__ = [
@@ -45,7 +47,8 @@ __all__ = [
     "point_metrics",
     "batch_kernel",
     "BatchKernel",
-    "METRIC_NAMES",
+    "SCALAR_METRICS",
+    "PACKED_METRICS",
     "unpack_metrics",
 ]
 
@@ -97,38 +100,46 @@ SCALAR_METRICS = _FLOAT_METRICS + ("bottleneck_class", "bottleneck_link")
 ``off_node_bytes``, the bytes that leave their node, also weighs ``mean_hops`` when phases are combined), then the
 bottleneck's class and link (-1 when nothing crosses a link)."""
 
-METRIC_NAMES = SCALAR_METRICS + ("max_load_class",)
+PACKED_METRICS = SCALAR_METRICS + ("max_load_class",)
+"""The kernels' packed output per point, in order (``max_load_class`` the last columns, one per link class); see
+:func:`unpack_metrics`. (:data:`evaluator.dataset.METRIC_NAMES` is the dataset's scalar metrics alone.)"""
 
 
-def point_link_loads(net: NetworkArrays, pt: PointInputs, *, nodes_per_router: int,
-                     apply_routing) -> LinkLoads:
+def point_link_loads(net: NetworkArrays, pt: PointInputs, *, apply_routing) -> LinkLoads:
     """Expected bytes on every link for one design point of sparse flows.
 
     Flows between tasks on one node use no link; flows between nodes load
     the source's injection and the destination's ejection link; flows
-    between routers are routed by ``apply_routing(tables, src_router,
-    dst_router, bytes)``. The node links' entries go into the routing's own
+    between routers are routed by ``apply_routing(tables, src, dst, bytes)``
+    where ``src``/``dst`` are the routers of the flow's nodes, or the
+    routing's own endpoint ids of them where it routes by more than the
+    router (:attr:`RoutingOperator.endpoints`, table ``"_node_endpoint"``:
+    D-mod-k on a fat tree routes by destination node). The node links' entries go into the routing's own
     buffer (``extra``: added in place after its entries, never concatenated).
     """
     n_nodes = net.node_router.shape[0]
     sn = take(pt.task_node, pt.src)
     dn = take(pt.task_node, pt.dst)
     off_node = jnp.where(sn != dn, pt.nbytes, 0.0)
-    sr = sn // nodes_per_router if nodes_per_router > 1 else sn
-    dr = dn // nodes_per_router if nodes_per_router > 1 else dn
+    sr = take(net.node_router, sn)
+    dr = take(net.node_router, dn)
     off_router = jnp.where(sr != dr, pt.nbytes, 0.0)
     entries = ((sn, off_node), (dn + n_nodes, off_node))  # injection, then ejection
+    endpoint = net.routing.get(NODE_ENDPOINT)
+    if endpoint is not None:
+        sr, dr = take(endpoint, sn), take(endpoint, dn)
     return apply_routing(net.routing, sr, dr, off_router, extra=(entries, 2 * n_nodes))
 
 
-def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_routers: int,
+def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_endpoints: int,
                            apply_dense) -> LinkLoads:
     """Expected bytes on every link for one design point of dense rank-one traffic.
 
     With ``u[n]``/``v[n]`` the source/destination weights summed per node,
     node ``n`` injects ``b u[n] (V - v[n])`` and ejects ``b v[n] (U - u[n])``
     (pairs on one node use no link), and routers ``r != r'`` exchange
-    ``b u[r] v[r']``.
+    ``b u[r] v[r']`` (``u``, ``v`` summed per router, or per the routing's
+    endpoint, :attr:`RoutingOperator.endpoints`; ``n_endpoints`` of them).
     """
     n_nodes = net.node_router.shape[0]
     b = pt.bytes_per_pair
@@ -137,9 +148,9 @@ def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_router
     u, v = uv[:n_nodes], uv[n_nodes:]
     inj = b * u * (v.sum() - v)
     ej = b * v * (u.sum() - u)
-    p = n_nodes // n_routers
-    ur = u.reshape(n_routers, p).sum(1)
-    vr = v.reshape(n_routers, p).sum(1)
+    endpoint = net.routing.get(NODE_ENDPOINT, net.node_router)
+    ur = segment_add(u, endpoint, n_endpoints)
+    vr = segment_add(v, endpoint, n_endpoints)
     router_loads = apply_dense(net.routing, ur * b, vr)
     return jnp.concatenate([router_loads, inj, ej])
 
@@ -218,14 +229,7 @@ def _worst_link(net: NetworkArrays, loads, blocks):
 def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, class_bounds: tuple[int, ...],
              n_router_links: int, blocks=None):
     worst, t, col_max = _worst_link(net, loads, blocks)
-    n_senders = jnp.maximum(n_senders, 1).astype(loads.dtype)
-    busy = t > 0
-    safe_t = jnp.where(busy, t, 1.0)
-    inf_or_nan = jnp.where(total > 0, jnp.inf, jnp.nan)
-    throughput = jnp.where(busy, total / safe_t, inf_or_nan)
-    eff = jnp.where(busy, total / n_senders / safe_t, inf_or_nan)
     hop_bytes = loads[:n_router_links].sum()
-    mean_hops = jnp.where(off_node_bytes > 0, hop_bytes / jnp.where(off_node_bytes > 0, off_node_bytes, 1.0), 0.0)
     if col_max is None:
         by_class = take(loads, net.class_order)
         bounds = zip(class_bounds[:-1], class_bounds[1:])
@@ -234,17 +238,9 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
         of = np.array([c for *_, classes in blocks for c in classes])
         max_class = jnp.stack([take(col_max, np.flatnonzero(of == c).astype(np.int32)).max() if np.any(of == c)
                                else jnp.array(-jnp.inf) for c in range(len(class_bounds) - 1)])
-    return {
-        "completion_time": t,
-        "throughput": throughput,
-        "effective_injection_bandwidth": eff,
-        "bottleneck_class": jnp.where(busy, net.link_class[worst], -1),
-        "bottleneck_link": jnp.where(busy, worst, -1),
-        "mean_hops": mean_hops,
-        "total_bytes": total,
-        "off_node_bytes": off_node_bytes,
-        "max_load_class": max_class,
-    }
+    out = metric_values(jnp, t, total, off_node_bytes, hop_bytes, n_senders, net.link_class[worst], worst)
+    out["max_load_class"] = max_class
+    return out
 
 
 def point_metrics(net: NetworkArrays, pt: PointInputs, loads: Float[Array, "link"], *,
@@ -298,14 +294,14 @@ def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, np.nd
     return out
 
 
-def _point(net, pt, *, n_router_links, class_bounds, nodes_per_router, apply_routing, keep_loads, blocks=None):
-    loads = point_link_loads(net, pt, nodes_per_router=nodes_per_router, apply_routing=apply_routing)
+def _point(net, pt, *, n_router_links, class_bounds, apply_routing, keep_loads, blocks=None):
+    loads = point_link_loads(net, pt, apply_routing=apply_routing)
     out = point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links, blocks=blocks)
     return _pack(out, loads, keep_loads)
 
 
-def _dense_point(net, pt, *, n_routers, n_router_links, class_bounds, apply_dense, keep_loads, blocks=None):
-    loads = dense_point_link_loads(net, pt, n_routers=n_routers, apply_dense=apply_dense)
+def _dense_point(net, pt, *, n_endpoints, n_router_links, class_bounds, apply_dense, keep_loads, blocks=None):
+    loads = dense_point_link_loads(net, pt, n_endpoints=n_endpoints, apply_dense=apply_dense)
     out = dense_point_metrics(net, pt, loads, class_bounds=class_bounds, n_router_links=n_router_links,
                               blocks=blocks)
     return _pack(out, loads, keep_loads)
@@ -319,28 +315,28 @@ def _count(task_node, n_valid):
     return np.int32(task_node.shape[0] if n_valid is None else n_valid)
 
 
-def _map(f, xs, n_valid, chunk: int):
-    """``f`` over the first ``n_valid`` points of ``xs``, ``chunk`` points per step (``vmap`` of ``f``).
+def _map(f, xs, n_valid, step: int):
+    """``f`` over the first ``n_valid`` points of ``xs``, ``step`` points at a time (``vmap`` of ``f``).
 
-    A loop with a dynamic trip count (``ceil(n_valid / chunk)`` steps; the
-    block's size is a multiple of ``chunk``): a block padded to its compiled
+    A loop with a dynamic trip count (``ceil(n_valid / step)`` steps; the
+    block's size is a multiple of ``step``): a block padded to its compiled
     size costs no work for its padding, whose rows stay zero.
     """
     n = jax.tree_util.tree_leaves(xs)[0].shape[0]
-    steps = n // chunk
-    blocks = jax.tree_util.tree_map(lambda x: x.reshape((steps, chunk) + x.shape[1:]), xs)
+    n_steps = n // step
+    blocks = jax.tree_util.tree_map(lambda x: x.reshape((n_steps, step) + x.shape[1:]), xs)
     g = jax.jit(jax.vmap(f))  # traced once: the shapes below and the loop body share the trace (XLA inlines it)
 
     def at(i):
         return jax.tree_util.tree_map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), blocks)
 
     shapes = jax.eval_shape(g, at(0))
-    out = jax.tree_util.tree_map(lambda s: jnp.zeros((steps,) + s.shape, s.dtype), shapes)
+    out = jax.tree_util.tree_map(lambda s: jnp.zeros((n_steps,) + s.shape, s.dtype), shapes)
 
     def body(i, out):
         return jax.tree_util.tree_map(lambda o, y: jax.lax.dynamic_update_index_in_dim(o, y, i, 0), out, g(at(i)))
 
-    out = jax.lax.fori_loop(0, (n_valid + chunk - 1) // chunk, body, out)
+    out = jax.lax.fori_loop(0, (n_valid + step - 1) // step, body, out)
     return jax.tree_util.tree_map(lambda o: o.reshape((n,) + o.shape[2:]), out)
 
 
@@ -362,38 +358,38 @@ changes nothing where the summands are integer byte counts (exact below 2^53).
 _MISSING = object()
 
 
-def _signature(args: tuple, chunk: int) -> tuple | None:
-    """What selects one compiled program of a kernel: the arguments' tree, shapes, dtypes, and the chunk (None
+def _signature(args: tuple, step: int) -> tuple | None:
+    """What selects one compiled program of a kernel: the arguments' tree, shapes, dtypes, and the step (None
     when an argument is not an array: a Python number, whose type JAX weakens; the store is then left out)."""
     leaves, tree = jax.tree_util.tree_flatten(args)
     if not all(hasattr(x, "shape") and hasattr(x, "dtype") for x in leaves):
         return None
     return tree, tuple((tuple(x.shape), np.dtype(x.dtype).str, bool(getattr(x, "weak_type", False)))
-                       for x in leaves), int(chunk)
+                       for x in leaves), int(step)
 
 
 def _sig_text(sig: tuple) -> str:
-    return f"{sig[0]}|{sig[1]}|chunk={sig[2]}"
+    return f"{sig[0]}|{sig[1]}|step={sig[2]}"
 
 
 class _Kernels:
     """The jitted, batched entry points of one (topology, routing, keep_loads).
 
     Each takes a *block* of points (leading ``point`` axis), a static
-    ``chunk`` and ``n_valid`` (the block's leading points to evaluate, the
-    rest being padding: all by default): the block is evaluated ``chunk``
+    ``step`` and ``n_valid`` (the block's leading points to evaluate, the
+    rest being padding: all by default): the block is evaluated ``step``
     points at a time (:func:`_map`: ``vmap`` of the one-point kernel over a
-    chunk, a loop over the chunks that holds points) in ONE device call. The chunk
+    step, a loop over the steps that hold points) in ONE device call. The step
     bounds the working set (cache-sized on CPU; large on accelerators); the
     block amortises the call. Returns ``(metrics, link_load)``:
     ``Float[Array, "point metric"]`` (see :func:`unpack_metrics`) and
     ``Float[Array, "point link"]`` or ``None``. Variants:
 
-    * ``self(net, points, chunk=c, n_valid=k)``: :class:`PointInputs`, one flow list per point;
-    * ``self.shared(net, task_node, src, dst, nbytes, n_senders, chunk=c, n_valid=k)``: one
+    * ``self(net, points, step=s, n_valid=k)``: :class:`PointInputs`, one flow list per point;
+    * ``self.shared(net, task_node, src, dst, nbytes, n_senders, step=s, n_valid=k)``: one
       flow list for every point, only ``task_node: Int[Array, "point task"]``
       varies (a placement sweep);
-    * ``self.dense(net, points, chunk=c, n_valid=k)``: :class:`DensePointInputs`.
+    * ``self.dense(net, points, step=s, n_valid=k)``: :class:`DensePointInputs`.
 
     ``_cache_size()`` counts the compilations of all three (and the programs loaded from the store).
 
@@ -407,20 +403,20 @@ class _Kernels:
     """
 
     def __init__(self, point, dense_point, identity=None):
-        def per_point(net, points, n_valid, chunk):
-            return _map(lambda pt: point(net, pt), points, n_valid, chunk)
+        def per_point(net, points, n_valid, step):
+            return _map(lambda pt: point(net, pt), points, n_valid, step)
 
-        def shared(net, task_node, src, dst, nbytes, n_senders, n_valid, chunk):
+        def shared(net, task_node, src, dst, nbytes, n_senders, n_valid, step):
             return _map(lambda tn: point(net, PointInputs(tn, src, dst, nbytes, n_senders)), task_node, n_valid,
-                        chunk)
+                        step)
 
-        def dense(net, points, n_valid, chunk):
-            return _map(lambda pt: dense_point(net, pt), points, n_valid, chunk)
+        def dense(net, points, n_valid, step):
+            return _map(lambda pt: dense_point(net, pt), points, n_valid, step)
 
         opts = dict(COMPILER_OPTIONS) or None
-        self._per_point = jax.jit(per_point, static_argnames="chunk", compiler_options=opts)
-        self._shared = jax.jit(shared, static_argnames="chunk", compiler_options=opts)
-        self._dense = jax.jit(dense, static_argnames="chunk", compiler_options=opts)
+        self._per_point = jax.jit(per_point, static_argnames="step", compiler_options=opts)
+        self._shared = jax.jit(shared, static_argnames="step", compiler_options=opts)
+        self._dense = jax.jit(dense, static_argnames="step", compiler_options=opts)
         self._jits = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}
         # the program store (evaluator._program_store): what determines the programs, hashed when first needed
         self._identity = identity
@@ -429,14 +425,14 @@ class _Kernels:
         self._entries: dict = {}  # (variant, signature) -> the store's entry, read once (or None: absent)
         self._peaks: dict = {}  # (variant, signature) -> working-set bytes measured here (saved with the program)
 
-    def __call__(self, net, points: PointInputs, chunk: int, n_valid=None):
-        return self._run("per_point", (net, points, _count(points.task_node, n_valid)), chunk)
+    def __call__(self, net, points: PointInputs, step: int, n_valid=None):
+        return self._run("per_point", (net, points, _count(points.task_node, n_valid)), step)
 
-    def shared(self, net, task_node, src, dst, nbytes, n_senders, chunk: int, n_valid=None):
-        return self._run("shared", (net, task_node, src, dst, nbytes, n_senders, _count(task_node, n_valid)), chunk)
+    def shared(self, net, task_node, src, dst, nbytes, n_senders, step: int, n_valid=None):
+        return self._run("shared", (net, task_node, src, dst, nbytes, n_senders, _count(task_node, n_valid)), step)
 
-    def dense(self, net, points: DensePointInputs, chunk: int, n_valid=None):
-        return self._run("dense", (net, points, _count(points.task_node, n_valid)), chunk)
+    def dense(self, net, points: DensePointInputs, step: int, n_valid=None):
+        return self._run("dense", (net, points, _count(points.task_node, n_valid)), step)
 
     def _cache_size(self) -> int:
         """Programs this process holds: compiled here (or found in JAX's compilation cache) or loaded from the
@@ -469,15 +465,15 @@ class _Kernels:
             self._entries[k] = store.load(store.entry_key(self._key, variant, _sig_text(sig)))
         return self._entries[k]
 
-    def _run(self, variant: str, args: tuple, chunk: int):
+    def _run(self, variant: str, args: tuple, step: int):
         """One block call: the program loaded from the store when it holds it, else the jit (then stored)."""
         fn = self._jits[variant]
         if self._key == "" or (self._key is None and not self._store_key()):
-            return fn(*args, chunk=chunk)
-        sig = _signature(args, chunk)
+            return fn(*args, step=step)
+        sig = _signature(args, step)
         prog = None if sig is None else self._programs.get((variant, sig), _MISSING)
         if prog is None:
-            return fn(*args, chunk=chunk)
+            return fn(*args, step=step)
         if prog is not _MISSING:
             return prog(*args)
         from . import _program_store as store
@@ -494,11 +490,11 @@ class _Kernels:
             else:
                 self._programs[(variant, sig)] = prog
                 return out
-        out = fn(*args, chunk=chunk)
+        out = fn(*args, step=step)
         self._programs[(variant, sig)] = None
         if prog is None:
             try:  # the jit's executable (lowering and compiling again hit its in-memory caches: < 1 ms)
-                packed = store.pack_executable(fn.lower(*args, chunk=chunk).compile())
+                packed = store.pack_executable(fn.lower(*args, step=step).compile())
             except Exception:
                 packed = None
             if packed is not None:
@@ -506,29 +502,29 @@ class _Kernels:
                 store.save(store.entry_key(self._key, variant, _sig_text(sig)), {"program": packed, "peak": peak})
         return out
 
-    def peak_bytes(self, variant: str, *args, chunk: int, measure) -> int:
+    def peak_bytes(self, variant: str, *args, step: int, measure) -> int:
         """``measure(jaxpr)`` of one block call's traced program (:meth:`jaxpr`), read from the program store
         when it holds the program (no tracing), else measured (and stored with the program when it is)."""
         if self._key == "" or (self._key is None and not self._store_key()):
-            return measure(self.jaxpr(variant, *args, chunk=chunk))
-        sig = _signature(args + (jax.ShapeDtypeStruct((), np.int32),), chunk)
+            return measure(self.jaxpr(variant, *args, step=step))
+        sig = _signature(args + (jax.ShapeDtypeStruct((), np.int32),), step)
         entry = None if sig is None else self._entry(variant, sig)
         if entry is not None and isinstance(entry.get("peak"), int):
             return entry["peak"]
-        peak = int(measure(self.jaxpr(variant, *args, chunk=chunk)))
+        peak = int(measure(self.jaxpr(variant, *args, step=step)))
         if sig is not None:
             self._peaks[(variant, sig)] = peak
         return peak
 
-    def jaxpr(self, variant: str, *args, chunk: int):
+    def jaxpr(self, variant: str, *args, step: int):
         """The traced program of one block call (``variant``: ``"per_point"``, ``"shared"`` or ``"dense"``).
 
         ``args`` may be :class:`jax.ShapeDtypeStruct`; this traces and compiles
-        nothing new (the jit caches count no compilation). :func:`evaluator.evaluate.evaluate_batch`
+        nothing new (the jit caches count no compilation). :func:`evaluator.evaluate_batch`
         sizes a block's working set from it before allocating anything.
         """
         fn = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}[variant]
-        return fn.trace(*args, jax.ShapeDtypeStruct((), np.int32), chunk=chunk).jaxpr  # n_valid: an int32
+        return fn.trace(*args, jax.ShapeDtypeStruct((), np.int32), step=step).jaxpr  # n_valid: an int32
 
 
 class BatchKernel(NamedTuple):
@@ -544,7 +540,7 @@ class BatchKernel(NamedTuple):
 def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> BatchKernel:
     """The batched kernels for one (topology, routing): ``vmap`` over points, ``jit`` once per bucket.
 
-    ``kernel.fn(kernel.net, points, chunk=c)`` with ``points`` a
+    ``kernel.fn(kernel.net, points, step=s)`` with ``points`` a
     :class:`PointInputs` whose arrays have a leading ``point`` axis returns
     the packed per-point metrics (:func:`unpack_metrics`) and, when
     ``keep_loads``, ``link_load: Float[Array, "point link"]``;
@@ -561,7 +557,7 @@ def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Batc
         capacity=np.asarray(topology.capacity),
         link_class=link_class.astype(np.int32),
         class_order=np.argsort(link_class, kind="stable").astype(np.int32),
-        routing={k: np.asarray(v) for k, v in op.tables.items()},
+        routing=op.device_tables(),
     ))
     return BatchKernel(_kernels_for(topology, op, keep_loads), net, op, topology.n_links)
 
@@ -577,8 +573,9 @@ def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "
     shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
     if shared is not None and (op.compile_key, keep_loads) in shared:
         return shared[(op.compile_key, keep_loads)]
-    point = functools.partial(_point, nodes_per_router=topology.nodes_per_router, apply_routing=op.apply, **common)
-    dense_point = functools.partial(_dense_point, n_routers=topology.n_routers, apply_dense=op.apply_dense, **common)
+    point = functools.partial(_point, apply_routing=op.apply, **common)
+    dense_point = functools.partial(_dense_point, n_endpoints=op.endpoint_count(topology), apply_dense=op.apply_dense,
+                                    **common)
     topo_ref, routing = weakref.ref(topology), op.routing
 
     def identity():  # what determines the programs (the kernels hold no strong reference to the topology)

@@ -74,8 +74,8 @@ import xarray as xr
 from .errors import (ConfigError, MachineError, UnknownMachineError, check_memory, is_int, positive_float, positive_int,
                      require)
 from .dataset import with_units
-from .evaluate import evaluate_batch
-from .machines import Machine, load_machine
+from .evaluation import evaluate_batch
+from .machines import Machine, TorusMachine, load_machine
 from .placement import Placement
 from .routing import dor
 from .topology import TorusTopology, torus
@@ -229,14 +229,18 @@ def _factorizations(n: int, bounds: Sequence[int]) -> list[tuple[int, ...]]:
     return out
 
 
-def _machine(value) -> Machine:
+def _machine(value) -> TorusMachine:
+    """The machine, as a torus (a machine without torus geometry is refused naming the kinds that have it)."""
     try:
         m = load_machine(value)
     except UnknownMachineError as exc:
         raise ConfigError("--machine", str(value), str(exc)) from None
     except MachineError as exc:
         raise ConfigError("--machine", str(value), "a valid machine description", str(exc)) from None
-    return m
+    try:
+        return m.torus("tiles")
+    except MachineError as exc:
+        raise ConfigError("--machine", str(value), exc.allowed, str(exc)) from None
 
 
 def _vector(field: str, value, d: int, what: str) -> tuple[int, ...]:
@@ -247,7 +251,7 @@ def _vector(field: str, value, d: int, what: str) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
 
-def check_request(req: TileRequest) -> tuple[TileRequest, Machine]:
+def check_request(req: TileRequest) -> tuple[TileRequest, TorusMachine]:
     """The request with its fields validated and normalised, and its machine (ConfigError naming the field)."""
     m = _machine(req.machine)
     d = len(m.dims)
@@ -311,7 +315,7 @@ def candidates(req: TileRequest) -> tuple[list[Candidate], dict[str, int]]:
     return out, counts
 
 
-def _topology(m: Machine) -> TorusTopology:
+def _topology(m: TorusMachine) -> TorusTopology:
     """The machine's whole torus, one object per network (so that its compiled kernels are reused)."""
     return _torus(m.dims, m.wrap, m.link_bandwidth, m.nodes_per_router, m.injection_bandwidth)
 

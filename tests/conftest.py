@@ -19,8 +19,16 @@ os.environ.setdefault("EVALUATOR_COMPILATION_CACHE", os.environ["EVALUATOR_TEST_
 # are the same at every level (XLA's own HLO passes still run; LLVM keeps IEEE arithmetic without fast-math),
 # so every check holds as in an optimised build; `evaluator bench` measures the optimised build. A level the
 # environment already gives is kept, as are other XLA flags; subprocesses and Ray workers inherit it.
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+# Two more XLA:CPU settings of the same kind (code generation only, not what is computed): the fused loops are
+# emitted by XLA's classic elemental emitter instead of the MLIR fusion emitters, and each module is compiled as one
+# LLVM module instead of being split for parallel code generation (the tests' modules are small, and the two
+# xdist workers already use both cores). Compilation CPU time: 7 small CLI evaluations 16.7 -> 8.1-9.8 s,
+# tests/test_jobs.py 76 -> 51 s user (2026-11-26). Every check holds as before (the suite passes with and without).
+_XLA_TEST_FLAGS = {"xla_backend_optimization_level": "0", "xla_cpu_use_fusion_emitters": "false",
+                   "xla_cpu_parallel_codegen_split_count": "1"}
+for _flag, _value in _XLA_TEST_FLAGS.items():
+    if _flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --{_flag}={_value}").strip()
 
 import jax  # noqa: E402
 
@@ -41,19 +49,51 @@ def pytest_sessionfinish(session, exitstatus):
 # Tolerances: the one table is tests/helpers.py (TOL).
 
 
-# Parallel runs (`make test` uses pytest-xdist, `-n 2 --dist loadgroup`): a module's tests stay on one worker
-# (its JIT-compiled kernels and module fixtures are reused, as in a serial run), and the modules that start a
-# local Ray or kill drivers share one worker so that no two Ray clusters compete for the cores (the named
-# studies of tests/test_sweep.py run in-process without Ray and are spread over both workers).
+# Parallel runs (`make test`: pytest-xdist, `-n 2 --dist loadgroup`): a module's tests stay on one worker (its
+# JIT-compiled kernels and module fixtures are reused, as in a serial run), and the modules that start a local Ray
+# or kill drivers share one worker so that no two Ray clusters compete for the cores (the named studies of
+# tests/test_sweep.py run in-process without Ray and are spread over both workers). The groups are made by the
+# scheduler below from the test ids: xdist's own `xdist_group` marks do not group anything with pytest >= 9 (xdist
+# renames `item._nodeid`, which pytest 9 no longer reads: every test was its own group, and module fixtures such
+# as tests/test_claims_rdn.py's study were computed on both workers). The groups go out heaviest first (longest
+# processing time first: the last groups to finish are short ones), by the seconds below.
 _RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache"}
+_GROUP_SECONDS = {  # a group's seconds on 2 busy cores (2026-11-26); only their order matters
+    "test_docs_run": 160, "ray": 150, "test_routing_fast": 100, "test_layout": 80, "test_reference_walk": 70,
+    "test_sweep_bounds": 45, "test_jobs": 40, "test_lp": 35, "test_structured": 30, "test_sweep_compose": 27,
+    "test_hydra_axes": 27, "test_device_placement": 25, "test_bounds_certified": 20, "test_sweep_docs_h1": 20,
+    "test_claims_rdn": 20, "test_optiq_lp": 20, "test_claims_studies": 20, "test_bad_sizes": 19, "test_paths": 18,
+    "test_config_cli": 18, "test_query_rank": 18, "test_sweep_fast": 16,
+    "named psdns_slab_orientation": 30, "named bgq_m2n_subset": 15, "named bgq_m2n_vary_n": 15,
+    "named bgq_m2n_fixed": 13, "named bgq_m2n_constant_ratio": 12, "named bgq_m2n_distance": 11,
+    "named torus_bounds": 11, "named torus_bgq_pairing": 10,
+}
+_NAMED = "::test_named_sweep_composes_and_runs_shrunken["
 
 
-def pytest_collection_modifyitems(config, items):
-    import pytest
+def xdist_group(nodeid: str) -> str:
+    """The group of a test id: its module, ``ray`` for the modules that start Ray, ``named STUDY`` for each named
+    study of tests/test_sweep.py."""
+    if _NAMED in nodeid:
+        return "named " + nodeid.split(_NAMED, 1)[1].rstrip("]")
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return "ray" if module in _RAY_MODULES else module
 
-    for item in items:
-        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-        group = "ray" if module in _RAY_MODULES else module
-        if "::test_named_sweep_composes_and_runs_shrunken[" in item.nodeid:
-            group = item.nodeid  # one named study each, no Ray: spread over the workers
-        item.add_marker(pytest.mark.xdist_group(group))
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling with :func:`xdist_group` as the scope, heaviest waiting group first."""
+
+        def _split_scope(self, nodeid):
+            return xdist_group(nodeid)
+
+        def _assign_work_unit(self, node):
+            heaviest = max(self.workqueue, key=lambda g: _GROUP_SECONDS.get(g, 0.3 * len(self.workqueue[g])))
+            self.workqueue.move_to_end(heaviest, last=False)
+            super()._assign_work_unit(node)
+
+    return GroupScheduling(config, log)

@@ -30,7 +30,7 @@ from evaluator.bench import format_table
 from evaluator.bench.baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
 from evaluator.bench.run import BIG_REPEAT, _big_table_rows, _interleaved, _scipy_big, _torus_patterns, parse_cli_output
 from evaluator.errors import ResourceError
-from evaluator.evaluate import evaluate
+from evaluator.evaluation import evaluate
 from evaluator.traffic import DenseTraffic
 from evaluator.traffic import dense as structured
 from tests.helpers import TOL

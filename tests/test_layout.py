@@ -1,7 +1,8 @@
 """The package's architecture, checked: registries, per-kind schemas, and the import graph.
 
 * every registered kind of every family has a schema (a dataclass whose
-  ``kind`` is its name), a builder, a YAML file in ``conf/<family>/`` that
+  ``kind`` is its name), a builder, is an option of its config group (a YAML
+  file in ``conf/<family>/`` or, without one, its schema's defaults) that
   composes to that schema, and builds into a working design point;
 * a key that belongs to another kind fails at composition with one line that
   names it (and the kinds that have it);
@@ -69,6 +70,10 @@ BUILD_CONTEXT = {
                                 "routing=dor", "traffic=all_to_all", "traffic.n_tasks=16"],
     ("placement", "topaware"): ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=all_to_all",
                                 "traffic.n_tasks=32", "placement.grid=[4,4,2]", "placement.tasks_per_node=2"],
+    ("topology", "fat_tree"): ["topology.k=4", "routing=dmodk", "traffic=all_to_all", "placement=linear"],
+    ("routing", "dmodk"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
+    ("routing", "ecmp"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
+    ("placement", "block"): ["topology=fat_tree", "topology.k=2", "routing=ecmp", "traffic=all_to_all"],
 }
 for _traffic in config.FAMILIES["traffic"]:
     BUILD_CONTEXT[("traffic", _traffic)] = ["topology=torus", "topology.dims=[4,4,2]", "routing=dor",
@@ -91,8 +96,11 @@ def test_registered_kind_has_schema_builder_yaml_and_composes(family, name, tmp_
     assert kind.name == name
     assert dataclasses.is_dataclass(kind.schema) and kind.schema().kind == name
     assert callable(kind.build)
-    yaml_file = conf_dir() / family / f"{name}.yaml"
-    assert yaml_file.is_file(), f"{family} kind {name!r} has no {yaml_file}"
+    # an option of its group: its YAML file in conf/<family>/, or without one its schema's defaults
+    # (register_schemas stores them in Hydra's ConfigStore: a new member needs no YAML file)
+    from evaluator.config.hydra import group_options
+
+    assert name in group_options(family), f"{family} kind {name!r} is not an option of {family}"
     extra = list(BUILD_CONTEXT[(family, name)])
     if (family, name) == ("traffic", "file"):
         f = tmp_path / "t.csv"
@@ -152,7 +160,7 @@ LAYERS = [
     ("evaluator.topology",),
     ("evaluator.lp",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),
-    ("evaluator.kernel", "evaluator.evaluate", "evaluator.jobs", "evaluator.lp.bounds"),
+    ("evaluator.kernel", "evaluator.evaluation", "evaluator._batch", "evaluator.jobs", "evaluator.lp.bounds"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot", "evaluator.studies"),
     ("evaluator.workload",),
@@ -257,3 +265,51 @@ def test_every_family_member_is_a_private_module_with_a_base():
         assert (d / "base.py").is_file() and (d / "__init__.py").is_file(), family
         members = [p for p in d.glob("_*.py") if p.name != "__init__.py"]
         assert members, family
+
+
+def _package(mod: str) -> str:
+    """The package a module belongs to: ``evaluator.<first component>`` (a top-level module is its own)."""
+    parts = mod.split(".")
+    return ".".join(parts[:2])
+
+
+def _private_imports() -> list[str]:
+    """Every import of another package's private module (a component starting with ``_``) or private name.
+
+    The root package's own private modules (``evaluator._ops``, ``evaluator._registry``, ``evaluator._batch``,
+    ...) are shared infrastructure of every subpackage and are allowed; a private name (``_x``) of another
+    package, or a module ``evaluator.<pkg>._y`` imported from outside ``evaluator.<pkg>``, is not."""
+    mods = _modules()
+    known = set(mods)
+    bad = []
+    for name, path in sorted(mods.items()):
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                pairs = [(a.name, None) for a in node.names if a.name.split(".")[0] == "evaluator"]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".") if is_pkg else name.split(".")[:-1]
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != "evaluator":
+                    continue
+                pairs = [(f"{target}.{a.name}", None) if f"{target}.{a.name}" in known else (target, a.name)
+                         for a in node.names]
+            else:
+                continue
+            for mod, attr in pairs:
+                if _package(mod) == _package(name):
+                    continue
+                inner = mod.split(".")[2:]
+                if any(c.startswith("_") and not c.startswith("__") for c in inner) or (
+                        attr is not None and attr.startswith("_") and not attr.startswith("__")):
+                    bad.append(f"{name} imports {mod}{'' if attr is None else ' ' + attr}")
+    return bad
+
+
+def test_no_module_imports_another_packages_private_names():
+    bad = _private_imports()
+    assert not bad, "\n".join(bad)

@@ -23,7 +23,7 @@ from evaluator import structured as S
 from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator._jax_cache import ENV
-from evaluator.evaluate import evaluate_batch
+from evaluator.evaluation import evaluate_batch
 from evaluator.kernel import batch_kernel
 from tests.helpers import COMPILE_EVENT, TRACE_EVENT, jax_events
 

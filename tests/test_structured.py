@@ -24,7 +24,7 @@ from evaluator import routing as RT
 from evaluator import structured as S
 from evaluator import topology as T
 from evaluator import traffic as TR
-from evaluator.evaluate import bucket_size, evaluate, evaluate_batch
+from evaluator.evaluation import bucket_size, evaluate, evaluate_batch
 from tests.helpers import TOL
 
 try:

@@ -45,15 +45,20 @@ from ..errors import ConfigError, ResourceError, check_memory, fmt_size
 from ..placement import Placement
 from ..routing import KINDS, Routing
 from ..topology import DragonflyTopology, Topology, TorusTopology
-from ..traffic import DenseTraffic, Traffic
+from ..traffic import AbstractTraffic, Traffic
 
 __all__ = ["PerFlowBaseline", "SparseMatrixBaseline"]
 
 Path = tuple[float, list[int]]
 
 _WALKS = {"dor": ("_init_torus", "_torus_paths"), "minimal": ("_init_dragonfly", "_df_minimal"),
-          "valiant": ("_init_dragonfly", "_df_valiant")}
+          "valiant": ("_init_dragonfly", "_df_valiant"), "dmodk": ("_init_fat_tree", "_ft_dmodk"),
+          "ecmp": ("_init_fat_tree", "_ft_ecmp")}
 """Routing kind -> (table builder, path enumerator) of the walk; a routing not listed has no baseline."""
+
+_BY_NODE = frozenset({"dmodk"})
+"""Walks whose paths depend on the source and destination node, not only their routers (D-mod-k routes by
+destination node): their enumerator takes nodes and the walk caches paths per node pair."""
 
 
 def _check_routing(topology: Topology, routing: Routing, what: str) -> None:
@@ -84,11 +89,12 @@ class PerFlowBaseline:
         self.routing = routing
         self.n_router_links = int(topology.n_router_links)
         self.n_nodes = int(topology.n_nodes)
-        self.npr = int(topology.nodes_per_router)
+        self.node_router = np.asarray(topology.node_router, dtype=np.int64)
         _check_routing(topology, routing, "per-flow baseline")
         init, paths = _WALKS[routing.kind]
         getattr(self, init)(topology, routing)
         self._paths = getattr(self, paths)
+        self.by_node = routing.kind in _BY_NODE
 
     # ---------------------------------------------------------------- torus
 
@@ -142,6 +148,22 @@ class PerFlowBaseline:
         return [(prob, links) for prob, _, links in partial]
 
     # ------------------------------------------------------------ dragonfly
+
+    def _init_fat_tree(self, t, routing: Routing) -> None:
+        from ..routing import dmodk_paths, ecmp_paths
+
+        self.fat_tree = t
+        self.walk = dmodk_paths if routing.kind == "dmodk" else ecmp_paths
+
+    def _ft_dmodk(self, sn: int, dn: int) -> list[Path]:
+        """D-mod-k's path of one node pair (the fat tree routing module's scalar walk, hop by hop)."""
+        return self.walk(self.fat_tree, sn, dn)
+
+    def _ft_ecmp(self, sr: int, dr: int) -> list[Path]:
+        """ECMP's paths of one leaf pair (every up port at every level, enumerated), walked from the leaves'
+        first nodes (ECMP's paths depend on the leaves only)."""
+        start = self.fat_tree.router_nodes[0]
+        return self.walk(self.fat_tree, int(start[sr]), int(start[dr]))
 
     def _init_dragonfly(self, t: DragonflyTopology, routing: Routing) -> None:
         self.a, self.g, self.m = int(t.a), int(t.g), int(t.links_per_pair)
@@ -215,7 +237,7 @@ class PerFlowBaseline:
 
     def flow_loads(self, flows, task_node) -> np.ndarray:
         """:meth:`link_loads` for an iterable of ``(src_task, dst_task, bytes)`` and a ``task_node`` list."""
-        n_rl, n_nodes, npr = self.n_router_links, self.n_nodes, self.npr
+        n_rl, n_nodes, nr = self.n_router_links, self.n_nodes, self.node_router.tolist()
         load: dict[int, float] = defaultdict(float)
         cache: dict[tuple[int, int], list[Path]] = {}
         for s, d, nbytes in flows:
@@ -225,12 +247,13 @@ class PerFlowBaseline:
                 continue
             load[n_rl + sn] += nbytes
             load[n_rl + n_nodes + dn] += nbytes
-            sr, dr = sn // npr, dn // npr
+            sr, dr = nr[sn], nr[dn]
             if sr == dr:
                 continue
-            paths = cache.get((sr, dr))
+            key = (sn, dn) if self.by_node else (sr, dr)
+            paths = cache.get(key)
             if paths is None:
-                paths = cache[(sr, dr)] = self._paths(sr, dr)
+                paths = cache[key] = self._paths(*key)
             for prob, links in paths:
                 part = nbytes * prob
                 for link in links:
@@ -251,6 +274,15 @@ float64 value in COO form (24), plus the CSC copy and SciPy's sort buffers."""
 
 MAX_BYTES = 4 * 2**30
 """Largest build the bench allows (bytes, estimated); larger matrices are refused (the machine is shared)."""
+
+
+_SCIPY = {"dor": "torus", "minimal": "dragonfly", "valiant": "dragonfly"}
+"""Routing kind -> the topology kind whose SciPy routing matrix :class:`SparseMatrixBaseline` builds."""
+
+
+def scipy_serves(topology: Topology, routing: Routing) -> bool:
+    """Whether :class:`SparseMatrixBaseline` builds a routing matrix for ``routing`` on ``topology``."""
+    return _SCIPY.get(routing.kind) == topology.kind
 
 
 class SparseMatrixBaseline:
@@ -292,7 +324,7 @@ class SparseMatrixBaseline:
         self.per_pair = isinstance(topology, DragonflyTopology)
         self.n_routers = int(topology.n_routers)
         self.n_nodes = int(topology.n_nodes)
-        self.npr = int(topology.nodes_per_router)
+        self.node_router = np.asarray(topology.node_router, dtype=np.int64)
         self.n_rl = int(topology.n_router_links)
         self.n_links = self.n_rl + 2 * self.n_nodes
         self.R = None  # scipy.sparse.csc_array once built
@@ -303,7 +335,7 @@ class SparseMatrixBaseline:
 
     # ------------------------------------------------------------- estimate
 
-    def estimate(self, traffic: Traffic | DenseTraffic | None = None,
+    def estimate(self, traffic: AbstractTraffic | None = None,
                  placement: Placement | None = None) -> int:
         """Entries generated while building ``R`` (an upper bound of its non-zeros), from sizes alone.
 
@@ -322,7 +354,7 @@ class SparseMatrixBaseline:
             return int(intra + inter * per)
         dims, wrap = [int(n) for n in t.dims], [bool(w) for w in t.wrap]
         split = self.routing.tie == "split"
-        if isinstance(traffic, DenseTraffic) or placement is None:
+        if placement is None or traffic.kernel_input != "flows":  # no flow list to walk (dense: never listed)
             mean = 0.0
             for n, w in zip(dims, wrap):  # mean ring distance over all coordinate pairs, ties twice
                 d = np.arange(n)
@@ -333,8 +365,8 @@ class SparseMatrixBaseline:
             return int(math.ceil(traffic.n_flows * (2 + mean)))
         coords = np.asarray(t.router_coords)
         tn = np.asarray(placement.task_node)
-        sr = tn[traffic.src] // self.npr
-        dr = tn[traffic.dst] // self.npr
+        sr = self.node_router[tn[traffic.src]]
+        dr = self.node_router[tn[traffic.dst]]
         total = 2 * int(traffic.n_flows)
         for k, (n, w) in enumerate(zip(dims, wrap)):
             s, d = coords[sr, k], coords[dr, k]
@@ -363,7 +395,7 @@ class SparseMatrixBaseline:
 
     # ---------------------------------------------------------------- build
 
-    def build(self, traffic: Traffic | DenseTraffic | None = None, placement: Placement | None = None,
+    def build(self, traffic: AbstractTraffic | None = None, placement: Placement | None = None,
               check: bool = True) -> None:
         """Build ``R`` (Dragonfly: once, for every router pair; torus: for this traffic and placement).
 
@@ -381,8 +413,7 @@ class SparseMatrixBaseline:
             rows, cols, vals = self._df_entries()
             shape = (self.n_rl, self.n_routers * self.n_routers)
         else:
-            if isinstance(traffic, DenseTraffic):
-                traffic = traffic.to_traffic()
+            traffic = traffic.to_flows()
             rows, cols, vals = self._torus_entries(traffic, placement)
             shape = (self.n_links, int(traffic.n_flows))
             self._flow_bytes = np.asarray(traffic.nbytes, dtype=np.float64)
@@ -492,8 +523,8 @@ class SparseMatrixBaseline:
         rows = [self.n_rl + sn, self.n_rl + self.n_nodes + dn]
         cols = [flow, flow]
         vals = [np.ones(flow.size), np.ones(flow.size)]
-        pos = coords[sn // self.npr]  # current router coordinate of every flow (a copy)
-        dst = coords[dn // self.npr]
+        pos = coords[self.node_router[sn]]  # current router coordinate of every flow (a copy)
+        dst = coords[self.node_router[dn]]
         for k in _dor_order(dims, self.routing.order):
             mv = np.flatnonzero(pos[:, k] != dst[:, k])  # flows that travel along dimension k
             n, s, tk = dims[k], pos[mv, k], dst[mv, k]
@@ -526,7 +557,7 @@ class SparseMatrixBaseline:
 
     # ---------------------------------------------------------------- apply
 
-    def link_loads(self, traffic: Traffic | DenseTraffic, placement: Placement) -> np.ndarray:
+    def link_loads(self, traffic: AbstractTraffic, placement: Placement) -> np.ndarray:
         """Expected bytes on every link (router links, injection, ejection), shape [link].
 
         Builds ``R`` first if needed (a torus: when ``traffic``/``placement``
@@ -538,15 +569,15 @@ class SparseMatrixBaseline:
             return self.R @ self._flow_bytes
         if self.R is None:
             self.build()
-        NR, n_nodes, npr = self.n_routers, self.n_nodes, self.npr
+        NR, n_nodes, nr = self.n_routers, self.n_nodes, self.node_router
         tn = np.asarray(placement.task_node, np.int64)
-        if isinstance(traffic, DenseTraffic):
+        if traffic.kernel_input == "dense":  # the rank-one demand as a router-pair matrix (never a flow list)
             bpp = float(traffic.bytes_per_pair)
             U = np.bincount(tn, traffic.src_weight, n_nodes)
             V = np.bincount(tn, traffic.dst_weight, n_nodes)
             inj = bpp * U * (V.sum() - V)
             ej = bpp * V * (U.sum() - U)
-            Ur, Vr = U.reshape(NR, npr).sum(1), V.reshape(NR, npr).sum(1)
+            Ur, Vr = np.bincount(nr, U, NR), np.bincount(nr, V, NR)
             demand = bpp * np.outer(Ur, Vr)
             np.fill_diagonal(demand, 0.0)
             return np.concatenate([self.R @ demand.ravel(), inj, ej])
@@ -556,7 +587,7 @@ class SparseMatrixBaseline:
         sn, dn, b = sn[off], dn[off], b[off]
         inj = np.bincount(sn, b, n_nodes)
         ej = np.bincount(dn, b, n_nodes)
-        col = (sn // npr) * NR + dn // npr  # same-router pairs hit an empty column
+        col = nr[sn] * NR + nr[dn]  # same-router pairs hit an empty column
         n_cols = NR * NR
         if 8 * col.size < n_cols:  # few flows: sort them by pair
             used, inv = np.unique(col, return_inverse=True)

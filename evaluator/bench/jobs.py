@@ -22,7 +22,7 @@ def w_jobs(args, device, peak_mb, timed) -> dict:
     """The worker: ``device()``, ``peak_mb()`` and ``timed(fn, repeat)`` (median seconds) are the bench's own
     probes, passed in by :mod:`.run`."""
     from .. import placement, traffic
-    from ..evaluate import evaluate, evaluate_batch
+    from ..evaluation import evaluate, evaluate_batch
     from ..jobs import Job, evaluate_jobs
     from ..topology import dragonfly, machine_topology
 

@@ -71,8 +71,7 @@ def kshortest_paths(topo, src, dst, k=K_PATHS):
     """Incidence ``[link, path]`` (every link of ``topo``; paths use router links only), pair index and pair keys
     (``src * n_routers + dst``, sorted: the pairs' order) of the ``kshortest`` routing's path table for the
     router pairs ``(src, dst)``: Yen's ``k`` shortest loopless paths, parallel links as separate paths."""
-    from ..routing import kshortest
-    from ..routing._paths import PairSet, path_incidence, path_table
+    from ..routing import PairSet, kshortest, path_incidence, path_table
 
     pairs = PairSet.of(src, dst, topo.n_routers)
     table = path_table(topo, kshortest(k).bind(pairs), pairs)
@@ -97,7 +96,7 @@ def many_to_many_instance(topo, rng, dor_order=None, nbytes=8e6, per_source=8):
     fixed = np.zeros(topo.n_links)
     np.add.at(fixed, topo.injection_link(src), nbytes)
     np.add.at(fixed, topo.ejection_link(dst), nbytes)
-    rs, rd = src // topo.nodes_per_router, dst // topo.nodes_per_router  # one node per router on BG/Q
+    rs, rd = topo.node_router[src], topo.node_router[dst]
     cap = np.asarray(topo.capacity, dtype=np.float64)
     if dor_order is not None:
         inc, pair = dimension_order_paths(topo, rs, rd, [dor_order])

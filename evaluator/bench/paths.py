@@ -21,9 +21,8 @@ PARTITIONS = {False: (((1, 1, 1, 1), 16), ((2, 2, 2, 2), 16)), True: (((1, 1, 1,
 def w_paths(args, device, peak_mb, timed) -> dict:
     """The worker (probes passed in by :mod:`.run`)."""
     from .. import placement, routing, traffic
-    from ..evaluate import evaluate
-    from ..routing import _optiq
-    from ..routing._paths import PairSet, path_table
+    from ..evaluation import evaluate
+    from ..routing import PairSet, heuristic_table, path_table
     from ..topology import bgq_partition
 
     rows = []
@@ -37,7 +36,7 @@ def w_paths(args, device, peak_mb, timed) -> dict:
         table = path_table(topo, routing.kshortest(k), ps)
         t_yen = time.perf_counter() - t0
         t0 = time.perf_counter()
-        sel = _optiq.heuristic_table(topo, routing.optiq_heuristic(k=k).bind(ps))
+        sel = heuristic_table(topo, routing.optiq_heuristic(k=k).bind(ps))
         t_sel = time.perf_counter() - t0  # paths cached: the selection alone
         out = {"nodes": p, "midplanes": list(mp), "k": k, "pairs": len(ps), "paths": table.n_paths,
                "hops_padded": int(table.path_links.shape[1]), "yen_s": t_yen, "select_s": t_sel,

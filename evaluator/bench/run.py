@@ -80,7 +80,7 @@ import numpy as np
 
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
-SCENARIOS = ("small", "mira", "dragonfly", "torus", "jobs", "paths", "sweep", "optimize", "scaling", "lp",
+SCENARIOS = ("small", "mira", "dragonfly", "torus", "fat_tree", "jobs", "paths", "sweep", "optimize", "scaling", "lp",
              "startup")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
@@ -162,20 +162,10 @@ def _rel_dev(fast: np.ndarray, ref: np.ndarray) -> float:
 
 
 def _sample_flows(traffic, k: int, rng) -> list[tuple[int, int, float]]:
-    """``k`` random flows of a sparse or dense traffic (for timing the per-flow walk)."""
-    from ..traffic import DenseTraffic
-
-    if isinstance(traffic, DenseTraffic):
-        srcs = np.nonzero(traffic.src_weight > 0)[0]
-        dsts = np.nonzero(traffic.dst_weight > 0)[0]
-        s = rng.choice(srcs, k)
-        d = rng.choice(dsts, k)
-        same = s == d
-        d[same] = dsts[(np.searchsorted(dsts, d[same]) + 1) % dsts.size]
-        b = traffic.bytes_per_pair * traffic.src_weight[s] * traffic.dst_weight[d]
-        return list(zip(s.tolist(), d.tolist(), b.tolist()))
-    idx = rng.choice(traffic.n_flows, min(k, traffic.n_flows), replace=False)
-    return list(zip(traffic.src[idx].tolist(), traffic.dst[idx].tolist(), traffic.nbytes[idx].tolist()))
+    """``k`` random flows of a traffic (:meth:`~evaluator.traffic.AbstractTraffic.sample_flows`; for timing the
+    per-flow walk)."""
+    f = traffic.sample_flows(k, rng)
+    return list(zip(f.src.tolist(), f.dst.tolist(), f.nbytes.tolist()))
 
 
 def _baseline_seconds(topology, routing, traffic, placement, k: int, seed: int = 0) -> tuple[float, int]:
@@ -222,7 +212,7 @@ def small_plan(quick: bool):
 
 def _w_small(args) -> dict:
     from .. import placement, traffic
-    from ..evaluate import evaluate_batch
+    from ..evaluation import evaluate_batch
 
     df, routings, configs, n_seeds = small_plan(args.quick)
     part, n_parts = args.part, args.parts
@@ -281,7 +271,7 @@ def _wait_barrier(barrier: str, part: int, stage: str) -> None:
 def _small_baseline(df, routings, configs, stencils, placements, seeds, per_class: int) -> dict:
     """Per-flow walk on ``per_class`` points of each (beta, routing) class; loads compared link for link."""
     from .baseline import PerFlowBaseline
-    from ..evaluate import evaluate_batch
+    from ..evaluation import evaluate_batch
 
     rng = np.random.default_rng(2024)
     classes = {}
@@ -313,7 +303,7 @@ def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: 
     (timed apart), applied per point (best of 3); ``n_checked`` points per class compared with the
     evaluator's loads link for link."""
     from .baseline import SparseMatrixBaseline
-    from ..evaluate import evaluate_batch
+    from ..evaluation import evaluate_batch
 
     rng = np.random.default_rng(2025)
     classes, builds = {}, {}
@@ -373,10 +363,9 @@ def _mira_patterns(topo, quick: bool):
 
 def _check_against_walk(topo, rt, tr, pl) -> float:
     from .baseline import PerFlowBaseline
-    from ..evaluate import evaluate_batch
-    from ..traffic import DenseTraffic
+    from ..evaluation import evaluate_batch
 
-    flows = tr.to_traffic() if isinstance(tr, DenseTraffic) else tr
+    flows = tr.to_flows()
     ref = PerFlowBaseline(topo, rt).link_loads(flows, pl)
     fast = evaluate_batch(topo, rt, tr, pl, keep_link_load=True).link_load[0]
     return _rel_dev(fast, ref)
@@ -387,7 +376,7 @@ def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int
     (extrapolated from ``k_flows`` flows, checked on ``small_topo``), then the SciPy routing matrix (checked
     link for link against the evaluator here). Returns the rows and the evaluator's peak RSS (MiB), taken
     before the baselines run."""
-    from ..evaluate import evaluate_batch
+    from ..evaluation import evaluate_batch
 
     rows, loads = [], []
     for rt in routings:
@@ -437,6 +426,12 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
     from ..errors import ResourceError, fmt_size
     from .baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
 
+    from .baseline import scipy_serves
+
+    if matrix is None and not scipy_serves(topo, rt):
+        row.update(scipy_na="no SciPy R", scipy_reason=f"no SciPy routing matrix for {rt.label} on a {topo.kind} (the "
+                   "per-flow walk is this row's reference)")
+        return None
     base, build = matrix if matrix is not None else (SparseMatrixBaseline(topo, rt), 0.0)
     try:
         need = base.check_size(tr, pl)
@@ -507,6 +502,25 @@ def _w_dragonfly(args) -> dict:
 
 
 # --------------------------------------------------------------------------------------
+# Scenario: a large fat tree
+# --------------------------------------------------------------------------------------
+
+FAT_TREE_K = {False: 24, True: 8}
+"""The k-ary 3-tree of the fat-tree scenario: 13,824 nodes (1,728 switches of 48 ports), 512 with --quick."""
+
+
+def _w_fat_tree(args) -> dict:
+    from .. import routing, topology
+
+    k = FAT_TREE_K[bool(args.quick)]
+    big = topology.fat_tree(k=k, levels=3)
+    small = topology.fat_tree(k=4, levels=3)
+    rows, peak = _big_rows(big, [routing.dmodk(), routing.ecmp()], _df_patterns(big), small, _df_patterns(small),
+                           500 if args.quick else 5_000)
+    return {"rows": rows, "topology": big.name, "nodes": big.n_nodes, "peak_mb": peak, "device": _device()}
+
+
+# --------------------------------------------------------------------------------------
 # Scenario: a large torus
 # --------------------------------------------------------------------------------------
 
@@ -538,7 +552,7 @@ def _w_torus(args) -> dict:
 def _w_scaling(args) -> dict:
     from .. import placement, routing, topology, traffic
     from ..traffic import dense as structured
-    from ..evaluate import evaluate_batch
+    from ..evaluation import evaluate_batch
 
     rt = routing.dor()
     out: dict = {"nodes": [], "flows": [], "batch": []}
@@ -616,7 +630,8 @@ def _w_paths(args) -> dict:
     return w_paths(args, _device, _peak_mb, _timed)
 
 
-WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus, "jobs": _w_jobs,
+WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus,
+           "fat_tree": _w_fat_tree, "jobs": _w_jobs,
            "paths": _w_paths, "scaling": _w_scaling, "lp": _w_lp}
 
 
@@ -1010,6 +1025,8 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         begin("small")
         rows += _run_small(quick, log, raw)
     for name, label in (("mira", "Mira 49,152 nodes, DOR BG/Q order"), ("dragonfly", "DF(8,16,8) 16,512 nodes"),
+                        ("fat_tree", f"fat tree {FAT_TREE_K[bool(quick)]}-ary 3-tree "
+                                     f"{FAT_TREE_K[bool(quick)] ** 3:,} nodes"),
                         ("torus", f"torus {'x'.join(map(str, TORUS_DIMS[bool(quick)]))}, DOR")):
         if name in only:
             begin(name)

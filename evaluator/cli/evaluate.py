@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import config
 from ..display import summary_lines
 from ..errors import StorageError
-from ..evaluate import evaluate
+from ..evaluation import evaluate
 from ..io import write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
 

@@ -41,9 +41,11 @@ from .. import partitions as P
 from ..display import format_number, shared_unit
 from ..errors import ConfigError, MachineError
 from ..io import write_dataset
-from ..machines import Machine, list_machines, load_machine
+from ..machines import TorusMachine, list_machines, load_machine
 
 __all__ = ["main", "build_parser"]
+
+_TOOL = "evaluator partitions"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,11 +102,10 @@ def _fmt(shape: Sequence[int]) -> str:
     return "x".join(str(int(s)) for s in shape)
 
 
-def _print_size(m: Machine, a: P.SizeAnalysis) -> None:
-    unit = "midplanes" if m.kind == "bgq" else "routers"
-    print(f"\nP = {a.nodes} nodes ({a.units} {unit}): {len(a.geometries)} geometr"
+def _print_size(m: TorusMachine, a: P.SizeAnalysis) -> None:
+    print(f"\nP = {a.nodes} nodes ({a.units} {m.units}): {len(a.geometries)} geometr"
           f"{'y' if len(a.geometries) == 1 else 'ies'}")
-    torus = "node torus" if m.kind == "bgq" else "router prism"
+    torus = m.partition_noun
     bw = _unit("bytes/s", [g.bisection.bandwidth for g in a.geometries],
                [g.bisection.per_node for g in a.geometries])
     head = (f"  {'geometry':<12} {'shape':<12} {torus:<16} {'links':>7} {f'bisection [{bw[0]}]':>17} "
@@ -131,8 +132,8 @@ def _print_size(m: Machine, a: P.SizeAnalysis) -> None:
                   f"{a.speedup_best_over_allowed:.2f}x")
 
 
-def _print_summary(m: Machine, analyses: Sequence[P.SizeAnalysis]) -> None:
-    unit = "Midplanes" if m.kind == "bgq" else "Routers"
+def _print_summary(m: TorusMachine, analyses: Sequence[P.SizeAnalysis]) -> None:
+    unit = m.units.capitalize()
     if m.allowed_partitions is not None:
         print(f"\n{m.name}: allowed (current) vs best possible geometry; BW = bisection links")
         print(f"  {'P':>7} {unit:>9}  {'Current':<12} {'BW':>6}  {'New':<12} {'New BW':>6}  speedup")
@@ -153,7 +154,7 @@ def _print_summary(m: Machine, analyses: Sequence[P.SizeAnalysis]) -> None:
                   f"{new:<12} {nbw:>6}  {a.speedup_best_over_worst:.2f}x")
 
 
-def _save(ds, out: Path, name: str, what: str, machines: Sequence[Machine], sizes, **more) -> Path:
+def _save(ds, out: Path, name: str, what: str, machines: Sequence[TorusMachine], sizes, **more) -> Path:
     """Write ``ds`` to ``out/<name>/<UTC time>-<hash>.nc`` (the hash of what was asked), never over an earlier
     result; ``out/<name>/latest`` points at it."""
     identity = json.dumps({"analysis": what, "machines": [str(m.key) for m in machines],
@@ -162,11 +163,11 @@ def _save(ds, out: Path, name: str, what: str, machines: Sequence[Machine], size
     return write_dataset(ds, out / name, identity=identity)
 
 
-def _run_machine(m: Machine, sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
+def _run_machine(m: TorusMachine, sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
     print(m.label)
     bw = _unit("bytes/s", m.link_bandwidth)
     print(f"  link bandwidth {', '.join(_bw(b, bw) for b in m.link_bandwidth)} {bw[0]} per direction; "
-          f"{'each partition is its own torus' if m.kind == 'bgq' else 'prisms routed over the host torus'}")
+          f"{m.partition_text}")
     analyses = P.analyse_machine(m, sizes)
     for a in analyses:
         _print_size(m, a)
@@ -178,10 +179,10 @@ def _run_machine(m: Machine, sizes: Sequence[int] | None, out: Path, plot: bool)
         print(f"wrote {P.plot_partitions(ds, path.with_suffix('.png'))}")
 
 
-def _run_compare(ms: Sequence[Machine], sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
+def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
     table = P.compare_machines(ms, sizes)
     names = [m.name for m in ms]
-    unit = "Midplanes" if ms[0].kind == "bgq" else "Routers"
+    unit = ms[0].units.capitalize()
     print("best-case partitions; BW = bisection links; speedup = per-node bisection vs " + names[0])
     head = f"  {'P':>7} {unit:>9}"
     for n in names:
@@ -207,7 +208,7 @@ def _run_compare(ms: Sequence[Machine], sizes: Sequence[int] | None, out: Path, 
         print(f"wrote {P.plot_comparison(ds, path.with_suffix('.png'))}")
 
 
-def _run_slabs(m: Machine, out: Path, plot: bool) -> None:
+def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
     res = P.slab_bisections(m)
     best = max(r.bisection.per_node for r in res)
     print(f"{m.label}: bisection of router prisms (embedded in the host torus)")
@@ -226,7 +227,7 @@ def _run_slabs(m: Machine, out: Path, plot: bool) -> None:
         print(f"wrote {P.plot_slabs(ds, path.with_suffix('.png'))}")
 
 
-def _run_pairing(m: Machine, sizes, out: Path, tie: str) -> None:
+def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
     res = P.confirm_machine(m, sizes, tie=tie)
     print(f"{m.name}: bisection-pairing benchmark predicted at link level (2 GB per pair, DOR "
           f"{m.routing_order}, ties {tie})")
@@ -257,18 +258,18 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out)
         plot = not args.no_plot
         if args.compare:
-            ms: list[Machine] = []
+            ms: list[TorusMachine] = []
             for n in names:
-                m = load_machine(n)
+                m = load_machine(n).torus(_TOOL)
                 if m.key not in {x.key for x in ms}:
                     ms.append(m)
             _run_compare(ms, args.size, out, plot)
             return 0
-        m = load_machine(args.machine)
+        m = load_machine(args.machine).torus(_TOOL)
         if args.pairing:
             _run_pairing(m, args.size, out, args.tie)
             return 0
-        if args.slabs or (m.kind == "torus" and not args.size):
+        if args.slabs or (not m.enumerates_sizes and not args.size):  # thousands of sizes: the slabs instead
             _run_slabs(m, out, plot)
             if not args.size:
                 return 0

@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     point = config.build(obj)
     topo, pl = point.topology, point.placement
     nodes, counts = np.unique(pl.task_node, return_counts=True)
-    routers = np.unique(nodes // topo.nodes_per_router)
+    routers = np.unique(topo.node_router[nodes])
     bad = int((~compute_mask(topo)[nodes]).sum())
     print(f"placement: {pl.name} on {topo.name}")
     print(f"tasks {pl.n_tasks}, nodes {nodes.size} ({int(counts.min())}-{int(counts.max())} tasks each), "

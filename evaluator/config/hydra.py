@@ -59,7 +59,10 @@ def register_schemas() -> None:
     """Store :class:`EvalConfig` and every registered kind's schema in Hydra's ConfigStore.
 
     The primary config uses ``eval_schema``; a group option ``conf/<group>/<kind>.yaml``
-    starts its defaults list with ``<kind>_schema``.
+    starts its defaults list with ``<kind>_schema``. A kind without such a file is
+    an option of its group all the same (``<group>=<kind>``: its schema's defaults),
+    so a new member needs no YAML file; one is written only to document or to
+    change defaults.
     """
     from hydra.core.config_store import ConfigStore
 
@@ -68,6 +71,18 @@ def register_schemas() -> None:
     for group, kinds in FAMILIES.items():
         for name, kind in kinds.items():
             cs.store(group=group, name=f"{name}_schema", node=kind.schema)
+            if not (conf_dir() / group / f"{name}.yaml").is_file():
+                cs.store(group=group, name=name, node=kind.schema)
+
+
+def group_options(group: str, search_path: Sequence[str] = ()) -> list[str]:
+    """The options of config group ``group``: ``conf/<group>/*.yaml``, ``DIR/<group>/*.yaml`` of every
+    search-path directory and the registered kinds without a file, in name order."""
+    from pathlib import Path
+
+    names = {p.stem for d in (conf_dir(), *map(Path, search_path)) for p in (d / group).glob("*.yaml")}
+    names |= set(FAMILIES.get(group, {}).keys())
+    return sorted(names)
 
 
 def _clean_hydra_message(exc: BaseException) -> str:
@@ -281,9 +296,7 @@ def _glob_spec(text: str, key: str, glob: Any, search_path: Sequence[str] = ()) 
     if key not in GROUPS:
         raise _refuse(text, key, f"glob() over the options of a config group: {', '.join(GROUPS)}",
                       f"'{key}' is not a config group; list its values with choice(...) or a,b,c.")
-    from pathlib import Path
-
-    names = sorted({p.stem for d in (conf_dir(), *map(Path, search_path)) for p in (d / key).glob("*.yaml")})
+    names = group_options(key, search_path)
     chosen = glob.filter(names)
     if not chosen:
         raise _refuse(text, key, f"a glob matching options of {key}: {', '.join(names)}", "It matches none.")
@@ -620,11 +633,19 @@ class SweepRequest:
 
 
 def _group_axes(axes: dict | None) -> dict[str, list]:
-    """Config group -> the options its axis lists (a group axis is a plain list of option names)."""
+    """Config group -> the options its axis lists: a group axis is a list of option names or of mappings naming
+    the option by ``kind`` (``{kind: dragonfly, g: 16}``), on its own or zipped with other groups."""
+    def option(v):
+        return v.get("kind") if isinstance(v, dict) else v
+
     out = {}
     for key, spec in (axes or {}).items():
         if key in GROUPS and isinstance(spec, list) and spec:
-            out[key] = spec
+            out[key] = [option(v) for v in spec]
+        elif isinstance(spec, dict) and isinstance(spec.get("zip"), dict):
+            for k, values in spec["zip"].items():
+                if k in GROUPS and isinstance(values, list) and values:
+                    out[k] = [option(v) for v in values]
     return out
 
 

@@ -17,13 +17,17 @@ import numpy as np
 import xarray as xr
 
 from .._version import __version__
-from ..dataset import JOB_METRICS, LinkTable, LINK_CAPACITY, with_units
-from ..errors import ConfigError, check_seed, positive_float, require
-from ..evaluate import _as_routing, _check_pair, _check_type, _phase_names, evaluate_batch
+from ..dataset import JOB_METRICS, LINK_CAPACITY, with_units
+from ..errors import ConfigError, check_seed, require
+from .._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_pair, check_type
+from .._batch.output import link_table
+from .._batch.phases import phase_names
+from .._types import LinkFloats, NodeInts
+from ..evaluation import evaluate_batch
 from ..placement import Placement
 from ..routing import Routing
 from ..topology import Topology
-from ..traffic import DenseTraffic, PhasedTraffic, Traffic, random_permutation
+from ..traffic import AbstractTraffic, random_permutation
 from ..traffic.base import dense
 from .sharing import share
 
@@ -42,7 +46,7 @@ class Job:
     ``routing`` None: the evaluation's routing. ``name`` None: ``job<i>``.
     """
 
-    traffic: Traffic | DenseTraffic | PhasedTraffic
+    traffic: AbstractTraffic
     placement: Placement
     routing: Routing | str | None = None
     name: str | None = None
@@ -75,12 +79,9 @@ def _check_background(bg: Any) -> Background:
     return bg
 
 
-def background_rates(topology: Topology, background: Background, nodes: np.ndarray,
-                     routing: Routing) -> np.ndarray:
-    """Bytes/s the background puts on every link: ``nodes`` inject ``fraction`` of their injection bandwidth.
-
-    Returns ``Float[np.ndarray, "link"]`` (zeros when the fraction is 0 or fewer than two nodes inject).
-    """
+def background_rates(topology: Topology, background: Background, nodes: NodeInts, routing: Routing) -> LinkFloats:
+    """Bytes/s the background puts on every link: ``nodes`` (node ids) inject ``fraction`` of their injection
+    bandwidth (zeros when the fraction is 0 or fewer than two nodes inject)."""
     nodes = np.asarray(nodes, dtype=np.int64)
     nb = nodes.size
     if background.fraction == 0 or nb < 2:
@@ -88,12 +89,12 @@ def background_rates(topology: Topology, background: Background, nodes: np.ndarr
     cap = np.asarray(topology.capacity)[topology.n_router_links + nodes]  # injection links
     rate = background.fraction * cap
     if background.pattern == "uniform":
-        tr: Traffic | DenseTraffic = dense(nb, rate, 1.0, 1.0 / (nb - 1), name="background uniform")
+        tr: AbstractTraffic = dense(nb, rate, 1.0, 1.0 / (nb - 1), name="background uniform")
     else:
         perm = random_permutation(nb, 1.0, background.seed)
         tr = dataclasses.replace(perm, nbytes=rate[perm.src] * (perm.src != perm.dst), name="background permutation")
     pl = Placement(nodes, topology.n_nodes, "background nodes")
-    res = evaluate_batch(topology, routing, [tr], [pl], keep_link_load=True, chunk_size=1)
+    res = evaluate_batch(topology, routing, [tr], [pl], keep_link_load=True, block_size=1)
     return np.asarray(res.link_load[0], dtype=np.float64)
 
 
@@ -112,12 +113,12 @@ def _check_jobs(topology: Topology, jobs: Any, routing, exclusive_nodes: bool) -
     routings = []
     for i, job in enumerate(jobs):
         require(isinstance(job, Job), f"jobs[{i}]", job, "an evaluator.jobs.Job(traffic, placement, routing=None)")
-        _check_type("traffic", f"jobs[{i}].traffic", job.traffic)
-        _check_type("placement", f"jobs[{i}].placement", job.placement)
-        _check_pair(topology, job.traffic, job.placement, names=(f"jobs[{i}].traffic", f"jobs[{i}].placement"))
+        check_type("traffic", f"jobs[{i}].traffic", job.traffic)
+        check_type("placement", f"jobs[{i}].placement", job.placement)
+        check_pair(topology, job.traffic, job.placement, names=(f"jobs[{i}].traffic", f"jobs[{i}].placement"))
         rt = job.routing if job.routing is not None else routing
         require(rt is not None, f"jobs[{i}].routing", None, "a routing (or the evaluation's routing argument)")
-        routings.append(_as_routing(rt, f"jobs[{i}].routing"))
+        routings.append(as_routing(rt, f"jobs[{i}].routing"))
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
     dup = [n for n in names if names.count(n) > 1]
     require(not dup, "jobs.name", dup[0] if dup else None, "distinct job names")
@@ -146,7 +147,8 @@ def evaluate_jobs(
     exclusive_nodes: bool = True,
     interference: bool = True,
     keep_link_load: bool = False,
-    chunk_size: int = 64,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    chunk_size: int | None = None,
 ) -> xr.Dataset:
     """Jobs that run together on one machine: each job's time together and alone, and who slows whom.
 
@@ -169,12 +171,15 @@ def evaluate_jobs(
     ``makespan``; with ``keep_link_load``, ``job_link_load[job, link]`` (bytes
     over all phases), ``background_link_rate[link]`` (bytes/s) and
     ``link_capacity``.
+
+    ``block_size``: points (job phases) per device call of the batched kernel
+    (:func:`evaluator.evaluate_batch`); ``chunk_size`` is its old name, still accepted.
     """
-    _check_type("topology", "topology", topology)
+    check_type("topology", "topology", topology)
     jobs, routings = _check_jobs(topology, jobs, routing, bool(exclusive_nodes))
     J = len(jobs)
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
-    phases = [j.traffic.phases if isinstance(j.traffic, PhasedTraffic) else (j.traffic,) for j in jobs]
+    phases = [j.traffic.phases for j in jobs]
     P = max(len(p) for p in phases)
     loads: list[np.ndarray] = [None] * J  # type: ignore[list-item]
     kernel_times: list[np.ndarray] = [None] * J  # type: ignore[list-item]
@@ -182,7 +187,7 @@ def evaluate_jobs(
         members = [j for j in range(J) if routings[j] == rt]
         flat = [(j, x) for j in members for x in phases[j]]
         res = evaluate_batch(topology, rt, [x for _, x in flat], [jobs[j].placement for j, _ in flat],
-                             keep_link_load=True, chunk_size=chunk_size)
+                             keep_link_load=True, block_size=block_size, chunk_size=chunk_size)
         k = 0
         for j in members:
             n = len(phases[j])
@@ -197,7 +202,7 @@ def evaluate_jobs(
         used_nodes = np.zeros(topology.n_nodes, dtype=bool)
         for job in jobs:
             used_nodes[job.placement.task_node] = True
-        bg_routing = _as_routing(bg.routing if bg.routing is not None else
+        bg_routing = as_routing(bg.routing if bg.routing is not None else
                                  (routing if routing is not None else routings[0]), "background.routing")
         bg_rate = background_rates(topology, bg, np.nonzero(~used_nodes)[0], bg_routing)
         bg_label = f"{bg.pattern} at {bg.fraction:g} of injection bandwidth ({bg_routing.label})"
@@ -249,7 +254,7 @@ def evaluate_jobs(
     phase_t = np.full((J, P), np.nan)
     for j, t in enumerate(times):
         phase_t[j, :len(t)] = t
-    phase_names = _phase_names([j.traffic for j in jobs], P)
+    phase_labels = phase_names([j.traffic for j in jobs], P)
     total = np.array([sum(x.total_bytes for x in ph) for ph in phases])
     m = {x.name: x for x in JOB_METRICS}
     data: dict[str, Any] = {
@@ -269,19 +274,19 @@ def evaluate_jobs(
     coords: dict[str, Any] = {
         "job": ("job", np.asarray(names, dtype=str)),
         "other_job": ("other_job", np.asarray(names, dtype=str)),
-        "phase": ("phase", np.asarray(phase_names, dtype=str)),
+        "phase": ("phase", np.asarray(phase_labels, dtype=str)),
         "job_traffic": ("job", np.asarray([j.traffic.name for j in jobs], dtype=str)),
         "job_placement": ("job", np.asarray([j.placement.name for j in jobs], dtype=str)),
         "job_routing": ("job", np.asarray([r.label for r in routings], dtype=str)),
         "job_tasks": ("job", np.asarray([j.traffic.n_tasks for j in jobs], dtype=np.int64)),
     }
     if keep_link_load:
-        links = LinkTable.of(topology)
+        links = link_table(topology)
         data["job_link_load"] = (("job", "link"), np.stack([L.sum(axis=0) for L in loads]),
                                  m["job_link_load"].attrs)
         data["background_link_rate"] = (("link",), bg_rate, m["background_link_rate"].attrs)
         data["link_capacity"] = (("link",), links.capacity, LINK_CAPACITY.attrs)
-        coords.update({"link": np.arange(topology.n_links), "link_src": ("link", links.src),
+        coords.update({"link": links.index, "link_src": ("link", links.src),
                        "link_dst": ("link", links.dst), "link_class": ("link", links.class_names),
                        "link_node": ("link", links.node)})
     ds = xr.Dataset(data, coords=coords)

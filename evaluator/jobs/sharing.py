@@ -39,13 +39,16 @@ import dataclasses
 
 import numpy as np
 
+from .._types import Float
+
 __all__ = ["max_min_speeds", "SharingResult", "share", "REL_TIE"]
 
 REL_TIE = 1e-12
 """Relative tolerance under which two saturation levels (or two event times) count as the same."""
 
 
-def max_min_speeds(rates: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+def max_min_speeds(rates: Float[np.ndarray, "job link"], capacity: Float[np.ndarray, "link"]
+                   ) -> Float[np.ndarray, "job"]:
     """Max-min fair speeds in ``(0, 1]`` by progressive filling.
 
     Parameters
@@ -104,11 +107,12 @@ class SharingResult:
         The start of every interval and the speeds of the running jobs during it.
     """
 
-    finish: np.ndarray
+    finish: Float[np.ndarray, "job"]
     events: list
 
 
-def share(loads: list[np.ndarray], times: list[np.ndarray], capacity: np.ndarray) -> SharingResult:
+def share(loads: list[Float[np.ndarray, "phase link"]], times: list[Float[np.ndarray, "phase"]],
+          capacity: Float[np.ndarray, "link"]) -> SharingResult:
     """Run jobs together under max-min fair sharing (module docstring) and return their finish times.
 
     Parameters

@@ -17,8 +17,11 @@ from ._dragonfly import CLASS_KINDS as CLASS_KINDS
 from ._dragonfly import METHOD as METHOD
 from ._dragonfly import adaptive_classes as adaptive_classes
 from ._dragonfly import adaptive_size as adaptive_size
+from ._dragonfly import check_adaptive_size as check_adaptive_size
 from ._dragonfly import dragonfly_adaptive_bound as dragonfly_adaptive_bound
+from ._flow import BYTES_PER_NNZ as BYTES_PER_NNZ
 from ._flow import EDGE_AUTO_NNZ as EDGE_AUTO_NNZ
+from ._flow import certify_edge as certify_edge
 from ._flow import METHODS as METHODS
 from ._flow import RouterDemand as RouterDemand
 from ._flow import edge_bound as edge_bound
@@ -27,6 +30,8 @@ from ._flow import edge_size as edge_size
 from ._flow import garg_konemann as garg_konemann
 from ._flow import optimal_bound as optimal_bound
 from ._model1 import PathBound as PathBound
+from ._model1 import certify_path as certify_path
+from ._model1 import dual_link_lengths as dual_link_lengths
 from ._model1 import path_lp as path_lp
 from ._model1 import solve_path_lp as solve_path_lp
 from ._model1 import z_from_objective as z_from_objective
@@ -34,11 +39,13 @@ from ._solvers import LP as LP
 from ._solvers import SOLVERS as SOLVERS
 from ._solvers import BatchSolution as BatchSolution
 from ._solvers import Solution as Solution
+from ._solvers import padded_size as padded_size
 from ._solvers import solve as solve
 from ._solvers import solve_highs as solve_highs
 from ._solvers import solve_pdhg as solve_pdhg
 
-__all__ = ["LP", "SOLVERS", "METHODS", "METHOD", "CLASS_KINDS", "EDGE_AUTO_NNZ", "Solution", "BatchSolution", "PathBound", "RouterDemand",
+__all__ = ["LP", "SOLVERS", "METHODS", "METHOD", "CLASS_KINDS", "EDGE_AUTO_NNZ", "BYTES_PER_NNZ", "certify_edge",
+           "certify_path", "check_adaptive_size", "dual_link_lengths", "padded_size", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
            "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes", "adaptive_size",
            "dragonfly_adaptive_bound"]

@@ -223,7 +223,7 @@ def certify_path(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, c
     return min(lower, upper), upper
 
 
-def _lengths(ub_dual: np.ndarray | None, n_links: int, incidence: sp.csr_matrix) -> np.ndarray | None:
+def dual_link_lengths(ub_dual: np.ndarray | None, n_links: int, incidence: sp.csr_matrix) -> np.ndarray | None:
     """Link lengths from the duals of a path LP's capacity rows (rows = links some path uses, in order)."""
     if ub_dual is None:
         return None
@@ -246,5 +246,5 @@ def solve_path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, 
         return PathBound(math.inf, 0.0, np.zeros(n_paths), method, sol.solver, 0.0, math.inf)
     flow = np.asarray(sol.x[:n_paths]) * c_max
     inc = sp.csr_matrix(incidence, dtype=np.float64)
-    lo, up = certify_path(inc, pair, demand, capacity, fixed_load, flow, _lengths(sol.ub_dual, capacity.size, inc))
+    lo, up = certify_path(inc, pair, demand, capacity, fixed_load, flow, dual_link_lengths(sol.ub_dual, capacity.size, inc))
     return bound_of(lo, up, flow, method, sol.solver)

@@ -150,7 +150,7 @@ def solve_highs(lp: LP) -> Solution:
     return Solution(float(res.fun), np.asarray(res.x), float(gap), "highs", "optimal", int(res.nit), ub_dual)
 
 
-def _bucket(n: int, minimum: int = 8) -> int:
+def padded_size(n: int, minimum: int = 8) -> int:
     """Next power of two (at least ``minimum``): the padded size of a batch axis."""
     return max(minimum, 1 << max(0, math.ceil(math.log2(max(n, 1)))))
 
@@ -206,11 +206,11 @@ def solve_pdhg(lps: list[LP], warm_start: BatchSolution | None = None, eps: floa
     if not lps:
         raise ConfigError("lps", [], "at least one LP")
     B = len(lps)
-    n = _bucket(max(lp.n_vars for lp in lps))
-    m_eq = _bucket(max(lp.A_eq.shape[0] for lp in lps), 1)
-    m_ub = _bucket(max(lp.A_ub.shape[0] for lp in lps), 1)
-    nse_eq = _bucket(max(lp.A_eq.nnz for lp in lps), 1)
-    nse_ub = _bucket(max(lp.A_ub.nnz for lp in lps), 1)
+    n = padded_size(max(lp.n_vars for lp in lps))
+    m_eq = padded_size(max(lp.A_eq.shape[0] for lp in lps), 1)
+    m_ub = padded_size(max(lp.A_ub.shape[0] for lp in lps), 1)
+    nse_eq = padded_size(max(lp.A_eq.nnz for lp in lps), 1)
+    nse_ub = padded_size(max(lp.A_ub.nnz for lp in lps), 1)
     bucket = (B, n, m_eq, m_ub, nse_eq, nse_ub)
     c = np.zeros((B, n))
     ub = np.zeros((B, n))

@@ -20,7 +20,7 @@ from ..dataset import BOUND_VARIABLES
 from ..errors import ConfigError, check_memory
 from ..placement import Placement
 from ..topology import Topology
-from ..traffic import DenseTraffic, PhasedTraffic, Traffic
+from ..traffic import AbstractTraffic
 from ._flow import METHODS as FLOW_METHODS
 from ._flow import RouterDemand, optimal_bound
 from ._dragonfly import METHOD as ADAPTIVE_METHOD
@@ -98,37 +98,27 @@ def combine(parts) -> BoundResult:
                        gap, up)
 
 
-def router_demand(topology: Topology, traffic: Traffic | DenseTraffic, placement: Placement) -> RouterDemand:
-    """Router-pair bytes and fixed injection/ejection loads of one exchange (see the module docstring)."""
-    npr, N = topology.nodes_per_router, topology.n_nodes
+def router_demand(topology: Topology, traffic: AbstractTraffic, placement: Placement) -> RouterDemand:
+    """Router-pair bytes and fixed injection/ejection loads of one exchange (see the module docstring; a phased
+    traffic's summed over its phases): the traffic's
+    :meth:`~evaluator.traffic.AbstractTraffic.location_bytes` per node and
+    :meth:`~evaluator.traffic.AbstractTraffic.pair_bytes` per router pair."""
+    N, R, nr = topology.n_nodes, topology.n_routers, topology.node_router
     fixed = np.zeros(topology.n_links)
     tn = np.asarray(placement.task_node, dtype=np.int64)
-    if isinstance(traffic, DenseTraffic):
-        b = float(traffic.bytes_per_pair)
-        U = np.bincount(tn, weights=traffic.src_weight, minlength=N) * b
-        V = np.bincount(tn, weights=traffic.dst_weight, minlength=N)
-        fixed[topology.injection_link(np.arange(N))] = U * (V.sum() - V)
-        fixed[topology.ejection_link(np.arange(N))] = V * (U.sum() - U)
-        Ur = U.reshape(-1, npr).sum(1)
-        Vr = V.reshape(-1, npr).sum(1)
-        s, d = np.nonzero(Ur)[0], np.nonzero(Vr)[0]
-        check_memory("traffic", traffic.name, 48.0 * s.size * d.size,
-                     f"the router-pair demand of the bound ({s.size:,} x {d.size:,} router pairs)",
+    sent, received = traffic.location_bytes(tn, N)
+    fixed[topology.injection_link(np.arange(N))] = sent
+    fixed[topology.ejection_link(np.arange(N))] = received
+
+    def check(name: str, n_src: int, n_dst: int, n_pairs: int) -> None:
+        check_memory("traffic", name, 48.0 * n_src * n_dst,
+                     f"the router-pair demand of the bound ({n_src:,} x {n_dst:,} router pairs)",
                      "Bounds need the router-pair demand; use a smaller network or fewer communicating routers.")
-        S, D = np.repeat(s, d.size), np.tile(d, s.size)
-        keep = S != D
-        S, D = S[keep], D[keep]
-        return RouterDemand(S, D, Ur[S] * Vr[D], fixed)
-    ns, nd = tn[traffic.src], tn[traffic.dst]
-    off = (ns != nd) & (traffic.nbytes > 0)
-    ns, nd, w = ns[off], nd[off], np.asarray(traffic.nbytes, dtype=np.float64)[off]
-    np.add.at(fixed, topology.injection_link(ns), w)
-    np.add.at(fixed, topology.ejection_link(nd), w)
-    rs, rd = ns // npr, nd // npr
-    cross = rs != rd
-    key, inv = np.unique(rs[cross] * topology.n_routers + rd[cross], return_inverse=True)
-    nbytes = np.bincount(inv, weights=w[cross], minlength=key.size)
-    return RouterDemand(key // topology.n_routers, key % topology.n_routers, nbytes, fixed)
+
+    s, d, b = traffic.pair_bytes(np.asarray(nr)[tn], R, check)
+    key, inv = np.unique(np.asarray(s, np.int64) * R + d, return_inverse=True)
+    nbytes = np.bincount(inv.reshape(-1), weights=b, minlength=key.size)
+    return RouterDemand(key // R, key % R, nbytes, fixed)
 
 
 def _one(topology: Topology, demand: RouterDemand, method: str, solver: str) -> PathBound:
@@ -157,9 +147,8 @@ def optimal(topology: Topology, traffic, placement: Placement, method: str = "au
     ``method``: one of :data:`BOUND_METHODS`; ``solver``: ``highs`` or ``pdhg``.
     """
     method = check_bounds(method, solver)
-    phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
     parts = []
-    for x in phases:
+    for x in traffic.phases:
         res = _one(topology, router_demand(topology, x, placement), method, solver)
         parts.append((res.completion_time, res.completion_time_upper, res.method, res.solver))
     return combine(parts)

@@ -63,7 +63,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import PartitionError, int_list, invalid, is_int, per_dim
-from ..machines import _shape
+from ..machines.base import shape_text as _shape
 
 __all__ = [
     "Bisection",

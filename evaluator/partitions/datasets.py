@@ -19,7 +19,7 @@ import numpy as np
 
 from ..dataset import with_units
 from ..io import write_netcdf
-from ..machines import Machine, load_machine
+from ..machines import Machine, TorusMachine, load_machine
 from .geometry import PartitionGeometry, SizeAnalysis, SlabResult, predicted_speedup
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,7 +43,7 @@ _NORMALISATION = ("bisection_links counts undirected links crossing the minimum 
                   "of bisection bandwidth per node (= ratio of bisections at equal size).")
 
 
-def _machine_attrs(m: Machine) -> dict[str, Any]:
+def _machine_attrs(m: TorusMachine) -> dict[str, Any]:
     return {
         "machine": m.name,
         "machine_kind": m.kind,
@@ -78,7 +78,7 @@ def partitions_dataset(machine: Machine | str, analyses: Sequence[SizeAnalysis])
     """
     import xarray as xr
 
-    m = load_machine(machine)
+    m = load_machine(machine).torus("a partition dataset")
     rows = [(a, g) for a in analyses for g in a.geometries]
     nd = len(m.unit_dims)
 
@@ -143,7 +143,7 @@ def comparison_dataset(machines: Sequence[Machine | str],
     """
     import xarray as xr
 
-    ms = [load_machine(x) for x in machines]
+    ms = [load_machine(x).torus("a partition dataset") for x in machines]
     sizes = sorted(table)
     names = [m.name for m in ms]
     geo = np.full((len(sizes), len(ms)), "", dtype=object)
@@ -174,7 +174,7 @@ def slabs_dataset(machine: Machine | str, results: Sequence[SlabResult]) -> xr.D
     """Dataset of :func:`slab_bisections`: dims ``slab`` x ``dim``."""
     import xarray as xr
 
-    m = load_machine(machine)
+    m = load_machine(machine).torus("a partition dataset")
     nd = len(m.dims)
     pn = np.array([r.bisection.per_node for r in results], dtype=float)
     ds = xr.Dataset(

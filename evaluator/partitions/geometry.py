@@ -9,7 +9,10 @@ size and the predicted speedup of a contention-bound job
 the best shape of each size on several machines (:func:`compare_machines`)
 and Fiedler's slabs of a torus machine (:func:`slab_bisections`).
 Bandwidths are bytes/s per direction; the counting conventions are those of
-:mod:`evaluator.partitions.bisection`.
+:mod:`evaluator.partitions.bisection`. Everything here asks the machine
+(:class:`~evaluator.machines.TorusMachine`: its allocation unit, canonical
+shapes, the torus a partition is); a machine without torus partitions (kind
+``topology``) is refused by :meth:`~evaluator.machines.Machine.torus`.
 """
 
 from __future__ import annotations
@@ -20,16 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PartitionError, invalid, is_int
-from ..machines import (
-    Machine,
-    _allowed_set,
-    _canonical,
-    _shape,
-    _unit_name,
-    check_partition,
-    load_machine,
-)
-from .bisection import Bisection, bgq_node_dims, effective_wrap, torus_bisection
+from ..machines import Machine, TorusMachine, load_machine
+from ..machines.base import member_kinds, shape_text as _shape
+from .bisection import Bisection, effective_wrap, torus_bisection
 
 __all__ = [
     "MAX_PARTITION_SHAPES",
@@ -53,35 +49,33 @@ MAX_PARTITION_SHAPES = 10**6
 allocation units; one size: the cuboids of that size that fit). About 30 s of work at the limit."""
 
 
+_TOOL = "the partition analysis"
+
+
+def _torus(machine: Machine | str) -> TorusMachine:
+    """The machine as a torus allocated in cuboid partitions (MachineError for a machine without them)."""
+    return load_machine(machine).torus(_TOOL)
+
+
 def count_partition_shapes(machine: Machine | str) -> int:
     """Partition shapes (cuboids in the machine's orientation) of every size: the product of its sides."""
-    return math.prod(load_machine(machine).unit_dims)
+    return math.prod(_torus(machine).unit_dims)
 
 
-def _field(m: Machine) -> str:
-    return "midplanes" if m.kind == "bgq" else "dims"
-
-
-def _check_enumeration(m: Machine, what: str) -> None:
+def _check_enumeration(m: TorusMachine, what: str) -> None:
     """Refuse, before enumerating, an every-size analysis of more than :data:`MAX_PARTITION_SHAPES` shapes."""
     n = count_partition_shapes(m)
     if n > MAX_PARTITION_SHAPES:
         raise PartitionError(
-            f"machine {m.name!r}: {_field(m)} = {list(m.unit_dims)} has {n:,} partition shapes in "
-            f"{_unit_name(m)}; {what} would enumerate all of them (at most {MAX_PARTITION_SHAPES:,} are "
+            f"machine {m.name!r}: {m.unit_field} = {list(m.unit_dims)} has {n:,} partition shapes in "
+            f"{m.units}; {what} would enumerate all of them (at most {MAX_PARTITION_SHAPES:,} are "
             f"enumerated). Pass the sizes to analyse (--size N ..., in nodes).",
-            _field(m), list(m.unit_dims), f"at most {MAX_PARTITION_SHAPES:,} partition shapes")
+            m.unit_field, list(m.unit_dims), f"at most {MAX_PARTITION_SHAPES:,} partition shapes")
 
 
-def _partition_dims(m: Machine, shape: tuple[int, ...]) -> tuple[int, ...]:
-    return bgq_node_dims(shape) if m.kind == "bgq" else shape
-
-
-def _bisection_of(m: Machine, shape: tuple[int, ...]) -> Bisection:
-    if m.kind == "bgq":
-        return torus_bisection(bgq_node_dims(shape), True, m.link_bandwidth[0])
-    return torus_bisection(shape, m.wrap, m.link_bandwidth, embedded_in=m.dims,
-                           nodes_per_router=m.nodes_per_router)
+def _bisection_of(m: TorusMachine, shape: tuple[int, ...]) -> Bisection:
+    p = m.partition_torus(shape)
+    return torus_bisection(p.dims, p.wrap, p.link_bandwidth, embedded_in=p.host, nodes_per_router=p.nodes_per_router)
 
 
 def partition_bisection(machine: Machine | str, shape: Sequence[int], *,
@@ -103,8 +97,8 @@ def partition_bisection(machine: Machine | str, shape: Sequence[int], *,
     Bisection
         Links and bytes/s per direction of the minimum bisection.
     """
-    m = load_machine(machine)
-    return _bisection_of(m, check_partition(m, shape, require_allowed=require_allowed))
+    m = _torus(machine)
+    return _bisection_of(m, m.check_partition(shape, require_allowed=require_allowed))
 
 
 @dataclass(frozen=True)
@@ -141,7 +135,7 @@ class PartitionGeometry:
         return _shape(self.canonical)
 
 
-def _check_size(m: Machine, nodes: Any) -> int:
+def _check_size(m: TorusMachine, nodes: Any) -> int:
     unit = m.unit
     if not is_int(nodes) or int(nodes) < 1:
         raise invalid(PartitionError, "partition size", nodes,
@@ -172,7 +166,7 @@ def _divisors(n: int) -> list[int]:
     return small + large[::-1]
 
 
-def _shapes_of_units(box: tuple[int, ...], units: int, m: Machine | None = None) -> list[tuple[int, ...]]:
+def _shapes_of_units(box: tuple[int, ...], units: int, m: TorusMachine | None = None) -> list[tuple[int, ...]]:
     """Every shape (machine orientation) with ``prod == units`` fitting in ``box``, in lexicographic order.
 
     Only divisors of what is left are tried, and only while the remaining
@@ -189,7 +183,7 @@ def _shapes_of_units(box: tuple[int, ...], units: int, m: Machine | None = None)
                 out.append(acc)
                 if len(out) > MAX_PARTITION_SHAPES:
                     name = f"machine {m.name!r}: " if m is not None else ""
-                    raise PartitionError(f"{name}partitions of {units:,} {_unit_name(m) if m else 'units'} have more "
+                    raise PartitionError(f"{name}partitions of {units:,} {m.units if m else 'units'} have more "
                                          f"than {MAX_PARTITION_SHAPES:,} shapes; pass a size with fewer shapes",
                                          "partition size", units, f"at most {MAX_PARTITION_SHAPES:,} shapes")
             return
@@ -232,31 +226,31 @@ def partition_geometries(machine: Machine | str, nodes: int) -> list[PartitionGe
         Bad size, or no cuboid of that size fits (the message lists the
         feasible sizes).
     """
-    m = load_machine(machine)
+    m = _torus(machine)
     nodes = _check_size(m, nodes)
     units = nodes // m.nodes_per_unit
-    allowed = _allowed_set(m)
+    allowed = m.allowed_set()
     seen: dict[tuple[int, ...], tuple[int, ...]] = {}
     for shp in _shapes_of_units(m.unit_dims, units, m):
-        can = _canonical(m, shp)
+        can = m.canonical(shp)
         if can not in seen or shp > seen[can]:
             seen[can] = shp  # representative: lexicographically largest fitting orientation
     if not seen:
         if count_partition_shapes(m) > MAX_PARTITION_SHAPES:
-            where = (f"a number of {_unit_name(m)} that is a product of one side per dimension, each at most "
+            where = (f"a number of {m.units} that is a product of one side per dimension, each at most "
                      f"the machine's ({_shape(m.unit_dims)})")
             raise PartitionError(
-                f"machine {m.name!r}: no cuboid of {units} {_unit_name(m)} ({nodes} nodes) fits in "
-                f"{_unit_name(m)} {_shape(m.unit_dims)}; allowed: {where}")
+                f"machine {m.name!r}: no cuboid of {units} {m.units} ({nodes} nodes) fits in "
+                f"{m.units} {_shape(m.unit_dims)}; allowed: {where}")
         sizes = feasible_sizes(m)
         raise PartitionError(
-            f"machine {m.name!r}: no cuboid of {units} {_unit_name(m)} ({nodes} nodes) fits in "
-            f"{_unit_name(m)} {_shape(m.unit_dims)}; feasible sizes (nodes): "
+            f"machine {m.name!r}: no cuboid of {units} {m.units} ({nodes} nodes) fits in "
+            f"{m.units} {_shape(m.unit_dims)}; feasible sizes (nodes): "
             f"{_short_list(sizes)}")
     geoms = []
     for can, shp in seen.items():
         b = _bisection_of(m, shp)
-        geoms.append(PartitionGeometry(shape=shp, canonical=can, node_dims=_partition_dims(m, shp),
+        geoms.append(PartitionGeometry(shape=shp, canonical=can, node_dims=m.partition_torus(shp).dims,
                                        nodes=nodes, bisection=b,
                                        allowed=True if allowed is None else can in allowed))
     geoms.sort(key=_best_key)
@@ -290,7 +284,7 @@ def feasible_sizes(machine: Machine | str, *, allowed_only: bool = False) -> lis
         The machine has more than :data:`MAX_PARTITION_SHAPES` partition
         shapes (the product of its sides), checked before enumerating.
     """
-    m = load_machine(machine)
+    m = _torus(machine)
     if allowed_only and m.allowed_partitions is not None:
         units = {math.prod(s) for s in m.allowed_partitions}
     else:
@@ -358,7 +352,7 @@ def predicted_speedup(faster: Bisection, slower: Bisection) -> float:
 
 def analyse_size(machine: Machine | str, nodes: int) -> SizeAnalysis:
     """Best, worst and allowed geometries of one partition size (see :class:`SizeAnalysis`)."""
-    m = load_machine(machine)
+    m = _torus(machine)
     geoms = partition_geometries(m, nodes)
     best, worst = geoms[0], _worst(geoms)
     allowed = [g for g in geoms if g.allowed] if m.allowed_partitions is not None else []
@@ -382,12 +376,12 @@ def analyse_machine(machine: Machine | str, sizes: Iterable[int] | None = None) 
     7). Torus machines need explicit sizes (there are thousands). The analyses are in ascending size, each size
     once, whatever the order given.
     """
-    m = load_machine(machine)
+    m = _torus(machine)
     if sizes is None:
-        if m.kind != "bgq":
+        if not m.enumerates_sizes:
             many = (f"up to {count_partition_shapes(m):,}" if count_partition_shapes(m) > MAX_PARTITION_SHAPES
                     else str(len(feasible_sizes(m))))
-            raise PartitionError(f"machine {m.name!r} (kind torus) has {many} feasible sizes; "
+            raise PartitionError(f"machine {m.name!r} (kind {m.kind}) has {many} feasible sizes; "
                                  "give the sizes (nodes) to analyse explicitly")
         if m.allowed_partitions is None:
             _check_enumeration(m, "analysing every size")
@@ -416,7 +410,7 @@ def compare_machines(machines: Sequence[Machine | str],
         ``{nodes: {machine name: best PartitionGeometry or None}}``, ``None``
         where the machine has no cuboid of that size.
     """
-    ms = [load_machine(x) for x in machines]
+    ms = [_torus(x) for x in machines]
     if not ms:
         raise invalid(PartitionError, "machines", [], "one or more machine names")
     if sizes is None:
@@ -463,10 +457,13 @@ def slab_bisections(machine: Machine | str,
         machine's ``slabs`` list (Blue Waters: 24x24x24, 24x6x24, 6x24x24,
         23x6x24, 24x4x24, 12x6x12).
     """
-    m = load_machine(machine)
-    if m.kind != "torus":
-        raise PartitionError(f"machine {m.name!r}: kind = 'bgq' is invalid for the slab analysis; allowed: "
-                             "a torus machine (kind: torus), e.g. BlueWaters")
+    m = _torus(machine)
+    if m.default_mode != "embedded":  # a partition that is its own torus has no host to be a slab of
+        embedded = member_kinds(TorusMachine, lambda cls: cls.default_mode == "embedded")
+        raise PartitionError(f"machine {m.name!r}: kind = {m.kind!r} is invalid for the slab analysis; allowed: "
+                             f"a torus machine whose jobs are prisms routed over the host torus (kind: "
+                             f"{' | '.join(embedded)}), e.g. BlueWaters", "kind", m.kind,
+                             f"kind {' | '.join(embedded)}")
     if shapes is None:
         if not m.slabs:
             raise PartitionError(f"machine {m.name!r}: slabs = None; give router shapes to compare "
@@ -474,7 +471,8 @@ def slab_bisections(machine: Machine | str,
         shapes = m.slabs
     out = []
     for s in shapes:
-        shp = check_partition(m, s)
+        shp = m.check_partition(s)
         out.append(SlabResult(shape=shp, bisection=_bisection_of(m, shp),
                               wrap=effective_wrap(shp, m.dims, m.wrap)))
     return out
+

@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 from ..dataset import with_units
-from ..evaluate import evaluate
+from ..evaluation import evaluate
 from ..machines import Machine, load_machine
 from ..placement import linear
 from ..routing import dor
@@ -52,7 +52,7 @@ def pairing_time(machine: Machine, geometry: PartitionGeometry, bytes_per_pair: 
                  tie: str = "split") -> float:
     """Predicted completion time (s) of furthest-node pairs exchanging ``bytes_per_pair`` on one geometry."""
 
-    topo = machine_topology(machine.name, list(geometry.shape), mode="own")
+    topo = machine_topology(machine, list(geometry.shape), mode="own")
     tr = bisection_pairing(topo, bytes_per_pair)
     order = "longest_first" if machine.routing_order == "longest_first" else "as_given"
     ds = evaluate(topo, tr, linear(topo, topo.n_nodes), dor(order, tie))
@@ -66,7 +66,7 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
     Machines with an allowed list compare the best allowed geometry with the
     best possible one (Oltchik Table 1); others the worst with the best (Table 2). Ascending size.
     """
-    m = load_machine(machine) if isinstance(machine, str) else machine
+    m = load_machine(machine).torus("the pairing benchmark")
     out = []
     for n in sizes or feasible_sizes(m):
         sa = analyse_size(m, n)

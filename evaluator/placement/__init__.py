@@ -8,9 +8,11 @@ a new module here, its YAML file in ``conf/placement/`` and one line in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import _dragonfly_cartesian, _dragonfly_random, _linear, _random, _subprism, _torus_block
+from . import _block, _dragonfly_cartesian, _dragonfly_random, _linear, _random, _subprism, _torus_block
 from . import _alps, _features, _fragmented, _topaware
 from ._alps import alps
+from ._block import BLOCK_FILLS, block
+from ._seeded import GENERATOR_ID, SeededPlacement, check_seed
 from ._features import features
 from ._fragmented import fragmented, free_after_history
 from ._topaware import select_routers, topaware
@@ -25,6 +27,9 @@ from ._torus_block import torus_block
 from .base import Placement, PlacementContext, PlacementKind, explicit
 
 __all__ = [
+    "GENERATOR_ID",
+    "SeededPlacement",
+    "check_seed",
     "Placement",
     "PlacementKind",
     "PlacementContext",
@@ -34,6 +39,8 @@ __all__ = [
     "dragonfly_cartesian",
     "dragonfly_random",
     "torus_block",
+    "block",
+    "BLOCK_FILLS",
     "subprism",
     "ORDERS",
     "KINDS",
@@ -58,6 +65,7 @@ KINDS: Registry[PlacementKind] = Registry("placement", [
     _dragonfly_cartesian.DRAGONFLY_CARTESIAN,
     _dragonfly_random.DRAGONFLY_RANDOM,
     _torus_block.TORUS_BLOCK,
+    _block.BLOCK,
     _subprism.SUBPRISM,
     _alps.ALPS,
     _fragmented.FRAGMENTED,

@@ -128,8 +128,7 @@ def alps_order(topology: Topology, slab: str = "yz", curve: str = "hilbert",
     c = (blocks[:, None, :] * np.array(blk) + inner[None, :, :]).reshape(-1, 3)
     c = c[(c < np.array(dims)).all(axis=1)]
     routers = np.ravel_multi_index(tuple(c.T), dims)
-    p = topology.nodes_per_router
-    return (routers[:, None] * p + np.arange(p)[None, :]).ravel()
+    return topology.nodes_of(routers)
 
 
 def nodes_needed(n_tasks: int, tasks_per_node: int) -> int:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import AllocationPolicy, JobRequest
+from .base import AllocationPolicy, JobRequest, NoParams, PolicyKind
 
-__all__ = ["SlurmRoundRobin", "Contiguous", "RandomNodes"]
+__all__ = ["SlurmRoundRobin", "Contiguous", "RandomNodes", "SLURM_ROUND_ROBIN", "CONTIGUOUS", "RANDOM"]
 
 
 class SlurmRoundRobin(AllocationPolicy):
@@ -89,3 +89,13 @@ class RandomNodes(AllocationPolicy):
 
     def _choose(self, job: JobRequest):
         return self.rng.choice(np.flatnonzero(self.owner < 0), size=job.nodes, replace=False), False
+
+
+def _kind(cls: type[AllocationPolicy]) -> PolicyKind:
+    """A baseline's registry entry: no parameters of its own."""
+    return PolicyKind(cls.name, NoParams, lambda cfg, groups, nodes_per_group, seed: cls(groups, nodes_per_group, seed))
+
+
+SLURM_ROUND_ROBIN = _kind(SlurmRoundRobin)
+CONTIGUOUS = _kind(Contiguous)
+RANDOM = _kind(RandomNodes)

@@ -35,11 +35,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from .base import Allocation, AllocationPolicy, JobRequest
+from .base import Allocation, AllocationPolicy, JobRequest, PolicyKind
 
-__all__ = ["Grap"]
+__all__ = ["Grap", "GrapConfig", "GRAP"]
+
+
+@dataclasses.dataclass
+class GrapConfig:
+    """GRAP's own parameters: ``ports_per_group``, the optical switch ports of each group (a large job takes
+    every port of its groups)."""
+
+    ports_per_group: int = 1
 
 
 class Grap(AllocationPolicy):
@@ -141,3 +151,10 @@ class Grap(AllocationPolicy):
             g = np.asarray(alloc.groups)
             self.large_owner[g] = -1
             self.port_owner[g, :] = -1
+
+
+def _build(cfg: GrapConfig, groups: int, nodes_per_group: int, seed: int) -> Grap:
+    return Grap(groups, nodes_per_group, seed, ports_per_group=cfg.ports_per_group)
+
+
+GRAP = PolicyKind(Grap.name, GrapConfig, _build)

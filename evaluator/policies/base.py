@@ -34,6 +34,10 @@ constructor checks the machine (positive integers; the per-node state
 estimated before it is allocated, :func:`check_machine_size`). A wrong type
 raises :class:`~evaluator.errors.ConfigTypeError` (a TypeError), a wrong value
 :class:`~evaluator.errors.ConfigError` (a ValueError).
+
+Each member registers a :class:`PolicyKind` in :data:`evaluator.policies.KINDS`: its name, the schema of
+its own parameters (a typed dataclass: ``ports_per_group`` for GRAP, none for the baselines; the machine
+size and the seed are every policy's) and its builder.
 """
 
 from __future__ import annotations
@@ -44,10 +48,22 @@ import dataclasses
 
 import numpy as np
 
+from .._registry import Kind
 from ..errors import ConfigError, ConfigTypeError, check_memory, check_seed, is_int
 
 __all__ = ["MODES", "CUSTOM_MODES", "JobRequest", "Allocation", "PolicyBase", "AllocationPolicy", "check_request",
-           "check_machine_size", "NODE_BYTES"]
+           "check_machine_size", "NODE_BYTES", "PolicyKind", "NoParams"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyKind(Kind):
+    """A policy member: ``schema`` (a dataclass of the policy's own parameters, checked by
+    :func:`evaluator._registry.from_mapping`) and ``build(cfg, groups, nodes_per_group, seed) -> policy``."""
+
+
+@dataclasses.dataclass
+class NoParams:
+    """The parameters of a policy that has none of its own."""
 
 NODE_BYTES = 48
 """Bytes of policy state per node, estimated: the owner array, a copy for each of the scheduler's two look-aheads,

@@ -3,6 +3,8 @@
 * ``dor``: torus dimension-order routing (:func:`dor`);
 * ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`);
 * ``valiant_router``: Dragonfly Valiant through a uniformly chosen intermediate *router* (:func:`valiant_router`);
+* ``dmodk`` and ``ecmp``: fat-tree routings (:func:`dmodk`: D-mod-k up*/down*; :func:`ecmp`: the expectation of
+  per-flow hashing over the up ports), with their per-flow walks :func:`dmodk_paths` and :func:`ecmp_paths`;
 * ``kshortest`` and ``optiq_heuristic``: path-set routings on any topology (:func:`kshortest`,
   :func:`optiq_heuristic`; :mod:`evaluator.routing._paths`);
 * ``optiq_lp``: Bui et al. Model 1, each pair's bytes split over its k paths by an LP (:func:`optiq_lp`).
@@ -22,14 +24,15 @@ import functools
 from .._registry import Registry
 from ..errors import ConfigError
 from ..topology import Topology
-from . import _dor, _dragonfly, _kshortest, _optiq, _optiq_lp, _tago
+from . import _dor, _dragonfly, _fat_tree, _kshortest, _optiq, _optiq_lp, _tago
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant, valiant_router
+from ._fat_tree import dmodk, dmodk_paths, ecmp, ecmp_paths
 from ._kshortest import kshortest
-from ._optiq import optiq_heuristic
+from ._optiq import OptiqHeuristicRouting, heuristic_table, optiq_heuristic
 from ._optiq_lp import OptiqLpRouting, optiq_lp
-from ._paths import PairSet, PathSetRouting, PathTable
-from ._tago import TagoRouting, tago
+from ._paths import PairSet, PathSetRouting, PathTable, path_incidence, path_table, unroutable_pair
+from ._tago import TagoRouting, tago, unconnected_bytes
 from .base import Routing, RoutingKind, RoutingOperator
 
 __all__ = [
@@ -41,11 +44,21 @@ __all__ = [
     "minimal",
     "valiant",
     "valiant_router",
+    "dmodk",
+    "ecmp",
+    "dmodk_paths",
+    "ecmp_paths",
     "kshortest",
     "optiq_heuristic",
+    "OptiqHeuristicRouting",
     "optiq_lp",
     "OptiqLpRouting",
     "PairSet",
+    "path_table",
+    "path_incidence",
+    "unroutable_pair",
+    "heuristic_table",
+    "unconnected_bytes",
     "PathSetRouting",
     "PathTable",
     "tago",
@@ -64,6 +77,8 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _dragonfly.MINIMAL,
     _dragonfly.VALIANT,
     _dragonfly.VALIANT_ROUTER,
+    _fat_tree.DMODK,
+    _fat_tree.ECMP,
     _kshortest.KSHORTEST,
     _optiq.OPTIQ_HEURISTIC,
     _optiq_lp.OPTIQ_LP,
@@ -94,12 +109,12 @@ def build_routing(topology: Topology, routing: Routing) -> RoutingOperator:
 def check_routing(topology: Topology, routing: Routing) -> None:
     """Raise the :class:`ConfigError` :func:`build_routing` would, without building a path set's tables.
 
-    A path-set routing (``kind.bind`` set) is compiled only once its router
-    pairs are known (:func:`evaluator.evaluate.evaluate_batch` binds them), so
-    here only the topology kind is checked; every other routing is built
-    (and cached) as by :func:`build_routing`.
+    A routing that is bound to its router pairs before it is compiled
+    (:attr:`Routing.needs_pairs <evaluator.routing.base.Routing.needs_pairs>`: an unbound path set;
+    :func:`evaluator.evaluation.evaluate_batch` binds them) gets only the topology kind checked; every other
+    routing is built (and cached) as by :func:`build_routing`.
     """
     if routing.kind not in KINDS or topology.kind not in KINDS[routing.kind].topologies:
         build_routing(topology, routing)  # raises
-    if KINDS[routing.kind].bind is None or getattr(routing, "pairs", None) is not None:
+    if not routing.needs_pairs:
         build_routing(topology, routing)

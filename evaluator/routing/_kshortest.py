@@ -21,12 +21,15 @@ from .base import RoutingKind, RoutingOperator
 
 __all__ = ["kshortest", "KShortestConfig", "KSHORTEST", "PATH_TOPOLOGIES"]
 
-PATH_TOPOLOGIES = ("torus", "dragonfly")
+PATH_TOPOLOGIES = ("torus", "dragonfly", "fat_tree")
 """Topology kinds path-set routings serve (machine partitions and BG/Q presets are tori)."""
 
 
 def kshortest(k: int = 4, hop_limit: int | None = None) -> PathSetRouting:
-    """Yen's ``k`` shortest loopless paths per router pair (at most ``hop_limit`` hops), demand split evenly."""
+    """Yen's ``k`` shortest loopless paths per router pair (at most ``hop_limit`` hops), demand split evenly.
+
+    A pair's paths do not depend on the other pairs, so a batch binds one spec to the union of its points' pairs
+    (:meth:`PathSetRouting.bind_pairs <evaluator.routing._paths.PathSetRouting.bind_pairs>`)."""
     return PathSetRouting("kshortest", check_k(k), check_hop_limit(hop_limit))
 
 
@@ -48,9 +51,5 @@ def _from_config(cfg: KShortestConfig) -> PathSetRouting:
     return kshortest(cfg.k, cfg.hop_limit)
 
 
-def _bind(routing: PathSetRouting, pairs):
-    return routing.bind(pairs)
-
-
 KSHORTEST = RoutingKind("kshortest", KShortestConfig, _from_config, topologies=PATH_TOPOLOGIES,
-                        operator=build_operator, bind=_bind, joint_pairs=False)
+                        operator=build_operator)

@@ -32,24 +32,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import dataclasses
+
 import numpy as np
 
 from ..errors import ConfigError, is_int
 from ..topology import Topology
 from ._kshortest import PATH_TOPOLOGIES
-from ._paths import PathSetRouting, PathTable, check_hop_limit, check_k, path_incidence, path_operator, path_table
-from .base import RoutingKind, RoutingOperator
+from ._paths import (PairSet, PathSetRouting, PathTable, bind_by_pair_set, check_hop_limit, check_k, path_incidence,
+                     path_operator, path_table)
+from .base import Routing, RoutingKind, RoutingOperator
 
-__all__ = ["optiq_heuristic", "select_paths", "heuristic_table", "lp_inputs", "OptiqHeuristicConfig",
-           "OPTIQ_HEURISTIC"]
+__all__ = ["OptiqHeuristicRouting", "optiq_heuristic", "select_paths", "heuristic_table", "lp_inputs",
+           "OptiqHeuristicConfig", "OPTIQ_HEURISTIC"]
 
 
-def optiq_heuristic(k: int = 8, maxload: int = 1, hop_limit: int | None = None) -> PathSetRouting:
+@dataclasses.dataclass(frozen=True)
+class OptiqHeuristicRouting(PathSetRouting):
+    """Algorithm 2's path set: the selection depends on every communicating pair of the point."""
+
+    kind: str = "optiq_heuristic"
+
+    def bind_pairs(self, point_pairs, n_routers: int) -> list[tuple[Routing, list[int]]]:
+        """One spec per distinct pair set, bound to it, with the points that have it (the selection depends on
+        every pair of the exchange)."""
+        return bind_by_pair_set(self, [PairSet(k, n_routers) for k, _ in point_pairs])
+
+
+def optiq_heuristic(k: int = 8, maxload: int = 1, hop_limit: int | None = None) -> OptiqHeuristicRouting:
     """Bui et al. Algorithm 2 over ``k`` Yen paths per pair, starting from ``maxload`` paths per link."""
     if isinstance(maxload, bool) or not is_int(maxload) or int(maxload) < 1:
         raise ConfigError("routing.maxload", maxload, "an integer >= 1 (selected paths per link)",
                           "It is raised automatically where a pair would get no path.")
-    return PathSetRouting("optiq_heuristic", check_k(k), check_hop_limit(hop_limit), int(maxload))
+    return OptiqHeuristicRouting("optiq_heuristic", check_k(k), check_hop_limit(hop_limit), int(maxload))
 
 
 def select_paths(candidates: list[list[list[int]]], maxload: int, n_links: int,
@@ -153,13 +168,9 @@ class OptiqHeuristicConfig:
     hop_limit: Optional[Any] = None
 
 
-def _from_config(cfg: OptiqHeuristicConfig) -> PathSetRouting:
+def _from_config(cfg: OptiqHeuristicConfig) -> OptiqHeuristicRouting:
     return optiq_heuristic(cfg.k, cfg.maxload, cfg.hop_limit)
 
 
-def _bind(routing: PathSetRouting, pairs):
-    return routing.bind(pairs)
-
-
 OPTIQ_HEURISTIC = RoutingKind("optiq_heuristic", OptiqHeuristicConfig, _from_config, topologies=PATH_TOPOLOGIES,
-                              operator=build_operator, bind=_bind, joint_pairs=True)
+                              operator=build_operator)

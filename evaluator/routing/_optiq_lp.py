@@ -12,7 +12,7 @@ kernel still includes them in the completion time).
 
 The split depends on the demand, so the spec is bound to a
 :class:`~evaluator.routing._paths.PairSet` *with* bytes
-(``RoutingKind.pair_demand``): every point with its own demand gets its own
+(:meth:`OptiqLpRouting.bind_pairs`): every point with its own demand gets its own
 LP and operator (``evaluate_batch`` groups points with equal demand). Paths
 come from :func:`~evaluator.routing._paths.path_table` (Yen, ``k`` and
 ``hop_limit`` as in ``kshortest``); the LP is solved by HiGHS (exact, the
@@ -31,8 +31,9 @@ import numpy as np
 from ..errors import ConfigError
 from ..topology import Topology
 from ._kshortest import PATH_TOPOLOGIES
-from ._paths import PathSetRouting, check_hop_limit, check_k, path_incidence, path_operator, path_table
-from .base import RoutingKind, RoutingOperator
+from ._paths import (PairSet, PathSetRouting, bind_by_pair_set, check_hop_limit, check_k, path_incidence,
+                     path_operator, path_table)
+from .base import Routing, RoutingKind, RoutingOperator
 
 __all__ = ["OptiqLpRouting", "optiq_lp", "lp_split", "OptiqLpConfig", "OPTIQ_LP"]
 
@@ -47,6 +48,11 @@ class OptiqLpRouting(PathSetRouting):
     @property
     def label(self) -> str:
         return super().label + ("" if self.solver == "highs" else f"-{self.solver}")
+
+    def bind_pairs(self, point_pairs, n_routers: int) -> list[tuple[Routing, list[int]]]:
+        """One spec per distinct demand (pair set and bytes per pair), bound to it, with the points that have it
+        (the split is solved for the demand)."""
+        return bind_by_pair_set(self, [PairSet(k, n_routers, b) for k, b in point_pairs])
 
 
 def optiq_lp(k: int = 8, hop_limit: int | None = None, solver: str = "highs") -> OptiqLpRouting:
@@ -105,9 +111,5 @@ def _from_config(cfg: OptiqLpConfig) -> OptiqLpRouting:
     return optiq_lp(cfg.k, cfg.hop_limit, cfg.solver)
 
 
-def _bind(routing: OptiqLpRouting, pairs):
-    return routing.bind(pairs)
-
-
 OPTIQ_LP = RoutingKind("optiq_lp", OptiqLpConfig, _from_config, topologies=PATH_TOPOLOGIES,
-                       operator=build_operator, bind=_bind, joint_pairs=True, pair_demand=True)
+                       operator=build_operator)

@@ -23,7 +23,7 @@ The operator is built per topology, but a path set depends on the pairs that
 communicate: all ``R (R - 1)`` pairs of a 8,192-router partition with k = 16
 paths of ~12 hops would be 5e10 bytes, and OPTIQ's heuristic selects paths
 jointly over the communicating pairs. So a path-set routing is *bound* to a
-pair set: :func:`evaluator.evaluate.evaluate_batch` collects the router pairs
+pair set: :func:`evaluator.evaluation.evaluate_batch` collects the router pairs
 of its points (sparse flows: the pairs with bytes; dense traffic: every pair
 of a router with source weight and one with destination weight) and builds
 the operator for them (:class:`PairSet`, part of the routing spec, so the
@@ -34,6 +34,10 @@ kernel cache keys on it):
   so a later batch recomputes none);
 * ``optiq_heuristic``: one operator per distinct pair set (the selection
   depends on every pair of the exchange), points grouped by pair set.
+
+Which is the spec's own :meth:`PathSetRouting.bind_pairs` (the base of the
+routing contract, :class:`~evaluator.routing.base.Routing`), so that
+``evaluate_batch`` binds any path set without asking which one it is.
 
 An unbound spec (``build_routing(topology, kshortest())``) gets every router
 pair, allowed only while that fits (:func:`table_bytes` under
@@ -62,12 +66,12 @@ from jaxtyping import Float, Int
 from .._ops import add_at, segment_add, take
 from ..errors import ConfigError, check_memory, is_int
 from ..topology import Topology
-from .base import Routing, RoutingKind, RoutingOperator
+from .base import Routing, RoutingOperator
 
 __all__ = ["PairSet", "PathSetRouting", "RouterGraph", "router_graph", "yen_paths", "PathTable", "path_table",
            "path_operator", "path_incidence", "table_bytes", "check_k", "check_hop_limit", "hop_bucket",
            "ALL_PAIRS_MAX_ROUTERS", "SHARE_TOL", "pair_path_counts",
-           "paths_per_pair", "constant_paths_per_pair", "unroutable_pair"]
+           "paths_per_pair", "bind_by_pair_set", "unroutable_pair"]
 
 ALL_PAIRS_MAX_ROUTERS = 128
 """An unbound path-set routing serves every router pair only up to this many routers."""
@@ -168,6 +172,26 @@ class PathSetRouting(Routing):
     def bind(self, pairs: PairSet) -> "PathSetRouting":
         """This spec bound to ``pairs``."""
         return dataclasses.replace(self, pairs=pairs)
+
+    @property
+    def needs_pairs(self) -> bool:
+        """True until the spec is bound to a pair set (an unbound spec is compiled for every router pair only
+        through :func:`~evaluator.routing.build_routing` on a small topology)."""
+        return self.pairs is None
+
+    def bind_pairs(self, point_pairs, n_routers: int) -> list[tuple[Routing, list[int]]]:
+        """One spec bound to the union of the points' pairs, for every point (a pair's paths do not depend on the
+        other pairs: ``kshortest``). See :meth:`~evaluator.routing.base.Routing.bind_pairs`."""
+        keys = [np.asarray(k, np.int64) for k, _ in point_pairs]
+        union = PairSet(np.concatenate(keys) if keys else np.zeros(0, np.int64), n_routers)
+        return [(self.bind(union), list(range(len(point_pairs))))]
+
+    def paths_per_pair(self, n_points: int, op: RoutingOperator | None = None, point_keys=None) -> np.ndarray:
+        """The router paths carrying each communicating pair's bytes under ``op``, averaged over a point's pairs
+        (:func:`paths_per_pair`); NaN where the operator does not count them."""
+        if op is None or op.pair_paths is None or point_keys is None:
+            return np.full(n_points, np.nan)
+        return paths_per_pair(op, point_keys())
 
     def check_size(self, topo: Topology, n_pairs: int) -> None:
         """Refuse (:class:`~evaluator.errors.ResourceError`) a path table for ``n_pairs`` router pairs on
@@ -481,18 +505,8 @@ def hop_bound(topo: Topology, routing: PathSetRouting) -> int:
     """The longest path the size estimates assume: ``diameter bound + 2 k`` (Yen's ``k`` shortest paths of a
     pair are found within a few hops of its distance on these topologies), or the hop limit where that is
     smaller (a hop limit of 10^8 on an 8x8 torus bounds nothing)."""
-    H = _diameter_bound(topo) + 2 * int(routing.k)
+    H = topo.diameter_bound() + 2 * int(routing.k)
     return H if routing.hop_limit is None else min(int(routing.hop_limit), H)
-
-
-def _diameter_bound(topo: Topology) -> int:
-    """An upper bound of the router graph's diameter from the topology's parameters."""
-    dims = getattr(topo, "dims", None)
-    if dims is not None:
-        return int(sum((n // 2 if w else n - 1) for n, w in zip(dims, topo.wrap)))
-    if topo.kind == "dragonfly":
-        return 3
-    return int(topo.n_routers)
 
 
 def _expand(graph: RouterGraph, nodes: tuple[int, ...]) -> list[tuple[float, list[int]]]:
@@ -707,12 +721,14 @@ def paths_per_pair(op: RoutingOperator, point_keys: Sequence[np.ndarray]) -> Flo
     return out
 
 
-def constant_paths_per_pair(kind: RoutingKind) -> float:
-    """``paths_per_pair`` of a routing kind that is not a path set: 1 where each message takes one router path
-    (:attr:`~evaluator.routing.base.RoutingKind.single_path`: DOR), else NaN ("not a path set": the Dragonfly
-    routings (``minimal``, ``valiant``, ``valiant_router``, ``tago``) are expectations over parallel global links
-    and intermediate groups or routers; counting their paths would need every point's pairs on the host)."""
-    return 1.0 if kind.single_path else float("nan")
+def bind_by_pair_set(routing: PathSetRouting, sets: Sequence[PairSet]) -> list[tuple[Routing, list[int]]]:
+    """``routing`` bound to each distinct pair set of ``sets`` (point ``i``'s is ``sets[i]``), with the points
+    that have it, in order of first appearance: the :meth:`~PathSetRouting.bind_pairs` of routings whose paths
+    depend on every pair of the point (``optiq_heuristic``) or on its demand (``optiq_lp``)."""
+    groups: dict[PairSet, list[int]] = {}
+    for i, ps in enumerate(sets):
+        groups.setdefault(ps, []).append(i)
+    return [(routing.bind(ps), idx) for ps, idx in groups.items()]
 
 
 def path_incidence(table: PathTable):

@@ -22,19 +22,32 @@ global links) contribute their expectation, not a sample.
 A member of the family is one private module with its spec constructor, its
 operator builder, its config schema and a :class:`RoutingKind` entry (which
 topology kinds it serves) for the registry in ``evaluator/routing/__init__.py``.
+
+The spec holds the behaviour that generic code asks of a routing (as
+Diffrax's solvers carry ``step``): whether it must be bound to the router
+pairs that communicate before it can be compiled (:attr:`Routing.needs_pairs`),
+how a batch of points binds it (:meth:`Routing.bind_pairs`: which points
+share an operator), what a bound pair set may hold (:meth:`Routing.check_size`)
+and how many router paths carry a pair's bytes (:meth:`Routing.paths_per_pair`).
+:func:`evaluator.evaluation.evaluate_batch` and the sweep call these and never
+ask which kind they have.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
+from jaxtyping import Float, Int
 
 from .._registry import Kind
 from .._types import FlowBytes, FlowVector, RouterLinkLoads, RouterVector  # noqa: F401  (shapes in docstrings)
 
-__all__ = ["Routing", "RoutingOperator", "RoutingKind"]
+__all__ = ["Routing", "RoutingOperator", "RoutingKind", "NODE_ENDPOINT"]
+
+NODE_ENDPOINT = "_node_endpoint"
+"""Key of a routing's node -> endpoint map among its device tables (:meth:`RoutingOperator.device_tables`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +72,43 @@ class Routing:
         (``src_router``, ``dst_router``: int arrays of the communicating pairs); none by default."""
         return ()
 
+    @property
+    def needs_pairs(self) -> bool:
+        """Whether the operator depends on the router pairs that communicate and the spec is not bound to them
+        yet (an unbound path set): then :meth:`bind_pairs` first. False here: compiled once per topology."""
+        return False
+
+    def bind_pairs(self, point_pairs: Sequence[tuple[Int[np.ndarray, "entry"], Float[np.ndarray, "entry"]]],
+                   n_routers: int) -> list[tuple[Routing, list[int]]]:
+        """This spec bound to the router pairs of a batch of points: ``(bound spec, indices of the points it
+        serves)`` per operator, every point in exactly one.
+
+        ``point_pairs[i] = (keys, bytes)``: point ``i``'s communicating router
+        pairs as keys ``src * n_routers + dst`` (``src != dst``, any order,
+        repeats allowed) and the bytes of each entry (summed over repeats and
+        phases where a routing needs the demand). Here: the spec itself for
+        every point (its operator does not depend on the pairs).
+        """
+        return [(self, list(range(len(point_pairs))))]
+
+    def check_size(self, topology, n_pairs: int) -> None:
+        """Refuse (:class:`~evaluator.errors.ResourceError`) an operator bound to ``n_pairs`` router pairs of
+        ``topology`` that would not fit in memory, before the pairs are listed. Nothing here (no pairs kept)."""
+
+    def paths_per_pair(self, n_points: int, op: RoutingOperator | None = None,
+                       point_keys: Callable[[], Sequence[np.ndarray]] | None = None) -> Float[np.ndarray, "point"]:
+        """``paths_per_pair`` of ``n_points`` points (:data:`evaluator.dataset.PATH_METRICS`): the mean over a
+        point's communicating router pairs of the router paths carrying each pair's bytes.
+
+        ``op``: the operator the points were evaluated with; ``point_keys()``:
+        every point's pair keys (``src * R + dst``), called only by a routing
+        that counts paths per pair. NaN here: the routing is an expectation
+        over paths it does not list (the Dragonfly routings ``minimal``,
+        ``valiant``, ``valiant_router``, ``tago``: parallel global links,
+        intermediate groups or routers).
+        """
+        return np.full(n_points, np.nan)
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RoutingOperator:
@@ -81,6 +131,13 @@ class RoutingOperator:
     have functions that differ only in their tables (same shapes, same
     static sizes), so the kernel compiled for one serves the others (path
     sets bound to different router pairs); None: one compilation per spec.
+    ``endpoints`` (optional, int array, shape [node]) and ``n_endpoints``: a
+    routing that routes by more than the router (D-mod-k on a fat tree routes
+    by destination node) gives every node an endpoint id; the kernel then
+    passes ``apply`` the endpoints of each flow's nodes (weight 0 where both
+    nodes sit on one router) and ``apply_dense`` ``u``/``v`` summed per
+    endpoint, and ``apply`` must put no router-link load on two endpoints of
+    one router. None (the default): endpoints are routers.
     ``pair_paths`` (path sets):
     ``(keys, counts)``, the sorted keys ``src * R + dst`` of the pairs the
     operator serves and the router paths carrying each pair's bytes
@@ -95,6 +152,19 @@ class RoutingOperator:
     nnz: int
     compile_key: tuple | None = None
     pair_paths: tuple[np.ndarray, np.ndarray] | None = None
+    endpoints: np.ndarray | None = None
+    n_endpoints: int | None = None
+
+    def endpoint_count(self, topology) -> int:
+        """How many endpoints ``apply_dense``'s ``u``/``v`` have: :attr:`n_endpoints`, or the topology's routers."""
+        return int(topology.n_routers if self.n_endpoints is None else self.n_endpoints)
+
+    def device_tables(self) -> dict[str, np.ndarray]:
+        """The tables the kernel moves to the device: :attr:`tables`, plus the node -> endpoint map where set."""
+        out = {k: np.asarray(v) for k, v in self.tables.items()}
+        if self.endpoints is not None:
+            out[NODE_ENDPOINT] = np.asarray(self.endpoints, dtype=np.int32)
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,27 +173,10 @@ class RoutingKind(Kind):
 
     ``build(cfg) -> Routing`` makes the spec from its config schema;
     ``topologies`` are the topology kinds it serves; ``operator(topology,
-    routing) -> RoutingOperator`` compiles the spec for one topology.
-
-    Path-set routings (:mod:`evaluator.routing._paths`) depend on the router
-    pairs that communicate: ``bind(routing, pairs) -> Routing`` returns the
-    spec bound to a :class:`~evaluator.routing._paths.PairSet` (None for
-    every other kind), and ``joint_pairs`` says whether the paths of a pair
-    depend on the other pairs (then points with different pair sets get
-    different operators; otherwise one operator serves the union).
-    ``pair_demand`` (implies ``joint_pairs``) binds the bytes of every pair
-    as well: the split depends on the demand (``optiq_lp``), so every point
-    with its own demand gets its own operator.
-
-    ``single_path``: every message of a router pair takes one router path
-    (``paths_per_pair`` is 1; DOR, whose split tie is the expectation of a
-    random choice per message). Other kinds that are not path sets are
-    expectations over several paths (the Dragonfly routings): NaN.
+    routing) -> RoutingOperator`` compiles the spec for one topology. What a
+    routing does beyond that (binding to router pairs, paths per pair) is
+    in the methods of its spec (:class:`Routing`).
     """
 
     topologies: tuple[str, ...] = ()
     operator: Callable[..., RoutingOperator] | None = None
-    bind: Callable[..., Routing] | None = None
-    joint_pairs: bool = False
-    pair_demand: bool = False
-    single_path: bool = False

@@ -68,17 +68,15 @@ import xarray as xr
 
 from .._version import __version__
 from ..errors import ConfigError, ConfigTypeError, ResourceError, is_int, positive_float, positive_int, require
-from ..evaluate import evaluate_batch
+from ..evaluation import evaluate_batch
 from ..jobs import Background, background_rates
 from ..lp import adaptive_size, edge_size
 from ..lp.bounds import optimal, router_demand
 from ..placement import Placement
 from ..policies import Grap, JobRequest
-from ..routing import tago
-from ..routing._tago import unconnected_bytes
+from ..routing import tago, unconnected_bytes
 from ..topology import dragonfly, rdn
-from ..traffic import Traffic, neighbouring, stencil
-from ..traffic._all_to_all import all_to_all_dense  # not re-exported by evaluator.traffic
+from ..traffic import Traffic, all_to_all_dense, neighbouring, stencil
 
 __all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "DEFAULT_GROUPS", "BOUNDS", "GAINS", "allocation_mode_study",
            "speedup_table", "format_study", "format_speedup_table", "plot_study", "parse_machine", "check_machine",
@@ -247,7 +245,6 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
     rank = np.full(m.g, -1)
     rank[groups] = np.arange(q)
     local = rank[nodes // npg] * npg + nodes % npg
-    ts, td, w = (tr.src, tr.dst, tr.nbytes) if isinstance(tr, Traffic) else (None, None, None)
     if pattern == "all_to_all":
         try:
             topo = rdn(m.p, m.a, m.h, q, ports_per_switch=m.ports_per_switch, configuration="jobs",
@@ -258,6 +255,8 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
         except ConfigError as e:  # too many groups for one job's direct links: a limit of this machine, not input
             raise PointRefused(f"RDN: {e}") from None
     else:
+        flows = tr.to_flows()  # (a flow list already: the patterns other than all_to_all are sparse)
+        ts, td, w = flows.src, flows.dst, flows.nbytes
         gs, gd = local[ts] // npg, local[td] // npg
         demand = np.zeros((q, q))
         np.add.at(demand, (gs, gd), w)

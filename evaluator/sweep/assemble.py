@@ -14,7 +14,7 @@ from .. import io
 from .._version import __version__
 from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, metric, results_dataset
 from ..errors import require
-from ..placement._seeded import GENERATOR_ID
+from ..placement import GENERATOR_ID
 from .jobs import jobs_dataset
 from .plan import SweepPlan
 

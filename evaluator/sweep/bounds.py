@@ -43,14 +43,10 @@ from .. import config as C
 from ..errors import ConfigError, available_memory, check_memory
 from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_size, dragonfly_adaptive_bound, edge_lp,
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
-from ..lp._dragonfly import METHOD as ADAPTIVE_METHOD
-from ..lp._dragonfly import check_adaptive_size
-from ..lp._flow import BYTES_PER_NNZ, certify_edge
-from ..lp._model1 import _lengths, certify_path
-from ..lp._solvers import _bucket
+from ..lp import METHOD as ADAPTIVE_METHOD
+from ..lp import BYTES_PER_NNZ, certify_edge, certify_path, check_adaptive_size, dual_link_lengths, padded_size
 from ..lp.bounds import bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
-from ..traffic import PhasedTraffic
 
 __all__ = ["sweep_bounds", "check_sweep_bounds", "chunk_bounds", "bound_variables", "PDHG_MIN_BATCH",
            "PDHG_BATCH"]
@@ -165,15 +161,9 @@ def check_sweep_bounds(plan) -> None:
 
 
 def _n_senders(traffic) -> int:
-    """Sending tasks of a traffic (an upper bound on the source routers of its demand)."""
-    phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
-    n = 0
-    for x in phases:
-        if hasattr(x, "src_weight"):
-            n = max(n, int(np.count_nonzero(x.src_weight)))
-        else:
-            n = max(n, int(np.unique(np.asarray(x.src)).size))
-    return n
+    """Sending tasks of the largest phase of a traffic (an upper bound on the source routers of a phase's
+    demand: each phase's bound is solved on its own)."""
+    return max(x.n_senders for x in traffic.phases)
 
 
 @dataclasses.dataclass
@@ -268,8 +258,7 @@ def _batched(points: list, method: str) -> list:
     parts: list[list] = [[] for _ in points]  # per key: (lower s, upper s, method, solver) per phase
     lps: list[_Instance] = []
     for j, (topo, traffic, placement) in enumerate(points):
-        phases = traffic.phases if isinstance(traffic, PhasedTraffic) else (traffic,)
-        for x in phases:
+        for x in traffic.phases:
             demand = router_demand(topo, x, placement)
             inst, done = _lp_of(topo, demand, method, j)
             if done is not None:
@@ -279,8 +268,8 @@ def _batched(points: list, method: str) -> list:
     by_bucket: dict[tuple, list[_Instance]] = {}
     for inst in lps:
         lp = inst.lp
-        b = (_bucket(lp.n_vars), _bucket(lp.A_eq.shape[0], 1), _bucket(lp.A_ub.shape[0], 1),
-             _bucket(lp.A_eq.nnz, 1), _bucket(lp.A_ub.nnz, 1))
+        b = (padded_size(lp.n_vars), padded_size(lp.A_eq.shape[0], 1), padded_size(lp.A_ub.shape[0], 1),
+             padded_size(lp.A_eq.nnz, 1), padded_size(lp.A_ub.nnz, 1))
         by_bucket.setdefault(b, []).append(inst)
 
     def record(inst, x, ub_dual, objective, solver):
@@ -295,7 +284,7 @@ def _batched(points: list, method: str) -> list:
                 sol = solve_highs(inst.lp)
                 record(inst, sol.x, sol.ub_dual, sol.objective, "highs")
             continue
-        size = min(PDHG_BATCH, _bucket(len(insts), 1))
+        size = min(PDHG_BATCH, padded_size(len(insts), 1))
         prev = None
         for s in range(0, len(insts), size):
             batch = insts[s:s + size]
@@ -321,7 +310,7 @@ def _lp_of(topo, demand: RouterDemand, method: str, key: int):
 
         def certify(x, ub_dual, _z):
             flow = np.asarray(x[: lp.n_vars - 1]) * c_max
-            return certify_path(inc, pair, gbytes, cap, fixed, flow, _lengths(ub_dual, cap.size, inc))
+            return certify_path(inc, pair, gbytes, cap, fixed, flow, dual_link_lengths(ub_dual, cap.size, inc))
 
         return _Instance(key, lp, method, certify), None
     if demand.n_pairs == 0:

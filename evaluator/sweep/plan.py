@@ -24,6 +24,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -330,6 +331,17 @@ def _check_routings(plan: "SweepPlan") -> None:
                               f"or sweep another topology.")
 
 
+def group_value(axis: str, group: str, value: Any) -> tuple[str, dict]:
+    """``(option, keys)`` of one value of a config-group axis: an option name (``"dragonfly"``), or a mapping
+    naming the option by ``kind`` with keys of it (``{kind: dragonfly, g: 16}``: the option, then those keys)."""
+    if isinstance(value, str):
+        return value, {}
+    if isinstance(value, Mapping) and isinstance(value.get("kind"), str):
+        return value["kind"], {k: v for k, v in value.items() if k != "kind"}
+    raise ConfigError(f"sweep.axes.{axis}", value, f"an option of {group} (a name), or a mapping with its kind "
+                      f"and keys of that kind ({{kind: dragonfly, g: 16}})")
+
+
 def plan_sweep(request: SweepRequest) -> SweepPlan:
     """Validate a composed sweep and decide the grid, buckets and run id.
 
@@ -364,14 +376,25 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                           "Bounds are computed for one job's traffic; drop jobs or bounds.")
     group_axes = tuple(i for i, ax in enumerate(axes) if ax.is_group)
     for i in group_axes:
-        require(len(axes[i].keys) == 1, "sweep.axes", axes[i].name, "a group axis on its own, not in a zip")
+        others = [k for k in axes[i].keys if k not in GROUPS]
+        require(not others, "sweep.axes", axes[i].name,
+                f"a zip of config groups only ({', '.join(GROUPS)}), not with {others}",
+                "Give a group's own keys in its values: {kind: dragonfly, g: 16} (docs/sweeps.md).")
     reps = {(ax.name, kk): _representatives(row[kk] for row in ax.values)
             for ax in axes if not ax.is_group for kk in range(len(ax.keys))}
     bases: dict[tuple[int, ...], Any] = {}
     combos = list(itertools.product(*(range(axes[i].size) for i in group_axes)))
     for combo in combos:
         if combo:
-            obj = request.with_groups({axes[i].keys[0]: axes[i].values[j][0] for i, j in zip(group_axes, combo)})
+            choices, extra = {}, []
+            for i, j in zip(group_axes, combo):
+                for key, value in zip(axes[i].keys, axes[i].values[j]):
+                    choices[key], keys = group_value(axes[i].name, key, value)
+                    extra += [(f"{key}.{k}", v) for k, v in keys.items()]
+            obj = request.with_groups(choices)
+            for key, value in extra:
+                check_assignment(obj, key, [value])
+                _set_path(obj, key, value)
         else:
             obj = request.config
         # validate every non-group key and value against the typed schema

@@ -65,8 +65,7 @@ import yaml
 
 from ..errors import ConfigError, ConfigTypeError, is_int
 from ..io import check_writable, repo_dir, write_dataset, write_json
-from ..workload._check import check_keys, int_arg
-from ..workload._policy import check_machine_size, make_policy
+from ..workload import check_keys, check_machine_size, int_arg, make_policy
 from ..workload.model import WorkloadModel
 
 __all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table"]

@@ -1,4 +1,4 @@
-"""The worker side of a sweep: evaluate the points of one chunk (one bucket).
+"""The worker side of a sweep: evaluate the points of one chunk (in one partition of the grid).
 
 Nothing is built per point. The chunk's points are split into *groups*:
 points that differ only in ``placement.seed`` (see
@@ -7,19 +7,26 @@ worker process and kept: its config (the base with its axis values, sharing
 the rest), topology, routing and traffic (each cached by the axes it depends
 on), whether it is feasible (a ``reason`` if not), and its placement with
 everything decided but the seed (a
-:class:`~evaluator.placement._seeded.SeededPlacement`), or the placement
+:class:`~evaluator.placement.SeededPlacement`), or the placement
 itself where it has no seed. Seeds are checked once per seed value. Feasible
 points go to the device in calls of one shape class (:mod:`._runner`):
-flows from a bank of the bucket's traffics, placements drawn from their seeds
-inside the jitted call. Placements of the ``numpy`` generator (host only) are
-drawn per point on the host, dense traffics go through
-:func:`~evaluator.evaluate.evaluate_batch`.
+flows from a bank of the partition's traffics, placements drawn from their
+seeds inside the jitted call. Placements of the ``numpy`` generator (host
+only) are drawn per point on the host, dense traffics go through
+:func:`evaluator.evaluate_batch`. Blocks, padding, flow banks and fetching
+are the batch engine's (:mod:`evaluator._batch`), as for every other caller
+of the kernels: ``sweep.chunk_size`` sets the chunk (the points of one task,
+checkpointed together) and the block size (:func:`~evaluator._batch.blocks.block_sizes`:
+points per device call, at most the chunk's; on CPU at most
+:data:`~evaluator._batch.blocks.BLOCK_CPU`).
 
-The flow bucket of a traffic is shared by every traffic of the bucket with
-the same kind and task bucket (the largest of their flow counts, when the
-bucket has at most :data:`MAX_PLANNED_TRAFFICS` traffic configs): one
-compilation per routing and shape class, whichever mix of traffics a chunk
-holds.
+A *partition* of the grid (the plan's ``bucket_axes``: the points that share
+every axis of the topology and routing; each chunk lies in one) has its
+traffics' flow lists planned together: the flow bucket (padded flow count) of
+a traffic is shared by every traffic of the partition with the same kind and
+task bucket (the largest of their flow counts, when the partition has at most
+:data:`MAX_PLANNED_TRAFFICS` traffic configs): one compilation per routing and
+shape class, whichever mix of traffics a chunk holds.
 """
 
 from __future__ import annotations
@@ -36,15 +43,14 @@ import numpy as np
 
 from .. import config as C
 from ..errors import ConfigError, reason
-from ..evaluate import _router_pairs, bucket_size, evaluate_batch
+from .._batch.blocks import block_sizes, bucket_size, fetch, flow_point_bytes, make_bank
+from .._batch.pathsets import router_pairs
+from ..evaluation import evaluate_batch
 from ..kernel import batch_kernel
 from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext
-from ..placement._seeded import SeededPlacement, check_seed
-from ..routing import KINDS as ROUTINGS
-from ..routing import check_routing
-from ..routing._paths import constant_paths_per_pair, unroutable_pair
-from ..traffic import DenseTraffic, PhasedTraffic
+from ..placement import SeededPlacement, check_seed
+from ..routing import check_routing, unroutable_pair
 from . import _runner
 from .bounds import chunk_bounds
 from .jobs import evaluate_jobs_chunk
@@ -53,8 +59,8 @@ from .plan import SweepPlan
 __all__ = ["evaluate_chunk", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
 
 MAX_PLANNED_TRAFFICS = 256
-"""A bucket with at most this many traffic configs has its flow banks planned (one flow bucket per traffic
-kind and task bucket); larger ones get a flow bucket per call."""
+"""A partition of the grid with at most this many traffic configs has its flow banks planned (one flow bucket per
+traffic kind and task bucket); larger ones get a flow bucket per call."""
 
 
 class _LRU(collections.OrderedDict):
@@ -116,7 +122,7 @@ class _State:
         self.traffic_axes = plan.family_axes("topology", "traffic")
         self.placement_axes = tuple(i for i in plan.family_axes("topology", "traffic", "placement")
                                     if i != self.seed_axis)
-        self.bucket_axes = plan.bucket_axes
+        self.partition_axes = plan.bucket_axes  # (the grid partitions: the axes of topology and routing)
         # what the bound depends on: every axis but the routing's (the seed axis included)
         self.bound_axes = plan.family_axes("topology", "traffic", "placement")
         self.bound_cache = _LRU(4096)  # bound key -> result (exact solvers only: see evaluator.sweep.bounds)
@@ -226,17 +232,17 @@ class _State:
 
     # ---- flow banks ---------------------------------------------------------------------------------
     def bank_plan(self, plan: SweepPlan, idx: tuple[int, ...]) -> dict | None:
-        """The flow banks of the bucket of ``idx``: traffic key -> (class, row), class -> (traffics, F).
+        """The flow banks of the grid partition of ``idx``: traffic key -> (class, row), class -> (traffics, F).
 
-        Every traffic config of the bucket is enumerated (the bucket's axes
-        fixed, every other axis the traffic depends on varied) and built; one
-        flow bucket per traffic kind and task bucket. None when the bucket
-        has more than :data:`MAX_PLANNED_TRAFFICS` traffic configs.
+        Every traffic config of the partition is enumerated (the partition's
+        axes fixed, every other axis the traffic depends on varied) and built;
+        one flow bucket per traffic kind and task bucket. None when the
+        partition has more than :data:`MAX_PLANNED_TRAFFICS` traffic configs.
         """
-        bkey = tuple(idx[i] for i in self.bucket_axes)
+        bkey = tuple(idx[i] for i in self.partition_axes)
         if bkey in self.banks:
             return self.banks[bkey]
-        free = [i for i in self.traffic_axes if i not in self.bucket_axes]
+        free = [i for i in self.traffic_axes if i not in self.partition_axes]
         count = int(np.prod([plan.axes[i].size for i in free], dtype=np.float64)) if free else 1
         if count > MAX_PLANNED_TRAFFICS:
             return self.banks.setdefault(bkey, None)
@@ -250,9 +256,9 @@ class _State:
             if isinstance(topo, _Failed):
                 continue
             tkey, tr = self.traffic(full, cfg, topo)
-            if isinstance(tr, (_Failed, DenseTraffic, PhasedTraffic)):
+            if isinstance(tr, _Failed) or tr.kernel_input != "flows":  # (flow lists only go to banks)
                 continue
-            members[(type(tr).__name__, getattr(cfg.traffic, "kind", ""), bucket_size(tr.n_tasks))].append((tkey, tr))
+            members[(tr.kernel_input, getattr(cfg.traffic, "kind", ""), bucket_size(tr.n_tasks))].append((tkey, tr))
         out = {"rows": {}, "classes": {}}
         for cls, items in members.items():
             seen: dict[tuple, int] = {}
@@ -353,7 +359,7 @@ class _Reasons:
 
 
 def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
-    """Build and evaluate the points ``flat`` of one chunk (one bucket). Pure function of its inputs.
+    """Build and evaluate the points ``flat`` of one chunk (in one grid partition). Pure function of its inputs.
 
     Returns ``flat``, ``reason_code`` (per point, into ``reasons``; 0: feasible or
     not yet known), ``reasons``, and for the feasible points ``ok`` (their
@@ -430,12 +436,13 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
     t_build = time.perf_counter() - t0
     out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
                            "compile_s": 0.0, "eval_s": 0.0}
-    if (device or host) and ROUTINGS[routing.kind].bind is not None:
+    pair_bound = routing is not None and routing.needs_pairs
+    if (device or host) and pair_bound:
         # a path set: evaluate_batch binds the chunk's router pairs; a point with a pair it cannot route (a hop
         # limit too small) is infeasible, with the pair named, and the chunk's other points are evaluated
         res, device, host = _evaluate_path_sets(plan, topo, routing, device, host, out, reasons)
     if device or host:
-        if ROUTINGS[routing.kind].bind is None:  # (path sets were evaluated above)
+        if not pair_bound:  # (path sets were evaluated above)
             with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
                 kern = batch_kernel(topo, routing, plan.keep_link_load)
             res = _evaluate(plan, st, kern, topo, routing, idx, device, host, out)
@@ -443,8 +450,7 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
         out["ok"] = res["positions"][order]
         out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}
         if "paths_per_pair" not in out["metrics"]:  # the kernels' sweep path: one value for the chunk's routing
-            out["metrics"]["paths_per_pair"] = np.full(out["ok"].size,
-                                                       constant_paths_per_pair(ROUTINGS[routing.kind]))
+            out["metrics"]["paths_per_pair"] = routing.paths_per_pair(out["ok"].size)
         out["class_names"] = list(topo.class_names)
         if res.get("phases") is not None:
             ph = res["phases"]
@@ -465,8 +471,8 @@ def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
 def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray, device: list, host: list,
               out: dict) -> dict[str, Any]:
     """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart (phased
-    traffic: every point of the chunk through :func:`~evaluator.evaluate.evaluate_batch`)."""
-    if any(isinstance(g.traffic, PhasedTraffic) for _, g, _ in device + host):
+    traffic: every point of the chunk through :func:`evaluator.evaluate_batch`)."""
+    if any(g.traffic.kernel_input == "phases" for _, g, _ in device + host):
         return _evaluate_batch_path(plan, topo, routing, device, host, out)
     positions, metrics, loads = [], [], []
     calls: dict[tuple, list] = collections.defaultdict(list)  # (class, generator key) -> entries
@@ -474,7 +480,7 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
     banks = None
     for members, grp, payload in [(m, g, ("device", s)) for m, g, s in device] + \
                                  [(m, g, ("host", p)) for m, g, p in host]:
-        if isinstance(grp.traffic, DenseTraffic):
+        if grp.traffic.kernel_input != "flows":  # dense: through evaluate_batch (no flow bank)
             dense.append((members, grp.traffic, _host_placements(grp, payload)))
             continue
         if banks is None:
@@ -487,8 +493,7 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
     compile_s = 0.0
     for (cls, gen_key), entries in calls.items():
         bank, rows_of, T, F = _bank_for(st, banks, cls, entries)
-        per_point_bytes = 40 * F + 24 * kern.n_links
-        block, chunk = _runner.block_sizes(plan.chunk_size, per_point_bytes)
+        block, step = block_sizes(plan.chunk_size, flow_point_bytes(F, kern.n_links))  # one block for any chunk
         pos = np.concatenate([e[0] for e in entries])
         rows = np.concatenate([np.full(e[0].size, rows_of(e[1]), np.int32) for e in entries])
         if gen_key is None:
@@ -507,16 +512,17 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
             seeds = np.concatenate([e[2][1] for e in entries])
         tc = time.perf_counter()
         n_before = kern.fn._cache_size()
-        queued, order = _runner.dispatch(kern, bank, rows, params, gen, seeds, T, block, chunk)
+        queued, order = _runner.dispatch(kern, bank, rows, params, gen, seeds, T, block, step)
         if kern.fn._cache_size() > n_before:
             compile_s += time.perf_counter() - tc
         pending.append((pos, queued, order))
     for pos, queued, order in pending:
-        m, ll = _runner.fetch(queued, order)
+        m, ll = fetch(queued, order)
         positions.append(pos)
         metrics.append(m)
         loads.append(ll)
     for members, tr, pls in dense:
+        # (blocks of at most the chunk; given under the old name so that a refusal names chunk_size, as before)
         res = evaluate_batch(topo, routing, [tr] * len(pls), pls,
                              keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size)
         positions.append(members)
@@ -564,7 +570,7 @@ def _evaluate_path_sets(plan: SweepPlan, topo, routing, device: list, host: list
 
     A :class:`ConfigError` of the chunk's batch (a router pair with no path within the hop limit) is traced
     to its points: each point whose pairs hold an unroutable pair gets the error naming its own first such
-    pair (:func:`~evaluator.routing._paths.unroutable_pair`), and the other points are evaluated again
+    pair (:func:`evaluator.routing.unroutable_pair`), and the other points are evaluated again
     without them. An error no point explains (or one the others raise again) makes them all infeasible.
     """
     try:
@@ -579,8 +585,8 @@ def _evaluate_path_sets(plan: SweepPlan, topo, routing, device: list, host: list
             ok = np.ones(members.size, bool)
             for j, p in enumerate(pls):
                 try:
-                    err = unroutable_pair(grp.topology, routing, _router_pairs(grp.topology, grp.traffic, p,
-                                                                                routing.label))
+                    err = unroutable_pair(grp.topology, routing, router_pairs(grp.topology, grp.traffic, p,
+                                                                               routing.label))
                 except ConfigError as exc:  # (e.g. too many pairs of a dense traffic)
                     err = exc
                 if err is not None:
@@ -602,7 +608,7 @@ def _evaluate_path_sets(plan: SweepPlan, topo, routing, device: list, host: list
 
 
 def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: list, out: dict) -> dict[str, Any]:
-    """Every feasible point of the chunk in one :func:`~evaluator.evaluate.evaluate_batch` call (placements
+    """Every feasible point of the chunk in one :func:`evaluator.evaluate_batch` call (placements
     drawn on the host); phased traffic's per-phase results come with it."""
     t1 = time.perf_counter()
     entries = [(m, g, ("device", s)) for m, g, s in device] + [(m, g, ("host", p)) for m, g, p in host]
@@ -625,7 +631,7 @@ def _class_of(banks: dict | None, grp: _Group) -> tuple:
     if banks is not None and grp.traffic_key in banks["rows"]:
         return ("planned",) + banks["rows"][grp.traffic_key][0]
     tr = grp.traffic
-    return ("own", type(tr).__name__, bucket_size(tr.n_tasks), bucket_size(tr.n_flows))
+    return ("own", tr.kernel_input, bucket_size(tr.n_tasks), bucket_size(tr.n_flows))
 
 
 def _bank_for(st: _State, banks: dict | None, cls: tuple, entries: list):
@@ -633,7 +639,7 @@ def _bank_for(st: _State, banks: dict | None, cls: tuple, entries: list):
     if cls[0] == "planned":
         c = banks["classes"][cls[1:]]
         if c["bank"] is None:
-            c["bank"] = _runner.make_bank(c["traffics"], c["F"])
+            c["bank"] = make_bank(c["traffics"], c["F"])
         T = cls[3]
         return c["bank"], (lambda grp: banks["rows"][grp.traffic_key][1]), T, c["F"]
     _, _, T, F = cls
@@ -643,7 +649,7 @@ def _bank_for(st: _State, banks: dict | None, cls: tuple, entries: list):
         if id(grp.traffic) not in seen:
             seen[id(grp.traffic)] = len(traffics)
             traffics.append(grp.traffic)
-    bank = _runner.make_bank(traffics, F, bucket_size(len(traffics), minimum=1))
+    bank = make_bank(traffics, F, bucket_size(len(traffics), minimum=1))
     return bank, (lambda grp: seen[id(grp.traffic)]), T, F
 
 

@@ -59,6 +59,10 @@ class DragonflyTopology(Topology):
     def kind(self) -> str:
         return "dragonfly"
 
+    def diameter_bound(self) -> int:
+        """A minimal path is at most local, global, local: 3 router hops."""
+        return 3
+
     def landing_router(self, src_group: int, dst_group: int, copy: int = 0) -> int:
         """Router id in ``dst_group`` where the ``copy``-th global link from ``src_group`` lands."""
         return dst_group * self.a + int(self.global_owner[dst_group, src_group, copy])

@@ -1,20 +1,28 @@
-"""A machine of the catalogue (``conf/machine/``) as a topology, whole or one partition."""
+"""A machine of the catalogue (``conf/machine/``) as a topology, whole or one partition.
+
+The machine says what its network is (:meth:`evaluator.machines.Machine.network`: a topology config of a
+registered kind, e.g. ``{"kind": "bgq", "midplanes": [2, 1, 1, 1], ...}`` or a machine file's own
+``topology:`` block) and this module builds it through the topology registry, which :func:`kind` receives
+as a function (so that this module does not import the package that registers it).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import ConfigError, MachineError, PartitionError, UnknownMachineError, require
-from ..machines import NON_COMPUTE_CLASSES, check_partition, load_machine
-from ._torus import TorusTopology, bgq_partition, torus
-from .base import TopologyKind
+from .._registry import from_mapping
+from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
+from ..machines import NON_COMPUTE_CLASSES, Machine, load_machine
+from ._torus import TorusTopology
+from .base import Topology, TopologyKind
 
 __all__ = ["machine_topology", "MACHINE_MODES", "MACHINE_LAYOUTS", "MachineTorusTopology", "MachineTopologyConfig",
-           "MACHINE"]
+           "kind"]
 
 MACHINE_MODES = ("auto", "own", "embedded")
 MACHINE_LAYOUTS = ("real", "ideal")
@@ -31,7 +39,7 @@ class MachineTorusTopology(TorusTopology):
     node_class : int8 ndarray, shape [node]
         Class of every node, an index into ``node_class_names``.
     node_class_names : tuple of str
-        ``(default class, *named classes, "service", "down")`` (:meth:`evaluator.machines.Machine.router_classes`).
+        ``(default class, *named classes, "service", "down")`` (:meth:`evaluator.machines.Machine.node_layout`).
     features : tuple of Region
         The machine's predefined node sets.
     """
@@ -47,14 +55,45 @@ class MachineTorusTopology(TorusTopology):
         return ~np.isin(self.node_class, bad)
 
 
-def machine_topology(name: str, partition: list[int] | None = None, mode: str = "auto",
-                     layout: str = "real") -> TorusTopology:
+_REGISTRY: list[Callable[[], Any]] = []  # the topology registry's getter, set by kind()
+
+
+def _topologies():
+    if not _REGISTRY:  # pragma: no cover - evaluator.topology registers this kind on import
+        raise RuntimeError("machine_topology needs the topology registry: import evaluator.topology")
+    return _REGISTRY[0]()
+
+
+def _build_network(m: Machine, config: dict[str, Any]) -> Topology:
+    """The topology of a machine's network config, through the topology registry; an error in a machine
+    file's own topology block names the machine and its file."""
+    kinds = _topologies()
+    others = [k for k in kinds if kinds[k].schema is not MachineTopologyConfig]
+    try:
+        name = config.get("kind")
+        if name not in kinds or kinds[name].schema is MachineTopologyConfig:
+            raise ConfigError("topology.kind", name, f"a network topology kind, one of {others}",
+                              nearest(name, others) if name not in kinds else
+                              "A machine's topology is a network, not another machine.")
+        kind = kinds[name]
+        return kind.build(from_mapping(kind.schema, config, "topology"))
+    except ConfigError as exc:
+        if type(exc) not in (ConfigError, ConfigTypeError):  # a machine's, a memory refusal: as they are
+            raise
+        raise MachineError(f"machine {m.name!r} ({m.source}): {exc}", exc.field, exc.value, exc.allowed,
+                           exc.hint) from None
+
+
+def machine_topology(name: str | Machine, partition: list[int] | None = None, mode: str = "auto",
+                     layout: str = "real") -> Topology:
     """Topology of a catalogue machine, or of one of its partitions.
 
     ``own``: the partition is a torus of its own (Blue Gene/Q: ``4A x 4B x 4C x
     4D x 2`` nodes, wrap links closing inside the partition). ``embedded``:
     the whole host torus; the job's sub-prism is chosen by the placement
-    (``subprism``) and its traffic routes over the host.
+    (``subprism``) and its traffic routes over the host. ``auto``: the
+    machine's own way (own for Blue Gene/Q, embedded for torus machines). A
+    machine given by a topology config (``kind: topology``) is always whole.
 
     ``layout``: ``real`` (the host torus of a torus machine carries its node
     classes, service and down nodes, as a :class:`MachineTorusTopology`;
@@ -68,28 +107,17 @@ def machine_topology(name: str, partition: list[int] | None = None, mode: str = 
     except UnknownMachineError as exc:
         raise ConfigError("topology.name", name, str(exc)) from None
     try:
-        shape = None if partition is None else check_partition(m, partition)
+        net = m.network(partition, mode)
     except (MachineError, PartitionError) as exc:
         raise ConfigError("topology.partition", partition, str(exc)) from None
-    if mode == "auto":
-        mode = "own" if m.kind == "bgq" else "embedded"
-    bw = list(m.link_bandwidth)
-    if m.kind == "bgq":
-        mp = shape if (mode == "own" and shape is not None) else m.midplanes
-        return bgq_partition(list(mp), link_bandwidth=bw[0], injection_bandwidth=m.injection_bandwidth,
-                             name=f"{m.name} " + ("x".join(map(str, mp)) + " midplanes"))
-    dims = list(shape) if (mode == "own" and shape is not None) else list(m.dims)
-    wrap = True if (mode == "own" and shape is not None) else list(m.wrap)
-    topo = torus(dims, wrap=wrap, link_bandwidth=bw, nodes_per_router=m.nodes_per_router,
-                 injection_bandwidth=m.injection_bandwidth, name=f"{m.name} " + "x".join(map(str, dims)))
-    if layout == "ideal" or tuple(dims) != tuple(m.dims) or not (m.has_layout or m.features):
+    topo = _build_network(m, net.config)
+    topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
+    nodes = m.node_layout() if (layout == "real" and net.whole) else None
+    if nodes is None:
         return topo
-    names, code = m.router_classes()
     fields = {f.name: getattr(topo, f.name) for f in dataclasses.fields(topo)}
-    node_class = np.repeat(code, m.nodes_per_router)
-    node_class.setflags(write=False)
-    return MachineTorusTopology(**fields, machine=m.name, node_class=node_class, node_class_names=names,
-                                features=m.features)
+    return MachineTorusTopology(**fields, machine=m.name, node_class=nodes.node_class, node_class_names=nodes.names,
+                                features=nodes.features)
 
 
 @dataclass
@@ -102,7 +130,8 @@ class MachineTopologyConfig:
     ``placement=subprism``, as on Cray Gemini) or ``auto`` (own for BG/Q,
     embedded for torus machines). ``layout``: ``real`` (service and down
     nodes and node classes from the machine file; never allocated) or
-    ``ideal`` (every node a compute node).
+    ``ideal`` (every node a compute node). A machine of kind ``topology``
+    (its file holds a topology config) is always whole: ``partition`` null.
     """
 
     kind: str = "machine"
@@ -112,9 +141,13 @@ class MachineTopologyConfig:
     layout: str = "real"
 
 
-def _from_config(cfg: MachineTopologyConfig) -> TorusTopology:
+def _from_config(cfg: MachineTopologyConfig) -> Topology:
     return machine_topology(cfg.name, None if cfg.partition is None else list(cfg.partition), cfg.mode,
                             cfg.layout)
 
 
-MACHINE = TopologyKind("machine", MachineTopologyConfig, _from_config)
+def kind(registry: Callable[[], Any]) -> TopologyKind:
+    """The ``machine`` topology kind; ``registry()`` returns the topology registry a machine's network is built
+    with."""
+    _REGISTRY[:] = [registry]
+    return TopologyKind("machine", MachineTopologyConfig, _from_config)

@@ -50,6 +50,17 @@ class TorusTopology(Topology):
     def kind(self) -> str:
         return "torus"
 
+    def diameter_bound(self) -> int:
+        """Router hops of the longest dimension-order path: ``n // 2`` per wrapped dimension, ``n - 1`` per open one."""
+        return int(sum((n // 2 if w else n - 1) for n, w in zip(self.dims, self.wrap)))
+
+    def furthest_routers(self) -> np.ndarray:
+        """The furthest router: ``x_k + floor(n_k/2) mod n_k`` in every wrapped dimension, ``n_k - 1 - x_k`` in every open one."""
+        dims = np.array(self.dims)
+        c = self.router_coords
+        pc = np.where(np.array(self.wrap), (c + dims // 2) % dims, dims - 1 - c)
+        return np.ravel_multi_index(tuple(pc.T), self.dims).astype(np.int64)
+
     @property
     def ndim(self) -> int:
         return len(self.dims)

@@ -17,7 +17,12 @@ direction.
 Conventions (DESIGN.md): torus router ids are the row-major order of router
 coordinates (last dimension fastest, as :func:`numpy.ravel_multi_index`);
 Dragonfly router id is ``group * a + index_in_group``; node id is
-``router * nodes_per_router + port``.
+``router * nodes_per_router + port`` where every router carries the same number
+of nodes. Which router a node hangs off is topology data,
+:attr:`Topology.node_router`: routers may carry no nodes (a fat tree's
+spine switches), and generic code asks the topology (``node_router``,
+``n_nodes``, :meth:`Topology.diameter_bound`) rather than doing arithmetic on
+``nodes_per_router``.
 
 A member of the family is one private module holding the topology class (a
 subclass of :class:`Topology` with its own ``kind``), its builder function,
@@ -28,6 +33,7 @@ its config schema and a :class:`TopologyKind` entry for the registry in
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -59,7 +65,9 @@ class Topology:
     name
         Human-readable name, e.g. ``"DF(4,8,4,33)"``.
     n_routers, nodes_per_router
-        Router count and nodes attached to each router.
+        Router count and the nodes attached to each router where every router
+        carries the same number; 0 where they differ (a member with such
+        routers overrides :attr:`node_router`).
     router_coords : int ndarray, shape [router, coord]
         Torus: the router's coordinates. Dragonfly: ``(group, index_in_group)``.
     link_src, link_dst : int ndarray, shape [link]
@@ -96,17 +104,81 @@ class Topology:
     @property
     def n_nodes(self) -> int:
         """Number of endpoints (nodes)."""
-        return self.n_routers * self.nodes_per_router
+        return int(self.node_router.shape[0])
 
     @property
     def n_links(self) -> int:
         """Number of directed links, router links plus injection and ejection."""
         return int(self.link_src.shape[0])
 
-    @property
+    @functools.cached_property
     def node_router(self) -> NodeInts:
-        """Router id of every node, shape [node]."""
-        return np.repeat(np.arange(self.n_routers), self.nodes_per_router)
+        """Router id of every node, shape [node] (nondecreasing: a router's nodes are numbered together).
+
+        The default is ``nodes_per_router`` nodes on every router; a member
+        whose routers differ overrides this."""
+        return frozen(np.repeat(np.arange(self.n_routers, dtype=np.int64), self.nodes_per_router))
+
+    @functools.cached_property
+    def router_nodes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(start, count)``, shape [router] each: router ``r`` carries nodes ``start[r] .. start[r]+count[r]-1``."""
+        count = np.bincount(self.node_router, minlength=self.n_routers)
+        return frozen(np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)), frozen(count.astype(np.int64))
+
+    def nodes_of(self, routers) -> NodeInts:
+        """The nodes of ``routers`` (int array), router by router in the order given, each router's in id order."""
+        start, count = self.router_nodes
+        r = np.asarray(routers, dtype=np.int64).reshape(-1)
+        c = count[r]
+        offset = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        return np.repeat(start[r], c) + offset
+
+    def router_distances(self) -> np.ndarray:
+        """All-pairs router hop distance by breadth-first search (SciPy), float, shape [router, router] (inf: unreachable)."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import shortest_path
+
+        n = self.n_router_links
+        A = csr_matrix((np.ones(n), (self.link_src[:n], self.link_dst[:n])), shape=(self.n_routers, self.n_routers))
+        return shortest_path(A, unweighted=True, directed=True)
+
+    def furthest_routers(self) -> np.ndarray:
+        """A partner for every router that carries nodes, far from it, shape [router] (-1: a router without nodes).
+
+        The default: the permutation of the host routers that maximises the
+        total hop distance (``scipy.optimize.linear_sum_assignment``), no
+        router mapped to itself; members with a closed form override it."""
+        from scipy.optimize import linear_sum_assignment
+
+        hosts = self.host_routers
+        dist = self.router_distances()[np.ix_(hosts, hosts)]
+        np.fill_diagonal(dist, -1.0)
+        _, col = linear_sum_assignment(dist, maximize=True)
+        out = np.full(self.n_routers, -1, dtype=np.int64)
+        out[hosts] = hosts[col]
+        return out
+
+    @property
+    def host_routers(self) -> np.ndarray:
+        """Ids of the routers that carry at least one node, ascending."""
+        return frozen(np.flatnonzero(self.router_nodes[1] > 0))
+
+    def node_groups(self) -> np.ndarray:
+        """The node hierarchy, finest first: per level the group id of every node, int, shape [level, node].
+
+        Row 0 is the node's router; each further row groups the previous
+        row's groups (a group of one level lies inside one group of the next);
+        the whole machine, above the last row, is implied. Hierarchy-aware
+        placements (``block``) read it. The default is the routers alone (a
+        torus); members with a hierarchy add levels (a fat tree: leaf, pod, ...)."""
+        return np.asarray(self.node_router, dtype=np.int64)[None, :]
+
+    def diameter_bound(self) -> int:
+        """An upper bound on the router hops of a shortest path between two routers (size estimates use it).
+
+        The default, ``n_routers``, holds for any connected router graph;
+        members with a closed form override it."""
+        return int(self.n_routers)
 
     def injection_link(self, node: np.ndarray | int) -> np.ndarray | int:
         """Link id of the injection link of ``node``."""
@@ -123,8 +195,12 @@ class Topology:
         return self.class_names.index(name)
 
     def link_class_names(self) -> np.ndarray:
-        """Class name of every link, shape [link]."""
-        return np.asarray(self.class_names, dtype=object)[self.link_class].astype(str)
+        """Class name of every link, shape [link] (a read-only unicode array, built once per topology)."""
+        return self._link_class_names
+
+    @functools.cached_property
+    def _link_class_names(self) -> np.ndarray:
+        return frozen(np.asarray(self.class_names, dtype=str)[self.link_class])
 
     def router_edges(self) -> list[tuple[int, int, int]]:
         """``(src_router, dst_router, link_id)`` for every router-to-router link."""
@@ -132,12 +208,18 @@ class Topology:
         return list(zip(self.link_src[:n].tolist(), self.link_dst[:n].tolist(), range(n)))
 
 
-def node_links(n_routers: int, nodes_per_router: int, n_router_links: int, injection_bandwidth: float,
+def node_links(n_routers: int, nodes_per_router: int | np.ndarray, n_router_links: int, injection_bandwidth: float,
                 n_router_classes: int):
-    """Injection and ejection link arrays appended after the router links."""
-    n_nodes = n_routers * nodes_per_router
+    """Injection and ejection link arrays appended after the router links.
+
+    ``nodes_per_router``: the nodes on every router (an int), or the router
+    of every node (an int array, shape [node], nondecreasing)."""
+    if np.ndim(nodes_per_router) == 0:
+        router = np.repeat(np.arange(n_routers, dtype=np.int64), int(nodes_per_router))
+    else:
+        router = np.asarray(nodes_per_router, dtype=np.int64)
+    n_nodes = int(router.shape[0])
     node = np.arange(n_nodes)
-    router = node // nodes_per_router
     minus = -np.ones(n_nodes, dtype=np.int64)
     src = np.concatenate([minus, router])
     dst = np.concatenate([router, minus])

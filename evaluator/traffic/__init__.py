@@ -2,7 +2,9 @@
 
 Sparse generators return a :class:`Traffic` (flows); dense patterns a
 :class:`DenseTraffic` (rank one, never materialised; see
-:mod:`evaluator.traffic.dense`). :data:`KINDS` maps a config kind to its
+:mod:`evaluator.traffic.dense`); ``phased`` a :class:`PhasedTraffic`. All
+three answer :class:`AbstractTraffic` (:mod:`evaluator.traffic.base`), the
+contract consumers call. :data:`KINDS` maps a config kind to its
 schema and builder; a new pattern is a new module here, its YAML file in
 ``conf/traffic/`` and one line in :data:`KINDS`.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from .._registry import Registry
 from . import (_all_to_all, _bisection_pairing, _file, _m_to_n, _many_to_many, _neighbouring, _pencil, _phased,
                _random_pairs, _random_permutation, _shift, _stencil, dense)
-from ._all_to_all import all_to_all
+from ._all_to_all import all_to_all, all_to_all_dense
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._file import from_file
 from ._m_to_n import M_TO_N_MODES, m_to_n
@@ -23,9 +25,12 @@ from ._random_pairs import random_pairs
 from ._random_permutation import random_permutation
 from ._shift import shift, tornado
 from ._stencil import stencil, stencil_message_sizes
-from .base import DenseTraffic, PhasedTraffic, Traffic, TrafficKind, from_flows, from_matrix, phased
+from .base import (KERNEL_INPUTS, AbstractTraffic, DenseTraffic, PhasedTraffic, Traffic, TrafficKind, from_flows,
+                   from_matrix, phased)
 
 __all__ = [
+    "AbstractTraffic",
+    "KERNEL_INPUTS",
     "Traffic",
     "DenseTraffic",
     "PhasedTraffic",
@@ -36,6 +41,7 @@ __all__ = [
     "stencil",
     "stencil_message_sizes",
     "all_to_all",
+    "all_to_all_dense",
     "bisection_pairing",
     "furthest_partner",
     "random_permutation",

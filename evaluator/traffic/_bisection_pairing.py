@@ -6,22 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import positive_float
-from ..topology import Topology, TorusTopology
+from ..errors import ConfigError, positive_float
+from ..topology import Topology
 from .base import Traffic, TrafficKind
 
 __all__ = ['furthest_partner', 'bisection_pairing', 'BisectionPairingConfig', 'BISECTION_PAIRING']
-
-
-def _router_distances(topology: Topology) -> np.ndarray:
-    """All-pairs router hop distance by BFS (SciPy), shape [router, router]."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
-
-    n = topology.n_router_links
-    A = csr_matrix((np.ones(n), (topology.link_src[:n], topology.link_dst[:n])),
-                   shape=(topology.n_routers, topology.n_routers))
-    return shortest_path(A, unweighted=True, directed=True)
 
 
 def furthest_partner(topology: Topology) -> np.ndarray:
@@ -34,21 +23,18 @@ def furthest_partner(topology: Topology) -> np.ndarray:
     total BFS hop distance (``scipy.optimize.linear_sum_assignment``), no router
     mapped to itself; node ``(router, port)`` goes to ``(partner, port)``.
     On Dragonflies every router then reaches a router at its eccentricity.
+    The topology answers the router partner (:meth:`Topology.furthest_routers`).
     """
-    p = topology.nodes_per_router
-    if isinstance(topology, TorusTopology):
-        dims = np.array(topology.dims)
-        c = topology.router_coords
-        wrap = np.array(topology.wrap)
-        pc = np.where(wrap, (c + dims // 2) % dims, dims - 1 - c)
-        pr = np.ravel_multi_index(tuple(pc.T), topology.dims)
-        return (np.repeat(pr, p) * p + np.tile(np.arange(p), topology.n_routers)).astype(np.int64)
-    from scipy.optimize import linear_sum_assignment
-
-    dist = _router_distances(topology)
-    np.fill_diagonal(dist, -1.0)
-    _, pr = linear_sum_assignment(dist, maximize=True)
-    return (np.repeat(pr, p) * p + np.tile(np.arange(p), topology.n_routers)).astype(np.int64)
+    pr = topology.furthest_routers()
+    start, count = topology.router_nodes
+    node = np.arange(topology.n_nodes, dtype=np.int64)
+    r = topology.node_router
+    port = node - start[r]
+    partner = pr[r]
+    if (count[partner] != count[r]).any():
+        raise ConfigError("traffic.kind", "bisection_pairing",
+                          f"a topology whose paired routers carry equal node counts ({topology.name} does not)")
+    return (start[partner] + port).astype(np.int64)
 
 
 def bisection_pairing(topology: Topology, bytes_per_pair: float = 1.0) -> Traffic:

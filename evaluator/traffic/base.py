@@ -6,6 +6,20 @@ dst_task, bytes)`` over ``n_tasks`` tasks (MPI ranks), or a
 patterns are the row-major order of the task grid (last dimension fastest, as
 :func:`numpy.ravel_multi_index`).
 
+One contract
+------------
+
+:class:`AbstractTraffic` is what every traffic answers, whichever form it
+takes (explicit flows, rank-one dense demand, a sequence of phases): its
+sizes (``n_tasks``, ``n_flows``, ``total_bytes``), who sends
+(:meth:`~AbstractTraffic.senders`, ``n_senders``), its phases (``phases``:
+a tuple of single exchanges, ``(self,)`` for one exchange), the bytes
+between the places its tasks are put on (:meth:`~AbstractTraffic.pair_bytes`,
+:meth:`~AbstractTraffic.location_bytes`), explicit flows
+(:meth:`~AbstractTraffic.to_flows`) and the input the kernel reads for it
+(:attr:`~AbstractTraffic.kernel_input`). Consumers call these; none asks a
+traffic for its type.
+
 Dense traffic
 -------------
 
@@ -34,22 +48,24 @@ config schema and a :class:`TrafficKind` entry for the registry in
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+from jaxtyping import Bool, Float, Int
 
 from .._registry import Kind
 from .._types import FlowFloats, FlowInts, TaskFloats
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 
-__all__ = ["Traffic", "DenseTraffic", "PhasedTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "phased",
+__all__ = ["AbstractTraffic", "KERNEL_INPUTS", "Traffic", "DenseTraffic", "PhasedTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "phased",
            "tasks_or_nodes"]
 
 
 @dataclasses.dataclass(frozen=True)
 class TrafficKind(Kind):
-    """A traffic member: ``build(cfg, topology) -> Traffic | DenseTraffic``.
+    """A traffic member: ``build(cfg, topology) -> AbstractTraffic`` (a Traffic, DenseTraffic or PhasedTraffic).
 
     ``declared_tasks(cfg, topology)`` (optional): the task count the traffic will have, known cheaply before it
     is built (a file's header), so that a placement that cannot hold that many tasks is refused before a large
@@ -67,9 +83,118 @@ def tasks_or_nodes(n_tasks, topology) -> int:
     return n_tasks if n_tasks is not None else topology.n_nodes
 
 
+KERNEL_INPUTS = ("flows", "dense", "phases")
+"""The values of :attr:`AbstractTraffic.kernel_input`."""
+
+
+class AbstractTraffic(abc.ABC):
+    """What every traffic answers: the contract of :class:`Traffic`, :class:`DenseTraffic` and :class:`PhasedTraffic`.
+
+    Attributes every member has: ``n_tasks`` (tasks, MPI ranks), ``name``
+    (short label), ``phases`` (the exchanges done one after another, each a
+    single exchange: ``(self,)`` for one exchange) and ``phase_names`` (one
+    label per phase). Bytes are bytes per exchange (summed over the phases
+    where a method says so).
+    """
+
+    @property
+    @abc.abstractmethod
+    def kernel_input(self) -> str:
+        """The input the kernel reads for this traffic as one point (:data:`KERNEL_INPUTS`).
+
+        ``"flows"``: a flow list (``src``, ``dst``, ``nbytes``:
+        :class:`~evaluator.kernel.PointInputs`); ``"dense"``: rank-one weights
+        (``src_weight``, ``dst_weight``, ``bytes_per_pair``:
+        :class:`~evaluator.kernel.DensePointInputs`); ``"phases"``: none of its
+        own: each of its ``phases`` is evaluated with its own input and the
+        results are combined, with per-phase results.
+        """
+
+    @property
+    @abc.abstractmethod
+    def n_flows(self) -> int:
+        """Flows (task pairs that exchange bytes, as a flow list would count them; a phased traffic: the largest
+        phase's)."""
+
+    @property
+    @abc.abstractmethod
+    def total_bytes(self) -> float:
+        """Bytes sent, over every flow (and phase)."""
+
+    @abc.abstractmethod
+    def sent_per_task(self) -> Float[np.ndarray, "task"]:
+        """Bytes sent by every task (over every phase)."""
+
+    @abc.abstractmethod
+    def senders(self) -> Bool[np.ndarray, "task"]:
+        """Tasks that send a positive number of bytes (in some phase), as the kernels count them."""
+
+    @property
+    def n_senders(self) -> int:
+        """Tasks that send a positive number of bytes (in some phase): the divisor of
+        ``effective_injection_bandwidth``."""
+        return int(np.count_nonzero(self.senders()))
+
+    @property
+    def n_phases(self) -> int:
+        """Exchanges done one after another (1 for a single exchange)."""
+        return len(self.phases)
+
+    @abc.abstractmethod
+    def scaled(self, factor: float) -> AbstractTraffic:
+        """The same pattern with every byte count multiplied by ``factor`` (>= 0)."""
+
+    @abc.abstractmethod
+    def to_flows(self) -> AbstractTraffic:
+        """The same traffic with explicit flows: a :class:`Traffic` (a phased traffic: every phase one),
+        for small cases (a dense pattern's flow list is materialised)."""
+
+    @abc.abstractmethod
+    def sample_flows(self, k: int, rng: np.random.Generator) -> Traffic:
+        """``k`` flows drawn at random (e.g. to time a per-flow walk without every flow): a flow list's without
+        replacement (at most ``n_flows``), a dense pattern's pairs with replacement."""
+
+    @abc.abstractmethod
+    def pair_bytes(self, task_loc: Int[np.ndarray, "task"], n_loc: int, check: Callable | None = None
+                   ) -> tuple[Int[np.ndarray, "entry"], Int[np.ndarray, "entry"], Float[np.ndarray, "entry"]]:
+        """``(src, dst, bytes)``: bytes between different locations when task ``i`` is on location
+        ``task_loc[i]`` (locations: nodes, routers; ``n_loc`` of them), over every phase.
+
+        A flow list gives one entry per flow with bytes whose tasks are on
+        different locations (a location pair may repeat); a dense pattern one
+        entry per pair of a location holding a task with source weight and a
+        different one holding a task with destination weight (bytes
+        ``bytes_per_pair * U[s] * V[d]``, ``U``, ``V`` the weights summed per
+        location). ``check(name, n_src, n_dst, n_pairs)`` (optional) is called
+        before a dense pattern's pairs are listed, with the exchange's name,
+        the locations that send and receive and the exact number of pairs: it
+        may refuse them.
+        """
+
+    @abc.abstractmethod
+    def location_bytes(self, task_loc: Int[np.ndarray, "task"], n_loc: int
+                       ) -> tuple[Float[np.ndarray, "loc"], Float[np.ndarray, "loc"]]:
+        """``(sent, received)``: bytes every location sends to, and receives from, other locations when task
+        ``i`` is on location ``task_loc[i]`` (over every phase; bytes between tasks on one location excluded)."""
+
+
+class _Exchange(AbstractTraffic):
+    """A single exchange (not phased): its own only phase."""
+
+    @property
+    def phases(self) -> tuple:
+        """``(self,)``: one exchange."""
+        return (self,)
+
+    @property
+    def phase_names(self) -> tuple[str, ...]:
+        """``("phase0",)``: the label of the phase axis for one exchange."""
+        return ("phase0",)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
-class Traffic:
-    """Sparse task-level traffic of one exchange.
+class Traffic(_Exchange):
+    """Sparse task-level traffic of one exchange (an explicit flow list; :attr:`kernel_input` ``"flows"``).
 
     Attributes
     ----------
@@ -90,6 +215,10 @@ class Traffic:
     name: str = "traffic"
 
     @property
+    def kernel_input(self) -> str:
+        return "flows"
+
+    @property
     def n_flows(self) -> int:
         return int(self.src.size)
 
@@ -101,6 +230,30 @@ class Traffic:
     def sent_per_task(self) -> np.ndarray:
         """Bytes sent by every task, shape [task]."""
         return np.bincount(self.src, weights=self.nbytes, minlength=self.n_tasks)
+
+    def senders(self) -> np.ndarray:
+        return self.sent_per_task() > 0
+
+    def to_flows(self) -> Traffic:
+        """Itself (the flows are explicit)."""
+        return self
+
+    def sample_flows(self, k: int, rng: np.random.Generator) -> Traffic:
+        idx = rng.choice(self.n_flows, min(k, self.n_flows), replace=False)
+        return Traffic(self.n_tasks, self.src[idx], self.dst[idx], self.nbytes[idx], self.name)
+
+    def pair_bytes(self, task_loc, n_loc: int, check=None):
+        live = np.asarray(self.nbytes) > 0
+        s, d = task_loc[np.asarray(self.src)[live]], task_loc[np.asarray(self.dst)[live]]
+        b = np.asarray(self.nbytes, np.float64)[live]
+        keep = s != d
+        return s[keep], d[keep], b[keep]
+
+    def location_bytes(self, task_loc, n_loc: int):
+        s, d = task_loc[self.src], task_loc[self.dst]
+        off = (s != d) & (self.nbytes > 0)
+        w = np.asarray(self.nbytes, np.float64)[off]
+        return np.bincount(s[off], weights=w, minlength=n_loc), np.bincount(d[off], weights=w, minlength=n_loc)
 
     def to_dense(self) -> np.ndarray:
         """Dense traffic matrix ``T[src, dst]`` in bytes."""
@@ -205,8 +358,8 @@ def from_matrix(matrix, name: str = "matrix", field: str = "traffic") -> Traffic
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class DenseTraffic:
-    """Rank-one dense traffic of one exchange.
+class DenseTraffic(_Exchange):
+    """Rank-one dense traffic of one exchange (never materialised; :attr:`kernel_input` ``"dense"``).
 
     Task ``s`` sends ``bytes_per_pair * src_weight[s] * dst_weight[d]`` bytes
     to every task ``d != s``.
@@ -231,6 +384,10 @@ class DenseTraffic:
     name: str = "dense"
 
     @property
+    def kernel_input(self) -> str:
+        return "dense"
+
+    @property
     def n_flows(self) -> int:
         """Number of task pairs that exchange bytes (as a flow list would count them)."""
         s, d = self.src_weight > 0, self.dst_weight > 0
@@ -245,6 +402,46 @@ class DenseTraffic:
     def sent_per_task(self) -> np.ndarray:
         """Bytes sent by every task, shape [task]."""
         return self.bytes_per_pair * self.src_weight * (self.dst_weight.sum() - self.dst_weight)
+
+    def senders(self) -> np.ndarray:
+        return (self.src_weight > 0) & (self.dst_weight.sum() - self.dst_weight > 0)
+
+    def scaled(self, factor: float) -> DenseTraffic:
+        """The same pattern with ``bytes_per_pair`` multiplied by ``factor``."""
+        factor = positive_float("traffic.scale", factor, allow_zero=True)
+        return dataclasses.replace(self, bytes_per_pair=self.bytes_per_pair * factor)
+
+    def to_flows(self) -> Traffic:
+        """:meth:`to_traffic`."""
+        return self.to_traffic()
+
+    def sample_flows(self, k: int, rng: np.random.Generator) -> Traffic:
+        srcs = np.nonzero(self.src_weight > 0)[0]
+        dsts = np.nonzero(self.dst_weight > 0)[0]
+        s = rng.choice(srcs, k)
+        d = rng.choice(dsts, k)
+        same = s == d
+        d[same] = dsts[(np.searchsorted(dsts, d[same]) + 1) % dsts.size]
+        b = self.bytes_per_pair * self.src_weight[s] * self.dst_weight[d]
+        return Traffic(self.n_tasks, s.astype(np.int64), d.astype(np.int64), b.astype(np.float64), self.name)
+
+    def pair_bytes(self, task_loc, n_loc: int, check=None):
+        su = np.unique(task_loc[self.src_weight > 0])
+        dv = np.unique(task_loc[self.dst_weight > 0])
+        if check is not None:  # exact: every (s, d) of su x dv with s != d
+            check(self.name, int(su.size), int(dv.size),
+                  int(su.size) * int(dv.size) - int(np.intersect1d(su, dv, assume_unique=True).size))
+        s, d = np.repeat(su, dv.size), np.tile(dv, su.size)
+        U = np.bincount(task_loc, weights=self.src_weight, minlength=n_loc)
+        V = np.bincount(task_loc, weights=self.dst_weight, minlength=n_loc)
+        b = float(self.bytes_per_pair) * U[s] * V[d]
+        keep = (s != d) & (b > 0)
+        return s[keep], d[keep], b[keep]
+
+    def location_bytes(self, task_loc, n_loc: int):
+        U = np.bincount(task_loc, weights=self.src_weight, minlength=n_loc) * float(self.bytes_per_pair)
+        V = np.bincount(task_loc, weights=self.dst_weight, minlength=n_loc)
+        return U * (V.sum() - V), V * (U.sum() - U)
 
     def to_traffic(self) -> Traffic:
         """The explicit flow list (``n_flows`` flows): for small cases only."""
@@ -284,7 +481,7 @@ def dense(n_tasks: int, src_weight, dst_weight, bytes_per_pair: float = 1.0, nam
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PhasedTraffic:
+class PhasedTraffic(AbstractTraffic):
     """A communication step of several exchanges done one after another (DESIGN.md "Jobs and phases").
 
     Each phase is a :class:`Traffic` or a :class:`DenseTraffic` over the same
@@ -313,8 +510,8 @@ class PhasedTraffic:
         return self.phases[0].n_tasks
 
     @property
-    def n_phases(self) -> int:
-        return len(self.phases)
+    def kernel_input(self) -> str:
+        return "phases"
 
     @property
     def n_flows(self) -> int:
@@ -330,14 +527,35 @@ class PhasedTraffic:
         """Bytes sent by every task over every phase, shape [task]."""
         return np.sum([p.sent_per_task() for p in self.phases], axis=0)
 
+    def senders(self) -> np.ndarray:
+        """Tasks that send a positive number of bytes in some phase."""
+        return np.any([p.senders() for p in self.phases], axis=0)
+
     def scaled(self, factor: float) -> PhasedTraffic:
         """Every phase with every flow multiplied by ``factor``."""
         factor = positive_float("traffic.scale", factor, allow_zero=True)
-        out = []
-        for p in self.phases:
-            out.append(p.scaled(factor) if isinstance(p, Traffic)
-                       else dataclasses.replace(p, bytes_per_pair=p.bytes_per_pair * factor))
-        return dataclasses.replace(self, phases=tuple(out))
+        return dataclasses.replace(self, phases=tuple(p.scaled(factor) for p in self.phases))
+
+    def to_flows(self) -> PhasedTraffic:
+        """Every phase as a flow list (same phases, same labels)."""
+        return dataclasses.replace(self, phases=tuple(p.to_flows() for p in self.phases))
+
+    def sample_flows(self, k: int, rng: np.random.Generator) -> Traffic:
+        """``k`` flows drawn from every phase's flows together."""
+        parts = [p.sample_flows(k, rng) for p in self.phases]
+        src, dst, nb = (np.concatenate([getattr(p, f) for p in parts]) for f in ("src", "dst", "nbytes"))
+        idx = rng.choice(src.size, min(k, src.size), replace=False)
+        return Traffic(self.n_tasks, src[idx], dst[idx], nb[idx], self.name)
+
+    def pair_bytes(self, task_loc, n_loc: int, check=None):
+        """Every phase's entries, phase after phase."""
+        parts = [p.pair_bytes(task_loc, n_loc, check) for p in self.phases]
+        return tuple(np.concatenate([q[i] for q in parts]) for i in range(3))
+
+    def location_bytes(self, task_loc, n_loc: int):
+        """Summed over the phases."""
+        parts = [p.location_bytes(task_loc, n_loc) for p in self.phases]
+        return np.sum([q[0] for q in parts], axis=0), np.sum([q[1] for q in parts], axis=0)
 
 
 def phased(phases, names=None, name: str | None = None, field: str = "traffic.phases") -> PhasedTraffic:
@@ -347,18 +565,18 @@ def phased(phases, names=None, name: str | None = None, field: str = "traffic.ph
     phase must be a :class:`Traffic` or :class:`DenseTraffic` over the same
     number of tasks; nested phased traffics are flattened.
     """
-    if isinstance(phases, (Traffic, DenseTraffic, PhasedTraffic)):
+    if isinstance(phases, AbstractTraffic):
         phases = [phases]
     require(isinstance(phases, (list, tuple)) and len(phases) > 0, field, _short(phases),
             "a non-empty list of exchanges (Traffic or DenseTraffic), done one after another")
     flat, labels = [], []
     for i, p in enumerate(phases):
-        if isinstance(p, PhasedTraffic):
+        require(isinstance(p, AbstractTraffic), f"{field}[{i}]", _short(p),
+                "a Traffic or DenseTraffic (one exchange)", f"Got a {type(p).__name__}.")
+        if p.kernel_input == "phases":
             flat.extend(p.phases)
             labels.extend(f"{i}.{n}" for n in p.phase_names)
             continue
-        require(isinstance(p, (Traffic, DenseTraffic)), f"{field}[{i}]", _short(p),
-                "a Traffic or DenseTraffic (one exchange)", f"Got a {type(p).__name__}.")
         flat.append(p)
         labels.append(f"phase{i}")
     n = flat[0].n_tasks

@@ -22,6 +22,8 @@ Allocation policies come from :mod:`evaluator.policies` (``JobRequest`` and
 
 from __future__ import annotations
 
+from ._check import check_keys, int_arg
+from ._policy import check_machine_size
 from ._policy import LOCAL_POLICIES, POLICY_NAMES, Allocation, JobRequest, UnrestrictedPolicy, make_policy
 from .model import (PAPER_MODE_MIX, SPEEDUP_RULES, SpeedupTable, WorkloadModel, accelerated_run_time,
                     prepare_trace, speedup_table)
@@ -38,4 +40,5 @@ __all__ = [
     "SPEEDUP_RULES",
     "simulate", "JOB_VARS", "DEFAULT_BACKFILL_DEPTH",
     "UnrestrictedPolicy", "make_policy", "LOCAL_POLICIES", "POLICY_NAMES", "JobRequest", "Allocation",
+    "check_keys", "int_arg", "check_machine_size",
 ]

@@ -1,0 +1,88 @@
+"""Phased traffic: every phase an exchange of its own, evaluated phase by phase, then combined per point."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..dataset import metric_values
+from ..kernel import BatchKernel
+from ..placement import Placement
+from ..topology import Topology
+from ..traffic import AbstractTraffic
+from .blocks import bucket_size
+from .dispatch import Results, evaluate_exchanges
+
+__all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS"]
+
+PHASE_ARRAYS = ("phase_completion_time", "phase_total_bytes", "phase_bottleneck_class")
+"""The ``[point, phase]`` arrays of a phased result (the bottleneck class -1: no link used, -2: no such phase)."""
+
+
+def phase_names(traffics: Sequence[AbstractTraffic], n_phases: int) -> list[str]:
+    """Labels of the phase axis: the phased traffics' own when they agree, else ``phase0``, ``phase1``, ..."""
+    labels = {t.phase_names for t in traffics if t.kernel_input == "phases" and t.n_phases == n_phases}
+    return list(labels.pop()) if len(labels) == 1 else [f"phase{k}" for k in range(n_phases)]
+
+
+def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[AbstractTraffic],
+                    placements: Sequence[Placement], block_size: int,
+                    meanwhile: Callable[[], None] | None = None) -> Results:
+    """Points of any traffic, phased ones phase by phase in one flow bucket, then combined.
+
+    A point's ``completion_time`` is the sum of its phases' times, ``total_bytes``
+    and link loads the sums, ``mean_hops`` the off-node-byte-weighted mean,
+    ``max_load_<class>`` the largest over the phases, and the bottleneck that
+    of the longest phase (the first one on a tie); the rates come from these
+    by the metric formulas (:func:`evaluator.dataset.metric_values`). A plain
+    exchange is one phase and keeps its numbers exactly. ``meanwhile()``
+    runs while the first phase is on the device.
+    """
+    n = len(traffics)
+    phases = [t.phases for t in traffics]
+    P = max(len(ph) for ph in phases)
+    sparse = [x for ph in phases for x in ph if x.kernel_input == "flows"]
+    F = bucket_size(max(x.n_flows for x in sparse)) if sparse else None
+    per_phase = []
+    for k in range(P):
+        idx = [i for i in range(n) if len(phases[i]) > k]
+        out = evaluate_exchanges(kern, [phases[i][k] for i in idx], [placements[i] for i in idx], block_size,
+                                 flow_bucket=F, meanwhile=meanwhile if k == 0 else None)
+        per_phase.append((np.asarray(idx), out))
+    n_cls = len(topology.class_names)
+    t_ph = np.full((n, P), np.nan)
+    b_ph = np.full((n, P), np.nan)
+    cls_ph = np.full((n, P), -2, np.int64)
+    link_ph = np.full((n, P), -1, np.int64)
+    off = np.zeros((n, P))
+    hops = np.zeros((n, P))
+    maxc = np.full((n, n_cls), -np.inf)
+    loads = None
+    for k, (idx, (out, link_load, _)) in enumerate(per_phase):
+        t_ph[idx, k] = out["completion_time"]
+        b_ph[idx, k] = out["total_bytes"]
+        cls_ph[idx, k] = out["bottleneck_class"]
+        link_ph[idx, k] = out["bottleneck_link"]
+        off[idx, k] = out["off_node_bytes"]
+        hops[idx, k] = out["mean_hops"] * out["off_node_bytes"]
+        maxc[idx] = np.maximum(maxc[idx], out["max_load_class"])
+        if link_load is not None:
+            if loads is None:
+                loads = np.zeros((n, link_load.shape[1]))
+            loads[idx] += link_load
+    worst = np.argmax(np.where(np.isnan(t_ph), -np.inf, t_ph), axis=1)
+    rows = np.arange(n)
+    metrics = metric_values(np, np.nansum(t_ph, axis=1), np.nansum(b_ph, axis=1), off.sum(1), hops.sum(1),
+                            np.array([t.n_senders for t in traffics], dtype=np.float64), cls_ph[rows, worst],
+                            link_ph[rows, worst])
+    metrics["max_load_class"] = maxc
+    # A plain exchange (one phase) keeps its own numbers exactly.
+    plain = np.array([t.kernel_input != "phases" for t in traffics])
+    if plain.any():
+        idx0, (out0, _, _) = per_phase[0]
+        for key in metrics:
+            metrics[key][plain] = out0[key][plain[idx0]]
+    info = {"names": phase_names(traffics, P), "phase_completion_time": t_ph, "phase_total_bytes": b_ph,
+            "phase_bottleneck_class": cls_ph}
+    return Results(metrics, loads, info)

@@ -1,0 +1,68 @@
+"""A whole batch: the arguments checked, a path set bound, the working set refused or allowed, every point
+dispatched (phased traffic phase by phase), the paths per pair counted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..kernel import batch_kernel
+from ..placement import Placement
+from ..routing import Routing
+from ..topology import Topology
+from ..traffic import AbstractTraffic
+from .checks import as_routing, block_size_arg, broadcast, check_pair, check_type
+from .dispatch import Results, evaluate_exchanges
+from .memory import check_working_set, working_set
+from .pathsets import evaluate_bound, router_pairs
+from .phases import evaluate_phased
+
+__all__ = ["run_batch", "evaluate_points"]
+
+
+def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_link_load: bool, block_size: Any,
+              chunk_size: Any = None, single: bool = False,
+              meanwhile: Callable[[], None] | None = None) -> tuple[Routing, Results]:
+    """``(routing, results)`` of :func:`evaluator.evaluate_batch` (``single``: of :func:`evaluator.evaluate`, whose
+    arguments are named in the singular), after every argument is checked (:mod:`.checks`). ``meanwhile()``
+    (optional) runs once, on the host, while the first points are on the device."""
+    names = ("traffic", "placement") if single else ("traffics", "placements")
+    check_type("topology", "topology", topology)
+    traffics, placements = broadcast(traffics, placements, names)
+    routing = as_routing(routing)
+    n = len(traffics)
+    for i, (t, p) in enumerate(zip(traffics, placements)):
+        check_pair(topology, t, p, None if n == 1 else i)
+    block_size, block_name = block_size_arg(block_size, chunk_size)
+    return routing, evaluate_points(topology, routing, traffics, placements, bool(keep_link_load), block_size,
+                                    single, block_name, meanwhile=meanwhile)
+
+
+def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[AbstractTraffic],
+                    placements: Sequence[Placement], keep: bool, block_size: int, single: bool = False,
+                    block_name: str = "block_size", pair_keys: list | None = None,
+                    meanwhile: Callable[[], None] | None = None) -> Results:
+    """The results of checked points, in input order (``pair_keys``: the points' router pair keys, where a
+    bound path set's caller has them; ``meanwhile()``: see :func:`run_batch`)."""
+    if routing.needs_pairs:
+        todo = [meanwhile]  # (the first group's points run it)
+
+        def group(bound, ts, ps, keys):
+            first, todo[0] = todo[0], None
+            return evaluate_points(topology, bound, ts, ps, keep, block_size, single, block_name, pair_keys=keys,
+                                   meanwhile=first)
+
+        return evaluate_bound(topology, routing, traffics, placements, group)
+    kern = batch_kernel(topology, routing, keep)
+    exchanges = [x for t in traffics for x in t.phases]
+    check_working_set(working_set(kern, topology, exchanges, block_size, keep), len(traffics), block_size, keep,
+                      single, block_name)
+    if any(t.kernel_input == "phases" for t in traffics):
+        res = evaluate_phased(kern, topology, traffics, placements, block_size, meanwhile)
+    else:
+        res = evaluate_exchanges(kern, traffics, placements, block_size, meanwhile=meanwhile)
+    # (:data:`evaluator.dataset.PATH_METRICS`; the points' pair keys listed only where the routing counts paths)
+    res.metrics["paths_per_pair"] = routing.paths_per_pair(
+        len(traffics), kern.operator, (lambda: pair_keys) if pair_keys is not None else
+        (lambda: [router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]))
+    return res

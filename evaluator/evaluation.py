@@ -1,0 +1,160 @@
+"""Evaluate design points: :func:`evaluate` (one point, an :class:`xarray.Dataset`) and :func:`evaluate_batch`
+(many traffic/placement variants of one topology and routing, per-point NumPy arrays).
+
+Traffic is sparse (:class:`~evaluator.traffic.Traffic`), dense rank-one
+(:class:`~evaluator.traffic.DenseTraffic`, e.g. all-to-all on 49,152 nodes
+without its 2.4e9 flows) or phased (:class:`~evaluator.traffic.PhasedTraffic`).
+The work is the batch engine's (:mod:`evaluator._batch`): blocks of points
+to the device, one compilation per shape bucket, results back to the host.
+(The package re-exports the functions: ``evaluator.evaluate`` is the function,
+this module ``evaluator.evaluation``.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ._batch import output
+from ._batch.blocks import bucket_size
+from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_type
+from ._batch.dispatch import Results
+from ._batch.run import run_batch
+from ._types import Float, Int
+from .placement import Placement
+from .routing import Routing
+from .topology import Topology
+from .traffic import AbstractTraffic
+
+__all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size"]
+
+
+@dataclasses.dataclass
+class BatchResult:
+    """Per-point results of :func:`evaluate_batch` (NumPy, leading axis ``point``)."""
+
+    topology: Topology
+    routing: Routing
+    metrics: dict[str, Float[np.ndarray, "point *class"] | Int[np.ndarray, "point"]]
+    link_load: Float[np.ndarray, "point link"] | None
+    phases: dict[str, Any] | None = None
+    """Phased traffic: ``names`` and ``[point, phase]`` arrays ``phase_completion_time``, ``phase_total_bytes``,
+    ``phase_bottleneck_class`` (-1: no link used, -2: no such phase); None when no point is phased."""
+
+    def bottleneck_names(self) -> np.ndarray:
+        """The class of every point's busiest link (``"none"``: no link used)."""
+        return output.bottleneck_names(self.topology, self.metrics["bottleneck_class"])
+
+    def phase_bottleneck_names(self) -> np.ndarray:
+        """``[point, phase]`` class of each phase's busiest link ("none"; "" where a point has no such phase)."""
+        return output.phase_bottleneck_names(self.topology, self.phases["phase_bottleneck_class"])
+
+    def to_dataset(self, dim: str = "variant") -> xr.Dataset:
+        """Results as a dataset with dimension ``dim`` (and ``link`` if loads were kept)."""
+        return output.to_dataset(self.topology, self.routing, Results(self.metrics, self.link_load, self.phases),
+                                 dim)
+
+
+def evaluate_batch(
+    topology: Topology,
+    routing: Routing | str,
+    traffics: AbstractTraffic | Sequence[AbstractTraffic],
+    placements: Placement | Sequence[Placement],
+    keep_link_load: bool = False,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    *,
+    chunk_size: int | None = None,
+) -> BatchResult:
+    """Evaluate many traffic/placement variants of one (topology, routing).
+
+    ``traffics`` and ``placements`` are sequences of equal length, or a single
+    item broadcast against the other. A traffic is a sparse
+    :class:`~evaluator.traffic.Traffic`, a dense
+    :class:`~evaluator.traffic.DenseTraffic` (never materialised) or a
+    :class:`~evaluator.traffic.PhasedTraffic` (phases one after another).
+
+    Flow and task arrays are padded to a shape bucket (:func:`bucket_size`)
+    and the points go to the device in blocks of ``block_size`` points (at
+    most the bucket of their count; one transfer and one call per block), so
+    the kernel compiles once per bucket and a second block compiles nothing.
+    ``chunk_size`` is the old name of ``block_size``, still accepted. Inside
+    a call the block is evaluated a step of points at a time (on CPU as many
+    as stay in cache, often one; on an accelerator the whole block). When
+    every point shares one flow list (a placement sweep) the flows are
+    transferred once and each block carries only its placements. All blocks
+    are queued before any result is fetched; link loads are reduced to the
+    metrics on the device and returned only with ``keep_link_load`` (memory:
+    points x links x 8 bytes). ``metrics`` holds per-point NumPy arrays:
+    ``completion_time`` (s), ``throughput`` and
+    ``effective_injection_bandwidth`` (bytes/s), ``bottleneck_class`` and
+    ``bottleneck_link`` (-1: no link used), ``mean_hops``, ``total_bytes``,
+    ``off_node_bytes`` (bytes between tasks on different nodes; the on-node
+    share is ``1 - off_node_bytes / total_bytes``), ``max_load_class[point,
+    class]`` (bytes) and ``paths_per_pair`` (the mean number of router paths
+    a communicating router pair's bytes are spread over: 1 for DOR, NaN for
+    the Dragonfly routings; see :data:`evaluator.dataset.PATH_METRICS`).
+
+    ``routing`` may be a registered routing kind's name (``"minimal"``: that
+    kind with its default parameters). An argument of the wrong type is a
+    :class:`~evaluator.errors.ConfigError` naming it, the type given and the
+    type expected. A call whose arrays would not fit in memory (estimated
+    before anything is allocated: flow and task arrays, one block on the
+    device from its traced program, the results; see
+    :func:`evaluator._batch.memory.working_set`) is refused with a
+    :class:`~evaluator.errors.ResourceError` naming the argument that weighs
+    most (``traffics``, ``block_size`` (or ``chunk_size``, as given) or
+    ``keep_link_load``).
+    """
+    routing, res = run_batch(topology, routing, traffics, placements, keep_link_load, block_size, chunk_size)
+    return BatchResult(topology, routing, *res)
+
+
+def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
+             routing: Routing | str, bounds: bool | str = False, bound_solver: str = "highs") -> xr.Dataset:
+    """Link demand and predicted performance of one design point.
+
+    Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``
+    (bytes/s per direction), coordinates ``link_src``, ``link_dst``,
+    ``link_class``, ``link_node``, and scalar ``completion_time`` (s),
+    ``throughput`` (bytes/s), ``effective_injection_bandwidth`` (bytes/s),
+    ``bottleneck`` (link class), ``max_load_<class>`` (bytes), ``mean_hops``,
+    ``total_bytes``, ``off_node_bytes`` and ``paths_per_pair`` (router paths
+    per communicating router pair). Arguments are checked as in
+    :func:`evaluate_batch` (``routing`` may be a routing kind's name); a point
+    too large for memory is refused naming ``traffic``. ``attrs["notes"]``
+    (where the routing has some): what a reader should know about this
+    routing on these router pairs (:meth:`~evaluator.routing.Routing.notes`).
+
+    ``bounds`` (opt-in; off costs nothing): ``True`` adds
+    ``optimal_completion_time`` (s), a certified lower bound on the time of
+    any routing (:func:`evaluator.lp.bounds.optimal`: the edge LP, or
+    Garg-Konemann when it is too large; the dual side of the interval),
+    ``optimal_completion_time_upper`` (s, the feasible side: flows that
+    reach it) and ``routing_efficiency`` = optimal / achieved completion
+    time (<= 1; 1: no routing is faster); a method name (``"edge"``,
+    ``"garg_konemann"``) picks the method. ``"dragonfly_adaptive"`` is the
+    ideal-adaptive bound of the Dragonfly routings (minimal, valiant,
+    valiant_router), stored as ``adaptive_completion_time``,
+    ``adaptive_completion_time_upper`` and ``adaptive_efficiency``. The
+    attrs ``bound_method``, ``bound_solver``, ``bound_gap`` (``upper / lower
+    - 1``) and ``bound_bounds`` (which routings it bounds) say how it was
+    computed; ``bound_solver`` is ``"highs"`` or ``"pdhg"``.
+    """
+    check_type("topology", "topology", topology)
+    check_type("traffic", "traffic", traffic)
+    check_type("placement", "placement", placement)
+    output.check_bounds(bounds, bound_solver)
+    routing = as_routing(routing)
+    notes: list[tuple[str, ...]] = []  # (host work done while the point is on the device)
+    routing, res = run_batch(topology, routing, [traffic], [placement], True, 1, single=True,
+                             meanwhile=lambda: notes.append(output.point_notes(topology, traffic, placement, routing)))
+    ds = output.to_dataset(topology, routing, res, None)
+    ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
+    output.add_notes(ds, notes[0] if notes else output.point_notes(topology, traffic, placement, routing))
+    if bounds is not False:
+        output.add_bounds(ds, topology, traffic, placement, "auto" if bounds is True else bounds, bound_solver)
+    return ds
