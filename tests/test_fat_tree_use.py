@@ -219,3 +219,16 @@ def test_frontera_machine_matches_its_published_figures():
     assert (t.injection_bandwidth, t.link_bandwidth[0]) == (12.5e9, 25e9)
     assert down_bw / up_bw == pytest.approx(22 / 18, rel=RTOL)
     assert np.unique(p.placement.task_node // 44).tolist() == [0, 1]  # 88 tasks in blocks of one leaf: two leaves
+
+
+def test_block_on_a_dragonfly_fills_whole_groups():
+    """A block of one group's nodes lands in one Dragonfly group (group of node n: n // (p a), the DESIGN.md
+    numbering), blocks in distinct groups."""
+    import evaluator as ev
+
+    t = ev.topology.dragonfly(2, 4, 2)  # 8 nodes per group, 9 groups
+    per_group = 2 * 4
+    pl = ev.placement.block(t, 3 * per_group, size=per_group)
+    groups = np.asarray(pl.task_node).reshape(3, per_group) // per_group
+    assert all(len(set(row)) == 1 for row in groups.tolist())
+    assert len({row[0] for row in groups.tolist()}) == 3

@@ -59,6 +59,11 @@ class DragonflyTopology(Topology):
     def kind(self) -> str:
         return "dragonfly"
 
+    def node_groups(self) -> np.ndarray:
+        """The node's router, then its group (``router // a``), shape [2, node]."""
+        r = np.asarray(self.node_router, dtype=np.int64)
+        return np.stack([r, r // int(self.a)])
+
     def diameter_bound(self) -> int:
         """A minimal path is at most local, global, local: 3 router hops."""
         return 3
