@@ -84,19 +84,23 @@ TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
-def jax_events(*names: str):
+def jax_events(*names: str, this_thread: bool = False):
     """A context manager yielding the list of JAX duration events among ``names`` (e.g. :data:`COMPILE_EVENT`)
-    recorded while it is open."""
+    recorded while it is open; with ``this_thread``, only those of the thread that opened it (a call that runs
+    in the caller's thread, such as ``evaluate_batch``, checked apart from threads other tests left running)."""
     import contextlib
+    import threading
 
     import jax
+
+    owner = threading.get_ident()
 
     @contextlib.contextmanager
     def recording():
         seen: list[str] = []
 
         def listener(name, duration, **kwargs):
-            if name in names:
+            if name in names and (not this_thread or threading.get_ident() == owner):
                 seen.append(name)
 
         jax.monitoring.register_event_duration_secs_listener(listener)

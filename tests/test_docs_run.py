@@ -35,9 +35,12 @@ The grammar, in the order it is applied:
 * **Failing.** A command with a non-zero exit status fails the test, naming the document, the command as
   run and its stderr.
 
-The whole file runs in about 3 minutes on 2 cores shared with other work (180 s at load 4, 2026-11-26: the
-README 135 s, mostly JIT compilation of ~40 distinct kernels; the four tutorials 43 s): the documents' slow
-commands carry a ``<!-- test: ... -->`` comment. Keep new examples small, or shrink them.
+The whole file takes about 150 s of CPU (2026-11-26, with tests/conftest.py's XLA settings; 225 s without them;
+217 s of wall time at load 4.5: the README 154 s, mostly JIT compilation of ~40 distinct kernels, the four
+tutorials 63 s): the documents' slow commands carry a ``<!-- test: ... -->`` comment. Keep new examples small,
+or shrink them. The documents run in one process, in order (``make test`` keeps a module on one worker): a
+tutorial reuses the kernels the README compiled (the RDN tutorial's study is the README's, both with
+``--groups 2``).
 """
 
 from __future__ import annotations

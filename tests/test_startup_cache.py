@@ -28,7 +28,7 @@ from evaluator.kernel import batch_kernel
 from tests.helpers import COMPILE_EVENT, TRACE_EVENT, jax_events
 
 def events():
-    return jax_events(TRACE_EVENT, COMPILE_EVENT)
+    return jax_events(TRACE_EVENT, COMPILE_EVENT, this_thread=True)
 
 
 @pytest.fixture
