@@ -183,6 +183,15 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in PKG.rglob("*.py")}
 
 
+def _from_target(name: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` in module ``name`` reads from (relative levels resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     """Internal modules imported anywhere in ``path`` (module level or inside functions)."""
     is_pkg = path.name == "__init__.py"
@@ -191,12 +200,7 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "evaluator")
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(name, is_pkg, node)
             if target.split(".")[0] != "evaluator":
                 continue
             subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known]
@@ -288,12 +292,7 @@ def _private_imports() -> list[str]:
             if isinstance(node, ast.Import):
                 pairs = [(a.name, None) for a in node.names if a.name.split(".")[0] == "evaluator"]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = name.split(".") if is_pkg else name.split(".")[:-1]
-                    base = base[: len(base) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = _from_target(name, is_pkg, node)
                 if target.split(".")[0] != "evaluator":
                     continue
                 pairs = [(f"{target}.{a.name}", None) if f"{target}.{a.name}" in known else (target, a.name)
