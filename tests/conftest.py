@@ -58,15 +58,16 @@ def pytest_sessionfinish(session, exitstatus):
 # as tests/test_claims_rdn.py's study were computed on both workers). The groups go out heaviest first (longest
 # processing time first: the last groups to finish are short ones), by the seconds below.
 _RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache"}
-_GROUP_SECONDS = {  # a group's seconds on 2 busy cores (2026-11-26); only their order matters
-    "test_docs_run": 160, "ray": 150, "test_routing_fast": 100, "test_layout": 80, "test_reference_walk": 70,
-    "test_sweep_bounds": 45, "test_jobs": 40, "test_lp": 35, "test_structured": 30, "test_sweep_compose": 27,
-    "test_hydra_axes": 27, "test_device_placement": 25, "test_bounds_certified": 20, "test_sweep_docs_h1": 20,
-    "test_claims_rdn": 20, "test_optiq_lp": 20, "test_claims_studies": 20, "test_bad_sizes": 19, "test_paths": 18,
-    "test_config_cli": 18, "test_query_rank": 18, "test_sweep_fast": 16,
-    "named psdns_slab_orientation": 30, "named bgq_m2n_subset": 15, "named bgq_m2n_vary_n": 15,
-    "named bgq_m2n_fixed": 13, "named bgq_m2n_constant_ratio": 12, "named bgq_m2n_distance": 11,
-    "named torus_bounds": 11, "named torus_bgq_pairing": 10,
+_GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their order matters; others: 0.3 s a test
+    "ray": 152, "test_docs_run": 148, "test_routing_fast": 71, "test_layout": 51, "test_hydra_axes": 48,
+    "test_sweep_docs_h1": 43, "test_sweep_bounds": 43, "test_structured": 40, "test_reference_walk": 36,
+    "test_bounds_certified": 35, "test_sweep_compose": 34, "test_jobs": 32, "test_bad_sizes": 31,
+    "test_device_placement": 30, "test_sweep_fast": 28, "test_fat_tree": 26, "test_claims_studies": 26, "test_lp": 25,
+    "test_query_rank": 23, "test_config_cli": 23, "test_claims_rdn": 20, "test_claims_readme": 18, "test_cli_errors": 18,
+    "test_paths": 18, "test_jobs_config": 17, "test_fat_tree_use": 16, "test_bad_input_corpus": 15,
+    "test_batch_engine": 14, "test_paths_per_pair": 14, "named bgq_m2n_constant_ratio": 13, "test_runs": 12,
+    "named network_buyer": 11, "named bgq_m2n_subset": 9, "named bgq_m2n_vary_n": 8, "named bgq_m2n_distance": 7,
+    "named bgq_m2n_fixed": 7, "named torus_bounds": 6, "named torus_bgq_pairing": 5,
 }
 _NAMED = "::test_named_sweep_composes_and_runs_shrunken["
 
