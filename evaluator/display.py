@@ -238,7 +238,7 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
         lines += [f"{v:<22}{x} {unit}" for v, x in zip(loads, texts)]
     if phased:
         for name, x, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
-            lines.append(f"phase {str(name):<16}{t(float(x))}   bottleneck: {b}")
+            lines.append(f"phase {str(name):<15} {t(float(x))}   bottleneck: {b}")
     for note in str(a.get("notes", "")).splitlines():
         lines.append(f"note        {note}")
     for label, (lower, upper, eff) in bounds:

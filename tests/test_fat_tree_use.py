@@ -136,11 +136,12 @@ TRAFFIC_OVERRIDES = {
     "m_to_n": ["traffic.n_sources=16", "traffic.n_destinations=32"],
     "pencil": ["traffic.grid=[16,16,16]", "traffic.p_row=8", "traffic.p_col=8"],
     "neighbouring": [],
+    "collective": ["traffic.algorithm=rabenseifner"],
 }
 
 
 def test_every_traffic_kind_covered():
-    assert set(traffic.KINDS) - set(TRAFFIC_OVERRIDES) <= {"file", "phased"}  # a file path, phases of the others
+    assert set(traffic.KINDS) - set(TRAFFIC_OVERRIDES) <= {"file", "trace", "phased"}  # a file path (2), phases
 
 
 @pytest.mark.parametrize("kind", sorted(TRAFFIC_OVERRIDES))

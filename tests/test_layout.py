@@ -106,6 +106,9 @@ def test_registered_kind_has_schema_builder_yaml_and_composes(family, name, tmp_
         f = tmp_path / "t.csv"
         f.write_text("0,1,100\n1,2,200\n2,0,300\n")
         extra.append(f"traffic.path={f}")
+    if (family, name) == ("traffic", "trace"):
+        from test_trace_otf2 import write_trace
+        extra.append(f"traffic.path={write_trace(tmp_path / 't', 4, [('send', 0, 0, 1, 'world', 100)])}")
     obj = config.to_object(config.compose([f"{family}={name}", *extra]))
     assert type(getattr(obj, family)) is kind.schema
     point = config.build(obj)

@@ -12,10 +12,11 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import (_all_to_all, _bisection_pairing, _file, _m_to_n, _many_to_many, _neighbouring, _pencil, _phased,
-               _random_pairs, _random_permutation, _shift, _stencil, dense)
+from . import (_all_to_all, _bisection_pairing, _collectives, _file, _m_to_n, _many_to_many, _neighbouring, _pencil,
+               _phased, _random_pairs, _random_permutation, _shift, _stencil, _trace, dense)
 from ._all_to_all import all_to_all, all_to_all_dense
 from ._bisection_pairing import bisection_pairing, furthest_partner
+from ._collectives import COLLECTIVES, collective, collective_steps
 from ._file import from_file
 from ._m_to_n import M_TO_N_MODES, m_to_n
 from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
@@ -25,6 +26,7 @@ from ._random_pairs import random_pairs
 from ._random_permutation import random_permutation
 from ._shift import shift, tornado
 from ._stencil import stencil, stencil_message_sizes
+from ._trace import from_trace, read_otf2
 from .base import (KERNEL_INPUTS, AbstractTraffic, DenseTraffic, PhasedTraffic, Traffic, TrafficKind, from_flows,
                    from_matrix, phased)
 
@@ -54,9 +56,14 @@ __all__ = [
     "m_to_n",
     "M_TO_N_MODES",
     "from_file",
+    "from_trace",
+    "read_otf2",
     "pencil",
     "pencil_volumes",
     "neighbouring",
+    "collective",
+    "collective_steps",
+    "COLLECTIVES",
     "dense",
     "KINDS",
 ]
@@ -74,6 +81,8 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _file.FILE,
     _pencil.PENCIL,
     _neighbouring.NEIGHBOURING,
+    _collectives.COLLECTIVE,
+    _trace.TRACE,
     _phased.kind(lambda: KINDS),
 ])
 """Traffic kinds by config name."""

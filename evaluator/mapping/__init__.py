@@ -1,0 +1,224 @@
+"""Mapping search: the task-to-node assignment of one job that minimises its predicted completion time.
+
+:func:`search_mapping` takes a topology, a traffic of any kind (flows,
+dense, phased: collectives, traces), a routing and the nodes available to
+the job (all compute nodes, a partition's, an ALPS free list, a node set),
+and:
+
+1. builds every applicable starting point (:mod:`._starts`: the named
+   placements, Cray ``grid_order`` rank orders, a METIS graph-partitioning
+   mapping, one seeded random mapping) and evaluates them all in one batch
+   (:func:`evaluator.evaluate_batch`);
+2. improves the best of them by batched local search (:mod:`._search`):
+   thousands of candidate moves (task swaps, moves to free slots, swaps of
+   whole nodes' or routers' tasks) scored per device call by incremental
+   evaluation (:mod:`._moves`: the kernel's own link-load function on the
+   moved flows only), under a time budget;
+3. evaluates the result afresh (the reported time is that evaluation's),
+   never worse than the best start (which is a candidate).
+
+:class:`MappingResult` holds the mapping, its time, every start's time and
+the gain over each, the search's progress, and writes the launcher's files
+(``MPICH_RANK_ORDER``, ``node_list``) and a dataset.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .._types import TaskInts
+from ..errors import ConfigError, check_seed, positive_float, positive_int
+from ..evaluation import as_routing, evaluate_batch
+from ..placement import Placement, compute_mask, explicit, write_launch_files
+from ..topology import Topology
+from ._moves import MoveEvaluator, move_evaluator
+from ._partition import check_job, partition_mapping
+from ._search import SearchTrace, local_search
+from ._starts import Start, starting_points
+
+__all__ = ["search_mapping", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
+           "MoveEvaluator", "available_nodes"]
+
+
+def available_nodes(topology: Topology, nodes=None) -> np.ndarray:
+    """The node ids a job may use: ``nodes`` as given (checked later), or every compute node of the topology
+    (a partition topology's nodes; service and down nodes of a catalogue machine excluded)."""
+    if nodes is None:
+        return np.flatnonzero(compute_mask(topology)).astype(np.int64)
+    return nodes
+
+
+@dataclass
+class MappingResult:
+    """What :func:`search_mapping` found.
+
+    ``placement``: the mapping (``task_node``); ``completion_time`` (s): its
+    fresh evaluation; ``starts``: every start's name and time (s), in the
+    order built; ``skipped``: named placements that do not apply, and why;
+    ``best_start``: the name of the best start; ``trace``: the search's
+    progress; ``search_time`` (s): the search's own last score of the
+    result (equal to ``completion_time`` up to rounding).
+    """
+
+    placement: Placement
+    completion_time: float
+    starts: dict[str, float]
+    skipped: dict[str, str]
+    best_start: str
+    trace: SearchTrace
+    search_time: float
+    nodes: np.ndarray
+    tasks_per_node: int
+    info: dict = field(default_factory=dict)
+
+    @property
+    def task_node(self) -> TaskInts:
+        return self.placement.task_node
+
+    def gain(self, start: str) -> float:
+        """``1 - completion_time / starts[start]``: the fraction of the start's time the search saved (>= 0)."""
+        return 1.0 - self.completion_time / self.starts[start]
+
+    def write_launch_files(self, directory: str | Path, force: bool = False) -> tuple[Path, Path]:
+        """``directory/MPICH_RANK_ORDER`` (``MPICH_RANK_REORDER_METHOD=3``) and ``directory/node_list`` of the
+        mapping (the listed nodes in ascending id, filled in that order); refuses to replace them unless
+        ``force``."""
+        d = Path(directory)
+        there = [str(d / n) for n in ("MPICH_RANK_ORDER", "node_list") if (d / n).exists()]
+        if there and not force:
+            raise ConfigError("--write-rank-order", str(directory), "a directory without MPICH_RANK_ORDER or node_list",
+                              f"It holds {' and '.join(there)} already; choose another directory, or force=True "
+                              f"(--force) to replace them.")
+        return write_launch_files(self.placement, d, self.tasks_per_node)
+
+    def to_dataset(self) -> xr.Dataset:
+        """The mapping (``task_node[task]``), its time, each start's time and the gain over it (dimension
+        ``start``), and the search's progress (dimension ``iteration``); SI units."""
+        names = list(self.starts)
+        t = self.trace
+        ds = xr.Dataset(
+            {
+                "task_node": ("task", np.asarray(self.task_node, np.int64)),
+                "completion_time": ((), float(self.completion_time)),
+                "start_completion_time": ("start", np.array([self.starts[n] for n in names])),
+                "gain": ("start", np.array([self.gain(n) for n in names])),
+                "elapsed": ("iteration", np.asarray(t.elapsed, float)),
+                "moves_evaluated": ("iteration", np.asarray(t.evaluated, np.int64)),
+                "moves_accepted": ("iteration", np.asarray(t.accepted, np.int64)),
+                "search_completion_time": ("iteration", np.asarray(t.completion_time, float)),
+                "best_completion_time": ("iteration", np.asarray(t.best_completion_time, float)),
+                "available_node": ("slot_node", np.asarray(self.nodes, np.int64)),
+            },
+            coords={"task": np.arange(self.placement.n_tasks), "start": names,
+                    "iteration": np.arange(len(t.elapsed))},
+        )
+        units = {"completion_time": "s", "start_completion_time": "s", "gain": "1", "elapsed": "s",
+                 "moves_evaluated": "1", "moves_accepted": "1", "search_completion_time": "s",
+                 "best_completion_time": "s", "task_node": "1", "available_node": "1"}
+        for k, u in units.items():
+            ds[k].attrs["units"] = u
+        ds["task_node"].attrs["long_name"] = "node of each task in the mapping found"
+        ds["gain"].attrs["long_name"] = "1 - completion_time / start_completion_time"
+        ds["elapsed"].attrs["long_name"] = "wall-clock seconds since the search began, at the iteration's end"
+        ds.attrs.update({"kind": "mapping", "best_start": self.best_start, "tasks_per_node": self.tasks_per_node,
+                         "search_completion_time": float(self.search_time),
+                         "skipped": "; ".join(f"{k}: {v}" for k, v in self.skipped.items())})
+        ds.attrs.update({k: v for k, v in self.info.items() if isinstance(v, (str, int, float))})
+        return ds
+
+
+def _slots(task_node: np.ndarray, nodes: np.ndarray, tpn: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(slot_node, slot_task)`` of a mapping: ``tpn`` slots per available node; each node's tasks take its first
+    slots, the empty slots hold the tasks ``n_tasks ..``."""
+    slot_node = np.repeat(np.asarray(nodes, np.int64), tpn)
+    n = task_node.size
+    slot_task = np.full(slot_node.size, -1, np.int64)
+    pos = {int(v): i for i, v in enumerate(nodes)}
+    fill = np.zeros(len(nodes), np.int64)
+    for t, v in enumerate(task_node.tolist()):
+        i = pos[v]
+        slot_task[i * tpn + fill[i]] = t
+        fill[i] += 1
+    empty = np.flatnonzero(slot_task < 0)
+    slot_task[empty] = n + np.arange(empty.size)
+    return slot_node, slot_task
+
+
+def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_per_node: int = 1,
+                   time_budget: float = 60.0, seed: int = 0, candidates: int = 4096, starts: list[Start] | None = None,
+                   traffic_cfg=None, topology_cfg=None, max_iterations: int | None = None,
+                   progress: bool = True) -> MappingResult:
+    """Search task-to-node assignments of ``traffic``'s tasks that minimise the predicted completion time.
+
+    Parameters
+    ----------
+    topology, traffic, routing
+        The network, the job's traffic (any kind) and its routing (a :class:`~evaluator.routing.Routing` or a
+        kind's name; a path-set routing must be searched with its base routing: it is bound to one mapping's
+        router pairs).
+    nodes : int array, optional
+        Node ids available to the job, in the launcher's fill order (default: every compute node).
+    tasks_per_node
+        Slots per node.
+    time_budget
+        Seconds of search (wall clock, after the starts are built and evaluated).
+    seed
+        Seed of the partitioning, the random start and the search's draws.
+    candidates
+        Candidate moves scored per device call.
+    starts
+        Starting points to use instead of :func:`starting_points` (each a :class:`Start`).
+    traffic_cfg, topology_cfg
+        The configs, where known (a stencil's ``beta`` gives ``grid_order`` starts).
+    max_iterations
+        Stop after this many batches (for tests; default: the budget only).
+    """
+    routing = as_routing(routing)
+    budget = positive_float("mapping.time_budget", time_budget) if time_budget != 0 else 0.0
+    seed = check_seed("mapping.seed", seed)
+    candidates = positive_int("mapping.candidates", candidates)
+    nodes, tpn = check_job(topology, traffic, available_nodes(topology, nodes), tasks_per_node)
+    t_start = time.perf_counter()
+    if starts is None:
+        starts, skipped = starting_points(topology, traffic, nodes, tpn, seed=seed, traffic_cfg=traffic_cfg,
+                                          topology_cfg=topology_cfg)
+    else:
+        skipped = {}
+        allowed = set(nodes.tolist())
+        for s in starts:
+            tn = np.asarray(s.task_node)
+            counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
+            if tn.shape != (traffic.n_tasks,) or not set(tn.tolist()) <= allowed or counts.max(initial=0) > tpn:
+                raise ConfigError("mapping.starts", s.name, f"a mapping of {traffic.n_tasks} tasks onto the "
+                                  f"available nodes with at most {tpn} tasks per node")
+    if not starts:
+        raise ConfigError("mapping.starts", [], "at least one starting point")
+    evaluator = move_evaluator(topology, routing, traffic, np.repeat(nodes, tpn))
+    placements = [explicit(topology, np.asarray(s.task_node, np.int64), s.name) for s in starts]
+    res = evaluate_batch(topology, routing, [traffic] * len(placements), placements)
+    times = np.asarray(res.metrics["completion_time"], float)
+    start_times = {s.name: float(t) for s, t in zip(starts, times)}
+    i0 = int(np.argmin(times))
+    t_built = time.perf_counter() - t_start
+    slot_node, slot_task = _slots(np.asarray(starts[i0].task_node, np.int64), nodes, tpn)
+    assert np.array_equal(slot_node, evaluator.slot_node)
+    best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
+                               max_iterations=max_iterations, progress=progress)
+    task_node = evaluator.task_node(best)
+    search_time = float(trace.best_completion_time[-1])
+    final = evaluate_batch(topology, routing, traffic, explicit(topology, task_node, "mapping search"))
+    t_final = float(final.metrics["completion_time"][0])
+    name = f"search from {starts[i0].name}"
+    if t_final > times[i0]:  # cannot happen (the start is a candidate; the search keeps its best): kept safe
+        task_node, t_final, name = np.asarray(starts[i0].task_node, np.int64), float(times[i0]), starts[i0].name
+    info = {"starts_seconds": t_built, "search_seconds": float(trace.elapsed[-1]) if trace.elapsed else 0.0,
+            "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,
+            "traffic": getattr(traffic, "name", "traffic"), "seed": seed, "candidates": candidates,
+            "time_budget": budget}
+    return MappingResult(explicit(topology, task_node, name), t_final, start_times, dict(skipped),
+                         starts[i0].name, trace, search_time, nodes, tpn, info)

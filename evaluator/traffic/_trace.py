@@ -1,0 +1,861 @@
+"""Traffic from an OTF2 trace of an MPI program (kind ``trace``; see docs/traces.md).
+
+The trace is read with the ``otf2`` package. What is used:
+
+* **Ranks.** A task is an MPI rank. The rank of a location is its index in
+  the trace's MPI ``COMM_LOCATIONS`` group (the locations of
+  ``MPI_COMM_WORLD`` in rank order, as Score-P writes it); every location of
+  the same location group (process) has that rank, so events of other
+  threads of a rank count for it. The trace's rank count is that group's
+  size.
+* **Point-to-point sends**: ``MpiSend`` and ``MpiIsend`` records. Sender =
+  the rank of the recording location; receiver = the member ``receiver`` of
+  the record's communicator (``Comm -> Group -> members``), as a rank;
+  bytes = ``msgLength``. Receives (``MpiRecv``, ``MpiIrecv``) describe the
+  same messages and are not read.
+* **Collectives**: ``MpiCollectiveEnd`` records. Every member of the
+  communicator records one; the ``k``-th record of a rank on a communicator
+  is that communicator's ``k``-th collective (MPI orders a process's
+  collectives on one communicator). Its time is the latest of its records'
+  (its completion). Supported operations are expanded into the steps of an
+  algorithm of :mod:`evaluator.traffic._collectives` over the communicator's
+  members (:data:`OP_MAP`, byte convention in :func:`collective_bytes`);
+  the others are counted in :attr:`TraceRecords.ignored` (and a warning
+  names them when they carry bytes).
+
+Phases (``mode: phased``):
+
+* ``phase_rule: collectives``: the point-to-point sends a rank makes after
+  its ``k``-th collective (in completion order over the whole trace) and
+  before its next one form phase ``p2p{k+1}`` (sends before any collective:
+  ``p2p0``); collective ``k`` becomes the phases of its algorithm,
+  ``<op>{k}.step{s}``, one per step, between ``p2p{k}`` and ``p2p{k+1}``.
+  Every collective is a boundary, also those with no traffic (a barrier).
+* ``phase_rule: window``: phase ``window{k}`` holds the sends recorded in
+  ``[k w, (k+1) w)`` seconds after the trace's start and every step of the
+  collectives that complete in it.
+
+Phases with no bytes are dropped. ``mode: aggregate`` sums every send and
+every collective step into one exchange. Bytes are summed per (sender,
+receiver) pair within an exchange.
+
+Every problem with the trace is one :class:`~evaluator.errors.ConfigError`
+naming ``traffic.path``, the file and what is wrong (missing, truncated or
+corrupt files, the OTF2 library's own message), never a raw OTF2 error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import warnings
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..errors import ConfigError, nearest, positive_float, positive_int, require
+from ._collectives import COLLECTIVES, collective_steps
+from .base import AbstractTraffic, Traffic, TrafficKind, phased
+
+__all__ = ["from_trace", "read_otf2", "TraceRecords", "CollectiveRecord", "TraceConfig", "TRACE", "OP_MAP",
+           "MODES", "PHASE_RULES", "collective_bytes"]
+
+FIELD = "traffic.path"
+MODES = ("aggregate", "phased")
+"""``aggregate``: one exchange; ``phased``: a :class:`~evaluator.traffic.PhasedTraffic`."""
+PHASE_RULES = ("collectives", "window")
+"""How a phased trace is cut (module docstring)."""
+
+OP_MAP: dict[str, tuple[str, str]] = {
+    "ALLREDUCE": ("allreduce", "sent / N"),
+    "ALLTOALL": ("alltoall", "sent / N"),
+    "ALLTOALLV": ("alltoall", "mean sent / N"),
+    "ALLTOALLW": ("alltoall", "mean sent / N"),
+    "ALLGATHER": ("allgather", "sent / N"),
+    "ALLGATHERV": ("allgather", "mean sent / N"),
+    "BCAST": ("broadcast", "received"),
+    "REDUCE": ("reduce", "sent"),
+}
+"""OTF2 collective operation -> (operation of the collectives module, ``nbytes`` rule of
+:func:`collective_bytes`). ``reduce`` is a broadcast run backwards (every step reversed, steps in reverse
+order). Operations not listed (BARRIER, GATHER(V), SCATTER(V), SCAN, EXSCAN, REDUCE_SCATTER(_BLOCK), the
+one-sided ones) are ignored and counted."""
+
+_NO_BYTES = ("BARRIER",)
+"""Collectives that move no bytes by definition (never warned about)."""
+_KINDLESS = "an OTF2 trace anchor file (.otf2), or a directory holding one"
+_UNDEFINED_U32 = 2 ** 32 - 1
+
+
+def _error(p: str, allowed: str, hint: str | None = None) -> ConfigError:
+    return ConfigError(FIELD, p, allowed, hint)
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return (text[:limit] + "...") if len(text) > limit else text
+
+
+# ----------------------------------------------------------------------------------------------
+# records
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CollectiveRecord:
+    """One collective operation of the trace (every member's ``MpiCollectiveEnd`` record together).
+
+    Attributes
+    ----------
+    op
+        OTF2 operation name (``"ALLREDUCE"``, ``"BCAST"``, ...).
+    comm
+        Name of the communicator.
+    members
+        Ranks of the communicator's members, in communicator order (member ``j`` is communicator rank ``j``).
+    root
+        Communicator rank of the root (0 for operations without one).
+    sent, received : float ndarray, shape [record]
+        ``sizeSent``, ``sizeReceived`` of every record (bytes, as the tracer counted them).
+    ranks : int ndarray, shape [record]
+        Rank that wrote each record.
+    time
+        Completion (the latest record's time), seconds after the trace's start.
+    """
+
+    op: str
+    comm: str
+    members: tuple[int, ...]
+    root: int
+    sent: np.ndarray
+    received: np.ndarray
+    ranks: np.ndarray
+    time: float
+
+
+@dataclass(frozen=True, eq=False)
+class TraceRecords:
+    """What :func:`read_otf2` read from a trace, before any collective is expanded.
+
+    Attributes
+    ----------
+    path
+        The anchor file.
+    n_ranks
+        Ranks of the trace (size of its MPI ``COMM_LOCATIONS`` group).
+    duration
+        Seconds from the trace's start to its last event.
+    src, dst : int ndarray, shape [send]
+        Sender and receiver rank of every point-to-point send.
+    nbytes : float ndarray, shape [send]
+        ``msgLength`` of every send.
+    time : float ndarray, shape [send]
+        Seconds after the trace's start.
+    after : int ndarray, shape [send]
+        Index in :attr:`collectives` of the last collective its sender completed before it (-1: none).
+    n_send, n_isend
+        ``MpiSend`` and ``MpiIsend`` records read.
+    collectives
+        The collective operations, in completion order.
+    ignored
+        Records not turned into traffic, by what they are (collective operation name, or a description).
+    """
+
+    path: str
+    n_ranks: int
+    duration: float
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    time: np.ndarray
+    after: np.ndarray
+    n_send: int
+    n_isend: int
+    collectives: tuple[CollectiveRecord, ...]
+    ignored: dict[str, int]
+
+
+# ----------------------------------------------------------------------------------------------
+# reading
+# ----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _c_messages():
+    """Collect what the OTF2 C library writes to stderr (``[OTF2] ...`` lines) into the yielded list instead
+    of the terminal; anything else written to stderr meanwhile is written there afterwards."""
+    lines: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no fd 2 to redirect: let the messages through
+        yield lines
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace").splitlines()
+            other = [ln for ln in text if not ln.startswith("[OTF2]")]
+            if other:
+                sys.stderr.write("\n".join(other) + "\n")
+            lines.extend(ln for ln in text if ln.startswith("[OTF2]"))
+
+
+def _c_detail(lines: list[str]) -> str:
+    """The OTF2 library's message that says most: one naming a file or a malformed file, else the first (the
+    root cause; later ones repeat it up the call chain)."""
+    msgs = [ln.partition("error: ")[2] for ln in lines if "error: " in ln]
+    telling = [m for m in msgs if any(k in m for k in ("POSIX", "Malformed", "end of file", "does not exist"))]
+    return _one_line((telling or msgs or [""])[0], 200)
+
+
+def _library_error(p: str, stage: str, exc: BaseException, lines: list[str]) -> ConfigError:
+    detail = _c_detail(lines)
+    what = detail or _one_line(getattr(exc, "description", None) or str(exc) or type(exc).__name__, 200)
+    return _error(p, "a complete, readable OTF2 trace (the anchor .otf2 file, its .def file and its directory "
+                     "of per-location .def/.evt files)",
+                  f"Reading {stage} failed: {what.rstrip('.!')}. The trace may be truncated or corrupt (an "
+                  f"interrupted copy or run?).")
+
+
+def _anchor(path) -> str:
+    """The anchor file of ``path`` (an .otf2 file, or a directory holding exactly one), checked to exist with
+    its global definitions file and its directory of local files."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(FIELD, path, _KINDLESS)
+    p = os.fspath(path)
+    if isinstance(p, bytes):
+        p = os.fsdecode(p)
+    if not os.path.lexists(p):
+        hint = None if os.path.isabs(p) else f"No such file; relative paths start at {os.getcwd()}."
+        raise _error(p, f"an existing {_KINDLESS}", hint or "No such file.")
+    if os.path.isdir(p):
+        try:
+            found = sorted(f for f in os.listdir(p) if f.endswith(".otf2") and os.path.isfile(os.path.join(p, f)))
+        except OSError as exc:
+            raise _error(p, f"a readable {_KINDLESS}", f"Listing it failed: {exc.strerror or exc}.") from None
+        require(len(found) == 1, FIELD, p, "a directory holding exactly one OTF2 anchor file (.otf2)",
+                f"It holds {found}; give the anchor file's path." if found else "It holds no .otf2 file.")
+        p = os.path.join(p, found[0])
+    require(p.endswith(".otf2"), FIELD, p, "an OTF2 trace anchor file, whose name ends in .otf2",
+            "Give the anchor file (e.g. traces.otf2 of a Score-P experiment directory), not one of the .def/.evt "
+            "files next to it.")
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1)
+    except PermissionError:
+        raise _error(p, "a readable OTF2 anchor file", "Permission denied: the file cannot be read by this user "
+                                                     "(check its permissions, e.g. chmod u+r).") from None
+    except OSError as exc:
+        raise _error(p, "a readable OTF2 anchor file", f"Reading it failed: {exc.strerror or exc}.") from None
+    if not head:
+        raise _error(p, "a non-empty OTF2 anchor file", "The file is empty (0 bytes): an interrupted copy or run?")
+    stem = p[: -len(".otf2")]
+    if not os.path.isfile(stem + ".def"):
+        raise _error(p, "an OTF2 trace with its global definitions file next to the anchor",
+                     f"The global definitions file {stem + '.def'} is missing; copy the whole trace directory.")
+    return p
+
+
+def _check_local_files(p: str, locations) -> None:
+    """Each location's event file ``<anchor stem>/<location id>.evt`` (POSIX layout: checked when the directory
+    holds .evt files; another substrate is left to the library)."""
+    d = p[: -len(".otf2")]
+    try:
+        names = set(os.listdir(d))
+    except OSError:
+        names = set()
+    if not any(n.endswith(".evt") for n in names):
+        if not os.path.isdir(d):
+            raise _error(p, "an OTF2 trace with its directory of per-location event files",
+                         f"The directory {d} is missing; copy the whole trace directory.")
+        return
+    for loc in locations:
+        name = f"{loc._ref}.evt"
+        if name not in names:
+            raise _error(p, "an OTF2 trace with an event file for every location",
+                         f"The event file {os.path.join(d, name)} of location {loc.name!r} is missing; copy the "
+                         f"whole trace directory.")
+
+
+def _op_names() -> dict[int, str]:
+    import _otf2
+
+    return {int(v.value) if hasattr(v, "value") else int(v): n[len("COLLECTIVE_OP_"):]
+            for n, v in vars(_otf2).items() if n.startswith("COLLECTIVE_OP_")}
+
+
+def _rank_map(p: str, defs) -> tuple[dict[int, int], int]:
+    """``{location group ref: rank}`` and the rank count, from the MPI ``COMM_LOCATIONS`` group."""
+    from otf2.enums import GroupType, Paradigm
+
+    world = [g for g in defs.groups if g.group_type == GroupType.COMM_LOCATIONS and g.paradigm == Paradigm.MPI]
+    if not world:
+        raise _error(p, "an OTF2 trace of an MPI program (with an MPI COMM_LOCATIONS group listing the ranks' "
+                        "locations, as Score-P writes)",
+                     "The trace defines no MPI locations group: was MPI recorded?")
+    members = world[-1].members
+    ranks: dict[int, int] = {}
+    for r, loc in enumerate(members):
+        ranks.setdefault(loc.group._ref, r)
+    return ranks, len(members)
+
+
+def _comm_members(p: str, defs, rank_of_group: dict[int, int]) -> dict[int, object]:
+    """``{comm ref: int array of member ranks}``; ``"self"`` for a COMM_SELF communicator, None for one that
+    is not an intra-communicator of ranks (an inter-communicator)."""
+    from otf2.enums import GroupType
+
+    out: dict[int, object] = {}
+    for c in defs.comms:
+        g = getattr(c, "group", None)
+        if g is None:
+            out[c._ref] = None
+            continue
+        if g.group_type == GroupType.COMM_SELF:
+            out[c._ref] = "self"
+            continue
+        try:
+            out[c._ref] = np.array([rank_of_group[m.group._ref] for m in g.members], dtype=np.int64)
+        except (KeyError, AttributeError):
+            raise _error(p, "an OTF2 trace whose communicators' members are MPI ranks",
+                         f"Communicator {c.name!r} has a member that is no rank's location.") from None
+    return out
+
+
+@dataclass
+class _Raw:
+    """The columns the event callbacks fill, and what the definitions give to interpret them."""
+
+    n_ranks: int = 0
+    resolution: float = 1.0
+    offset: int = 0
+    length: int = 0
+    loc_rank: dict = field(default_factory=dict)
+    members: dict = field(default_factory=dict)
+    comm_names: dict = field(default_factory=dict)
+    s_loc: array = field(default_factory=lambda: array("q"))
+    s_time: array = field(default_factory=lambda: array("Q"))
+    s_recv: array = field(default_factory=lambda: array("q"))
+    s_comm: array = field(default_factory=lambda: array("q"))
+    s_len: array = field(default_factory=lambda: array("d"))
+    s_after: array = field(default_factory=lambda: array("q"))
+    c_inst: array = field(default_factory=lambda: array("q"))
+    c_rank: array = field(default_factory=lambda: array("q"))
+    c_time: array = field(default_factory=lambda: array("Q"))
+    c_op: array = field(default_factory=lambda: array("q"))
+    c_root: array = field(default_factory=lambda: array("q"))
+    c_sent: array = field(default_factory=lambda: array("d"))
+    c_recv: array = field(default_factory=lambda: array("d"))
+    inst_comm: list = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+
+
+def _read_raw(p: str, stage: list) -> _Raw:
+    """Read the definitions and the MPI records of the trace ``p`` (``stage[0]``: what is being read, for an
+    error raised by the library)."""
+    import _otf2
+    import otf2
+
+    raw = _Raw()
+    with contextlib.ExitStack() as stack:
+        stem = p[: -len(".otf2")]
+        stage[0] = f"the anchor file and the global definitions ({os.path.basename(stem)}.def)"
+        reader = stack.enter_context(otf2.reader.open(p))
+        defs = reader.definitions
+        clock = defs.clock_properties
+        raw.resolution = float(clock.timer_resolution) or 1.0
+        raw.offset = int(clock.global_offset)
+        raw.length = int(clock.trace_length)
+        locations = list(defs.locations)
+        rank_of_group, raw.n_ranks = _rank_map(p, defs)
+        raw.members = _comm_members(p, defs, rank_of_group)
+        raw.loc_rank = loc_rank = {loc._ref: rank_of_group.get(loc.group._ref, -1) for loc in locations}
+        raw.comm_names = {c._ref: c.name for c in defs.comms}
+        _check_local_files(p, locations)
+
+        # The callbacks only append (an exception in one would be printed by the library, not raised).
+        inst_key: dict[tuple[int, int], int] = {}
+        seq: Counter = Counter()
+        last: dict[int, int] = {}
+
+        def send(loc, time, receiver, comm, length, kind):
+            raw.counts[kind] += 1
+            raw.s_loc.append(loc)
+            raw.s_time.append(time)
+            raw.s_recv.append(receiver)
+            raw.s_comm.append(comm)
+            raw.s_len.append(length)
+            raw.s_after.append(last.get(loc_rank.get(loc, -1), -1))
+
+        def on_send(loc, time, _ud, _attrs, receiver, comm, _tag, length):
+            send(loc, time, receiver, comm, length, "send")
+
+        def on_isend(loc, time, _ud, _attrs, receiver, comm, _tag, length, _request):
+            send(loc, time, receiver, comm, length, "isend")
+
+        def on_coll(loc, time, _ud, _attrs, op, comm, root, sent, received):
+            r = loc_rank.get(loc, -1)
+            key = (comm, seq[(comm, r)])
+            seq[(comm, r)] += 1
+            idx = inst_key.setdefault(key, len(inst_key))
+            if idx == len(raw.inst_comm):
+                raw.inst_comm.append(comm)
+            raw.c_inst.append(idx)
+            raw.c_rank.append(r)
+            raw.c_time.append(time)
+            raw.c_op.append(int(getattr(op, "value", op)))
+            raw.c_root.append(root)
+            raw.c_sent.append(sent)
+            raw.c_recv.append(received)
+            last[r] = idx
+
+        stage[0] = f"the local definitions (the .def files in {stem})"
+        handle = reader.handle
+        for loc in locations:
+            _otf2.Reader_SelectLocation(handle, loc._ref)
+        def_files = True
+        try:
+            _otf2.Reader_OpenDefFiles(handle)
+        except _otf2.Error:  # no local definition files: allowed
+            def_files = False
+        _otf2.Reader_OpenEvtFiles(handle)
+        stack.callback(_otf2.Reader_CloseEvtFiles, handle)
+        for loc in locations:
+            if def_files:
+                dr = _otf2.Reader_GetDefReader(handle, loc._ref)
+                if dr:
+                    _otf2.Reader_ReadAllLocalDefinitions(handle, dr)
+                    _otf2.Reader_CloseDefReader(handle, dr)
+            _otf2.Reader_GetEvtReader(handle, loc._ref)
+        if def_files:
+            _otf2.Reader_CloseDefFiles(handle)
+        stage[0] = f"the events (the .evt files in {stem})"
+        gr = _otf2.Reader_GetGlobalEvtReader(handle)
+        if not gr:
+            raise _otf2.Error(_otf2.ERROR_INVALID)
+        stack.callback(_otf2.Reader_CloseGlobalEvtReader, handle, gr)
+        cbs = _otf2.GlobalEvtReaderCallbacks_New()
+        try:
+            _otf2.GlobalEvtReaderCallbacks_SetMpiSendCallback(cbs, on_send)
+            _otf2.GlobalEvtReaderCallbacks_SetMpiIsendCallback(cbs, on_isend)
+            _otf2.GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cbs, on_coll)
+            _otf2.GlobalEvtReader_SetCallbacks(gr, cbs, None)
+        finally:
+            _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
+        batch = 1 << 20
+        while _otf2.GlobalEvtReader_ReadEvents(gr, batch) == batch:
+            pass
+    return raw
+
+
+def _arr(a: array, dtype) -> np.ndarray:
+    return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype)
+
+
+def read_otf2(path) -> TraceRecords:
+    """The point-to-point sends and collective operations of an OTF2 trace (module docstring).
+
+    ``path``: the anchor file (``traces.otf2``) or a directory holding exactly one. Raises
+    :class:`~evaluator.errors.ConfigError` naming ``traffic.path`` for any problem with the trace.
+    """
+    import _otf2
+    import otf2
+
+    p = _anchor(path)
+    lib_errors = (_otf2.Error, otf2.error.Error, TypeError, KeyError, ValueError, AttributeError, IndexError)
+    stage = ["the trace"]
+    failure = None
+    with _c_messages() as lines:
+        try:
+            raw = _read_raw(p, stage)
+        except ConfigError:
+            raise
+        except lib_errors as exc:
+            failure = exc
+    if failure is not None:
+        raise _library_error(p, stage[0], failure, lines)
+    loc_rank, members, comm_names, offset, resolution = (raw.loc_rank, raw.members, raw.comm_names, raw.offset,
+                                                         raw.resolution)
+    duration = max(0.0, raw.length / resolution)
+    ignored: Counter = Counter()
+
+    # point-to-point sends -> ranks
+    loc_a = _arr(raw.s_loc, np.int64)
+    refs = np.array(sorted(loc_rank), dtype=np.int64)
+    rank_of_ref = np.array([loc_rank[r] for r in refs.tolist()] + [-1], dtype=np.int64)
+    at = np.searchsorted(refs, loc_a)
+    src = rank_of_ref[np.where(refs[np.minimum(at, refs.size - 1)] == loc_a, at, refs.size)] if refs.size \
+        else np.full(loc_a.size, -1, np.int64)
+    recv = _arr(raw.s_recv, np.int64)
+    comm_a = _arr(raw.s_comm, np.int64)
+    dst = np.full(src.size, -1, dtype=np.int64)
+    keep = src >= 0
+    if (~keep).any():
+        ignored["MpiSend/MpiIsend on a location of no MPI rank"] += int((~keep).sum())
+    for c in np.unique(comm_a).tolist():
+        sel = (comm_a == c) & keep
+        if c not in members:
+            raise _error(p, "an OTF2 trace whose send records name defined communicators",
+                         f"A send record names communicator id {c}, which the definitions do not define.")
+        m = members[c]
+        if m is None:
+            ignored["MpiSend/MpiIsend on an inter-communicator"] += int(sel.sum())
+            keep &= comm_a != c
+            continue
+        size = 1 if isinstance(m, str) else m.size
+        bad = sel & ((recv < 0) | (recv >= size))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _error(p, "an OTF2 trace whose send records name members of their communicator",
+                         f"A send of rank {int(src[i])} names receiver {int(recv[i])} of communicator "
+                         f"{comm_names.get(c, c)!r}, which has {size} member(s).")
+        dst[sel] = src[sel] if isinstance(m, str) else m[recv[sel]]  # COMM_SELF: the sender itself
+    nbytes = _arr(raw.s_len, np.float64)
+    times = (_arr(raw.s_time, np.uint64).astype(np.float64) - offset) / resolution
+    after = _arr(raw.s_after, np.int64)
+
+    # collectives -> operations in completion order
+    names = _op_names()
+    colls: list[CollectiveRecord] = []
+    n_inst = len(raw.inst_comm)
+    inst = _arr(raw.c_inst, np.int64)
+    ranks_a = _arr(raw.c_rank, np.int64)
+    t_a = (_arr(raw.c_time, np.uint64).astype(np.float64) - offset) / resolution
+    op_a = _arr(raw.c_op, np.int64)
+    root_a = _arr(raw.c_root, np.int64)
+    sent_a = _arr(raw.c_sent, np.float64)
+    recv_a = _arr(raw.c_recv, np.float64)
+    srt = np.argsort(inst, kind="stable")
+    bounds = np.searchsorted(inst[srt], np.arange(n_inst + 1))
+    done = np.array([t_a[srt[bounds[i]:bounds[i + 1]]].max() for i in range(n_inst)])
+    order = np.lexsort((np.arange(n_inst), done)) if n_inst else np.zeros(0, np.int64)
+    for i in order.tolist():
+        rows = srt[bounds[i]:bounds[i + 1]]
+        comm = raw.inst_comm[i]
+        cname = comm_names.get(comm, str(comm))
+        ops = sorted(set(op_a[rows].tolist()))
+        if len(ops) != 1:
+            raise _error(p, "an OTF2 trace whose ranks record the same collective operations on a communicator "
+                            "in the same order",
+                         f"The ranks of communicator {cname!r} disagree on one of its collective operations: "
+                         f"{[names.get(o, str(o)) for o in ops]}.")
+        op = names.get(ops[0], f"UNKNOWN({ops[0]})")
+        m = members.get(comm)
+        if isinstance(m, str):  # COMM_SELF: one rank, no traffic
+            m = ranks_a[rows][:1]
+        elif m is None:  # an inter-communicator: recorded, not modelled
+            m = np.zeros(0, np.int64)
+            ignored[f"{op} on an inter-communicator"] += 1
+        elif op not in OP_MAP:
+            ignored[op] += 1
+        roots = sorted(set(root_a[rows].tolist()))
+        root = 0
+        if op in ("BCAST", "REDUCE") and m.size:
+            if len(roots) != 1 or not 0 <= roots[0] < m.size:
+                raise _error(p, "an OTF2 trace whose rooted collectives name one member of their communicator "
+                                "as root", f"A {op} on communicator {cname!r} ({m.size} members) has root(s) "
+                                           f"{roots}.")
+            root = roots[0]
+        colls.append(CollectiveRecord(op, cname, tuple(m.tolist()), int(root), sent_a[rows].copy(),
+                                      recv_a[rows].copy(), ranks_a[rows].copy(), float(done[i])))
+    if n_inst and after.size:
+        position = np.empty(n_inst, np.int64)
+        position[order] = np.arange(n_inst)
+        after = np.where(after >= 0, position[np.maximum(after, 0)], -1)
+
+    return TraceRecords(p, raw.n_ranks, duration, src[keep], dst[keep], nbytes[keep], times[keep], after[keep],
+                        raw.counts["send"], raw.counts["isend"], tuple(colls), dict(ignored))
+
+
+# ----------------------------------------------------------------------------------------------
+# collectives
+# ----------------------------------------------------------------------------------------------
+
+
+def collective_bytes(coll: CollectiveRecord) -> float:
+    """``nbytes`` of :func:`~evaluator.traffic._collectives.collective_steps` for an OTF2 collective.
+
+    The OTF2 sizes follow Score-P's byte accounting (``N`` the communicator's size, not in place):
+    ALLREDUCE, ALLTOALL and ALLGATHER record ``sizeSent = N x`` (the vector, the bytes to each rank, the
+    contribution): ``x = sizeSent / N`` (the largest over the records); their v/w variants are taken as the
+    uniform operation with the mean ``sizeSent / N`` over the records (the same total); BCAST records the
+    message as every rank's ``sizeReceived`` (the largest); REDUCE the vector as every rank's ``sizeSent``
+    (the largest). An in-place operation records ``N - 1`` blocks where ``N`` are assumed.
+    """
+    rule = OP_MAP[coll.op][1]
+    n = max(len(coll.members), 1)
+    if coll.sent.size == 0:
+        return 0.0
+    if rule == "sent / N":
+        return float(coll.sent.max()) / n
+    if rule == "mean sent / N":
+        return float(coll.sent.mean()) / n
+    if rule == "received":
+        return float(coll.received.max())
+    return float(coll.sent.max())  # "sent"
+
+
+def _algorithm_choices() -> dict[str, tuple[str, ...]]:
+    """Algorithms per operation of :data:`OP_MAP` (``reduce``: those of ``broadcast``, run backwards)."""
+    table = dict(COLLECTIVES)
+    if "broadcast" in table:
+        table.setdefault("reduce", table["broadcast"])
+    return table
+
+
+def _algorithms(chosen) -> dict[str, str]:
+    """``{operation: algorithm}``: the defaults (first of each) replaced by ``chosen``, validated."""
+    table = _algorithm_choices()
+    out = {op: algs[0] for op, algs in table.items()}
+    if chosen is None:
+        return out
+    require(isinstance(chosen, dict) or hasattr(chosen, "items"), "traffic.algorithms", chosen,
+            f"a mapping of collective operation to algorithm, e.g. {{allreduce: {table['allreduce'][-1]}}}"
+            if "allreduce" in table else "a mapping of collective operation to algorithm")
+    for op, alg in chosen.items():
+        if alg is None and op in table:  # null: the default
+            continue
+        if op not in table:
+            raise ConfigError(f"traffic.algorithms.{op}", alg, f"a key among {sorted(table)}", nearest(op, table))
+        if alg not in table[op]:
+            raise ConfigError(f"traffic.algorithms.{op}", alg, f"one of {list(table[op])}", nearest(alg, table[op]))
+        out[op] = str(alg)
+    return out
+
+
+def _expand(coll: CollectiveRecord, algorithms: dict[str, str], cache: dict | None = None):
+    """The steps ``[(src ranks, dst ranks, bytes)]`` of a collective (trace ranks), or None if ignored.
+
+    ``cache``: schedules already built, by (operation, algorithm, ranks, bytes, root) (a trace repeats them)."""
+    if coll.op not in OP_MAP:
+        return None
+    op = OP_MAP[coll.op][0]
+    n = len(coll.members)
+    if n < 2:
+        return []
+    nbytes = collective_bytes(coll)
+    base = "broadcast" if op == "reduce" else op
+    key = (base, algorithms[op], n, nbytes, coll.root)
+    if cache is None or key not in cache:
+        steps = collective_steps(base, algorithms[op], n, nbytes, root=coll.root)
+        if cache is None:
+            cache = {}
+        cache[key] = steps
+    steps = cache[key]
+    members = np.asarray(coll.members, dtype=np.int64)
+    out = []
+    for s, d, b in steps:
+        s = np.asarray(s, dtype=np.int64).reshape(-1)
+        d = np.asarray(d, dtype=np.int64).reshape(-1)
+        b = np.broadcast_to(np.asarray(b, dtype=np.float64).reshape(-1), s.shape)
+        if op == "reduce":
+            s, d = d, s
+        out.append((members[s], members[d], b))
+    if op == "reduce":
+        out.reverse()
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# traffic
+# ----------------------------------------------------------------------------------------------
+
+
+def _exchange(n_tasks: int, parts, name: str) -> Traffic:
+    """One exchange: the flows of ``parts`` (``(src, dst, bytes)`` arrays) summed per (src, dst) pair."""
+    parts = list(parts)
+    if parts:
+        src = np.concatenate([q[0] for q in parts])
+        dst = np.concatenate([q[1] for q in parts])
+        b = np.concatenate([np.asarray(q[2], np.float64) for q in parts])
+    else:
+        src = dst = np.zeros(0, np.int64)
+        b = np.zeros(0)
+    live = b > 0
+    src, dst, b = src[live], dst[live], b[live]
+    key = src * n_tasks + dst
+    uniq, inv = np.unique(key, return_inverse=True)
+    total = np.bincount(inv.reshape(-1), weights=b, minlength=uniq.size)
+    return Traffic(n_tasks, uniq // n_tasks, uniq % n_tasks, total.astype(np.float64), name)
+
+
+def _window_index(t: np.ndarray, window: float) -> np.ndarray:
+    """``floor(t / window)`` (t >= 0), with a relative 1e-12 so that a time on a boundary ``k window`` (as the
+    tracer's ticks give it) falls in window ``k`` whatever the rounding of ``t / window``."""
+    return np.floor(np.maximum(np.asarray(t, np.float64), 0.0) / window * (1.0 + 1e-12)).astype(np.int64)
+
+
+def _check_tasks(rec: TraceRecords, n_tasks):
+    if n_tasks is None:
+        return rec.n_ranks
+    n_tasks = positive_int("traffic.n_tasks", n_tasks)
+    require(n_tasks >= rec.n_ranks, "traffic.n_tasks", n_tasks,
+            f"at least the trace's {rec.n_ranks} ranks",
+            f"The trace {rec.path} has {rec.n_ranks} ranks but the job has n_tasks = {n_tasks} tasks; set "
+            f"traffic.n_tasks >= {rec.n_ranks} or null (the trace's ranks).")
+    return n_tasks
+
+
+def _warn_ignored(rec: TraceRecords) -> None:
+    moving = {k: v for k, v in rec.ignored.items() if k not in _NO_BYTES}
+    for k in list(moving):
+        if k.isupper():  # a collective: warn only where the records carry bytes
+            carries = any(c.op == k and (c.sent.any() or c.received.any()) for c in rec.collectives)
+            if not carries:
+                del moving[k]
+    if moving:
+        what = ", ".join(f"{k} x{v}" for k, v in sorted(moving.items()))
+        warnings.warn(f"{os.path.basename(rec.path)}: records with no traffic model were ignored ({what}); see "
+                      f"docs/traces.md", stacklevel=3)
+
+
+def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", window: float | None = None,
+               algorithms: dict[str, str] | None = None, n_tasks: int | None = None,
+               bytes_scale: float = 1.0) -> AbstractTraffic:
+    """Traffic of an OTF2 trace (module docstring; docs/traces.md).
+
+    Parameters
+    ----------
+    path
+        The trace's anchor file (``traces.otf2``), or a directory holding exactly one.
+    mode
+        ``"aggregate"``: one :class:`Traffic`, bytes summed per (sender, receiver) over the whole trace;
+        ``"phased"``: a :class:`~evaluator.traffic.PhasedTraffic` cut by ``phase_rule``.
+    phase_rule
+        ``"collectives"`` or ``"window"`` (with ``window`` seconds).
+    algorithms
+        Collective algorithm per operation (``{"allreduce": "ring"}``); default: the first of
+        :data:`~evaluator.traffic._collectives.COLLECTIVES` for each (``reduce``: those of ``broadcast``).
+    n_tasks
+        Tasks of the job (None: the trace's ranks); must be at least the trace's ranks.
+    bytes_scale
+        Factor on every byte count (>= 0).
+    """
+    require(mode in MODES, "traffic.mode", mode, f"one of {list(MODES)}", nearest(mode, MODES))
+    require(phase_rule in PHASE_RULES, "traffic.phase_rule", phase_rule, f"one of {list(PHASE_RULES)}",
+            nearest(phase_rule, PHASE_RULES))
+    if mode == "phased" and phase_rule == "window":
+        require(window is not None, "traffic.window", window, "a window length in seconds (> 0) with "
+                                                              "phase_rule=window")
+        window = positive_float("traffic.window", window)
+    else:
+        require(window is None, "traffic.window", window,
+                "null unless mode=phased and phase_rule=window (the window cuts phases only then)")
+    scale = positive_float("traffic.bytes_scale", bytes_scale, allow_zero=True)
+    if n_tasks is not None:
+        positive_int("traffic.n_tasks", n_tasks)
+    algs = _algorithms(algorithms)
+    rec = read_otf2(path)
+    n = _check_tasks(rec, n_tasks)
+    name = os.path.basename(os.path.dirname(rec.path)) or os.path.basename(rec.path)
+    p2p = (rec.src, rec.dst, rec.nbytes * scale)
+    steps, cache = [], {}
+    for c in rec.collectives:
+        e = _expand(c, algs, cache)
+        steps.append(None if e is None else [(s, d, b * scale) for s, d, b in e])
+    _warn_ignored(rec)
+    if mode == "aggregate":
+        parts = [p2p] + [st for e in steps if e for st in e]
+        tr = _exchange(n, parts, f"trace {name}")
+        if tr.n_flows == 0:
+            raise _no_traffic(rec)
+        return tr
+    phases, labels = [], []
+
+    def add(parts, label):
+        ex = _exchange(n, parts, label)
+        if ex.n_flows:
+            phases.append(ex)
+            labels.append(label)
+
+    if phase_rule == "collectives":
+        seg = rec.after
+        srt = np.argsort(seg, kind="stable")
+        bounds = np.searchsorted(seg[srt], np.arange(-1, len(rec.collectives) + 1))
+        for k in range(-1, len(rec.collectives)):
+            if k >= 0 and steps[k]:
+                op = rec.collectives[k].op.lower()
+                for s, st in enumerate(steps[k]):
+                    add([st], f"{op}{k}.step{s}")
+            rows = srt[bounds[k + 1]:bounds[k + 2]]
+            add([(p2p[0][rows], p2p[1][rows], p2p[2][rows])], f"p2p{k + 1}")
+    else:
+        wid = _window_index(rec.time, window)
+        cw = _window_index(np.array([c.time for c in rec.collectives]), window)
+        for k in np.unique(np.concatenate([wid, cw])):
+            rows = wid == k
+            parts = [(p2p[0][rows], p2p[1][rows], p2p[2][rows])]
+            parts += [st for i in np.flatnonzero(cw == k) if steps[i] for st in steps[i]]
+            add(parts, f"window{int(k)}")
+    if not phases:
+        raise _no_traffic(rec)
+    return phased(phases, names=labels, name=f"trace {name}")
+
+
+def _no_traffic(rec: TraceRecords) -> ConfigError:
+    ign = f"; ignored: {dict(sorted(rec.ignored.items()))}" if rec.ignored else ""
+    return _error(rec.path, "an OTF2 trace with MPI traffic (MpiSend/MpiIsend records or collectives with bytes)",
+                  f"It has {rec.n_send} MpiSend, {rec.n_isend} MpiIsend records with bytes and "
+                  f"{len(rec.collectives)} collective operations{ign}.")
+
+
+# ----------------------------------------------------------------------------------------------
+# config kind
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TraceConfig:
+    """An OTF2 trace: ``path`` (anchor .otf2 file or its directory), ``mode`` (aggregate|phased),
+    ``phase_rule`` (collectives|window), ``window`` (s), ``algorithms`` ({operation: algorithm}; null: the
+    operation's default), ``n_tasks`` (null: the trace's ranks), ``bytes_scale``."""
+
+    kind: str = "trace"
+    path: Optional[str] = None
+    mode: str = "aggregate"
+    phase_rule: str = "collectives"
+    window: Optional[float] = None
+    algorithms: dict[str, Optional[str]] = field(default_factory=lambda: {op: None for op in _algorithm_choices()})
+    n_tasks: Optional[int] = None
+    bytes_scale: float = 1.0
+
+
+def _from_config(cfg: TraceConfig, topology) -> AbstractTraffic:
+    require(cfg.path is not None, FIELD, None, _KINDLESS)
+    algs = dict(cfg.algorithms) if cfg.algorithms is not None else None
+    return from_trace(str(cfg.path), cfg.mode, cfg.phase_rule, cfg.window, algs, cfg.n_tasks, cfg.bytes_scale)
+
+
+def _declared(cfg: TraceConfig, topology) -> int | None:
+    """The task count: ``n_tasks``, or the trace's ranks read from its definitions (None where the trace cannot
+    be read: :func:`from_trace` names the problem)."""
+    if cfg.n_tasks is not None:
+        return int(cfg.n_tasks) if isinstance(cfg.n_tasks, int) and cfg.n_tasks > 0 else None
+    if cfg.path is None:
+        return None
+    try:
+        import otf2
+
+        p = _anchor(str(cfg.path))
+        with _c_messages(), otf2.reader.open(p) as reader:
+            return _rank_map(p, reader.definitions)[1]
+    except Exception:  # noqa: BLE001 - any failure is named by from_trace
+        return None
+
+
+TRACE = TrafficKind("trace", TraceConfig, _from_config, declared_tasks=_declared)
