@@ -81,7 +81,7 @@ import numpy as np
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
 SCENARIOS = ("small", "mira", "dragonfly", "torus", "fat_tree", "jobs", "paths", "sweep", "optimize", "scaling", "lp",
-             "startup")
+             "startup", "mapping")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
 SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
@@ -618,6 +618,12 @@ def _w_jobs(args) -> dict:
     return w_jobs(args, _device, _peak_mb, _timed)
 
 
+def _w_mapping(args) -> dict:
+    from .mapping import w_mapping
+
+    return w_mapping(args, _device, _peak_mb, _timed)
+
+
 def _w_lp(args) -> dict:
     from .lp import w_lp
 
@@ -632,7 +638,7 @@ def _w_paths(args) -> dict:
 
 WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus,
            "fat_tree": _w_fat_tree, "jobs": _w_jobs,
-           "paths": _w_paths, "scaling": _w_scaling, "lp": _w_lp}
+           "paths": _w_paths, "scaling": _w_scaling, "lp": _w_lp, "mapping": _w_mapping}
 
 
 # --------------------------------------------------------------------------------------
@@ -1054,6 +1060,13 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         log("scenario: LP solvers (batched PDHG vs HiGHS, BG/Q 512 and 8,192 nodes)")
         raw["lp"] = _collect(*_launch("lp", quick, None), "lp")
         rows += lp_rows(raw["lp"], _device_label)
+    if "mapping" in only:
+        from .mapping import mapping_rows
+
+        begin("mapping")
+        log("scenario: mapping search (candidate moves on DF(4,8,4); quality against the budget, irregular traffic)")
+        raw["mapping"] = _collect(*_launch("mapping", quick, None), "mapping")
+        rows += mapping_rows(raw["mapping"], _device_label)
     if "sweep" in only:
         begin("sweep")
         sweep_rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))

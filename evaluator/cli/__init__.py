@@ -31,6 +31,8 @@ COMMANDS = {
     "sweep": "run (or resume) a sweep on Ray: a study (sweeps=NAME; your own with --config-dir DIR) or exactly the "
              "axes given; writes results/<study>/<UTC time>-<hash>.nc",
     "query": "rank the rows of a results dataset or a study's latest run (--best METRIC --over AXIS ...)",
+    "map": "search the task-to-node mapping of one job (traces, collectives, any traffic) that minimises its "
+           "predicted completion time; writes MPICH_RANK_ORDER and node_list (--write-rank-order)",
     "optimize": "exhaustive search of decompositions, placements and routings for a stencil job",
     "plot": "write PNG figures of a sweep dataset or a study's latest run",
     "partitions": "torus partition shapes of a machine, their bisection and best/worst (see --help)",
@@ -43,7 +45,7 @@ COMMANDS = {
 }
 """Command -> one-line description; command ``X`` is ``evaluator.cli.X.main(argv)`` (``eval`` is ``evaluate``)."""
 
-_MODULES = {"eval": "evaluate"}
+_MODULES = {"eval": "evaluate", "map": "mapping"}
 
 _UNCACHED = ("bench",)
 """Commands that leave the compilation cache as JAX has it (off unless the user set JAX's own): the benchmark

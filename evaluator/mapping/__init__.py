@@ -208,7 +208,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     slot_node, slot_task = _slots(np.asarray(starts[i0].task_node, np.int64), nodes, tpn)
     assert np.array_equal(slot_node, evaluator.slot_node)
     best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
-                               max_iterations=max_iterations, progress=progress)
+                               max_iterations=max_iterations, fixed_counts=tpn > 1, progress=progress)
     task_node = evaluator.task_node(best)
     search_time = float(trace.best_completion_time[-1])
     final = evaluate_batch(topology, routing, traffic, explicit(topology, task_node, "mapping search"))

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..display import format_value
+
 __all__ = ["SearchTrace", "local_search"]
 
 _REL = 1e-12
@@ -98,10 +100,11 @@ def _apply(slot_task: np.ndarray, a: np.ndarray, b: np.ndarray, picks) -> np.nda
 
 def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int = 0, candidates: int = 4096,
                  step: int | None = None, max_iterations: int | None = None, patience: int = 4,
-                 progress: bool = True) -> tuple[np.ndarray, SearchTrace]:
+                 fixed_counts: bool = False, progress: bool = True) -> tuple[np.ndarray, SearchTrace]:
     """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
     :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
-    trace."""
+    trace. ``fixed_counts``: single swaps only between slots holding tasks, so that every node keeps its task
+    count (whole nodes still swap): a launcher that fills every node with the same count can run the result."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
@@ -116,6 +119,7 @@ def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int =
     t0 = time.perf_counter()
     trace.add(0.0, 0, 0, t, t)
     m_accept, stale, evaluated, it = 8, 0, 0, 0
+    heat, heat_every = None, 4
     bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search", disable=not progress, leave=False,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
     try:
@@ -124,15 +128,21 @@ def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int =
             if elapsed >= budget or (max_iterations is not None and it >= max_iterations) or S < 2:
                 break
             it += 1
-            heat = evaluator.heat(state, loads)
+            if heat is None or it % heat_every == 1:  # the hot tasks drift slowly: every few batches
+                heat = evaluator.heat(state, loads)
             # the move family: single swaps mostly, block swaps where the slots form equal groups
             use = rng.integers(len(groups) + 3) if groups else 0
             if use < 3:
-                p = heat + (heat.sum() / S if heat.sum() > 0 else 1.0)
-                hot = rng.choice(S, size=candidates, p=p / p.sum())
-                a = np.where(rng.random(candidates) < 0.5, hot, rng.integers(S, size=candidates))[:, None]
-                b = (a[:, 0] + 1 + rng.integers(S - 1, size=candidates)) % S  # != a
-                b = b[:, None]
+                pool = np.flatnonzero(state < evaluator.n_tasks) if fixed_counts else np.arange(S)
+                n_pool = pool.size
+                if n_pool < 2:
+                    break
+                h = heat[pool]
+                p = h + (h.sum() / n_pool if h.sum() > 0 else 1.0)
+                hot = rng.choice(n_pool, size=candidates, p=p / p.sum())
+                ia = np.where(rng.random(candidates) < 0.5, hot, rng.integers(n_pool, size=candidates))
+                ib = (ia + 1 + rng.integers(n_pool - 1, size=candidates)) % n_pool  # != ia
+                a, b = pool[ia][:, None], pool[ib][:, None]
             else:
                 g = groups[use - 3]
                 n_g = g.shape[0]
@@ -142,8 +152,7 @@ def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int =
                 gb = (ga + 1 + rng.integers(n_g - 1, size=candidates)) % n_g
                 a, b = g[ga], g[gb]
             st_dev, tn_dev = evaluator.device_state(state)
-            tn, qn = (evaluator.scores(st_dev, tn_dev, loads, a, b) if step is None else
-                      evaluator.scores(st_dev, tn_dev, loads, a, b, step=step))
+            tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=step)
             tn, qn = np.asarray(tn), np.asarray(qn)
             evaluated += candidates
             good = np.flatnonzero(_better(tn, qn, t, q))
@@ -181,7 +190,7 @@ def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int =
             elapsed = time.perf_counter() - t0
             trace.add(elapsed, evaluated, accepted, t, best[0])
             bar.n = min(round(elapsed, 1), bar.total)
-            bar.set_postfix_str(f"best {best[0] * 1e6:.4g} us, {evaluated / max(elapsed, 1e-9):.3g} moves/s")
+            bar.set_postfix_str(f"best {format_value(best[0], 's')}, {evaluated / max(elapsed, 1e-9):,.0f} moves/s")
     finally:
         bar.close()
     return best[2], trace

@@ -1,0 +1,266 @@
+"""Bench scenario ``mapping``: the mapping search (:mod:`evaluator.mapping`, issue 27).
+
+Two measurements, each against a reference measured in the same run:
+
+* **moves per second**: candidate moves (task swaps) of a 1,024-rank stencil
+  on DF(4,8,4) under minimal routing, scored incrementally by the search's
+  evaluator, against the same candidates evaluated in full by the batched
+  kernel (:func:`evaluator.evaluate_batch` with one flow list for every
+  point: the placement-sweep path, the fastest full evaluation the project
+  has); the first 64 incremental times are checked against the kernel's;
+* **quality against the budget**: the predicted completion time the search
+  reaches after 5, 15, 30 and 60 s (one run, read off its progress) on
+  irregular traffic: a random sparse graph, an unstructured-mesh halo and a
+  trace-derived matrix (an OTF2 trace of a halo exchange with an allreduce,
+  written here and read back by the ``trace`` traffic), on a torus, a
+  Dragonfly and a tapered fat tree, against the graph-partitioning mapping
+  (METIS) and the best named placement (both computed by the search as its
+  starting points).
+
+The patterns (:func:`random_graph`, :func:`mesh_halo`, :func:`trace_matrix`)
+are deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import numpy as np
+
+__all__ = ["random_graph", "mesh_halo", "write_halo_trace", "trace_matrix", "endpoint_bound", "w_mapping", "mapping_rows",
+           "QUALITY_BUDGETS", "QUALITY_CASES"]
+
+QUALITY_BUDGETS = (5.0, 15.0, 30.0, 60.0)
+"""Seconds of search at which the quality rows read the best time."""
+
+
+def random_graph(n: int, degree: int = 6, seed: int = 0):
+    """A random sparse graph: every task exchanges with ``degree`` random partners (``degree / 2`` random
+    permutations, both ways), 0.5-2 MB per message (uniform)."""
+    from ..traffic import from_flows
+
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([np.arange(n)] * (degree // 2))
+    dst = np.concatenate([rng.permutation(n) for _ in range(degree // 2)])
+    b = rng.uniform(0.5e6, 2e6, src.size)
+    return from_flows(n, np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([b, b]),
+                      name=f"random graph (degree {degree})")
+
+
+def _mesh_edges(n: int, k: int, seed: int):
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(seed)
+    pts = rng.random((n, 3))
+    _, nb = cKDTree(pts).query(pts, k + 1)
+    a = np.repeat(np.arange(n), k)
+    b = nb[:, 1:].ravel()
+    pairs = np.unique(np.sort(np.stack([a, b], 1), axis=1), axis=0)  # undirected neighbour pairs
+    area = rng.uniform(0.5, 1.5, len(pairs))  # the shared face's size, relative
+    order = rng.permutation(n)  # ranks as a partitioner numbered the parts: unrelated to the geometry
+    return order[pairs[:, 0]], order[pairs[:, 1]], area
+
+
+def mesh_halo(n: int, k: int = 6, bytes_per_face: float = 1e6, seed: int = 0):
+    """An unstructured-mesh halo exchange: ``n`` parts at random points of a cube, each a neighbour of its ``k``
+    nearest (symmetrised), exchanging ``bytes_per_face`` times a random face size (0.5-1.5) both ways; ranks
+    numbered at random (as a mesh partitioner leaves them, unrelated to the machine)."""
+    from ..traffic import from_flows
+
+    s, d, area = _mesh_edges(n, k, seed)
+    b = bytes_per_face * area
+    return from_flows(n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]),
+                      name=f"mesh halo ({k} nearest)")
+
+
+def write_halo_trace(path: str, n: int, iterations: int = 2, seed: int = 0) -> str:
+    """An OTF2 trace of a mini-app: ``iterations`` times a mesh halo exchange (:func:`mesh_halo`'s pairs,
+    non-blocking sends) then an allreduce of 8 kB; returns the anchor file."""
+    import otf2
+    from otf2.enums import CollectiveOp, GroupType, Paradigm
+
+    s, d, area = _mesh_edges(n, 6, seed)
+    by_rank: dict[int, list] = {}
+    for a, b, x in zip(s.tolist(), d.tolist(), (1e6 * area).astype(np.int64).tolist()):
+        by_rank.setdefault(a, []).append((b, x))
+        by_rank.setdefault(b, []).append((a, x))
+    with otf2.writer.open(path, timer_resolution=1_000_000) as tr:
+        defs = tr.definitions
+        node = defs.system_tree_node("machine")
+        groups = [defs.location_group(f"MPI Rank {r}", system_tree_parent=node) for r in range(n)]
+        locs = [defs.location(f"rank {r}", group=groups[r]) for r in range(n)]
+        defs.group("world locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+        world = defs.comm("MPI_COMM_WORLD", group=defs.group("world", group_type=GroupType.COMM_GROUP,
+                                                              paradigm=Paradigm.MPI, members=list(range(n))))
+        for r in range(n):
+            w = tr.event_writer_from_location(locs[r])
+            t = 10
+            for _ in range(iterations):
+                for peer, nbytes in by_rank.get(r, []):
+                    w.mpi_isend(t, peer, world, 0, nbytes, t)
+                    t += 1
+                t = max(t, 10) + 100
+                w.mpi_collective_begin(t - 1)
+                w.mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, otf2.UNDEFINED_RANK, 8000 * n, 8000 * n)
+                t += 100
+    return os.path.join(path, "traces.otf2")
+
+
+def trace_matrix(n: int, seed: int = 0, directory: str | None = None):
+    """The aggregated traffic of :func:`write_halo_trace` read back by the ``trace`` traffic (allreduce by the
+    default algorithm)."""
+    from ..traffic import from_trace
+
+    with tempfile.TemporaryDirectory(dir=directory) as d:
+        anchor = write_halo_trace(os.path.join(d, "trace"), n, seed=seed)
+        tr = from_trace(anchor, mode="aggregate")
+    return tr
+
+
+def endpoint_bound(topology, traffic) -> float:
+    """A lower bound on the completion time of any mapping with one task per node: per phase, the busiest task's
+    bytes sent (or received) to other tasks over the fastest node link, summed over phases (s)."""
+    n_rl, n = int(topology.n_router_links), int(topology.n_nodes)
+    cap = np.asarray(topology.capacity, float)
+    inj, ej = cap[n_rl:n_rl + n].max(), cap[n_rl + n:n_rl + 2 * n].max()
+    total = 0.0
+    for ph in traffic.to_flows().phases:
+        s, d, b = np.asarray(ph.src), np.asarray(ph.dst), np.asarray(ph.nbytes, float)
+        off = s != d
+        sent = np.bincount(s[off], weights=b[off], minlength=traffic.n_tasks)
+        recv = np.bincount(d[off], weights=b[off], minlength=traffic.n_tasks)
+        total += max(sent.max(initial=0.0) / inj, recv.max(initial=0.0) / ej)
+    return float(total)
+
+
+def _networks(n: int):
+    """(label, topology, routing) of ``n`` nodes: a 3-D torus (DOR), a Dragonfly (minimal), a fat tree with a
+    2:1 taper (D-mod-k)."""
+    from ..topology import dragonfly, fat_tree, torus
+
+    if n == 1024:
+        return [("torus 16x8x8, dor", torus((16, 8, 8)), "dor"),
+                ("DF(4,8,4), minimal", dragonfly(4, 8, 4), "minimal"),
+                ("fat tree XGFT(2;32,32;1,16), dmodk", fat_tree([32, 32], [1, 16]), "dmodk")]
+    return [("torus 16x16x16, dor", torus((16, 16, 16)), "dor"),
+            ("DF(8,16,8), minimal", dragonfly(8, 16, 8, 33), "minimal"),
+            ("fat tree XGFT(2;64,64;1,32), dmodk", fat_tree([64, 64], [1, 32]), "dmodk")]
+
+
+QUALITY_CASES = {False: [(1024, p) for p in ("random graph", "mesh halo", "trace")] + [(4096, "mesh halo")],
+                 True: [(1024, "mesh halo")]}
+"""(ranks, pattern) of the quality rows (full, quick); each on the three networks of :func:`_networks`."""
+
+
+def _pattern(name: str, n: int):
+    return {"random graph": lambda: random_graph(n, 6, seed=1), "mesh halo": lambda: mesh_halo(n, seed=2),
+            "trace": lambda: trace_matrix(n, seed=3)}[name]()
+
+
+def _move_rate(quick: bool, timed) -> dict:
+    from .. import placement, traffic
+    from ..evaluation import evaluate_batch
+    from ..mapping import move_evaluator
+    from ..routing import minimal
+    from ..topology import dragonfly
+
+    df = dragonfly(4, 8, 4)
+    tr = traffic.stencil([64, 64, 64], [16, 8, 8])
+    n = tr.n_tasks
+    rt = minimal()
+    nodes = np.arange(n)
+    me = move_evaluator(df, rt, tr, nodes)
+    rng = np.random.default_rng(0)
+    slot_task = rng.permutation(n)
+    loads = me.loads(slot_task)
+    st, tn = me.device_state(slot_task)
+    K = 4096 if quick else 16384
+    pairs = np.stack([rng.choice(n, 2, replace=False) for _ in range(K)])
+    a, b = pairs[:, :1], pairs[:, 1:]
+
+    def incremental():
+        t, _ = me.scores(st, tn, loads, a, b)
+        return np.asarray(t)
+
+    t_inc = incremental()
+    inc_s = timed(incremental, 3)
+    # the reference: the same candidates in full by the batched kernel (one flow list, task_node per point)
+    k_ref = 1024 if quick else 4096
+    task_nodes = []
+    for i in range(k_ref):
+        s2 = slot_task.copy()
+        s2[a[i]], s2[b[i]] = slot_task[b[i]], slot_task[a[i]]
+        task_nodes.append(me.task_node(s2))
+    pls = [placement.explicit(df, x) for x in task_nodes]
+
+    def full():
+        return evaluate_batch(df, rt, tr, pls).metrics["completion_time"]
+
+    t_full = full()
+    full_s = timed(full, 3)
+    check = float(np.max(np.abs(t_inc[:k_ref] - t_full) / t_full))
+    return {"moves": K, "seconds": inc_s, "moves_per_s": K / inc_s, "ref_points": k_ref, "ref_seconds": full_s,
+            "ref_per_s": k_ref / full_s, "check": check, "evaluator": type(me).__name__}
+
+
+def _quality(quick: bool) -> list[dict]:
+    from ..mapping import search_mapping
+
+    budget = 10.0 if quick else QUALITY_BUDGETS[-1]
+    rows = []
+    for n, pattern in QUALITY_CASES[quick]:
+        tr = _pattern(pattern, n)
+        for label, topo, routing in _networks(n):
+            t0 = time.perf_counter()
+            res = search_mapping(topo, tr, routing, time_budget=budget, seed=0, progress=False)
+            wall = time.perf_counter() - t0
+            named = {k: v for k, v in res.starts.items() if k != "partition" and not k.startswith("random")}
+            best_named = min(named, key=named.get)
+            el = np.asarray(res.trace.elapsed)
+            bt = np.asarray(res.trace.best_completion_time)
+            at = {b: float(bt[el <= b][-1]) for b in QUALITY_BUDGETS if b <= budget}
+            rows.append({"ranks": n, "pattern": pattern, "network": label, "budget": budget, "wall_s": wall,
+                         "time": res.completion_time, "partition": res.starts["partition"],
+                         "best_named": named[best_named], "best_named_name": best_named, "at": at,
+                         "moves": int(res.trace.evaluated[-1]), "search_s": float(el[-1]),
+                         "bound": endpoint_bound(topo, tr),
+                         "evaluator": res.info["evaluator"], "starts_s": res.info["starts_seconds"]})
+    return rows
+
+
+def w_mapping(args, device, peak_mb, timed) -> dict:
+    """The worker: ``device()``, ``peak_mb()`` and ``timed(fn, repeat)`` (median seconds) are the bench's own
+    probes, passed in by :mod:`.run`."""
+    quick = bool(args.quick)
+    return {"rate": _move_rate(quick, timed), "quality": _quality(quick), "peak_mb": peak_mb(), "device": device()}
+
+
+def mapping_rows(data: dict, device_label) -> list[dict]:
+    dev = device_label(data["device"])
+    r = data["rate"]
+    out = [{
+        "scenario": "mapping: candidate moves, 1,024-rank stencil 16x8x8 on DF(4,8,4), minimal",
+        "points": r["moves"], "seconds": r["seconds"], "points_per_s": r["moves_per_s"],
+        "ratio": float("nan"), "ratio_scipy": float("nan"),
+        "check": f"vs kernel: {r['check']:.1g}", "peak_mb": data["peak_mb"], "device": dev,
+        "note": (f"{r['moves_per_s']:,.0f} task swaps scored per second incrementally ({r['evaluator']}), "
+                 f"{r['moves_per_s'] / r['ref_per_s']:.1f}x the "
+                 f"{r['ref_per_s']:,.0f} candidate mappings per second evaluated in full by the batched kernel "
+                 f"(evaluate_batch, one flow list, {r['ref_points']} points)")}]
+    for q in data["quality"]:
+        gp = 1 - q["time"] / q["partition"]
+        gn = 1 - q["time"] / q["best_named"]
+        steps = ", ".join(f"{float(b):.0f} s: {v * 1e6:.4g} us" for b, v in q["at"].items())  # JSON keys: text
+        out.append({
+            "scenario": f"mapping: {q['ranks']:,} ranks, {q['pattern']}, {q['network']}, {q['budget']:.0f} s budget",
+            "points": q["moves"], "seconds": q["search_s"], "points_per_s": q["moves"] / max(q["search_s"], 1e-9),
+            "ratio": float("nan"), "ratio_scipy": float("nan"),
+            "check": f"-{gp * 100:.1f}% vs METIS, -{gn * 100:.1f}% vs named", "peak_mb": data["peak_mb"],
+            "device": dev,
+            "note": (f"found {q['time'] * 1e6:.4g} us; METIS partition {q['partition'] * 1e6:.4g} us, best named "
+                     f"placement {q['best_named_name']} {q['best_named'] * 1e6:.4g} us; no mapping below "
+                     f"{q['bound'] * 1e6:.4g} us (the busiest task's bytes over its node link); best after {steps}; starts "
+                     f"built and evaluated in {q['starts_s']:.1f} s ({q['evaluator']})")})
+    return out

@@ -1,0 +1,140 @@
+"""``evaluator map [overrides] [--budget S] [--nodes all|placement|FILE|IDS] [--write-rank-order DIR]``: search
+the task-to-node mapping of one job that minimises its predicted completion time (:mod:`evaluator.mapping`)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .. import config
+from ..display import format_value
+from ..errors import ConfigError, StorageError
+from ..io import check_writable, write_dataset
+from ..mapping import search_mapping
+
+__all__ = ["main", "parse_node_ids"]
+
+_NODES_HELP = ("the nodes available to the job: 'all' (every compute node of the topology, or of its partition; "
+               "default), 'placement' (the nodes the config's placement allocates, in its order: e.g. "
+               "placement=alps for an ALPS free list, placement=fragmented for a fragmented machine), a file "
+               "(a node_list as 'evaluator placement --write-rank-order' writes it: ids and ranges like 0-15,32), "
+               "or such a list inline")
+
+
+def parse_node_ids(text: str, field: str = "--nodes") -> np.ndarray:
+    """``"0-3,8, 10"`` (commas, spaces or newlines; ``a-b`` ranges; ``#`` comments) -> node ids in that order."""
+    body = "\n".join(line.split("#", 1)[0] for line in str(text).splitlines())
+    parts = [p for p in re.split(r"[,\s]+", body) if p]
+    out: list[int] = []
+    for p in parts:
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", p)
+        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise ConfigError(field, p, "node ids and ascending ranges separated by commas, e.g. 0-15,32,40-47")
+        lo = int(m.group(1))
+        hi = lo if m.group(2) is None else int(m.group(2))
+        out.extend(range(lo, hi + 1))
+    if not out:
+        raise ConfigError(field, text, "at least one node id, e.g. 0-15,32")
+    return np.asarray(out, np.int64)
+
+
+def _nodes(spec: str, point) -> np.ndarray | None:
+    if spec == "all":
+        return None
+    if spec == "placement":
+        tn = point.placement.task_node
+        _, first = np.unique(tn, return_index=True)
+        return tn[np.sort(first)]  # the placement's nodes in the order it fills them
+    path = Path(spec)
+    if path.exists():
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError("--nodes", spec, "a readable node list file", str(exc.strerror or exc)) from None
+        return parse_node_ids(text, f"--nodes ({spec})")
+    if re.fullmatch(r"[\d,\s-]+", spec):
+        return parse_node_ids(spec)
+    raise ConfigError("--nodes", spec, "all, placement, a node list file that exists, or node ids like 0-15,32")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="evaluator map",
+        description="search the task-to-node mapping of the config's job (topology, routing, traffic) that "
+                    "minimises its predicted completion time: every applicable named placement and a METIS "
+                    "graph-partitioning mapping as starting points, then a batched local search under a time "
+                    "budget; prints each start's time and the gain over it, writes a dataset under "
+                    "results/mapping/ and, on request, MPICH_RANK_ORDER and node_list",
+        epilog="e.g. evaluator map topology=dragonfly routing=minimal traffic=random_pairs traffic.n_tasks=256 "
+               "--budget 20 --write-rank-order launch/")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
+    ap.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                    help="seconds of local search after the starting points (default 60)")
+    ap.add_argument("--nodes", default="all", help=_NODES_HELP)
+    ap.add_argument("--tasks-per-node", type=int, default=None, metavar="N",
+                    help="slots per node (default: the config's placement.tasks_per_node, else 1)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the partitioning, the random start and the search")
+    ap.add_argument("--candidates", type=int, default=4096, help="candidate moves scored per device call")
+    ap.add_argument("--write-rank-order", metavar="DIR", default=None,
+                    help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
+    ap.add_argument("--force", action="store_true", help="replace MPICH_RANK_ORDER and node_list already in DIR")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = ap.parse_intermixed_args(argv)
+    if args.write_rank_order is not None:  # refused before anything is computed
+        d = Path(args.write_rank_order)
+        there = [str(d / n) for n in ("MPICH_RANK_ORDER", "node_list") if (d / n).exists()]
+        if there and not args.force:
+            raise ConfigError("--write-rank-order", args.write_rank_order,
+                              "a directory without MPICH_RANK_ORDER or node_list",
+                              f"It holds {' and '.join(there)} already; choose another directory, or add --force.")
+        check_writable("--write-rank-order", d)
+    overrides = list(args.overrides)
+    if not any(re.match(r"\+?placement=", o) for o in overrides):
+        overrides.insert(0, "placement=linear")  # the placement only says which nodes with --nodes placement
+    cfg = config.compose(overrides)
+    obj = config.to_object(cfg)
+    if config.has_jobs(obj):
+        raise ConfigError("jobs", "several jobs", "one job (topology, routing, traffic)",
+                          "evaluator map searches one job's mapping; evaluate several jobs with evaluator eval.")
+    out_dir = Path(obj.output_dir).parent / "mapping" if Path(obj.output_dir).name == "eval" else Path(
+        obj.output_dir)
+    if obj.save:
+        check_writable("output_dir", out_dir)
+    point = config.build(obj)
+    tpn = args.tasks_per_node
+    if tpn is None:
+        tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)
+    res = search_mapping(point.topology, point.traffic, point.routing, nodes=_nodes(args.nodes, point),
+                         tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
+                         traffic_cfg=obj.traffic, topology_cfg=obj.topology, progress=not args.no_progress)
+    t = res.trace
+    print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
+          f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
+    width = max(len(n) for n in res.starts)
+    print(f"{'start':<{width}}  {'completion time':>15}  gain of the search")
+    for name, ts in res.starts.items():
+        print(f"{name:<{width}}  {format_value(ts, 's'):>15}  {res.gain(name) * 100:5.1f} %")
+    for name, why in res.skipped.items():
+        print(f"skipped {name}: {why}")
+    rate = t.evaluated[-1] / t.elapsed[-1] if t.elapsed and t.elapsed[-1] > 0 else 0.0
+    print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
+          f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
+          f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
+    print(f"mapping found: {format_value(res.completion_time, 's')} "
+          f"({res.gain(res.best_start) * 100:.1f} % below the best start, {res.best_start})")
+    ds = res.to_dataset()
+    ds.attrs["config_yaml"] = config.to_yaml(cfg)
+    if args.write_rank_order is not None:
+        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
+        print(f"rank order: {ro}\nnode list: {nl}")
+    if obj.save:
+        try:
+            path = write_dataset(ds, out_dir, identity=ds.attrs["config_yaml"] + repr(sorted(vars(args).items())))
+        except OSError as exc:
+            raise StorageError(f"output_dir = {str(out_dir)!r}: cannot write the dataset there "
+                               f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
+        print(f"dataset: {path}")
+    return 0
