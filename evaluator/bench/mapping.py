@@ -29,8 +29,10 @@ import time
 
 import numpy as np
 
-__all__ = ["random_graph", "mesh_halo", "write_halo_trace", "trace_matrix", "endpoint_bound", "w_mapping", "mapping_rows",
+__all__ = ["random_graph", "mesh_halo", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
            "QUALITY_BUDGETS", "QUALITY_CASES"]
+
+_UNDEFINED_RANK = 2 ** 32 - 1  # OTF2_UNDEFINED_UINT32: no root (an allreduce)
 
 QUALITY_BUDGETS = (5.0, 15.0, 30.0, 60.0)
 """Seconds of search at which the quality rows read the best time."""
@@ -103,7 +105,7 @@ def write_halo_trace(path: str, n: int, iterations: int = 2, seed: int = 0) -> s
                     t += 1
                 t = max(t, 10) + 100
                 w.mpi_collective_begin(t - 1)
-                w.mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, otf2.UNDEFINED_RANK, 8000 * n, 8000 * n)
+                w.mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, _UNDEFINED_RANK, 8000 * n, 8000 * n)
                 t += 100
     return os.path.join(path, "traces.otf2")
 
@@ -117,22 +119,6 @@ def trace_matrix(n: int, seed: int = 0, directory: str | None = None):
         anchor = write_halo_trace(os.path.join(d, "trace"), n, seed=seed)
         tr = from_trace(anchor, mode="aggregate")
     return tr
-
-
-def endpoint_bound(topology, traffic) -> float:
-    """A lower bound on the completion time of any mapping with one task per node: per phase, the busiest task's
-    bytes sent (or received) to other tasks over the fastest node link, summed over phases (s)."""
-    n_rl, n = int(topology.n_router_links), int(topology.n_nodes)
-    cap = np.asarray(topology.capacity, float)
-    inj, ej = cap[n_rl:n_rl + n].max(), cap[n_rl + n:n_rl + 2 * n].max()
-    total = 0.0
-    for ph in traffic.to_flows().phases:
-        s, d, b = np.asarray(ph.src), np.asarray(ph.dst), np.asarray(ph.nbytes, float)
-        off = s != d
-        sent = np.bincount(s[off], weights=b[off], minlength=traffic.n_tasks)
-        recv = np.bincount(d[off], weights=b[off], minlength=traffic.n_tasks)
-        total += max(sent.max(initial=0.0) / inj, recv.max(initial=0.0) / ej)
-    return float(total)
 
 
 def _networks(n: int):
@@ -206,7 +192,7 @@ def _move_rate(quick: bool, timed) -> dict:
 
 
 def _quality(quick: bool) -> list[dict]:
-    from ..mapping import search_mapping
+    from ..mapping import endpoint_bound, search_mapping
 
     budget = 10.0 if quick else QUALITY_BUDGETS[-1]
     rows = []
@@ -225,7 +211,7 @@ def _quality(quick: bool) -> list[dict]:
                          "time": res.completion_time, "partition": res.starts["partition"],
                          "best_named": named[best_named], "best_named_name": best_named, "at": at,
                          "moves": int(res.trace.evaluated[-1]), "search_s": float(el[-1]),
-                         "bound": endpoint_bound(topo, tr),
+                         "bound": endpoint_bound(topo, tr),  # one task per node
                          "evaluator": res.info["evaluator"], "starts_s": res.info["starts_seconds"]})
     return rows
 

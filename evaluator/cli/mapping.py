@@ -73,6 +73,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
     ap.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
                     help="seconds of local search after the starting points (default 60)")
+    ap.add_argument("--iterations", type=int, default=None, metavar="N",
+                    help="stop after N batches of candidates even within the budget: with the same seed, the same "
+                         "mapping on every run (a budget alone stops wherever the machine's speed leaves it)")
     ap.add_argument("--nodes", default="all", help=_NODES_HELP)
     ap.add_argument("--tasks-per-node", type=int, default=None, metavar="N",
                     help="slots per node (default: the config's placement.tasks_per_node, else 1)")
@@ -109,7 +112,8 @@ def main(argv: list[str]) -> int:
         tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)
     res = search_mapping(point.topology, point.traffic, point.routing, nodes=_nodes(args.nodes, point),
                          tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
-                         traffic_cfg=obj.traffic, topology_cfg=obj.topology, progress=not args.no_progress)
+                         traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
+                         progress=not args.no_progress)
     t = res.trace
     print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
           f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
@@ -125,6 +129,9 @@ def main(argv: list[str]) -> int:
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
     print(f"mapping found: {format_value(res.completion_time, 's')} "
           f"({res.gain(res.best_start) * 100:.1f} % below the best start, {res.best_start})")
+    if np.isfinite(res.lower_bound):
+        print(f"no mapping is below {format_value(res.lower_bound, 's')} (the busiest task's bytes over its node "
+              f"link; the mapping found is {res.completion_time / res.lower_bound:.2f}x that)")
     ds = res.to_dataset()
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     if args.write_rank_order is not None:

@@ -42,7 +42,24 @@ from ._search import SearchTrace, local_search
 from ._starts import Start, starting_points
 
 __all__ = ["search_mapping", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
-           "MoveEvaluator", "available_nodes"]
+           "MoveEvaluator", "available_nodes", "endpoint_bound"]
+
+
+def endpoint_bound(topology: Topology, traffic) -> float:
+    """A lower bound (s) on the completion time of any mapping with one task per node: per phase, the busiest
+    task's bytes sent to other tasks over the fastest injection link, or received over the fastest ejection
+    link, summed over phases (each task's bytes cross its own node's links, whatever the routing)."""
+    n_rl, n = int(topology.n_router_links), int(topology.n_nodes)
+    cap = np.asarray(topology.capacity, float)
+    inj, ej = cap[n_rl:n_rl + n].max(), cap[n_rl + n:n_rl + 2 * n].max()
+    total = 0.0
+    for ph in traffic.to_flows().phases:
+        s, d, b = np.asarray(ph.src), np.asarray(ph.dst), np.asarray(ph.nbytes, float)
+        off = s != d
+        sent = np.bincount(s[off], weights=b[off], minlength=traffic.n_tasks)
+        recv = np.bincount(d[off], weights=b[off], minlength=traffic.n_tasks)
+        total += max(sent.max(initial=0.0) / inj, recv.max(initial=0.0) / ej)
+    return float(total)
 
 
 def available_nodes(topology: Topology, nodes=None) -> np.ndarray:
@@ -62,7 +79,9 @@ class MappingResult:
     order built; ``skipped``: named placements that do not apply, and why;
     ``best_start``: the name of the best start; ``trace``: the search's
     progress; ``search_time`` (s): the search's own last score of the
-    result (equal to ``completion_time`` up to rounding).
+    result (equal to ``completion_time`` up to rounding); ``lower_bound``
+    (s): no mapping with one task per node is faster (:func:`endpoint_bound`;
+    NaN with several tasks per node, whose intra-node bytes use no link).
     """
 
     placement: Placement
@@ -74,6 +93,7 @@ class MappingResult:
     search_time: float
     nodes: np.ndarray
     tasks_per_node: int
+    lower_bound: float = float("nan")
     info: dict = field(default_factory=dict)
 
     @property
@@ -105,6 +125,7 @@ class MappingResult:
             {
                 "task_node": ("task", np.asarray(self.task_node, np.int64)),
                 "completion_time": ((), float(self.completion_time)),
+                "lower_bound": ((), float(self.lower_bound)),
                 "start_completion_time": ("start", np.array([self.starts[n] for n in names])),
                 "gain": ("start", np.array([self.gain(n) for n in names])),
                 "elapsed": ("iteration", np.asarray(t.elapsed, float)),
@@ -117,13 +138,16 @@ class MappingResult:
             coords={"task": np.arange(self.placement.n_tasks), "start": names,
                     "iteration": np.arange(len(t.elapsed))},
         )
-        units = {"completion_time": "s", "start_completion_time": "s", "gain": "1", "elapsed": "s",
+        units = {"lower_bound": "s", "completion_time": "s", "start_completion_time": "s", "gain": "1", "elapsed": "s",
                  "moves_evaluated": "1", "moves_accepted": "1", "search_completion_time": "s",
                  "best_completion_time": "s", "task_node": "1", "available_node": "1"}
         for k, u in units.items():
             ds[k].attrs["units"] = u
         ds["task_node"].attrs["long_name"] = "node of each task in the mapping found"
         ds["gain"].attrs["long_name"] = "1 - completion_time / start_completion_time"
+        ds["lower_bound"].attrs["long_name"] = ("no mapping with one task per node is faster: the busiest task's "
+                                                "bytes over its node link, summed over phases (NaN: several tasks "
+                                                "per node)")
         ds["elapsed"].attrs["long_name"] = "wall-clock seconds since the search began, at the iteration's end"
         ds.attrs.update({"kind": "mapping", "best_start": self.best_start, "tasks_per_node": self.tasks_per_node,
                          "search_completion_time": float(self.search_time),
@@ -176,10 +200,13 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     traffic_cfg, topology_cfg
         The configs, where known (a stencil's ``beta`` gives ``grid_order`` starts).
     max_iterations
-        Stop after this many batches (for tests; default: the budget only).
+        Stop after this many batches even within the budget (default: the budget only): with the same seed the
+        same result on every run, whatever the machine's speed.
     """
     routing = as_routing(routing)
-    budget = positive_float("mapping.time_budget", time_budget) if time_budget != 0 else 0.0
+    budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
+    if max_iterations is not None:
+        max_iterations = positive_int("mapping.max_iterations", max_iterations, minimum=0)
     seed = check_seed("mapping.seed", seed)
     candidates = positive_int("mapping.candidates", candidates)
     nodes, tpn = check_job(topology, traffic, available_nodes(topology, nodes), tasks_per_node)
@@ -220,5 +247,6 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
             "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,
             "traffic": getattr(traffic, "name", "traffic"), "seed": seed, "candidates": candidates,
             "time_budget": budget}
+    bound = endpoint_bound(topology, traffic) if tpn == 1 else float("nan")
     return MappingResult(explicit(topology, task_node, name), t_final, start_times, dict(skipped),
-                         starts[i0].name, trace, search_time, nodes, tpn, info)
+                         starts[i0].name, trace, search_time, nodes, tpn, bound, info)

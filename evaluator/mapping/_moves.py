@@ -155,11 +155,11 @@ class MoveEvaluator:
             w = jnp.where(dev["phase"] == p, dev["nbytes"], 0.0)
             return self._flow_loads(task_node, dev["src"], dev["dst"], w)
 
-        return jax.vmap(one)(jnp.arange(P))
+        return jax.vmap(one)(jnp.arange(P, dtype=jnp.int32))
 
     @staticmethod
     def _objective(loads, cap):
-        u = loads / cap  # [phase, link] seconds (a division, as the kernel's: the same rounding)
+        u = loads / cap[None, :]  # [phase, link] seconds (a division, as the kernel's: the same rounding)
         t = u.max(axis=1)
         ref = jnp.where(t > 0, t, 1.0)
         qn = ref * (((u / ref[:, None]) ** Q_NORM).sum(axis=1)) ** (1.0 / Q_NORM)
@@ -170,7 +170,7 @@ class MoveEvaluator:
         """:meth:`_objective` for scoring a batch: one pass over the links (times by a product with the inverse
         capacity; the norm's reference is the state's maximum ``ref[phase]``, the same for every move); equal to
         it up to rounding."""
-        u = loads * inv_cap
+        u = loads * inv_cap[None, :]
         s = ((u * (1.0 / ref)[:, None]) ** Q_NORM).sum(axis=1)
         return u.max(axis=1).sum(), (ref * s ** (1.0 / Q_NORM)).sum()
 
@@ -196,7 +196,7 @@ class MoveEvaluator:
             def off(p):
                 return self._flow_loads(nodes, idx, idx + m, jnp.where(ph == p, w, 0.0))
 
-            d = jax.vmap(off)(jnp.arange(P)) if P > 1 else off(0)[None, :]
+            d = jax.vmap(off)(jnp.arange(P, dtype=jnp.int32)) if P > 1 else off(0)[None, :]
             return q0 - self._objective(loads - d, dev["cap"])[1]
 
         return jax.lax.map(one, jnp.arange(self.n_slots, dtype=jnp.int32), batch_size=128)
@@ -244,8 +244,8 @@ class MoveEvaluator:
             def moved(t):  # the node of task t after the move
                 in_a = t[:, None] == ta[None, :]
                 in_b = t[:, None] == tb[None, :]
-                to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1)
-                to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1)
+                to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1, dtype=jnp.int32)
+                to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1, dtype=jnp.int32)
                 node = jnp.where(in_a.any(axis=1), to_b, jnp.where(in_b.any(axis=1), to_a, task_node[t]))
                 # in range whatever the move (the kernel's gathers and scatters promise in-bounds indices: a slot
                 # listed twice in a group would otherwise write outside its move's buffer)
@@ -261,7 +261,7 @@ class MoveEvaluator:
                 wp = jnp.where(ph == p, w, 0.0)
                 return (self._flow_loads(after, idx, idx + m, wp) - self._flow_loads(before, idx, idx + m, wp))
 
-            new = loads + (jax.vmap(delta)(jnp.arange(P)) if P > 1 else delta(0)[None, :])
+            new = loads + (jax.vmap(delta)(jnp.arange(P, dtype=jnp.int32)) if P > 1 else delta(0)[None, :])
             return self._batch_objective(new, dev["inv_cap"], ref)
 
         return one
@@ -285,7 +285,7 @@ class MoveEvaluator:
             one = self._move_fn(k)
 
             def batch(dev, slot_task, task_node, loads, a, b):
-                t = (loads / dev["cap"]).max(axis=1)
+                t = (loads / dev["cap"][None, :]).max(axis=1)
                 ref = jnp.where(t > 0, t, 1.0)
                 return jax.lax.map(lambda ab: one(dev, slot_task, task_node, loads, ref, ab[0], ab[1]), (a, b),
                                    batch_size=step)
@@ -396,12 +396,12 @@ class SparseMoveEvaluator(MoveEvaluator):
 
     def _batch_state(self, dev, loads):
         """Per phase: the current maximum (reference), the norm's sum, the top list (times, keys)."""
-        u = loads / dev["cap"]
+        u = loads / dev["cap"][None, :]
         t = u.max(axis=1)
         ref = jnp.where(t > 0, t, 1.0)
         ssum = ((u / ref[:, None]) ** Q_NORM).sum(axis=1)
         top_v, top_i = jax.lax.top_k(u, min(TOP, self.n_links))
-        top_k = top_i + (jnp.arange(u.shape[0]) * self.n_links)[:, None]
+        top_k = top_i + (jnp.arange(u.shape[0], dtype=jnp.int32) * self.n_links)[:, None]
         return loads.ravel(), ref, ssum, top_v, top_k
 
     def _score_entries(self, dev, bs, keys, vals):
@@ -426,7 +426,7 @@ class SparseMoveEvaluator(MoveEvaluator):
             touched_max = jnp.where(end, new_u, -jnp.inf).max()[None]
             s_add = dq.sum()[None]
         else:
-            in_p = end[None, :] & (ph[None, :] == jnp.arange(P)[:, None])  # [phase, entry]
+            in_p = end[None, :] & (ph[None, :] == jnp.arange(P, dtype=jnp.int32)[:, None])  # [phase, entry]
             touched_max = jnp.where(in_p, new_u[None, :], -jnp.inf).max(axis=1)
             s_add = jnp.where(in_p, dq[None, :], 0.0).sum(axis=1)
         # the largest untouched time of each phase: the first of its top list that no key touches
@@ -454,8 +454,8 @@ class SparseMoveEvaluator(MoveEvaluator):
             def moved(t):
                 in_a = t[:, None] == ta[None, :]
                 in_b = t[:, None] == tb[None, :]
-                to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1)
-                to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1)
+                to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1, dtype=jnp.int32)
+                to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1, dtype=jnp.int32)
                 node = jnp.where(in_a.any(axis=1), to_b, jnp.where(in_b.any(axis=1), to_a, task_node[t]))
                 return jnp.clip(node, 0, n_nodes - 1)
 

@@ -17,7 +17,7 @@ device call, and applies the best improving ones:
   flows' bytes, through the routing) half of the time, uniformly otherwise;
   the second uniformly;
 * after ``patience`` batches without an improving move the search kicks:
-  it applies the least bad candidates (a few, on disjoint slots) and goes
+  it applies a few random candidates (on disjoint slots) and goes
   on from there; the best state seen is kept, so the result is never worse
   than the start.
 
@@ -177,9 +177,9 @@ def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int =
                 accepted = len(picks)
             else:
                 stale += 1
-                if stale >= patience:  # kick: the least bad moves, on disjoint slots
+                if stale >= patience:  # kick: a few random moves (the least bad one is undone at once: a cycle)
                     stale = 0
-                    order = np.lexsort((qn, tn))
+                    order = rng.permutation(tn.size)
                     picks = _disjoint(order, a, b, int(rng.integers(1, 5)))
                     state = _apply(state, a, b, picks)
                     loads = evaluator.loads(state)
