@@ -134,9 +134,6 @@ def main(argv: list[str]) -> int:
               f"link; the mapping found is {res.completion_time / res.lower_bound:.2f}x that)")
     ds = res.to_dataset()
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
-    if args.write_rank_order is not None:
-        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
-        print(f"rank order: {ro}\nnode list: {nl}")
     if obj.save:
         try:
             path = write_dataset(ds, out_dir, identity=ds.attrs["config_yaml"] + repr(sorted(vars(args).items())))
@@ -144,4 +141,7 @@ def main(argv: list[str]) -> int:
             raise StorageError(f"output_dir = {str(out_dir)!r}: cannot write the dataset there "
                                f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
         print(f"dataset: {path}")
+    if args.write_rank_order is not None:
+        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
+        print(f"rank order: {ro}\nnode list: {nl}")
     return 0

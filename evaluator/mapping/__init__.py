@@ -42,7 +42,7 @@ from ._search import SearchTrace, local_search
 from ._starts import Start, starting_points
 
 __all__ = ["search_mapping", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
-           "MoveEvaluator", "available_nodes", "endpoint_bound"]
+           "MoveEvaluator", "available_nodes", "endpoint_bound", "launchable"]
 
 
 def endpoint_bound(topology: Topology, traffic) -> float:
@@ -77,7 +77,11 @@ class MappingResult:
     ``placement``: the mapping (``task_node``); ``completion_time`` (s): its
     fresh evaluation; ``starts``: every start's name and time (s), in the
     order built; ``skipped``: named placements that do not apply, and why;
-    ``best_start``: the name of the best start; ``trace``: the search's
+    ``best_start``: the start the search began from (the fastest, or with
+    several tasks per node the fastest a launcher can run, :func:`launchable`;
+    a faster start that is not is returned instead of a slower search
+    result); ``launchable``: whether ``write_launch_files`` can write it;
+    ``trace``: the search's
     progress; ``search_time`` (s): the search's own last score of the
     result (equal to ``completion_time`` up to rounding); ``lower_bound``
     (s): no mapping with one task per node is faster (:func:`endpoint_bound`;
@@ -100,6 +104,10 @@ class MappingResult:
     def task_node(self) -> TaskInts:
         return self.placement.task_node
 
+    @property
+    def launchable(self) -> bool:
+        return launchable(self.task_node, self.tasks_per_node)
+
     def gain(self, start: str) -> float:
         """``1 - completion_time / starts[start]``: the fraction of the start's time the search saved (>= 0)."""
         return 1.0 - self.completion_time / self.starts[start]
@@ -109,6 +117,12 @@ class MappingResult:
         mapping (the listed nodes in ascending id, filled in that order); refuses to replace them unless
         ``force``."""
         d = Path(directory)
+        if not self.launchable:
+            raise ConfigError("--write-rank-order", str(directory),
+                              f"a mapping with {self.tasks_per_node} tasks on every used node but the one of highest "
+                              f"id", f"This mapping ({self.placement.name}) leaves nodes partly filled elsewhere; "
+                              f"aprun -N fills every listed node. Search with --tasks-per-node 1, or with a task "
+                              f"count that fills whole nodes from a start that does (linear).")
         there = [str(d / n) for n in ("MPICH_RANK_ORDER", "node_list") if (d / n).exists()]
         if there and not force:
             raise ConfigError("--write-rank-order", str(directory), "a directory without MPICH_RANK_ORDER or node_list",
@@ -154,6 +168,13 @@ class MappingResult:
                          "skipped": "; ".join(f"{k}: {v}" for k, v in self.skipped.items())})
         ds.attrs.update({k: v for k, v in self.info.items() if isinstance(v, (str, int, float))})
         return ds
+
+
+def launchable(task_node: np.ndarray, tasks_per_node: int) -> bool:
+    """Whether ``aprun -N tasks_per_node -L <node_list>`` with an ``MPICH_RANK_ORDER`` can run the mapping: every
+    used node holds ``tasks_per_node`` tasks but the used node of highest id, which may hold fewer."""
+    nodes, counts = np.unique(np.asarray(task_node), return_counts=True)
+    return bool((counts[:-1] == tasks_per_node).all() and counts[-1] <= tasks_per_node)
 
 
 def _slots(task_node: np.ndarray, nodes: np.ndarray, tpn: int) -> tuple[np.ndarray, np.ndarray]:
@@ -230,19 +251,31 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     res = evaluate_batch(topology, routing, [traffic] * len(placements), placements)
     times = np.asarray(res.metrics["completion_time"], float)
     start_times = {s.name: float(t) for s, t in zip(starts, times)}
-    i0 = int(np.argmin(times))
+    # with several tasks per node the search keeps every node's task count (fixed_counts) and starts from the best
+    # start a launcher can run (every used node full but the last), keeping it so: block moves leave the partly
+    # filled node and the nodes above it alone
+    ok = np.array([tpn == 1 or launchable(s.task_node, tpn) for s in starts])
+    i0 = int(np.argmin(np.where(ok, times, np.inf))) if ok.any() else int(np.argmin(times))
     t_built = time.perf_counter() - t_start
     slot_node, slot_task = _slots(np.asarray(starts[i0].task_node, np.int64), nodes, tpn)
     assert np.array_equal(slot_node, evaluator.slot_node)
+    movable = None
+    if tpn > 1:
+        used, counts = np.unique(np.asarray(starts[i0].task_node), return_counts=True)
+        partial = used[counts < tpn]
+        if partial.size:
+            movable = slot_node < partial.min()
     best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
-                               max_iterations=max_iterations, fixed_counts=tpn > 1, progress=progress)
+                               max_iterations=max_iterations, fixed_counts=tpn > 1, movable=movable,
+                               progress=progress)
     task_node = evaluator.task_node(best)
     search_time = float(trace.best_completion_time[-1])
     final = evaluate_batch(topology, routing, traffic, explicit(topology, task_node, "mapping search"))
     t_final = float(final.metrics["completion_time"][0])
     name = f"search from {starts[i0].name}"
-    if t_final > times[i0]:  # cannot happen (the start is a candidate; the search keeps its best): kept safe
-        task_node, t_final, name = np.asarray(starts[i0].task_node, np.int64), float(times[i0]), starts[i0].name
+    j = int(np.argmin(times))
+    if t_final > times[j]:  # a start the search did not begin from (not launchable) is faster: it is the answer
+        task_node, t_final, name = np.asarray(starts[j].task_node, np.int64), float(times[j]), starts[j].name
     info = {"starts_seconds": t_built, "search_seconds": float(trace.elapsed[-1]) if trace.elapsed else 0.0,
             "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,
             "traffic": getattr(traffic, "name", "traffic"), "seed": seed, "candidates": candidates,

@@ -407,8 +407,15 @@ class SparseMoveEvaluator(MoveEvaluator):
     def _score_entries(self, dev, bs, keys, vals):
         l_flat, ref, ssum, top_v, top_k = bs
         P = ref.shape[0]
-        keys, vals = jax.lax.sort((keys.astype(jnp.int32), vals), num_keys=1)
         n = keys.shape[0]
+        # one int32 operand (key, then the entry's index in the low bits): XLA:CPU sorts it 6x faster than a
+        # (key, value) pair of operands
+        bits = max(int(n - 1).bit_length(), 1)
+        if (self.table.n_phases * self.n_links) << bits < 2 ** 31:
+            packed = jnp.sort((keys.astype(jnp.int32) << bits) | jnp.arange(n, dtype=jnp.int32))
+            keys, vals = packed >> bits, vals[packed & ((1 << bits) - 1)]
+        else:  # too many keys to pack
+            keys, vals = jax.lax.sort((keys.astype(jnp.int32), vals), num_keys=1)
         pos = jnp.arange(n, dtype=jnp.int32)
         start = jnp.concatenate([jnp.array([True]), keys[1:] != keys[:-1]])
         end = jnp.concatenate([keys[1:] != keys[:-1], jnp.array([True])])

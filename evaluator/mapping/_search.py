@@ -62,16 +62,19 @@ class SearchTrace:
         self.best_completion_time.append(best)
 
 
-def _groups(slot_node: np.ndarray, node_router: np.ndarray) -> list[np.ndarray]:
+def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray | None = None) -> list[np.ndarray]:
     """Slot groups for block moves: ``[n_groups, k]`` arrays of slots (the slots of one node, of one router) where
-    every group of that level has the same size and there are at least two."""
+    every group of that level has the same size and there are at least two; with ``movable`` (per slot), only
+    groups whose slots are all movable."""
     out = []
     for key in (slot_node, node_router[slot_node]):
         _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
         if counts.size >= 2 and counts.min() == counts.max() and counts[0] > 1:
             order = np.argsort(inv, kind="stable")
             g = order.reshape(counts.size, counts[0])
-            if not any(x.shape == g.shape and np.array_equal(x, g) for x in out):
+            if movable is not None:
+                g = g[movable[g].all(axis=1)]
+            if g.shape[0] >= 2 and not any(x.shape == g.shape and np.array_equal(x, g) for x in out):
                 out.append(g)
     return out
 
@@ -100,17 +103,19 @@ def _apply(slot_task: np.ndarray, a: np.ndarray, b: np.ndarray, picks) -> np.nda
 
 def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int = 0, candidates: int = 4096,
                  step: int | None = None, max_iterations: int | None = None, patience: int = 4,
-                 fixed_counts: bool = False, progress: bool = True) -> tuple[np.ndarray, SearchTrace]:
+                 fixed_counts: bool = False, movable: np.ndarray | None = None,
+                 progress: bool = True) -> tuple[np.ndarray, SearchTrace]:
     """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
     :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
     trace. ``fixed_counts``: single swaps only between slots holding tasks, so that every node keeps its task
-    count (whole nodes still swap): a launcher that fills every node with the same count can run the result."""
+    count (whole nodes still swap): a launcher that fills every node with the same count can run the result.
+    ``movable`` (bool per slot): block moves only between groups of movable slots."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
     S = evaluator.n_slots
     node_router = np.asarray(evaluator.topology.node_router)
-    groups = _groups(evaluator.slot_node, node_router)
+    groups = _groups(evaluator.slot_node, node_router, movable)
     state = np.asarray(slot_task, np.int64).copy()
     loads = evaluator.loads(state)
     t, q = evaluator.score(loads)
