@@ -1,0 +1,83 @@
+"""``evaluator map``: the nodes available (a placement's, a node list file, ids inline), the launcher's files and the
+dataset, and the refusals (issue 27). The search itself: tests/test_mapping_search.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from evaluator import cli, config
+from evaluator.cli.mapping import parse_node_ids
+from evaluator.errors import ConfigError
+
+TORUS = ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=random_pairs", "traffic.n_tasks=32"]
+
+
+def _run(argv, capsys):
+    rc = cli.main(["map", *argv, "--no-progress", "--iterations", "2", "--candidates", "256"])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def _node_list(path) -> list[int]:
+    ids = []
+    for part in path.read_text().strip().split(","):
+        lo, _, hi = part.partition("-")
+        ids.extend(range(int(lo), int(hi or lo) + 1))
+    return ids
+
+
+def test_parse_node_ids():
+    assert parse_node_ids("0-3,8, 10\n# a comment\n12-13  # more\n").tolist() == [0, 1, 2, 3, 8, 10, 12, 13]
+    for bad in ("5-2", "a,b", "1-", "", "# only a comment"):
+        with pytest.raises(ConfigError) as e:
+            parse_node_ids(bad)
+        assert e.value.field == "--nodes"
+
+
+def test_nodes_of_a_fragmented_machine(tmp_path, capsys):
+    """--nodes placement: the nodes placement=fragmented allocates (a free list of a busy machine); the mapping
+    uses only them, and the launcher's files and the dataset say so."""
+    over = [*TORUS, "placement=fragmented", "placement.job_nodes=[1,8]", "placement.occupancy=0.3",
+            f"output_dir={tmp_path / 'res'}"]
+    rc, out, err = _run([*over, "--nodes", "placement", "--write-rank-order", str(tmp_path / "launch")], capsys)
+    assert rc == 0, err
+    point = config.build(config.to_object(config.compose(over)))
+    allowed = set(point.placement.task_node.tolist())
+    assert "32 tasks of random pairs" in out and "(32 nodes available, 1 per node)" in out
+    assert set(_node_list(tmp_path / "launch" / "node_list")) <= allowed
+    (path,) = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("dataset: ")]
+    ds = xr.open_dataset(path)
+    assert set(ds.task_node.values.tolist()) <= allowed
+    assert float(ds.completion_time) <= float(ds.start_completion_time.min())
+    assert set(ds.available_node.values.tolist()) == allowed
+    ds.close()
+
+
+def test_nodes_from_a_file_and_inline(tmp_path, capsys):
+    f = tmp_path / "nodes"
+    f.write_text("0-15\n32-47\n")
+    for spec in (str(f), "0-15,32-47"):
+        rc, out, err = _run([*TORUS, "save=false", "--nodes", spec, "--write-rank-order", str(tmp_path / spec[-3:])],
+                            capsys)
+        assert rc == 0, err
+        assert "(32 nodes available, 1 per node)" in out
+        assert set(_node_list(tmp_path / spec[-3:] / "node_list")) <= set(range(16)) | set(range(32, 48))
+
+
+def test_refusals(tmp_path, capsys):
+    # launcher files already there: refused before anything is computed
+    d = tmp_path / "launch"
+    d.mkdir()
+    (d / "node_list").write_text("0\n")
+    rc, _, err = _run([*TORUS, "save=false", "--write-rank-order", str(d)], capsys)
+    assert rc == 2 and "--write-rank-order" in err and "--force" in err
+    rc, _, err = _run([*TORUS, "save=false", "--nodes", "free_list"], capsys)
+    assert rc == 2 and "--nodes" in err and "free_list" in err
+    rc, _, err = _run([*TORUS, "save=false", "--nodes", "0-7"], capsys)  # 32 tasks on 8 nodes
+    assert rc == 2 and "traffic.n_tasks" in err
+    rc, _, err = _run([*TORUS, "save=false", "--nodes", "60-70"], capsys)  # the torus has 64 nodes
+    assert rc == 2 and "mapping.nodes" in err and "70" in err
+    rc, _, err = _run([*TORUS, "save=false", "routing=kshortest"], capsys)
+    assert rc == 2 and "routing.kind" in err
