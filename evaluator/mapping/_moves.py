@@ -226,34 +226,40 @@ class MoveEvaluator:
 
     # -- a batch of moves --
 
+    def _moved_flows(self, dev, slot_task, task_node, a, b):
+        """The flows ONE move (swap slots ``a[k]`` with ``b[k]``) changes: ``(f, bytes, (src, dst) nodes before,
+        (src, dst) nodes after)``, each flow once (padding: bytes 0)."""
+        n_nodes = int(self.topology.n_nodes)
+        ta, tb = slot_task[a], slot_task[b]  # [k]
+        fl = jnp.concatenate([dev["incident"][ta].ravel(), dev["incident"][tb].ravel()])
+        fs = jnp.sort(fl)
+        first = jnp.concatenate([jnp.array([True]), fs[1:] != fs[:-1]]) & (fs >= 0)
+        f = jnp.where(first, fs, 0)
+        s, d = dev["src"][f], dev["dst"][f]
+        w = jnp.where(first, dev["nbytes"][f], 0.0)
+        na, nb = dev["slot_node"][a], dev["slot_node"][b]
+
+        def moved(t):  # the node of task t after the move
+            in_a = t[:, None] == ta[None, :]
+            in_b = t[:, None] == tb[None, :]
+            to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1, dtype=jnp.int32)
+            to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1, dtype=jnp.int32)
+            node = jnp.where(in_a.any(axis=1), to_b, jnp.where(in_b.any(axis=1), to_a, task_node[t]))
+            # in range whatever the move (the kernel's gathers and scatters promise in-bounds indices: a slot
+            # listed twice in a group would otherwise write outside its move's buffer)
+            return jnp.clip(node, 0, n_nodes - 1)
+
+        return f, w, (task_node[s], task_node[d]), (moved(s), moved(d))
+
     def _move_fn(self, k: int):
         """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state."""
         P = self.table.n_phases
-        n_nodes = int(self.topology.n_nodes)
 
         def one(dev, slot_task, task_node, loads, ref, a, b):
-            ta, tb = slot_task[a], slot_task[b]  # [k]
-            fl = jnp.concatenate([dev["incident"][ta].ravel(), dev["incident"][tb].ravel()])
-            fs = jnp.sort(fl)
-            first = jnp.concatenate([jnp.array([True]), fs[1:] != fs[:-1]]) & (fs >= 0)
-            f = jnp.where(first, fs, 0)
-            s, d = dev["src"][f], dev["dst"][f]
-            w = jnp.where(first, dev["nbytes"][f], 0.0)
-            na, nb = dev["slot_node"][a], dev["slot_node"][b]
-
-            def moved(t):  # the node of task t after the move
-                in_a = t[:, None] == ta[None, :]
-                in_b = t[:, None] == tb[None, :]
-                to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1, dtype=jnp.int32)
-                to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1, dtype=jnp.int32)
-                node = jnp.where(in_a.any(axis=1), to_b, jnp.where(in_b.any(axis=1), to_a, task_node[t]))
-                # in range whatever the move (the kernel's gathers and scatters promise in-bounds indices: a slot
-                # listed twice in a group would otherwise write outside its move's buffer)
-                return jnp.clip(node, 0, n_nodes - 1)
-
+            f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b)
             m = f.shape[0]
-            before = jnp.concatenate([task_node[s], task_node[d]])
-            after = jnp.concatenate([moved(s), moved(d)])
+            before = jnp.concatenate([s0, d0])
+            after = jnp.concatenate([s1, d1])
             idx = jnp.arange(m, dtype=jnp.int32)
             ph = dev["phase"][f]
 
@@ -446,28 +452,10 @@ class SparseMoveEvaluator(MoveEvaluator):
         return t_new.sum(), (ref * s_new ** (1.0 / Q_NORM)).sum()
 
     def _move_fn(self, k: int):
-        n_nodes = int(self.topology.n_nodes)
-
         def one(dev, bs, slot_task, task_node, a, b):
-            ta, tb = slot_task[a], slot_task[b]  # [k]
-            fl = jnp.concatenate([dev["incident"][ta].ravel(), dev["incident"][tb].ravel()])
-            fs = jnp.sort(fl)
-            first = jnp.concatenate([jnp.array([True]), fs[1:] != fs[:-1]]) & (fs >= 0)
-            f = jnp.where(first, fs, 0)
-            s, d = dev["src"][f], dev["dst"][f]
-            w = jnp.where(first, dev["nbytes"][f], 0.0)
-            na, nb = dev["slot_node"][a], dev["slot_node"][b]
-
-            def moved(t):
-                in_a = t[:, None] == ta[None, :]
-                in_b = t[:, None] == tb[None, :]
-                to_b = jnp.where(in_a, nb[None, :], 0).sum(axis=1, dtype=jnp.int32)
-                to_a = jnp.where(in_b, na[None, :], 0).sum(axis=1, dtype=jnp.int32)
-                node = jnp.where(in_a.any(axis=1), to_b, jnp.where(in_b.any(axis=1), to_a, task_node[t]))
-                return jnp.clip(node, 0, n_nodes - 1)
-
-            k0, v0 = self._entries(dev, f, w, task_node[s], task_node[d], -1.0)
-            k1, v1 = self._entries(dev, f, w, moved(s), moved(d), 1.0)
+            f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b)
+            k0, v0 = self._entries(dev, f, w, s0, d0, -1.0)
+            k1, v1 = self._entries(dev, f, w, s1, d1, 1.0)
             return self._score_entries(dev, bs, jnp.concatenate([k0, k1]), jnp.concatenate([v0, v1]))
 
         return one
