@@ -36,6 +36,7 @@ from jaxtyping import Array, Float, Int
 
 from ..errors import ConfigError, check_memory
 from ..kernel import PointInputs, batch_kernel, point_link_loads
+from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 
 __all__ = ["Q_NORM", "PAIR_TABLE_LIMIT", "TOP", "FlowTable", "flow_table", "MoveEvaluator", "SparseMoveEvaluator",
@@ -165,15 +166,6 @@ class MoveEvaluator:
         qn = ref * (((u / ref[:, None]) ** Q_NORM).sum(axis=1)) ** (1.0 / Q_NORM)
         return t.sum(), qn.sum()
 
-    @staticmethod
-    def _batch_objective(loads, inv_cap, ref):
-        """:meth:`_objective` for scoring a batch: one pass over the links (times by a product with the inverse
-        capacity; the norm's reference is the state's maximum ``ref[phase]``, the same for every move); equal to
-        it up to rounding."""
-        u = loads * inv_cap[None, :]
-        s = ((u * (1.0 / ref)[:, None]) ** Q_NORM).sum(axis=1)
-        return u.max(axis=1).sum(), (ref * s ** (1.0 / Q_NORM)).sum()
-
     def _score_fn(self, dev, loads):
         return self._objective(loads, dev["cap"])
 
@@ -251,26 +243,85 @@ class MoveEvaluator:
 
         return f, w, (task_node[s], task_node[d]), (moved(s), moved(d))
 
+    def _router_loads(self, dev, sn, dn, w):
+        """Router-link loads [router_link] of flows between nodes ``sn -> dn`` of bytes ``w``: the routing's own
+        ``apply`` as the kernel calls it (:func:`evaluator.kernel.point_link_loads`), without the node links."""
+        net = self._net
+        sr, dr = net.node_router[sn], net.node_router[dn]
+        off_router = jnp.where(sr != dr, w, 0.0)
+        endpoint = net.routing.get(NODE_ENDPOINT)
+        if endpoint is not None:
+            sr, dr = endpoint[sn], endpoint[dn]
+        return self._apply(net.routing, sr, dr, off_router)
+
     def _move_fn(self, k: int):
-        """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state."""
+        """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state.
+
+        The router links are updated densely (the routing's ``apply`` on the moved flows, before and after); the
+        node links only where they can change: a move changes the injection and ejection loads of the moved
+        slots' nodes only (a flow keeps its unmoved end's node, and becomes or stops being node-local only on a
+        moved slot's node). The largest untouched node-link time of a phase is read from its ``4k + 1`` largest.
+        """
         P = self.table.n_phases
+        n_rl, n_nodes = int(self.topology.n_router_links), int(self.topology.n_nodes)
+        top = min(4 * k + 1, 2 * n_nodes)
 
-        def one(dev, slot_task, task_node, loads, ref, a, b):
+        def one(dev, bs, slot_task, task_node, loads, a, b):
+            ref, node_sum, top_v, top_i = bs
             f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b)
-            m = f.shape[0]
-            before = jnp.concatenate([s0, d0])
-            after = jnp.concatenate([s1, d1])
-            idx = jnp.arange(m, dtype=jnp.int32)
             ph = dev["phase"][f]
+            X = jnp.concatenate([dev["slot_node"][a], dev["slot_node"][b]])  # the nodes whose links may change
+            nx = X.shape[0]
+            dup = jnp.any((X[:, None] == X[None, :]) & (jnp.arange(nx)[None, :] < jnp.arange(nx)[:, None]), axis=1)
+            on0, on1 = s0 != d0, s1 != d1
 
-            def delta(p):  # two applies of positive bytes (a routing's apply may clamp at 0: not linear below)
+            def node_delta(wp):  # [2 nx]: injection then ejection of the nodes X
+                inj = (jnp.where((s1[None, :] == X[:, None]) & on1[None, :], wp[None, :], 0.0).sum(1)
+                       - jnp.where((s0[None, :] == X[:, None]) & on0[None, :], wp[None, :], 0.0).sum(1))
+                ej = (jnp.where((d1[None, :] == X[:, None]) & on1[None, :], wp[None, :], 0.0).sum(1)
+                      - jnp.where((d0[None, :] == X[:, None]) & on0[None, :], wp[None, :], 0.0).sum(1))
+                return jnp.concatenate([inj, ej])
+
+            links = jnp.concatenate([n_rl + X, n_rl + n_nodes + X])  # [2 nx]
+            first = jnp.concatenate([~dup, ~dup])
+            cap_x = dev["cap"][links]
+
+            def phase(p):
                 wp = jnp.where(ph == p, w, 0.0)
-                return (self._flow_loads(after, idx, idx + m, wp) - self._flow_loads(before, idx, idx + m, wp))
+                r = loads[p, :n_rl] + (self._router_loads(dev, s1, d1, wp) - self._router_loads(dev, s0, d0, wp))
+                u_r = r * dev["inv_cap"][:n_rl]
+                old_x = loads[p, links]
+                new_x = old_x + node_delta(wp)
+                u_old, u_new = old_x / cap_x, new_x / cap_x
+                # the largest untouched node-link time: the first of the top list whose link is not touched
+                hit = jnp.any(top_i[p][:, None] == links[None, :], axis=1)
+                untouched = jnp.where(hit, -jnp.inf, top_v[p]).max()
+                untouched = jnp.where(hit.all(), top_v[p][-1], untouched)
+                t = jnp.maximum(jnp.maximum(u_r.max(), jnp.where(first, u_new, -jnp.inf).max()), untouched)
+                inv_ref = 1.0 / ref[p]
+                q_nodes = node_sum[p] + jnp.where(first, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM,
+                                                  0.0).sum()
+                q = ((u_r * inv_ref) ** Q_NORM).sum() + jnp.maximum(q_nodes, 0.0)
+                return t, ref[p] * q ** (1.0 / Q_NORM)
 
-            new = loads + (jax.vmap(delta)(jnp.arange(P, dtype=jnp.int32)) if P > 1 else delta(0)[None, :])
-            return self._batch_objective(new, dev["inv_cap"], ref)
+            if P == 1:
+                return phase(0)
+            t, q = jax.vmap(phase)(jnp.arange(P, dtype=jnp.int32))
+            return t.sum(), q.sum()
 
         return one
+
+    def _node_state(self, dev, loads, k: int):
+        """Per phase: the current maximum time (the norm's reference), the norm's sum over the node links, and the
+        ``4k + 1`` largest node-link times with their links."""
+        n_rl = int(self.topology.n_router_links)
+        u = loads / dev["cap"][None, :]
+        t = u.max(axis=1)
+        ref = jnp.where(t > 0, t, 1.0)
+        un = u[:, n_rl:]
+        node_sum = ((un / ref[:, None]) ** Q_NORM).sum(axis=1)
+        top_v, top_i = jax.lax.top_k(un, min(4 * k + 1, un.shape[1]))
+        return ref, node_sum, top_v, top_i + n_rl
 
     @property
     def default_step(self) -> int:
@@ -291,9 +342,8 @@ class MoveEvaluator:
             one = self._move_fn(k)
 
             def batch(dev, slot_task, task_node, loads, a, b):
-                t = (loads / dev["cap"][None, :]).max(axis=1)
-                ref = jnp.where(t > 0, t, 1.0)
-                return jax.lax.map(lambda ab: one(dev, slot_task, task_node, loads, ref, ab[0], ab[1]), (a, b),
+                bs = self._node_state(dev, loads, k)
+                return jax.lax.map(lambda ab: one(dev, bs, slot_task, task_node, loads, ab[0], ab[1]), (a, b),
                                    batch_size=step)
 
             self._scores[key] = jax.jit(batch)
