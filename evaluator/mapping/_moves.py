@@ -311,6 +311,10 @@ class MoveEvaluator:
 
         return one
 
+    def _state(self, dev, loads, k: int):
+        """What every move of a batch reads besides the loads (computed once per batch)."""
+        return self._node_state(dev, loads, k)
+
     def _node_state(self, dev, loads, k: int):
         """Per phase: the current maximum time (the norm's reference), the norm's sum over the node links, and the
         ``4k + 1`` largest node-link times with their links."""
@@ -346,7 +350,7 @@ class MoveEvaluator:
             one = self._move_fn(k)
 
             def batch(dev, slot_task, task_node, loads, a, b):
-                bs = self._node_state(dev, loads, k)
+                bs = self._state(dev, loads, k)
                 return jax.lax.map(lambda ab: one(dev, bs, slot_task, task_node, loads, ab[0], ab[1]), (a, b),
                                    batch_size=step)
 
@@ -506,7 +510,7 @@ class SparseMoveEvaluator(MoveEvaluator):
         return t_new.sum(), (ref * s_new ** (1.0 / Q_NORM)).sum()
 
     def _move_fn(self, k: int):
-        def one(dev, bs, slot_task, task_node, a, b):
+        def one(dev, bs, slot_task, task_node, loads, a, b):
             f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b)
             k0, v0 = self._entries(dev, f, w, s0, d0, -1.0)
             k1, v1 = self._entries(dev, f, w, s1, d1, 1.0)
@@ -520,21 +524,8 @@ class SparseMoveEvaluator(MoveEvaluator):
     def default_step(self) -> int:
         return 512
 
-    def scores(self, slot_task, task_node, loads, a, b, step: int | None = None):
-        step = self.default_step if step is None else int(step)
-        k = int(a.shape[1])
-        key = (k, int(a.shape[0]), int(step))
-        if key not in self._scores:
-            one = self._move_fn(k)
-
-            def batch(dev, slot_task, task_node, loads, a, b):
-                bs = self._batch_state(dev, loads)
-                return jax.lax.map(lambda ab: one(dev, bs, slot_task, task_node, ab[0], ab[1]), (a, b),
-                                   batch_size=step)
-
-            self._scores[key] = jax.jit(batch)
-        return self._scores[key](self._dev, slot_task, task_node, loads, jnp.asarray(a, jnp.int32),
-                                 jnp.asarray(b, jnp.int32))
+    def _state(self, dev, loads, k: int):
+        return self._batch_state(dev, loads)
 
     def _heat_fn(self, dev, task_node, loads):
         bs = self._batch_state(dev, loads)
