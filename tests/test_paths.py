@@ -56,6 +56,9 @@ SMALL = [
     ("torus/mesh 4x3", lambda: T.torus((4, 3), wrap=(True, False))),
     ("DF(1,4,1)", lambda: T.dragonfly(p=1, a=4, h=1)),
     ("DF(1,3,2)", lambda: T.dragonfly(p=1, a=3, h=2, g=4)),
+    # path sets serve every topology through the base contract (the router graph of link_src/link_dst)
+    ("RDN(1,4,2,6)", lambda: T.rdn(p=1, a=4, h=2, g=6)),
+    ("fat tree 2-ary 3-tree", lambda: T.fat_tree(k=2, levels=3)),
 ]
 
 
@@ -227,7 +230,8 @@ def walk_table(topo, table, src, dst, nbytes):
     return out
 
 
-@pytest.mark.parametrize("make", [lambda: T.torus((4, 3)), lambda: T.dragonfly(p=1, a=4, h=2, g=3)])
+@pytest.mark.parametrize("make", [lambda: T.torus((4, 3)), lambda: T.dragonfly(p=1, a=4, h=2, g=3),
+                                  lambda: T.rdn(p=1, a=4, h=2, g=4)])
 @pytest.mark.parametrize("kind", ["kshortest", "optiq_heuristic"])
 def test_path_operator_against_a_walk(make, kind):
     topo = make()
@@ -363,6 +367,19 @@ def test_hop_limit_leaving_a_pair_without_path_names_the_pair():
         ev.evaluate(topo, tr, PL.linear(topo, 36), RT.kshortest(2, hop_limit=5))
     msg = str(e.value)
     assert "routing.hop_limit" in msg and "(0, 21)" in msg and "6 hops" in msg, msg
+
+
+def test_path_sets_serve_a_topology_without_a_listing():
+    """kshortest with k = 1 on a reconfigurable Dragonfly: every pair on one shortest path, so the mean
+    router hops of an all-to-all equal NetworkX's BFS distances averaged over the pairs."""
+    topo = T.rdn(p=1, a=4, h=2, g=6)
+    assert "kshortest" in RT.routings_for("rdn") and "optiq_lp" in RT.routings_for("rdn")
+    dist = dict(nx.all_pairs_shortest_path_length(nx_graph(topo)))
+    R = topo.n_routers
+    want = np.mean([dist[s][d] for s in range(R) for d in range(R) if s != d])
+    ds = ev.evaluate(topo, TR.all_to_all(topo.n_nodes), PL.linear(topo, topo.n_nodes), RT.kshortest(1))
+    assert topo.nodes_per_router == 1
+    np.testing.assert_allclose(float(ds.mean_hops), want, rtol=TOL["rel"])
 
 
 def test_routing_the_topology_cannot_take():

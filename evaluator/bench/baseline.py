@@ -66,10 +66,9 @@ def _check_routing(topology: Topology, routing: Routing, what: str) -> None:
     if routing.kind not in _WALKS:
         raise ConfigError("routing.kind", routing.kind, f"one of {sorted(_WALKS)} (the routings the {what} "
                                                         "implements)")
-    allowed = KINDS[routing.kind].topologies
-    if topology.kind not in allowed:
+    if not KINDS[routing.kind].serves(topology.kind):
         raise ConfigError("routing.kind", routing.kind, f"a routing of a {topology.kind}",
-                          f"'{routing.kind}' serves {list(allowed)}.")
+                          f"'{routing.kind}' serves {KINDS[routing.kind].served()}.")
 
 
 def _dor_order(dims: list[int], order) -> list[int]:

@@ -89,7 +89,7 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
 
 def routings_for(topology_kind: str) -> list[str]:
     """Names of the routing kinds that serve a topology kind."""
-    return [name for name, k in KINDS.items() if topology_kind in k.topologies]
+    return [name for name, k in KINDS.items() if k.serves(topology_kind)]
 
 
 @functools.lru_cache(maxsize=32)
@@ -100,7 +100,7 @@ def _cached_build(topo: Topology, routing: Routing) -> RoutingOperator:
 
 def build_routing(topology: Topology, routing: Routing) -> RoutingOperator:
     """Compile ``routing`` for ``topology`` on the host (cached per topology object)."""
-    if routing.kind not in KINDS or topology.kind not in KINDS[routing.kind].topologies:
+    if routing.kind not in KINDS or not KINDS[routing.kind].serves(topology.kind):
         raise ConfigError("routing.kind", routing.kind, f"one of {routings_for(topology.kind)} on a {topology.kind}",
                           "Pick a routing group that matches the topology.")
     return _cached_build(topology, routing)
@@ -114,7 +114,7 @@ def check_routing(topology: Topology, routing: Routing) -> None:
     :func:`evaluator.evaluation.evaluate_batch` binds them) gets only the topology kind checked; every other
     routing is built (and cached) as by :func:`build_routing`.
     """
-    if routing.kind not in KINDS or topology.kind not in KINDS[routing.kind].topologies:
+    if routing.kind not in KINDS or not KINDS[routing.kind].serves(topology.kind):
         build_routing(topology, routing)  # raises
     if not routing.needs_pairs:
         build_routing(topology, routing)

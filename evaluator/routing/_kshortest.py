@@ -1,7 +1,8 @@
 """``kshortest``: Yen's k shortest loopless paths per communicating router pair, demand split evenly.
 
-Bui et al. Algorithm 1 on the router graph of any topology (tori, meshes,
-machine partitions, Dragonflies): for every router pair with traffic, the
+Bui et al. Algorithm 1 on the router graph of any topology (the base
+contract's router links; tori, meshes, machine partitions, Dragonflies,
+reconfigurable Dragonflies, fat trees: ``topologies=None``): for every router pair with traffic, the
 first ``k`` loopless paths in order of hop count (Yen's algorithm, paths
 longer than ``hop_limit`` hops pruned), each carrying ``1/k`` of the pair's
 bytes (``1/k'`` when only ``k' < k`` paths exist). ``k = 1`` is one shortest
@@ -19,10 +20,7 @@ from ..topology import Topology
 from ._paths import PathSetRouting, check_hop_limit, check_k, path_operator, path_table
 from .base import RoutingKind, RoutingOperator
 
-__all__ = ["kshortest", "KShortestConfig", "KSHORTEST", "PATH_TOPOLOGIES"]
-
-PATH_TOPOLOGIES = ("torus", "dragonfly", "fat_tree")
-"""Topology kinds path-set routings serve (machine partitions and BG/Q presets are tori)."""
+__all__ = ["kshortest", "KShortestConfig", "KSHORTEST"]
 
 
 def kshortest(k: int = 4, hop_limit: int | None = None) -> PathSetRouting:
@@ -51,5 +49,5 @@ def _from_config(cfg: KShortestConfig) -> PathSetRouting:
     return kshortest(cfg.k, cfg.hop_limit)
 
 
-KSHORTEST = RoutingKind("kshortest", KShortestConfig, _from_config, topologies=PATH_TOPOLOGIES,
+KSHORTEST = RoutingKind("kshortest", KShortestConfig, _from_config, topologies=None,  # any router graph
                         operator=build_operator)

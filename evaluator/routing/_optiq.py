@@ -38,7 +38,6 @@ import numpy as np
 
 from ..errors import ConfigError, is_int
 from ..topology import Topology
-from ._kshortest import PATH_TOPOLOGIES
 from ._paths import (PairSet, PathSetRouting, PathTable, bind_by_pair_set, check_hop_limit, check_k, path_incidence,
                      path_operator, path_table)
 from .base import Routing, RoutingKind, RoutingOperator
@@ -172,5 +171,5 @@ def _from_config(cfg: OptiqHeuristicConfig) -> OptiqHeuristicRouting:
     return optiq_heuristic(cfg.k, cfg.maxload, cfg.hop_limit)
 
 
-OPTIQ_HEURISTIC = RoutingKind("optiq_heuristic", OptiqHeuristicConfig, _from_config, topologies=PATH_TOPOLOGIES,
+OPTIQ_HEURISTIC = RoutingKind("optiq_heuristic", OptiqHeuristicConfig, _from_config, topologies=None,  # any router graph
                               operator=build_operator)

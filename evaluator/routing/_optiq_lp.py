@@ -30,7 +30,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..topology import Topology
-from ._kshortest import PATH_TOPOLOGIES
 from ._paths import (PairSet, PathSetRouting, bind_by_pair_set, check_hop_limit, check_k, path_incidence,
                      path_operator, path_table)
 from .base import Routing, RoutingKind, RoutingOperator
@@ -111,5 +110,5 @@ def _from_config(cfg: OptiqLpConfig) -> OptiqLpRouting:
     return optiq_lp(cfg.k, cfg.hop_limit, cfg.solver)
 
 
-OPTIQ_LP = RoutingKind("optiq_lp", OptiqLpConfig, _from_config, topologies=PATH_TOPOLOGIES,
+OPTIQ_LP = RoutingKind("optiq_lp", OptiqLpConfig, _from_config, topologies=None,  # any router graph
                        operator=build_operator)

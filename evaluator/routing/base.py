@@ -172,11 +172,21 @@ class RoutingKind(Kind):
     """A routing member.
 
     ``build(cfg) -> Routing`` makes the spec from its config schema;
-    ``topologies`` are the topology kinds it serves; ``operator(topology,
+    ``topologies`` are the topology kinds it serves, or None for every
+    topology (a routing that needs only the base contract, e.g. paths on the
+    router graph of ``link_src``/``link_dst``); ``operator(topology,
     routing) -> RoutingOperator`` compiles the spec for one topology. What a
     routing does beyond that (binding to router pairs, paths per pair) is
     in the methods of its spec (:class:`Routing`).
     """
 
-    topologies: tuple[str, ...] = ()
+    topologies: tuple[str, ...] | None = ()
     operator: Callable[..., RoutingOperator] | None = None
+
+    def serves(self, topology_kind: str) -> bool:
+        """Whether this routing serves topologies of kind ``topology_kind``."""
+        return self.topologies is None or topology_kind in self.topologies
+
+    def served(self) -> str:
+        """The topologies it serves, for messages (``"every topology"`` when not limited)."""
+        return "every topology" if self.topologies is None else ", ".join(self.topologies)

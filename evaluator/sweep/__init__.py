@@ -1,7 +1,7 @@
 """Design-space sweeps: axes, plan, workers, chunk store, driver, assembly.
 
 * :mod:`~evaluator.sweep.axes`: the axis grammar (values and generators over config keys);
-* :mod:`~evaluator.sweep.plan`: :func:`plan_sweep` (grid, buckets, chunks, run id);
+* :mod:`~evaluator.sweep.plan`: :func:`plan_sweep` (grid, networks, chunks, run id);
 * :mod:`~evaluator.sweep.worker`: build and evaluate one chunk;
 * :mod:`~evaluator.sweep.store`: persisted chunks (resume after a crash or ``kill -9``);
 * :mod:`~evaluator.sweep.driver`: :func:`run_sweep` on Ray or in this process;

@@ -42,8 +42,8 @@ that would take the grid past it is refused before its values exist, naming
 step, non-integer bounds, ``n`` or ``d`` < 1, divisors of a number < 1, an
 empty result).
 
-Execution: points are grouped into shape buckets (same topology and
-routing: one compilation each); see :mod:`evaluator.sweep.plan`.
+Execution: points are grouped by network (same topology and
+routing: one set of kernels each); see :mod:`evaluator.sweep.plan`.
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ from ..config.hydra import AXIS_GENERATORS
 from ..errors import ConfigError, check_memory, is_int, require
 
 __all__ = ["Axis", "expand_axes", "optimize_axes", "label", "short_keys", "divisors", "divisor_vectors",
-           "ordered_factorizations", "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "BUCKET_PREFIXES"]
+           "ordered_factorizations", "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "NETWORK_PREFIXES"]
 
-BUCKET_PREFIXES = ("topology", "routing")
+NETWORK_PREFIXES = ("topology", "routing")
 GENERATORS = AXIS_GENERATORS
 
 # --------------------------------------------------------------------------------------
@@ -203,8 +203,9 @@ class Axis:
         return any(k in GROUPS for k in self.keys)
 
     @property
-    def affects_bucket(self) -> bool:
-        return any(k.split(".")[0] in BUCKET_PREFIXES for k in self.keys)
+    def affects_network(self) -> bool:
+        """Whether the axis chooses the network (a topology or routing key)."""
+        return any(k.split(".")[0] in NETWORK_PREFIXES for k in self.keys)
 
 
 class _Budget:

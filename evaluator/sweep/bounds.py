@@ -13,7 +13,7 @@ indices on every axis that is not a routing axis
 (:meth:`SweepPlan.family_axes` of topology, traffic and placement, the seed
 axis included), within a chunk, and with ``bound_solver=highs`` across the
 chunks a worker process evaluates (a chunk holds one routing: routing axes
-split buckets), so every routing of a placement after the first reuses it.
+split networks), so every routing of a placement after the first reuses it.
 
 Solvers (``bound_solver``): ``highs`` solves each LP on its own (exact). With
 ``pdhg``, the chunk's LP instances are grouped by MPAX's padded shape bucket;
@@ -193,7 +193,7 @@ def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = N
     result, used with ``bound_solver=highs`` only. HiGHS and Garg-Konemann
     give the same answer for the same demand wherever they run, so a result
     reused from an earlier chunk (the same placement under another routing:
-    routings are in different chunks, one bucket each) is the one this chunk
+    routings are in different chunks, one network each) is the one this chunk
     would compute. Batched PDHG results depend on the batch they were solved
     in (padding, warm start), so they are shared within a chunk only.
     """

@@ -1,6 +1,6 @@
 """The sweep driver: run the chunks of a plan on Ray (or in this process), persist, assemble, write.
 
-Points are grouped into shape buckets and cut into fixed-size chunks (see
+Points are grouped by network (topology and routing) and cut into fixed-size chunks (see
 :class:`~evaluator.sweep.plan.SweepPlan`), sent to Ray tasks (an embedded Ray
 by default, ``ray.address=auto`` or a URL for a cluster) and persisted as they
 finish (:mod:`~evaluator.sweep.store`); a rerun of the same config computes
@@ -413,8 +413,8 @@ class _Writer:
         return res if res is not None else store.read_chunk(plan, cid)
 
 
-def _by_bucket(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
-    """The chunks of ``todo`` per bucket (ids ``b<bucket>-c<chunk>``), in their order."""
+def _by_network(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
+    """The chunks of ``todo`` per network (ids ``b<network>-c<chunk>``), in their order."""
     out: dict[str, list] = collections.defaultdict(list)
     for item in todo:
         out[item[0].split("-", 1)[0]].append(item)
@@ -429,9 +429,9 @@ def _round_robin(lists: list[list]) -> list:
 
 
 def _interleaved(todo: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """Chunks in round-robin order over their buckets (ids ``b<bucket>-c<chunk>``): workers starting together
-    compile different kernels, and a bucket's kernel is warm while its chunks keep coming."""
-    return _round_robin(_by_bucket(todo))
+    """Chunks in round-robin order over their networks (ids ``b<network>-c<chunk>``): workers starting together
+    compile different kernels, and a network's kernels are warm while its chunks keep coming."""
+    return _round_robin(_by_network(todo))
 
 
 BATCH_POINTS = 2048
@@ -441,12 +441,12 @@ less scheduling per point, when chunks are small."""
 
 def _batches(todo: list[tuple[str, Any]], chunk_size: int, n_cpus: int) -> list[list[tuple[str, Any]]]:
     """Chunks of ``todo`` in batches of about :data:`BATCH_POINTS` points, keeping at least four tasks per CPU
-    to share out. A batch holds chunks of one bucket (one routing and topology: one set of kernels), in ``todo``'s
-    order, and the batches go round-robin over the buckets: Ray workers starting together compile different
+    to share out. A batch holds chunks of one network (one routing and topology: one set of kernels), in ``todo``'s
+    order, and the batches go round-robin over the networks: Ray workers starting together compile different
     kernels (each writes its compilations to the persistent cache, where the others find them) instead of every
     worker compiling every kernel in its first task."""
     per = max(1, min(BATCH_POINTS // max(int(chunk_size), 1), -(-len(todo) // (4 * max(n_cpus, 1)))))
-    return _round_robin([[v[i:i + per] for i in range(0, len(v), per)] for v in _by_bucket(todo)])
+    return _round_robin([[v[i:i + per] for i in range(0, len(v), per)] for v in _by_network(todo)])
 
 
 def _local_threads(ray_cfg) -> int:

@@ -1,9 +1,9 @@
-"""The sweep plan: the grid, its buckets and chunks, the typed config of every point, the run id.
+"""The sweep plan: the grid, its networks and chunks, the typed config of every point, the run id.
 
 :func:`plan_sweep` takes a :class:`~evaluator.config.SweepRequest` (the
 composed sweep in typed form) and decides everything before any evaluation:
-axes, one composed config per combination of config-group choices, buckets
-(same topology and routing: one compilation each), fixed-size chunks and the
+axes, one composed config per combination of config-group choices, networks
+(same topology and routing: one set of kernels each), fixed-size chunks and the
 run id (a hash of what is computed, not where or how: storage and Ray settings
 are left out, so a local and a cluster run give identical datasets and a rerun
 resumes; the chunk format and the placement generator are part of it, so a
@@ -163,23 +163,26 @@ class SweepPlan:
         return math.prod(self.shape)
 
     @property
-    def bucket_axes(self) -> tuple[int, ...]:
-        return tuple(i for i, ax in enumerate(self.axes) if ax.affects_bucket)
+    def network_axes(self) -> tuple[int, ...]:
+        """The axes that choose the network (topology and routing): the points of one network share one set of
+        kernels."""
+        return tuple(i for i, ax in enumerate(self.axes) if ax.affects_network)
 
     def chunks(self) -> list[tuple[str, np.ndarray]]:
-        """Deterministic ``(chunk_id, flat point indices)``, each chunk inside one bucket."""
+        """Deterministic ``(chunk_id, flat point indices)``, each chunk inside one network (id ``b<network>-c<chunk>``;
+        the ``b`` is kept so that runs written before the rename resume)."""
         flat = np.arange(self.n_points, dtype=np.int64)
         idx = np.unravel_index(flat, self.shape)
-        bax = self.bucket_axes
-        if bax:
-            bshape = tuple(self.shape[i] for i in bax)
-            bucket = np.ravel_multi_index(tuple(idx[i] for i in bax), bshape)
+        nax = self.network_axes
+        if nax:
+            nshape = tuple(self.shape[i] for i in nax)
+            network = np.ravel_multi_index(tuple(idx[i] for i in nax), nshape)
         else:
-            bucket = np.zeros_like(flat)
-        order = np.argsort(bucket, kind="stable")
+            network = np.zeros_like(flat)
+        order = np.argsort(network, kind="stable")
         out = []
-        for b in np.unique(bucket):
-            pts = order[bucket[order] == b]
+        for b in np.unique(network):
+            pts = order[network[order] == b]
             for k in range(0, pts.size, self.chunk_size):
                 out.append((f"b{int(b):05d}-c{k // self.chunk_size:06d}", pts[k:k + self.chunk_size]))
         return out
@@ -326,7 +329,7 @@ def _check_routings(plan: "SweepPlan") -> None:
             chosen = getattr(base.topology, "kind", topo.kind)
             raise ConfigError("routing", kind, f"a routing that serves the {topo.kind} topology "
                               f"(topology={chosen}, {topo.name}): {', '.join(allowed)}",
-                              f"Routing '{kind}' serves {', '.join(routing_family.KINDS[kind].topologies)} "
+                              f"Routing '{kind}' serves {routing_family.KINDS[kind].served()} "
                               f"topologies only; every point with it would be infeasible. Drop it from the sweep "
                               f"or sweep another topology.")
 
@@ -343,7 +346,7 @@ def group_value(axis: str, group: str, value: Any) -> tuple[str, dict]:
 
 
 def plan_sweep(request: SweepRequest) -> SweepPlan:
-    """Validate a composed sweep and decide the grid, buckets and run id.
+    """Validate a composed sweep and decide the grid, networks and run id.
 
     The run settings are checked first (:func:`check_run_settings`), then the
     axes are expanded with the grid size checked against ``sweep.max_points``

@@ -1,4 +1,4 @@
-"""The worker side of a sweep: evaluate the points of one chunk (in one partition of the grid).
+"""The worker side of a sweep: evaluate the points of one chunk (in one network of the grid).
 
 Nothing is built per point. The chunk's points are split into *groups*:
 points that differ only in ``placement.seed`` (see
@@ -10,7 +10,7 @@ everything decided but the seed (a
 :class:`~evaluator.placement.SeededPlacement`), or the placement
 itself where it has no seed. Seeds are checked once per seed value. Feasible
 points go to the device in calls of one shape class (:mod:`._runner`):
-flows from a bank of the partition's traffics, placements drawn from their
+flows from a bank of the network's traffics, placements drawn from their
 seeds inside the jitted call. Placements of the ``numpy`` generator (host
 only) are drawn per point on the host, dense traffics go through
 :func:`evaluator.evaluate_batch`. Blocks, padding, flow banks and fetching
@@ -20,11 +20,11 @@ checkpointed together) and the block size (:func:`~evaluator._batch.blocks.block
 points per device call, at most the chunk's; on CPU at most
 :data:`~evaluator._batch.blocks.BLOCK_CPU`).
 
-A *partition* of the grid (the plan's ``bucket_axes``: the points that share
+A *network* of the grid (the plan's ``network_axes``: the points that share
 every axis of the topology and routing; each chunk lies in one) has its
 traffics' flow lists planned together: the flow bucket (padded flow count) of
-a traffic is shared by every traffic of the partition with the same kind and
-task bucket (the largest of their flow counts, when the partition has at most
+a traffic is shared by every traffic of the network with the same kind and
+task bucket (the largest of their flow counts, when the network has at most
 :data:`MAX_PLANNED_TRAFFICS` traffic configs): one compilation per routing and
 shape class, whichever mix of traffics a chunk holds.
 """
@@ -59,7 +59,7 @@ from .plan import SweepPlan
 __all__ = ["evaluate_chunk", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
 
 MAX_PLANNED_TRAFFICS = 256
-"""A partition of the grid with at most this many traffic configs has its flow banks planned (one flow bucket per
+"""A network of the grid with at most this many traffic configs has its flow banks planned (one flow bucket per
 traffic kind and task bucket); larger ones get a flow bucket per call."""
 
 
@@ -122,7 +122,7 @@ class _State:
         self.traffic_axes = plan.family_axes("topology", "traffic")
         self.placement_axes = tuple(i for i in plan.family_axes("topology", "traffic", "placement")
                                     if i != self.seed_axis)
-        self.partition_axes = plan.bucket_axes  # (the grid partitions: the axes of topology and routing)
+        self.network_axes = plan.network_axes  # (the axes of topology and routing)
         # what the bound depends on: every axis but the routing's (the seed axis included)
         self.bound_axes = plan.family_axes("topology", "traffic", "placement")
         self.bound_cache = _LRU(4096)  # bound key -> result (exact solvers only: see evaluator.sweep.bounds)
@@ -232,17 +232,17 @@ class _State:
 
     # ---- flow banks ---------------------------------------------------------------------------------
     def bank_plan(self, plan: SweepPlan, idx: tuple[int, ...]) -> dict | None:
-        """The flow banks of the grid partition of ``idx``: traffic key -> (class, row), class -> (traffics, F).
+        """The flow banks of the network of ``idx``: traffic key -> (class, row), class -> (traffics, F).
 
-        Every traffic config of the partition is enumerated (the partition's
+        Every traffic config of the network is enumerated (the network's
         axes fixed, every other axis the traffic depends on varied) and built;
         one flow bucket per traffic kind and task bucket. None when the
-        partition has more than :data:`MAX_PLANNED_TRAFFICS` traffic configs.
+        network has more than :data:`MAX_PLANNED_TRAFFICS` traffic configs.
         """
-        bkey = tuple(idx[i] for i in self.partition_axes)
+        bkey = tuple(idx[i] for i in self.network_axes)
         if bkey in self.banks:
             return self.banks[bkey]
-        free = [i for i in self.traffic_axes if i not in self.partition_axes]
+        free = [i for i in self.traffic_axes if i not in self.network_axes]
         count = int(np.prod([plan.axes[i].size for i in free], dtype=np.float64)) if free else 1
         if count > MAX_PLANNED_TRAFFICS:
             return self.banks.setdefault(bkey, None)
@@ -359,7 +359,7 @@ class _Reasons:
 
 
 def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
-    """Build and evaluate the points ``flat`` of one chunk (in one grid partition). Pure function of its inputs.
+    """Build and evaluate the points ``flat`` of one chunk (in one network of the grid). Pure function of its inputs.
 
     Returns ``flat``, ``reason_code`` (per point, into ``reasons``; 0: feasible or
     not yet known), ``reasons``, and for the feasible points ``ok`` (their
