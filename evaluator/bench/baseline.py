@@ -23,7 +23,10 @@ built once per (topology, routing) and applied per point to the router-pair
 demand of the traffic and placement (injection and ejection by ``bincount``).
 For a torus ``R`` is links x flows, each flow's DOR path (a split tie as two
 halves) with its injection and ejection link, built for one (traffic,
-placement) and applied to the flow bytes. ``R`` is built with vectorised
+placement) and applied to the flow bytes. For a fat tree (D-mod-k, ECMP)
+``R``'s columns are a flow's up and down parts, which depend on fewer
+indices than the node pair (:mod:`evaluator.bench._fat_tree_matrix`); it is
+built once and applied per point. :func:`routing_matrix` picks the class. ``R`` is built with vectorised
 NumPy from the topology's public tables (``global_owner``, ``global_link``,
 ``local_link``; ``link_src``/``link_dst``/``router_coords`` for tori) and the
 same expectation rules as the per-flow walk, not from the routing operators.
@@ -47,7 +50,7 @@ from ..routing import KINDS, Routing
 from ..topology import DragonflyTopology, Topology, TorusTopology
 from ..traffic import AbstractTraffic, Traffic
 
-__all__ = ["PerFlowBaseline", "SparseMatrixBaseline"]
+__all__ = ["PerFlowBaseline", "SparseMatrixBaseline", "routing_matrix", "scipy_serves"]
 
 Path = tuple[float, list[int]]
 
@@ -275,13 +278,25 @@ MAX_BYTES = 4 * 2**30
 """Largest build the bench allows (bytes, estimated); larger matrices are refused (the machine is shared)."""
 
 
-_SCIPY = {"dor": "torus", "minimal": "dragonfly", "valiant": "dragonfly"}
-"""Routing kind -> the topology kind whose SciPy routing matrix :class:`SparseMatrixBaseline` builds."""
+_SCIPY = {"dor": "torus", "minimal": "dragonfly", "valiant": "dragonfly", "dmodk": "fat_tree", "ecmp": "fat_tree"}
+"""Routing kind -> the topology kind whose SciPy routing matrix :func:`routing_matrix` builds."""
 
 
 def scipy_serves(topology: Topology, routing: Routing) -> bool:
-    """Whether :class:`SparseMatrixBaseline` builds a routing matrix for ``routing`` on ``topology``."""
+    """Whether :func:`routing_matrix` builds a routing matrix for ``routing`` on ``topology``."""
     return _SCIPY.get(routing.kind) == topology.kind
+
+
+def routing_matrix(topology: Topology, routing: Routing, max_bytes: float = MAX_BYTES):
+    """The SciPy routing-matrix baseline of ``(topology, routing)``: :class:`SparseMatrixBaseline` (tori and
+    Dragonflies) or :class:`~evaluator.bench._fat_tree_matrix.FatTreeMatrixBaseline` (fat trees), one
+    interface."""
+    if _SCIPY.get(routing.kind) == "fat_tree" and topology.kind == "fat_tree":
+        from ._fat_tree_matrix import FatTreeMatrixBaseline
+
+        _check_routing(topology, routing, "SciPy baseline")
+        return FatTreeMatrixBaseline(topology, routing, max_bytes, BYTES_PER_ENTRY)
+    return SparseMatrixBaseline(topology, routing, max_bytes)
 
 
 class SparseMatrixBaseline:

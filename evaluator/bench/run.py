@@ -416,7 +416,7 @@ def _big_rows(topo, routings, patterns, small_topo, small_patterns, k_flows: int
 
 def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
     """Time the SciPy routing matrix on one big point into ``row``; return ``(matrix, build seconds)`` to pass
-    back as ``matrix`` for the routing's next pattern (a Dragonfly's R is built once).
+    back as ``matrix`` for the routing's next pattern (a Dragonfly's or fat tree's R is built once).
 
     Per-point cost: the apply (Dragonfly, R built once per topology and routing) or build + apply (torus, R
     is per flow list and placement). A matrix estimated too large is reported, never built. The evaluator
@@ -424,15 +424,13 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
     becomes that time, the ratio's numerator, and the earlier time alone is kept as ``eval_alone_s``.
     """
     from ..errors import ResourceError, fmt_size
-    from .baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
-
-    from .baseline import scipy_serves
+    from .baseline import BYTES_PER_ENTRY, routing_matrix, scipy_serves
 
     if matrix is None and not scipy_serves(topo, rt):
         row.update(scipy_na="no SciPy R", scipy_reason=f"no SciPy routing matrix for {rt.label} on a {topo.kind} (the "
                    "per-flow walk is this row's reference)")
         return None
-    base, build = matrix if matrix is not None else (SparseMatrixBaseline(topo, rt), 0.0)
+    base, build = matrix if matrix is not None else (routing_matrix(topo, rt), 0.0)
     try:
         need = base.check_size(tr, pl)
     except ResourceError as exc:
