@@ -61,7 +61,7 @@ def segment_add(data: Float[Array, "entry"], idx: Int[Array, "entry"], num_segme
     return _segment_add(int(num_segments))(data, idx)
 
 
-def take(x: Array, idx: Int[Array, "..."], axis: int = 0) -> Array:
+def take(x: Shaped[Array, "..."], idx: Int[Array, "..."], axis: int = 0) -> Shaped[Array, "..."]:
     """``x[idx]`` along ``axis`` (0 or 1) with in-range, non-negative indices (no bounds handling).
 
     One ``lax.gather``, as ``x.at[idx].get(mode="promise_in_bounds")`` builds it,

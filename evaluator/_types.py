@@ -5,13 +5,17 @@ ranks), ``flow`` (entries of a sparse traffic), ``node`` (endpoints),
 ``router``, ``link`` (every directed link: router links, then one injection
 link per node, then one ejection link per node), ``router_link`` (the router
 links only), ``class`` (link classes), ``dim`` (torus dimensions),
-``group`` (Dragonfly groups). Host-side arrays are NumPy, device-side JAX.
+``group`` (Dragonfly groups), ``level`` (levels of the node hierarchy),
+``pair`` (communicating pairs), ``path`` (paths of the pairs), ``phase``
+(phases of a phased traffic), ``slot`` (task slots of a mapping),
+``metric`` (packed metrics), ``job_node`` (the node ids given to one job, a
+subset of ``node`` in any order). Host-side arrays are NumPy, device-side JAX.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Float, Int, Shaped, UInt
 
 __all__ = [
     "AXES",
@@ -19,15 +23,22 @@ __all__ = [
     "Bool",
     "Float",
     "Int",
+    "Shaped",
+    "UInt",
     "HostInt",
     "HostFloat",
     "LinkInts",
     "LinkFloats",
     "NodeInts",
+    "NodeBools",
+    "JobNodes",
+    "RouterInts",
     "TaskInts",
     "FlowInts",
     "FlowFloats",
     "TaskFloats",
+    "TaskBools",
+    "PointInts",
     "RouterCoords",
     "LinkLoads",
     "RouterLinkLoads",
@@ -38,7 +49,8 @@ __all__ = [
     "PointLinkLoads",
 ]
 
-AXES = ("point", "task", "flow", "node", "router", "link", "router_link", "class", "dim", "group")
+AXES = ("point", "task", "flow", "node", "router", "link", "router_link", "class", "dim", "group", "level", "pair",
+        "path", "phase", "slot", "metric", "job_node")
 
 HostInt = Int[np.ndarray, "..."]
 HostFloat = Float[np.ndarray, "..."]
@@ -47,8 +59,13 @@ HostFloat = Float[np.ndarray, "..."]
 LinkInts = Int[np.ndarray, "link"]
 LinkFloats = Float[np.ndarray, "link"]
 NodeInts = Int[np.ndarray, "node"]
+NodeBools = Bool[np.ndarray, "node"]
+JobNodes = Int[np.ndarray, "job_node"]
+RouterInts = Int[np.ndarray, "router"]
 TaskInts = Int[np.ndarray, "task"]
 TaskFloats = Float[np.ndarray, "task"]
+TaskBools = Bool[np.ndarray, "task"]
+PointInts = Int[np.ndarray, "point"]
 FlowInts = Int[np.ndarray, "flow"]
 FlowFloats = Float[np.ndarray, "flow"]
 RouterCoords = Int[np.ndarray, "router coord"]

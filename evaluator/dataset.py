@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._types import Bool, Float, Int
+from ._types import Bool, Float, Int, Shaped
 
 __all__ = [
     "first_rankable",
@@ -497,10 +497,10 @@ def results_dataset(
     shape: Sequence[int],
     metrics: Mapping[str, Float[np.ndarray, "point"]],
     max_load: Mapping[str, Float[np.ndarray, "point"]],
-    bottleneck: np.ndarray,
+    bottleneck: Shaped[np.ndarray, "point"],
     *,
     feasible: Bool[np.ndarray, "point"] | None = None,
-    reason: np.ndarray | None = None,
+    reason: Shaped[np.ndarray, "point"] | None = None,
     coords: Mapping[str, Any] | None = None,
     link_load: Float[np.ndarray, "point link"] | None = None,
     links: LinkTable | None = None,
@@ -531,7 +531,7 @@ def results_dataset(
     dims = tuple(dims)
     shape = tuple(int(s) for s in shape)
 
-    def grid(a) -> np.ndarray:
+    def grid(a) -> Shaped[np.ndarray, "*shape"]:
         return np.asarray(a).reshape(shape)
 
     data: dict[str, Any] = {}

@@ -24,7 +24,7 @@ from ._batch.blocks import bucket_size
 from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_type
 from ._batch.dispatch import Results
 from ._batch.run import run_batch
-from ._types import Float, Int
+from ._types import Float, Int, Shaped
 from .placement import Placement
 from .routing import Routing
 from .topology import Topology
@@ -45,11 +45,11 @@ class BatchResult:
     """Phased traffic: ``names`` and ``[point, phase]`` arrays ``phase_completion_time``, ``phase_total_bytes``,
     ``phase_bottleneck_class`` (-1: no link used, -2: no such phase); None when no point is phased."""
 
-    def bottleneck_names(self) -> np.ndarray:
+    def bottleneck_names(self) -> Shaped[np.ndarray, "point"]:
         """The class of every point's busiest link (``"none"``: no link used)."""
         return output.bottleneck_names(self.topology, self.metrics["bottleneck_class"])
 
-    def phase_bottleneck_names(self) -> np.ndarray:
+    def phase_bottleneck_names(self) -> Shaped[np.ndarray, "point phase"]:
         """``[point, phase]`` class of each phase's busiest link ("none"; "" where a point has no such phase)."""
         return output.phase_bottleneck_names(self.topology, self.phases["phase_bottleneck_class"])
 

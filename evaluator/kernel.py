@@ -28,7 +28,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Int, Shaped
 
 from ._ops import first_argmax, segment_add, take
 from ._types import LinkLoads, PointLinkLoads, PointMetrics  # noqa: F401  (shapes in signatures and docs)
@@ -284,7 +284,7 @@ def _pack(out: dict, loads, keep_loads: bool):
     return vec, (loads if keep_loads else None)
 
 
-def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, np.ndarray]:
+def unpack_metrics(packed: Float[np.ndarray, "point metric"]) -> dict[str, Shaped[np.ndarray, "point ..."]]:
     """Per-point metric dict from the kernels' packed ``Float[Array, "point metric"]`` output."""
     n = len(SCALAR_METRICS)
     out = {k: packed[:, i] for i, k in enumerate(SCALAR_METRICS)}

@@ -71,6 +71,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ._types import Float
 from .errors import (ConfigError, MachineError, UnknownMachineError, check_memory, is_int, positive_float, positive_int,
                      require)
 from .dataset import with_units
@@ -192,7 +193,7 @@ def _faces(tile: Sequence[int]) -> np.ndarray:
 
 def closed_form(candidate: Candidate, grid: Sequence[int], link_bandwidth: Sequence[float],
                 injection_bandwidth: float, bytes_per_point: float,
-                periodic: bool = False) -> dict[str, float | np.ndarray]:
+                periodic: bool = False) -> dict[str, float | Float[np.ndarray, "dim"]]:
     """The slides' halo-exchange times of one candidate, in seconds (interior links and nodes).
 
     ``link[k]`` = one face of the router tile over ``bw_k`` (0 where the job

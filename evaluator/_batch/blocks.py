@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from .._types import Array, Float, Int
+from .._types import Array, Float, Int, Shaped
 from ..kernel import unpack_metrics
 from ..placement import Placement
 from ..traffic import Traffic
@@ -99,7 +99,7 @@ def block_slices(n: int, block: int) -> Iterator[tuple[slice, int]]:
         yield slice(start, stop), stop - start
 
 
-def take(a: np.ndarray, sl: slice, block: int) -> np.ndarray:
+def take(a: Shaped[np.ndarray, "point *rest"], sl: slice, block: int) -> Shaped[np.ndarray, "block *rest"]:
     """Rows ``sl`` of ``a``, padded to ``block`` rows by repeating the last one."""
     x = a[sl]
     pad = block - x.shape[0]

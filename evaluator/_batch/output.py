@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._types import Int
+from .._types import Int, Shaped
 from .._version import __version__
 from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, LinkTable, metric, results_dataset
 from ..placement import Placement
@@ -22,13 +22,14 @@ __all__ = ["bottleneck_names", "phase_bottleneck_names", "to_dataset", "link_tab
            "add_bounds", "check_bounds"]
 
 
-def bottleneck_names(topology: Topology, bottleneck_class: Int[np.ndarray, "point"]) -> np.ndarray:
+def bottleneck_names(topology: Topology, bottleneck_class: Int[np.ndarray, "point"]) -> Shaped[np.ndarray, "point"]:
     """The class name of every point's busiest link (``"none"``: no link used)."""
     names = np.asarray(list(topology.class_names) + ["none"], dtype=object)
     return names[bottleneck_class].astype(str)
 
 
-def phase_bottleneck_names(topology: Topology, phase_class: Int[np.ndarray, "point phase"]) -> np.ndarray:
+def phase_bottleneck_names(topology: Topology, phase_class: Int[np.ndarray, "point phase"]
+                           ) -> Shaped[np.ndarray, "point phase"]:
     """``[point, phase]`` class of each phase's busiest link (``"none"``; ``""`` where a point has no such phase)."""
     names = np.asarray(list(topology.class_names) + ["", "none"], dtype=object)
     n_cls = len(topology.class_names)

@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from .._types import LinkFloats
 from ..errors import ResourceError, check_memory, fmt_size
 from ..placement import Placement
 from ..routing import Routing
@@ -215,7 +216,7 @@ class FatTreeMatrixBaseline:
                 x[self.n_up + np.arange(self.n_leaves) * nt + T - 1] += bpp * Vleaf * src
         return x
 
-    def link_loads(self, traffic: AbstractTraffic, placement: Placement) -> np.ndarray:
+    def link_loads(self, traffic: AbstractTraffic, placement: Placement) -> LinkFloats:
         """Expected bytes on every link (router links, injection, ejection), shape [link]."""
         if self.R is None:
             self.build()

@@ -44,6 +44,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from .._types import LinkFloats
 from ..errors import ConfigError, ResourceError, check_memory, fmt_size
 from ..placement import Placement
 from ..routing import KINDS, Routing
@@ -232,12 +233,12 @@ class PerFlowBaseline:
 
     # --------------------------------------------------------------- public
 
-    def link_loads(self, traffic: Traffic, placement: Placement) -> np.ndarray:
+    def link_loads(self, traffic: Traffic, placement: Placement) -> LinkFloats:
         """Expected bytes on every link (router links, injection, ejection), shape [link]."""
         return self.flow_loads(zip(traffic.src.tolist(), traffic.dst.tolist(), traffic.nbytes.tolist()),
                                placement.task_node.tolist())
 
-    def flow_loads(self, flows, task_node) -> np.ndarray:
+    def flow_loads(self, flows, task_node) -> LinkFloats:
         """:meth:`link_loads` for an iterable of ``(src_task, dst_task, bytes)`` and a ``task_node`` list."""
         n_rl, n_nodes, nr = self.n_router_links, self.n_nodes, self.node_router.tolist()
         load: dict[int, float] = defaultdict(float)
@@ -571,7 +572,7 @@ class SparseMatrixBaseline:
 
     # ---------------------------------------------------------------- apply
 
-    def link_loads(self, traffic: AbstractTraffic, placement: Placement) -> np.ndarray:
+    def link_loads(self, traffic: AbstractTraffic, placement: Placement) -> LinkFloats:
         """Expected bytes on every link (router links, injection, ejection), shape [link].
 
         Builds ``R`` first if needed (a torus: when ``traffic``/``placement``

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
+from .._types import JobNodes
 from ..display import format_value
 from ..errors import ConfigError, StorageError
 from ..io import check_writable, write_dataset
@@ -24,7 +25,7 @@ _NODES_HELP = ("the nodes available to the job: 'all' (every compute node of the
                "or such a list inline")
 
 
-def parse_node_ids(text: str, field: str = "--nodes") -> np.ndarray:
+def parse_node_ids(text: str, field: str = "--nodes") -> JobNodes:
     """``"0-3,8, 10"`` (commas, spaces or newlines; ``a-b`` ranges; ``#`` comments) -> node ids in that order."""
     body = "\n".join(line.split("#", 1)[0] for line in str(text).splitlines())
     parts = [p for p in re.split(r"[,\s]+", body) if p]

@@ -48,6 +48,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._types import Float, Int, LinkFloats
 from ..errors import ConfigError, ResourceError, available_memory, fmt_size, require
 from ..topology import Topology
 from ._model1 import PathBound, bound_of, certify_path, z_from_objective
@@ -92,7 +93,7 @@ class RouterDemand:
     def n_pairs(self) -> int:
         return int(self.src.shape[0])
 
-    def z_fixed(self, capacity: np.ndarray) -> float:
+    def z_fixed(self, capacity: LinkFloats) -> float:
         """The largest Z the fixed loads allow (1/s): ``min_l capacity / fixed_load``; inf if none."""
         m = self.fixed_load > 0
         return float((capacity[m] / self.fixed_load[m]).min()) if m.any() else math.inf
@@ -170,7 +171,8 @@ def _demand_table(topology: Topology, demand: RouterDemand) -> tuple[np.ndarray,
     return src_r, D
 
 
-def certify_edge(topology: Topology, demand: RouterDemand, z_primal: float, lengths: np.ndarray | None
+def certify_edge(topology: Topology, demand: RouterDemand, z_primal: float,
+                 lengths: Float[np.ndarray, "router_link"] | None
                  ) -> tuple[float, float]:
     """A certified interval ``(z_lower, z_upper)`` of the all-paths optimum from an edge LP's answer.
 
@@ -306,7 +308,7 @@ class _Columns:
     def full(self) -> bool:
         return self.nnz >= self.max_nnz
 
-    def add(self, paths: np.ndarray) -> int:
+    def add(self, paths: Int[np.ndarray, "pair hop"]) -> int:
         """Add the paths (``[pair, hop]`` of :func:`_tree_paths`) not seen yet; returns how many were new."""
         n = 0
         if self.full:

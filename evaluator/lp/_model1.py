@@ -32,6 +32,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._types import Float, Int, LinkFloats
 from ..errors import ConfigError, require
 from ._solvers import LP, Solution, solve
 
@@ -84,7 +85,7 @@ class PathBound:
         return 1.0 / self.z if self.z > 0 else math.inf
 
 
-def bound_of(z: float, z_upper: float, flow: np.ndarray, method: str, solver: str, steps: int = 0,
+def bound_of(z: float, z_upper: float, flow: Float[np.ndarray, "path"], method: str, solver: str, steps: int = 0,
              rounds: int = 0) -> PathBound:
     """A :class:`PathBound` from a certified interval ``z <= Z* <= z_upper`` (``z`` is lowered to ``z_upper``
     if the solver's primal value overshoots its certified dual by rounding)."""
@@ -94,8 +95,8 @@ def bound_of(z: float, z_upper: float, flow: np.ndarray, method: str, solver: st
                      rounds)
 
 
-def path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
-            fixed_load: np.ndarray | None = None) -> LP:
+def path_lp(incidence: sp.spmatrix, pair: Int[np.ndarray, "path"], demand: Float[np.ndarray, "pair"],
+            capacity: LinkFloats, fixed_load: LinkFloats | None = None) -> LP:
     """Model 1 as an :class:`~evaluator.lp.LP` (scaled; see the module docstring).
 
     Parameters
@@ -171,9 +172,9 @@ def z_from_objective(lp: LP, objective: float) -> float:
     return -float(objective) * lp.scale
 
 
-def certify_path(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
-                 fixed_load: np.ndarray | None, flow: np.ndarray | None, lengths: np.ndarray | None
-                 ) -> tuple[float, float]:
+def certify_path(incidence: sp.spmatrix, pair: Int[np.ndarray, "path"], demand: Float[np.ndarray, "pair"],
+                 capacity: LinkFloats, fixed_load: LinkFloats | None, flow: Float[np.ndarray, "path"] | None,
+                 lengths: LinkFloats | None) -> tuple[float, float]:
     """A certified interval ``(z_lower, z_upper)`` of Model 1's optimum Z (1/s) from any flows and lengths.
 
     *Lower* (a flow that is feasible): path flows ``f = max(flow, 0)`` (any
@@ -223,7 +224,8 @@ def certify_path(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, c
     return min(lower, upper), upper
 
 
-def dual_link_lengths(ub_dual: np.ndarray | None, n_links: int, incidence: sp.csr_matrix) -> np.ndarray | None:
+def dual_link_lengths(ub_dual: Float[np.ndarray, "row"] | None, n_links: int, incidence: sp.csr_matrix
+                      ) -> LinkFloats | None:
     """Link lengths from the duals of a path LP's capacity rows (rows = links some path uses, in order)."""
     if ub_dual is None:
         return None
@@ -233,8 +235,9 @@ def dual_link_lengths(ub_dual: np.ndarray | None, n_links: int, incidence: sp.cs
     return ln
 
 
-def solve_path_lp(incidence: sp.spmatrix, pair: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
-                  fixed_load: np.ndarray | None = None, solver: str = "highs", method: str = "model1") -> PathBound:
+def solve_path_lp(incidence: sp.spmatrix, pair: Int[np.ndarray, "path"], demand: Float[np.ndarray, "pair"],
+                  capacity: LinkFloats, fixed_load: LinkFloats | None = None, solver: str = "highs",
+                  method: str = "model1") -> PathBound:
     """Build (:func:`path_lp`) and solve Model 1; ``flow`` in bytes/s per path; ``[z, z_upper]`` certified
     (:func:`certify_path`) from the solver's flows and capacity duals."""
     lp = path_lp(incidence, pair, demand, capacity, fixed_load)

@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Literal, Optional, Union
 
 import numpy as np
 
+from .._types import RouterInts
 from .base import (DOWN, NON_COMPUTE_CLASSES, SERVICE, MachineKind, MachineNetwork, NodeLayout, PartitionTorus,
                    Region, TorusMachine, int_tuple, key_of, machine_error, positive, shape_text, shapes)
 
@@ -175,7 +176,7 @@ class RouterTorusMachine(TorusMachine):
         node_class.setflags(write=False)
         return NodeLayout(names, node_class, self.features)
 
-    def router_classes(self) -> tuple[tuple[str, ...], np.ndarray]:
+    def router_classes(self) -> tuple[tuple[str, ...], RouterInts]:
         """``(names, code)``: the class of every router of the whole machine, ``names[code[router]]``.
 
         ``names`` is ``(default_class, *node class names, "service", "down")``; ``code`` has shape

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._registry import Kind, from_mapping
+from .._types import RouterInts
 from ..errors import MachineError, PartitionError, int_list, invalid, is_int, nearest
 
 __all__ = ["Machine", "TorusMachine", "MachineKind", "MachineNetwork", "NodeLayout", "PartitionTorus", "Region",
@@ -92,7 +93,7 @@ class Region:
     shape: tuple[int, ...]
     service_fraction: float | None = None  # node classes: own fraction of service blades (None: the machine's)
 
-    def routers(self, dims: Sequence[int]) -> np.ndarray:
+    def routers(self, dims: Sequence[int]) -> RouterInts:
         """Router ids of the region (row-major in the region's own coordinates), shape [router]."""
         c = np.stack(np.unravel_index(np.arange(math.prod(self.shape)), self.shape), axis=1)
         return np.ravel_multi_index(tuple(((c + np.array(self.offset)) % np.array(dims)).T), tuple(dims))

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._types import TaskInts
+from .._types import JobNodes, TaskInts
 from ..errors import ConfigError, check_seed, positive_float, positive_int
 from ..evaluation import as_routing, evaluate_batch
 from ..placement import Placement, compute_mask, explicit, write_launch_files
@@ -62,7 +62,7 @@ def endpoint_bound(topology: Topology, traffic) -> float:
     return float(total)
 
 
-def available_nodes(topology: Topology, nodes=None) -> np.ndarray:
+def available_nodes(topology: Topology, nodes=None) -> JobNodes:
     """The node ids a job may use: ``nodes`` as given (checked later), or every compute node of the topology
     (a partition topology's nodes; service and down nodes of a catalogue machine excluded)."""
     if nodes is None:
@@ -170,7 +170,7 @@ class MappingResult:
         return ds
 
 
-def launchable(task_node: np.ndarray, tasks_per_node: int) -> bool:
+def launchable(task_node: TaskInts, tasks_per_node: int) -> bool:
     """Whether ``aprun -N tasks_per_node -L <node_list>`` with an ``MPICH_RANK_ORDER`` can run the mapping: every
     used node holds ``tasks_per_node`` tasks but the used node of highest id, which may hold fewer."""
     nodes, counts = np.unique(np.asarray(task_node), return_counts=True)

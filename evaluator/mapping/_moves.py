@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._types import TaskInts
 from ..errors import ConfigError, check_memory
 from ..kernel import PointInputs, batch_kernel, point_link_loads
 from ..routing.base import NODE_ENDPOINT
@@ -193,7 +194,7 @@ class MoveEvaluator:
 
         return jax.lax.map(one, jnp.arange(self.n_slots, dtype=jnp.int32), batch_size=128)
 
-    def task_node(self, slot_task: Int[np.ndarray, "slot"]) -> np.ndarray:
+    def task_node(self, slot_task: Int[np.ndarray, "slot"]) -> TaskInts:
         """The node of every task (real tasks only) of a slot assignment."""
         task_slot = np.empty(self.n_slots, np.int64)
         task_slot[np.asarray(slot_task)] = np.arange(self.n_slots)
@@ -211,7 +212,7 @@ class MoveEvaluator:
         t, q = self._score(self._dev, loads)
         return float(t), float(q)
 
-    def heat(self, slot_task, loads) -> np.ndarray:
+    def heat(self, slot_task, loads) -> Float[np.ndarray, "slot"]:
         """Per slot: how much its task's flows load the hot links (>= 0)."""
         h = np.asarray(self._heat(self._dev, jnp.asarray(self._all_task_node(slot_task)), loads))  # per task
         return np.maximum(h[np.asarray(slot_task)], 0.0)
@@ -340,7 +341,8 @@ class MoveEvaluator:
         return int(np.clip(2 ** round(np.log2(max(4e6 / per_move, 1.0))), 16, 128))
 
     def scores(self, slot_task: Int[np.ndarray, "slot"], task_node, loads, a: Int[np.ndarray, "move k"],
-               b: Int[np.ndarray, "move k"], step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               b: Int[np.ndarray, "move k"], step: int | None = None
+               ) -> tuple[Float[Array, "move"], Float[Array, "move"]]:
         """(time, q-norm) after each move ``a[i] <-> b[i]`` (slot groups) from the state; moves in steps of
         ``step`` (``vmap``; default :attr:`default_step`) in one device call."""
         step = self.default_step if step is None else int(step)
@@ -371,7 +373,8 @@ TOP = 64
 """Links of every phase kept in the batch's top list (the largest times), for the maximum over untouched links."""
 
 
-def pair_table(topology: Topology, routing, *, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray] | None:
+def pair_table(topology: Topology, routing, *, chunk: int = 2048
+               ) -> tuple[Int[np.ndarray, "pair W"], Float[np.ndarray, "pair W"]] | None:
     """The router links of every endpoint pair and the share of its bytes on each, read off the routing's own
     ``apply`` (one unit flow per pair, ``chunk`` pairs per call): ``(links [pair, W] int32, share [pair, W])``,
     pairs ``s * E + d`` over the routing's endpoints (routers, or nodes where it routes by node); unused entries

@@ -43,6 +43,7 @@ import heapq
 import numpy as np
 import scipy.sparse as sp
 
+from .._types import Int, JobNodes, TaskInts
 from ..errors import ConfigError, ConfigTypeError, check_seed, positive_int, require
 from ..placement.base import check_topology
 from ..topology import Topology
@@ -53,7 +54,7 @@ _MAX_WEIGHT = 1_000_000
 """Integer edge weight of the heaviest task pair given to METIS (lighter pairs scale down, at least 1)."""
 
 
-def check_job(topology: Topology, traffic, nodes, tasks_per_node) -> tuple[np.ndarray, int]:
+def check_job(topology: Topology, traffic, nodes, tasks_per_node) -> tuple[JobNodes, int]:
     """``(nodes, tasks_per_node)`` checked: an int64 array of distinct node ids of ``topology`` with enough slots
     for the traffic's tasks, and an integer >= 1; a :class:`ConfigError` naming the field otherwise."""
     check_topology(topology)
@@ -108,7 +109,7 @@ def task_graph(traffic) -> sp.csr_matrix:
     return a
 
 
-def hierarchy_cut(graph: sp.csr_matrix, task_loc: np.ndarray) -> float:
+def hierarchy_cut(graph: sp.csr_matrix, task_loc: TaskInts) -> float:
     """Bytes of the (symmetrised) task graph between tasks on different locations (``task_loc[task]``), each
     pair counted once."""
     coo = graph.tocoo()
@@ -297,7 +298,7 @@ class _Partitioner:
         return side
 
     # ---- both together -----------------------------------------------------------------
-    def assign(self, tasks: np.ndarray, part: np.ndarray, level: int) -> None:
+    def assign(self, tasks: Int[np.ndarray, "part_task"], part: Int[np.ndarray, "part_node"], level: int) -> None:
         """Map ``tasks`` (ids, at most the slots of ``part``) onto the nodes ``part`` (positions), whose groups
         at every level above ``level`` are one."""
         stack = [(tasks, part, level)]
@@ -337,7 +338,7 @@ class _Partitioner:
             stack.append((tasks[~side], a, level))
 
 
-def partition_mapping(topology: Topology, traffic, nodes, tasks_per_node: int, *, seed: int = 0) -> np.ndarray:
+def partition_mapping(topology: Topology, traffic, nodes, tasks_per_node: int, *, seed: int = 0) -> TaskInts:
     """Task -> node by recursive bisection of the traffic graph onto the node hierarchy (module docstring).
 
     Parameters

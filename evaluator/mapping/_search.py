@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._types import Bool, Int
 from ..display import format_value
 
 __all__ = ["SearchTrace", "local_search"]
@@ -122,10 +123,10 @@ def _apply(slot_task: np.ndarray, a: np.ndarray, b: np.ndarray, picks) -> np.nda
     return out
 
 
-def local_search(evaluator, slot_task: np.ndarray, *, budget: float, seed: int = 0, candidates: int = 4096,
+def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float, seed: int = 0, candidates: int = 4096,
                  step: int | None = None, max_iterations: int | None = None, patience: int = 4,
-                 fixed_counts: bool = False, movable: np.ndarray | None = None,
-                 progress: bool = True) -> tuple[np.ndarray, SearchTrace]:
+                 fixed_counts: bool = False, movable: Bool[np.ndarray, "slot"] | None = None,
+                 progress: bool = True) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
     """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
     :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
     trace. ``fixed_counts``: single swaps only between slots holding tasks, so that every node keeps its task

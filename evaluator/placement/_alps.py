@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import JobNodes, NodeBools, NodeInts
 from ..errors import is_int, positive_int, require
 from ..topology import Topology
 from .base import Placement, PlacementContext, PlacementKind, check_topology
@@ -16,8 +17,8 @@ from .rank_order import RankOrderConfig, with_rank_order
 __all__ = ["alps", "first_free", "AlpsConfig", "ALPS"]
 
 
-def first_free(order: np.ndarray, free: np.ndarray, n_nodes: int, n_tasks: int, tasks_per_node: int,
-               what: str, hint: str = "") -> np.ndarray:
+def first_free(order: NodeInts, free: NodeBools, n_nodes: int, n_tasks: int, tasks_per_node: int,
+               what: str, hint: str = "") -> JobNodes:
     """The first ``n_nodes`` nodes of ``order`` that are ``free`` (a ConfigError on ``placement.n_tasks`` if
     there are fewer)."""
     cand = order[free[order]]
@@ -28,7 +29,7 @@ def first_free(order: np.ndarray, free: np.ndarray, n_nodes: int, n_tasks: int, 
 
 
 def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = "yz", curve: str = "hilbert",
-         skip: int = 0, free: np.ndarray | None = None, rank_order=None, node_class: str | None = None) -> Placement:
+         skip: int = 0, free: NodeBools | None = None, rank_order=None, node_class: str | None = None) -> Placement:
     """A job on the first free compute nodes of the ALPS-like order (:func:`~evaluator.placement.nodes.alps_order`).
 
     ``skip``: free compute nodes passed over first (where the scheduler's list starts); ``free``: bool

@@ -8,6 +8,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import NodeBools
 from ..errors import check_seed, positive_float, positive_int, require
 from ..topology import Topology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -19,7 +20,7 @@ __all__ = ["fragmented", "free_after_history", "FragmentedConfig", "FRAGMENTED"]
 
 
 def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_nodes=(1, 1024),
-                       events: int = 2000, slab: str = "yz", curve: str = "hilbert") -> np.ndarray:
+                       events: int = 2000, slab: str = "yz", curve: str = "hilbert") -> NodeBools:
     """Free nodes (bool [node]) after a seeded random history of jobs arriving and leaving.
 
     Each event: jobs arrive while fewer than ``occupancy`` of the compute nodes are busy (sizes drawn

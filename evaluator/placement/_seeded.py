@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import Int, UInt
 from ..errors import is_int, require
 from .base import Placement
 
@@ -153,7 +154,7 @@ def check_seed(value: Any, generator: str = DEFAULT_GENERATOR) -> int:
     return int(value)
 
 
-def seed_words(seeds) -> tuple[np.ndarray, np.ndarray]:
+def seed_words(seeds) -> tuple[UInt[np.ndarray, "*point"], UInt[np.ndarray, "*point"]]:
     """``(k0, k1)``: the Threefry key words (``uint32``) of seeds in ``[0, 2^64)`` (scalar or array)."""
     s = np.asarray(seeds, dtype=np.uint64)
     return (s & np.uint64(0xFFFFFFFF)).astype(np.uint32), (s >> np.uint64(32)).astype(np.uint32)
@@ -199,7 +200,7 @@ class SeededPlacement:
         """What a compiled generator depends on: the function and its static shapes."""
         return (self.generate, self.static, tuple(sorted(self.task_params)), tuple(sorted(self.scalars)))
 
-    def params(self, n_tasks: int | None = None) -> dict[str, np.ndarray]:
+    def params(self, n_tasks: int | None = None) -> dict[str, Int[np.ndarray, "*task"]]:
         """The generator's parameters, task arrays padded to ``n_tasks`` (default: this placement's)."""
         T = self.n_tasks if n_tasks is None else int(n_tasks)
         out: dict[str, np.ndarray] = {}

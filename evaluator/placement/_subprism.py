@@ -9,6 +9,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import JobNodes
 from ..errors import is_int, positive_int, require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -19,7 +20,7 @@ __all__ = ['subprism', 'prism_nodes', 'SubprismConfig', 'SUBPRISM']
 
 
 def prism_nodes(topology: Topology, prism: Sequence[int], offset: Sequence[int] | None = None,
-                field: str = "placement.task_grid") -> np.ndarray:
+                field: str = "placement.task_grid") -> JobNodes:
     """Every node of a router prism of a host torus, row-major in prism coordinates then by port, shape [node].
 
     A prism larger than the host, or one holding a down node, is refused (a shaped request cannot be

@@ -46,6 +46,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import Int
 from ..errors import ConfigError, is_int, positive_int, require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -74,7 +75,7 @@ def _prism(topology: Topology, prism, offset) -> tuple[tuple[int, ...], tuple[in
 
 
 def select_routers(topology: Topology, layout: Sequence[int], prism: Sequence[int] | None = None,
-                   offset: Sequence[int] | None = None, node_class: str | None = None) -> np.ndarray:
+                   offset: Sequence[int] | None = None, node_class: str | None = None) -> Int[np.ndarray, "NX NY NZ"]:
     """Routers for an ``NX x NY x NZ`` layout in a prism, as the slides select them, shape [NX, NY, NZ].
 
     See the module docstring (step 3). A :class:`ConfigError` names the shortfall when the prism has too

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._registry import Kind
-from .._types import TaskInts
+from .._types import NodeInts, TaskInts
 from ..errors import ConfigError, ConfigTypeError, positive_int, require
 from ..topology import Topology
 
@@ -91,7 +91,7 @@ class Placement:
     def n_tasks(self) -> int:
         return int(self.task_node.size)
 
-    def tasks_per_node(self) -> np.ndarray:
+    def tasks_per_node(self) -> NodeInts:
         """Number of tasks on every node, shape [node]."""
         return np.bincount(self.task_node, minlength=self.n_nodes)
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from .._types import Int, JobNodes, NodeBools, NodeInts, TaskInts
 from ..errors import ConfigError, require
 from ..topology import Topology, TorusTopology
 from .base import check_topology
@@ -37,7 +38,7 @@ SLABS = ("yz", "xz", "xy")
 CURVES = ("hilbert", "serpentine")
 
 
-def compute_mask(topology: Topology, node_class: str | None = None) -> np.ndarray:
+def compute_mask(topology: Topology, node_class: str | None = None) -> NodeBools:
     """Whether each node is a compute node (may be given to a job), shape [node].
 
     ``node_class`` (e.g. ``"XE"``): only compute nodes of that class of the machine (Blue Waters: XE or XK).
@@ -88,7 +89,7 @@ def _gilbert(x: int, y: int, ax: int, ay: int, bx: int, by: int) -> Iterator[tup
                             -(ax - ax2), -(ay - ay2))
 
 
-def gilbert2d(width: int, height: int) -> np.ndarray:
+def gilbert2d(width: int, height: int) -> Int[np.ndarray, "cell 2"]:
     """Cells ``(i, j)`` of a ``width x height`` grid along a generalized Hilbert curve, shape [cell, 2]."""
     if width >= height:
         pts = list(_gilbert(0, 0, width, 0, 0, height))
@@ -104,7 +105,7 @@ def _serpentine(width: int, height: int) -> np.ndarray:
 
 
 def alps_order(topology: Topology, slab: str = "yz", curve: str = "hilbert",
-               block: Sequence[int] = (2, 2, 2)) -> np.ndarray:
+               block: Sequence[int] = (2, 2, 2)) -> NodeInts:
     """Every node of a 3-D torus in the ALPS-like order (see the module docstring), shape [node]."""
     check_topology(topology)
     require(isinstance(topology, TorusTopology) and topology.ndim == 3, "placement.kind", "alps order",
@@ -136,12 +137,12 @@ def nodes_needed(n_tasks: int, tasks_per_node: int) -> int:
     return -(-int(n_tasks) // int(tasks_per_node))
 
 
-def fill_slots(nodes: np.ndarray, n_tasks: int, tasks_per_node: int) -> np.ndarray:
+def fill_slots(nodes: JobNodes, n_tasks: int, tasks_per_node: int) -> TaskInts:
     """SMP slots: task ``t`` on ``nodes[t // tasks_per_node]``, shape [task]."""
     return np.asarray(nodes, dtype=np.int64)[np.arange(n_tasks) // tasks_per_node]
 
 
-def check_nodes(topology: Topology, nodes: np.ndarray, what: str) -> None:
+def check_nodes(topology: Topology, nodes: JobNodes, what: str) -> None:
     """Refuse a node set that repeats a node or holds a node that is not a compute node."""
     nodes = np.asarray(nodes)
     if np.unique(nodes).size != nodes.size:

@@ -43,6 +43,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._types import JobNodes, NodeInts, TaskInts
 from ..errors import ConfigError, positive_int, require
 from ..io import write_text
 from .base import Placement, vec
@@ -74,7 +75,7 @@ def _rank_ids(shape: tuple[int, ...], major: str) -> np.ndarray:
 
 
 def grid_order(grid: Sequence[int], cell: Sequence[int] | None = None, major: str = "R",
-               n_tasks: int | None = None, field: str = "placement.rank_order") -> np.ndarray:
+               n_tasks: int | None = None, field: str = "placement.rank_order") -> TaskInts:
     """The slot -> rank order of Cray's ``grid_order -<major> -c <cell> -g <grid>``, shape [task].
 
     Parameters
@@ -124,7 +125,7 @@ def _spec(raw: Any) -> dict:
     raise ConfigError("placement.rank_order", raw, "a mapping {method: smp|grid_order, major: C|R, cell, grid}")
 
 
-def rank_order(raw: Any, n_tasks: int, field: str = "placement.rank_order") -> np.ndarray | None:
+def rank_order(raw: Any, n_tasks: int, field: str = "placement.rank_order") -> TaskInts | None:
     """The slot -> rank order a ``rank_order`` config asks for, or ``None`` for ``smp`` (the identity)."""
     spec = _spec(raw)
     keys = {f for f in RankOrderConfig.__dataclass_fields__}
@@ -140,7 +141,7 @@ def rank_order(raw: Any, n_tasks: int, field: str = "placement.rank_order") -> n
                       spec.get("major", "R"), n_tasks, field)
 
 
-def apply_rank_order(placement: Placement, order: np.ndarray | None, name: str | None = None) -> Placement:
+def apply_rank_order(placement: Placement, order: TaskInts | None, name: str | None = None) -> Placement:
     """The placement with rank ``order[s]`` on the node of slot ``s`` (``order`` None: unchanged)."""
     if order is None:
         return placement
@@ -165,7 +166,7 @@ def with_rank_order(placement: Placement, raw: Any, field: str = "placement.rank
 
 
 def node_ranks(placement: Placement, tasks_per_node: int | None = None,
-               fill_order: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+               fill_order: NodeInts | None = None) -> tuple[JobNodes, list[TaskInts]]:
     """``(nodes, ranks)``: the used nodes in the order the launcher fills them and the ranks on each.
 
     ``fill_order`` (shape [node]): each node's position in the launcher's order (ALPS fills the nodes of
@@ -201,7 +202,7 @@ def _ranges(ids: Sequence[int]) -> str:
 
 
 def rank_order_text(placement: Placement, tasks_per_node: int | None = None, header: str = "",
-                    fill_order: np.ndarray | None = None) -> str:
+                    fill_order: NodeInts | None = None) -> str:
     """The ``MPICH_RANK_ORDER`` file of a placement (``MPICH_RANK_REORDER_METHOD=3``): one line per node in
     the launcher's fill order (``fill_order``, see :func:`node_ranks`)."""
     nodes, ranks = node_ranks(placement, tasks_per_node, fill_order)
@@ -218,7 +219,7 @@ def node_list_text(placement: Placement) -> str:
 
 
 def write_launch_files(placement: Placement, directory: str | Path, tasks_per_node: int | None = None,
-                       header: str = "", fill_order: np.ndarray | None = None) -> tuple[Path, Path]:
+                       header: str = "", fill_order: NodeInts | None = None) -> tuple[Path, Path]:
     """Write ``MPICH_RANK_ORDER`` and ``node_list`` into ``directory`` (atomically); return their paths."""
     d = Path(directory)
     text = rank_order_text(placement, tasks_per_node, header, fill_order)  # checked before anything is written

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._types import Int
 from .base import AllocationPolicy, JobRequest, NoParams, PolicyKind
 
 __all__ = ["SlurmRoundRobin", "Contiguous", "RandomNodes", "SLURM_ROUND_ROBIN", "CONTIGUOUS", "RANDOM"]
@@ -32,7 +33,7 @@ class SlurmRoundRobin(AllocationPolicy):
         super().__init__(groups, nodes_per_group, seed)
         self.cursor = 0
 
-    def take_counts(self, n: int) -> np.ndarray:
+    def take_counts(self, n: int) -> Int[np.ndarray, "group"]:
         """Nodes per group the round-robin deal gives a job of ``n`` nodes now (needs ``n <= idle_nodes``)."""
         idle = self.idle_per_group
         s = np.sort(idle)

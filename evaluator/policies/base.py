@@ -49,6 +49,7 @@ import dataclasses
 import numpy as np
 
 from .._registry import Kind
+from .._types import Int
 from ..errors import ConfigError, ConfigTypeError, check_memory, check_seed, is_int
 
 __all__ = ["MODES", "CUSTOM_MODES", "JobRequest", "Allocation", "PolicyBase", "AllocationPolicy", "check_request",
@@ -242,12 +243,12 @@ class AllocationPolicy(PolicyBase):
         """Nodes running no job now."""
         return int(self.idle_per_group.sum())
 
-    def idle_in_group(self, g: int) -> np.ndarray:
+    def idle_in_group(self, g: int) -> Int[np.ndarray, "idle"]:
         """Idle node ids of group ``g``, ascending."""
         lo = g * self.nodes_per_group
         return lo + np.flatnonzero(self.owner[lo:lo + self.nodes_per_group] < 0)
 
-    def first_idle(self, take: np.ndarray) -> np.ndarray:
+    def first_idle(self, take: Int[np.ndarray, "group"]) -> Int[np.ndarray, "idle"]:
         """The lowest ``take[g]`` idle node ids of every group ``g`` (needs ``take <= idle_per_group``), ascending."""
         idle = (self.owner < 0).reshape(self.groups, self.nodes_per_group)
         rank = np.cumsum(idle, axis=1)

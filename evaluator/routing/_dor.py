@@ -123,7 +123,7 @@ class DorRouting(Routing):
         order = self.order if isinstance(self.order, str) else "".join(map(str, self.order))
         return f"dor-{order}-{self.tie}"
 
-    def paths_per_pair(self, n_points: int, op=None, point_keys=None) -> np.ndarray:
+    def paths_per_pair(self, n_points: int, op=None, point_keys=None) -> Float[np.ndarray, "point"]:
         """1 for every point: each message of a router pair takes one router path (a split tie is the
         expectation of a random choice per message)."""
         return np.ones(n_points)

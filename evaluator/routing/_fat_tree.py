@@ -61,6 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops import add_at, segment_add, take
+from .._types import Int
 from ..topology import FatTreeTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
@@ -92,7 +93,7 @@ def _tiers(topo: FatTreeTopology) -> list[dict]:
     return out
 
 
-def dmodk_codes(topo: FatTreeTopology) -> np.ndarray:
+def dmodk_codes(topo: FatTreeTopology) -> Int[np.ndarray, "tier node"]:
     """``code[t-1, d] = yy_t(d) * U_t + u_t(d)``, shape [tier, node]: D-mod-k's port ``u_t(d)`` at level ``t``
     for destination node ``d`` and the index ``yy_t(d)`` of the digits ``y_t .. y_1`` of the level-``t`` switch
     its packets pass (module docstring)."""

@@ -61,9 +61,10 @@ from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 
 from .._ops import add_at, segment_add, take
+from .._types import RouterInts
 from ..errors import ConfigError, check_memory, is_int
 from ..topology import Topology
 from .base import Routing, RoutingOperator
@@ -121,11 +122,11 @@ class PairSet:
         return cls(src[keep] * n_routers + dst[keep], n_routers)
 
     @property
-    def src(self) -> np.ndarray:
+    def src(self) -> Int[np.ndarray, "pair"]:
         return self.keys // self.n_routers
 
     @property
-    def dst(self) -> np.ndarray:
+    def dst(self) -> Int[np.ndarray, "pair"]:
         return self.keys % self.n_routers
 
     def __len__(self) -> int:
@@ -186,7 +187,8 @@ class PathSetRouting(Routing):
         union = PairSet(np.concatenate(keys) if keys else np.zeros(0, np.int64), n_routers)
         return [(self.bind(union), list(range(len(point_pairs))))]
 
-    def paths_per_pair(self, n_points: int, op: RoutingOperator | None = None, point_keys=None) -> np.ndarray:
+    def paths_per_pair(self, n_points: int, op: RoutingOperator | None = None, point_keys=None
+                       ) -> Float[np.ndarray, "point"]:
         """The router paths carrying each communicating pair's bytes under ``op``, averaged over a point's pairs
         (:func:`paths_per_pair`); NaN where the operator does not count them."""
         if op is None or op.pair_paths is None or point_keys is None:
@@ -243,7 +245,7 @@ class RouterGraph:
     links: dict
     _dist: dict = dataclasses.field(default_factory=dict)  # destination -> BFS distances to it
 
-    def dist_to(self, t: int) -> np.ndarray:
+    def dist_to(self, t: int) -> RouterInts:
         """Hops from every router to ``t`` (-1: unreachable); a BFS in C (SciPy), cached per destination."""
         d = self._dist.get(t)
         if d is None:
@@ -487,7 +489,7 @@ class PathTable:
         assert w.shape == self.path_weight.shape
         return dataclasses.replace(self, path_weight=w)
 
-    def select(self, keep: np.ndarray) -> "PathTable":
+    def select(self, keep: Bool[np.ndarray, "path"]) -> "PathTable":
         """The paths where ``keep``, each pair's demand split evenly over its kept paths."""
         keep = np.asarray(keep, bool)
         pp = self.path_pair[keep]
@@ -701,7 +703,7 @@ def pair_path_counts(topo: Topology, table: PathTable, tol: float = SHARE_TOL) -
     return np.bincount(routes[share > tol, 0], minlength=table.n_pairs).astype(np.int64)
 
 
-def paths_per_pair(op: RoutingOperator, point_keys: Sequence[np.ndarray]) -> Float[np.ndarray, "point"]:
+def paths_per_pair(op: RoutingOperator, point_keys: Sequence[Int[np.ndarray, "pair"]]) -> Float[np.ndarray, "point"]:
     """Mean over each point's communicating router pairs (unweighted) of the router paths carrying its bytes.
 
     ``point_keys[i]``: the keys ``src * R + dst`` of point ``i``'s pairs (any

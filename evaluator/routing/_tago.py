@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops import add_at, take
+from .._types import FlowFloats, FlowInts
 from ..errors import check_memory, require
 from ..topology import RdnTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -97,7 +98,7 @@ def _tables(topo: RdnTopology) -> dict[str, np.ndarray]:
             "global_share": global_share, "unconnected": ((pl == 0) & ~np.eye(g, dtype=bool)).astype(np.float64)}
 
 
-def unconnected_bytes(topo: RdnTopology, src_router: np.ndarray, dst_router: np.ndarray, weight: np.ndarray) -> float:
+def unconnected_bytes(topo: RdnTopology, src_router: FlowInts, dst_router: FlowInts, weight: FlowFloats) -> float:
     """Bytes of router-level flows between groups that the configuration leaves unconnected (TAGO drops them)."""
     a = topo.a
     gs, gd = np.asarray(src_router) // a, np.asarray(dst_router) // a

@@ -39,7 +39,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from jaxtyping import Float, Int
+from jaxtyping import Float, Int, Shaped
 
 from .._registry import Kind
 from .._types import FlowBytes, FlowVector, RouterLinkLoads, RouterVector  # noqa: F401  (shapes in docstrings)
@@ -96,7 +96,8 @@ class Routing:
         ``topology`` that would not fit in memory, before the pairs are listed. Nothing here (no pairs kept)."""
 
     def paths_per_pair(self, n_points: int, op: RoutingOperator | None = None,
-                       point_keys: Callable[[], Sequence[np.ndarray]] | None = None) -> Float[np.ndarray, "point"]:
+                       point_keys: Callable[[], Sequence[Int[np.ndarray, "pair"]]] | None = None
+                       ) -> Float[np.ndarray, "point"]:
         """``paths_per_pair`` of ``n_points`` points (:data:`evaluator.dataset.PATH_METRICS`): the mean over a
         point's communicating router pairs of the router paths carrying each pair's bytes.
 
@@ -159,7 +160,7 @@ class RoutingOperator:
         """How many endpoints ``apply_dense``'s ``u``/``v`` have: :attr:`n_endpoints`, or the topology's routers."""
         return int(topology.n_routers if self.n_endpoints is None else self.n_endpoints)
 
-    def device_tables(self) -> dict[str, np.ndarray]:
+    def device_tables(self) -> dict[str, Shaped[np.ndarray, "..."]]:
         """The tables the kernel moves to the device: :attr:`tables`, plus the node -> endpoint map where set."""
         out = {k: np.asarray(v) for k, v in self.tables.items()}
         if self.endpoints is not None:

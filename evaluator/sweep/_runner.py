@@ -84,7 +84,8 @@ def _prepare(gen: SeededPlacement | None):
         return fn
 
 
-def dispatch(kern: BatchKernel, bank: FlowBank, rows: Int[np.ndarray, "point"], params: dict[str, np.ndarray],
+def dispatch(kern: BatchKernel, bank: FlowBank, rows: Int[np.ndarray, "point"],
+             params: dict[str, Int[np.ndarray, "point ..."]],
              gen: SeededPlacement | None, seeds: Int[np.ndarray, "point"] | None, size: int, block: int,
              step: int) -> tuple[list, Int[np.ndarray, "point"]]:
     """Queue the device calls of ``rows.size`` points (bank rows, per-point parameters, seeds); not yet fetched.

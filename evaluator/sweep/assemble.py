@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .. import io
+from .._types import PointInts
 from .._version import __version__
 from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, metric, results_dataset
 from ..errors import require
@@ -139,7 +140,7 @@ class _BoundGrid:
         self.tables: dict[str, list[str]] = {"bound_method": [], "bound_solver": []}
         self.index: dict[str, dict[str, int]] = {"bound_method": {}, "bound_solver": {}}
 
-    def add(self, ok: np.ndarray, b: dict) -> None:
+    def add(self, ok: PointInts, b: dict) -> None:
         for k, v in self.values.items():
             v[ok] = b[k]
         for k, names in (("bound_method", b["methods"]), ("bound_solver", b["solvers"])):

@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from .. import config as C
+from .._types import Float
 from ..errors import ConfigError, available_memory, check_memory
 from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_size, dragonfly_adaptive_bound, edge_lp,
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
@@ -177,7 +178,7 @@ class _Instance:
     certify: object
 
 
-def chunk_bounds(plan, items: list, achieved: np.ndarray, cache: dict | None = None) -> dict:
+def chunk_bounds(plan, items: list, achieved: Float[np.ndarray, "point"], cache: dict | None = None) -> dict:
     """The bounds of a chunk's feasible points.
 
     ``items[i] = (bound key, topology, traffic, placement)`` for the ``i``-th

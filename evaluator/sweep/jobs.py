@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from .. import config as C
+from .._types import PointInts
 from ..dataset import JOB_METRICS, with_units
 from ..errors import ConfigError, reason
 from ..jobs import evaluate_jobs
@@ -30,7 +31,7 @@ JOB_VARS = ("completion_time", "completion_time_alone", "slowdown", "total_bytes
 _TOPOLOGIES: dict[str, Any] = {}
 
 
-def evaluate_jobs_chunk(plan, flat: np.ndarray, point_config) -> dict[str, Any]:
+def evaluate_jobs_chunk(plan, flat: PointInts, point_config) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk, one several-jobs evaluation each."""
     t0 = time.perf_counter()
     n = flat.size

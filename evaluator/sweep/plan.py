@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import PointInts
 from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment, has_jobs
 from ..config.hydra import DEFAULT_STUDY
@@ -168,7 +169,7 @@ class SweepPlan:
         kernels."""
         return tuple(i for i, ax in enumerate(self.axes) if ax.affects_network)
 
-    def chunks(self) -> list[tuple[str, np.ndarray]]:
+    def chunks(self) -> list[tuple[str, PointInts]]:
         """Deterministic ``(chunk_id, flat point indices)``, each chunk inside one network (id ``b<network>-c<chunk>``;
         the ``b`` is kept so that runs written before the rename resume)."""
         flat = np.arange(self.n_points, dtype=np.int64)

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
+from .._types import PointInts
 from ..errors import RunBusyError, StorageError
 from .plan import SweepPlan
 
@@ -118,7 +119,7 @@ def _load(plan: SweepPlan, chunk_id: str, points: np.ndarray | None = None) -> d
         raise _Corrupt(f"cannot be unpickled ({type(exc).__name__})") from None
 
 
-def done_chunks(plan: SweepPlan, chunks: list[tuple[str, np.ndarray]] | None = None, warn=None) -> set[str]:
+def done_chunks(plan: SweepPlan, chunks: list[tuple[str, PointInts]] | None = None, warn=None) -> set[str]:
     """Ids of the chunks already persisted and verified.
 
     Stale temporary files are removed. A chunk file that fails verification

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from .. import config as C
+from .._types import Int, PointInts
 from ..errors import ConfigError, reason
 from .._batch.blocks import block_sizes, bucket_size, fetch, flow_point_bytes, make_bank
 from .._batch.pathsets import router_pairs
@@ -103,7 +104,7 @@ class _Group:
     seed: Any = None  # the group's own seed where no axis sets it
     _params: dict = dataclasses.field(default_factory=dict)
 
-    def params(self, size: int) -> dict[str, np.ndarray]:
+    def params(self, size: int) -> dict[str, Int[np.ndarray, "*task"]]:
         """The placement generator's parameters, task arrays padded to ``size`` (cached)."""
         hit = self._params.get(size)
         if hit is None:
@@ -358,7 +359,7 @@ class _Reasons:
         self.codes[positions] = code
 
 
-def evaluate_chunk(plan: SweepPlan, flat: np.ndarray) -> dict[str, Any]:
+def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk (in one network of the grid). Pure function of its inputs.
 
     Returns ``flat``, ``reason_code`` (per point, into ``reasons``; 0: feasible or

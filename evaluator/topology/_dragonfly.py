@@ -59,7 +59,7 @@ class DragonflyTopology(Topology):
     def kind(self) -> str:
         return "dragonfly"
 
-    def node_groups(self) -> np.ndarray:
+    def node_groups(self) -> Int[np.ndarray, "level node"]:
         """The node's router, then its group (``router // a``), shape [2, node]."""
         r = np.asarray(self.node_router, dtype=np.int64)
         return np.stack([r, r // int(self.a)])

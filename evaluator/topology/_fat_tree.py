@@ -58,7 +58,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._types import Int
+from .._types import Int, RouterInts
 from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
 
@@ -130,19 +130,19 @@ class FatTreeTopology(Topology):
         """Up ports of a level-``tier`` switch: ``w_{tier+1} * pl_tier``."""
         return int(self.parents[tier]) * int(self.parallel_links[tier - 1])
 
-    def router_level(self) -> np.ndarray:
+    def router_level(self) -> RouterInts:
         """Level (1 .. h) of every router, shape [router]."""
         return np.asarray(self.router_coords[:, 0])
 
     # ------------------------------------------------------------------ what generic code asks
 
-    def node_groups(self) -> np.ndarray:
+    def node_groups(self) -> Int[np.ndarray, "level node"]:
         """Per level, the subtree of every node, shape [level, node]: leaf, pod (level-2 subtree), ... up to
         level ``h - 1`` (the whole machine, level ``h``, is implied)."""
         node = np.arange(self.n_nodes, dtype=np.int64)
         return np.stack([node // self.subtree_nodes(t) for t in range(1, max(int(self.levels) - 1, 1) + 1)])
 
-    def furthest_routers(self) -> np.ndarray:
+    def furthest_routers(self) -> RouterInts:
         """Closed form: the leaf whose digit at the highest level ``t`` with ``m_t >= 2`` (``t >= 2``) is
         shifted by ``floor(m_t / 2)`` (mod ``m_t``): ``2 (t - 1)`` hops, the largest distance of any leaf
         pair; a single leaf is its own partner. -1 for switches above the leaves."""

@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._registry import from_mapping
+from .._types import NodeBools
 from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
 from ..machines import NON_COMPUTE_CLASSES, Machine, load_machine
 from ._torus import TorusTopology
@@ -49,7 +50,7 @@ class MachineTorusTopology(TorusTopology):
     node_class_names: tuple[str, ...] = ()
     features: tuple = ()
 
-    def compute_mask(self) -> np.ndarray:
+    def compute_mask(self) -> NodeBools:
         """Whether each node is a compute node (never a service or down node), shape [node]."""
         bad = [i for i, n in enumerate(self.node_class_names) if n in NON_COMPUTE_CLASSES]
         return ~np.isin(self.node_class, bad)

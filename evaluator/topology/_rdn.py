@@ -113,7 +113,7 @@ class RdnTopology(Topology):
         """Optical circuit switches: ``a * h / ports_per_switch``."""
         return self.a * self.h // self.ports_per_switch
 
-    def switch_of_port(self, port: np.ndarray | int) -> np.ndarray | int:
+    def switch_of_port(self, port: Int[np.ndarray, "*shape"] | int) -> Int[np.ndarray, "*shape"] | int:
         """Switch a global port index (0 .. a*h-1) attaches to."""
         return np.asarray(port) // self.ports_per_switch
 

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._types import Int
+from .._types import Int, RouterInts
 from ..errors import check_memory, per_dim, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
 
@@ -54,7 +54,7 @@ class TorusTopology(Topology):
         """Router hops of the longest dimension-order path: ``n // 2`` per wrapped dimension, ``n - 1`` per open one."""
         return int(sum((n // 2 if w else n - 1) for n, w in zip(self.dims, self.wrap)))
 
-    def furthest_routers(self) -> np.ndarray:
+    def furthest_routers(self) -> RouterInts:
         """The furthest router: ``x_k + floor(n_k/2) mod n_k`` in every wrapped dimension, ``n_k - 1 - x_k`` in every open one."""
         dims = np.array(self.dims)
         c = self.router_coords

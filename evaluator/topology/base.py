@@ -38,7 +38,7 @@ import functools
 import numpy as np
 
 from .._registry import Kind
-from .._types import LinkFloats, LinkInts, NodeInts, RouterCoords
+from .._types import Float, Int, LinkFloats, LinkInts, NodeInts, RouterCoords, RouterInts, Shaped
 from ..errors import ConfigError
 
 __all__ = ["Topology", "TopologyKind", "frozen", "node_links"]
@@ -49,7 +49,7 @@ class TopologyKind(Kind):
     """A topology member: ``build(cfg) -> Topology``."""
 
 
-def frozen(a: np.ndarray) -> np.ndarray:
+def frozen(a: Shaped[np.ndarray, "*shape"]) -> Shaped[np.ndarray, "*shape"]:
     """A read-only contiguous copy (topology arrays are immutable)."""
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -120,7 +120,7 @@ class Topology:
         return frozen(np.repeat(np.arange(self.n_routers, dtype=np.int64), self.nodes_per_router))
 
     @functools.cached_property
-    def router_nodes(self) -> tuple[np.ndarray, np.ndarray]:
+    def router_nodes(self) -> tuple[RouterInts, RouterInts]:
         """``(start, count)``, shape [router] each: router ``r`` carries nodes ``start[r] .. start[r]+count[r]-1``."""
         count = np.bincount(self.node_router, minlength=self.n_routers)
         return frozen(np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)), frozen(count.astype(np.int64))
@@ -133,7 +133,7 @@ class Topology:
         offset = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
         return np.repeat(start[r], c) + offset
 
-    def router_distances(self) -> np.ndarray:
+    def router_distances(self) -> Float[np.ndarray, "router router"]:
         """All-pairs router hop distance by breadth-first search (SciPy), float, shape [router, router] (inf: unreachable)."""
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import shortest_path
@@ -142,7 +142,7 @@ class Topology:
         A = csr_matrix((np.ones(n), (self.link_src[:n], self.link_dst[:n])), shape=(self.n_routers, self.n_routers))
         return shortest_path(A, unweighted=True, directed=True)
 
-    def furthest_routers(self) -> np.ndarray:
+    def furthest_routers(self) -> RouterInts:
         """A partner for every router that carries nodes, far from it, shape [router] (-1: a router without nodes).
 
         The default: the permutation of the host routers that maximises the
@@ -159,11 +159,11 @@ class Topology:
         return out
 
     @property
-    def host_routers(self) -> np.ndarray:
+    def host_routers(self) -> Int[np.ndarray, "host_router"]:
         """Ids of the routers that carry at least one node, ascending."""
         return frozen(np.flatnonzero(self.router_nodes[1] > 0))
 
-    def node_groups(self) -> np.ndarray:
+    def node_groups(self) -> Int[np.ndarray, "level node"]:
         """The node hierarchy, finest first: per level the group id of every node, int, shape [level, node].
 
         Row 0 is the node's router; each further row groups the previous
@@ -180,11 +180,11 @@ class Topology:
         members with a closed form override it."""
         return int(self.n_routers)
 
-    def injection_link(self, node: np.ndarray | int) -> np.ndarray | int:
+    def injection_link(self, node: Int[np.ndarray, "*shape"] | int) -> Int[np.ndarray, "*shape"] | int:
         """Link id of the injection link of ``node``."""
         return self.n_router_links + np.asarray(node)
 
-    def ejection_link(self, node: np.ndarray | int) -> np.ndarray | int:
+    def ejection_link(self, node: Int[np.ndarray, "*shape"] | int) -> Int[np.ndarray, "*shape"] | int:
         """Link id of the ejection link of ``node``."""
         return self.n_router_links + self.n_nodes + np.asarray(node)
 
@@ -194,7 +194,7 @@ class Topology:
             raise ConfigError("link_class", name, f"one of {list(self.class_names)}")
         return self.class_names.index(name)
 
-    def link_class_names(self) -> np.ndarray:
+    def link_class_names(self) -> Shaped[np.ndarray, "link"]:
         """Class name of every link, shape [link] (a read-only unicode array, built once per topology)."""
         return self._link_class_names
 
@@ -208,7 +208,7 @@ class Topology:
         return list(zip(self.link_src[:n].tolist(), self.link_dst[:n].tolist(), range(n)))
 
 
-def node_links(n_routers: int, nodes_per_router: int | np.ndarray, n_router_links: int, injection_bandwidth: float,
+def node_links(n_routers: int, nodes_per_router: int | NodeInts, n_router_links: int, injection_bandwidth: float,
                 n_router_classes: int):
     """Injection and ejection link arrays appended after the router links.
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import NodeInts
 from ..errors import ConfigError, positive_float
 from ..topology import Topology
 from .base import Traffic, TrafficKind
@@ -13,7 +14,7 @@ from .base import Traffic, TrafficKind
 __all__ = ['furthest_partner', 'bisection_pairing', 'BisectionPairingConfig', 'BISECTION_PAIRING']
 
 
-def furthest_partner(topology: Topology) -> np.ndarray:
+def furthest_partner(topology: Topology) -> NodeInts:
     """Partner node of every node, at the largest hop distance (shape [node]).
 
     Torus: the coordinate ``x_k + floor(n_k/2) mod n_k`` in every wrapped

@@ -97,6 +97,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import FlowFloats, FlowInts
 from ..errors import ConfigError, check_memory, is_int, nearest, positive_float, positive_int, require
 from .base import PhasedTraffic, Traffic, TrafficKind, tasks_or_nodes
 
@@ -286,7 +287,7 @@ def _check_root(root, p: int) -> int:
 
 
 def collective_steps(op: str, algorithm: str, n_ranks: int, nbytes: float, root: int = 0, *,
-                     n_segments: int | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+                     n_segments: int | None = None) -> list[tuple[FlowInts, FlowInts, FlowFloats]]:
     """The steps of collective ``op`` by ``algorithm`` over ranks ``0 ... n_ranks - 1``: one ``(src, dst, bytes)``.
 
     Parameters

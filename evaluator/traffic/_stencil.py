@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._types import Float
 from ..errors import check_memory, positive_float, positive_int, require
 from .base import PhasedTraffic, Traffic, TrafficKind
 
@@ -32,7 +33,8 @@ def check_grid(alpha, beta, field="traffic"):
     return al, be
 
 
-def stencil_message_sizes(alpha: Sequence[int], beta: Sequence[int], bytes_per_element: float) -> np.ndarray:
+def stencil_message_sizes(alpha: Sequence[int], beta: Sequence[int], bytes_per_element: float
+                          ) -> Float[np.ndarray, "dim"]:
     """Message size per dimension, Prisacari Eq. (8): the shared face in bytes.
 
     ``mu_k = bytes_per_element * prod_{i != k} alpha_i / beta_i``.

@@ -56,7 +56,7 @@ import numpy as np
 from jaxtyping import Bool, Float, Int
 
 from .._registry import Kind
-from .._types import FlowFloats, FlowInts, TaskFloats
+from .._types import FlowFloats, FlowInts, TaskBools, TaskFloats
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 
 __all__ = ["AbstractTraffic", "KERNEL_INPUTS", "Traffic", "DenseTraffic", "PhasedTraffic", "TrafficKind", "from_flows", "from_matrix", "dense", "phased",
@@ -227,11 +227,11 @@ class Traffic(_Exchange):
         """Bytes sent in the exchange, over all flows."""
         return float(self.nbytes.sum())
 
-    def sent_per_task(self) -> np.ndarray:
+    def sent_per_task(self) -> TaskFloats:
         """Bytes sent by every task, shape [task]."""
         return np.bincount(self.src, weights=self.nbytes, minlength=self.n_tasks)
 
-    def senders(self) -> np.ndarray:
+    def senders(self) -> TaskBools:
         return self.sent_per_task() > 0
 
     def to_flows(self) -> Traffic:
@@ -255,7 +255,7 @@ class Traffic(_Exchange):
         w = np.asarray(self.nbytes, np.float64)[off]
         return np.bincount(s[off], weights=w, minlength=n_loc), np.bincount(d[off], weights=w, minlength=n_loc)
 
-    def to_dense(self) -> np.ndarray:
+    def to_dense(self) -> Float[np.ndarray, "task task"]:
         """Dense traffic matrix ``T[src, dst]`` in bytes."""
         check_memory("traffic.n_tasks", self.n_tasks, 8.0 * self.n_tasks ** 2,
                      f"the dense {self.n_tasks} x {self.n_tasks} matrix of {self.name}",
@@ -399,11 +399,11 @@ class DenseTraffic(_Exchange):
         ws, wd = self.src_weight, self.dst_weight
         return float(self.bytes_per_pair * (ws.sum() * wd.sum() - (ws * wd).sum()))
 
-    def sent_per_task(self) -> np.ndarray:
+    def sent_per_task(self) -> TaskFloats:
         """Bytes sent by every task, shape [task]."""
         return self.bytes_per_pair * self.src_weight * (self.dst_weight.sum() - self.dst_weight)
 
-    def senders(self) -> np.ndarray:
+    def senders(self) -> TaskBools:
         return (self.src_weight > 0) & (self.dst_weight.sum() - self.dst_weight > 0)
 
     def scaled(self, factor: float) -> DenseTraffic:
@@ -523,11 +523,11 @@ class PhasedTraffic(AbstractTraffic):
         """Bytes sent over every phase."""
         return float(sum(p.total_bytes for p in self.phases))
 
-    def sent_per_task(self) -> np.ndarray:
+    def sent_per_task(self) -> TaskFloats:
         """Bytes sent by every task over every phase, shape [task]."""
         return np.sum([p.sent_per_task() for p in self.phases], axis=0)
 
-    def senders(self) -> np.ndarray:
+    def senders(self) -> TaskBools:
         """Tasks that send a positive number of bytes in some phase."""
         return np.any([p.senders() for p in self.phases], axis=0)
 

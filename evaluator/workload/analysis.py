@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .._types import Shaped
 from ..errors import ConfigError, check_memory
 
 __all__ = ["months", "mean_wait_by_month", "wait_reduction", "utilisation", "utilisation_by_month", "summary",
@@ -42,7 +43,7 @@ def _unix_start(ds) -> int | None:
     return None if v is None else int(v)
 
 
-def months(ds: xr.Dataset) -> np.ndarray:
+def months(ds: xr.Dataset) -> Shaped[np.ndarray, "job"]:
     """Each job's month of submission (labels sort in time order)."""
     return _month_labels(ds.submit.values, _unix_start(ds), float(ds.submit.values.min()))
 

@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._types import Float, Int
 from ..errors import ConfigError, ConfigTypeError, check_seed, is_int
 from ._check import bool_arg, float_arg, instance_arg, int_arg, mapping_arg, nearest
 from .trace import MODES, Trace
@@ -140,7 +141,7 @@ class WorkloadModel:
             raise ConfigError("workload.mode_lo", self.mode_lo, f"at most mode_hi = {self.mode_hi} (nodes)")
         _fraction_bins(self.mpi_fraction)
 
-    def fractions(self, nodes: np.ndarray) -> np.ndarray:
+    def fractions(self, nodes: Int[np.ndarray, "job"]) -> Float[np.ndarray, "job"]:
         """MPI time fraction of each job size (the first bin whose upper bound is >= the size; past the last: its)."""
         bins = _fraction_bins(self.mpi_fraction)
         hi = np.array([b[0] for b in bins])

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .._types import Shaped
 from ..dataset import with_units
 from ..errors import ConfigError, ConfigTypeError, check_memory
 from ._check import bool_arg, float_arg, instance_arg, int_arg, mapping_arg, nearest, path_arg
@@ -160,7 +161,7 @@ def load_speedups(value) -> SpeedupTable | None:
     return SpeedupTable(value)
 
 
-def table_coords(tables: list[SpeedupTable | None]) -> dict[str, np.ndarray]:
+def table_coords(tables: list[SpeedupTable | None]) -> dict[str, Shaped[np.ndarray, "run"]]:
     """Which table each run used: ``speedup_table``, ``speedup_table_machine``, ``speedup_table_baseline``."""
     def col(f):
         return np.asarray(["" if t is None else f(t) for t in tables], dtype=str)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import Shaped
 from ..errors import ConfigError, ConfigTypeError
 from ..policies.base import CUSTOM_MODES as _REQ_MODES  # modes whose jobs carry per-group node requirements
 from ..policies.base import MODES  # GRAP's allocation modes (Feng et al. Sec. 4.2): a job's mode is one of these
@@ -107,7 +108,7 @@ class Trace:
     def __len__(self) -> int:
         return self.n_jobs
 
-    def modes(self) -> np.ndarray:
+    def modes(self) -> Shaped[np.ndarray, "job"]:
         """Each job's mode (``"minimal_balance"`` where none was assigned)."""
         if self.mode is None:
             return np.full(self.n_jobs, MODES[0], dtype=object)
