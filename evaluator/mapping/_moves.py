@@ -135,6 +135,8 @@ class MoveEvaluator:
             cap=cap, inv_cap=1.0 / cap))
         self._net = self.kernel.net
         self._apply = self.kernel.operator.apply
+        op = self.kernel.operator
+        self._flow_tables = jax.device_put(op.flow_tables) if op.flow_tables is not None else None
         P = t.n_phases
         # one mapping's loads: every flow, per phase
         self._loads = jax.jit(self._loads_fn)
@@ -253,7 +255,8 @@ class MoveEvaluator:
         endpoint = net.routing.get(NODE_ENDPOINT)
         if endpoint is not None:
             sr, dr = endpoint[sn], endpoint[dn]
-        return self._apply(net.routing, sr, dr, off_router)
+        return self.kernel.operator.route_few(net.routing, self._flow_tables, sr, dr, off_router,
+                                              int(self.topology.n_router_links))
 
     def _move_fn(self, k: int):
         """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state.

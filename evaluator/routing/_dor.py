@@ -576,8 +576,53 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             per_seg.append(jnp.transpose(load, (2, 0, 1, 3)).reshape(2 * R))  # the slot table's layout
         return gather(tables, per_seg)
 
+    # Each flow's links, listed (for a few flows at a time: the mapping search's moves). The run in dimension k
+    # starts at the router with the destination's coordinates in the dimensions before k, the source's after.
+    flow_tables = {"neighbor": np.asarray(topo.neighbor_link, np.int64).reshape(R, 2 * nd).astype(np.int32)}
+    if not packed_is_id:
+        flow_tables["coords"] = tables["coords"]
+    runs = [(k, rings[k]) for k in order if k in rings]
+    width = sum((1 if r.direct >= 0 else 2 * r.H) for _, r in runs)
+
+    def flow_links(ftables, src, dst):
+        """Router links of every flow ``src -> dst`` (routers) and the fraction of its bytes on each:
+        ``Int[Array, "flow K"]``, ``Float[Array, "flow K"]``, -1 and 0 where a flow has fewer (``K`` = the
+        longest DOR path, both halves of a split tie counted)."""
+        ps = src.astype(itype) if packed_is_id else take(ftables["coords"], src.astype(itype))
+        pd = dst.astype(itype) if packed_is_id else take(ftables["coords"], dst.astype(itype))
+        nbr = ftables["neighbor"]
+        links, fracs = [], []
+        for pos, (k, ring) in enumerate(runs):
+            n = ring.n
+            s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
+            rest = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32) * strides[j])
+                        for j in rings if j != k), jnp.zeros_like(s))
+            if ring.direct >= 0:  # a two-router ring: one link, "positive"
+                links.append(jnp.where(s != t, nbr[rest + s * strides[k], 2 * k], -1)[:, None])
+                fracs.append(jnp.where(s != t, 1.0, 0.0)[:, None])
+                continue
+            if ring.wrap:
+                fwd = jnp.where(t >= s, t - s, t + n - s)
+                bwd = jnp.where(fwd > 0, n - fwd, 0)
+                tie = (fwd == bwd) & (fwd > 0) & split
+                plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))  # hops the +1 way
+                minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
+            else:
+                plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
+            frac = jnp.where(tie, 0.5, 1.0)[:, None]
+            j = jnp.arange(ring.H, dtype=jnp.int32)[None, :]
+            for sign, d, hops in ((1, 0, plus), (-1, 1, minus)):
+                c = (s[:, None] + sign * j) % n if ring.wrap else jnp.clip(s[:, None] + sign * j, 0, n - 1)
+                on = j < hops[:, None]
+                links.append(jnp.where(on, nbr[rest[:, None] + c * strides[k], 2 * k + d], -1))
+                fracs.append(jnp.where(on, frac, 0.0))
+        if not links:
+            return jnp.full((src.shape[0], 1), -1, jnp.int32), jnp.zeros((src.shape[0], 1))
+        return jnp.concatenate(links, axis=1), jnp.concatenate(fracs, axis=1)
+
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, flow_links=flow_links,
+                           flow_tables=flow_tables, flow_width=max(width, 1))
 
 
 @dataclass

@@ -39,7 +39,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from jaxtyping import Float, Int, Shaped
+from jaxtyping import Array, Float, Int, Shaped
 
 from .._registry import Kind
 from .._types import FlowBytes, FlowVector, RouterLinkLoads, RouterVector  # noqa: F401  (shapes in docstrings)
@@ -143,6 +143,13 @@ class RoutingOperator:
     ``(keys, counts)``, the sorted keys ``src * R + dst`` of the pairs the
     operator serves and the router paths carrying each pair's bytes
     (:func:`evaluator.routing._paths.pair_path_counts`); None otherwise.
+    ``flow_links`` (optional): ``flow_links(flow_tables, src_router,
+    dst_router) -> (links, fractions)``, ``Int[Array, "flow K"]`` and
+    ``Float[Array, "flow K"]`` with ``K = flow_width``: every flow's router
+    links and the fraction of its bytes on each (-1 and 0 past its path). A
+    routing whose flows take few links gives it so that a handful of flows
+    is routed without ``apply``'s work over every link (the mapping search's
+    moves: :meth:`route_few`); None: use ``apply``.
     """
 
     routing: Routing
@@ -155,6 +162,23 @@ class RoutingOperator:
     pair_paths: tuple[np.ndarray, np.ndarray] | None = None
     endpoints: np.ndarray | None = None
     n_endpoints: int | None = None
+    flow_links: Callable | None = None
+    flow_tables: dict[str, np.ndarray] | None = None
+    flow_width: int = 0
+
+    def route_few(self, tables: dict, flow_tables: dict | None, src: Int[Array, "flow"], dst: Int[Array, "flow"],
+                  weight: Float[Array, "flow"], n_router_links: int) -> Float[Array, "router_link"]:
+        """Router-link loads of a few flows: a scatter of their listed links (:attr:`flow_links`) where the
+        routing lists them, else :attr:`apply`. ``tables``/``flow_tables``: the device copies of :attr:`tables`
+        and :attr:`flow_tables`."""
+        import jax.numpy as jnp
+
+        if self.flow_links is None:
+            return self.apply(tables, src, dst, weight)
+        links, frac = self.flow_links(flow_tables, src, dst)
+        links = jnp.where(links >= 0, links, n_router_links)  # past the end: dropped
+        return jnp.zeros(n_router_links, weight.dtype).at[links.ravel()].add((weight[:, None] * frac).ravel(),
+                                                                              mode="drop")
 
     def endpoint_count(self, topology) -> int:
         """How many endpoints ``apply_dense``'s ``u``/``v`` have: :attr:`n_endpoints`, or the topology's routers."""
