@@ -13,6 +13,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _OWN_CACHE = "EVALUATOR_TEST_JAX_CACHE" not in os.environ
 if _OWN_CACHE:
     os.environ["EVALUATOR_TEST_JAX_CACHE"] = tempfile.mkdtemp(prefix="evaluator-tests-jax-")
+    # JAX's own "no limit" (-1, its default) for the run's temporary cache: with a bound (the CLI's 2 GiB) JAX
+    # lists the directory and stats every entry on *every* write to see whether to evict, quadratic in the entries
+    # (3,000 writes: 276 s against 0.4 s; tests/test_routing_fast.py with 2,000 entries there: 69.8 -> 55.7 CPU-s,
+    # 2026-11-26). The directory is removed when the run ends and never nears 2 GiB. Exported, so the xdist workers,
+    # CLI subprocesses and Ray workers of the run do the same; enable_compilation_cache keeps a setting given.
+    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")
 os.environ.setdefault("EVALUATOR_COMPILATION_CACHE", os.environ["EVALUATOR_TEST_JAX_CACHE"])
 # The suite compiles hundreds of small kernels and runs each on a few points: XLA:CPU's LLVM back end at -O0
 # compiles them faster than it runs them slower (the whole suite: 553 -> 458 s on 2 cores). Program semantics
@@ -58,27 +64,37 @@ def pytest_sessionfinish(session, exitstatus):
 # as tests/test_claims_rdn.py's study were computed on both workers). The groups go out heaviest first (longest
 # processing time first: the last groups to finish are short ones), by the seconds below.
 _RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache"}
-_GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their order matters; others: 0.3 s a test
-    "ray": 152, "test_docs_run": 148, "test_routing_fast": 71, "test_layout": 51, "test_hydra_axes": 48,
-    "test_sweep_docs_h1": 43, "test_sweep_bounds": 43, "test_structured": 40, "test_reference_walk": 36,
-    "test_bounds_certified": 35, "test_sweep_compose": 34, "test_jobs": 32, "test_bad_sizes": 31,
-    "test_device_placement": 30, "test_sweep_fast": 28, "test_fat_tree": 26, "test_claims_studies": 26, "test_lp": 25,
-    "test_query_rank": 23, "test_config_cli": 23, "test_claims_rdn": 20, "test_claims_readme": 18, "test_cli_errors": 18,
-    "test_paths": 18, "test_jobs_config": 17, "test_fat_tree_use": 16, "test_bad_input_corpus": 15,
-    "test_batch_engine": 14, "test_paths_per_pair": 14, "named bgq_m2n_constant_ratio": 13, "test_runs": 12,
-    "named network_buyer": 11, "named bgq_m2n_subset": 9, "named bgq_m2n_vary_n": 8, "named bgq_m2n_distance": 7,
-    "named bgq_m2n_fixed": 7, "named torus_bounds": 6, "named torus_bgq_pairing": 5,
+# modules that share a per-process cache (tests/helpers.py composed_option: every config-group option composed once)
+_SHARED = {"test_layout": "config options", "test_config_cli": "config options"}
+_GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their order matters; others: 0.1 s a test
+    "ray": 152, "test_docs_run": 148, "test_routing_fast": 71, "config options": 60, "test_mapping_search": 60,
+    "test_hydra_axes": 48, "test_sweep_docs_h1": 43, "test_sweep_bounds": 43, "test_structured": 40,
+    "test_reference_walk": 36, "test_bounds_certified": 35, "named network_buyer": 35, "test_sweep_compose": 34,
+    "test_jobs": 32, "test_bad_sizes": 31, "test_device_placement": 30, "test_sweep_fast": 28, "test_fat_tree": 26,
+    "test_claims_studies": 26, "test_lp": 25, "test_query_rank": 23, "test_claims_rdn": 20, "test_claims_readme": 18,
+    "test_cli_errors": 18, "test_paths": 18, "test_jobs_config": 17, "test_fat_tree_use": 16,
+    "test_bad_input_corpus": 15, "test_batch_engine": 14, "test_paths_per_pair": 14, "named bgq_m2n_constant_ratio": 13,
+    "test_rdn_study": 13, "test_runs": 12, "test_mapping_cli": 11, "test_startup_cache_fresh": 10,
+    "named bgq_m2n_subset": 9, "test_compile_count": 9, "test_machine_topology": 9, "test_bench": 9,
+    "named bgq_m2n_vary_n": 8, "test_torus": 8, "named bgq_m2n_distance": 7, "named bgq_m2n_fixed": 7,
+    "test_bad_input_more": 7, "test_partitions": 7, "test_library_cache": 7, "named torus_bounds": 6, "test_rdn": 6,
+    "test_claims_workload": 6, "test_malloc": 6, "test_study_cli": 6, "named torus_bgq_pairing": 5,
+    "test_sweep_group_zip": 5, "test_optiq_lp": 5,
 }
+# (2026-11-26: test_mapping_search, 60 s, was not listed: 12 tests at the old default of 0.3 s a test put it among
+# the last groups to start, a tail of a minute on one worker; the modules of hundreds of quick tests, e.g.
+# tests/test_workload.py, 139 tests in 1.4 s, were counted 40 s)
 _NAMED = "::test_named_sweep_composes_and_runs_shrunken["
 
 
 def xdist_group(nodeid: str) -> str:
-    """The group of a test id: its module, ``ray`` for the modules that start Ray, ``named STUDY`` for each named
-    study of tests/test_sweep.py."""
+    """The group of a test id: its module, ``ray`` for the modules that start Ray, ``config options`` for the two
+    modules that share the composed config-group options, ``named STUDY`` for each named study of
+    tests/test_sweep.py."""
     if _NAMED in nodeid:
         return "named " + nodeid.split(_NAMED, 1)[1].rstrip("]")
     module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-    return "ray" if module in _RAY_MODULES else module
+    return "ray" if module in _RAY_MODULES else _SHARED.get(module, module)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -93,7 +109,7 @@ def pytest_xdist_make_scheduler(config, log):
             return xdist_group(nodeid)
 
         def _assign_work_unit(self, node):
-            heaviest = max(self.workqueue, key=lambda g: _GROUP_SECONDS.get(g, 0.3 * len(self.workqueue[g])))
+            heaviest = max(self.workqueue, key=lambda g: _GROUP_SECONDS.get(g, 0.1 * len(self.workqueue[g])))
             self.workqueue.move_to_end(heaviest, last=False)
             super()._assign_work_unit(node)
 

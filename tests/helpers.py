@@ -80,6 +80,26 @@ def once(fixture_fn):
     return wrapper
 
 
+_OPTIONS: dict[tuple[str, str], tuple] = {}
+
+
+def composed_option(group: str, option: str):
+    """``(cfg, obj)``: ``config.compose(["GROUP=OPTION"])`` (the ``file`` traffic with a path) and its
+    ``config.to_object``, once per test process.
+
+    tests/test_config_cli.py and tests/test_layout.py both compose every option of every config group alone
+    (about 120 compositions, 15 s) and only read the results; tests/conftest.py keeps the two modules on one
+    worker, so each option is composed once. A composition that fails raises every time (nothing is kept).
+    """
+    from evaluator import config
+
+    key = (group, option)
+    if key not in _OPTIONS:
+        cfg = config.compose([f"{group}={option}"] + (["traffic.path=x.csv"] if option == "file" else []))
+        _OPTIONS[key] = (cfg, config.to_object(cfg))
+    return _OPTIONS[key]
+
+
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 

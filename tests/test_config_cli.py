@@ -8,6 +8,7 @@ import xarray as xr
 from evaluator import cli, config
 from evaluator.config import build
 from evaluator.io import conf_dir
+from tests.helpers import composed_option
 
 CONF = conf_dir()
 GROUPS = ["topology", "routing", "traffic", "placement"]
@@ -30,8 +31,7 @@ def test_every_option_composes(group):
     opts = options(group)
     assert opts, group
     for opt in opts:
-        cfg = config.compose([f"{group}={opt}"] + (["traffic.path=x.csv"] if opt == "file" else []))
-        obj = config.to_object(cfg)
+        _, obj = composed_option(group, opt)  # compose + to_object, shared with tests/test_layout.py
         kind = getattr(obj, group).kind  # an option is a kind, or a preset of one (dor_bgq, kshortest_k8)
         assert kind == opt or opt.startswith(kind + "_"), (opt, kind)
 

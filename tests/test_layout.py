@@ -23,6 +23,7 @@ import evaluator as ev
 from evaluator import cli, config
 from evaluator.errors import ConfigCompositionError
 from evaluator.io import conf_dir
+from tests.helpers import composed_option
 
 PKG = Path(ev.__file__).resolve().parent
 
@@ -119,8 +120,7 @@ def test_registered_kind_has_schema_builder_yaml_and_composes(family, name, tmp_
 @pytest.mark.parametrize("family", list(config.FAMILIES))
 def test_every_yaml_option_is_a_registered_kind(family):
     for path in sorted((conf_dir() / family).glob("*.yaml")):
-        obj = config.to_object(config.compose([f"{family}={path.stem}"] + (
-            ["traffic.path=x.csv"] if path.stem == "file" else [])))
+        _, obj = composed_option(family, path.stem)  # compose + to_object, shared with tests/test_config_cli.py
         assert getattr(obj, family).kind in config.FAMILIES[family], path
 
 
