@@ -42,6 +42,7 @@ import copy
 import dataclasses
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,16 @@ __all__ = ["register_schemas", "compose", "to_object", "compose_object", "to_yam
            "IDENTITY_EXCLUDED", "DEFAULT_STUDY", "with_default_study", "is_run_setting", "study_overrides"]
 
 
+def _registry_signature() -> tuple:
+    """What :func:`register_schemas` stores: ``(group, kind name, schema)`` of every registered kind, in order (a
+    kind registered at run time changes it)."""
+    return tuple((group, name, kind.schema) for group, kinds in FAMILIES.items() for name, kind in kinds.items())
+
+
+_REGISTERED: dict[str, Any] = {"key": None, "nodes": ()}
+"""What :func:`register_schemas` stored last: its key and the ConfigStore nodes it made."""
+
+
 def register_schemas() -> None:
     """Store :class:`EvalConfig` and every registered kind's schema in Hydra's ConfigStore.
 
@@ -63,16 +74,57 @@ def register_schemas() -> None:
     an option of its group all the same (``<group>=<kind>``: its schema's defaults),
     so a new member needs no YAML file; one is written only to document or to
     change defaults.
+
+    The work is done once per process: again only when what it stores changes (a kind registered at run time,
+    another ``conf/`` directory or a YAML file of a kind added or removed there) or when an entry it stored is no
+    longer in the ConfigStore.
     """
+    import os
+
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
+    conf = conf_dir()
+    files = []
+    for group in FAMILIES:
+        try:
+            files.append((group, frozenset(n for n in os.listdir(conf / group) if n.endswith(".yaml")
+                                           and (conf / group / n).is_file())))
+        except OSError:
+            files.append((group, frozenset()))
+    key = (str(conf), id(cs), _registry_signature(), tuple(files))
+    if key == _REGISTERED["key"] and all(_stored(cs.repo, group, name) is node
+                                         for group, name, node in _REGISTERED["nodes"]):
+        return
+    has_file = dict(files)
+    stored = []
     cs.store(name="eval_schema", node=EvalConfig)
+    stored.append((None, "eval_schema", _stored(cs.repo, None, "eval_schema")))
     for group, kinds in FAMILIES.items():
         for name, kind in kinds.items():
             cs.store(group=group, name=f"{name}_schema", node=kind.schema)
-            if not (conf_dir() / group / f"{name}.yaml").is_file():
+            stored.append((group, f"{name}_schema", _stored(cs.repo, group, f"{name}_schema")))
+            if f"{name}.yaml" not in has_file[group]:
                 cs.store(group=group, name=name, node=kind.schema)
+                stored.append((group, name, _stored(cs.repo, group, name)))
+    kept = {(group, name) for group, name, _ in stored}
+    for group, name, node in _REGISTERED["nodes"]:  # a kind no longer registered (or now with a file): gone
+        if (group, name) not in kept and node is not None and _stored(cs.repo, group, name) is node:
+            _stored_group(cs.repo, group).pop(f"{name}.yaml", None)
+    _REGISTERED.update(key=key, nodes=tuple(stored))
+
+
+def _stored_group(repo: dict, group: str | None) -> dict:
+    """The ConfigStore's mapping of config group ``group`` (``{}``: none)."""
+    node: Any = repo
+    for part in (group.split("/") if group else []):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
+
+
+def _stored(repo: dict, group: str | None, name: str) -> Any:
+    """The ConfigStore node of ``group/name`` (``None``: none)."""
+    return _stored_group(repo, group).get(f"{name}.yaml")
 
 
 def group_options(group: str, search_path: Sequence[str] = ()) -> list[str]:
@@ -142,20 +194,183 @@ def one_line(overrides: Sequence[str]) -> list[str]:
     return [re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", o) if isinstance(o, str) else o for o in overrides]
 
 
+_COMPOSED: OrderedDict[tuple, Any] = OrderedDict()
+"""Composed configs by what composing them read (:func:`_compose_key`), least recently used first."""
+_COMPOSED_MAX = 256
+_FINGERPRINT_MAX_ENTRIES = 5000
+"""Directory entries :func:`_config_files_digest` looks at before it gives up (no memo for that compose)."""
+_RESOLVER = re.compile(r"\$\{[^}]*:")
+"""An interpolation that calls a resolver (``${oc.env:HOME}``, ``${now:...}``): its value may change between two
+compositions of the same files, so such a composition is not memoized."""
+_DEFAULTS_ITEM = re.compile(rb"^[ \t]*-[ \t]*(?:(?:override|optional)[ \t]+)*/?([A-Za-z_][\w-]*)", re.M)
+"""The first name of a list item (``- override /topology: bgq``): a config group that a defaults list may name."""
+
+
+def _clear_compose_cache() -> None:
+    """Forget every memoized composition (tests)."""
+    _COMPOSED.clear()
+
+
+def _scan(directory: str, subdirs: Any, out: list[str], budget: list[int]) -> bool:
+    """Add to ``out`` the directory, its YAML files and, recursively, those of its subdirectories named in
+    ``subdirs`` (``None``: all but hidden ones); ``False`` when more than ``budget[0]`` entries were seen."""
+    import os
+
+    stack = [(directory, subdirs)]
+    while stack:
+        d, only = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:  # no such directory (yet): its absence is in the digest
+            continue
+        out.append(d + os.sep)
+        budget[0] -= len(entries)
+        if budget[0] < 0:
+            return False
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if only is None or e.name in only:
+                    stack.append((e.path, None))
+            elif e.name.endswith((".yaml", ".yml")):
+                out.append(e.path)
+    return True
+
+
+def _config_files_digest(search_path: Sequence[str], overrides: Sequence[str]) -> str | None:
+    """A digest of every YAML file (path and contents) and directory that composing may read: all of ``conf/``
+    and of the ``search_path`` directories, and of the checkout (the last search-path entry) the top level and the
+    config groups that ``conf/``, the search path, the overrides or a defaults list name (``sweeps/`` and
+    ``conf/``'s groups among them). Contents, not modification times: a file rewritten within the clock's
+    granularity is seen. ``None`` (compose without the memo): too many files, or an interpolation that calls a
+    resolver."""
+    import hashlib
+    import os
+
+    budget = [_FINGERPRINT_MAX_ENTRIES]
+    roots = [os.path.normpath(str(d)) for d in (conf_dir(), *search_path)]
+    pending: list[str] = []
+    if not all(_scan(d, None, pending, budget) for d in roots):
+        return None
+    groups = {os.path.basename(p[:-1]) for p in pending if p.endswith(os.sep) and os.path.dirname(p[:-1]) in roots}
+    groups |= {*GROUPS, "sweeps"}
+    for o in overrides:
+        groups.add(re.split(r"[/.@=]", o.lstrip("+~").strip(), maxsplit=1)[0])
+    repo = os.path.normpath(str(repo_dir()))
+    contents: dict[str, bytes] = {}
+    scanned: set[str] = set()
+    while True:
+        for p in pending:
+            if p in contents:
+                continue
+            if p.endswith(os.sep):
+                contents[p] = b""
+                continue
+            try:
+                with open(p, "rb") as f:
+                    data = f.read()
+            except OSError:
+                data = b"\0unreadable"
+            if _RESOLVER.search(data.decode("utf-8", "replace")):
+                return None
+            contents[p] = data
+            groups |= {m.decode() for m in _DEFAULTS_ITEM.findall(data)}
+        todo = groups - scanned - {""}
+        if not todo:
+            break
+        scanned |= todo
+        pending = []
+        if not _scan(repo, todo, pending, budget):
+            return None
+    digest = hashlib.blake2b(digest_size=20)
+    for p in sorted(contents):
+        digest.update(p.encode("utf-8", "surrogateescape") + b"\0" + contents[p] + b"\0")
+    return digest.hexdigest()
+
+
+def _store_signature() -> tuple:
+    """Every node of Hydra's ConfigStore by path and identity (anything stored there changes it), but Hydra's own
+    ``hydra/`` group (Hydra adds to it at its first composition; it makes only the ``hydra`` node, which
+    :func:`compose` does not return)."""
+    from hydra.core.config_store import ConfigStore
+
+    out: list[tuple[str, int]] = []
+    stack: list[tuple[str, dict]] = [("", ConfigStore.instance().repo)]
+    while stack:
+        prefix, node = stack.pop()
+        for name, child in node.items():
+            if not prefix and name == "hydra":
+                continue
+            if isinstance(child, dict):
+                stack.append((prefix + name + "/", child))
+            else:
+                _KEEP[id(child)] = child  # alive while its id is in a key: the id is not reused
+                out.append((prefix + name, id(child)))
+    return tuple(sorted(out))
+
+
+_KEEP: dict[int, Any] = {}
+
+
+def _compose_key(overrides: list, config_name: str, search_path: Sequence[str]) -> tuple | None:
+    """What :func:`compose` reads: the overrides, the config name, the search path, ``conf/``, the ConfigStore
+    and the contents of the files it may read (:func:`_config_files_digest`); ``None``: compose afresh."""
+    import os
+
+    if not all(isinstance(o, str) for o in overrides) or any(
+            _RESOLVER.search(o) or _override_key(o).startswith("hydra") for o in overrides):
+        return None  # a resolver's value, or Hydra's own settings (its search path): compose afresh
+    dirs = tuple(str(d) for d in search_path)
+    if any("://" in d for d in dirs):
+        return None
+    cwd = os.getcwd() if not all(os.path.isabs(d) for d in dirs) else ""
+    digest = _config_files_digest([os.path.abspath(d) for d in dirs], overrides)
+    if digest is None:
+        return None
+    return (tuple(overrides), config_name, dirs, cwd, str(conf_dir()), _store_signature(), digest)
+
+
 def compose(overrides: Sequence[str], config_name: str = "config", search_path: Sequence[str] = ()):
     """Compose ``conf/<config_name>.yaml`` with Hydra overrides; return the (resolved) OmegaConf config.
 
     ``search_path``: more directories where Hydra looks for config groups (``DIR/routing/NAME.yaml``) and
     studies (``DIR/sweeps/NAME.yaml``), searched after ``conf/`` and before the checkout's ``sweeps/``, as
     Hydra's ``--config-dir`` (see :func:`study_overrides`). An override spread over several lines is taken as
-    one line (:func:`one_line`)."""
+    one line (:func:`one_line`).
+
+    The same composition again (same overrides, config name, search path, ConfigStore and contents of every
+    file it may read) is a copy of the last one's result (at most :data:`_COMPOSED_MAX` kept): the caller may
+    change what it gets. Errors are raised afresh every time."""
     overrides = one_line(overrides)
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_schemas()
+    key = _compose_key(overrides, config_name, search_path)
+    if key is not None and key in _COMPOSED:
+        _COMPOSED.move_to_end(key)
+        GlobalHydra.instance().clear()  # as a composition leaves it
+        return copy.deepcopy(_COMPOSED[key])
+    cfg = _compose(overrides, config_name, search_path)
+    if key is not None and key == _compose_key(overrides, config_name, search_path):  # nothing changed meanwhile
+        _COMPOSED[key] = copy.deepcopy(cfg)
+        while len(_COMPOSED) > _COMPOSED_MAX:
+            _COMPOSED.popitem(last=False)
+    return cfg
+
+
+def _compose(overrides: list, config_name: str, search_path: Sequence[str]):
+    """:func:`compose` without the memo."""
     from hydra import compose as hcompose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    register_schemas()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -228,8 +443,12 @@ def check_assignment(cfg: EvalConfig, key: str, values: Sequence[Any]) -> None:
     """
     from omegaconf import OmegaConf
 
+    section = _structured_section(cfg, key)
+    if section is not None and _first_refused(*section, values) is None:
+        return  # every value fits its section; the whole config is converted only for the messages of a refusal
     node = OmegaConf.structured(cfg)
-    if OmegaConf.select(node, key, default="__missing__") == "__missing__":
+    refused = _first_refused(node, key, values)
+    if refused is _MISSING_KEY:
         parts = key.split(".")
         typed = getattr(cfg, parts[0], None)
         if parts[0] in FAMILIES and len(parts) > 1 and dataclasses.is_dataclass(typed) \
@@ -240,13 +459,72 @@ def check_assignment(cfg: EvalConfig, key: str, values: Sequence[Any]) -> None:
                                                    f"full_key: {parts[0]}.{parts[1]}", [key]))
         raise ConfigError("sweep.axes", key, "a key of the composed config",
                           f"Unknown axis. Top-level keys: {sorted(k for k in node.keys() if k != 'sweep')}")
+    if refused is not None:
+        value, exc = refused
+        raise ConfigError(f"sweep.axes.{key}", value, "a value of the key's type",
+                          str(exc).splitlines()[0]) from None
+
+
+_MISSING_KEY = object()
+
+
+def _first_refused(node: Any, key: str, values: Sequence[Any]) -> Any:
+    """``(value, exception)`` of the first of ``values`` that the dotted ``key`` of the OmegaConf ``node``
+    refuses, :data:`_MISSING_KEY` when ``node`` has no such key, ``None`` when it takes them all. ``node`` is
+    not changed: an assignment reads and changes only the node that holds the key's last part, so the values
+    are tried on copies of that node (a copy keeps its parent, hence its flags), not of the whole config."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.select(node, key, default="__missing__") == "__missing__":
+        return _MISSING_KEY
+    holder, last = _holder(node, key)
     for value in values:
-        probe = copy.deepcopy(node)
         try:
-            OmegaConf.update(probe, key, value, merge=False)
+            if holder is None:
+                OmegaConf.update(copy.deepcopy(node), key, value, merge=False)
+            else:
+                OmegaConf.update(copy.deepcopy(holder), last, value, merge=False)
         except Exception as exc:
-            raise ConfigError(f"sweep.axes.{key}", value, "a value of the key's type",
-                              str(exc).splitlines()[0]) from None
+            return value, exc
+    return None
+
+
+def _structured_section(cfg: Any, key: str) -> tuple[Any, str] | None:
+    """``(OmegaConf node, key within it)``: the section of the typed config ``cfg`` that the dotted ``key`` lies
+    in (``placement`` for ``placement.seed``), where it is a schema dataclass; ``None`` otherwise. Converting
+    one section is a few times cheaper than converting the whole config (sweep axes and run settings included);
+    a value it takes, the whole config takes (tests/test_config_memo.py compares the two)."""
+    from omegaconf import OmegaConf
+
+    head, dot, rest = key.partition(".")
+    if not (dot and rest and dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)
+            and head in {f.name for f in dataclasses.fields(cfg)}):
+        return None
+    section = getattr(cfg, head)
+    if not dataclasses.is_dataclass(section) or isinstance(section, type):
+        return None
+    return OmegaConf.structured(section), rest
+
+
+def _holder(node, key: str) -> tuple[Any, str]:
+    """``(container, last part)``: the node of ``node`` that holds the dotted ``key``'s last part, reached as
+    :func:`omegaconf.OmegaConf.update` reaches it; ``(None, key)`` when the path passes through something that is
+    not a config node (then the whole config is probed)."""
+    from omegaconf import Container
+    from omegaconf._utils import split_key
+    from omegaconf.omegaconf import _select_one
+
+    parts = split_key(key)
+    holder = node
+    for part in parts[:-1]:
+        try:
+            child, k = _select_one(holder, part, throw_on_missing=False)
+        except Exception:
+            return None, key
+        if not isinstance(child, Container) or not isinstance(holder[k], Container):
+            return None, key
+        holder = holder[k]
+    return holder, parts[-1]
 
 
 # --------------------------------------------------------------------------------------
