@@ -32,29 +32,29 @@ import math
 import numpy as np
 
 from .._types import LinkFloats
-from ..errors import ResourceError, check_memory, fmt_size
 from ..placement import Placement
 from ..routing import Routing
 from ..topology import Topology
 from ..traffic import AbstractTraffic
+from .baseline import MAX_BYTES, RoutingMatrix
 
 __all__ = ["FatTreeMatrixBaseline"]
 
 
-class FatTreeMatrixBaseline:
+class FatTreeMatrixBaseline(RoutingMatrix):
     """SciPy sparse routing matrix of a fat tree under ``dmodk`` or ``ecmp`` (module docstring).
 
-    Same interface as :class:`~evaluator.bench.baseline.SparseMatrixBaseline`: :meth:`estimate`,
-    :meth:`check_size`, :meth:`build` (once per topology and routing: ``per_pair`` is True),
-    :meth:`link_loads`, :attr:`nnz`, :attr:`nbytes`, :meth:`release`.
+    A :class:`~evaluator.bench.baseline.RoutingMatrix` (``check_size``, ``nnz``, ``nbytes`` from there):
+    :meth:`estimate`, :meth:`build` (once per topology and routing: ``per_pair`` is True), :meth:`link_loads`,
+    :meth:`release`.
     """
 
     per_pair = True
 
-    def __init__(self, topology: Topology, routing: Routing, max_bytes: float, bytes_per_entry: int):
+    def __init__(self, topology: Topology, routing: Routing, max_bytes: float = MAX_BYTES):
         t = topology
         self.topology, self.routing = t, routing
-        self.max_bytes, self.bytes_per_entry = float(max_bytes), int(bytes_per_entry)
+        self.max_bytes = float(max_bytes)
         self.dmodk = routing.kind == "dmodk"
         self.n_tiers = int(t.levels) - 1
         self.n_nodes, self.n_rl = int(t.n_nodes), int(t.n_router_links)
@@ -78,18 +78,6 @@ class FatTreeMatrixBaseline:
             return (self.n_leaves * self.P + self.n_nodes) * per_t
         climb = sum(sum(math.prod(self.ports[:i]) for i in range(1, T + 1)) for T in tiers)
         return 2 * self.n_leaves * climb
-
-    def check_size(self, traffic=None, placement=None) -> int:
-        """Estimated bytes of :meth:`build`; a :class:`~evaluator.errors.ResourceError` when too large."""
-        entries = self.estimate()
-        need = self.bytes_per_entry * entries
-        what = f"a SciPy routing matrix of about {entries:.3g} entries ({self.routing.kind} on {self.topology.name})"
-        if need > self.max_bytes:
-            raise ResourceError("bench.scipy_baseline", self.topology.name,
-                                f"a routing matrix within {fmt_size(self.max_bytes)}: {what} needs about "
-                                f"{fmt_size(need)}")
-        check_memory("bench.scipy_baseline", self.topology.name, need, what, fraction=0.5)
-        return need
 
     # ------------------------------------------------------------- build
 
@@ -160,17 +148,6 @@ class FatTreeMatrixBaseline:
     def release(self) -> None:
         """Drop ``R`` (rebuilt on the next use)."""
         self.R = None
-
-    @property
-    def nnz(self) -> int:
-        """Stored entries of ``R`` (0 before :meth:`build`)."""
-        return 0 if self.R is None else int(self.R.nnz)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by ``R`` (values, indices, column pointers)."""
-        R = self.R
-        return 0 if R is None else int(R.data.nbytes + R.indices.nbytes + R.indptr.nbytes)
 
     # ------------------------------------------------------------- apply
 

@@ -51,7 +51,7 @@ from ..routing import KINDS, Routing
 from ..topology import DragonflyTopology, Topology, TorusTopology
 from ..traffic import AbstractTraffic, Traffic
 
-__all__ = ["PerFlowBaseline", "SparseMatrixBaseline", "routing_matrix", "scipy_serves"]
+__all__ = ["PerFlowBaseline", "RoutingMatrix", "SparseMatrixBaseline", "routing_matrix", "scipy_serves"]
 
 Path = tuple[float, list[int]]
 
@@ -296,11 +296,49 @@ def routing_matrix(topology: Topology, routing: Routing, max_bytes: float = MAX_
         from ._fat_tree_matrix import FatTreeMatrixBaseline
 
         _check_routing(topology, routing, "SciPy baseline")
-        return FatTreeMatrixBaseline(topology, routing, max_bytes, BYTES_PER_ENTRY)
+        return FatTreeMatrixBaseline(topology, routing, max_bytes)
     return SparseMatrixBaseline(topology, routing, max_bytes)
 
 
-class SparseMatrixBaseline:
+class RoutingMatrix:
+    """What the SciPy routing-matrix baselines share: ``R`` (a ``scipy.sparse`` array once built), its size, and
+    the refusal of a matrix too large before it is built (members define :meth:`estimate`, :meth:`build`,
+    :meth:`link_loads` and ``per_pair``: True where one ``R`` serves every point)."""
+
+    R = None
+    max_bytes: float = MAX_BYTES
+    topology: Topology
+    routing: Routing
+
+    def estimate(self, traffic: AbstractTraffic | None = None, placement: Placement | None = None) -> int:
+        raise NotImplementedError
+
+    def check_size(self, traffic=None, placement=None) -> int:
+        """Estimated bytes of :meth:`build`; a :class:`~evaluator.errors.ResourceError` when too large."""
+        entries = self.estimate(traffic, placement)
+        need = BYTES_PER_ENTRY * entries
+        what = (f"a SciPy routing matrix of about {entries:.3g} entries ({self.routing.kind} on "
+                f"{self.topology.name})")
+        if need > self.max_bytes:
+            raise ResourceError("bench.scipy_baseline", self.topology.name,
+                                f"a routing matrix within {fmt_size(self.max_bytes)}: {what} needs about "
+                                f"{fmt_size(need)}")
+        check_memory("bench.scipy_baseline", self.topology.name, need, what, fraction=0.5)
+        return need
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries of ``R`` (0 before :meth:`build`)."""
+        return 0 if self.R is None else int(self.R.nnz)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by ``R`` (values, indices, column pointers)."""
+        R = self.R
+        return 0 if R is None else int(R.data.nbytes + R.indices.nbytes + R.indptr.nbytes)
+
+
+class SparseMatrixBaseline(RoutingMatrix):
     """SciPy sparse routing matrix ``R`` with ``loads = R @ demand`` for one (topology, routing).
 
     Dragonfly (``minimal``, ``valiant``): ``R`` has one row per router link and
@@ -395,19 +433,6 @@ class SparseMatrixBaseline:
             total += int(hops.sum())
         return total
 
-    def check_size(self, traffic=None, placement=None) -> int:
-        """Estimated bytes of :meth:`build`; a :class:`~evaluator.errors.ResourceError` when too large."""
-        entries = self.estimate(traffic, placement)
-        need = BYTES_PER_ENTRY * entries
-        what = (f"a SciPy routing matrix of about {entries:.3g} entries ({self.routing.kind} on "
-                f"{self.topology.name})")
-        if need > self.max_bytes:
-            raise ResourceError("bench.scipy_baseline", self.topology.name,
-                                f"a routing matrix within {fmt_size(self.max_bytes)}: {what} needs about "
-                                f"{fmt_size(need)}")
-        check_memory("bench.scipy_baseline", self.topology.name, need, what, fraction=0.5)
-        return need
-
     # ---------------------------------------------------------------- build
 
     def build(self, traffic: AbstractTraffic | None = None, placement: Placement | None = None,
@@ -441,17 +466,6 @@ class SparseMatrixBaseline:
         self.R = None
         self._built_for = None
         self._flow_bytes = None
-
-    @property
-    def nnz(self) -> int:
-        """Stored entries of ``R`` (0 before :meth:`build`)."""
-        return 0 if self.R is None else int(self.R.nnz)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by ``R`` (values, indices, column pointers)."""
-        R = self.R
-        return 0 if R is None else int(R.data.nbytes + R.indices.nbytes + R.indptr.nbytes)
 
     def _df_entries(self):
         """``(row, column, fraction)`` arrays of the Dragonfly routing matrix."""
