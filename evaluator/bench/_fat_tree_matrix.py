@@ -36,7 +36,7 @@ from ..placement import Placement
 from ..routing import Routing
 from ..topology import Topology
 from ..traffic import AbstractTraffic
-from .baseline import MAX_BYTES, RoutingMatrix
+from ._matrix import MAX_BYTES, RoutingMatrix
 
 __all__ = ["FatTreeMatrixBaseline"]
 
@@ -44,7 +44,7 @@ __all__ = ["FatTreeMatrixBaseline"]
 class FatTreeMatrixBaseline(RoutingMatrix):
     """SciPy sparse routing matrix of a fat tree under ``dmodk`` or ``ecmp`` (module docstring).
 
-    A :class:`~evaluator.bench.baseline.RoutingMatrix` (``check_size``, ``nnz``, ``nbytes`` from there):
+    A :class:`~evaluator.bench._matrix.RoutingMatrix` (``check_size``, ``nnz``, ``nbytes`` from there):
     :meth:`estimate`, :meth:`build` (once per topology and routing: ``per_pair`` is True), :meth:`link_loads`,
     :meth:`release`.
     """

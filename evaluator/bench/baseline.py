@@ -45,13 +45,15 @@ from collections import defaultdict
 import numpy as np
 
 from .._types import LinkFloats
-from ..errors import ConfigError, ResourceError, check_memory, fmt_size
+from ..errors import ConfigError
 from ..placement import Placement
 from ..routing import KINDS, Routing
 from ..topology import DragonflyTopology, Topology, TorusTopology
 from ..traffic import AbstractTraffic, Traffic
+from ._matrix import BYTES_PER_ENTRY, MAX_BYTES, RoutingMatrix
 
-__all__ = ["PerFlowBaseline", "RoutingMatrix", "SparseMatrixBaseline", "routing_matrix", "scipy_serves"]
+__all__ = ["PerFlowBaseline", "RoutingMatrix", "SparseMatrixBaseline", "routing_matrix", "scipy_serves", "BYTES_PER_ENTRY",
+           "MAX_BYTES"]
 
 Path = tuple[float, list[int]]
 
@@ -271,14 +273,6 @@ class PerFlowBaseline:
 # SciPy sparse routing matrix
 # ======================================================================================
 
-BYTES_PER_ENTRY = 48
-"""Peak bytes per generated ``(link, column, fraction)`` entry while ``R`` is built: int64 row and column and
-float64 value in COO form (24), plus the CSC copy and SciPy's sort buffers."""
-
-MAX_BYTES = 4 * 2**30
-"""Largest build the bench allows (bytes, estimated); larger matrices are refused (the machine is shared)."""
-
-
 _SCIPY = {"dor": "torus", "minimal": "dragonfly", "valiant": "dragonfly", "dmodk": "fat_tree", "ecmp": "fat_tree"}
 """Routing kind -> the topology kind whose SciPy routing matrix :func:`routing_matrix` builds."""
 
@@ -298,44 +292,6 @@ def routing_matrix(topology: Topology, routing: Routing, max_bytes: float = MAX_
         _check_routing(topology, routing, "SciPy baseline")
         return FatTreeMatrixBaseline(topology, routing, max_bytes)
     return SparseMatrixBaseline(topology, routing, max_bytes)
-
-
-class RoutingMatrix:
-    """What the SciPy routing-matrix baselines share: ``R`` (a ``scipy.sparse`` array once built), its size, and
-    the refusal of a matrix too large before it is built (members define :meth:`estimate`, :meth:`build`,
-    :meth:`link_loads` and ``per_pair``: True where one ``R`` serves every point)."""
-
-    R = None
-    max_bytes: float = MAX_BYTES
-    topology: Topology
-    routing: Routing
-
-    def estimate(self, traffic: AbstractTraffic | None = None, placement: Placement | None = None) -> int:
-        raise NotImplementedError
-
-    def check_size(self, traffic=None, placement=None) -> int:
-        """Estimated bytes of :meth:`build`; a :class:`~evaluator.errors.ResourceError` when too large."""
-        entries = self.estimate(traffic, placement)
-        need = BYTES_PER_ENTRY * entries
-        what = (f"a SciPy routing matrix of about {entries:.3g} entries ({self.routing.kind} on "
-                f"{self.topology.name})")
-        if need > self.max_bytes:
-            raise ResourceError("bench.scipy_baseline", self.topology.name,
-                                f"a routing matrix within {fmt_size(self.max_bytes)}: {what} needs about "
-                                f"{fmt_size(need)}")
-        check_memory("bench.scipy_baseline", self.topology.name, need, what, fraction=0.5)
-        return need
-
-    @property
-    def nnz(self) -> int:
-        """Stored entries of ``R`` (0 before :meth:`build`)."""
-        return 0 if self.R is None else int(self.R.nnz)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by ``R`` (values, indices, column pointers)."""
-        R = self.R
-        return 0 if R is None else int(R.data.nbytes + R.indices.nbytes + R.indptr.nbytes)
 
 
 class SparseMatrixBaseline(RoutingMatrix):
