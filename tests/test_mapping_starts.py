@@ -8,7 +8,6 @@ group, read from the topology's own node hierarchy) and against linear's cut, co
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -261,13 +260,14 @@ def test_partition_exact_sizes_with_spare_and_uneven_slots():
         assert np.bincount(tn).max() <= tpn
 
 
-def test_partition_of_4096_tasks_is_fast():
+def test_partition_of_4096_tasks_fills_the_slots():
+    """At bench scale (speed is the bench's: timings are not asserted here), every task gets a node of the ones
+    given, none holds more than ``tpn``."""
     tr, _ = stencil_job([16, 16, 16])  # 4,096 tasks, 24,576 flows
     assert tr.n_tasks == 4096 and tr.n_flows == 24576
     for topo, tpn in ((dragonfly(4, 8, 4, 33), 4), (torus([16, 16, 16]), 1)):
-        t = time.process_time()
         tn = partition_mapping(topo, tr, np.arange(topo.n_nodes), tpn)
-        assert time.process_time() - t < 2.0, topo.name
+        assert tn.shape == (4096,) and tn.min() >= 0 and tn.max() < topo.n_nodes, topo.name
         assert np.bincount(tn).max() <= tpn
 
 
