@@ -25,6 +25,7 @@ node and router ids): out-of-range indices are undefined behaviour with
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import jax.numpy as jnp
@@ -32,7 +33,21 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
-__all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax"]
+__all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax", "differentiable"]
+
+_PLAIN = [False]
+
+
+@contextlib.contextmanager
+def differentiable():
+    """While open, :func:`segment_add`, :func:`add_at` and :func:`sub_at` trace as plain scatters (``jax.vmap``
+    batches them its own way) instead of ``custom_vmap`` primitives, which JAX cannot differentiate: a program
+    traced inside (a ``jax.vjp`` of the link loads, :mod:`evaluator._batch.latency`) can be transposed."""
+    _PLAIN[0], before = True, _PLAIN[0]
+    try:
+        yield
+    finally:
+        _PLAIN[0] = before
 
 
 @functools.lru_cache(maxsize=None)
@@ -58,6 +73,8 @@ def _segment_add(num_segments: int):
 
 def segment_add(data: Float[Array, "entry"], idx: Int[Array, "entry"], num_segments: int) -> Float[Array, "segment"]:
     """``out[s] = sum(data[idx == s])`` for ``s < num_segments``; indices must be in range."""
+    if _PLAIN[0]:
+        return jnp.zeros(int(num_segments), data.dtype).at[idx].add(data, mode="promise_in_bounds")
     return _segment_add(int(num_segments))(data, idx)
 
 
@@ -125,7 +142,19 @@ def _scatter_into(scatter):
     return into
 
 
-add_at = _scatter_into(lax.scatter_add)
-"""``add_at(buf, idx, val)``: ``buf`` with ``val`` added at ``idx``, in place (:func:`_scatter_into`)."""
-sub_at = _scatter_into(lax.scatter_sub)
-"""``sub_at(buf, idx, val)``: ``buf`` with ``val`` subtracted at ``idx``, in place (:func:`_scatter_into`)."""
+_add_at = _scatter_into(lax.scatter_add)
+_sub_at = _scatter_into(lax.scatter_sub)
+
+
+def add_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+    """``buf`` with ``val`` added at ``idx``, in place (:func:`_scatter_into`)."""
+    if _PLAIN[0]:
+        return buf.at[idx].add(val, mode="promise_in_bounds")
+    return _add_at(buf, idx, val)
+
+
+def sub_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+    """``buf`` with ``val`` subtracted at ``idx``, in place (:func:`_scatter_into`)."""
+    if _PLAIN[0]:
+        return buf.at[idx].add(-val, mode="promise_in_bounds")
+    return _sub_at(buf, idx, val)

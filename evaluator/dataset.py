@@ -43,6 +43,8 @@ __all__ = [
     "PATH_METRIC_NAMES",
     "MAX_LOAD",
     "PHASE_METRICS",
+    "TIME_METRICS",
+    "TIME_METRIC_NAMES",
     "JOB_METRICS",
     "BOUND_METRICS",
     "TEXT_METRICS",
@@ -142,10 +144,25 @@ carries them (:func:`evaluator.routing._paths.paths_per_pair`)."""
 
 PATH_METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in PATH_METRICS)
 
+TIME_METRICS: tuple[Metric, ...] = (
+    Metric("time_with_latency", "s",
+           "time of the exchange with per-message latency (topology.latency): each phase's bandwidth bound plus "
+           "the latency of its slowest message, summed over the phases; completion_time is the bound alone", True),
+    Metric("latency_share", "1", "share of time_with_latency that is latency: 1 - bandwidth bound / time",
+           None),
+)
+"""Times that add what the bandwidth bound leaves out (DESIGN.md "Beyond the bound"), present where the network
+has a latency model; ``completion_time`` stays the bound."""
+
+TIME_METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in TIME_METRICS)
+
 PHASE_METRICS: tuple[Metric, ...] = (
     Metric("phase_completion_time", "s", "completion time of the phase (contention lower bound; NaN: no such phase)",
            True),
     Metric("phase_total_bytes", "bytes", "bytes sent in the phase (NaN: no such phase)", True),
+    Metric("phase_time_with_latency", "s",
+           "time of the phase with per-message latency: its bound plus its slowest message's latency (NaN: no such "
+           "phase; present where the network has a latency model)", True),
 )
 """Per-phase metrics of phased traffic (dimension ``phase``); a step's ``completion_time`` is their sum."""
 
@@ -377,7 +394,7 @@ def _table(*groups: tuple[Metric, ...]) -> dict[str, Metric]:
     return out
 
 
-TABLE: dict[str, Metric] = _table(METRICS, TEXT_METRICS, PATH_METRICS, BOUND_METRICS, PHASE_METRICS,
+TABLE: dict[str, Metric] = _table(METRICS, TIME_METRICS, TEXT_METRICS, PATH_METRICS, BOUND_METRICS, PHASE_METRICS,
                                   SCHEDULE_METRICS, JOB_METRICS, TILES_METRICS, PARTITION_METRICS, RDN_METRICS,
                                   ROW_LABELS, (LINK_LOAD, LINK_CAPACITY))
 """The one metric table: every variable a command writes, by name (units, long name, direction), in the order a
@@ -513,7 +530,7 @@ def results_dataset(
     ----------
     metrics
         Flat per-point arrays of every name in :data:`METRIC_NAMES`, and of the
-        :data:`PATH_METRIC_NAMES` present.
+        :data:`PATH_METRIC_NAMES` and :data:`TIME_METRIC_NAMES` present.
     max_load
         Flat per-point largest load per link class name, in the order given.
     bottleneck
@@ -537,7 +554,7 @@ def results_dataset(
     data: dict[str, Any] = {}
     for m in METRICS:
         data[m.name] = (dims, grid(metrics[m.name]), m.attrs)
-    for m in PATH_METRICS:
+    for m in PATH_METRICS + TIME_METRICS:
         if m.name in metrics:
             data[m.name] = (dims, grid(metrics[m.name]), m.attrs)
     for cname, values in max_load.items():
@@ -557,7 +574,9 @@ def results_dataset(
         names = [str(x) for x in phases["names"]]
         pshape = shape + (len(names),)
         for m in PHASE_METRICS:
-            data[m.name] = (dims + ("phase",), np.asarray(phases[m.name], dtype=np.float64).reshape(pshape), m.attrs)
+            if m.name in phases:
+                data[m.name] = (dims + ("phase",), np.asarray(phases[m.name], dtype=np.float64).reshape(pshape),
+                                m.attrs)
         data["phase_bottleneck"] = (dims + ("phase",), np.asarray(phases["phase_bottleneck"]).astype(str)
                                     .reshape(pshape), {"long_name": "class of the link that sets the phase's time"})
         all_coords["phase"] = ("phase", np.asarray(names, dtype=str), {"long_name": "exchange, in the order done"})

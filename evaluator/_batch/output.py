@@ -10,7 +10,7 @@ import xarray as xr
 
 from .._types import Int, Shaped
 from .._version import __version__
-from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, LinkTable, metric, results_dataset
+from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, TIME_METRIC_NAMES, LinkTable, metric, results_dataset
 from ..placement import Placement
 from ..routing import Routing
 from ..topology import Topology
@@ -18,7 +18,7 @@ from ..traffic import AbstractTraffic
 from .dispatch import Results
 from .pathsets import note_pairs
 
-__all__ = ["bottleneck_names", "phase_bottleneck_names", "to_dataset", "link_table", "point_notes", "add_notes",
+__all__ = ["latency_attrs", "bottleneck_names", "phase_bottleneck_names", "to_dataset", "link_table", "point_notes", "add_notes",
            "add_bounds", "check_bounds"]
 
 
@@ -56,7 +56,7 @@ def to_dataset(topology: Topology, routing: Routing, res: Results, dim: str | No
     maxc = m["max_load_class"]
     return results_dataset(
         dims, shape,
-        metrics={k: m[k] for k in METRIC_NAMES + PATH_METRIC_NAMES if k in m},
+        metrics={k: m[k] for k in METRIC_NAMES + PATH_METRIC_NAMES + TIME_METRIC_NAMES if k in m},
         max_load={c: maxc[:, i] for i, c in enumerate(topology.class_names)},
         bottleneck=bottleneck_names(topology, m["bottleneck_class"]),
         link_load=res.link_load,
@@ -64,10 +64,20 @@ def to_dataset(topology: Topology, routing: Routing, res: Results, dim: str | No
         phases=None if res.phases is None else {
             "names": res.phases["names"], "phase_completion_time": res.phases["phase_completion_time"],
             "phase_total_bytes": res.phases["phase_total_bytes"],
-            "phase_bottleneck": phase_bottleneck_names(topology, res.phases["phase_bottleneck_class"])},
+            "phase_bottleneck": phase_bottleneck_names(topology, res.phases["phase_bottleneck_class"]),
+            **{k: res.phases[k] for k in ("phase_time_with_latency",) if k in res.phases}},
         attrs={"topology": topology.name, "routing": routing.label, "n_nodes": topology.n_nodes,
-               "n_routers": topology.n_routers, "evaluator_version": __version__},
+               "n_routers": topology.n_routers, "evaluator_version": __version__, **latency_attrs(topology)},
     )
+
+
+def latency_attrs(topology: Topology) -> dict[str, Any]:
+    """The network's latency model as dataset attributes (none without one)."""
+    if topology.latency is None:
+        return {}
+    from .latency import TIME_MODEL
+
+    return {"time_model": TIME_MODEL, **topology.latency.attrs()}
 
 
 def point_notes(topology: Topology, traffic: AbstractTraffic, placement: Placement,

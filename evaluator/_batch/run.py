@@ -15,6 +15,7 @@ from .checks import as_routing, block_size_arg, broadcast, check_pair, check_typ
 from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
+from .latency import phase_max_latency, with_latency
 from .phases import evaluate_phased
 
 __all__ = ["run_batch", "evaluate_points"]
@@ -61,6 +62,8 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
         res = evaluate_phased(kern, topology, traffics, placements, block_size, meanwhile)
     else:
         res = evaluate_exchanges(kern, traffics, placements, block_size, meanwhile=meanwhile)
+    if topology.latency is not None:  # (no latency model: nothing computed, every number the bound's)
+        with_latency(res.metrics, res.phases, phase_max_latency(kern, topology, traffics, placements))
     # (:data:`evaluator.dataset.PATH_METRICS`; the points' pair keys listed only where the routing counts paths)
     res.metrics["paths_per_pair"] = routing.paths_per_pair(
         len(traffics), kern.operator, (lambda: pair_keys) if pair_keys is not None else

@@ -13,6 +13,7 @@ from ..topology import KINDS as TOPOLOGIES
 from ..topology import Topology
 from ..traffic import KINDS as TRAFFICS
 from ..errors import ConfigError, nearest, require
+from ..latency import latency_from_config
 from ..jobs import Background, Job
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
 from .schemas import FAMILIES, JOB_KEYS
@@ -22,8 +23,14 @@ __all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_place
 
 
 def build_topology(cfg) -> Topology:
-    """Topology from a topology schema."""
-    return TOPOLOGIES[cfg.kind].build(cfg)
+    """Topology from a topology schema, with its latency model (``cfg.latency`` over the one the kind gives, a
+    catalogue machine's; no model when neither sets a key: :func:`evaluator.latency.latency_from_config`)."""
+    topo = TOPOLOGIES[cfg.kind].build(cfg)
+    given = getattr(cfg, "latency", None)
+    lat = latency_from_config(given, base=topo.latency)
+    if lat is None and topo.latency is None:
+        return topo
+    return topo.with_latency(lat)
 
 
 def build_routing_spec(cfg) -> Routing:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, Optional
+from typing import Any, ClassVar, Literal, Optional
 
 from .base import MachineKind, MachineNetwork, PartitionTorus, TorusMachine, int_tuple, machine_error, positive, \
     shape_text, shapes
@@ -44,6 +44,7 @@ class BgqMachineConfig:
     routing_order: Literal["longest_first", "as_given"] = "longest_first"
     nodes_per_router: int = 1
     description: str = ""
+    latency: Optional[dict[str, Any]] = None  # the network's latency model (evaluator.latency; SI units)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +101,7 @@ def _build(cfg: BgqMachineConfig, source: str) -> BgqMachine:
     bw = positive(error, "link_bandwidth", cfg.link_bandwidth)
     inj = None if cfg.injection_bandwidth is None else positive(error, "injection_bandwidth", cfg.injection_bandwidth)
     dims = _node_dims(midplanes)
-    return BgqMachine(name=cfg.name, description=cfg.description.strip(), source=source, dims=dims,
+    return BgqMachine(name=cfg.name, description=cfg.description.strip(), source=source, latency=cfg.latency, dims=dims,
                       wrap=(True,) * len(dims), link_bandwidth=(bw,) * len(dims), nodes_per_router=1,
                       allowed_partitions=shapes(error, "allowed_partitions", cfg.allowed_partitions, midplanes,
                                                 "midplanes"),

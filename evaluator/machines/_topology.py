@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 from ..errors import PartitionError
 from .base import Machine, MachineKind, MachineNetwork, member_kinds, TorusMachine, machine_error
@@ -39,6 +39,7 @@ class TopologyMachineConfig:
         "allowed": "a topology config: a mapping with the topology's kind and its keys, as conf/topology/<kind>.yaml"})
     kind: str = "topology"
     description: str = ""
+    latency: Optional[dict[str, Any]] = None  # the network's latency model (evaluator.latency; SI units)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +72,7 @@ def _build(cfg: TopologyMachineConfig, source: str) -> TopologyMachine:
         raise error("topology.kind", kind, "the name of a topology kind (torus, dragonfly, ... : the stem of a "
                                            "file of conf/topology/)",
                     "The topology block is a topology config with its kind, e.g. {kind: dragonfly, p: 2, a: 4, h: 2}.")
-    return TopologyMachine(name=cfg.name, description=cfg.description.strip(), source=source,
+    return TopologyMachine(name=cfg.name, description=cfg.description.strip(), source=source, latency=cfg.latency,
                            topology=dict(cfg.topology))
 
 

@@ -87,6 +87,7 @@ class TorusMachineConfig:
     allowed_partitions: Optional[list[list[int]]] = None
     slabs: Optional[list[list[int]]] = None
     description: str = ""
+    latency: Optional[dict[str, Any]] = None  # the network's latency model (evaluator.latency; SI units)
     default_class: str = "compute"
     node_classes: Optional[list[NodeClassConfig]] = None
     blade: Optional[list[int]] = None
@@ -225,7 +226,7 @@ def _build(cfg: TorusMachineConfig, source: str) -> RouterTorusMachine:
         raise error("nodes_per_router", cfg.nodes_per_router, "an integer >= 1")
     inj = None if cfg.injection_bandwidth is None else positive(error, "injection_bandwidth", cfg.injection_bandwidth)
     return RouterTorusMachine(
-        name=cfg.name, description=cfg.description.strip(), source=source, dims=dims, wrap=wrap, link_bandwidth=bw,
+        name=cfg.name, description=cfg.description.strip(), source=source, latency=cfg.latency, dims=dims, wrap=wrap, link_bandwidth=bw,
         nodes_per_router=cfg.nodes_per_router, injection_bandwidth=inj, routing_order=cfg.routing_order,
         allowed_partitions=shapes(error, "allowed_partitions", cfg.allowed_partitions, dims, "routers"),
         slabs=shapes(error, "slabs", cfg.slabs, dims, "routers"), **_layout(error, cfg, dims))

@@ -31,7 +31,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -166,6 +166,9 @@ class Machine:
         Free text: where the numbers come from.
     source
         Path of the YAML file, or ``"<dict>"``.
+    latency
+        The network's latency block (:class:`evaluator.latency.LatencyConfig` keys, SI units; its sources cited
+        in the file), or None: no latency model.
     kind
         The member's name in the registry (``"bgq"``, ``"torus"``, ``"topology"``), a class attribute.
     """
@@ -173,6 +176,7 @@ class Machine:
     name: str
     description: str = ""
     source: str = "<dict>"
+    latency: dict[str, Any] | None = field(default=None, hash=False, compare=False)
     kind: ClassVar[str] = ""
 
     @property

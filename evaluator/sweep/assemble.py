@@ -13,7 +13,7 @@ import xarray as xr
 from .. import io
 from .._types import PointInts
 from .._version import __version__
-from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, metric, results_dataset
+from ..dataset import METRIC_NAMES, PATH_METRIC_NAMES, TIME_METRIC_NAMES, metric, results_dataset
 from ..errors import require
 from ..placement import GENERATOR_ID
 from .jobs import jobs_dataset
@@ -87,6 +87,9 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         metrics = res["metrics"]
         for k in METRIC_NAMES + PATH_METRIC_NAMES:
             vals[k][ok] = metrics[k]
+        for k in TIME_METRIC_NAMES:  # (where a point's network has a latency model)
+            if k in metrics:
+                vals.setdefault(k, np.full(n, np.nan))[ok] = metrics[k]
         names = list(res["class_names"]) + ["none"]
         bmap = np.array([_code(bottleneck_index, bottleneck_table, c) for c in names], dtype=np.int32)
         bottleneck_code[ok] = bmap[metrics["bottleneck_class"]]  # -1 (nothing crosses a link) -> "none"
@@ -99,8 +102,11 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
                           "phase_bottleneck": np.full((n, P), "", dtype=object)}
             require(len(phases["names"]) == P, "traffic", "phased", "the same number of phases at every point")
             pok = flat[ph["ok"]]
-            for k in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck"):
-                phases[k][pok] = np.asarray(ph[k])
+            for k in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck", "phase_time_with_latency"):
+                if k in ph:
+                    if k not in phases:
+                        phases[k] = np.full((n, P), np.nan)
+                    phases[k][pok] = np.asarray(ph[k])
         for c, cname in enumerate(res["class_names"]):
             if cname not in class_max:  # (not setdefault: that would allocate a grid per chunk)
                 class_max[cname] = np.full(n, np.nan)

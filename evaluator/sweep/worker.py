@@ -457,7 +457,7 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
             ph = res["phases"]
             out["phases"] = {"ok": out["ok"], "names": ph["names"],
                              **{k: ph[k][order] for k in ("phase_completion_time", "phase_total_bytes",
-                                                          "phase_bottleneck")}}
+                                                          "phase_bottleneck", "phase_time_with_latency") if k in ph}}
         if res["link_load"] is not None:
             out["link_load"] = res["link_load"][order]
             out["n_links"] = topo.n_links
@@ -473,7 +473,8 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
               out: dict) -> dict[str, Any]:
     """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart (phased
     traffic: every point of the chunk through :func:`evaluator.evaluate_batch`)."""
-    if any(g.traffic.kernel_input == "phases" for _, g, _ in device + host):
+    if topo.latency is not None or any(g.traffic.kernel_input == "phases" for _, g, _ in device + host):
+        # (a latency model: its message pass is evaluate_batch's)
         return _evaluate_batch_path(plan, topo, routing, device, host, out)
     positions, metrics, loads = [], [], []
     calls: dict[tuple, list] = collections.defaultdict(list)  # (class, generator key) -> entries
@@ -623,7 +624,8 @@ def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: lis
     if res.phases is not None:
         phases = {"names": list(res.phases["names"]), "phase_completion_time": res.phases["phase_completion_time"],
                   "phase_total_bytes": res.phases["phase_total_bytes"],
-                  "phase_bottleneck": res.phase_bottleneck_names()}
+                  "phase_bottleneck": res.phase_bottleneck_names(),
+                  **{k: res.phases[k] for k in ("phase_time_with_latency",) if k in res.phases}}
     return {"positions": positions, "metrics": res.metrics, "link_load": res.link_load, "phases": phases}
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 import numpy as np
 
+from ..latency import LatencyConfig
 from .._types import Int
 from ..errors import check_memory, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
@@ -253,7 +254,7 @@ class DragonflyConfig:
     bandwidth_l: float = 10.0e9
     bandwidth_r: float = 10.0e9
     arrangement: str = "consecutive"
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 def _from_config(cfg: DragonflyConfig) -> DragonflyTopology:
     return dragonfly(cfg.p, cfg.a, cfg.h, cfg.g, bandwidth_p=cfg.bandwidth_p, bandwidth_l=cfg.bandwidth_l,

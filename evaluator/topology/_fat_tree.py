@@ -53,11 +53,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
+from ..latency import LatencyConfig
 from .._types import Int, RouterInts
 from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
@@ -390,7 +391,7 @@ class FatTreeConfig:
     link_bandwidth: Any = 12.5e9
     injection_bandwidth: float = 12.5e9
     radix: Optional[int] = None
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 def _from_config(cfg: FatTreeConfig) -> FatTreeTopology:
     def plain(v):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
+from ..latency import LatencyConfig, latency_from_config
 from .._registry import from_mapping
 from .._types import NodeBools
 from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
@@ -113,6 +114,12 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
         raise ConfigError("topology.partition", partition, str(exc)) from None
     topo = _build_network(m, net.config)
     topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
+    if m.latency is not None:
+        try:
+            topo = topo.with_latency(latency_from_config(None, base=m.latency))
+        except ConfigError as exc:
+            raise MachineError(f"machine {m.name!r} ({m.source}): {exc}", exc.field, exc.value, exc.allowed,
+                               exc.hint) from None
     nodes = m.node_layout() if (layout == "real" and net.whole) else None
     if nodes is None:
         return topo
@@ -140,7 +147,7 @@ class MachineTopologyConfig:
     partition: Optional[list[int]] = None
     mode: str = "auto"
     layout: str = "real"
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 def _from_config(cfg: MachineTopologyConfig) -> Topology:
     return machine_topology(cfg.name, None if cfg.partition is None else list(cfg.partition), cfg.mode,

@@ -53,6 +53,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..latency import LatencyConfig
 from .._types import Int
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 from ._dragonfly import dragonfly, dragonfly_bytes
@@ -352,7 +353,7 @@ class RdnConfig:
     bandwidth_p: float = 10.0e9
     bandwidth_l: float = 10.0e9
     bandwidth_r: float = 10.0e9
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 def _from_config(cfg: RdnConfig) -> RdnTopology:
     jobs = [list(x) for x in cfg.jobs]

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..latency import LatencyConfig
 from .._types import Int, RouterInts
 from ..errors import check_memory, per_dim, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
@@ -288,7 +289,7 @@ class TorusConfig:
     link_bandwidth: Any = 2.0e9
     nodes_per_router: int = 1
     injection_bandwidth: Optional[float] = None
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 @dataclass
 class BGQConfig:
@@ -298,7 +299,7 @@ class BGQConfig:
     midplanes: list[int] = field(default_factory=lambda: [1, 1, 1, 1])
     link_bandwidth: float = 2.0e9
     injection_bandwidth: Optional[float] = None
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 @dataclass
 class GeminiConfig:
@@ -309,7 +310,7 @@ class GeminiConfig:
     wrap: Any = True
     xz_bandwidth: float = GEMINI_XZ_BANDWIDTH
     injection_bandwidth: float = 6.4e9
-
+    latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
 def _torus_from_config(cfg: TorusConfig) -> TorusTopology:
     return torus(_plain(cfg.dims), wrap=_plain(cfg.wrap), link_bandwidth=_plain(cfg.link_bandwidth),

@@ -82,6 +82,10 @@ class Topology:
         Bandwidth of each link in bytes/s per direction.
     n_router_links
         Number of router-to-router links (they come first).
+    latency
+        The network's latency model (:class:`evaluator.latency.Latency`: per-message overheads, router and
+        wire latency, rendezvous), or None: no latency model (bandwidth only). Keyword-only; set it with
+        :meth:`with_latency`.
     """
 
     name: str
@@ -95,11 +99,23 @@ class Topology:
     class_names: tuple[str, ...]
     capacity: LinkFloats
     n_router_links: int
+    latency: object = dataclasses.field(default=None, kw_only=True)
 
     @property
     def kind(self) -> str:  # pragma: no cover - overridden
         """Name of the topology's kind in the registry (``"torus"``, ``"dragonfly"``, ...)."""
         raise NotImplementedError
+
+    def with_latency(self, latency) -> "Topology":
+        """This network with the latency model ``latency`` (:class:`evaluator.latency.Latency`, or None for
+        none); a link class it names must be one of this network's."""
+        from ..latency import Latency
+
+        if latency is not None and not isinstance(latency, Latency):
+            raise ConfigError("topology.latency", latency, "an evaluator.latency.Latency, or None")
+        if latency is not None:
+            latency.check_classes(tuple(self.class_names))
+        return dataclasses.replace(self, latency=latency)
 
     @property
     def n_nodes(self) -> int:
