@@ -14,7 +14,14 @@ from ..traffic import AbstractTraffic
 from .blocks import bucket_size
 from .dispatch import Results, evaluate_exchanges
 
-__all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS"]
+__all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS", "PHASE_BLOCK", "PHASE_CHUNK_BYTES"]
+
+PHASE_BLOCK = 64
+"""At least this many phases per device call (a single evaluation's block is one point; its phases are many)."""
+
+PHASE_CHUNK_BYTES = 256 << 20
+"""Phases go to the device in chunks whose host arrays (padded flows, tasks, kept link loads) take at most this many
+bytes."""
 
 PHASE_ARRAYS = ("phase_completion_time", "phase_total_bytes", "phase_bottleneck_class")
 """The ``[point, phase]`` arrays of a phased result (the bottleneck class -1: no link used, -2: no such phase)."""
@@ -44,12 +51,21 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     P = max(len(ph) for ph in phases)
     sparse = [x for ph in phases for x in ph if x.kernel_input == "flows"]
     F = bucket_size(max(x.n_flows for x in sparse)) if sparse else None
-    per_phase = []
-    for k in range(P):
-        idx = [i for i in range(n) if len(phases[i]) > k]
-        out = evaluate_exchanges(kern, [phases[i][k] for i in idx], [placements[i] for i in idx], block_size,
-                                 flow_bucket=F, meanwhile=meanwhile if k == 0 else None)
-        per_phase.append((np.asarray(idx), out))
+    # every (point, phase) is a point of one batch: the phases share the network, so they go to the device
+    # together, in blocks (as a sweep's points do), not one call per phase
+    point_of = np.array([i for i in range(n) for _ in phases[i]], dtype=np.int64)
+    phase_of = np.array([k for i in range(n) for k in range(len(phases[i]))], dtype=np.int64)
+    flat = [x for ph in phases for x in ph]
+    block = max(int(block_size), PHASE_BLOCK)
+    # host arrays of one chunk: the padded flows (16 bytes each) and, where kept, the loads (8 bytes a link)
+    per_phase = 16 * (F or 0) + 8 * max((x.n_tasks for x in flat), default=0) + 8 * kern.n_links
+    per_chunk = max(1, PHASE_CHUNK_BYTES // per_phase)
+    parts = []
+    for lo in range(0, len(flat), per_chunk):
+        hi = min(lo + per_chunk, len(flat))
+        out = evaluate_exchanges(kern, flat[lo:hi], [placements[i] for i in point_of[lo:hi]], block, flow_bucket=F,
+                                 meanwhile=meanwhile if lo == 0 else None)
+        parts.append((lo, hi, out))
     n_cls = len(topology.class_names)
     t_ph = np.full((n, P), np.nan)
     b_ph = np.full((n, P), np.nan)
@@ -59,18 +75,19 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     hops = np.zeros((n, P))
     maxc = np.full((n, n_cls), -np.inf)
     loads = None
-    for k, (idx, (out, link_load, _)) in enumerate(per_phase):
-        t_ph[idx, k] = out["completion_time"]
-        b_ph[idx, k] = out["total_bytes"]
-        cls_ph[idx, k] = out["bottleneck_class"]
-        link_ph[idx, k] = out["bottleneck_link"]
-        off[idx, k] = out["off_node_bytes"]
-        hops[idx, k] = out["mean_hops"] * out["off_node_bytes"]
-        maxc[idx] = np.maximum(maxc[idx], out["max_load_class"])
+    for lo, hi, (out, link_load, _) in parts:
+        i, k = point_of[lo:hi], phase_of[lo:hi]
+        t_ph[i, k] = out["completion_time"]
+        b_ph[i, k] = out["total_bytes"]
+        cls_ph[i, k] = out["bottleneck_class"]
+        link_ph[i, k] = out["bottleneck_link"]
+        off[i, k] = out["off_node_bytes"]
+        hops[i, k] = out["mean_hops"] * out["off_node_bytes"]
+        np.maximum.at(maxc, i, out["max_load_class"])
         if link_load is not None:
             if loads is None:
                 loads = np.zeros((n, link_load.shape[1]))
-            loads[idx] += link_load
+            np.add.at(loads, i, link_load)
     worst = np.argmax(np.where(np.isnan(t_ph), -np.inf, t_ph), axis=1)
     rows = np.arange(n)
     metrics = metric_values(np, np.nansum(t_ph, axis=1), np.nansum(b_ph, axis=1), off.sum(1), hops.sum(1),
@@ -80,9 +97,13 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     # A plain exchange (one phase) keeps its own numbers exactly.
     plain = np.array([t.kernel_input != "phases" for t in traffics])
     if plain.any():
-        idx0, (out0, _, _) = per_phase[0]
-        for key in metrics:
-            metrics[key][plain] = out0[key][plain[idx0]]
+        first = np.full(n, -1, dtype=np.int64)  # the flat row of each point's first phase
+        first[point_of[::-1]] = np.arange(len(flat))[::-1]
+        for lo, hi, (out, _, _) in parts:
+            rows = first[plain]
+            sel = (rows >= lo) & (rows < hi)
+            for key in metrics:
+                metrics[key][np.flatnonzero(plain)[sel]] = out[key][rows[sel] - lo]
     info = {"names": phase_names(traffics, P), "phase_completion_time": t_ph, "phase_total_bytes": b_ph,
             "phase_bottleneck_class": cls_ph}
     return Results(metrics, loads, info)
