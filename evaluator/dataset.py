@@ -150,6 +150,9 @@ TIME_METRICS: tuple[Metric, ...] = (
            "the latency of its slowest message, summed over the phases; completion_time is the bound alone", True),
     Metric("latency_share", "1", "share of time_with_latency that is latency: 1 - bandwidth bound / time",
            None),
+    Metric("time_max_min", "s",
+           "time of the exchange under flow-level max-min fair sharing (sharing=max_min): per phase, the last "
+           "message's finish, every message starting after its latency; summed over the phases", True),
 )
 """Times that add what the bandwidth bound leaves out (DESIGN.md "Beyond the bound"), present where the network
 has a latency model; ``completion_time`` stays the bound."""
@@ -160,6 +163,9 @@ PHASE_METRICS: tuple[Metric, ...] = (
     Metric("phase_completion_time", "s", "completion time of the phase (contention lower bound; NaN: no such phase)",
            True),
     Metric("phase_total_bytes", "bytes", "bytes sent in the phase (NaN: no such phase)", True),
+    Metric("phase_time_max_min", "s",
+           "time of the phase under flow-level max-min fair sharing (its last message's finish; NaN: no such "
+           "phase)", True),
     Metric("phase_time_with_latency", "s",
            "time of the phase with per-message latency: its bound plus its slowest message's latency (NaN: no such "
            "phase; present where the network has a latency model)", True),
@@ -208,6 +214,10 @@ BOUND_VARIABLES: dict[str, tuple[str, str, str]] = {
 
 MAX_LOAD = Metric("max_load_{cls}", "bytes", "largest load on a {cls} link", True)
 """Template of the per-class maxima; see :func:`max_load_name`."""
+
+MESSAGE_FINISH = Metric("message_finish_time", "s",
+                        "when the message's last byte arrives, from the start of its phase, under max-min sharing "
+                        "(NaN: no such message, or no bytes)", None)
 
 LINK_LOAD = Metric("link_load", "bytes", "expected bytes crossing the link in one exchange", None)
 LINK_CAPACITY = Metric("link_capacity", "bytes/s", "link bandwidth per direction", None)
@@ -396,7 +406,7 @@ def _table(*groups: tuple[Metric, ...]) -> dict[str, Metric]:
 
 TABLE: dict[str, Metric] = _table(METRICS, TIME_METRICS, TEXT_METRICS, PATH_METRICS, BOUND_METRICS, PHASE_METRICS,
                                   SCHEDULE_METRICS, JOB_METRICS, TILES_METRICS, PARTITION_METRICS, RDN_METRICS,
-                                  ROW_LABELS, (LINK_LOAD, LINK_CAPACITY))
+                                  ROW_LABELS, (LINK_LOAD, LINK_CAPACITY, MESSAGE_FINISH))
 """The one metric table: every variable a command writes, by name (units, long name, direction), in the order a
 query table shows them; patterned families are in :data:`TEMPLATES`. Direction ``None``: not ranked."""
 

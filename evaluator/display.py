@@ -215,6 +215,8 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
         times.append(ds["phase_completion_time"].values)
     bounds = [(label, names) for label, names in BOUND_VARIABLES.items() if names[0] in ds]
     times += [[float(ds[n]) for n in names[:2]] for _, names in bounds]
+    beyond = [v for v in ("time_with_latency", "time_max_min") if v in ds]  # times beyond the bound
+    times += [[float(ds[v]) for v in beyond]] if beyond else []
     t_unit = shared_unit("s", times)
 
     def t(x: float) -> str:
@@ -224,10 +226,17 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
         f"topology    {a.get('topology')}  routing {a.get('routing')}",
         f"traffic     {a.get('traffic', '?')}  placement {a.get('placement', '?')}",
         f"bytes       {format_value(total, 'bytes')} ({total:,.0f} B)",
-        f"completion  {t(float(ds.completion_time))}   bottleneck: {ds.bottleneck.item()}",
+        f"completion  {t(float(ds.completion_time))}   bottleneck: {ds.bottleneck.item()}"
+        + ("   (bandwidth bound)" if beyond else ""),
         f"throughput  {tp_text} {bw_unit} aggregate, {eib_text} {bw_unit} per task",
         f"mean hops   {format_number(float(ds.mean_hops))}",
     ]
+    if "time_with_latency" in ds:
+        lines.append(f"latency     {t(float(ds.time_with_latency))}   with per-message latency "
+                     f"({100 * float(ds.latency_share):.1f}% of it latency; docs/latency.md)")
+    if "time_max_min" in ds:
+        lines.append(f"max-min     {t(float(ds.time_max_min))}   flow-level max-min sharing, "
+                     f"{ds.attrs.get('fairness', 'flow')}-fair")
     if "paths_per_pair" in ds and np.isfinite(float(ds.paths_per_pair)):
         lines.append(f"paths/pair  {format_number(float(ds.paths_per_pair))} (router paths per communicating "
                      f"router pair)")

@@ -44,6 +44,9 @@ class BatchResult:
     phases: dict[str, Any] | None = None
     """Phased traffic: ``names`` and ``[point, phase]`` arrays ``phase_completion_time``, ``phase_total_bytes``,
     ``phase_bottleneck_class`` (-1: no link used, -2: no such phase); None when no point is phased."""
+    flows: list | None = None
+    """``sharing="max_min"``: per point, a list (one per phase) of its messages' finish times (s from the phase's
+    start, NaN for a flow of no bytes); None otherwise."""
 
     def bottleneck_names(self) -> Shaped[np.ndarray, "point"]:
         """The class of every point's busiest link (``"none"``: no link used)."""
@@ -55,8 +58,8 @@ class BatchResult:
 
     def to_dataset(self, dim: str = "variant") -> xr.Dataset:
         """Results as a dataset with dimension ``dim`` (and ``link`` if loads were kept)."""
-        return output.to_dataset(self.topology, self.routing, Results(self.metrics, self.link_load, self.phases),
-                                 dim)
+        return output.to_dataset(self.topology, self.routing, Results(self.metrics, self.link_load, self.phases,
+                                                                      self.flows), dim)
 
 
 def evaluate_batch(
@@ -68,6 +71,8 @@ def evaluate_batch(
     block_size: int = DEFAULT_BLOCK_SIZE,
     *,
     chunk_size: int | None = None,
+    sharing: str = "bound",
+    fairness: str = "flow",
 ) -> BatchResult:
     """Evaluate many traffic/placement variants of one (topology, routing).
 
@@ -108,13 +113,21 @@ def evaluate_batch(
     :class:`~evaluator.errors.ResourceError` naming the argument that weighs
     most (``traffics``, ``block_size`` (or ``chunk_size``, as given) or
     ``keep_link_load``).
+
+    With a latency model on the topology (:meth:`~evaluator.topology.Topology.with_latency`) ``metrics`` also
+    holds ``time_with_latency`` and ``latency_share`` (and ``phases`` ``phase_time_with_latency``).
+    ``sharing="max_min"`` adds ``time_max_min`` (flow-level max-min fair sharing, every flow starting after its
+    latency; ``fairness``: ``"flow"``, ``"job"`` or ``"rtt"``, :data:`evaluator._batch.flowlevel.FAIRNESS`),
+    ``phase_time_max_min`` and, per point, the messages' finish times (:attr:`BatchResult.flows`).
     """
-    routing, res = run_batch(topology, routing, traffics, placements, keep_link_load, block_size, chunk_size)
+    routing, res = run_batch(topology, routing, traffics, placements, keep_link_load, block_size, chunk_size,
+                             sharing=sharing, fairness=fairness)
     return BatchResult(topology, routing, *res)
 
 
 def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
-             routing: Routing | str, bounds: bool | str = False, bound_solver: str = "highs") -> xr.Dataset:
+             routing: Routing | str, bounds: bool | str = False, bound_solver: str = "highs", *,
+             sharing: str = "bound", fairness: str = "flow") -> xr.Dataset:
     """Link demand and predicted performance of one design point.
 
     Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``
@@ -143,6 +156,12 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     attrs ``bound_method``, ``bound_solver``, ``bound_gap`` (``upper / lower
     - 1``) and ``bound_bounds`` (which routings it bounds) say how it was
     computed; ``bound_solver`` is ``"highs"`` or ``"pdhg"``.
+
+    Time beyond the bound (docs/latency.md): with a latency model on the topology the dataset adds
+    ``time_with_latency`` (each phase's bound plus its slowest message's latency, summed) and ``latency_share``;
+    ``sharing="max_min"`` adds ``time_max_min`` (flow-level max-min fair sharing with ``fairness`` weights, each
+    message starting after its latency) and ``message_finish_time`` (s from its phase's start; dims ``message``,
+    and ``phase`` for phased traffic). ``completion_time`` stays the bandwidth bound.
     """
     check_type("topology", "topology", topology)
     check_type("traffic", "traffic", traffic)
@@ -151,9 +170,11 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     routing = as_routing(routing)
     notes: list[tuple[str, ...]] = []  # (host work done while the point is on the device)
     routing, res = run_batch(topology, routing, [traffic], [placement], True, 1, single=True,
-                             meanwhile=lambda: notes.append(output.point_notes(topology, traffic, placement, routing)))
+                             meanwhile=lambda: notes.append(output.point_notes(topology, traffic, placement, routing)),
+                             sharing=sharing, fairness=fairness)
     ds = output.to_dataset(topology, routing, res, None)
     ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
+    output.add_message_times(ds, res, sharing, fairness)
     output.add_notes(ds, notes[0] if notes else output.point_notes(topology, traffic, placement, routing))
     if bounds is not False:
         output.add_bounds(ds, topology, traffic, placement, "auto" if bounds is True else bounds, bound_solver)

@@ -43,9 +43,9 @@ import numpy as np
 from ._types import Float
 from .errors import ConfigError, nearest, require
 
-__all__ = ["Latency", "LatencyConfig", "latency_from_config", "link_latency", "LATENCY_FIELDS"]
+__all__ = ["Latency", "LatencyConfig", "latency_from_config", "latency_wanted", "link_latency", "LATENCY_FIELDS"]
 
-LATENCY_FIELDS = ("send_overhead", "recv_overhead", "router", "wire", "link", "eager_threshold",
+LATENCY_FIELDS = ("enabled", "send_overhead", "recv_overhead", "router", "wire", "link", "eager_threshold",
                   "rendezvous_round_trips")
 """The keys of a latency block (``topology.latency``, a machine file's ``latency``)."""
 
@@ -144,8 +144,11 @@ class LatencyConfig:
     link class that ``link`` does not name; ``link`` maps a link class to its own (on the command line a new
     class key takes a ``+``: ``+topology.latency.link.global=1.0e-7``). A machine file's block gives the
     machine's values; keys given on the command line (``topology.latency.router=1e-7``) override them one by
-    one."""
+    one. ``enabled``: null (the default) turns the model on when any key is set; true turns it on with the
+    catalogue machine's published figures (docs/latency.md; zeros elsewhere) under the keys given; false turns it
+    off whatever is set (no latency computed: the bandwidth model alone)."""
 
+    enabled: Optional[bool] = None
     send_overhead: Optional[float] = None
     recv_overhead: Optional[float] = None
     router: Optional[float] = None
@@ -169,7 +172,7 @@ def _given(cfg) -> dict[str, Any]:
         if k not in LATENCY_FIELDS:
             raise ConfigError(f"topology.latency.{k}", items[k], f"a key of {list(LATENCY_FIELDS)}",
                               nearest(k, LATENCY_FIELDS))
-    out = {k: v for k, v in items.items() if v is not None and k not in ("link", "wire")}
+    out = {k: v for k, v in items.items() if v is not None and k not in ("link", "wire", "enabled")}
     link = items.get("link") or {}
     if isinstance(cfg, Latency):  # (its table as pairs)
         link = dict(link)
@@ -183,15 +186,31 @@ def _given(cfg) -> dict[str, Any]:
     return out
 
 
+def latency_wanted(cfg) -> bool:
+    """Whether a latency block asks for a latency model: ``enabled`` true, or null with any key set."""
+    enabled = _enabled(cfg)
+    return bool(enabled) if enabled is not None else bool(_given(cfg))
+
+
+def _enabled(cfg) -> bool | None:
+    v = None if cfg is None else (cfg.get("enabled") if isinstance(cfg, Mapping) else getattr(cfg, "enabled", None))
+    require(v is None or isinstance(v, bool), "topology.latency.enabled", v, "true, false or null")
+    return v
+
+
 def latency_from_config(cfg, base=None) -> Latency | None:
     """The :class:`Latency` of a latency block over ``base`` (a machine's block; keys given in ``cfg`` win,
-    ``link`` class by class), or None when neither sets any key (no latency model)."""
+    ``link`` class by class), or None: no latency model (``enabled`` false, or null with no key set in either;
+    ``enabled`` true with none set: every latency 0)."""
+    enabled = _enabled(cfg)
+    if enabled is False:
+        return None
     merged = _given(base)
     over = _given(cfg)
     link = dict(merged.pop("link", {}))
     link.update(over.pop("link", {}))
     merged.update(over)
-    if not merged and not link:
+    if not merged and not link and not enabled:
         return None
     for k, v in link.items():
         _seconds(f"topology.latency.link.{k}", v)

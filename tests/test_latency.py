@@ -14,7 +14,7 @@ import pytest
 
 import evaluator as ev
 from evaluator import placement, traffic
-from evaluator.errors import ConfigError
+from evaluator.errors import ConfigError, ResourceError
 from evaluator.latency import Latency, latency_from_config, link_latency
 from reference import reference_paths
 
@@ -170,6 +170,30 @@ def test_dense_traffic_latency_is_the_farthest_pair():
     assert float(ds.time_with_latency - ds.completion_time) == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.parametrize("make,routing", [(lambda: ev.torus([4, 3], nodes_per_router=2), "dor"),
+                                          (lambda: ev.dragonfly(2, 4, 2), "valiant"),
+                                          (lambda: ev.topology.fat_tree(k=4, levels=2), "dmodk")],
+                         ids=["torus", "df-valiant", "fat-tree"])
+def test_dense_equals_its_listed_flows(make, routing, monkeypatch):
+    """A dense exchange's slowest message (searched over router pairs) equals the same traffic listed as flows;
+    more router pairs than the search allows are refused, naming the option."""
+    from evaluator._batch import latency as L
+
+    lat = Latency(send_overhead=1e-7, router=3e-8, link=(("default", 1e-8),), eager_threshold=50.0)
+    topo = make().with_latency(lat)
+    n = topo.n_nodes
+    rng = np.random.default_rng(3)
+    w_s, w_d = rng.random(n) * (rng.random(n) > 0.3), rng.random(n) * (rng.random(n) > 0.3)
+    dense = traffic.dense.dense(n, w_s, w_d, bytes_per_pair=100.0)
+    pl = placement.fully_random(topo, n, seed=1, tasks_per_node=2) if n > 8 else placement.linear(topo, n)
+    a = ev.evaluate(topo, dense, pl, routing)
+    b = ev.evaluate(topo, dense.to_flows(), pl, routing)
+    assert float(a.time_with_latency) == pytest.approx(float(b.time_with_latency), rel=1e-12)
+    monkeypatch.setattr(L, "DENSE_PAIR_LIMIT", 1)
+    with pytest.raises(ResourceError, match=r"topology\.latency = 'enabled' is invalid.*topology\.latency\.enabled=false"):
+        ev.evaluate(topo, dense, pl, routing)
+
+
 def test_config_keys_and_errors():
     from evaluator import config as C
 
@@ -203,7 +227,8 @@ def test_machine_block_and_override(tmp_path):
     f = tmp_path / "ring.yaml"
     f.write_text("name: Ring8\nkind: topology\ntopology: {kind: torus, dims: [8]}\n"
                  "latency: {send_overhead: 1.0e-6, router: 5.0e-8, link: {torus-dim0: 2.0e-8}, eager_threshold: 8192}\n")
-    topo = machine_topology(str(f))
+    assert machine_topology(str(f)).latency is None  # the machine's figures only where a latency model is asked for
+    topo = machine_topology(str(f), latency=True)
     assert topo.latency == Latency(send_overhead=1e-6, router=5e-8, link=(("torus-dim0", 2e-8),),
                                    eager_threshold=8192.0)
     over = C.build_topology(C.compose(["topology=machine", f"topology.name={f}", "topology.partition=null",
@@ -212,4 +237,13 @@ def test_machine_block_and_override(tmp_path):
                                    eager_threshold=8192.0)
     f.write_text("name: Ring8\nkind: topology\ntopology: {kind: torus, dims: [8]}\nlatency: {link: {global: 1.0e-6}}\n")
     with pytest.raises(ConfigError, match=r"machine 'Ring8' \(.*ring.yaml\): topology\.latency\.link\.global"):
-        machine_topology(str(f))
+        machine_topology(str(f), latency=True)
+    f.write_text("name: Ring8\nkind: topology\ntopology: {kind: torus, dims: [8]}\nlatency: {router: 1.0e-7}\n")
+    on = C.compose(["topology=machine", f"topology.name={f}", "topology.partition=null",
+                    "topology.latency.enabled=true"])
+    assert C.build_topology(on.topology).latency == Latency(router=1e-7)
+    off = C.compose(["topology=machine", f"topology.name={f}", "topology.partition=null",
+                     "topology.latency.enabled=false", "topology.latency.wire=1e-6"])
+    assert C.build_topology(off.topology).latency is None
+    plain = C.compose(["topology=torus", "topology.latency.enabled=true"])
+    assert C.build_topology(plain.topology).latency == Latency()  # on, every latency 0

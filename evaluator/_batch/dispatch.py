@@ -145,6 +145,8 @@ class Results(NamedTuple):
     metrics: dict[str, np.ndarray]
     link_load: Float[np.ndarray, "point link"] | None
     phases: dict[str, Any] | None = None
+    flows: list | None = None
+    """With ``sharing="max_min"``: per point, its phases' arrays of message finish times (s); else None."""
 
 
 def evaluate_exchanges(kern: BatchKernel, traffics: Sequence[AbstractTraffic], placements: Sequence[Placement],

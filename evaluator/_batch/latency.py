@@ -29,7 +29,7 @@ import numpy as np
 
 from .._ops import differentiable, take
 from .._types import Float
-from ..errors import check_memory
+from ..errors import ResourceError
 from ..kernel import BatchKernel, PointInputs, point_link_loads
 from ..latency import Latency, link_latency
 from ..placement import Placement
@@ -37,7 +37,7 @@ from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .blocks import bucket_size
 
-__all__ = ["message_latency", "phase_max_latency", "with_latency", "LATENCY_BLOCK", "TIME_MODEL"]
+__all__ = ["message_latency", "flow_latencies", "phase_max_latency", "with_latency", "LATENCY_BLOCK", "TIME_MODEL"]
 
 TIME_MODEL = ("time_with_latency: per phase, the bandwidth bound (phase_completion_time) plus the largest message "
               "latency (overheads + expected path wire and router latency + rendezvous round trips above the eager "
@@ -98,11 +98,41 @@ def _batched(operator, latency: Latency, n_router_links: int):
     return jax.jit(jax.vmap(point_max, in_axes=(None, None, None, 0, 0, 0, 0)))
 
 
+@functools.lru_cache(maxsize=32)
+def _per_flow(operator, latency: Latency, n_router_links: int):
+    """``f(net, link_delay, flow_tables, task_node[T], src[F], dst[F], nbytes[F]) -> ([F], ok)``: every message's
+    latency of one exchange, jitted once per bucket."""
+    one = functools.partial(message_latency, operator=operator, n_router_links=n_router_links,
+                            overhead=latency.overhead, eager=latency.eager_threshold,
+                            round_trips=int(latency.rendezvous_round_trips))
+    return jax.jit(lambda net, delay, ft, tn, s, d, b: one(net, PointInputs(tn, s, d, b), delay, ft))
+
+
+def flow_latencies(kern: BatchKernel, topology: Topology, task_node: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                   nbytes: np.ndarray) -> Float[np.ndarray, "flow"]:
+    """Every message's latency (s) of one exchange of flows (:func:`message_latency`), with
+    ``topology.latency`` (0 for every message without a latency model)."""
+    if topology.latency is None:
+        return np.zeros(len(src))
+    op = kern.operator
+    fn = _per_flow(op, topology.latency, topology.n_router_links)
+    F, T = bucket_size(len(src)), bucket_size(len(task_node))
+    pad = lambda a, n, dt: np.concatenate([np.asarray(a, dt), np.zeros(n - len(a), dt)])  # noqa: E731
+    flow_tables = None if op.flow_links is None else jax.device_put(op.flow_tables)
+    with differentiable():
+        lam, ok = fn(kern.net, jnp.asarray(link_latency(topology, topology.latency)), flow_tables,
+                     pad(task_node, T, np.int32), pad(src, F, np.int32), pad(dst, F, np.int32),
+                     pad(nbytes, F, np.float64))
+    if not bool(ok):
+        raise RuntimeError(f"routing {op.routing.label!r}: the message latencies of its paths disagree with its "
+                           "link loads")
+    return np.asarray(lam)[:len(src)]
+
+
 def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[AbstractTraffic],
                       placements: Sequence[Placement]) -> Float[np.ndarray, "point phase"]:
     """The largest message latency of every phase of every point (s; NaN where a point has no such phase), with
-    ``topology.latency``. Dense traffic is listed as flows first (refused, naming ``topology.latency``, when
-    that would not fit in memory)."""
+    ``topology.latency``. Dense traffic is never listed by task pairs (:func:`_dense_max_latency`)."""
     lat: Latency = topology.latency
     delay = jnp.asarray(link_latency(topology, lat))
     op = kern.operator
@@ -116,14 +146,14 @@ def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[
         exch = []
         for i in idx:
             x = traffics[i].phases[k]
-            if x.kernel_input != "flows":
-                m = int(x.n_tasks) ** 2
-                check_memory("topology.latency", "set", 24.0 * m * 4,
-                             f"the {m:,} task pairs of {x.name!r} listed as messages for their latency",
-                             "Evaluate this traffic without a latency model (drop topology.latency), or on fewer "
-                             "tasks.")
-                x = x.to_flows()
+            if x.kernel_input != "flows":  # dense: one message per pair of routers it joins (below)
+                out[i, k] = _dense_max_latency(kern, topology, x, np.asarray(placements[i].task_node), fn, delay,
+                                               flow_tables)
             exch.append(x)
+        idx = [i for i, x in zip(idx, exch) if x.kernel_input == "flows"]
+        exch = [x for x in exch if x.kernel_input == "flows"]
+        if not idx:
+            continue
         F = bucket_size(max(x.n_flows for x in exch))
         T = bucket_size(max(x.n_tasks for x in exch))
         for lo in range(0, len(idx), LATENCY_BLOCK):
@@ -148,6 +178,88 @@ def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[
             got = np.asarray(got)
             out[[idx[j] for j in part], k] = got[:len(part)]
     return out
+
+
+DENSE_PAIR_LIMIT = 1 << 24
+"""Router pairs a dense exchange's slowest message is searched over, at most (4,096 routers all to all)."""
+
+DENSE_CHUNK = 1 << 15
+"""Router pairs per point of one call of the latency pass over a dense exchange."""
+
+
+def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> float:
+    """The slowest message of a dense rank-one exchange (every task ``s`` with ``src_weight > 0`` sends to every
+    task ``d != s`` with ``dst_weight > 0``), never listing its task pairs: one message per pair of the routers
+    its nodes hang off (a message's latency depends on its routers, its node links and whether both tasks share a
+    node: the routings here give pairs of nodes on the same two routers paths of one length and classes), each
+    with the largest bytes of a pair there (the rendezvous counted where any pair exceeds the threshold). More
+    than :data:`DENSE_PAIR_LIMIT` router pairs are refused (:class:`~evaluator.errors.ResourceError`)."""
+    lat: Latency = topology.latency
+    n = int(x.n_tasks)
+    tn = np.asarray(task_node, np.int64)[:n]
+    ws, wd = np.asarray(x.src_weight, np.float64), np.asarray(x.dst_weight, np.float64)
+    b_max = float(x.bytes_per_pair) * float(ws.max(initial=0.0)) * float(wd.max(initial=0.0))
+    if b_max <= 0 or not (ws > 0).any() or not (wd > 0).any():
+        return 0.0
+    node_router = np.asarray(topology.node_router)
+    s_nodes, d_nodes = np.unique(tn[ws > 0]), np.unique(tn[wd > 0])
+    rs, s_rep = np.unique(node_router[s_nodes], return_index=True)
+    rd, d_rep = np.unique(node_router[d_nodes], return_index=True)
+    rendezvous = lat.eager_threshold is not None and b_max > lat.eager_threshold and lat.rendezvous_round_trips > 0
+    factor = 1.0 + (2.0 * lat.rendezvous_round_trips if rendezvous else 0.0)
+    best = 0.0
+    # two tasks on one node (a pair that sends): the overheads only
+    cs = np.bincount(tn[ws > 0], minlength=topology.n_nodes)
+    cd = np.bincount(tn[wd > 0], minlength=topology.n_nodes)
+    cb = np.bincount(tn[(ws > 0) & (wd > 0)], minlength=topology.n_nodes)
+    if np.any(cs * cd - cb > 0):
+        best = lat.overhead * factor
+    d = np.asarray(delay)
+    n_rl, n_nodes = topology.n_router_links, topology.n_nodes
+    inj, ej = d[n_rl:n_rl + n_nodes], d[n_rl + n_nodes:]
+    # nodes on one router: their node links and the router
+    common = np.intersect1d(rs, rd)
+    if common.size and (s_nodes.size > 1 or d_nodes.size > 1):
+        for r in common:
+            a, b = s_nodes[node_router[s_nodes] == r], d_nodes[node_router[d_nodes] == r]
+            if a.size and b.size and not (a.size == 1 and b.size == 1 and a[0] == b[0]):
+                best = max(best, (lat.overhead + float(inj[a].max()) + float(ej[b].max()) + lat.router) * factor)
+    n_pairs = rs.size * rd.size - common.size
+    if n_pairs == 0:
+        return best
+    if n_pairs > DENSE_PAIR_LIMIT:
+        raise ResourceError("topology.latency", "enabled",
+                            f"at most {DENSE_PAIR_LIMIT:,} router pairs for the slowest message of a dense exchange; "
+                            f"{x.name!r} joins {n_pairs:,}",
+                            "Evaluate it without a latency model (topology.latency.enabled=false), or on fewer "
+                            "routers.")
+    reps = np.concatenate([s_nodes[s_rep], d_nodes[d_rep]]).astype(np.int32)
+    i, j = np.meshgrid(np.arange(rs.size), np.arange(rd.size), indexing="ij")
+    keep = (rs[i] != rd[j]).reshape(-1)
+    src = i.reshape(-1)[keep].astype(np.int32)
+    dst = (rs.size + j.reshape(-1)[keep]).astype(np.int32)
+    T = bucket_size(reps.size)
+    tn_pad = np.zeros(T, np.int32)
+    tn_pad[:reps.size] = reps
+    C = min(DENSE_CHUNK, bucket_size(src.size))
+    n_chunks = -(-src.size // C)
+    for lo in range(0, n_chunks, LATENCY_BLOCK):
+        hi = min(lo + LATENCY_BLOCK, n_chunks)
+        B = bucket_size(hi - lo, minimum=1)
+        S = np.zeros((B, C), np.int32)
+        D = np.zeros((B, C), np.int32)
+        NB = np.zeros((B, C))
+        for r, c in enumerate(range(lo, hi)):
+            part = slice(c * C, min((c + 1) * C, src.size))
+            m = part.stop - part.start
+            S[r, :m], D[r, :m], NB[r, :m] = src[part], dst[part], b_max
+        with differentiable():
+            got, ok = fn(kern.net, delay, flow_tables, np.broadcast_to(tn_pad, (B, T)), S, D, NB)
+        if not bool(np.all(np.asarray(ok))):
+            raise RuntimeError(f"routing {kern.operator.routing.label!r}: the message latencies of its paths "
+                               "disagree with its link loads")
+        best = max(best, float(np.asarray(got)[:hi - lo].max(initial=0.0)))
+    return best
 
 
 def with_latency(metrics: dict, phases: dict | None, max_latency: Float[np.ndarray, "point phase"]) -> None:

@@ -18,7 +18,7 @@ from ..traffic import AbstractTraffic
 from .dispatch import Results
 from .pathsets import note_pairs
 
-__all__ = ["latency_attrs", "bottleneck_names", "phase_bottleneck_names", "to_dataset", "link_table", "point_notes", "add_notes",
+__all__ = ["latency_attrs", "add_message_times", "bottleneck_names", "phase_bottleneck_names", "to_dataset", "link_table", "point_notes", "add_notes",
            "add_bounds", "check_bounds"]
 
 
@@ -65,7 +65,7 @@ def to_dataset(topology: Topology, routing: Routing, res: Results, dim: str | No
             "names": res.phases["names"], "phase_completion_time": res.phases["phase_completion_time"],
             "phase_total_bytes": res.phases["phase_total_bytes"],
             "phase_bottleneck": phase_bottleneck_names(topology, res.phases["phase_bottleneck_class"]),
-            **{k: res.phases[k] for k in ("phase_time_with_latency",) if k in res.phases}},
+            **{k: res.phases[k] for k in ("phase_time_with_latency", "phase_time_max_min") if k in res.phases}},
         attrs={"topology": topology.name, "routing": routing.label, "n_nodes": topology.n_nodes,
                "n_routers": topology.n_routers, "evaluator_version": __version__, **latency_attrs(topology)},
     )
@@ -114,3 +114,23 @@ def check_bounds(bounds: Any, solver: str) -> None:
         from ..lp.bounds import check_bounds as check
 
         check(bounds, solver)
+
+
+def add_message_times(ds: xr.Dataset, res: Results, sharing: str, fairness: str) -> None:
+    """One evaluation's max-min message finish times, in place: ``message_finish_time`` over ``message`` (and
+    ``phase`` for phased traffic; NaN past a phase's messages), and the sharing model in the attrs."""
+    if res.flows is None:
+        return
+    from .flowlevel import SHARING_MODEL
+
+    per_phase = res.flows[0]
+    M = max((len(a) for a in per_phase), default=0)
+    grid = np.full((len(per_phase), M), np.nan)
+    for k, a in enumerate(per_phase):
+        grid[k, :len(a)] = a
+    entry = metric("message_finish_time")
+    if "phase" in ds.dims:
+        ds["message_finish_time"] = xr.DataArray(grid, dims=("phase", "message"), attrs=entry.attrs)
+    else:
+        ds["message_finish_time"] = xr.DataArray(grid[0], dims=("message",), attrs=entry.attrs)
+    ds.attrs.update({"sharing": sharing, "fairness": fairness, "sharing_model": SHARING_MODEL})

@@ -14,7 +14,7 @@ from ..traffic import AbstractTraffic
 from .blocks import bucket_size
 from .dispatch import Results, evaluate_exchanges
 
-__all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS", "PHASE_BLOCK", "PHASE_CHUNK_BYTES"]
+__all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS", "PHASE_OF_POINT", "PHASE_BLOCK", "PHASE_CHUNK_BYTES"]
 
 PHASE_BLOCK = 64
 """At least this many phases per device call (a single evaluation's block is one point; its phases are many)."""
@@ -25,6 +25,9 @@ bytes."""
 
 PHASE_ARRAYS = ("phase_completion_time", "phase_total_bytes", "phase_bottleneck_class")
 """The ``[point, phase]`` arrays of a phased result (the bottleneck class -1: no link used, -2: no such phase)."""
+
+PHASE_OF_POINT = {"phase_time_with_latency": "time_with_latency", "phase_time_max_min": "time_max_min"}
+"""The optional ``[point, phase]`` times (a latency model's, max-min sharing's) and the point time each sums to."""
 
 
 def phase_names(traffics: Sequence[AbstractTraffic], n_phases: int) -> list[str]:
@@ -75,7 +78,7 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     hops = np.zeros((n, P))
     maxc = np.full((n, n_cls), -np.inf)
     loads = None
-    for lo, hi, (out, link_load, _) in parts:
+    for lo, hi, (out, link_load, *_) in parts:
         i, k = point_of[lo:hi], phase_of[lo:hi]
         t_ph[i, k] = out["completion_time"]
         b_ph[i, k] = out["total_bytes"]
@@ -99,7 +102,7 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     if plain.any():
         first = np.full(n, -1, dtype=np.int64)  # the flat row of each point's first phase
         first[point_of[::-1]] = np.arange(len(flat))[::-1]
-        for lo, hi, (out, _, _) in parts:
+        for lo, hi, (out, *_) in parts:
             rows = first[plain]
             sel = (rows >= lo) & (rows < hi)
             for key in metrics:

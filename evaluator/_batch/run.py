@@ -15,6 +15,8 @@ from .checks import as_routing, block_size_arg, broadcast, check_pair, check_typ
 from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
+from ..errors import nearest, require
+from .flowlevel import FAIRNESS, SHARINGS, phase_max_min
 from .latency import phase_max_latency, with_latency
 from .phases import evaluate_phased
 
@@ -23,7 +25,8 @@ __all__ = ["run_batch", "evaluate_points"]
 
 def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_link_load: bool, block_size: Any,
               chunk_size: Any = None, single: bool = False,
-              meanwhile: Callable[[], None] | None = None) -> tuple[Routing, Results]:
+              meanwhile: Callable[[], None] | None = None, sharing: Any = "bound",
+              fairness: Any = "flow") -> tuple[Routing, Results]:
     """``(routing, results)`` of :func:`evaluator.evaluate_batch` (``single``: of :func:`evaluator.evaluate`, whose
     arguments are named in the singular), after every argument is checked (:mod:`.checks`). ``meanwhile()``
     (optional) runs once, on the host, while the first points are on the device."""
@@ -35,14 +38,19 @@ def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_
     for i, (t, p) in enumerate(zip(traffics, placements)):
         check_pair(topology, t, p, None if n == 1 else i)
     block_size, block_name = block_size_arg(block_size, chunk_size)
+    require(isinstance(sharing, str) and sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}",
+            nearest(sharing, SHARINGS))
+    require(isinstance(fairness, str) and fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}",
+            nearest(fairness, FAIRNESS))
     return routing, evaluate_points(topology, routing, traffics, placements, bool(keep_link_load), block_size,
-                                    single, block_name, meanwhile=meanwhile)
+                                    single, block_name, meanwhile=meanwhile, sharing=sharing, fairness=fairness)
 
 
 def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[AbstractTraffic],
                     placements: Sequence[Placement], keep: bool, block_size: int, single: bool = False,
                     block_name: str = "block_size", pair_keys: list | None = None,
-                    meanwhile: Callable[[], None] | None = None) -> Results:
+                    meanwhile: Callable[[], None] | None = None, sharing: str = "bound",
+                    fairness: str = "flow") -> Results:
     """The results of checked points, in input order (``pair_keys``: the points' router pair keys, where a
     bound path set's caller has them; ``meanwhile()``: see :func:`run_batch`)."""
     if routing.needs_pairs:
@@ -51,7 +59,7 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
         def group(bound, ts, ps, keys):
             first, todo[0] = todo[0], None
             return evaluate_points(topology, bound, ts, ps, keep, block_size, single, block_name, pair_keys=keys,
-                                   meanwhile=first)
+                                   meanwhile=first, sharing=sharing, fairness=fairness)
 
         return evaluate_bound(topology, routing, traffics, placements, group)
     kern = batch_kernel(topology, routing, keep)
@@ -64,6 +72,12 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
         res = evaluate_exchanges(kern, traffics, placements, block_size, meanwhile=meanwhile)
     if topology.latency is not None:  # (no latency model: nothing computed, every number the bound's)
         with_latency(res.metrics, res.phases, phase_max_latency(kern, topology, traffics, placements))
+    if sharing == "max_min":
+        mm = phase_max_min(kern, topology, traffics, placements, fairness)
+        res.metrics["time_max_min"] = mm["time_max_min"]
+        if res.phases is not None:
+            res.phases["phase_time_max_min"] = mm["phase_time_max_min"]
+        res = res._replace(flows=mm["message_finish_time"])
     # (:data:`evaluator.dataset.PATH_METRICS`; the points' pair keys listed only where the routing counts paths)
     res.metrics["paths_per_pair"] = routing.paths_per_pair(
         len(traffics), kern.operator, (lambda: pair_keys) if pair_keys is not None else

@@ -88,6 +88,8 @@ class EvalConfig:
     interference: bool = True  # compute the job x job interference matrix
     bounds: Any = False  # true or a method: eval and sweeps add optimal_completion_time (docs/bounds.md)
     bound_solver: str = "highs"  # LP solver of the bounds: highs (exact), pdhg (batched JAX; sweeps batch per chunk)
+    sharing: str = "bound"  # bound | max_min: also time_max_min, flow-level max-min sharing (docs/latency.md)
+    fairness: str = "flow"  # max_min weights: flow | job | rtt (1 / latency, as TCP and SimGrid's CM02)
     output_dir: str = "results/eval"
     save: bool = True
     sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -102,7 +102,8 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
                           "phase_bottleneck": np.full((n, P), "", dtype=object)}
             require(len(phases["names"]) == P, "traffic", "phased", "the same number of phases at every point")
             pok = flat[ph["ok"]]
-            for k in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck", "phase_time_with_latency"):
+            for k in ("phase_completion_time", "phase_total_bytes", "phase_bottleneck", "phase_time_with_latency",
+                      "phase_time_max_min"):
                 if k in ph:
                     if k not in phases:
                         phases[k] = np.full((n, P), np.nan)

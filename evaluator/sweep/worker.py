@@ -457,7 +457,8 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
             ph = res["phases"]
             out["phases"] = {"ok": out["ok"], "names": ph["names"],
                              **{k: ph[k][order] for k in ("phase_completion_time", "phase_total_bytes",
-                                                          "phase_bottleneck", "phase_time_with_latency") if k in ph}}
+                                                          "phase_bottleneck", "phase_time_with_latency",
+                                                          "phase_time_max_min") if k in ph}}
         if res["link_load"] is not None:
             out["link_load"] = res["link_load"][order]
             out["n_links"] = topo.n_links
@@ -473,7 +474,8 @@ def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray,
               out: dict) -> dict[str, Any]:
     """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart (phased
     traffic: every point of the chunk through :func:`evaluator.evaluate_batch`)."""
-    if topo.latency is not None or any(g.traffic.kernel_input == "phases" for _, g, _ in device + host):
+    if (topo.latency is not None or plan.sharing != "bound"
+            or any(g.traffic.kernel_input == "phases" for _, g, _ in device + host)):
         # (a latency model: its message pass is evaluate_batch's)
         return _evaluate_batch_path(plan, topo, routing, device, host, out)
     positions, metrics, loads = [], [], []
@@ -618,14 +620,14 @@ def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: lis
     traffics = [g.traffic for m, g, _ in entries for _ in range(m.size)]
     placements = [p for _, g, payload in entries for p in _host_placements(g, payload)]
     res = evaluate_batch(topo, routing, traffics, placements, keep_link_load=plan.keep_link_load,
-                         chunk_size=plan.chunk_size)
+                         chunk_size=plan.chunk_size, sharing=plan.sharing, fairness=plan.fairness)
     out["eval_s"] = time.perf_counter() - t1
     phases = None
     if res.phases is not None:
         phases = {"names": list(res.phases["names"]), "phase_completion_time": res.phases["phase_completion_time"],
                   "phase_total_bytes": res.phases["phase_total_bytes"],
                   "phase_bottleneck": res.phase_bottleneck_names(),
-                  **{k: res.phases[k] for k in ("phase_time_with_latency",) if k in res.phases}}
+                  **{k: res.phases[k] for k in ("phase_time_with_latency", "phase_time_max_min") if k in res.phases}}
     return {"positions": positions, "metrics": res.metrics, "link_load": res.link_load, "phases": phases}
 
 

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..latency import LatencyConfig, latency_from_config
+from ..latency import LatencyConfig, latency_from_config, latency_wanted
 from .._registry import from_mapping
 from .._types import NodeBools
 from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
@@ -87,7 +87,7 @@ def _build_network(m: Machine, config: dict[str, Any]) -> Topology:
 
 
 def machine_topology(name: str | Machine, partition: list[int] | None = None, mode: str = "auto",
-                     layout: str = "real") -> Topology:
+                     layout: str = "real", latency: bool = False) -> Topology:
     """Topology of a catalogue machine, or of one of its partitions.
 
     ``own``: the partition is a torus of its own (Blue Gene/Q: ``4A x 4B x 4C x
@@ -101,6 +101,9 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
     classes, service and down nodes, as a :class:`MachineTorusTopology`;
     placements never give a job a service or down node) or ``ideal`` (every
     node a compute node). A partition in ``own`` mode is a bare torus.
+
+    ``latency``: give the network the machine's published latency model (its file's ``latency`` block;
+    :mod:`evaluator.latency`); False (the default): none, the bandwidth model alone.
     """
     require(mode in MACHINE_MODES, "topology.mode", mode, f"one of {list(MACHINE_MODES)}")
     require(layout in MACHINE_LAYOUTS, "topology.layout", layout, f"one of {list(MACHINE_LAYOUTS)}")
@@ -114,7 +117,7 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
         raise ConfigError("topology.partition", partition, str(exc)) from None
     topo = _build_network(m, net.config)
     topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
-    if m.latency is not None:
+    if latency and m.latency is not None:
         try:
             topo = topo.with_latency(latency_from_config(None, base=m.latency))
         except ConfigError as exc:
@@ -151,7 +154,7 @@ class MachineTopologyConfig:
 
 def _from_config(cfg: MachineTopologyConfig) -> Topology:
     return machine_topology(cfg.name, None if cfg.partition is None else list(cfg.partition), cfg.mode,
-                            cfg.layout)
+                            cfg.layout, latency=latency_wanted(cfg.latency))
 
 
 def kind(registry: Callable[[], Any]) -> TopologyKind:

@@ -1,0 +1,204 @@
+"""The batched entry of the flow-level max-min simulation (:mod:`evaluator.flowlevel`).
+
+:func:`max_min_batch` pads the points, the flows, the entries per flow and
+the links to shape buckets (:func:`evaluator._batch.blocks.bucket_size`),
+applies ``vmap`` over the points to the one-point kernel
+(:func:`evaluator.flowlevel.max_min_finish`) ``step`` points at a time in a
+loop over the steps (``lax.map``), and ``jit`` once: a second batch of the
+same buckets compiles nothing (:func:`cache_size` counts the programs).
+
+The step: the kernel's loops (events, then filling rounds) run in lockstep
+over the points of a step, each as long as its slowest point, so on CPU
+one point a step is fastest (a 4x4x4 torus, 256 flows of random sizes and
+starts, 32 points: 0.26 s a point with steps of 1 or 2, 0.38 s with 4,
+0.66-0.8 s with 8-32); an accelerator takes the whole batch in one step.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .._types import Float, Int
+from ..errors import ConfigError
+from ..flowlevel import WEIGHT_MODES, max_min_finish
+from .blocks import bucket_size
+
+__all__ = ["max_min_batch", "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS"]
+
+SHARINGS = ("bound", "max_min")
+"""How the flows of an exchange share the links: ``bound`` (the contention bound: every flow done at
+``max_l load_l / capacity_l``) or ``max_min`` (flow-level max-min fair sharing, progressive filling recomputed at
+every start and finish: :mod:`evaluator.flowlevel`)."""
+
+SHARING_MODEL = ("time_max_min: per phase, flow-level max-min fair sharing (progressive filling, recomputed at "
+                 "every message start and finish), each message starting after its latency (time_with_latency's "
+                 "model; none without a latency model); the phase ends when its last message ends; phases summed")
+"""What ``time_max_min`` is, stored in a dataset's ``sharing_model`` attribute."""
+
+FAIRNESS = ("flow", "job", "rtt")
+"""The weights of ``max_min`` sharing: every flow alike (``flow``), every job alike on a link (``job``: a flow's
+weight is 1 / its job's flows active then), or a flow weighed by 1 / its latency (``rtt``: TCP's bias against
+long round trips, as SimGrid's CM02 model shares)."""
+
+
+def _points(weight_mode: str, shared_capacity: bool, step: int, links, frac, capacity, nbytes, start, job,
+            flow_weight):
+    """``step`` points at a time (``vmap`` of the one-point kernel), in a loop over the steps (``lax.map``)."""
+    def one(xs):
+        lk, fr, c, n, s, j, w = xs
+        return max_min_finish(lk, fr, capacity if shared_capacity else c, n, s, weight_mode, job=j, flow_weight=w)
+
+    return jax.lax.map(one, (links, frac, None if shared_capacity else capacity, nbytes, start, job, flow_weight),
+                       batch_size=step)
+
+
+STEP_CPU = 1
+"""CPU: points per vmapped step (measured in the module docstring)."""
+
+_batched = jax.jit(_points, static_argnums=(0, 1, 2))
+
+
+def cache_size() -> int:
+    """Programs compiled by :func:`max_min_batch` in this process (one per shape bucket and variant)."""
+    return _batched._cache_size()
+
+
+def _step(n_points: int) -> int:
+    """Points evaluated at once (vmapped) in the loop over a batch: every point on an accelerator; on CPU
+    :data:`STEP_CPU`."""
+    return n_points if jax.default_backend() != "cpu" else min(n_points, STEP_CPU)
+
+
+def _pad(a: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
+    out = np.full(shape, fill, dtype=a.dtype)
+    out[tuple(slice(0, n) for n in a.shape)] = a
+    return out
+
+
+def max_min_batch(links: Int[np.ndarray, "point flow K"], frac: Float[np.ndarray, "point flow K"],
+                  capacity: Float[np.ndarray, "link"] | Float[np.ndarray, "point link"],
+                  nbytes: Float[np.ndarray, "point flow"], start: Float[np.ndarray, "point flow"],
+                  weight_mode: str = "flow", job: Int[np.ndarray, "point flow"] | None = None,
+                  flow_weight: Float[np.ndarray, "point flow"] | None = None, step: int | None = None
+                  ) -> Float[np.ndarray, "point flow"]:
+    """Finish time (s) of every flow of every point (:func:`evaluator.flowlevel.max_min_finish`, vmapped).
+
+    Arrays are stacked over a leading ``point`` axis; ``capacity`` is shared
+    (``[link]``) or per point (``[point, link]``). Points, flows, entries per
+    flow and links are padded to their buckets (padding flows: 0 bytes, no
+    link; padding links: capacity 1, crossed by nothing; padding points: no
+    bytes), so batches of one bucket share one compiled program. ``step``:
+    points vmapped at once (default: all on an accelerator, :data:`STEP_CPU`
+    on CPU). ``job``
+    (``"job"``-fair) and ``flow_weight`` (optional constant weight factors,
+    e.g. SimGrid CM02's ``1 / route latency``) are ``[point, flow]``.
+    Returns a host array ``[point, flow]``.
+    """
+    if weight_mode not in WEIGHT_MODES:
+        raise ConfigError("weight_mode", weight_mode, f"one of {', '.join(WEIGHT_MODES)}")
+    links = np.asarray(links, np.int32)
+    frac = np.asarray(frac, np.float64)
+    nbytes = np.asarray(nbytes, np.float64)
+    start = np.asarray(start, np.float64)
+    capacity = np.asarray(capacity, np.float64)
+    if links.ndim != 3 or frac.shape != links.shape or nbytes.shape != links.shape[:2] or start.shape != nbytes.shape:
+        raise ConfigError("links", f"shapes {links.shape}, {frac.shape}, {nbytes.shape}, {start.shape}",
+                          "links and frac [point, flow, K], nbytes and start [point, flow]")
+    P, F, K = links.shape
+    shared = capacity.ndim == 1
+    if capacity.ndim not in (1, 2) or (not shared and capacity.shape[0] != P):
+        raise ConfigError("capacity", f"shape {capacity.shape}", f"[link] or [{P}, link]")
+    if not np.all(capacity > 0):
+        raise ConfigError("capacity", "a value <= 0", "bytes/s > 0 on every link")
+    L = capacity.shape[-1]
+    if links.size and int(links.max(initial=-1)) >= L:
+        raise ConfigError("links", int(links.max()), f"link indices below {L} (the capacity's links) or -1")
+    Pb, Fb, Kb, Lb = bucket_size(P, 1), bucket_size(F), bucket_size(K, 1), bucket_size(L)
+    args = [_pad(links, (Pb, Fb, Kb), -1), _pad(frac, (Pb, Fb, Kb), 0.0),
+            _pad(capacity, (Lb,) if shared else (Pb, Lb), 1.0),
+            _pad(nbytes, (Pb, Fb), 0.0), _pad(start, (Pb, Fb), 0.0)]
+    if weight_mode == "job":
+        if job is None:
+            raise ConfigError("job", None, "an integer job id per flow, [point, flow], with weight_mode = 'job'")
+        job = np.asarray(job)
+        if job.shape != nbytes.shape:
+            raise ConfigError("job", f"shape {job.shape}", f"[point, flow] = {nbytes.shape}")
+        args.append(_pad(job.astype(np.int64), (Pb, Fb), 0))
+    else:
+        args.append(None)
+    if flow_weight is not None:
+        flow_weight = np.asarray(flow_weight, np.float64)
+        if flow_weight.shape != nbytes.shape or not np.all(flow_weight[nbytes > 0] > 0):
+            raise ConfigError("flow_weight", f"shape {flow_weight.shape}", f"[point, flow] = {nbytes.shape}, > 0")
+        args.append(_pad(flow_weight, (Pb, Fb), 1.0))
+    else:
+        args.append(None)
+    out = _batched(weight_mode, shared, _step(Pb) if step is None else int(step), *jax.device_put(args))
+    return np.asarray(out)[:P, :F]
+
+
+def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", job_of=None) -> dict:
+    """Flow-level max-min time of every phase of every point (:mod:`evaluator.flowlevel`): each exchange's flows
+    (dense traffic listed as flows, refused where that would not fit), their links and fractions from the kernel
+    (:func:`evaluator.flowlevel.flow_incidence`), each flow starting after its message latency
+    (:func:`evaluator._batch.latency.flow_latencies`: 0 without a latency model) and sharing by ``fairness``.
+
+    Returns ``phase_time_max_min`` ``[point, phase]`` (s; NaN where a point has no such phase; a phase's time is
+    its last flow's finish), ``time_max_min`` ``[point]`` (the sum) and ``message_finish_time``: per point, a
+    list of per-phase arrays of its flows' finish times (s from the phase's start, in the exchange's flow order).
+    """
+    from ..errors import check_memory
+    from ..flowlevel import flow_incidence
+    from .latency import flow_latencies
+
+    if fairness not in FAIRNESS:
+        raise ConfigError("fairness", fairness, f"one of {list(FAIRNESS)}")
+    n = len(traffics)
+    P = max(t.n_phases for t in traffics)
+    items = []  # (point, phase, links, frac, nbytes, start, weight, job)
+    for i, (t, pl) in enumerate(zip(traffics, placements)):
+        tn = np.asarray(pl.task_node)
+        for k, x in enumerate(t.phases):
+            if x.kernel_input != "flows":
+                m = int(x.n_tasks) ** 2
+                check_memory("sharing", "max_min", 24.0 * m * 4,
+                             f"the {m:,} task pairs of {x.name!r} listed as flows for max-min sharing",
+                             "Use sharing=bound (the contention bound) for this traffic, or fewer tasks.")
+                x = x.to_flows()
+            src, dst, nb = np.asarray(x.src), np.asarray(x.dst), np.asarray(x.nbytes, np.float64)
+            links, frac = flow_incidence(topology, kern.operator, tn, src, dst)
+            lam = flow_latencies(kern, topology, tn, src, dst, nb)
+            weight = None
+            if fairness == "rtt":
+                if not np.all(lam[nb > 0] > 0):
+                    raise ConfigError("fairness", "rtt", "a latency model that gives every message a latency > 0 "
+                                      "(topology.latency)", "Or use fairness=flow.")
+                weight = 1.0 / np.where(lam > 0, lam, 1.0)
+            job = None if job_of is None else np.asarray(job_of[i])[src]
+            items.append((i, k, links, frac, nb, lam, weight, job))
+    F = max(len(it[4]) for it in items)
+    K = max(it[2].shape[1] for it in items)
+    N = len(items)
+    L_ = np.full((N, F, K), -1, np.int32)
+    R_ = np.zeros((N, F, K))
+    B_ = np.zeros((N, F))
+    S_ = np.zeros((N, F))
+    W_ = np.ones((N, F)) if fairness == "rtt" else None
+    J_ = np.zeros((N, F), np.int64) if fairness == "job" else None
+    for r, (_, _, lk, fr, nb, lam, w, job) in enumerate(items):
+        f, kk = lk.shape
+        L_[r, :f, :kk], R_[r, :f, :kk], B_[r, :f], S_[r, :f] = lk, fr, nb, lam
+        if W_ is not None:
+            W_[r, :f] = w
+        if J_ is not None:
+            J_[r, :f] = 0 if job is None else job
+    mode = "job" if fairness == "job" else "flow"
+    finish = max_min_batch(L_, R_, np.asarray(topology.capacity), B_, S_, mode, job=J_, flow_weight=W_)
+    t_ph = np.full((n, P), np.nan)
+    per_point: list[list[np.ndarray]] = [[] for _ in range(n)]
+    for r, (i, k, _, _, nb, _, _, _) in enumerate(items):
+        fin = finish[r, :len(nb)]
+        t_ph[i, k] = float(np.max(np.where(nb > 0, fin, 0.0), initial=0.0))
+        per_point[i].append(np.where(nb > 0, fin, np.nan))
+    return {"phase_time_max_min": t_ph, "time_max_min": np.nansum(t_ph, axis=1), "message_finish_time": per_point}
