@@ -73,6 +73,7 @@ def evaluate_batch(
     chunk_size: int | None = None,
     sharing: str = "bound",
     fairness: str = "flow",
+    progression: str = "phase",
 ) -> BatchResult:
     """Evaluate many traffic/placement variants of one (topology, routing).
 
@@ -117,17 +118,19 @@ def evaluate_batch(
     With a latency model on the topology (:meth:`~evaluator.topology.Topology.with_latency`) ``metrics`` also
     holds ``time_with_latency`` and ``latency_share`` (and ``phases`` ``phase_time_with_latency``).
     ``sharing="max_min"`` adds ``time_max_min`` (flow-level max-min fair sharing, every flow starting after its
-    latency; ``fairness``: ``"flow"``, ``"job"`` or ``"rtt"``, :data:`evaluator._batch.flowlevel.FAIRNESS`),
+    latency; ``fairness``: ``"flow"``, ``"job"`` or ``"rtt"``, :data:`evaluator._batch.flowlevel.FAIRNESS`;
+    ``progression``: ``"phase"`` (global steps) or ``"rank"`` (each rank goes on by itself, as MPI ranks do:
+    :data:`evaluator._batch.flowlevel.PROGRESSIONS`)),
     ``phase_time_max_min`` and, per point, the messages' finish times (:attr:`BatchResult.flows`).
     """
     routing, res = run_batch(topology, routing, traffics, placements, keep_link_load, block_size, chunk_size,
-                             sharing=sharing, fairness=fairness)
+                             sharing=sharing, fairness=fairness, progression=progression)
     return BatchResult(topology, routing, *res)
 
 
 def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
              routing: Routing | str, bounds: bool | str = False, bound_solver: str = "highs", *,
-             sharing: str = "bound", fairness: str = "flow") -> xr.Dataset:
+             sharing: str = "bound", fairness: str = "flow", progression: str = "phase") -> xr.Dataset:
     """Link demand and predicted performance of one design point.
 
     Returns a dataset with ``link_load[link]`` (bytes), ``link_capacity``
@@ -160,8 +163,10 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     Time beyond the bound (docs/latency.md): with a latency model on the topology the dataset adds
     ``time_with_latency`` (each phase's bound plus its slowest message's latency, summed) and ``latency_share``;
     ``sharing="max_min"`` adds ``time_max_min`` (flow-level max-min fair sharing with ``fairness`` weights, each
-    message starting after its latency) and ``message_finish_time`` (s from its phase's start; dims ``message``,
-    and ``phase`` for phased traffic). ``completion_time`` stays the bandwidth bound.
+    message starting after its latency; ``progression="rank"``: every rank goes on as soon as its own messages
+    allow, as MPI ranks do) and ``message_finish_time`` (s from its phase's start, or from the exchange's with
+    ``progression="rank"``; dims ``message``, and ``phase`` for phased traffic). ``completion_time`` stays the
+    bandwidth bound.
     """
     check_type("topology", "topology", topology)
     check_type("traffic", "traffic", traffic)
@@ -171,10 +176,10 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     notes: list[tuple[str, ...]] = []  # (host work done while the point is on the device)
     routing, res = run_batch(topology, routing, [traffic], [placement], True, 1, single=True,
                              meanwhile=lambda: notes.append(output.point_notes(topology, traffic, placement, routing)),
-                             sharing=sharing, fairness=fairness)
+                             sharing=sharing, fairness=fairness, progression=progression)
     ds = output.to_dataset(topology, routing, res, None)
     ds.attrs.update({"traffic": traffic.name, "placement": placement.name})
-    output.add_message_times(ds, res, sharing, fairness)
+    output.add_message_times(ds, res, sharing, fairness, progression)
     output.add_notes(ds, notes[0] if notes else output.point_notes(topology, traffic, placement, routing))
     if bounds is not False:
         output.add_bounds(ds, topology, traffic, placement, "auto" if bounds is True else bounds, bound_solver)

@@ -46,7 +46,7 @@ from jaxtyping import Array, Bool, Float, Int
 from ._ops import segment_add
 from .errors import ConfigError, ResourceError, available_memory, check_memory, fmt_size
 
-__all__ = ["REL_TIE", "WEIGHT_MODES", "max_min_rates", "max_min_finish", "flow_incidence", "incidence_loads"]
+__all__ = ["REL_TIE", "WEIGHT_MODES", "max_min_rates", "max_min_finish", "max_min_progress", "flow_incidence", "incidence_loads"]
 
 REL_TIE = 1e-12
 """Relative tolerance under which two saturation levels (or two finish times within one interval) are one."""
@@ -180,6 +180,95 @@ def max_min_finish(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], ca
     init = (now0, jnp.where(done0, 0.0, nbytes), done0, finish0, jnp.zeros((), jnp.int32))
     *_, finish, _ = lax.while_loop(cond, body, init)
     return finish
+
+
+def max_min_progress(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], capacity: Float[Array, "link"],
+                     nbytes: Float[Array, "flow"], latency: Float[Array, "flow"], sender: Int[Array, "flow"],
+                     receiver: Int[Array, "flow"], step: Int[Array, "flow"], rendezvous: Bool[Array, "flow"],
+                     n_ranks: int, n_steps: int, flow_weight: Float[Array, "flow"] | None = None,
+                     matched: Bool[Array, "flow"] | None = None) -> tuple[Float[Array, "flow"], Float[Array, "flow"]]:
+    """``(start, finish)`` of every message of a phased exchange whose ranks progress on their own, as MPI ranks do
+    (each rank enters its step ``k`` when its own messages of the earlier steps are done, not when every rank's
+    are), under max-min sharing (:func:`max_min_finish`'s model, flow-fair, ``flow_weight`` as there).
+
+    Message ``f`` goes from rank ``sender[f]`` to ``receiver[f]`` in step ``step[f]`` (``0 .. n_steps - 1``;
+    padding: 0 bytes). A rank is *done with steps before k* when every message it receives in them has arrived
+    and every ``rendezvous`` message it sends in them has arrived (an eager send is done once posted: its rank
+    goes on). Message ``f`` is posted when its sender is done with the steps before ``step[f]`` (a rendezvous
+    message also waits for its receiver to be done with them: the receive is posted), then it uses no bandwidth
+    for ``latency[f]`` seconds, then it shares the links as every flow does. ``start`` is its posting time;
+    ``finish`` the arrival of its last byte. Messages posted at one time by a rank share its links at once (an
+    eager sender does not wait for its earlier sends). ``matched`` (optional): messages that, eager or not, leave
+    only when their receive is posted too (SimGrid's SMPI sends a detached small message so: its sender goes on,
+    the bytes wait for the receive). With ``n_steps`` 1 every message is posted at 0:
+    :func:`max_min_finish` with ``start = latency``. At most ``3 F + 1`` events (``lax.while_loop``).
+    """
+    links, frac = jnp.asarray(links), jnp.asarray(frac)
+    nbytes = jnp.asarray(nbytes)
+    dt_ = nbytes.dtype
+    latency = jnp.asarray(latency, dt_)
+    capacity = jnp.asarray(capacity, dt_)
+    sender, receiver = jnp.asarray(sender, jnp.int32), jnp.asarray(receiver, jnp.int32)
+    step, rendezvous = jnp.asarray(step, jnp.int32), jnp.asarray(rendezvous, bool)
+    waits = rendezvous if matched is None else rendezvous | jnp.asarray(matched, bool)
+    F = nbytes.shape[0]
+    R, S = int(n_ranks), int(n_steps)
+    on, idx, fr = _entries(links, frac)
+    fw = jnp.ones(F, dt_) if flow_weight is None else jnp.asarray(flow_weight, dt_)
+    real = nbytes > 0
+    # what each message obliges: its receiver always, its sender if rendezvous; (rank, step) slots
+    recv_slot = receiver * S + step
+    send_slot = sender * S + step
+    inf = jnp.array(jnp.inf, dt_)
+
+    def done_before(finish):
+        """``[rank, step]``: when the rank is done with every step before ``step`` (inf: not yet)."""
+        f = jnp.where(real, finish, -inf)
+        by = jnp.full(R * S, -inf, dt_).at[recv_slot].max(f)
+        by = by.at[send_slot].max(jnp.where(rendezvous, f, -inf))
+        by = by.reshape(R, S)
+        upto = lax.cummax(by, axis=1)  # done with steps 0 .. k (inf while any is pending)
+        return jnp.concatenate([jnp.full((R, 1), -inf, dt_), upto[:, :-1]], axis=1)  # steps before k
+
+    def posted(finish):
+        d = done_before(finish)
+        t = jnp.maximum(d[sender, step], jnp.where(waits, d[receiver, step], -inf))
+        return jnp.maximum(t, 0.0)
+
+    finish0 = jnp.where(real, inf, 0.0)
+    post0 = posted(finish0)
+
+    def cond(s):
+        _, _, done, _, _, it = s
+        return jnp.any(~done) & (it <= 3 * F)
+
+    def body(s):
+        now, rem, done, finish, post, it = s
+        begin = post + latency
+        started = begin <= now
+        active = started & ~done
+        rate = _rates(on, idx, fr, capacity, active, fw)
+        dt_fin = jnp.where(active & (rate > 0), rem / jnp.where(rate > 0, rate, 1.0), inf)
+        t_begin = jnp.min(jnp.where(~started & ~done, begin, inf))
+        dt_first = jnp.min(dt_fin)
+        by_begin = t_begin - now <= dt_first
+        dt = jnp.where(by_begin, t_begin - now, dt_first)
+        t_next = jnp.where(by_begin, t_begin, now + dt)
+        ends = active & (dt_fin <= dt * (1.0 + REL_TIE))
+        # a message that crosses no link arrives as soon as its latency is paid
+        ends = ends | (active & ~jnp.isfinite(dt_fin) & (rate == jnp.inf))
+        rem = jnp.where(ends, 0.0, jnp.where(active, rem - jnp.where(active & jnp.isfinite(rate), rate, 0.0) * dt,
+                                             rem))
+        finish = jnp.where(ends, t_next, finish)
+        done = done | ends
+        return t_next, rem, done, finish, posted(finish), it + 1
+
+    begin0 = post0 + latency
+    now0 = jnp.min(jnp.where(real, begin0, inf))
+    init = (jnp.where(jnp.isfinite(now0), now0, 0.0), jnp.where(real, nbytes, 0.0), ~real, finish0, post0,
+            jnp.zeros((), jnp.int32))
+    *_, finish, post, _ = lax.while_loop(cond, body, init)
+    return post, finish
 
 
 # -- host side: the incidence of every flow, from the kernel itself --------------------------------------------------

@@ -46,7 +46,7 @@ from .errors import ConfigError, nearest, require
 __all__ = ["Latency", "LatencyConfig", "latency_from_config", "latency_wanted", "link_latency", "LATENCY_FIELDS"]
 
 LATENCY_FIELDS = ("enabled", "send_overhead", "recv_overhead", "router", "wire", "link", "eager_threshold",
-                  "rendezvous_round_trips")
+                  "rendezvous_round_trips", "eager_buffered")
 """The keys of a latency block (``topology.latency``, a machine file's ``latency``)."""
 
 
@@ -68,6 +68,10 @@ class Latency:
     rendezvous_round_trips
         Round trips of a zero-byte control message before a rendezvous message's data (>= 0; 1 for the
         RTS/CTS handshake of MPI libraries, 0 where a large send only waits for its receive to be posted).
+    eager_buffered
+        Whether an eager message leaves as soon as it is posted, to wait in the receiver's buffer (MPI
+        libraries), or only once its receive is posted too (false: SimGrid's SMPI, whose small sends are detached
+        but matched). Read by ``progression="rank"`` only.
     """
 
     send_overhead: float = 0.0
@@ -76,6 +80,7 @@ class Latency:
     link: tuple[tuple[str, float], ...] = ()
     eager_threshold: float | None = None
     rendezvous_round_trips: int = 1
+    eager_buffered: bool = True
 
     def __post_init__(self):
         for name in ("send_overhead", "recv_overhead", "router"):
@@ -156,6 +161,7 @@ class LatencyConfig:
     link: dict[str, float] = field(default_factory=dict)
     eager_threshold: Optional[float] = None
     rendezvous_round_trips: Optional[int] = None
+    eager_buffered: Optional[bool] = None
 
 
 def _given(cfg) -> dict[str, Any]:
@@ -222,6 +228,9 @@ def latency_from_config(cfg, base=None) -> Latency | None:
         require(isinstance(r, (int, np.integer)) and not isinstance(r, bool) and r >= 0,
                 "topology.latency.rendezvous_round_trips", r, "an integer >= 0")
         merged["rendezvous_round_trips"] = int(r)
+    if "eager_buffered" in merged:
+        require(isinstance(merged["eager_buffered"], bool), "topology.latency.eager_buffered", merged["eager_buffered"],
+                "true or false")
     if "eager_threshold" in merged:
         v = merged["eager_threshold"]
         require(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "topology.latency.eager_threshold",

@@ -115,3 +115,95 @@ def test_batch_and_errors():
         ev.evaluate(t, trs[0], placement.linear(t, 4), "dor", sharing="max_min", fairness="flows")
     with pytest.raises(ConfigError, match=r"fairness = 'rtt' is invalid: allowed is a latency model"):
         ev.evaluate(t, trs[0], placement.linear(t, 4), "dor", sharing="max_min", fairness="rtt")
+
+
+# -- progression="rank": a plain-Python event loop of MPI-like ranks (tests/test_flowlevel.py's filling) ------------
+
+def ref_progress(paths, cap, nbytes, lat, sender, receiver, step, rendezvous, matched, weight):
+    """``(post, finish)`` of every message: a rank is done with the steps before k when what it receives there
+    has arrived and what it sends there as rendezvous has too; a message is posted when its sender is (and its
+    receiver, if rendezvous or matched), then waits its latency, then shares by weighted max-min."""
+    import math
+
+    from test_flowlevel import ref_rates
+
+    F = len(paths)
+    real = [b > 0 for b in nbytes]
+    finish = [0.0 if not real[f] else math.inf for f in range(F)]
+    post = [None] * F
+    left = {f: float(nbytes[f]) for f in range(F) if real[f]}
+
+    def done_before(x, k):
+        t = 0.0
+        for g in range(F):
+            if real[g] and step[g] < k and (receiver[g] == x or (sender[g] == x and rendezvous[g])):
+                t = max(t, finish[g])
+        return t
+
+    def update_posts():
+        for f in range(F):
+            if real[f] and post[f] is None:
+                t = done_before(sender[f], step[f])
+                if rendezvous[f] or matched[f]:
+                    t = max(t, done_before(receiver[f], step[f]))
+                if math.isfinite(t):
+                    post[f] = t
+
+    update_posts()
+    now = min(post[f] + lat[f] for f in left if post[f] is not None)
+    while left:
+        begun = [f for f in left if post[f] is not None and post[f] + lat[f] <= now]
+        active = [f in begun for f in range(F)]
+        rate = ref_rates(paths, cap, active, weight)
+        to_finish = {f: (left[f] / rate[f] if rate[f] > 0 else math.inf) for f in begun}
+        waiting = [post[f] + lat[f] for f in left if post[f] is not None and post[f] + lat[f] > now]
+        dt = min(to_finish.values(), default=math.inf)
+        if waiting and min(waiting) - now <= dt:
+            dt, then = min(waiting) - now, min(waiting)
+        else:
+            then = now + dt
+        for f, t in to_finish.items():
+            if t <= dt * (1 + 1e-12):
+                finish[f] = then
+                del left[f]
+            else:
+                left[f] -= rate[f] * dt
+        now = then
+        update_posts()
+    return post, finish
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["eager-buffered", "eager-matched"])
+def test_rank_progression_equals_reference(buffered):
+    """Random phased traffic (unequal messages, some rendezvous) on a torus with latency: every message's
+    arrival (from the exchange's start) equals the reference's."""
+    rng = np.random.default_rng(8)
+    ref = {"kind": "dor", "order": "as_given", "tie": "split"}
+    lat = Latency(send_overhead=1e-7, link=(("default", 3e-7),), eager_threshold=4000.0, rendezvous_round_trips=0,
+                  eager_buffered=buffered)
+    topo = ev.torus([4, 2]).with_latency(lat)
+    n = topo.n_nodes
+    phases, S, R, K, B = [], [], [], [], []
+    for k in range(4):
+        m = 6
+        s, d = rng.integers(0, n, m), rng.integers(0, n, m)
+        b = rng.choice([1000.0, 3000.0, 9000.0, 20000.0], m)
+        phases.append(traffic.Traffic(n, s, d, b, f"p{k}"))
+        S += list(s)
+        R += list(d)
+        K += [k] * m
+        B += list(b)
+    tr = traffic.phased(phases)
+    pl = placement.linear(topo, n)
+    ds = ev.evaluate(topo, tr, pl, "dor", sharing="max_min", progression="rank")
+    tn = np.asarray(pl.task_node)
+    S, R, B = np.asarray(S), np.asarray(R), np.asarray(B)
+    paths = _walk_paths(topo, ref, tn, S, R)
+    lam = [_walk_latency(topo, lat, ref, int(tn[s]), int(tn[d])) for s, d in zip(S, R)]
+    rv = [b > 4000.0 for b in B]
+    _, want = ref_progress(paths, list(np.asarray(topo.capacity)), list(B), lam, list(S), list(R), K, rv,
+                           [not buffered] * len(B), [1.0] * len(B))
+    got = ds["message_finish_time"].values.reshape(-1)
+    np.testing.assert_allclose(got[~np.isnan(got)], np.asarray(want), rtol=TOL)
+    assert float(ds.time_max_min) == pytest.approx(max(want), rel=TOL)
+    assert ds.attrs["progression"] == "rank"

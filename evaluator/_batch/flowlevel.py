@@ -21,20 +21,32 @@ import numpy as np
 
 from .._types import Float, Int
 from ..errors import ConfigError
-from ..flowlevel import WEIGHT_MODES, max_min_finish
+from ..flowlevel import WEIGHT_MODES, max_min_finish, max_min_progress
 from .blocks import bucket_size
 
-__all__ = ["max_min_batch", "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS"]
+__all__ = ["max_min_batch", "progress_batch", "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS",
+           "PROGRESSIONS"]
+
+PROGRESSIONS = ("phase", "rank")
+"""How the phases of a phased exchange follow one another under ``max_min`` sharing: ``phase`` (every phase starts
+when the last message of the one before has arrived: a global step) or ``rank`` (every rank goes on with its own
+messages as MPI ranks do: :func:`evaluator.flowlevel.max_min_progress`)."""
 
 SHARINGS = ("bound", "max_min")
 """How the flows of an exchange share the links: ``bound`` (the contention bound: every flow done at
 ``max_l load_l / capacity_l``) or ``max_min`` (flow-level max-min fair sharing, progressive filling recomputed at
 every start and finish: :mod:`evaluator.flowlevel`)."""
 
-SHARING_MODEL = ("time_max_min: per phase, flow-level max-min fair sharing (progressive filling, recomputed at "
-                 "every message start and finish), each message starting after its latency (time_with_latency's "
-                 "model; none without a latency model); the phase ends when its last message ends; phases summed")
-"""What ``time_max_min`` is, stored in a dataset's ``sharing_model`` attribute."""
+SHARING_MODEL = {
+    "phase": "time_max_min: per phase, flow-level max-min fair sharing (progressive filling, recomputed at every "
+             "message start and finish), each message starting after its latency (time_with_latency's model; none "
+             "without a latency model); the phase ends when its last message ends; phases summed",
+    "rank": "time_max_min: flow-level max-min fair sharing (progressive filling, recomputed at every message start "
+            "and finish) of every message of every phase, each rank posting its phase k messages when its own "
+            "messages of the phases before are done (received; sent, for a rendezvous message above the eager "
+            "threshold), each message then waiting its latency; the last arrival",
+}
+"""What ``time_max_min`` is, by progression, stored in a dataset's ``sharing_model`` attribute."""
 
 FAIRNESS = ("flow", "job", "rtt")
 """The weights of ``max_min`` sharing: every flow alike (``flow``), every job alike on a link (``job``: a flow's
@@ -59,9 +71,45 @@ STEP_CPU = 1
 _batched = jax.jit(_points, static_argnums=(0, 1, 2))
 
 
+def _progress_points(n_ranks: int, n_steps: int, step: int, links, frac, capacity, nbytes, latency, sender,
+                     receiver, phase, rendezvous, flow_weight, matched):
+    def one(xs):
+        lk, fr, n, lam, s, r, k, rv, w, mt = xs
+        return max_min_progress(lk, fr, capacity, n, lam, s, r, k, rv, n_ranks, n_steps, flow_weight=w, matched=mt)
+
+    return jax.lax.map(one, (links, frac, nbytes, latency, sender, receiver, phase, rendezvous, flow_weight,
+                             matched), batch_size=step)
+
+
+_progress = jax.jit(_progress_points, static_argnums=(0, 1, 2))
+
+
 def cache_size() -> int:
-    """Programs compiled by :func:`max_min_batch` in this process (one per shape bucket and variant)."""
-    return _batched._cache_size()
+    """Programs compiled by :func:`max_min_batch` and :func:`progress_batch` in this process (one per shape
+    bucket and variant)."""
+    return _batched._cache_size() + _progress._cache_size()
+
+
+def progress_batch(links, frac, capacity, nbytes, latency, sender, receiver, phase, rendezvous, n_ranks: int,
+                   n_steps: int, flow_weight=None, step: int | None = None, matched=None):
+    """``(post, finish)`` ``[point, flow]`` of :func:`evaluator.flowlevel.max_min_progress`, vmapped over points
+    (``[point, ...]`` arrays, one shared ``capacity [link]``), padded to buckets (ranks and steps too) and jitted
+    once per bucket."""
+    links = np.asarray(links, np.int32)
+    P, F, K = links.shape
+    Pb, Fb, Kb = bucket_size(P, 1), bucket_size(F), bucket_size(K, 1)
+    Rb, Sb = bucket_size(n_ranks, 1), bucket_size(n_steps, 1)
+    L = capacity.shape[-1]
+    Lb = bucket_size(L)
+    w = np.ones((P, F)) if flow_weight is None else np.asarray(flow_weight, np.float64)
+    args = [_pad(links, (Pb, Fb, Kb), -1), _pad(np.asarray(frac, np.float64), (Pb, Fb, Kb), 0.0),
+            _pad(np.asarray(capacity, np.float64), (Lb,), 1.0), _pad(np.asarray(nbytes, np.float64), (Pb, Fb), 0.0),
+            _pad(np.asarray(latency, np.float64), (Pb, Fb), 0.0), _pad(np.asarray(sender, np.int32), (Pb, Fb), 0),
+            _pad(np.asarray(receiver, np.int32), (Pb, Fb), 0), _pad(np.asarray(phase, np.int32), (Pb, Fb), 0),
+            _pad(np.asarray(rendezvous, bool), (Pb, Fb), False), _pad(w, (Pb, Fb), 1.0),
+            _pad(np.zeros((P, F), bool) if matched is None else np.asarray(matched, bool), (Pb, Fb), False)]
+    post, fin = _progress(Rb, Sb, _step(Pb) if step is None else int(step), args[0], args[1], args[2], *args[3:])
+    return np.asarray(post)[:P, :F], np.asarray(fin)[:P, :F]
 
 
 def _step(n_points: int) -> int:
@@ -138,7 +186,8 @@ def max_min_batch(links: Int[np.ndarray, "point flow K"], frac: Float[np.ndarray
     return np.asarray(out)[:P, :F]
 
 
-def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", job_of=None) -> dict:
+def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", job_of=None,
+                  progression: str = "phase") -> dict:
     """Flow-level max-min time of every phase of every point (:mod:`evaluator.flowlevel`): each exchange's flows
     (dense traffic listed as flows, refused where that would not fit), their links and fractions from the kernel
     (:func:`evaluator.flowlevel.flow_incidence`), each flow starting after its message latency
@@ -147,6 +196,11 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
     Returns ``phase_time_max_min`` ``[point, phase]`` (s; NaN where a point has no such phase; a phase's time is
     its last flow's finish), ``time_max_min`` ``[point]`` (the sum) and ``message_finish_time``: per point, a
     list of per-phase arrays of its flows' finish times (s from the phase's start, in the exchange's flow order).
+
+    ``progression="rank"``: the phases of a point are one simulation in which every rank goes on as soon as its
+    own messages allow (:func:`evaluator.flowlevel.max_min_progress`; a message above the latency model's eager
+    threshold is a rendezvous); ``time_max_min`` is then the last arrival, a phase's time the span from its
+    first posting to its last arrival (phases overlap), and the finish times count from the exchange's start.
     """
     from ..errors import check_memory
     from ..flowlevel import flow_incidence
@@ -193,6 +247,8 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
             W_[r, :f] = w
         if J_ is not None:
             J_[r, :f] = 0 if job is None else job
+    if progression == "rank":
+        return _progress_max_min(topology, traffics, items, n, P, fairness)
     mode = "job" if fairness == "job" else "flow"
     finish = max_min_batch(L_, R_, np.asarray(topology.capacity), B_, S_, mode, job=J_, flow_weight=W_)
     t_ph = np.full((n, P), np.nan)
@@ -202,3 +258,62 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
         t_ph[i, k] = float(np.max(np.where(nb > 0, fin, 0.0), initial=0.0))
         per_point[i].append(np.where(nb > 0, fin, np.nan))
     return {"phase_time_max_min": t_ph, "time_max_min": np.nansum(t_ph, axis=1), "message_finish_time": per_point}
+
+
+def _progress_max_min(topology, traffics, items, n: int, P: int, fairness: str) -> dict:
+    """:func:`phase_max_min` with ``progression="rank"``: each point's phases as one simulation."""
+    if fairness == "job":
+        raise ConfigError("fairness", fairness, "flow or rtt with progression=rank",
+                          "Job-fair weights are for several jobs' exchanges; use progression=phase.")
+    lat = topology.latency
+    eager = None if lat is None else lat.eager_threshold
+    by_point: dict[int, list] = {}
+    for it in items:
+        by_point.setdefault(it[0], []).append(it)
+    pts = sorted(by_point)
+    F = max(sum(len(it[4]) for it in by_point[i]) for i in pts)
+    K = max(it[2].shape[1] for it in items)
+    N = len(pts)
+    A = {k: np.zeros((N, F), t) for k, t in (("nb", float), ("lam", float), ("s", np.int32), ("r", np.int32),
+                                            ("k", np.int32), ("rv", bool), ("w", float))}
+    A["w"][:] = 1.0
+    LK = np.full((N, F, K), -1, np.int32)
+    FR = np.zeros((N, F, K))
+    n_ranks = max(t.n_tasks for t in traffics)
+    for row, i in enumerate(pts):
+        o = 0
+        for (_, k, lk, fr, nb, lam, w, _), x in zip(by_point[i], _phase_flows(traffics[i])):
+            m = len(nb)
+            LK[row, o:o + m, :lk.shape[1]], FR[row, o:o + m, :lk.shape[1]] = lk, fr
+            A["nb"][row, o:o + m], A["lam"][row, o:o + m] = nb, lam
+            A["s"][row, o:o + m], A["r"][row, o:o + m], A["k"][row, o:o + m] = x[0], x[1], k
+            A["rv"][row, o:o + m] = False if eager is None else nb > eager
+            if w is not None:
+                A["w"][row, o:o + m] = w
+            o += m
+    matched = np.ones_like(A["rv"]) if (lat is not None and not lat.eager_buffered) else None
+    post, fin = progress_batch(LK, FR, np.asarray(topology.capacity), A["nb"], A["lam"], A["s"], A["r"], A["k"],
+                               A["rv"], n_ranks, P, A["w"] if fairness == "rtt" else None, matched=matched)
+    t_ph = np.full((n, P), np.nan)
+    total = np.full(n, np.nan)
+    per_point: list[list[np.ndarray]] = [[] for _ in range(n)]
+    for row, i in enumerate(pts):
+        o = 0
+        ends = []
+        for (_, k, _, _, nb, _, _, _) in by_point[i]:
+            m = len(nb)
+            f, p_ = fin[row, o:o + m], post[row, o:o + m]
+            real = nb > 0
+            t_ph[i, k] = float(f[real].max() - p_[real].min()) if real.any() else 0.0
+            per_point[i].append(np.where(real, f, np.nan))
+            ends.append(float(f[real].max()) if real.any() else 0.0)
+            o += m
+        total[i] = max(ends, default=0.0)
+    return {"phase_time_max_min": t_ph, "time_max_min": total, "message_finish_time": per_point}
+
+
+def _phase_flows(traffic):
+    """``(src, dst)`` task arrays of every phase (dense phases listed)."""
+    for x in traffic.phases:
+        x = x if x.kernel_input == "flows" else x.to_flows()
+        yield np.asarray(x.src), np.asarray(x.dst)

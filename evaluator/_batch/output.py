@@ -116,7 +116,7 @@ def check_bounds(bounds: Any, solver: str) -> None:
         check(bounds, solver)
 
 
-def add_message_times(ds: xr.Dataset, res: Results, sharing: str, fairness: str) -> None:
+def add_message_times(ds: xr.Dataset, res: Results, sharing: str, fairness: str, progression: str = "phase") -> None:
     """One evaluation's max-min message finish times, in place: ``message_finish_time`` over ``message`` (and
     ``phase`` for phased traffic; NaN past a phase's messages), and the sharing model in the attrs."""
     if res.flows is None:
@@ -133,4 +133,5 @@ def add_message_times(ds: xr.Dataset, res: Results, sharing: str, fairness: str)
         ds["message_finish_time"] = xr.DataArray(grid, dims=("phase", "message"), attrs=entry.attrs)
     else:
         ds["message_finish_time"] = xr.DataArray(grid[0], dims=("message",), attrs=entry.attrs)
-    ds.attrs.update({"sharing": sharing, "fairness": fairness, "sharing_model": SHARING_MODEL})
+    ds.attrs.update({"sharing": sharing, "fairness": fairness, "progression": progression,
+                     "sharing_model": SHARING_MODEL[progression]})

@@ -16,7 +16,7 @@ from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
 from ..errors import nearest, require
-from .flowlevel import FAIRNESS, SHARINGS, phase_max_min
+from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, phase_max_min
 from .latency import phase_max_latency, with_latency
 from .phases import evaluate_phased
 
@@ -26,7 +26,7 @@ __all__ = ["run_batch", "evaluate_points"]
 def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_link_load: bool, block_size: Any,
               chunk_size: Any = None, single: bool = False,
               meanwhile: Callable[[], None] | None = None, sharing: Any = "bound",
-              fairness: Any = "flow") -> tuple[Routing, Results]:
+              fairness: Any = "flow", progression: Any = "phase") -> tuple[Routing, Results]:
     """``(routing, results)`` of :func:`evaluator.evaluate_batch` (``single``: of :func:`evaluator.evaluate`, whose
     arguments are named in the singular), after every argument is checked (:mod:`.checks`). ``meanwhile()``
     (optional) runs once, on the host, while the first points are on the device."""
@@ -42,15 +42,18 @@ def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_
             nearest(sharing, SHARINGS))
     require(isinstance(fairness, str) and fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}",
             nearest(fairness, FAIRNESS))
+    require(isinstance(progression, str) and progression in PROGRESSIONS, "progression", progression,
+            f"one of {list(PROGRESSIONS)}", nearest(progression, PROGRESSIONS))
     return routing, evaluate_points(topology, routing, traffics, placements, bool(keep_link_load), block_size,
-                                    single, block_name, meanwhile=meanwhile, sharing=sharing, fairness=fairness)
+                                    single, block_name, meanwhile=meanwhile, sharing=sharing, fairness=fairness,
+                                    progression=progression)
 
 
 def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[AbstractTraffic],
                     placements: Sequence[Placement], keep: bool, block_size: int, single: bool = False,
                     block_name: str = "block_size", pair_keys: list | None = None,
                     meanwhile: Callable[[], None] | None = None, sharing: str = "bound",
-                    fairness: str = "flow") -> Results:
+                    fairness: str = "flow", progression: str = "phase") -> Results:
     """The results of checked points, in input order (``pair_keys``: the points' router pair keys, where a
     bound path set's caller has them; ``meanwhile()``: see :func:`run_batch`)."""
     if routing.needs_pairs:
@@ -59,7 +62,7 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
         def group(bound, ts, ps, keys):
             first, todo[0] = todo[0], None
             return evaluate_points(topology, bound, ts, ps, keep, block_size, single, block_name, pair_keys=keys,
-                                   meanwhile=first, sharing=sharing, fairness=fairness)
+                                   meanwhile=first, sharing=sharing, fairness=fairness, progression=progression)
 
         return evaluate_bound(topology, routing, traffics, placements, group)
     kern = batch_kernel(topology, routing, keep)
@@ -73,7 +76,7 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
     if topology.latency is not None:  # (no latency model: nothing computed, every number the bound's)
         with_latency(res.metrics, res.phases, phase_max_latency(kern, topology, traffics, placements))
     if sharing == "max_min":
-        mm = phase_max_min(kern, topology, traffics, placements, fairness)
+        mm = phase_max_min(kern, topology, traffics, placements, fairness, progression=progression)
         res.metrics["time_max_min"] = mm["time_max_min"]
         if res.phases is not None:
             res.phases["phase_time_max_min"] = mm["phase_time_max_min"]

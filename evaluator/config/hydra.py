@@ -1020,9 +1020,10 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
     if ident.get("bounds", False) is False:  # no bounds: the run id sweeps had before bounds existed
         ident.pop("bounds", None)
         ident.pop("bound_solver", None)
-    if ident.get("sharing", "bound") == "bound" and ident.get("fairness", "flow") == "flow":  # (before sharing)
-        ident.pop("sharing", None)
-        ident.pop("fairness", None)
+    if (ident.get("sharing", "bound"), ident.get("fairness", "flow"), ident.get("progression", "phase")) == (
+            "bound", "flow", "phase"):  # the run id sweeps had before sharing existed
+        for k in ("sharing", "fairness", "progression"):
+            ident.pop(k, None)
     topo = ident.get("topology")
     lat = topo.get("latency") if isinstance(topo, dict) else None
     if isinstance(lat, dict) and all(v is None or v == {} for v in lat.values()):  # nothing set: as before

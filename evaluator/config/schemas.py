@@ -40,7 +40,9 @@ class SweepConfig:
 
 @dataclass
 class RayConfig:
-    """Where sweeps run: ``address`` null starts Ray on this machine; "auto" or a URL joins a cluster."""
+    """Where sweeps run: ``address`` null starts Ray on this machine (``RAY_ADDRESS`` and Ray's current-cluster
+    file are not read); "auto" joins the cluster they name, a ``HOST:PORT`` that one, probed within
+    ``connect_timeout_s``."""
 
     enabled: bool = True
     address: Optional[str] = None
@@ -90,6 +92,7 @@ class EvalConfig:
     bound_solver: str = "highs"  # LP solver of the bounds: highs (exact), pdhg (batched JAX; sweeps batch per chunk)
     sharing: str = "bound"  # bound | max_min: also time_max_min, flow-level max-min sharing (docs/latency.md)
     fairness: str = "flow"  # max_min weights: flow | job | rtt (1 / latency, as TCP and SimGrid's CM02)
+    progression: str = "phase"  # max_min phases: phase (global steps) | rank (each rank goes on by itself, as MPI)
     output_dir: str = "results/eval"
     save: bool = True
     sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -156,6 +156,7 @@ class SweepPlan:
     bound_solver: str = "highs"
     sharing: str = "bound"  # "max_min": every point also under flow-level max-min sharing (time_max_min)
     fairness: str = "flow"
+    progression: str = "phase"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -372,15 +373,18 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     axes = expand_axes(request.axes, max_points=int(sw.max_points))
     swept = {k for ax in axes for k in ax.keys}
     _check_conflicts(request.overrides, axes)
-    for key in ("bounds", "bound_solver", "sharing", "fairness"):
+    for key in ("bounds", "bound_solver", "sharing", "fairness", "progression"):
         if key in swept:
-            raise ConfigError("sweep.axes", key, "keys other than bounds, bound_solver, sharing and fairness (one "
-                              "setting per sweep)", f"Set {key}=... on the command line instead.")
-    from .._batch.flowlevel import FAIRNESS, SHARINGS
+            raise ConfigError("sweep.axes", key, "keys other than bounds, bound_solver, sharing, fairness and "
+                              "progression (one setting per sweep)", f"Set {key}=... on the command line instead.")
+    from .._batch.flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS
 
     sharing, fairness = request.config.sharing, request.config.fairness
     require(sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}", nearest(sharing, SHARINGS))
     require(fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}", nearest(fairness, FAIRNESS))
+    progression = request.config.progression
+    require(progression in PROGRESSIONS, "progression", progression, f"one of {list(PROGRESSIONS)}",
+            nearest(progression, PROGRESSIONS))
     bound_method, bound_solver = sweep_bounds(request.config)
     if bound_method is not None and request.config.jobs:
         raise ConfigError("bounds", request.config.bounds, "false in a sweep of several jobs",
@@ -422,7 +426,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     run_id = sw.run_id or f"{sw.name}-{run_hash}"
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml, int(sw.chunk_size),
                      bool(sw.keep_link_load), sw.format, Path(sw.output_dir) / sw.name, [], bound_method,
-                     bound_solver, str(sharing), str(fairness))
+                     bound_solver, str(sharing), str(fairness), str(progression))
     require(plan.n_points <= int(sw.max_points), "sweep.max_points", plan.n_points,
             f"at most {sw.max_points} points (raise sweep.max_points)")
     seeds: set[int] = set()

@@ -620,7 +620,8 @@ def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: lis
     traffics = [g.traffic for m, g, _ in entries for _ in range(m.size)]
     placements = [p for _, g, payload in entries for p in _host_placements(g, payload)]
     res = evaluate_batch(topo, routing, traffics, placements, keep_link_load=plan.keep_link_load,
-                         chunk_size=plan.chunk_size, sharing=plan.sharing, fairness=plan.fairness)
+                         chunk_size=plan.chunk_size, sharing=plan.sharing, fairness=plan.fairness,
+                         progression=plan.progression)
     out["eval_s"] = time.perf_counter() - t1
     phases = None
     if res.phases is not None:
