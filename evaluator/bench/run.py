@@ -81,7 +81,7 @@ import numpy as np
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 
 SCENARIOS = ("small", "mira", "dragonfly", "torus", "fat_tree", "jobs", "paths", "sweep", "optimize", "scaling", "lp",
-             "startup", "mapping")
+             "startup", "mapping", "time")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
 SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
@@ -628,6 +628,12 @@ def _w_lp(args) -> dict:
     return w_lp(args, _device, _peak_mb, _timed)
 
 
+def _w_time(args) -> dict:
+    from .time import w_time
+
+    return w_time(args, _device, _peak_mb, _timed)
+
+
 def _w_paths(args) -> dict:
     from .paths import w_paths
 
@@ -636,7 +642,7 @@ def _w_paths(args) -> dict:
 
 WORKERS = {"small": _w_small, "mira": _w_mira, "dragonfly": _w_dragonfly, "torus": _w_torus,
            "fat_tree": _w_fat_tree, "jobs": _w_jobs,
-           "paths": _w_paths, "scaling": _w_scaling, "lp": _w_lp, "mapping": _w_mapping}
+           "paths": _w_paths, "scaling": _w_scaling, "lp": _w_lp, "mapping": _w_mapping, "time": _w_time}
 
 
 # --------------------------------------------------------------------------------------
@@ -1044,6 +1050,13 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
         log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
         raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
         rows += jobs_rows(raw["jobs"], _device_label)
+    if "time" in only:
+        from .time import time_rows
+
+        begin("time")
+        log("scenario: time beyond the bound (collectives against SMPI, max-min sharing, trace phases)")
+        raw["time"] = _collect(*_launch("time", quick, None), "time")
+        rows += time_rows(raw["time"], _device_label)
     if "paths" in only:
         from .paths import paths_rows
 

@@ -16,7 +16,8 @@ from . import (_all_to_all, _bisection_pairing, _collectives, _file, _m_to_n, _m
                _phased, _random_pairs, _random_permutation, _shift, _stencil, _trace, dense)
 from ._all_to_all import all_to_all, all_to_all_dense
 from ._bisection_pairing import bisection_pairing, furthest_partner
-from ._collectives import COLLECTIVES, collective, collective_steps
+from ._collectives import (COLLECTIVES, SELECTIONS, collective, collective_steps, optimal_segments, pipeline_segments,
+                           select_algorithm)
 from ._file import from_file
 from ._m_to_n import M_TO_N_MODES, m_to_n
 from ._many_to_many import MANY_TO_MANY_MODES, many_to_many, many_to_many_layout
@@ -63,6 +64,10 @@ __all__ = [
     "neighbouring",
     "collective",
     "collective_steps",
+    "select_algorithm",
+    "SELECTIONS",
+    "optimal_segments",
+    "pipeline_segments",
     "COLLECTIVES",
     "dense",
     "KINDS",
