@@ -36,6 +36,23 @@ def sizes(op: str, alg: str, p: int) -> list[int]:
     return [s for s in out if not (op == "alltoall" and s * p > 1 << 24)]
 
 
+NEW = [  # (our op, algorithm, its parameters, SMPI's algorithm): the algorithms the selections added
+    ("alltoall", "scattered", {"throttle": 4}, "mvapich2_scatter_dest"),
+    ("alltoall", "ring", {}, "ring"),
+    ("allgather", "direct_ring", {}, "ring"),
+    ("allgather", "bruck", {}, "bruck"),
+    ("broadcast", "scatter_recursive_doubling_allgather", {}, "scatter_rdb_allgather"),
+    ("broadcast", "scatter_ring_allgather", {}, "scatter_LR_allgather"),
+]
+
+
+def _ours(topo, op, alg, p, nbytes, **params) -> float:
+    ds = ev.evaluate(topo, traffic.collective(op, alg, n_tasks=p, nbytes=float(nbytes), **params),
+                     placement.linear(topo, p), ev.dor(tie="positive"), sharing="max_min", fairness="rtt",
+                     progression="rank")
+    return float(ds.time_max_min)
+
+
 @pytest.mark.parametrize("p", [8, 16])
 def test_collectives_within_five_percent_of_smpi(p):
     plat = smpi.torus_platform([p], 1e9, 1e-6)
@@ -67,3 +84,38 @@ def test_phase_steps_are_smpi_where_bandwidth_dominates():
         ds = ev.evaluate(topo, traffic.collective(op, alg, n_tasks=p, nbytes=float(1 << 20)),
                          placement.linear(topo, p), ev.dor(tie="positive"))
         assert float(ds.time_with_latency) == pytest.approx(want, rel=0.01), (op, alg)
+
+
+@pytest.mark.parametrize("p", [8, 16])
+def test_selection_algorithms_within_five_percent_of_smpi(p):
+    """The algorithms added for the MPI libraries' selections, against SMPI's implementations of them."""
+    plat = smpi.torus_platform([p], 1e9, 1e-6)
+    topo = ev.torus([p], link_bandwidth=1e9, injection_bandwidth=1e15).with_latency(SMPI_LIKE)
+    bad = []
+    for op, alg, params, name in NEW:
+        ss = [8 * p, 8192, 65536, 1 << 20] if op != "alltoall" else [8, 8192, 65536]
+        for s_, want in zip(ss, smpi.run_collectives(plat, [(op, name, p, s_) for s_ in ss], p)):
+            got = _ours(topo, op, alg, p, s_, **params)
+            if abs(got / want - 1) > TOLERANCE:
+                bad.append(f"{op} {alg} {s_} B: {got:.6g} s against SMPI {name} {want:.6g} s ({got / want - 1:+.1%})")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("p", [8, 16])
+def test_auto_is_smpis_mpich_selector(p):
+    """``algorithm=auto`` with ``selection=smpi_mpich`` picks what SMPI's ``mpich`` selector runs (the harness's
+    transcription, checked against SMPI runs in tests/test_smpi_harness.py) and takes SMPI's time for it."""
+    plat = smpi.torus_platform([p], 1e9, 1e-6)
+    topo = ev.torus([p], link_bandwidth=1e9, injection_bandwidth=1e15).with_latency(SMPI_LIKE)
+    bad = []
+    for op in ("allreduce", "alltoall", "allgather", "broadcast"):
+        ss = [8 * p, 1024, 8192, 65536] + ([1 << 20] if op != "alltoall" else [])
+        ref = smpi.run_collectives(plat, [(op, "mpich", p, s_) for s_ in ss], p)
+        for s_, want in zip(ss, ref):
+            tr = traffic.collective(op, "auto", n_tasks=p, nbytes=float(s_), selection="smpi_mpich")
+            ds = ev.evaluate(topo, tr, placement.linear(topo, p), ev.dor(tie="positive"), sharing="max_min",
+                             fairness="rtt", progression="rank")
+            got = float(ds.time_max_min)
+            if abs(got / want - 1) > TOLERANCE:
+                bad.append(f"{tr.name} {s_} B: {got:.6g} s against SMPI mpich {want:.6g} s ({got / want - 1:+.1%})")
+    assert not bad, "\n".join(bad)
