@@ -45,7 +45,10 @@ TIME_MODEL = ("time_with_latency: per phase, the bandwidth bound (phase_completi
 """What ``time_with_latency`` is, stored in a dataset's ``time_model`` attribute."""
 
 LATENCY_BLOCK = 64
-"""Points per call of the latency pass."""
+"""Router-pair chunks per call of the latency pass over a dense exchange."""
+
+LATENCY_ROWS = 1 << 18
+"""Flow slots (exchanges x padded flows) per call of the latency pass over flow lists."""
 
 
 def message_latency(net, pt: PointInputs, link_delay: Float[jax.Array, "link"], flow_tables, *, operator,
@@ -141,42 +144,40 @@ def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[
     n = len(traffics)
     P = max(t.n_phases for t in traffics)
     out = np.full((n, P), np.nan)
-    for k in range(P):
-        idx = [i for i in range(n) if traffics[i].n_phases > k]
-        exch = []
-        for i in idx:
-            x = traffics[i].phases[k]
-            if x.kernel_input != "flows":  # dense: one message per pair of routers it joins (below)
+    flat = []  # (point, phase, exchange) of every flow-list phase: one batch along (point, phase)
+    for i, t in enumerate(traffics):
+        for k, x in enumerate(t.phases):
+            if x.kernel_input != "flows":  # dense: one message per pair of routers it joins
                 out[i, k] = _dense_max_latency(kern, topology, x, np.asarray(placements[i].task_node), fn, delay,
                                                flow_tables)
-            exch.append(x)
-        idx = [i for i, x in zip(idx, exch) if x.kernel_input == "flows"]
-        exch = [x for x in exch if x.kernel_input == "flows"]
-        if not idx:
-            continue
-        F = bucket_size(max(x.n_flows for x in exch))
-        T = bucket_size(max(x.n_tasks for x in exch))
-        for lo in range(0, len(idx), LATENCY_BLOCK):
-            part = list(range(lo, min(lo + LATENCY_BLOCK, len(idx))))
-            B = bucket_size(len(part), minimum=1)
-            tn = np.zeros((B, T), np.int32)
-            src = np.zeros((B, F), np.int32)
-            dst = np.zeros((B, F), np.int32)
-            nb = np.zeros((B, F), np.float64)
-            for r, j in enumerate(part):
-                x, pl = exch[j], placements[idx[j]]
-                tn[r, :x.n_tasks] = np.asarray(pl.task_node)[:x.n_tasks]
-                src[r, :x.n_flows] = x.src
-                dst[r, :x.n_flows] = x.dst
-                nb[r, :x.n_flows] = x.nbytes
-            with differentiable():  # (traced, once per bucket, with scatters JAX can transpose)
-                got, ok = fn(kern.net, delay, flow_tables, tn, src, dst, nb)
-            if not bool(np.all(np.asarray(ok))):
-                raise RuntimeError(f"routing {op.routing.label!r}: the message latencies of its paths disagree with "
-                                   "its link loads (its apply is not differentiable by JAX and it lists no "
-                                   "flow_links); a routing needs one of the two for a latency model")
-            got = np.asarray(got)
-            out[[idx[j] for j in part], k] = got[:len(part)]
+            else:
+                flat.append((i, k, x))
+    if not flat:
+        return out
+    F = bucket_size(max(x.n_flows for _, _, x in flat))
+    T = bucket_size(max(x.n_tasks for _, _, x in flat))
+    task_node = {i: np.asarray(placements[i].task_node, np.int32) for i in {i for i, _, _ in flat}}
+    block = max(1, min(LATENCY_ROWS // F, 1024))
+    for lo in range(0, len(flat), block):
+        part = flat[lo:lo + block]
+        B = bucket_size(len(part), minimum=1)
+        tn = np.zeros((B, T), np.int32)
+        src = np.zeros((B, F), np.int32)
+        dst = np.zeros((B, F), np.int32)
+        nb = np.zeros((B, F), np.float64)
+        for r, (i, _, x) in enumerate(part):
+            tn[r, :x.n_tasks] = task_node[i][:x.n_tasks]
+            src[r, :x.n_flows] = x.src
+            dst[r, :x.n_flows] = x.dst
+            nb[r, :x.n_flows] = x.nbytes
+        with differentiable():  # (traced, once per bucket, with scatters JAX can transpose)
+            got, ok = fn(kern.net, delay, flow_tables, tn, src, dst, nb)
+        if not bool(np.all(np.asarray(ok))):
+            raise RuntimeError(f"routing {op.routing.label!r}: the message latencies of its paths disagree with "
+                               "its link loads (its apply is not differentiable by JAX and it lists no "
+                               "flow_links); a routing needs one of the two for a latency model")
+        got = np.asarray(got)[:len(part)]
+        out[[i for i, _, _ in part], [k for _, k, _ in part]] = got
     return out
 
 
