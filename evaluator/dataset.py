@@ -180,6 +180,11 @@ JOB_METRICS: tuple[Metric, ...] = (
     Metric("phase_completion_time_alone", "s", "completion time of the phase alone (NaN: no such phase)", True),
     Metric("total_bytes", "bytes", "bytes the job sends in its step", True),
     Metric("makespan", "s", "time until every job has finished", True),
+    Metric("time_max_min", "s", "the job's last message's arrival with every job, under flow-level max-min sharing "
+                                "(sharing=max_min)", True),
+    Metric("time_max_min_alone", "s", "the job's time alone under flow-level max-min sharing (sharing=max_min)", True),
+    Metric("slowdown_max_min", "1", "time_max_min together over time_max_min alone (flow-level max-min sharing)",
+           True),
     Metric("job_link_load", "bytes", "bytes the job puts on the link over its step", None),
     Metric("background_link_rate", "bytes/s", "background traffic on the link", None),
 )

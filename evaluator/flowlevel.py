@@ -186,7 +186,8 @@ def max_min_progress(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], 
                      nbytes: Float[Array, "flow"], latency: Float[Array, "flow"], sender: Int[Array, "flow"],
                      receiver: Int[Array, "flow"], step: Int[Array, "flow"], rendezvous: Bool[Array, "flow"],
                      n_ranks: int, n_steps: int, flow_weight: Float[Array, "flow"] | None = None,
-                     matched: Bool[Array, "flow"] | None = None) -> tuple[Float[Array, "flow"], Float[Array, "flow"]]:
+                     matched: Bool[Array, "flow"] | None = None, job: Int[Array, "flow"] | None = None
+                     ) -> tuple[Float[Array, "flow"], Float[Array, "flow"]]:
     """``(start, finish)`` of every message of a phased exchange whose ranks progress on their own, as MPI ranks do
     (each rank enters its step ``k`` when its own messages of the earlier steps are done, not when every rank's
     are), under max-min sharing (:func:`max_min_finish`'s model, flow-fair, ``flow_weight`` as there).
@@ -200,7 +201,10 @@ def max_min_progress(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], 
     ``finish`` the arrival of its last byte. Messages posted at one time by a rank share its links at once (an
     eager sender does not wait for its earlier sends). ``matched`` (optional): messages that, eager or not, leave
     only when their receive is posted too (SimGrid's SMPI sends a detached small message so: its sender goes on,
-    the bytes wait for the receive). With ``n_steps`` 1 every message is posted at 0:
+    the bytes wait for the receive). ``job`` (optional, job ids ``0 .. F-1``): job-fair weights, a flow's weight 1 /
+    its job's active flows (times ``flow_weight``), as :func:`max_min_finish`'s ``"job"`` mode; several jobs whose
+    phases follow one another within each job are ranks of their own (``sender = receiver = job``: a job's phase
+    k + 1 is posted when its last phase-k message has arrived). With ``n_steps`` 1 every message is posted at 0:
     :func:`max_min_finish` with ``start = latency``. At most ``3 F + 1`` events (``lax.while_loop``).
     """
     links, frac = jnp.asarray(links), jnp.asarray(frac)
@@ -216,6 +220,8 @@ def max_min_progress(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], 
     on, idx, fr = _entries(links, frac)
     fw = jnp.ones(F, dt_) if flow_weight is None else jnp.asarray(flow_weight, dt_)
     real = nbytes > 0
+    if job is not None:
+        jid = jnp.clip(jnp.asarray(job, jnp.int32), 0, F - 1)
     # what each message obliges: its receiver always, its sender if rendezvous; (rank, step) slots
     recv_slot = receiver * S + step
     send_slot = sender * S + step
@@ -247,7 +253,12 @@ def max_min_progress(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], 
         begin = post + latency
         started = begin <= now
         active = started & ~done
-        rate = _rates(on, idx, fr, capacity, active, fw)
+        if job is None:
+            weight = fw
+        else:
+            count = segment_add(active.astype(dt_), jid, F)
+            weight = fw * jnp.where(active, 1.0 / jnp.maximum(count[jid], 1.0), 1.0)
+        rate = _rates(on, idx, fr, capacity, active, weight)
         dt_fin = jnp.where(active & (rate > 0), rem / jnp.where(rate > 0, rate, 1.0), inf)
         t_begin = jnp.min(jnp.where(~started & ~done, begin, inf))
         dt_first = jnp.min(dt_fin)

@@ -119,7 +119,7 @@ def test_batch_and_errors():
 
 # -- progression="rank": a plain-Python event loop of MPI-like ranks (tests/test_flowlevel.py's filling) ------------
 
-def ref_progress(paths, cap, nbytes, lat, sender, receiver, step, rendezvous, matched, weight):
+def ref_progress(paths, cap, nbytes, lat, sender, receiver, step, rendezvous, matched, weight, job=None):
     """``(post, finish)`` of every message: a rank is done with the steps before k when what it receives there
     has arrived and what it sends there as rendezvous has too; a message is posted when its sender is (and its
     receiver, if rendezvous or matched), then waits its latency, then shares by weighted max-min."""
@@ -154,7 +154,11 @@ def ref_progress(paths, cap, nbytes, lat, sender, receiver, step, rendezvous, ma
     while left:
         begun = [f for f in left if post[f] is not None and post[f] + lat[f] <= now]
         active = [f in begun for f in range(F)]
-        rate = ref_rates(paths, cap, active, weight)
+        w = list(weight)
+        if job is not None:  # job-fair: a flow's weight 1 / its job's running flows
+            for f in begun:
+                w[f] = weight[f] / sum(1 for g in begun if job[g] == job[f])
+        rate = ref_rates(paths, cap, active, w)
         to_finish = {f: (left[f] / rate[f] if rate[f] > 0 else math.inf) for f in begun}
         waiting = [post[f] + lat[f] for f in left if post[f] is not None and post[f] + lat[f] > now]
         dt = min(to_finish.values(), default=math.inf)
@@ -207,3 +211,54 @@ def test_rank_progression_equals_reference(buffered):
     np.testing.assert_allclose(got[~np.isnan(got)], np.asarray(want), rtol=TOL)
     assert float(ds.time_max_min) == pytest.approx(max(want), rel=TOL)
     assert ds.attrs["progression"] == "rank"
+
+
+
+def test_jobs_flow_and_job_fair_closed_form():
+    """Two jobs on a line of 8 nodes, 2 GB/s links: job a's one 4 MB flow and job b's two share one link.
+    Job-fair: a has half of it, 2 ms alone -> 4 ms, b 4 -> 6 ms; flow-fair: a third each, both 6 ms."""
+    from evaluator.jobs import Job, evaluate_jobs
+
+    t = ev.torus([8], wrap=False)
+    a = Job(traffic.from_flows(2, [0], [1], [4e6]), placement.explicit(t, np.array([0, 7])), name="a")
+    b = Job(traffic.from_flows(4, [0, 1], [2, 3], [4e6, 4e6]), placement.explicit(t, np.array([1, 2, 5, 6])), name="b")
+    for fairness, together in (("job", [4e-3, 6e-3]), ("flow", [6e-3, 6e-3])):
+        ds = evaluate_jobs(t, [a, b], "dor", sharing="max_min", fairness=fairness)
+        np.testing.assert_allclose(ds.time_max_min.values, together, rtol=1e-12)
+        np.testing.assert_allclose(ds.time_max_min_alone.values, [2e-3, 4e-3], rtol=1e-12)
+        np.testing.assert_allclose(ds.slowdown_max_min.values, np.asarray(together) / [2e-3, 4e-3], rtol=1e-12)
+    assert "time_max_min" not in evaluate_jobs(t, [a, b], "dor")
+
+
+@pytest.mark.parametrize("fairness", ["job", "flow"])
+def test_jobs_max_min_equals_reference(fairness):
+    """Three jobs with unequal phased flows and a latency model on a 4x4 torus: every job's last arrival equals
+    the reference event loop (each job's phases one after another, job- or flow-fair)."""
+    from evaluator.jobs import Job, evaluate_jobs
+
+    rng = np.random.default_rng(12)
+    lat = Latency(send_overhead=1e-7, link=(("default", 4e-7),))
+    topo = ev.torus([4, 4]).with_latency(lat)
+    ref = {"kind": "dor", "order": "as_given", "tie": "split"}
+    nodes = rng.permutation(topo.n_nodes)
+    jobs, flows = [], []  # flows: (job, phase, src node, dst node, bytes)
+    for j, n in enumerate((4, 5, 7)):
+        own = np.sort(nodes[:n])
+        nodes = nodes[n:]
+        phases = []
+        for k in range(2):
+            m = 4
+            s, d = rng.integers(0, n, m), rng.integers(0, n, m)
+            b = rng.integers(1, 8, m) * 1e5
+            phases.append(traffic.Traffic(n, s, d, b, f"j{j}p{k}"))
+            flows += [(j, k, int(own[x]), int(own[y]), float(z)) for x, y, z in zip(s, d, b)]
+        jobs.append(Job(traffic.phased(phases), placement.explicit(topo, own), name=f"j{j}"))
+    ds = evaluate_jobs(topo, jobs, "dor", sharing="max_min", fairness=fairness)
+    paths = [_walk_paths(topo, ref, np.arange(topo.n_nodes), [sn], [dn])[0] for _, _, sn, dn, _ in flows]
+    lam = [_walk_latency(topo, lat, ref, sn, dn) for _, _, sn, dn, _ in flows]
+    job = [j for j, *_ in flows]
+    _, fin = ref_progress(paths, list(np.asarray(topo.capacity)), [f[4] for f in flows], lam, job, job,
+                          [f[1] for f in flows], [False] * len(flows), [False] * len(flows), [1.0] * len(flows),
+                          job=job if fairness == "job" else None)
+    want = [max(f for f, jj in zip(fin, job) if jj == j) for j in range(3)]
+    np.testing.assert_allclose(ds.time_max_min.values, want, rtol=TOL)

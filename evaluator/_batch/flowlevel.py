@@ -72,13 +72,14 @@ _batched = jax.jit(_points, static_argnums=(0, 1, 2))
 
 
 def _progress_points(n_ranks: int, n_steps: int, step: int, links, frac, capacity, nbytes, latency, sender,
-                     receiver, phase, rendezvous, flow_weight, matched):
+                     receiver, phase, rendezvous, flow_weight, matched, job):
     def one(xs):
-        lk, fr, n, lam, s, r, k, rv, w, mt = xs
-        return max_min_progress(lk, fr, capacity, n, lam, s, r, k, rv, n_ranks, n_steps, flow_weight=w, matched=mt)
+        lk, fr, n, lam, s, r, k, rv, w, mt, jb = xs
+        return max_min_progress(lk, fr, capacity, n, lam, s, r, k, rv, n_ranks, n_steps, flow_weight=w, matched=mt,
+                                job=jb)
 
     return jax.lax.map(one, (links, frac, nbytes, latency, sender, receiver, phase, rendezvous, flow_weight,
-                             matched), batch_size=step)
+                             matched, job), batch_size=step)
 
 
 _progress = jax.jit(_progress_points, static_argnums=(0, 1, 2))
@@ -91,7 +92,7 @@ def cache_size() -> int:
 
 
 def progress_batch(links, frac, capacity, nbytes, latency, sender, receiver, phase, rendezvous, n_ranks: int,
-                   n_steps: int, flow_weight=None, step: int | None = None, matched=None):
+                   n_steps: int, flow_weight=None, step: int | None = None, matched=None, job=None):
     """``(post, finish)`` ``[point, flow]`` of :func:`evaluator.flowlevel.max_min_progress`, vmapped over points
     (``[point, ...]`` arrays, one shared ``capacity [link]``), padded to buckets (ranks and steps too) and jitted
     once per bucket."""
@@ -107,7 +108,8 @@ def progress_batch(links, frac, capacity, nbytes, latency, sender, receiver, pha
             _pad(np.asarray(latency, np.float64), (Pb, Fb), 0.0), _pad(np.asarray(sender, np.int32), (Pb, Fb), 0),
             _pad(np.asarray(receiver, np.int32), (Pb, Fb), 0), _pad(np.asarray(phase, np.int32), (Pb, Fb), 0),
             _pad(np.asarray(rendezvous, bool), (Pb, Fb), False), _pad(w, (Pb, Fb), 1.0),
-            _pad(np.zeros((P, F), bool) if matched is None else np.asarray(matched, bool), (Pb, Fb), False)]
+            _pad(np.zeros((P, F), bool) if matched is None else np.asarray(matched, bool), (Pb, Fb), False),
+            None if job is None else _pad(np.asarray(job, np.int32), (Pb, Fb), 0)]
     post, fin = _progress(Rb, Sb, _step(Pb) if step is None else int(step), args[0], args[1], args[2], *args[3:])
     return np.asarray(post)[:P, :F], np.asarray(fin)[:P, :F]
 

@@ -16,7 +16,7 @@ from .dispatch import Results, evaluate_exchanges
 
 __all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS", "PHASE_OF_POINT", "PHASE_BLOCK", "PHASE_CHUNK_BYTES"]
 
-PHASE_BLOCK = 64
+PHASE_BLOCK = 1024
 """At least this many phases per device call (a single evaluation's block is one point; its phases are many)."""
 
 PHASE_CHUNK_BYTES = 256 << 20
@@ -86,11 +86,17 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
         link_ph[i, k] = out["bottleneck_link"]
         off[i, k] = out["off_node_bytes"]
         hops[i, k] = out["mean_hops"] * out["off_node_bytes"]
-        np.maximum.at(maxc, i, out["max_load_class"])
+        # rows are point-major: each point's phases are one run (in phase order) of a chunk
+        starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+        pts = i[starts]
+        maxc[pts] = np.maximum(maxc[pts], np.maximum.reduceat(out["max_load_class"], starts, axis=0))
         if link_load is not None:
             if loads is None:
                 loads = np.zeros((n, link_load.shape[1]))
-            np.add.at(loads, i, link_load)
+            for a, b, q in zip(starts, np.r_[starts[1:], len(i)], pts):  # a sequential sum, as phase by phase
+                acc = loads[q]
+                for row in link_load[a:b]:
+                    acc += row
     worst = np.argmax(np.where(np.isnan(t_ph), -np.inf, t_ph), axis=1)
     rows = np.arange(n)
     metrics = metric_values(np, np.nansum(t_ph, axis=1), np.nansum(b_ph, axis=1), off.sum(1), hops.sum(1),

@@ -4,7 +4,7 @@ A thin layer: each command (one module here) parses its arguments, composes
 a config through :mod:`evaluator.config` and calls the library. Bad input of
 any kind (:class:`~evaluator.errors.ConfigError` and its subclasses, and
 files that cannot be read or written) is printed as one line naming the field
-or file, the value and what is allowed (exit status 2); Ctrl-C exits with 130;
+or file, the value and what is allowed (exit status 2); Ctrl-C exits with 130 (a sweep's SIGTERM with 143);
 anything else is a bug, printed as one line (exit status 1). ``--debug``
 anywhere on the command line shows the traceback instead.
 
@@ -87,11 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"evaluator {cmd}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM where a command turns it into one (evaluator sweep)
         if debug:
             raise
-        print(f"evaluator {cmd}: interrupted", file=sys.stderr)
-        return 130
+        signum = int(getattr(exc, "signum", 2))
+        print(f"evaluator {cmd}: interrupted" + (f" ({exc})" if signum != 2 else ""), file=sys.stderr)
+        return 128 + signum
     except Exception as exc:  # a bug, not bad input: one line, the traceback with --debug
         if debug:
             raise

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..bench import SCENARIOS, run
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
     """Parse ``argv`` (without the command name), run the benchmark, return the exit status."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="evaluator bench",
         description="Throughput of the batched kernels against a per-flow Python walk and a SciPy sparse "
                     "routing matrix: many small Dragonfly configurations, Mira (49,152 nodes), DF(8,16,8), a "
@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
                                                         "128x128x4 torus (a few minutes)")
     p.add_argument("--out", default="results/bench", metavar="DIR",
                    help="where to write the JSON and the plot (default results/bench)")
-    p.add_argument("--only", nargs="+", metavar="SCENARIO",
+    p.add_argument("--only", nargs="+", action="extend", metavar="SCENARIO",
                    help="run only these scenarios: " + ", ".join(SCENARIOS))
     p.add_argument("--settle", default="0", metavar="SECONDS",
                    help="pause before each scenario after the first, so that a burstable VM throttled by the "

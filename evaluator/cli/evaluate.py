@@ -4,7 +4,6 @@ earlier dataset is never replaced)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from .. import config
@@ -13,12 +12,13 @@ from ..errors import StorageError
 from ..evaluation import evaluate
 from ..io import write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="evaluator eval",
+    ap = ArgumentParser(prog="evaluator eval",
                                  description="evaluate one design point from the config and write a dataset "
                                              "under results/",
                                  epilog="Overrides are Hydra syntax, e.g. topology=torus topology.dims=[4,4,4] "
@@ -34,12 +34,13 @@ def main(argv: list[str]) -> int:
     if config.has_jobs(obj):
         jp = config.build_jobs(obj)
         ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background, exclusive_nodes=jp.exclusive_nodes,
-                           interference=jp.interference)
+                           interference=jp.interference, sharing=obj.sharing, fairness=obj.fairness)
         lines = job_summary_lines(ds)
     else:
         point = config.build(obj)
         ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
-                      bound_solver=obj.bound_solver)
+                      bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
+                      progression=obj.progression)
         lines = summary_lines(ds)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:

@@ -3,7 +3,6 @@ the task-to-node mapping of one job that minimises its predicted completion time
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from ..display import format_value
 from ..errors import ConfigError, StorageError
 from ..io import check_writable, write_dataset
 from ..mapping import search_mapping
+from .._args import ArgumentParser, override_key
 
 __all__ = ["main", "parse_node_ids"]
 
@@ -61,8 +61,25 @@ def _nodes(spec: str, point) -> np.ndarray | None:
     raise ConfigError("--nodes", spec, "all, placement, a node list file that exists, or node ids like 0-15,32")
 
 
+def _with_tasks_per_node(overrides: list[str], cfg, tpn: int) -> list[str]:
+    """``overrides`` with the placement's ``tasks_per_node`` set to ``--tasks-per-node`` (``tpn``), so that its
+    capacity check counts the slots the search uses; a placement given another ``tasks_per_node`` is refused."""
+    if tpn < 1:
+        raise ConfigError("--tasks-per-node", tpn, "an integer >= 1 (tasks per node)")
+    given = [o for o in overrides if override_key(o) == "placement.tasks_per_node"]
+    if given:
+        value = given[-1].split("=", 1)[1].strip()
+        if value != str(tpn):
+            raise ConfigError("--tasks-per-node", tpn, f"the placement's own tasks_per_node ({given[-1]})",
+                              "Give the tasks per node once: --tasks-per-node or placement.tasks_per_node.")
+        return overrides
+    if "tasks_per_node" not in cfg.placement:  # a placement with one task per node: only --nodes placement reads it
+        return overrides
+    return [*overrides, f"placement.tasks_per_node={tpn}"]
+
+
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="evaluator map",
         description="search the task-to-node mapping of the config's job (topology, routing, traffic) that "
                     "minimises its predicted completion time: every applicable named placement and a METIS "
@@ -79,7 +96,8 @@ def main(argv: list[str]) -> int:
                          "mapping on every run (a budget alone stops wherever the machine's speed leaves it)")
     ap.add_argument("--nodes", default="all", help=_NODES_HELP)
     ap.add_argument("--tasks-per-node", type=int, default=None, metavar="N",
-                    help="slots per node (default: the config's placement.tasks_per_node, else 1)")
+                    help="slots per node (default: the config's placement.tasks_per_node, else 1); sets the "
+                         "placement's tasks_per_node too, which then must not say otherwise")
     ap.add_argument("--seed", type=int, default=0, help="seed of the partitioning, the random start and the search")
     ap.add_argument("--candidates", type=int, default=4096, help="candidate moves scored per device call")
     ap.add_argument("--write-rank-order", metavar="DIR", default=None,
@@ -99,6 +117,9 @@ def main(argv: list[str]) -> int:
     if not any(re.match(r"\+?placement=", o) for o in overrides):
         overrides.insert(0, "placement=linear")  # the placement only says which nodes with --nodes placement
     cfg = config.compose(overrides)
+    if args.tasks_per_node is not None:
+        overrides = _with_tasks_per_node(overrides, cfg, args.tasks_per_node)
+        cfg = config.compose(overrides)
     obj = config.to_object(cfg)
     if config.has_jobs(obj):
         raise ConfigError("jobs", "several jobs", "one job (topology, routing, traffic)",
@@ -107,7 +128,16 @@ def main(argv: list[str]) -> int:
         obj.output_dir)
     if obj.save:
         check_writable("output_dir", out_dir)
-    point = config.build(obj)
+    try:
+        point = config.build(obj)
+    except ConfigError as exc:
+        if (exc.field == "placement.n_tasks" and "tasks_per_node" in str(exc.allowed)
+                and getattr(obj.placement, "tasks_per_node", None) is not None):
+            # the capacity check of the placement: in this command's words
+            raise ConfigError("--tasks-per-node", int(obj.placement.tasks_per_node), exc.allowed.replace(
+                "placement.tasks_per_node=", "--tasks-per-node "), exc.hint.replace(
+                "placement.tasks_per_node=", "--tasks-per-node ") if exc.hint else None) from None
+        raise
     tpn = args.tasks_per_node
     if tpn is None:
         tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 from collections import Counter
@@ -12,6 +11,8 @@ from ..display import format_table
 from ..errors import ConfigError
 from ..query import best, open_results
 from ..sweep import optimize_axes, plan_sweep, run_sweep
+from ..sweep.reasons import infeasible_reasons, summarize_reasons
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
@@ -116,7 +117,7 @@ def _names(option: str, text: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="evaluator optimize",
         description="exhaustive search of decompositions, placements and routings for a stencil job",
         epilog="e.g. evaluator optimize --tasks 256 --alpha 512,512,512 --routings minimal,valiant "
@@ -151,11 +152,10 @@ def main(argv: list[str]) -> int:
     network = _describe(plan.bases[next(iter(plan.bases))].topology)
     n_feasible = int(ds.attrs["n_feasible"])
     if n_feasible == 0:
-        reasons = Counter(" ".join(str(r).split()) for r in ds["reason"].values.reshape(-1) if str(r))
+        reasons = [r for r in infeasible_reasons(ds) if r.strip()]
         # grid points whose beta does not divide alpha (or gamma beta) are expected; say why the others fail
-        placement = Counter({r: c for r, c in reasons.items() if "a divisor of" not in r})
-        reasons = placement or reasons
-        why = "; ".join(f"{r} ({c}x)" for r, c in reasons.most_common(3)) or "no reason recorded"
+        reasons = [r for r in reasons if "a divisor of" not in r] or reasons
+        why = summarize_reasons(reasons, 3) or "no reason recorded"
         raise ConfigError(
             "--tasks", tasks,
             f"a job with at least one feasible placement on the network; all {plan.n_points} configurations "

@@ -42,6 +42,7 @@ from ..display import format_number, shared_unit
 from ..errors import ConfigError, MachineError
 from ..io import write_dataset
 from ..machines import TorusMachine, list_machines, load_machine
+from .._args import ArgumentParser
 
 __all__ = ["main", "build_parser"]
 
@@ -50,7 +51,7 @@ _TOOL = "evaluator partitions"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``evaluator partitions``."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="evaluator partitions",
         description="Partition geometries of a torus machine: internal bisection (links and bytes/s per "
                     "direction), best and worst shapes, allowed vs best possible, predicted speedup of a "
@@ -59,9 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "known: " + ", ".join(_known()))
     p.add_argument("--machine", dest="machine_option", metavar="NAME|YAML", default=None,
                    help="the machine, as the positional MACHINE (one of the two)")
-    p.add_argument("--size", type=int, nargs="+", metavar="N",
+    p.add_argument("--size", type=int, nargs="+", action="extend", metavar="N",
                    help="partition sizes in nodes (default: the allowed-list sizes, or every feasible size)")
-    p.add_argument("--compare", nargs="+", metavar="M",
+    p.add_argument("--compare", nargs="+", action="extend", metavar="M",
                    help="compare best-case partitions of MACHINE and these machines (Oltchik Table 5)")
     p.add_argument("--slabs", action="store_true",
                    help="bisection per node of the machine's slab shapes (torus machines, Fiedler's slides)")

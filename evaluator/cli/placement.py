@@ -4,7 +4,6 @@ the launcher's files (``MPICH_RANK_ORDER`` and ``node_list``; files already in `
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +12,13 @@ from .. import config
 from ..errors import ConfigError
 from ..placement import alps_order, compute_mask, write_launch_files
 from ..topology import TorusTopology
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="evaluator placement",
         description="build the placement of a config (topology, traffic, placement groups), print where it "
                     "puts the tasks, and optionally write MPICH_RANK_ORDER and node_list for aprun",

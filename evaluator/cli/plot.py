@@ -5,19 +5,19 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..plot import plot_sweep
 from ..query import open_results
 from ..runs import RESULTS_DIR, resolve
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="evaluator plot", description="write PNG figures of a sweep dataset")
+    ap = ArgumentParser(prog="evaluator plot", description="write PNG figures of a sweep dataset")
     ap.add_argument("path", nargs="+", metavar="PATH|STUDY",
                     help="a results dataset (.nc or .zarr), or a study's name (a directory under the results "
                          "directory: evaluator runs lists them) for its latest run")

@@ -13,7 +13,6 @@ The table shows each metric in a readable unit named in its header (``completion
 
 from __future__ import annotations
 
-import argparse
 
 import pandas as pd
 
@@ -21,12 +20,13 @@ from ..display import format_table
 from ..errors import ConfigError
 from ..query import best, open_results
 from ..runs import RESULTS_DIR, resolve
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="evaluator query",
+    ap = ArgumentParser(prog="evaluator query",
                                  description="rank the rows of a results dataset (sweep, eval, schedule, tiles, "
                                              "partitions) by a variable of the metric table (--best METRIC --over "
                                              "AXIS ...)")
@@ -38,10 +38,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--best", default=None, metavar="METRIC",
                     help="variable to rank by, in the metric table's direction (default: the dataset's first rankable "
                          "one: completion_time for sweeps and eval, mean_wait for schedule, time_all for tiles)")
-    ap.add_argument("--over", nargs="*", default=None, metavar="AXIS",
-                    help="axes to choose over; the best per combination of the other axes")
-    ap.add_argument("--where", nargs="*", default=[], metavar="AXIS=LABEL",
-                    help="restrict, e.g. routing=valiant, job=a, decomposition=2x2x8")
+    ap.add_argument("--over", nargs="*", action="extend", default=None, metavar="AXIS",
+                    help="axes to choose over; the best per combination of the other axes (repeats add axes)")
+    ap.add_argument("--where", nargs="*", action="extend", default=[], metavar="AXIS=LABEL",
+                    help="restrict, e.g. routing=valiant, job=a, decomposition=2x2x8; repeats add conditions, "
+                         "all of which hold (the labels of one axis given twice: any of them)")
     ap.add_argument("-n", "--top", dest="n", type=int, default=20, metavar="N", help="rows to print (0: all)")
     ap.add_argument("--si", action="store_true",
                     help="print the values as stored (seconds, bytes, bytes/s; every digit) instead of in ms, GB/s, "
@@ -54,7 +55,8 @@ def main(argv: list[str]) -> int:
         k, sep, v = w.partition("=")
         if not sep or not k or not v:
             raise ConfigError("--where", w, "AXIS=LABEL[,LABEL...]", "e.g. --where routing=valiant")
-        where[k] = v.split(",")
+        labels = where.setdefault(k, [])  # the same axis again: any of its labels (as k=a,b)
+        labels.extend(x for x in v.split(",") if x not in labels)
     ds = open_results(resolve(args.path, args.results))
     table = best(ds, args.best, over=args.over, where=where or None, n=args.n)
     if args.si:

@@ -7,18 +7,18 @@ started (UTC), its points and feasible points, its axes and its path. ``evaluato
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from ..display import format_table
 from ..errors import ConfigError
 from ..runs import RESULTS_DIR, list_runs, runs_table, studies
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="evaluator runs",
+    ap = ArgumentParser(prog="evaluator runs",
                                  description="list the runs under results/ (study, time, points, feasible, axes, "
                                              "path), newest first",
                                  epilog="e.g. evaluator runs; evaluator runs dragonfly_nne_placement; then "

@@ -39,12 +39,13 @@ import pandas as pd
 from ..display import format_table
 from ..errors import ConfigError
 from ..io import write_dataset
+from .._args import ArgumentParser
 
 __all__ = ["main", "build_parser", "parse_mix", "parse_fractions"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evaluator schedule",
+    p = ArgumentParser(prog="evaluator schedule",
                                 description="simulate a job trace (SWF or synthetic) under allocation policies: "
                                             "FCFS with EASY backfilling; per-job dataset, wait-time reduction per "
                                             "month, utilisation per minute, Feng et al. Fig. 5")

@@ -8,14 +8,13 @@
 
 Axes come from the study's ``sweep.axes`` and from Hydra sweep overrides on the command line
 (``routing=minimal,valiant``, ``placement.seed='range(0,8)'``; see docs/sweeps.md). A sweep with no
-feasible point exits with status 2 and the counted reasons, after writing its dataset.
+feasible point exits with status 2 and the counted reasons, after writing its dataset; a sweep with some infeasible
+points prints theirs. Reasons are grouped by rule, the rule covering most points first.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections import Counter
 
 from .. import config
 from ..config.hydra import DEFAULT_STUDY, compose_sweep_config
@@ -24,23 +23,21 @@ from ..errors import WordedError
 from ..io import repo_dir
 from ..query import best, open_results
 from ..sweep import plan_sweep, run_sweep
+from ..sweep.reasons import infeasible_reasons, summarize_reasons
+from .._args import ArgumentParser
 
 __all__ = ["main"]
 
 
 def _reasons(ds, n: int = 4) -> str:
-    """``"12 x <reason>, 3 x <reason>, and 2 other reasons"``: the infeasible points' reasons, most common first."""
-    counts = Counter(" ".join(str(r).split()).rstrip(".") or "no reason recorded"
-                     for r in ds["reason"].values.reshape(-1))
-    text = ", ".join(f"{c} x {r}" for r, c in counts.most_common(n))
-    if len(counts) > n:
-        text += f", and {len(counts) - n} other reason(s)"
-    return text
+    """``"12 x <reason>, 3 x <reason>, and 2 other reasons"``: the infeasible points' reasons grouped by rule, the
+    one covering most points first (:func:`~evaluator.sweep.reasons.summarize_reasons`)."""
+    return summarize_reasons(infeasible_reasons(ds), n)
 
 
 def main(argv: list[str]) -> int:
     studies = ", ".join(sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml")))
-    ap = argparse.ArgumentParser(prog="evaluator sweep",
+    ap = ArgumentParser(prog="evaluator sweep",
                                  description="run (or resume) a sweep: a study (sweeps=NAME, or your own file), or "
                                              "exactly the axes your overrides give; writes results/<sweep>/",
                                  epilog="e.g. evaluator sweep sweeps=dragonfly_nne_placement topology.p=8; "
@@ -74,6 +71,8 @@ def main(argv: list[str]) -> int:
     ds = open_results(path)
     n_feasible, n_points = int(ds.attrs["n_feasible"]), int(ds.attrs["n_points"])
     print(f"{n_feasible} feasible of {n_points} points; timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
+    if 0 < n_feasible < n_points:
+        print(f"{n_points - n_feasible} infeasible: {_reasons(ds)}")
     if n_feasible == 0:
         raise WordedError(f"0 feasible of {n_points} points: {_reasons(ds)}. Nothing to rank; the dataset "
                           f"(every point with its reason) is {path}", "sweep", plan.name,

@@ -26,6 +26,7 @@ from pathlib import Path
 from .. import tiles as TL
 from ..errors import ConfigError
 from ..io import check_writable, write_dataset
+from .._args import ArgumentParser
 
 __all__ = ["main", "build_parser"]
 
@@ -56,7 +57,7 @@ def _float(option: str, text: str | None) -> float | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="evaluator tiles",
         description="Tile-size advisor: enumerate decompositions and per-node tiles of a stencil job on a torus "
                     "machine, evaluate the halo exchange with the link model (all dimensions at once and one "

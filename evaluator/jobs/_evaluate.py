@@ -149,6 +149,8 @@ def evaluate_jobs(
     keep_link_load: bool = False,
     block_size: int = DEFAULT_BLOCK_SIZE,
     chunk_size: int | None = None,
+    sharing: str = "bound",
+    fairness: str = "job",
 ) -> xr.Dataset:
     """Jobs that run together on one machine: each job's time together and alone, and who slows whom.
 
@@ -174,6 +176,13 @@ def evaluate_jobs(
 
     ``block_size``: points (job phases) per device call of the batched kernel
     (:func:`evaluator.evaluate_batch`); ``chunk_size`` is its old name, still accepted.
+
+    ``sharing="max_min"`` also simulates every message of every job as a flow (docs/latency.md): the flows share
+    the links max-min fairly with ``fairness`` weights (``"job"``: every job an equal share of a link, ``"flow"``:
+    every flow, ``"rtt"``: 1 / latency), each message starting after its latency (the network's latency model,
+    if any), every job doing its phases one after another (a phase starts when the job's previous phase has
+    ended). It adds ``time_max_min`` and ``time_max_min_alone`` (s, per job: its last message's arrival with
+    every job, and alone) and ``slowdown_max_min``.
     """
     check_type("topology", "topology", topology)
     jobs, routings = _check_jobs(topology, jobs, routing, bool(exclusive_nodes))
@@ -289,7 +298,21 @@ def evaluate_jobs(
         coords.update({"link": links.index, "link_src": ("link", links.src),
                        "link_dst": ("link", links.dst), "link_class": ("link", links.class_names),
                        "link_node": ("link", links.node)})
+    if sharing != "bound":
+        from .._batch.flowlevel import FAIRNESS, SHARINGS
+
+        require(sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}")
+        require(fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}")
+        fin = _jobs_max_min(topology, jobs, routings, np.maximum(left, 0.0), fairness)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sd = np.where(fin[1] > 0, fin[0] / np.where(fin[1] > 0, fin[1], 1.0), 1.0)
+        data["time_max_min"] = (("job",), fin[0], m["time_max_min"].attrs)
+        data["time_max_min_alone"] = (("job",), fin[1], m["time_max_min_alone"].attrs)
+        data["slowdown_max_min"] = (("job",), sd, m["slowdown_max_min"].attrs)
     ds = xr.Dataset(data, coords=coords)
+    if sharing != "bound":
+        ds.attrs.update({"flow_sharing": f"max-min, {fairness}-fair, message by message (time_max_min)",
+                         "fairness": fairness})
     ds.attrs.update({"topology": topology.name, "n_nodes": topology.n_nodes, "n_routers": topology.n_routers,
                      "n_jobs": J, "background": bg_label, "sharing": "max-min fair speeds (progressive filling)",
                      "exclusive_nodes": int(bool(exclusive_nodes)), "evaluator_version": __version__})
@@ -320,6 +343,12 @@ def job_summary_lines(ds: xr.Dataset) -> list[str]:
                      f"{format_number(ds.slowdown.values[j]):>10}  {str(ds.bottleneck_alone.values[j]):<16}  "
                      f"{ds.job_traffic.values[j]}")
     lines.append(f"makespan    {t(float(ds.makespan))} {u}")
+    if "time_max_min" in ds:
+        mm_unit = shared_unit("s", [ds.time_max_min.values, ds.time_max_min_alone.values])
+        lines.append(f"max-min     flow by flow, {a.get('fairness')}-fair [{mm_unit[0]}]: " + ", ".join(
+            f"{ds.job.values[j]} {format_values([ds.time_max_min_alone.values[j]], 's', mm_unit)[0][0]} -> "
+            f"{format_values([ds.time_max_min.values[j]], 's', mm_unit)[0][0]} "
+            f"(x{format_number(ds.slowdown_max_min.values[j])})" for j in range(ds.sizes["job"])))
     inter = ds.interference.values
     if ds.sizes["job"] > 1 and np.isfinite(inter).all() and inter.max() > 1:
         worst = np.unravel_index(np.argmax(inter), inter.shape)
@@ -328,3 +357,58 @@ def job_summary_lines(ds: xr.Dataset) -> list[str]:
     if "blocked" in a:
         lines.append(f"blocked     {a['blocked']}")
     return lines
+
+
+def _jobs_max_min(topology: Topology, jobs: list[Job], routings: list[Routing], capacity: np.ndarray,
+                  fairness: str) -> np.ndarray:
+    """``[2, J]``: every job's last arrival under flow-level max-min sharing with every job (row 0) and each
+    alone (row 1), the jobs' phases one after another within each job."""
+    from .._batch.flowlevel import progress_batch
+    from .._batch.latency import flow_latencies
+    from ..flowlevel import flow_incidence
+    from ..kernel import batch_kernel
+
+    rows = []  # (job, phase, links, frac, bytes, latency)
+    for j, (job, rt) in enumerate(zip(jobs, routings)):
+        kern = batch_kernel(topology, rt, False)
+        tn = np.asarray(job.placement.task_node)
+        for k, x in enumerate(job.traffic.phases):
+            x = x if x.kernel_input == "flows" else x.to_flows()
+            src, dst, nb = np.asarray(x.src), np.asarray(x.dst), np.asarray(x.nbytes, np.float64)
+            links, frac = flow_incidence(topology, kern.operator, tn, src, dst)
+            rows.append((j, k, links, frac, nb, flow_latencies(kern, topology, tn, src, dst, nb)))
+    J = len(jobs)
+    F = sum(len(r[4]) for r in rows)
+    K = max(r[2].shape[1] for r in rows)
+    P = 1 + J
+    LK = np.full((P, F, K), -1, np.int32)
+    FR = np.zeros((P, F, K))
+    NB, LAM, W = np.zeros((P, F)), np.zeros((P, F)), np.ones((P, F))
+    JOB, STEP = np.zeros((P, F), np.int32), np.zeros((P, F), np.int32)
+    owner = np.zeros(F, np.int64)
+    o = 0
+    for j, k, lk, fr, nb, lam in rows:
+        m = len(nb)
+        sl = slice(o, o + m)
+        owner[sl] = j
+        for p in range(P):
+            if p == 0 or p == 1 + j:
+                LK[p, sl, :lk.shape[1]], FR[p, sl, :lk.shape[1]] = lk, fr
+                NB[p, sl], LAM[p, sl] = nb, lam
+                JOB[p, sl], STEP[p, sl] = j, k
+                if fairness == "rtt":
+                    W[p, sl] = 1.0 / np.where(lam > 0, lam, np.inf) if np.all(lam[nb > 0] > 0) else np.nan
+        o += m
+    if fairness == "rtt" and np.isnan(W).any():
+        raise ConfigError("fairness", "rtt", "a latency model that gives every message a latency > 0 "
+                          "(topology.latency)", "Or use fairness=job or flow.")
+    n_steps = max(len(job.traffic.phases) for job in jobs)
+    _, fin = progress_batch(LK, FR, capacity, NB, LAM, JOB, JOB, STEP, np.zeros((P, F), bool), J, n_steps,
+                            W if fairness == "rtt" else None, job=JOB if fairness == "job" else None)
+    out = np.zeros((P, J))
+    for p in range(P):
+        for j in range(J):
+            sel = (owner == j) & (NB[p] > 0)
+            if p in (0, 1 + j):
+                out[p, j] = float(fin[p, sel].max()) if sel.any() else 0.0
+    return np.concatenate([out[:1], np.array([out[1 + j, j] for j in range(J)])[None, :]], axis=0)

@@ -109,8 +109,10 @@ class MappingResult:
         return launchable(self.task_node, self.tasks_per_node)
 
     def gain(self, start: str) -> float:
-        """``1 - completion_time / starts[start]``: the fraction of the start's time the search saved (>= 0)."""
-        return 1.0 - self.completion_time / self.starts[start]
+        """``1 - completion_time / starts[start]``: the fraction of the start's time the search saved (>= 0; 0 for a
+        start that takes no time, every byte inside nodes)."""
+        t0 = self.starts[start]
+        return 1.0 - self.completion_time / t0 if t0 > 0 else 0.0
 
     def write_launch_files(self, directory: str | Path, force: bool = False) -> tuple[Path, Path]:
         """``directory/MPICH_RANK_ORDER`` (``MPICH_RANK_REORDER_METHOD=3``) and ``directory/node_list`` of the

@@ -82,9 +82,12 @@ def check_job(topology: Topology, traffic, nodes, tasks_per_node) -> tuple[JobNo
         dup = u[c > 1]
         raise ConfigError("mapping.nodes", dup[:10].tolist() + (["..."] if dup.size > 10 else []),
                           "node ids without repeats", f"{dup.size} node id(s) are listed more than once.")
+    need = -(-n // a.size)
     require(n <= a.size * tpn, "traffic.n_tasks", n,
-            f"at most available nodes x tasks_per_node = {a.size} x {tpn} = {a.size * tpn}",
-            "Give the job more nodes or more tasks per node, or use fewer tasks.")
+            f"at most available nodes x tasks_per_node = {a.size} x {tpn} = {a.size * tpn}"
+            f" (tasks_per_node = {need} fits {n} tasks)",
+            f"Give the job more nodes, {need} or more tasks per node (evaluator map --tasks-per-node {need}), or "
+            f"fewer tasks.")
     return a, tpn
 
 

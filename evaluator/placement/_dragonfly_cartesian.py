@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import require
 from ..topology import DragonflyTopology, Topology
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from .base import (Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology, config_list,
+                   vec)
 
 __all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig',
            'DRAGONFLY_CARTESIAN']
@@ -68,6 +69,7 @@ def cartesian_spec(topology: Topology, beta: Sequence[int], gamma: Sequence[int]
 
 def _check(df, beta, gamma, group_order, node_order, seed_check):
     be = vec("placement.beta", beta)
+    check_one_per_node(df, math.prod(be), "dragonfly_cartesian", "traffic.beta", list(be))
     ga = vec("placement.gamma", gamma, len(be))
     for k, (b, c) in enumerate(zip(be, ga)):
         require(b % c == 0, f"placement.gamma[{k}]", c, f"a divisor of beta[{k}] = {b}")

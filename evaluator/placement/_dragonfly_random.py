@@ -22,7 +22,7 @@ from ..topology import Topology
 from ._dragonfly_cartesian import require_dragonfly
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation, ranks,
                       sort_keys)
-from .base import Placement, PlacementContext, PlacementKind, check_topology
+from .base import Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology
 
 __all__ = ['dragonfly_random', 'random_spec', 'DragonflyRandomConfig', 'DRAGONFLY_RANDOM']
 
@@ -58,6 +58,7 @@ def random_spec(topology: Topology, n_tasks: int, tasks_per_group: int,
 def _check(df, n_tasks, tasks_per_group, seed_check):
     n = positive_int("placement.n_tasks", n_tasks)
     k = positive_int("placement.tasks_per_group", tasks_per_group)
+    check_one_per_node(df, n, "dragonfly_random", "placement.n_tasks")
     if seed_check is not None:
         seed_check()
     per_group = df.a * df.p

@@ -33,7 +33,8 @@ from .._types import NodeInts, TaskInts
 from ..errors import ConfigError, ConfigTypeError, positive_int, require
 from ..topology import Topology
 
-__all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_capacity", "vec", "config_list"]
+__all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_capacity", "check_one_per_node",
+           "vec", "config_list"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,13 +124,36 @@ def explicit(topology: Topology, task_node, name: str = "explicit") -> Placement
 
 
 def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int) -> tuple[int, int]:
+    """``(n_tasks, tasks_per_node)`` checked: positive, and the tasks fit on the topology's nodes at that many
+    per node; otherwise a :class:`ConfigError` on ``placement.n_tasks`` whose text names the tasks per node that
+    would fit (it is also the ``reason`` of a sweep point)."""
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     slots = topology.n_nodes * tpn
-    require(n <= slots, "placement.n_tasks", n,
-            f"at most nodes x tasks_per_node = {topology.n_nodes} x {tpn} = {slots} on {topology.name}",
-            "Use fewer tasks, more tasks per node or a larger network.")
+    if n > slots:
+        need = -(-n // topology.n_nodes)
+        per = "one task per node" if tpn == 1 else f"{tpn} tasks per node"
+        raise ConfigError("placement.n_tasks", n,
+                          f"at most nodes x tasks_per_node = {topology.n_nodes} x {tpn} = {slots} on {topology.name}"
+                          f" ({per}; placement.tasks_per_node={need} fits {n} tasks)",
+                          f"Set placement.tasks_per_node={need} (or more), use fewer tasks or a larger network.")
     return n, tpn
+
+
+def check_one_per_node(topology: Topology, n_tasks: int, kind: str, field: str, value=None) -> None:
+    """A placement that puts one task per node (``kind``: the Dragonfly Cartesian and random placements): its
+    ``n_tasks`` must not exceed the topology's nodes. The refusal says so first, since no other parameter of such
+    a placement (``gamma``, ``tasks_per_group``) can make more tasks fit, and names placements that take
+    ``tasks_per_node``."""
+    n = int(n_tasks)
+    if n > topology.n_nodes:
+        need = -(-n // topology.n_nodes)
+        raise ConfigError(field, n if value is None else value,
+                          f"at most {topology.n_nodes} tasks: placement {kind} puts one task per node and "
+                          f"{topology.name} has {topology.n_nodes} nodes (placement=linear or placement=random with "
+                          f"placement.tasks_per_node={need} fits {n} tasks)",
+                          f"{n} tasks need {need} tasks per node here: choose such a placement, a larger network or "
+                          f"fewer tasks.")
 
 
 

@@ -826,12 +826,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     T_RDN) against both ends, the TDN's background slowdown, hops and the workload's speedup table (mode x
     groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
     speedup table as netCDF (:func:`speedup_table`). Every option and output is checked before any work."""
-    import argparse
-
+    from .._args import ArgumentParser  # an option given twice with two values is refused, not the last kept
     from ..errors import WordedError, check_seed
     from ..io import write_netcdf
 
-    class Parser(argparse.ArgumentParser):
+    class Parser(ArgumentParser):
         def error(self, message):  # one line through the CLI's error handling, not argparse's usage + exit
             raise WordedError(f"{message} (see {prog} --help)")
 

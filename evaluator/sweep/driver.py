@@ -21,7 +21,10 @@ import collections
 import concurrent.futures
 import contextlib
 import json
+import logging
 import os
+import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -45,24 +48,121 @@ from .bounds import check_sweep_bounds
 from .plan import SweepPlan
 from .worker import evaluate_chunk, peak_rss_mb
 
-__all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS"]
+__all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS", "cluster_address", "ray_address_file", "Interrupted",
+           "stop_on_sigterm"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
-def _probe(address: str, timeout: float) -> None:
-    """Fail fast when a ``host:port`` (or ``ray://host:port``) cluster address does not answer."""
-    addr = address[len("ray://"):] if address.startswith("ray://") else address
+RAY_ADDRESS_VARIABLE = "RAY_ADDRESS"
+"""Ray's environment variable naming a cluster; read with ``ray.address=auto`` only."""
+
+
+def _joins(ray_cfg) -> bool:
+    """Whether ``ray_cfg`` names a cluster to join (``ray.address`` set, not ``local``); else a local Ray."""
+    address = getattr(ray_cfg, "address", None)
+    return address is not None and str(address).strip() not in ("", "local")
+
+
+def ray_address_file() -> Path:
+    """Ray's "current cluster" file, ``<Ray temp dir>/ray_current_cluster``, which ``ray start --head`` writes (and
+    ``ray stop`` removes; a cluster that died leaves it behind): Ray's own temp dir (``RAY_TMPDIR``, else
+    ``TMPDIR`` on Linux, else ``/tmp``, then ``ray``)."""
+    try:
+        from ray._common.utils import get_ray_address_file
+
+        return Path(get_ray_address_file(None))
+    except (ImportError, AttributeError):  # pragma: no cover - another Ray version: its documented place
+        base = os.environ.get("RAY_TMPDIR") or (os.environ.get("TMPDIR") if sys.platform.startswith("linux")
+                                                else None) or "/tmp"
+        return Path(base) / "ray" / "ray_current_cluster"
+
+
+def cluster_address(ray_cfg) -> tuple[str | None, str]:
+    """``(address, field)``: the cluster a sweep joins and the setting that named it (``ray.address``,
+    ``RAY_ADDRESS`` or the path of Ray's current-cluster file); ``(None, "")`` for a local Ray of the sweep's own.
+
+    ``ray.address`` unset (or ``local``) starts a local Ray whatever the environment holds: neither
+    ``RAY_ADDRESS`` nor a current-cluster file left by a ``ray start --head`` is read (Ray's own ``ray.init()``
+    would join them). ``ray.address=auto`` joins the cluster ``RAY_ADDRESS`` names, else the one in the
+    current-cluster file (:func:`ray_address_file`); any other value is the cluster's address.
+    """
+    if not _joins(ray_cfg):
+        return None, ""
+    address = str(ray_cfg.address).strip()
+    if address != "auto":
+        return address, "ray.address"
+    env = os.environ.get(RAY_ADDRESS_VARIABLE, "").strip()
+    if env:
+        return env, RAY_ADDRESS_VARIABLE
+    path = ray_address_file()
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        text = ""
+    if not text:
+        raise ClusterError(
+            f"ray.address = 'auto' is invalid here: there is no Ray cluster to join ({RAY_ADDRESS_VARIABLE} is "
+            f"unset and {path}, which `ray start --head` writes, does not exist). Start one (ray start --head), give "
+            f"its address (ray.address=HOST:PORT), drop ray.address to start a local Ray, or set ray.enabled=false "
+            f"to run in this process.", "ray.address", "auto", "the address of a running Ray cluster")
+    return text, str(path)
+
+
+def _dead(field: str, address: str, why: str, answered: bool = False) -> ClusterError:
+    """The refusal of a cluster that did not answer (or, ``answered``, that Ray could not join): the setting that
+    named it, the address, and each way out."""
+    if field == "ray.address":
+        named = f"ray.address = {address!r}"
+        fix = "Start a cluster there (ray start --head), fix the address or raise ray.connect_timeout_s"
+    elif field == RAY_ADDRESS_VARIABLE:
+        named = f"{RAY_ADDRESS_VARIABLE} = {address!r} (the environment variable ray.address=auto reads)"
+        fix = f"Unset {RAY_ADDRESS_VARIABLE} or point it at a running cluster"
+    else:
+        named = (f"{field} = {address!r} (Ray's current-cluster file, written by `ray start --head`, which "
+                 f"ray.address=auto reads)")
+        fix = f"That cluster has stopped: remove {field} (ray stop does) or start a cluster (ray start --head)"
+    what = "Ray could not join the cluster there" if answered else "no Ray cluster answered there"
+    return ClusterError(
+        f"{named} is invalid: {what} ({why}). {fix}; or drop ray.address to start a local Ray, or set "
+        f"ray.enabled=false to run the sweep in this process.", field, address, "the address of a running Ray cluster")
+
+
+def _probe(address: str, timeout: float, field: str = "ray.address") -> None:
+    """Fail within ``timeout`` seconds when a ``host:port`` (or ``ray://host:port``) cluster address does not
+    accept a connection."""
+    addr = address.split("://", 1)[1] if "://" in address else address
     host, _, port = addr.rpartition(":")
     if not port.isdigit():
-        return  # "auto" or a form Ray resolves itself
-    try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
-    except OSError as exc:
-        raise ClusterError(
-            f"ray.address = {address!r} is invalid: no Ray cluster answered there within {timeout:g} s "
-            f"({exc.strerror or exc}). Start one (ray start --head), fix the address, raise "
-            f"ray.connect_timeout_s, or drop ray.address to run on a local Ray.",
-            "ray.address", address, "the address of a running Ray cluster") from None
+        return  # a form Ray resolves itself
+    host = host.strip("[]") or "127.0.0.1"
+    result: dict[str, OSError | None] = {}
+
+    def connect() -> None:  # name resolution too is bounded by the timeout: on a thread
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            result["exc"] = None
+        except OSError as exc:
+            result["exc"] = exc
+
+    _wait_for(threading.Thread(target=connect, name="ray-probe", daemon=True), timeout + 1.0)
+    if "exc" not in result or result["exc"] is not None:
+        exc = result.get("exc")
+        cause = ((exc.strerror or str(exc) or type(exc).__name__) if exc is not None and not isinstance(
+            exc, TimeoutError) else "no answer")
+        raise _dead(field, address, f"connecting to it: {cause}, within ray.connect_timeout_s = {timeout:g} s") \
+            from None
+
+
+def _wait_for(thread: threading.Thread, timeout: float | None = None) -> bool:
+    """Start ``thread`` and wait for it in short steps, so that Ctrl-C and SIGTERM (run by the main thread between
+    steps) stop the wait at any moment; whether it finished within ``timeout``."""
+    thread.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while thread.is_alive():
+        thread.join(0.1)
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+    return True
 
 
 @contextlib.contextmanager
@@ -91,6 +191,33 @@ def _stderr_kept_on_success():
                     sys.stderr.write(text)
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C's KeyboardInterrupt is: the sweep stops the same way (the
+    finished chunks kept); ``signum`` says which signal (exit status 128 + signum)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def stop_on_sigterm():
+    """While the block runs in the main thread, SIGTERM raises :class:`Interrupted` there (as Ctrl-C raises
+    KeyboardInterrupt), so a terminated sweep stops at once, connecting to Ray included, and keeps its chunks."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def _start_reaper() -> None:
     """Watch this driver; if it dies (even by kill -9), stop the local Ray's processes it started."""
     try:
@@ -102,39 +229,102 @@ def _start_reaper() -> None:
         pass
 
 
+class _NotMainThread(logging.Filter):
+    """Ray's warning that it set no SIGTERM handler off the main thread: the sweep sets its own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "not the main thread" not in record.getMessage()
+
+
+_OWNER_JOBS: queue.SimpleQueue = queue.SimpleQueue()
+_OWNER_LOCK = threading.Lock()
+_OWNER: list[threading.Thread] = []
+
+
+def _owner_loop() -> None:
+    while True:
+        fn, fut = _OWNER_JOBS.get()
+        if fut.set_running_or_notify_cancel():
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # re-raised by the waiting thread
+                fut.set_exception(exc)
+
+
+def _on_owner_thread(fn):
+    """``fn()`` run on the Ray owner thread, one daemon thread that lives as long as the process, while the calling
+    thread waits in short steps (so that Ctrl-C and SIGTERM stop the wait at any moment).
+
+    Ray's connection attempts run in C++ and hold off the Python signal handlers of the thread that calls them:
+    ``ray.init`` on the main thread made a Ctrl-C or SIGTERM wait until Ray gave up (minutes). The thread must
+    outlive the local Ray: Ray starts its processes with a parent-death signal, which Linux sends when the thread
+    that started them ends."""
+    with _OWNER_LOCK:
+        if not _OWNER or not _OWNER[0].is_alive():
+            _OWNER[:] = [threading.Thread(target=_owner_loop, name="ray-owner", daemon=True)]
+            _OWNER[0].start()
+    fut: concurrent.futures.Future = concurrent.futures.Future()
+    _OWNER_JOBS.put((fn, fut))
+    while True:
+        try:
+            return fut.result(timeout=0.1)
+        except concurrent.futures.TimeoutError:
+            continue
+
+
+def _init_on_thread(ray, kwargs: dict) -> None:
+    """``ray.init(**kwargs)`` on the Ray owner thread (:func:`_on_owner_thread`), without Ray's warning that it set
+    no SIGTERM handler there (:func:`stop_on_sigterm` sets the sweep's)."""
+    log = logging.getLogger("ray._private.worker")
+    quiet = _NotMainThread()
+    log.addFilter(quiet)
+    try:
+        _on_owner_thread(lambda: ray.init(**kwargs))
+    finally:
+        log.removeFilter(quiet)
+
+
 def _ray_init(ray_cfg):
+    if _ray_initialized():
+        return sys.modules["ray"]
     timeout = float(getattr(ray_cfg, "connect_timeout_s", 15.0))
+    address, field = cluster_address(ray_cfg)
+    if address is not None:
+        _probe(address, timeout, field)  # before Ray is imported: a dead cluster fails within the timeout
     import ray
 
-    if ray.is_initialized():
-        return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
-    if ray_cfg.address:
-        _probe(str(ray_cfg.address), timeout)
-        kwargs["address"] = ray_cfg.address
+    if address is not None:
+        kwargs["address"] = address
         # ship this source tree to the cluster's workers (its dependencies must be installed there)
         kwargs["runtime_env"] = {"py_modules": [str(_PACKAGE_DIR)],
                                  "env_vars": {"JAX_ENABLE_X64": "1", **worker_env()}}  # the compilation cache
+        # Ray retries the cluster once a second for this many attempts (default 30): our timeout
+        os.environ["RAY_gcs_server_port_wait_time_s"] = str(max(1, int(round(timeout))))
     else:
+        kwargs["address"] = "local"  # never a cluster named by RAY_ADDRESS or a current-cluster file
+        if os.environ.get(RAY_ADDRESS_VARIABLE, "").strip():
+            print(f"sweep: {RAY_ADDRESS_VARIABLE}={os.environ[RAY_ADDRESS_VARIABLE].strip()} is not read: "
+                  f"ray.address is unset, so the sweep starts its own local Ray (ray.address=auto joins the "
+                  f"cluster {RAY_ADDRESS_VARIABLE} names)", file=sys.stderr)
         if ray_cfg.num_cpus:
             kwargs["num_cpus"] = int(ray_cfg.num_cpus)
         # workers import the package from this source tree
         kwargs["runtime_env"] = {"env_vars": {"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", ""),
                                               "PYTHONPATH": str(_PACKAGE_DIR.parent)}}
         _choose_token_auth()
-    if ray_cfg.address:
-        # Ray retries the cluster once a second for this many attempts (default 30): our timeout
-        os.environ["RAY_gcs_server_port_wait_time_s"] = str(max(1, int(round(timeout))))
+        _start_reaper()  # first: a driver killed while Ray starts leaves nothing running either
     try:
         with _stderr_kept_on_success():  # Ray's C++ client logs a warning line per failed attempt
-            ray.init(**kwargs)
-    except (ConnectionError, TimeoutError) as exc:
-        raise ClusterError(f"ray.address = {ray_cfg.address!r} is invalid: Ray could not connect "
-                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}). Start a cluster "
-                           f"(ray start --head) or drop ray.address to run on a local Ray.",
-                           "ray.address", ray_cfg.address, "the address of a running Ray cluster") from None
-    if not ray_cfg.address:
-        _start_reaper()
+            _init_on_thread(ray, kwargs)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        if address is None:
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise _dead(field, address, f"{type(exc).__name__}: {first}".rstrip(": "),
+                    answered=not isinstance(exc, (ConnectionError, TimeoutError))) from None
     return ray
 
 
@@ -170,11 +360,15 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     command after it finished) is not computed again: its dataset's path is
     returned (and ``warn`` says so). A failed write (full disk, unwritable directory)
     raises :class:`~evaluator.errors.StorageError` saying what is kept; Ctrl-C
-    stops the run, keeping the finished chunks. ``stop_after`` (tests) returns
+    (and SIGTERM, as :class:`Interrupted`, in the main thread) stops the run at any
+    moment, connecting to Ray included, keeping the finished chunks. ``ray.address``
+    unset starts a local Ray whatever ``RAY_ADDRESS`` or Ray's current-cluster file
+    say; a cluster to join is probed within ``ray.connect_timeout_s``
+    (:func:`cluster_address`). ``stop_after`` (tests) returns
     ``None`` after that many chunks were persisted in this call, as an
     interrupted run would.
     """
-    with store.RunLock(plan):
+    with store.RunLock(plan), stop_on_sigterm():
         done = finished(plan)
         if done is not None:
             store.clear(plan)  # chunks a run killed after its final write left behind
@@ -242,7 +436,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     pending: dict[Any, str] = {}
     try:
         if use_ray and todo:
-            started_here = not _ray_initialized() and not getattr(ray_cfg, "address", None)
+            started_here = not _ray_initialized() and not _joins(ray_cfg)
             ray = _ray_init(ray_cfg or _default_ray_cfg())
             remote = ray.remote(max_retries=int(getattr(ray_cfg, "max_retries", 3)), retry_exceptions=False)(
                 _remote_chunk)

@@ -529,8 +529,17 @@ class PhasedTraffic(AbstractTraffic):
         return np.sum([p.sent_per_task() for p in self.phases], axis=0)
 
     def senders(self) -> TaskBools:
-        """Tasks that send a positive number of bytes in some phase."""
-        return np.any([p.senders() for p in self.phases], axis=0)
+        """Tasks that send a positive number of bytes in some phase (the flow-list phases' senders in one
+        pass)."""
+        out = np.zeros(self.n_tasks, dtype=bool)
+        flows = [p for p in self.phases if p.kernel_input == "flows"]
+        if flows:
+            nb = np.concatenate([p.nbytes for p in flows])
+            out[np.concatenate([p.src for p in flows])[nb > 0]] = True
+        for p in self.phases:
+            if p.kernel_input != "flows":
+                out |= p.senders()
+        return out
 
     def scaled(self, factor: float) -> PhasedTraffic:
         """Every phase with every flow multiplied by ``factor``."""
@@ -549,8 +558,24 @@ class PhasedTraffic(AbstractTraffic):
         return Traffic(self.n_tasks, src[idx], dst[idx], nb[idx], self.name)
 
     def pair_bytes(self, task_loc, n_loc: int, check=None):
-        """Every phase's entries, phase after phase."""
-        parts = [p.pair_bytes(task_loc, n_loc, check) for p in self.phases]
+        """Every phase's entries, phase after phase (runs of flow-list phases in one pass: a trace has
+        thousands)."""
+        parts, run = [], []
+
+        def flush():
+            if run:
+                parts.append(Traffic(self.n_tasks, np.concatenate([p.src for p in run]),
+                                     np.concatenate([p.dst for p in run]),
+                                     np.concatenate([p.nbytes for p in run])).pair_bytes(task_loc, n_loc, check))
+                run.clear()
+
+        for p in self.phases:
+            if p.kernel_input == "flows":
+                run.append(p)
+                continue
+            flush()
+            parts.append(p.pair_bytes(task_loc, n_loc, check))
+        flush()
         return tuple(np.concatenate([q[i] for q in parts]) for i in range(3))
 
     def location_bytes(self, task_loc, n_loc: int):

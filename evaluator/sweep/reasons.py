@@ -1,0 +1,61 @@
+"""The summary of a sweep's infeasible points: their reasons grouped by rule, the rule that covers most points
+first.
+
+A point's ``reason`` is ``"<field>: <what is allowed>"`` (:func:`evaluator.errors.reason`), often with the
+numbers of that point (``placement.gamma: |gamma| <= nodes per group a*p = 32; got |gamma| = 64``, ``... got
+|gamma| = 128``, ``traffic.beta: a divisor of alpha[0] = 512``, ``... alpha[2] = 512``). Counted text by text, one
+cause spread over many values came after a rarer one and the cause of most points could fall out of the four
+shown. Reasons are grouped by their rule: the text without what the point had (``; got ...``) and with every
+number read as a number; the group covering most points comes first, shown by its most common text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["summarize_reasons", "infeasible_reasons"]
+
+_GOT = re.compile(r";\s*got\b.*$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def _clean(text) -> str:
+    return " ".join(str(text).split()).rstrip(".") or "no reason recorded"
+
+
+def _rule(text: str) -> str:
+    return _NUMBER.sub("#", _GOT.sub("", text))
+
+
+def summarize_reasons(reasons: Iterable[str], n: int = 4) -> str:
+    """``"250 x <reason>, 12 x <reason> (3 variants), and 2 other reason(s)"``: ``reasons`` (one per infeasible
+    point) grouped by rule, the group covering most points first (ties: in order of first appearance); a group of
+    several texts is shown by its most common one, without the point's own value (``; got ...``)."""
+    counts = Counter(_clean(r) for r in reasons)
+    groups: dict[str, Counter] = {}
+    for text, c in counts.items():
+        groups.setdefault(_rule(text), Counter())[text] = c
+    ranked = sorted(groups.values(), key=lambda g: -sum(g.values()))
+    parts = []
+    for g in ranked[:n]:
+        top = g.most_common(1)[0][0]
+        if len(g) > 1:
+            top = _GOT.sub("", top) + f" ({len(g)} variants)"
+        parts.append(f"{sum(g.values())} x {top}")
+    text = ", ".join(parts)
+    if len(ranked) > n:
+        text += f", and {len(ranked) - n} other reason(s)"
+    return text
+
+
+def infeasible_reasons(ds) -> list[str]:
+    """The ``reason`` of every infeasible point of a sweep dataset (points with ``feasible`` False; every point
+    when the dataset has no ``feasible``)."""
+    reasons = np.asarray(ds["reason"].values).reshape(-1)
+    if "feasible" in ds:
+        reasons = reasons[~np.asarray(ds["feasible"].values, bool).reshape(-1)]
+    return [str(r) for r in reasons]
