@@ -56,3 +56,20 @@ def test_python_example_and_cli():
     assert ds.attrs["traffic"] == "allreduce auto(mpich) -> rabenseifner"
     check_stated(DOC, r"-> rabenseifner`, ([0-9.]+) us with latency", float(ds.time_with_latency) * 1e6, command=cmd)
     check_stated(DOC, r"\(([0-9.]+)% of it latency", 100 * (1 - 7.68e-6 / 37.68e-6), command=cmd)
+
+
+def test_jobs_example():
+    import numpy as np
+
+    from evaluator.jobs import Job, evaluate_jobs
+
+    t = ev.torus([8], wrap=False)
+    a = Job(traffic.from_flows(2, [0], [1], [4e6]), placement.explicit(t, np.array([0, 7])), name="a")
+    b = Job(traffic.from_flows(4, [0, 1], [2, 3], [4e6, 4e6]), placement.explicit(t, np.array([1, 2, 5, 6])), name="b")
+    cmd = 'job_summary_lines(evaluate_jobs(t, [a, b], "dor", sharing="max_min", fairness="flow"))'
+    flow = evaluate_jobs(t, [a, b], "dor", sharing="max_min", fairness="flow")
+    job = evaluate_jobs(t, [a, b], "dor", sharing="max_min", fairness="job")
+    check_stated(DOC, r"flow-fair \[ms\]: a [0-9.]+ -> ([0-9.]+) \(x", float(flow.time_max_min[0]) * 1e3, command=cmd)
+    check_stated(DOC, r"flow-fair \[ms\]: a ([0-9.]+) ->", float(flow.time_max_min_alone[0]) * 1e3, command=cmd)
+    check_stated(DOC, r"finishes at ([0-9.]+) ms \(x", float(job.time_max_min[0]) * 1e3, command=cmd)
+    check_stated(DOC, r"a third and takes ([0-9.]+) ms", float(flow.time_max_min[0]) * 1e3, command=cmd)
