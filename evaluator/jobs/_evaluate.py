@@ -313,6 +313,9 @@ def evaluate_jobs(
     if sharing != "bound":
         ds.attrs.update({"flow_sharing": f"max-min, {fairness}-fair, message by message (time_max_min)",
                          "fairness": fairness})
+    elif topology.latency is not None:
+        ds.attrs["latency_note"] = ("the network's latency model is not part of the job-level speeds model "
+                                    "(completion_time); sharing=max_min times every message with it")
     ds.attrs.update({"topology": topology.name, "n_nodes": topology.n_nodes, "n_routers": topology.n_routers,
                      "n_jobs": J, "background": bg_label, "sharing": "max-min fair speeds (progressive filling)",
                      "exclusive_nodes": int(bool(exclusive_nodes)), "evaluator_version": __version__})
@@ -356,6 +359,8 @@ def job_summary_lines(ds: xr.Dataset) -> list[str]:
                      f"{ds.other_job.values[worst[1]]} alone")
     if "blocked" in a:
         lines.append(f"blocked     {a['blocked']}")
+    if "latency_note" in a:
+        lines.append(f"note        {a['latency_note']}")
     return lines
 
 

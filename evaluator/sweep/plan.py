@@ -382,6 +382,9 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     sharing, fairness = request.config.sharing, request.config.fairness
     require(sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}", nearest(sharing, SHARINGS))
     require(fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}", nearest(fairness, FAIRNESS))
+    if request.config.jobs and sharing != "bound":
+        raise ConfigError("sharing", sharing, "bound in a sweep of several jobs",
+                          "Flow-level sharing of several jobs is evaluator eval's (with jobs) and evaluate_jobs'.")
     progression = request.config.progression
     require(progression in PROGRESSIONS, "progression", progression, f"one of {list(PROGRESSIONS)}",
             nearest(progression, PROGRESSIONS))
