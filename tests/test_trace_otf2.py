@@ -26,8 +26,11 @@ def write_trace(path, n_ranks, records, subs=None, threads=1):
     ``subs``: ``{name: [world ranks in communicator order]}``. ``records`` (times in us; per rank written in
     time order): ``("send"|"isend", rank, t, receiver, comm, bytes)``, ``("recv", rank, t, sender, comm,
     bytes)``, ``("coll", rank, t, op, comm, root, sent, received)`` (a Begin at ``t - 1`` and an End at
-    ``t``). ``rank`` may be ``(rank, thread)`` with ``threads`` locations per rank (thread 0 is the rank's
-    location in the MPI group).
+    ``t``), ``("icoll", rank, t_start, t, op, comm, root, sent, received)`` (a non-blocking collective, as
+    ``MPI_Iallreduce`` and its ``MPI_Wait``: a NonBlockingCollectiveRequest at ``t_start`` and a
+    NonBlockingCollectiveComplete at ``t``, one request id per record), ``("begin", rank, t)`` (an
+    MpiCollectiveBegin alone). ``rank`` may be ``(rank, thread)`` with ``threads`` locations per rank (thread 0
+    is the rank's location in the MPI group).
     """
     with otf2.writer.open(str(path), timer_resolution=RES) as tr:
         d = tr.definitions
@@ -43,8 +46,12 @@ def write_trace(path, n_ranks, records, subs=None, threads=1):
             comms[name] = d.comm(name, group=d.group(name, group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
                                                      members=list(members)), parent=comms["world"])
         by_loc = {}
-        for rec in records:
+        for i, rec in enumerate(records):
             key = rec[1] if isinstance(rec[1], tuple) else (rec[1], 0)
+            if rec[0] == "icoll":  # two events, at the request and at the completion
+                by_loc.setdefault(key, []).append(("nbreq", rec[1], rec[2], 100 + i))
+                by_loc[key].append(("nbdone", rec[1], rec[3], *rec[4:], 100 + i))
+                continue
             by_loc.setdefault(key, []).append(rec)
         for key in sorted(by_loc):
             w = tr.event_writer_from_location(locs[key])
@@ -56,6 +63,13 @@ def write_trace(path, n_ranks, records, subs=None, threads=1):
                     w.mpi_isend(t, rec[3], comms[rec[4]], 0, rec[5], 7)
                 elif kind == "recv":
                     w.mpi_recv(t, rec[3], comms[rec[4]], 0, rec[5])
+                elif kind == "begin":
+                    w.mpi_collective_begin(t)
+                elif kind == "nbreq":
+                    w.non_blocking_collective_request(t, rec[3])
+                elif kind == "nbdone":
+                    w.non_blocking_collective_complete(t, getattr(CollectiveOp, rec[3]), comms[rec[4]], rec[5],
+                                                       int(rec[6]), int(rec[7]), rec[8])
                 else:
                     w.mpi_collective_begin(t - 1)
                     w.mpi_collective_end(t, getattr(CollectiveOp, rec[3]), comms[rec[4]], rec[5], int(rec[6]),
@@ -194,8 +208,8 @@ def test_collective_is_its_algorithm_over_the_communicator(tmp_path, op, alg):
     tr = from_trace(p, mode="phased", algorithms={op: alg})
     names = [n for n in tr.phase_names if n != "p2p0"]
     assert tr.phase_names[0] == "p2p0"
-    otf = "reduce" if op == "reduce" else SCOREP[op][0].lower()
-    assert names == [f"{otf}0.step{s}" for s in range(len(names))] and len(names) == len(expect)
+    # labelled by the collectives module's name of the operation (broadcast, not OTF2's BCAST)
+    assert names == [f"{op}0.step{s}" for s in range(len(names))] and len(names) == len(expect)
     for ph, T in zip(tr.phases[1:], expect):
         np.testing.assert_allclose(ph.to_dense(), T)
     agg = from_trace(p, algorithms={op: alg})
@@ -224,6 +238,111 @@ def test_ignored_collectives_are_counted_and_named(tmp_path):
         tr = from_trace(p)
     assert "BARRIER" not in str(w[0].message) and "SCAN" not in str(w[0].message)  # no bytes: not warned
     np.testing.assert_array_equal(tr.to_dense(), dense(4, [(1, 2, 9)]))
+
+
+def test_phase_labels_use_the_collectives_names(tmp_path):
+    # BCAST, ALLTOALLV and ALLGATHERV are the collectives module's broadcast, alltoall and allgather: so are
+    # their phases' labels (they were bcast0, alltoallv1, allgatherv2)
+    recs = (coll_records("BCAST", range(4), 10, 0, 1000, root=0) + coll_records("ALLTOALLV", range(4), 20, 4000, 4000)
+            + coll_records("ALLGATHERV", range(4), 30, 4000, 4000) + coll_records("REDUCE", range(4), 40, 800, 0,
+                                                                                  root=1))
+    tr = from_trace(write_trace(tmp_path / "t", 4, recs), mode="phased")
+    assert {n.split(".")[0] for n in tr.phase_names} == {"broadcast0", "alltoall1", "allgather2", "reduce3"}
+
+
+def _one_warning(w, *words):
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 1, msgs
+    for word in words:
+        assert word in msgs[0], msgs[0]
+    return msgs[0]
+
+
+def test_collective_a_member_never_recorded_is_not_expanded_and_is_named(tmp_path):
+    # member 3 of a 4-rank MPI_COMM_WORLD never recorded the allreduce: it was expanded over all four ranks,
+    # silently. Now: not expanded (its records contradict each other), counted in ignored, named in a warning
+    sends = [("send", 0, 50, 1, "world", 9)]
+    recs = [r for r in coll_records("ALLREDUCE", range(4), 10, 4 * 1000, 4 * 1000) if r[1] != 3] + sends
+    p = write_trace(tmp_path / "t", 4, recs)
+    rec = read_otf2(p)
+    assert rec.collectives[0].missing == (3,) and rec.ignored == {"ALLREDUCE (not recorded by every member)": 1}
+    with pytest.warns(UserWarning) as w:
+        tr = from_trace(p)
+    _one_warning(w, "ALLREDUCE", "'MPI_COMM_WORLD'", "member(s) [3] of its 4", "not expanded")
+    np.testing.assert_array_equal(tr.to_dense(), dense(4, [(0, 1, 9)]))
+    # on a sub-communicator, the missing member is named by its rank (world rank 7 = communicator rank 2)
+    recs = [r for r in coll_records("ALLGATHER", [5, 2, 7], 10, 3 * 64, 3 * 64, comm="sub") if r[1] != 7] \
+        + sends + [("send", 5, 50, 1, "world", 4)]
+    p = write_trace(tmp_path / "s", 8, recs, subs={"sub": [5, 2, 7]})
+    with pytest.warns(UserWarning) as w:
+        tr = from_trace(p, mode="phased")
+    _one_warning(w, "ALLGATHER", "'sub'", "member(s) [7] of its 3")
+    # no traffic of its own, still a boundary for the ranks that recorded it (rank 5, not rank 0)
+    assert tr.phase_names == ("p2p0", "p2p1")
+    np.testing.assert_array_equal(tr.phases[1].to_dense(), dense(8, [(5, 1, 4)]))
+
+
+def test_collective_recorded_by_one_rank_only_adds_no_traffic(tmp_path):
+    # a full allreduce, then one only rank 0 recorded: the second became a whole allreduce (every rank's
+    # bytes doubled). Now it adds nothing, and the warning names the three members that did not record it.
+    full = coll_records("ALLREDUCE", range(4), 10, 4 * 1000, 4 * 1000)
+    one = full + [("coll", 0, 30, "ALLREDUCE", "world", UNDEF, 4 * 1000, 4 * 1000)]
+    ref = from_trace(write_trace(tmp_path / "full", 4, full))
+    with pytest.warns(UserWarning) as w:
+        tr = from_trace(write_trace(tmp_path / "one", 4, one))
+    _one_warning(w, "ALLREDUCE (collective 1", "'MPI_COMM_WORLD'", "member(s) [1, 2, 3] of its 4 (1 recorded it)")
+    np.testing.assert_allclose(tr.to_dense(), ref.to_dense())
+    assert tr.total_bytes == ref.total_bytes == 4 * 3 * 2 * 1000 / 4 * 1.0  # one ring allreduce of 1 kB
+
+
+def test_nonblocking_collectives_are_read_as_their_blocking_counterpart(tmp_path):
+    # a 1 MB MPI_Iallreduce (NonBlockingCollectiveRequest ... NonBlockingCollectiveComplete) vanished without a
+    # word; now it is the allreduce it is, at its completion
+    x, N = 10 ** 6, 4
+    blocking = coll_records("ALLREDUCE", range(N), 40, N * x, N * x)
+    nonblocking = [("icoll", r, 10, 40 + r, "ALLREDUCE", "world", UNDEF, N * x, N * x) for r in range(N)]
+    ref = from_trace(write_trace(tmp_path / "b", N, blocking))
+    p = write_trace(tmp_path / "nb", N, nonblocking + [("send", 0, 20, 1, "world", 5), ("send", 0, 60, 1, "world",
+                                                                                          7)])
+    rec = read_otf2(p)
+    assert rec.n_nonblocking == N and len(rec.collectives) == 1 and rec.collectives[0].nonblocking
+    assert rec.ignored == {}
+    assert rec.collectives[0].time == pytest.approx(33e-6)  # its last record's completion (after the 10 us offset)
+    tr = from_trace(p)
+    np.testing.assert_allclose(tr.to_dense(), ref.to_dense() + dense(N, [(0, 1, 12)]))
+    ph = from_trace(p, mode="phased")
+    steps = collective_steps("allreduce", COLLECTIVES["allreduce"][0], N, float(x))
+    assert ph.phase_names == ("p2p0", *(f"allreduce0.step{s}" for s in range(len(steps))), "p2p1")
+
+
+def test_nonblocking_and_blocking_collectives_pair_by_when_they_start(tmp_path):
+    # rank 0 starts an Iallreduce, then a Bcast, and completes the Iallreduce last; rank 1 completes it before
+    # its Bcast. MPI matches a communicator's collectives in the order they start: by completion, rank 0's
+    # BCAST would be paired with rank 1's ALLREDUCE.
+    recs = [("icoll", 0, 1, 20, "ALLREDUCE", "world", UNDEF, 2 * 100, 2 * 100),
+            ("coll", 0, 10, "BCAST", "world", 0, 0, 64),
+            ("icoll", 1, 1, 3, "ALLREDUCE", "world", UNDEF, 2 * 100, 2 * 100),
+            ("coll", 1, 10, "BCAST", "world", 0, 0, 64)]
+    rec = read_otf2(write_trace(tmp_path / "t", 2, recs))
+    assert [(c.op, c.nonblocking, sorted(c.ranks.tolist())) for c in rec.collectives] == [
+        ("BCAST", False, [0, 1]), ("ALLREDUCE", True, [0, 1])]  # in completion order
+
+
+def test_nonblocking_request_never_completed_is_counted(tmp_path):
+    with otf2.writer.open(str(tmp_path / "t"), timer_resolution=RES) as tr:
+        d = tr.definitions
+        node = d.system_tree_node("m")
+        locs = [d.location(f"r{r}", group=d.location_group(f"R{r}", system_tree_parent=node)) for r in range(2)]
+        d.group("wl", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+        world = d.comm("W", group=d.group("w", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
+                                          members=[0, 1]))
+        w = tr.event_writer_from_location(locs[0])
+        w.mpi_send(0, 1, world, 0, 10)
+        w.non_blocking_collective_request(1, 3)  # the trace ends before its completion
+    p = str(tmp_path / "t" / "traces.otf2")
+    assert read_otf2(p).ignored == {"NonBlockingCollectiveRequest never completed": 1}
+    with pytest.warns(UserWarning, match="NonBlockingCollectiveRequest never completed x1"):
+        from_trace(p)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -326,7 +445,8 @@ def _refused(path, *words, **kw):
 
 
 def test_missing_and_wrong_paths(tmp_path, good):
-    _refused(str(tmp_path / "nope.otf2"), "nope.otf2", "No such file")
+    msg = _refused(str(tmp_path / "nope.otf2"), "nope.otf2", "No such file", "an existing OTF2 trace anchor file")
+    assert "an existing an" not in msg
     os.makedirs(tmp_path / "empty_dir")
     _refused(str(tmp_path / "empty_dir"), "holds no .otf2 file")
     _refused(os.path.join(os.path.dirname(good), "traces.def"), "ends in .otf2")
@@ -355,14 +475,15 @@ def test_missing_definitions_and_event_files(tmp_path, good):
 def test_truncated_or_corrupt_files(tmp_path, good, capfd):
     p = _copy(good, tmp_path, "d")
     _cut(os.path.join(p[:-5], "1.evt"))
-    _refused(p, "the events", "truncated or corrupt")
+    # the file that cannot be read is named (the error named the directory of every .evt file)
+    _refused(p, "the events of location 'rank 1 thread 0'", os.path.join(p[:-5], "1.evt"), "truncated or corrupt")
     p = _copy(good, tmp_path, "e")
     _cut(p[:-5] + ".def")
     _refused(p, "global definitions", "truncated or corrupt")
     p = _copy(good, tmp_path, "f")
     with open(os.path.join(p[:-5], "0.evt"), "wb") as fh:
         fh.write(np.random.default_rng(5).bytes(300))
-    _refused(p, "truncated or corrupt")
+    _refused(p, os.path.join(p[:-5], "0.evt"), "truncated or corrupt")
     assert "[OTF2]" not in capfd.readouterr().err  # the library's own messages went into the error, not stderr
 
 
@@ -426,3 +547,19 @@ def test_config_build_and_evaluate_on_a_torus(tmp_path):
     with pytest.raises(ConfigError) as e:  # a trace of more ranks than the job's tasks
         config.build(config.to_object(config.compose(over + ["traffic.n_tasks=4"])))
     assert "8 ranks" in str(e.value)
+
+
+def test_placement_too_small_says_the_task_count_is_the_trace_s(tmp_path):
+    from evaluator import config
+
+    p = write_trace(tmp_path / "t", 8, [("send", 0, 0, 7, "world", 5)])
+    over = ["traffic=trace", f"traffic.path={p}", "topology=torus", "topology.dims=[2,2]", "routing=dor",
+            "placement=linear"]
+    with pytest.raises(ConfigError) as e:
+        config.build(config.to_object(config.compose(over)))
+    msg = str(e.value)
+    assert e.value.field == "placement.n_tasks" and e.value.value == 8
+    assert f"The 8 tasks are the trace's ranks: traffic=trace takes its task count from the trace {p}" in msg, msg
+    with pytest.raises(ConfigError) as e:  # a count the user set is named as such
+        config.build(config.to_object(config.compose(over + ["traffic.n_tasks=12"])))
+    assert "The 12 tasks are traffic.n_tasks = 12 (traffic=trace)" in str(e.value)

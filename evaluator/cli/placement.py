@@ -1,20 +1,47 @@
 """``evaluator placement [overrides] [--write-rank-order DIR [--force]]``: build one placement, describe it, write
 the launcher's files (``MPICH_RANK_ORDER`` and ``node_list``; files already in ``DIR`` are replaced only with
-``--force``)."""
+``--force``).
+
+``DIR`` is taken as given (relative to the working directory). The docs' ``launch/`` is in the checkout's
+``.gitignore``; a directory inside the checkout that git does not ignore gets a note saying so, since ``git
+status`` will list the files (:func:`checkout_note`)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
 
 from .. import config
 from ..errors import ConfigError
+from ..io import repo_dir
 from ..placement import alps_order, compute_mask, write_launch_files
 from ..topology import TorusTopology
 from .._args import ArgumentParser
 
-__all__ = ["main"]
+__all__ = ["main", "checkout_note"]
+
+
+def checkout_note(written: Path, root: Path | None = None) -> str | None:
+    """A note when the file ``written`` lies inside the git checkout ``root`` (default: this checkout,
+    :func:`~evaluator.io.repo_dir`) and git does not ignore it; None otherwise, or when git cannot tell."""
+    root = Path(repo_dir() if root is None else root).resolve()
+    try:
+        rel = Path(written).resolve().relative_to(root)
+    except ValueError:
+        return None
+    if not (root / ".git").exists():
+        return None
+    try:
+        rc = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", str(rel)], capture_output=True,
+                            timeout=10, check=False).returncode
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if rc != 1:  # 0: ignored; 128: git could not tell
+        return None
+    return (f"note: {rel.parent}/ is inside the checkout {root} and git does not ignore it (git status lists it); "
+            f"write the launcher's files outside the checkout, or into launch/ (ignored)")
 
 
 def main(argv: list[str]) -> int:
@@ -66,4 +93,7 @@ def main(argv: list[str]) -> int:
                                     header="evaluator placement " + " ".join(args.overrides))
         print(f"rank order: {ro}  (export MPICH_RANK_REORDER_METHOD=3)")
         print(f"node list: {nl}  (aprun -L `cat {nl}` -N {int(counts.max())} ...; nodes filled in {fill} order)")
+        note = checkout_note(Path(ro))
+        if note:
+            print(note)
     return 0

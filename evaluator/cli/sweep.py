@@ -10,6 +10,11 @@ Axes come from the study's ``sweep.axes`` and from Hydra sweep overrides on the 
 (``routing=minimal,valiant``, ``placement.seed='range(0,8)'``; see docs/sweeps.md). A sweep with no
 feasible point exits with status 2 and the counted reasons, after writing its dataset; a sweep with some infeasible
 points prints theirs. Reasons are grouped by rule, the rule covering most points first.
+
+The table printed at the end (:func:`end_table`) ranks the feasible rows: the best five, and the best row of every
+value of each categorical axis (an axis whose labels are not all numbers: ``routing``, ``placement``,
+``traffic.beta``), so that no routing of the sweep is hidden below the fifth row; ``rank`` is the row's place in
+the whole ranking.
 """
 
 from __future__ import annotations
@@ -33,6 +38,54 @@ def _reasons(ds, n: int = 4) -> str:
     """``"12 x <reason>, 3 x <reason>, and 2 other reasons"``: the infeasible points' reasons grouped by rule, the
     one covering most points first (:func:`~evaluator.sweep.reasons.summarize_reasons`)."""
     return summarize_reasons(infeasible_reasons(ds), n)
+
+
+TOP = 5
+"""Rows of the end-of-sweep table before the best of each categorical axis's values."""
+MAX_VALUES = 24
+"""A categorical axis with more values than this is not expanded in the end-of-sweep table (its values are
+named as a count; ``evaluator query --over`` ranks them)."""
+
+
+def _is_number(label) -> bool:
+    try:
+        float(str(label))
+    except ValueError:
+        return False
+    return True
+
+
+def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
+    """``(table, note)``: the end-of-sweep table of ``ds`` ranked by ``metric`` (:func:`~evaluator.query.best`),
+    its ``top`` best rows and, for every categorical axis (labels not all numbers, more than one value), the best
+    row of each of its values; ``rank`` is the row's place in the whole ranking. ``note``: one line saying what
+    is shown (empty when it is the top rows only), naming values with no feasible row."""
+    ranked = best(ds, metric)
+    dims = [str(d) for d in ds[metric].dims]
+    keep = list(ranked.index[:top])
+    axes, notes = [], []
+    for a in dims:
+        if a not in ranked.columns or a not in ds.coords:
+            continue
+        labels = [str(v) for v in ds[a].values.tolist()]
+        if len(labels) < 2 or all(_is_number(v) for v in labels):
+            continue
+        if len(labels) > max_values:
+            notes.append(f"{a} has {len(labels)} values: evaluator query --over to rank each")
+            continue
+        axes.append(a)
+        col = ranked[a].astype(str)
+        keep += [int(i) for i in col.groupby(col, sort=False).head(1).index]  # ranked: the first is the best
+        none = [v for v in labels if v not in set(col)]
+        if none:
+            notes.append(f"no feasible row for {a}={', '.join(none)}")
+    table = ranked.loc[sorted(set(keep))]
+    table.attrs = dict(ranked.attrs)
+    extra = len(table) - min(top, len(ranked))
+    if extra:
+        notes.insert(0, f"the best {min(top, len(ranked))} of {len(ranked)} rows and the best of each value of "
+                        f"{', '.join(axes)} ({extra} more)")
+    return table, "; ".join(notes)
 
 
 def main(argv: list[str]) -> int:
@@ -77,6 +130,9 @@ def main(argv: list[str]) -> int:
         raise WordedError(f"0 feasible of {n_points} points: {_reasons(ds)}. Nothing to rank; the dataset "
                           f"(every point with its reason) is {path}", "sweep", plan.name,
                           "a sweep with at least one feasible point")
-    print(format_table(best(ds, "makespan" if "makespan" in ds else "completion_time", n=5)))
+    table, note = end_table(ds, "makespan" if "makespan" in ds else "completion_time")
+    print(format_table(table))
+    if note:
+        print(f"shown: {note}; every row: evaluator query {path}")
     print(f"dataset: {path}")
     return 0

@@ -43,9 +43,37 @@ def build_traffic(cfg, topology: Topology) -> Traffic | DenseTraffic:
     return TRAFFICS[cfg.kind].build(cfg, topology)
 
 
+_TASKS_FROM = {
+    "trace": "the trace's ranks: traffic=trace takes its task count from the trace {path} (traffic.n_tasks is "
+             "null), not from placement.n_tasks",
+    "file": "the task count of the traffic file {path} (traffic=file), not placement.n_tasks",
+}
+"""Where the task count of a traffic kind that reads it from a file comes from, for a placement's refusal."""
+
+
+def _tasks_from(exc: ConfigError, traffic_cfg, n_tasks: int) -> ConfigError:
+    """``exc`` (a placement's refusal of ``n_tasks`` tasks) saying where the task count comes from, when the
+    traffic read it from a file (a trace's ranks: the user set no task count anywhere)."""
+    kind = getattr(traffic_cfg, "kind", None)
+    if type(exc) is not ConfigError or exc.field != "placement.n_tasks" or kind not in _TASKS_FROM:
+        return exc
+    if getattr(traffic_cfg, "n_tasks", None) is not None:
+        source = f"traffic.n_tasks = {traffic_cfg.n_tasks!r} (traffic={kind})"
+    else:
+        source = _TASKS_FROM[kind].format(path=getattr(traffic_cfg, "path", None))
+    return ConfigError(exc.field, exc.value, exc.allowed, f"The {n_tasks} tasks are {source}. {exc.hint or ''}".strip())
+
+
 def build_placement(cfg, topology: Topology, traffic_cfg, n_tasks: int, topology_cfg=None) -> Placement:
-    """Placement from a placement schema, for ``n_tasks`` tasks."""
-    return PLACEMENTS[cfg.kind].build(cfg, PlacementContext(topology, n_tasks, traffic_cfg, topology_cfg))
+    """Placement from a placement schema, for ``n_tasks`` tasks (a refusal of the task count says where it came
+    from when the traffic read it from a file)."""
+    try:
+        return PLACEMENTS[cfg.kind].build(cfg, PlacementContext(topology, n_tasks, traffic_cfg, topology_cfg))
+    except ConfigError as exc:
+        new = _tasks_from(exc, traffic_cfg, n_tasks)
+        if new is exc:
+            raise
+        raise new from None
 
 
 @dataclass(frozen=True)

@@ -595,6 +595,25 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     return ds
 
 
+def _check_study(study, baseline: str) -> None:
+    """``study`` (of :func:`speedup_table`) is a dataset of :func:`allocation_mode_study` with what ``baseline``
+    needs; a :class:`ConfigTypeError`/:class:`ConfigError` naming ``study`` otherwise."""
+    allowed = ("an xarray.Dataset of evaluator.studies.allocation_mode_study (dims pattern, groups; "
+               "or None: computed here)")
+    if not isinstance(study, xr.Dataset):
+        value = study if isinstance(study, (int, float, str, bool)) else type(study).__name__
+        raise ConfigTypeError("study", value, allowed,
+                              "Pass study=allocation_mode_study(machine, groups), or xarray.open_dataset(PATH) of a "
+                              "study written by evaluator study rdn --out PATH.")
+    need = ["pattern", "groups", f"gain_{baseline}", f"gain_{baseline}_no_bg"]
+    missing = [v for v in need if v not in study.variables]
+    if missing:
+        raise ConfigError("study", f"a dataset without {missing}", f"{allowed}, with {need} for baseline="
+                                                                  f"{baseline!r}",
+                          "Is it the dataset of allocation_mode_study (not its speedup table)? A study computed "
+                          "by another version of the evaluator may lack the variables of this baseline.")
+
+
 def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
                   background: float = 0.26, seed: int = 0, study: xr.Dataset | None = None,
                   baseline: str = "adaptive") -> xr.Dataset:
@@ -621,6 +640,8 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
     it is computed, with the bound ``baseline`` needs).
     """
     require(baseline in GAINS, "baseline", baseline, " | ".join(GAINS))
+    if study is not None:
+        _check_study(study, baseline)
     if study is None:
         study = allocation_mode_study(machine, groups, tuple(PATTERNS), background, seed,
                                       bounds=(baseline,) if baseline in BOUNDS else ())

@@ -263,24 +263,37 @@ def _read_csv(p: str, size: int):
 # ----------------------------------------------------------------------------------------------
 
 
+_COLUMNS = {"src": "column 1 of src,dst,bytes: the sending task", "dst": "column 2 of src,dst,bytes: the receiving task",
+            "row": "the COO 'row' array: the sending task", "col": "the COO 'col' array: the receiving task"}
+
+
 def _check_ids(p: str, name: str, arr: np.ndarray, where) -> int:
-    """Task ids: finite integers >= 0. Returns the largest (-1 if none)."""
+    """Task ids: finite integers >= 0. Returns the largest (-1 if none). A refusal names the column (``src``,
+    ``dst``; ``row``, ``col``), where (line, entry) and the value, and the likely fix."""
     if arr.size == 0:
         return -1
     a = arr
+    column = f" ({_COLUMNS[name]})" if name in _COLUMNS else ""
     if a.dtype.kind == "f":
         bad = ~np.isfinite(a)
         if bad.any():
             i = int(np.argmax(bad))
-            raise _error(p, f"task ids that are finite integers >= 0; {where(i)} has {name} = {float(a[i])!r}")
+            raise _error(p, f"task ids that are finite integers >= 0; {where(i)} has {name} = "
+                            f"{float(a[i])!r}{column}", "A task id numbers a task from 0; is a value missing there?")
         bad = a != np.round(a)
         if bad.any():
             i = int(np.argmax(bad))
-            raise _error(p, f"task ids that are integers >= 0; {where(i)} has {name} = {float(a[i])!r}")
+            raise _error(p, f"task ids that are integers >= 0; {where(i)} has {name} = {float(a[i])!r}{column}, "
+                            f"a fraction",
+                         "A task id numbers a task from 0 (MPI rank); a fraction is no task: are the columns in the "
+                         "order src,dst,bytes (bytes last), or were the ids computed as floats and need rounding?")
     bad = a < 0
     if bad.any():
         i = int(np.argmax(bad))
-        raise _error(p, f"task ids that are integers >= 0; {where(i)} has {name} = {a[i].item()!r}")
+        raise _error(p, f"task ids that are integers >= 0; {where(i)} has {name} = {a[i].item()!r}{column}, "
+                        f"a negative id",
+                     "Task ids count from 0 (MPI ranks) up to the task count - 1; a negative id is no task: is "
+                     "it a placeholder (-1 for none) to drop, or are the ids shifted?")
     return int(a.max())
 
 

@@ -13,15 +13,26 @@ The trace is read with the ``otf2`` package. What is used:
   the record's communicator (``Comm -> Group -> members``), as a rank;
   bytes = ``msgLength``. Receives (``MpiRecv``, ``MpiIrecv``) describe the
   same messages and are not read.
-* **Collectives**: ``MpiCollectiveEnd`` records. Every member of the
-  communicator records one; the ``k``-th record of a rank on a communicator
-  is that communicator's ``k``-th collective (MPI orders a process's
-  collectives on one communicator). Its time is the latest of its records'
-  (its completion). Supported operations are expanded into the steps of an
-  algorithm of :mod:`evaluator.traffic._collectives` over the communicator's
-  members (:data:`OP_MAP`, byte convention in :func:`collective_bytes`);
-  the others are counted in :attr:`TraceRecords.ignored` (and a warning
-  names them when they carry bytes).
+* **Collectives**: ``MpiCollectiveEnd`` records (blocking collectives) and
+  ``NonBlockingCollectiveComplete`` records (``MPI_Iallreduce`` and the other
+  non-blocking collectives, read as their blocking counterpart at their
+  completion). Every member of the communicator records one; the ``k``-th
+  collective a rank starts on a communicator (blocking: its
+  ``MpiCollectiveBegin``; non-blocking: the ``NonBlockingCollectiveRequest``
+  of the same request id) is that communicator's ``k``-th collective (MPI
+  orders a process's collectives on one communicator, blocking and
+  non-blocking together, by when they start). Its time is the latest of its
+  records' (its completion). Supported operations are expanded into the
+  steps of an algorithm of :mod:`evaluator.traffic._collectives` over the
+  communicator's members (:data:`OP_MAP`, byte convention in
+  :func:`collective_bytes`); the others are counted in
+  :attr:`TraceRecords.ignored` (and a warning names them when they carry
+  bytes). A supported collective that some member never recorded is not
+  expanded either: it is counted in ``ignored`` as ``"<OP> (not recorded by
+  every member)"`` and a warning names it, its communicator and the members
+  missing (its records contradict each other: expanding it over every member
+  would invent the missing members' traffic, and one recorded by a single
+  rank would add a whole collective).
 
 Phases (``mode: phased``):
 
@@ -29,7 +40,9 @@ Phases (``mode: phased``):
   its ``k``-th collective (in completion order over the whole trace) and
   before its next one form phase ``p2p{k+1}`` (sends before any collective:
   ``p2p0``); collective ``k`` becomes the phases of its algorithm,
-  ``<op>{k}.step{s}``, one per step, between ``p2p{k}`` and ``p2p{k+1}``.
+  ``<op>{k}.step{s}`` (``<op>`` the collectives module's name of the
+  operation: ``broadcast``, ``alltoall``, ...), one per step, between
+  ``p2p{k}`` and ``p2p{k+1}``.
   Every collective is a boundary, also those with no traffic (a barrier).
 * ``phase_rule: window``: phase ``window{k}`` holds the sends recorded in
   ``[k w, (k+1) w)`` seconds after the trace's start and every step of the
@@ -41,7 +54,8 @@ receiver) pair within an exchange.
 
 Every problem with the trace is one :class:`~evaluator.errors.ConfigError`
 naming ``traffic.path``, the file and what is wrong (missing, truncated or
-corrupt files, the OTF2 library's own message), never a raw OTF2 error.
+corrupt files, by name: the event or definitions file of the location that
+cannot be read; the OTF2 library's own message), never a raw OTF2 error.
 """
 
 from __future__ import annotations
@@ -87,8 +101,11 @@ order). Operations not listed (BARRIER, GATHER(V), SCATTER(V), SCAN, EXSCAN, RED
 one-sided ones) are ignored and counted."""
 
 _NO_BYTES = ("BARRIER",)
+INCOMPLETE = "(not recorded by every member)"
+"""Suffix of the ``ignored`` key of a supported collective that some member of its communicator never recorded."""
 """Collectives that move no bytes by definition (never warned about)."""
-_KINDLESS = "an OTF2 trace anchor file (.otf2), or a directory holding one"
+_WHAT = "OTF2 trace anchor file (.otf2), or a directory holding one"
+_KINDLESS = f"an {_WHAT}"
 _UNDEFINED_U32 = 2 ** 32 - 1
 
 
@@ -126,6 +143,11 @@ class CollectiveRecord:
         Rank that wrote each record.
     time
         Completion (the latest record's time), seconds after the trace's start.
+    missing
+        Members (ranks) that recorded no record of it: a collective with missing members is not expanded
+        (module docstring).
+    nonblocking
+        Recorded as a non-blocking collective (``NonBlockingCollectiveComplete``: ``MPI_Iallreduce``, ...).
     """
 
     op: str
@@ -136,6 +158,8 @@ class CollectiveRecord:
     received: np.ndarray
     ranks: np.ndarray
     time: float
+    missing: tuple[int, ...] = ()
+    nonblocking: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,6 +184,8 @@ class TraceRecords:
         Index in :attr:`collectives` of the last collective its sender completed before it (-1: none).
     n_send, n_isend
         ``MpiSend`` and ``MpiIsend`` records read.
+    n_nonblocking
+        ``NonBlockingCollectiveComplete`` records read (the non-blocking collectives' records).
     collectives
         The collective operations, in completion order.
     ignored
@@ -178,6 +204,7 @@ class TraceRecords:
     n_isend: int
     collectives: tuple[CollectiveRecord, ...]
     ignored: dict[str, int]
+    n_nonblocking: int = 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -242,12 +269,12 @@ def _anchor(path) -> str:
         p = os.fsdecode(p)
     if not os.path.lexists(p):
         hint = None if os.path.isabs(p) else f"No such file; relative paths start at {os.getcwd()}."
-        raise _error(p, f"an existing {_KINDLESS}", hint or "No such file.")
+        raise _error(p, f"an existing {_WHAT}", hint or "No such file.")
     if os.path.isdir(p):
         try:
             found = sorted(f for f in os.listdir(p) if f.endswith(".otf2") and os.path.isfile(os.path.join(p, f)))
         except OSError as exc:
-            raise _error(p, f"a readable {_KINDLESS}", f"Listing it failed: {exc.strerror or exc}.") from None
+            raise _error(p, f"a readable {_WHAT}", f"Listing it failed: {exc.strerror or exc}.") from None
         require(len(found) == 1, FIELD, p, "a directory holding exactly one OTF2 anchor file (.otf2)",
                 f"It holds {found}; give the anchor file's path." if found else "It holds no .otf2 file.")
         p = os.path.join(p, found[0])
@@ -354,20 +381,24 @@ class _Raw:
     s_comm: array = field(default_factory=lambda: array("q"))
     s_len: array = field(default_factory=lambda: array("d"))
     s_after: array = field(default_factory=lambda: array("q"))
-    c_inst: array = field(default_factory=lambda: array("q"))
+    c_comm: array = field(default_factory=lambda: array("q"))
     c_rank: array = field(default_factory=lambda: array("q"))
+    c_start: array = field(default_factory=lambda: array("Q"))
     c_time: array = field(default_factory=lambda: array("Q"))
     c_op: array = field(default_factory=lambda: array("q"))
     c_root: array = field(default_factory=lambda: array("q"))
     c_sent: array = field(default_factory=lambda: array("d"))
     c_recv: array = field(default_factory=lambda: array("d"))
-    inst_comm: list = field(default_factory=list)
+    c_nb: array = field(default_factory=lambda: array("b"))
+    locations: list = field(default_factory=list)
+    unmatched_requests: int = 0
     counts: Counter = field(default_factory=Counter)
 
 
 def _read_raw(p: str, stage: list) -> _Raw:
-    """Read the definitions and the MPI records of the trace ``p`` (``stage[0]``: what is being read, for an
-    error raised by the library)."""
+    """Read the definitions and the MPI records of the trace ``p`` (``stage``: what is being read, for an
+    error raised by the library: its words, ``"def"``/``"evt"`` while the per-location files are read, and the
+    locations ``[(ref, name)]``)."""
     import _otf2
     import otf2
 
@@ -388,10 +419,14 @@ def _read_raw(p: str, stage: list) -> _Raw:
         raw.comm_names = {c._ref: c.name for c in defs.comms}
         _check_local_files(p, locations)
 
-        # The callbacks only append (an exception in one would be printed by the library, not raised).
-        inst_key: dict[tuple[int, int], int] = {}
-        seq: Counter = Counter()
-        last: dict[int, int] = {}
+        raw.locations = [(loc._ref, loc.name) for loc in locations]
+        stage[2] = raw.locations
+        # The callbacks only append (an exception in one would be printed by the library, not raised). Which
+        # collective a record belongs to is worked out after reading (:func:`_instances`): by the order in which
+        # its rank started its collectives on the communicator.
+        started: dict[int, int] = {}  # location -> time of its open MpiCollectiveBegin
+        requests: dict[tuple[int, int], int] = {}  # (location, request id) -> time of its NonBlockingCollectiveRequest
+        last: dict[int, int] = {}  # rank -> row of the last collective record it completed
 
         def send(loc, time, receiver, comm, length, kind):
             raw.counts[kind] += 1
@@ -408,23 +443,33 @@ def _read_raw(p: str, stage: list) -> _Raw:
         def on_isend(loc, time, _ud, _attrs, receiver, comm, _tag, length, _request):
             send(loc, time, receiver, comm, length, "isend")
 
-        def on_coll(loc, time, _ud, _attrs, op, comm, root, sent, received):
+        def coll(loc, start, time, op, comm, root, sent, received, nonblocking):
             r = loc_rank.get(loc, -1)
-            key = (comm, seq[(comm, r)])
-            seq[(comm, r)] += 1
-            idx = inst_key.setdefault(key, len(inst_key))
-            if idx == len(raw.inst_comm):
-                raw.inst_comm.append(comm)
-            raw.c_inst.append(idx)
+            last[r] = len(raw.c_rank)
+            raw.c_comm.append(comm)
             raw.c_rank.append(r)
+            raw.c_start.append(start)
             raw.c_time.append(time)
             raw.c_op.append(int(getattr(op, "value", op)))
             raw.c_root.append(root)
             raw.c_sent.append(sent)
             raw.c_recv.append(received)
-            last[r] = idx
+            raw.c_nb.append(nonblocking)
 
-        stage[0] = f"the local definitions (the .def files in {stem})"
+        def on_coll_begin(loc, time, _ud, _attrs):
+            started[loc] = time
+
+        def on_coll(loc, time, _ud, _attrs, op, comm, root, sent, received):
+            coll(loc, started.pop(loc, time), time, op, comm, root, sent, received, 0)
+
+        def on_nb_request(loc, time, _ud, _attrs, request):
+            requests[(loc, request)] = time
+
+        def on_nb_complete(loc, time, _ud, _attrs, op, comm, root, sent, received, request):
+            raw.counts["nonblocking"] += 1
+            coll(loc, requests.pop((loc, request), time), time, op, comm, root, sent, received, 1)
+
+        stage[0], stage[1] = f"the local definitions (the .def files in {stem})", "def"
         handle = reader.handle
         for loc in locations:
             _otf2.Reader_SelectLocation(handle, loc._ref)
@@ -444,7 +489,7 @@ def _read_raw(p: str, stage: list) -> _Raw:
             _otf2.Reader_GetEvtReader(handle, loc._ref)
         if def_files:
             _otf2.Reader_CloseDefFiles(handle)
-        stage[0] = f"the events (the .evt files in {stem})"
+        stage[0], stage[1] = f"the events (the .evt files in {stem})", "evt"
         gr = _otf2.Reader_GetGlobalEvtReader(handle)
         if not gr:
             raise _otf2.Error(_otf2.ERROR_INVALID)
@@ -453,14 +498,63 @@ def _read_raw(p: str, stage: list) -> _Raw:
         try:
             _otf2.GlobalEvtReaderCallbacks_SetMpiSendCallback(cbs, on_send)
             _otf2.GlobalEvtReaderCallbacks_SetMpiIsendCallback(cbs, on_isend)
+            _otf2.GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cbs, on_coll_begin)
             _otf2.GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cbs, on_coll)
+            _otf2.GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cbs, on_nb_request)
+            _otf2.GlobalEvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cbs, on_nb_complete)
             _otf2.GlobalEvtReader_SetCallbacks(gr, cbs, None)
         finally:
             _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
         batch = 1 << 20
         while _otf2.GlobalEvtReader_ReadEvents(gr, batch) == batch:
             pass
+        raw.unmatched_requests = len(requests)
     return raw
+
+
+_PROBE = """
+import sys, _otf2
+p, kind, refs = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]]
+h = _otf2.Reader_Open(p)
+_otf2.Reader_SetSerialCollectiveCallbacks(h)
+for ref in refs:
+    _otf2.Reader_SelectLocation(h, ref)
+(_otf2.Reader_OpenEvtFiles if kind == "evt" else _otf2.Reader_OpenDefFiles)(h)
+for ref in refs:
+    print(ref, flush=True)
+    if kind == "evt":
+        _otf2.Reader_ReadAllLocalEvents(h, _otf2.Reader_GetEvtReader(h, ref))
+    else:
+        dr = _otf2.Reader_GetDefReader(h, ref)
+        if dr:
+            _otf2.Reader_ReadAllLocalDefinitions(h, dr)
+print("ok", flush=True)
+"""
+
+
+def _unreadable_file(p: str, kind: str, locations, timeout: float = 60.0) -> tuple[str, str] | None:
+    """``(file, location name)`` of the first location whose own event (``kind="evt"``) or local definitions
+    (``"def"``) file the library cannot read, each read alone (after a failure, to name the file: the reader of
+    the whole trace only says that some record was malformed); None if each reads alone or the check fails.
+
+    The check runs in a fresh Python process: after a failed read, this process's OTF2 library may read a
+    truncated chunk's missing bytes from memory it freed, and find nothing wrong."""
+    import subprocess
+
+    refs = [int(ref) for ref, _ in locations]
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE, p, kind, *map(str, refs)], capture_output=True,
+                             text=True, timeout=timeout, check=False).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not out or out[-1] == "ok":
+        return None
+    try:
+        ref = int(out[-1])
+    except ValueError:
+        return None
+    name = dict((int(r), n) for r, n in locations).get(ref, str(ref))
+    return os.path.join(p[: -len(".otf2")], f"{ref}.{kind}"), str(name)
 
 
 def _arr(a: array, dtype) -> np.ndarray:
@@ -478,7 +572,7 @@ def read_otf2(path) -> TraceRecords:
 
     p = _anchor(path)
     lib_errors = (_otf2.Error, otf2.error.Error, TypeError, KeyError, ValueError, AttributeError, IndexError)
-    stage = ["the trace"]
+    stage: list = ["the trace", None, []]
     failure = None
     with _c_messages() as lines:
         try:
@@ -488,6 +582,11 @@ def read_otf2(path) -> TraceRecords:
         except lib_errors as exc:
             failure = exc
     if failure is not None:
+        if stage[1] is not None and stage[2]:
+            bad = _unreadable_file(p, stage[1], stage[2])
+            if bad is not None:
+                stage[0] = f"the {'events' if stage[1] == 'evt' else 'local definitions'} of location {bad[1]!r} " \
+                           f"(the file {bad[0]})"
         raise _library_error(p, stage[0], failure, lines)
     loc_rank, members, comm_names, offset, resolution = (raw.loc_rank, raw.members, raw.comm_names, raw.offset,
                                                          raw.resolution)
@@ -532,9 +631,11 @@ def read_otf2(path) -> TraceRecords:
     # collectives -> operations in completion order
     names = _op_names()
     colls: list[CollectiveRecord] = []
-    n_inst = len(raw.inst_comm)
-    inst = _arr(raw.c_inst, np.int64)
     ranks_a = _arr(raw.c_rank, np.int64)
+    comm_c = _arr(raw.c_comm, np.int64)
+    inst, inst_comm = _instances(comm_c, ranks_a, _arr(raw.c_start, np.uint64))
+    n_inst = len(inst_comm)
+    nb_a = _arr(raw.c_nb, np.int8)
     t_a = (_arr(raw.c_time, np.uint64).astype(np.float64) - offset) / resolution
     op_a = _arr(raw.c_op, np.int64)
     root_a = _arr(raw.c_root, np.int64)
@@ -546,7 +647,7 @@ def read_otf2(path) -> TraceRecords:
     order = np.lexsort((np.arange(n_inst), done)) if n_inst else np.zeros(0, np.int64)
     for i in order.tolist():
         rows = srt[bounds[i]:bounds[i + 1]]
-        comm = raw.inst_comm[i]
+        comm = int(inst_comm[i])
         cname = comm_names.get(comm, str(comm))
         ops = sorted(set(op_a[rows].tolist()))
         if len(ops) != 1:
@@ -563,23 +664,59 @@ def read_otf2(path) -> TraceRecords:
             ignored[f"{op} on an inter-communicator"] += 1
         elif op not in OP_MAP:
             ignored[op] += 1
+        missing: tuple[int, ...] = ()
+        if op in OP_MAP and m.size >= 2:
+            missing = tuple(np.setdiff1d(m, ranks_a[rows]).tolist())
+            if missing:  # some member never recorded it: not expanded (module docstring)
+                missing = tuple(x for x in m.tolist() if x in set(missing))  # in communicator order
+                ignored[f"{op} {INCOMPLETE}"] += 1
         roots = sorted(set(root_a[rows].tolist()))
         root = 0
-        if op in ("BCAST", "REDUCE") and m.size:
+        if op in ("BCAST", "REDUCE") and m.size and not missing:
             if len(roots) != 1 or not 0 <= roots[0] < m.size:
                 raise _error(p, "an OTF2 trace whose rooted collectives name one member of their communicator "
                                 "as root", f"A {op} on communicator {cname!r} ({m.size} members) has root(s) "
                                            f"{roots}.")
             root = roots[0]
         colls.append(CollectiveRecord(op, cname, tuple(m.tolist()), int(root), sent_a[rows].copy(),
-                                      recv_a[rows].copy(), ranks_a[rows].copy(), float(done[i])))
-    if n_inst and after.size:
+                                      recv_a[rows].copy(), ranks_a[rows].copy(), float(done[i]), missing,
+                                      bool(nb_a[rows].any())))
+    if raw.unmatched_requests:
+        ignored["NonBlockingCollectiveRequest never completed"] += raw.unmatched_requests
+    if n_inst and after.size:  # the sender's last completed collective record -> its position in completion order
         position = np.empty(n_inst, np.int64)
         position[order] = np.arange(n_inst)
-        after = np.where(after >= 0, position[np.maximum(after, 0)], -1)
+        after = np.where(after >= 0, position[inst[np.maximum(after, 0)]], -1)
 
     return TraceRecords(p, raw.n_ranks, duration, src[keep], dst[keep], nbytes[keep], times[keep], after[keep],
-                        raw.counts["send"], raw.counts["isend"], tuple(colls), dict(ignored))
+                        raw.counts["send"], raw.counts["isend"], tuple(colls), dict(ignored),
+                        raw.counts["nonblocking"])
+
+
+def _instances(comm: np.ndarray, rank: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(instance of every collective record, communicator of every instance)``: the ``k``-th collective a rank
+    started on a communicator (by ``start``; records in reading order where they started at the same tick) is that
+    communicator's ``k``-th; instances are numbered in the order their first record was read."""
+    n = comm.size
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    idx = np.arange(n)
+    o = np.lexsort((idx, start, rank, comm))
+    new = np.ones(n, bool)
+    new[1:] = (comm[o][1:] != comm[o][:-1]) | (rank[o][1:] != rank[o][:-1])
+    starts = np.flatnonzero(new)
+    seq = np.empty(n, np.int64)
+    seq[o] = idx - starts[np.cumsum(new) - 1]
+    _, cidx = np.unique(comm, return_inverse=True)
+    key = cidx.reshape(-1).astype(np.int64) * (int(seq.max()) + 1) + seq
+    _, inst0 = np.unique(key, return_inverse=True)
+    inst0 = inst0.reshape(-1)
+    first = np.full(int(inst0.max()) + 1, n, np.int64)
+    np.minimum.at(first, inst0, idx)
+    by_first = np.argsort(first, kind="stable")
+    renumber = np.empty_like(by_first)
+    renumber[by_first] = np.arange(by_first.size)
+    return renumber[inst0], comm[first[by_first]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -632,17 +769,21 @@ def _algorithms(chosen) -> dict[str, str]:
             continue
         if op not in table:
             raise ConfigError(f"traffic.algorithms.{op}", alg, f"a key among {sorted(table)}", nearest(op, table))
-        if alg not in table[op]:
-            raise ConfigError(f"traffic.algorithms.{op}", alg, f"one of {list(table[op])}", nearest(alg, table[op]))
+        if alg not in table[op] and alg != "auto":
+            raise ConfigError(f"traffic.algorithms.{op}", alg,
+                              f"one of {list(table[op])}, or 'auto' (the MPI library's choice by size: "
+                              f"traffic.selection)", nearest(alg, list(table[op]) + ["auto"]))
         out[op] = str(alg)
     return out
 
 
-def _expand(coll: CollectiveRecord, algorithms: dict[str, str], cache: dict | None = None):
+def _expand(coll: CollectiveRecord, algorithms: dict[str, str], cache: dict | None = None,
+            selection: str = "mpich"):
     """The steps ``[(src ranks, dst ranks, bytes)]`` of a collective (trace ranks), or None if ignored.
 
-    ``cache``: schedules already built, by (operation, algorithm, ranks, bytes, root) (a trace repeats them)."""
-    if coll.op not in OP_MAP:
+    ``cache``: schedules already built, by (operation, algorithm, ranks, bytes, root) (a trace repeats them). A
+    collective that some member never recorded (``coll.missing``) is ignored (module docstring)."""
+    if coll.op not in OP_MAP or coll.missing:
         return None
     op = OP_MAP[coll.op][0]
     n = len(coll.members)
@@ -650,9 +791,9 @@ def _expand(coll: CollectiveRecord, algorithms: dict[str, str], cache: dict | No
         return []
     nbytes = collective_bytes(coll)
     base = "broadcast" if op == "reduce" else op
-    key = (base, algorithms[op], n, nbytes, coll.root)
+    key = (base, algorithms[op], n, nbytes, coll.root, selection)
     if cache is None or key not in cache:
-        steps = collective_steps(base, algorithms[op], n, nbytes, root=coll.root)
+        steps = collective_steps(base, algorithms[op], n, nbytes, root=coll.root, selection=selection)
         if cache is None:
             cache = {}
         cache[key] = steps
@@ -712,7 +853,8 @@ def _check_tasks(rec: TraceRecords, n_tasks):
 
 
 def _warn_ignored(rec: TraceRecords) -> None:
-    moving = {k: v for k, v in rec.ignored.items() if k not in _NO_BYTES}
+    _warn_incomplete(rec)
+    moving = {k: v for k, v in rec.ignored.items() if k not in _NO_BYTES and not k.endswith(INCOMPLETE)}
     for k in list(moving):
         if k.isupper():  # a collective: warn only where the records carry bytes
             carries = any(c.op == k and (c.sent.any() or c.received.any()) for c in rec.collectives)
@@ -724,9 +866,25 @@ def _warn_ignored(rec: TraceRecords) -> None:
                       f"docs/traces.md", stacklevel=3)
 
 
+def _warn_incomplete(rec: TraceRecords, shown: int = 3) -> None:
+    """One warning naming the collectives some member never recorded (not expanded: module docstring)."""
+    bad = [(k, c) for k, c in enumerate(rec.collectives) if c.missing]
+    if not bad:
+        return
+    what = "; ".join(f"{c.op} (collective {k}, t = {c.time:.6g} s) on communicator {c.comm!r}: member(s) "
+                     f"{list(c.missing)} of its {len(c.members)} ({len(c.ranks)} recorded it)" for k, c in bad[:shown])
+    if len(bad) > shown:
+        what += f"; and {len(bad) - shown} more"
+    warnings.warn(f"{os.path.basename(rec.path)}: {len(bad)} collective(s) not recorded by every member of their "
+                  f"communicator were not expanded (no traffic; counted in ignored as '<OP> {INCOMPLETE}'): "
+                  f"{what}. A rank's records were lost (a truncated or filtered trace?), or the ranks record "
+                  f"different collectives (then the later ones are paired wrongly too); see docs/traces.md",
+                  stacklevel=4)
+
+
 def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", window: float | None = None,
                algorithms: dict[str, str] | None = None, n_tasks: int | None = None,
-               bytes_scale: float = 1.0) -> AbstractTraffic:
+               bytes_scale: float = 1.0, selection: str = "mpich") -> AbstractTraffic:
     """Traffic of an OTF2 trace (module docstring; docs/traces.md).
 
     Parameters
@@ -741,6 +899,8 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
     algorithms
         Collective algorithm per operation (``{"allreduce": "ring"}``); default: the first of
         :data:`~evaluator.traffic._collectives.COLLECTIVES` for each (``reduce``: those of ``broadcast``).
+        ``"auto"``: chosen per collective by its size and communicator, by the MPI library's rules ``selection``
+        (:func:`~evaluator.traffic.select_algorithm`; a reduce by its broadcast's rule, run backwards).
     n_tasks
         Tasks of the job (None: the trace's ranks); must be at least the trace's ranks.
     bytes_scale
@@ -760,13 +920,17 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
     if n_tasks is not None:
         positive_int("traffic.n_tasks", n_tasks)
     algs = _algorithms(algorithms)
+    from ._collectives import SELECTIONS
+
+    require(selection in SELECTIONS, "traffic.selection", selection, f"one of {list(SELECTIONS)}",
+            nearest(selection, SELECTIONS))
     rec = read_otf2(path)
     n = _check_tasks(rec, n_tasks)
     name = os.path.basename(os.path.dirname(rec.path)) or os.path.basename(rec.path)
     p2p = (rec.src, rec.dst, rec.nbytes * scale)
     steps, cache = [], {}
     for c in rec.collectives:
-        e = _expand(c, algs, cache)
+        e = _expand(c, algs, cache, selection)
         steps.append(None if e is None else [(s, d, b * scale) for s, d, b in e])
     _warn_ignored(rec)
     if mode == "aggregate":
@@ -789,7 +953,7 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
         bounds = np.searchsorted(seg[srt], np.arange(-1, len(rec.collectives) + 1))
         for k in range(-1, len(rec.collectives)):
             if k >= 0 and steps[k]:
-                op = rec.collectives[k].op.lower()
+                op = OP_MAP[rec.collectives[k].op][0]  # the collectives module's name: broadcast, alltoall, ...
                 for s, st in enumerate(steps[k]):
                     add([st], f"{op}{k}.step{s}")
             rows = srt[bounds[k + 1]:bounds[k + 2]]
@@ -833,12 +997,14 @@ class TraceConfig:
     algorithms: dict[str, Optional[str]] = field(default_factory=lambda: {op: None for op in _algorithm_choices()})
     n_tasks: Optional[int] = None
     bytes_scale: float = 1.0
+    selection: str = "mpich"  # the MPI library's rules where an algorithm is auto
 
 
 def _from_config(cfg: TraceConfig, topology) -> AbstractTraffic:
     require(cfg.path is not None, FIELD, None, _KINDLESS)
     algs = dict(cfg.algorithms) if cfg.algorithms is not None else None
-    return from_trace(str(cfg.path), cfg.mode, cfg.phase_rule, cfg.window, algs, cfg.n_tasks, cfg.bytes_scale)
+    return from_trace(str(cfg.path), cfg.mode, cfg.phase_rule, cfg.window, algs, cfg.n_tasks, cfg.bytes_scale,
+                      cfg.selection)
 
 
 def _declared(cfg: TraceConfig, topology) -> int | None:

@@ -333,12 +333,27 @@ class SpeedupTable:
             f"workload.allow_foreign_speedups=true (--allow-foreign-speedups) to apply it anyway",
             f"Table: {self.source}.")
 
-    def check_modes(self, modes) -> None:
-        """Raise ConfigError if a job's mode has no row in the table."""
-        missing = sorted(set(str(m) for m in modes) - set(self.modes))
-        if missing:
-            raise ConfigError("speedup_table.mode", missing[0], f"a mode of the table: {list(self.modes)}",
-                              "Compute the speedups of every mode the workload uses.")
+    def check_modes(self, modes, model: "WorkloadModel | None" = None) -> None:
+        """Raise ConfigError if a job's mode has no row in the table, naming every mode missing, how many jobs run
+        in each, and (``model``) the mode mix and default mode the jobs' modes come from."""
+        from collections import Counter
+
+        counts = Counter(str(m) for m in np.asarray(modes, dtype=object).reshape(-1).tolist())
+        missing = sorted(set(counts) - set(self.modes))
+        if not missing:
+            return
+        jobs = ", ".join(f"{m} ({counts[m]} job{'s' if counts[m] != 1 else ''})" for m in missing)
+        origin = ""
+        if model is not None:
+            mix = {m: float(v) for m, v in dict(model.mode_mix).items() if float(v) > 0}
+            origin = (f" The jobs' modes come from workload.mode_mix = {mix} (jobs of {model.mode_lo}-"
+                      f"{model.mode_hi} nodes spanning more than a group) and workload.default_mode = "
+                      f"{model.default_mode!r} (the others).")
+        raise ConfigError("speedup_table.mode", missing,
+                          f"a table with a row for every mode the jobs run in, {sorted(counts)}; the table "
+                          f"({self.source}) has {list(self.modes)}",
+                          f"Missing: {jobs}.{origin} Compute the speedups of the missing modes (evaluator study "
+                          f"rdn --speedup-out computes all four), or choose a mode mix the table covers.")
 
     def __call__(self, mode: str, groups: int) -> float:
         """The speedup ratio of a job of ``mode`` on ``groups`` groups."""

@@ -260,6 +260,9 @@ def run_schedule(trace: Trace | TraceSpec, runs: list[RunSpec], groups: int, nod
         raise ConfigError("trace", str(raw.attrs.get("source", "in memory")), "a trace with at least one job: "
                           "nothing to simulate")
     prepared = prepare_trace(raw, total, G, model)
+    for t in tables:  # before any run: a table without a mode the jobs run in is refused at once
+        if t is not None:
+            t.check_modes(prepared.modes(), model)
     check_sizes(prepared, tables, model.speedup_rule, step_s)
     labels = _labels(runs)
     results = []
