@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test test-quick bench clean
 
 $(BIN)/evaluator: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
+
+# the suite without its heavy groups (tests/conftest.py SLOW_GROUPS: Ray, the documents run, the claim tests, SMPI)
+test-quick: setup
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -4,6 +4,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # JAX's persistent compilation cache, which the CLI keeps under ~/.cache/evaluator/jax, goes to one fresh
 # directory per test run instead, shared by this process, the xdist workers (they inherit the variable) and the
@@ -80,7 +82,23 @@ _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their 
     "test_bad_input_more": 7, "test_partitions": 7, "test_library_cache": 7, "named torus_bounds": 6, "test_rdn": 6,
     "test_claims_workload": 6, "test_malloc": 6, "test_study_cli": 6, "named torus_bgq_pairing": 5,
     "test_sweep_group_zip": 5, "test_optiq_lp": 5,
+    # (2026-11-28, estimated from a clean-clone run's durations)
+    "test_smpi_collectives": 25, "test_latency": 25, "test_sharing": 20, "test_flowlevel": 20,
+    "test_collectives": 18, "test_claims_latency": 15, "test_flowlevel_simgrid": 8, "test_trace_otf2": 5,
 }
+
+SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast", "test_mapping_search",
+               "test_hydra_axes", "test_sweep_bounds", "test_structured", "test_reference_walk",
+               "test_bounds_certified", "test_smpi_collectives", "test_startup_cache_fresh"}
+"""Groups that ``make test-quick`` leaves out (with every claim test, tests/test_claims_*.py): marked ``slow``."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the slow groups' tests ``slow`` (``make test-quick`` runs ``-m "not slow"``)."""
+    for item in items:
+        group = xdist_group(item.nodeid)
+        if group in SLOW_GROUPS or group.startswith(("test_claims_", "named ")):
+            item.add_marker(pytest.mark.slow)
 # (2026-11-26: test_mapping_search, 60 s, was not listed: 12 tests at the old default of 0.3 s a test put it among
 # the last groups to start, a tail of a minute on one worker; the modules of hundreds of quick tests, e.g.
 # tests/test_workload.py, 139 tests in 1.4 s, were counted 40 s)
