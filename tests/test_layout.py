@@ -85,6 +85,8 @@ for _traffic in config.FAMILIES["traffic"]:
         "neighbouring": ["traffic.block_sizes=[8,8,8,8]"],
         "m_to_n": ["traffic.n_sources=4", "traffic.n_destinations=16", "traffic.dests_per_source=4"],
     }.get(_traffic, [])
+BUILD_CONTEXT[("traffic", "group_tornado")] = ["topology=dragonfly", "topology.p=2", "topology.a=4", "topology.h=2",
+                                               "routing=minimal", "placement=linear"]  # (a network with groups)
 
 
 def test_every_registered_kind_has_a_build_context():

@@ -12,8 +12,9 @@ schema and builder; a new pattern is a new module here, its YAML file in
 from __future__ import annotations
 
 from .._registry import Registry
-from . import (_all_to_all, _bisection_pairing, _collectives, _file, _m_to_n, _many_to_many, _neighbouring, _pencil,
-               _phased, _random_pairs, _random_permutation, _shift, _stencil, _trace, dense)
+from . import (_all_to_all, _bisection_pairing, _collectives, _file, _group_tornado, _m_to_n, _many_to_many,
+               _neighbouring, _pencil, _phased, _random_pairs, _random_permutation, _shift, _stencil, _trace, dense)
+from ._group_tornado import group_tornado
 from ._all_to_all import all_to_all, all_to_all_dense
 from ._bisection_pairing import bisection_pairing, furthest_partner
 from ._collectives import (COLLECTIVES, SELECTIONS, collective, collective_steps, optimal_segments, pipeline_segments,
@@ -51,6 +52,7 @@ __all__ = [
     "random_pairs",
     "shift",
     "tornado",
+    "group_tornado",
     "many_to_many",
     "many_to_many_layout",
     "MANY_TO_MANY_MODES",
@@ -81,6 +83,7 @@ KINDS: Registry[TrafficKind] = Registry("traffic", [
     _random_pairs.RANDOM_PAIRS,
     _shift.SHIFT,
     _shift.TORNADO,
+    _group_tornado.GROUP_TORNADO,
     _many_to_many.MANY_TO_MANY,
     _m_to_n.M_TO_N,
     _file.FILE,
