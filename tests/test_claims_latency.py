@@ -73,3 +73,33 @@ def test_jobs_example():
     check_stated(DOC, r"flow-fair \[ms\]: a ([0-9.]+) ->", float(flow.time_max_min_alone[0]) * 1e3, command=cmd)
     check_stated(DOC, r"finishes at ([0-9.]+) ms \(x", float(job.time_max_min[0]) * 1e3, command=cmd)
     check_stated(DOC, r"a third and takes ([0-9.]+) ms", float(flow.time_max_min[0]) * 1e3, command=cmd)
+
+
+def test_collective_sizes_study(tmp_path):
+    """docs/latency.md's three-network table: the study run in-process, the cells with numbers rechecked."""
+    from evaluator import cli
+
+    assert cli.main(["sweep", "sweeps=collective_sizes", "ray.enabled=false", f"sweep.output_dir={tmp_path}",
+                     "--no-progress"]) == 0
+    ds = ev.open_results(str(next(tmp_path.rglob("*.nc"))))
+    t = ds.time_with_latency
+    cmd = "evaluator sweep sweeps=collective_sizes"
+
+    def at(net, alg, size):
+        return float(t.sel({"network": net, "traffic.algorithm": alg, "traffic.bytes": str(size)}
+                           if ds["traffic.bytes"].dtype.kind in "US" else
+                           {"network": net, "traffic.algorithm": alg, "traffic.bytes": size}))
+
+    for net, pat in (("torus-dor", r"recursive doubling \(MPICH's Rabenseifner: ([0-9.]+)x\)"),
+                     ("dragonfly-minimal", r"\| recursive doubling \(([0-9.]+)x\) \| recursive doubling \(")):
+        check_stated(DOC, pat, at(net, "rabenseifner", 4096) / at(net, "recursive_doubling", 4096), command=cmd)
+    check_stated(DOC, r"\| recursive doubling \([0-9.]+x\) \| recursive doubling \(([0-9.]+)x\) \|",
+                 at("fat_tree-dmodk", "rabenseifner", 4096) / at("fat_tree-dmodk", "recursive_doubling", 4096),
+                 command=cmd)
+    check_stated(DOC, r"ring \(MPICH's Rabenseifner: ([0-9.]+)x\)",
+                 at("dragonfly-minimal", "rabenseifner", 4194304) / at("dragonfly-minimal", "ring", 4194304),
+                 command=cmd)
+    for net in ("torus-dor", "dragonfly-minimal", "fat_tree-dmodk"):
+        for size, best in ((1024, "recursive_doubling"), (16384, "rabenseifner")):
+            times = {a: at(net, a, size) for a in ("ring", "recursive_doubling", "rabenseifner")}
+            assert min(times, key=times.get) == best, (net, size, times)

@@ -340,11 +340,20 @@ def _check_routings(plan: "SweepPlan") -> None:
 
 def group_value(axis: str, group: str, value: Any) -> tuple[str, dict]:
     """``(option, keys)`` of one value of a config-group axis: an option name (``"dragonfly"``), or a mapping
-    naming the option by ``kind`` with keys of it (``{kind: dragonfly, g: 16}``: the option, then those keys)."""
+    naming the option by ``kind`` with keys of it (``{kind: dragonfly, g: 16}``: the option, then those keys; a
+    nested block, ``{latency: {router: 1.0e-7}}``, key by key)."""
     if isinstance(value, str):
         return value, {}
     if isinstance(value, Mapping) and isinstance(value.get("kind"), str):
-        return value["kind"], {k: v for k, v in value.items() if k != "kind"}
+        keys = {}
+        for k, v in value.items():
+            if k == "kind":
+                continue
+            if isinstance(v, Mapping):  # a block of keys (topology.latency: {router: ...}): key by key
+                keys.update({f"{k}.{k2}": v2 for k2, v2 in v.items()})
+            else:
+                keys[k] = v
+        return value["kind"], keys
     raise ConfigError(f"sweep.axes.{axis}", value, f"an option of {group} (a name), or a mapping with its kind "
                       f"and keys of that kind ({{kind: dragonfly, g: 16}})")
 
