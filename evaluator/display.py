@@ -137,6 +137,14 @@ def format_values(values: Any, si_unit: str, unit: tuple[str, float] | None = No
     return [format_number(v / factor, sig) for v in flat], name
 
 
+def rank_labels(index: Sequence[Any]) -> list[str]:
+    """A ranking's ``rank`` index as text: a rank that several rows share is marked ``=`` (``1=``, ``1=``, ``3``):
+    a tie (:data:`evaluator.query.TIE_RTOL`)."""
+    ranks = [int(r) for r in index]
+    counts = pd.Series(ranks).value_counts().to_dict() if ranks else {}
+    return [f"{r}=" if counts[r] > 1 else str(r) for r in ranks]
+
+
 def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> str:
     """``df`` as text with every metric column in its display unit, named in the header (``completion_time
     [ms]``), and every float column with ``sig`` significant digits. ``df`` is not changed.
@@ -170,6 +178,8 @@ def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> 
             if unit not in ("", "1"):
                 names[col] = f"{col} [{unit}]"
     out = out.rename(columns=names)
+    if out.index.name == "rank" and out.index.dtype.kind in "iu" and out.index.has_duplicates:
+        out.index = pd.Index(rank_labels(out.index), name="rank")
     with pd.option_context("display.width", width, "display.max_columns", 50, "display.max_colwidth", 80):
         return out.to_string()
 

@@ -16,9 +16,28 @@ import xarray as xr
 
 from .dataset import ROW_LABELS, TABLE, first_rankable, rankable, shown, smaller_is_better
 from .dataset import metric as metric_entry
+from .display import rank_labels
 from .errors import ConfigError, is_int, require
 
-__all__ = ["gain", "open_results", "best", "default_metric", "MINIMIZE", "MAXIMIZE"]
+__all__ = ["gain", "open_results", "best", "default_metric", "tied", "rank_labels", "TIE_RTOL", "MINIMIZE",
+           "MAXIMIZE"]
+
+TIE_RTOL = 1e-9
+"""Values equal within this relative difference are tied: they share a rank (shown ``1=``) and neither is named the
+winner of the other (``DESIGN.md``, "Ties are ties")."""
+
+
+def tied(a: float, b: float, rtol: float = TIE_RTOL) -> bool:
+    """Whether ``a`` and ``b`` are equal within ``rtol`` of the larger magnitude (both zero: tied)."""
+    a, b = float(a), float(b)
+    return a == b or abs(a - b) <= rtol * max(abs(a), abs(b))
+
+
+def _ratio(winner: float, other: float, smaller: bool) -> float:
+    """How many times better ``winner`` is than ``other`` (>= 1); NaN unless both are positive."""
+    if not (np.isfinite(winner) and np.isfinite(other)) or winner <= 0 or other <= 0:
+        return float("nan")
+    return other / winner if smaller else winner / other
 
 MAXIMIZE = tuple(m.name for m in TABLE.values() if m.smaller_is_better is False)
 """Variables of the metric table ranked larger first."""
@@ -242,7 +261,15 @@ def best(
     per-job ``completion_time(a)``, ``slowdown(a)``, ... of a jobs sweep
     ranked by ``makespan``, the point's time: the largest of its jobs'); a
     column without a value in any shown row is left out (``paths_per_pair``
-    for routings that are not path sets). ``table.attrs["units"]`` maps
+    for routings that are not path sets).
+
+    Ties are ties: values equal within :data:`TIE_RTOL` (1e-9 relative) share a rank (the index ``rank`` repeats:
+    1, 1, 1, 4; :func:`rank_labels` and the printed table show ``1=``). Choosing ``over`` some axes keeps, for
+    every combination of the others, the best row *and every row tied with it*, and says by how much they win:
+    ``ahead_by``, how many times better than the best row of that combination not tied with them (the metric
+    table's direction; NaN where either value is not positive or there is no such row), and ``runner_up``, that
+    row's labels on ``over``. A plain ranking's ``ahead_by`` compares each row with the next row not tied with
+    it. ``table.attrs["units"]`` maps
     every numeric column to its SI unit for :func:`evaluator.display.format_table`.
     """
     if metric is None:
@@ -297,13 +324,51 @@ def best(
     frame = frame[np.isfinite(frame[metric].astype(float))]
     frame = frame.sort_values(metric, ascending=smaller_is_better(metric), kind="stable")
     keep = [d for d in dims if d not in over]
+    units = dict(frame.attrs.get("units", {}))
+    smaller = bool(smaller_is_better(metric))
+    values = frame[metric].to_numpy(dtype=float)
     if keep:
-        frame = frame.groupby(keep, sort=False, as_index=False).head(1)
-    shown = [c for c in frame.columns if c not in dims or not row_labels[c]]
-    units = frame.attrs.get("units", {})
+        # each combination of the kept axes: its best row and every row tied with it; ahead_by: how many times
+        # better they are than the group's best row not tied with them (runner_up: that row's labels on `over`)
+        chosen, ahead, runner = [], [], []
+        for _, pos in frame.reset_index(drop=True).groupby(keep, sort=False).indices.items():
+            pos = sorted(pos)  # frame is sorted: the group's rows best first
+            top = values[pos[0]]
+            win = [p for p in pos if tied(values[p], top)]
+            rest = [p for p in pos if not tied(values[p], top)]
+            chosen += win
+            ratio = _ratio(top, values[rest[0]], smaller) if rest else float("nan")
+            name = ", ".join(f"{o}={frame.iloc[rest[0]][o]}" for o in over) if rest else ""
+            ahead += [ratio] * len(win)
+            runner += [name] * len(win)
+        order = np.argsort(np.asarray(chosen), kind="stable")
+        frame = frame.iloc[np.asarray(chosen)[order]].copy()
+        values = frame[metric].to_numpy(dtype=float)
+        if over:
+            frame["runner_up"] = np.asarray(runner, dtype=object)[order]
+            frame["ahead_by"] = np.asarray(ahead, dtype=float)[order]
+    else:
+        frame = frame.copy()
+    # ranks: a row tied (TIE_RTOL) with the first row of its block shares that row's rank
+    ranks = np.zeros(len(values), dtype=int)
+    starts = []
+    for i, v in enumerate(values):
+        if not starts or not tied(v, values[starts[-1]]):
+            starts.append(i)
+        ranks[i] = starts[-1] + 1
+    if not keep:  # a plain ranking: how many times better than the next row not tied with it
+        nxt = {s: (starts[j + 1] if j + 1 < len(starts) else None) for j, s in enumerate(starts)}
+        frame["ahead_by"] = [float("nan") if nxt[r - 1] is None else _ratio(values[i], values[nxt[r - 1]], smaller)
+                             for i, r in enumerate(ranks)]
+    if "ahead_by" in frame.columns:
+        units["ahead_by"] = "x"
+    shown = [c for c in frame.columns if (c not in dims or not row_labels[c]) and c not in ("runner_up", "ahead_by")]
+    at = shown.index(metric) + 1
+    shown[at:at] = [c for c in ("ahead_by", "runner_up") if c in frame.columns]  # next to the ranked variable
+    if "runner_up" in frame.columns and not frame["runner_up"].astype(bool).any():
+        shown.remove("runner_up")
     df = frame[shown].reset_index(drop=True)
-    df.index = df.index + 1
-    df.index.name = "rank"
+    df.index = pd.Index(ranks, name="rank")
     df = df.head(n) if n else df
     empty = [c for c in df.columns if c != metric and c in units and df[c].isna().all()]
     df = df.drop(columns=empty)

@@ -9,6 +9,9 @@ refused with the list of rankable ones.
 
 The table shows each metric in a readable unit named in its header (``completion_time [ms]``,
 ``throughput [GB/s]``; see :mod:`evaluator.display`); ``--si`` prints the dataset's SI values as stored.
+
+Ties are ties: values equal within 1e-9 relative share a rank, printed ``1=``; ``--over`` keeps every row tied
+with the best and says by how much they win (``ahead_by [x]`` over ``runner_up``, the best row not tied).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pandas as pd
 
 from ..display import format_table
 from ..errors import ConfigError
-from ..query import best, open_results
+from ..query import best, open_results, rank_labels
 from ..runs import RESULTS_DIR, resolve
 from .._args import ArgumentParser
 
@@ -60,6 +63,8 @@ def main(argv: list[str]) -> int:
     ds = open_results(resolve(args.path, args.results))
     table = best(ds, args.best, over=args.over, where=where or None, n=args.n)
     if args.si:
+        if table.index.has_duplicates:
+            table.index = pd.Index(rank_labels(table.index), name="rank")  # a shared rank is a tie: 1=, 1=, 3
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(table.to_string(float_format=lambda x: repr(float(x))))  # every digit, as stored
     else:

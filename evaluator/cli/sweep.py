@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
 from .. import config
 from ..config.hydra import DEFAULT_STUDY, compose_sweep_config
 from ..display import format_table, format_timing
@@ -62,7 +64,11 @@ def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
     is shown (empty when it is the top rows only), naming values with no feasible row."""
     ranked = best(ds, metric)
     dims = [str(d) for d in ds[metric].dims]
-    keep = list(ranked.index[:top])
+    ranks = list(ranked.index)
+    n_top = min(top, len(ranked))
+    while 0 < n_top < len(ranks) and ranks[n_top] == ranks[n_top - 1]:
+        n_top += 1  # ties are ties: a row tied with the last one shown is shown too
+    keep = list(range(n_top))  # positions in the ranking (rank repeats where rows tie)
     axes, notes = [], []
     for a in dims:
         if a not in ranked.columns or a not in ds.coords:
@@ -74,17 +80,21 @@ def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
             notes.append(f"{a} has {len(labels)} values: evaluator query --over to rank each")
             continue
         axes.append(a)
-        col = ranked[a].astype(str)
+        col = pd.Series(ranked[a].astype(str).to_numpy())
         keep += [int(i) for i in col.groupby(col, sort=False).head(1).index]  # ranked: the first is the best
         none = [v for v in labels if v not in set(col)]
         if none:
             notes.append(f"no feasible row for {a}={', '.join(none)}")
-    table = ranked.loc[sorted(set(keep))]
+    table = ranked.iloc[sorted(set(keep))]
     table.attrs = dict(ranked.attrs)
-    extra = len(table) - min(top, len(ranked))
+    extra = len(table) - n_top
+    shown = f"the best {min(top, len(ranked))} of {len(ranked)} rows"
+    if n_top > min(top, len(ranked)):
+        shown += f" ({n_top - min(top, len(ranked))} more tied with the last)"
+        if not extra:
+            notes.insert(0, shown)
     if extra:
-        notes.insert(0, f"the best {min(top, len(ranked))} of {len(ranked)} rows and the best of each value of "
-                        f"{', '.join(axes)} ({extra} more)")
+        notes.insert(0, f"{shown} and the best of each value of {', '.join(axes)} ({extra} more)")
     return table, "; ".join(notes)
 
 
