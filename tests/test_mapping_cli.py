@@ -81,3 +81,18 @@ def test_refusals(tmp_path, capsys):
     assert rc == 2 and "mapping.nodes" in err and "70" in err
     rc, _, err = _run([*TORUS, "save=false", "routing=kshortest"], capsys)
     assert rc == 2 and "routing.kind" in err
+
+
+def test_named_placements_as_configured_start_first(capsys):
+    """The search starts from every named placement as `evaluator eval` would run it, the config's default first
+    (issue 34: the default Cartesian placement beat every start the example listed), and never ends above it."""
+    over = ["topology.p=2", "topology.a=4", "topology.h=2", "traffic.alpha=[16,16,16]", "traffic.beta=[4,4,2]",
+            "placement=dragonfly_cartesian", "placement.gamma=[2,2,2]", "save=false"]
+    rc, out, err = _run(over, capsys)
+    assert rc == 0, err
+    rows = [line for line in out.splitlines() if " us " in line and "%" in line and not line.startswith("mapping")]
+    assert rows[0].startswith("dragonfly_cartesian (as configured)"), rows  # the user's placement, first
+    assert any(r.startswith("random (as configured)") for r in rows)
+    default_t = float(rows[0].split()[-4])
+    found = float(next(line for line in out.splitlines() if line.startswith("mapping found")).split()[2])
+    assert found <= default_t

@@ -13,7 +13,7 @@ from .._types import JobNodes
 from ..display import format_value
 from ..errors import ConfigError, StorageError
 from ..io import check_writable, write_dataset
-from ..mapping import search_mapping
+from ..mapping import Start, search_mapping
 from .._args import ArgumentParser, override_key
 
 __all__ = ["main", "parse_node_ids"]
@@ -78,6 +78,32 @@ def _with_tasks_per_node(overrides: list[str], cfg, tpn: int) -> list[str]:
     return [*overrides, f"placement.tasks_per_node={tpn}"]
 
 
+def _named_starts(overrides: list[str], user_placement: bool, point, tasks_per_node: int | None) -> list[Start]:
+    """The named placements as ``evaluator eval`` would run this job with each option of the ``placement`` group
+    (its YAML values: gamma, orders, seed), the config's default first (or the one the user named); an option
+    that does not build for the job is left out (the search's own starts then stand for it)."""
+    default = config.compose(overrides).placement.kind
+    from ..config.hydra import group_options
+
+    options = [default] + [o for o in group_options("placement") if o != default]
+    out = []
+    for opt in options:
+        over = [o for o in overrides if not re.match(r"\+?placement(=|\.)", o)] + [f"placement={opt}"]
+        if opt == default and user_placement:
+            over = list(overrides)
+        if tasks_per_node is not None:
+            over.append(f"placement.tasks_per_node={tasks_per_node}")
+        try:
+            obj = config.to_object(config.compose(over))
+            pl = config.build_placement(obj.placement, point.topology, obj.traffic, point.traffic.n_tasks,
+                                        obj.topology)
+        except ConfigError:  # an option that does not apply to this job
+            continue
+        label = f"{opt} (as configured{', the default' if opt == default and not user_placement else ''})"
+        out.append(Start(label, np.asarray(pl.task_node, np.int64)))
+    return out
+
+
 def main(argv: list[str]) -> int:
     ap = ArgumentParser(
         prog="evaluator map",
@@ -114,7 +140,9 @@ def main(argv: list[str]) -> int:
                               f"It holds {' and '.join(there)} already; choose another directory, or add --force.")
         check_writable("--write-rank-order", d)
     overrides = list(args.overrides)
-    if not any(re.match(r"\+?placement=", o) for o in overrides):
+    user_placement = any(re.match(r"\+?placement=", o) for o in overrides)
+    as_run = list(overrides)  # the job as `evaluator eval` would run it: its placement the config's default
+    if not user_placement:
         overrides.insert(0, "placement=linear")  # the placement only says which nodes with --nodes placement
     cfg = config.compose(overrides)
     if args.tasks_per_node is not None:
@@ -144,7 +172,8 @@ def main(argv: list[str]) -> int:
     res = search_mapping(point.topology, point.traffic, point.routing, nodes=_nodes(args.nodes, point),
                          tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
                          traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress,
+                         extra_starts=_named_starts(as_run, user_placement, point, args.tasks_per_node))
     t = res.trace
     print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
           f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
@@ -158,8 +187,12 @@ def main(argv: list[str]) -> int:
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
+    named = {n: t for n, t in res.starts.items() if "(as configured" in n}
+    best_named = min(named, key=named.get) if named else None
+    vs_named = (f"; {(1 - res.completion_time / named[best_named]) * 100:.1f} % below the best named placement, "
+                f"{best_named}" if best_named is not None and best_named != res.best_start else "")
     print(f"mapping found: {format_value(res.completion_time, 's')} "
-          f"({res.gain(res.best_start) * 100:.1f} % below the best start, {res.best_start})")
+          f"({res.gain(res.best_start) * 100:.1f} % below the best start, {res.best_start}{vs_named})")
     if np.isfinite(res.lower_bound):
         print(f"no mapping is below {format_value(res.lower_bound, 's')} (the busiest task's bytes over its node "
               f"link; the mapping found is {res.completion_time / res.lower_bound:.2f}x that)")

@@ -199,7 +199,7 @@ def _slots(task_node: np.ndarray, nodes: np.ndarray, tpn: int) -> tuple[np.ndarr
 def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_per_node: int = 1,
                    time_budget: float = 60.0, seed: int = 0, candidates: int = 4096, starts: list[Start] | None = None,
                    traffic_cfg=None, topology_cfg=None, max_iterations: int | None = None,
-                   progress: bool = True) -> MappingResult:
+                   progress: bool = True, extra_starts: list[Start] | None = None) -> MappingResult:
     """Search task-to-node assignments of ``traffic``'s tasks that minimise the predicted completion time.
 
     Parameters
@@ -225,6 +225,10 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     max_iterations
         Stop after this many batches even within the budget (default: the budget only): with the same seed the
         same result on every run, whatever the machine's speed.
+    extra_starts
+        Starting points put before the others (the named placements as a user would have run them, the default
+        first: ``evaluator map`` passes them); one that does not fit the available nodes and slots is skipped,
+        with the reason.
     """
     routing = as_routing(routing)
     budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
@@ -246,6 +250,24 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
             if tn.shape != (traffic.n_tasks,) or not set(tn.tolist()) <= allowed or counts.max(initial=0) > tpn:
                 raise ConfigError("mapping.starts", s.name, f"a mapping of {traffic.n_tasks} tasks onto the "
                                   f"available nodes with at most {tpn} tasks per node")
+    if extra_starts:
+        allowed = np.zeros(topology.n_nodes, dtype=bool)
+        allowed[nodes] = True
+        first = []
+        seen = {tuple(np.asarray(s.task_node).tolist()) for s in starts}
+        for s in extra_starts:
+            tn = np.asarray(s.task_node, np.int64)
+            counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
+            if tn.shape != (traffic.n_tasks,) or not allowed[tn].all() or counts.max(initial=0) > tpn:
+                skipped[s.name] = f"not on the available nodes with at most {tpn} task(s) per node"
+                continue
+            key = tuple(tn.tolist())
+            if key in seen:
+                skipped[s.name] = "the same mapping as another start"
+                continue
+            seen.add(key)
+            first.append(s)
+        starts = first + list(starts)
     if not starts:
         raise ConfigError("mapping.starts", [], "at least one starting point")
     evaluator = move_evaluator(topology, routing, traffic, np.repeat(nodes, tpn))
