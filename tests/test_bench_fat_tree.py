@@ -21,11 +21,11 @@ from tests.helpers import TOL
 from tests.test_fat_tree import TREES, random_case, tree, walk_loads
 
 
-@pytest.mark.parametrize("kind", ["dmodk", "ecmp"])
+@pytest.mark.parametrize("kind", ["dmodk", "ecmp_spray"])
 @pytest.mark.parametrize("name", sorted(TREES))
 def test_matrix_against_the_label_walk(name, kind):
     t = tree(name)
-    rt = routing.dmodk() if kind == "dmodk" else routing.ecmp()
+    rt = routing.dmodk() if kind == "dmodk" else routing.ecmp_spray()
     assert scipy_serves(t, rt)
     base = routing_matrix(t, rt)
     R = None
@@ -57,7 +57,7 @@ def test_too_large_a_matrix_is_refused_before_building():
     assert e.value.field == "bench.scipy_baseline" and "780 MB" in str(e.value)
     assert base.R is None
     small = tree("tapered")
-    tiny = routing_matrix(small, routing.ecmp(), max_bytes=BYTES_PER_ENTRY * 3)
+    tiny = routing_matrix(small, routing.ecmp_spray(), max_bytes=BYTES_PER_ENTRY * 3)
     with pytest.raises(ResourceError):
         tiny.link_loads(*_one_point(small))
     assert tiny.R is None

@@ -1,11 +1,13 @@
 """Fat trees (XGFT) and their routings against independent references.
 
 * the topology against the XGFT definition (labels, parents, link counts) and NetworkX (distances);
-* ``dmodk`` and ``ecmp`` link for link against (a) a per-flow walk written here from the labels (the
-  router coordinates) and the router graph, and (b) a NetworkX enumeration of every shortest path between
+* ``dmodk`` and ``ecmp_spray`` (the fluid split; hashed ``ecmp``: tests/test_ecmp_hash.py) link for link
+  against (a) a per-flow walk written here from the labels (the router coordinates) and the router graph,
+  and (b) a NetworkX enumeration of every shortest path between
   two leaves with ECMP's split computed hop by hop (D-mod-k: its one path is an up*/down* shortest path);
 * closed forms: full bisection bandwidth of an untapered tree, per-level loads of all-to-all and shifts,
-  D-mod-k contention-free on shifts of a k-ary n-tree (Zahavi) but not on a tapered tree;
+  D-mod-k contention-free on shifts of a k-ary n-tree (Zahavi) but not on a tapered tree; D-mod-k with
+  parallel links (issue 35): all-to-all at the spray's time, shifts by leaves contention-free;
 * the dense all-to-all against its materialised flows through the kernel; the routing module's own walks
   (the bench's reference) against the walk here.
 """
@@ -82,9 +84,12 @@ def walk(t, a, d, kind):
     """Per-flow walk on the labels: ``[(prob, [link ids])]`` of node ``a`` -> node ``d`` (router links only).
 
     Up: at level i the switch ``(x_h..x_{i+1}, y_i..y_1)`` goes to ``(x_h..x_{i+2}, y_{i+1}, y_i..y_1)``
-    over parallel copy c; D-mod-k takes port ``u = floor(d / (U_0 .. U_{i-1})) mod U_i`` (``y_{i+1} = u //
-    pl``, ``c = u % pl``), ECMP every port with ``1 / U_i``. Down: replace ``y_i`` by the destination's
-    ``x_i``, over the same copy (D-mod-k) or every copy (ECMP, ``1 / pl`` each).
+    over parallel copy c. D-mod-k as Zahavi (2010) and SimGrid's FAT_TREE define it: one digit of the
+    destination per level, ``v = floor(d / (w_1 ... w_i)) mod (w_{i+1} pl_i)``, numbering the ``w_{i+1} pl_i``
+    up ports parent fastest (SimGrid's port ``parent + copy * w``): ``y_{i+1} = v mod w_{i+1}``, ``c = v div
+    w_{i+1}``. ``ecmp_spray`` (any other ``kind``): every (parent, copy) with ``1 / (w_{i+1} pl_i)``. Down:
+    replace ``y_i`` by the destination's ``x_i``, over the same copy (D-mod-k) or every copy (the spray, ``1 /
+    pl`` each).
     """
     if a == d:
         return []
@@ -94,15 +99,15 @@ def walk(t, a, d, kind):
     top = nca_level(t, a, d)
     leaf = (1,) + xa[: h - 1] + (0,)
     partial = [(1.0, leaf, [], [])]  # prob, current label, up links, copies used per tier
-    divisor = 1
     for i in range(1, top):
-        U = w[i] * pl[i - 1]
-        ports = [(d // divisor) % U] if kind == "dmodk" else range(U)
-        divisor *= U
+        if kind == "dmodk":
+            v = (d // math.prod(w[:i])) % (w[i] * pl[i - 1])
+            ports = [(v % w[i], v // w[i])]
+        else:
+            ports = [(y, c) for y in range(w[i]) for c in range(pl[i - 1])]
         grown = []
         for prob, lab, up, copies in partial:
-            for u in ports:
-                y, c = u // pl[i - 1], u % pl[i - 1]
+            for y, c in ports:
                 digits = list(lab[1:])
                 digits[h - (i + 1)] = y  # x_{i+1} -> y_{i+1}
                 nxt = (i + 1,) + tuple(digits)
@@ -139,7 +144,7 @@ def walk_loads(t, flows, task_node, kind):
             continue
         out[n_rl + a] += b
         out[n_rl + N + z] += b
-        if kind == "ecmp":  # ECMP depends on the leaves only: the first node of each leaf gives it
+        if kind == "ecmp_spray":  # the spray depends on the leaves only: the first node of each leaf gives it
             key = (a // t.children[0], z // t.children[0])
             if key not in cache:
                 cache[key] = walk(t, key[0] * t.children[0], key[1] * t.children[0], kind)
@@ -181,7 +186,7 @@ def nx_ecmp_loads(t, s_leaf, d_leaf):
 
 def per_pair_loads(t, kind, src, dst):
     """The operator's router-link loads of one byte of every pair (``src``/``dst``: its endpoints), [pair, link]."""
-    op = build_routing(t, routing.dmodk() if kind == "dmodk" else routing.ecmp())
+    op = build_routing(t, routing.dmodk() if kind == "dmodk" else routing.ecmp_spray())
     tables = {k: jax.numpy.asarray(v) for k, v in op.tables.items()}
     one = jax.jit(jax.vmap(lambda s, d: op.apply(tables, s[None], d[None], jax.numpy.ones(1))))
     return np.asarray(one(jax.numpy.asarray(src), jax.numpy.asarray(dst)))
@@ -331,12 +336,12 @@ def test_operators_against_walk_and_networkx_per_pair(name):
     s_leaf, d_leaf = (x.reshape(-1) for x in np.meshgrid(leaves, leaves, indexing="ij"))
     keep = s_leaf != d_leaf
     s_leaf, d_leaf = s_leaf[keep], d_leaf[keep]
-    loads = per_pair_loads(t, "ecmp", s_leaf, d_leaf)
+    loads = per_pair_loads(t, "ecmp_spray", s_leaf, d_leaf)
     for s, d, row in zip(s_leaf.tolist(), d_leaf.tolist(), loads):
         ref_walk = np.zeros(t.n_router_links)
-        for p, path in walk(t, s * m1, d * m1, "ecmp"):
+        for p, path in walk(t, s * m1, d * m1, "ecmp_spray"):
             np.add.at(ref_walk, path, p)
-        np.testing.assert_allclose(row, ref_walk, rtol=RTOL, atol=TOL["prob"], err_msg=f"{t.name} ecmp {s}->{d}")
+        np.testing.assert_allclose(row, ref_walk, rtol=RTOL, atol=TOL["prob"], err_msg=f"{t.name} spray {s}->{d}")
         np.testing.assert_allclose(row, nx_ecmp_loads(t, s, d), rtol=RTOL, atol=TOL["prob"])
         mod = np.zeros(t.n_router_links)
         for p, path in ecmp_paths(t, s * m1 + m1 - 1, d * m1):
@@ -354,13 +359,13 @@ def random_case(t, seed, n_flows=96, tasks_per_node=1.5):
     return n_tasks, src, dst, nbytes, task_node
 
 
-@pytest.mark.parametrize("kind", ["dmodk", "ecmp"])
+@pytest.mark.parametrize("kind", ["dmodk", "ecmp_spray"])
 @pytest.mark.parametrize("name", sorted(TREES))
 def test_kernel_against_walk_sparse_and_dense(name, kind):
     """Random flows and placements (shared nodes, same-leaf and same-node pairs) through evaluate, link for
     link; the dense all-to-all (with uneven weights) against its materialised flows and the walk."""
     t = tree(name)
-    rt = routing.dmodk() if kind == "dmodk" else routing.ecmp()
+    rt = routing.dmodk() if kind == "dmodk" else routing.ecmp_spray()
     for seed in (0, 1):
         n_tasks, src, dst, nbytes, tn = random_case(t, seed)
         ds = ev.evaluate(t, traffic.from_flows(n_tasks, src, dst, nbytes), placement.explicit(t, tn), rt)
@@ -405,9 +410,9 @@ def test_untapered_tree_has_full_bisection_bandwidth(kwargs):
     N = t.n_nodes
     pair = traffic.bisection_pairing(t, b)
     for tr in [pair] + [traffic.random_permutation(N, b, seed=s) for s in range(3)]:
-        ds = ev.evaluate(t, tr, placement.linear(t, N), routing.ecmp())
+        ds = ev.evaluate(t, tr, placement.linear(t, N), routing.ecmp_spray())
         assert float(ds.completion_time) == pytest.approx(b / B, rel=RTOL)
-    ds = ev.evaluate(t, pair, placement.linear(t, N), routing.ecmp())
+    ds = ev.evaluate(t, pair, placement.linear(t, N), routing.ecmp_spray())
     assert float(ds.throughput) == pytest.approx(N * B, rel=RTOL)  # every byte crosses the top: N/2 x B each way
 
 
@@ -416,7 +421,7 @@ def test_tapered_tree_slows_by_its_taper():
     leaf: 4 b over 2 links, 2 b / B for both routings (and the MCF bound: the cut around a leaf)."""
     t = fat_tree([4, 4], [1, 2], link_bandwidth=B, injection_bandwidth=B)
     src = np.arange(16)
-    for rt in (routing.ecmp(), routing.dmodk()):
+    for rt in (routing.ecmp_spray(), routing.dmodk()):
         ds = evaluate_flows(t, src, (src + 4) % 16, rt)
         assert float(ds.completion_time) == pytest.approx(2 * b / B, rel=RTOL)
         assert str(ds.bottleneck.values) == "level1-up"
@@ -433,7 +438,7 @@ def test_all_to_all_per_level_loads(k, n):
     t = fat_tree(k=k, levels=n, link_bandwidth=B, injection_bandwidth=B)
     N = t.n_nodes
     names = t.link_class_names()
-    for rt in (routing.ecmp(), routing.dmodk()):
+    for rt in (routing.ecmp_spray(), routing.dmodk()):
         ds = ev.evaluate(t, traffic.all_to_all(N, b), placement.linear(t, N), rt)
         load = np.asarray(ds["link_load"].values)
         for i in range(1, n):
@@ -449,7 +454,7 @@ def test_shift_by_one_per_link():
     t = fat_tree(k=3, levels=2)
     src = np.arange(9)
     dst = (src + 1) % 9
-    load = np.asarray(evaluate_flows(t, src, dst, routing.ecmp())["link_load"].values)[: t.n_router_links]
+    load = np.asarray(evaluate_flows(t, src, dst, routing.ecmp_spray())["link_load"].values)[: t.n_router_links]
     np.testing.assert_allclose(load, b / 3, rtol=RTOL)
     load = np.asarray(evaluate_flows(t, src, dst, routing.dmodk())["link_load"].values)[: t.n_router_links]
     top = np.asarray(t.router_coords)[:, 0] == 2
@@ -478,6 +483,57 @@ def test_single_level_tree():
     """h = 1: one switch, no router links: only injection and ejection carry bytes."""
     t = fat_tree([6], levels=1)
     assert t.n_router_links == 0 and t.diameter_bound() == 0 and t.class_names == ("injection", "ejection")
-    for rt in (routing.ecmp(), routing.dmodk()):
+    for rt in (routing.ecmp_spray(), routing.dmodk()):
         ds = ev.evaluate(t, traffic.all_to_all(6, b), placement.linear(t, 6), rt)
         assert float(ds.completion_time) == pytest.approx(5 * b / t.injection_bandwidth, rel=RTOL)
+
+
+# --------------------------------------------------------------------------------------
+# D-mod-k with parallel links (issue 35, item 3)
+# --------------------------------------------------------------------------------------
+
+UNTAPERED = [dict(k=2, levels=2, parallel_links=3), dict(k=3, levels=2, parallel_links=2),
+             dict(k=4, levels=2, parallel_links=1), dict(k=2, levels=3, parallel_links=[3, 2]),
+             dict(k=3, levels=3, parallel_links=[1, 3]), dict(k=4, levels=3, parallel_links=1),
+             dict(k=4, levels=3, parallel_links=2), dict(k=2, levels=4, parallel_links=2),
+             dict(children=[2, 3, 2], parallel_links=[2, 2]), dict(children=[3, 2, 3], parallel_links=[3, 2]),
+             dict(children=[4, 2, 3], parallel_links=1)]
+
+
+@pytest.mark.parametrize("kwargs", UNTAPERED, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+def test_dmodk_untapered_all_to_all_equals_ecmp_and_shifts_by_leaves_are_contention_free(kwargs):
+    """Every untapered tree (``parents`` default, equal bandwidths), with and without parallel links: D-mod-k's
+    all-to-all time equals ECMP's (each destination's one down link per tier, every tier's links loaded at most
+    as much as a node's ejection link), and every shift by a multiple of a leaf's node count loads each router
+    link with at most one flow (the destinations of a leaf's flows differ in every digit D-mod-k reads)."""
+    t = fat_tree(**kwargs, link_bandwidth=B, injection_bandwidth=B)
+    N, m1 = t.n_nodes, t.children[0]
+    a2a = traffic.all_to_all(N, b)
+    times = [float(ev.evaluate(t, a2a, placement.linear(t, N), rt).completion_time)
+             for rt in (routing.dmodk(), routing.ecmp_spray())]
+    assert times[0] == pytest.approx(times[1], rel=1e-9), (t.name, times)
+    src = np.arange(N)
+    for s in range(m1, N, m1):
+        load = np.asarray(evaluate_flows(t, src, (src + s) % N, routing.dmodk())["link_load"].values)
+        assert load[: t.n_router_links].max() == b, (t.name, s)
+
+
+def test_dmodk_parallel_links_4_ary_3_tree_uses_every_top_switch():
+    """The issue's case: the 4-ary 3-tree with 2 links per switch pair. The old rule (divisor U_1 .. U_{t-1},
+    copy the low digit) reached 4 of the 16 top switches per pod and left 96 of the 128 top-to-pod links idle:
+    all-to-all 1.52x ECMP's time. Now every pod's 16 destinations come down from 16 distinct top switches (one
+    copy each: 64 idle links, each used one carrying 48 flows < 63 on an ejection link) at ECMP's time."""
+    t = fat_tree(k=4, levels=3, parallel_links=2, link_bandwidth=B, injection_bandwidth=B)
+    N = t.n_nodes
+    ds = ev.evaluate(t, traffic.all_to_all(N, b), placement.linear(t, N), routing.dmodk())
+    load = np.asarray(ds["link_load"].values)
+    top_down = load[t.link_class_names() == "level2-down"]
+    assert (top_down == 0).sum() == 64 and top_down.max() == pytest.approx(48 * b, rel=RTOL)
+    assert float(ds.completion_time) == pytest.approx(63 * b / B, rel=RTOL)
+    assert str(ds.bottleneck.values) in ("injection", "ejection")  # a node link (both carry 63 b)
+    coords = np.asarray(t.router_coords)
+    for pod in range(4):
+        dests = range(16 * pod, 16 * pod + 16)
+        paths = [walk(t, (d + 16) % N, d, "dmodk")[0][1] for d in dests]  # from another pod
+        tops = {int(t.link_src[lk]) for path in paths for lk in path if coords[int(t.link_src[lk]), 0] == 3}
+        assert len(tops) == 16

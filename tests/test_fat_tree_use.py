@@ -33,7 +33,8 @@ def test_config_defaults_and_routings_for_fat_trees():
     p = build(cfg)
     assert p.topology.name == "FT(8-ary 3-tree)" and p.topology.n_nodes == 512 and p.topology.n_routers == 192
     assert p.placement.task_node.tolist() == list(range(64))  # blocks of one leaf, packed
-    assert set(routing.routings_for("fat_tree")) >= {"dmodk", "ecmp", "kshortest", "optiq_heuristic", "optiq_lp"}
+    assert set(routing.routings_for("fat_tree")) >= {"dmodk", "ecmp", "ecmp_spray", "kshortest", "optiq_heuristic",
+                                                     "optiq_lp"}
     with pytest.raises(ConfigError, match="dmodk"):
         routing.build_routing(p.topology, routing.minimal())
     cfg = config.to_object(config.compose(["topology=fat_tree", "topology.children=[4,4]", "topology.parents=[1,2]",
@@ -137,6 +138,7 @@ TRAFFIC_OVERRIDES = {
     "pencil": ["traffic.grid=[16,16,16]", "traffic.p_row=8", "traffic.p_col=8"],
     "neighbouring": [],
     "collective": ["traffic.algorithm=rabenseifner"],
+    "group_tornado": [],
 }
 
 
@@ -172,7 +174,7 @@ def test_path_set_routings_and_the_bound_on_a_fat_tree():
     pl = placement.linear(t, N)
     D = t.router_distances()
     hops = D[t.node_router[tr.src], t.node_router[tr.dst]]
-    ds = ev.evaluate(t, tr, pl, routing.ecmp(), bounds=True)
+    ds = ev.evaluate(t, tr, pl, routing.ecmp_spray(), bounds=True)
     assert float(ds.optimal_completion_time) == pytest.approx(b / B, rel=TOL["lp"])
     assert float(ds.routing_efficiency) == pytest.approx(1.0, rel=TOL["lp"])
     lower = float(ds.optimal_completion_time)
@@ -187,7 +189,7 @@ def test_path_set_routings_and_the_bound_on_a_fat_tree():
     tapered = fat_tree([4, 4], [1, 2], link_bandwidth=B, injection_bandwidth=B)
     src = np.arange(16)
     shift = traffic.from_flows(16, src, (src + 4) % 16, np.full(16, b))
-    for rt in (routing.ecmp(), routing.dmodk()):
+    for rt in (routing.ecmp_spray(), routing.dmodk()):
         ds = ev.evaluate(tapered, shift, placement.linear(tapered, 16), rt, bounds=True)
         assert float(ds.optimal_completion_time) == pytest.approx(2 * b / B, rel=TOL["lp"])
         assert float(ds.completion_time) == pytest.approx(2 * b / B, rel=RTOL)

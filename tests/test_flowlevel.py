@@ -243,8 +243,8 @@ NETWORKS = {  # name -> (topology, traffic of equal flows, placement, routing); 
                                    lambda t: P.fully_random(t, 72, seed=1), ev.valiant()),
     "torus4x4-perm-kshortest": lambda: (ev.torus([4, 4]), T.random_permutation(16, 1e6, seed=2),
                                         lambda t: P.linear(t, 16), ev.kshortest(k=4)),
-    "fattree-k4-perm-ecmp": lambda: (fat_tree(levels=2, k=4), T.random_permutation(16, 1e6, seed=3),
-                                     lambda t: P.fully_random(t, 16, seed=1), ev.routing.ecmp()),
+    "fattree-k4-perm-ecmp_spray": lambda: (fat_tree(levels=2, k=4), T.random_permutation(16, 1e6, seed=3),
+                                           lambda t: P.fully_random(t, 16, seed=1), ev.routing.ecmp_spray()),
 }
 
 

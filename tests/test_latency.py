@@ -101,12 +101,12 @@ def test_phase_is_bound_plus_slowest_message(name, make, routing, ref, lat):
 
 def test_fat_tree_latency_counts_tiers():
     """A k-ary 3-tree: a message within a leaf crosses 1 switch and 2 node links, within a pod 3 switches and 2
-    tier-1 links, across pods 5 switches and 4 tier links (D-mod-k and ECMP alike)."""
+    tier-1 links, across pods 5 switches and 4 tier links (D-mod-k, hashed ECMP and the spray alike)."""
     ft = ev.topology.fat_tree(k=4, levels=3)
     lat = Latency(send_overhead=1e-6, router=1e-7, link=(("default", 1e-8),))
     ft = ft.with_latency(lat)
     n = ft.n_nodes
-    for routing in ("dmodk", "ecmp"):
+    for routing in ("dmodk", "ecmp", "ecmp_spray"):
         for dst, switches in ((1, 1), (4, 3), (16, 5)):  # same leaf, same pod, another pod
             tr = traffic.from_flows(n, [0], [dst], [1000.0])
             ds = ev.evaluate(ft, tr, placement.linear(ft, n), routing)

@@ -74,6 +74,7 @@ BUILD_CONTEXT = {
     ("topology", "fat_tree"): ["topology.k=4", "routing=dmodk", "traffic=all_to_all", "placement=linear"],
     ("routing", "dmodk"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
     ("routing", "ecmp"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
+    ("routing", "ecmp_spray"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
     ("placement", "block"): ["topology=fat_tree", "topology.k=2", "routing=ecmp", "traffic=all_to_all"],
 }
 for _traffic in config.FAMILIES["traffic"]:

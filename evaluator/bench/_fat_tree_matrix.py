@@ -10,10 +10,11 @@ again, so its router links split into an up part and a down part:
   equal probability), and the down part, by the same symmetry, only on the
   destination leaf and ``T`` (the reverse links of the destination leaf's own
   climb, with the same fractions). ``R`` has ``2 x leaves x (h - 1)`` columns.
-* D-mod-k: the up port at tier ``t`` is ``floor(d / (U_1 ... U_{t-1})) mod U_t``,
-  a function of ``d mod (U_1 ... U_{h-1})``, so the up part depends on the
+* D-mod-k: the up port at tier ``t`` is ``v = floor(d / (w_1 ... w_t)) mod U_t``
+  (parent ``v mod w_{t+1}``, copy ``v div w_{t+1}``), a function of ``d mod P``,
+  ``P = lcm_t(w_1 ... w_t U_t)``, so the up part depends on the
   source leaf, that key and ``T``; the down part on ``d`` and ``T`` (the same
-  ports, from ``d``'s leaf). ``R`` has ``leaves x U_1...U_{h-1} x (h - 1) + nodes
+  ports, from ``d``'s leaf). ``R`` has ``leaves x P x (h - 1) + nodes
   x (h - 1)`` columns.
 
 A point's demand is summed into those columns with ``bincount`` (sparse flows)
@@ -61,7 +62,8 @@ class FatTreeMatrixBaseline(RoutingMatrix):
         self.n_links = self.n_rl + 2 * self.n_nodes
         self.m1, self.n_leaves = int(t.children[0]), int(t.switches(1))
         self.ports = [t.up_ports(k) for k in range(1, self.n_tiers + 1)]
-        self.P = math.prod(self.ports) if self.dmodk else 1  # D-mod-k's key: d mod P
+        # D-mod-k's key d mod P: tier t reads (d // Y_t) mod U_t, a function of d mod (Y_t U_t)
+        self.P = math.lcm(*(t.parallel(k) * t.up_ports(k) for k in range(1, self.n_tiers + 1))) if self.dmodk else 1
         self.n_up = self.n_leaves * self.P * self.n_tiers
         self.n_cols = self.n_up + (self.n_nodes if self.dmodk else self.n_leaves) * self.n_tiers
         self.sub = [t.subtree_nodes(j) for j in range(1, self.n_tiers + 2)]  # nodes per level-j subtree, j=1..h
@@ -91,12 +93,13 @@ class FatTreeMatrixBaseline(RoutingMatrix):
         """Rows, columns and values of climbs from leaves ``start`` with D-mod-k keys ``key``: one link per tier
         up to each column's ``T`` (columns ``col * n_tiers + T - 1``)."""
         out = []
+        topo = self.topology
         for T in range(1, self.n_tiers + 1):
-            c, div = start.copy(), 1
+            c = start.copy()
             for t in range(1, T + 1):
-                U = self.ports[t - 1]
-                u = (key // div) % U
-                div *= U
+                U, w, pl = self.ports[t - 1], int(topo.parents[t]), int(topo.parallel_links[t - 1])
+                v = (key // topo.parallel(t)) % U  # Zahavi's D-Mod-K: one digit per level among all U ports
+                u = (v % w) * pl + v // w  # parent v mod w, parallel copy v div w
                 out.append((int(offsets[t - 1]) + c * U + u, col * self.n_tiers + T - 1))
                 c = self._step(c, u, t)
         return out

@@ -59,7 +59,7 @@ Path = tuple[float, list[int]]
 
 _WALKS = {"dor": ("_init_torus", "_torus_paths"), "minimal": ("_init_dragonfly", "_df_minimal"),
           "valiant": ("_init_dragonfly", "_df_valiant"), "dmodk": ("_init_fat_tree", "_ft_dmodk"),
-          "ecmp": ("_init_fat_tree", "_ft_ecmp")}
+          "ecmp_spray": ("_init_fat_tree", "_ft_ecmp")}
 """Routing kind -> (table builder, path enumerator) of the walk; a routing not listed has no baseline."""
 
 _BY_NODE = frozenset({"dmodk"})
@@ -273,7 +273,7 @@ class PerFlowBaseline:
 # SciPy sparse routing matrix
 # ======================================================================================
 
-_SCIPY = {"dor": "torus", "minimal": "dragonfly", "valiant": "dragonfly", "dmodk": "fat_tree", "ecmp": "fat_tree"}
+_SCIPY = {"dor": "torus", "minimal": "dragonfly", "valiant": "dragonfly", "dmodk": "fat_tree", "ecmp_spray": "fat_tree"}
 """Routing kind -> the topology kind whose SciPy routing matrix :func:`routing_matrix` builds."""
 
 

@@ -513,7 +513,7 @@ def _w_fat_tree(args) -> dict:
     k = FAT_TREE_K[bool(args.quick)]
     big = topology.fat_tree(k=k, levels=3)
     small = topology.fat_tree(k=4, levels=3)
-    rows, peak = _big_rows(big, [routing.dmodk(), routing.ecmp()], _df_patterns(big), small, _df_patterns(small),
+    rows, peak = _big_rows(big, [routing.dmodk(), routing.ecmp_spray()], _df_patterns(big), small, _df_patterns(small),
                            500 if args.quick else 5_000)
     return {"rows": rows, "topology": big.name, "nodes": big.n_nodes, "peak_mb": peak, "device": _device()}
 

@@ -3,8 +3,10 @@
 * ``dor``: torus dimension-order routing (:func:`dor`);
 * ``minimal`` and ``valiant``: Dragonfly routings (:func:`minimal`, :func:`valiant`);
 * ``valiant_router``: Dragonfly Valiant through a uniformly chosen intermediate *router* (:func:`valiant_router`);
-* ``dmodk`` and ``ecmp``: fat-tree routings (:func:`dmodk`: D-mod-k up*/down*; :func:`ecmp`: the expectation of
-  per-flow hashing over the up ports), with their per-flow walks :func:`dmodk_paths` and :func:`ecmp_paths`;
+* ``dmodk``, ``ecmp`` and ``ecmp_spray``: fat-tree routings (:func:`dmodk`: D-mod-k up*/down*; :func:`ecmp`:
+  hashed ECMP, one path per flow by a seeded hash, :func:`ecmp_seeds` and :func:`ecmp_seed_summary` over seeds;
+  :func:`ecmp_spray`: an ideal per-packet spraying, the even split over the up ports), with their per-flow
+  walks :func:`dmodk_paths`, :func:`ecmp_hash_paths` and :func:`ecmp_paths` (the spray's);
 * ``kshortest`` and ``optiq_heuristic``: path-set routings on any topology (:func:`kshortest`,
   :func:`optiq_heuristic`; :mod:`evaluator.routing._paths`);
 * ``optiq_lp``: Bui et al. Model 1, each pair's bytes split over its k paths by an LP (:func:`optiq_lp`).
@@ -27,7 +29,8 @@ from ..topology import Topology
 from . import _dor, _dragonfly, _fat_tree, _kshortest, _optiq, _optiq_lp, _tago
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant, valiant_router
-from ._fat_tree import dmodk, dmodk_paths, ecmp, ecmp_paths
+from ._fat_tree import (EcmpRouting, dmodk, dmodk_paths, ecmp, ecmp_hash_paths, ecmp_paths, ecmp_seed_summary,
+                        ecmp_seeds, ecmp_spray)
 from ._kshortest import kshortest
 from ._optiq import OptiqHeuristicRouting, heuristic_table, optiq_heuristic
 from ._optiq_lp import OptiqLpRouting, optiq_lp
@@ -46,8 +49,13 @@ __all__ = [
     "valiant_router",
     "dmodk",
     "ecmp",
+    "ecmp_spray",
+    "EcmpRouting",
+    "ecmp_seeds",
+    "ecmp_seed_summary",
     "dmodk_paths",
     "ecmp_paths",
+    "ecmp_hash_paths",
     "kshortest",
     "optiq_heuristic",
     "OptiqHeuristicRouting",
@@ -79,6 +87,7 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _dragonfly.VALIANT_ROUTER,
     _fat_tree.DMODK,
     _fat_tree.ECMP,
+    _fat_tree.ECMP_SPRAY,
     _kshortest.KSHORTEST,
     _optiq.OPTIQ_HEURISTIC,
     _optiq_lp.OPTIQ_LP,

@@ -1,6 +1,8 @@
-"""Fat-tree routings: ``dmodk`` (deterministic D-mod-k up*/down*) and ``ecmp`` (the expectation of per-flow hashing).
+"""Fat-tree routings: ``dmodk`` (deterministic D-mod-k up*/down*), ``ecmp`` (hashed ECMP: one path per flow,
+chosen by a seeded hash) and ``ecmp_spray`` (an ideal per-packet spraying: the even fluid split over every
+up port).
 
-Both route up*/down* on shortest paths: from the source leaf up to the
+All three route up*/down* on shortest paths: from the source leaf up to the
 nearest common ancestor level ``l`` (the lowest level whose subtree holds
 both hosts: their host labels agree on ``x_h .. x_{l+1}``), then down the
 unique path to the destination. Ids and labels are those of
@@ -9,32 +11,72 @@ levels ``t`` and ``t + 1``, ``pl_t`` its parallel links, ``U_t = w_{t+1} pl_t``
 up ports per level-``t`` switch, port ``u`` leading to parent digit ``u //
 pl_t``).
 
-* ``dmodk`` (Zahavi's D-mod-k, the destination-based up-port rule of
-  InfiniBand fat-tree routing engines such as OpenSM's ``ftree``): going up
-  from a level-``t`` switch a packet for destination *node* ``d`` takes up
-  port ``u_t(d) = floor(d / (U_0 U_1 ... U_{t-1})) mod U_t`` (``U_0 = w_1 =
-  1``; without parallel links this is ``floor(d / (w_1 ... w_t)) mod
-  w_{t+1}``, the parent digit). The up ports
+* ``dmodk`` (Zahavi's D-Mod-K, the destination-based up-port rule of
+  InfiniBand fat-tree routing engines such as OpenSM's ``ftree``, and of
+  SimGrid's ``FAT_TREE`` zone): going up from a level-``t`` switch a packet
+  for destination *node* ``d`` takes up port ``v_t(d) = floor(d / (w_1 w_2
+  ... w_t)) mod U_t``: one destination digit per level, in the mixed radix of
+  the parents, that chooses among *all* ``U_t = w_{t+1} pl_t`` up ports of the
+  level (parents times parallel links), the ports numbered parent fastest:
+  port ``v`` leads to parent digit ``y_{t+1} = v mod w_{t+1}`` over parallel
+  copy ``v div w_{t+1}`` (our port number ``y_{t+1} pl_t + v div w_{t+1}``).
+  The parent digit is then the digit of the same tree without parallel links,
+  ``floor(d / (w_1 ... w_t)) mod w_{t+1}``, and the copy spreads by the next
+  digit. This is the rule of E. Zahavi, "D-Mod-K routing providing
+  non-blocking traffic for shift permutations on real life fat trees"
+  (Technion CCIT report 776, 2010; parallel-port generalized fat trees) and of
+  SimGrid's ``FAT_TREE`` zone (``FatTreeZone::get_local_route``, with its port
+  order ``parent + copy * w``). Until issue 35 the divisor was ``U_1 ...
+  U_{t-1}`` (parents times links) and the copy the low digit: with parallel
+  links whole top switches then went unused (the 4-ary 3-tree with 2 links per
+  switch pair left 96 of its 128 top-to-pod links idle under all-to-all, 1.52x
+  the ECMP time; now it equals it).
+  The up ports
   depend on ``d`` only, so the switch a packet reaches at level ``t`` has the
   digits ``y_t .. y_1`` of ``d``'s ports below it, whatever the source; the
   down path goes through the switches with the same digits, each down link
   being the reverse of the up link that ``d``'s own subtree would take
-  (same parallel copy). One path per (source node, destination node); on a
-  k-ary n-tree a shift permutation loads no link with more than one flow
-  (Zahavi et al. 2010). The operator routes by node
+  (same parallel copy: every switch forwards by destination only, as an
+  InfiniBand linear forwarding table does). One path per (source node,
+  destination node); on a k-ary n-tree a shift permutation loads no link with
+  more than one flow (Zahavi et al. 2010), and on any untapered tree,
+  parallel links or not, neither does a shift by a multiple of a leaf's node
+  count (tests/test_fat_tree.py). The operator routes by node
   (:attr:`~evaluator.routing.base.RoutingOperator.endpoints`: every node is
   its own endpoint).
-* ``ecmp``: every switch splits a flow evenly over all its up ports on the
+* ``ecmp`` (hashed ECMP, what a switch's ECMP does): each flow (source node,
+  destination node) takes one path. Going up from a level-``t`` switch it
+  takes up port ``u = H(seed, 2 (t - 1), a, d) mod U_t`` (any of the
+  ``w_{t+1} pl_t`` ports: port ``u`` leads to parent digit ``u // pl_t``
+  over copy ``u % pl_t``); going down from level ``t + 1`` to level ``t``
+  (the switch is fixed by the digits chosen on the way up and ``d``'s label)
+  it takes parallel copy ``H(seed, 2 (t - 1) + 1, a, d) mod pl_t``.
+  ``H(seed, stream, a, d)`` is the first word of Threefry-2x32-20 (the
+  counter-based generator of the seeded placements) with key ``(seed,
+  stream)`` and counter ``(a, d)``: a uniform, independent choice per flow,
+  tier and direction for every seed (the modulo's bias is below ``U_t /
+  2^32``), the same on the host and the device. One seed (an integer in
+  ``[0, 2^32)``) is one hash function, i.e. one draw of the routing; its
+  answer is a distribution over seeds: evaluate the specs of
+  :func:`ecmp_seeds` (one compilation for all) or sweep ``routing.seed``,
+  and :func:`ecmp_seed_summary` gives the expectation and the 95th
+  percentile of the completion time over the seeds.
+* ``ecmp_spray`` (an ideal per-packet spraying; before issue 35 this was
+  ``ecmp``): every switch splits a flow evenly over all its up ports on the
   way up, and over the parallel links to the next switch on the way down (the
-  expectation of per-flow hashing, at router level). A flow from leaf ``s``
-  crossing tier ``t`` then loads each of the ``Y_t U_t`` up links of the
+  expectation of hashed ECMP over seeds, and the load of a perfect packet
+  sprayer). A flow from leaf ``s`` crossing tier ``t`` then loads each of the ``Y_t U_t`` up links of the
   tier leaving ``s``'s level-``t`` subtree with ``1 / (Y_t U_t)`` of its
   bytes (``Y_t = w_1 ... w_t``), and each of the ``Y_t U_t`` down links of the
-  tier entering the destination's subtree with the same share.
+  tier entering the destination's subtree with the same share. The maximum of
+  expected loads is not the expected maximum: on the 8-ary 3-tree with 12.5
+  GB/s links a random permutation of 32 MB flows takes 2.56 ms sprayed and
+  13.4 ms in expectation hashed (seeds 0-199; 95th percentile 15.4 ms, 4 to
+  7 flows on the busiest link).
 
 How the operators work
 ----------------------
-No router pair is listed. ``ecmp`` sums, per tier ``t``, the bytes leaving
+No router pair is listed. ``ecmp_spray`` sums, per tier ``t``, the bytes leaving
 and entering every level-``t`` subtree (flows whose two leaves lie in
 different level-``t`` subtrees) and spreads each sum evenly over that
 subtree's up (down) links of the tier: two scatters per tier and flow,
@@ -48,24 +90,36 @@ the nodes) gives the down links at once, ``v_code[X, k] (U - u_sub[X])``, and
 the up links are ``u_sub[X] (v_code_total[k] - v_code[X, k])`` (clamped at 0:
 exact in exact arithmetic).
 
-:func:`dmodk_paths` and :func:`ecmp_paths` walk one (source node, destination
-node) pair hop by hop and return its weighted link-id paths (the per-flow
-reference of the bench and the tests).
+:func:`dmodk_paths`, :func:`ecmp_paths` (``ecmp_spray``'s paths) and
+:func:`ecmp_hash_paths` walk one (source node, destination node) pair hop by
+hop and return its weighted link-id paths (the per-flow reference of the
+bench and the tests). ``ecmp`` computes every flow's hashes on the device and
+adds its bytes to its up and down link of every tier it crosses (as
+``dmodk``, with the port from the hash instead of the destination's digit);
+dense traffic loops over the source nodes, all destinations at once
+(``O(N^2)`` work, ``O(N)`` memory).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._ops import add_at, segment_add, take
 from .._types import Int
+from ..errors import is_int, require
 from ..topology import FatTreeTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
-__all__ = ["dmodk", "ecmp", "dmodk_paths", "ecmp_paths", "DmodkConfig", "EcmpConfig", "DMODK", "ECMP"]
+__all__ = ["dmodk", "ecmp", "ecmp_spray", "EcmpRouting", "dmodk_paths", "ecmp_paths", "ecmp_hash_paths",
+           "ecmp_seeds", "ecmp_seed_summary", "DmodkConfig", "EcmpConfig", "EcmpSprayConfig", "DMODK", "ECMP",
+           "ECMP_SPRAY"]
+
+MAX_ECMP_SEED = 2**32 - 1
 
 
 def dmodk() -> Routing:
@@ -73,23 +127,49 @@ def dmodk() -> Routing:
     return Routing("dmodk")
 
 
-def ecmp() -> Routing:
-    """Fat-tree ECMP: every switch splits a flow evenly over its up ports (the expectation of per-flow hashing)."""
-    return Routing("ecmp")
+@dataclasses.dataclass(frozen=True)
+class EcmpRouting(Routing):
+    """Hashed ECMP on a fat tree: one path per flow, chosen at every hop by a hash of the flow keyed by ``seed``
+    (module docstring). One seed is one draw; :func:`ecmp_seed_summary` gives the distribution over seeds."""
+
+    kind: str = "ecmp"
+    seed: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"ecmp-s{self.seed}"
+
+    def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
+        return (f"ecmp: hashed ECMP with hash seed {self.seed}, one draw of a random routing; evaluate several "
+                "seeds (evaluator.routing.ecmp_seeds, or a routing.seed sweep axis) and summarise them with "
+                "evaluator.routing.ecmp_seed_summary (expected, p95); ecmp_spray is the ideal per-packet split",)
+
+
+def ecmp(seed: int = 0) -> EcmpRouting:
+    """Fat-tree hashed ECMP: one path per flow, the up port at every level (and the parallel copy on the way
+    down) chosen by a Threefry hash of (seed, tier, source node, destination node); ``seed`` in ``[0, 2^32)``."""
+    require(is_int(seed) and 0 <= int(seed) <= MAX_ECMP_SEED, "routing.seed", seed,
+            "an integer in [0, 2^32) (the hash seed of ECMP)")
+    return EcmpRouting(seed=int(seed))
+
+
+def ecmp_spray() -> Routing:
+    """Fat-tree ideal per-packet spraying: every switch splits a flow evenly over its up ports (the fluid split;
+    the expectation of hashed ECMP over seeds)."""
+    return Routing("ecmp_spray")
 
 
 def _tiers(topo: FatTreeTopology) -> list[dict]:
-    """Sizes of every switch tier ``t = 1 .. h-1``: ``Y`` (switches per level-t subtree), ``U`` (up ports per
-    switch), ``S`` (nodes per level-t subtree), ``B`` (leaves per level-t subtree), ``nX`` (level-t subtrees),
-    ``pl`` (parallel links), ``D`` (the D-mod-k divisor ``U_0 ... U_{t-1}``) and the tier's link offsets."""
-    out, D = [], 1
+    """Sizes of every switch tier ``t = 1 .. h-1``: ``Y`` (switches per level-t subtree, ``w_1 ... w_t``: also
+    D-mod-k's divisor), ``U`` (up ports per switch), ``S`` (nodes per level-t subtree), ``B`` (leaves per level-t
+    subtree), ``nX`` (level-t subtrees), ``pl`` (parallel links) and the tier's link offsets."""
+    out = []
     for t in range(1, int(topo.levels)):
         Y, U = topo.parallel(t), topo.up_ports(t)
         S = topo.subtree_nodes(t)
         out.append(dict(t=t, Y=Y, U=U, S=S, B=S // int(topo.children[0]), nX=topo.n_nodes // S,
-                        pl=int(topo.parallel_links[t - 1]), D=D, up=int(topo.up_offset[t - 1]),
+                        pl=int(topo.parallel_links[t - 1]), up=int(topo.up_offset[t - 1]),
                         down=int(topo.down_offset[t - 1])))
-        D *= U
     return out
 
 
@@ -102,14 +182,17 @@ def dmodk_codes(topo: FatTreeTopology) -> Int[np.ndarray, "tier node"]:
     code = np.zeros((len(tiers), topo.n_nodes), dtype=np.int64)
     yy = np.zeros_like(d)
     for i, T in enumerate(tiers):
-        u = (d // T["D"]) % T["U"]
+        w = T["U"] // T["pl"]
+        v = (d // T["Y"]) % T["U"]  # one destination digit per level, among all U_t up ports
+        y = v % w  # parent digit y_{t+1}: the digit of a tree without parallel links
+        u = y * T["pl"] + v // w  # our port number of (parent y, parallel copy v // w)
         code[i] = yy * T["U"] + u
-        yy = (u // T["pl"]) * T["Y"] + yy  # the parent's digits y_{t+1} .. y_1
+        yy = y * T["Y"] + yy  # the parent's digits y_{t+1} .. y_1
     return code
 
 
 def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
-    """Compile ``dmodk`` or ``ecmp`` for one fat tree (host side; tables linear in the nodes)."""
+    """Compile ``dmodk``, ``ecmp`` or ``ecmp_spray`` for one fat tree (host side; tables linear in the nodes)."""
     tiers = _tiers(topo)
     n_rl = int(topo.n_router_links)
     n_nodes = int(topo.n_nodes)
@@ -155,7 +238,10 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
         return RoutingOperator(routing, topo.name, tables, apply, apply_dense, int(code.size),
                                endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes)
 
-    # ecmp: per-subtree sums, spread evenly over the subtree's links of the tier
+    if routing.kind == "ecmp":
+        return _hashed_operator(topo, routing, tiers)
+
+    # ecmp_spray: per-subtree sums, spread evenly over the subtree's links of the tier
     offsets = np.concatenate([[0], np.cumsum([2 * T["nX"] for T in tiers])]).astype(int).tolist()
     SIZE = offsets[-1]
 
@@ -201,6 +287,140 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
     return RoutingOperator(routing, topo.name, {}, apply, apply_dense, 0)
 
 
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry_word(xp, k0, k1, x0, x1):
+    """First output word of Threefry-2x32-20 (Salmon et al., SC'11; Random123's ``threefry2x32_20``, the
+    generator of :mod:`evaluator.placement`'s seeded placements) for key ``(k0, k1)`` and counter ``(x0, x1)``:
+    ``uint32`` arrays of ``xp`` (NumPy or ``jax.numpy``), wrapping arithmetic."""
+    u32 = xp.uint32
+    k0, k1 = xp.asarray(k0, dtype=u32), xp.asarray(k1, dtype=u32)
+    ks = (k0, k1, k0 ^ k1 ^ u32(0x1BD11BDA))
+    x0, x1 = xp.asarray(x0, dtype=u32) + ks[0], xp.asarray(x1, dtype=u32) + ks[1]
+    for i in range(5):
+        for r in _THREEFRY_ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = ((x1 << u32(r)) | (x1 >> u32(32 - r))) ^ x0
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + u32(i + 1)
+    return x0
+
+
+def _hash_hops(xp, topo: FatTreeTopology, tiers: list[dict], seed, a, d) -> list[tuple]:
+    """Hashed ECMP's hops of flows ``a -> d`` (node id arrays of ``xp``: NumPy or ``jax.numpy``), per tier
+    ``(crosses, up link id, down link id)``: whether the flow crosses the tier, the up link it takes out of its
+    level-``t`` switch and the down link it takes into the level-``t`` switch above ``d`` (module docstring).
+    ``seed``: a ``uint32`` scalar."""
+    m1 = int(topo.children[0])
+    c_up, c_down = a // m1, d // m1  # local index of the level-t switch on the way up / above d
+    out = []
+    for T in tiers:
+        U, pl, Y, t = T["U"], T["pl"], T["Y"], T["t"]
+        w, m_next = U // pl, int(topo.children[t])
+        u = (_threefry_word(xp, seed, 2 * (t - 1), a, d) % xp.uint32(U)).astype(a.dtype)
+        k = (_threefry_word(xp, seed, 2 * (t - 1) + 1, a, d) % xp.uint32(pl)).astype(a.dtype)
+        y = u // pl  # parent digit y_{t+1}
+        out.append(((a // T["S"]) != (d // T["S"]), T["up"] + c_up * U + u, T["down"] + c_down * U + y * pl + k))
+        c_up = (c_up // Y // m_next) * (w * Y) + y * Y + c_up % Y
+        c_down = (c_down // Y // m_next) * (w * Y) + y * Y + c_down % Y
+    return out
+
+
+def _hashed_operator(topo: FatTreeTopology, routing: EcmpRouting, tiers: list[dict]) -> RoutingOperator:
+    """Hashed ECMP compiled for one fat tree: the seed is its only table, so every seed shares one compilation
+    (``compile_key``)."""
+    n_rl, n_nodes = int(topo.n_router_links), int(topo.n_nodes)
+    itype = jnp.int32 if max(n_rl, n_nodes) < 2**31 else jnp.int64
+
+    def apply(tables, src, dst, weight, extra=None):
+        """``src``/``dst``: node ids (the endpoints); each flow's hashed up and down link of every tier it
+        crosses."""
+        n_extra = 0 if extra is None else extra[1]
+        buf = jnp.zeros(n_rl + n_extra, weight.dtype)
+        for crosses, up, down in _hash_hops(jnp, topo, tiers, tables["seed"][0], src.astype(itype),
+                                            dst.astype(itype)):
+            w = jnp.where(crosses, weight, 0.0)
+            buf = add_at(buf, up, w)
+            buf = add_at(buf, down, w)
+        if extra is not None:
+            for idx, w in extra[0]:
+                buf = add_at(buf, idx + n_rl, w)
+        return buf
+
+    def apply_dense(tables, u, v):
+        """``u``, ``v``: per node. One source node at a time, every destination at once."""
+        dst = jnp.arange(n_nodes, dtype=itype)
+
+        def one_source(a, buf):
+            src = jnp.full(n_nodes, a, itype)
+            w = jnp.where(dst == a, 0.0, u[a] * v)
+            for crosses, up, down in _hash_hops(jnp, topo, tiers, tables["seed"][0], src, dst):
+                wt = jnp.where(crosses, w, 0.0)
+                buf = buf.at[up].add(wt).at[down].add(wt)
+            return buf
+
+        return jax.lax.fori_loop(0, n_nodes, one_source, jnp.zeros(n_rl, u.dtype))
+
+    tables = {"seed": np.asarray([routing.seed], dtype=np.uint32)}
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, 1,
+                           compile_key=("ecmp_hash", n_nodes, n_rl),
+                           endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes)
+
+
+def ecmp_seeds(seeds: int = 16, seed: int = 0) -> list[EcmpRouting]:
+    """The hashed-ECMP specs of ``seeds`` hash seeds ``seed .. seed + seeds - 1`` (their operators share one
+    compilation: the seed is the only table)."""
+    require(is_int(seeds) and int(seeds) >= 1, "seeds", seeds, "an integer >= 1 (hash seeds to evaluate)")
+    return [ecmp(int(seed) + i) for i in range(int(seeds))]
+
+
+def ecmp_seed_summary(completion_time, seeds=None, quantile: float = 0.95):
+    """Hashed ECMP's answer over hash seeds: the expectation and a tail of the completion time.
+
+    ``completion_time``: one value per seed, or ``[seed, ...]`` (e.g. one
+    :func:`~evaluator.evaluation.evaluate_batch` call per seed of
+    :func:`ecmp_seeds`, each over many points), or an :class:`xarray.DataArray`
+    with a ``seed`` dimension (a sweep with a ``routing.seed`` axis).
+    ``seeds``: the seeds, for the coordinate (default ``0 .. K-1``; a
+    DataArray keeps its own). Returns an :class:`xarray.Dataset` with
+    ``completion_time[seed, ...]`` and, reduced over the seeds,
+    ``completion_time_expected`` (the mean), ``completion_time_p95`` (the
+    ``quantile``, linear interpolation; 0.95 by default) and
+    ``completion_time_max`` (s). The spray (:func:`ecmp_spray`) is the
+    expectation of the loads, which is at most the expectation of the maximum::
+
+        specs = routing.ecmp_seeds(16)
+        times = [ev.evaluate_batch(t, r, traffic, placement).metrics["completion_time"] for r in specs]
+        summary = routing.ecmp_seed_summary(times, [r.seed for r in specs])
+    """
+    import xarray as xr
+
+    require(0.0 <= float(quantile) <= 1.0, "quantile", quantile, "a number in [0, 1]")
+    if isinstance(completion_time, xr.DataArray):
+        require("seed" in completion_time.dims, "completion_time", list(completion_time.dims),
+                "a DataArray with a 'seed' dimension (one value per hash seed)")
+        da = completion_time.transpose("seed", ...)
+    else:
+        values = np.asarray(completion_time, dtype=np.float64)
+        require(values.ndim >= 1 and values.shape[0] >= 1, "completion_time", values.shape,
+                "one value per hash seed (leading axis: seed)")
+        seeds = list(range(values.shape[0])) if seeds is None else [int(x) for x in seeds]
+        require(len(seeds) == values.shape[0], "seeds", seeds, f"{values.shape[0]} seeds (one per row)")
+        da = xr.DataArray(values, dims=("seed",) + tuple(f"point_{i}" for i in range(values.ndim - 1)),
+                          coords={"seed": seeds})
+    da = da.rename("completion_time").assign_attrs(units="s")
+    q = float(quantile)
+    ds = da.to_dataset()
+    ds["completion_time_expected"] = da.mean("seed").assign_attrs(
+        units="s", long_name="expected completion time over hash seeds")
+    ds["completion_time_p95"] = da.quantile(q, "seed").drop_vars("quantile").assign_attrs(
+        units="s", long_name=f"{q:g} quantile of the completion time over hash seeds")
+    ds["completion_time_max"] = da.max("seed").assign_attrs(units="s")
+    ds.attrs.update(routing="ecmp", seeds=int(da.sizes["seed"]), quantile=q)
+    return ds
+
+
 # --------------------------------------------------------------------------------------
 # per-flow walks (the reference of the bench's per-flow baseline)
 # --------------------------------------------------------------------------------------
@@ -216,8 +436,9 @@ def _nca_tier_count(topo: FatTreeTopology, a: int, d: int) -> int:
 
 def dmodk_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tuple[float, list[int]]]:
     """D-mod-k's one path from ``src_node`` to ``dst_node``: ``[(1.0, link ids)]`` (router links only; ``[(1.0,
-    [])]`` on one leaf, ``[]`` on one node). Walked hop by hop: up port ``floor(d / (U_0 .. U_{t-1})) mod U_t``
-    at every level below the nearest common ancestor, then down through the switches with the same digits."""
+    [])]`` on one leaf, ``[]`` on one node). Walked hop by hop: up port ``v = floor(d / (w_1 .. w_t)) mod
+    U_t`` (parent ``v mod w_{t+1}``, parallel copy ``v div w_{t+1}``) at every level below the nearest common
+    ancestor, then down through the switches with the same digits."""
     a, d = int(src_node), int(dst_node)
     if a == d:
         return []
@@ -225,15 +446,14 @@ def dmodk_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tup
     links, down = [], []
     c_up = a // int(topo.children[0])  # local index of the current switch (level t) on the way up
     c_down = d // int(topo.children[0])  # ... and of the switch above d on the way down
-    divisor = 1
     for t in range(1, top + 1):
         Y, U, pl, w = topo.parallel(t), topo.up_ports(t), int(topo.parallel_links[t - 1]), int(topo.parents[t])
         m_next = int(topo.children[t])
-        u = (d // divisor) % U
-        divisor *= U
+        v = (d // Y) % U  # Y = w_1 ... w_t
+        y = v % w  # parent digit y_{t+1}
+        u = y * pl + v // w  # parallel copy v // w
         links.append(int(topo.up_offset[t - 1]) + c_up * U + u)
         down.append(int(topo.down_offset[t - 1]) + c_down * U + u)
-        y = u // pl  # parent digit y_{t+1}
         c_up = (c_up // Y // m_next) * (w * Y) + y * Y + c_up % Y
         c_down = (c_down // Y // m_next) * (w * Y) + y * Y + c_down % Y
     assert c_up == c_down, "D-mod-k walk: the up and down paths do not meet"
@@ -241,8 +461,9 @@ def dmodk_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tup
 
 
 def ecmp_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tuple[float, list[int]]]:
-    """ECMP's paths from ``src_node`` to ``dst_node`` with their probabilities: every up port of every switch
-    below the nearest common ancestor (``1 / U_t`` each), then the down path through the reached switch's digits,
+    """``ecmp_spray``'s paths (the fluid split; the name predates hashed ECMP) from ``src_node`` to ``dst_node``
+    with their probabilities: every up port of every switch below the nearest common ancestor (``1 / U_t``
+    each), then the down path through the reached switch's digits,
     every parallel copy (``1 / pl_t`` each). Router links only."""
     a, d = int(src_node), int(dst_node)
     if a == d:
@@ -267,6 +488,21 @@ def ecmp_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tupl
     return [(prob, up + down) for prob, up, _, _, down in paths]
 
 
+def ecmp_hash_paths(topo: FatTreeTopology, src_node: int, dst_node: int, seed: int = 0
+                    ) -> list[tuple[float, list[int]]]:
+    """Hashed ECMP's one path from ``src_node`` to ``dst_node`` under hash ``seed``: ``[(1.0, link ids)]``
+    (router links only; ``[(1.0, [])]`` on one leaf, ``[]`` on one node), walked with the operator's hash
+    on the host (NumPy)."""
+    a, d = int(src_node), int(dst_node)
+    if a == d:
+        return []
+    top = _nca_tier_count(topo, a, d)
+    hops = _hash_hops(np, topo, _tiers(topo), np.uint32(seed), np.asarray([a], np.int64), np.asarray([d], np.int64))
+    up = [int(h[1][0]) for h in hops[:top]]
+    down = [int(h[2][0]) for h in hops[:top]]
+    return [(1.0, up + down[::-1])]
+
+
 @dataclass
 class DmodkConfig:
     """Fat-tree D-mod-k routing (no parameters)."""
@@ -276,10 +512,21 @@ class DmodkConfig:
 
 @dataclass
 class EcmpConfig:
-    """Fat-tree ECMP (expected load of per-flow hashing; no parameters)."""
+    """Fat-tree hashed ECMP: one path per flow; ``seed`` (in [0, 2^32)) picks the hash function. Sweep
+    ``routing.seed`` for its distribution, or use ``evaluator.routing.ecmp_seed_summary``."""
 
     kind: str = "ecmp"
+    seed: int = 0
+
+
+@dataclass
+class EcmpSprayConfig:
+    """Fat-tree ideal per-packet spraying (the fluid split over every up port; no parameters)."""
+
+    kind: str = "ecmp_spray"
 
 
 DMODK = RoutingKind("dmodk", DmodkConfig, lambda cfg: dmodk(), topologies=("fat_tree",), operator=build_operator)
-ECMP = RoutingKind("ecmp", EcmpConfig, lambda cfg: ecmp(), topologies=("fat_tree",), operator=build_operator)
+ECMP = RoutingKind("ecmp", EcmpConfig, lambda cfg: ecmp(cfg.seed), topologies=("fat_tree",), operator=build_operator)
+ECMP_SPRAY = RoutingKind("ecmp_spray", EcmpSprayConfig, lambda cfg: ecmp_spray(), topologies=("fat_tree",),
+                         operator=build_operator)
