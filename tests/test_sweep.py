@@ -204,7 +204,10 @@ def test_query_best_over_axis(tmp_path):
     for _, row in table.iterrows():
         sub = ct.sel({"traffic.beta": row["traffic.beta"], "routing": row["routing"]})
         assert row["completion_time"] == float(sub.min())
-    assert len(table) == int((ct.notnull().any("placement.gamma")).sum())
+    # one group per (beta, routing) with a feasible point; a group keeps every gamma tied with its best (ties are
+    # ties: values within 1e-9 relative share the rank, issue 35)
+    groups = table.groupby(["traffic.beta", "routing"]).size()
+    assert len(groups) == int((ct.notnull().any("placement.gamma")).sum())
     only = best(ds, "throughput", where={"routing": "valiant"}, n=2)
     assert len(only) <= 2 and set(only["routing"]) <= {"valiant"}
     assert only["throughput"].is_monotonic_decreasing
