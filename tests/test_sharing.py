@@ -115,6 +115,12 @@ def test_batch_and_errors():
         ev.evaluate(t, trs[0], placement.linear(t, 4), "dor", sharing="max_min", fairness="flows")
     with pytest.raises(ConfigError, match=r"fairness = 'rtt' is invalid: allowed is a latency model"):
         ev.evaluate(t, trs[0], placement.linear(t, 4), "dor", sharing="max_min", fairness="rtt")
+    big = ev.torus([16, 16, 4])  # 1,024 tasks all to all: 1,047,552 messages, refused before any work
+    from evaluator.errors import ResourceError
+
+    with pytest.raises(ResourceError, match=r"sharing = 'max_min' is invalid: allowed is at most 100,000 messages in "
+                                            r"one phase.*1,047,552.*Use sharing=bound"):
+        ev.evaluate(big, traffic.all_to_all(1024), placement.linear(big, 1024), "dor", sharing="max_min")
 
 
 # -- progression="rank": a plain-Python event loop of MPI-like ranks (tests/test_flowlevel.py's filling) ------------

@@ -24,13 +24,37 @@ from ..errors import ConfigError
 from ..flowlevel import WEIGHT_MODES, max_min_finish, max_min_progress
 from .blocks import bucket_size
 
-__all__ = ["max_min_batch", "progress_batch", "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS",
-           "PROGRESSIONS"]
+__all__ = ["MAX_MIN_MESSAGES", "check_messages", "check_sharing_size", "max_min_batch", "progress_batch",
+           "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS", "PROGRESSIONS"]
 
 PROGRESSIONS = ("phase", "rank")
 """How the phases of a phased exchange follow one another under ``max_min`` sharing: ``phase`` (every phase starts
 when the last message of the one before has arrived: a global step) or ``rank`` (every rank goes on with its own
 messages as MPI ranks do: :func:`evaluator.flowlevel.max_min_progress`)."""
+
+MAX_MIN_MESSAGES = 100_000
+"""The most messages one flow-level simulation takes (a phase; a point's phases with ``progression="rank"``; every
+job's together): its events (up to 2-3 per message) each refill every message, so its time grows as the square of
+the messages (4,032 messages: 26 ms a point; 100,000: minutes)."""
+
+
+def check_messages(m: int, name: str, what: str) -> None:
+    """Refuse a flow-level simulation of ``m`` messages above :data:`MAX_MIN_MESSAGES`, naming ``sharing``."""
+    if m > MAX_MIN_MESSAGES:
+        from ..errors import ResourceError
+
+        raise ResourceError("sharing", "max_min", f"at most {MAX_MIN_MESSAGES:,} messages in {what} of a flow-level "
+                            f"simulation (its time grows as the square of the messages); {name!r} has {m:,}",
+                            "Use sharing=bound: completion_time and, with a latency model, time_with_latency.")
+
+
+def check_sharing_size(traffics, progression: str) -> None:
+    """Refuse, before any work, points whose flow-level simulation would exceed :data:`MAX_MIN_MESSAGES`."""
+    for t in traffics:
+        sizes = [x.n_flows if x.kernel_input == "flows" else int(x.n_tasks) ** 2 for x in t.phases]
+        m = sum(sizes) if progression == "rank" else max(sizes)
+        check_messages(m, t.name, "a point's phases (progression=rank)" if progression == "rank" else "one phase")
+
 
 SHARINGS = ("bound", "max_min")
 """How the flows of an exchange share the links: ``bound`` (the contention bound: every flow done at
@@ -212,6 +236,7 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
         raise ConfigError("fairness", fairness, f"one of {list(FAIRNESS)}")
     n = len(traffics)
     P = max(t.n_phases for t in traffics)
+    check_sharing_size(traffics, progression)
     items = []  # (point, phase, links, frac, nbytes, start, weight, job)
     for i, (t, pl) in enumerate(zip(traffics, placements)):
         tn = np.asarray(pl.task_node)

@@ -16,7 +16,7 @@ from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
 from ..errors import nearest, require
-from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, phase_max_min
+from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, check_sharing_size, phase_max_min
 from .latency import phase_max_latency, with_latency
 from .phases import evaluate_phased
 
@@ -44,6 +44,8 @@ def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_
             nearest(fairness, FAIRNESS))
     require(isinstance(progression, str) and progression in PROGRESSIONS, "progression", progression,
             f"one of {list(PROGRESSIONS)}", nearest(progression, PROGRESSIONS))
+    if sharing == "max_min":
+        check_sharing_size(traffics, progression)
     return routing, evaluate_points(topology, routing, traffics, placements, bool(keep_link_load), block_size,
                                     single, block_name, meanwhile=meanwhile, sharing=sharing, fairness=fairness,
                                     progression=progression)

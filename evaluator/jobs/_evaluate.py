@@ -368,11 +368,13 @@ def _jobs_max_min(topology: Topology, jobs: list[Job], routings: list[Routing], 
                   fairness: str) -> np.ndarray:
     """``[2, J]``: every job's last arrival under flow-level max-min sharing with every job (row 0) and each
     alone (row 1), the jobs' phases one after another within each job."""
-    from .._batch.flowlevel import progress_batch
+    from .._batch.flowlevel import check_messages, progress_batch
     from .._batch.latency import flow_latencies
     from ..flowlevel import flow_incidence
     from ..kernel import batch_kernel
 
+    check_messages(sum(x.n_flows if x.kernel_input == "flows" else int(x.n_tasks) ** 2 for job in jobs
+                       for x in job.traffic.phases), "the jobs", "every job's phases together")
     rows = []  # (job, phase, links, frac, bytes, latency)
     for j, (job, rt) in enumerate(zip(jobs, routings)):
         kern = batch_kernel(topology, rt, False)
