@@ -82,18 +82,22 @@ class Latency:
     rendezvous_round_trips: int = 1
     eager_buffered: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self):  # every key checked (named as the config names it) and normalised, here only
+        f = "topology.latency"
         for name in ("send_overhead", "recv_overhead", "router"):
-            _seconds(f"latency.{name}", getattr(self, name))
-        for cls, v in self.link:
-            _seconds(f"latency.link.{cls}", v)
+            object.__setattr__(self, name, _seconds(f"{f}.{name}", getattr(self, name)))
+        object.__setattr__(self, "link", tuple((str(c), _seconds(f"{f}.link.{c}", v)) for c, v in self.link))
         if self.eager_threshold is not None:
             v = self.eager_threshold
-            require(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and not math.isnan(v),
-                    "latency.eager_threshold", v, "a number of bytes >= 0, or null (every message eager)")
+            require(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v >= 0
+                    and not math.isnan(v), f"{f}.eager_threshold", v,
+                    "a number of bytes >= 0, or null (every message eager)")
+            object.__setattr__(self, "eager_threshold", float(v))
         r = self.rendezvous_round_trips
         require(isinstance(r, (int, np.integer)) and not isinstance(r, bool) and r >= 0,
-                "latency.rendezvous_round_trips", r, "an integer >= 0")
+                f"{f}.rendezvous_round_trips", r, "an integer >= 0")
+        object.__setattr__(self, "rendezvous_round_trips", int(r))
+        require(isinstance(self.eager_buffered, bool), f"{f}.eager_buffered", self.eager_buffered, "true or false")
 
     @property
     def overhead(self) -> float:
@@ -218,25 +222,7 @@ def latency_from_config(cfg, base=None) -> Latency | None:
     merged.update(over)
     if not merged and not link and not enabled:
         return None
-    for k, v in link.items():
-        _seconds(f"topology.latency.link.{k}", v)
-    for k in ("send_overhead", "recv_overhead", "router"):
-        if k in merged:
-            merged[k] = _seconds(f"topology.latency.{k}", merged[k])
-    if "rendezvous_round_trips" in merged:
-        r = merged["rendezvous_round_trips"]
-        require(isinstance(r, (int, np.integer)) and not isinstance(r, bool) and r >= 0,
-                "topology.latency.rendezvous_round_trips", r, "an integer >= 0")
-        merged["rendezvous_round_trips"] = int(r)
-    if "eager_buffered" in merged:
-        require(isinstance(merged["eager_buffered"], bool), "topology.latency.eager_buffered", merged["eager_buffered"],
-                "true or false")
-    if "eager_threshold" in merged:
-        v = merged["eager_threshold"]
-        require(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "topology.latency.eager_threshold",
-                v, "a number of bytes >= 0, or null (every message eager)")
-        merged["eager_threshold"] = float(v)
-    return Latency(**merged, link=tuple(sorted((k, float(v)) for k, v in link.items())))
+    return Latency(**merged, link=tuple(sorted(link.items())))  # (Latency checks every key)
 
 
 def link_latency(topology, latency: Latency) -> Float[np.ndarray, "link"]:

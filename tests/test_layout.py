@@ -163,7 +163,7 @@ LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
      "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache",
      "evaluator._malloc", "evaluator.runs", "evaluator._program_store", "evaluator.latency",
-     "evaluator._args"),
+     "evaluator._args", "evaluator._threefry"),
     ("evaluator.topology",),
     ("evaluator.lp",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),

@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..flowlevel import WEIGHT_MODES, max_min_finish, max_min_progress
 from .blocks import bucket_size
 
-__all__ = ["MAX_MIN_MESSAGES", "check_messages", "check_sharing_size", "max_min_batch", "progress_batch",
+__all__ = ["MAX_MIN_MESSAGES", "check_messages", "check_sharing_size", "exchange_flows", "max_min_batch", "progress_batch",
            "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS", "PROGRESSIONS"]
 
 PROGRESSIONS = ("phase", "rank")
@@ -212,6 +212,20 @@ def max_min_batch(links: Int[np.ndarray, "point flow K"], frac: Float[np.ndarray
     return np.asarray(out)[:P, :F]
 
 
+def exchange_flows(kern, topology, task_node, x):
+    """``(src, dst, bytes, links, frac, latency)`` of one exchange's messages for a flow-level simulation: its
+    flows (a dense exchange listed: the message count is checked before, :func:`check_sharing_size`), each one's
+    links and fractions from the kernel (:func:`evaluator.flowlevel.flow_incidence`) and its latency
+    (:func:`evaluator._batch.latency.flow_latencies`: 0 without a latency model)."""
+    from ..flowlevel import flow_incidence
+    from .latency import flow_latencies
+
+    x = x if x.kernel_input == "flows" else x.to_flows()
+    src, dst, nb = np.asarray(x.src), np.asarray(x.dst), np.asarray(x.nbytes, np.float64)
+    links, frac = flow_incidence(topology, kern.operator, task_node, src, dst)
+    return src, dst, nb, links, frac, flow_latencies(kern, topology, task_node, src, dst, nb)
+
+
 def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", job_of=None,
                   progression: str = "phase") -> dict:
     """Flow-level max-min time of every phase of every point (:mod:`evaluator.flowlevel`): each exchange's flows
@@ -228,28 +242,16 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
     threshold is a rendezvous); ``time_max_min`` is then the last arrival, a phase's time the span from its
     first posting to its last arrival (phases overlap), and the finish times count from the exchange's start.
     """
-    from ..errors import check_memory
-    from ..flowlevel import flow_incidence
-    from .latency import flow_latencies
-
     if fairness not in FAIRNESS:
         raise ConfigError("fairness", fairness, f"one of {list(FAIRNESS)}")
     n = len(traffics)
     P = max(t.n_phases for t in traffics)
     check_sharing_size(traffics, progression)
-    items = []  # (point, phase, links, frac, nbytes, start, weight, job)
+    items = []  # (point, phase, links, frac, nbytes, start, weight, job, src, dst)
     for i, (t, pl) in enumerate(zip(traffics, placements)):
         tn = np.asarray(pl.task_node)
         for k, x in enumerate(t.phases):
-            if x.kernel_input != "flows":
-                m = int(x.n_tasks) ** 2
-                check_memory("sharing", "max_min", 24.0 * m * 4,
-                             f"the {m:,} task pairs of {x.name!r} listed as flows for max-min sharing",
-                             "Use sharing=bound (the contention bound) for this traffic, or fewer tasks.")
-                x = x.to_flows()
-            src, dst, nb = np.asarray(x.src), np.asarray(x.dst), np.asarray(x.nbytes, np.float64)
-            links, frac = flow_incidence(topology, kern.operator, tn, src, dst)
-            lam = flow_latencies(kern, topology, tn, src, dst, nb)
+            src, dst, nb, links, frac, lam = exchange_flows(kern, topology, tn, x)
             weight = None
             if fairness == "rtt":
                 if not np.all(lam[nb > 0] > 0):
@@ -257,7 +259,7 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
                                       "(topology.latency)", "Or use fairness=flow.")
                 weight = 1.0 / np.where(lam > 0, lam, 1.0)
             job = None if job_of is None else np.asarray(job_of[i])[src]
-            items.append((i, k, links, frac, nb, lam, weight, job))
+            items.append((i, k, links, frac, nb, lam, weight, job, src, dst))
     F = max(len(it[4]) for it in items)
     K = max(it[2].shape[1] for it in items)
     N = len(items)
@@ -267,7 +269,7 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
     S_ = np.zeros((N, F))
     W_ = np.ones((N, F)) if fairness == "rtt" else None
     J_ = np.zeros((N, F), np.int64) if fairness == "job" else None
-    for r, (_, _, lk, fr, nb, lam, w, job) in enumerate(items):
+    for r, (_, _, lk, fr, nb, lam, w, job, _, _) in enumerate(items):
         f, kk = lk.shape
         L_[r, :f, :kk], R_[r, :f, :kk], B_[r, :f], S_[r, :f] = lk, fr, nb, lam
         if W_ is not None:
@@ -280,7 +282,7 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
     finish = max_min_batch(L_, R_, np.asarray(topology.capacity), B_, S_, mode, job=J_, flow_weight=W_)
     t_ph = np.full((n, P), np.nan)
     per_point: list[list[np.ndarray]] = [[] for _ in range(n)]
-    for r, (i, k, _, _, nb, _, _, _) in enumerate(items):
+    for r, (i, k, _, _, nb, *_) in enumerate(items):
         fin = finish[r, :len(nb)]
         t_ph[i, k] = float(np.max(np.where(nb > 0, fin, 0.0), initial=0.0))
         per_point[i].append(np.where(nb > 0, fin, np.nan))
@@ -309,11 +311,11 @@ def _progress_max_min(topology, traffics, items, n: int, P: int, fairness: str) 
     n_ranks = max(t.n_tasks for t in traffics)
     for row, i in enumerate(pts):
         o = 0
-        for (_, k, lk, fr, nb, lam, w, _), x in zip(by_point[i], _phase_flows(traffics[i])):
+        for _, k, lk, fr, nb, lam, w, _, src, dst in by_point[i]:
             m = len(nb)
             LK[row, o:o + m, :lk.shape[1]], FR[row, o:o + m, :lk.shape[1]] = lk, fr
             A["nb"][row, o:o + m], A["lam"][row, o:o + m] = nb, lam
-            A["s"][row, o:o + m], A["r"][row, o:o + m], A["k"][row, o:o + m] = x[0], x[1], k
+            A["s"][row, o:o + m], A["r"][row, o:o + m], A["k"][row, o:o + m] = src, dst, k
             A["rv"][row, o:o + m] = False if eager is None else nb > eager
             if w is not None:
                 A["w"][row, o:o + m] = w
@@ -327,7 +329,7 @@ def _progress_max_min(topology, traffics, items, n: int, P: int, fairness: str) 
     for row, i in enumerate(pts):
         o = 0
         ends = []
-        for (_, k, _, _, nb, _, _, _) in by_point[i]:
+        for _, k, _, _, nb, *_ in by_point[i]:
             m = len(nb)
             f, p_ = fin[row, o:o + m], post[row, o:o + m]
             real = nb > 0
@@ -337,10 +339,3 @@ def _progress_max_min(topology, traffics, items, n: int, P: int, fairness: str) 
             o += m
         total[i] = max(ends, default=0.0)
     return {"phase_time_max_min": t_ph, "time_max_min": total, "message_finish_time": per_point}
-
-
-def _phase_flows(traffic):
-    """``(src, dst)`` task arrays of every phase (dense phases listed)."""
-    for x in traffic.phases:
-        x = x if x.kernel_input == "flows" else x.to_flows()
-        yield np.asarray(x.src), np.asarray(x.dst)

@@ -85,17 +85,24 @@ def message_latency(net, pt: PointInputs, link_delay: Float[jax.Array, "link"], 
     return one_way + jnp.where(pt.nbytes > eager, 2.0 * round_trips * one_way, 0.0), consistent
 
 
+def _one_point(operator, latency: Latency, n_router_links: int):
+    """``f(net, link_delay, flow_tables, task_node[T], src[F], dst[F], nbytes[F]) -> ([F], ok)``: every message's
+    latency of one exchange (:func:`message_latency` with the model's parameters bound)."""
+    one = functools.partial(message_latency, operator=operator, n_router_links=n_router_links,
+                            overhead=latency.overhead, eager=latency.eager_threshold,
+                            round_trips=int(latency.rendezvous_round_trips))
+    return lambda net, delay, ft, tn, s, d, b: one(net, PointInputs(tn, s, d, b), delay, ft)
+
+
 @functools.lru_cache(maxsize=32)
 def _batched(operator, latency: Latency, n_router_links: int):
     """``f(net, link_delay, flow_tables, task_node[p, T], src[p, F], dst[p, F], nbytes[p, F]) -> ([p], [p])``:
     the largest message latency of each point (0 where it sends nothing) and the consistency check, vmapped and
     jitted once per bucket."""
-    one = functools.partial(message_latency, operator=operator, n_router_links=n_router_links,
-                            overhead=latency.overhead, eager=latency.eager_threshold,
-                            round_trips=int(latency.rendezvous_round_trips))
+    one = _one_point(operator, latency, n_router_links)
 
     def point_max(net, delay, ft, tn, s, d, b):
-        lam, ok = one(net, PointInputs(tn, s, d, b), delay, ft)
+        lam, ok = one(net, delay, ft, tn, s, d, b)
         return jnp.max(jnp.where(b > 0, lam, 0.0), initial=0.0), ok
 
     return jax.jit(jax.vmap(point_max, in_axes=(None, None, None, 0, 0, 0, 0)))
@@ -103,12 +110,16 @@ def _batched(operator, latency: Latency, n_router_links: int):
 
 @functools.lru_cache(maxsize=32)
 def _per_flow(operator, latency: Latency, n_router_links: int):
-    """``f(net, link_delay, flow_tables, task_node[T], src[F], dst[F], nbytes[F]) -> ([F], ok)``: every message's
-    latency of one exchange, jitted once per bucket."""
-    one = functools.partial(message_latency, operator=operator, n_router_links=n_router_links,
-                            overhead=latency.overhead, eager=latency.eager_threshold,
-                            round_trips=int(latency.rendezvous_round_trips))
-    return jax.jit(lambda net, delay, ft, tn, s, d, b: one(net, PointInputs(tn, s, d, b), delay, ft))
+    """:func:`_one_point`, jitted once per bucket."""
+    return jax.jit(_one_point(operator, latency, n_router_links))
+
+
+def _check(ok, operator) -> None:
+    """Refuse paths whose latencies disagree with the link loads (:func:`message_latency`'s check)."""
+    if not bool(np.all(np.asarray(ok))):
+        raise RuntimeError(f"routing {operator.routing.label!r}: the message latencies of its paths disagree with "
+                           "its link loads (its apply is not differentiable by JAX and it lists no flow_links); a "
+                           "routing needs one of the two for a latency model")
 
 
 def flow_latencies(kern: BatchKernel, topology: Topology, task_node: np.ndarray, src: np.ndarray, dst: np.ndarray,
@@ -126,9 +137,7 @@ def flow_latencies(kern: BatchKernel, topology: Topology, task_node: np.ndarray,
         lam, ok = fn(kern.net, jnp.asarray(link_latency(topology, topology.latency)), flow_tables,
                      pad(task_node, T, np.int32), pad(src, F, np.int32), pad(dst, F, np.int32),
                      pad(nbytes, F, np.float64))
-    if not bool(ok):
-        raise RuntimeError(f"routing {op.routing.label!r}: the message latencies of its paths disagree with its "
-                           "link loads")
+    _check(ok, op)
     return np.asarray(lam)[:len(src)]
 
 
@@ -172,10 +181,7 @@ def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[
             nb[r, :x.n_flows] = x.nbytes
         with differentiable():  # (traced, once per bucket, with scatters JAX can transpose)
             got, ok = fn(kern.net, delay, flow_tables, tn, src, dst, nb)
-        if not bool(np.all(np.asarray(ok))):
-            raise RuntimeError(f"routing {op.routing.label!r}: the message latencies of its paths disagree with "
-                               "its link loads (its apply is not differentiable by JAX and it lists no "
-                               "flow_links); a routing needs one of the two for a latency model")
+        _check(ok, op)
         got = np.asarray(got)[:len(part)]
         out[[i for i, _, _ in part], [k for _, k, _ in part]] = got
     return out
@@ -256,9 +262,7 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
             S[r, :m], D[r, :m], NB[r, :m] = src[part], dst[part], b_max
         with differentiable():
             got, ok = fn(kern.net, delay, flow_tables, np.broadcast_to(tn_pad, (B, T)), S, D, NB)
-        if not bool(np.all(np.asarray(ok))):
-            raise RuntimeError(f"routing {kern.operator.routing.label!r}: the message latencies of its paths "
-                               "disagree with its link loads")
+        _check(ok, kern.operator)
         best = max(best, float(np.asarray(got)[:hi - lo].max(initial=0.0)))
     return best
 

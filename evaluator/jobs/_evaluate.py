@@ -368,9 +368,7 @@ def _jobs_max_min(topology: Topology, jobs: list[Job], routings: list[Routing], 
                   fairness: str) -> np.ndarray:
     """``[2, J]``: every job's last arrival under flow-level max-min sharing with every job (row 0) and each
     alone (row 1), the jobs' phases one after another within each job."""
-    from .._batch.flowlevel import check_messages, progress_batch
-    from .._batch.latency import flow_latencies
-    from ..flowlevel import flow_incidence
+    from .._batch.flowlevel import check_messages, exchange_flows, progress_batch
     from ..kernel import batch_kernel
 
     check_messages(sum(x.n_flows if x.kernel_input == "flows" else int(x.n_tasks) ** 2 for job in jobs
@@ -380,10 +378,8 @@ def _jobs_max_min(topology: Topology, jobs: list[Job], routings: list[Routing], 
         kern = batch_kernel(topology, rt, False)
         tn = np.asarray(job.placement.task_node)
         for k, x in enumerate(job.traffic.phases):
-            x = x if x.kernel_input == "flows" else x.to_flows()
-            src, dst, nb = np.asarray(x.src), np.asarray(x.dst), np.asarray(x.nbytes, np.float64)
-            links, frac = flow_incidence(topology, kern.operator, tn, src, dst)
-            rows.append((j, k, links, frac, nb, flow_latencies(kern, topology, tn, src, dst, nb)))
+            _, _, nb, links, frac, lam = exchange_flows(kern, topology, tn, x)
+            rows.append((j, k, links, frac, nb, lam))
     J = len(jobs)
     F = sum(len(r[4]) for r in rows)
     K = max(r[2].shape[1] for r in rows)

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threefry import threefry2x32  # noqa: F401  (re-exported: tests and callers read it here)
 from .._types import Int, UInt
 from ..errors import is_int, require
 from .base import Placement
@@ -57,32 +58,6 @@ GENERATOR_ID = "threefry2x32-20/rank-v1"
 """What a sweep dataset records (``attrs['placement_generator']``) for the ``threefry`` generator."""
 
 MAX_SEED = 2**64 - 1
-
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-_PARITY = 0x1BD11BDA
-
-
-def threefry2x32(xp, k0, k1, x0, x1):
-    """Threefry-2x32 with 20 rounds (Random123's ``threefry2x32_20``) on ``uint32`` arrays of ``xp``.
-
-    ``(k0, k1)`` is the key, ``(x0, x1)`` the counter (broadcast against each
-    other); returns the two ``uint32`` output words. Works with NumPy and
-    ``jax.numpy`` alike (wrapping ``uint32`` arithmetic on both).
-    """
-    u32 = xp.uint32
-    k0, k1 = xp.asarray(k0, dtype=u32), xp.asarray(k1, dtype=u32)
-    ks = (k0, k1, k0 ^ k1 ^ u32(_PARITY))
-    x0 = xp.asarray(x0, dtype=u32) + ks[0]
-    x1 = xp.asarray(x1, dtype=u32) + ks[1]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << u32(r)) | (x1 >> u32(32 - r))
-            x1 = x1 ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + u32(i + 1)
-    return x0, x1
-
 
 def _words(xp, k0, k1, stream: int, n: int):
     """The 32-bit random words of items ``0 .. n-1`` of ``stream``: item ``i`` is word ``i mod 2`` of the

@@ -109,6 +109,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._threefry import threefry2x32
 from .._ops import add_at, segment_add, take
 from .._types import Int
 from ..errors import is_int, require
@@ -287,24 +288,10 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
     return RoutingOperator(routing, topo.name, {}, apply, apply_dense, 0)
 
 
-_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
 def _threefry_word(xp, k0, k1, x0, x1):
-    """First output word of Threefry-2x32-20 (Salmon et al., SC'11; Random123's ``threefry2x32_20``, the
-    generator of :mod:`evaluator.placement`'s seeded placements) for key ``(k0, k1)`` and counter ``(x0, x1)``:
-    ``uint32`` arrays of ``xp`` (NumPy or ``jax.numpy``), wrapping arithmetic."""
-    u32 = xp.uint32
-    k0, k1 = xp.asarray(k0, dtype=u32), xp.asarray(k1, dtype=u32)
-    ks = (k0, k1, k0 ^ k1 ^ u32(0x1BD11BDA))
-    x0, x1 = xp.asarray(x0, dtype=u32) + ks[0], xp.asarray(x1, dtype=u32) + ks[1]
-    for i in range(5):
-        for r in _THREEFRY_ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = ((x1 << u32(r)) | (x1 >> u32(32 - r))) ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + u32(i + 1)
-    return x0
+    """First output word of Threefry-2x32-20 (:func:`evaluator._threefry.threefry2x32`, the generator of the seeded
+    placements) for key ``(k0, k1)`` and counter ``(x0, x1)``."""
+    return threefry2x32(xp, k0, k1, x0, x1)[0]
 
 
 def _hash_hops(xp, topo: FatTreeTopology, tiers: list[dict], seed, a, d) -> list[tuple]:
