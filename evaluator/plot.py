@@ -32,7 +32,7 @@ _RATIO = re.compile(r"(^|_)(efficiency|speedup|gain|ratio|slowdown|interference)
 
 def is_ratio(name: str) -> bool:
     """Whether ``name`` is a ratio of two like quantities, where 1 means no difference (``routing_efficiency``,
-    ``speedup_all``, ``slowdown``, ``gain_adaptive``, ``time_ratio``); its plots get a reference line at 1."""
+    ``speedup_links_all``, ``slowdown``, ``gain_adaptive``, ``time_ratio``); its plots get a reference line at 1."""
     try:
         if metric_entry(name).units != "1":
             return False

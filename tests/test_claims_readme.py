@@ -61,10 +61,59 @@ def tiles_output(capsys, tmp_path) -> str:
     return _TILES["out"]
 
 
-@pytest.mark.parametrize("side,k", [("all at once", 0), ("one dimension at a time", 1)])
+@pytest.mark.parametrize("side,k", [("links all at once", 0), ("links one dimension at a time", 1),
+                                    ("NIC all at once", 2), ("NIC one at a time", 3)])
 def test_tiles_speedup_over_the_cubic_baseline(tiles_output, side, k):
+    """Each speedup is named by what it compares (issue 34): links only on both sides, or the NIC counted on both."""
     out = tiles_output
-    first = re.search(r"^\s+1\s+.*\s([0-9.]+)/([0-9.]+)\s*$", out, re.M)
+    first = re.search(r"^\s+1\s+.*\s([0-9.]+)/([0-9.]+)\s+([0-9.]+)/([0-9.]+)\s*$", out, re.M)
     assert first, out
-    pat = r"([0-9.]+)x faster than 32\^3 all at once" if k == 0 else r"([0-9.]+)x one dimension at a time, links only"
+    pat = [r"([0-9.]+)x faster than 32\^3 all at once", r"([0-9.]+)x one dimension at a time; with the 6.4 GB/s",
+           r"([0-9.]+)x all at once, [0-9.]+x one at a time", r"[0-9.]+x all at once, ([0-9.]+)x one at a time"][k]
     check_stated(DOC, pat, float(first.group(k + 1)), command="--baseline-decomposition 32,32,32 --baseline-tile 4,4,2")
+
+
+_CUBE = "--decomposition 32,32,32 --tile 4,4,2"
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """The ranked rows of a tiles table by pair (the first row of each pair), split into columns."""
+    rows: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 12 and f[0].isdigit() and "x" in f[1]:
+            rows.setdefault(f[3], f)
+    return rows
+
+
+def test_tiles_doc_table(tiles_output, capsys, tmp_path):
+    """docs/tiles.md's Blue Waters table: the right-hand column from the README command, the cubic column from
+    the cube's own run (pair 1x1x2), and each ratio from the two (issue 34: no number without a test)."""
+    doc = "docs/tiles.md"
+    best = _rows(tiles_output)["1x2x1"]
+    cube_out = _run(["tiles", "--grid", "1024,1024,1024", "--nodes", "1024", "--tasks-per-node", "32", "--limit", "links",
+                     *_CUBE.split(), "--out", str(tmp_path)], capsys)
+    rows = _rows(cube_out)
+    cube, ybest = rows["1x1x2"], rows["1x2x1"]
+    cmd = "--baseline-decomposition 32,32,32 --baseline-tile 4,4,2"
+    links = [float(x) for x in best[10].split("/")]
+    cube_links = [float(x) for x in cube[10].split("/")]
+    table = {"links only, all at once": (cube_links[0], links[0]),
+             "links only, one dimension at a time": (cube_links[1], links[1]),
+             r"with the NIC \(6.4 GB/s\), all at once": (float(cube[6]), float(best[6])),
+             "with the NIC, one at a time": (float(cube[8]), float(best[8]))}
+    for row, (c, b) in table.items():
+        check_stated(doc, rf"\| {row} \| ([0-9.]+) us", c, command=_CUBE)
+        check_stated(doc, rf"\| {row} \| [0-9.]+ us[^|]*\| ([0-9.]+) us", b, command=cmd)
+        check_stated(doc, rf"\| {row} \| [0-9.]+ us[^|]*\| [0-9.]+ us[^|]*\| \**([0-9.]+)x", c / b, command=cmd)
+    # the paragraph on the tool's own columns: the baseline's best is the pair along Y
+    assert ybest[10].split("/")[0] == cube[10].split("/")[0]  # the links tie the pairs along Y and Z
+    check_stated(doc, r"with the links tied \(([0-9.]+) us\)", cube_links[0], command=_CUBE)
+    check_stated(doc, r"takes ([0-9.]+) us one dimension at a time with the NIC", float(ybest[8]), command=_CUBE)
+    sp = _rows(tiles_output)["1x2x1"][12:14]
+    check_stated(doc, r"`speedup w/ NIC` prints ([0-9.]+)/[0-9.]+", float(sp[1].split("/")[0]), command=cmd)
+    check_stated(doc, r"`speedup w/ NIC` prints [0-9.]+/([0-9.]+)", float(sp[1].split("/")[1]), command=cmd)
+    check_stated(doc, r"the table's cube row gives ([0-9.]+)x one at a time", float(cube[8]) / float(best[8]),
+                 command=_CUBE)
+    check_stated(doc, r"`speedup links` prints ([0-9.]+)/[0-9.]+", float(sp[0].split("/")[0]), command=cmd)
+    check_stated(doc, r"`speedup links` prints [0-9.]+/([0-9.]+)", float(sp[0].split("/")[1]), command=cmd)

@@ -104,7 +104,7 @@ def test_gain_gets_a_reference_line_at_one_and_a_unit(figures, tmp_path):
     np.testing.assert_allclose(valiant.get_ydata(), [2.0, 4.0])  # 2 ms / 1 ms, 4 ms / 1 ms
 
 
-@pytest.mark.parametrize("name,ratio", [("routing_efficiency", True), ("speedup_all", True), ("slowdown", True),
+@pytest.mark.parametrize("name,ratio", [("routing_efficiency", True), ("speedup_links_all", True), ("slowdown", True),
                                         ("gain_adaptive", True), ("time_ratio", True), ("per_node_vs_best", True),
                                         ("completion_time", False), ("mean_hops", False), ("throughput", False),
                                         ("wait_reduction", False)])

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+import xarray as xr
+import yaml
 
 from evaluator import cli
 from evaluator import tiles as TL
@@ -187,8 +189,22 @@ def test_cli_table_and_errors(tmp_path, capsys):
                    "--baseline-decomposition", "4,4,8", "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "speedup" in out and "NOTE: ranked by the router links alone" in out and "dataset:" in out
+    assert "speedup links" in out and "speedup w/ NIC" in out and "NOTE: ranked by the router links alone" in out
+    assert "dataset:" in out
     assert list((tmp_path / "out").glob("*.nc")) and list((tmp_path / "out").glob("*.png"))
+    # each speedup is named by what it compares (issue 34): links only on both sides, or the NIC on both sides
+    ds = xr.open_dataset(next((tmp_path / "out").glob("*.nc")))
+    assert "speedup_all" not in ds and "speedup_seq" not in ds
+    m = machine_from_dict(yaml.safe_load(path.read_text()))
+    base = TL.advise(TL.TileRequest((32, 32, 32), 128, 1, m, decomposition=(4, 4, 8), limit="links",
+                                    injection_bandwidth=1e9)).isel(candidate=0)
+    for what in ("links", "time"):
+        for e in ("all", "seq"):
+            np.testing.assert_allclose(ds[f"speedup_{what}_{e}"].values,
+                                       float(base[f"{what}_{e}"]) / ds[f"{what}_{e}"].values, rtol=1e-12)
+    # here the NIC (1 GB/s) limits: the speedup with the NIC is not the links-only one
+    assert ds.limit_all.values[0] == "injection"
+    assert abs(float(ds.speedup_time_all[0]) - float(ds.speedup_links_all[0])) > 0.01
     rc = cli.main(["tiles", "--grid", "24,24,24", "--nodes", "64", "--tasks-per-node", "1", "--machine", str(path),
                    "--tile", "5,1,1"])
     err = capsys.readouterr().err
