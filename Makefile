@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: setup run test test-quick bench clean
+.PHONY: setup run test test-quick numbers bench clean
 
 $(BIN)/evaluator: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,9 @@ test-quick: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# the stated results of README.md and docs/ that no claim test reads and no timing marker covers (tests/numbers.py)
+numbers: setup
+	@ledger=$$(mktemp); EVALUATOR_CLAIMS_LEDGER=$$ledger $(BIN)/python -m pytest -q -n 2 --dist loadgroup \
+	    $$(grep -l "check_stated\|stated(" tests/test_*.py) >/dev/null; \
+	    LIMIT=$${LIMIT:-1000} $(BIN)/python -m tests.numbers $$ledger; rm -f $$ledger

@@ -19,6 +19,7 @@ from jaxtyping import Array, Bool, Float, Int, Shaped, UInt
 
 __all__ = [
     "AXES",
+    "AXIS_MEANINGS",
     "Array",
     "Bool",
     "Float",
@@ -49,8 +50,32 @@ __all__ = [
     "PointLinkLoads",
 ]
 
-AXES = ("point", "task", "flow", "node", "router", "link", "router_link", "class", "dim", "group", "level", "pair",
-        "path", "phase", "slot", "metric", "job_node")
+AXIS_MEANINGS: dict[str, str] = {
+    # the model's axes (one design point's arrays and their batches)
+    "point": "design points of a batch", "task": "tasks (MPI ranks) of a job", "flow": "flows (one message set "
+    "between two tasks or routers)", "node": "compute nodes", "router": "routers (switches)", "link": "links, node "
+    "links included", "router_link": "router-to-router links", "class": "link classes", "dim": "torus dimensions",
+    "group": "Dragonfly groups", "level": "levels of a hierarchy (fat-tree levels, Dragonfly link levels)",
+    "tier": "fat-tree switch tiers", "pair": "communicating (router) pairs", "path": "paths of a pair",
+    "phase": "phases of an exchange", "slot": "task slots of the mapping search (tasks_per_node per node)",
+    "metric": "metrics of a point", "job_node": "nodes of one job", "job": "jobs", "run": "runs of a schedule",
+    "idle": "idle nodes or groups a policy chooses from", "host_router": "routers of a host topology",
+    "port": "optical circuit switch ports", "coord": "a router's coordinates", "shape": "one shape's entries",
+    "entry": "entries of a sparse table or a pair list", "hop": "hops of a path", "move": "moves of the mapping "
+    "search", "row": "rows of a matrix or a block", "segment": "segments of a segmented reduction", "cell": "cells "
+    "of a placement grid", "part_node": "nodes of a partition part", "part_task": "tasks of a partition part",
+    "block": "blocks of points", "rest": "the remaining items of a block", "loc": "locations of a traffic's tasks",
+    "pos": "positions along a ring", "pre": "the leading axes of a ring prefix sum", "col": "columns of a ring "
+    "prefix sum", "size": "bins of a fused buffer",
+    # symbolic sizes (jaxtyping binds them per call: equal names, equal sizes)
+    "K": "the listed links of one flow", "W": "the flows a move touches", "k": "a small fixed count (the k of "
+    "k-shortest paths, candidates)", "n": "a length given by the caller", "m": "parallel global links of a group "
+    "pair", "a": "routers of a Dragonfly group", "NX": "nodes along X", "NY": "nodes along Y", "NZ": "nodes along Z",
+}
+"""Every axis name the package's shape annotations use (``Float[Array, "point link"]``), with its meaning:
+``tests/test_axes_declared.py`` fails on a name used but not declared here."""
+
+AXES = tuple(AXIS_MEANINGS)
 
 HostInt = Int[np.ndarray, "..."]
 HostFloat = Float[np.ndarray, "..."]

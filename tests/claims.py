@@ -20,7 +20,9 @@ Timings are measurements of a machine, not of the model: they name their command
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -43,11 +45,22 @@ def stated(doc: str, pattern: str, count: int | None = 1) -> list[str]:
     document was edited and the claim must follow.
     """
     text = _text(doc)
-    found = [m.group(1) for m in re.finditer(pattern, text)]
+    matches = list(re.finditer(pattern, text))
+    found = [m.group(1) for m in matches]
+    _record(doc, [m.span(1) for m in matches])
     assert found, f"{doc}: no text matches {pattern!r} (the document changed: update its claim test)"
     if count is not None:
         assert len(found) == count, f"{doc}: {pattern!r} matches {len(found)} times, expected {count}"
     return found
+
+
+def _record(doc: str, spans: list[tuple[int, int]]) -> None:
+    """Append the spans a claim read to the run's ledger (``$EVALUATOR_CLAIMS_LEDGER``, made by tests/conftest.py),
+    which tests/numbers.py reads to list the stated results no claim test reads."""
+    ledger = os.environ.get("EVALUATOR_CLAIMS_LEDGER")
+    if ledger and spans:
+        with open(ledger, "a") as f:  # one short line a write: appends of both xdist workers do not interleave
+            f.write("".join(json.dumps({"doc": doc, "start": a, "end": b}) + "\n" for a, b in spans))
 
 
 def precision(number: str) -> float:

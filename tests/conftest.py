@@ -50,8 +50,55 @@ from evaluator._jax_cache import enable_compilation_cache  # noqa: E402
 enable_compilation_cache()
 
 
+# The claim tests' ledger (tests/claims.py appends every span a claim reads; tests/numbers.py lists the stated
+# results of README.md and docs/ that no claim reads): one file per run, made here, inherited by the workers.
+_OWN_LEDGER = "EVALUATOR_CLAIMS_LEDGER" not in os.environ
+if _OWN_LEDGER:
+    _fd, _ledger = tempfile.mkstemp(prefix="evaluator-claims-", suffix=".jsonl")
+    os.close(_fd)
+    os.environ["EVALUATOR_CLAIMS_LEDGER"] = _ledger
+_CLAIMS_RUN = {"passed": 0, "failed": 0}
+
+
+def pytest_runtest_logreport(report):
+    """Count the claim tests' outcomes (on the controller: the workers' reports arrive here too)."""
+    if report.when == "call" and "test_claims_" in report.nodeid:
+        _CLAIMS_RUN["passed" if report.passed else "failed"] += 1
+
+
+def _whole_suite(config) -> bool:
+    """Whether this run is the whole suite (``make test``): no keyword, mark or last-failed selection, and no path
+    narrower than tests/."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    o = config.option
+    if o.keyword or o.markexpr or getattr(o, "lf", False) or getattr(o, "deselect", None):
+        return False
+    return all(Path(a.split("::")[0]).resolve() in (root, root.parent) for a in config.args)
+
+
 def pytest_sessionfinish(session, exitstatus):
-    if _OWN_CACHE and not hasattr(session.config, "workerinput"):  # the run that made it, not an xdist worker
+    if hasattr(session.config, "workerinput"):
+        return
+    if (exitstatus == 0 and _CLAIMS_RUN["passed"] and not _CLAIMS_RUN["failed"] and _whole_suite(session.config)):
+        from tests import numbers
+
+        missing = numbers.not_covered(numbers.covered_spans(os.environ["EVALUATOR_CLAIMS_LEDGER"]))
+        over = numbers.check_ceilings(missing)
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        total = sum(len(v) for v in missing.values())
+        if tr is not None:
+            tr.write_line(f"numbers: {total} stated results of README.md and docs/ neither claim-tested nor marked a "
+                          f"timing (`make numbers` lists them; tests/numbers.py)")
+            for msg in over:
+                tr.write_line(f"numbers: FAIL {msg}", red=True)
+        if over:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if _OWN_LEDGER:
+        os.unlink(os.environ["EVALUATOR_CLAIMS_LEDGER"]) if os.path.exists(os.environ["EVALUATOR_CLAIMS_LEDGER"]) \
+            else None
+    if _OWN_CACHE:  # the run that made it, not an xdist worker
         shutil.rmtree(os.environ["EVALUATOR_TEST_JAX_CACHE"], ignore_errors=True)
 
 # Tolerances: the one table is tests/helpers.py (TOL).
