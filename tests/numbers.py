@@ -30,13 +30,19 @@ Covered
 * **claim-tested**: inside a group that :func:`tests.claims.stated` matched
   during the test run (every call appends its spans to the ledger named by
   ``EVALUATOR_CLAIMS_LEDGER``; tests/conftest.py makes one per run);
-* **a measured timing**: on a line that carries ``<!-- timing -->``, or inside
+* **marked**: a measured timing, a cited number or an input (below). A
+  **measured timing**: on a line that carries ``<!-- timing -->``, or inside
   a block (paragraph, table or code block) that starts right after a line
   ``<!-- timings -->``, or anywhere in a document that carries ``<!-- timings:
   this document -->`` (docs/bench.md, the benchmark's page): the block's times,
   rates and their ratios are measurements of a machine, not of the model
   (speed is measured, not asserted in tests); each such block names the
-  command that measured it.
+  command that measured it. A **cited** number (``<!-- cited -->`` on its
+  line, ``<!-- citations -->`` before its block): a number a paper, a slide or
+  a vendor states, quoted with its source (a paper's figure, which the tool's
+  own number beside it is compared with). An **input** (``<!-- input -->``,
+  ``<!-- inputs -->``): a setting of the experiment described (bandwidths,
+  sizes, bytes), which the command written next to it sets; not a result.
 
 Run ``make numbers`` (the claim tests, then :func:`report`) to list what is not
 covered; ``make test`` fails when a document has more uncovered results than
@@ -59,31 +65,33 @@ LEDGER_ENV = "EVALUATOR_CLAIMS_LEDGER"
 
 __all__ = ["Stated", "documents", "stated_results", "covered_spans", "not_covered", "report", "check_ceilings"]
 
-_UNIT = (r"x(?![a-wyz0-9])|%|ms\b|us\b|ns\b|s\b|min\b|h\b|[kMGTP]i?B(?:/s)?\b|[kMGTP]b/s\b|[kMGT]bit/s\b|B\b|"
+_UNIT = (r"%|ms\b|us\b|ns\b|s\b|min\b|h\b|[kMGTP]i?B(?:/s)?\b|[kMGTP]b/s\b|[kMGT]bit/s\b|B\b|"
          r"bytes\b|MHz\b|GHz\b|W\b|kW\b|MW\b")
-_NUMBER = re.compile(r"(?<![\w.\-/])([-+\u2212]?\d[\d,]*(?:\.\d+)?)(\s?(?:" + _UNIT + r"))?")
-_REF = re.compile(r"(?:Fig(?:ure)?s?\.?|Eqs?\.|Equations?|Tables?|Sections?|§|slides?|pages?|pp?\.|issues?|items?|"
+_NUMBER = re.compile(r"(?<![\w.\-/])([-+\u2212]?\d[\d,]*(?:\.\d+)?)(x(?![\w])|\s?(?:" + _UNIT + r"))?")
+_REF = re.compile(r"(?:Fig(?:ure)?s?\.?|Eqs?\.|Equations?|Tables?|Sections?|Sec\.|SMPI|§|slides?|pages?|pp?\.|issues?|items?|"
                   r"steps?|Algorithm|Listing|Theorem|Lemma|stop|version|Python|SimGrid|JAX|Ray|CUDA)\s*\(?$", re.I)
 _SHAPE = re.compile(r"\d+(?:x\d+)+")
 _CODE_LANGUAGES = {"bash", "sh", "shell", "python", "py", "yaml", "yml", "toml", "json", "ini", "make", "console"}
 """Fenced blocks in these languages are inputs up to each line's ``#`` comment; others (untagged, ``text``) are
 output, but for lines that start with a command (``$ ``, ``evaluator ``, ...)."""
-_TIMING_LINE = "<!-- timing -->"
+MARKS = {"timing": ("<!-- timing -->", "<!-- timings -->"), "cited": ("<!-- cited -->", "<!-- citations -->"),
+         "input": ("<!-- input -->", "<!-- inputs -->")}
+"""What a marker says of the numbers it covers, with its line and block forms (module docstring)."""
 _TIMING_DOCUMENT = "<!-- timings: this document -->"
-_TIMING_BLOCK = "<!-- timings -->"
 
 
 @dataclasses.dataclass(frozen=True)
 class Stated:
     """One stated result: its document, its span in the whitespace-normalised text (as :mod:`tests.claims` sees
-    it), the text, its line (1-based) and whether it is marked a measured timing."""
+    it), the text, its line (1-based) and what a marker says of it (:data:`MARKS`: ``timing``, ``cited``,
+    ``input``; empty: unmarked)."""
 
     doc: str
     start: int
     end: int
     text: str
     line: int
-    timing: bool
+    marked: str = ""
 
     def where(self, norm: str) -> str:
         return f"{self.doc}:{self.line}: {self.text!r} in '...{norm[max(0, self.start - 50):self.end + 30]}...'"
@@ -114,23 +122,24 @@ def _normalise(raw: str) -> tuple[str, list[int]]:
 
 
 def _masked_lines(raw: str) -> list[tuple[int, str, bool]]:
-    """Every line of ``raw`` as ``(offset, text with non-result parts blanked, timing-marked)``: HTML comments,
+    """Every line of ``raw`` as ``(offset, text with non-result parts blanked, marker kind or "")``: HTML comments,
     inline code spans and the command part of fenced code lines are blanked (same length, so offsets hold)."""
     lines, offset = [], 0
     fence = False
-    block_timed = False
-    after_marker = False
+    block_kind = ""
+    after_marker = ""
     in_comment = False
     code = continued = False
     for line in raw.splitlines(keepends=True):
         text = line
         stripped = line.strip()
-        if stripped == _TIMING_BLOCK:
-            after_marker, block_timed = True, False
+        opened = next((k for k, (_, block) in MARKS.items() if stripped == block), "")
+        if opened:
+            after_marker, block_kind = opened, ""
         elif after_marker and stripped:
-            block_timed, after_marker = True, False
+            block_kind, after_marker = after_marker, ""
         elif not stripped and not fence:
-            block_timed = False
+            block_kind = ""
         is_fence = stripped.startswith("```")
         # HTML comments, across lines
         masked = []
@@ -165,8 +174,8 @@ def _masked_lines(raw: str) -> list[tuple[int, str, bool]]:
             continued = line.rstrip().endswith("\\") and not code
         else:
             text = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), text)
-        timed = block_timed or _TIMING_LINE in line
-        lines.append((offset, text, timed))
+        kind = block_kind or next((k for k, (mark, _) in MARKS.items() if mark in line), "")
+        lines.append((offset, text, kind))
         offset += len(line)
         if is_fence:
             fence = not fence
@@ -180,9 +189,9 @@ def stated_results(doc: str) -> tuple[str, list[Stated]]:
     raw = (ROOT / doc).read_text()
     norm, pos = _normalise(raw)
     out: list[Stated] = []
-    whole = _TIMING_DOCUMENT in raw
-    for lineno, (offset, text, timed) in enumerate(_masked_lines(raw), start=1):
-        timed = timed or whole
+    whole = "timing" if _TIMING_DOCUMENT in raw else ""
+    for lineno, (offset, text, kind) in enumerate(_masked_lines(raw), start=1):
+        kind = kind or whole
         head = re.match(r"\s*(?:#+\s*|[-*+]\s+)?(\d+(?:\.\d+)*\.?)\s", text)
         for m in _NUMBER.finditer(text):
             num, unit = m.group(1), (m.group(2) or "").strip()
@@ -206,7 +215,7 @@ def stated_results(doc: str) -> tuple[str, list[Stated]]:
             if not unit and "." not in num:
                 continue  # an integer without a unit: a count or an input
             out.append(Stated(doc, pos[offset + s], pos[offset + e], num + (" " + unit if unit else ""), lineno,
-                              timed))
+                              kind))
     return norm, out
 
 
@@ -228,19 +237,19 @@ def covered_spans(ledger: str | Path | None = None) -> dict[str, list[tuple[int,
 
 def not_covered(spans: dict[str, list[tuple[int, int]]], docs: Iterable[str] | None = None
                 ) -> dict[str, list[tuple[Stated, str]]]:
-    """Per document, its stated results that no claim test read and no timing marker covers."""
+    """Per document, its stated results that no claim test read and no marker covers."""
     out = {}
     for doc in docs or documents():
         norm, results = stated_results(doc)
         got = spans.get(doc, [])
         out[doc] = [(r, r.where(norm)) for r in results
-                    if not r.timing and not any(a <= r.start and r.end <= b + 1 for a, b in got)]
+                    if not r.marked and not any(a <= r.start and r.end <= b + 1 for a, b in got)]
     return out
 
 
 def report(missing: dict[str, list[tuple[Stated, str]]], limit: int = 20) -> str:
     """A readable list: the count per document and the first ``limit`` uncovered results of each."""
-    lines = [f"{sum(len(v) for v in missing.values())} stated results neither claim-tested nor marked a timing:"]
+    lines = [f"{sum(len(v) for v in missing.values())} stated results neither claim-tested nor marked:"]
     for doc, items in missing.items():
         if items:
             lines.append(f"  {doc}: {len(items)}")

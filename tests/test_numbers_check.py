@@ -12,6 +12,12 @@ DOC = """# Title 3.5 with 2.5x
 1. The sweep gives **2.065x** and 18.9% in 3.2 ms on DF(4,8,4) (Fig. 4, Eq. 3.2, 8x8x8, x86, 3D, 5-D,
 2026-11-28, SMPI 3.32.1, 1,024 ranks, `topology.bw=4.5e9`, issue 34.5).
 It took 33 s here. <!-- timing -->
+The slides say up to 1.6x. <!-- cited -->
+A product, 3 x 2^(1/3).
+
+<!-- inputs -->
+At 6.4 GB/s and 8 bytes
+per point.
 
 <!-- timings -->
 | scenario | time |
@@ -39,9 +45,11 @@ def _results(tmp_path):
 def test_what_counts_as_a_stated_result(tmp_path):
     norm, found = _results(tmp_path)
     texts = [r.text for r in found]
-    assert texts == ["3.5", "2.5 x", "2.065 x", "18.9 %", "3.2 ms", "33 s", "9.5 ms", "7.0 x", "12.5 x", "0.750 us"]
-    timed = {r.text for r in found if r.timing}
-    assert timed == {"33 s", "9.5 ms", "7.0 x"}
+    assert texts == ["3.5", "2.5 x", "2.065 x", "18.9 %", "3.2 ms", "33 s", "1.6 x", "6.4 GB/s", "8 bytes", "9.5 ms",
+                     "7.0 x", "12.5 x", "0.750 us"]
+    marked = {r.text: r.marked for r in found if r.marked}
+    assert marked == {"33 s": "timing", "9.5 ms": "timing", "7.0 x": "timing", "1.6 x": "cited", "6.4 GB/s": "input",
+                      "8 bytes": "input"}
     for r in found:  # spans index the whitespace-normalised text that tests/claims.py matches against
         assert norm[r.start:r.end] == r.text.split(" ")[0]
     assert norm == " ".join(DOC.split())
@@ -62,7 +70,7 @@ def test_a_claim_covers_what_it_read(tmp_path, monkeypatch):
 
 def test_ceilings_only_go_down(tmp_path, monkeypatch):
     monkeypatch.setattr(numbers, "CEILING", tmp_path / "ceiling.json")
-    stated = numbers.Stated("a.md", 0, 1, "1.5", 1, False)
+    stated = numbers.Stated("a.md", 0, 1, "1.5", 1)
     numbers.write_ceilings({"a.md": [(stated, "")] * 3, "b.md": [(stated, "")]})
     assert json.loads(numbers.CEILING.read_text()) == {"a.md": 3, "b.md": 1}
     assert numbers.check_ceilings({"a.md": [(stated, "")] * 4})[0].startswith("a.md: 4 stated results")
