@@ -52,6 +52,7 @@ __all__ = [
     "TILES_METRICS",
     "PARTITION_METRICS",
     "RDN_METRICS",
+    "COST_METRICS",
     "TEMPLATES",
     "ROW_LABELS",
     "HIDDEN",
@@ -315,6 +316,9 @@ PARTITION_METRICS: tuple[Metric, ...] = (
     Metric("speedup_best_over_worst", "1", "predicted speedup of the best geometry over the worst", None),
     Metric("speedup_best_over_allowed", "1", "predicted speedup of the best geometry over the best allowed", None),
     Metric("speedup_vs_first", "1", "best per-node bisection over the first machine's", False),
+    Metric("speedup_vs_first_holding", "1", "best bisection over that of the first machine's smallest partition "
+           "holding the size", False),
+    Metric("first_holding_size", "nodes", "the first machine's smallest size that holds this one", None),
     Metric("per_node_vs_best", "1", "per-node bisection over the best slab's", False),
     Metric("routers", "1", "routers of the slab", None),
     Metric("shape", "1", "extent along each machine dimension (in the machine's units: midplanes, routers)", None),
@@ -351,6 +355,27 @@ RDN_METRICS: tuple[Metric, ...] = tuple(
 )
 """Variables of the RDN study (``evaluator study rdn``; dims ``pattern``, ``groups``) and of its speedup
 table (``speedup``, ``time_saved``, ``speedup_no_bg``; dims ``mode``, ``groups``)."""
+
+COST_METRICS: tuple[Metric, ...] = (
+    Metric("cost", "currency", "price of the network's parts (evaluator.cost; the currency is the variable's units "
+                               "and the dataset's cost_currency)", True),
+    Metric("power", "W", "power the network's parts draw (evaluator.cost)", True),
+    Metric("throughput_per_cost", "bytes/s/currency", "throughput over the network's cost", False),
+    Metric("n_switches", "1", "packet switches (routers)", None),
+    Metric("n_switch_ports", "1", "ports of the packet switches, the whole radix of each", None),
+    Metric("n_ports_used", "1", "switch ports in use (to a node, a switch or an optical switch)", None),
+    Metric("n_nics", "1", "network interfaces (one per node)", None),
+    Metric("n_electrical_cables_short", "1", "copper cables within a rack (up to ~3 m)", None),
+    Metric("n_electrical_cables_long", "1", "copper cables between neighbouring racks (up to ~7 m)", None),
+    Metric("n_optical_cables_short", "1", "optical cables within a row of racks (up to ~30 m)", None),
+    Metric("n_optical_cables_long", "1", "optical cables across the machine room (up to ~100 m)", None),
+    Metric("n_transceivers", "1", "optical transceivers at switch or NIC ports", None),
+    Metric("n_optical_switches", "1", "optical circuit switches", None),
+    Metric("n_optical_switch_ports", "1", "ports of the optical circuit switches", None),
+    Metric("switch_radix", "1", "ports of one packet switch (the largest)", None),
+)
+"""What a network costs (:mod:`evaluator.cost`, docs/cost.md): its price, power and counted parts, per point of
+every sweep (and of ``eval``); ``cost`` is in the price table's currency (its ``units`` attribute)."""
 
 TEMPLATES: tuple[tuple[str, Metric], ...] = (
     (r"max_load_(?P<cls>\w+)", MAX_LOAD),
@@ -397,6 +422,10 @@ HIDDEN: frozenset[str] = frozenset({
     "closed_links_all", "closed_links_seq", "n_geometries", "seconds", "refused", "utilisation_quantiles",
     "prism", "rank_tile", "bottleneck_all", "bottleneck_seq", "blocked_link", "blocked_reason", "shape", "wrap",
     "links_per_dim", "bound_refused",
+    # what a network costs: shown when the ranking is by cost, power or throughput_per_cost (evaluator.query)
+    "cost", "power", "throughput_per_cost", "n_switches", "n_switch_ports", "n_ports_used", "n_nics",
+    "n_electrical_cables_short", "n_electrical_cables_long", "n_optical_cables_short", "n_optical_cables_long",
+    "n_transceivers", "n_optical_switches", "n_optical_switch_ports", "switch_radix",
     # the RDN study's per-routing variables (its per-network bests and gains are shown)
     "{net}_{routing}_bound_s", "tdn_bg_slowdown_{routing}", "{net}_{routing}_net_time_bg", "{net}_{routing}_time_bg",
     "{net}_{routing}_time", "{net}_{routing}_hops",
@@ -417,7 +446,7 @@ def _table(*groups: tuple[Metric, ...]) -> dict[str, Metric]:
 
 TABLE: dict[str, Metric] = _table(METRICS, TIME_METRICS, TEXT_METRICS, PATH_METRICS, BOUND_METRICS, PHASE_METRICS,
                                   SCHEDULE_METRICS, JOB_METRICS, TILES_METRICS, PARTITION_METRICS, RDN_METRICS,
-                                  ROW_LABELS, (LINK_LOAD, LINK_CAPACITY, MESSAGE_FINISH))
+                                  COST_METRICS, ROW_LABELS, (LINK_LOAD, LINK_CAPACITY, MESSAGE_FINISH))
 """The one metric table: every variable a command writes, by name (units, long name, direction), in the order a
 query table shows them; patterned families are in :data:`TEMPLATES`. Direction ``None``: not ranked."""
 
@@ -427,10 +456,34 @@ def max_load_name(link_class: str) -> str:
     return "max_load_" + link_class.replace("-", "_")
 
 
+_SEED_STAT = re.compile(r"(?P<base>\w+)_(?P<stat>mean|std|min|max)")
+"""A summary over seeds of a variable with an entry (the RDN study's ``speedup_mean``, ``gain_adaptive_std``): its
+base's units; its base's direction for the mean, minimum and maximum, none for the standard deviation."""
+
+_STAT_WORDS = {"mean": "mean", "std": "sample standard deviation", "min": "minimum", "max": "maximum"}
+
+
+def _seed_stat(name: str) -> Metric | None:
+    match = _SEED_STAT.fullmatch(str(name))
+    if not match:
+        return None
+    try:
+        base = metric(match["base"])
+    except KeyError:
+        return None
+    stat = match["stat"]
+    return Metric(name, base.units, f"{base.long_name} ({_STAT_WORDS[stat]} over seeds)",
+                  None if stat == "std" else base.smaller_is_better)
+
+
 def metric(name: str) -> Metric:
-    """The table entry of ``name`` (:data:`TABLE`, then the families of :data:`TEMPLATES`); ``KeyError`` if none."""
+    """The table entry of ``name`` (:data:`TABLE`, then a summary over seeds of an entry, ``<name>_mean``,
+    ``_std``, ``_min``, ``_max``, then the families of :data:`TEMPLATES`); ``KeyError`` if none."""
     if name in TABLE:
         return TABLE[name]
+    stat = _seed_stat(name)
+    if stat is not None:
+        return stat
     for pattern, m in TEMPLATES:
         match = re.fullmatch(pattern, str(name))
         if match:
@@ -442,6 +495,9 @@ def shown(name: str) -> bool:
     """Whether a query table shows ``name`` next to the variable it ranks by (not in :data:`HIDDEN`)."""
     if name in TABLE:
         return name not in HIDDEN
+    match = _SEED_STAT.fullmatch(str(name))
+    if match and _seed_stat(name) is not None:
+        return match["stat"] == "mean" and shown(match["base"])
     for pattern, m in TEMPLATES:
         if re.fullmatch(pattern, str(name)):
             return m.name not in HIDDEN

@@ -62,6 +62,18 @@ def _median(values: Any) -> float | None:
     return float(np.median(mags)) if mags.size else None
 
 
+def _scale_of(si_unit: str) -> tuple[tuple[str, float], ...] | None:
+    """The display units of ``si_unit``: its :data:`SCALES` entry, or a scaled unit per something (``bytes/s`` per
+    a currency: ``bytes/s/relative`` -> ``GB/s/relative``, ...); None for units without a scale."""
+    if si_unit in SCALES:
+        return SCALES[si_unit]
+    for base in sorted(SCALES, key=len, reverse=True):
+        if si_unit.startswith(base + "/"):
+            per = si_unit[len(base):]
+            return tuple((u + per, f) for u, f in SCALES[base])
+    return None
+
+
 def shared_unit(si_unit: str, columns: Sequence[Any]) -> tuple[str, float]:
     """``(unit, factor)`` to show every column of ``columns`` (values in ``si_unit``) as ``values / factor``.
 
@@ -69,7 +81,7 @@ def shared_unit(si_unit: str, columns: Sequence[Any]) -> tuple[str, float]:
     magnitudes; columns without such values left out) is at least 1; the SI unit itself (factor 1) for units
     without a scale (``"1"``, ``"links"``, unknown) and where no column has such values.
     """
-    scale = SCALES.get(si_unit)
+    scale = _scale_of(si_unit)
     if scale is None:
         return si_unit, 1.0
     medians = [m for m in (_median(c) for c in columns) if m is not None]

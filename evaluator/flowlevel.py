@@ -309,11 +309,13 @@ def _operator(topology, routing, task_node, src, dst):
     """A :class:`~evaluator.routing.RoutingOperator` from an operator, a spec or a kind's name (a path set bound
     to the router pairs of these flows)."""
     from ._batch.checks import as_routing
-    from .routing import RoutingOperator, build_routing
+    from .routing import RoutingOperator, build_routing, require_linear
 
     if isinstance(routing, RoutingOperator):
+        require_linear(routing.routing, "The flow-level incidence (each flow routed alone)")
         return routing
     spec = as_routing(routing, "routing_operator")
+    require_linear(spec, "The flow-level incidence (each flow routed alone)")
     if spec.needs_pairs:
         R = int(topology.n_routers)
         nr = np.asarray(topology.node_router)

@@ -376,6 +376,18 @@ def best(
     return df
 
 
+COST_RANKED = ("cost", "power", "throughput_per_cost")
+"""Rankings by what a network costs (docs/cost.md): their tables show :data:`COST_SHOWN` beside the ranked column."""
+COST_SHOWN = ("cost", "power", "throughput_per_cost", "n_switches", "n_optical_cables_long")
+
+
+def _units(sub: xr.Dataset, name: str) -> str:
+    """The SI unit of ``name`` from the metric table; the variable's own ``units`` where the table's names a
+    placeholder (``cost``: the price table's currency)."""
+    units = metric_entry(name).units
+    return str(sub[name].attrs.get("units", units)) if "currency" in units else units
+
+
 def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str],
            row_labels: dict[str, list[str]]) -> pd.DataFrame:
     """Every entry of ``sub[metric]`` as one row (feasible ones only): label columns, the metric, the shown columns."""
@@ -396,10 +408,11 @@ def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str
         if c not in cols:
             cols[c] = _flat(sub[c], da, dims)
     cols[metric] = np.asarray(da.values).reshape(-1)
-    units[metric] = metric_entry(metric).units
+    units[metric] = _units(sub, metric)
     for name in sub.data_vars:
         name = str(name)
-        if name == metric or not shown(name) or name in cols or "link" in sub[name].dims:
+        if name == metric or not (shown(name) or (metric in COST_RANKED and name in COST_SHOWN)) or name in cols \
+                or "link" in sub[name].dims:
             continue
         try:
             entry = metric_entry(name)
@@ -413,7 +426,7 @@ def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str
         if not extra:
             cols[name] = _flat(sub[name], da, dims)
             if numeric:
-                units[name] = entry.units
+                units[name] = _units(sub, name)
         elif len(extra) == 1 and sub.sizes[extra[0]] <= SPREAD and set(vdims) - set(extra) == set(dims):
             e = extra[0]
             labels = sub[e].values if e in sub.coords else np.arange(sub.sizes[e])

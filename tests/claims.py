@@ -56,7 +56,7 @@ def stated(doc: str, pattern: str, count: int | None = 1) -> list[str]:
 
 def _record(doc: str, spans: list[tuple[int, int]]) -> None:
     """Append the spans a claim read to the run's ledger (``$EVALUATOR_CLAIMS_LEDGER``, made by tests/conftest.py),
-    which tests/numbers.py reads to list the stated results no claim test reads."""
+    which tests/stated_numbers.py reads to list the stated results no claim test reads."""
     ledger = os.environ.get("EVALUATOR_CLAIMS_LEDGER")
     if ledger and spans:
         with open(ledger, "a") as f:  # one short line a write: appends of both xdist workers do not interleave

@@ -50,7 +50,7 @@ from evaluator._jax_cache import enable_compilation_cache  # noqa: E402
 enable_compilation_cache()
 
 
-# The claim tests' ledger (tests/claims.py appends every span a claim reads; tests/numbers.py lists the stated
+# The claim tests' ledger (tests/claims.py appends every span a claim reads; tests/stated_numbers.py lists the stated
 # results of README.md and docs/ that no claim reads): one file per run, made here, inherited by the workers.
 _OWN_LEDGER = "EVALUATOR_CLAIMS_LEDGER" not in os.environ
 if _OWN_LEDGER:
@@ -82,7 +82,7 @@ def pytest_sessionfinish(session, exitstatus):
     if hasattr(session.config, "workerinput"):
         return
     if (exitstatus == 0 and _CLAIMS_RUN["passed"] and not _CLAIMS_RUN["failed"] and _whole_suite(session.config)):
-        from tests import numbers
+        from tests import stated_numbers as numbers
 
         missing = numbers.not_covered(numbers.covered_spans(os.environ["EVALUATOR_CLAIMS_LEDGER"]))
         over = numbers.check_ceilings(missing)
@@ -90,7 +90,7 @@ def pytest_sessionfinish(session, exitstatus):
         total = sum(len(v) for v in missing.values())
         if tr is not None:
             tr.write_line(f"numbers: {total} stated results of README.md and docs/ neither claim-tested nor marked a "
-                          f"timing (`make numbers` lists them; tests/numbers.py)")
+                          f"timing (`make numbers` lists them; tests/stated_numbers.py)")
             for msg in over:
                 tr.write_line(f"numbers: FAIL {msg}", red=True)
         if over:
@@ -132,6 +132,7 @@ _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their 
     # (2026-11-28, estimated from a clean-clone run's durations)
     "test_smpi_collectives": 25, "test_latency": 25, "test_sharing": 20, "test_flowlevel": 20,
     "test_collectives": 18, "test_claims_latency": 15, "test_flowlevel_simgrid": 8, "test_trace_otf2": 5,
+    "test_claims_prisacari": 35, "test_claims_tiles": 30, "test_cost": 15, "test_claims_cost": 10,
 }
 
 SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast", "test_mapping_search",

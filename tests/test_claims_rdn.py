@@ -1,10 +1,12 @@
-"""Numbers docs/rdn.md states about the RDN study, rerun (issue 23, items 5 and 8).
+"""Numbers docs/rdn.md states about the RDN study, rerun (issue 23, items 5 and 8; issue 34: seeds).
 
-The study on DF(4, 8, 4, 32) and on the paper's machine takes minutes to hours (LPs of a million nonzeros): its
-numbers name their command and are not rerun. The shrunken variant docs/rdn.md states with its own command,
-DF(2, 4, 2, 8) (stencil and all-to-all, 2, 4 and 8 groups, both bounds), takes about a minute and is rerun here;
-the workload's speedup table on DF(2, 4, 2, 8) (every pattern) shares its stencil and all-to-all rows (the
-random mapping of a point does not depend on which patterns run), so those rows are checked from the same run.
+Every figure that depends on the TDN's random mapping is stated as the mean over the study's seeds, then
+``[min, max]`` over them; each of the three is checked. The study on DF(4, 8, 4, 32) takes tens of minutes (LPs of a
+million nonzeros): its oblivious columns (no LP) are rerun here, its bounds' columns name their command and are not.
+The shrunken variant docs/rdn.md states with its own command, DF(2, 4, 2, 8) (stencil and all-to-all, 2, 4 and 8
+groups, both bounds, 10 seeds), is rerun whole; the workload's speedup table on DF(2, 4, 2, 8) (every pattern)
+shares its stencil and all-to-all rows (a point's draws do not depend on which other points run), so those rows
+are checked from the same run, and its neighbouring row from a run of that pattern alone.
 Each stated number must equal the tool's to its printed precision (:func:`tests.claims.check_stated`).
 """
 
@@ -24,21 +26,54 @@ SMALL = "evaluator study rdn --machine 2,4,2,8 --groups 2,4,8 --patterns stencil
         "--bounds adaptive,optimal"
 TABLE = "evaluator study rdn --machine 2,4,2,8 --groups 2,4,8 --speedup-out results/rdn/speedup.nc"
 TABLE_OBLIVIOUS = TABLE + " --baseline oblivious"
+DF4 = "evaluator study rdn --machine 4,8,4,32 --groups 16 --patterns stencil"
 
 
 @pytest.fixture(scope="module")
 @once
 def small():
     return allocation_mode_study(RdnMachine(2, 4, 2, 8), groups=(2, 4, 8), patterns=("stencil", "all_to_all"),
-                                 background=0.26, bounds=("adaptive", "optimal"))
+                                 background=0.26, bounds=("adaptive", "optimal"), n_seeds=10)
 
 
-def _cell(table: str, first: str, k: int, suffix: str = "") -> str:
-    """Regex of the ``k``-th cell (0-based, after the row's leading cells ``first``) of a row of ``table``
-    (a tag in the table's heading row: its first column's name), the number as group 1."""
+@pytest.fixture(scope="module")
+@once
+def neighbouring():
+    """The speedup table's neighbouring row: the command's study has the adaptive bound only (the default)."""
+    return allocation_mode_study(RdnMachine(2, 4, 2, 8), groups=(2, 4, 8), patterns=("neighbouring",),
+                                 background=0.26, bounds=("adaptive",), n_seeds=10)
+
+
+@pytest.fixture(scope="module")
+@once
+def df4_oblivious():
+    """DF(4, 8, 4, 32)'s stencil at 16 and 32 groups without the bounds (their LPs take minutes): the oblivious
+    routings' columns of the stated command, the same draws."""
+    return allocation_mode_study(RdnMachine(4, 8, 4, 32), groups=(16,), patterns=("stencil",), background=0.26,
+                                 bounds=(), n_seeds=10)
+
+
+NUM = r"[+-]?[0-9][0-9.,]*"
+
+
+def _cell(table: str, first: str, k: int, suffix: str = "", part: str = "mean", spread: bool = True) -> str:
+    """Regex of the ``k``-th cell (0-based, after the row's leading cells ``first``) of a row of ``table`` (the
+    row's tag, a comment at its end), the ``part`` (``mean``, ``min`` or ``max``) of a cell ``M [A, B]`` as
+    group 1 (``spread=False``: a cell of one number)."""
     skip = r"(?:[^|\n]*\|)" + "{" + str(k) + "}"
+    sfx = re.escape(suffix)
+    grab = {p: (f"({NUM})" if p == part else NUM) + sfx for p in ("mean", "min", "max")}
+    body = rf"{grab['mean']} \[{grab['min']}, {grab['max']}\]" if spread else grab["mean"]
     # the row's own tag is the next comment (tests.claims matches on the text with whitespace runs as one space)
-    return rf"\| {first} \|{skip} *([+-]?[0-9][0-9.,]*){re.escape(suffix)} *\|(?=(?:(?!<!--).)*<!-- {table} -->)"
+    return rf"\| {first} \|{skip} *{body} *\|(?=(?:(?!<!--).)*<!-- {table} -->)"
+
+
+def _check_spread(ds, name: str, table: str, first: str, k: int, suffix: str, scale: float, command: str) -> None:
+    """The mean, min and max over the seeds of ``name`` at the cell."""
+    pt = dict(pattern=first.split(r" \|")[0], groups=int(first.rsplit(" ", 1)[1]))
+    for part in ("mean", "min", "max"):
+        value = scale * float(ds[f"{name}_{part}"].sel(**pt))
+        check_stated(DOC, _cell(table, first, k, suffix, part), value, command=command)
 
 
 ROWS = [("stencil", q) for q in (2, 4, 8)] + [("all_to_all", q) for q in (2, 4, 8)]
@@ -46,43 +81,75 @@ ROWS = [("stencil", q) for q in (2, 4, 8)] + [("all_to_all", q) for q in (2, 4, 
 
 @pytest.mark.parametrize("pattern,q", ROWS)
 def test_shrunken_study_times_and_gains(small, pattern, q):
-    pt = dict(pattern=pattern, groups=q)
     first = rf"{pattern} \| {q}"
-    us = lambda v: float(small[v].sel(**pt)) * 1e6  # noqa: E731
-    cells = [(us("rdn_time_bg"), ""), (us("tdn_oblivious_time_bg"), ""), (us("tdn_adaptive_time_bg"), ""),
-             (us("tdn_optimal_time_bg"), "")]
-    cells += [(float(small[f"gain_{b}"].sel(**pt)), "x") for b in ("adaptive", "oblivious", "optimal")]
-    cells += [(float(small[f"gain_{b}_no_bg"].sel(**pt)), "x") for b in ("adaptive", "oblivious")]
-    for k, (value, suffix) in enumerate(cells):
-        check_stated(DOC, _cell("shrunken", first, k, suffix), value, command=SMALL)
+    rdn = float(small.rdn_time_bg.sel(pattern=pattern, groups=q)) * 1e6      # no seed: GRAP is not random
+    check_stated(DOC, _cell("shrunken", first, 0, spread=False), rdn, command=SMALL)
+    cells = [(v, "", 1e6) for v in ("tdn_oblivious_time_bg", "tdn_adaptive_time_bg", "tdn_optimal_time_bg")]
+    cells += [(f"gain_{b}", "x", 1.0) for b in ("adaptive", "oblivious", "optimal")]
+    cells += [(f"gain_{b}_no_bg", "x", 1.0) for b in ("adaptive", "oblivious")]
+    for k, (name, suffix, scale) in enumerate(cells, start=1):
+        _check_spread(small, name, "shrunken", first, k, suffix, scale, SMALL)
 
 
 @pytest.mark.parametrize("pattern,q", ROWS)
 def test_shrunken_background_slowdown(small, pattern, q):
-    pt = dict(pattern=pattern, groups=q)
     for k, rt in enumerate(("minimal", "valiant", "valiant_router", "adaptive", "optimal")):
-        value = 100 * float(small[f"tdn_bg_slowdown_{rt}"].sel(**pt))
-        check_stated(DOC, _cell("shrunken-bg", rf"{pattern} \| {q}", k, "%"), value, command=SMALL)
+        _check_spread(small, f"tdn_bg_slowdown_{rt}", "shrunken-bg", rf"{pattern} \| {q}", k, "%", 100.0, SMALL)
 
 
 @pytest.mark.parametrize("mode,pattern", [("minimal_balance, custom_balance", "stencil"),
-                                          ("adaptive", "all_to_all")])
-def test_workload_speedup_table_rows(small, mode, pattern):
+                                          ("custom", "neighbouring"), ("adaptive", "all_to_all")])
+def test_workload_speedup_table_rows(small, neighbouring, mode, pattern):
     """The speedup table's ratios (against the ideal adaptive bound, the default baseline, and against the fastest
-    oblivious routing) on DF(2, 4, 2, 8)."""
+    oblivious routing) on DF(2, 4, 2, 8): mean over the seeds [min, max]."""
+    ds = neighbouring if pattern == "neighbouring" else small
+    first = re.escape(mode) + r" \([a-z_-]+\)"
     for k, q in enumerate((2, 4, 8)):
-        g = small.gain_adaptive.sel(pattern=pattern, groups=q)
-        check_stated(DOC, _cell("speedup-table", re.escape(mode) + r" \([a-z_-]+\)", k), float(g), command=TABLE)
-        g = small.gain_oblivious.sel(pattern=pattern, groups=q)
-        check_stated(DOC, _cell("speedup-table-oblivious", re.escape(mode) + r" \([a-z_-]+\)", k), float(g),
-                     command=TABLE_OBLIVIOUS)
+        for part in ("mean", "min", "max"):
+            for table, b, command in (("speedup-table", "adaptive", TABLE),
+                                      ("speedup-table-oblivious", "oblivious", TABLE_OBLIVIOUS)):
+                value = float(ds[f"gain_{b}_{part}"].sel(pattern=pattern, groups=q))
+                check_stated(DOC, _cell(table, first, k, "x", part), value, command=command)
 
 
 def test_shrunken_headline(small):
     """The sentence that states the shrunken whole-machine stencil gain at both ends."""
     pt = dict(pattern="stencil", groups=8)
-    check_stated(DOC, r"DF\(2, 4, 2, 8\) the whole-machine stencil gains ([0-9.]+)x against the ideal adaptive",
-                 float(small.gain_adaptive.sel(**pt)), command=SMALL)
-    check_stated(DOC, r"DF\(2, 4, 2, 8\) the whole-machine stencil gains [0-9.]+x against the ideal adaptive "
-                      r"bound and ([0-9.]+)x against", float(small.gain_oblivious.sel(**pt)), command=SMALL)
+    head = r"DF\(2, 4, 2, 8\) the whole-machine stencil gains "
+    for part, k in (("mean", 0), ("min", 1), ("max", 2)):
+        grab = [NUM] * 3
+        grab[k] = f"({NUM})"
+        adaptive = rf"{head}{grab[0]}x \[{grab[1]}x, {grab[2]}x\] against the ideal adaptive"
+        check_stated(DOC, adaptive, float(small[f"gain_adaptive_{part}"].sel(**pt)), command=SMALL)
+        oblivious = rf"{head}{NUM}x \[{NUM}x, {NUM}x\] against the ideal adaptive bound and " \
+                    rf"{grab[0]}x \[{grab[1]}x, {grab[2]}x\] against"
+        check_stated(DOC, oblivious, float(small[f"gain_oblivious_{part}"].sel(**pt)), command=SMALL)
+        optimum = rf"{head}[^(]*\(against the optimum {grab[0]}x \[{grab[1]}x, {grab[2]}x\]\)"
+        check_stated(DOC, optimum, float(small[f"gain_optimal_{part}"].sel(**pt)), command=SMALL)
     assert np.isfinite(small.gain_optimal).all()
+
+
+@pytest.mark.parametrize("q", (16, 32))
+def test_df4_oblivious_columns(df4_oblivious, q):
+    """DF(4, 8, 4, 32): RDN-GRAP's time, the TDN's fastest oblivious routing and the gains against it."""
+    first = rf"stencil \| {q}"
+    rdn = float(df4_oblivious.rdn_time_bg.sel(pattern="stencil", groups=q)) * 1e6
+    check_stated(DOC, _cell("df4", first, 0, spread=False), rdn, command=DF4)
+    _check_spread(df4_oblivious, "tdn_oblivious_time_bg", "df4", first, 1, "", 1e6, DF4)
+    _check_spread(df4_oblivious, "gain_oblivious", "df4", first, 4, "x", 1.0, DF4)
+    _check_spread(df4_oblivious, "gain_oblivious_no_bg", "df4", first, 6, "x", 1.0, DF4)
+    for k, rt in enumerate(("minimal", "valiant", "valiant_router")):
+        _check_spread(df4_oblivious, f"tdn_bg_slowdown_{rt}", "df4-bg", first, k, "%", 100.0, DF4)
+
+
+def test_df4_against_the_paper(df4_oblivious):
+    """The 'against the paper's statements' row repeats the table's oblivious gains at 16 and 32 groups."""
+    row = r"\| 3-D stencil: about 30% at every size \| DF\(4, 8, 4, 32\) at 16 and 32 groups[^|]*?; "
+    for part in ("mean", "min", "max"):
+        for k, q in enumerate((16, 32)):
+            grab = [NUM] * 6
+            grab[3 * k + ("mean", "min", "max").index(part)] = f"({NUM})"
+            pattern = row + rf"{grab[0]}x \[{grab[1]}x, {grab[2]}x\] and {grab[3]}x \[{grab[4]}x, {grab[5]}x\] " \
+                            r"against the oblivious routings"
+            value = float(df4_oblivious[f"gain_oblivious_{part}"].sel(pattern="stencil", groups=q))
+            check_stated(DOC, pattern, value, command=DF4)

@@ -1,13 +1,17 @@
-"""docs/tutorial_rdn_queue.md: the queue's gain from both ends of the speedup table (issue 34: no headline from the
-upper end alone). Reruns the tutorial's own commands on its 20-node machine (the two studies: about 5 s and
-25 s here) and checks the stated mean waits, p95 waits, mean speedups and wait reductions of both ends."""
+"""docs/tutorial_rdn_queue.md: the speedup table and the queue's gain against the three TDN baselines side by side
+(issue 34: no headline from one end alone; issue 35 item 6: the deployed routing, UGAL, beside the two ends).
+Reruns the tutorial's own commands on its 20-node machine (three studies, about 5, 25 and 10 s here, and the two
+schedules) and checks every number the page states."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
 import pytest
+import xarray as xr
 
 from evaluator import cli
 from tests.claims import ROOT, check_stated
@@ -15,7 +19,11 @@ from tests.helpers import once
 
 DOC = "docs/tutorial_rdn_queue.md"
 UPPER = "evaluator study rdn --machine 2,2,2,5 --bounds none --baseline oblivious --speedup-out"
-CONSERVATIVE = "evaluator study rdn --machine 2,2,2,5 --speedup-out results/rdn/speedup-5x4-adaptive.nc"
+UGAL = "evaluator study rdn --machine 2,2,2,5 --bounds none --baseline ugal --speedup-out"
+IDEAL = "evaluator study rdn --machine 2,2,2,5 --speedup-out results/rdn/speedup-5x4-adaptive.nc"
+THREE = "--speedups results/rdn/speedup-5x4-adaptive.nc results/rdn/speedup-5x4-ugal.nc results/rdn/speedup-5x4.nc"
+STUDIES = {"oblivious": ["--bounds", "none", "--baseline", "oblivious"],
+           "ugal": ["--bounds", "none", "--baseline", "ugal"], "adaptive": []}
 
 
 def _swf(tmp: Path) -> Path:
@@ -26,12 +34,17 @@ def _swf(tmp: Path) -> Path:
     return path
 
 
+def _quiet(argv: list[str]) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(argv) == 0
+    return buf.getvalue()
+
+
 @pytest.fixture(scope="module")
 @once
-def ends(tmp_path_factory):
-    """``{end: printed schedule output}`` for the tutorial's two speedup tables."""
-    import contextlib
-    import io
+def runs(tmp_path_factory):
+    """The three speedup tables and the printed output of the two schedules (the upper end alone; all three)."""
     import os
 
     tmp = tmp_path_factory.mktemp("tutorial_rdn")
@@ -39,18 +52,16 @@ def ends(tmp_path_factory):
     here = os.getcwd()
     os.chdir(tmp)  # the study writes results/rdn/... under the working directory
     try:
-        out = {}
-        for end, extra in (("upper", ["--bounds", "none", "--baseline", "oblivious"]), ("conservative", [])):
-            table = tmp / f"speedup-{end}.nc"
-            with contextlib.redirect_stdout(io.StringIO()):
-                assert cli.main(["study", "rdn", "--machine", "2,2,2,5", *extra, "--speedup-out", str(table)]) == 0
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                assert cli.main(["schedule", "--swf", str(swf), "--groups", "5", "--nodes-per-group", "4",
-                                 "--enlarge", "1", "--mode-range", "2,20", "--baseline", "slurm_round_robin",
-                                 "--policy", "grap", "--speedups", str(table)]) == 0
-            out[end] = buf.getvalue()
-        return out
+        tables = {}
+        for base, extra in STUDIES.items():
+            tables[base] = tmp / f"speedup-{base}.nc"
+            _quiet(["study", "rdn", "--machine", "2,2,2,5", *extra, "--speedup-out", str(tables[base])])
+        sched = ["schedule", "--swf", str(swf), "--groups", "5", "--nodes-per-group", "4", "--enlarge", "1",
+                 "--mode-range", "2,20", "--baseline", "slurm_round_robin", "--policy", "grap", "--no-plot",
+                 "--speedups"]
+        one = _quiet(sched + [str(tables["oblivious"])])
+        three = _quiet(sched + [str(tables[b]) for b in ("adaptive", "ugal", "oblivious")])
+        return {"tables": {b: xr.open_dataset(p).load() for b, p in tables.items()}, "one": one, "three": three}
     finally:
         os.chdir(here)
 
@@ -60,23 +71,64 @@ def _row(text: str, run: str) -> list[float]:
     return [float(v) for v in line.split()[1:6]]  # jobs, mean_wait, p95_wait, mean_utilisation, mean_speedup
 
 
-def test_both_ends_of_the_queue_gain(ends):
-    up, cons = ends["upper"], ends["conservative"]
-    base = _row(up, "slurm_round_robin")
-    assert _row(cons, "slurm_round_robin") == base  # the baseline does not depend on the speedup table
-    hi, lo = _row(up, "grap+speedup"), _row(cons, "grap+speedup")
-    red = {e: float(re.search(r"vs slurm_round_robin: ([0-9.]+)% overall", t).group(1)) for e, t in ends.items()}
-    check_stated(DOC, r"cuts the mean wait by \*\*([0-9.]+)% to [0-9.]+%\*\*", red["conservative"], CONSERVATIVE)
-    check_stated(DOC, r"cuts the mean wait by \*\*[0-9.]+% to ([0-9.]+)%\*\*", red["upper"], UPPER)
-    check_stated(DOC, r"from ([0-9.]+) h to [0-9.]+ h against the ideal", base[1], UPPER)
-    check_stated(DOC, r"to ([0-9.]+) h against the ideal adaptive routing", lo[1], CONSERVATIVE)
-    check_stated(DOC, r"adaptive routing, to ([0-9.]+) h against the fastest", hi[1], UPPER)
-    check_stated(DOC, r"communicating ([0-9.]+)x to [0-9.]+x faster", lo[4], CONSERVATIVE)
-    check_stated(DOC, r"communicating [0-9.]+x to ([0-9.]+)x faster", hi[4], UPPER)
-    check_stated(DOC, r"drops from ([0-9.]+) h to [0-9.]+ h at the upper end", base[2], UPPER)
-    check_stated(DOC, r"drops from [0-9.]+ h to ([0-9.]+) h at the upper end", hi[2], UPPER)
-    check_stated(DOC, r"rises to ([0-9.]+) h at the conservative end", lo[2], CONSERVATIVE)
-    check_stated(DOC, r"Utilisation is lower \(([0-9.]+) and", lo[3], CONSERVATIVE)
-    check_stated(DOC, r"Utilisation is lower \([0-9.]+ and ([0-9.]+)", hi[3], UPPER)
-    check_stated(DOC, r"\(([0-9.]+) and [0-9.]+ against", lo[3], CONSERVATIVE)
-    assert lo[2] > base[2] > hi[2]  # the p95 wait rises at the conservative end, drops at the upper end
+def test_the_upper_end_speedup_table(runs):
+    t = runs["tables"]["oblivious"]
+    rows = {"minimal_balance (stencil)": "minimal_balance", "custom_balance (stencil)": "custom_balance",
+            "custom (neighbouring)": "custom", "adaptive (all_to_all)": "adaptive"}
+    for label, mode in rows.items():
+        for col, q in enumerate((2, 4)):
+            cell = t.sel(mode=mode, groups=q)
+            for k, var in enumerate(("speedup", "speedup_min", "speedup_max")):
+                pat = (re.escape(label) + r" +" + r"".join(r"[0-9.]+x \[[0-9.]+x, [0-9.]+x\] +" for _ in range(col))
+                       + [r"([0-9.]+)x \[", r"[0-9.]+x \[([0-9.]+)x,", r"[0-9.]+x \[[0-9.]+x, ([0-9.]+)x\]"][k])
+                check_stated(DOC, pat, float(cell[var]), UPPER)
+    check_stated(DOC, r"A 4-group stencil job communicates ([0-9.]+)x faster",
+                 float(t.speedup.sel(mode="minimal_balance", groups=4)), UPPER)
+    five = t.sel(mode="minimal_balance", groups=5)
+    check_stated(DOC, r"minimal_balance \(stencil\) +[0-9.x \[\],]+ +[0-9.x \[\],]+ +([0-9.]+)x \[",
+                 float(five.speedup), UPPER, count=None)
+
+
+def test_the_queue_against_three_baselines(runs):
+    one, three = runs["one"], runs["three"]
+    base = _row(three, "slurm_round_robin")
+    assert _row(one, "slurm_round_robin") == base  # the baseline does not depend on the speedup tables
+    assert _row(one, "grap+speedup") == _row(three, "grap+speedup(oblivious)")
+    red = {b: float(re.search(rf"grap\+speedup\({b}\) vs slurm_round_robin: (-?[0-9.]+)% overall", three).group(1))
+           for b in ("adaptive", "ugal", "oblivious")}
+    row = {b: _row(three, f"grap+speedup({b})") for b in red}
+    for b in ("adaptive", "ugal", "oblivious"):
+        for k, col in ((1, "mean_wait"), (2, "p95_wait"), (3, "mean_utilisation"), (4, "mean_speedup")):
+            check_stated(DOC, rf"grap\+speedup\({b}\) +12 +" + r" +".join(
+                "([0-9.]+)" if i == k else "[0-9.]+" for i in range(1, k + 1)), row[b][k], THREE)
+        check_stated(DOC, rf"wait-time reduction of grap\+speedup\({b}\) vs slurm_round_robin: (-?[0-9.]+)%",
+                     red[b], THREE)
+    for k in (1, 2, 3):
+        check_stated(DOC, r"slurm_round_robin +12 +" + r" +".join("([0-9.]+)" if i == k else "[0-9.]+"
+                                                               for i in range(1, k + 1)), base[k], THREE, count=2)
+    hi = _row(one, "grap+speedup")
+    for k in (1, 2, 3, 4):
+        check_stated(DOC, r"grap\+speedup +12 +" + r" +".join("([0-9.]+)" if i == k else "[0-9.]+"
+                                                           for i in range(1, k + 1)), hi[k], UPPER)
+    check_stated(DOC, r"vs slurm_round_robin: ([0-9.]+)% overall; per month [0-9.]+% \(1 months\) ``` That",
+                 red["oblivious"], UPPER)
+    # the answer's prose
+    check_stated(DOC, r"the mean wait goes from ([0-9.]+) h to", base[1], THREE)
+    check_stated(DOC, r"goes from [0-9.]+ h to ([0-9.]+) h \(", row["ugal"][1], THREE)
+    check_stated(DOC, r"h \((-[0-9.]+)%\), as jobs", red["ugal"], THREE)
+    check_stated(DOC, r"communicate ([0-9.]+)x as fast", row["ugal"][4], THREE)
+    check_stated(DOC, r"drops to ([0-9.]+) h \([0-9.]+%\), against the fastest", row["adaptive"][1], THREE)
+    check_stated(DOC, r"drops to [0-9.]+ h \(([0-9.]+)%\), against the fastest", red["adaptive"], THREE)
+    check_stated(DOC, r"oblivious routing to ([0-9.]+) h \(", row["oblivious"][1], THREE)
+    check_stated(DOC, r"oblivious routing to [0-9.]+ h \(([0-9.]+)%\)", red["oblivious"], THREE)
+    check_stated(DOC, r"with jobs ([0-9.]+)x and", row["adaptive"][4], THREE)
+    check_stated(DOC, r"with jobs [0-9.]+x and\s?([0-9.]+)x faster", row["oblivious"][4], THREE)
+    check_stated(DOC, r"drops only at the upper end \(to ([0-9.]+) h\)", row["oblivious"][2], THREE)
+    check_stated(DOC, r"ideal adaptive bound \(([0-9.]+) h\) and against UGAL", row["adaptive"][2], THREE)
+    check_stated(DOC, r"and against UGAL \(([0-9.]+) h\)", row["ugal"][2], THREE)
+    check_stated(DOC, r"in every GRAP run \(([0-9.]+) to", min(row[b][3] for b in row), THREE)
+    check_stated(DOC, r"in every GRAP run \([0-9.]+ to ([0-9.]+) against", max(row[b][3] for b in row), THREE)
+    check_stated(DOC, r"to [0-9.]+ against ([0-9.]+)\)", base[3], THREE)
+    assert red["ugal"] < red["adaptive"] < red["oblivious"]
+    ug = runs["tables"]["ugal"].speedup.sel(mode="minimal_balance", groups=2)
+    assert float(ug) < 1  # "below 1 at 2 groups"

@@ -75,6 +75,12 @@ BUILD_CONTEXT = {
     ("routing", "dmodk"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
     ("routing", "ecmp"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
     ("routing", "ecmp_spray"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear"],
+    ("routing", "ugal"): ["topology.p=2", "topology.a=4", "topology.h=2", "traffic=all_to_all", "traffic.n_tasks=16",
+                          "placement=linear", "routing.iterations=4"],
+    ("routing", "torus_adaptive"): ["topology=torus", "topology.dims=[4,4]", "traffic=all_to_all", "placement=linear",
+                                    "routing.iterations=4"],
+    ("routing", "ft_adaptive"): ["topology=fat_tree", "topology.k=2", "traffic=all_to_all", "placement=linear",
+                                 "routing.iterations=4"],
     ("placement", "block"): ["topology=fat_tree", "topology.k=2", "routing=ecmp", "traffic=all_to_all"],
 }
 for _traffic in config.FAMILIES["traffic"]:
@@ -166,7 +172,7 @@ LAYERS = [
      "evaluator._args", "evaluator._threefry"),
     ("evaluator.topology",),
     ("evaluator.lp",),
-    ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies"),
+    ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies", "evaluator.cost"),
     ("evaluator.kernel", "evaluator.flowlevel", "evaluator.evaluation", "evaluator._batch", "evaluator.jobs",
      "evaluator.lp.bounds", "evaluator.mapping"),
     ("evaluator.config",),

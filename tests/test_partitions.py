@@ -22,6 +22,7 @@ import pytest
 from evaluator import machines as M
 from evaluator import partitions as P
 from evaluator.cli.partitions import main as cli_main
+from tests.claims import check_stated
 from tests.helpers import TOL
 
 # ----------------------------------------------------------------------------------
@@ -365,6 +366,31 @@ def test_table5_machine_comparison():
     assert float(ds["best_bandwidth"].sel(size=512, machine="JUQUEEN")) == 256 * 2.0e9
 
 
+def test_juqueen54_speedup_needs_a_size_juqueen_cannot_allocate():
+    """Oltchik Sec. 5's "up to x2" for JUQUEEN-54 (docs/partitions.md): at every size both machines can
+    allocate, their best partitions have equal bisections (1.00x); JUQUEEN-54's better partitions (9, 18, 27, 36,
+    54 midplanes) are sizes JUQUEEN must round up, and against JUQUEEN's smallest partition that holds the job the
+    bisection ratio reaches 2304/1024 = 4608/2048 = 2.25 (27 -> 28 and 54 -> 56 midplanes). JUQUEEN-48's 1.5x is the
+    same either way."""
+    names = ["JUQUEEN", "JUQUEEN-54", "JUQUEEN-48"]
+    ds = P.comparison_dataset(names, P.compare_machines(names))
+    eq = ds["speedup_vs_first"]
+    held = ds["speedup_vs_first_holding"]
+    assert float(eq.sel(machine="JUQUEEN-54").max()) == pytest.approx(1.0)
+    assert float(held.sel(machine="JUQUEEN-54").max()) == pytest.approx(2.25)
+    assert float(held.sel(machine="JUQUEEN-54").min()) == pytest.approx(1.0)  # never worse than JUQUEEN
+    mid = ds["units"]
+    best = held.sel(machine="JUQUEEN-54").values
+    assert sorted(int(u) for u in mid.values[np.isclose(best, 2.25)]) == [27, 54]
+    assert int(ds["first_holding_size"].sel(size=27 * 512)) == 28 * 512
+    assert int(ds["first_holding_size"].sel(size=54 * 512)) == 56 * 512
+    for m in ("JUQUEEN-48",):
+        assert float(eq.sel(machine=m).max()) == pytest.approx(1.5)
+        assert float(held.sel(machine=m).max()) == pytest.approx(1.5)
+    # the first machine against itself: its own sizes hold themselves
+    assert np.nanmax(np.abs(held.sel(machine="JUQUEEN").values - 1.0)) == 0.0
+
+
 def test_geometries_count_rotations_once_and_carry_orientation():
     g = P.partition_geometries("Mira", 4 * 512)
     assert sorted(x.label for x in g) == ["2x2x1x1", "4x1x1x1"]
@@ -588,6 +614,9 @@ def test_cli_compare_and_machine(tmp_path, capsys):
     assert cli_main(["JUQUEEN", "--compare", "JUQUEEN-54", "JUQUEEN-48", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "3x3x3x2" in out and "4608" in out
+    assert "JUQUEEN-54: max speedup over JUQUEEN at equal size 1.00x" in out
+    assert ("JUQUEEN-54: max speedup over JUQUEEN's smallest partition that holds the job 2.25x "
+            "(P = 13824 on 14336 of JUQUEEN" in out)
     nc = (tmp_path / "compare_juqueen_juqueen-54_juqueen-48" / "latest").resolve()  # <name>/<time>-<hash>.nc
     assert nc.exists() and nc.with_suffix(".png").stat().st_size > 0
     ds = xr.open_dataset(nc, engine="h5netcdf").load()
@@ -604,3 +633,50 @@ def test_cli_errors(tmp_path, capsys):
     assert "known machines" in capsys.readouterr().err
     assert cli_main(["Mira", "--size", "0", "--out", str(tmp_path)]) == 2
     assert "partition size = 0 is invalid" in capsys.readouterr().err
+
+
+def test_claims_docs_partitions_juqueen54():
+    """docs/partitions.md: the JUQUEEN-54 vs JUQUEEN table (best partitions, their links, JUQUEEN's smallest
+    holder and the bisection ratio) and the per-node 2.00x / 0.67x of the rejected reading."""
+    names = ["JUQUEEN", "JUQUEEN-54", "JUQUEEN-48"]
+    cmd = "evaluator partitions JUQUEEN --compare JUQUEEN-54 JUQUEEN-48"
+    doc = "docs/partitions.md"
+    table = P.compare_machines(names)
+    ds = P.comparison_dataset(names, table)
+    for mid in (9, 18, 27, 36, 54):
+        n = mid * 512
+        g = table[n]["JUQUEEN-54"]
+        h = int(ds["first_holding_size"].sel(size=n))
+        hg = table[h]["JUQUEEN"]
+        ratio = float(ds["speedup_vs_first_holding"].sel(size=n, machine="JUQUEEN-54"))
+        row = (rf"\| {mid} \| {g.label} \| {g.bisection.links} \| {h // 512}: {hg.label} \| "
+               rf"{hg.bisection.links} \| \*\*([0-9.]+)x\*\* \|")
+        check_stated(doc, row, ratio, command=cmd)
+    eq = ds["speedup_vs_first"]
+    held = ds["speedup_vs_first_holding"]
+    check_stated(doc, r"JUQUEEN-54: max speedup over JUQUEEN at equal size ([0-9.]+)x",
+                 float(eq.sel(machine="JUQUEEN-54").max()), command=cmd)
+    check_stated(doc, r"JUQUEEN-54: max speedup over JUQUEEN's smallest partition that holds the job ([0-9.]+)x",
+                 float(held.sel(machine="JUQUEEN-54").max()), command=cmd)
+    check_stated(doc, r"JUQUEEN-48: max speedup over JUQUEEN at equal size ([0-9.]+)x",
+                 float(eq.sel(machine="JUQUEEN-48").max()), command=cmd)
+    check_stated(doc, r"JUQUEEN-48: max speedup over JUQUEEN's smallest partition that holds the job ([0-9.]+)x",
+                 float(held.sel(machine="JUQUEEN-48").max()), command=cmd)
+    check_stated(doc, r"it gives \*\*([0-9.]+)x\*\*, not 2", float(held.sel(machine="JUQUEEN-54").max()),
+                 command=cmd)
+    check_stated(doc, r"(?:every other JUQUEEN-54 size: ([0-9.]+)x)",
+                 float(held.sel(machine="JUQUEEN-54").min()), command=cmd)
+    pn = ds["best_per_node"]
+    per54 = float(pn.sel(size=54 * 512, machine="JUQUEEN-54")) / float(pn.sel(size=48 * 512, machine="JUQUEEN"))
+    check_stated(doc, r"size gives ([0-9.]+)x \(54 midplanes against JUQUEEN's 48", per54, command=cmd)
+    eq54 = float(eq.sel(machine="JUQUEEN-54").max())
+    check_stated(doc, r"Why \"at equal size\" gives ([0-9.]+)x for JUQUEEN-54", eq54, command=cmd)
+    check_stated(doc, r"is therefore ([0-9.]+)x everywhere", eq54, command=cmd)
+    check_stated(doc, r"everywhere; JUQUEEN-48's ([0-9.]+)x is its 48-midplane",
+                 float(eq.sel(machine="JUQUEEN-48").max()), command=cmd)
+    check_stated(doc, r"never worse \(the minimum is ([0-9.]+)x\)", float(held.sel(machine="JUQUEEN-54").min()),
+                 command=cmd)
+    per48 = float(pn.sel(size=48 * 512, machine="JUQUEEN-48")) / float(pn.sel(size=48 * 512, machine="JUQUEEN"))
+    check_stated(doc, r"per node\) and ([0-9.]+)x, but also", per48, command=cmd)
+    per9 = float(pn.sel(size=9 * 512, machine="JUQUEEN-54")) / float(pn.sel(size=8 * 512, machine="JUQUEEN"))
+    check_stated(doc, r"but also ([0-9.]+)x at 9 and 18 midplanes", per9, command=cmd)

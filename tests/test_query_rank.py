@@ -27,13 +27,17 @@ LARGER = {"throughput", "effective_injection_bandwidth", "routing_efficiency", "
           "speedup_no_bg", "network_speedup", "time_saved", "hops_reduction", "hops_reduction_minimal",
           "bisection_links", "bisection_bandwidth", "bisection_per_node", "best_links", "best_bandwidth",
           "best_per_node", "worst_links", "worst_bandwidth", "allowed_links", "allowed_bandwidth",
-          "speedup_vs_first", "per_node_vs_best"}
+          "speedup_vs_first", "per_node_vs_best", "throughput_per_cost", "speedup_vs_first_holding"}
 """Variables where larger is better (this test's own list); every other rankable variable: smaller is better."""
 
 NOT_RANKED = {"paths_per_pair", "backfilled_share", "jobs_per_s", "utilisation_quantiles", "submit", "start", "end",
               "requested_time", "nodes", "groups", "mpi_fraction", "backfilled", "reservation", "allowed",
               "n_geometries", "speedup_best_over_worst", "speedup_best_over_allowed", "shape", "blocked_link",
-              "job_link_load", "background_link_rate", "link_load", "link_capacity"}
+              "job_link_load", "background_link_rate", "link_load", "link_capacity",
+              # what a network costs: its counted parts (evaluator.cost)
+              "n_switches", "n_switch_ports", "n_ports_used", "n_nics", "n_electrical_cables_short",
+              "n_electrical_cables_long", "n_optical_cables_short", "n_optical_cables_long", "n_transceivers",
+              "n_optical_switches", "n_optical_switch_ports", "switch_radix", "first_holding_size"}
 """Numeric variables the commands write that have no direction (this test's own list)."""
 
 TORUS = ["topology=torus", "topology.dims=[4,4]", "routing=dor"]

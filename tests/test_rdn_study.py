@@ -18,7 +18,7 @@ M = RdnMachine(p=2, a=4, h=2, g=2, bandwidth=1.0e9)      # two groups: the whole
 @once
 def study():
     return allocation_mode_study(M, groups=(2,), patterns=("stencil",), background=0.26,
-                                 bounds=("adaptive", "optimal"))
+                                 bounds=("adaptive", "optimal"), n_seeds=2)
 
 
 def test_stencil_is_injection_bound_on_the_rdn(study):
@@ -63,10 +63,15 @@ def test_speedup_table_dims_and_definition(study):
     conservative = speedup_table(study=study)
     assert conservative.attrs["baseline"] == "adaptive" and np.isnan(conservative.speedup).all()
     best = np.fmin(study.tdn_minimal_time_bg, study.tdn_valiant_router_time_bg).sel(pattern="stencil")
-    expect = best / study.rdn_time_bg.sel(pattern="stencil")      # the ratio T_TDN / T_RDN (1: no change)
-    np.testing.assert_allclose(tab.speedup.sel(mode="custom_balance"), expect, rtol=TOL["rel"])
-    np.testing.assert_allclose(tab.time_saved.sel(mode="minimal_balance"),
-                               1 - study.rdn_time_bg.sel(pattern="stencil") / best, rtol=TOL["rel"])
+    ratio = best / study.rdn_time_bg.sel(pattern="stencil")       # the ratio T_TDN / T_RDN (1: no change), per seed
+    assert ratio.sizes["seed"] == 2
+    np.testing.assert_allclose(tab.speedup.sel(mode="custom_balance"), ratio.mean("seed"), rtol=TOL["rel"])
+    np.testing.assert_allclose(tab.speedup_min.sel(mode="custom_balance"), ratio.min("seed"), rtol=TOL["rel"])
+    np.testing.assert_allclose(tab.speedup_max.sel(mode="custom_balance"), ratio.max("seed"), rtol=TOL["rel"])
+    np.testing.assert_allclose(tab.speedup_std.sel(mode="custom_balance"), ratio.std("seed", ddof=1),
+                               rtol=TOL["rel"])
+    np.testing.assert_allclose(tab.time_saved.sel(mode="minimal_balance"), 1 - 1 / ratio.mean("seed"),
+                               rtol=TOL["rel"])
     np.testing.assert_allclose(tab.time_saved, 1 - 1 / tab.speedup, rtol=TOL["rel"])
     # random mapping over both groups sends half the faces across the 8 global links: the RDN is faster here,
     # so the next test sees a ratio other than 1
@@ -84,15 +89,15 @@ def test_study_table_drives_the_scheduler(study, tmp_path):
     path = write_netcdf(speedup_table(study=study, baseline="oblivious"), tmp_path / "speedup.nc")
     table = load_speedups(str(path))
     t_rdn = float(study.rdn_minimal_time_bg.sel(pattern="stencil", groups=2))
-    t_tdn = float(np.fmin(study.tdn_minimal_time_bg.sel(pattern="stencil", groups=2),   # Valiant: NaN on 2 groups
-                          study.tdn_valiant_router_time_bg.sel(pattern="stencil", groups=2)))
-    ratio = t_tdn / t_rdn
+    t_tdn = np.fmin(study.tdn_minimal_time_bg.sel(pattern="stencil", groups=2),   # Valiant: NaN on 2 groups
+                    study.tdn_valiant_router_time_bg.sel(pattern="stencil", groups=2))
+    ratio = float((t_tdn / t_rdn).mean("seed"))               # the table: the mean ratio over the seeds
     npg = M.nodes_per_group                                  # 8: jobs of 16 nodes span both groups
     tr = Trace(job_id=np.array([1, 2, 3]), submit=np.zeros(3), run_time=np.full(3, 100.0),
                requested_time=np.full(3, 200.0), nodes=np.array([2 * npg, 2 * npg, 3]),
                mode=np.array(["minimal_balance", "custom_balance", "minimal_balance"], dtype=object),
                requirements=((), (npg, npg), ()), mpi_fraction=np.array([0.4, 0.25, 0.5]))
-    for rule, saved in (("time_ratio", 1 - t_rdn / t_tdn), ("excess", min(t_tdn / t_rdn - 1, 1.0))):
+    for rule, saved in (("time_ratio", 1 - 1 / ratio), ("excess", min(ratio - 1, 1.0))):
         ds = simulate(tr, Grap(M.g, npg), speedups=table, speedup_rule=rule)
         run = [100 - 0.4 * 100 * saved, 100 - 0.25 * 100 * saved, 100.0]   # job 3: one group, not accelerated
         np.testing.assert_allclose(ds.run_time.values, run, rtol=TOL["rel"])
@@ -139,6 +144,10 @@ def test_study_command_line_errors(capsys):
         main(["rdn", "--machine", "2,4,2,4", "--bounds", "none", "--speedup-out", "x.nc"])
     with pytest.raises(errors.ConfigError, match="bounds"):
         allocation_mode_study(M, bounds=("ugal",))
+    with pytest.raises(errors.ConfigError, match="--seeds"):
+        main(["rdn", "--machine", "2,4,2,4", "--seeds", "0"])
+    with pytest.raises(errors.ConfigError, match="n_seeds"):
+        allocation_mode_study(M, n_seeds=0)
 
 
 # --------------------------------------------------------------------------- the baseline: both ends (issue 23)
@@ -149,16 +158,15 @@ M4 = RdnMachine(p=2, a=4, h=2, g=4, bandwidth=1.0e9)     # four groups: the adap
 @once
 def study4():
     return allocation_mode_study(M4, groups=(2,), patterns=("stencil",), background=0.26,
-                                 bounds=("adaptive", "optimal"))
+                                 bounds=("adaptive", "optimal"), n_seeds=2)
 
 
-def _tdn_mapping(ds, pattern, q):
-    """The TDN's random mapping of the study's point, rebuilt from its documented seed."""
+def _tdn_mapping(ds, pattern, q, s):
+    """The TDN's random mapping of the study's point and draw ``s``, rebuilt from its documented seed."""
     from evaluator.placement import Placement
     from evaluator.studies.rdn import PATTERNS, _job
     tr, _, nodes = _job(M4, pattern, q)
-    j = list(ds.groups.values).index(q)
-    rng = np.random.default_rng(ds.attrs["seed"] + 1000 * list(PATTERNS).index(pattern) + j)
+    rng = np.random.default_rng([ds.attrs["seed"], list(PATTERNS).index(pattern), q, s])
     n = M4.g * M4.nodes_per_group
     chosen = np.sort(rng.choice(n, size=nodes.size, replace=False))
     return tr, Placement(chosen[rng.permutation(nodes.size)].astype(np.int64), n, "random"), chosen
@@ -174,15 +182,16 @@ def test_gain_against_the_ideal_adaptive_bound(study4):
     from evaluator.topology import dragonfly
     tdn = dragonfly(2, 4, 2, 4, bandwidth_p=1e9, bandwidth_l=1e9, bandwidth_r=1e9)
     assert list(study4.groups.values) == [2, 4] and (study4.bound_refused.values == "").all()
-    for q in (2, 4):
-        pt = dict(pattern="stencil", groups=q)
-        tr, pl, chosen = _tdn_mapping(study4, "stencil", q)
+    for q, s in ((2, 0), (2, 1), (4, 0), (4, 1)):
+        pt = dict(pattern="stencil", groups=q, seed=s)
+        tr, pl, chosen = _tdn_mapping(study4, "stencil", q, s)
         lo = optimal(tdn, tr, pl, "dragonfly_adaptive").completion_time
         others = np.setdiff1d(np.arange(tdn.n_nodes), chosen)
         bg = background_rates(tdn, Background(0.26, "uniform"), others, "minimal")
         left = dataclasses.replace(tdn, capacity=np.maximum(np.asarray(tdn.capacity) - bg, 0.0))
         lo_bg = optimal(left, tr, pl, "dragonfly_adaptive").completion_time
-        rdn_bg, rdn0 = float(study4.rdn_time_bg.sel(**pt)), float(study4.rdn_time.sel(**pt))
+        rdn_bg = float(study4.rdn_time_bg.sel(pattern="stencil", groups=q))
+        rdn0 = float(study4.rdn_time.sel(pattern="stencil", groups=q))
         assert float(study4.tdn_adaptive_time.sel(**pt)) == pytest.approx(lo, rel=TOL["rel"])
         assert float(study4.gain_adaptive.sel(**pt)) == pytest.approx(lo_bg / rdn_bg, rel=TOL["rel"])
         assert float(study4.gain_adaptive_no_bg.sel(**pt)) == pytest.approx(lo / rdn0, rel=TOL["rel"])
@@ -194,8 +203,8 @@ def test_gain_against_the_ideal_adaptive_bound(study4):
             assert lo <= float(study4[f"tdn_{rt}_time"].sel(**pt)) * (1 + TOL["rel"])
         assert float(study4.tdn_optimal_time.sel(**pt)) <= lo * (1 + TOL["rel"])
     # the whole machine: the job leaves no node for background, so with and without are the same
-    assert float(study4.gain_adaptive.sel(pattern="stencil", groups=4)) == \
-        float(study4.gain_adaptive_no_bg.sel(pattern="stencil", groups=4))
+    np.testing.assert_array_equal(study4.gain_adaptive.sel(pattern="stencil", groups=4),
+                                  study4.gain_adaptive_no_bg.sel(pattern="stencil", groups=4))
 
 
 def test_background_slowdown_per_routing(study4):
@@ -211,8 +220,10 @@ def test_printed_table_names_both_ends(study4):
     for needle in ("rdn_time_bg [us]", "tdn_adaptive_time_bg [us]", "gain vs adaptive", "gain vs oblivious",
                    "gain vs optimal", "valiant_router", "TDN slowdown from the background"):
         assert needle in text, needle
-    g = float(study4.gain_adaptive.sel(pattern="stencil", groups=4))
-    assert f"{g:.2f}x" in text
+    pt = dict(pattern="stencil", groups=4)
+    g, lo, hi = (float(study4[f"gain_adaptive_{s}"].sel(**pt)) for s in ("mean", "min", "max"))
+    assert f"{g:.2f}x [{lo:.2f}x, {hi:.2f}x]" in text          # the mean over the seeds, then [min, max]
+    assert "2 seeds" in text and "mean [min, max]" in text
 
 
 
@@ -225,3 +236,48 @@ def test_stencil_plane_tiles_routers():
         ti, tj = i[o // 12 == r], j[o // 12 == r]
         assert (ti.max() - ti.min() + 1, tj.max() - tj.min() + 1) == (4, 3)
     assert (_tiled_order(5, 7, 3, 35 // 3) == np.arange(35)).all()   # no tiling: row-major
+
+
+# ----------------------------------------------------------------- seeds: mean and spread, independent draws (issue 34)
+M8 = RdnMachine(p=2, a=4, h=2, g=8, bandwidth=1.0e9)
+
+
+def _per_seed(ds, pattern, q):
+    """Every variable of the point that depends on the TDN's random mapping, per seed."""
+    return {v: ds[v].sel(pattern=pattern, groups=q).values for v in ds.data_vars if "seed" in ds[v].dims}
+
+
+def test_a_points_draws_do_not_depend_on_the_other_points_asked_for():
+    """Asking for 4 groups alone gives exactly the numbers of 4 (and 8) groups that asking for 2, 4 and 8 gives,
+    per seed; so do fewer seeds (their draws) and another pattern list. Before, a point's seed was its place in
+    the sorted sizes: --groups changed the mapping of every other size."""
+    kw = dict(background=0.26, bounds=())
+    alone = allocation_mode_study(M8, groups=(4,), patterns=("stencil",), n_seeds=3, **kw)
+    every = allocation_mode_study(M8, groups=(2, 4, 8), patterns=("all_to_all", "stencil"), n_seeds=3, **kw)
+    fewer = allocation_mode_study(M8, groups=(4,), patterns=("stencil",), n_seeds=2, **kw)
+    assert list(alone.groups.values) == [4, 8] and list(every.groups.values) == [2, 4, 8]
+    for q in (4, 8):
+        a, b, c = (_per_seed(ds, "stencil", q) for ds in (alone, every, fewer))
+        assert a.keys() == b.keys() and "gain_oblivious" in a and "tdn_minimal_time_bg" in a
+        for v in a:
+            np.testing.assert_array_equal(a[v], b[v], err_msg=f"{v} at {q} groups")
+            np.testing.assert_array_equal(a[v][:2], c[v], err_msg=f"{v} at {q} groups, 2 seeds")
+    # the seeds are different draws (else the test above proves nothing)
+    assert np.unique(alone.tdn_minimal_time_bg.sel(pattern="stencil", groups=4).values).size == 3
+
+
+def test_summaries_over_the_seeds(study4):
+    assert study4.sizes["seed"] == 2 and study4.attrs["n_seeds"] == 2
+    for v in ("gain_adaptive", "gain_oblivious_no_bg", "tdn_oblivious_time_bg", "tdn_adaptive_time",
+              "tdn_bg_slowdown_minimal", "hops_reduction"):
+        a = study4[v]
+        assert a.dims == ("pattern", "groups", "seed"), v
+        np.testing.assert_allclose(study4[f"{v}_mean"], a.mean("seed"), rtol=TOL["rel"])
+        np.testing.assert_allclose(study4[f"{v}_std"], a.std("seed", ddof=1), rtol=TOL["rel"], atol=1e-300)
+        np.testing.assert_array_equal(study4[f"{v}_min"], a.min("seed"))
+        np.testing.assert_array_equal(study4[f"{v}_max"], a.max("seed"))
+        mean = study4[f"{v}_mean"]
+        assert mean.dims == ("pattern", "groups") and mean.attrs["units"] in ("s", "1")
+    assert study4.rdn_time_bg.dims == ("pattern", "groups")   # GRAP's allocation is not random
+    one = allocation_mode_study(M4, groups=(2,), patterns=("stencil",), bounds=(), n_seeds=1)
+    assert np.isnan(one.gain_oblivious_std).all() and (one.gain_oblivious_mean == one.gain_oblivious_min).all()

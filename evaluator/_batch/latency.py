@@ -33,6 +33,7 @@ from ..errors import ResourceError
 from ..kernel import BatchKernel, PointInputs, point_link_loads
 from ..latency import Latency, link_latency
 from ..placement import Placement
+from ..routing import require_linear
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .blocks import bucket_size
@@ -129,6 +130,7 @@ def flow_latencies(kern: BatchKernel, topology: Topology, task_node: np.ndarray,
     if topology.latency is None:
         return np.zeros(len(src))
     op = kern.operator
+    require_linear(op.routing, "The latency model (path latencies from the transpose of the link loads)")
     fn = _per_flow(op, topology.latency, topology.n_router_links)
     F, T = bucket_size(len(src)), bucket_size(len(task_node))
     pad = lambda a, n, dt: np.concatenate([np.asarray(a, dt), np.zeros(n - len(a), dt)])  # noqa: E731
@@ -146,8 +148,9 @@ def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[
     """The largest message latency of every phase of every point (s; NaN where a point has no such phase), with
     ``topology.latency``. Dense traffic is never listed by task pairs (:func:`_dense_max_latency`)."""
     lat: Latency = topology.latency
-    delay = jnp.asarray(link_latency(topology, lat))
     op = kern.operator
+    require_linear(op.routing, "The latency model (path latencies from the transpose of the link loads)")
+    delay = jnp.asarray(link_latency(topology, lat))
     fn = _batched(op, lat, topology.n_router_links)
     flow_tables = None if op.flow_links is None else jax.device_put(op.flow_tables)
     n = len(traffics)

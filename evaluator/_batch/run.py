@@ -8,7 +8,7 @@ from typing import Any
 
 from ..kernel import batch_kernel
 from ..placement import Placement
-from ..routing import Routing
+from ..routing import Routing, require_linear
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .checks import as_routing, block_size_arg, broadcast, check_pair, check_type
@@ -46,6 +46,10 @@ def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_
             f"one of {list(PROGRESSIONS)}", nearest(progression, PROGRESSIONS))
     if sharing == "max_min":
         check_sharing_size(traffics, progression)
+        require_linear(routing, "sharing=max_min (its flow-level incidence routes every flow alone)",
+                       hint="Use sharing=bound.")
+    if topology.latency is not None:
+        require_linear(routing, "The latency model (path latencies from the transpose of the link loads)")
     return routing, evaluate_points(topology, routing, traffics, placements, bool(keep_link_load), block_size,
                                     single, block_name, meanwhile=meanwhile, sharing=sharing, fairness=fairness,
                                     progression=progression)

@@ -10,6 +10,7 @@ from .. import config
 from ..display import summary_lines
 from ..errors import StorageError
 from ..evaluation import evaluate
+from ..cost.dataset import check_point_budget, with_cost
 from ..io import write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
 from .._args import ArgumentParser
@@ -33,15 +34,18 @@ def main(argv: list[str]) -> int:
     obj = config.to_object(cfg)
     if config.has_jobs(obj):
         jp = config.build_jobs(obj)
+        check_point_budget(jp.topology, obj.cost)
         ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background, exclusive_nodes=jp.exclusive_nodes,
                            interference=jp.interference, sharing=obj.sharing, fairness=obj.fairness)
         lines = job_summary_lines(ds)
     else:
         point = config.build(obj)
+        check_point_budget(point.topology, obj.cost)
         ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
                       bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
                       progression=obj.progression)
         lines = summary_lines(ds)
+    with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:
         print(line)

@@ -193,9 +193,14 @@ def main(argv: list[str]) -> int:
                 f"{best_named}" if best_named is not None and best_named != res.best_start else "")
     print(f"mapping found: {format_value(res.completion_time, 's')} "
           f"({res.gain(res.best_start) * 100:.1f} % below the best start, {res.best_start}{vs_named})")
-    if np.isfinite(res.lower_bound):
-        print(f"no mapping is below {format_value(res.lower_bound, 's')} (the busiest task's bytes over its node "
-              f"link; the mapping found is {res.completion_time / res.lower_bound:.2f}x that)")
+    if res.bound is not None and res.lower_bound > 0:
+        print(f"no mapping is below {format_value(res.lower_bound, 's')} ({res.bound.describe()}; the mapping found "
+              f"is {res.completion_time / res.lower_bound:.2f}x that)")
+        net = res.bound.network()
+        if net is not None and net[0] != res.bound.binding:
+            print(f"  the network's bound: {format_value(net[1], 's')} ({res.bound.describe(net[0])})")
+        for note in res.bound.notes:
+            print(f"  {note}")
     ds = res.to_dataset()
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     if obj.save:

@@ -203,6 +203,12 @@ def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: P
             i = int(np.argmax(col.fillna(-1).values))
             print(f"  {n}: max speedup over {names[0]} at equal size {float(col[i]):.2f}x "
                   f"(P = {int(ds['size'][i])})")
+        held = ds["speedup_vs_first_holding"].isel(machine=j)
+        if held.notnull().any():
+            i = int(np.argmax(held.fillna(-1).values))
+            print(f"  {n}: max speedup over {names[0]}'s smallest partition that holds the job "
+                  f"{float(held[i]):.2f}x (P = {int(ds['size'][i])} on "
+                  f"{int(ds['first_holding_size'][i])} of {names[0]}; bisection ratio)")
     path = _save(ds, out, "compare_" + "_".join(_slug(n) for n in names), "compare", ms, sizes)
     print(f"\nwrote {path}")
     if plot:

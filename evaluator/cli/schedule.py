@@ -65,10 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes-per-group", type=int, default=None, help="nodes per group (default 288)")
     p.add_argument("--policy", default="grap", help="allocation policy of the main run (default grap; "
                                                     "'unrestricted': any idle nodes)")
-    p.add_argument("--speedups", metavar="NC", default=None,
+    p.add_argument("--speedups", metavar="NC", nargs="+", action="extend", default=None,
                    help="netCDF speedup table (dims mode, groups) applied to the main run's MPI time; it must "
                         "record this machine (--groups x --nodes-per-group), e.g. evaluator study rdn "
-                        "--machine 12,24,12,288 --speedup-out NC for 288 x 288")
+                        "--machine 12,24,12,288 --speedup-out NC for 288 x 288. Several tables (e.g. against the "
+                        "three TDN baselines: adaptive, ugal, oblivious) run the main policy once with each, side "
+                        "by side, each labelled by its table's baseline")
     p.add_argument("--allow-foreign-speedups", action="store_true",
                    help="apply a speedup table computed on another machine, or recording none "
                         "(workload.allow_foreign_speedups=true); refused otherwise")
@@ -175,7 +177,7 @@ def main(argv: list[str]) -> int:
                           seed=args.seed, allow_foreign_speedups=args.allow_foreign_speedups)
     trace = TraceSpec(swf=args.swf, procs_per_node=args.procs_per_node, synthetic=args.synthetic, load=args.load,
                       seed=args.seed, limit=args.limit)
-    runs = ([RunSpec(args.baseline)] if args.baseline else []) + [RunSpec(args.policy, args.speedups)]
+    runs = ([RunSpec(args.baseline)] if args.baseline else []) + _main_runs(args.policy, args.speedups)
     depth = None if args.backfill_depth < 0 else args.backfill_depth
     ds = run_schedule(trace, runs, args.groups, args.nodes_per_group, model, depth, args.seed,
                       progress=not args.no_progress)
@@ -189,18 +191,36 @@ def main(argv: list[str]) -> int:
         if tab:
             print(f"{str(r)}: speedup table {tab} (machine {mach}; baseline {base})")
     if "wait_reduction" in ds:
-        red = ds.wait_reduction.isel(run=-1).values
         mw = ds.mean_wait_month.values
-        overall = 1.0 - float(ds.wait.isel(run=-1).mean()) / float(ds.wait.isel(run=0).mean()) \
-            if float(ds.wait.isel(run=0).mean()) > 0 else math.nan
+        base_wait = float(ds.wait.isel(run=0).mean())
         pct = lambda x: "n/a" if not math.isfinite(x) else f"{100 * x:.1f}%"  # noqa: E731
-        print(f"wait-time reduction of {ds.run.values[-1]} vs {ds.run.values[0]}: {pct(overall)} overall; "
-              f"per month {', '.join(pct(float(x)) for x in red)} ({mw.shape[1]} months)"
-              + ("; n/a: no job of the baseline waited (nothing to reduce)" if not math.isfinite(overall) else ""))
+        for k in range(1, ds.sizes["run"]):  # every run against the baseline, side by side
+            red = ds.wait_reduction.isel(run=k).values
+            overall = 1.0 - float(ds.wait.isel(run=k).mean()) / base_wait if base_wait > 0 else math.nan
+            print(f"wait-time reduction of {ds.run.values[k]} vs {ds.run.values[0]}: {pct(overall)} overall; "
+                  f"per month {', '.join(pct(float(x)) for x in red)} ({mw.shape[1]} months)"
+                  + ("; n/a: no job of the baseline waited (nothing to reduce)" if not math.isfinite(overall)
+                     else ""))
     print(path)
     if not args.no_plot:
         print(_plot(ds, Path(path)))
     return 0
+
+
+def _main_runs(policy: str, tables: list[str] | None) -> list:
+    """The main policy once per speedup table (none: once without): with several, each run is labelled by its
+    table's baseline, ``grap+speedup(adaptive)``, ``grap+speedup(ugal)``, ...; one table keeps ``grap+speedup``."""
+    from ..workload.run import RunSpec, load_speedups
+
+    if not tables:
+        return [RunSpec(policy, None)]
+    if len(tables) == 1:
+        return [RunSpec(policy, tables[0])]
+    out = []
+    for path in tables:
+        base = (load_speedups(path).baseline or "table").split(" (", 1)[0]  # the baseline's name, not its text
+        out.append(RunSpec(policy, path, label=f"{policy}+speedup({base})"))
+    return out
 
 
 def _plot(ds, path: Path) -> Path:

@@ -707,6 +707,20 @@ def _canonical_axes(spec: Any) -> Any:
     return spec
 
 
+def _shipped_cost(cost: Any) -> bool:
+    """Whether a sweep's ``cost`` group is the price table of ``conf/cost/default.yaml`` without a budget: then it is
+    left out of the sweep's identity (it changes no metric and no point's feasibility, and runs keep the ids they
+    had before the cost model; docs/cost.md says what that means for an edited default file)."""
+    from ..cost import prices_from
+
+    if not isinstance(cost, dict) or cost.get("budget") is not None:
+        return False
+    try:
+        return prices_from(cost) == prices_from(None)
+    except ConfigError:
+        return False
+
+
 IDENTITY_EXCLUDED = {"": ("ray", "output_dir", "save"), "sweep": ("output_dir", "run_id")}
 """Settings that say where and how a sweep runs, not what it computes: left out of its identity."""
 
@@ -1028,6 +1042,8 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
     lat = topo.get("latency") if isinstance(topo, dict) else None
     if isinstance(lat, dict) and all(v is None or v == {} for v in lat.values()):  # nothing set: as before
         topo.pop("latency")
+    if _shipped_cost(ident.get("cost")):  # conf/cost/default.yaml as it is, no budget: the run id of before cost
+        ident.pop("cost")
     if isinstance(ident.get("sweep"), dict) and "axes" in ident["sweep"]:
         ident["sweep"]["axes"] = _canonical_axes(ident["sweep"]["axes"])
     if user_overrides is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .. import placement, routing, topology, traffic
+from ..cost import CostConfig
 
 __all__ = ["MISSING", "FAMILIES", "GROUPS", "SweepConfig", "RayConfig", "BackgroundConfig", "EvalConfig", "JOB_KEYS"]
 
@@ -96,4 +97,5 @@ class EvalConfig:
     output_dir: str = "results/eval"
     save: bool = True
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    cost: CostConfig = field(default_factory=CostConfig)  # the price table (conf/cost/; docs/cost.md)
     ray: RayConfig = field(default_factory=RayConfig)

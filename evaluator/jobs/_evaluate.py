@@ -25,7 +25,7 @@ from .._batch.phases import phase_names
 from .._types import LinkFloats, NodeInts
 from ..evaluation import evaluate_batch
 from ..placement import Placement
-from ..routing import Routing
+from ..routing import Routing, require_linear
 from ..topology import Topology
 from ..traffic import AbstractTraffic, random_permutation
 from ..traffic.base import dense
@@ -187,6 +187,10 @@ def evaluate_jobs(
     check_type("topology", "topology", topology)
     jobs, routings = _check_jobs(topology, jobs, routing, bool(exclusive_nodes))
     J = len(jobs)
+    if J > 1 or background is not None:
+        for i, rt in enumerate(routings):
+            require_linear(rt, "Several jobs (or background traffic) sharing a machine: each job is routed alone and "
+                           "the loads added", f"jobs[{i}].routing")
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
     phases = [j.traffic.phases for j in jobs]
     P = max(len(p) for p in phases)

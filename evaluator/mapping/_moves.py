@@ -37,6 +37,7 @@ from jaxtyping import Array, Float, Int
 from .._types import TaskInts
 from ..errors import ConfigError, check_memory
 from ..kernel import PointInputs, batch_kernel, point_link_loads
+from ..routing import require_linear
 from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 
@@ -119,6 +120,8 @@ class MoveEvaluator:
                               "A path-set routing is compiled for the router pairs of one mapping; the search "
                               "changes them at every move. Search with the routing's base (e.g. minimal) and "
                               "evaluate the result with the path set.")
+        require_linear(routing, "The mapping search (its incremental moves)",
+                       hint="Search with an oblivious routing (e.g. minimal) and evaluate the result with it.")
         self.topology = topology
         self.kernel = batch_kernel(topology, routing, False)
         self.slot_node = np.asarray(slot_node, np.int64)

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..dataset import with_units
+from ..errors import PartitionError
 from ..io import write_netcdf
 from ..machines import Machine, TorusMachine, load_machine
-from .geometry import PartitionGeometry, SizeAnalysis, SlabResult, predicted_speedup
+from .geometry import (PartitionGeometry, SizeAnalysis, SlabResult, analyse_size, feasible_sizes,
+                       predicted_speedup)
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -139,7 +141,15 @@ def comparison_dataset(machines: Sequence[Machine | str],
     Variables: ``best_geometry`` ("" where infeasible), ``best_links``,
     ``best_bandwidth``, ``best_per_node`` (NaN where infeasible) and
     ``speedup_vs_first`` (best of each machine over the first machine's best,
-    per node; NaN where either is infeasible).
+    per node; NaN where either is infeasible), ``first_holding_size`` (the
+    first machine's smallest feasible size, in nodes, that holds a job of this
+    size; NaN where none does or its sizes cannot be listed) and
+    ``speedup_vs_first_holding`` (bisection of each machine's best partition of
+    this size over that of the first machine's best partition of
+    ``first_holding_size``: the same job's bytes over each cut, so the ratio of
+    bisections, not per node; Oltchik's Fig. 7 comparison of JUQUEEN-54 with
+    JUQUEEN, whose 27- and 54-midplane partitions JUQUEEN cannot allocate;
+    docs/partitions.md).
     """
     import xarray as xr
 
@@ -156,10 +166,13 @@ def comparison_dataset(machines: Sequence[Machine | str],
             if g is not None:
                 geo[i, j], links[i, j] = g.label, g.bisection.links
                 bw[i, j], pn[i, j] = g.bisection.bandwidth, g.bisection.per_node
+    hold, hold_bw = _first_holding(ms[0], sizes)
     ds = xr.Dataset(
         {"best_geometry": (("size", "machine"), geo), "best_links": (("size", "machine"), links),
          "best_bandwidth": (("size", "machine"), bw), "best_per_node": (("size", "machine"), pn),
-         "speedup_vs_first": (("size", "machine"), pn / pn[:, :1])},
+         "speedup_vs_first": (("size", "machine"), pn / pn[:, :1]),
+         "first_holding_size": ("size", hold),
+         "speedup_vs_first_holding": (("size", "machine"), bw / hold_bw[:, None])},
         coords={"size": np.array(sizes, dtype=np.int64), "machine": np.array(names, dtype=object),
                 "units": ("size", np.array([n // ms[0].nodes_per_unit for n in sizes], dtype=np.int64))},
         attrs={"machines": names, **_provenance()})
@@ -167,7 +180,32 @@ def comparison_dataset(machines: Sequence[Machine | str],
     ds["best_per_node"].attrs["units"] = "bytes/s per direction per node"
     ds["best_links"].attrs["units"] = "links"
     ds["size"].attrs["units"] = "nodes"
+    ds["first_holding_size"].attrs.update(units="nodes", long_name="the first machine's smallest feasible size "
+                                          "that holds this size")
+    ds["speedup_vs_first_holding"].attrs.update(units="1", long_name="best bisection over that of the first "
+                                                "machine's best partition of first_holding_size")
     return with_units(ds)
+
+
+def _first_holding(first: TorusMachine, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per size: the smallest feasible size of ``first`` that holds it (nodes) and the bisection bandwidth
+    (bytes/s per direction) of its best partition; NaN where none holds it or ``first``'s sizes are too many
+    to list."""
+    hold = np.full(len(sizes), np.nan)
+    hold_bw = np.full(len(sizes), np.nan)
+    try:
+        feasible = feasible_sizes(first)
+    except PartitionError:
+        return hold, hold_bw
+    best: dict[int, float] = {}
+    for i, n in enumerate(sizes):
+        bigger = [f for f in feasible if f >= n]
+        if bigger:
+            h = bigger[0]
+            if h not in best:
+                best[h] = analyse_size(first, h).best.bisection.bandwidth
+            hold[i], hold_bw[i] = h, best[h]
+    return hold, hold_bw
 
 
 def slabs_dataset(machine: Machine | str, results: Sequence[SlabResult]) -> xr.Dataset:

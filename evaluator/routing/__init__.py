@@ -11,6 +11,8 @@
   :func:`optiq_heuristic`; :mod:`evaluator.routing._paths`);
 * ``optiq_lp``: Bui et al. Model 1, each pair's bytes split over its k paths by an LP (:func:`optiq_lp`).
 * ``tago``: reconfigurable Dragonfly routing over all direct links between two groups (:func:`tago`).
+* ``ugal``, ``torus_adaptive`` and ``ft_adaptive``: adaptive routings as flow-level fixed points over linear
+  candidates (:func:`ugal`, :func:`torus_adaptive`, :func:`ft_adaptive`; not linear: :attr:`Routing.linear`).
 
 The contract (:class:`Routing`, :class:`RoutingOperator`) is in
 :mod:`evaluator.routing.base`. :data:`KINDS` maps a config kind to its schema,
@@ -26,7 +28,9 @@ import functools
 from .._registry import Registry
 from ..errors import ConfigError
 from ..topology import Topology
-from . import _dor, _dragonfly, _fat_tree, _kshortest, _optiq, _optiq_lp, _tago
+from . import _adaptive, _dor, _dragonfly, _fat_tree, _kshortest, _optiq, _optiq_lp, _tago
+from ._adaptive import (AdaptiveOperator, AdaptiveRouting, FtAdaptiveRouting, TorusAdaptiveRouting, UgalRouting,
+                        ft_adaptive, torus_adaptive, ugal)
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant, valiant_router
 from ._fat_tree import (EcmpRouting, dmodk, dmodk_paths, ecmp, ecmp_hash_paths, ecmp_paths, ecmp_seed_summary,
@@ -36,7 +40,7 @@ from ._optiq import OptiqHeuristicRouting, heuristic_table, optiq_heuristic
 from ._optiq_lp import OptiqLpRouting, optiq_lp
 from ._paths import PairSet, PathSetRouting, PathTable, path_incidence, path_table, unroutable_pair
 from ._tago import TagoRouting, tago, unconnected_bytes
-from .base import Routing, RoutingKind, RoutingOperator
+from .base import Routing, RoutingKind, RoutingOperator, require_linear
 
 __all__ = [
     "Routing",
@@ -74,6 +78,15 @@ __all__ = [
     "dor_order",
     "DOR_ORDERS",
     "TIE_RULES",
+    "ugal",
+    "torus_adaptive",
+    "ft_adaptive",
+    "AdaptiveRouting",
+    "AdaptiveOperator",
+    "UgalRouting",
+    "TorusAdaptiveRouting",
+    "FtAdaptiveRouting",
+    "require_linear",
     "build_routing",
     "check_routing",
     "routings_for",
@@ -92,6 +105,9 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _optiq.OPTIQ_HEURISTIC,
     _optiq_lp.OPTIQ_LP,
     _tago.TAGO,
+    _adaptive.UGAL,
+    _adaptive.TORUS_ADAPTIVE,
+    _adaptive.FT_ADAPTIVE,
 ])
 """Routing kinds by config name."""
 

@@ -42,9 +42,10 @@ import numpy as np
 from jaxtyping import Array, Float, Int, Shaped
 
 from .._registry import Kind
+from ..errors import ConfigError
 from .._types import FlowBytes, FlowVector, RouterLinkLoads, RouterVector  # noqa: F401  (shapes in docstrings)
 
-__all__ = ["Routing", "RoutingOperator", "RoutingKind", "NODE_ENDPOINT"]
+__all__ = ["Routing", "RoutingOperator", "RoutingKind", "NODE_ENDPOINT", "require_linear"]
 
 NODE_ENDPOINT = "_node_endpoint"
 """Key of a routing's node -> endpoint map among its device tables (:meth:`RoutingOperator.device_tables`)."""
@@ -71,6 +72,13 @@ class Routing:
         """What a reader of one evaluation's result should know about this routing on these router pairs
         (``src_router``, ``dst_router``: int arrays of the communicating pairs); none by default."""
         return ()
+
+    @property
+    def linear(self) -> bool:
+        """Whether the link loads are linear in the demand (True here: oblivious routings). An adaptive routing
+        (:mod:`evaluator.routing._adaptive`) is not; consumers that route demands separately and add the loads
+        (several jobs, the mapping search's moves, the latency model's path latencies) refuse it."""
+        return True
 
     @property
     def needs_pairs(self) -> bool:
@@ -215,3 +223,16 @@ class RoutingKind(Kind):
     def served(self) -> str:
         """The topologies it serves, for messages (``"every topology"`` when not limited)."""
         return "every topology" if self.topologies is None else ", ".join(self.topologies)
+
+
+def require_linear(routing: Routing, consumer: str, field: str = "routing.kind", hint: str = "") -> None:
+    """Refuse (:class:`ConfigError` naming ``field``) a routing whose loads are not linear in the demand
+    (:attr:`Routing.linear`) where ``consumer`` routes demands separately and adds, or differentiates, the loads."""
+    if getattr(routing, "linear", True):
+        return
+    raise ConfigError(field, routing.kind,
+                      "a routing whose link loads are linear in the demand (an oblivious routing: dor, minimal, "
+                      "valiant, valiant_router, dmodk, ecmp, ecmp_spray, kshortest, optiq_heuristic, optiq_lp, tago)",
+                      f"{consumer} routes parts of the demand separately and adds (or differentiates) their loads; "
+                      f"{routing.kind!r} is adaptive (a fixed point over the whole demand, "
+                      f"docs/adaptive_routing.md). {hint}".strip())

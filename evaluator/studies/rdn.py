@@ -21,24 +21,32 @@ For every pattern and job size (groups ``q``), one job is evaluated on both netw
   to the other free nodes of their own group (GRAP keeps small jobs in a group;
   the paper: "the noise traffic is limited within groups").
 * **TDN**: the standard Dragonfly(p, a, h, g) of the whole machine, the job's
-  tasks on uniformly random nodes (random mapping), evaluated two ways that
-  bracket a real adaptive router (UGAL, PAR):
+  tasks on uniformly random nodes (random mapping; ``n_seeds`` of them per
+  point, each seeded by the point and its index alone, :func:`mapping_seed`;
+  every figure is their mean with its spread), evaluated three ways:
 
   - *oblivious* routings ``minimal``, ``valiant`` (group-level) and
     ``valiant_router`` (router-level); ``tdn_oblivious_*`` is the fastest of
     them at each point, a time some routing reaches: the gain against it is
     the *upper* end of RDN-GRAP's gain;
+  - *UGAL-G* (``tdn_ugal_*``), the adaptive routing Dragonflies deploy, as a
+    flow-level model (:func:`evaluator.routing.ugal`, docs/adaptive_routing.md):
+    each communicating router pair splits its bytes between its minimal and
+    Valiant paths at the fixed point of the loads it sees, on the capacity
+    the (minimally routed) background leaves;
   - *bounds* (:func:`evaluator.lp.bounds.optimal`, certified lower bounds of
-    the time): ``adaptive``, the ideal adaptive (UGAL) bound
+    the time): ``adaptive``, the ideal adaptive bound
     (``dragonfly_adaptive``: the best per-group-pair mix of the minimal and
-    Valiant path classes), and ``optimal``, the best any routing over all
-    paths can do (``auto``: edge LP or Garg-Konemann). The gain against the
-    adaptive bound is the *conservative* end, the study's headline; the
-    optimum is context (no routing beats it). A bound the LP cannot give is
+    Valiant path classes; a bound for routings that split per group pair, not
+    for UGAL, which adapts per router pair and can beat it), and ``optimal``,
+    the best any routing over all paths can do (``auto``: edge LP or
+    Garg-Konemann). The gain against the adaptive bound is the study's
+    headline; the lowest gain of the three baselines is the conservative end,
+    and the optimum the floor no routing passes. A bound the LP cannot give is
     NaN with the reason in ``bound_refused``: the adaptive bound needs 3
     groups (Valiant needs an intermediate group), and an LP with more than
     ``max_lp_nnz`` nonzeros (the paper's machine: tens of millions) is not
-    attempted.
+    attempted; so is UGAL above :data:`MAX_UGAL_PAIRS` router pairs.
 
   Background: every node outside the job sends ``background`` of its injection
   bandwidth uniformly to all the others (:class:`evaluator.jobs.Background`),
@@ -58,16 +66,19 @@ machine's groups are dropped; a point the evaluator refuses
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import jax
 import numpy as np
 import xarray as xr
 
 from .._version import __version__
-from ..errors import ConfigError, ConfigTypeError, ResourceError, is_int, positive_float, positive_int, require
+from ..errors import (ConfigError, ConfigTypeError, ResourceError, check_seed, is_int, positive_float, positive_int,
+                      require)
 from ..evaluation import evaluate_batch
 from ..jobs import Background, background_rates
 from ..lp import adaptive_size, edge_size
@@ -80,7 +91,7 @@ from ..traffic import Traffic, all_to_all_dense, neighbouring, stencil
 
 __all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "DEFAULT_GROUPS", "BOUNDS", "GAINS", "allocation_mode_study",
            "speedup_table", "format_study", "format_speedup_table", "plot_study", "parse_machine", "check_machine",
-           "MACHINE_GRAMMAR"]
+           "MACHINE_GRAMMAR", "DEFAULT_SEEDS", "SUMMARIES", "mapping_seed"]
 
 PATTERNS = {"stencil": "minimal_balance", "neighbouring": "custom", "all_to_all": "adaptive"}
 """Pattern -> the GRAP mode it runs in (the paper's Sec. 5.1.3)."""
@@ -320,10 +331,53 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
 TDN_ROUTINGS = ("minimal", "valiant", "valiant_router")
 """Oblivious routings of the TDN (``valiant`` needs 3 groups: NaN on fewer)."""
 
+TDN_ADAPTIVE = ("ugal",)
+"""Adaptive routings of the TDN (flow-level models, :mod:`evaluator.routing._adaptive`): UGAL-G, the routing
+Dragonflies deploy, between the oblivious routings and the ideal adaptive bound (``ugal`` needs 3 groups)."""
+
+MAX_UGAL_PAIRS = 1 << 21
+"""Most communicating router pairs the study routes with UGAL (each a flow of its fixed point); above: NaN with the
+reason in ``bound_refused``."""
+
+
+def _pad_size(n: int) -> int:
+    """Flows padded to the next power of two (at least 64): one compilation per size class, not per point."""
+    return max(64, 1 << max(0, int(n - 1).bit_length()))
+
+
+@functools.lru_cache(maxsize=8)
+def _ugal_solver(tdn):
+    from ..routing import build_routing, ugal
+
+    op = build_routing(tdn, ugal())
+    return op, jax.jit(op.solve)
+
+
+def _ugal_loads(tdn, demand, cap_left: np.ndarray) -> np.ndarray:
+    """UGAL-G's router-link loads of a router-pair demand (:func:`evaluator.lp.bounds.router_demand`) on the
+    capacities ``cap_left`` (what the background leaves: its fixed point sees the busy times of the job on them)."""
+    op, solve = _ugal_solver(tdn)
+    n = demand.src.size
+    if n > MAX_UGAL_PAIRS:
+        raise ResourceError("ugal", n, f"at most {MAX_UGAL_PAIRS:,} communicating router pairs for the UGAL "
+                            "baseline", "The study routes every router pair of the job as one flow of UGAL's fixed "
+                            "point; the oblivious and bound baselines still apply.")
+    size = _pad_size(n)
+    src = np.zeros(size, np.int32)
+    dst = np.zeros(size, np.int32)
+    w = np.zeros(size)
+    src[:n], dst[:n], w[:n] = demand.src, demand.dst, demand.nbytes
+    nr = tdn.n_router_links
+    tables = dict(op.tables)
+    left = np.asarray(cap_left, np.float64)[:nr]
+    tables["_inv_cap"] = np.where(left > 0, 1.0 / np.where(left > 0, left, 1.0), 0.0)
+    loads, _, _ = solve(tables, src, dst, w)
+    return np.asarray(loads, np.float64)
+
 BOUNDS = {"adaptive": "dragonfly_adaptive", "optimal": "auto"}
 """Bounds of the TDN -> the :func:`evaluator.lp.bounds.optimal` method that gives them."""
 
-BOUND_TEXT = {"adaptive": "ideal adaptive (UGAL) bound: best per-group-pair mix of minimal and Valiant path classes",
+BOUND_TEXT = {"adaptive": "ideal adaptive bound: best per-group-pair mix of minimal and Valiant path classes",
               "optimal": "best any routing over all paths can do (maximum concurrent flow)"}
 
 MAX_LP_NNZ = 2_000_000
@@ -332,14 +386,24 @@ DF(4, 8, 4, 32) needs at most 1.5 million (30-70 s a solve on a shared 2-core bo
 and more (refused: NaN, the reason in ``bound_refused``)."""
 
 
-def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: int, bounds: Sequence[str],
-               max_lp_nnz: int, solver: str) -> tuple[dict, str]:
-    """TDN: the job on random nodes of the whole machine, every oblivious routing and the bounds, with and without
-    background; also the reasons of bounds not computed ('' when all were)."""
-    rng = np.random.default_rng(seed)
+def mapping_seed(seed: int, pattern: str, groups: int, draw: int) -> tuple[int, int, int, int]:
+    """The seed of the TDN's random mapping of one point and draw: ``(seed, k, groups, draw)`` (``k``: the
+    pattern's place in :data:`PATTERNS`), the entropy of ``numpy.random.default_rng``. It depends on the point's
+    own parameters and the draw's index only, never on which other points or how many draws a run asks for."""
+    return (int(seed), list(PATTERNS).index(pattern), int(groups), int(draw))
+
+
+def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: tuple[int, ...],
+               bounds: Sequence[str], max_lp_nnz: int, solver: str, adaptive: Sequence[str] = TDN_ADAPTIVE
+               ) -> tuple[dict, str]:
+    """TDN: the job on random nodes of the whole machine (``default_rng(seed)``, ``seed`` from
+    :func:`mapping_seed`), every oblivious routing, UGAL-G (``adaptive``; its fixed point on the capacity the
+    minimally routed background leaves, as for the bounds) and the bounds, with and without background; also the
+    reasons of bounds and UGAL not computed ('' when all were)."""
+    rng = np.random.default_rng(list(seed))
     nodes = np.sort(rng.choice(tdn.n_nodes, size=n_tasks, replace=False))
     order = rng.permutation(n_tasks)
-    pl = Placement(nodes[order].astype(np.int64), tdn.n_nodes, f"random(seed={seed})")
+    pl = Placement(nodes[order].astype(np.int64), tdn.n_nodes, f"random(seed={list(seed)})")
     cap = np.asarray(tdn.capacity, dtype=np.float64)
     nr = tdn.n_router_links
     others = np.setdiff1d(np.arange(tdn.n_nodes), nodes)
@@ -357,6 +421,24 @@ def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: int,
         out[f"tdn_{rt}_time_bg"] = _time(load, cap, bg)
         out[f"tdn_{rt}_net_time_bg"] = _time(load[:nr], cap[:nr], bg[:nr])
     why = []
+    if "ugal" in adaptive:
+        try:
+            if tdn.g < 3:
+                raise ConfigError("topology", tdn.name, "a Dragonfly with at least 3 groups",
+                                  "UGAL's non-minimal candidate needs an intermediate group.")
+            demand = router_demand(tdn, tr, pl)
+            node = demand.fixed_load[nr:]
+            sent = float(demand.fixed_load[tdn.injection_link(np.arange(tdn.n_nodes))].sum())
+            for suffix, bg in (("", np.zeros_like(cap)), ("_bg", bg_of["minimal"])):
+                left = np.maximum(cap - bg, 0.0)  # the background routed minimally, as for the bounds
+                rl = _ugal_loads(tdn, demand, left)
+                load = np.concatenate([rl, node])
+                out[f"tdn_ugal_time{suffix}"] = _time(load, cap, bg)
+                if suffix == "_bg":
+                    out["tdn_ugal_net_time_bg"] = _time(rl, cap[:nr], bg[:nr])
+            out["tdn_ugal_hops"] = float(rl.sum() / sent) if sent > 0 else 0.0
+        except (ConfigError, ResourceError) as e:
+            why.append(f"ugal: {e}")
     for name in bounds:
         method = BOUNDS[name]
         try:
@@ -396,7 +478,7 @@ _KINDS = {"time": ("s", "{net} {rt}: completion time of the job's exchange, no b
           "hops": ("1", "{net} {rt}: router-to-router links per byte that leaves its node")}
 
 VARIABLES = tuple([f"rdn_{rt}_{v}" for rt in INTRA for v in _KINDS]
-                  + [f"tdn_{rt}_{v}" for rt in TDN_ROUTINGS for v in _KINDS]
+                  + [f"tdn_{rt}_{v}" for rt in TDN_ROUTINGS + TDN_ADAPTIVE for v in _KINDS]
                   + [f"tdn_{b}_{v}" for b in BOUNDS for v in ("time", "time_bg", "bound_s")])
 """The raw variables of the study (derived ones are listed in :func:`allocation_mode_study`)."""
 
@@ -420,32 +502,61 @@ def _attrs(name: str) -> dict:
     raise KeyError(name)
 
 
-GAINS = {"adaptive": "the ideal adaptive (UGAL) lower bound, or the fastest oblivious routing where faster "
-                     "(the adaptive bound covers minimal and valiant, not valiant_router): the conservative end "
-                     "(headline)",
+GAINS = {"adaptive": "the ideal adaptive bound (the best per-group-pair mix of minimal and Valiant paths: a lower "
+                     "bound for routings that split per group pair, not for UGAL, which adapts per router pair), or "
+                     "the fastest oblivious routing where faster (the bound covers minimal and valiant, not "
+                     "valiant_router): the study's headline",
          "oblivious": "the fastest oblivious routing (minimal, valiant, valiant_router): the upper end",
+         "ugal": "UGAL-G, the adaptive routing Dragonflies deploy (a flow-level model, docs/adaptive_routing.md; "
+                 "the background routed minimally)",
          "optimal": "the best any routing can do (context)"}
 """Baselines of the gain ``T_TDN / T_RDN``."""
+
+
+DEFAULT_SEEDS = 10
+"""Random mappings of the TDN per point (``n_seeds``, ``--seeds``): every figure is reported as the mean over them
+and their spread."""
+
+SUMMARIES = ("mean", "std", "min", "max")
+"""Summaries over the ``seed`` dimension, one variable each (``gain_adaptive_mean``, ...): ``std`` is the sample
+standard deviation (``ddof=1``; NaN with one seed); a NaN draw makes every summary of the point NaN (a mean over
+fewer draws would be another statistic), an infinite one its mean and max."""
+
+
+def _summaries(a: np.ndarray) -> dict[str, np.ndarray]:
+    """``{summary: array}`` of ``a`` (last axis: the seeds), :data:`SUMMARIES`."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return {"mean": a.mean(axis=-1), "min": a.min(axis=-1), "max": a.max(axis=-1),
+                "std": a.std(axis=-1, ddof=1) if a.shape[-1] > 1 else np.full(a.shape[:-1], np.nan)}
+
+
+_SUMMARY_TEXT = {"mean": "mean over the seeds (the TDN's random mappings)",
+                 "std": "sample standard deviation (ddof=1) over the seeds",
+                 "min": "smallest over the seeds", "max": "largest over the seeds"}
 
 
 def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
                           patterns: Sequence[str] = tuple(PATTERNS), background: float = 0.26,
                           seed: int = 0, progress=None, bounds: Sequence[str] = ("adaptive",),
-                          max_lp_nnz: int = MAX_LP_NNZ, solver: str = "highs") -> xr.Dataset:
-    """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)``, times in seconds.
+                          max_lp_nnz: int = MAX_LP_NNZ, solver: str = "highs",
+                          n_seeds: int = DEFAULT_SEEDS) -> xr.Dataset:
+    """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)`` and, for everything that
+    depends on the TDN's random mapping, ``seed`` (``n_seeds`` draws); times in seconds.
 
     Raw variables (:data:`VARIABLES`; times in s per exchange of the pattern;
     hops: router-to-router links per byte that leaves its node): per network
     and routing, ``rdn_{minimal,valiant}_*`` (inside groups, TAGO between
-    them) and ``tdn_{minimal,valiant,valiant_router}_*``: ``_time`` (no
-    background), ``_time_bg``, ``_net_time_bg`` (router links only),
-    ``_hops``; the TDN's bounds (certified lower bounds of the time; NaN with
-    the reason in ``bound_refused`` where not computed, NaN too when not asked
-    for in ``bounds``): ``tdn_adaptive_time``, ``tdn_adaptive_time_bg``,
-    ``tdn_optimal_time``, ``tdn_optimal_time_bg``, ``tdn_*_bound_s``.
+    them; dims ``(pattern, groups)``: GRAP's allocation is not random) and
+    ``tdn_{minimal,valiant,valiant_router}_*`` (dims ``(pattern, groups,
+    seed)``): ``_time`` (no background), ``_time_bg``, ``_net_time_bg``
+    (router links only), ``_hops``; the TDN's bounds (certified lower bounds
+    of the time; NaN with the reason in ``bound_refused`` where not computed,
+    NaN too when not asked for in ``bounds``): ``tdn_adaptive_time``,
+    ``tdn_adaptive_time_bg``, ``tdn_optimal_time``, ``tdn_optimal_time_bg``,
+    ``tdn_*_bound_s``.
 
     Derived: ``rdn_time``, ``rdn_time_bg``, ``rdn_net_time_bg``, ``rdn_hops``
-    (the faster routing inside groups); ``tdn_oblivious_time``,
+    (the faster routing inside groups); per seed, ``tdn_oblivious_time``,
     ``tdn_oblivious_time_bg``, ``tdn_oblivious_net_time_bg``,
     ``tdn_oblivious_hops`` and ``tdn_oblivious_routing`` (the fastest
     oblivious routing, with background for ``_bg`` and hops); gains, ratios
@@ -457,13 +568,18 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     ``tdn_bg_slowdown_{routing}`` = ``time_bg / time - 1`` for every TDN
     routing and bound; ``hops_reduction`` = ``1 - rdn_hops / tdn_oblivious_hops``,
     ``hops_reduction_minimal`` (both minimal); ``seconds`` (wall time per
-    point), ``refused`` (the ResourceError message, '' when it ran) and
-    ``bound_refused``. Coordinate ``mode``: the GRAP mode of each pattern.
+    point, every seed), ``refused`` (the ResourceError message, '' when it ran) and
+    ``bound_refused`` (per seed). Coordinate ``mode``: the GRAP mode of each pattern.
+
+    Summaries over the seeds (dims ``(pattern, groups)``), for the TDN's bounds' times and every derived variable
+    with a ``seed`` dimension: ``<name>_mean``, ``<name>_std`` (sample, ``ddof=1``), ``<name>_min``,
+    ``<name>_max`` (:data:`SUMMARIES`).
 
     ``bounds``: which of ``adaptive`` and ``optimal`` to compute;
-    ``max_lp_nnz``: the largest LP attempted; ``solver``: ``highs`` or ``pdhg``. The TDN's random mapping at
-    a point is seeded ``seed + 1000 * k + j`` (``k``: the pattern's place in :data:`PATTERNS`, ``j``: the size's
-    place in the sorted sizes), so a run of some patterns gives the same numbers as a run of all.
+    ``max_lp_nnz``: the largest LP attempted; ``solver``: ``highs`` or ``pdhg``. ``n_seeds``: random mappings of
+    the TDN per point; draw ``s`` of a point is seeded :func:`mapping_seed` ``(seed, pattern, q, s)``, which
+    depends on the point and ``s`` only: a run of some patterns, some sizes or fewer seeds gives the same numbers
+    for what it shares with a larger run.
     """
     for arg, value, what in (("patterns", patterns, f"a list of pattern names among {' | '.join(PATTERNS)}"),
                              ("groups", groups, "a list of group counts (integers >= 2)"),
@@ -479,15 +595,18 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     bounds = tuple(bounds)
     for name in bounds:
         require(name in BOUNDS, "bounds", name, " | ".join(BOUNDS))
+    seed = check_seed("seed", seed)
+    n_seeds = positive_int("n_seeds", n_seeds)
     max_lp_nnz = positive_int("max_lp_nnz", max_lp_nnz)
     fraction = positive_float("background", background, allow_zero=True)
     require(fraction < 1, "background", background, "a fraction in [0, 1)")
     sizes = sorted({positive_int("groups", q, minimum=2) for q in groups if q <= machine.g} | {machine.g})
     pats = list(patterns)
-    data = {v: np.full((len(pats), len(sizes)), np.nan) for v in VARIABLES}
-    secs = np.zeros((len(pats), len(sizes)))
-    refused = np.full((len(pats), len(sizes)), "", dtype=object)
-    bound_refused = np.full((len(pats), len(sizes)), "", dtype=object)
+    shape, shape_s = (len(pats), len(sizes)), (len(pats), len(sizes), n_seeds)
+    data = {v: np.full(shape_s if v.startswith("tdn_") else shape, np.nan) for v in VARIABLES}
+    secs = np.zeros(shape)
+    refused = np.full(shape, "", dtype=object)
+    bound_refused = np.full(shape_s, "", dtype=object)
     tdn = None
     try:
         tdn = dragonfly(machine.p, machine.a, machine.h, machine.g, bandwidth_p=machine.bandwidth,
@@ -500,14 +619,14 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
             try:
                 tr, pol, nodes = _job(machine, pat, q)
                 vals = _rdn_point(machine, pat, q, tr, pol, nodes, fraction)
-                if tdn is not None:
-                    point_seed = seed + 1000 * list(PATTERNS).index(pat) + j
-                    more, why = _tdn_point(machine, tdn, tr, nodes.size, fraction, point_seed, bounds,
-                                           max_lp_nnz, solver)
-                    vals.update(more)
-                    bound_refused[i, j] = why
+                draws = [_tdn_point(machine, tdn, tr, nodes.size, fraction, mapping_seed(seed, pat, q, s), bounds,
+                                    max_lp_nnz, solver) for s in range(n_seeds)] if tdn is not None else []
                 for k, v in vals.items():
                     data[k][i, j] = v
+                for s, (more, why) in enumerate(draws):
+                    for k, v in more.items():
+                        data[k][i, j, s] = v
+                    bound_refused[i, j, s] = why
             except (ResourceError, PointRefused) as e:
                 refused[i, j] = (refused[i, j] + "; " if refused[i, j] else "") + str(e)
             secs[i, j] = time.perf_counter() - t0
@@ -515,7 +634,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                 progress(pat, q, secs[i, j])
     derived: dict[str, tuple[np.ndarray, dict]] = {}
     T = "T_TDN / T_RDN (1: no change)"
-    # RDN: the faster routing inside groups
+    # RDN: the faster routing inside groups (no seed: GRAP's allocation is deterministic)
     mn, va = data["rdn_minimal_time_bg"], data["rdn_valiant_time_bg"]
     use_val = va < mn
     derived["rdn_time"] = (np.fmin(data["rdn_minimal_time"], data["rdn_valiant_time"]),
@@ -527,7 +646,8 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                                   {"units": "s", "long_name": "RDN-GRAP: time with background, router links only"})
     derived["rdn_hops"] = (np.where(use_val, data["rdn_valiant_hops"], data["rdn_minimal_hops"]),
                            {"units": "1", "long_name": "RDN-GRAP: hops of the faster routing"})
-    # TDN: the fastest oblivious routing (NaN only where every routing is NaN)
+    rdn_ = lambda name: derived[name][0][..., None]  # noqa: E731  (broadcast over the seeds)
+    # TDN: the fastest oblivious routing per seed (NaN only where every routing is NaN)
     stack = {v: np.stack([data[f"tdn_{rt}_{v}"] for rt in TDN_ROUTINGS]) for v in _KINDS}
     tbg = np.where(np.isnan(stack["time_bg"]), np.inf, stack["time_bg"])
     best = np.argmin(tbg, axis=0)
@@ -553,32 +673,46 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                 num = obl if b == "oblivious" else data[f"tdn_{b}_time{'_bg' if not suffix else ''}"]
                 if b == "adaptive":  # conservative: never above a routing the bound does not cover
                     num = np.where(np.isnan(num), num, np.fmin(num, obl))
-                den = derived[f"rdn_time{'_bg' if not suffix else ''}"][0]
+                den = rdn_(f"rdn_time{'_bg' if not suffix else ''}")
                 derived[f"gain_{b}{suffix}"] = (num / den, {"units": "1", "long_name": f"RDN-GRAP's gain {T} "
                                                             f"against {text}, {bg_text}"})
-        derived["network_gain_oblivious"] = (derived["tdn_oblivious_net_time_bg"][0] / derived["rdn_net_time_bg"][0],
+        derived["network_gain_oblivious"] = (derived["tdn_oblivious_net_time_bg"][0] / rdn_("rdn_net_time_bg"),
                                              {"units": "1", "long_name": f"{T} on router-to-router links only, "
                                                                          "against the fastest oblivious routing"})
-        for rt in TDN_ROUTINGS + tuple(BOUNDS):
+        for rt in TDN_ROUTINGS + TDN_ADAPTIVE + tuple(BOUNDS):
             derived[f"tdn_bg_slowdown_{rt}"] = (data[f"tdn_{rt}_time_bg"] / data[f"tdn_{rt}_time"] - 1.0,
                                                 {"units": "1", "long_name": f"TDN {rt}: time_bg / time - 1, the "
                                                                             "time the background adds"})
-        derived["hops_reduction"] = (1.0 - derived["rdn_hops"][0] / derived["tdn_oblivious_hops"][0],
+        derived["hops_reduction"] = (1.0 - rdn_("rdn_hops") / derived["tdn_oblivious_hops"][0],
                                      {"units": "1", "long_name": "1 - RDN hops / hops of the TDN's fastest "
                                                                  "oblivious routing"})
-        derived["hops_reduction_minimal"] = (1.0 - data["rdn_minimal_hops"] / data["tdn_minimal_hops"],
+        derived["hops_reduction_minimal"] = (1.0 - data["rdn_minimal_hops"][..., None] / data["tdn_minimal_hops"],
                                              {"units": "1", "long_name": "1 - RDN hops / TDN hops, both minimal"})
-    dims = ("pattern", "groups")
+    summarised = [f"tdn_{b}_{v}" for b in tuple(BOUNDS) + TDN_ADAPTIVE for v in ("time", "time_bg")] + \
+        [k for k, (v, _) in derived.items() if v.ndim == 3]
+    summaries: dict[str, tuple[np.ndarray, dict]] = {}
+    for k in summarised:
+        arr, attrs = (data[k], _attrs(k)) if k in data else derived[k]
+        for stat, v in _summaries(arr).items():
+            summaries[f"{k}_{stat}"] = (v, {"units": attrs["units"],
+                                            "long_name": f"{attrs['long_name']}: {_SUMMARY_TEXT[stat]}"})
+    dim = lambda v: ("pattern", "groups", "seed")[: np.ndim(v)]  # noqa: E731
     ds = xr.Dataset(
-        {k: (dims, v, _attrs(k)) for k, v in data.items()}
-        | {k: (dims, v, a) for k, (v, a) in derived.items()}
-        | {"tdn_oblivious_routing": (dims, routing_name, {"long_name": "TDN: the fastest oblivious routing with "
-                                                                       "background"}),
-           "seconds": (dims, secs, {"units": "s", "long_name": "wall time of the point"}),
-           "refused": (dims, refused.astype(str), {"long_name": "why the evaluator refused the point ('' ran)"}),
-           "bound_refused": (dims, bound_refused.astype(str),
+        {k: (dim(v), v, _attrs(k)) for k, v in data.items()}
+        | {k: (dim(v), v, a) for k, (v, a) in derived.items()}
+        | {k: (dim(v), v, a) for k, (v, a) in summaries.items()}
+        | {"tdn_oblivious_routing": (dim(routing_name), routing_name,
+                                     {"long_name": "TDN: the fastest oblivious routing with background"}),
+           "seconds": (dim(secs), secs, {"units": "s", "long_name": "wall time of the point, every seed"}),
+           "refused": (dim(refused), refused.astype(str), {"long_name": "why the evaluator refused the point "
+                                                                        "('' ran)"}),
+           "bound_refused": (dim(bound_refused), bound_refused.astype(str),
                              {"long_name": "why a TDN bound is NaN ('' when every asked bound was computed)"})},
-        coords={"pattern": pats, "groups": sizes, "mode": ("pattern", [PATTERNS[p] for p in pats]),
+        coords={"pattern": pats, "groups": sizes,
+                "seed": ("seed", np.arange(n_seeds), {"long_name": "draw of the TDN's random mapping: seeded "
+                                                                   "(attrs seed, pattern's place in PATTERNS, "
+                                                                   "groups, draw)"}),
+                "mode": ("pattern", [PATTERNS[p] for p in pats]),
                 "job_nodes_per_group": ("pattern", [machine.nodes_per_group if p == "stencil" else
                                                      machine.adaptive_nodes if p == "all_to_all" else
                                                      (machine.nodes_per_group + (3 * machine.nodes_per_group) // 4) / 2
@@ -587,10 +721,16 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     ds.attrs.update({"machine": f"DF({machine.p},{machine.a},{machine.h},{machine.g})",
                      "n_nodes": machine.g * machine.nodes_per_group, "bandwidth": machine.bandwidth,
                      "ports_per_switch": machine.ports_per_switch, "background": fraction, "seed": seed,
+                     "n_seeds": n_seeds,
+                     "seed_rule": "the TDN's mapping of a point, draw s: numpy default_rng((seed, k, groups, s)), "
+                                  "k the pattern's place in stencil, neighbouring, all_to_all",
+                     "summaries": "_mean, _std (sample, ddof=1), _min, _max over the seed dimension",
                      "tdn_mapping": "random nodes of the whole machine", "rdn_routing": "tago",
-                     "tdn_routings": ",".join(TDN_ROUTINGS), "tdn_bounds": ",".join(bounds),
+                     "tdn_routings": ",".join(TDN_ROUTINGS), "tdn_adaptive": ",".join(TDN_ADAPTIVE),
+                     "tdn_bounds": ",".join(bounds),
                      "max_lp_nnz": max_lp_nnz, "bound_solver": solver,
-                     "headline": "gain_adaptive (conservative: RDN-GRAP against the ideal adaptive lower bound)",
+                     "headline": "gain_adaptive_mean (conservative: RDN-GRAP against the ideal adaptive lower bound, "
+                                 "mean over the seeds)",
                      "evaluator_version": __version__})
     return ds
 
@@ -616,7 +756,7 @@ def _check_study(study, baseline: str) -> None:
 
 def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
                   background: float = 0.26, seed: int = 0, study: xr.Dataset | None = None,
-                  baseline: str = "adaptive") -> xr.Dataset:
+                  baseline: str = "adaptive", n_seeds: int = DEFAULT_SEEDS) -> xr.Dataset:
     """Speedup of RDN-GRAP over the TDN per GRAP mode and job size: dims ``(mode, groups)``.
 
     ``mode``: the four GRAP modes; ``minimal_balance`` and ``custom_balance``
@@ -633,7 +773,9 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
     = Job_Time - MPI_Time x Speedup(Mode, Job_Size)`` read with "32% speedup"
     as 0.32), ``time_saved`` (``1 - T_RDN / T_TDN = 1 - 1 / speedup``, the
     fraction of communication time removed), ``speedup_no_bg`` (the ratio
-    without background). ``groups`` is the job size in groups (job nodes =
+    without background); ``speedup`` and ``speedup_no_bg`` are means over the study's seeds (the TDN's random
+    mappings), ``speedup_std``, ``speedup_min`` and ``speedup_max`` the spread of ``speedup`` (:data:`SUMMARIES`).
+    ``groups`` is the job size in groups (job nodes =
     groups x nodes per group used; the workload simulation interpolates
     between them). Points the evaluator refused, and bounds not computed, are
     NaN. ``study``: a dataset from :func:`allocation_mode_study` to reuse (else
@@ -644,23 +786,33 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
         _check_study(study, baseline)
     if study is None:
         study = allocation_mode_study(machine, groups, tuple(PATTERNS), background, seed,
-                                      bounds=(baseline,) if baseline in BOUNDS else ())
+                                      bounds=(baseline,) if baseline in BOUNDS else (), n_seeds=n_seeds)
     ds = study
     of_mode = {"minimal_balance": "stencil", "custom_balance": "stencil", "custom": "neighbouring",
                "adaptive": "all_to_all"}
     modes = [mo for mo, pat in of_mode.items() if pat in ds.pattern.values]
     pats = [of_mode[mo] for mo in modes]
-    gain = ds[f"gain_{baseline}"].sel(pattern=pats).values
-    gain0 = ds[f"gain_{baseline}_no_bg"].sel(pattern=pats).values
+    def over_seeds(name: str) -> dict[str, np.ndarray]:
+        a = ds[name].sel(pattern=pats)
+        if "seed" not in a.dims:                       # a study of one mapping (before n_seeds): one draw
+            a = a.expand_dims("seed", axis=-1)
+        return _summaries(a.transpose("pattern", "groups", "seed").values)
+
+    gain, gain0 = over_seeds(f"gain_{baseline}"), over_seeds(f"gain_{baseline}_no_bg")
     with np.errstate(divide="ignore", invalid="ignore"):
-        saved = 1.0 - 1.0 / gain
+        saved = 1.0 - 1.0 / gain["mean"]
     against = f"against {GAINS[baseline]}"
+    seeds = f"mean over the study's {ds.sizes.get('seed', 1)} random mappings of the TDN"
     out = xr.Dataset(
-        {"speedup": (("mode", "groups"), gain, {"units": "1",
-                                                "long_name": f"T_TDN / T_RDN with background, {against}"}),
+        {"speedup": (("mode", "groups"), gain["mean"], {"units": "1", "long_name": f"T_TDN / T_RDN with background, "
+                                                                                   f"{against}, {seeds}"}),
          "time_saved": (("mode", "groups"), saved, {"units": "1", "long_name": "1 - T_RDN / T_TDN = 1 - 1 / speedup"}),
-         "speedup_no_bg": (("mode", "groups"), gain0, {"units": "1", "long_name": f"T_TDN / T_RDN, no background, "
-                                                                                     f"{against}"})},
+         "speedup_no_bg": (("mode", "groups"), gain0["mean"], {"units": "1", "long_name": f"T_TDN / T_RDN, no "
+                                                                                          f"background, {against}, "
+                                                                                          f"{seeds}"})}
+        | {f"speedup_{stat}": (("mode", "groups"), gain[stat], {"units": "1", "long_name": f"T_TDN / T_RDN with "
+                                                                 f"background, {against}: {_SUMMARY_TEXT[stat]}"})
+           for stat in ("std", "min", "max")},
         coords={"mode": modes, "groups": ds.groups.values, "pattern": ("mode", pats)})
     out.attrs.update(ds.attrs)
     out.attrs["baseline"] = baseline
@@ -668,51 +820,89 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
     return out
 
 
-def _fmt_time_columns(df, cols):
-    """Each time column in one decimal SI unit chosen for it (DESIGN.md), named in its header."""
+def _over_seeds(ds: xr.Dataset, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``(mean, min, max, per_seed)`` of ``name`` over the seeds, each of dims ``(pattern, groups)``
+    (``per_seed``: whether it has a ``seed`` dimension; else the three are the values)."""
+    a = ds[name]
+    if "seed" not in a.dims:
+        v = a.transpose("pattern", "groups").values
+        return v, v, v, False
+    st = _summaries(a.transpose("pattern", "groups", "seed").values)
+    return st["mean"], st["min"], st["max"], a.sizes["seed"] > 1
+
+
+def _cells(ds: xr.Dataset, name: str, fmt, scale: float = 1.0) -> list[str]:
+    """One text per point (pattern-major): ``fmt(mean)``, then ``[fmt(min), fmt(max)]`` over the seeds where
+    ``name`` has more than one; ``n/a`` where not finite."""
+    mean, lo, hi, spread = _over_seeds(ds, name)
+    f = lambda v: "n/a" if not np.isfinite(v) else fmt(v / scale)  # noqa: E731
+    return [f(m) + (f" [{f(a)}, {f(b)}]" if spread and np.isfinite(m) else "")
+            for m, a, b in zip(mean.reshape(-1), lo.reshape(-1), hi.reshape(-1))]
+
+
+def _time_cells(ds: xr.Dataset, name: str) -> tuple[str, list[str]]:
+    """A time column in one decimal SI unit chosen for it (DESIGN.md): its header and its cells."""
     from ..display import display_unit, format_number
 
-    out = {}
-    for c in cols:
-        unit, factor = display_unit("s", df[c].to_numpy(dtype=float))
-        out[f"{c} [{unit}]"] = [format_number(v / factor) if np.isfinite(v) else "n/a"
-                                for v in df[c].to_numpy(dtype=float)]
+    unit, factor = display_unit("s", _over_seeds(ds, name)[0].reshape(-1))
+    return f"{name} [{unit}]", _cells(ds, name, format_number, factor)
+
+
+def _routing_cells(ds: xr.Dataset) -> list[str]:
+    """The TDN's fastest oblivious routing per point: its name, or each name with its count of seeds."""
+    r = ds["tdn_oblivious_routing"]
+    r = r.expand_dims("seed", axis=-1) if "seed" not in r.dims else r.transpose("pattern", "groups", "seed")
+    out = []
+    for row in r.values.reshape(-1, r.shape[-1]):
+        names, counts = np.unique([x for x in row if x], return_counts=True)
+        order = np.argsort(-counts, kind="stable")
+        out.append(str(names[0]) if len(names) == 1 else
+                   ", ".join(f"{names[k]} {counts[k]}" for k in order) if len(names) else "n/a")
     return out
 
 
 def format_study(ds: xr.Dataset) -> str:
     """The study as three tables for people: times and gains (``x``: the ratio ``T_TDN / T_RDN``), the TDN's
-    slowdown from the background per routing, hops; times in decimal SI units, one per column."""
+    slowdown from the background per routing, hops; times in decimal SI units, one per column. A figure that
+    depends on the TDN's random mapping is the mean over the seeds, then ``[min, max]`` over them."""
     import pandas as pd
 
-    df = ds.drop_vars([v for v in ds.data_vars if ds[v].dtype.kind not in "fU" or v == "refused"]) \
-        .to_dataframe().reset_index().set_index(["pattern", "groups"])
+    index = pd.MultiIndex.from_product([list(ds.pattern.values), [int(q) for q in ds.groups.values]],
+                                       names=["pattern", "groups"])
     shown = tuple(b for b in BOUNDS if b in ds.attrs.get("tdn_bounds", ",".join(BOUNDS)).split(","))
-    tcols = ["rdn_time_bg", "tdn_oblivious_time_bg"] + [f"tdn_{b}_time_bg" for b in shown]
-    t = pd.DataFrame(_fmt_time_columns(df, tcols), index=df.index)
-    t.insert(2, "oblivious routing", df["tdn_oblivious_routing"].values)
-    x = lambda v: "n/a" if not np.isfinite(v) else f"{v:.2f}x"  # noqa: E731
-    for b in ("adaptive", "oblivious", "optimal"):
-        if b == "oblivious" or b in shown:
-            t[f"gain vs {b}"] = [x(v) for v in df[f"gain_{b}"]]
-    for b in ("adaptive", "oblivious"):
-        t[f"no bg vs {b}"] = [x(v) for v in df[f"gain_{b}_no_bg"]]
-    pct = lambda v: "n/a" if not np.isfinite(v) else f"{100 * v:+.1f}%"  # noqa: E731
-    s = pd.DataFrame({rt: [pct(v) for v in df[f"tdn_bg_slowdown_{rt}"]] for rt in TDN_ROUTINGS + shown},
-                     index=df.index)
-    h = pd.DataFrame({"RDN hops": [f"{v:.2f}" for v in df["rdn_hops"]],
-                      "TDN hops": [f"{v:.2f}" for v in df["tdn_oblivious_hops"]],
-                      "fewer hops": [pct(v) for v in df["hops_reduction"]],
-                      "fewer hops, both minimal": [pct(v) for v in df["hops_reduction_minimal"]]}, index=df.index)
+    adaptive = tuple(a for a in TDN_ADAPTIVE if f"tdn_{a}_time_bg" in ds)
+    tcols = ["rdn_time_bg", "tdn_oblivious_time_bg"] + [f"tdn_{a}_time_bg" for a in adaptive] + \
+        [f"tdn_{b}_time_bg" for b in shown]
+    t = pd.DataFrame(dict(_time_cells(ds, c) for c in tcols), index=index)
+    t.insert(2, "oblivious routing", _routing_cells(ds))
+    x = lambda v: f"{v:.2f}x"  # noqa: E731
+    for b in ("adaptive",) + adaptive + ("oblivious", "optimal"):
+        if b in ("oblivious",) + adaptive or b in shown:
+            t[f"gain vs {b}"] = _cells(ds, f"gain_{b}", x)
+    for b in ("adaptive",) + adaptive + ("oblivious",):
+        t[f"no bg vs {b}"] = _cells(ds, f"gain_{b}_no_bg", x)
+    pct = lambda v: f"{100 * v:+.1f}%"  # noqa: E731
+    s = pd.DataFrame({rt: _cells(ds, f"tdn_bg_slowdown_{rt}", pct) for rt in TDN_ROUTINGS + adaptive + shown},
+                     index=index)
+    h = pd.DataFrame({"RDN hops": _cells(ds, "rdn_hops", lambda v: f"{v:.2f}"),
+                      "TDN hops": _cells(ds, "tdn_oblivious_hops", lambda v: f"{v:.2f}"),
+                      "fewer hops": _cells(ds, "hops_reduction", pct),
+                      "fewer hops, both minimal": _cells(ds, "hops_reduction_minimal", pct)}, index=index)
     notes = sorted({w for v in ds.bound_refused.values.reshape(-1) for w in str(v).split("; ") if w})
-    lines = [f"{ds.attrs['machine']}, {100 * ds.attrs['background']:g}% background, seed {ds.attrs['seed']}; "
-             "times with background; gain = T_TDN / T_RDN; headline: gain vs adaptive (the ideal adaptive lower "
-             "bound: conservative); gain vs oblivious: the fastest of minimal/valiant/valiant_router (upper end); "
-             "n/a: not computed (below)",
+    n = int(ds.sizes.get("seed", 1))
+    seeds = (f"{n} seeds (random mappings of the TDN, base seed {ds.attrs['seed']}): mean [min, max] over them"
+             if n > 1 else f"seed {ds.attrs['seed']}, one random mapping of the TDN")
+    lines = [f"{ds.attrs['machine']}, {100 * ds.attrs['background']:g}% background, {seeds}; "
+             "times with background; gain = T_TDN / T_RDN, against three TDN baselines side by side: adaptive (the "
+             "ideal adaptive bound, best per-group-pair mix of minimal and Valiant: the headline), ugal (UGAL-G, the "
+             "adaptive routing Dragonflies deploy, a flow-level model that adapts per router pair and can beat that "
+             "bound) and oblivious (the fastest of minimal/valiant/valiant_router: the upper end; oblivious routing: "
+             "the fastest, with its count of seeds where they differ); the lowest gain is the conservative end "
+             "(against any routing: --bounds optimal); n/a: not computed (below)",
              t.to_string(), "", "TDN slowdown from the background (time_bg / time - 1), per routing and bound:",
              s.to_string(), "", h.to_string()]
     if notes:
-        lines += ["", "bounds not computed (n/a):"] + [f"  {w}" for w in notes]
+        lines += ["", "bounds and UGAL not computed (n/a):"] + [f"  {w}" for w in notes]
     points = [f"  {pat} {int(q)} groups: {ds.refused.sel(pattern=pat, groups=q).item()}"
               for pat in ds.pattern.values for q in ds.groups.values if ds.refused.sel(pattern=pat, groups=q).item()]
     if points:
@@ -722,23 +912,35 @@ def format_study(ds: xr.Dataset) -> str:
 
 def format_speedup_table(table: xr.Dataset) -> str:
     """The workload's speedup table (:func:`speedup_table`) for people: one row per GRAP mode, one column per job
-    size in groups, the ratio ``T_TDN / T_RDN`` with background (``1.30x``: the paper's "30% speedup")."""
+    size in groups, the ratio ``T_TDN / T_RDN`` with background (``1.30x``: the paper's "30% speedup"), the mean
+    over the study's seeds, then ``[min, max]`` over them where there are several."""
     import pandas as pd
 
     x = lambda v: "n/a" if not np.isfinite(v) else f"{v:.2f}x"  # noqa: E731
-    df = pd.DataFrame({f"{int(q)} groups": [x(float(v)) for v in table.speedup.sel(groups=q).values]
-                       for q in table.groups.values},
+    n = int(table.attrs.get("n_seeds", 1))
+    spread = n > 1 and "speedup_min" in table
+
+    def cell(mo, q):
+        v = float(table.speedup.sel(mode=mo, groups=q))
+        if not spread or not np.isfinite(v):
+            return x(v)
+        return f"{x(v)} [{x(float(table.speedup_min.sel(mode=mo, groups=q)))}, " \
+               f"{x(float(table.speedup_max.sel(mode=mo, groups=q)))}]"
+
+    df = pd.DataFrame({f"{int(q)} groups": [cell(mo, q) for mo in table["mode"].values] for q in table.groups.values},
                       index=pd.Index([f"{mo} ({pat})" for mo, pat in zip(table["mode"].values,
                                                                           table["pattern"].values)], name="mode"))
+    seeds = f"; mean [min, max] over {n} seeds" if spread else ""
     return (f"speedup table, {table.attrs.get('machine', '')}: T_TDN / T_RDN with background, against "
-            f"{table.attrs.get('baseline', '')} ({table.attrs.get('baseline_text', '')})\n" + df.to_string())
+            f"{table.attrs.get('baseline', '')} ({table.attrs.get('baseline_text', '')}){seeds}\n" + df.to_string())
 
 
 def plot_study(ds: xr.Dataset, path) -> None:
     """One PNG of the study: RDN-GRAP's gain ``T_TDN / T_RDN`` (with background) against job size, both ends
     (the ideal adaptive bound, solid; the fastest oblivious routing, dashed), a reference line at 1; and the
     completion times with background (RDN-GRAP solid, the TDN's fastest oblivious routing dashed) in one
-    decimal SI unit. One colour per pattern, job sizes ascending on a log axis, points marked."""
+    decimal SI unit. One colour per pattern, job sizes ascending on a log axis, points marked; what depends on
+    the TDN's random mapping is the mean over the seeds with a band from their min to their max."""
     from matplotlib.figure import Figure
 
     from ..display import axis_label, shared_unit
@@ -747,18 +949,22 @@ def plot_study(ds: xr.Dataset, path) -> None:
     fig = Figure(figsize=(11, 4.2))
     ax_g, ax_t = fig.subplots(1, 2)
     q = np.asarray(ds.groups.values, dtype=float)
-    times = [ds[v].values for v in ("rdn_time_bg", "tdn_oblivious_time_bg")]
-    unit, factor = shared_unit("s", times)
+    stats = {v: _over_seeds(ds, v) for v in ("rdn_time_bg", "tdn_oblivious_time_bg", "gain_adaptive",
+                                              "gain_oblivious") if v in ds}
+    unit, factor = shared_unit("s", [stats[v][0] for v in ("rdn_time_bg", "tdn_oblivious_time_bg")])
     for k, pat in enumerate(ds.pattern.values):
         colour = f"C{k}"
         for b, style in (("adaptive", "-"), ("oblivious", "--")):
-            if f"gain_{b}" in ds and np.isfinite(ds[f"gain_{b}"].sel(pattern=pat).values).any():
-                ax_g.plot(q, ds[f"gain_{b}"].sel(pattern=pat).values, style, marker="o", color=colour,
-                          label=f"{pat}, vs {b}")
-        ax_t.plot(q, ds.rdn_time_bg.sel(pattern=pat).values / factor, "-", marker="o", color=colour,
-                  label=f"{pat}, RDN-GRAP")
-        ax_t.plot(q, ds.tdn_oblivious_time_bg.sel(pattern=pat).values / factor, "--", marker="s", color=colour,
-                  label=f"{pat}, TDN oblivious")
+            if f"gain_{b}" in stats and np.isfinite(stats[f"gain_{b}"][0][k]).any():
+                mean, lo, hi, spread = stats[f"gain_{b}"]
+                ax_g.plot(q, mean[k], style, marker="o", color=colour, label=f"{pat}, vs {b}")
+                if spread:                             # min-max over the seeds
+                    ax_g.fill_between(q, lo[k], hi[k], color=colour, alpha=0.15, linewidth=0)
+        ax_t.plot(q, stats["rdn_time_bg"][0][k] / factor, "-", marker="o", color=colour, label=f"{pat}, RDN-GRAP")
+        mean, lo, hi, spread = stats["tdn_oblivious_time_bg"]
+        ax_t.plot(q, mean[k] / factor, "--", marker="s", color=colour, label=f"{pat}, TDN oblivious")
+        if spread:
+            ax_t.fill_between(q, lo[k] / factor, hi[k] / factor, color=colour, alpha=0.15, linewidth=0)
     ax_g.axhline(1.0, color="0.3", linewidth=0.8)
     ax_g.set_ylabel(axis_label("gain T_TDN / T_RDN", "1"))
     ax_t.set_ylabel(axis_label("completion time with background", unit))
@@ -769,8 +975,10 @@ def plot_study(ds: xr.Dataset, path) -> None:
         ax.set_xlabel(axis_label("job size", "groups"))
         ax.legend(fontsize=7)
         ax.grid(True, alpha=0.3)
+    n = int(ds.sizes.get("seed", 1))
     fig.suptitle(f"RDN-GRAP vs TDN on {ds.attrs.get('machine', '')}, "
-                 f"{100 * float(ds.attrs.get('background', 0)):g}% background")
+                 f"{100 * float(ds.attrs.get('background', 0)):g}% background"
+                 + (f"; mean over {n} random mappings of the TDN, band: min-max" if n > 1 else ""))
     fig.tight_layout()
     save_figure(fig, path)
 
@@ -842,7 +1050,7 @@ def check_output_file(flag: str, value: str, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -> int:
     """``evaluator study rdn [--machine P,A,H,G] [--groups 2,4,...] [--patterns ...] [--bounds ...]
-    [--background F] [--out DIR|FILE.nc] [--speedup-out FILE.nc --baseline adaptive]``: run
+    [--background F] [--seed S] [--seeds N] [--out DIR|FILE.nc] [--speedup-out FILE.nc --baseline adaptive]``: run
     :func:`allocation_mode_study` (default: the paper's machine), print the times, the gains (ratios T_TDN /
     T_RDN) against both ends, the TDN's background slowdown, hops and the workload's speedup table (mode x
     groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
@@ -873,7 +1081,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
                     help="largest LP attempted, in nonzeros (default %(default)s)")
     ap.add_argument("--background", default="0.26", metavar="F",
                     help="fraction of their injection bandwidth the other nodes send, in [0, 1) (default 0.26)")
-    ap.add_argument("--seed", default="0", help="seed of the TDN's random mapping (default 0)")
+    ap.add_argument("--seed", default="0", help="base seed of the TDN's random mappings (default 0)")
+    ap.add_argument("--seeds", default=str(DEFAULT_SEEDS), metavar="N",
+                    help="random mappings of the TDN per point (default %(default)s): every figure is printed as the "
+                         "mean over them [min, max]; the dataset keeps each (dimension seed) and _mean, _std, _min, "
+                         "_max. Draw s of a point depends on the point and s only, not on the other points or N")
     ap.add_argument("--bandwidth", default="12e9", metavar="BYTES_PER_S",
                     help="bytes/s per direction, every link (default 12e9: 12 GB/s)")
     ap.add_argument("--out", default=DEFAULT_OUT, metavar="DIR|FILE.nc",
@@ -883,7 +1095,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
                     help="netCDF file for the speedup table (mode x groups) that `evaluator schedule --speedups` "
                          "and sweeps/workload/grap_vs_slurm.yaml read (e.g. results/rdn/speedup.nc)")
     ap.add_argument("--baseline", default="adaptive", choices=tuple(GAINS),
-                    help="the TDN time the speedup table is against (default adaptive: the conservative end)")
+                    help="the TDN time the speedup table is against: adaptive (the ideal adaptive bound, the "
+                         "default), ugal (UGAL-G, the deployed routing) or oblivious (the fastest oblivious routing, "
+                         "the upper end); the lowest gain of the three is the conservative end")
     args = ap.parse_args(argv)
     bandwidth = _parse_number("--bandwidth", args.bandwidth, "float", "a finite number of bytes/s > 0 (e.g. 12e9)",
                               lambda v: math.isfinite(v) and v > 0)
@@ -896,6 +1110,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
                                lambda v: 0 <= v < 1)
     seed = _parse_number("--seed", args.seed, "int", "an integer >= 0", lambda v: v >= 0)
     check_seed("--seed", seed)
+    n_seeds = _parse_number("--seeds", args.seeds, "int", "an integer >= 1 (random mappings per point)",
+                            lambda v: v >= 1)
     check_machine(m, patterns, "--machine", args.machine)
     if args.speedup_out and args.baseline in BOUNDS and args.baseline not in bounds:
         raise ConfigError("--baseline", args.baseline, f"a bound that --bounds computes ({args.bounds})",
@@ -913,7 +1129,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         check_output_file("--speedup-out", args.speedup_out, sp)
     t0 = time.perf_counter()
     ds = allocation_mode_study(m, groups, patterns=patterns, background=background, seed=seed, bounds=bounds,
-                               max_lp_nnz=max_lp_nnz,
+                               max_lp_nnz=max_lp_nnz, n_seeds=n_seeds,
                                progress=lambda pat, q, s: print(f"{pat:>13} {q:>4} groups  {s:7.1f} s", flush=True))
     ds.attrs["total_seconds"] = time.perf_counter() - t0
     print(format_study(ds))

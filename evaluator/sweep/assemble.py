@@ -76,10 +76,15 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     link_load = None
     phases = None
     bounds = _BoundGrid(n, plan.bounds) if plan.bounds is not None else None
+    costs: dict[str, np.ndarray] = {}  # cost, power and part counts: every point whose network was built
     for res in chunks:
         flat = res["flat"]
         remap = np.array([_code(reason_index, reason_table, r) for r in res["reasons"]], dtype=np.int32)
         reason_code[flat] = remap[res["reason_code"]]
+        for k, v in res.get("cost", {}).items():
+            if k not in costs:
+                costs[k] = np.full(n, np.nan)
+            costs[k][flat] = v
         if "ok" not in res:
             continue
         ok = flat[res["ok"]]
@@ -132,6 +137,11 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         phases=phases)
     if bounds is not None:
         bounds.into(ds, plan)
+    if costs:
+        from ..cost.dataset import add_cost
+
+        add_cost(ds, tuple(ax.name for ax in plan.axes), plan.shape, costs,
+                 getattr(next(iter(plan.bases.values())), "cost", None))
     return ds
 
 

@@ -102,6 +102,7 @@ class _Group:
     placement: Placement | None = None  # fixed placement (no seed)
     config: Any = None  # host-drawn placements (numpy generator): the group's config
     seed: Any = None  # the group's own seed where no axis sets it
+    cost: Any = None  # the network's evaluator.cost.NetworkCost (None: its topology failed or has no cost model)
     _params: dict = dataclasses.field(default_factory=dict)
 
     def params(self, size: int) -> dict[str, Int[np.ndarray, "*task"]]:
@@ -129,6 +130,7 @@ class _State:
         self.bound_cache = _LRU(4096)  # bound key -> result (exact solvers only: see evaluator.sweep.bounds)
         self.group_cols = tuple(i for i in range(len(plan.axes)) if i != self.seed_axis)
         self.topologies = _LRU(16)
+        self.costs = _LRU(64)
         self.routings = _LRU(64)
         self.operators = _LRU(64)
         self.traffics = _LRU(MAX_PLANNED_TRAFFICS * 2)
@@ -151,6 +153,14 @@ class _State:
         hit = self.topologies.get(key)
         if hit is None:
             hit = self.topologies.put(key, _attempt(lambda: C.build_topology(_get(cfg).topology)))
+        return hit
+
+    def network_cost(self, idx, cfg, topo):
+        """The network's parts, cost and power (:mod:`evaluator.cost`) once per topology; None: no cost model."""
+        key = tuple(idx[i] for i in self.topo_axes)
+        hit = self.costs.get(key)
+        if hit is None:
+            hit = self.costs.put(key, _attempt(lambda: _network_cost(topo, getattr(_get(cfg), "cost", None))))
         return hit
 
     def routing(self, idx, cfg):
@@ -188,8 +198,10 @@ class _State:
         pl = self.placements.get(pkey)
         reached = False
         seed = None
+        cost = None
         try:
             topo = _unwrap(self.topology(idx, cfg))
+            cost = _unwrap(self.network_cost(idx, cfg, topo))
             routing = _unwrap(self.routing(idx, cfg))
             tkey, tr = self.traffic(idx, cfg, topo)
             tr = _unwrap(tr)
@@ -212,10 +224,12 @@ class _State:
             if tr.n_tasks != n_tasks:
                 raise ConfigError("placement.n_tasks", n_tasks, f"the traffic's task count {tr.n_tasks}")
             self.operator_check(idx, topo, routing)
+            g.cost = cost
+            _check_budget(cost, getattr(cfg.get(), "cost", None))
             return g
         except ConfigError as exc:
             exc.__traceback__ = None  # (it may be a cached build's error: keep no frames alive)
-            return _Group(reason=reason(exc), after_seed=reached, seed=seed)
+            return _Group(reason=reason(exc), after_seed=reached, seed=seed, cost=cost)
 
     @staticmethod
     def _placement(cfg, topo, tr) -> tuple:
@@ -315,6 +329,27 @@ def _unwrap(hit):
     return hit
 
 
+def _network_cost(topo, cost_cfg):
+    """:func:`evaluator.cost.network_cost` of ``topo`` with the point's price table; None for a topology kind
+    without a cost model."""
+    from ..cost import KINDS as COSTS
+    from ..cost import network_cost
+
+    return network_cost(topo, cost_cfg) if topo.kind in COSTS else None
+
+
+def _check_budget(cost, cost_cfg) -> None:
+    """A network over ``cost.budget`` makes the point infeasible (a topology without a cost model too)."""
+    budget = getattr(cost_cfg, "budget", None)
+    if budget is None:
+        return
+    from ..cost import check_budget
+
+    if cost is None:
+        raise ConfigError("cost.budget", budget, "a topology with a cost model (torus, dragonfly, rdn, fat_tree)")
+    check_budget(cost, float(budget))
+
+
 def _seed_reason(value) -> str:
     try:
         check_seed(value)
@@ -359,6 +394,22 @@ class _Reasons:
         self.codes[positions] = code
 
 
+class _Costs:
+    """Per point of a chunk: ``cost``, ``power`` and the part counts of its network (NaN: none)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.values: dict[str, np.ndarray] = {}
+
+    def set(self, positions, cost) -> None:
+        if cost is None:
+            return
+        for k, v in cost.values().items():
+            if k not in self.values:
+                self.values[k] = np.full(self.n, np.nan)
+            self.values[k][positions] = v
+
+
 def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk (in one network of the grid). Pure function of its inputs.
 
@@ -378,6 +429,7 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
         out["peak_rss_mb"] = peak_rss_mb()
         return out
     reasons = _Reasons(n)
+    costs = _Costs(n)
     cols = list(st.group_cols)
     if cols:
         keys, inverse = np.unique(idx[cols].T, axis=0, return_inverse=True)
@@ -396,6 +448,7 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
         for c, v in zip(cols, keys[gi]):
             gidx[c] = int(v)
         grp = st.group(plan, tuple(gidx))
+        costs.set(members, grp.cost)
         if grp.spec is not None or (grp.reason and grp.after_seed):
             # the seed is checked here (device-drawn placements), or before the group's own error
             if seed_idx is not None and st.any_bad_seed:
@@ -437,6 +490,8 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     t_build = time.perf_counter() - t0
     out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
                            "compile_s": 0.0, "eval_s": 0.0}
+    if costs.values:
+        out["cost"] = costs.values
     pair_bound = routing is not None and routing.needs_pairs
     if (device or host) and pair_bound:
         # a path set: evaluate_batch binds the chunk's router pairs; a point with a pair it cannot route (a hop

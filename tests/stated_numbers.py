@@ -266,14 +266,19 @@ def check_ceilings(missing: dict[str, list[tuple[Stated, str]]]) -> list[str]:
 
 
 def write_ceilings(missing: dict[str, list[tuple[Stated, str]]]) -> None:
-    """Set every document's ceiling to its count now, never raising one (the ratchet only goes down)."""
-    old = json.loads(CEILING.read_text()) if CEILING.exists() else {}
-    new = {doc: min(len(items), old.get(doc, len(items))) for doc, items in missing.items() if items}
+    """Set every document's ceiling to its count now, never raising one (the ratchet only goes down; a document
+    the file does not list stays at 0). Without a file: the counts now (the first baseline)."""
+    if CEILING.exists():
+        old = json.loads(CEILING.read_text())
+        new = {doc: min(len(items), old.get(doc, 0)) for doc, items in missing.items()}
+    else:
+        new = {doc: len(items) for doc, items in missing.items()}
+    new = {doc: n for doc, n in new.items() if n}
     CEILING.write_text(json.dumps(dict(sorted(new.items())), indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    # python -m tests.numbers [LEDGER] [--lower-ceilings]: the report (without a ledger: nothing is covered);
+    # python -m tests.stated_numbers [LEDGER] [--lower-ceilings]: the report (without a ledger: nothing is covered);
     # --lower-ceilings lowers tests/data/numbers_ceiling.json to the counts now
     import sys
 

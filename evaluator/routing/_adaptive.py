@@ -1,0 +1,750 @@
+"""Adaptive routings as flow-level fixed points: ``ugal`` (Dragonfly), ``torus_adaptive`` (torus), ``ft_adaptive``
+(fat tree).
+
+An adaptive routing chooses, for every flow (router pair), among a few
+candidate routes by the load it sees. Each candidate ``k`` here is a *linear*
+routing the evaluator already has (an operator ``R_k``: bytes of every flow ->
+bytes on every router link), so a flow-level model of the decision rule is a
+split ``x[f, k] >= 0``, ``sum_k x[f, k] = 1``, of every flow's bytes ``w_f``
+over its candidates, with link loads
+
+    ``load = sum_k R_k (w * x[:, k])``  (bytes),  ``gl = load / capacity``  (seconds: each link's busy time).
+
+The split is the fixed point of the decision rule, reached by a damped best
+response for a fixed number of iterations (``routing.iterations``, default
+:data:`DEFAULT_ITERATIONS`) inside the jitted one-point function
+(``lax.fori_loop``; the engine batches points outside):
+
+    ``x_0 = e_0`` (every flow on candidate 0: the choice at zero load);
+    ``x_{t+1} = x_t + s_t (BR(x_t) - x_t)``,
+
+``BR(x)[f]`` the one-hot vector of the candidate with the smallest
+*decision cost* ``d[f, k]`` under the loads of ``x`` (ties, within
+:data:`TIE_RTOL` = 1e-9 of the flow's largest cost: the lowest index, i.e.
+minimal first). Where the decision cost is the path cost (``global``
+variants without threshold) it is the gradient of the potential ``sum_l
+load_l^2 / (2 capacity_l)``: the fixed point is a Wardrop (user) equilibrium
+and ``s_t`` is Frank-Wolfe's exact line search on that potential. Otherwise
+(``local`` rules, a threshold: no potential) ``s_t = 1 / (t + 2)``, the
+method of successive averages (``x_T`` the average of ``e_0`` and the ``T``
+best responses). Convergence is measured by the relative gap
+
+    ``gap = sum_f w_f (sum_k x[f, k] d[f, k] - min_k d[f, k]) / sum_f w_f sum_k x[f, k] c[f, k]``
+
+(``c``: the path cost below; 0 at a fixed point, where every flow uses only
+candidates of least decision cost); :meth:`AdaptiveOperator.solve` returns it
+with the loads and the split (``docs/adaptive_routing.md`` reports it: on
+DF(2,4,2)'s group tornado about 1e-3 after 128 iterations, falling as
+``1 / iterations``).
+
+Path costs. A flow's cost on candidate ``k`` is the sum of the busy times of
+the links it crosses, weighted by the fraction of its bytes on each (an
+expectation over Valiant intermediates, split ties and parallel links):
+``c[f, k] = (R_k^T gl)[f]``. On a Dragonfly this is the vector-Jacobian
+product of the candidate's ``apply`` with the cotangent ``gl`` (``jax.vjp``,
+taken once per point at the flows' bytes); on tori and fat trees it is the
+sum over the listed links of every flow (DOR's ``flow_links``; the fat
+tree's candidate paths). ``c`` equals ``H * q``: the hop count times the mean
+busy time of the links along the path, UGAL's ``q H`` with ``q`` the path's
+mean queue (a sum, not a max: every link of the path delays the flow).
+Expected hop counts ``H[f, k] = (R_k^T 1)[f]``.
+
+The global variants raise each link's busy time, relative to the busiest
+link's, to ``p = routing.power`` (default :data:`DEFAULT_POWER`) before summing
+along the path: ``c[f, k] = (R_k^T (gl / max gl)^p)[f]``. A queue stays short
+while its link has spare capacity and grows steeply as the link saturates;
+with ``p = 1`` (linear costs) a user equilibrium is not the best split: flows
+stay on a short path until it costs as much as the long one, so the short
+path's busiest link can end up slower than every link of the all-long routing
+(on DF(2,4,2)'s group tornado UGAL-G with ``power=1`` takes 382.1 us,
+all-Valiant 342.9 us; at the default 230.3 us, the ideal adaptive bound
+209.9 us). As ``p`` grows the equilibrium tends to the min-max split of the
+candidates. What always holds: the adaptive completion time lies between the
+all-paths bound and its worse candidate's (tests/test_adaptive_routing.py).
+
+* ``ugal`` (Dragonfly; Kim et al. 2008, Jiang et al. 2009), candidates
+  ``0 = minimal`` and ``1 = valiant`` (``routing.nonminimal=valiant``: a uniform
+  intermediate group, the default) or ``valiant_router`` (a uniform
+  intermediate router, as BookSim2's UGAL); intra-group flows have one route.
+
+  - ``variant=global`` (UGAL-G, global queue information): ``d_min = c_min``,
+    ``d_val = c_val + threshold * max_l gp_l`` (``gp`` the links' costs above;
+    minimal when ``c_min <= c_val + threshold * max gp``; ``routing.threshold`` >= 0 biases towards minimal
+    in units of the busiest link's time, so that the model is scale-free:
+    loads are homogeneous of degree 1 in the demand).
+  - ``variant=local`` (UGAL-L): the source router sees only its own output
+    queue, i.e. the first hop's busy time ``q1[f, k]`` (the expected busy time
+    of the first link of candidate ``k``: the local link towards the owner of
+    the global link, or that global link when the source owns it; for
+    Valiant averaged over the intermediate groups, resp. routers), times the
+    expected hop count: ``d_min = q1_min H_min``, ``d_val = q1_val H_val +
+    threshold * max gl``. Congestion beyond the first hop (the one global link
+    of an adversarial group pair, seen only by the router that owns it) is
+    invisible to the other routers of the group: the reason UGAL-L trails
+    UGAL-G on adversarial traffic.
+
+* ``torus_adaptive`` (torus/mesh, minimal adaptive): candidates = DOR in
+  several dimension orders (``routing.orders``: ``all``, the ``d!``
+  permutations; ``rotations``, the ``d`` cyclic rotations of ``0 .. d-1``;
+  ``auto``, the default: all for ``d <= 3``, rotations above), with the given
+  ``tie`` rule. All candidates are minimal (equal hop counts). ``global``:
+  ``d = c``; ``local``: the source router's own output queue, the busy time of
+  the first link (``d = q1 H``).
+
+* ``ft_adaptive`` (fat tree, adaptive up-port choice): candidates = every
+  up path, one up port per tier (``P = U_1 U_2 ... U_{h-1}`` candidates; a
+  flow that turns at a lower tier ignores the higher digits), the down path
+  determined by it (the unique way down from the top switch reached, over the
+  parallel copy of the same index as the up port's). ``variant=local`` (the
+  default: what switches do, each choosing an up port by its own queues):
+  ``d[f, p] = sum_t (gl[up_t(p)] - min_u gl[up_t(switch_t(p), u)])``, the
+  sum over the tiers of the regret of each switch's choice on the path, whose
+  minimum (0) is the greedy walk that takes the least busy up port at every
+  switch; ``global``: ``d = c``, the whole path's busy time (a source-routed
+  or centrally computed choice).
+
+Dense traffic (``apply_dense``: all-to-all, many-to-many) is routed per
+router pair: the rank-one demand ``u[s] v[d]`` becomes the ``E^2`` flows of
+its ``E`` endpoints (routers; leaves on a fat tree), refused with a
+:class:`~evaluator.errors.ResourceError` above :data:`MAX_DENSE_PAIRS` pairs.
+
+Not linear. An adaptive routing's loads are not linear in the demand (they
+are homogeneous of degree 1: scaling every flow scales every load), so
+:attr:`Routing.linear` is False, and the consumers that route demands
+separately and add the loads (several jobs, background traffic, the mapping
+search's incremental moves, the latency model's path latencies, the
+flow-level incidence) refuse it. The ideal adaptive mix is a bound
+(``bounds=dragonfly_adaptive``, :mod:`evaluator.lp`), never a routing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .._ops import differentiable, take
+from ..errors import ConfigError, ResourceError, is_int, require
+from ..topology import DragonflyTopology, FatTreeTopology, TorusTopology
+from . import _dor, _dragonfly, _fat_tree
+from .base import Routing, RoutingKind, RoutingOperator
+
+__all__ = ["AdaptiveRouting", "UgalRouting", "TorusAdaptiveRouting", "FtAdaptiveRouting", "AdaptiveOperator",
+           "ugal", "torus_adaptive", "ft_adaptive", "torus_orders", "ft_candidate_paths", "UGAL", "TORUS_ADAPTIVE",
+           "FT_ADAPTIVE", "DEFAULT_ITERATIONS", "DEFAULT_POWER", "MAX_DENSE_PAIRS", "MAX_FT_CANDIDATES", "VARIANTS"]
+
+DEFAULT_ITERATIONS = 128
+"""Fixed-point iterations (damped best-response steps) unless ``routing.iterations`` says otherwise."""
+
+DEFAULT_POWER = 32.0
+"""The congestion exponent of the global variants' path costs unless ``routing.power`` says otherwise (module
+docstring, "Path costs"): a link's cost is its busy time relative to the busiest link's, to this power."""
+
+MAX_POWER = 64.0
+
+MAX_ITERATIONS = 100_000
+
+MAX_DENSE_PAIRS = 1 << 20
+"""Most endpoint pairs a dense (rank-one) demand is expanded into (router pairs; leaf pairs on a fat tree)."""
+
+MAX_FT_CANDIDATES = 4096
+"""Most up paths (product of the up ports of every tier) ``ft_adaptive`` considers per flow."""
+
+VARIANTS = ("global", "local")
+NONMINIMAL = ("valiant", "valiant_router")
+TORUS_ORDER_SETS = ("auto", "all", "rotations")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# specs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveRouting(Routing):
+    """An adaptive routing: a fixed point of a decision rule over linear candidates (module docstring).
+
+    Attributes
+    ----------
+    variant
+        ``"global"`` (path costs) or ``"local"`` (what the deciding router sees of its own queues).
+    iterations
+        Fixed-point iterations (Frank-Wolfe or successive-averages steps).
+    power
+        The congestion exponent ``p`` of the global variants' path costs (``(busy time / busiest)^p`` summed along
+        the path; 1: busy times, a Wardrop equilibrium with linear costs; large: the path's bottleneck).
+    """
+
+    kind: str = ""
+    variant: str = "global"
+    iterations: int = DEFAULT_ITERATIONS
+    power: float = DEFAULT_POWER
+
+    @property
+    def linear(self) -> bool:
+        """False: the loads depend on the demand through the decision rule."""
+        return False
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}-{self.variant}" + self._power_label()
+
+    def _power_label(self) -> str:
+        return f"-p{self.power:g}" if self.variant == "global" and self.power != DEFAULT_POWER else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class UgalRouting(AdaptiveRouting):
+    """UGAL on a Dragonfly: ``variant`` global (UGAL-G) or local (UGAL-L), ``threshold`` >= 0 (a bias towards
+    minimal in units of the busiest link's time), ``nonminimal`` valiant | valiant_router."""
+
+    kind: str = "ugal"
+    threshold: float = 0.0
+    nonminimal: str = "valiant"
+
+    @property
+    def label(self) -> str:
+        lab = f"ugal-{'g' if self.variant == 'global' else 'l'}"
+        if self.nonminimal != "valiant":
+            lab += "-vrouter"
+        return lab + (f"-t{self.threshold:g}" if self.threshold else "") + self._power_label()
+
+
+@dataclasses.dataclass(frozen=True)
+class TorusAdaptiveRouting(AdaptiveRouting):
+    """Minimal adaptive routing on a torus: DOR in several dimension orders (``orders``: auto | all | rotations),
+    the split by load; ``tie`` as DOR's."""
+
+    kind: str = "torus_adaptive"
+    orders: str = "auto"
+    tie: str = "split"
+
+    @property
+    def label(self) -> str:
+        return f"torus_adaptive-{self.variant}-{self.orders}" + self._power_label()
+
+
+@dataclasses.dataclass(frozen=True)
+class FtAdaptiveRouting(AdaptiveRouting):
+    """Adaptive up-port choice on a fat tree: ``variant`` local (each switch by its own up-port queues, the
+    default) or global (whole-path costs)."""
+
+    kind: str = "ft_adaptive"
+    variant: str = "local"
+
+
+def _check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, float]:
+    require(isinstance(variant, str) and variant in VARIANTS, "routing.variant", variant, f"one of {list(VARIANTS)}")
+    require(is_int(iterations) and 1 <= int(iterations) <= MAX_ITERATIONS, "routing.iterations", iterations,
+            f"an integer in [1, {MAX_ITERATIONS}] (fixed-point iterations)",
+            f"{DEFAULT_ITERATIONS} is the default; the gap falls about as 1 / iterations.")
+    ok = isinstance(power, (int, float)) and not isinstance(power, bool) and np.isfinite(power) \
+        and 1.0 <= power <= MAX_POWER
+    require(ok, "routing.power", power, f"a number in [1, {MAX_POWER:g}] (the congestion exponent of the global "
+            "variants' path costs)", f"{DEFAULT_POWER:g} is the default; 1 sums the busy times along the path "
+            "(docs/adaptive_routing.md).")
+    return variant, int(iterations), float(power)
+
+
+def ugal(variant: str = "global", threshold: float = 0.0, nonminimal: str = "valiant",
+         iterations: int = DEFAULT_ITERATIONS, power: float = DEFAULT_POWER) -> UgalRouting:
+    """UGAL on a Dragonfly as a flow-level fixed point (module docstring)."""
+    variant, iterations, power = _check_common(variant, iterations, power)
+    ok = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and np.isfinite(threshold) \
+        and threshold >= 0
+    require(ok, "routing.threshold", threshold, "a finite number >= 0 (bias towards minimal, in units of the "
+            "busiest link's busy time)")
+    require(isinstance(nonminimal, str) and nonminimal in NONMINIMAL, "routing.nonminimal", nonminimal,
+            f"one of {list(NONMINIMAL)}")
+    return UgalRouting(variant=variant, iterations=iterations, threshold=float(threshold), nonminimal=nonminimal,
+                       power=power)
+
+
+def torus_adaptive(variant: str = "global", orders: str = "auto", tie: str = "split",
+                   iterations: int = DEFAULT_ITERATIONS, power: float = DEFAULT_POWER) -> TorusAdaptiveRouting:
+    """Minimal adaptive routing on a torus over DOR orders, as a flow-level fixed point (module docstring)."""
+    variant, iterations, power = _check_common(variant, iterations, power)
+    require(isinstance(orders, str) and orders in TORUS_ORDER_SETS, "routing.orders", orders,
+            f"one of {list(TORUS_ORDER_SETS)}", "auto: every order for up to 3 dimensions, the cyclic rotations "
+            "above.")
+    require(isinstance(tie, str) and tie in _dor.TIE_RULES, "routing.tie", tie, f"one of {list(_dor.TIE_RULES)}")
+    return TorusAdaptiveRouting(variant=variant, iterations=iterations, orders=orders, tie=tie, power=power)
+
+
+def ft_adaptive(variant: str = "local", iterations: int = DEFAULT_ITERATIONS,
+                power: float = DEFAULT_POWER) -> FtAdaptiveRouting:
+    """Adaptive up-port choice on a fat tree as a flow-level fixed point (module docstring)."""
+    variant, iterations, power = _check_common(variant, iterations, power)
+    return FtAdaptiveRouting(variant=variant, iterations=iterations, power=power)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the fixed point (one design point)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Family:
+    """Candidates of one adaptive routing on one topology.
+
+    ``prepare(tables, src, dst, weight) -> (loads, costs)``: ``loads(W[F, K]) -> [router_link]`` (bytes of
+    the split demand), ``costs(gl[router_link]) -> (c[F, K], d[F, K])`` (path costs and decision costs,
+    before the threshold). ``bias[k]``: multiples of ``threshold * max gl`` added to ``d[:, k]``.
+    """
+
+    K: int
+    tables: dict
+    prepare: Callable
+    bias: tuple[float, ...]
+
+
+TIE_RTOL = 1e-9
+"""Decision costs within this relative distance of a flow's least are ties (DESIGN.md "Ties are ties"): the lowest
+candidate index among them wins."""
+
+
+def _first_least(d, c):
+    """Index of the first candidate whose decision cost is within :data:`TIE_RTOL` of the least, per flow, relative
+    to the flow's largest decision or path cost (``c``: a regret's differences are ties relative to the busy
+    times they are differences of)."""
+    lo = jnp.min(d, axis=1, keepdims=True)
+    scale = jnp.maximum(jnp.max(jnp.abs(d), axis=1, keepdims=True), jnp.max(jnp.abs(c), axis=1, keepdims=True))
+    tol = TIE_RTOL * scale + 1e-300
+    return jnp.argmax(d <= lo + tol, axis=1)
+
+
+def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, tables, src, dst, weight,
+           power: float = 1.0):
+    """``(loads, x[F, K], gap)`` of one point (module docstring); ``line_search``: Frank-Wolfe's exact step on the
+    potential ``sum_l capacity_l (load_l / capacity_l)^(p+1) / (p+1)`` (``p = power``: closed form for ``p = 1``,
+    bisection on its derivative otherwise) instead of MSA's ``1 / (t + 2)``. ``power`` raises every link's busy
+    time to ``p`` in the path costs (normalised by the busiest link's, so only ratios matter)."""
+    K = fam.K
+    with differentiable():
+        loads_fn, costs_fn = fam.prepare(tables, src, dst, weight)
+        inv = tables["_inv_cap"]
+        bias = jnp.asarray(fam.bias, weight.dtype)
+
+        def congestion(gl):
+            if power == 1.0:
+                return gl
+            top = jnp.max(gl, initial=0.0)
+            return (gl / jnp.where(top > 0, top, 1.0)) ** power
+
+        def decide(x):
+            load = loads_fn(weight[:, None] * x)
+            gl = load * inv
+            gc = congestion(gl)
+            c, d = costs_fn(gc)
+            if threshold:
+                d = d + bias[None, :] * (threshold * jnp.max(gc, initial=0.0))
+            return load, c, d
+
+        x0 = jnp.zeros((weight.shape[0], K), weight.dtype).at[:, 0].set(1.0)
+
+        def step_size(load, delta):
+            if power == 1.0:
+                num = -jnp.sum(load * inv * delta)
+                den = jnp.sum(delta * delta * inv)
+                return jnp.clip(jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0), 0.0, 1.0)
+            top = jnp.maximum(jnp.max(load * inv, initial=0.0), jnp.max((load + delta) * inv, initial=0.0))
+            scale = jnp.where(top > 0, inv / top, 0.0)
+
+            def slope(s):  # the potential's derivative along delta (increasing in s: the potential is convex)
+                return jnp.sum(jnp.maximum((load + s * delta) * scale, 0.0) ** power * delta)
+
+            def bisect(_, lohi):
+                lo, hi = lohi
+                mid = 0.5 * (lo + hi)
+                up = slope(mid) > 0
+                return jnp.where(up, lo, mid), jnp.where(up, mid, hi)
+
+            lo, hi = lax.fori_loop(0, 60, bisect, (jnp.zeros((), load.dtype), jnp.ones((), load.dtype)))
+            return jnp.where(slope(0.0) >= 0, 0.0, jnp.where(slope(1.0) <= 0, 1.0, 0.5 * (lo + hi)))
+
+        def body(t, x):
+            load, c, d = decide(x)
+            b = jax.nn.one_hot(_first_least(d, c), K, dtype=x.dtype)
+            if not line_search:
+                return x + (b - x) / (t + 2).astype(x.dtype)
+            delta = loads_fn(weight[:, None] * b) - load
+            return x + step_size(load, delta) * (b - x)
+
+        x = lax.fori_loop(0, iterations, body, x0) if K > 1 else x0
+        load, c, d = decide(x)
+    excess = jnp.sum(x * d, axis=1) - jnp.min(d, axis=1)
+    scale = jnp.sum(weight * jnp.sum(x * c, axis=1))
+    gap = jnp.sum(weight * excess) / jnp.maximum(scale, jnp.finfo(weight.dtype).tiny)
+    return load, x, gap
+
+
+def _extra_sums(loads, extra, dtype):
+    if extra is None:
+        return loads
+    entries, size = extra
+    buf = jnp.zeros(size, dtype)
+    for idx, w in entries:
+        buf = buf.at[idx].add(w)
+    return jnp.concatenate([loads, buf])
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class AdaptiveOperator(RoutingOperator):
+    """A :class:`RoutingOperator` of an adaptive routing, with the fixed point's state.
+
+    ``solve(tables, src, dst, weight) -> (loads, x, gap)``: the router-link loads, the split ``x[flow,
+    candidate]`` and the relative gap (module docstring) of one point of flows; ``solve_dense(tables, u, v)``:
+    the same for dense demand (its flows are the endpoint pairs ``s * E + d``, ``s != d`` included with weight 0).
+    ``candidates``: the candidates' names, in index order.
+    """
+
+    solve: Callable | None = None
+    solve_dense: Callable | None = None
+    candidates: tuple[str, ...] = ()
+
+
+def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: int, dense_pad: int = 0
+                   ) -> AdaptiveOperator:
+    threshold = float(getattr(routing, "threshold", 0.0))
+    iterations = int(routing.iterations)
+    line_search = routing.variant == "global" and threshold == 0.0
+    n_rl = int(topo.n_router_links)
+    cap = np.asarray(topo.capacity, np.float64)[:n_rl]
+    tables = dict(fam.tables)
+    tables["_inv_cap"] = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+
+    power = float(routing.power) if routing.variant == "global" else 1.0
+
+    def solve(tables, src, dst, weight):
+        return _solve(fam, threshold, iterations, line_search, tables, src.astype(jnp.int32), dst.astype(jnp.int32),
+                      weight, power)
+
+    def apply(tables, src, dst, weight, extra=None):
+        return _extra_sums(solve(tables, src, dst, weight)[0], extra, weight.dtype)
+
+    E = n_end
+    pairs = E * E
+
+    def solve_dense(tables, u, v):
+        if pairs > MAX_DENSE_PAIRS:
+            raise ResourceError("routing.kind", routing.kind,
+                                f"dense traffic over at most {MAX_DENSE_PAIRS:,} endpoint pairs",
+                                f"{topo.name} has {E:,} endpoints, {pairs:,} pairs: an adaptive routing routes "
+                                "dense demand per pair. Use an oblivious routing (minimal, valiant, dor, "
+                                "ecmp_spray) for this size, or bounds=true for the ideal adaptive mix.")
+        s = jnp.repeat(jnp.arange(E, dtype=jnp.int32), E)
+        d = jnp.tile(jnp.arange(E, dtype=jnp.int32), E)
+        w = jnp.where(s != d, (u[:E, None] * v[None, :E]).reshape(-1), 0.0)
+        return solve(tables, s, d, w)
+
+    def apply_dense(tables, u, v):
+        return solve_dense(tables, u, v)[0]
+
+    nnz = int(sum(np.asarray(t).size for t in tables.values()))
+    return AdaptiveOperator(routing, topo.name, tables, apply, apply_dense, nnz, solve=solve,
+                            solve_dense=solve_dense, candidates=tuple(names))
+
+
+def _sub(tables: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in tables.items() if k.startswith(prefix)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dragonfly: UGAL
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _df_first_links(topo: DragonflyTopology) -> np.ndarray:
+    """``first[s * g + D, c]``: the first router link from router ``s`` towards group ``D != G(s)`` over copy
+    ``c`` of the global link ``G(s) -> D`` (the local link to its owner, or the global link itself when ``s``
+    owns it); 0 where ``D == G(s)`` (unused)."""
+    a, g, m = int(topo.a), int(topo.g), int(topo.links_per_pair)
+    go = np.asarray(topo.global_owner)  # [S, D, c] index of the owner in S
+    gl = np.asarray(topo.global_link)  # [S, D, c] link id
+    ll = np.asarray(topo.local_link)  # [G, i, j]
+    R = g * a
+    first = np.zeros((R, g, m), np.int64)
+    for s in range(R):
+        S, i = divmod(s, a)
+        for D in range(g):
+            if D == S:
+                continue
+            for c in range(m):
+                own = int(go[S, D, c])
+                first[s, D, c] = gl[S, D, c] if own == i else ll[S, i, own]
+    return first.reshape(R * g, m).astype(np.int32)
+
+
+def _ugal_operator(topo: DragonflyTopology, routing: UgalRouting) -> AdaptiveOperator:
+    a, g, m = int(topo.a), int(topo.g), int(topo.links_per_pair)
+    R = g * a
+    require(g >= 3, "routing.kind", "ugal", "'minimal' on a Dragonfly with fewer than 3 groups",
+            f"UGAL's non-minimal candidate needs an intermediate group other than source and destination; g = {g}.")
+    ops = [_dragonfly.build_operator(topo, _dragonfly.minimal()),
+           _dragonfly.build_operator(topo, Routing(routing.nonminimal))]
+    tables = {f"m/{k}": v for k, v in ops[0].tables.items()}
+    tables.update({f"v/{k}": v for k, v in ops[1].tables.items()})
+    local = routing.variant == "local"
+    if local:
+        tables["first"] = _df_first_links(topo)
+    vrouter = routing.nonminimal == "valiant_router"
+
+    def prepare(tables, src, dst, weight):
+        tm, tv = _sub(tables, "m/"), _sub(tables, "v/")
+        fm = lambda w: ops[0].apply(tm, src, dst, w)  # noqa: E731
+        fv = lambda w: ops[1].apply(tv, src, dst, w)  # noqa: E731
+        _, pull_m = jax.vjp(fm, weight)
+        _, pull_v = jax.vjp(fv, weight)
+        Gs, Gd = src // a, dst // a
+        inter = Gs != Gd
+        if local:
+            ones = jnp.ones(int(topo.n_router_links), weight.dtype)
+            H = jnp.stack([pull_m(ones)[0], pull_v(ones)[0]], axis=1)
+
+        def loads(W):
+            return fm(W[:, 0]) + fv(W[:, 1])
+
+        def costs(gl):
+            c = jnp.stack([pull_m(gl)[0], pull_v(gl)[0]], axis=1)
+            if not local:
+                return c, c
+            F = take(gl, tables["first"]).mean(axis=1).reshape(R, g)  # [s, D] first-hop busy time towards D
+            Fs = take(F, src)  # [flow, g]
+            own = jnp.arange(g, dtype=Gs.dtype)[None, :] == Gs[:, None]
+            f_min = jnp.take_along_axis(Fs, Gd[:, None], axis=1)[:, 0]
+            others = jnp.where(own, 0.0, Fs).sum(axis=1)  # sum over I != S
+            if vrouter:
+                f_val = (a / R) * (f_min + others)
+            else:
+                f_val = (others - f_min) / (g - 2)
+            f_val = jnp.where(inter, f_val, f_min)
+            d = jnp.stack([f_min, f_val], axis=1) * H
+            return c, d
+
+        return loads, costs
+
+    fam = _Family(2, tables, prepare, (0.0, 1.0))
+    return _make_operator(topo, routing, fam, ("minimal", routing.nonminimal), R)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torus: DOR over several orders
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def torus_orders(ndim: int, orders: str) -> list[tuple[int, ...]]:
+    """The dimension orders of ``torus_adaptive``'s candidates: ``all`` permutations, the ``rotations`` of
+    ``0 .. ndim-1``, or ``auto`` (all for ``ndim <= 3``, rotations above). The first is ``0 .. ndim-1``."""
+    if orders == "all" or (orders == "auto" and ndim <= 3):
+        return list(itertools.permutations(range(ndim)))
+    base = list(range(ndim))
+    return [tuple(base[i:] + base[:i]) for i in range(ndim)]
+
+
+def _torus_operator(topo: TorusTopology, routing: TorusAdaptiveRouting) -> AdaptiveOperator:
+    perms = torus_orders(int(topo.ndim), routing.orders)
+    ops = [_dor.build_operator(topo, _dor.dor(order=list(p), tie=routing.tie)) for p in perms]
+    n_rl = int(topo.n_router_links)
+    tables = {f"f/{k}": v for k, v in ops[0].flow_tables.items()}  # the same for every order
+    tables["_link_src"] = np.asarray(topo.link_src, np.int64)[:n_rl].astype(np.int32)
+    local = routing.variant == "local"
+    K = len(ops)
+
+    def prepare(tables, src, dst, weight):
+        ft = _sub(tables, "f/")
+        lists = [op.flow_links(ft, src, dst) for op in ops]
+        W = max(lk.shape[1] for lk, _ in lists)
+        pad = lambda x, v: jnp.pad(x, ((0, 0), (0, W - x.shape[1])), constant_values=v)  # noqa: E731
+        links = jnp.stack([pad(lk, -1) for lk, _ in lists], axis=1)  # [F, K, W]
+        frac = jnp.stack([pad(fr, 0.0) for _, fr in lists], axis=1)
+        return _list_functions(tables, links, frac, src, n_rl, local)
+
+    fam = _Family(K, tables, prepare, (0.0,) * K)
+    names = tuple("dor-" + "".join(map(str, p)) for p in perms)
+    return _make_operator(topo, routing, fam, names, int(topo.n_routers))
+
+
+def _list_functions(tables, links, frac, src, n_rl: int, local: bool, regret=None):
+    """``(loads, costs)`` of candidates given as link lists ``links[F, K, W]`` with byte fractions ``frac``."""
+    on = links >= 0
+    safe = jnp.where(on, links, 0)
+    frac = jnp.where(on, frac, 0.0)
+    idx = jnp.where(on, links, n_rl).reshape(-1)
+    if local and regret is None:
+        first = on & (take(tables["_link_src"], safe) == src[:, None, None])
+        H = frac.sum(axis=2)
+
+    def loads(Wx):
+        vals = (Wx[:, :, None] * frac).reshape(-1)
+        return jnp.zeros(n_rl + 1, Wx.dtype).at[idx].add(vals)[:n_rl]
+
+    def costs(gl):
+        gv = take(gl, safe)
+        c = (frac * gv).sum(axis=2)
+        if not local:
+            return c, c
+        if regret is not None:
+            return c, regret(gl)
+        q1 = jnp.where(first, frac * gv, 0.0).sum(axis=2)
+        return c, q1 * H
+
+    return loads, costs
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fat tree: adaptive up ports
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _ft_hops(xp, topo: FatTreeTopology, tiers, a, d, p):
+    """Per tier ``(crosses, up link, down link, switch, U)`` of flows from node ``a`` to node ``d`` on up path
+    ``p`` (mixed radix of the tiers' up ports, tier 1 fastest); ``switch``: the global offset of the up links of
+    the level-``t`` switch the path leaves (its ``U`` up links follow it)."""
+    m1 = int(topo.children[0])
+    c_up, c_down = a // m1, d // m1
+    rest = p
+    out = []
+    for T in tiers:
+        U, pl, Y, t = T["U"], T["pl"], T["Y"], T["t"]
+        w, m_next = U // pl, int(topo.children[t])
+        u = rest % U
+        rest = rest // U
+        y, k = u // pl, u % pl
+        base = T["up"] + c_up * U
+        out.append(((a // T["S"]) != (d // T["S"]), base + u, T["down"] + c_down * U + y * pl + k, base, U))
+        c_up = (c_up // Y // m_next) * (w * Y) + y * Y + c_up % Y
+        c_down = (c_down // Y // m_next) * (w * Y) + y * Y + c_down % Y
+    return out
+
+
+def ft_candidate_paths(topo: FatTreeTopology, src_leaf: int, dst_leaf: int) -> list[list[int]]:
+    """``ft_adaptive``'s candidate paths from leaf ``src_leaf`` to leaf ``dst_leaf``, in candidate order: each
+    the list of its router links (up, then down), walked on the host."""
+    tiers = _fat_tree._tiers(topo)
+    m1 = int(topo.children[0])
+    P = int(np.prod([T["U"] for T in tiers], dtype=np.int64)) if tiers else 1
+    out = []
+    for p in range(P):
+        hops = _ft_hops(np, topo, tiers, src_leaf * m1, dst_leaf * m1, p)
+        up = [int(h[1]) for h in hops if h[0]]
+        down = [int(h[2]) for h in hops if h[0]]
+        out.append(up + down[::-1])
+    return out
+
+
+def _ft_operator(topo: FatTreeTopology, routing: FtAdaptiveRouting) -> AdaptiveOperator:
+    tiers = _fat_tree._tiers(topo)
+    P = int(np.prod([T["U"] for T in tiers], dtype=np.int64)) if tiers else 1
+    if P > MAX_FT_CANDIDATES:
+        raise ResourceError("routing.kind", routing.kind,
+                            f"fat trees with at most {MAX_FT_CANDIDATES} up paths per flow (product of the up ports "
+                            "of every tier)", f"{topo.name} has {P:,}. Use ecmp_spray (the even split) or dmodk.")
+    n_rl = int(topo.n_router_links)
+    m1 = int(topo.children[0])
+    local = routing.variant == "local"
+
+    def prepare(tables, src, dst, weight):
+        shape = (src.shape[0], P)
+        a = jnp.broadcast_to((src * m1)[:, None], shape)
+        d = jnp.broadcast_to((dst * m1)[:, None], shape)
+        p = jnp.broadcast_to(jnp.arange(P, dtype=jnp.int32)[None, :], shape)
+        hops = _ft_hops(jnp, topo, tiers, a, d, p)
+        cols, fr = [], []
+        for crosses, up, down, _, _ in hops:
+            on = jnp.broadcast_to(crosses, up.shape)
+            cols += [jnp.where(on, up, -1), jnp.where(on, down, -1)]
+            fr += [on.astype(weight.dtype)] * 2
+        if not cols:
+            cols, fr = [jnp.full((src.shape[0], P), -1, jnp.int32)], [jnp.zeros((src.shape[0], P), weight.dtype)]
+        links = jnp.stack(cols, axis=2)
+        frac = jnp.stack(fr, axis=2)
+
+        def regret(gl):
+            r = jnp.zeros(links.shape[:2], gl.dtype)
+            for crosses, up, _, base, U in hops:
+                ports = take(gl, base[..., None] + jnp.arange(U, dtype=base.dtype).reshape(1, 1, U))  # [F, P, U]
+                r = r + jnp.where(crosses, take(gl, up) - ports.min(axis=2), 0.0)
+            return r
+
+        return _list_functions(tables, links, frac, src, n_rl, local, regret if local else None)
+
+    fam = _Family(P, {}, prepare, (0.0,) * P)
+    names = tuple(f"up{p}" for p in range(P))
+    return _make_operator(topo, routing, fam, names, topo.switches(1))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# configs and registry entries
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _kind_check(topo, kind: str, cls) -> None:
+    if not isinstance(topo, cls):
+        raise ConfigError("routing.kind", kind, f"a routing for a {cls.__name__}", "Pick a routing group that "
+                          "matches the topology.")
+
+
+def build_operator(topo, routing: AdaptiveRouting) -> AdaptiveOperator:
+    """Compile an adaptive routing for one topology (host side)."""
+    if routing.kind == "ugal":
+        _kind_check(topo, "ugal", DragonflyTopology)
+        return _ugal_operator(topo, routing)
+    if routing.kind == "torus_adaptive":
+        _kind_check(topo, "torus_adaptive", TorusTopology)
+        return _torus_operator(topo, routing)
+    _kind_check(topo, "ft_adaptive", FatTreeTopology)
+    return _ft_operator(topo, routing)
+
+
+@dataclass
+class UgalConfig:
+    """UGAL on a Dragonfly (flow-level fixed point): ``variant`` global | local, ``threshold`` >= 0 (bias towards
+    minimal, in units of the busiest link's time), ``nonminimal`` valiant | valiant_router, ``iterations``."""
+
+    kind: str = "ugal"
+    variant: str = "global"
+    threshold: float = 0.0
+    nonminimal: str = "valiant"
+    iterations: int = DEFAULT_ITERATIONS
+    power: float = DEFAULT_POWER
+
+
+@dataclass
+class TorusAdaptiveConfig:
+    """Minimal adaptive routing on a torus over DOR orders: ``variant`` global | local, ``orders`` auto | all |
+    rotations, ``tie`` split | positive, ``iterations``."""
+
+    kind: str = "torus_adaptive"
+    variant: str = "global"
+    orders: str = "auto"
+    tie: str = "split"
+    iterations: int = DEFAULT_ITERATIONS
+    power: float = DEFAULT_POWER
+
+
+@dataclass
+class FtAdaptiveConfig:
+    """Adaptive up-port choice on a fat tree: ``variant`` local | global, ``iterations``."""
+
+    kind: str = "ft_adaptive"
+    variant: str = "local"
+    iterations: int = DEFAULT_ITERATIONS
+    power: float = DEFAULT_POWER
+
+
+UGAL = RoutingKind("ugal", UgalConfig,
+                   lambda cfg: ugal(cfg.variant, cfg.threshold, cfg.nonminimal, cfg.iterations, cfg.power),
+                   topologies=("dragonfly",), operator=build_operator)
+TORUS_ADAPTIVE = RoutingKind("torus_adaptive", TorusAdaptiveConfig,
+                             lambda cfg: torus_adaptive(cfg.variant, cfg.orders, cfg.tie, cfg.iterations,
+                                                        cfg.power),
+                             topologies=("torus",), operator=build_operator)
+FT_ADAPTIVE = RoutingKind("ft_adaptive", FtAdaptiveConfig,
+                          lambda cfg: ft_adaptive(cfg.variant, cfg.iterations, cfg.power),
+                          topologies=("fat_tree",), operator=build_operator)

@@ -1,0 +1,197 @@
+"""The mapping search's lower bound (evaluator.mapping.bound: mapping_bound).
+
+Certified: on small networks of every family (torus with DOR, Dragonfly minimal and Valiant, fat tree D-mod-k),
+one and two tasks per node, every mapping of the job onto the nodes is evaluated by the batched kernel
+(:func:`evaluator.evaluate_batch`) and the bound is at most the fastest; where the network binds (node links
+faster than router links), the bound is above the node-link bound of before and is what binds. The routing's
+route lengths are checked against the torus distance (a DOR route is a shortest one) and the bench's cases
+against the mapping the search finds.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from evaluator.evaluation import evaluate_batch
+from evaluator.mapping import search_mapping
+from evaluator.mapping.bound import _router_distances, endpoint_bound, mapping_bound, task_node_bound
+from evaluator.placement import explicit
+from evaluator.routing import dor
+from evaluator.topology import dragonfly, fat_tree, torus
+from evaluator.traffic import from_flows, phased
+from helpers import TOL
+
+REL = TOL["rel"]
+
+
+def random_flows(n, m, seed, lo=1e5, hi=1e6):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = (src + 1 + rng.integers(0, n - 1, m)) % n
+    return from_flows(n, src, dst, rng.uniform(lo, hi, m))
+
+
+def every_mapping(nodes, n_tasks, tpn):
+    """Every map of ``n_tasks`` tasks onto ``nodes`` with at most ``tpn`` tasks per node, ``[map, task]``."""
+    nodes = np.asarray(nodes)
+    if tpn == 1:
+        return nodes[np.array(list(itertools.permutations(range(nodes.size), n_tasks)))]
+    idx = np.array(list(itertools.product(range(nodes.size), repeat=n_tasks)))
+    counts = np.stack([(idx == k).sum(axis=1) for k in range(nodes.size)], axis=1)
+    return nodes[idx[(counts <= tpn).all(axis=1)]]
+
+
+def exhaustive_min(topo, routing, traffic, maps):
+    ct = evaluate_batch(topo, routing, traffic, [explicit(topo, m, "m") for m in maps])
+    return float(np.min(ct.metrics["completion_time"]))
+
+
+# the small cases: (name, topology, routing, nodes); "fast" node links: the network binds
+CASES = {
+    "torus 3x3, dor": (lambda fast: torus((3, 3), injection_bandwidth=1e12 if fast else None), "dor", range(9)),
+    "torus 2x2x2, dor": (lambda fast: torus((2, 2, 2), injection_bandwidth=1e12 if fast else None), "dor",
+                         range(8)),
+    "DF(2,4,2,9), minimal": (lambda fast: dragonfly(2, 4, 2, 9, bandwidth_p=1e12 if fast else 1e10), "minimal",
+                             [0, 1, 8, 9, 16, 17, 24]),
+    "DF(2,4,2,9), valiant": (lambda fast: dragonfly(2, 4, 2, 9, bandwidth_p=1e12 if fast else 1e10), "valiant",
+                             [0, 1, 8, 9, 16, 17, 24]),
+    "fat tree k=4 2 levels, dmodk": (lambda fast: fat_tree(k=4, levels=2, injection_bandwidth=1e12 if fast
+                                                           else 12.5e9), "dmodk", [0, 1, 4, 5, 8, 12, 13]),
+}
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["default links", "fast node links"])
+@pytest.mark.parametrize("tpn", [1, 2])
+@pytest.mark.parametrize("case", list(CASES))
+def test_bound_below_every_mapping(case, tpn, fast):
+    make, routing, nodes = CASES[case]
+    topo = make(fast)
+    nodes = np.asarray(list(nodes))[: 7 if tpn == 1 else 5]
+    tr = random_flows(6, 14, 1)
+    maps = every_mapping(nodes, 6, tpn)
+    best = exhaustive_min(topo, routing, tr, maps)
+    bd = mapping_bound(topo, tr, routing, nodes=nodes, tasks_per_node=tpn)
+    assert 0 < bd.value <= best * (1 + REL)
+    assert bd.value == max(bd.parts.values()) and bd.parts[bd.binding] == bd.value
+    assert all(v <= best * (1 + REL) for v in bd.parts.values())
+    assert bd.parts["endpoint"] == pytest.approx(task_node_bound(topo, tr, nodes, tpn), rel=REL)
+    if tpn == 1:
+        assert bd.parts["endpoint"] == pytest.approx(endpoint_bound(topo, tr), rel=REL)  # the bound of before
+    if fast:  # node links 100x faster: the network binds, well above the node-link bound
+        assert bd.binding != "endpoint" and bd.network() is not None
+        assert bd.value > 2 * bd.parts["endpoint"]
+        assert bd.value >= best / 8  # not trivial: within 8x of the optimum on these cases (3.8x to 7.4x)
+
+
+def test_bound_below_every_mapping_phased_and_asymmetric():
+    """Two phases (the mapping shared: bytes summed over phases) on a 2x3 mesh-like torus with unequal link
+    bandwidths per dimension (the 1/capacity weighting), two tasks per node."""
+    topo = torus((2, 3), link_bandwidth=[2e9, 5e8], injection_bandwidth=1e12)
+    tr = phased([random_flows(6, 10, 3), random_flows(6, 10, 4, 1e4, 1e7)])
+    nodes = np.arange(6)
+    for tpn in (1, 2):
+        maps = every_mapping(nodes, 6, tpn)
+        best = exhaustive_min(topo, "dor", tr, maps)
+        bd = mapping_bound(topo, tr, "dor", nodes=nodes, tasks_per_node=tpn)
+        assert 0 < bd.value <= best * (1 + REL)
+        assert "network/cap" in bd.parts
+        assert bd.binding != "endpoint"
+
+
+def test_cut_bound_binds_on_a_tapered_fat_tree():
+    """8 tasks in two cliques-with-a-bridge on a fat tree whose leaves have little up-link capacity: the
+    Donath-Hoffman cut bound over the leaves (every leaf holds at most 4 tasks: some bytes leave it) binds."""
+    topo = fat_tree([4, 4], [1, 1], injection_bandwidth=1e12, link_bandwidth=1e9)
+    rng = np.random.default_rng(0)
+    src, dst = np.array([(i, j) for i in range(8) for j in range(8) if i != j]).T
+    tr = from_flows(8, src, dst, rng.uniform(1e5, 1e6, src.size))
+    nodes = np.arange(topo.n_nodes)[:8]  # two leaves of four
+    maps = every_mapping(nodes, 8, 1)
+    best = exhaustive_min(topo, "dmodk", tr, maps)
+    bd = mapping_bound(topo, tr, "dmodk", nodes=nodes)
+    assert 0 < bd.value <= best * (1 + REL)
+    assert bd.binding != "endpoint"
+
+
+def test_route_lengths_are_torus_distances():
+    """The hop counts read off DOR's tables (w = 1 on every router link) are the torus distance (a DOR route
+    is a shortest path; a tie on an even ring is split between two shortest ways)."""
+    topo = torus((4, 3))
+    R = topo.n_routers
+    W = np.ones((1, topo.n_router_links))
+    D, support, oblivious = _router_distances(topo, dor(), np.arange(R), W)
+    c = np.asarray(topo.router_coords)
+    diff = np.abs(c[:, None, :] - c[None, :, :])
+    dist = np.minimum(diff, np.array([4, 3]) - diff).sum(axis=2)
+    np.testing.assert_allclose(D[0], dist, rtol=0, atol=TOL["prob"])
+    assert oblivious and support.all()
+
+
+def test_valiant_routes_are_longer_and_the_bound_counts_them():
+    """Valiant's expected routes are longer than minimal ones: its network bound is above minimal's on the same
+    job (and both below their exhaustive optima, above)."""
+    topo = dragonfly(2, 4, 2, 9, bandwidth_p=1e12)
+    tr = random_flows(6, 14, 1)
+    nodes = np.arange(0, 72, 8)[:7]  # one node in each of 7 groups
+    a = mapping_bound(topo, tr, "minimal", nodes=nodes)
+    b = mapping_bound(topo, tr, "valiant", nodes=nodes)
+    assert b.parts["class:global"] > a.parts["class:global"]
+
+
+def test_memory_refusal_is_a_note(monkeypatch):
+    """Work that would not fit is refused before it is allocated: the node-link bound stands, and a note says why."""
+    import evaluator.errors as errors
+
+    topo, tr = torus((3, 3)), random_flows(6, 14, 1)
+    monkeypatch.setattr(errors, "available_memory", lambda: 1.0)
+    bd = mapping_bound(topo, tr, "dor")
+    assert bd.binding == "endpoint" and set(bd.parts) == {"endpoint"}
+    assert bd.notes and "not computed" in bd.notes[0] and "memory" in bd.notes[0]
+
+
+@pytest.mark.parametrize("net", [0, 1, 2], ids=["torus 16x8x8", "DF(4,8,4)", "fat tree XGFT(2;32,32;1,16)"])
+def test_bench_cases_bound_below_the_mapping_found(net):
+    """The bench's 1,024-rank mesh halo on its three networks: the bound is below every start and the mapping the
+    search finds (a short search), and at least the node-link bound of before."""
+    from evaluator.bench.mapping import _networks, _pattern
+
+    tr = _pattern("mesh halo", 1024)
+    label, topo, routing = _networks(1024)[net]
+    res = search_mapping(topo, tr, routing, time_budget=60, max_iterations=3, seed=0, progress=False)
+    assert res.bound is not None and res.lower_bound == res.bound.value
+    assert res.lower_bound <= res.completion_time * (1 + REL)
+    assert all(res.lower_bound <= t * (1 + REL) for t in res.starts.values())
+    assert res.lower_bound >= endpoint_bound(topo, tr) * (1 - REL)
+    assert res.bound.network() is not None and res.bound.network()[1] > 0
+
+
+def test_a_routing_that_is_not_linear_is_counted_by_shortest_paths():
+    """A routing that shares bytes by load (``Routing.linear`` False: the adaptive ones) is not read off its
+    tables: every route is at least a shortest path (the torus distance here), and the bound stays below the
+    optimum of an oblivious routing on the same job."""
+    import dataclasses
+
+    from evaluator.mapping.bound import _shortest_distances
+    from evaluator.routing import DorRouting
+
+    class NotLinear(DorRouting):
+        @property
+        def linear(self):
+            return False
+
+    base = dor()
+    r = NotLinear(*[getattr(base, f.name) for f in dataclasses.fields(base)])
+    topo = torus((3, 3), injection_bandwidth=1e12)
+    c = np.asarray(topo.router_coords)
+    diff = np.abs(c[:, None, :] - c[None, :, :])
+    D = _shortest_distances(topo, np.arange(9), np.ones((1, topo.n_router_links)))
+    np.testing.assert_allclose(D[0], np.minimum(diff, 3 - diff).sum(axis=2), rtol=0, atol=TOL["prob"])
+    tr = random_flows(6, 14, 1)
+    nodes = np.arange(7)
+    best = exhaustive_min(topo, "dor", tr, every_mapping(nodes, 6, 1))
+    bd = mapping_bound(topo, tr, r, nodes=nodes)
+    assert any("shortest" in note for note in bd.notes)
+    assert 0 < bd.value <= best * (1 + REL) and bd.binding != "endpoint"
