@@ -89,8 +89,8 @@ def pytest_sessionfinish(session, exitstatus):
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         total = sum(len(v) for v in missing.values())
         if tr is not None:
-            tr.write_line(f"numbers: {total} stated results of README.md and docs/ neither claim-tested nor marked a "
-                          f"timing (`make numbers` lists them; tests/stated_numbers.py)")
+            tr.write_line(f"numbers: {total} stated results of README.md and docs/ neither claim-tested nor marked "
+                          f"(a timing, a citation or an input; `make numbers` lists them; tests/stated_numbers.py)")
             for msg in over:
                 tr.write_line(f"numbers: FAIL {msg}", red=True)
         if over:
