@@ -75,10 +75,57 @@ def check_stated(doc: str, pattern: str, value: float, command: str, count: int 
     """Assert that every number ``doc`` states at ``pattern`` equals ``value`` to its printed precision, and
     that ``doc`` names ``command`` (verbatim)."""
     text = _text(doc)
-    assert " ".join(command.split()) in text, f"{doc} states a number without naming its command {command!r}"
+    named = text.replace(" \\ ", " ")  # a command written over several lines (shell continuations) is named too
+    assert " ".join(command.split()) in named, f"{doc} states a number without naming its command {command!r}"
     for number in stated(doc, pattern, count):
         got = float(number.replace(",", ""))
         tol = precision(number) * (1.0 + slack) + slack * abs(got)
         assert math.isfinite(value), f"{doc}: the tool gives {value} for the stated {number}"
         assert abs(value - got) <= tol, (f"{doc}: states {number} at {pattern!r}, the tool now gives {value!r} "
                                          f"(command: {command}); regenerate the document's number")
+
+
+_NUM = r"[-+]?\d[\d,]*(?:\.\d+)?"
+
+
+def check_output_block(doc: str, command: str, output: str, skip: tuple[str, ...] = ("...",)) -> int:
+    """Check every number of the output block that ``doc`` shows after ``command`` (the first fenced block
+    after the one holding it) against ``output``, the command's output now: each line of the block is found in
+    ``output`` by its label (the text before its first number) and each of its numbers must equal the output
+    line's number at the same place, to the doc's printed precision (as :func:`check_stated`). Lines containing
+    a ``skip`` text and lines without numbers are passed over. Returns how many numbers were checked."""
+    raw = (ROOT / doc).read_text()
+    text = _text(doc)
+    flat = " ".join(command.split())
+    blocks = re.findall(r"```[^\n]*\n(.*?)```", raw, re.S)
+    at = next((i for i, b in enumerate(blocks) if flat in " ".join(b.replace("\\\n", " ").split())), None)
+    assert at is not None and at + 1 < len(blocks), f"{doc}: no output block after the command {command!r}"
+    block = blocks[at + 1]
+    start = text.find(" ".join(block.split()), text.find(" ".join(blocks[at].split())))
+    assert start >= 0, f"{doc}: the output block after {command!r} not found"
+    got_lines = [" ".join(x.split()) for x in output.splitlines()]
+    checked, pos, spans = 0, start, []
+    for line in block.splitlines():
+        line = " ".join(line.split())
+        if not line:
+            continue
+        pos = text.find(line, pos)
+        here, pos = pos, pos + len(line)
+        if any(s in line for s in skip) or not re.search(_NUM, line):
+            continue
+        label = line[: re.search(_NUM, line).start()]
+        cands = [g for g in got_lines if label and g.startswith(label)]
+        assert cands, f"{doc}: the command's output has no line {label!r} (command {command!r})"
+        got = max(cands, key=lambda g: len(os.path.commonprefix([g, line])))  # 'step 1' before 'step 0'
+        want, have = list(re.finditer(_NUM, line)), re.findall(_NUM, got)
+        assert len(have) >= len(want), f"{doc}: {line!r} against the output's {got!r}"
+        for m, value in zip(want, have):
+            number, v = m.group(0), float(value.replace(",", ""))
+            stated_v = float(number.replace(",", ""))
+            assert abs(v - stated_v) <= precision(number) * (1 + 1e-9) + 1e-9 * abs(stated_v), (
+                f"{doc}: states {number} in {line!r}, the tool now prints {value} in {got!r} (command: {command}); "
+                "regenerate the document's output")
+            spans.append((here + m.start(), here + m.end()))
+            checked += 1
+    _record(doc, spans)
+    return checked
