@@ -3,6 +3,8 @@ dataset, and the refusals (issue 27). The search itself: tests/test_mapping_sear
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -96,3 +98,25 @@ def test_named_placements_as_configured_start_first(capsys):
     default_t = float(rows[0].split()[-4])
     found = float(next(line for line in out.splitlines() if line.startswith("mapping found")).split()[2])
     assert found <= default_t
+
+
+def test_skipped_starts_one_summary_line_verbose_lists_why(capsys):
+    """A successful run prints the starts that do not apply (or repeat another) as one line; --verbose prints each
+    with its reason (issue 37: 10-12 error-like lines on a quiet run)."""
+    over = [*TORUS, "save=false"]
+    rc, out, err = _run(over, capsys)
+    assert rc == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("skipped")]
+    m = re.fullmatch(r"skipped (\d+) starts: (\d+) that do not apply here \(([^)]*)\); (\d+) that repeat another "
+                     r"start; --verbose lists why", line)
+    assert m, line
+    names = m.group(3).split(", ")
+    assert "grid_order" in names and int(m.group(2)) == len(names)
+    assert int(m.group(1)) == int(m.group(2)) + int(m.group(4))
+    rc, out_v, err = _run([*over, "--verbose"], capsys)
+    assert rc == 0, err
+    detail = [ln for ln in out_v.splitlines() if ln.startswith("skipped ")]
+    assert len(detail) == int(m.group(1))
+    assert any(ln.startswith("skipped grid_order: the traffic has no task grid") for ln in detail)
+    assert sum(ln.startswith("skipped ") and ": the same mapping as" in ln for ln in detail) == int(m.group(4))
+    assert "--verbose" not in " ".join(detail)

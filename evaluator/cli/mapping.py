@@ -1,5 +1,6 @@
-"""``evaluator map [overrides] [--budget S] [--nodes all|placement|FILE|IDS] [--write-rank-order DIR]``: search
-the task-to-node mapping of one job that minimises its predicted completion time (:mod:`evaluator.mapping`)."""
+"""``evaluator map [overrides] [--budget S] [--nodes all|placement|FILE|IDS] [--write-rank-order DIR]
+[--verbose]``: search the task-to-node mapping of one job that minimises its predicted completion time
+(:mod:`evaluator.mapping`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..io import check_writable, write_dataset
 from ..mapping import Start, search_mapping
 from .._args import ArgumentParser, override_key
 
-__all__ = ["main", "parse_node_ids"]
+__all__ = ["main", "parse_node_ids", "skipped_summary"]
 
 _NODES_HELP = ("the nodes available to the job: 'all' (every compute node of the topology, or of its partition; "
                "default), 'placement' (the nodes the config's placement allocates, in its order: e.g. "
@@ -40,6 +41,23 @@ def parse_node_ids(text: str, field: str = "--nodes") -> JobNodes:
     if not out:
         raise ConfigError(field, text, "at least one node id, e.g. 0-15,32")
     return np.asarray(out, np.int64)
+
+
+_REPEATS = ("the same mapping as",)
+
+
+def skipped_summary(skipped: dict[str, str]) -> str:
+    """One line for the starts a search skipped (``{name: reason}``): those that do not apply to the job, by name,
+    and how many repeat another start; ``--verbose`` prints each with its reason instead."""
+    repeats = [n for n, why in skipped.items() if why.startswith(_REPEATS)]
+    other = [n for n in skipped if n not in repeats]
+    parts = []
+    if other:
+        parts.append(f"{len(other)} that do not apply here ({', '.join(other)})")
+    if repeats:
+        parts.append(f"{len(repeats)} that repeat another start")
+    total = len(skipped)
+    return f"skipped {total} start{'s' if total != 1 else ''}: {'; '.join(parts)}; --verbose lists why"
 
 
 def _nodes(spec: str, point) -> np.ndarray | None:
@@ -130,6 +148,9 @@ def main(argv: list[str]) -> int:
                     help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
     ap.add_argument("--force", action="store_true", help="replace MPICH_RANK_ORDER and node_list already in DIR")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--verbose", action="store_true",
+                    help="list every start that was skipped (does not apply to the job, or repeats another start) "
+                         "with the reason, one line each, instead of one summary line")
     args = ap.parse_intermixed_args(argv)
     if args.write_rank_order is not None:  # refused before anything is computed
         d = Path(args.write_rank_order)
@@ -181,8 +202,11 @@ def main(argv: list[str]) -> int:
     print(f"{'start':<{width}}  {'completion time':>15}  gain of the search")
     for name, ts in res.starts.items():
         print(f"{name:<{width}}  {format_value(ts, 's'):>15}  {res.gain(name) * 100:5.1f} %")
-    for name, why in res.skipped.items():
-        print(f"skipped {name}: {why}")
+    if args.verbose:
+        for name, why in res.skipped.items():
+            print(f"skipped {name}: {why}")
+    elif res.skipped:
+        print(skipped_summary(res.skipped))
     rate = t.evaluated[-1] / t.elapsed[-1] if t.elapsed and t.elapsed[-1] > 0 else 0.0
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "

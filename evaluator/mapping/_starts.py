@@ -9,8 +9,8 @@ node), in this order:
 * ``linear``: the available nodes in fill order, ``tasks_per_node`` tasks
   each (SMP slots, as the launcher fills them);
 * ``grid_order -R -c <cell>``: when the traffic has a task grid (a stencil's
-  ``beta``, a traffic's ``grid`` of the job's task count, also inside
-  phases), Cray's ``grid_order`` rank orders
+  ``beta``, a traffic's ``grid`` of the job's task count, a traffic file's
+  ``traffic.grid`` or ``# grid:`` header, also inside phases), Cray's ``grid_order`` rank orders
   (:func:`~evaluator.placement.rank_order.grid_order`, R major: the traffic's
   row-major task ids) over the same slots, with cells of a node's, a router's
   and a top-level group's slots (the dividing cell of least surface for each);
@@ -45,6 +45,7 @@ from ..errors import ConfigError, check_seed
 from ..placement import KINDS, PlacementContext, alps, grid_order
 from ..placement.nodes import fill_slots
 from ..topology import Topology
+from ..traffic import KINDS as TRAFFIC_KINDS
 from ._partition import check_job, partition_mapping
 
 __all__ = ["Start", "starting_points", "check_job", "task_grid", "NOT_STARTS", "COVERED"]
@@ -77,11 +78,15 @@ def _get(cfg, key):
 
 def task_grid(traffic_cfg, n_tasks: int) -> list[int] | None:
     """The traffic's task grid (row-major task ids) of ``n_tasks`` tasks, or ``None``: a stencil's ``beta``, a
-    ``grid`` list (shift, tornado), the first such inside ``phases``."""
+    ``grid`` list (shift, tornado, a traffic file's ``traffic.grid``), the grid the traffic's kind reads without
+    building it (:meth:`~evaluator.traffic.TrafficKind.grid_declared`: a traffic file's ``# grid:`` header), the
+    first such inside ``phases``."""
     if traffic_cfg is None:
         return None
-    for key in ("beta", "grid"):
-        g = _get(traffic_cfg, key)
+    kind = _get(traffic_cfg, "kind")
+    declared = TRAFFIC_KINDS[kind].grid_declared(traffic_cfg) if isinstance(kind, str) and kind in TRAFFIC_KINDS \
+        else None
+    for g in (_get(traffic_cfg, "beta"), _get(traffic_cfg, "grid"), declared):
         if isinstance(g, (list, tuple, np.ndarray)) or type(g).__name__ == "ListConfig":
             g = list(g)
             if g and all(isinstance(x, (int, np.integer)) and x >= 1 for x in g) and math.prod(g) == n_tasks:
@@ -214,7 +219,8 @@ def starting_points(topology: Topology, traffic, nodes, tasks_per_node: int, *, 
     router = np.asarray(topology.node_router)
     group_nodes = int(np.bincount(groups[-1]).max())
     if grid is None:
-        out.skipped["grid_order"] = "the traffic has no task grid (a stencil's beta, a traffic's grid)"
+        out.skipped["grid_order"] = ("the traffic has no task grid (a stencil's beta, a traffic's grid, a traffic "
+                                      "file's traffic.grid or '# grid:' header)")
     else:
         sizes = sorted({tpn, tpn * int(np.bincount(router[nodes]).max()),
                         tpn * int(np.bincount(groups[-1][nodes]).max())})

@@ -69,13 +69,21 @@ class TrafficKind(Kind):
 
     ``declared_tasks(cfg, topology)`` (optional): the task count the traffic will have, known cheaply before it
     is built (a file's header), so that a placement that cannot hold that many tasks is refused before a large
-    file is read."""
+    file is read.
+
+    ``declared_grid(cfg, topology)`` (optional): the task grid (row-major task ids) the traffic carries besides a
+    ``beta`` or ``grid`` key of its config (a file's ``# grid:`` header), for grid-aware placements."""
 
     declared_tasks: Callable[..., int | None] | None = None
+    declared_grid: Callable[..., list[int] | None] | None = None
 
     def tasks_declared(self, cfg, topology) -> int | None:
         """The task count ``build`` will give, when known without building (None: not known)."""
         return None if self.declared_tasks is None else self.declared_tasks(cfg, topology)
+
+    def grid_declared(self, cfg, topology=None) -> list[int] | None:
+        """The task grid the traffic of ``cfg`` carries, when known without building (None: none, or not known)."""
+        return None if self.declared_grid is None else self.declared_grid(cfg, topology)
 
 
 def tasks_or_nodes(n_tasks, topology) -> int:
