@@ -18,7 +18,8 @@ __all__ = ["RdnMachine", "PAPER_MACHINE", "PATTERNS", "allocation_mode_study", "
            "run_study"]
 
 STUDIES = {"rdn": "GRAP's allocation modes on a reconfigurable Dragonfly vs a traditional one (Feng et al. "
-                  "Sec. 5.2): times, gains at both ends, the workload's speedup table (mode x groups), plot"}
+                  "Sec. 5.2): times, gains at both ends, the workload's speedup table (mode x groups), plot",
+           "buyer": "for the same money (or power), which network runs my workloads fastest: fat tree, Dragonfly, torus"}
 """Study name -> one-line description; study ``X`` is ``evaluator.studies.X.main(argv, prog=...)``."""
 
 

@@ -1,0 +1,433 @@
+"""The buyer's study: for the same money (or the same power), which network runs my workloads fastest?
+
+At each size ``N`` (nodes) three networks are built with the project's constructors and priced with
+:mod:`evaluator.cost` (``network_cost``; docs/cost.md):
+
+* the **Dragonfly** is the reference: balanced, ``a = 2p = 2h``, the smallest ``p`` whose ``g = ceil(N / (a p))``
+  groups fit (``g <= a h + 1``). Its cost (or power, ``equal="power"``) is the **budget** ``B``;
+* the **fat tree** is a 3-level XGFT whose ``children`` are the most cubic factors of ``N``
+  (``[8, 8, 8]`` at 512: the 8-ary 3-tree), **tapered** to meet the budget: ``parents = [1, w, w]`` with
+  ``w = max(1, round(t m_i))`` for the taper ``t`` in ``1/m_1 .. 1`` whose cost is nearest ``B``;
+* the **3-D torus** meets the budget with its **nodes per router** ``c`` (a divisor of ``N``; the ``N / c`` routers
+  as cubic as possible): more nodes per router, fewer routers and cables.
+
+The cost model prices parts (switches, ports, cables, transceivers, NICs), not bandwidth, so the link speed
+cannot be the equaliser: every link is the same product (``link_bandwidth``, default 25e9 bytes/s per
+direction, 200 Gb/s: InfiniBand HDR, Slingshot; :func:`evaluator.cost.link_product` must name it). The
+structure (taper, nodes per router) is chosen so that ``|cost / B - 1| <= tolerance`` (default 0.1); the achieved
+costs are in the dataset and printed. A network that cannot get within the tolerance is kept, flagged
+(``within_tolerance`` false) and printed as such.
+
+Every network is evaluated with its deployed routings (fat tree: ``dmodk``, hashed ``ecmp``, ``ft_adaptive``;
+Dragonfly: ``minimal``, ``valiant``, ``ugal``; torus: ``dor``, ``torus_adaptive``) on five workloads of ``N``
+tasks, one per node, linear placement: ``all_to_all`` (32 MB sent per task), ``halo3d`` (a periodic 3-D stencil,
+1 MB per face), ``permutation`` (a random permutation, 32 MB per task), ``fft_pencil`` (the two transposes of a
+3-D FFT on a pencil grid) and ``allreduce_8B`` (recursive-doubling allreduce of 8 bytes, timed with the latency
+model: :data:`LATENCY`). Seed ``s`` is permutation seed ``s`` and ECMP hash seed ``s``; every other point is the
+same at every seed (evaluated once). A point the evaluator refuses (adaptive routings on dense traffic above
+2^20 endpoint pairs or under the latency model, memory) is NaN with the reason in ``refused``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .._version import __version__
+from ..cost import link_product, network_cost
+from ..errors import ConfigError, WordedError
+from ..latency import Latency
+from ..placement import linear
+from ..routing import ecmp
+from ..topology import dragonfly, fat_tree, torus
+from ..traffic import all_to_all_dense, collective, pencil, random_permutation, stencil
+
+__all__ = ["NETWORKS", "ROUTINGS", "WORKLOADS", "LATENCY", "DEFAULT_SIZES", "DEFAULT_SEEDS", "DEFAULT_TOLERANCE",
+           "DEFAULT_LINK", "balanced_dragonfly", "fat_tree_candidates", "torus_candidates", "equal_networks",
+           "build_workload", "evaluate_point", "buyer_study", "best_table", "format_study", "plot_study", "main"]
+
+NETWORKS = ("fat_tree", "dragonfly", "torus")
+ROUTINGS = {"fat_tree": ("dmodk", "ecmp", "ft_adaptive"), "dragonfly": ("minimal", "valiant", "ugal"),
+            "torus": ("dor", "torus_adaptive")}
+"""Network family -> its deployed routings (kinds of :mod:`evaluator.routing`)."""
+ALL_ROUTINGS = tuple(r for n in NETWORKS for r in ROUTINGS[n])
+WORKLOADS = ("all_to_all", "halo3d", "permutation", "fft_pencil", "allreduce_8B")
+SEEDED = ("permutation",)
+DEFAULT_SIZES = (512, 4096)
+DEFAULT_SEEDS = 4
+DEFAULT_TOLERANCE = 0.1
+DEFAULT_LINK = 25.0e9
+LATENCY = Latency(send_overhead=0.255e-6, recv_overhead=0.255e-6, router=90e-9)
+"""One latency model for every network (the same product class): 0.51 us of end-to-end overheads split evenly and
+90 ns per switch crossed, HDR InfiniBand's figures as conf/machine/frontera.yaml cites them; no wire time."""
+BYTES_PER_TASK = 32.0e6
+FACE_BYTES = 1.0e6
+TIE_RTOL = 1e-9
+
+
+# ------------------------------------------------------------------------------------------- networks
+def _cubic(n: int, k: int = 3) -> list[int]:
+    """``k`` factors of ``n`` as equal as possible, largest first (``_cubic(512) = [8, 8, 8]``)."""
+    best = None
+    for a in range(1, n + 1):
+        if n % a:
+            continue
+        if k == 2:
+            f = sorted((a, n // a), reverse=True)
+        else:
+            if a ** 3 > n * 8 and a > n:
+                break
+            rest = _cubic(n // a, 2)
+            f = sorted([a, *rest], reverse=True)
+        key = (f[0] / f[-1], f)
+        if best is None or key < best[0]:
+            best = (key, f)
+    return best[1]
+
+
+def balanced_dragonfly(n: int, link: float = DEFAULT_LINK):
+    """The balanced Dragonfly ``DF(p, 2p, p, g)`` with the fewest nodes ``>= n`` (``n`` itself where some ``2p^2``
+    divides it; the smallest such ``p``), ``g = ceil(n / (2 p^2))`` groups, ``2 <= g <= 2p^2 + 1``."""
+    best = None
+    for p in range(1, int(math.isqrt(n)) + 2):
+        a, h = 2 * p, p
+        g = max(2, -(-n // (a * p)))
+        if g <= a * h + 1 and (best is None or g * a * p < best[0]):
+            best = (g * a * p, p, g)
+    _, p, g = best
+    return dragonfly(p, 2 * p, p, g, bandwidth_p=link, bandwidth_l=link, bandwidth_r=link)
+
+
+def fat_tree_candidates(n: int, link: float = DEFAULT_LINK):
+    """3-level XGFTs of ``n`` nodes (``children``: the most cubic factors of ``n``, hosts per leaf first), tapered
+    ``parents = [1, w_2, w_3]``, ``w_i = max(1, round(t m_{i-1}))``, one per taper ``t = j / m_1``; untapered first."""
+    m = _cubic(n)
+    out, seen = [], set()
+    for j in range(m[0], 0, -1):
+        t = j / m[0]
+        w = [1, max(1, round(t * m[0])), max(1, round(t * m[1]))]
+        if tuple(w) in seen or (m[1] == 1 and m[2] == 1):
+            continue
+        seen.add(tuple(w))
+        out.append(fat_tree(m, w, link_bandwidth=link, injection_bandwidth=link))
+    return out
+
+
+def torus_candidates(n: int, link: float = DEFAULT_LINK, max_per_router: int = 64):
+    """3-D tori of ``n`` nodes: ``c`` nodes per router (every divisor of ``n`` up to ``max_per_router`` leaving at
+    least 8 routers), the ``n / c`` routers as cubic as possible."""
+    out = []
+    for c in range(1, max_per_router + 1):
+        if n % c or n // c < 8:
+            continue
+        out.append(torus(_cubic(n // c), link_bandwidth=link, nodes_per_router=c, injection_bandwidth=link))
+    return out
+
+
+def _measure(t, equal: str) -> float:
+    nc = network_cost(t)
+    return float(nc.cost if equal == "cost" else nc.power)
+
+
+def equal_networks(n: int, equal: str = "cost", tolerance: float = DEFAULT_TOLERANCE,
+                   link: float = DEFAULT_LINK) -> dict:
+    """The three networks of about ``n`` nodes at equal ``equal`` (``"cost"`` or ``"power"``): the balanced
+    Dragonfly sets the budget; the fat tree's taper and the torus's nodes per router are those nearest it.
+    Returns ``{family: (topology, measure, within_tolerance)}`` and ``"budget"``."""
+    ref = balanced_dragonfly(n, link)
+    budget = _measure(ref, equal)
+    out = {"budget": budget, "dragonfly": (ref, budget, True)}
+    for fam, cands in (("fat_tree", fat_tree_candidates(n, link)), ("torus", torus_candidates(n, link))):
+        scored = [(abs(_measure(t, equal) / budget - 1.0), i, t) for i, t in enumerate(cands)]
+        dev, _, t = min(scored, key=lambda x: x[:2])
+        out[fam] = (t, _measure(t, equal), bool(dev <= tolerance))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- workloads
+def build_workload(name: str, n: int, seed: int = 0):
+    """Workload ``name`` over ``n`` tasks (seed: the permutation's)."""
+    if name == "all_to_all":
+        return all_to_all_dense(n, BYTES_PER_TASK / n)
+    if name == "halo3d":
+        beta = _cubic(n)
+        side = int(round(math.sqrt(FACE_BYTES / 1024.0)))    # 32 x 32 elements of 1 kB: 1 MB per face
+        return stencil([side * b for b in beta], beta, bytes_per_element=1024.0)
+    if name == "permutation":
+        return random_permutation(n, BYTES_PER_TASK, seed=seed)
+    if name == "fft_pencil":
+        pr, pc = sorted(_cubic(n, 2))
+        return pencil(16 * pc, pr, pc)
+    if name == "allreduce_8B":
+        return collective("allreduce", "recursive_doubling", n_tasks=n, nbytes=8.0)
+    raise ConfigError("workload", name, f"one of {', '.join(WORKLOADS)}")
+
+
+def _routing(name: str, seed: int):
+    return ecmp(int(seed)) if name == "ecmp" else name
+
+
+def evaluate_point(topology, workload: str, routing: str, n_tasks: int, seed: int = 0) -> tuple[float, float, str]:
+    """``(time s, throughput bytes/s, refused reason or "")`` of one point: :func:`evaluator.evaluate` of the
+    workload on the first ``n_tasks`` nodes (linear placement); ``allreduce_8B`` on ``topology`` with
+    :data:`LATENCY`, timed by ``time_with_latency``; a refusal (ConfigError, ResourceError) is NaN with its reason."""
+    from ..evaluation import evaluate
+
+    tr = build_workload(workload, n_tasks, seed)
+    topo = topology.with_latency(LATENCY) if workload == "allreduce_8B" else topology
+    try:
+        ds = evaluate(topo, tr, linear(topo, n_tasks), _routing(routing, seed))
+    except (ConfigError, MemoryError) as exc:
+        return math.nan, math.nan, " ".join(str(exc).split())[:300]
+    t = float(ds["time_with_latency"]) if workload == "allreduce_8B" else float(ds["completion_time"])
+    return t, float(ds["total_bytes"]) / t, ""
+
+
+# ------------------------------------------------------------------------------------------- the study
+def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEEDS, equal: str = "cost",
+                tolerance: float = DEFAULT_TOLERANCE, link: float = DEFAULT_LINK,
+                workloads: Sequence[str] = WORKLOADS,
+                progress: Callable[[int, str, float], None] | None = None) -> xr.Dataset:
+    """The study's dataset: ``time[size, network, routing, workload, seed]`` (s, NaN where refused or where the
+    routing is not the network's), ``refused`` (the reason), ``time_mean/_std/_min/_max/_p95`` over seeds,
+    ``throughput_per_cost`` (bytes/s per currency unit, from the mean time), and per ``size, network``: ``cost``,
+    ``power``, ``nodes``, ``topology`` (its name), ``within_tolerance``."""
+    sizes, workloads = [int(s) for s in sizes], list(workloads)
+    S, Nw, R, W, K = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads), int(n_seeds)
+    tm = np.full((S, Nw, R, W, K), np.nan)
+    thr = np.full((S, Nw, R, W, K), np.nan)
+    refused = np.full((S, Nw, R, W), "", dtype=object)
+    cost, power, nodes, within = (np.full((S, Nw), np.nan), np.full((S, Nw), np.nan), np.zeros((S, Nw), int),
+                                  np.zeros((S, Nw), bool))
+    names = np.full((S, Nw), "", dtype=object)
+    budgets = []
+    for i, n in enumerate(sizes):
+        t0 = time.perf_counter()
+        nets = equal_networks(n, equal, tolerance, link)
+        budgets.append(nets["budget"])
+        for j, fam in enumerate(NETWORKS):
+            topo, _, ok = nets[fam]
+            nc = network_cost(topo)
+            cost[i, j], power[i, j], nodes[i, j], within[i, j], names[i, j] = nc.cost, nc.power, topo.n_nodes, ok, \
+                topo.name
+            for r, rname in enumerate(ALL_ROUTINGS):
+                if rname not in ROUTINGS[fam]:
+                    refused[i, j, r, :] = "not a routing of this network"
+                    continue
+                for w, wname in enumerate(workloads):
+                    draws = K if (wname in SEEDED or rname == "ecmp") else 1
+                    for s in range(draws):
+                        tm[i, j, r, w, s], thr[i, j, r, w, s], why = evaluate_point(topo, wname, rname, n, s)
+                        if why:
+                            refused[i, j, r, w] = why
+                            break
+                    if draws == 1:
+                        tm[i, j, r, w, :], thr[i, j, r, w, :] = tm[i, j, r, w, 0], thr[i, j, r, w, 0]
+        if progress is not None:
+            progress(n, equal, time.perf_counter() - t0)
+    dims5 = ("size", "network", "routing", "workload", "seed")
+    ds = xr.Dataset(
+        {"time": (dims5, tm, {"units": "s", "long_name": "completion time (bandwidth bound; allreduce_8B: "
+                                                          "time_with_latency)"}),
+         "throughput": (dims5, thr, {"units": "bytes/s"}),
+         "refused": (dims5[:4], refused.astype(str)),
+         "cost": (("size", "network"), cost, {"units": "relative"}),
+         "power": (("size", "network"), power, {"units": "W"}),
+         "nodes": (("size", "network"), nodes),
+         "topology": (("size", "network"), names.astype(str)),
+         "within_tolerance": (("size", "network"), within),
+         "budget": (("size",), np.array(budgets), {"units": "relative" if equal == "cost" else "W"})},
+        coords={"size": sizes, "network": list(NETWORKS), "routing": list(ALL_ROUTINGS), "workload": workloads,
+                "seed": np.arange(K)})
+    with np.errstate(all="ignore"):
+        ds["time_mean"] = ds["time"].mean("seed", skipna=False)
+        ds["time_std"] = ds["time"].std("seed", skipna=False)
+        ds["time_min"] = ds["time"].min("seed", skipna=False)
+        ds["time_max"] = ds["time"].max("seed", skipna=False)
+        ds["time_p95"] = ds["time"].quantile(0.95, "seed", skipna=False).drop_vars("quantile")
+        ds["throughput_per_cost"] = ds["throughput"].mean("seed", skipna=False) / ds["cost"]
+    ds["throughput_per_cost"].attrs = {"units": "bytes/s per relative", "long_name": "mean throughput / cost"}
+    ds.attrs.update({"study": "buyer", "equal": equal, "tolerance": tolerance, "link_bandwidth": link,
+                     "link_product": str(link_product(link)), "evaluator_version": __version__,
+                     "latency": repr(LATENCY),
+                     "routings": "; ".join(f"{k}: {', '.join(v)}" for k, v in ROUTINGS.items())})
+    return ds
+
+
+def best_table(ds: xr.Dataset) -> list[dict]:
+    """Per size, network and workload: the best routing(s) by mean time (ties within 1e-9 relative, all listed)."""
+    rows = []
+    for n in ds["size"].values:
+        for fam in NETWORKS:
+            for wl in ds["workload"].values:
+                t = {r: float(ds["time_mean"].sel(size=n, network=fam, routing=r, workload=wl)) for r in ROUTINGS[fam]}
+                ok = {r: v for r, v in t.items() if math.isfinite(v)}
+                if not ok:
+                    rows.append({"size": int(n), "network": fam, "workload": str(wl), "best": (), "time": math.nan})
+                    continue
+                lo = min(ok.values())
+                best = tuple(r for r, v in ok.items() if v <= lo * (1 + TIE_RTOL))
+                rows.append({"size": int(n), "network": fam, "workload": str(wl), "best": best, "time": lo})
+    return rows
+
+
+def _fmt_t(t: float) -> str:
+    if not math.isfinite(t):
+        return "NaN"
+    return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.2f} us"
+
+
+def format_study(ds: xr.Dataset) -> str:
+    """The printed report: per size the networks with their cost, power and nodes, then best routing per network
+    and workload (ties joined by ``=``), every routing's mean time [min, max], and the refusals."""
+    lines = [f"equal {ds.attrs['equal']} (tolerance {ds.attrs['tolerance']:g}); links "
+             f"{ds.attrs['link_bandwidth']:g} B/s ({ds.attrs['link_product']})"]
+    rows = best_table(ds)
+    for n in ds["size"].values:
+        lines.append("")
+        lines.append(f"== {int(n)} nodes: budget {float(ds['budget'].sel(size=n)):.1f} "
+                     f"({'relative' if ds.attrs['equal'] == 'cost' else 'W'})")
+        for fam in NETWORKS:
+            sel = ds.sel(size=n, network=fam)
+            flag = "" if bool(sel["within_tolerance"]) else "  OUTSIDE TOLERANCE"
+            lines.append(f"  {fam:<10} {str(sel['topology'].values):<34} nodes {int(sel['nodes']):>6}  cost "
+                         f"{float(sel['cost']):10.1f}  power {float(sel['power']):10.0f} W{flag}")
+        wls = [str(w) for w in ds["workload"].values]
+        lines.append("  best routing per network (mean time over seeds):")
+        lines.append("  " + f"{'network':<10}" + "".join(f"{w:>30}" for w in wls))
+        for fam in NETWORKS:
+            cells = []
+            for w in wls:
+                r = next(x for x in rows if x["size"] == int(n) and x["network"] == fam and x["workload"] == w)
+                cells.append(f"{'='.join(r['best']) or 'refused'} {_fmt_t(r['time'])}")
+            lines.append("  " + f"{fam:<10}" + "".join(f"{c:>30}" for c in cells))
+        lines.append("  every routing: mean [min, max] over seeds")
+        for fam in NETWORKS:
+            for r in ROUTINGS[fam]:
+                cells = []
+                for w in wls:
+                    sel = ds.sel(size=n, network=fam, routing=r, workload=w)
+                    m = float(sel["time_mean"])
+                    cells.append(_fmt_t(m) if not math.isfinite(m) or float(sel["time_min"]) == float(sel["time_max"])
+                                 else f"{_fmt_t(m)} [{_fmt_t(float(sel['time_min']))}, "
+                                      f"{_fmt_t(float(sel['time_max']))}]")
+                lines.append("  " + f"{fam + '/' + r:<26}" + " | ".join(cells))
+        for fam in NETWORKS:
+            for r in ROUTINGS[fam]:
+                for w in wls:
+                    why = str(ds["refused"].sel(size=n, network=fam, routing=r, workload=w).values)
+                    if why:
+                        lines.append(f"  refused {fam}/{r} {w}: {why[:160]}")
+    return "\n".join(lines)
+
+
+def plot_study(ds: xr.Dataset, path) -> None:
+    """One panel per size: the best mean time of each network per workload, relative to the fastest network."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [int(s) for s in ds["size"].values]
+    wls = [str(w) for w in ds["workload"].values]
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
+    best = ds["time_mean"].min("routing", skipna=True)
+    for ax, n in zip(axes[0], sizes):
+        b = best.sel(size=n)
+        rel = b / b.min("network", skipna=True)
+        x = np.arange(len(wls))
+        for j, fam in enumerate(NETWORKS):
+            ax.bar(x + (j - 1) * 0.27, rel.sel(network=fam).values, 0.27, label=fam)
+        ax.set_xticks(x, wls, rotation=30, ha="right")
+        ax.set_title(f"{n} nodes, equal {ds.attrs['equal']}")
+        ax.set_ylabel("best time / fastest network")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------- command line
+def _ints(flag: str, text: str, allowed: str, ok) -> list[int]:
+    try:
+        vals = [int(x) for x in str(text).split(",")]
+    except ValueError:
+        raise ConfigError(flag, text, allowed) from None
+    if not vals or not all(ok(v) for v in vals):
+        raise ConfigError(flag, text, allowed)
+    return vals
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer") -> int:
+    """``evaluator study buyer [--nodes 512,4096] [--seeds N] [--equal cost|power] [--tolerance F]
+    [--link BYTES_PER_S] [--workloads ...] [--out DIR]``: build the three networks at equal cost (or power) per
+    size, evaluate every deployed routing on every workload, print the table, write the dataset (netCDF) and the
+    plot (PNG) under ``--out``. Every option is checked before any work."""
+    from .._args import ArgumentParser
+    from ..io import write_netcdf
+
+    class Parser(ArgumentParser):
+        def error(self, message):
+            raise WordedError(f"{message} (see {prog} --help)")
+
+    ap = Parser(prog=prog, description="For the same money (or power), which network runs my workloads fastest? "
+                "A fat tree (tapered), a balanced Dragonfly and a 3-D torus (nodes per router) of equal cost within "
+                "--tolerance, each with its deployed routings, on five workloads. See docs/buyer.md.")
+    ap.add_argument("--nodes", default=",".join(map(str, DEFAULT_SIZES)), metavar="N,N,...",
+                    help="sizes in nodes, integers >= 16 (default %(default)s)")
+    ap.add_argument("--seeds", default=str(DEFAULT_SEEDS), metavar="K",
+                    help="permutation and ECMP hash seeds per point, >= 1 (default %(default)s)")
+    ap.add_argument("--equal", default="cost", help="cost or power: what the three networks share (default cost)")
+    ap.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="F",
+                    help="largest |measure / budget - 1| a network may have, in (0, 1) (default %(default)s)")
+    ap.add_argument("--link", default="25e9", metavar="BYTES_PER_S",
+                    help="bytes/s per direction of every link; must be a product (12.5e9: 100 Gb/s, 25e9: 200 Gb/s, "
+                         "50e9: 400 Gb/s; default %(default)s)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"some of {','.join(WORKLOADS)} (default: all)")
+    ap.add_argument("--out", default="results/buyer", metavar="DIR",
+                    help="directory for buyer-<equal>-<UTC time>.nc and .png (default %(default)s)")
+    args = ap.parse_args(argv)
+    sizes = _ints("--nodes", args.nodes, "comma-separated integers >= 16 (nodes), e.g. 512,4096", lambda v: v >= 16)
+    n_seeds = _ints("--seeds", args.seeds, "an integer >= 1", lambda v: v >= 1)
+    if len(n_seeds) != 1:
+        raise ConfigError("--seeds", args.seeds, "one integer >= 1")
+    if args.equal not in ("cost", "power"):
+        raise ConfigError("--equal", args.equal, "cost or power")
+    try:
+        tol = float(args.tolerance)
+    except ValueError:
+        tol = math.nan
+    if not 0 < tol < 1:
+        raise ConfigError("--tolerance", args.tolerance, "a number in (0, 1), e.g. 0.1")
+    try:
+        link = float(args.link)
+    except ValueError:
+        link = math.nan
+    if not (math.isfinite(link) and link > 0) or link_product(link) is None:
+        raise ConfigError("--link", args.link, "the bytes/s of a link product: 12.5e9 (100 Gb/s), 25e9 (200 Gb/s), "
+                                               "50e9 (400 Gb/s), 100e9 (800 Gb/s)")
+    wls = [w.strip() for w in args.workloads.split(",")]
+    for w in wls:
+        if w not in WORKLOADS:
+            raise ConfigError("--workloads", args.workloads, f"some of {', '.join(WORKLOADS)}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", args.out, "a directory", f"{args.out} exists and is not one; nothing was computed.")
+    t0 = time.perf_counter()
+    ds = buyer_study(sizes, n_seeds[0], args.equal, tol, link, wls,
+                     progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True))
+    ds.attrs["total_seconds"] = time.perf_counter() - t0
+    print(format_study(ds))
+    print(f"total {ds.attrs['total_seconds']:.1f} s")
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    nc, png = out / f"buyer-{args.equal}-{stamp}.nc", out / f"buyer-{args.equal}-{stamp}.png"
+    write_netcdf(ds, nc)
+    plot_study(ds, png)
+    print(f"dataset: {nc}")
+    print(f"plot: {png}")
+    return 0
