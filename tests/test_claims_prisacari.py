@@ -85,10 +85,10 @@ def model_time(beta, remote_bytes: float, b: float) -> float:
 # --- the tool: a shipped sweep's feasible points -----------------------------------------------------------
 
 
-def run_study(study: str):
-    """{(beta label, gamma label or tasks per group, routing, seed): (completion time s, bottleneck class)} over the
-    feasible points of ``sweeps/<study>.yaml`` (the infeasible ones are refused by the build, as in the sweep)."""
-    plan = plan_sweep(config.compose_sweep([f"sweeps={study}"]))
+def _evaluate_feasible(study: str, group_of, *overrides: str) -> list:
+    """[(point config, completion time s, bottleneck class)] over the feasible points of ``sweeps/<study>.yaml``
+    (the infeasible ones are refused by the build, as in the sweep), one batch per ``group_of(config)``."""
+    plan = plan_sweep(config.compose_sweep([f"sweeps={study}", *overrides]))
     groups: dict = {}
     for i in range(plan.n_points):
         c = plan.point_config(i)
@@ -96,20 +96,28 @@ def run_study(study: str):
             p = config.build(c)
         except ConfigError:
             continue
-        pl = c.placement
-        key = (lab(c.traffic.beta), lab(pl.gamma) if pl.kind == "dragonfly_cartesian" else int(pl.tasks_per_group),
-               c.routing.kind, int(pl.seed))
-        groups.setdefault(c.routing.kind, []).append((key, p))
-    out = {}
+        groups.setdefault(group_of(c), []).append((c, p))
+    out = []
     for items in groups.values():
         p0 = items[0][1]
         res = ev.evaluate_batch(p0.topology, p0.routing, [p.traffic for _, p in items],
                                 [p.placement for _, p in items])
         t = np.asarray(res.metrics["completion_time"], dtype=float)
         names = p0.topology.class_names
-        bn = [names[int(c)] if int(c) >= 0 else "none" for c in np.asarray(res.metrics["bottleneck_class"])]
-        for j, (key, _) in enumerate(items):
-            out[key] = (float(t[j]), str(bn[j]))
+        bn = [names[int(k)] if int(k) >= 0 else "none" for k in np.asarray(res.metrics["bottleneck_class"])]
+        out += [(c, float(t[j]), str(bn[j])) for j, (c, _) in enumerate(items)]
+    return out
+
+
+def run_study(study: str):
+    """{(beta label, gamma label or tasks per group, routing, seed): (completion time s, bottleneck class)} over the
+    feasible points of ``sweeps/<study>.yaml``, one batch per routing."""
+    out = {}
+    for c, t, bn in _evaluate_feasible(study, lambda c: c.routing.kind):
+        pl = c.placement
+        key = (lab(c.traffic.beta), lab(pl.gamma) if pl.kind == "dragonfly_cartesian" else int(pl.tasks_per_group),
+               c.routing.kind, int(pl.seed))
+        out[key] = (t, bn)
     return out
 
 
@@ -416,27 +424,9 @@ def test_fig6_max_min_equals_the_bound():
 def run_by_network(study: str, *overrides: str):
     """[(point config, completion time s, bottleneck class)] over the feasible points of a study, one batch per
     network (topology and routing)."""
-    plan = plan_sweep(config.compose_sweep([f"sweeps={study}", *overrides]))
-    groups: dict = {}
-    for i in range(plan.n_points):
-        c = plan.point_config(i)
-        try:
-            p = config.build(c)
-        except ConfigError:
-            continue
-        net = (c.routing.kind, float(c.topology.bandwidth_p), float(c.topology.bandwidth_l),
-               float(c.topology.bandwidth_r))
-        groups.setdefault(net, []).append((c, p))
-    out = []
-    for items in groups.values():
-        p0 = items[0][1]
-        res = ev.evaluate_batch(p0.topology, p0.routing, [p.traffic for _, p in items],
-                                [p.placement for _, p in items])
-        names = p0.topology.class_names
-        for j, (c, _) in enumerate(items):
-            out.append((c, float(res.metrics["completion_time"][j]),
-                        names[int(res.metrics["bottleneck_class"][j])]))
-    return out
+    return _evaluate_feasible(study, lambda c: (c.routing.kind, float(c.topology.bandwidth_p),
+                                                float(c.topology.bandwidth_l), float(c.topology.bandwidth_r)),
+                              *overrides)
 
 
 FIG3 = "evaluator sweep sweeps=dragonfly_nne_decomposition"

@@ -33,6 +33,7 @@ from .._types import PointInts
 from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment, has_jobs
 from ..config.hydra import DEFAULT_STUDY
+from ..cost import prices_from
 from ..errors import ConfigError, is_int, nearest, require
 from .axes import Axis, expand_axes
 from .bounds import sweep_bounds
@@ -401,7 +402,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     if bound_method is not None and request.config.jobs:
         raise ConfigError("bounds", request.config.bounds, "false in a sweep of several jobs",
                           "Bounds are computed for one job's traffic; drop jobs or bounds.")
-    if request.config.jobs and getattr(getattr(request.config, "cost", None), "budget", None) is not None:
+    if request.config.jobs and request.config.cost.budget is not None:
         raise ConfigError("cost.budget", request.config.cost.budget, "null in a sweep of several jobs",
                           "A jobs sweep's datasets carry no cost yet (docs/cost.md); drop cost.budget.")
     group_axes = tuple(i for i, ax in enumerate(axes) if ax.is_group)
@@ -433,10 +434,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 continue
             for kk, key in enumerate(ax.keys):
                 check_assignment(obj, key, reps[(ax.name, kk)])
-        if getattr(obj, "cost", None) is not None:  # a bad price table is refused before anything runs
-            from ..cost import prices_from
-
-            prices_from(obj.cost)
+        prices_from(obj.cost)  # a bad price table is refused before anything runs
         bases[combo] = obj
     run_hash = hashlib.sha256(
         (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT
