@@ -516,6 +516,11 @@ class _Kernels:
             self._peaks[(variant, sig)] = peak
         return peak
 
+    def traced(self, variant: str, *args, step: int):
+        """The traced (not compiled) block call of ``variant`` (:meth:`jaxpr` is its program)."""
+        fn = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}[variant]
+        return fn.trace(*args, jax.ShapeDtypeStruct((), np.int32), step=step)  # n_valid: an int32
+
     def jaxpr(self, variant: str, *args, step: int):
         """The traced program of one block call (``variant``: ``"per_point"``, ``"shared"`` or ``"dense"``).
 
@@ -523,8 +528,7 @@ class _Kernels:
         nothing new (the jit caches count no compilation). :func:`evaluator.evaluate_batch`
         sizes a block's working set from it before allocating anything.
         """
-        fn = {"per_point": self._per_point, "shared": self._shared, "dense": self._dense}[variant]
-        return fn.trace(*args, jax.ShapeDtypeStruct((), np.int32), step=step).jaxpr  # n_valid: an int32
+        return self.traced(variant, *args, step=step).jaxpr
 
 
 class BatchKernel(NamedTuple):

@@ -122,3 +122,34 @@ def test_out_not_a_directory(tmp_path):
     f.write_text("x")
     with pytest.raises(ConfigError, match="--out"):
         main(["--nodes", str(TINY), "--out", str(f)])
+
+
+@pytest.mark.parametrize("fam, routing", [("dragonfly", "minimal"), ("fat_tree", "dmodk"), ("torus", "dor")])
+def test_mix_is_the_jobs_side_by_side(fam, routing):
+    """The mix's link loads are the sum of its jobs' loads, each job evaluated alone on its own nodes (an explicit
+    node list), and its time is the busiest of those summed links over its capacity."""
+    from evaluator.placement import explicit
+    from evaluator.studies.buyer import MIX, build_workload, evaluate_point, mix_of_jobs
+
+    n, seed = 64, 3
+    topo = equal_networks(n)[fam][0]
+    total, off = 0.0, 0
+    for name, d in MIX:
+        job = build_workload(name, n // d, seed)
+        place = explicit(topo, np.arange(off, off + n // d))
+        load = ev.evaluate(topo, job, place, routing)["link_load"]
+        total = total + (load.sum("phase") if "phase" in load.dims else load).values  # a phased job: phases summed
+        off += n // d
+    mix = mix_of_jobs(n, seed)
+    assert mix.n_tasks == n and mix.total_bytes == pytest.approx(
+        sum(build_workload(w, n // d, seed).total_bytes for w, d in MIX), rel=1e-12)
+    cap = np.asarray(topo.capacity)
+    want = float(np.max(np.where(cap > 0, total / np.where(cap > 0, cap, 1.0), 0.0)))
+    got = evaluate_point(topo, "mix", routing, n, seed)[0]
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_mix_needs_a_multiple_of_four(tmp_path):
+    with pytest.raises(ConfigError, match="--nodes"):
+        main(["--nodes", "18", "--workloads", "mix", "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()

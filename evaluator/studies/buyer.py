@@ -19,12 +19,14 @@ costs are in the dataset and printed. A network that cannot get within the toler
 (``within_tolerance`` false) and printed as such.
 
 Every network is evaluated with its deployed routings (fat tree: ``dmodk``, hashed ``ecmp``, ``ft_adaptive``;
-Dragonfly: ``minimal``, ``valiant``, ``ugal``; torus: ``dor``, ``torus_adaptive``) on five workloads of ``N``
+Dragonfly: ``minimal``, ``valiant``, ``ugal``; torus: ``dor``, ``torus_adaptive``) on six workloads of ``N``
 tasks, one per node, linear placement: ``all_to_all`` (32 MB sent per task), ``halo3d`` (a periodic 3-D stencil,
 1 MB per face), ``permutation`` (a random permutation, 32 MB per task), ``fft_pencil`` (the two transposes of a
-3-D FFT on a pencil grid) and ``allreduce_8B`` (recursive-doubling allreduce of 8 bytes, timed with the latency
-model: :data:`LATENCY`). Seed ``s`` is permutation seed ``s`` and ECMP hash seed ``s``; every other point is the
-same at every seed (evaluated once). A point the evaluator refuses (adaptive routings on dense traffic above
+3-D FFT on a pencil grid), ``allreduce_8B`` (recursive-doubling allreduce of 8 bytes, timed with the latency
+model: :data:`LATENCY`) and ``mix`` (a mix of jobs, :data:`MIX`: a halo on half the machine, an FFT and a
+permutation on a quarter each, their flows at once: :func:`mix_of_jobs`). Seed ``s`` is permutation seed ``s``
+(the mix's permutation too) and ECMP hash seed ``s``; every other point is the same at every seed (evaluated
+once). A point the evaluator refuses (adaptive routings on dense traffic above
 2^20 endpoint pairs or under the latency model, memory) is NaN with the reason in ``refused``.
 """
 
@@ -45,19 +47,22 @@ from ..latency import Latency
 from ..placement import linear
 from ..routing import ecmp
 from ..topology import dragonfly, fat_tree, torus
-from ..traffic import all_to_all_dense, collective, pencil, random_permutation, stencil
+from ..traffic import all_to_all_dense, collective, from_flows, pencil, random_permutation, stencil
 
 __all__ = ["NETWORKS", "ROUTINGS", "WORKLOADS", "LATENCY", "DEFAULT_SIZES", "DEFAULT_SEEDS", "DEFAULT_TOLERANCE",
            "DEFAULT_LINK", "balanced_dragonfly", "fat_tree_candidates", "torus_candidates", "equal_networks",
-           "build_workload", "evaluate_point", "buyer_study", "best_table", "format_study", "plot_study", "main"]
+           "build_workload", "mix_of_jobs", "evaluate_point", "buyer_study", "best_table", "format_study", "plot_study", "main"]
 
 NETWORKS = ("fat_tree", "dragonfly", "torus")
 ROUTINGS = {"fat_tree": ("dmodk", "ecmp", "ft_adaptive"), "dragonfly": ("minimal", "valiant", "ugal"),
             "torus": ("dor", "torus_adaptive")}
 """Network family -> its deployed routings (kinds of :mod:`evaluator.routing`)."""
 ALL_ROUTINGS = tuple(r for n in NETWORKS for r in ROUTINGS[n])
-WORKLOADS = ("all_to_all", "halo3d", "permutation", "fft_pencil", "allreduce_8B")
-SEEDED = ("permutation",)
+WORKLOADS = ("all_to_all", "halo3d", "permutation", "fft_pencil", "allreduce_8B", "mix")
+SEEDED = ("permutation", "mix")
+MIX = (("halo3d", 2), ("fft_pencil", 4), ("permutation", 4))
+"""The mix of jobs: ``(workload, d)``, a job of ``N / d`` tasks each, placed one after another (linear, the
+first job on the first nodes)."""
 DEFAULT_SIZES = (512, 4096)
 DEFAULT_SEEDS = 4
 DEFAULT_TOLERANCE = 0.1
@@ -165,7 +170,28 @@ def build_workload(name: str, n: int, seed: int = 0):
         return pencil(16 * pc, pr, pc)
     if name == "allreduce_8B":
         return collective("allreduce", "recursive_doubling", n_tasks=n, nbytes=8.0)
+    if name == "mix":
+        return mix_of_jobs(n, seed)
     raise ConfigError("workload", name, f"one of {', '.join(WORKLOADS)}")
+
+
+def mix_of_jobs(n: int, seed: int = 0):
+    """The jobs of :data:`MIX` on ``n`` tasks (``4 | n``), one after another, as one exchange: every flow of every
+    job (the FFT's two transposes included) at once. Its time is the busiest link's bytes from all the jobs over
+    its capacity: a lower bound on when the last job finishes, whatever the order of each job's phases."""
+    if n % 4:
+        raise ConfigError("--nodes", n, "a multiple of 4 for the mix of jobs (halo3d on N/2, fft_pencil and "
+                                        "permutation on N/4 each)")
+    src, dst, nb, off = [], [], [], 0
+    for name, d in MIX:
+        job = build_workload(name, n // d, seed)
+        for t in getattr(job, "phases", (job,)):
+            f = t.to_flows()
+            src.append(np.asarray(f.src) + off)
+            dst.append(np.asarray(f.dst) + off)
+            nb.append(np.asarray(f.nbytes, np.float64))
+        off += n // d
+    return from_flows(n, np.concatenate(src), np.concatenate(dst), np.concatenate(nb), name="mix")
 
 
 def _routing(name: str, seed: int):
@@ -192,7 +218,7 @@ def evaluate_point(topology, workload: str, routing: str, n_tasks: int, seed: in
 def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEEDS, equal: str = "cost",
                 tolerance: float = DEFAULT_TOLERANCE, link: float = DEFAULT_LINK,
                 workloads: Sequence[str] = WORKLOADS,
-                progress: Callable[[int, str, float], None] | None = None) -> xr.Dataset:
+                progress: Callable[[int, str, float], None] | None = None, bar: bool = False) -> xr.Dataset:
     """The study's dataset: ``time[size, network, routing, workload, seed]`` (s, NaN where refused or where the
     routing is not the network's), ``refused`` (the reason), ``time_mean/_std/_min/_max/_p95`` over seeds,
     ``throughput_per_cost`` (bytes/s per currency unit, from the mean time), and per ``size, network``: ``cost``,
@@ -206,6 +232,11 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
                                   np.zeros((S, Nw), bool))
     names = np.full((S, Nw), "", dtype=object)
     budgets = []
+    per_size = sum(sum(K if (w in SEEDED or r == "ecmp") else 1 for w in workloads) for fam in NETWORKS
+                   for r in ROUTINGS[fam])
+    from tqdm.auto import tqdm
+
+    pbar = tqdm(total=per_size * S, unit="point", desc="buyer", disable=not bar, dynamic_ncols=True)
     for i, n in enumerate(sizes):
         t0 = time.perf_counter()
         nets = equal_networks(n, equal, tolerance, link)
@@ -221,15 +252,19 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
                     continue
                 for w, wname in enumerate(workloads):
                     draws = K if (wname in SEEDED or rname == "ecmp") else 1
+                    pbar.set_postfix_str(f"{n} nodes {fam}/{rname} {wname}", refresh=False)
                     for s in range(draws):
                         tm[i, j, r, w, s], thr[i, j, r, w, s], why = evaluate_point(topo, wname, rname, n, s)
                         if why:
                             refused[i, j, r, w] = why
+                            pbar.update(draws - s)
                             break
+                        pbar.update(1)
                     if draws == 1:
                         tm[i, j, r, w, :], thr[i, j, r, w, :] = tm[i, j, r, w, 0], thr[i, j, r, w, 0]
         if progress is not None:
             progress(n, equal, time.perf_counter() - t0)
+    pbar.close()
     dims5 = ("size", "network", "routing", "workload", "seed")
     ds = xr.Dataset(
         {"time": (dims5, tm, {"units": "s", "long_name": "completion time (bandwidth bound; allreduce_8B: "
@@ -368,7 +403,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
     size, evaluate every deployed routing on every workload, print the table, write the dataset (netCDF) and the
     plot (PNG) under ``--out``. Every option is checked before any work."""
     from .._args import ArgumentParser
-    from ..io import write_netcdf
+    from ..io import check_writable, write_netcdf
 
     class Parser(ArgumentParser):
         def error(self, message):
@@ -376,7 +411,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
 
     ap = Parser(prog=prog, description="For the same money (or power), which network runs my workloads fastest? "
                 "A fat tree (tapered), a balanced Dragonfly and a 3-D torus (nodes per router) of equal cost within "
-                "--tolerance, each with its deployed routings, on five workloads. See docs/buyer.md.")
+                "--tolerance, each with its deployed routings, on six workloads. See docs/buyer.md.")
     ap.add_argument("--nodes", default=",".join(map(str, DEFAULT_SIZES)), metavar="N,N,...",
                     help="sizes in nodes, integers >= 16 (default %(default)s)")
     ap.add_argument("--seeds", default=str(DEFAULT_SEEDS), metavar="K",
@@ -417,9 +452,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", args.out, "a directory", f"{args.out} exists and is not one; nothing was computed.")
+    if "mix" in wls:
+        for n in sizes:
+            if n % 4:
+                raise ConfigError("--nodes", args.nodes, "sizes that are multiples of 4 with the workload mix (a job "
+                                                         "on N/2 nodes and two on N/4)")
+    check_writable("--out", out)
     t0 = time.perf_counter()
     ds = buyer_study(sizes, n_seeds[0], args.equal, tol, link, wls,
-                     progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True))
+                     progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True), bar=True)
     ds.attrs["total_seconds"] = time.perf_counter() - t0
     print(format_study(ds))
     print(f"total {ds.attrs['total_seconds']:.1f} s")
