@@ -312,3 +312,24 @@ def test_evaluator_map_from_a_stencil_file_with_and_without_grid(tmp_path, capsy
     assert f"```text\n{summary}\n```" in (ROOT / DOC).read_text()
     for out in outs.values():  # a quiet run: one line for every skipped start
         assert sum(ln.startswith("skipped") for ln in out.splitlines()) == 1, out
+
+
+@pytest.mark.parametrize("kind", ["torus_block", "topaware"])
+def test_a_placement_reads_the_files_grid(tmp_path, kind):
+    """``eval placement=torus_block`` (or topaware) with a traffic file: the file's grid (its ``# grid:`` line, or
+    ``traffic.grid``) is the task grid, as a stencil's ``beta`` is (it used to be refused: no task grid)."""
+    from evaluator.config.build import build_placement
+    from evaluator.placement import KINDS as PLACEMENTS
+
+    _stencil_files(tmp_path)
+    topo = torus([4, 4, 4])
+    cfg = PLACEMENTS[kind].schema()
+    if kind == "topaware":
+        cfg = dataclasses.replace(cfg, tasks_per_node=4)  # 256 tasks on 64 nodes
+    ref = build_placement(cfg, topo, StencilCfg(alpha=[64, 64, 64], beta=list(BETA)), 256)
+    for tcfg in (FileConfig(path=str(tmp_path / "halo.csv")),
+                 FileConfig(path=str(tmp_path / "halo_nogrid.csv"), grid=list(BETA))):
+        got = build_placement(cfg, topo, tcfg, 256)
+        assert np.array_equal(got.task_node, ref.task_node), tcfg
+    with pytest.raises(ConfigError, match="task grid|task_grid|grid"):
+        build_placement(cfg, topo, FileConfig(path=str(tmp_path / "halo_nogrid.csv")), 256)

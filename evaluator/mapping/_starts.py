@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -45,7 +44,7 @@ from ..errors import ConfigError, check_seed
 from ..placement import KINDS, PlacementContext, alps, grid_order
 from ..placement.nodes import fill_slots
 from ..topology import Topology
-from ..traffic import KINDS as TRAFFIC_KINDS
+from ..traffic.grid import _get, task_grid  # one rule for the starts and the placements
 from ._partition import check_job, partition_mapping
 
 __all__ = ["Start", "starting_points", "check_job", "task_grid", "NOT_STARTS", "COVERED"]
@@ -68,36 +67,6 @@ class Start:
 
     name: str
     task_node: np.ndarray
-
-
-def _get(cfg, key):
-    if isinstance(cfg, Mapping):
-        return cfg.get(key)
-    return getattr(cfg, key, None)
-
-
-def task_grid(traffic_cfg, n_tasks: int) -> list[int] | None:
-    """The traffic's task grid (row-major task ids) of ``n_tasks`` tasks, or ``None``: a stencil's ``beta``, a
-    ``grid`` list (shift, tornado, a traffic file's ``traffic.grid``), the grid the traffic's kind reads without
-    building it (:meth:`~evaluator.traffic.TrafficKind.grid_declared`: a traffic file's ``# grid:`` header), the
-    first such inside ``phases``."""
-    if traffic_cfg is None:
-        return None
-    kind = _get(traffic_cfg, "kind")
-    declared = TRAFFIC_KINDS[kind].grid_declared(traffic_cfg) if isinstance(kind, str) and kind in TRAFFIC_KINDS \
-        else None
-    for g in (_get(traffic_cfg, "beta"), _get(traffic_cfg, "grid"), declared):
-        if isinstance(g, (list, tuple, np.ndarray)) or type(g).__name__ == "ListConfig":
-            g = list(g)
-            if g and all(isinstance(x, (int, np.integer)) and x >= 1 for x in g) and math.prod(g) == n_tasks:
-                return [int(x) for x in g]
-    phases = _get(traffic_cfg, "phases")
-    if isinstance(phases, (list, tuple)) or type(phases).__name__ == "ListConfig":
-        for ph in phases:
-            g = task_grid(ph, n_tasks)
-            if g is not None:
-                return g
-    return None
 
 
 def _row_major(cell: tuple[int, ...], grid: list[int]) -> bool:

@@ -61,8 +61,14 @@ class PlacementContext:
 
     @property
     def beta(self) -> list[int] | None:
-        """The traffic's task grid ``beta`` (stencils), if it has one."""
-        return config_list(getattr(self.traffic_cfg, "beta", None))
+        """The traffic's task grid: a stencil's ``beta``, else the grid the traffic carries of ``n_tasks`` tasks
+        (a ``grid`` key, a traffic file's ``# grid:`` header: :func:`evaluator.traffic.grid.task_grid`), if any."""
+        beta = config_list(getattr(self.traffic_cfg, "beta", None))
+        if beta is not None:
+            return beta
+        from ..traffic.grid import task_grid
+
+        return task_grid(self.traffic_cfg, self.n_tasks)
 
 
 def config_list(v) -> list | None:
