@@ -153,3 +153,33 @@ def test_mix_needs_a_multiple_of_four(tmp_path):
     with pytest.raises(ConfigError, match="--nodes"):
         main(["--nodes", "18", "--workloads", "mix", "--out", str(tmp_path / "o")])
     assert not (tmp_path / "o").exists()
+
+
+def test_equal_cost_and_power_in_one_run_evaluates_each_network_once(tmp_path, capsys, monkeypatch):
+    """``--equal cost,power`` writes both datasets; a network both build is evaluated once (the memo), and every
+    point equals the one a separate ``--equal power`` run gives."""
+    import evaluator.studies.buyer as B
+
+    calls = []
+    real = B.evaluate_point
+    monkeypatch.setattr(B, "evaluate_point", lambda *a: calls.append(a[1:]) or real(*a))
+    assert main(["--nodes", str(TINY), "--seeds", "2", "--workloads", "permutation", "--equal", "cost,power",
+                 "--out", str(tmp_path)]) == 0
+    both = len(calls)
+    cost = xr_open(next(tmp_path.glob("buyer-cost-*.nc")))
+    power = xr_open(next(tmp_path.glob("buyer-power-*.nc")))
+    calls.clear()
+    alone = buyer_study([TINY], n_seeds=2, equal="power", workloads=("permutation",))
+    np.testing.assert_array_equal(power["time"].values, alone["time"].values)
+    same = [f for f in NETWORKS if str(cost["topology"].sel(size=TINY, network=f).values)
+            == str(power["topology"].sel(size=TINY, network=f).values)]
+    assert same                                   # some network is shared: it was evaluated once
+    shared_points = sum(len(B.ROUTINGS[f]) * 2 for f in same)  # per routing: 2 seeds of the permutation
+    assert both == 2 * len(calls) - shared_points
+
+
+def xr_open(path):
+    import xarray as xr
+
+    with xr.open_dataset(path) as ds:
+        return ds.load()

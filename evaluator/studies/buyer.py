@@ -32,6 +32,7 @@ once). A point the evaluator refuses (adaptive routings on dense traffic above
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -215,14 +216,27 @@ def evaluate_point(topology, workload: str, routing: str, n_tasks: int, seed: in
 
 
 # ------------------------------------------------------------------------------------------- the study
+def _topology_key(topo) -> tuple[str, str]:
+    """The network's name and a digest of its links (ends and capacities): equal keys, the same network."""
+    h = hashlib.sha1()
+    for a in (topo.link_src, topo.link_dst, topo.capacity, topo.node_router):
+        h.update(np.ascontiguousarray(np.asarray(a)).tobytes())
+    return str(topo.name), h.hexdigest()
+
+
 def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEEDS, equal: str = "cost",
                 tolerance: float = DEFAULT_TOLERANCE, link: float = DEFAULT_LINK,
                 workloads: Sequence[str] = WORKLOADS,
-                progress: Callable[[int, str, float], None] | None = None, bar: bool = False) -> xr.Dataset:
+                progress: Callable[[int, str, float], None] | None = None, bar: bool = False,
+                memo: dict | None = None) -> xr.Dataset:
     """The study's dataset: ``time[size, network, routing, workload, seed]`` (s, NaN where refused or where the
     routing is not the network's), ``refused`` (the reason), ``time_mean/_std/_min/_max/_p95`` over seeds,
     ``throughput_per_cost`` (bytes/s per currency unit, from the mean time), and per ``size, network``: ``cost``,
-    ``power``, ``nodes``, ``topology`` (its name), ``within_tolerance``."""
+    ``power``, ``nodes``, ``topology`` (its name), ``within_tolerance``.
+
+    ``memo`` (optional, a dict the caller keeps): points already evaluated, by topology, workload, routing, size
+    and seed; a second study with the same memo (``--equal cost,power``) evaluates only the networks the first did
+    not build (the same network at equal cost and at equal power is evaluated once)."""
     sizes, workloads = [int(s) for s in sizes], list(workloads)
     S, Nw, R, W, K = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads), int(n_seeds)
     tm = np.full((S, Nw, R, W, K), np.nan)
@@ -254,7 +268,12 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
                     draws = K if (wname in SEEDED or rname == "ecmp") else 1
                     pbar.set_postfix_str(f"{n} nodes {fam}/{rname} {wname}", refresh=False)
                     for s in range(draws):
-                        tm[i, j, r, w, s], thr[i, j, r, w, s], why = evaluate_point(topo, wname, rname, n, s)
+                        key = (_topology_key(topo), wname, rname, n, s)
+                        if memo is None or key not in memo:
+                            res = evaluate_point(topo, wname, rname, n, s)
+                            if memo is not None:
+                                memo[key] = res
+                        tm[i, j, r, w, s], thr[i, j, r, w, s], why = res if memo is None else memo[key]
                         if why:
                             refused[i, j, r, w] = why
                             pbar.update(draws - s)
@@ -398,7 +417,7 @@ def _ints(flag: str, text: str, allowed: str, ok) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer") -> int:
-    """``evaluator study buyer [--nodes 512,4096] [--seeds N] [--equal cost|power] [--tolerance F]
+    """``evaluator study buyer [--nodes 512,4096] [--seeds N] [--equal cost|power|cost,power] [--tolerance F]
     [--link BYTES_PER_S] [--workloads ...] [--out DIR]``: build the three networks at equal cost (or power) per
     size, evaluate every deployed routing on every workload, print the table, write the dataset (netCDF) and the
     plot (PNG) under ``--out``. Every option is checked before any work."""
@@ -416,7 +435,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
                     help="sizes in nodes, integers >= 16 (default %(default)s)")
     ap.add_argument("--seeds", default=str(DEFAULT_SEEDS), metavar="K",
                     help="permutation and ECMP hash seeds per point, >= 1 (default %(default)s)")
-    ap.add_argument("--equal", default="cost", help="cost or power: what the three networks share (default cost)")
+    ap.add_argument("--equal", default="cost", help="cost, power or cost,power: what the three networks share "
+                    "(default cost; cost,power runs both, each network evaluated once, one dataset each)")
     ap.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="F",
                     help="largest |measure / budget - 1| a network may have, in (0, 1) (default %(default)s)")
     ap.add_argument("--link", default="25e9", metavar="BYTES_PER_S",
@@ -430,8 +450,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
     n_seeds = _ints("--seeds", args.seeds, "an integer >= 1", lambda v: v >= 1)
     if len(n_seeds) != 1:
         raise ConfigError("--seeds", args.seeds, "one integer >= 1")
-    if args.equal not in ("cost", "power"):
-        raise ConfigError("--equal", args.equal, "cost or power")
+    equals = [e.strip() for e in str(args.equal).split(",")]
+    if not equals or any(e not in ("cost", "power") for e in equals) or len(set(equals)) != len(equals):
+        raise ConfigError("--equal", args.equal, "cost, power, or cost,power (both: the networks both studies "
+                                                 "build are evaluated once)")
     try:
         tol = float(args.tolerance)
     except ValueError:
@@ -458,17 +480,19 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
                 raise ConfigError("--nodes", args.nodes, "sizes that are multiples of 4 with the workload mix (a job "
                                                          "on N/2 nodes and two on N/4)")
     check_writable("--out", out)
-    t0 = time.perf_counter()
-    ds = buyer_study(sizes, n_seeds[0], args.equal, tol, link, wls,
-                     progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True), bar=True)
-    ds.attrs["total_seconds"] = time.perf_counter() - t0
-    print(format_study(ds))
-    print(f"total {ds.attrs['total_seconds']:.1f} s")
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    nc, png = out / f"buyer-{args.equal}-{stamp}.nc", out / f"buyer-{args.equal}-{stamp}.png"
-    write_netcdf(ds, nc)
-    plot_study(ds, png)
-    print(f"dataset: {nc}")
-    print(f"plot: {png}")
+    memo: dict = {}
+    for equal in equals:
+        t0 = time.perf_counter()
+        ds = buyer_study(sizes, n_seeds[0], equal, tol, link, wls, memo=memo, bar=True,
+                         progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True))
+        ds.attrs["total_seconds"] = time.perf_counter() - t0
+        print(format_study(ds))
+        print(f"total {ds.attrs['total_seconds']:.1f} s (equal {equal})")
+        out.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        nc, png = out / f"buyer-{equal}-{stamp}.nc", out / f"buyer-{equal}-{stamp}.png"
+        write_netcdf(ds, nc)
+        plot_study(ds, png)
+        print(f"dataset: {nc}")
+        print(f"plot: {png}")
     return 0
