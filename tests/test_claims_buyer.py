@@ -22,9 +22,9 @@ from evaluator.studies.buyer import (DEFAULT_SEEDS, NETWORKS, ROUTINGS, SEEDED, 
 from tests.claims import check_stated, stated
 
 DOC = "docs/buyer.md"
-COST = "evaluator study buyer --nodes 512,4096,16384 --seeds 4"
-POWER = "evaluator study buyer --nodes 512,4096,16384 --seeds 4 --equal power"
-CELL_SIZES = (512, 4096, 16384)
+COST = "evaluator study buyer --nodes 512,4096 --seeds 4"
+POWER = "evaluator study buyer --nodes 512,4096 --seeds 4 --equal power"
+CELL_SIZES = (512, 4096)
 FULL_SIZES = (512,)
 SLOW_CELLS = {
     (4096, "fat_tree", "fft_pencil"): ("ft_adaptive", "a", "dmodk", "is the fastest here, a little ahead of D-mod-k"),
