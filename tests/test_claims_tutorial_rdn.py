@@ -129,6 +129,20 @@ def test_the_queue_against_three_baselines(runs):
     check_stated(DOC, r"in every GRAP run \(([0-9.]+) to", min(row[b][3] for b in row), THREE)
     check_stated(DOC, r"in every GRAP run \([0-9.]+ to ([0-9.]+) against", max(row[b][3] for b in row), THREE)
     check_stated(DOC, r"to [0-9.]+ against ([0-9.]+)\)", base[3], THREE)
+    # the backfilled share of each GRAP row, and the per-month reductions (one month of trace)
+    share = lambda text, run: float(next(x for x in text.splitlines() if x.startswith(run + " ")).split()[6])  # noqa
+    check_stated(DOC, r"grap\+speedup +12 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+) \.\.\.",
+                 share(one, "grap+speedup"), UPPER)
+    month = {b: float(re.search(rf"grap\+speedup\({b}\) vs slurm_round_robin: -?[0-9.]+% overall; per month "
+                                r"(-?[0-9.]+)%", three).group(1)) for b in red}
+    for b in red:
+        check_stated(DOC, rf"grap\+speedup\({b}\) +12 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+) \.\.\.",
+                     share(three, f"grap+speedup({b})"), THREE)
+        check_stated(DOC, rf"grap\+speedup\({b}\) vs slurm_round_robin: -?[0-9.]+% overall; per month (-?[0-9.]+)%",
+                     month[b], THREE)
+    month_one = float(re.search(r"grap\+speedup vs slurm_round_robin: [0-9.]+% overall; per month ([0-9.]+)%",
+                                one).group(1))
+    check_stated(DOC, r"grap\+speedup vs slurm_round_robin: [0-9.]+% overall; per month ([0-9.]+)%", month_one, UPPER)
     assert red["ugal"] < red["adaptive"] < red["oblivious"]
     ug = runs["tables"]["ugal"].speedup.sel(mode="minimal_balance", groups=2)
     assert float(ug) < 1  # "below 1 at 2 groups"
