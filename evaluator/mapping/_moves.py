@@ -42,10 +42,23 @@ from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 
 __all__ = ["Q_NORM", "PAIR_TABLE_LIMIT", "TOP", "FlowTable", "flow_table", "MoveEvaluator", "SparseMoveEvaluator",
-           "pair_table", "move_evaluator", "SPARSE_FROM"]
+           "pair_table", "move_evaluator", "SPARSE_FROM", "BUCKET_QUANTILES", "BUCKET_RATIO", "BUCKET_CHUNK"]
 
 Q_NORM = 16
 """Exponent of the secondary score (the ``q``-norm of the link times of every phase)."""
+
+BUCKET_QUANTILES = (0.9, 0.99)
+"""Degree buckets of the flow table: for each quantile, the tasks' degree there (rounded up to a power of two) is
+a bucket's width (``incident[:, :width]``), kept where it is at least :data:`BUCKET_RATIO` times narrower than the
+next wider bucket (the widest: the busiest task's degree)."""
+
+BUCKET_RATIO = 4
+"""A bucket is kept only where it is at least this many times narrower than the next wider one."""
+
+BUCKET_CHUNK = 128
+"""Moves per device call of a batch's part scored at a longer level than the shortest (:meth:`MoveEvaluator.levels`;
+the shortest: a quarter of the batch per call): fixed shapes, so one compilation per level and move size, and
+little padding."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,11 @@ class FlowTable:
     ``src``, ``dst``: tasks; ``nbytes``; ``phase``: the phase of each flow
     (duplicates of a (src, dst, phase) merged, flows of a task to itself and
     empty flows dropped); ``incident[task, :]``: the flows a task sends or
-    receives, padded with -1 (``n_slots`` rows: empty slots have none).
+    receives, padded with -1 (``n_slots`` rows: empty slots have none,
+    every row's flows first); ``degree[task]``: how many (the row's used
+    width); ``widths``: the degree buckets, ascending, the last the full
+    width: a task of degree ``<= widths[i]`` is described in full by
+    ``incident[:, :widths[i]]`` (:data:`BUCKET_QUANTILES`).
     """
 
     src: np.ndarray
@@ -64,10 +81,29 @@ class FlowTable:
     phase: np.ndarray
     n_phases: int
     incident: np.ndarray
+    degree: np.ndarray | None = None
+    widths: tuple = ()
+
+    def bucket(self, tasks) -> np.ndarray:
+        """The bucket (index into :attr:`widths`) of each task: the narrowest that holds its flows."""
+        return np.searchsorted(np.asarray(self.widths), self.degree[np.asarray(tasks)], side="left")
 
     @property
     def n_flows(self) -> int:
         return int(self.src.size)
+
+
+def _bucket_widths(degree: np.ndarray, n_tasks: int, width: int) -> tuple:
+    """The degree buckets (ascending widths, the last ``width``) of tasks of degrees ``degree[:n_tasks]``."""
+    out = [width]
+    real = degree[:n_tasks]
+    for q in sorted(BUCKET_QUANTILES, reverse=True):
+        if real.size == 0:
+            break
+        w = 1 << max(int(np.ceil(np.quantile(real, q))) - 1, 0).bit_length()  # a power of two >= the quantile
+        if w * BUCKET_RATIO <= out[0]:
+            out.insert(0, w)
+    return tuple(out)
 
 
 def flow_table(traffic, n_slots: int) -> FlowTable:
@@ -99,7 +135,8 @@ def flow_table(traffic, n_slots: int) -> FlowTable:
     start = np.concatenate([[0], np.cumsum(deg)[:-1]])
     col = np.arange(ends.size) - start[ends]
     incident[ends, col] = fid
-    return FlowTable(src, dst, nbytes, phase, max(len(phases), 1), incident)
+    return FlowTable(src, dst, nbytes, phase, max(len(phases), 1), incident, deg,
+                     _bucket_widths(deg, min(int(traffic.n_tasks), n_slots), width))
 
 
 class MoveEvaluator:
@@ -110,7 +147,19 @@ class MoveEvaluator:
     :meth:`scores` those of a batch of moves from a state, and :meth:`heat`
     how much each slot's task loads the hot links (to draw moves where they
     matter).
+
+    Degree buckets (:attr:`FlowTable.widths`, while :attr:`bucketing`), so
+    that on power-law traffic a move of light tasks does not pay for the
+    busiest task's degree: given the state on the host, :meth:`scores`
+    gathers each move's flows back to back, as many entries as the moved
+    tasks' degrees sum to, rounded up to one of a few lengths
+    (:meth:`levels`), instead of ``2k`` full-width rows; the heat takes each
+    task through its bucket's table (``incident[:, :width]``). The scores are
+    the same (the extra entries are padding, weight 0).
     """
+
+    bucketing: bool = True
+    """Use the degree buckets (off: every move and the heat through the full-width table)."""
 
     def __init__(self, topology: Topology, routing, traffic, slot_node: Int[np.ndarray, "slot"]):
         if routing.needs_pairs:
@@ -146,6 +195,21 @@ class MoveEvaluator:
         self._score = jax.jit(self._score_fn)
         self._heat = jax.jit(self._heat_fn)
         self._scores = {}
+        # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
+        widths = t.widths or (t.incident.shape[1],)
+        self._incident = [self._dev["incident"][:, :w] for w in widths[:-1]] + [self._dev["incident"]]
+        self._task_bucket = (t.bucket(np.arange(self.n_slots)) if len(widths) > 1
+                             else np.zeros(self.n_slots, np.int64))
+        self._bucket_tasks = [jnp.asarray(np.flatnonzero(self._task_bucket == i).astype(np.int32))
+                              for i in range(len(widths))]
+        self._all_tasks = jnp.arange(self.n_slots, dtype=jnp.int32)
+        # the moves' flows by task, back to back (CSR): a move gathers the sum of its tasks' degrees
+        deg = t.degree if t.degree is not None else (t.incident >= 0).sum(axis=1)
+        self._degree = deg
+        flat = t.incident[t.incident >= 0]
+        self._dev.update(jax.device_put(dict(
+            flat=(flat if flat.size else np.full(1, -1)).astype(np.int32),
+            start=(np.cumsum(deg) - deg).astype(np.int32), degree=deg.astype(np.int32))))
         self.bytes_per_move = 8.0 * P * n_links * 3
 
     # -- one mapping --
@@ -175,9 +239,25 @@ class MoveEvaluator:
     def _score_fn(self, dev, loads):
         return self._objective(loads, dev["cap"])
 
-    def _heat_fn(self, dev, task_node, loads):
+    @property
+    def widths(self) -> tuple:
+        """The degree buckets' widths (ascending; the last: the full table's)."""
+        return tuple(int(x.shape[1]) for x in self._incident)
+
+    @property
+    def narrow_width(self) -> int | None:
+        """The narrowest bucket's width, ``None`` without buckets."""
+        return self.widths[0] if len(self._incident) > 1 else None
+
+    def _dev_bucket(self, i: int) -> dict:
+        """The device arrays with bucket ``i``'s flow table as ``incident``."""
+        if i == len(self._incident) - 1:
+            return self._dev
+        return {**self._dev, "incident": self._incident[i]}
+
+    def _heat_fn(self, dev, task_node, loads, tasks):
         """How much the q-norm falls when a task's flows are taken off (its flows' share of the hot links), for
-        every task (empty slots: 0)."""
+        each of ``tasks`` (their flows in ``dev["incident"]``; empty slots: 0)."""
         P = self.table.n_phases
         q0 = self._objective(loads, dev["cap"])[1]
 
@@ -197,7 +277,7 @@ class MoveEvaluator:
             d = jax.vmap(off)(jnp.arange(P, dtype=jnp.int32)) if P > 1 else off(0)[None, :]
             return q0 - self._objective(loads - d, dev["cap"])[1]
 
-        return jax.lax.map(one, jnp.arange(self.n_slots, dtype=jnp.int32), batch_size=128)
+        return jax.lax.map(one, tasks, batch_size=128)
 
     def task_node(self, slot_task: Int[np.ndarray, "slot"]) -> TaskInts:
         """The node of every task (real tasks only) of a slot assignment."""
@@ -219,17 +299,38 @@ class MoveEvaluator:
 
     def heat(self, slot_task, loads) -> Float[np.ndarray, "slot"]:
         """Per slot: how much its task's flows load the hot links (>= 0)."""
-        h = np.asarray(self._heat(self._dev, jnp.asarray(self._all_task_node(slot_task)), loads))  # per task
+        tn = jnp.asarray(self._all_task_node(slot_task))
+        if self.bucketing and len(self._incident) > 1:  # each bucket's tasks through its table
+            parts = [(ids, self._heat(self._dev_bucket(i), tn, loads, ids))
+                     for i, ids in enumerate(self._bucket_tasks) if ids.shape[0]]
+            h = np.zeros(self.n_slots)
+            for ids, hi in parts:
+                h[np.asarray(ids)] = np.asarray(hi)
+        else:
+            h = np.asarray(self._heat(self._dev, tn, loads, self._all_tasks))  # per task
         return np.maximum(h[np.asarray(slot_task)], 0.0)
 
     # -- a batch of moves --
 
-    def _moved_flows(self, dev, slot_task, task_node, a, b):
+    def _moved_flows(self, dev, slot_task, task_node, a, b, L: int | None = None):
         """The flows ONE move (swap slots ``a[k]`` with ``b[k]``) changes: ``(f, bytes, (src, dst) nodes before,
-        (src, dst) nodes after)``, each flow once (padding: bytes 0)."""
+        (src, dst) nodes after)``, each flow once (padding: bytes 0). ``L``: gather ``L`` entries of the moved
+        tasks' flow lists back to back (the move's tasks' degrees sum to ``L`` at most); ``None``: each task's
+        row of the full-width table."""
         n_nodes = int(self.topology.n_nodes)
         ta, tb = slot_task[a], slot_task[b]  # [k]
-        fl = jnp.concatenate([dev["incident"][ta].ravel(), dev["incident"][tb].ravel()])
+        if L is None:
+            fl = jnp.concatenate([dev["incident"][ta].ravel(), dev["incident"][tb].ravel()])
+        else:
+            T = jnp.concatenate([ta, tb])
+            n_t = T.shape[0]
+            dg, st = dev["degree"][T], dev["start"][T]
+            cum = jnp.cumsum(dg)
+            j = jnp.arange(L, dtype=jnp.int32)
+            which = (j[:, None] >= cum[None, :]).sum(axis=1, dtype=jnp.int32)  # the task of entry j (n_t: none)
+            wc = jnp.minimum(which, n_t - 1)
+            pos = jnp.clip(st[wc] + j - (cum[wc] - dg[wc]), 0, dev["flat"].shape[0] - 1)
+            fl = jnp.where(which < n_t, dev["flat"][pos], -1)
         fs = jnp.sort(fl)
         first = jnp.concatenate([jnp.array([True]), fs[1:] != fs[:-1]]) & (fs >= 0)
         f = jnp.where(first, fs, 0)
@@ -261,7 +362,7 @@ class MoveEvaluator:
         return self.kernel.operator.route_few(net.routing, self._flow_tables, sr, dr, off_router,
                                               int(self.topology.n_router_links))
 
-    def _move_fn(self, k: int):
+    def _move_fn(self, k: int, L: int | None = None):
         """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state.
 
         The router links are updated densely (the routing's ``apply`` on the moved flows, before and after); the
@@ -275,7 +376,7 @@ class MoveEvaluator:
 
         def one(dev, bs, slot_task, task_node, loads, a, b):
             ref, node_sum, top_v, top_i = bs
-            f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b)
+            f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b, L)
             ph = dev["phase"][f]
             X = jnp.concatenate([dev["slot_node"][a], dev["slot_node"][b]])  # the nodes whose links may change
             nx = X.shape[0]
@@ -347,15 +448,60 @@ class MoveEvaluator:
         return int(np.clip(2 ** round(np.log2(max(4e6 / per_move, 1.0))), 16, 128))
 
     def scores(self, slot_task: Int[np.ndarray, "slot"], task_node, loads, a: Int[np.ndarray, "move k"],
-               b: Int[np.ndarray, "move k"], step: int | None = None
+               b: Int[np.ndarray, "move k"], step: int | None = None, host_state: Int[np.ndarray, "slot"] | None = None
                ) -> tuple[Float[Array, "move"], Float[Array, "move"]]:
         """(time, q-norm) after each move ``a[i] <-> b[i]`` (slot groups) from the state; moves in steps of
-        ``step`` (``vmap``; default :attr:`default_step`) in one device call."""
+        ``step`` (``vmap``; default :attr:`default_step`) in one device call.
+
+        ``host_state``: the state's slot assignment on the host (the same as ``slot_task``); with it, each move
+        gathers its flows by the sum of its tasks' degrees, rounded up to one of a few levels (:meth:`levels`),
+        instead of ``2k`` times the busiest task's degree: the moves are split by level, each part scored in calls
+        of fixed size (the narrowest level: a quarter of the batch; the others: :data:`BUCKET_CHUNK`; the last
+        call padded by repeating a move), and the scores come back in the moves' order (host arrays)."""
         step = self.default_step if step is None else int(step)
+        n = int(a.shape[0])
+        if host_state is None or not self.bucketing or len(self._incident) == 1 or n == 0:
+            return self._scores_with(None, slot_task, task_node, loads, a, b, step)
+        a, b = np.asarray(a), np.asarray(b)
+        hs = np.asarray(host_state)
+        levels = self.levels(int(a.shape[1]))
+        need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
+        mb = np.searchsorted(levels, need, side="left")
+        chunk = min(n, BUCKET_CHUNK)
+        parts = []
+        for i in np.unique(mb):
+            idx = np.flatnonzero(mb == i)
+            c = max(chunk, -(-n // 4)) if i == 0 else chunk
+            pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])  # padding: the part's first move again
+            for lo in range(0, idx.size, c):
+                p = pad[lo:lo + c]
+                parts.append((idx[lo:lo + c], self._scores_with(levels[i], slot_task, task_node, loads, a[p], b[p],
+                                                                step)))
+        t_out, q_out = np.empty(n), np.empty(n)
+        for idx, (t, q) in parts:  # every call dispatched before the first is read
+            t_out[idx] = np.asarray(t)[:idx.size]
+            q_out[idx] = np.asarray(q)[:idx.size]
+        return t_out, q_out
+
+    def levels(self, k: int) -> tuple:
+        """The flow-list lengths of a move of ``k`` slots a side when bucketed (ascending; the last ``2k`` times
+        the full width): ``2k`` times each narrower bucket's width, and one task of any degree with ``2k - 1`` of
+        the widest narrow bucket (the common wide move: one hub)."""
+        W = self.widths[-1]
+        ws = self.widths[:-1]
+        lv = {2 * k * w for w in ws} | {2 * k * W}
+        if ws:
+            lv.add(W + (2 * k - 1) * ws[-1])
+        return tuple(sorted(lv))
+
+    def _scores_with(self, L: int | None, slot_task, task_node, loads, a, b, step: int):
+        """:meth:`scores` of moves whose tasks' degrees sum to ``L`` at most (``None``: through the full-width
+        table)."""
         k = int(a.shape[1])
-        key = (k, int(a.shape[0]), int(step))
+        step = min(step, int(a.shape[0])) if a.shape[0] else step
+        key = (k, int(a.shape[0]), int(step), L)
         if key not in self._scores:
-            one = self._move_fn(k)
+            one = self._move_fn(k, L)
 
             def batch(dev, slot_task, task_node, loads, a, b):
                 bs = self._state(dev, loads, k)
@@ -518,9 +664,9 @@ class SparseMoveEvaluator(MoveEvaluator):
         s_new = jnp.maximum(ssum + s_add, 0.0)
         return t_new.sum(), (ref * s_new ** (1.0 / Q_NORM)).sum()
 
-    def _move_fn(self, k: int):
+    def _move_fn(self, k: int, L: int | None = None):
         def one(dev, bs, slot_task, task_node, loads, a, b):
-            f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b)
+            f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b, L)
             k0, v0 = self._entries(dev, f, w, s0, d0, -1.0)
             k1, v1 = self._entries(dev, f, w, s1, d1, 1.0)
             return self._score_entries(dev, bs, jnp.concatenate([k0, k1]), jnp.concatenate([v0, v1]))
@@ -536,7 +682,7 @@ class SparseMoveEvaluator(MoveEvaluator):
     def _state(self, dev, loads, k: int):
         return self._batch_state(dev, loads)
 
-    def _heat_fn(self, dev, task_node, loads):
+    def _heat_fn(self, dev, task_node, loads, tasks):
         bs = self._batch_state(dev, loads)
         q0 = (bs[1] * bs[2] ** (1.0 / Q_NORM)).sum()
 
@@ -548,7 +694,7 @@ class SparseMoveEvaluator(MoveEvaluator):
             keys, vals = self._entries(dev, f, w, task_node[dev["src"][f]], task_node[dev["dst"][f]], -1.0)
             return q0 - self._score_entries(dev, bs, keys, vals)[1]
 
-        return jax.lax.map(one, jnp.arange(self.n_slots, dtype=jnp.int32), batch_size=256)
+        return jax.lax.map(one, tasks, batch_size=256)
 
 
 SPARSE_FROM = 1 << 15

@@ -186,11 +186,11 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             if tune is not None and tune.pending() and a.shape[1] == 1:  # tuned on single swaps
                 use_step = tune.next_step()
                 t_call = time.perf_counter()
-                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=use_step)
+                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=use_step, host_state=state)
                 tn = np.asarray(tn)
                 tune.record(use_step, time.perf_counter() - t_call)
             else:
-                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b,
+                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, host_state=state,
                                           step=step if step is not None else (tune.best if tune else None))
             tn, qn = np.asarray(tn), np.asarray(qn)
             evaluated += a.shape[0]
