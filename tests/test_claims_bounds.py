@@ -25,6 +25,11 @@ def test_eval_example_certified_lower_and_feasible_sides():
     check_stated(DOC, r"feasible ([0-9.]+) s;", upper, command="evaluator eval traffic=all_to_all")
     check_stated(DOC, r"printed `optimal ([0-9.]+) s", upper, command="evaluator eval traffic=all_to_all")
     assert float(ds.routing_efficiency) <= 1 + 1e-12
+    check_stated(DOC, r"routing_efficiency ([0-9.]+)` \(the exchange", float(ds.routing_efficiency),
+                 command="evaluator eval traffic=all_to_all")
+    # before 2026-11-25 the efficiency was the feasible side over the achieved time (and so could exceed 1)
+    check_stated(DOC, r"routing efficiency ([0-9.]+)`; it now prints", upper / float(ds.completion_time),
+                 command="evaluator eval traffic=all_to_all")
 
 
 def test_tornado_numbers():
@@ -37,8 +42,10 @@ def test_tornado_numbers():
     for r, pat in (("minimal", r"minimal takes ([0-9.]+) us"), ("valiant", r"valiant ([0-9.]+) us"),
                    ("valiant_router", r"valiant_router ([0-9.]+) us")):
         check_stated(DOC, pat, float(ev.evaluate(topo, tr, pl, r).completion_time) * 1e6, command=cmd)
-    check_stated(DOC, r"says ([0-9.]+) us \(beaten",
-                 optimal(topo, tr, pl, "dragonfly_adaptive").completion_time * 1e6, command=cmd)
+    adaptive = optimal(topo, tr, pl, "dragonfly_adaptive").completion_time
+    check_stated(DOC, r"says ([0-9.]+) us \(beaten", adaptive * 1e6, command=cmd)
+    vr = float(ev.evaluate(topo, tr, pl, "valiant_router").completion_time)
+    check_stated(DOC, r"\(beaten, ([0-9.]+)x\)", vr / adaptive, command=cmd)
     check_stated(DOC, r"`dragonfly_adaptive_router` ([0-9.]+) us",
                  optimal(topo, tr, pl, "dragonfly_adaptive_router").completion_time * 1e6, command=cmd)
 

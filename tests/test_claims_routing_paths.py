@@ -44,3 +44,7 @@ def test_optiq_constant_ratio_1024_and_2048_nodes():
         check_stated(DOC, head + num * 4 + r" ([0-9.]+)x \|", dor / h, command=OPTIQ)
         check_stated(DOC, head + num * 5 + r" ([0-9.]+)x \|", dor / lp, command=OPTIQ)
         check_stated(DOC, head + num * 6 + r" ([0-9.]+)x \|", lp / optimal, command=OPTIQ)
+    # the sentence on the cells regenerated 2026-11-28 (the 2,048-node disjoint row)
+    check_stated(DOC, r"2,048 disjoint heuristic [0-9.]+, now ([0-9.]+);", rows["2,048", "disjoint"]["optiq_heuristic"],
+                 command=OPTIQ)
+    check_stated(DOC, r"Model 1 [0-9.]+, now ([0-9.]+)\)", rows["2,048", "disjoint"]["optiq_lp"], command=OPTIQ)

@@ -1,0 +1,159 @@
+"""docs/bounds.md, Garg-Konemann and the LP bench: the 512-node instance's plain and tightened intervals, its DOR
+value, the Yen-over-DOR gain of the bench, the 8,192-node edge LP's memory estimate and the method's defaults
+(tests/claims.py). About 6 s: the plain 300 steps are the slow part."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from evaluator import lp
+from evaluator.bench.lp import _dor_order, many_to_many_instance
+from evaluator.lp._flow import RouterDemand
+from evaluator.topology import bgq_partition
+from tests.claims import check_stated, stated
+
+DOC = "docs/bounds.md"
+GK = "garg_konemann(topo, demand, max_steps=300)"
+BENCH = "evaluator bench --only lp"
+
+
+def _rng():
+    """`default_rng(0)` after the old bench's three dimension-order draws (the doc's instance)."""
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        rng.permutation(5)
+    return rng
+
+
+def _demand(topo, rng, nbytes=8e6, per_source=8) -> RouterDemand:
+    """The bench's constant-ratio instance (evaluator/bench/lp.py, many_to_many_instance) as a router demand."""
+    p = topo.n_nodes
+    dests = np.stack([rng.choice(np.arange(p // 2, p), per_source, replace=False) for _ in range(p // 16)])
+    src, dst = np.repeat(np.arange(p // 16), per_source), dests.reshape(-1)
+    fixed = np.zeros(topo.n_links)
+    np.add.at(fixed, topo.injection_link(src), nbytes)
+    np.add.at(fixed, topo.ejection_link(dst), nbytes)
+    keys, inv = np.unique(topo.node_router[src] * topo.n_routers + topo.node_router[dst], return_inverse=True)
+    return RouterDemand(keys // topo.n_routers, keys % topo.n_routers,
+                        np.bincount(inv, minlength=keys.size) * nbytes, fixed)
+
+
+@pytest.fixture(scope="module")
+def gk512():
+    topo = bgq_partition([1, 1, 1, 1])
+    d = _demand(topo, _rng())
+    plain = lp.garg_konemann(topo, d, max_steps=300, refine=False)
+    tight = lp.garg_konemann(topo, d)
+    dor = lp.path_lp(*many_to_many_instance(topo, _rng(), _dor_order(topo)))
+    return topo, plain, tight, lp.z_from_objective(dor, lp.solve_highs(dor).objective)
+
+
+def test_plain_300_steps_and_the_tightening(gk512):
+    topo, plain, tight, _ = gk512
+    assert plain.steps == 300 and tight.rounds == 1 and tight.steps == 50
+    exact = tight.z  # certified: the tightened interval is [125.000, 125.000] (gap 3e-11)
+    assert tight.gap < 1e-9
+    row = r"\| plain, 300 steps \(before\) \| 300 \| \|"
+    check_stated(DOC, row + r" ([0-9.]+) \|", plain.z, command=GK)
+    check_stated(DOC, row + r" [0-9.]+ \| ([0-9.]+) \|", plain.z_upper, command=GK)
+    check_stated(DOC, row + r" [0-9.]+ \| [0-9.]+ \| ([0-9.]+)% \|", plain.gap * 100, command=GK)
+    check_stated(DOC, row + r" [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| (-[0-9.]+)% \|", (plain.z / exact - 1) * 100,
+                 command=GK)
+    check_stated(DOC, r"lower bound ([0-9.]+) \(3\.3% below", plain.z, command=GK)
+    check_stated(DOC, r"lower bound 120\.9 \(([0-9.]+)% below the optimum", (1 - plain.z / exact) * 100, command=GK)
+    check_stated(DOC, r"300 plain steps left the flow ([0-9.]+)% under", (1 - plain.z / exact) * 100, command=GK)
+    check_stated(DOC, r"certified upper bound ([0-9.]+), a reported gap", plain.z_upper, command=GK)
+    check_stated(DOC, r"a reported gap of ([0-9.]+)%;", plain.gap * 100, command=GK)
+    check_stated(DOC, r"and a certified gap of ([0-9.]+)% \(2,000", plain.gap * 100, command=GK)
+    tight_row = r"\| with the tightening \(default\) \| 50 \| 1 \|"
+    check_stated(DOC, tight_row + r" ([0-9.]+) \|", tight.z, command=GK)
+    check_stated(DOC, tight_row + r" [0-9.]+ \| ([0-9.]+) \|", tight.z_upper, command=GK)
+    check_stated(DOC, r"both bounds ([0-9.]+) \(gap 3e-11\)", tight.z, command=GK)
+    check_stated(DOC, r"\| exact edge LP, HiGHS IPM \| \| \| ([0-9.]+) \|", exact, command=GK)
+    check_stated(DOC, r"\(Z = ([0-9.]+) /s, gap 1e-11\)", exact, command=GK)
+
+
+def test_dor_z_of_the_instance(gk512):
+    check_stated(DOC, r"against Z = ([0-9.]+) for DOR", gk512[3], command=GK)
+
+
+def test_yen_gain_over_dor_median():
+    topo = bgq_partition([1, 1, 1, 1])
+
+    def z(x):
+        return lp.z_from_objective(x, lp.solve_highs(x).objective)
+
+    gain = [z(lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i))))
+            / z(lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i), _dor_order(topo))))
+            for i in range(8)]
+    check_stated(DOC, r"instead of one DOR path raise Z ([0-9.]+)x", float(np.median(gain)), command=BENCH)
+
+
+def test_edge_lp_memory_estimate_8192_nodes():
+    big = bgq_partition([2, 2, 2, 2])
+    size = lp.edge_size(big, _demand(big, np.random.default_rng(1)))
+    assert size["sources"] == 512
+    check_stated(DOC, r"would need about ([0-9]+) GB\)", size["bytes"] / 1e9, command=BENCH)
+    assert round(size["nnz"] / 1e6) == int(stated(DOC, r"its edge LP, ([0-9]+) million nonzeros")[0])
+
+
+def test_defaults_and_the_bytes_per_nonzero():
+    par = inspect.signature(lp.garg_konemann).parameters
+    check_stated(DOC, r"Fleischer's update; `eps` ([0-9.]+)\)", par["eps"].default, command="garg_konemann")
+    check_stated(DOC, r"`target_gap` \(([0-9.]+)% by default\)", par["target_gap"].default * 100,
+                 command="garg_konemann")
+    check_stated(DOC, r"nonzeros, ([0-9]+) bytes per nonzero", lp.BYTES_PER_NNZ, command="edge_size")
+
+
+def test_warm_start_iteration_cut():
+    """The bench's warm-start gain, from the iteration counts its table states (a consistency check of the
+    stated ratio: the counts are the bench's measurements, not rerun, PDHG's compilation alone takes minutes)."""
+    cold = int(stated(DOC, r"\| ([0-9,]+) iterations in all;")[0].replace(",", ""))
+    warm = int(stated(DOC, r"\| ([0-9,]+) iterations \|")[0].replace(",", ""))
+    check_stated(DOC, r"Warm starts cut iterations by ([0-9]+)%", (1 - warm / cold) * 100, command=BENCH)
+
+
+def _refusal_fraction(need: int, refused, monkeypatch) -> float:
+    """The fraction of the available memory (``EVALUATOR_MEMORY_LIMIT``) above which an LP of ``need`` bytes is
+    refused, found by bisection on the limit (``refused(): bool`` runs the library's check)."""
+    lo, hi = 0.05, 1.0  # need / limit: accepted at lo, refused at hi
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", str(int(need / mid)))
+        lo, hi = (lo, mid) if refused() else (mid, hi)
+    return (lo + hi) / 2
+
+
+def test_lps_refused_above_80_percent_of_memory(monkeypatch):
+    import evaluator as ev
+    from evaluator.errors import ResourceError
+    from evaluator.lp._dragonfly import check_adaptive_size
+
+    topo = ev.torus((4, 4))
+    d = RouterDemand(np.array([0, 5]), np.array([10, 15]), np.array([1e6, 1e6]), np.zeros(topo.n_links))
+
+    def edge_refused():
+        try:
+            lp.edge_bound(topo, d)
+        except ResourceError:
+            return True
+        return False
+
+    frac = _refusal_fraction(lp.edge_size(topo, d)["bytes"], edge_refused, monkeypatch)
+    check_stated(DOC, r"an LP whose estimate exceeds ([0-9]+)% of available memory is refused", frac * 100,
+                 command="edge_size")
+    df = ev.dragonfly(2, 4, 2)
+
+    def adaptive_refused():
+        try:
+            check_adaptive_size(df)
+        except ResourceError:
+            return True
+        return False
+
+    frac = _refusal_fraction(lp.adaptive_size(df)["bytes"], adaptive_refused, monkeypatch)
+    check_stated(DOC, r"An LP whose estimate exceeds ([0-9]+)% of the available memory is refused with a "
+                 r"`ResourceError` naming it", frac * 100, command="adaptive_size")
