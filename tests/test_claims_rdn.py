@@ -153,3 +153,15 @@ def test_df4_against_the_paper(df4_oblivious):
                             r"against the oblivious routings"
             value = float(df4_oblivious[f"gain_oblivious_{part}"].sel(pattern="stencil", groups=q))
             check_stated(DOC, pattern, value, command=DF4)
+
+
+WORKLOAD_DOC = "docs/workload.md"
+WORKLOAD_OBLIVIOUS = "evaluator study rdn --machine 2,4,2,8 --groups 2,4,8 --baseline oblivious"
+
+
+def test_workload_doc_stencil_gain_on_the_shrunken_machine(small):
+    """docs/workload.md ('A table belongs to the machine it was computed on'): the 3-D stencil on 8 groups of
+    DF(2, 4, 2, 8) against the fastest oblivious routing, the mean over the seeds (the same draws as above)."""
+    value = float(small.gain_oblivious_mean.sel(pattern="stencil", groups=8))
+    check_stated(WORKLOAD_DOC, r"the 3-D stencil on 8 groups gains ([0-9.]+) against the TDN's fastest oblivious "
+                 r"routing on the 64-node DF\(2, 4, 2, 8\)", value, command=WORKLOAD_OBLIVIOUS)
