@@ -1,0 +1,176 @@
+"""docs/mapping.md's stated results, rerun (tests/claims.py): the DF(4,8,4) stencil example of ``evaluator map``,
+the Python example, and the deterministic columns of the bench table (METIS, best named placement, lower bound).
+
+What is not rerun: the DF example's search (100 batches, 7-15 s on 2 shared cores: its gain column and the mapping
+found), the torus trace examples (their searches of 60 batches take tens of seconds; their starts and bounds alone
+~11-20 s: the trace written and read, the named starts' configs, a dense eigenvalue problem), the bench table's
+trace rows (~7-12 s: the trace written and read again), the moves per second and search seconds (measurements of a
+machine), and the search columns of the bench table where the best start is above the bound (the best mapping
+after a time budget: not reproducible)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from evaluator import cli
+from tests.claims import check_output_block, check_stated
+
+DOC = "docs/mapping.md"
+
+DF_CMD = "evaluator map traffic=stencil traffic.alpha=[64,64,64] traffic.beta=[16,8,8] --iterations 100 --budget 600"
+
+
+def _map(command: str, tmp) -> str:
+    """The output of ``command`` with no search (``--iterations 0``): its starts' times and its bounds do not
+    depend on the search."""
+    import contextlib
+    import io
+
+    argv = command.split()[1:]
+    argv[argv.index("--iterations") + 1] = "0"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main([*argv, "--no-progress", "save=false", f"output_dir={tmp}"]) == 0
+    return out.getvalue()
+
+
+def _value(pattern: str, out: str) -> float:
+    m = re.search(pattern, out, re.M)
+    assert m, (pattern, out)
+    return float(m.group(1))
+
+
+def _starts(out: str) -> dict[str, tuple[float, str]]:
+    """Every start's time (value, unit) from a map output's table."""
+    rows = out.split("gain of the search\n", 1)[1].splitlines()
+    got = {}
+    for line in rows:
+        m = re.match(r"^(.+?)\s+([0-9.]+) (us|ms)\s+[0-9.]+ %$", line)
+        if not m:
+            break
+        got[m.group(1)] = (float(m.group(2)), m.group(3))
+    assert got, out
+    return got
+
+
+def _check_starts(out: str, header: str, command: str, expected: int) -> None:
+    """Each start's time that the block after ``header`` (the output's first line, as the document shows it)
+    states, against a fresh run; the gain column is the search's (not rerun)."""
+    starts = _starts(out)
+    assert len(starts) == expected, starts
+    within = re.escape(header) + r"(?:(?!```).)*? "  # inside that output block
+    for name, (t, unit) in starts.items():
+        check_stated(DOC, within + re.escape(name) + rf" ([0-9.]+) {unit} [0-9.]+ %", t, command=command)
+
+
+@pytest.fixture(scope="module")
+def df_stencil_output(tmp_path_factory) -> str:
+    """The DF(4,8,4) stencil example's output without its 100 batches of search (seconds on 2 shared cores)."""
+    return _map(DF_CMD, tmp_path_factory.mktemp("map"))
+
+
+def test_df_stencil_example_starts_and_bounds(df_stencil_output):
+    """Every start's time, the node-link bound and the network's bound, in the output block and in the prose.
+    Not rerun: the gain column, the mapping found and its ratio to the bound (the search's)."""
+    out = df_stencil_output
+    _check_starts(out, "mapping search: 1024 tasks of stencil 16x8x8 on DF(4,8,4,33) (1056 nodes available, 1 per "
+                  "node), routing minimal", DF_CMD, 8)
+    bound = _value(r"^no mapping is below ([0-9.]+) us \(the busiest task's bytes over its node link", out)
+    net = _value(r"^\s+the network's bound: ([0-9.]+) us \(hop-bytes over every network link, the traffic's cut", out)
+    check_stated(DOC, r"no mapping is below ([0-9.]+) us \(the busiest task's bytes", bound, command=DF_CMD)
+    check_stated(DOC, r"the network's bound: ([0-9.]+) us \(hop-bytes", net, command=DF_CMD)
+    default = _starts(out)["dragonfly_cartesian (as configured, the default)"][0]
+    rand = _starts(out)["random (as configured)"][0]
+    check_stated(DOC, r"That default is the best start here \(([0-9.]+) us, against", default, command=DF_CMD)
+    check_stated(DOC, r"against ([0-9.]+) us for a random placement\)", rand, command=DF_CMD)
+    check_stated(DOC, r"and ([0-9.]+) us on DF\(4,8,4\)", net, command=DF_CMD)
+    check_stated(DOC, r"on DF\(4,8,4\) \(([0-9.]+) us, [0-9.]+ us found", bound, command=DF_CMD)
+
+
+PY_CMD = 'search_mapping(topo, halo, "minimal", time_budget=600, max_iterations=40, seed=0, progress=False)'
+
+
+def test_python_example():
+    """The Python example's output block. Its best start (the random one) is already at the lower bound, so the
+    search of 40 batches cannot move (never worse than its start, never below the bound): the test searches 0
+    batches, checks that the best start sits on the bound, and prints what the example prints."""
+    import evaluator as ev
+    from evaluator.bench.mapping import mesh_halo
+    from evaluator.mapping import search_mapping
+
+    topo = ev.topology.dragonfly(4, 8, 4)
+    halo = mesh_halo(512, seed=2)
+    res = search_mapping(topo, halo, "minimal", time_budget=600, max_iterations=0, seed=0, progress=False)
+    assert res.completion_time == pytest.approx(min(res.starts.values()), rel=1e-9)
+    assert res.completion_time <= res.lower_bound * (1 + 1e-9)  # on the bound: no search can do better
+    lines = [f"{name:16s} {t * 1e6:8.2f} us   search gains {res.gain(name):6.1%}" for name, t in res.starts.items()]
+    lines.append(f"found {res.completion_time * 1e6:.2f} us from {res.best_start}, "
+                 f"bound {res.lower_bound * 1e6:.2f} us")
+    assert check_output_block(DOC, PY_CMD, "\n".join(lines)) == 10
+    node_link = np.asarray(topo.capacity)[int(topo.n_router_links):]
+    assert node_link.min() == node_link.max()
+    check_stated(DOC, r"bytes over its ([0-9.]+) GB/s node link", float(node_link[0]) / 1e9, command=PY_CMD)
+
+
+BENCH = "evaluator bench --only mapping"
+_NUM = r"-?[0-9][0-9,]*(?:\.[0-9]+)?"
+
+
+def _row_pattern(prefix: str, best: str, k: int) -> str:
+    """The table row that starts with ``prefix`` with its ``k``-th number (found, METIS, best named, lower bound,
+    vs METIS, vs named, best after 5, 15, 30, 60 s) as the group."""
+    cells = ["{n} us", "{n} us", re.escape(best) + " {n} us", "{n} us", "{n} %", "{n} %",
+             "{n} us / {n} us / {n} us / {n} us"]
+    pat = re.escape(prefix) + " " + r" \| ".join(cells) + r" \|"
+    parts = pat.split("{n}")
+    return "".join(p + ("" if i == len(parts) - 1 else f"({_NUM})" if i == k else _NUM) for i, p in enumerate(parts))
+
+
+@pytest.mark.parametrize("ranks,pattern", [(1024, "random graph"), (1024, "mesh halo"), (4096, "mesh halo")])
+def test_bench_table_starts_and_bound(ranks, pattern):
+    """The bench table's deterministic columns (the random-graph and mesh-halo rows): the METIS mapping's time,
+    the best named placement's and the lower bound (in that run the node-link bound, which still binds on these
+    rows), computed as the bench computes them (the
+    search's starting points, evaluated in one batch). Where the best start sits on the bound the whole row is
+    determined: the search never returns worse than its start nor finds below the bound, so the mapping found,
+    both gains and the best after every budget are that start's time."""
+    from evaluator.bench.mapping import _networks, _pattern
+    from evaluator.evaluation import evaluate_batch
+    from evaluator.mapping._starts import starting_points
+    from evaluator.mapping.bound import task_node_bound
+    from evaluator.placement import explicit
+
+    tr = _pattern(pattern, ranks)
+    forced = 0
+    for label, topo, routing in _networks(ranks):
+        starts, _ = starting_points(topo, tr, np.arange(topo.n_nodes), 1, seed=0)
+        res = evaluate_batch(topo, routing, [tr] * len(starts), [explicit(topo, s.task_node, s.name) for s in starts])
+        times = dict(zip([s.name for s in starts], np.asarray(res.metrics["completion_time"], float) * 1e6))
+        named = {k: v for k, v in times.items() if k != "partition" and not k.startswith("random")}
+        best = min(named, key=named.get)
+        bound = task_node_bound(topo, tr) * 1e6
+        prefix = f"| {ranks:,}, {pattern} | {label} |"
+        check_stated(DOC, _row_pattern(prefix, best, 1), times["partition"], command=BENCH)
+        check_stated(DOC, _row_pattern(prefix, best, 2), named[best], command=BENCH)
+        check_stated(DOC, _row_pattern(prefix, best, 3), bound, command=BENCH)
+        first = min(times.values())
+        if first <= bound * (1 + 1e-9):  # the best start is on the bound: the search's outcome is that start
+            forced += 1
+            found = first
+            check_stated(DOC, _row_pattern(prefix, best, 0), found, command=BENCH)
+            check_stated(DOC, _row_pattern(prefix, best, 4), -100 * (1 - found / times["partition"]), command=BENCH)
+            check_stated(DOC, _row_pattern(prefix, best, 5), -100 * (1 - found / named[best]), command=BENCH)
+            for k in range(6, 10):
+                check_stated(DOC, _row_pattern(prefix, best, k), found, command=BENCH)
+    assert forced == {"random graph": 0, "mesh halo": 1 if ranks == 1024 else 2}[pattern]
+
+
+def test_bench_budget():
+    """The bench's quality budget (its last column and the text's '60 s'): an input the bench sets."""
+    from evaluator.bench.mapping import QUALITY_BUDGETS
+
+    check_stated(DOC, r"best after 5 / 15 / 30 / ([0-9]+) s", QUALITY_BUDGETS[-1], command=BENCH)
+    check_stated(DOC, r"(?:the|best at|placement,|in) ([0-9]+) s\b", QUALITY_BUDGETS[-1], command=BENCH, count=4)
