@@ -44,7 +44,7 @@ from ..errors import ConfigError, check_seed
 from ..placement import KINDS, PlacementContext, alps, grid_order
 from ..placement.nodes import fill_slots
 from ..topology import Topology
-from ..traffic.grid import _get, task_grid  # one rule for the starts and the placements
+from ..traffic.grid import config_value as _get, task_grid  # one rule for the starts and the placements
 from ._partition import check_job, partition_mapping
 
 __all__ = ["Start", "starting_points", "check_job", "task_grid", "NOT_STARTS", "COVERED"]

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["task_grid"]
+__all__ = ["task_grid", "config_value"]
 
 
-def _get(cfg, key):
+def config_value(cfg, key):
+    """``cfg[key]`` of a mapping, ``cfg.key`` of a config object (None where absent)."""
     if isinstance(cfg, Mapping):
         return cfg.get(key)
     return getattr(cfg, key, None)
@@ -30,15 +31,15 @@ def task_grid(traffic_cfg, n_tasks: int) -> list[int] | None:
         return None
     from . import KINDS
 
-    kind = _get(traffic_cfg, "kind")
+    kind = config_value(traffic_cfg, "kind")
     declared = KINDS[kind].grid_declared(traffic_cfg) if isinstance(kind, str) and kind in KINDS \
         else None
-    for g in (_get(traffic_cfg, "beta"), _get(traffic_cfg, "grid"), declared):
+    for g in (config_value(traffic_cfg, "beta"), config_value(traffic_cfg, "grid"), declared):
         if isinstance(g, (list, tuple, np.ndarray)) or type(g).__name__ == "ListConfig":
             g = list(g)
             if g and all(isinstance(x, (int, np.integer)) and x >= 1 for x in g) and math.prod(g) == n_tasks:
                 return [int(x) for x in g]
-    phases = _get(traffic_cfg, "phases")
+    phases = config_value(traffic_cfg, "phases")
     if isinstance(phases, (list, tuple)) or type(phases).__name__ == "ListConfig":
         for ph in phases:
             g = task_grid(ph, n_tasks)
