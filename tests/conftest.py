@@ -133,7 +133,7 @@ _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their 
     "test_smpi_collectives": 25, "test_latency": 25, "test_sharing": 20, "test_flowlevel": 20,
     "test_collectives": 18, "test_claims_latency": 15, "test_flowlevel_simgrid": 8, "test_trace_otf2": 5,
     "test_claims_prisacari": 35, "test_claims_tiles": 30, "test_cost": 15, "test_claims_cost": 10,
-    "test_claims_buyer": 160, "test_claims_adaptive": 60, "test_buyer_study": 20, "test_traffic_file_formats": 5,
+    "test_claims_buyer": 230, "test_claims_buyer_16k": 200, "test_claims_adaptive": 60, "test_buyer_study": 20, "test_traffic_file_formats": 5,
     "test_mapping_degree_buckets": 18, "test_memory_adaptive": 5, "test_claims_readme_partitions": 6,
     "test_claims_bounds_gk": 10, "test_claims_routing_paths_512": 8, "test_claims_workload_scheduler": 9,
     "test_claims_traces": 3, "test_claims_gemini": 12, "test_claims_mapping": 14,
