@@ -477,7 +477,12 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
                         fut.cancel()
         writer.drain()
     except KeyboardInterrupt:
-        kept = len(done) + writer.drain(raise_errors=False)
+        # every write in flight finishes first (one the interrupt caught between its submission and its
+        # bookkeeping too: counted from the counter it was one short of the files), then the files are counted
+        writer.drain(raise_errors=False)
+        writer.close()
+        ids = {cid for cid, _ in chunks}
+        kept = sum(1 for p in store.chunk_dir(plan).glob("*.pkl") if p.stem in ids)
         print(f"\nsweep {plan.name}: interrupted; {kept} of {len(chunks)} chunks are kept in "
               f"{store.chunk_dir(plan)}. Rerun the same command to resume.", file=sys.stderr)
         raise
