@@ -84,6 +84,15 @@ def studies():
     return out, cfgs, dict(zip(names, built))
 
 
+def _pair(head: str, a: float, b: float, cmd_a: str, cmd_b: str, ratio: str) -> None:
+    """A row ``head A / B ms | ratio``: both times (ms) and A / B (``ratio``: the pattern of its cell, whose group
+    is the number), each against the command that gives it (the ratio against ``cmd_a``'s)."""
+    ms = 1e3
+    check_stated(DOC, head + r"([0-9.]+) / [0-9.]+ ms", a * ms, command=cmd_a)
+    check_stated(DOC, head + r"[0-9.]+ / ([0-9.]+) ms", b * ms, command=cmd_b)
+    check_stated(DOC, head + r"[0-9.]+ / [0-9.]+ ms \| " + ratio, a / b, command=cmd_a)
+
+
 def test_studies_table(studies):
     r, _, _ = studies
     t = {k: v[0] for k, v in r.items()}
@@ -116,14 +125,8 @@ def test_studies_table(studies):
     check_stated(DOC, row + r"[0-9.]+ / [0-9.]+ / [0-9.]+ ms \| \*\*[0-9.]+x\*\*, \*\*[0-9.]+x\*\*, ([0-9.]+)x",
                  t["milc_alps_go"] / t["milc2"], command=MILC_ALPS_GO)
     # 4-D halo: C-numbered code (points 2, 3), R-numbered (0, 1), Topaware (4)
-    check_stated(DOC, r"`-C -c 2,2,2,4` \| ([0-9.]+) / [0-9.]+ ms", t["halo2"] * ms, command=HALO)
-    check_stated(DOC, r"`-C -c 2,2,2,4` \| [0-9.]+ / ([0-9.]+) ms", t["halo3"] * ms, command=HALO)
-    check_stated(DOC, r"`-C -c 2,2,2,4` \| [0-9.]+ / [0-9.]+ ms \| \*\*([0-9.]+)x", t["halo2"] / t["halo3"],
-                 command=HALO)
-    check_stated(DOC, r"\| \| SMP / Topaware \| ([0-9.]+) / [0-9.]+ ms", t["halo2"] * ms, command=HALO)
-    check_stated(DOC, r"\| \| SMP / Topaware \| [0-9.]+ / ([0-9.]+) ms", t["halo4"] * ms, command=HALO)
-    check_stated(DOC, r"\| \| SMP / Topaware \| [0-9.]+ / [0-9.]+ ms \| \*\*([0-9.]+)x", t["halo2"] / t["halo4"],
-                 command=HALO)
+    _pair(r"`-C -c 2,2,2,4` \| ", t["halo2"], t["halo3"], HALO, HALO, r"\*\*([0-9.]+)x")
+    _pair(r"\| \| SMP / Topaware \| ", t["halo2"], t["halo4"], HALO, HALO, r"\*\*([0-9.]+)x")
     row = r"`-R -c 2,2,2,4` / Topaware \| "
     check_stated(DOC, row + r"([0-9.]+) / [0-9.]+ / [0-9.]+ ms", t["halo0"] * ms, command=HALO)
     check_stated(DOC, row + r"[0-9.]+ / ([0-9.]+) / [0-9.]+ ms", t["halo1"] * ms, command=HALO)
@@ -132,14 +135,9 @@ def test_studies_table(studies):
     check_stated(DOC, row + r"[0-9.]+ / [0-9.]+ / [0-9.]+ ms \| [0-9.]+x, ([0-9.]+)x", t["halo0"] / t["halo4"],
                  command=HALO)
     # VPIC
-    check_stated(DOC, r"nodes / Topaware \| ([0-9.]+) / [0-9.]+ ms", t["vpic0"] * ms, command=VPIC)
-    check_stated(DOC, r"nodes / Topaware \| [0-9.]+ / ([0-9.]+) ms", t["vpic1"] * ms, command=VPIC)
-    check_stated(DOC, r"nodes / Topaware \| [0-9.]+ / [0-9.]+ ms \| \*\*([0-9.]+)x", t["vpic0"] / t["vpic1"],
-                 command=VPIC)
-    check_stated(DOC, r"ALPS order / Topaware \| ([0-9.]+) / [0-9.]+ ms", t["vpic_alps"] * ms, command=VPIC_ALPS)
-    check_stated(DOC, r"ALPS order / Topaware \| [0-9.]+ / ([0-9.]+) ms", t["vpic1"] * ms, command=VPIC)
-    check_stated(DOC, r"ALPS order / Topaware \| [0-9.]+ / [0-9.]+ ms \| ([0-9.]+)x", t["vpic_alps"] / t["vpic1"],
-                 command=VPIC_ALPS)
+    _pair(r"nodes / Topaware \| ", t["vpic0"], t["vpic1"], VPIC, VPIC, r"\*\*([0-9.]+)x")
+    _pair(r"ALPS order / Topaware \| ", t["vpic_alps"], t["vpic1"], VPIC_ALPS, VPIC, r"([0-9.]+)x")
+
 
 
 def test_topaware_section_4d_halo(studies):
