@@ -15,7 +15,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from evaluator import config
-from evaluator.config import hydra as H
+from evaluator.config.hydra import composition as H  # the module whose globals compose() reads (patched below)
 from evaluator.errors import ConfigCompositionError, ConfigError
 from evaluator.io import conf_dir
 from evaluator.traffic import _shift

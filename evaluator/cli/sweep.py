@@ -4,7 +4,7 @@
   file may define config groups next to it: ``DIR/routing/NAME.yaml``); ``sweeps=PATH.yaml``: that file;
 * no ``sweeps=``: exactly the axes the overrides give, on ``conf/config.yaml`` (the clean base);
 * nothing, or run settings only (``ray.*``, ``sweep.name``, ``--no-progress``, ...): the default study,
-  :data:`~evaluator.config.hydra.DEFAULT_STUDY` (the README's main job).
+  :data:`~evaluator.config.hydra.studies.DEFAULT_STUDY` (the README's main job).
 
 Axes come from the study's ``sweep.axes`` and from Hydra sweep overrides on the command line
 (``routing=minimal,valiant``, ``placement.seed='range(0,8)'``; see docs/sweeps.md). A sweep with no

@@ -5,7 +5,7 @@
   each kind's schema lives with its member, e.g.
   :class:`evaluator.routing._dor.DorConfig`);
 * :mod:`~evaluator.config.build`: config -> library objects (:func:`build`);
-* :mod:`~evaluator.config.hydra`: the only module that touches Hydra and
+* :mod:`~evaluator.config.hydra`: the only package that touches Hydra and
   OmegaConf (:func:`compose`, :func:`to_object`, :func:`compose_sweep`).
 """
 

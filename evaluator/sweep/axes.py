@@ -30,7 +30,7 @@ Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
 ``+sweep.axes.placement.seed={range:[0,8]}``, or in Hydra's own sweep grammar
 with ``placement.seed='range(0,8)'`` (also ``routing=minimal,valiant``,
 ``traffic.beta='choice([8,8,4],[16,8,8])'``, ``routing='glob(*)'``): the same
-axis, labels and run id (:func:`evaluator.config.hydra.sweep_axes_from_overrides`).
+axis, labels and run id (:func:`evaluator.config.hydra.grammar.sweep_axes_from_overrides`).
 
 Sizes are known before values are made: a ``range`` has
 ``len(range(start, stop, step))`` values, ``divisors`` of ``n`` as many as
