@@ -7,7 +7,9 @@ without its 2.4e9 flows) or phased (:class:`~evaluator.traffic.PhasedTraffic`).
 The work is the batch engine's (:mod:`evaluator._batch`): blocks of points
 to the device, one compilation per shape bucket, results back to the host.
 (The package re-exports the functions: ``evaluator.evaluate`` is the function,
-this module ``evaluator.evaluation``.)
+this module ``evaluator.evaluation``.) :func:`evaluate_groups` is the engine's group-level entry point for callers
+that hold many groups of points of one network (a sweep's chunk: flow banks planned per network, placements drawn
+from seeds on the device; see :mod:`evaluator._batch.groups`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import numpy as np
 import xarray as xr
 
 from ._batch import output
+from ._batch.banked import BankedPoints, BankPlan
 from ._batch.blocks import bucket_size
 from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_type
 from ._batch.dispatch import Results
+from ._batch.groups import GroupResults, evaluate_groups
 from ._batch.run import run_batch
 from ._types import Float, Int, Shaped
 from .placement import Placement
@@ -30,7 +34,8 @@ from .routing import Routing
 from .topology import Topology
 from .traffic import AbstractTraffic
 
-__all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size"]
+__all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size", "evaluate_groups", "GroupResults",
+           "BankedPoints", "BankPlan"]
 
 
 @dataclasses.dataclass

@@ -35,7 +35,7 @@ from evaluator import placement as P
 from evaluator import traffic as T
 from evaluator.config.schemas import RayConfig, SweepConfig
 from evaluator.errors import MEMORY_ENV, ConfigError, PartitionError, ResourceError
-from evaluator.kernel import batch_kernel
+from evaluator._batch.compiled import batch_kernel
 from evaluator.machines import check_partition
 from evaluator.partitions.geometry import MAX_PARTITION_SHAPES, count_partition_shapes
 from evaluator.routing import build_routing

@@ -25,7 +25,8 @@ from evaluator import structured as S
 from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator.evaluation import evaluate_batch
-from evaluator.kernel import SCALAR_METRICS, batch_kernel
+from evaluator._batch.compiled import batch_kernel
+from evaluator.kernel import SCALAR_METRICS
 from tests.helpers import COMPILE_EVENT, jax_events
 
 EV = importlib.import_module("evaluator._batch.blocks")  # buckets, padding, the one host-to-device transfer
@@ -142,17 +143,18 @@ def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monk
     compilation per routing, none for a per-point fallback. Two chunk threads, chunks of 4 points: the
     threads share every kernel (see also :func:`test_threads_share_one_build`)."""
     from evaluator import cli
-    from evaluator.sweep import driver, worker
+    from evaluator._batch import groups
+    from evaluator.sweep import driver
 
     kernels = []
-    real = worker.batch_kernel
+    real = groups.batch_kernel
 
     def recording(*args):
         kern = real(*args)
         kernels.append(kern)
         return kern
 
-    monkeypatch.setattr(worker, "batch_kernel", recording)
+    monkeypatch.setattr(groups, "batch_kernel", recording)
     monkeypatch.setattr(driver, "_local_threads", lambda ray_cfg: 2)
     monkeypatch.chdir(tmp_path)
     names: list[str] = []

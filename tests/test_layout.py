@@ -173,8 +173,10 @@ LAYERS = [
     ("evaluator.topology",),
     ("evaluator.lp",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies", "evaluator.cost"),
-    ("evaluator.kernel", "evaluator.flowlevel", "evaluator.evaluation", "evaluator._batch", "evaluator.jobs",
-     "evaluator.lp.bounds", "evaluator.mapping"),
+    ("evaluator.kernel", "evaluator.lp.bounds"),  # the one-point maths (and the bounds' LPs)
+    ("evaluator._batch", "evaluator.flowlevel"),  # the batch engine: compiled kernels, runners, memory
+    ("evaluator.evaluation",),  # its front: evaluate, evaluate_batch, evaluate_groups
+    ("evaluator.jobs", "evaluator.mapping"),
     ("evaluator.config",),
     ("evaluator.query", "evaluator.plot", "evaluator.studies"),
     ("evaluator.workload",),
@@ -274,7 +276,9 @@ def test_only_the_config_layer_touches_hydra_and_omegaconf():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             if any(n.split(".")[0] in ("hydra", "omegaconf") for n in names):
                 users.add(m)
-    assert users == {"evaluator.config.hydra"}, users
+    # the package evaluator.config.hydra and its modules, nothing else
+    assert users and all(u == "evaluator.config.hydra" or u.startswith("evaluator.config.hydra.")
+                         for u in users), users
 
 
 def test_every_family_member_is_a_private_module_with_a_base():
@@ -325,4 +329,27 @@ def _private_imports() -> list[str]:
 
 def test_no_module_imports_another_packages_private_names():
     bad = _private_imports()
+    assert not bad, "\n".join(bad)
+
+
+def test_one_road_to_the_device():
+    """The sweep reaches the kernels through the batch engine's front (:func:`evaluator.evaluation.evaluate_groups`)
+    only: no sweep module imports the kernels, the compiled layer, the blocks or the memory rule, and no module
+    outside ``evaluator._batch`` calls a private name of a compiled kernel (``._cache_size``, ``._run``,
+    ``._jits``; :meth:`evaluator._batch.compiled.Kernels.n_compiles` is the public count)."""
+    graph = _graph()
+    near = {"evaluator.kernel", "evaluator._batch.compiled", "evaluator._batch.blocks", "evaluator._batch.memory",
+            "evaluator._batch.banked", "evaluator._batch.dispatch"}
+    bad = [f"{m} imports {d}" for m, deps in sorted(graph.items()) if m.startswith("evaluator.sweep")
+           for d in sorted(deps & near)]
+    assert not bad, "\n".join(bad)
+    assert "evaluator.sweep._runner" not in graph
+    private = {"_cache_size", "_run", "_jits", "_per_point", "_shared", "_dense"}
+    for name, path in sorted(_modules().items()):
+        if name.startswith("evaluator._batch"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in private and isinstance(node.value, ast.Attribute) \
+                    and node.value.attr == "fn":
+                bad.append(f"{name}:{node.lineno} calls .fn.{node.attr}")
     assert not bad, "\n".join(bad)

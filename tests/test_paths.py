@@ -400,7 +400,7 @@ def test_unbound_on_a_large_topology_and_too_large_table(monkeypatch):
 
 
 def test_another_pair_set_in_the_same_bucket_compiles_nothing():
-    from evaluator.kernel import batch_kernel
+    from evaluator._batch.compiled import batch_kernel
 
     topo = T.torus((4, 4))
     pl = PL.linear(topo, 16)

@@ -24,7 +24,7 @@ from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator._jax_cache import ENV
 from evaluator.evaluation import evaluate_batch
-from evaluator.kernel import batch_kernel
+from evaluator._batch.compiled import batch_kernel
 from tests.helpers import COMPILE_EVENT, TRACE_EVENT, jax_events
 
 FRESH = "EVALUATOR_TEST_FRESH_PROCESS"

@@ -1,12 +1,16 @@
 """The one batch engine: design points to the device in blocks, results back to the host.
 
 Every caller that evaluates many points of one (topology, routing) through
-the kernels of :func:`evaluator.kernel.batch_kernel` uses these modules:
+the kernels of :func:`evaluator._batch.compiled.batch_kernel` uses these modules:
 :func:`evaluator.evaluate` and :func:`evaluator.evaluate_batch`
 (:mod:`evaluator.evaluation`), several jobs (:mod:`evaluator.jobs`) and the
-sweep's workers (:mod:`evaluator.sweep.worker`, whose placements drawn on the
-device are :mod:`evaluator.sweep._runner`'s own). One module per concern:
+sweep's workers (:mod:`evaluator.sweep.worker`, through
+:func:`evaluator.evaluation.evaluate_groups`, one call per chunk). One module
+per concern:
 
+* :mod:`.compiled`: the one-point kernels of :mod:`evaluator.kernel` batched
+  (``vmap`` over a step, a loop over the steps of a block) and jitted once
+  per (topology, routing), the program store, the count of compilations;
 * :mod:`.checks`: the arguments (types, counts, the block size's two names);
 * :mod:`.blocks`: shape buckets, the one block and step sizing rule,
   padding (task rows, flow lists, a sweep's flow bank), the one
@@ -15,6 +19,10 @@ device are :mod:`evaluator.sweep._runner`'s own). One module per concern:
   call, refused before anything is allocated;
 * :mod:`.dispatch`: the runners of each kernel input (flow lists, dense
   rank-one weights), a batch of single exchanges, a batch of any traffic;
+* :mod:`.banked`: the banked runner (flows from banks planned per network,
+  placements drawn from their seeds inside the call: a sweep's chunk);
+* :mod:`.groups`: groups of points of any traffic, each to its runner (the
+  sweep's one entry point; a path set's unroutable pairs refused per point);
 * :mod:`.pathsets`: the communicating router pairs of a point, path-set
   routings bound to them;
 * :mod:`.phases`: phased traffic, phase by phase, then combined;

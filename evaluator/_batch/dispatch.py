@@ -20,7 +20,8 @@ import jax
 import numpy as np
 
 from .._types import Float
-from ..kernel import BatchKernel, DensePointInputs, PointInputs
+from ..kernel import DensePointInputs, PointInputs
+from .compiled import BatchKernel
 from ..placement import Placement
 from ..traffic import AbstractTraffic, DenseTraffic, Traffic
 from . import blocks

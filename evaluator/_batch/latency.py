@@ -30,7 +30,8 @@ import numpy as np
 from .._ops import differentiable, take
 from .._types import Float
 from ..errors import ResourceError
-from ..kernel import BatchKernel, PointInputs, point_link_loads
+from ..kernel import PointInputs, point_link_loads
+from .compiled import BatchKernel
 from ..latency import Latency, link_latency
 from ..placement import Placement
 from ..routing import require_linear

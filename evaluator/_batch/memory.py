@@ -4,8 +4,8 @@
 one block call of a kernel (cached per kernel and shapes, or read from the
 program store); :func:`working_set` adds the host arrays and the results of
 a whole :func:`evaluator.evaluate_batch` call and :func:`check_working_set`
-refuses it naming the argument that weighs most; :func:`check_block` refuses
-one block of a sweep.
+refuses it naming the argument that weighs most (the banked runner of
+:mod:`.banked` adds its own calls' parts and refuses by the same rule).
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ import jax
 import numpy as np
 
 from ..errors import MEMORY_ENV, ResourceError, check_memory, fmt_size
-from ..kernel import SCALAR_METRICS, BatchKernel
+from ..kernel import SCALAR_METRICS
+from .compiled import BatchKernel
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .blocks import bucket_size  # noqa: F401  (re-exported: the buckets the estimate pads to)
 from .checks import Shown
 from .dispatch import RUNNERS
 
-__all__ = ["jaxpr_peak_bytes", "compiled_peak_bytes", "block_peak", "working_set", "device_memory", "check_working_set", "check_block"]
+__all__ = ["jaxpr_peak_bytes", "compiled_peak_bytes", "block_peak", "working_set", "device_memory", "check_working_set"]
 
 
 def _nbytes(var) -> int:
@@ -251,10 +252,3 @@ def check_working_set(need: dict[str, int], n: int, block_size: int, keep: bool,
     if dev_need > 0.8 * have:
         raise ResourceError(field, value, f"a size that fits in the memory of the {kind}: {what} need about "
                                           f"{fmt_size(dev_need)} there, {fmt_size(have)} is free", hint)
-
-
-def check_block(kern: BatchKernel, args: tuple, step: int, block: int, field: str, hint: str) -> None:
-    """Refuse a block call of the shared-flows kernel (``args``: its inputs after the network) whose traced
-    working set would not fit in memory (measured once per kernel and shapes: :func:`block_peak`)."""
-    check_memory(field, block, block_peak(kern, "shared", args, step), f"one block of {block} points on the device",
-                 hint)

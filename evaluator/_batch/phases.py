@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dataset import metric_values
-from ..kernel import BatchKernel
+from .compiled import BatchKernel
 from ..placement import Placement
 from ..topology import Topology
 from ..traffic import AbstractTraffic

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..kernel import batch_kernel
+from .compiled import batch_kernel
 from ..placement import Placement
 from ..routing import Routing, require_linear
 from ..topology import Topology

@@ -373,7 +373,7 @@ def _jobs_max_min(topology: Topology, jobs: list[Job], routings: list[Routing], 
     """``[2, J]``: every job's last arrival under flow-level max-min sharing with every job (row 0) and each
     alone (row 1), the jobs' phases one after another within each job."""
     from .._batch.flowlevel import check_messages, exchange_flows, progress_batch
-    from ..kernel import batch_kernel
+    from .._batch.compiled import batch_kernel
 
     check_messages(sum(x.n_flows if x.kernel_input == "flows" else int(x.n_tasks) ** 2 for job in jobs
                        for x in job.traffic.phases), "the jobs", "every job's phases together")

@@ -36,7 +36,8 @@ from jaxtyping import Array, Float, Int
 
 from .._types import TaskInts
 from ..errors import ConfigError, check_memory
-from ..kernel import PointInputs, batch_kernel, point_link_loads
+from .._batch.compiled import batch_kernel
+from ..kernel import PointInputs, point_link_loads
 from ..routing import require_linear
 from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology

@@ -202,7 +202,7 @@ def _router_distances(topology, routing, ends: np.ndarray, W: np.ndarray):
     of ``ends`` loads; ``oblivious``: whether the pairs' loads add up (routed together at random bytes, their
     weighted loads equal the sum of the unit flows'; a routing whose shares depend on the load does not, and
     its distances are not used)."""
-    from ..kernel import batch_kernel
+    from .._batch.compiled import batch_kernel
 
     k = batch_kernel(topology, routing, False)
     op, tables = k.operator, k.net.routing

@@ -95,7 +95,7 @@ def operator_bytes(topo: DragonflyTopology, valiant: bool) -> int:
     their ranks), 12 per ``[g*a, k]`` peer entry, 17 per local link (the
     local-link check) and 28 per global link; Valiant adds its dense
     ``land[g, a, g]`` (8 bytes per entry). Plus the copy of the tables that
-    :func:`evaluator.kernel.batch_kernel` moves to the device. Against the
+    :func:`evaluator._batch.compiled.batch_kernel` moves to the device. Against the
     host peak (``tracemalloc``) plus the tables this is 1.05-1.3x
     (DF(1,32,32) minimal 0.19 GB estimated vs 0.15 GB measured, Valiant
     0.72 GB vs 0.69 GB; DF(8,16,8) Valiant 7.5 MB vs 6.7 MB).

@@ -8,17 +8,15 @@ the rest), topology, routing and traffic (each cached by the axes it depends
 on), whether it is feasible (a ``reason`` if not), and its placement with
 everything decided but the seed (a
 :class:`~evaluator.placement.SeededPlacement`), or the placement
-itself where it has no seed. Seeds are checked once per seed value. Feasible
-points go to the device in calls of one shape class (:mod:`._runner`):
-flows from a bank of the network's traffics, placements drawn from their
-seeds inside the jitted call. Placements of the ``numpy`` generator (host
-only) are drawn per point on the host, dense traffics go through
-:func:`evaluator.evaluate_batch`. Blocks, padding, flow banks and fetching
-are the batch engine's (:mod:`evaluator._batch`), as for every other caller
-of the kernels: ``sweep.chunk_size`` sets the chunk (the points of one task,
-checkpointed together) and the block size (:func:`~evaluator._batch.blocks.block_sizes`:
-points per device call, at most the chunk's; on CPU at most
-:data:`~evaluator._batch.blocks.BLOCK_CPU`).
+itself where it has no seed. Seeds are checked once per seed value. The
+chunk's feasible points then go, as groups, to the batch engine's one
+group-level entry point (:func:`evaluator.evaluation.evaluate_groups`), once
+per chunk: flow lists through its banked runner (flows from a bank of the
+network's traffics, placements drawn from their seeds inside the jitted
+call: :mod:`evaluator._batch.banked`), dense and phased traffics, latency
+models and path sets the ways :func:`evaluator.evaluate_batch` takes them.
+``sweep.chunk_size`` sets the chunk (the points of one task, checkpointed
+together) and the block size (points per device call, at most the chunk's).
 
 A *network* of the grid (the plan's ``network_axes``: the points that share
 every axis of the topology and routing; each chunk lies in one) has its
@@ -44,15 +42,11 @@ import numpy as np
 from .. import config as C
 from .._types import Int, PointInts
 from ..errors import ConfigError, reason
-from .._batch.blocks import block_sizes, bucket_size, fetch, flow_point_bytes, make_bank
-from .._batch.pathsets import router_pairs
-from ..evaluation import evaluate_batch
-from ..kernel import batch_kernel
+from ..evaluation import BankedPoints, BankPlan, evaluate_groups
 from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext
 from ..placement import SeededPlacement, check_seed
-from ..routing import check_routing, unroutable_pair
-from . import _runner
+from ..routing import check_routing
 from .bounds import chunk_bounds
 from .jobs import evaluate_jobs_chunk
 from .plan import SweepPlan
@@ -136,7 +130,7 @@ class _State:
         self.traffics = _LRU(MAX_PLANNED_TRAFFICS * 2)
         self.groups = _LRU(8192)
         self.placements = _LRU(8192)
-        self.banks: dict[tuple, dict] = {}
+        self.banks: dict[tuple, BankPlan | None] = {}
         self.seed_values: np.ndarray | None = None
         self.seed_reasons: list[str] = []
         self.any_bad_seed = False
@@ -246,8 +240,8 @@ class _State:
         return kind, seed, spec, bool(mark)
 
     # ---- flow banks ---------------------------------------------------------------------------------
-    def bank_plan(self, plan: SweepPlan, idx: tuple[int, ...]) -> dict | None:
-        """The flow banks of the network of ``idx``: traffic key -> (class, row), class -> (traffics, F).
+    def bank_plan(self, plan: SweepPlan, idx: tuple[int, ...]) -> BankPlan | None:
+        """The flow banks of the network of ``idx`` (:class:`~evaluator.evaluation.BankPlan`), made once.
 
         Every traffic config of the network is enumerated (the network's
         axes fixed, every other axis the traffic depends on varied) and built;
@@ -261,7 +255,7 @@ class _State:
         count = int(np.prod([plan.axes[i].size for i in free], dtype=np.float64)) if free else 1
         if count > MAX_PLANNED_TRAFFICS:
             return self.banks.setdefault(bkey, None)
-        members: dict[tuple, list] = collections.defaultdict(list)
+        members = []
         for combo in itertools.product(*(range(plan.axes[i].size) for i in free)):
             full = list(idx)
             for i, v in zip(free, combo):
@@ -271,22 +265,9 @@ class _State:
             if isinstance(topo, _Failed):
                 continue
             tkey, tr = self.traffic(full, cfg, topo)
-            if isinstance(tr, _Failed) or tr.kernel_input != "flows":  # (flow lists only go to banks)
-                continue
-            members[(tr.kernel_input, getattr(cfg.traffic, "kind", ""), bucket_size(tr.n_tasks))].append((tkey, tr))
-        out = {"rows": {}, "classes": {}}
-        for cls, items in members.items():
-            seen: dict[tuple, int] = {}
-            traffics = []
-            for tkey, tr in items:
-                if tkey not in seen:
-                    seen[tkey] = len(traffics)
-                    traffics.append(tr)
-            out["classes"][cls] = {"traffics": traffics, "F": bucket_size(max(t.n_flows for t in traffics)),
-                                   "bank": None}
-            for tkey, row in seen.items():
-                out["rows"][tkey] = (cls, row)
-        return self.banks.setdefault(bkey, out)  # (another thread's plan, if it made one meanwhile)
+            if not isinstance(tr, _Failed):
+                members.append((tkey, getattr(cfg.traffic, "kind", ""), tr))
+        return self.banks.setdefault(bkey, BankPlan(members))  # (another thread's plan, if it made one meanwhile)
 
 
 class _Lazy:
@@ -360,7 +341,6 @@ def _seed_reason(value) -> str:
 
 _STATE: dict[tuple[str, int], _State] = {}
 _STATE_LOCK = threading.Lock()
-_KERNEL_LOCK = threading.Lock()
 
 
 def _state(plan: SweepPlan) -> _State:
@@ -492,16 +472,20 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
                            "compile_s": 0.0, "eval_s": 0.0}
     if costs.values:
         out["cost"] = costs.values
-    pair_bound = routing is not None and routing.needs_pairs
-    if (device or host) and pair_bound:
-        # a path set: evaluate_batch binds the chunk's router pairs; a point with a pair it cannot route (a hop
-        # limit too small) is infeasible, with the pair named, and the chunk's other points are evaluated
-        res, device, host = _evaluate_path_sets(plan, topo, routing, device, host, out, reasons)
     if device or host:
-        if not pair_bound:  # (path sets were evaluated above)
-            with _KERNEL_LOCK:  # threads of one process share one kernel (and its compilations)
-                kern = batch_kernel(topo, routing, plan.keep_link_load)
-            res = _evaluate(plan, st, kern, topo, routing, idx, device, host, out)
+        first = tuple(int(v) for v in idx[:, (device + host)[0][0][0]])  # (a chunk lies in one network)
+        groups = [BankedPoints(m, g.traffic, seeded=g.spec, seeds=s, bank_key=g.traffic_key) for m, g, s in device]
+        groups += [BankedPoints(m, g.traffic, placements=p, bank_key=g.traffic_key) for m, g, p in host]
+        res = evaluate_groups(topo, routing, groups, keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size,
+                              sharing=plan.sharing, fairness=plan.fairness, progression=plan.progression,
+                              banks=lambda: st.bank_plan(plan, first))
+        for positions, exc in res.infeasible:
+            reasons.set(positions, reason(exc))
+        out.update(compile_s=res.compile_s, eval_s=res.eval_s)
+        if res.n_compiles:
+            out["n_compiles"] = res.n_compiles
+    if (device or host) and res.positions.size:
+        res = res._asdict()
         order = np.argsort(res["positions"], kind="stable")
         out["ok"] = res["positions"][order]
         out["metrics"] = {k: v[order] for k, v in res["metrics"].items()}
@@ -525,76 +509,6 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     return out
 
 
-def _evaluate(plan: SweepPlan, st: _State, kern, topo, routing, idx: np.ndarray, device: list, host: list,
-              out: dict) -> dict[str, Any]:
-    """Evaluate the feasible points: device calls per (shape class, generator), dense traffics apart (phased
-    traffic: every point of the chunk through :func:`evaluator.evaluate_batch`)."""
-    if (topo.latency is not None or plan.sharing != "bound"
-            or any(g.traffic.kernel_input == "phases" for _, g, _ in device + host)):
-        # (a latency model: its message pass is evaluate_batch's)
-        return _evaluate_batch_path(plan, topo, routing, device, host, out)
-    positions, metrics, loads = [], [], []
-    calls: dict[tuple, list] = collections.defaultdict(list)  # (class, generator key) -> entries
-    dense: list[tuple[np.ndarray, Any, list[Placement]]] = []
-    banks = None
-    for members, grp, payload in [(m, g, ("device", s)) for m, g, s in device] + \
-                                 [(m, g, ("host", p)) for m, g, p in host]:
-        if grp.traffic.kernel_input != "flows":  # dense: through evaluate_batch (no flow bank)
-            dense.append((members, grp.traffic, _host_placements(grp, payload)))
-            continue
-        if banks is None:
-            banks = st.bank_plan(plan, tuple(int(v) for v in idx[:, members[0]]))
-        gen_key = grp.spec.key if payload[0] == "device" else None
-        calls[(_class_of(banks, grp), gen_key)].append((members, grp, payload))
-    pending = []
-    before = kern.fn._cache_size()
-    t1 = time.perf_counter()
-    compile_s = 0.0
-    for (cls, gen_key), entries in calls.items():
-        bank, rows_of, T, F = _bank_for(st, banks, cls, entries)
-        block, step = block_sizes(plan.chunk_size, flow_point_bytes(F, kern.n_links))  # one block for any chunk
-        pos = np.concatenate([e[0] for e in entries])
-        rows = np.concatenate([np.full(e[0].size, rows_of(e[1]), np.int32) for e in entries])
-        if gen_key is None:
-            tn = np.zeros((pos.size, T), np.int32)
-            r = 0
-            for members, grp, (_, pls) in entries:
-                for p in pls:
-                    tn[r, : p.n_tasks] = p.task_node
-                    r += 1
-            params, gen, seeds = {"task_node": tn}, None, None
-        else:
-            gen = entries[0][1].spec
-            params = {k: np.concatenate([np.broadcast_to(e[1].params(T)[k], (e[0].size,) + np.shape(v))
-                                         for e in entries])
-                      for k, v in entries[0][1].params(T).items()}
-            seeds = np.concatenate([e[2][1] for e in entries])
-        tc = time.perf_counter()
-        n_before = kern.fn._cache_size()
-        queued, order = _runner.dispatch(kern, bank, rows, params, gen, seeds, T, block, step)
-        if kern.fn._cache_size() > n_before:
-            compile_s += time.perf_counter() - tc
-        pending.append((pos, queued, order))
-    for pos, queued, order in pending:
-        m, ll = fetch(queued, order)
-        positions.append(pos)
-        metrics.append(m)
-        loads.append(ll)
-    for members, tr, pls in dense:
-        # (blocks of at most the chunk; given under the old name so that a refusal names chunk_size, as before)
-        res = evaluate_batch(topo, routing, [tr] * len(pls), pls,
-                             keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size)
-        positions.append(members)
-        metrics.append(res.metrics)
-        loads.append(res.link_load)
-    out["compile_s"] = compile_s
-    out["eval_s"] = time.perf_counter() - t1 - compile_s
-    out["n_compiles"] = kern.fn._cache_size() - before
-    merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
-    ll = None if loads[0] is None else np.concatenate(loads)
-    return {"positions": np.concatenate(positions), "metrics": merged, "link_load": ll}
-
-
 def _bounds(plan: SweepPlan, st: _State, idx: np.ndarray, device: list, host: list, ok: np.ndarray,
             achieved: np.ndarray) -> dict:
     """The bounds of the feasible points ``ok`` (:func:`~evaluator.sweep.bounds.chunk_bounds`): one per distinct
@@ -615,103 +529,6 @@ def _bounds(plan: SweepPlan, st: _State, idx: np.ndarray, device: list, host: li
             made[key] = (lambda spec=grp.spec, seed=int(val): spec.placement(seed)) if kind == "seed" else val
         items.append((key, grp.topology, grp.traffic, made[key]))
     return chunk_bounds(plan, items, achieved, st.bound_cache)
-
-
-def _host_placements(grp: _Group, payload) -> list[Placement]:
-    """The placements of a group's points drawn on the host (the same as on the device)."""
-    kind, data = payload
-    return data if kind == "host" else [grp.spec.placement(int(s)) for s in data]
-
-
-def _evaluate_path_sets(plan: SweepPlan, topo, routing, device: list, host: list, out: dict,
-                        reasons: _Reasons) -> tuple[dict[str, Any] | None, list, list]:
-    """A path-set routing's points: ``(result, device, host)`` with the points evaluated (empty lists: none).
-
-    A :class:`ConfigError` of the chunk's batch (a router pair with no path within the hop limit) is traced
-    to its points: each point whose pairs hold an unroutable pair gets the error naming its own first such
-    pair (:func:`evaluator.routing.unroutable_pair`), and the other points are evaluated again
-    without them. An error no point explains (or one the others raise again) makes them all infeasible.
-    """
-    try:
-        return _evaluate_batch_path(plan, topo, routing, device, host, out), device, host
-    except ConfigError as exc:
-        exc.__traceback__ = None
-        first = exc
-    kept_host, dropped = [], 0
-    for entries, kind in ((device, "device"), (host, "host")):
-        for members, grp, payload in entries:
-            pls = _host_placements(grp, (kind, payload))
-            ok = np.ones(members.size, bool)
-            for j, p in enumerate(pls):
-                try:
-                    err = unroutable_pair(grp.topology, routing, router_pairs(grp.topology, grp.traffic, p,
-                                                                               routing.label))
-                except ConfigError as exc:  # (e.g. too many pairs of a dense traffic)
-                    err = exc
-                if err is not None:
-                    reasons.set(members[j:j + 1], reason(err))
-                    ok[j] = False
-            dropped += int((~ok).sum())
-            if ok.any():  # placements already drawn: evaluated as host placements
-                kept_host.append((members[ok], grp, [p for p, k in zip(pls, ok) if k]))
-    if dropped and kept_host:
-        try:
-            return _evaluate_batch_path(plan, topo, routing, [], kept_host, out), [], kept_host
-        except ConfigError as exc:
-            first = exc
-    if dropped and not kept_host:
-        return None, [], []
-    for members, _, _ in kept_host:
-        reasons.set(members, reason(first))
-    return None, [], []
-
-
-def _evaluate_batch_path(plan: SweepPlan, topo, routing, device: list, host: list, out: dict) -> dict[str, Any]:
-    """Every feasible point of the chunk in one :func:`evaluator.evaluate_batch` call (placements
-    drawn on the host); phased traffic's per-phase results come with it."""
-    t1 = time.perf_counter()
-    entries = [(m, g, ("device", s)) for m, g, s in device] + [(m, g, ("host", p)) for m, g, p in host]
-    positions = np.concatenate([m for m, _, _ in entries])
-    traffics = [g.traffic for m, g, _ in entries for _ in range(m.size)]
-    placements = [p for _, g, payload in entries for p in _host_placements(g, payload)]
-    res = evaluate_batch(topo, routing, traffics, placements, keep_link_load=plan.keep_link_load,
-                         chunk_size=plan.chunk_size, sharing=plan.sharing, fairness=plan.fairness,
-                         progression=plan.progression)
-    out["eval_s"] = time.perf_counter() - t1
-    phases = None
-    if res.phases is not None:
-        phases = {"names": list(res.phases["names"]), "phase_completion_time": res.phases["phase_completion_time"],
-                  "phase_total_bytes": res.phases["phase_total_bytes"],
-                  "phase_bottleneck": res.phase_bottleneck_names(),
-                  **{k: res.phases[k] for k in ("phase_time_with_latency", "phase_time_max_min") if k in res.phases}}
-    return {"positions": positions, "metrics": res.metrics, "link_load": res.link_load, "phases": phases}
-
-
-def _class_of(banks: dict | None, grp: _Group) -> tuple:
-    """The shape class of a group's traffic: its planned bank class, else (kind, T, F) of its own."""
-    if banks is not None and grp.traffic_key in banks["rows"]:
-        return ("planned",) + banks["rows"][grp.traffic_key][0]
-    tr = grp.traffic
-    return ("own", tr.kernel_input, bucket_size(tr.n_tasks), bucket_size(tr.n_flows))
-
-
-def _bank_for(st: _State, banks: dict | None, cls: tuple, entries: list):
-    """``(bank, row of a group, T, F)`` for the calls of one shape class."""
-    if cls[0] == "planned":
-        c = banks["classes"][cls[1:]]
-        if c["bank"] is None:
-            c["bank"] = make_bank(c["traffics"], c["F"])
-        T = cls[3]
-        return c["bank"], (lambda grp: banks["rows"][grp.traffic_key][1]), T, c["F"]
-    _, _, T, F = cls
-    seen: dict[int, int] = {}
-    traffics = []
-    for _, grp, _ in entries:
-        if id(grp.traffic) not in seen:
-            seen[id(grp.traffic)] = len(traffics)
-            traffics.append(grp.traffic)
-    bank = make_bank(traffics, F, bucket_size(len(traffics), minimum=1))
-    return bank, (lambda grp: seen[id(grp.traffic)]), T, F
 
 
 def peak_rss_mb() -> float:
