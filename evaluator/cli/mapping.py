@@ -1,6 +1,11 @@
-"""``evaluator map [overrides] [--budget S] [--nodes all|placement|FILE|IDS] [--write-rank-order DIR]
-[--verbose]``: search the task-to-node mapping of one job that minimises its predicted completion time
-(:mod:`evaluator.mapping`)."""
+"""``evaluator map [overrides] [--budget S] [--nodes all|placement|FILE|IDS] [--start FILE|NAME ...]
+[--write-rank-order DIR] [--verbose]``: search the task-to-node mapping of one job that minimises its predicted
+completion time (:mod:`evaluator.mapping`).
+
+This module parses the command line and builds what it names: the available nodes, the user's starts
+(``--start``: a file read by :func:`evaluator.mapping.read_start_file`, or a placement of the ``placement``
+group built as ``evaluator eval`` or a sweep would build it for this job) and the named placements as
+configured; :func:`evaluator.mapping.search_mapping` takes them as arguments."""
 
 from __future__ import annotations
 
@@ -10,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-from .._types import JobNodes
 from ..display import format_value
 from ..errors import ConfigError, StorageError
 from ..io import check_writable, write_dataset
-from ..mapping import Start, search_mapping
+from ..mapping import (FILE_KINDS, Start, available_nodes, check_job, check_start, parse_node_ids, read_start_file,
+                       search_mapping)
 from .._args import ArgumentParser, override_key
 
 __all__ = ["main", "parse_node_ids", "skipped_summary"]
@@ -26,22 +31,12 @@ _NODES_HELP = ("the nodes available to the job: 'all' (every compute node of the
                "or such a list inline")
 
 
-def parse_node_ids(text: str, field: str = "--nodes") -> JobNodes:
-    """``"0-3,8, 10"`` (commas, spaces or newlines; ``a-b`` ranges; ``#`` comments) -> node ids in that order."""
-    body = "\n".join(line.split("#", 1)[0] for line in str(text).splitlines())
-    parts = [p for p in re.split(r"[,\s]+", body) if p]
-    out: list[int] = []
-    for p in parts:
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", p)
-        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
-            raise ConfigError(field, p, "node ids and ascending ranges separated by commas, e.g. 0-15,32,40-47")
-        lo = int(m.group(1))
-        hi = lo if m.group(2) is None else int(m.group(2))
-        out.extend(range(lo, hi + 1))
-    if not out:
-        raise ConfigError(field, text, "at least one node id, e.g. 0-15,32")
-    return np.asarray(out, np.int64)
-
+_START_HELP = ("a start of the search, besides the ones it builds (repeatable; each adds one, put first): a "
+               "rank-order file (MPICH_RANK_ORDER as 'evaluator placement --write-rank-order' writes it: one line "
+               "of ranks per node, the nodes those of the node_list beside it, else of --nodes, in order), a node "
+               "list (one node id per rank; prefix rank_order: or node_list: to say which), or the name of a "
+               "placement of the placement group (alps, block, dragonfly_cartesian, ...; built with this config's "
+               "overrides, as evaluator eval would run it)")
 
 _REPEATS = ("the same mapping as",)
 
@@ -96,29 +91,84 @@ def _with_tasks_per_node(overrides: list[str], cfg, tpn: int) -> list[str]:
     return [*overrides, f"placement.tasks_per_node={tpn}"]
 
 
+def _default_kind(overrides: list[str]) -> str:
+    """The placement kind ``evaluator eval`` would run with these overrides (the config's default unless one names
+    another; a ``placement.KEY`` that is not the default's own key leaves the default as it is)."""
+    try:
+        return config.compose(overrides).placement.kind
+    except ConfigError:
+        return config.compose([o for o in overrides if not re.match(r"\+?placement\.", o)]).placement.kind
+
+
+def _named_placement(opt: str, overrides: list[str], user_placement: bool, default: str, point,
+                     tasks_per_node: int | None):
+    """The placement ``opt`` of the ``placement`` group as ``evaluator eval`` (or a sweep) would build it for this
+    job: the config's overrides (those of another placement left out), its YAML values, ``--tasks-per-node``
+    where the placement has the field; a :class:`ConfigError` when it does not build for the job."""
+    over = [o for o in overrides if not re.match(r"\+?placement(=|\.)", o)] + [f"placement={opt}"]
+    if opt == default:  # the config's own placement: the overrides of it kept (placement.gamma=..., say) where
+        try:            # they are its keys
+            config.compose(overrides)
+            over = list(overrides)
+        except ConfigError:
+            if user_placement:
+                raise
+    if tasks_per_node is not None and "tasks_per_node" in config.compose(over).placement:
+        over.append(f"placement.tasks_per_node={tasks_per_node}")
+    obj = config.to_object(config.compose(over))
+    return config.build_placement(obj.placement, point.topology, obj.traffic, point.traffic.n_tasks, obj.topology)
+
+
 def _named_starts(overrides: list[str], user_placement: bool, point, tasks_per_node: int | None) -> list[Start]:
     """The named placements as ``evaluator eval`` would run this job with each option of the ``placement`` group
     (its YAML values: gamma, orders, seed), the config's default first (or the one the user named); an option
     that does not build for the job is left out (the search's own starts then stand for it)."""
-    default = config.compose(overrides).placement.kind
+    default = _default_kind(overrides)
     from ..config.hydra import group_options
 
     options = [default] + [o for o in group_options("placement") if o != default]
     out = []
     for opt in options:
-        over = [o for o in overrides if not re.match(r"\+?placement(=|\.)", o)] + [f"placement={opt}"]
-        if opt == default and user_placement:
-            over = list(overrides)
-        if tasks_per_node is not None:
-            over.append(f"placement.tasks_per_node={tasks_per_node}")
         try:
-            obj = config.to_object(config.compose(over))
-            pl = config.build_placement(obj.placement, point.topology, obj.traffic, point.traffic.n_tasks,
-                                        obj.topology)
+            pl = _named_placement(opt, overrides, user_placement, default, point, tasks_per_node)
         except ConfigError:  # an option that does not apply to this job
             continue
         label = f"{opt} (as configured{', the default' if opt == default and not user_placement else ''})"
         out.append(Start(label, np.asarray(pl.task_node, np.int64)))
+    return out
+
+
+def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, point, nodes, tpn: int,
+                 tasks_per_node: int | None) -> list[Start]:
+    """The starts ``--start`` names, in the order given (a spec given twice counts once): files read by
+    :func:`read_start_file`, placements built by :func:`_named_placement`; every one checked against the job
+    (:func:`evaluator.mapping.check_start`), an error naming ``--start`` and the value otherwise."""
+    from ..config.hydra import group_options
+
+    topo, n = point.topology, point.traffic.n_tasks
+    options = group_options("placement")
+    default = _default_kind(overrides)
+    out: list[Start] = []
+    for spec in dict.fromkeys(specs):
+        kind, _, rest = spec.partition(":")
+        if kind in FILE_KINDS and rest:
+            out.append(read_start_file(rest, topo, n, nodes, tpn, kind=kind, name=spec))
+        elif Path(spec).exists():
+            out.append(read_start_file(spec, topo, n, nodes, tpn))
+        elif spec in options:
+            try:
+                pl = _named_placement(spec, overrides, user_placement, default, point, tasks_per_node)
+            except ConfigError as exc:
+                raise ConfigError("--start", spec, f"a placement that builds for this job ({n} tasks on "
+                                  f"{topo.name})", f"It does not: {exc}") from None
+            label = f"{spec} (--start, as configured)"
+            out.append(Start(label, check_start(topo, n, nodes, tpn, pl.task_node, "--start", spec)))
+        else:
+            looks_like_file = "/" in spec or "." in spec or spec.upper().startswith(("MPICH", "NODE"))
+            raise ConfigError("--start", spec, "a rank-order file or node list that exists, or a placement of the "
+                              f"placement group: one of {', '.join(options)}",
+                              f"No file {spec} exists." if looks_like_file else
+                              f"No file {spec} exists and no placement is named so.")
     return out
 
 
@@ -139,6 +189,7 @@ def main(argv: list[str]) -> int:
                     help="stop after N batches of candidates even within the budget: with the same seed, the same "
                          "mapping on every run (a budget alone stops wherever the machine's speed leaves it)")
     ap.add_argument("--nodes", default="all", help=_NODES_HELP)
+    ap.add_argument("--start", action="extend", nargs=1, default=[], metavar="FILE|NAME", help=_START_HELP)
     ap.add_argument("--tasks-per-node", type=int, default=None, metavar="N",
                     help="slots per node (default: the config's placement.tasks_per_node, else 1); sets the "
                          "placement's tasks_per_node too, which then must not say otherwise")
@@ -163,8 +214,13 @@ def main(argv: list[str]) -> int:
     overrides = list(args.overrides)
     user_placement = any(re.match(r"\+?placement=", o) for o in overrides)
     as_run = list(overrides)  # the job as `evaluator eval` would run it: its placement the config's default
-    if not user_placement:
-        overrides.insert(0, "placement=linear")  # the placement only says which nodes with --nodes placement
+    if not user_placement:  # the placement only says which nodes with --nodes placement
+        try:
+            cfg = config.compose(["placement=linear", *overrides])
+            overrides.insert(0, "placement=linear")
+        except ConfigError:  # placement.KEY=... of the config's default placement (placement.gamma=...)
+            if not any(re.match(r"\+?placement\.", o) for o in overrides):
+                raise
     cfg = config.compose(overrides)
     if args.tasks_per_node is not None:
         overrides = _with_tasks_per_node(overrides, cfg, args.tasks_per_node)
@@ -190,7 +246,10 @@ def main(argv: list[str]) -> int:
     tpn = args.tasks_per_node
     if tpn is None:
         tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)
-    res = search_mapping(point.topology, point.traffic, point.routing, nodes=_nodes(args.nodes, point),
+    nodes, _ = check_job(point.topology, point.traffic, available_nodes(point.topology, _nodes(args.nodes, point)),
+                         tpn)
+    mine = _user_starts(args.start, as_run, user_placement, point, nodes, tpn, args.tasks_per_node)
+    res = search_mapping(point.topology, point.traffic, point.routing, nodes=nodes, user_starts=mine,
                          tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
                          traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
                          progress=not args.no_progress,
@@ -211,7 +270,7 @@ def main(argv: list[str]) -> int:
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
-    named = {n: t for n, t in res.starts.items() if "(as configured" in n}
+    named = {n: t for n, t in res.starts.items() if "as configured" in n}
     best_named = min(named, key=named.get) if named else None
     vs_named = (f"; {(1 - res.completion_time / named[best_named]) * 100:.1f} % below the best named placement, "
                 f"{best_named}" if best_named is not None and best_named != res.best_start else "")

@@ -7,8 +7,10 @@ and:
 
 1. builds every applicable starting point (:mod:`._starts`: the named
    placements, Cray ``grid_order`` rank orders, a METIS graph-partitioning
-   mapping, one seeded random mapping) and evaluates them all in one batch
-   (:func:`evaluator.evaluate_batch`);
+   mapping, one seeded random mapping), puts the user's own starts first
+   (``user_starts``: a rank-order file or node list read by
+   :func:`read_start_file`, a named placement) and evaluates them all in one
+   batch (:func:`evaluator.evaluate_batch`);
 2. improves the best of them by batched local search (:mod:`._search`):
    thousands of candidate moves (task swaps, moves to free slots, swaps of
    whole nodes' or routers' tasks) scored per device call by incremental
@@ -40,10 +42,12 @@ from ._moves import MoveEvaluator, move_evaluator
 from ._partition import check_job, partition_mapping
 from ._search import SearchTrace, local_search
 from ._starts import Start, starting_points
+from ._user_starts import FILE_KINDS, check_start, parse_node_ids, read_start_file
 from .bound import MappingBound, endpoint_bound, mapping_bound
 
 __all__ = ["search_mapping", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
-           "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable"]
+           "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
+           "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS"]
 
 
 def available_nodes(topology: Topology, nodes=None) -> JobNodes:
@@ -189,7 +193,8 @@ def _slots(task_node: np.ndarray, nodes: np.ndarray, tpn: int) -> tuple[np.ndarr
 def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_per_node: int = 1,
                    time_budget: float = 60.0, seed: int = 0, candidates: int = 4096, starts: list[Start] | None = None,
                    traffic_cfg=None, topology_cfg=None, max_iterations: int | None = None,
-                   progress: bool = True, extra_starts: list[Start] | None = None) -> MappingResult:
+                   progress: bool = True, extra_starts: list[Start] | None = None,
+                   user_starts: list[Start] | None = None) -> MappingResult:
     """Search task-to-node assignments of ``traffic``'s tasks that minimise the predicted completion time.
 
     Parameters
@@ -219,6 +224,12 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         Starting points put before the others (the named placements as a user would have run them, the default
         first: ``evaluator map`` passes them); one that does not fit the available nodes and slots is skipped,
         with the reason.
+    user_starts
+        The user's own starting points, put first (``evaluator map --start``: a rank-order file or node list,
+        :func:`read_start_file`, or a named placement): each must map every task onto the available nodes with
+        at most ``tasks_per_node`` per node (a :class:`ConfigError` naming ``mapping.user_starts`` otherwise),
+        and is kept even where it repeats another start (that one is skipped instead); the result is never
+        slower than any of them.
     """
     routing = as_routing(routing)
     budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
@@ -240,11 +251,31 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
             if tn.shape != (traffic.n_tasks,) or not set(tn.tolist()) <= allowed or counts.max(initial=0) > tpn:
                 raise ConfigError("mapping.starts", s.name, f"a mapping of {traffic.n_tasks} tasks onto the "
                                   f"available nodes with at most {tpn} tasks per node")
+    mine = []
+    for s in user_starts or []:
+        if not isinstance(s, Start):
+            raise ConfigError("mapping.user_starts", s, "a list of Start(name, task_node)")
+        if s.name in {u.name for u in mine}:
+            raise ConfigError("mapping.user_starts", s.name, "starts of distinct names")
+        mine.append(Start(s.name, check_start(topology, traffic.n_tasks, nodes, tpn, s.task_node,
+                                              "mapping.user_starts", s.name)))
+    if mine:
+        keys = {tuple(s.task_node.tolist()): s.name for s in mine}
+        kept = []
+        for s in starts:  # a generated start the user's repeats is left out (the user's name stands for it)
+            k = tuple(np.asarray(s.task_node).tolist())
+            if k in keys:
+                skipped[s.name] = f"the same mapping as {keys[k]!r}"
+            elif s.name in {u.name for u in mine}:
+                skipped[s.name] = "a user's start has its name"
+            else:
+                kept.append(s)
+        starts = kept
     if extra_starts:
         allowed = np.zeros(topology.n_nodes, dtype=bool)
         allowed[nodes] = True
         first = []
-        seen = {tuple(np.asarray(s.task_node).tolist()) for s in starts}
+        seen = {tuple(np.asarray(s.task_node).tolist()) for s in [*mine, *starts]}
         for s in extra_starts:
             tn = np.asarray(s.task_node, np.int64)
             counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
@@ -258,6 +289,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
             seen.add(key)
             first.append(s)
         starts = first + list(starts)
+    starts = mine + list(starts)
     if not starts:
         raise ConfigError("mapping.starts", [], "at least one starting point")
     evaluator = move_evaluator(topology, routing, traffic, np.repeat(nodes, tpn))
@@ -297,5 +329,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
             "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,
             "traffic": getattr(traffic, "name", "traffic"), "seed": seed, "candidates": candidates,
             "time_budget": budget, "bound_seconds": t_bound}
+    if mine:
+        info["user_starts"] = "; ".join(s.name for s in mine)
     return MappingResult(explicit(topology, task_node, name), t_final, start_times, dict(skipped),
                          starts[i0].name, trace, search_time, nodes, tpn, bound.value, info, bound)

@@ -1,0 +1,149 @@
+"""Starts a user brings to a mapping search (``evaluator map --start``): a mapping read from a file, checked.
+
+Two file formats, told apart by the file's name and shape (or by a prefix, ``rank_order:FILE`` /
+``node_list:FILE``):
+
+* a **rank-order file** (``MPICH_RANK_ORDER`` for ``MPICH_RANK_REORDER_METHOD=3``, as ``evaluator placement
+  --write-rank-order`` and ``evaluator map --write-rank-order`` write it, or a Cray ``grid_order`` output): one
+  line per node, in the order the launcher fills the nodes, holding that node's ranks (commas, ranges ``a-b``,
+  ``#`` comments). Line ``i`` goes to the ``i``-th node of the ``node_list`` file beside it (``aprun -L``: the
+  listed nodes, filled in the order listed, ascending id as the writers list them), or, without one, to the
+  ``i``-th node available to the job (``--nodes``, in its fill order). A file whose name contains
+  ``RANK_ORDER``, or with a line of several ranks, is read so;
+* a **node list**: one node id per rank, rank 0 first (newlines, commas or spaces; ranges ``a-b`` stand for one
+  rank per node of the range; ``#`` comments). Any other file is read so.
+
+Both are parsed by :func:`parse_node_ids` (the one reader of id lists, that of ``--nodes`` too) and checked by
+:func:`check_start`: every rank once, on a node of the topology that is available to the job, at most
+``tasks_per_node`` ranks per node; the errors name the option, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .._types import JobNodes, TaskInts
+from ..errors import ConfigError
+from ._starts import Start
+
+__all__ = ["parse_node_ids", "check_start", "read_start_file", "FILE_KINDS"]
+
+FILE_KINDS = ("rank_order", "node_list")
+"""The prefixes that name a start file's format (``rank_order:FILE``, ``node_list:FILE``)."""
+
+
+def parse_node_ids(text: str, field: str = "--nodes") -> JobNodes:
+    """``"0-3,8, 10"`` (commas, spaces or newlines; ``a-b`` ranges; ``#`` comments) -> node ids in that order."""
+    body = "\n".join(line.split("#", 1)[0] for line in str(text).splitlines())
+    parts = [p for p in re.split(r"[,\s]+", body) if p]
+    out: list[int] = []
+    for p in parts:
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", p)
+        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise ConfigError(field, p, "node ids and ascending ranges separated by commas, e.g. 0-15,32,40-47")
+        lo = int(m.group(1))
+        hi = lo if m.group(2) is None else int(m.group(2))
+        out.extend(range(lo, hi + 1))
+    if not out:
+        raise ConfigError(field, text, "at least one node id, e.g. 0-15,32")
+    return np.asarray(out, np.int64)
+
+
+def check_start(topology, n_tasks: int, nodes, tasks_per_node: int, task_node, field: str, value) -> TaskInts:
+    """``task_node`` (shape [task]) as int64 when it maps the job's ``n_tasks`` tasks onto the available ``nodes``
+    with at most ``tasks_per_node`` per node; a :class:`ConfigError` with ``field`` and ``value`` (the option and
+    what the user gave) saying what is wrong otherwise."""
+    tn = np.asarray(task_node).reshape(-1).astype(np.int64)
+    if tn.size != n_tasks:
+        raise ConfigError(field, value, f"a mapping of the job's {n_tasks} ranks (one node per rank)",
+                          f"It places {tn.size} ranks.")
+    out = (tn < 0) | (tn >= topology.n_nodes)
+    if out.any():
+        ids = np.unique(tn[out])
+        raise ConfigError(field, value, f"node ids of {topology.name}: integers in [0, {topology.n_nodes - 1}]",
+                          f"Node {int(ids[0])} is out of range ({ids.size} node id(s) are).")
+    avail = np.zeros(topology.n_nodes, dtype=bool)
+    avail[np.asarray(nodes, np.int64)] = True
+    if not avail[tn].all():
+        ids = np.unique(tn[~avail[tn]])
+        raise ConfigError(field, value, f"a mapping onto the {int(avail.sum())} nodes available to the job "
+                          f"(--nodes)", f"It uses {ids.size} node(s) that are not available, e.g. "
+                          f"{ids[:5].tolist()}.")
+    counts = np.bincount(tn, minlength=topology.n_nodes)
+    if counts.max() > tasks_per_node:
+        node = int(np.argmax(counts))
+        raise ConfigError(field, value, f"at most {tasks_per_node} rank(s) per node (--tasks-per-node)",
+                          f"Node {node} holds {int(counts[node])}.")
+    return tn
+
+
+def _rank_order_lines(text: str, field: str) -> list[np.ndarray]:
+    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    return [parse_node_ids(line, field) for line in lines if line]
+
+
+def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_node: int, *,
+                    field: str = "--start", kind: str | None = None, name: str | None = None) -> Start:
+    """The start that a rank-order file or a node list describes (module docstring), checked.
+
+    Parameters
+    ----------
+    path
+        The file.
+    topology, n_tasks, nodes, tasks_per_node
+        The job: its topology, ranks, available node ids (in fill order) and slots per node.
+    field
+        The option named in errors.
+    kind
+        ``"rank_order"`` or ``"node_list"``; default: told from the file (module docstring).
+    name
+        The start's name (default: the path as given).
+    """
+    p = Path(path)
+    value = str(path)
+    if kind is not None and kind not in FILE_KINDS:
+        raise ConfigError(field, value, f"a file format: one of {', '.join(FILE_KINDS)}")
+    if not p.is_file():
+        raise ConfigError(field, value, "a rank-order file or a node list that exists",
+                          f"No file {value} exists." if not p.exists() else f"{value} is not a file.")
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(field, value, "a readable text file", str(getattr(exc, "strerror", None) or exc)) from None
+    if kind is None:
+        lines = _rank_order_lines(text, f"{field} ({value})")
+        kind = "rank_order" if "RANK_ORDER" in p.name.upper() or any(a.size > 1 for a in lines) else "node_list"
+    n = int(n_tasks)
+    if kind == "node_list":
+        tn = parse_node_ids(text, f"{field} ({value})")
+        if tn.size != n:
+            raise ConfigError(field, value, f"a node list of one node id per rank: {n} ids for the job's {n} ranks",
+                              f"It lists {tn.size}.")
+        tn = check_start(topology, n, nodes, tasks_per_node, tn, field, value)
+        return Start(name or value, tn)
+    lines = _rank_order_lines(text, f"{field} ({value})")
+    ranks = np.concatenate(lines) if lines else np.zeros(0, np.int64)
+    if ranks.size != n or not np.array_equal(np.sort(ranks), np.arange(n)):
+        extra = ranks[ranks >= n]
+        have = (f"It holds {ranks.size} ranks" + (f", e.g. rank {int(extra[0])}" if extra.size else "") +
+                ("" if ranks.size != n or extra.size else ", some of them more than once") + ".")
+        raise ConfigError(field, value, f"a rank order of the job's {n} ranks: each of 0..{n - 1} once, one line "
+                          f"per node", have)
+    beside = p.parent / "node_list"
+    if beside.is_file():
+        fill = parse_node_ids(beside.read_text(), f"{field} ({beside})")
+        source = f"the {fill.size} nodes of {beside}"
+    else:
+        fill = np.asarray(nodes, np.int64)
+        source = f"the {fill.size} nodes available to the job (--nodes)"
+    if len(lines) > fill.size:
+        raise ConfigError(field, value, f"at most one line per node of {source}",
+                          f"It has {len(lines)} lines (one per node).")
+    tn = np.empty(n, np.int64)
+    for node, r in zip(fill.tolist(), lines):
+        tn[r] = node
+    tn = check_start(topology, n, nodes, tasks_per_node, tn, field, value)
+    return Start(name or value, tn)
