@@ -319,6 +319,12 @@ def _first_least(d, c):
     return jnp.argmax(d <= lo + tol, axis=1)
 
 
+def _power(x, p: float):
+    """``x ** p`` for ``x >= 0``: repeated squaring where ``p`` is a whole number (the default 32: 5 products, not
+    an exponential and a logarithm per element; the line search takes it 60 times per link and iteration)."""
+    return lax.integer_pow(x, int(p)) if float(p).is_integer() and 0 < p <= 64 else x ** p
+
+
 def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, tables, src, dst, weight,
            power: float = 1.0):
     """``(loads, x[F, K], gap)`` of one point (module docstring); ``line_search``: Frank-Wolfe's exact step on the
@@ -335,16 +341,18 @@ def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, t
             if power == 1.0:
                 return gl
             top = jnp.max(gl, initial=0.0)
-            return (gl / jnp.where(top > 0, top, 1.0)) ** power
+            return _power(gl / jnp.where(top > 0, top, 1.0), power)
 
-        def decide(x):
-            load = loads_fn(weight[:, None] * x)
-            gl = load * inv
-            gc = congestion(gl)
+        def costs(load):
+            gc = congestion(load * inv)
             c, d = costs_fn(gc)
             if threshold:
                 d = d + bias[None, :] * (threshold * jnp.max(gc, initial=0.0))
-            return load, c, d
+            return c, d
+
+        def decide(x):
+            load = loads_fn(weight[:, None] * x)
+            return (load, *costs(load))
 
         x0 = jnp.zeros((weight.shape[0], K), weight.dtype).at[:, 0].set(1.0)
 
@@ -357,7 +365,7 @@ def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, t
             scale = jnp.where(top > 0, inv / top, 0.0)
 
             def slope(s):  # the potential's derivative along delta (increasing in s: the potential is convex)
-                return jnp.sum(jnp.maximum((load + s * delta) * scale, 0.0) ** power * delta)
+                return jnp.sum(_power(jnp.maximum((load + s * delta) * scale, 0.0), power) * delta)
 
             def bisect(_, lohi):
                 lo, hi = lohi
@@ -368,16 +376,21 @@ def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, t
             lo, hi = lax.fori_loop(0, 60, bisect, (jnp.zeros((), load.dtype), jnp.ones((), load.dtype)))
             return jnp.where(slope(0.0) >= 0, 0.0, jnp.where(slope(1.0) <= 0, 1.0, 0.5 * (lo + hi)))
 
-        def body(t, x):
-            load, c, d = decide(x)
+        def body(t, carry):
+            # the loads are linear in the split: those of x + s (b - x) are load + s (loads(b) - load), so they are
+            # carried (one loads_fn per step, the best response's) instead of recomputed from x
+            x, load = carry
+            c, d = costs(load)
             b = jax.nn.one_hot(_first_least(d, c), K, dtype=x.dtype)
-            if not line_search:
-                return x + (b - x) / (t + 2).astype(x.dtype)
             delta = loads_fn(weight[:, None] * b) - load
-            return x + step_size(load, delta) * (b - x)
+            step = step_size(load, delta) if line_search else 1.0 / (t + 2).astype(x.dtype)
+            return x + step * (b - x), load + step * delta
 
-        x = lax.fori_loop(0, iterations, body, x0) if K > 1 else x0
-        load, c, d = decide(x)
+        if K > 1:
+            x, _ = lax.fori_loop(0, iterations, body, (x0, loads_fn(weight[:, None] * x0)))
+        else:
+            x = x0
+        load, c, d = decide(x)  # (the loads of the split returned, computed from it)
     excess = jnp.sum(x * d, axis=1) - jnp.min(d, axis=1)
     scale = jnp.sum(weight * jnp.sum(x * c, axis=1))
     gap = jnp.sum(weight * excess) / jnp.maximum(scale, jnp.finfo(weight.dtype).tiny)
