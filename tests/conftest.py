@@ -50,6 +50,33 @@ from evaluator._jax_cache import enable_compilation_cache  # noqa: E402
 enable_compilation_cache()
 
 
+# Modules whose tests run a few large kernels for seconds each (the buyer's study cells at 512-16,384 nodes: dense
+# all-to-alls, hashed ECMP, adaptive fixed points): compiled at XLA's own optimisation level and with its fusion
+# emitters (the jits' compiler options override the flags above), where -O0 code ran 2-9x slower than it compiled
+# faster (a 16,384-node fat tree's hashed ECMP all-to-all 13.0 -> 1.4 s per seed; ft_adaptive on a 4,096-node halo
+# 18.5 -> 9.4 s; the two modules 472 -> 177 CPU-s, 2026-11-28). Not worth it where a test compiles many small
+# kernels (tests/test_claims_adaptive.py took 47 -> 60 s). The kernels they build keep these options.
+OPTIMIZED_MODULES = {"test_claims_buyer", "test_claims_buyer_16k"}
+_OPTIMIZED_OPTIONS = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _optimized_kernels(request):
+    """The kernels compiled by the tests of :data:`OPTIMIZED_MODULES` (module fixtures included) are optimised."""
+    if request.module.__name__.rsplit(".", 1)[-1] not in OPTIMIZED_MODULES:
+        yield
+        return
+    from evaluator._batch import compiled
+
+    saved = dict(compiled.COMPILER_OPTIONS)
+    compiled.COMPILER_OPTIONS.update(_OPTIMIZED_OPTIONS)
+    try:
+        yield
+    finally:
+        compiled.COMPILER_OPTIONS.clear()
+        compiled.COMPILER_OPTIONS.update(saved)
+
+
 # The claim tests' ledger (tests/claims.py appends every span a claim reads; tests/stated_numbers.py lists the stated
 # results of README.md and docs/ that no claim reads): one file per run, made here, inherited by the workers.
 _OWN_LEDGER = "EVALUATOR_CLAIMS_LEDGER" not in os.environ

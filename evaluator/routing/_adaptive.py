@@ -681,8 +681,10 @@ def _ft_operator(topo: FatTreeTopology, routing: FtAdaptiveRouting) -> AdaptiveO
         def regret(gl):
             r = jnp.zeros(links.shape[:2], gl.dtype)
             for crosses, up, _, base, U in hops:
-                ports = take(gl, base[..., None] + jnp.arange(U, dtype=base.dtype).reshape(1, 1, U))  # [F, P, U]
-                r = r + jnp.where(crosses, take(gl, up) - ports.min(axis=2), 0.0)
+                # the least busy of the U up ports that start at each link (a switch's ports are consecutive): a
+                # running minimum over the links, read at every flow's switch (not U reads per flow and path)
+                least = lax.reduce_window(gl, jnp.inf, lax.min, (U,), (1,), "VALID")
+                r = r + jnp.where(crosses, take(gl, up) - take(least, base), 0.0)
             return r
 
         return _list_functions(tables, links, frac, src, n_rl, local, regret if local else None)

@@ -306,7 +306,9 @@ def _hash_hops(xp, topo: FatTreeTopology, tiers: list[dict], seed, a, d) -> list
         U, pl, Y, t = T["U"], T["pl"], T["Y"], T["t"]
         w, m_next = U // pl, int(topo.children[t])
         u = (_threefry_word(xp, seed, 2 * (t - 1), a, d) % xp.uint32(U)).astype(a.dtype)
-        k = (_threefry_word(xp, seed, 2 * (t - 1) + 1, a, d) % xp.uint32(pl)).astype(a.dtype)
+        # (one parallel link: the hash of the link among them is not drawn, its residue mod 1 being 0; half the
+        # hashing of every fat tree without parallel links)
+        k = (_threefry_word(xp, seed, 2 * (t - 1) + 1, a, d) % xp.uint32(pl)).astype(a.dtype) if pl > 1 else 0
         y = u // pl  # parent digit y_{t+1}
         out.append(((a // T["S"]) != (d // T["S"]), T["up"] + c_up * U + u, T["down"] + c_down * U + y * pl + k))
         c_up = (c_up // Y // m_next) * (w * Y) + y * Y + c_up % Y
