@@ -266,3 +266,13 @@ def test_settle_pauses_between_scenarios_only(monkeypatch, tmp_path):
     for bad in (-1, "abc", float("inf"), True):
         with pytest.raises(ConfigError, match="--settle"):
             R.run(only=["mira"], out_dir=tmp_path, log=lambda m: None, settle=bad)
+
+
+def test_every_scenario_has_one_row_of_the_table():
+    """`evaluator bench` runs the scenarios of one table (evaluator.bench.run.SCENARIO_TABLE): each name `--only`
+    takes once, each with a runner."""
+    from evaluator.bench.run import SCENARIO_TABLE, SCENARIOS
+
+    names = [s.name for s in SCENARIO_TABLE]
+    assert sorted(names) == sorted(SCENARIOS) and len(set(names)) == len(names)
+    assert all(callable(s.run) and isinstance(s.label(True), str) for s in SCENARIO_TABLE)

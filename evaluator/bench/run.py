@@ -74,6 +74,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -999,6 +1001,98 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
 
 
+def _worker_scenario(name: str, rows_of: Callable[[dict], list[dict]]) -> Callable[..., list[dict]]:
+    """A scenario run in worker processes (:func:`_launch`): its raw results under ``raw[name]``, then its rows."""
+    def run_it(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+        raw[name] = _collect(*_launch(name, quick, None), name)
+        return rows_of(raw[name])
+    return run_it
+
+
+def _big(name: str) -> Callable[..., list[dict]]:
+    """A large network's scenario (evaluator against the per-flow walk and SciPy, one network)."""
+    def run_it(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+        raw[name] = _collect(*_launch(name, quick, None), name)
+        return _big_table_rows(raw[name], _BIG_LABELS[name](bool(quick)))
+    return run_it
+
+
+def _imported(module: str, rows: str) -> Callable[[dict], list[dict]]:
+    """``rows`` of ``evaluator.bench.<module>`` (imported when the scenario runs), with the device label."""
+    def rows_of(r: dict) -> list[dict]:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{module}"), rows)(r, _device_label)
+    return rows_of
+
+
+def _small(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+    return _run_small(quick, log, raw)
+
+
+def _sweep(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+    rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))
+    return rows
+
+
+def _optimize(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+    rows, raw["optimize"] = _run_optimize(quick, log)
+    return rows
+
+
+def _startup(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+    from .startup import run_startup, startup_rows
+
+    raw["startup"] = run_startup(quick, log)
+    return startup_rows(raw["startup"], _device_label)
+
+
+def _scaling(quick: bool, log, raw: dict, out: Path) -> list[dict]:
+    raw["scaling"] = _collect(*_launch("scaling", quick, None), "scaling")
+    _plot(raw["scaling"], out / f"scaling{'-quick' if quick else ''}.png")
+    return _scaling_rows(raw["scaling"])
+
+
+_BIG_LABELS: dict[str, Callable[[bool], str]] = {
+    "mira": lambda q: "Mira 49,152 nodes, DOR BG/Q order",
+    "dragonfly": lambda q: "DF(8,16,8) 16,512 nodes",
+    "fat_tree": lambda q: f"fat tree {FAT_TREE_K[q]}-ary 3-tree {FAT_TREE_K[q] ** 3:,} nodes",
+    "torus": lambda q: f"torus {'x'.join(map(str, TORUS_DIMS[q]))}, DOR",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario of the bench: ``name`` (what ``--only`` takes), ``label(quick)`` (the "scenario:" line; "" for
+    none) and ``run(quick, log, raw, out)`` -> its table rows (its raw results put in ``raw``)."""
+
+    name: str
+    label: Callable[[bool], str]
+    run: Callable[..., list[dict]]
+
+
+SCENARIO_TABLE: tuple[Scenario, ...] = (
+    Scenario("small", lambda q: "", _small),
+    *(Scenario(n, _BIG_LABELS[n], _big(n)) for n in ("mira", "dragonfly", "fat_tree", "torus")),
+    Scenario("jobs", lambda q: "several jobs (Blue Waters) and phases (DF(4,8,4))",
+             _worker_scenario("jobs", _imported("jobs", "jobs_rows"))),
+    Scenario("time", lambda q: "time beyond the bound (collectives against SMPI, max-min sharing, trace phases)",
+             _worker_scenario("time", _imported("time", "time_rows"))),
+    Scenario("paths", lambda q: "path-set construction (BG/Q partitions, Yen's k shortest paths, OPTIQ heuristic)",
+             _worker_scenario("paths", _imported("paths", "paths_rows"))),
+    Scenario("lp", lambda q: "LP solvers (batched PDHG vs HiGHS, BG/Q 512 and 8,192 nodes)",
+             _worker_scenario("lp", _imported("lp", "lp_rows"))),
+    Scenario("mapping", lambda q: "mapping search (candidate moves on DF(4,8,4); quality against the budget, "
+             "irregular traffic)", _worker_scenario("mapping", _imported("mapping", "mapping_rows"))),
+    Scenario("sweep", lambda q: "", _sweep),
+    Scenario("optimize", lambda q: "", _optimize),
+    Scenario("startup", lambda q: "", _startup),
+    Scenario("scaling", lambda q: "scaling", _scaling),
+)
+"""The scenarios in the order they run (a new scenario: its function and one row here, its name in
+:data:`SCENARIOS`)."""
+
+
 def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only: list[str] | None = None,
         log=print, settle: float = 0.0) -> dict:
     """Run the benchmark; print the table; write JSON (and the scaling plot) under ``out_dir``.
@@ -1031,74 +1125,14 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
             time.sleep(settle)
         started.append(name)
 
-    if "small" in only:
-        begin("small")
-        rows += _run_small(quick, log, raw)
-    for name, label in (("mira", "Mira 49,152 nodes, DOR BG/Q order"), ("dragonfly", "DF(8,16,8) 16,512 nodes"),
-                        ("fat_tree", f"fat tree {FAT_TREE_K[bool(quick)]}-ary 3-tree "
-                                     f"{FAT_TREE_K[bool(quick)] ** 3:,} nodes"),
-                        ("torus", f"torus {'x'.join(map(str, TORUS_DIMS[bool(quick)]))}, DOR")):
-        if name in only:
-            begin(name)
-            log(f"scenario: {label}")
-            raw[name] = _collect(*_launch(name, quick, None), name)
-            rows += _big_table_rows(raw[name], label)
-    if "jobs" in only:
-        from .jobs import jobs_rows
-
-        begin("jobs")
-        log("scenario: several jobs (Blue Waters) and phases (DF(4,8,4))")
-        raw["jobs"] = _collect(*_launch("jobs", quick, None), "jobs")
-        rows += jobs_rows(raw["jobs"], _device_label)
-    if "time" in only:
-        from .time import time_rows
-
-        begin("time")
-        log("scenario: time beyond the bound (collectives against SMPI, max-min sharing, trace phases)")
-        raw["time"] = _collect(*_launch("time", quick, None), "time")
-        rows += time_rows(raw["time"], _device_label)
-    if "paths" in only:
-        from .paths import paths_rows
-
-        begin("paths")
-        log("scenario: path-set construction (BG/Q partitions, Yen's k shortest paths, OPTIQ heuristic)")
-        raw["paths"] = _collect(*_launch("paths", quick, None), "paths")
-        rows += paths_rows(raw["paths"], _device_label)
-    if "lp" in only:
-        from .lp import lp_rows
-
-        begin("lp")
-        log("scenario: LP solvers (batched PDHG vs HiGHS, BG/Q 512 and 8,192 nodes)")
-        raw["lp"] = _collect(*_launch("lp", quick, None), "lp")
-        rows += lp_rows(raw["lp"], _device_label)
-    if "mapping" in only:
-        from .mapping import mapping_rows
-
-        begin("mapping")
-        log("scenario: mapping search (candidate moves on DF(4,8,4); quality against the budget, irregular traffic)")
-        raw["mapping"] = _collect(*_launch("mapping", quick, None), "mapping")
-        rows += mapping_rows(raw["mapping"], _device_label)
-    if "sweep" in only:
-        begin("sweep")
-        sweep_rows, raw["sweep"] = _run_sweep(quick, log, raw.get("small"))
-        rows += sweep_rows
-    if "optimize" in only:
-        begin("optimize")
-        opt_rows, raw["optimize"] = _run_optimize(quick, log)
-        rows += opt_rows
+    for sc in SCENARIO_TABLE:
+        if sc.name in only:
+            begin(sc.name)
+            label = sc.label(bool(quick))
+            if label:
+                log(f"scenario: {label}")
+            rows += sc.run(quick, log, raw, out)
     suffix = "-quick" if quick else ""
-    if "startup" in only:
-        from .startup import run_startup, startup_rows
-
-        begin("startup")
-        raw["startup"] = run_startup(quick, log)
-        rows += startup_rows(raw["startup"], _device_label)
-    if "scaling" in only:
-        begin("scaling")
-        log("scenario: scaling")
-        raw["scaling"] = _collect(*_launch("scaling", quick, None), "scaling")
-        rows += _scaling_rows(raw["scaling"])
-        _plot(raw["scaling"], out / f"scaling{suffix}.png")
     import jax
 
     summary = {
