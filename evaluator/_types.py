@@ -66,7 +66,10 @@ AXIS_MEANINGS: dict[str, str] = {
     "of a placement grid", "part_node": "nodes of a partition part", "part_task": "tasks of a partition part",
     "block": "blocks of points", "rest": "the remaining items of a block", "loc": "locations of a traffic's tasks",
     "pos": "positions along a ring", "pre": "the leading axes of a ring prefix sum", "col": "columns of a ring "
-    "prefix sum", "size": "bins of a fused buffer",
+    "prefix sum", "size": "bins of a fused buffer", "record": "records of one collective of a trace (one a member "
+    "rank)", "send": "point-to-point sends of a trace", "var": "variables of a linear program", "eq_row": "equality "
+    "constraints (rows of A_eq) of a linear program", "ub_row": "inequality constraints (rows of A_ub) of a linear "
+    "program", "instance": "linear programs of a batch",
     # symbolic sizes (jaxtyping binds them per call: equal names, equal sizes)
     "K": "the listed links of one flow", "W": "the flows a move touches", "k": "a small fixed count (the k of "
     "k-shortest paths, candidates)", "n": "a length given by the caller", "m": "parallel global links of a group "

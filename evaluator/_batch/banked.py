@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import Int
+from .._types import Int, Shaped
 from ..kernel import SCALAR_METRICS
 from ..placement import Placement, SeededPlacement
 from ..traffic import Traffic
@@ -281,7 +281,7 @@ class BankedResults(NamedTuple):
     programs compiled (``n_compiles``)."""
 
     positions: Int[np.ndarray, "point"]
-    metrics: dict[str, np.ndarray]
+    metrics: dict[str, Shaped[np.ndarray, "point ..."]]
     link_load: Any
     compile_s: float
     eval_s: float

@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
-from .._types import Float
+from .._types import Float, Shaped
 from ..kernel import DensePointInputs, PointInputs
 from .compiled import BatchKernel
 from ..placement import Placement
@@ -143,7 +143,7 @@ class Results(NamedTuple):
     :func:`~evaluator.kernel.unpack_metrics`), ``link_load`` (or None) and ``phases`` (phased traffic, or None;
     see :class:`evaluator.evaluation.BatchResult`)."""
 
-    metrics: dict[str, np.ndarray]
+    metrics: dict[str, Shaped[np.ndarray, "point ..."]]
     link_load: Float[np.ndarray, "point link"] | None
     phases: dict[str, Any] | None = None
     flows: list | None = None

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._types import Int
+from .._types import Int, Shaped
 from ..errors import ConfigError
 from ..routing import Routing, unroutable_pair
 from ..topology import Topology
@@ -43,10 +43,10 @@ class GroupResults(NamedTuple):
     compilations; 0 elsewhere)."""
 
     positions: Int[np.ndarray, "point"]
-    metrics: dict[str, np.ndarray]
+    metrics: dict[str, Shaped[np.ndarray, "point ..."]]
     link_load: Any
     phases: dict[str, Any] | None
-    infeasible: list[tuple[np.ndarray, ConfigError]]
+    infeasible: list[tuple[Int[np.ndarray, "point"], ConfigError]]
     compile_s: float
     eval_s: float
     n_compiles: int

@@ -84,10 +84,10 @@ class RouterDemand:
         Bytes that every routing puts on each link of the topology (injection and ejection; 0 elsewhere).
     """
 
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: np.ndarray
-    fixed_load: np.ndarray
+    src: Int[np.ndarray, "pair"]
+    dst: Int[np.ndarray, "pair"]
+    nbytes: Float[np.ndarray, "pair"]
+    fixed_load: Float[np.ndarray, "link"]
 
     @property
     def n_pairs(self) -> int:

@@ -71,7 +71,7 @@ class PathBound:
 
     z: float
     completion_time: float
-    flow: np.ndarray
+    flow: Float[np.ndarray, "path"]
     method: str
     solver: str
     gap: float

@@ -37,6 +37,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._types import Float, Int
 from ..errors import ConfigError
 
 __all__ = ["LP", "Solution", "BatchSolution", "solve_highs", "solve_pdhg", "solve", "SOLVERS"]
@@ -53,12 +54,12 @@ class LP:
     units (the formulation's own meaning; e.g. ``Z = -objective * scale``).
     """
 
-    c: np.ndarray
+    c: Float[np.ndarray, "var"]
     A_eq: sp.csr_matrix
-    b_eq: np.ndarray
+    b_eq: Float[np.ndarray, "eq_row"]
     A_ub: sp.csr_matrix
-    b_ub: np.ndarray
-    ub: np.ndarray
+    b_ub: Float[np.ndarray, "ub_row"]
+    ub: Float[np.ndarray, "var"]
     scale: float = 1.0
 
     @property
@@ -75,12 +76,12 @@ class Solution:
     """One solved LP: ``objective`` (of the scaled LP), ``x``, ``gap`` (relative duality gap), ``solver``."""
 
     objective: float
-    x: np.ndarray
+    x: Float[np.ndarray, "var"]
     gap: float
     solver: str
     status: str
     iterations: int = 0
-    ub_dual: np.ndarray | None = None
+    ub_dual: Float[np.ndarray, "ub_row"] | None = None
     """The duals of the ``A_ub`` rows: HiGHS's marginals (<= 0; d objective / d ``b_ub``), MPAX's multipliers
     (>= 0); what the formulations use as link lengths to certify their bounds."""
 
@@ -94,18 +95,18 @@ class BatchSolution:
     whether this batch started from a previous one's points (else from zero).
     """
 
-    objective: np.ndarray
-    dual_objective: np.ndarray
-    gap: np.ndarray
-    iterations: np.ndarray
-    status: np.ndarray
-    x: list[np.ndarray]
+    objective: Float[np.ndarray, "instance"]
+    dual_objective: Float[np.ndarray, "instance"]
+    gap: Float[np.ndarray, "instance"]
+    iterations: Int[np.ndarray, "instance"]
+    status: Int[np.ndarray, "instance"]
+    x: list[Float[np.ndarray, "var"]]
     primal: object
     dual: object
     bucket: tuple[int, ...]
     solver: str = "pdhg"
     warm_started: bool = False
-    ub_dual: list[np.ndarray] | None = None
+    ub_dual: list[Float[np.ndarray, "ub_row"]] | None = None
     """Per instance, the duals of its ``A_ub`` rows (MPAX's multipliers of ``-A_ub x >= -b_ub``), unpadded."""
 
 

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._registry import Kind, from_mapping
-from .._types import RouterInts
+from .._types import Int, RouterInts
 from ..errors import MachineError, PartitionError, int_list, invalid, is_int, nearest
 
 __all__ = ["Machine", "TorusMachine", "MachineKind", "MachineNetwork", "NodeLayout", "PartitionTorus", "Region",
@@ -120,7 +120,7 @@ class NodeLayout:
     [node]; ``names`` ends with ``"service"`` and ``"down"``), and the machine's predefined node sets."""
 
     names: tuple[str, ...]
-    node_class: np.ndarray
+    node_class: Int[np.ndarray, "node"]
     features: tuple[Region, ...]
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._types import JobNodes, TaskInts
+from .._types import Int, JobNodes, TaskInts
 from ..errors import ConfigError, check_seed, positive_float, positive_int
 from ..evaluation import as_routing, evaluate_batch
 from ..placement import Placement, compute_mask, explicit, write_launch_files
@@ -85,7 +85,7 @@ class MappingResult:
     best_start: str
     trace: SearchTrace
     search_time: float
-    nodes: np.ndarray
+    nodes: Int[np.ndarray, "job_node"]
     tasks_per_node: int
     lower_bound: float = float("nan")
     info: dict = field(default_factory=dict)

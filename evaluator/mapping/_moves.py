@@ -76,13 +76,13 @@ class FlowTable:
     ``incident[:, :widths[i]]`` (:data:`BUCKET_QUANTILES`).
     """
 
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: np.ndarray
-    phase: np.ndarray
+    src: Int[np.ndarray, "flow"]
+    dst: Int[np.ndarray, "flow"]
+    nbytes: Float[np.ndarray, "flow"]
+    phase: Int[np.ndarray, "flow"]
     n_phases: int
-    incident: np.ndarray
-    degree: np.ndarray | None = None
+    incident: Int[np.ndarray, "slot W"]
+    degree: Int[np.ndarray, "slot"] | None = None
     widths: tuple = ()
 
     def bucket(self, tasks) -> np.ndarray:

@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from .._types import Int
 from ..errors import ConfigError, check_seed
 from ..placement import KINDS, PlacementContext, alps, grid_order
 from ..placement.nodes import fill_slots
@@ -66,7 +67,7 @@ class Start:
     """A starting point: ``task_node[task]`` (int64, shape [task]) and a short name."""
 
     name: str
-    task_node: np.ndarray
+    task_node: Int[np.ndarray, "task"]
 
 
 def _row_major(cell: tuple[int, ...], grid: list[int]) -> bool:

@@ -164,7 +164,7 @@ class SeededPlacement:
 
     generate: Generate
     static: tuple[int, ...]
-    task_params: dict[str, np.ndarray]
+    task_params: dict[str, Int[np.ndarray, "task"]]
     scalars: dict[str, int]
     n_tasks: int
     n_nodes: int

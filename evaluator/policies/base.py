@@ -94,7 +94,7 @@ class Allocation:
     a ``large`` job holding its groups' switch ports (GRAP only) and the ``mode`` it was allocated in."""
 
     job_id: int
-    nodes: np.ndarray
+    nodes: Int[np.ndarray, "job_node"]
     groups: tuple[int, ...]
     large: bool
     mode: str

@@ -463,12 +463,12 @@ class PathTable:
 
     n_routers: int
     n_router_links: int
-    pair_src: np.ndarray
-    pair_dst: np.ndarray
-    path_pair: np.ndarray
-    path_links: np.ndarray
-    path_hops: np.ndarray
-    path_weight: np.ndarray
+    pair_src: Int[np.ndarray, "pair"]
+    pair_dst: Int[np.ndarray, "pair"]
+    path_pair: Int[np.ndarray, "path"]
+    path_links: Int[np.ndarray, "path hop"]
+    path_hops: Int[np.ndarray, "path"]
+    path_weight: Float[np.ndarray, "path"]
 
     @property
     def n_pairs(self) -> int:

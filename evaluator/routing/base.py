@@ -162,16 +162,16 @@ class RoutingOperator:
 
     routing: Routing
     topology_name: str
-    tables: dict[str, np.ndarray]
+    tables: dict[str, Shaped[np.ndarray, "..."]]
     apply: Callable
     apply_dense: Callable
     nnz: int
     compile_key: tuple | None = None
-    pair_paths: tuple[np.ndarray, np.ndarray] | None = None
-    endpoints: np.ndarray | None = None
+    pair_paths: tuple[Int[np.ndarray, "pair"], Int[np.ndarray, "pair"]] | None = None
+    endpoints: Int[np.ndarray, "node"] | None = None
     n_endpoints: int | None = None
     flow_links: Callable | None = None
-    flow_tables: dict[str, np.ndarray] | None = None
+    flow_tables: dict[str, Shaped[np.ndarray, "..."]] | None = None
     flow_width: int = 0
 
     def route_few(self, tables: dict, flow_tables: dict | None, src: Int[Array, "flow"], dst: Int[Array, "flow"],

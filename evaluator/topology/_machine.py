@@ -17,7 +17,7 @@ import numpy as np
 
 from ..latency import LatencyConfig, latency_from_config, latency_wanted
 from .._registry import from_mapping
-from .._types import NodeBools
+from .._types import Int, NodeBools
 from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
 from ..machines import NON_COMPUTE_CLASSES, Machine, load_machine
 from ._torus import TorusTopology
@@ -47,7 +47,7 @@ class MachineTorusTopology(TorusTopology):
     """
 
     machine: str = ""
-    node_class: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int8))
+    node_class: Int[np.ndarray, "node"] = dataclasses.field(default_factory=lambda: np.zeros(0, np.int8))
     node_class_names: tuple[str, ...] = ()
     features: tuple = ()
 

@@ -72,6 +72,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import Float, Int
 from ..errors import ConfigError, nearest, positive_float, positive_int, require
 from ._collectives import COLLECTIVES, collective_steps
 from .base import AbstractTraffic, Traffic, TrafficKind, phased
@@ -154,9 +155,9 @@ class CollectiveRecord:
     comm: str
     members: tuple[int, ...]
     root: int
-    sent: np.ndarray
-    received: np.ndarray
-    ranks: np.ndarray
+    sent: Float[np.ndarray, "record"]
+    received: Float[np.ndarray, "record"]
+    ranks: Int[np.ndarray, "record"]
     time: float
     missing: tuple[int, ...] = ()
     nonblocking: bool = False
@@ -195,11 +196,11 @@ class TraceRecords:
     path: str
     n_ranks: int
     duration: float
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: np.ndarray
-    time: np.ndarray
-    after: np.ndarray
+    src: Int[np.ndarray, "send"]
+    dst: Int[np.ndarray, "send"]
+    nbytes: Float[np.ndarray, "send"]
+    time: Float[np.ndarray, "send"]
+    after: Int[np.ndarray, "send"]
     n_send: int
     n_isend: int
     collectives: tuple[CollectiveRecord, ...]

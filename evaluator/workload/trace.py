@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._types import Shaped
+from .._types import Float, Int, Shaped
 from ..errors import ConfigError, ConfigTypeError
 from ..policies.base import CUSTOM_MODES as _REQ_MODES  # modes whose jobs carry per-group node requirements
 from ..policies.base import MODES  # GRAP's allocation modes (Feng et al. Sec. 4.2): a job's mode is one of these
@@ -48,14 +48,14 @@ __all__ = ["MODES", "Trace", "validate_requests"]
 class Trace:
     """Jobs of a workload, one entry per job in every array (see the module docstring for units)."""
 
-    job_id: np.ndarray  # Int[ndarray, "job"]
-    submit: np.ndarray  # Float[ndarray, "job"] seconds
-    run_time: np.ndarray  # Float[ndarray, "job"] seconds
-    requested_time: np.ndarray  # Float[ndarray, "job"] seconds
-    nodes: np.ndarray  # Int[ndarray, "job"] nodes
-    mode: np.ndarray | None = None  # Str[ndarray, "job"]; None: not assigned
+    job_id: Int[np.ndarray, "job"]
+    submit: Float[np.ndarray, "job"]  # seconds
+    run_time: Float[np.ndarray, "job"]  # seconds
+    requested_time: Float[np.ndarray, "job"]  # seconds
+    nodes: Int[np.ndarray, "job"]  # nodes
+    mode: Shaped[np.ndarray, "job"] | None = None  # mode names (str); None: not assigned
     requirements: tuple[tuple[int, ...], ...] | None = None  # per job; None: none
-    mpi_fraction: np.ndarray | None = None  # Float[ndarray, "job"] in [0, 1]; None: not assigned
+    mpi_fraction: Float[np.ndarray, "job"] | None = None  # in [0, 1]; None: not assigned
     attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
