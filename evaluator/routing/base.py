@@ -36,6 +36,7 @@ ask which kind they have.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -188,6 +189,28 @@ class RoutingOperator:
         return jnp.zeros(n_router_links, weight.dtype).at[links.ravel()].add((weight[:, None] * frac).ravel(),
                                                                               mode="drop")
 
+    def route(self, topology, src: int, dst: int) -> tuple[Int[np.ndarray, "hop"], Float[np.ndarray, "hop"]]:
+        """The router links one flow from endpoint ``src`` to endpoint ``dst`` crosses, ascending, and the fraction
+        of its bytes on each (an expectation over its paths: a split tie, Valiant intermediates, an even ECMP
+        split); none when the two are one endpoint. Endpoints are routers, or the routing's own
+        (:attr:`endpoints`: nodes for D-mod-k and hashed ECMP on a fat tree).
+
+        Every routing answers: from its listed links (:attr:`flow_links`) where it lists them, else from
+        :attr:`apply` of one flow of one byte. An adaptive routing's route is the one it takes alone (its split
+        depends on the other flows). The sum of ``weight x route`` over a point's flows is its router-link loads
+        (for the routings whose loads are linear)."""
+        from ..errors import is_int, require
+
+        n = self.endpoint_count(topology)
+        for name, v in (("src", src), ("dst", dst)):
+            require(is_int(v) and 0 <= int(v) < n, name, v, f"an endpoint id in [0, {n})")
+        src, dst = int(src), int(dst)
+        if src == dst:
+            return np.zeros(0, np.int64), np.zeros(0)
+        loads = np.asarray(_route_fn(self, int(topology.n_router_links))(src, dst))
+        links = np.flatnonzero(loads)
+        return links.astype(np.int64), loads[links]
+
     def endpoint_count(self, topology) -> int:
         """How many endpoints ``apply_dense``'s ``u``/``v`` have: :attr:`n_endpoints`, or the topology's routers."""
         return int(topology.n_routers if self.n_endpoints is None else self.n_endpoints)
@@ -236,3 +259,27 @@ def require_linear(routing: Routing, consumer: str, field: str = "routing.kind",
                       f"{consumer} routes parts of the demand separately and adds (or differentiates) their loads; "
                       f"{routing.kind!r} is adaptive (a fixed point over the whole demand, "
                       f"docs/adaptive_routing.md). {hint}".strip())
+
+
+_ROUTE_FNS: "weakref.WeakKeyDictionary[RoutingOperator, Callable]" = weakref.WeakKeyDictionary()
+
+
+def _route_fn(op: RoutingOperator, n_router_links: int) -> Callable:
+    """The jitted router-link loads of one flow of one byte under ``op`` (:meth:`RoutingOperator.route`), made
+    once per operator."""
+    fn = _ROUTE_FNS.get(op)
+    if fn is not None:
+        return fn
+    import jax
+    import jax.numpy as jnp
+
+    tables = jax.device_put({k: np.asarray(v) for k, v in op.tables.items()})
+    ftables = None if op.flow_tables is None else jax.device_put({k: np.asarray(v) for k, v in op.flow_tables.items()})
+
+    def one(src, dst):
+        s, d = jnp.asarray([src], jnp.int32), jnp.asarray([dst], jnp.int32)
+        w = jnp.ones(1)
+        return op.route_few(tables, ftables, s, d, w, n_router_links)[:n_router_links]
+
+    fn = _ROUTE_FNS[op] = jax.jit(one)
+    return fn
