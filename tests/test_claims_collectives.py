@@ -73,7 +73,7 @@ def test_mpich_chunks_and_empty_messages():
     import numpy as np
 
     from evaluator import traffic
-    from evaluator.traffic._collectives import _chunks
+    from evaluator.traffic._collective_algorithms import _chunks
 
     n = float(stated(DOC, r"\(([0-9]+) bytes over 16 ranks: 13 chunks of 7, one of 6, two of 0\)")[0])
     counts = re.search(r"over ([0-9]+) ranks: ([0-9]+) chunks of ([0-9]+), one of ([0-9]+), two of ([0-9]+)\)",
