@@ -33,7 +33,8 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
-__all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax", "differentiable"]
+__all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax", "differentiable", "fused_size", "add_extra",
+           "with_extra"]
 
 _PLAIN = [False]
 
@@ -158,3 +159,34 @@ def sub_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array,
     if _PLAIN[0]:
         return buf.at[idx].add(-val, mode="promise_in_bounds")
     return _sub_at(buf, idx, val)
+
+
+# --- the fused buffer of a routing's apply (evaluator.routing.RoutingOperator: ``extra=(entries, size)``) ---------
+
+def fused_size(extra) -> int:
+    """Entries a routing's buffer holds past its own for ``extra`` (the kernel's node-link loads): its size, 0
+    without."""
+    return 0 if extra is None else int(extra[1])
+
+
+def add_extra(buf: Shaped[Array, "entry"], extra, offset: int, add=None, index=None) -> Shaped[Array, "entry"]:
+    """``buf`` with every ``(idx, w)`` of ``extra`` added at ``offset + idx`` (in place: the node-link loads summed
+    in the routing's own buffer past its ``offset`` entries); ``buf`` itself without ``extra``. ``add(buf, idx,
+    w)``: the scatter (default :func:`add_at`); ``index(idx)``: applied to an entry's indices first (a wider
+    integer type on a large machine)."""
+    if extra is None:
+        return buf
+    add = add_at if add is None else add
+    for idx, w in extra[0]:
+        if index is not None:
+            idx = index(idx)
+        buf = add(buf, idx + offset if offset else idx, w)
+    return buf
+
+
+def with_extra(loads: Float[Array, "link"], extra) -> Float[Array, "entry"]:
+    """``loads`` followed by the sums of ``extra`` (for a routing whose buffer cannot hold them); ``loads`` itself
+    without."""
+    if extra is None:
+        return loads
+    return jnp.concatenate([loads, add_extra(jnp.zeros(extra[1], loads.dtype), extra, 0)])

@@ -129,7 +129,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._ops import differentiable, take
+from .._ops import differentiable, take, with_extra
 from ..errors import ConfigError, ResourceError, is_int, require
 from ..topology import DragonflyTopology, FatTreeTopology, TorusTopology
 from . import _dor, _dragonfly, _fat_tree
@@ -397,16 +397,6 @@ def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, t
     return load, x, gap
 
 
-def _extra_sums(loads, extra, dtype):
-    if extra is None:
-        return loads
-    entries, size = extra
-    buf = jnp.zeros(size, dtype)
-    for idx, w in entries:
-        buf = buf.at[idx].add(w)
-    return jnp.concatenate([loads, buf])
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class AdaptiveOperator(RoutingOperator):
     """A :class:`RoutingOperator` of an adaptive routing, with the fixed point's state.
@@ -439,7 +429,7 @@ def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: i
                       weight, power)
 
     def apply(tables, src, dst, weight, extra=None):
-        return _extra_sums(solve(tables, src, dst, weight)[0], extra, weight.dtype)
+        return with_extra(solve(tables, src, dst, weight)[0], extra)
 
     E = n_end
     pairs = E * E

@@ -91,7 +91,7 @@ from jaxtyping import Array, Float, Int, Shaped
 
 from .._ops import add_at as _add_at
 from .._ops import sub_at as _sub_at
-from .._ops import take
+from .._ops import add_extra, fused_size, take
 from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -478,7 +478,7 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
         pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
         q, unit = _units(weight)
-        fbuf = jnp.zeros(FSIZE + (0 if extra is None else extra[1]), weight.dtype)
+        fbuf = jnp.zeros(FSIZE + fused_size(extra), weight.dtype)
         ibufs = {}
         for pos, k in enumerate(order):
             if k not in rings:
@@ -495,11 +495,8 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             else:  # one buffer per dimension (independent work), entries added in place
                 first, past = run_entries(ring, s, t, pre_i, post_i)
                 ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
-        if extra is not None:
-            for e_idx, e_w in extra[0]:
-                if wide or e_idx.dtype != jnp.int32:
-                    e_idx = e_idx.astype(itype)
-                fbuf = _add_at(fbuf, e_idx + FSIZE if FSIZE else e_idx, e_w)
+        fbuf = add_extra(fbuf, extra, FSIZE, add=_add_at,
+                         index=lambda i: i.astype(itype) if wide or i.dtype != jnp.int32 else i)
         per_seg = []
         for k in sorted(rings):
             ring = rings[k]

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from .._ops import add_at, take
+from .._ops import add_at, add_extra, fused_size, take
 from ..errors import check_memory, require
 from ..topology import DragonflyTopology
 from .base import Routing, RoutingKind, RoutingOperator
@@ -285,8 +285,7 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         inter = Gs != Gd
         w_inter = jnp.where(inter, weight, 0.0) * (1.0 / m)
         pair = Gs * g + Gd
-        n_extra = 0 if extra is None else extra[1]
-        dump = n_rl + n_extra
+        dump = n_rl + fused_size(extra)
         buf = jnp.zeros(dump + 1, weight.dtype)
         for c in range(m):
             hop = take(tables["hop"][:, c], pair)  # int32, or int64 on a very large machine
@@ -295,9 +294,7 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
             buf = add_at(buf, first, jnp.where(inter, w_inter, weight if c == 0 else 0.0))
             buf = add_at(buf, link, w_inter)
             buf = add_at(buf, jnp.where(land == j, dump, local_link(Gd, land, j)), w_inter)
-        if extra is not None:
-            for idx, w in extra[0]:
-                buf = add_at(buf, idx + n_rl, w)
+        buf = add_extra(buf, extra, n_rl)
         return buf[:dump]
 
     def apply(tables, src, dst, weight, extra=None):
@@ -310,7 +307,7 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         inter = Gs != Gd
         w_inter = jnp.where(inter, weight, 0.0)
         pair = Gs * g + Gd
-        buf = jnp.zeros(SIZE + (0 if extra is None else extra[1]), weight.dtype)
+        buf = jnp.zeros(SIZE + fused_size(extra), weight.dtype)
         for c in range(m):
             exit_land = (take(tables["hop"][:, c], pair) % (a * a)).astype(jnp.int32)
             own, land = exit_land // a, exit_land % a
@@ -320,9 +317,7 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         buf = add_at(buf, OFF_G + pair, w_inter)
         if is_vrouter:
             buf = add_at(buf, OFF_W + Gs * R + dst, w_inter)
-        if extra is not None:
-            for idx, w in extra[0]:
-                buf = add_at(buf, idx + SIZE, w)
+        buf = add_extra(buf, extra, SIZE)
         A = buf[OFF_A:OFF_B].reshape(g, a, a)
         B = buf[OFF_B:OFF_C].reshape(g, a, a)
         C = buf[OFF_C:OFF_G].reshape(g, a, a)

@@ -110,7 +110,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._threefry import threefry2x32
-from .._ops import add_at, segment_add, take
+from .._ops import add_at, add_extra, fused_size, segment_add, take
 from .._types import Int
 from ..errors import is_int, require
 from ..topology import FatTreeTopology
@@ -208,8 +208,7 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
             crosses, added in link order."""
             src = src.astype(tables["code"].dtype)
             dst = dst.astype(tables["code"].dtype)
-            n_extra = 0 if extra is None else extra[1]
-            buf = jnp.zeros(n_rl + n_extra, weight.dtype)
+            buf = jnp.zeros(n_rl + fused_size(extra), weight.dtype)
             for i, T in enumerate(tiers):
                 Xs, Xd = src // T["S"], dst // T["S"]
                 w = jnp.where(Xs != Xd, weight, 0.0)
@@ -217,10 +216,7 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
                 YU = T["Y"] * T["U"]
                 buf = add_at(buf, T["up"] + Xs * YU + c, w)
                 buf = add_at(buf, T["down"] + Xd * YU + c, w)
-            if extra is not None:
-                for idx, w in extra[0]:
-                    buf = add_at(buf, idx + n_rl, w)
-            return buf
+            return add_extra(buf, extra, n_rl)
 
         def apply_dense(tables, u, v):
             """``u``, ``v``: per node (the endpoints)."""
@@ -257,16 +253,13 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
 
     def apply(tables, src, dst, weight, extra=None):
         """``src``/``dst``: leaf (router) ids."""
-        n_extra = 0 if extra is None else extra[1]
-        buf = jnp.zeros(SIZE + n_extra, weight.dtype)
+        buf = jnp.zeros(SIZE + fused_size(extra), weight.dtype)
         for i, T in enumerate(tiers):
             Xs, Xd = src // T["B"], dst // T["B"]
             w = jnp.where(Xs != Xd, weight, 0.0)
             buf = add_at(buf, offsets[i] + Xs, w)
             buf = add_at(buf, offsets[i] + T["nX"] + Xd, w)
-        if extra is not None:
-            for idx, w in extra[0]:
-                buf = add_at(buf, idx + SIZE, w)
+        buf = add_extra(buf, extra, SIZE)
         sums = []
         for i, T in enumerate(tiers):
             sums += [buf[offsets[i]: offsets[i] + T["nX"]], buf[offsets[i] + T["nX"]: offsets[i + 1]]]
@@ -325,17 +318,13 @@ def _hashed_operator(topo: FatTreeTopology, routing: EcmpRouting, tiers: list[di
     def apply(tables, src, dst, weight, extra=None):
         """``src``/``dst``: node ids (the endpoints); each flow's hashed up and down link of every tier it
         crosses."""
-        n_extra = 0 if extra is None else extra[1]
-        buf = jnp.zeros(n_rl + n_extra, weight.dtype)
+        buf = jnp.zeros(n_rl + fused_size(extra), weight.dtype)
         for crosses, up, down in _hash_hops(jnp, topo, tiers, tables["seed"][0], src.astype(itype),
                                             dst.astype(itype)):
             w = jnp.where(crosses, weight, 0.0)
             buf = add_at(buf, up, w)
             buf = add_at(buf, down, w)
-        if extra is not None:
-            for idx, w in extra[0]:
-                buf = add_at(buf, idx + n_rl, w)
-        return buf
+        return add_extra(buf, extra, n_rl)
 
     def apply_dense(tables, u, v):
         """``u``, ``v``: per node. One source node at a time, every destination at once."""

@@ -63,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Bool, Float, Int
 
-from .._ops import add_at, segment_add, take
+from .._ops import segment_add, take, with_extra
 from .._types import RouterInts
 from ..errors import ConfigError, check_memory, is_int
 from ..topology import Topology
@@ -659,12 +659,7 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
         found = take(tables["pair_key"], i) == k
         pair_bytes = segment_add(jnp.where(found, weight, 0.0), i, P)
         loads = spread(tables, pair_bytes)
-        if extra is None:
-            return loads[:n_rl]
-        sums = jnp.zeros(extra[1], weight.dtype)
-        for e_idx, e_w in extra[0]:
-            sums = add_at(sums, e_idx, e_w)
-        return jnp.concatenate([loads[:n_rl], sums])
+        return with_extra(loads[:n_rl], extra)
 
     def apply_dense(tables, u, v):
         pair_bytes = take(u, tables["pair_src"]) * take(v, tables["pair_dst"])

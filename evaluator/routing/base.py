@@ -132,7 +132,8 @@ class RoutingOperator:
     (``entries``: a sequence of ``(idx, w)`` pairs) it also sums every ``w``
     into ``size`` bins by its ``idx`` in the same buffer and returns the
     router-link loads followed by the sums, ``Float[Array, "router_link +
-    size"]`` (the kernel's injection/ejection loads). ``apply_dense(tables, u, v)``
+    size"]`` (the kernel's injection/ejection loads; :func:`evaluator._ops.fused_size`,
+    :func:`~evaluator._ops.add_extra` and :func:`~evaluator._ops.with_extra` are the protocol's one helper). ``apply_dense(tables, u, v)``
     maps the dense demand ``u[s] * v[d]`` (bytes, every ordered router pair
     ``s != d``; ``u, v: RouterVector = Float[Array, "router"]``) to the same. Both are pure
     and written for one design point; static sizes are bound in closures.
