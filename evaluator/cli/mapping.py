@@ -270,6 +270,8 @@ def main(argv: list[str]) -> int:
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
+    if args.verbose or len(getattr(t, "kinds", {})) > 1:  # the move kinds that paid (several: structured moves ran)
+        print(f"moves: {res.info['move_kinds']}")
     named = {n: t for n, t in res.starts.items() if "as configured" in n}
     best_named = min(named, key=named.get) if named else None
     vs_named = (f"; {(1 - res.completion_time / named[best_named]) * 100:.1f} % below the best named placement, "

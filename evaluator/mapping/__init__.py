@@ -13,9 +13,13 @@ and:
    batch (:func:`evaluator.evaluate_batch`);
 2. improves the best of them by batched local search (:mod:`._search`):
    thousands of candidate moves (task swaps, moves to free slots, swaps of
-   whole nodes' or routers' tasks) scored per device call by incremental
-   evaluation (:mod:`._moves`: the kernel's own link-load function on the
-   moved flows only), under a time budget;
+   whole nodes' or routers' tasks; on a torus, swaps of sub-boxes and
+   reflections, shifts and rotations of one: :mod:`._kinds`) scored per
+   device call by incremental evaluation (:mod:`._moves`: the kernel's own
+   link-load function on the moved flows only), with simulated annealing
+   (Metropolis on the q-norm, the temperature tied to the budget) where no
+   move improves, under a time budget; ``info["move_kinds"]`` (and the
+   dataset's attrs) say which move kinds paid;
 3. evaluates the result afresh (the reported time is that evaluation's),
    never worse than the best start (which is a candidate).
 
@@ -328,7 +332,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     info = {"starts_seconds": t_built, "search_seconds": float(trace.elapsed[-1]) if trace.elapsed else 0.0,
             "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,
             "traffic": getattr(traffic, "name", "traffic"), "seed": seed, "candidates": candidates,
-            "time_budget": budget, "bound_seconds": t_bound}
+            "time_budget": budget, "bound_seconds": t_bound, "move_kinds": trace.summary()}
     if mine:
         info["user_starts"] = "; ".join(s.name for s in mine)
     return MappingResult(explicit(topology, task_node, name), t_final, start_times, dict(skipped),

@@ -16,10 +16,34 @@ device call, and applies the best improving ones:
   flows load the hot links: the gradient of the norm with respect to the
   flows' bytes, through the routing) half of the time, uniformly otherwise;
   the second uniformly;
-* after ``patience`` batches without an improving move the search kicks:
+* where the structured moves apply (a torus grid; ``anneal``), from the
+  ``patience // 2``-th batch in a row without an improving move, such a
+  batch is a batch of Metropolis proposals
+  (simulated annealing on the ``q``-norm ``Q`` the search already uses):
+  in the batch's (random) order, a candidate is accepted with probability
+  ``exp(-max(dQ / Q, 0) / T)`` (``dQ / Q``: the relative rise of the norm),
+  the first accepted is applied (one move; the others were proposed from
+  the same state and rejected). The temperature falls geometrically with
+  the fraction ``f`` of the budget spent (``iteration / max_iterations``
+  where ``max_iterations`` is given, so that a seeded run is the same on
+  every machine, else ``elapsed / budget``): ``T = T0 (T1 / T0) ** f``,
+  :data:`ANNEAL_T0` (a norm 0.3 % higher accepted with probability 1/e) to
+  :data:`ANNEAL_T1`;
+* after ``patience`` batches where nothing was applied the search kicks:
   it applies a few random candidates (on disjoint slots) and goes
   on from there; the best state seen is kept, so the result is never worse
   than the start.
+
+The move kinds (one per batch, drawn with weights :data:`KIND_WEIGHTS`,
+after a first sweep of one batch of each structured kind and box shape, so
+that the coarse moves are tried before single swaps refine the start):
+``swap`` (two slots), ``node block`` and ``router block`` (two nodes' or
+routers' slots), and on a torus whose slots fill every router equally the
+structured moves of :mod:`._kinds` (``box swap``: two sub-boxes, one
+reflected or turned; ``reflect``, ``shift``, ``rotate``: one sub-box's
+contents mirrored, shifted cyclically or turned). The trace counts, per
+kind, the moves scored, applied, and applied as improving ones
+(:attr:`SearchTrace.kinds`).
 
 The loop stops at the time budget (wall clock, compilation included) or at
 ``max_iterations``; a progress bar shows the best time.
@@ -34,10 +58,27 @@ import numpy as np
 
 from .._types import Bool, Int
 from ..display import format_value
+from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
 
-__all__ = ["SearchTrace", "local_search"]
+__all__ = ["SearchTrace", "local_search", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MOVE_KINDS"]
 
 _REL = 1e-12
+
+ANNEAL_T0 = 3e-3
+"""Starting temperature of the annealing (relative rise of the q-norm accepted with probability 1/e)."""
+
+ANNEAL_T1 = 1e-5
+"""Final temperature (at the end of the budget)."""
+
+STRUCTURED_FROM = 30.0
+"""Budget (s) from which the default search uses the structured moves (their compilations cost seconds)."""
+
+MOVE_KINDS = ("swap", "node block", "router block") + GRID_KINDS
+"""Every move kind, in the order the trace reports them."""
+
+KIND_WEIGHTS = {"swap": 3.0, "node block": 1.0, "router block": 1.0, "box swap": 1.0, "reflect": 0.5, "shift": 0.5,
+                "rotate": 0.5}
+"""Relative frequency of the batches of each kind (among the kinds that apply)."""
 
 
 def _better(t1, q1, t0, q0):
@@ -54,6 +95,18 @@ class SearchTrace:
     accepted: list = field(default_factory=list)
     completion_time: list = field(default_factory=list)
     best_completion_time: list = field(default_factory=list)
+    kinds: dict = field(default_factory=dict)
+    """Per move kind: ``[scored, applied, improving]`` (applied: by improvement, the Metropolis rule or a kick)."""
+
+    def count(self, kind: str, scored: int = 0, applied: int = 0, improving: int = 0) -> None:
+        c = self.kinds.setdefault(kind, [0, 0, 0])
+        c[0] += scored
+        c[1] += applied
+        c[2] += improving
+
+    def summary(self) -> str:
+        """One line: each kind's moves applied and improving, of those scored (the kinds that paid)."""
+        return "; ".join(f"{k}: {c[1]:,} applied, {c[2]:,} improving of {c[0]:,}" for k, c in self.kinds.items())
 
     def add(self, elapsed, evaluated, accepted, t, best):
         self.elapsed.append(elapsed)
@@ -63,12 +116,13 @@ class SearchTrace:
         self.best_completion_time.append(best)
 
 
-def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray | None = None) -> list[np.ndarray]:
+def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray | None = None,
+            named: bool = False) -> list:
     """Slot groups for block moves: ``[n_groups, k]`` arrays of slots (the slots of one node, of one router) where
     every group of that level has the same size and there are at least two; with ``movable`` (per slot), only
     groups whose slots are all movable."""
-    out = []
-    for key in (slot_node, node_router[slot_node]):
+    out, names = [], []
+    for name, key in (("node block", slot_node), ("router block", node_router[slot_node])):
         _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
         if counts.size >= 2 and counts.min() == counts.max() and counts[0] > 1:
             order = np.argsort(inv, kind="stable")
@@ -77,7 +131,8 @@ def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray 
                 g = g[movable[g].all(axis=1)]
             if g.shape[0] >= 2 and not any(x.shape == g.shape and np.array_equal(x, g) for x in out):
                 out.append(g)
-    return out
+                names.append(name)
+    return list(zip(names, out)) if named else out
 
 
 class _StepTuner:
@@ -126,18 +181,41 @@ def _apply(slot_task: np.ndarray, a: np.ndarray, b: np.ndarray, picks) -> np.nda
 def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float, seed: int = 0, candidates: int = 4096,
                  step: int | None = None, max_iterations: int | None = None, patience: int = 4,
                  fixed_counts: bool = False, movable: Bool[np.ndarray, "slot"] | None = None,
-                 progress: bool = True) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
+                 progress: bool = True, kinds: tuple | None = None, anneal: bool | None = None
+                 ) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
     """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
     :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
     trace. ``fixed_counts``: single swaps only between slots holding tasks, so that every node keeps its task
     count (whole nodes still swap): a launcher that fills every node with the same count can run the result.
-    ``movable`` (bool per slot): block moves only between groups of movable slots."""
+    ``movable`` (bool per slot): block moves only between groups of movable slots. ``kinds``: the move kinds
+    to use (default: every kind that applies, :data:`MOVE_KINDS`); ``anneal``: the Metropolis rule in batches
+    without an improving move (off: only the kicks; default: on where
+    the structured moves apply, a torus grid, off elsewhere)."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
     S = evaluator.n_slots
     node_router = np.asarray(evaluator.topology.node_router)
-    groups = _groups(evaluator.slot_node, node_router, movable)
+    kinds = MOVE_KINDS if kinds is None else tuple(kinds)
+    bad = set(kinds) - set(MOVE_KINDS)
+    if bad:
+        raise ValueError(f"unknown move kinds {sorted(bad)}; known: {MOVE_KINDS}")
+    groups = dict(g for g in _groups(evaluator.slot_node, node_router, movable, named=True) if g[0] in kinds)
+    # the structured moves compile one scorer per kind and box shape: only with a budget that pays for that
+    # (``STRUCTURED_FROM`` seconds) or where they are asked for by name
+    want_grid = set(kinds) & set(GRID_KINDS) and (budget >= STRUCTURED_FROM or kinds != MOVE_KINDS)
+    grid = slot_grid(evaluator.topology, evaluator.slot_node) if want_grid else None
+    shapes = box_shapes(tuple(grid.shape[:-1])) if grid is not None else []
+    mov = np.ones(S, bool) if movable is None else np.asarray(movable, bool)
+    use_kinds = [k for k in kinds if k == "swap" or k in groups or (k in GRID_KINDS and shapes)]
+    if "rotate" in use_kinds and not any(sum(x > 1 for x in sh) >= 2 for sh in shapes):
+        use_kinds.remove("rotate")
+    w_kinds = np.array([KIND_WEIGHTS[k] for k in use_kinds])
+    w_kinds = w_kinds / w_kinds.sum() if use_kinds else w_kinds
+    if anneal is None:
+        anneal = any(k in GRID_KINDS for k in use_kinds)
+    sweep = [(k, sh) for sh in sorted(shapes, key=lambda x: -int(np.prod(x))) for k in GRID_KINDS  # largest first
+             if k in use_kinds and (k != "rotate" or sum(y > 1 for y in sh) >= 2)]
     state = np.asarray(slot_task, np.int64).copy()
     loads = evaluator.loads(state)
     t, q = evaluator.score(loads)
@@ -145,6 +223,8 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     trace = SearchTrace()
     t0 = time.perf_counter()
     trace.add(0.0, 0, 0, t, t)
+    for k in use_kinds:
+        trace.count(k)
     # the step (moves per vmapped step) that runs fastest here: each of a few tried on two batches (the first
     # compiles), then the fastest kept; only with a budget that pays for the compilations
     tune = _StepTuner(evaluator.step_choices) if step is None and budget >= 30 and evaluator.step_choices else None
@@ -160,9 +240,15 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             it += 1
             if heat is None or it % heat_every == 1:  # the hot tasks drift slowly: every few batches
                 heat = evaluator.heat(state, loads)
-            # the move family: single swaps mostly, block swaps where the slots form equal groups
-            use = rng.integers(len(groups) + 3) if groups else 0
-            if use < 3:
+            # the move kind: single swaps mostly, block and structured moves where they apply
+            if not use_kinds:
+                break
+            shape = None
+            if sweep:  # the first batches: each structured kind and shape once (coarse moves before fine ones)
+                kind, shape = sweep.pop(0)
+            else:
+                kind = use_kinds[int(rng.choice(len(use_kinds), p=w_kinds))] if len(use_kinds) > 1 else use_kinds[0]
+            if kind == "swap":
                 pool = np.flatnonzero(state < evaluator.n_tasks) if fixed_counts else np.arange(S)
                 n_pool = pool.size
                 if n_pool < 2:
@@ -173,8 +259,8 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                 ia = np.where(rng.random(candidates) < 0.5, hot, rng.integers(n_pool, size=candidates))
                 ib = (ia + 1 + rng.integers(n_pool - 1, size=candidates)) % n_pool  # != ia
                 a, b = pool[ia][:, None], pool[ib][:, None]
-            else:
-                g = groups[use - 3]
+            elif kind in groups:
+                g = groups[kind]
                 n_g = g.shape[0]
                 n_c = max(64, candidates // g.shape[1])  # a block move costs about k single ones
                 gh = heat[g].sum(axis=1)
@@ -182,6 +268,20 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                 ga = rng.choice(n_g, size=n_c, p=p / p.sum())
                 gb = (ga + 1 + rng.integers(n_g - 1, size=n_c)) % n_g
                 a, b = g[ga], g[gb]
+            else:  # a structured move on the torus: boxes of one shape (fixed batch size: one compilation each)
+                if shape is None:
+                    sh = [x for x in shapes if kind != "rotate" or sum(y > 1 for y in x) >= 2]
+                    shape = sh[int(rng.integers(len(sh)))]
+                k = int(np.prod(shape)) * grid.shape[-1]
+                n_c = max(64, candidates // k)
+                a, b = box_moves(kind, grid, shape, 2 * n_c, rng)
+                ok = mov[a].all(axis=1) & mov[b].all(axis=1)
+                a, b = a[ok][:n_c], b[ok][:n_c]
+                if a.shape[0] == 0:
+                    continue
+                if a.shape[0] < n_c:  # padded to the batch size by repeating the first move
+                    rep = np.resize(np.arange(a.shape[0]), n_c)
+                    a, b = a[rep], b[rep]
             st_dev, tn_dev = evaluator.device_state(state)
             if tune is not None and tune.pending() and a.shape[1] == 1:  # tuned on single swaps
                 use_step = tune.next_step()
@@ -195,7 +295,7 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             tn, qn = np.asarray(tn), np.asarray(qn)
             evaluated += a.shape[0]
             good = np.flatnonzero(_better(tn, qn, t, q))
-            accepted = 0
+            accepted = improving = 0
             if good.size:
                 stale = 0
                 order = good[np.lexsort((qn[good], tn[good]))]
@@ -213,17 +313,28 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                 elif len(picks) == m_accept:
                     m_accept = min(256, m_accept * 2)
                 state, loads, t, q = new, new_loads, t1, q1
-                accepted = len(picks)
+                accepted = improving = len(picks)
             else:
+                took = None
                 stale += 1
-                if stale >= patience:  # kick: a few random moves (the least bad one is undone at once: a cycle)
-                    stale = 0
+                if anneal and stale >= max(patience // 2, 1):  # Metropolis on the q-norm, candidates in batch order
+                    frac = (it / max_iterations if max_iterations is not None
+                            else (time.perf_counter() - t0) / budget if budget > 0 else 1.0)
+                    temp = ANNEAL_T0 * (ANNEAL_T1 / ANNEAL_T0) ** min(max(frac, 0.0), 1.0)
+                    rise = np.maximum((qn - q) / (q if q > 0 else 1.0), 0.0)
+                    ok = np.flatnonzero(rng.random(qn.size) < np.exp(-rise / temp))
+                    if ok.size:
+                        took = [int(ok[0])]
+                if took is None and stale >= patience:  # kick: a few random moves
                     order = rng.permutation(tn.size)
-                    picks = _disjoint(order, a, b, int(rng.integers(1, 5)))
-                    state = _apply(state, a, b, picks)
+                    took = _disjoint(order, a, b, int(rng.integers(1, 5)))
+                if took is not None:
+                    stale = 0
+                    state = _apply(state, a, b, took)
                     loads = evaluator.loads(state)
                     t, q = evaluator.score(loads)
-                    accepted = len(picks)
+                    accepted = len(took)
+            trace.count(kind, a.shape[0], accepted, improving)
             if _better(t, q, best[0], best[1]):
                 best = (t, q, state.copy())
             elapsed = time.perf_counter() - t0
