@@ -117,3 +117,19 @@ def test_tiles_doc_table(tiles_output, capsys, tmp_path):
                  command=_CUBE)
     check_stated(doc, r"`speedup links` prints ([0-9.]+)/[0-9.]+", float(sp[0].split("/")[0]), command=cmd)
     check_stated(doc, r"`speedup links` prints [0-9.]+/([0-9.]+)", float(sp[0].split("/")[1]), command=cmd)
+
+
+def test_map_example_starts(capsys, tmp_path, monkeypatch):
+    """README's `evaluator map` example: the times of its starts (the default placement, linear, METIS), which the
+    search's length does not change (one batch here against the example's 100)."""
+    monkeypatch.chdir(tmp_path)
+    out = _run(["map", "traffic=stencil", "traffic.alpha=[64,64,64]", "traffic.beta=[16,8,8]", "--iterations", "1",
+                "--budget", "600", "--no-progress", "save=false"], capsys)
+    cmd = "map traffic=stencil traffic.alpha=[64,64,64] traffic.beta=[16,8,8]"
+    for name, label in (("dragonfly_cartesian (as configured, the default)", r"dragonfly_cartesian \(as configured, "
+                                                                              r"the default\)"),
+                        ("linear", "linear"), ("partition", r"partition \(METIS\)")):
+        row = re.search(rf"^{re.escape(name)}\s+([0-9.]+) (us|ms)", out, re.M)
+        assert row, out
+        value = float(row.group(1)) * (1e-6 if row.group(2) == "us" else 1e-3)
+        check_stated(DOC, rf"\b{label} ([0-9.]+) us, ", value * 1e6, command=cmd)
