@@ -205,9 +205,9 @@ def _calls(groups: Sequence[BankedPoints], banks: BankPlan | None) -> list[_Call
             params, gen, seeds = {"task_node": tn}, None, None
         else:
             gen = entries[0].seeded
-            first = gen.params(T)
-            params = {k: np.concatenate([np.broadcast_to(g.seeded.params(T)[k], (len(g.positions),) + np.shape(v))
-                                         for g in entries]) for k, v in first.items()}
+            per_group = [g.seeded.params(T) for g in entries]  # (once per group, not once per parameter)
+            params = {k: np.concatenate([np.broadcast_to(pg[k], (len(g.positions),) + np.shape(v))
+                                         for g, pg in zip(entries, per_group)]) for k, v in per_group[0].items()}
             seeds = np.concatenate([np.asarray(g.seeds, np.uint64) for g in entries])
         out.append(_Call(pos, bank, K * (F * 16 + 4), rows, params, gen, seeds, T, F))
     return out

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import config as C
-from .._types import Int, PointInts
+from .._types import PointInts
 from ..errors import ConfigError, reason
 from ..evaluation import BankedPoints, BankPlan, evaluate_groups
 from ..placement import KINDS as PLACEMENTS
@@ -97,14 +97,6 @@ class _Group:
     config: Any = None  # host-drawn placements (numpy generator): the group's config
     seed: Any = None  # the group's own seed where no axis sets it
     cost: Any = None  # the network's evaluator.cost.NetworkCost (None: its topology failed or has no cost model)
-    _params: dict = dataclasses.field(default_factory=dict)
-
-    def params(self, size: int) -> dict[str, Int[np.ndarray, "*task"]]:
-        """The placement generator's parameters, task arrays padded to ``size`` (cached)."""
-        hit = self._params.get(size)
-        if hit is None:
-            hit = self._params[size] = self.spec.params(size)
-        return hit
 
 
 class _State:
