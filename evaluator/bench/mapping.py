@@ -15,7 +15,8 @@ Two measurements, each against a reference measured in the same run:
   written here and read back by the ``trace`` traffic), on a torus, a
   Dragonfly and a tapered fat tree, against the graph-partitioning mapping
   (METIS) and the best named placement (both computed by the search as its
-  starting points).
+  starting points), and against Scotch's mapping (``scotch_gmap`` onto its own model of the machine:
+  :mod:`.scotch`) evaluated by the same model; "Scotch absent" where Scotch is not installed.
 
 The patterns (:func:`random_graph`, :func:`mesh_halo`, :func:`trace_matrix`)
 are deterministic for a seed.
@@ -191,6 +192,25 @@ def _move_rate(quick: bool, timed) -> dict:
             "ref_per_s": k_ref / full_s, "check": check, "evaluator": type(me).__name__}
 
 
+def _scotch(topo, routing, tr) -> dict:
+    """Scotch's mapping of the case (:func:`.scotch.scotch_mapping`, one task per node) and its completion time
+    by the project's model (the evaluation the search's starts get); ``{"scotch_absent": reason}`` where Scotch
+    is not installed or fails."""
+    from ..evaluation import evaluate_batch
+    from ..placement import explicit
+    from . import scotch
+
+    if not scotch.available():
+        return {"scotch_absent": "Scotch absent (no scotch_gmap on PATH)"}
+    try:
+        m = scotch.scotch_mapping(topo, tr)
+    except scotch.ScotchError as e:
+        return {"scotch_absent": f"Scotch failed: {e}"}
+    res = evaluate_batch(topo, routing, tr, explicit(topo, m.task_node, "scotch"))
+    return {"scotch": float(res.metrics["completion_time"][0]), "scotch_target": m.target,
+            "scotch_repaired": m.repaired, "scotch_s": m.seconds}
+
+
 def _quality(quick: bool) -> list[dict]:
     from ..mapping import search_mapping
 
@@ -212,7 +232,8 @@ def _quality(quick: bool) -> list[dict]:
                          "best_named": named[best_named], "best_named_name": best_named, "at": at,
                          "moves": int(res.trace.evaluated[-1]), "search_s": float(el[-1]),
                          "bound": res.lower_bound, "bound_kind": res.bound.describe(),
-                         "evaluator": res.info["evaluator"], "starts_s": res.info["starts_seconds"]})
+                         "evaluator": res.info["evaluator"], "starts_s": res.info["starts_seconds"],
+                         **_scotch(topo, routing, tr)})
     return rows
 
 
@@ -240,14 +261,23 @@ def mapping_rows(data: dict, device_label) -> list[dict]:
         gn = 1 - q["time"] / q["best_named"]
         steps = ", ".join(f"{float(b):.0f} s: {v * 1e6:.4g} us" for b, v in q["at"].items())  # JSON keys: text
         kind = q.get("bound_kind", "the busiest task's bytes over its node link")  # older records: that bound
+        if "scotch" in q:
+            gs = 1 - q["time"] / q["scotch"]
+            vs_scotch = f"{-gs * 100:+.1f}% vs Scotch"
+            rep = f", {q['scotch_repaired']} task(s) moved to fit" if q["scotch_repaired"] else ""
+            scotch_note = (f"Scotch (scotch_gmap onto {q['scotch_target']}{rep}) {q['scotch'] * 1e6:.4g} us; ")
+        else:
+            why = q.get("scotch_absent", "Scotch not run (older record)")
+            vs_scotch = "Scotch failed" if why.startswith("Scotch failed") else why.split(" (")[0]
+            scotch_note = f"{why}; "
         out.append({
             "scenario": f"mapping: {q['ranks']:,} ranks, {q['pattern']}, {q['network']}, {q['budget']:.0f} s budget",
             "points": q["moves"], "seconds": q["search_s"], "points_per_s": q["moves"] / max(q["search_s"], 1e-9),
             "ratio": float("nan"), "ratio_scipy": float("nan"),
-            "check": f"-{gp * 100:.1f}% vs METIS, -{gn * 100:.1f}% vs named", "peak_mb": data["peak_mb"],
+            "check": f"-{gp * 100:.1f}% vs METIS, -{gn * 100:.1f}% vs named, {vs_scotch}", "peak_mb": data["peak_mb"],
             "device": dev,
             "note": (f"found {q['time'] * 1e6:.4g} us; METIS partition {q['partition'] * 1e6:.4g} us, best named "
-                     f"placement {q['best_named_name']} {q['best_named'] * 1e6:.4g} us; no mapping below "
+                     f"placement {q['best_named_name']} {q['best_named'] * 1e6:.4g} us; {scotch_note}no mapping below "
                      f"{q['bound'] * 1e6:.4g} us ({kind}); "
                      f"best after {steps}; starts "
                      f"built and evaluated in {q['starts_s']:.1f} s ({q['evaluator']})")})
