@@ -1,11 +1,13 @@
 """``evaluator bench``: throughput of the batched kernels against two baselines.
 
 Baselines (:mod:`evaluator.bench.baseline`): a per-flow Python walk, and a
-SciPy sparse routing matrix ``R`` with ``loads = R @ demand`` (links x
-router pairs on Dragonflies, built once per topology and routing and applied
-per point; links x flows on tori, built per point). Their loads are compared
+SciPy sparse routing matrix ``R`` with ``loads = R @ D``, ``D`` the demand of
+a batch of points as one sparse matrix [column, point], and the completion time
+(max load / capacity) per point (links x router pairs on Dragonflies, built
+once per topology and routing; on tori over the batch's router pairs, built
+per batch; fat trees: applied per point). Their loads are compared
 with the evaluator's link for link; their times are reported as the ratios
-``vs per-flow`` and ``vs SciPy`` (per-point cost: SciPy's apply on a
+``vs per-flow`` and ``vs SciPy`` (per-point cost: SciPy's batched apply on a
 Dragonfly, its build plus apply on a torus; its build is reported apart).
 
 Scenarios (issues 5 and 10):
@@ -15,10 +17,12 @@ Scenarios (issues 5 and 10):
    (Prisacari's Cartesian placement), minimal and Valiant routing, placement
    seeds repeated until there are >= 100,000 points (5,376 with ``--quick``).
    Timed on one CPU core and on two (two worker processes, one core each,
-   half of the points each, started together), against both baselines on
-   stratified samples of the same points (timed and extrapolated); the
-   sampled points' loads are compared link for link. SciPy on two cores is
-   measured as the evaluator is: both workers time it on their own samples,
+   half of the points each, started together), against the per-flow walk on
+   stratified samples of the same points (timed and extrapolated) and SciPy
+   batched on every point (each traffic's placements in batches, the
+   evaluator's repeats); sampled points' loads are compared link for link,
+   and SciPy's completion times too. SciPy on two cores is
+   measured as the evaluator is: both workers time it on their own points,
    started together (the sum of their rates; the note gives 2 x the
    one-core rate beside it: the two cores share caches and, on a VM,
    possibly a physical core).
@@ -85,8 +89,8 @@ __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
 SCENARIOS = ("small", "mira", "dragonfly", "torus", "fat_tree", "jobs", "paths", "sweep", "optimize", "scaling", "lp",
              "startup", "mapping", "time")
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
-SCIPY_PER_CLASS = {False: 128, True: 32}  # scenario 1: SciPy-timed points per (beta, routing) class (full, quick)
-SCIPY_CHECKED = 16  # scenario 1: of those, points whose loads are compared with the evaluator's, per class
+SCIPY_CHECKED = 16  # scenario 1: points per (beta, routing) class whose SciPy loads are compared link for link
+SCIPY_TIME_CHECKED = 512  # scenario 1: about this many per class whose SciPy completion time is compared
 SWEEP_SEEDS = {False: 3125, True: 10}  # placement seeds of the end-to-end sweep: 10^6 points (full), 3,200 (quick)
 OPTIMIZE_ARGS = ("--tasks", "256", "--alpha", "512,512,512", "--routings", "minimal,valiant")
 TORUS_DIMS = {False: (256, 256, 4), True: (128, 128, 4)}  # the large-torus scenario (full, quick)
@@ -252,13 +256,12 @@ def _w_small(args) -> dict:
     if args.baseline:
         out["baseline"] = _small_baseline(df, routings, configs, stencils, placements, seeds, args.baseline)
         out["baseline"]["peak_mb"] = _peak_mb()  # this process's peak so far (the evaluator's included)
-        out["scipy"] = _small_scipy(df, routings, configs, stencils, placements, seeds,
-                                    SCIPY_PER_CLASS[bool(args.quick)])
+        out["scipy"] = _small_scipy(df, routings, configs, stencils, placements, seeds, 3 if args.quick else 1)
         out["scipy"]["peak_mb"] = _peak_mb()
     elif args.scipy and args.barrier:  # the SciPy baseline on n cores, measured: the workers start it together
         _wait_barrier(args.barrier, part, "scipy")
-        out["scipy"] = _small_scipy(df, routings, configs, stencils, placements, seeds,
-                                    SCIPY_PER_CLASS[bool(args.quick)], n_checked=0)
+        out["scipy"] = _small_scipy(df, routings, configs, stencils, placements, seeds, 3 if args.quick else 1,
+                                    n_checked=0)
     out["device"] = _device()
     return out
 
@@ -299,46 +302,62 @@ def _small_baseline(df, routings, configs, stencils, placements, seeds, per_clas
     return {"classes": classes, "seconds": total, "points": points, "max_rel_dev": worst}
 
 
-def _small_scipy(df, routings, configs, stencils, placements, seeds, per_class: int,
+def _small_scipy(df, routings, configs, stencils, placements, seeds, repeats: int,
                  n_checked: int = SCIPY_CHECKED) -> dict:
-    """SciPy routing matrix on ``per_class`` points of each (beta, routing) class: R built once per routing
-    (timed apart), applied per point (best of 3); ``n_checked`` points per class compared with the
-    evaluator's loads link for link."""
+    """SciPy routing matrix on every point the evaluator timed, batched as the evaluator batches them.
+
+    ``R`` is built once per routing (timed apart, with its CSR copy); the timed loop covers the evaluator's
+    points, per routing and traffic (beta) the placements of every gamma in one
+    :meth:`~evaluator.bench.baseline.SparseMatrixBaseline.apply_batch` (batches of its own memory-bounded
+    size: larger batches amortise the product's pass over ``R``), ``repeats`` times, the median kept.
+    Outside the timing, about ``SCIPY_TIME_CHECKED`` points' completion times per (beta, routing) class are
+    compared with the evaluator's, and ``n_checked`` of them link for link."""
     from .baseline import SparseMatrixBaseline
     from ..evaluation import evaluate_batch
 
-    rng = np.random.default_rng(2025)
-    classes, builds = {}, {}
-    worst = 0.0
-    checked = 0
+    builds, bases = {}, {}
     for rt in routings:
-        base = SparseMatrixBaseline(df, rt)
+        base = bases[rt.label] = SparseMatrixBaseline(df, rt)
         base.check_size()
         t0 = time.perf_counter()
         base.build(check=False)
         builds[rt.label] = {"build_s": time.perf_counter() - t0, "nnz": base.nnz, "mb": base.nbytes / 2**20}
-        for beta, tr in stencils.items():
-            cfgs = [c for c in configs if c[0] == beta]
-            picks = [(cfgs[int(rng.integers(len(cfgs)))], int(rng.integers(len(seeds)))) for _ in range(per_class)]
-            pls = [placements[c][s] for c, s in picks]
-            times = []
-            for pl in pls:  # best of 3 per point: robust to a busy machine, and in SciPy's favour
-                best = math.inf
-                for _ in range(3):
-                    t0 = time.perf_counter()
-                    base.link_loads(tr, pl)
-                    best = min(best, time.perf_counter() - t0)
-                times.append(best)
-            for pl in pls[:n_checked]:  # loads compared outside the timing
-                fast = evaluate_batch(df, rt, tr, pl, keep_link_load=True).link_load[0]
-                worst = max(worst, _rel_dev(base.link_loads(tr, pl), fast))
-                checked += 1
-            classes[f"{rt.label} beta={'x'.join(map(str, beta))}"] = {
-                "sampled": len(times), "mean_s": float(np.mean(times)), "points": len(cfgs) * len(seeds)}
-    total = sum(c["mean_s"] * c["points"] for c in classes.values())
+    by_beta = {beta: [pl for c in configs if c[0] == beta for pl in placements[c]] for beta in stencils}
+    sizes = {(rt.label, beta): bases[rt.label].batch_size(tr, len(by_beta[beta]))
+             for rt in routings for beta, tr in stencils.items()}  # checked (refused if too large) before timing
+    times: dict[str, list[float]] = {}
+    repeats_s = []
+    for _ in range(repeats):
+        t_all = time.perf_counter()
+        for rt in routings:
+            base = bases[rt.label]
+            for beta, tr in stencils.items():  # one traffic: its placements of every gamma batched together
+                t0 = time.perf_counter()
+                base.apply_batch(tr, by_beta[beta], batch_size=sizes[(rt.label, beta)])
+                times.setdefault(f"{rt.label} beta={'x'.join(map(str, beta))}", []).append(time.perf_counter() - t0)
+        repeats_s.append(time.perf_counter() - t_all)
+    classes = {}
+    for (rt, beta), (k, ts) in zip(itertools.product(routings, stencils), times.items()):
+        n = len(by_beta[beta])
+        classes[k] = {"points": n, "seconds": float(np.median(ts)), "mean_s": float(np.median(ts)) / n}
+    worst, checked, worst_time = 0.0, 0, 0.0
+    if n_checked:
+        for rt in routings:
+            base = bases[rt.label]
+            for beta, tr in stencils.items():
+                pls = by_beta[beta][:: max(1, len(by_beta[beta]) // SCIPY_TIME_CHECKED)]  # every configuration
+                ours = evaluate_batch(df, rt, tr, pls, chunk_size=CHUNK).metrics["completion_time"]
+                got = base.apply_batch(tr, pls)["completion_time"]
+                worst_time = max(worst_time, _rel_dev(got, ours))
+                few = pls[:: max(1, len(pls) // n_checked)][:n_checked]  # spread over the configurations
+                fast = evaluate_batch(df, rt, tr, few, keep_link_load=True).link_load
+                mine = base.apply_batch(tr, few, keep_link_load=True)["link_load"]
+                worst = max(worst, max(_rel_dev(m, f) for m, f in zip(mine, np.asarray(fast))))
+                checked += len(few)
     points = sum(c["points"] for c in classes.values())
-    return {"classes": classes, "builds": builds, "seconds": total, "points": points, "max_rel_dev": worst,
-            "checked": checked, "sampled": sum(c["sampled"] for c in classes.values())}
+    return {"classes": classes, "builds": builds, "seconds": float(np.median(repeats_s)), "points": points,
+            "repeats_s": repeats_s, "max_rel_dev": worst, "max_rel_dev_time": worst_time, "checked": checked,
+            "batch_sizes": sorted(set(sizes.values()))}
 
 
 # --------------------------------------------------------------------------------------
@@ -420,8 +439,10 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
     """Time the SciPy routing matrix on one big point into ``row``; return ``(matrix, build seconds)`` to pass
     back as ``matrix`` for the routing's next pattern (a Dragonfly's or fat tree's R is built once).
 
-    Per-point cost: the apply (Dragonfly, R built once per topology and routing) or build + apply (torus, R
-    is per flow list and placement). A matrix estimated too large is reported, never built. The evaluator
+    Per-point cost: the batched apply (:meth:`~evaluator.bench.baseline.SparseMatrixBaseline.apply_batch`, a
+    batch of this one point, with its completion time) on a Dragonfly (R built once per topology and routing)
+    or a torus (R over the point's router pairs built in the call, its share reported as the build); a fat
+    tree's per-point apply (build + apply). A matrix estimated too large is reported, never built. The evaluator
     (``evaluate()``, its warm call) is timed again in the same rounds (:func:`_interleaved`): ``row["eval_s"]``
     becomes that time, the ratio's numerator, and the earlier time alone is kept as ``eval_alone_s``.
     """
@@ -440,20 +461,33 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
         row.update(scipy_na=f"R too big ({fmt_size(BYTES_PER_ENTRY * entries)})", scipy_entries=entries,
                    scipy_reason=str(exc))
         return base, build
+    batched = hasattr(base, "apply_batch")  # the fat trees' matrix has the per-point apply only
     if base.per_pair:
         if base.R is None:
             t0 = time.perf_counter()
             base.build(check=False)
             build = time.perf_counter() - t0
-        ours, apply = _interleaved([evaluate, lambda: base.link_loads(tr, pl)], BIG_REPEAT, 2 * BIG_MIN_S)
+        apply_fn = (lambda: base.apply_batch(tr, [pl])) if batched else (lambda: base.link_loads(tr, pl))
+        ours, apply = _interleaved([evaluate, apply_fn], BIG_REPEAT, 2 * BIG_MIN_S)
         point = apply
+    elif batched:  # R over the point's router pairs, built inside the call: its share timed there
+        builds = []
+
+        def apply_fn():
+            base.apply_batch(tr, [pl])
+            builds.append(base.last_build_s)
+
+        ours, point = _interleaved([evaluate, apply_fn], BIG_REPEAT, 2 * BIG_MIN_S)
+        build = float(np.median(builds))  # each call's build <= its total, so this median <= point's
+        apply = point - build
     else:
         ours, build, apply = _interleaved([evaluate, lambda: base.build(tr, pl, check=False),
                                            lambda: base.link_loads(tr, pl)], BIG_REPEAT, 2 * BIG_MIN_S)
         point = build + apply
+    loads = base.apply_batch(tr, [pl], keep_link_load=True)["link_load"][0] if batched else base.link_loads(tr, pl)
     row.update(eval_alone_s=row["eval_s"], eval_s=ours, scipy_s=point, scipy_build_s=build, scipy_apply_s=apply,
                scipy_nnz=base.nnz, scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,
-               scipy_rel_dev=_rel_dev(base.link_loads(tr, pl), ref))
+               scipy_batched=batched, scipy_rel_dev=_rel_dev(loads, ref))
     if not base.per_pair:
         base.release()  # free it before the next pattern
     return base, build
@@ -677,7 +711,7 @@ def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
 def _run_small(quick: bool, log, raw: dict) -> list[dict]:
     cpus = sorted(os.sched_getaffinity(0))
     per_class = 4 if quick else 12
-    log("scenario 1: DF(4,8,4), one core (with the per-flow and SciPy baselines on samples)")
+    log("scenario 1: DF(4,8,4), one core (with the per-flow baseline on samples, SciPy batched on every point)")
     one = _collect(*_launch("small", quick, cpus[:1], ["--baseline", str(per_class)]), "small")
     runs = [("1 core", 1, one)]
     probe = one["device"]
@@ -713,7 +747,7 @@ def _run_small(quick: bool, log, raw: dict) -> list[dict]:
                     "place_s_per_point": one["build_s"] / one["points"],  # the NumPy Cartesian generator
                     "per_flow_checked": 4 * per_class}
     check = (f"walk {base['max_rel_dev']:.1e} ({4 * per_class} pts), SciPy {sc['max_rel_dev']:.1e} "
-             f"({sc['checked']} pts)")
+             f"({sc['checked']} pts; time {sc['max_rel_dev_time']:.1e})")
     rows = []
     for label, cores, r in runs:
         rate = r["points"] / r["eval_s"]
@@ -742,10 +776,14 @@ def _run_small(quick: bool, log, raw: dict) -> list[dict]:
     rows.append({
         "scenario": "SciPy sparse routing matrix (baseline), same points", "points": sc["points"],
         "seconds": sc["seconds"], "points_per_s": sc_rate, "ratio": sc_rate / base_rate, "ratio_scipy": 1.0,
-        "check": f"extrapolated from {sc['sampled']} timed pts", "peak_mb": sc["peak_mb"],
+        "check": f"all pts, batched ({'/'.join(map(str, sc['batch_sizes']))} a product)", "peak_mb": sc["peak_mb"],
         "device": "cpu x1 (SciPy)",
-        "note": (f"R (links x router pairs) built once per routing, not in the per-point time: {builds}; mean s/pt: "
-                 + json.dumps({k: round(v["mean_s"], 5) for k, v in sc["classes"].items()}))})
+        "note": (f"every timed point of the evaluator, each configuration's placements batched: one sparse demand "
+                 f"D [router pair, point] and R @ D per batch (every gamma of a beta together), then the "
+                 f"completion time (max load/capacity) per "
+                 f"point; the evaluator's loop and repeats (median); R (links x router pairs) built once per "
+                 f"routing, not in the time: {builds}; mean s/pt: "
+                 + json.dumps({k: round(v["mean_s"], 6) for k, v in sc["classes"].items()}))})
     return rows
 
 
@@ -753,7 +791,8 @@ def _scipy_cells(r: dict) -> tuple[float, str, str]:
     """(ratio against SciPy, its check, its note) of a big-scenario row."""
     if "scipy_s" in r:
         when = "per point" if r["scipy_per_point_build"] else "once per routing"
-        note = (f"SciPy: R built in {r['scipy_build_s']:.3g} s ({when}), applied in {r['scipy_apply_s']:.3g} s, "
+        how = "batched apply of 1 point with its completion time" if r.get("scipy_batched") else "applied"
+        note = (f"SciPy: R built in {r['scipy_build_s']:.3g} s ({when}), {how} in {r['scipy_apply_s']:.3g} s, "
                 f"{r['scipy_nnz']:,} nnz, {r['scipy_mb']:.0f} MB")
         return r["scipy_s"] / r["eval_s"], f"SciPy {r['scipy_rel_dev']:.1e}", note
     if "scipy_na" in r:
