@@ -2,12 +2,15 @@
 
 Two measurements, each against a reference measured in the same run:
 
-* **moves per second**: candidate moves (task swaps) of a 1,024-rank stencil
-  on DF(4,8,4) under minimal routing, scored incrementally by the search's
-  evaluator, against the same candidates evaluated in full by the batched
-  kernel (:func:`evaluator.evaluate_batch` with one flow list for every
-  point: the placement-sweep path, the fastest full evaluation the project
-  has); the first 64 incremental times are checked against the kernel's;
+* **moves per second**: candidate moves (task swaps) of 1,024 ranks on each
+  network family (:data:`MOVE_CASES`: a 3-D stencil on a Dragonfly, a torus
+  and a fat tree; an unstructured-mesh halo and a power-law pattern), scored
+  incrementally by the search's evaluator as the search scores them (degree
+  buckets and levels), against the same candidates evaluated in full by the
+  batched kernel (:func:`evaluator.evaluate_batch` with one flow list for
+  every point: the placement-sweep path, the fastest full evaluation the
+  project has); the first 512 (quick) or 2,048 incremental times are checked
+  against the kernel's;
 * **quality against the budget**: the predicted completion time the search
   reaches after 5, 15, 30 and 60 s (one run, read off its progress) on
   irregular traffic: a random sparse graph, an unstructured-mesh halo and a
@@ -30,7 +33,7 @@ import time
 
 import numpy as np
 
-__all__ = ["random_graph", "mesh_halo", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
+__all__ = ["random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
            "QUALITY_BUDGETS", "QUALITY_CASES"]
 
 _UNDEFINED_RANK = 2 ** 32 - 1  # OTF2_UNDEFINED_UINT32: no root (an allreduce)
@@ -146,19 +149,51 @@ def _pattern(name: str, n: int):
             "trace": lambda: trace_matrix(n, seed=3)}[name]()
 
 
-def _move_rate(quick: bool, timed) -> dict:
-    from .. import placement, traffic
-    from ..evaluation import evaluate_batch
-    from ..mapping import move_evaluator
-    from ..routing import minimal
-    from ..topology import dragonfly
+def power_law(n: int, m_per: int = 4, alpha: float = 1.1, seed: int = 0):
+    """A power-law sparse pattern: flows both ways between tasks drawn with probability ~ rank^-alpha (a Chung-Lu
+    graph), 0.5-2 MB each (uniform): a few hub tasks with hundreds of partners, most with a handful."""
+    from ..traffic import from_flows
 
-    df = dragonfly(4, 8, 4)
-    tr = traffic.stencil([64, 64, 64], [16, 8, 8])
-    n = tr.n_tasks
-    rt = minimal()
+    rng = np.random.default_rng(seed)
+    w = 1.0 / np.arange(1, n + 1) ** alpha
+    p = (w / w.sum())[rng.permutation(n)]
+    s, d = rng.choice(n, m_per * n, p=p), rng.choice(n, m_per * n, p=p)
+    keep = s != d
+    s, d = s[keep], d[keep]
+    b = rng.uniform(0.5e6, 2e6, s.size)
+    return from_flows(n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]),
+                      name=f"power law (alpha {alpha})")
+
+
+MOVE_CASES = (("stencil 16x8x8", "DF(4,8,4), minimal"), ("stencil 16x8x8", "torus 16x8x8, dor"),
+              ("stencil 16x8x8", "fat tree XGFT(2;32,32;1,16), dmodk"), ("mesh halo", "torus 16x8x8, dor"),
+              ("power law", "DF(4,8,4), minimal"), ("power law", "torus 16x8x8, dor"))
+"""(pattern, network) of the candidate-move rows: 1,024 ranks, one per node; each family of :func:`_networks` and
+the patterns whose moves cost the most (a 3-D stencil, an unstructured-mesh halo, a power-law pattern)."""
+
+
+def _move_pattern(name: str, n: int):
+    from .. import traffic
+
+    if name == "stencil 16x8x8":
+        return traffic.stencil([64, 64, 64], [16, 8, 8])
+    if name == "power law":
+        return power_law(n, seed=4)
+    return _pattern(name, n)
+
+
+def _move_rate(quick: bool, timed, pattern: str, network: str) -> dict:
+    """Candidate moves (single task swaps, drawn uniformly) of one case scored incrementally, as the search scores
+    them (its degree buckets and levels), against the same candidates evaluated in full by the batched kernel."""
+    from .. import placement
+    from ..evaluation import as_routing, evaluate_batch
+    from ..mapping import move_evaluator
+
+    n = 1024
+    topo, rt = next((t, as_routing(r)) for label, t, r in _networks(n) if label == network)
+    tr = _move_pattern(pattern, n)
     nodes = np.arange(n)
-    me = move_evaluator(df, rt, tr, nodes)
+    me = move_evaluator(topo, rt, tr, nodes)
     rng = np.random.default_rng(0)
     slot_task = rng.permutation(n)
     loads = me.loads(slot_task)
@@ -168,28 +203,29 @@ def _move_rate(quick: bool, timed) -> dict:
     a, b = pairs[:, :1], pairs[:, 1:]
 
     def incremental():
-        t, _ = me.scores(st, tn, loads, a, b)
+        t, _ = me.scores(st, tn, loads, a, b, host_state=slot_task)
         return np.asarray(t)
 
     t_inc = incremental()
     inc_s = timed(incremental, 3)
     # the reference: the same candidates in full by the batched kernel (one flow list, task_node per point)
-    k_ref = 1024 if quick else 4096
+    k_ref = 512 if quick else 2048
     task_nodes = []
     for i in range(k_ref):
         s2 = slot_task.copy()
         s2[a[i]], s2[b[i]] = slot_task[b[i]], slot_task[a[i]]
         task_nodes.append(me.task_node(s2))
-    pls = [placement.explicit(df, x) for x in task_nodes]
+    pls = [placement.explicit(topo, x) for x in task_nodes]
 
     def full():
-        return evaluate_batch(df, rt, tr, pls).metrics["completion_time"]
+        return evaluate_batch(topo, rt, tr, pls).metrics["completion_time"]
 
     t_full = full()
     full_s = timed(full, 3)
     check = float(np.max(np.abs(t_inc[:k_ref] - t_full) / t_full))
-    return {"moves": K, "seconds": inc_s, "moves_per_s": K / inc_s, "ref_points": k_ref, "ref_seconds": full_s,
-            "ref_per_s": k_ref / full_s, "check": check, "evaluator": type(me).__name__}
+    return {"pattern": pattern, "network": network, "moves": K, "seconds": inc_s, "moves_per_s": K / inc_s,
+            "ref_points": k_ref, "ref_seconds": full_s, "ref_per_s": k_ref / full_s, "check": check,
+            "evaluator": type(me).__name__}
 
 
 def _scotch(topo, routing, tr) -> dict:
@@ -241,21 +277,24 @@ def w_mapping(args, device, peak_mb, timed) -> dict:
     """The worker: ``device()``, ``peak_mb()`` and ``timed(fn, repeat)`` (median seconds) are the bench's own
     probes, passed in by :mod:`.run`."""
     quick = bool(args.quick)
-    return {"rate": _move_rate(quick, timed), "quality": _quality(quick), "peak_mb": peak_mb(), "device": device()}
+    return {"rates": [_move_rate(quick, timed, p, net) for p, net in MOVE_CASES], "quality": _quality(quick),
+            "peak_mb": peak_mb(), "device": device()}
 
 
 def mapping_rows(data: dict, device_label) -> list[dict]:
     dev = device_label(data["device"])
-    r = data["rate"]
-    out = [{
-        "scenario": "mapping: candidate moves, 1,024-rank stencil 16x8x8 on DF(4,8,4), minimal",
-        "points": r["moves"], "seconds": r["seconds"], "points_per_s": r["moves_per_s"],
-        "ratio": float("nan"), "ratio_scipy": float("nan"),
-        "check": f"vs kernel: {r['check']:.1g}", "peak_mb": data["peak_mb"], "device": dev,
-        "note": (f"{r['moves_per_s']:,.0f} task swaps scored per second incrementally ({r['evaluator']}), "
-                 f"{r['moves_per_s'] / r['ref_per_s']:.1f}x the "
-                 f"{r['ref_per_s']:,.0f} candidate mappings per second evaluated in full by the batched kernel "
-                 f"(evaluate_batch, one flow list, {r['ref_points']} points)")}]
+    rates = data.get("rates") or [{**data["rate"], "pattern": "stencil 16x8x8", "network": "DF(4,8,4), minimal"}]
+    out = []
+    for r in rates:  # older records: one rate, the stencil on the Dragonfly
+        out.append({
+            "scenario": f"mapping: candidate moves, 1,024 ranks, {r['pattern']} on {r['network']}",
+            "points": r["moves"], "seconds": r["seconds"], "points_per_s": r["moves_per_s"],
+            "ratio": float("nan"), "ratio_scipy": float("nan"),
+            "check": f"vs kernel: {r['check']:.1g}", "peak_mb": data["peak_mb"], "device": dev,
+            "note": (f"{r['moves_per_s']:,.0f} task swaps scored per second incrementally ({r['evaluator']}), "
+                     f"{r['moves_per_s'] / r['ref_per_s']:.1f}x the "
+                     f"{r['ref_per_s']:,.0f} candidate mappings per second evaluated in full by the batched kernel "
+                     f"(evaluate_batch, one flow list, {r['ref_points']} points)")})
     for q in data["quality"]:
         gp = 1 - q["time"] / q["partition"]
         gn = 1 - q["time"] / q["best_named"]

@@ -56,6 +56,14 @@ next wider bucket (the widest: the busiest task's degree)."""
 BUCKET_RATIO = 4
 """A bucket is kept only where it is at least this many times narrower than the next wider one."""
 
+LEVEL_FRACTIONS = (0.5, 0.625, 0.75, 0.875)
+"""Flow-list lengths a move is also scored at, as fractions of the widest (rounded up to a multiple of 8), where
+the traffic has no narrow degree bucket and the routing lists each flow's links (DOR): there a move's cost is about linear in
+its list's length (1,024-rank mesh halo on a 16x8x8 torus, 2 loaded cores: 16, 32 and 56 flows 16, 30 and 43 us a
+move; these levels: 21,600 -> 26,600 moves/s). Where it does not (``apply`` over every link: Dragonfly, fat
+tree), a move costs about the same at any length and the extra calls cost more than they save (DF(4,8,4) mesh
+halo 143,000 -> 121,000 moves/s), so none are added."""
+
 BUCKET_CHUNK = 128
 """Moves per device call of a batch's part scored at a longer level than the shortest (:meth:`MoveEvaluator.levels`;
 the shortest: a quarter of the batch per call): fixed shapes, so one compilation per level and move size, and
@@ -161,6 +169,10 @@ class MoveEvaluator:
 
     bucketing: bool = True
     """Use the degree buckets (off: every move and the heat through the full-width table)."""
+
+    level_fractions: tuple | None = None
+    """The flow-list levels between the buckets' and the widest, as fractions of the widest (None: the default,
+    :data:`LEVEL_FRACTIONS` where the routing lists each flow's links, else none)."""
 
     def __init__(self, topology: Topology, routing, traffic, slot_node: Int[np.ndarray, "slot"]):
         if routing.needs_pairs:
@@ -320,11 +332,13 @@ class MoveEvaluator:
         row of the full-width table."""
         n_nodes = int(self.topology.n_nodes)
         ta, tb = slot_task[a], slot_task[b]  # [k]
+        T = jnp.concatenate([ta, tb])
+        n_t = T.shape[0]
         if L is None:
-            fl = jnp.concatenate([dev["incident"][ta].ravel(), dev["incident"][tb].ravel()])
+            W = dev["incident"].shape[1]
+            fl = dev["incident"][T].ravel()
+            which = jnp.repeat(jnp.arange(n_t, dtype=jnp.int32), W)  # the moved task whose row holds entry j
         else:
-            T = jnp.concatenate([ta, tb])
-            n_t = T.shape[0]
             dg, st = dev["degree"][T], dev["start"][T]
             cum = jnp.cumsum(dg)
             j = jnp.arange(L, dtype=jnp.int32)
@@ -332,10 +346,13 @@ class MoveEvaluator:
             wc = jnp.minimum(which, n_t - 1)
             pos = jnp.clip(st[wc] + j - (cum[wc] - dg[wc]), 0, dev["flat"].shape[0] - 1)
             fl = jnp.where(which < n_t, dev["flat"][pos], -1)
-        fs = jnp.sort(fl)
-        first = jnp.concatenate([jnp.array([True]), fs[1:] != fs[:-1]]) & (fs >= 0)
-        f = jnp.where(first, fs, 0)
+        # each flow once: a flow between two moved tasks is in both their rows; the first moved task's row keeps it
+        ok = fl >= 0
+        f = jnp.where(ok, fl, 0)
         s, d = dev["src"][f], dev["dst"][f]
+        earlier = jnp.arange(n_t, dtype=jnp.int32)[None, :] < which[:, None]  # [entry, moved task]
+        dup = jnp.any(earlier & ((T[None, :] == s[:, None]) | (T[None, :] == d[:, None])), axis=1)
+        first = ok & ~dup
         w = jnp.where(first, dev["nbytes"][f], 0.0)
         na, nb = dev["slot_node"][a], dev["slot_node"][b]
 
@@ -374,6 +391,7 @@ class MoveEvaluator:
         P = self.table.n_phases
         n_rl, n_nodes = int(self.topology.n_router_links), int(self.topology.n_nodes)
         top = min(4 * k + 1, 2 * n_nodes)
+        listed = self.kernel.operator.flow_links is not None
 
         def one(dev, bs, slot_task, task_node, loads, a, b):
             ref, node_sum, top_v, top_i = bs
@@ -397,7 +415,11 @@ class MoveEvaluator:
 
             def phase(p):
                 wp = jnp.where(ph == p, w, 0.0)
-                r = loads[p, :n_rl] + (self._router_loads(dev, s1, d1, wp) - self._router_loads(dev, s0, d0, wp))
+                if listed:  # one scatter of the moved flows' links, before (bytes taken off) and after (put on)
+                    r = loads[p, :n_rl] + self._router_loads(dev, jnp.concatenate([s0, s1]),
+                                                             jnp.concatenate([d0, d1]), jnp.concatenate([-wp, wp]))
+                else:  # apply (not promised linear for negative bytes): before and after
+                    r = loads[p, :n_rl] + (self._router_loads(dev, s1, d1, wp) - self._router_loads(dev, s0, d0, wp))
                 u_r = r * dev["inv_cap"][:n_rl]
                 old_x = loads[p, links]
                 new_x = old_x + node_delta(wp)
@@ -461,7 +483,7 @@ class MoveEvaluator:
         call padded by repeating a move), and the scores come back in the moves' order (host arrays)."""
         step = self.default_step if step is None else int(step)
         n = int(a.shape[0])
-        if host_state is None or not self.bucketing or len(self._incident) == 1 or n == 0:
+        if host_state is None or not self.bucketing or n == 0 or len(self.levels(int(a.shape[1]))) == 1:
             return self._scores_with(None, slot_task, task_node, loads, a, b, step)
         a, b = np.asarray(a), np.asarray(b)
         hs = np.asarray(host_state)
@@ -493,6 +515,14 @@ class MoveEvaluator:
         lv = {2 * k * w for w in ws} | {2 * k * W}
         if ws:
             lv.add(W + (2 * k - 1) * ws[-1])
+        fractions = self.level_fractions
+        if fractions is None:
+            fractions = LEVEL_FRACTIONS if self.kernel.operator.flow_links is not None and not ws else ()
+        top = 2 * k * W
+        for f in fractions:  # no narrow bucket: levels below the full width (a move's cost ~ its list's length)
+            x = -(-int(top * f) // 8) * 8
+            if 0 < x < top:
+                lv.add(x)
         return tuple(sorted(lv))
 
     def _scores_with(self, L: int | None, slot_task, task_node, loads, a, b, step: int):
