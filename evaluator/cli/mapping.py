@@ -19,7 +19,7 @@ from ..display import format_value
 from ..errors import ConfigError, StorageError
 from ..io import check_writable, write_dataset
 from ..mapping import (FILE_KINDS, Start, available_nodes, check_job, check_start, parse_node_ids, read_start_file,
-                       search_mapping)
+                       is_embedding, search_mapping)
 from .._args import ArgumentParser, override_key
 
 __all__ = ["main", "parse_node_ids", "skipped_summary"]
@@ -257,10 +257,19 @@ def main(argv: list[str]) -> int:
     t = res.trace
     print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
           f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
-    width = max(len(n) for n in res.starts)
+    # the grid embeddings (up to 16 on a torus) in one row, their best, and a count line (--verbose: every one)
+    emb = [n for n in res.starts if is_embedding(n)]
+    shown = list(res.starts) if args.verbose or len(emb) < 2 else [
+        n for n in res.starts if not is_embedding(n) or n == min(emb, key=res.starts.get)]
+    width = max(len(n) for n in shown)
     print(f"{'start':<{width}}  {'completion time':>15}  gain of the search")
-    for name, ts in res.starts.items():
+    for name in shown:
+        ts = res.starts[name]
         print(f"{name:<{width}}  {format_value(ts, 's'):>15}  {res.gain(name) * 100:5.1f} %")
+        if len(shown) < len(res.starts) and is_embedding(name):
+            others = [res.starts[n] for n in emb if n != name]
+            print(f"  and {len(others)} other grid embeddings, {format_value(min(others), 's')} to "
+                  f"{format_value(max(others), 's')} (--verbose lists them)")
     if args.verbose:
         for name, why in res.skipped.items():
             print(f"skipped {name}: {why}")

@@ -31,6 +31,7 @@ the gain over each, the search's progress, and writes the launcher's files
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,18 +46,19 @@ from ..topology import Topology
 from ._moves import MoveEvaluator, move_evaluator
 from ._partition import check_job, partition_mapping
 from ._search import SearchTrace, local_search
+from ._embeddings import is_embedding
 from ._starts import Start, starting_points
 from ._user_starts import FILE_KINDS, check_start, parse_node_ids, read_start_file
 from .bound import MappingBound, endpoint_bound, mapping_bound
 
-__all__ = ["search_mapping", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
+__all__ = ["search_mapping", "is_embedding", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
            "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
            "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS"]
 
 
-def available_nodes(topology: Topology, nodes=None) -> JobNodes:
-    """The node ids a job may use: ``nodes`` as given (checked later), or every compute node of the topology
-    (a partition topology's nodes; service and down nodes of a catalogue machine excluded)."""
+def available_nodes(topology: Topology, nodes: Sequence | np.ndarray | None = None) -> JobNodes | Sequence | np.ndarray:
+    """The node ids a job may use: ``nodes`` as given (checked later: :func:`check_job`), or every compute node of the
+    topology (a partition topology's nodes; service and down nodes of a catalogue machine excluded)."""
     if nodes is None:
         return np.flatnonzero(compute_mask(topology)).astype(np.int64)
     return nodes

@@ -24,6 +24,10 @@ node), in this order:
   at most ``tasks_per_node`` tasks each;
 * ``alps (available nodes)``: a 3-D torus's ALPS-like order restricted to the
   available nodes;
+* grid embeddings (``grid embedding 16x8x4 -> torus dims (0(8)+1(2),2,1)``, ``folded grid embedding ...``):
+  on a torus, when the traffic has a task grid, block and folded embeddings of the task grid into the
+  torus's routers in every dimension order, the best :data:`~evaluator.mapping._embeddings.MAX_EMBEDDINGS`
+  distinct ones by a hop-bytes estimate (:func:`~evaluator.mapping._embeddings.grid_embeddings`);
 * ``partition``: recursive bisection of the traffic graph onto the node
   hierarchy (:func:`~evaluator.mapping._partition.partition_mapping`);
 * ``random(seed=<seed>)``: one seeded random mapping onto the available slots.
@@ -46,6 +50,7 @@ from ..placement import KINDS, PlacementContext, alps, grid_order
 from ..placement.nodes import fill_slots
 from ..topology import Topology
 from ..traffic.grid import config_value as _get, task_grid  # one rule for the starts and the placements
+from ._embeddings import grid_embeddings
 from ._partition import check_job, partition_mapping
 
 __all__ = ["Start", "starting_points", "check_job", "task_grid", "NOT_STARTS", "COVERED"]
@@ -228,6 +233,11 @@ def starting_points(topology: Topology, traffic, nodes, tasks_per_node: int, *, 
     except ConfigError as exc:
         out.skipped["alps (available nodes)"] = str(exc)
 
+    embeddings, why = grid_embeddings(topology, traffic, grid, nodes, tpn, exclude=[s.task_node for s in out.starts])
+    for name, tn in embeddings:
+        out.add(name, tn)
+    if why is not None:
+        out.skipped["grid embeddings"] = why
     out.add("partition", partition_mapping(topology, traffic, nodes, tpn, seed=seed))
     rng = np.random.default_rng(seed)
     out.add(f"random(seed={seed})", rng.permutation(np.repeat(nodes, tpn))[:n])
