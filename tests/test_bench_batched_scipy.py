@@ -6,7 +6,10 @@ the engine (no timings asserted).
   Dragonfly (minimal, Valiant; 2 parallel global links) and on tori with DOR (split ties, a mesh dimension, two
   nodes per router); same-node and same-router flows included; dense rank-one traffic on a Dragonfly;
 * the batch size is chosen within the memory bound and a batch that would not fit is refused before anything
-  is allocated.
+  is allocated;
+* the bench keeps per routing class the faster of ``apply_batch``'s two ways (``batched``, ``per point``): both
+  ways' metrics equal the engine's (sparse and dense traffic, Dragonflies and tori), and the selection
+  (:func:`strongest`) picks the method with the fewest seconds given injected timings (no timing measured).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from evaluator import placement as P
 from evaluator import routing as RT
 from evaluator import topology as T
 from evaluator import traffic as TR
-from evaluator.bench.baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
+from evaluator.bench.baseline import BYTES_PER_ENTRY, METHODS, SparseMatrixBaseline, strongest
 from evaluator.errors import ConfigError, ResourceError
 from evaluator.evaluation import evaluate_batch
 from evaluator.traffic import dense as structured
@@ -140,3 +143,98 @@ def test_torus_one_column_per_flow(monkeypatch):
     assert base.R.shape[1] == 3 * traffic.n_flows
     close(got["link_load"], want["link_load"])
     close(got["completion_time"], want["completion_time"])
+
+
+@pytest.mark.parametrize("make,routing", CASES)
+def test_both_methods_equal_the_engine(make, routing):
+    """Whichever way the bench keeps for a class, its metrics are the engine's: both ways on the same points (in
+    uneven batches) give the engine's completion time, bottleneck link, mean hops and link loads."""
+    topo = make()
+    traffic, pls = points(topo, 5, seed=11)
+    ours = evaluate_batch(topo, routing, traffic, pls, keep_link_load=True)
+    label = f"{topo.name} {routing.label}"
+    got = {}
+    for method in METHODS:
+        base = SparseMatrixBaseline(topo, routing)
+        got[method] = base.apply_batch(traffic, pls, batch_size=2, keep_link_load=True, method=method)
+        close(got[method]["link_load"], ours.link_load, f"{label} {method}")
+        close(got[method]["completion_time"], ours.metrics["completion_time"], f"{label} {method}")
+        close(got[method]["mean_hops"], ours.metrics["mean_hops"], f"{label} {method}")
+        np.testing.assert_array_equal(got[method]["bottleneck_link"], ours.metrics["bottleneck_link"])
+        if not base.per_pair:  # a torus builds R in the call, either way: its share is recorded
+            assert base.last_build_s > 0
+    # the selection's choice (here per point, from injected times) gives the same metrics as the other way
+    chosen = strongest({"batched": 2.0, "per point": 1.0})
+    assert chosen == "per point"
+    close(got[chosen]["completion_time"], got["batched"]["completion_time"], label)
+
+
+def test_per_point_dense_traffic():
+    """Dense rank-one traffic: the per-point way (a Dragonfly: ``R @ outer(U, V)`` per point; a torus: listed,
+    ``R`` per point) equals the engine's."""
+    rng = np.random.default_rng(8)
+    for topo, routing in ((T.dragonfly(2, 4, 2), RT.valiant()), (T.dragonfly(2, 4, 2), RT.minimal()),
+                          (T.torus((4, 4, 2)), RT.dor())):
+        n = topo.n_nodes
+        pls = [P.explicit(topo, rng.permutation(n)) for _ in range(3)]
+        traffic = structured.dense(n, rng.random(n) * (rng.random(n) < 0.7), rng.random(n), 1e3, name="w")
+        got = SparseMatrixBaseline(topo, routing).apply_batch(traffic, pls, batch_size=2, method="per point")
+        ours = evaluate_batch(topo, routing, traffic, pls)
+        close(got["completion_time"], ours.metrics["completion_time"], f"{topo.name} {routing.label}")
+
+
+def test_strongest_picks_the_faster_method():
+    """The selection, given injected timings: the fewest seconds wins, whichever way it is; ties keep the first
+    method; an untimed (nan) way never wins over a timed one; an unknown method is refused by apply_batch."""
+    assert strongest({"batched": 0.5, "per point": 0.9}) == "batched"
+    assert strongest({"batched": 1.3, "per point": 0.7}) == "per point"
+    assert strongest({"batched": 1.0, "per point": 1.0}) == "batched"
+    assert strongest({"per point": 1.0, "batched": 1.0}) == "per point"
+    assert strongest({"batched": float("nan"), "per point": 3.0}) == "per point"
+    assert strongest({"per point": 0.2}) == "per point"
+    with pytest.raises(ValueError):
+        strongest({})
+    topo = T.dragonfly(2, 4, 2)
+    traffic, pls = points(topo, 2, seed=1)
+    with pytest.raises(ConfigError):
+        SparseMatrixBaseline(topo, RT.minimal()).apply_batch(traffic, pls, method="dense")
+
+
+def test_bench_keeps_the_faster_method_per_class(monkeypatch):
+    """``_small_scipy`` keeps, per (beta, routing) class, the way with the smaller median time (injected through a
+    fake clock: batched is made slow for Valiant and fast for minimal), reports both, sums the kept ones, and
+    checks both ways against the engine."""
+    import importlib
+    import itertools
+    import types
+
+    from evaluator.bench import baseline
+
+    bench_run = importlib.import_module("evaluator.bench.run")  # the module (the package exports its run())
+
+    topo = T.dragonfly(2, 4, 2)
+    routings = (RT.minimal(), RT.valiant())
+    traffic, pls = points(topo, 4, seed=2)
+    beta = (2, 2, 2)
+    configs = [(beta, (1, 1, 1))]
+    placements = {configs[0]: pls}
+    cost = {("minimal", "batched"): 1.0, ("minimal", "per point"): 3.0,
+            ("valiant", "batched"): 5.0, ("valiant", "per point"): 2.0}
+    clock = itertools.count()
+    now = [0.0]
+    real = baseline.SparseMatrixBaseline.apply_batch
+
+    def fake_apply(self, *a, method="batched", **k):
+        now[0] += cost[(self.routing.kind, method)]
+        return real(self, *a, method=method, **k)
+
+    monkeypatch.setattr(baseline.SparseMatrixBaseline, "apply_batch", fake_apply)
+    fake_time = types.SimpleNamespace(perf_counter=lambda: now[0] + 1e-9 * next(clock))
+    monkeypatch.setattr(bench_run, "time", fake_time)  # the bench module's clock only
+    out = bench_run._small_scipy(topo, routings, configs, {beta: traffic}, placements, [0, 1, 2, 3], repeats=3,
+                                 n_checked=2)
+    cls = out["classes"]
+    assert cls["minimal beta=2x2x2"]["method"] == "batched" and cls["valiant beta=2x2x2"]["method"] == "per point"
+    assert cls["valiant beta=2x2x2"]["by_method_s"]["batched"] == pytest.approx(5.0)
+    assert out["seconds"] == pytest.approx(1.0 + 2.0)
+    assert out["max_rel_dev"] <= TOL["rel"] and out["max_rel_dev_time"] <= TOL["rel"]

@@ -26,7 +26,10 @@ halves) with its injection and ejection link, built for one (traffic,
 placement) and applied to the flow bytes. For a fat tree (D-mod-k, ECMP)
 ``R``'s columns are a flow's up and down parts, which depend on fewer
 indices than the node pair (:mod:`evaluator.bench._fat_tree_matrix`); it is
-built once and applied per point. :func:`routing_matrix` picks the class. ``R`` is built with vectorised
+built once and applied per point. Tori and Dragonflies apply ``R`` two ways,
+:meth:`SparseMatrixBaseline.apply_batch`'s ``batched`` (``R @ D`` over a batch
+of points) and ``per point``, and the bench keeps the faster per routing class
+(:func:`strongest`). :func:`routing_matrix` picks the class. ``R`` is built with vectorised
 NumPy from the topology's public tables (``global_owner``, ``global_link``,
 ``local_link``; ``link_src``/``link_dst``/``router_coords`` for tori) and the
 same expectation rules as the per-flow walk, not from the routing operators.
@@ -54,7 +57,7 @@ from ..traffic import AbstractTraffic, Traffic
 from ._matrix import BYTES_PER_ENTRY, MAX_BYTES, RoutingMatrix
 
 __all__ = ["PerFlowBaseline", "RoutingMatrix", "SparseMatrixBaseline", "routing_matrix", "scipy_serves", "BYTES_PER_ENTRY",
-           "MAX_BYTES", "BATCH_POINTS", "BATCH_BUDGET"]
+           "MAX_BYTES", "BATCH_POINTS", "BATCH_BUDGET", "METHODS", "strongest"]
 
 Path = tuple[float, list[int]]
 
@@ -69,6 +72,25 @@ BATCH_BYTES_PER_FLOW = 112
 BATCH_BYTES_PER_LINK = 40
 """Peak bytes per (point, link) of a batch: the product's sparse column (12), its dense copy (8), the times and
 the link-load copy (16), rounded up."""
+METHODS = ("batched", "per point")
+"""The ways :meth:`SparseMatrixBaseline.apply_batch` applies ``R`` (its ``method``); the bench times both on the same
+points and keeps the faster per routing class (:func:`strongest`)."""
+
+
+def strongest(seconds: dict[str, float]) -> str:
+    """The method (a key of ``seconds``, e.g. :data:`METHODS`) with the fewest seconds: the strongest reference.
+
+    Ties go to the first key in ``seconds``'s order; a method without a time (``nan`` or missing) never wins
+    unless no method has one.
+    """
+    if not seconds:
+        raise ValueError("no method timed")
+    timed = {m: float(t) for m, t in seconds.items() if t is not None and not math.isnan(float(t))}
+    if not timed:
+        return next(iter(seconds))
+    return min(timed, key=lambda m: timed[m])  # min keeps the first of equal keys
+
+
 PAIR_TABLE_MAX = 2**22
 """A torus with at most this many router pairs gives its per-batch ``R`` one column per distinct pair (found with a
 lookup table); a larger one (Mira: 2.4e9 pairs) one column per (point, flow)."""
@@ -354,7 +376,7 @@ class SparseMatrixBaseline(RoutingMatrix):
         self.n_links = self.n_rl + 2 * self.n_nodes
         self.R = None  # scipy.sparse.csc_array once built
         self._R_rows = None  # a Dragonfly's R as a csr_array (apply_batch)
-        self.last_build_s = 0.0  # apply_batch on a torus: seconds its last batch spent building R
+        self.last_build_s = 0.0  # apply_batch on a torus: seconds its last call spent building R
         # per topology, outside any per-point cost: the torus link lookup table
         self._table = None if self.per_pair else self._torus_link_table()
         self._built_for: tuple | None = None  # torus: (traffic, placement) the columns belong to
@@ -601,7 +623,13 @@ class SparseMatrixBaseline(RoutingMatrix):
         inj = np.bincount(sn, b, n_nodes)
         ej = np.bincount(dn, b, n_nodes)
         col = nr[sn] * NR + nr[dn]  # same-router pairs hit an empty column
-        n_cols = NR * NR
+        return np.concatenate([self._pair_loads(col, b), inj, ej])
+
+    def _pair_loads(self, col: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """A Dragonfly: router-link loads [router link] of ``b`` bytes on router-pair columns ``col`` (one point):
+        the bytes summed per pair, then ``R[:, used pairs] @ demand`` (the whole ``R @ demand`` when a quarter of
+        the pairs or more are used)."""
+        n_cols = self.n_routers * self.n_routers
         if 8 * col.size < n_cols:  # few flows: sort them by pair
             used, inv = np.unique(col, return_inverse=True)
             demand = np.bincount(inv, b, used.size)
@@ -609,10 +637,10 @@ class SparseMatrixBaseline(RoutingMatrix):
             demand = np.bincount(col, b, n_cols)
             used = np.flatnonzero(demand)
             if 4 * used.size >= n_cols:  # most pairs used: the whole product
-                return np.concatenate([self.R @ demand, inj, ej])
+                return self.R @ demand
             demand = demand[used]
         # only the used pairs' columns: cost proportional to their non-zeros
-        return np.concatenate([self.R[:, used] @ demand, inj, ej])
+        return self.R[:, used] @ demand
 
     # -------------------------------------------------------------- batched
 
@@ -667,10 +695,17 @@ class SparseMatrixBaseline(RoutingMatrix):
         return batch_size
 
     def apply_batch(self, traffic: AbstractTraffic, placements, batch_size: int | None = None,
-                    keep_link_load: bool = False) -> dict[str, np.ndarray]:
-        """The engine's per-point metrics of many placements of one traffic, each batch as one sparse product.
+                    keep_link_load: bool = False, method: str = "batched") -> dict[str, np.ndarray]:
+        """The engine's per-point metrics of many placements of one traffic, applied ``method``'s way.
 
-        For each batch (:meth:`batch_size` points; the size is checked before anything is allocated) the
+        ``method`` (:data:`METHODS`): ``"batched"`` (below) or ``"per point"``: a Dragonfly's points one at a time,
+        as :meth:`link_loads` applies them (the point's bytes summed per router pair, ``R[:, used pairs] @
+        bytes``, a CSC column slice and a mat-vec; dense traffic ``R @ outer(U, V)``), the demand arrays and the
+        metrics still built for the batch at once; a torus's ``R`` links x flows built for each point
+        (:meth:`build`, timed into ``last_build_s``), then ``R @ bytes``. Neither way wins everywhere, so the bench
+        times both on the same points and keeps the faster per routing class (:func:`strongest`).
+
+        Batched: for each batch (:meth:`batch_size` points; the size is checked before anything is allocated) the
         demand of every point is built at once, vectorised over points and flows, as ONE sparse matrix ``D``
         [column, point] in ``R``'s column space (router pairs: ``(task_node[:, src], task_node[:, dst])``
         stacked over the points; a same-node flow gets 0 bytes), then ``loads = R @ D``. Formats: ``R`` CSR
@@ -683,33 +718,75 @@ class SparseMatrixBaseline(RoutingMatrix):
         (one pass over ``R``'s entries per point). Against the per-point :meth:`link_loads` (``R[:, used
         pairs] @ bytes``, a column copy and a CSC mat-vec, no metrics) the batch was 1.4x faster for minimal
         routing and 0.5-0.9x as fast for Valiant (SciPy's sparse-sparse product costs more per entry than
-        its mat-vec, and passes over all of ``R``'s entries per product). Injection and ejection are one
-        ``bincount`` over (point, node). A Dragonfly's ``R`` (every router pair) is built once by
-        :meth:`build`; a torus's per batch, over the router pairs the batch uses (distinct pairs, via a lookup
-        table, when ``n_routers**2 <= PAIR_TABLE_MAX``, else one column per (point, flow)), its build timed
-        into ``last_build_s``. Dense rank-one traffic on a Dragonfly gives a dense ``D`` (``outer(U, V)`` per
-        point, never a flow list) times CSC ``R``; on a torus it is listed first (``to_flows``).
+        its mat-vec, and passes over all of ``R``'s entries per product).
+
+        Third ways tried for Valiant, 2026-11-28, on scenario 1's quick points (DF(4,8,4), 252 placements per
+        class, a loaded 2-vCPU machine; the product alone, ``D`` prebuilt, best of 3; points/s, beta 8x8x4 /
+        16x8x8): CSR ``R @ D`` (the batched way's product) 1,249 / 647; ``R`` restricted to the columns the
+        batch's demand uses, ``R[:, used] @ D[used]``, CSR 1,094 / 411 and CSC 1,083 / 222; the transpose
+        formulation ``D^T @ R^T`` (``R^T`` as CSR from ``R``'s CSC arrays, no copy; it never passes over the
+        unused columns) 1,101 / 303; each non-zero of ``D`` expanded into its column of ``R`` and summed with one
+        ``np.bincount`` 480 / 134. None beat the plain product, and the whole batched apply (1,215 / 578) lost to
+        the per-point :meth:`link_loads` (1,975 / 666) on the same points, so the per-point way stays as the
+        second method rather than a third one. (Minimal routing, same run: product 13,834 / 4,443, restricted
+        7,751 / 1,702, transposed 6,595 / 1,901, expanded 5,065 / 1,438.)
+
+        Injection and ejection are one ``bincount`` over (point, node). A Dragonfly's ``R`` (every router pair)
+        is built once by :meth:`build`; a torus's per batch, over the router pairs the batch uses (distinct
+        pairs, via a lookup table, when ``n_routers**2 <= PAIR_TABLE_MAX``, else one column per (point, flow)),
+        its build timed into ``last_build_s`` (summed over the call's batches). Dense rank-one traffic on a
+        Dragonfly gives a dense ``D`` (``outer(U, V)`` per point, never a flow list) times CSC ``R``; on a torus
+        it is listed first (``to_flows``).
 
         Returns per point (arrays [point]): ``completion_time`` (s): the largest ``load / capacity`` over links,
         ``bottleneck_link`` (its first link; -1 when no bytes cross a link), ``mean_hops`` (router-link bytes
         over off-node bytes, 0 when none), and with ``keep_link_load`` ``link_load`` [point, link] (bytes).
         """
+        if method not in METHODS:
+            raise ConfigError("bench.scipy_method", method, f"one of {list(METHODS)}")
+        placements = list(placements)
         tns = np.stack([np.asarray(p.task_node, np.int64) for p in placements])  # [point, task]
         size = self.batch_size(traffic, tns.shape[0], batch_size)
         if not self.per_pair and traffic.kernel_input == "dense":
             traffic = traffic.to_flows()
-        parts = [self._apply_chunk(traffic, tns[i:i + size], keep_link_load) for i in range(0, tns.shape[0], size)]
+        self.last_build_s = 0.0
+        if method == "per point" and not self.per_pair:  # a torus: R (links x flows) built and applied per point
+            parts = [self._torus_point(traffic, pl, keep_link_load) for pl in placements]
+        else:
+            parts = [self._apply_chunk(traffic, tns[i:i + size], keep_link_load, method)
+                     for i in range(0, tns.shape[0], size)]
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
-    def _apply_chunk(self, traffic, tn: np.ndarray, keep: bool) -> dict[str, np.ndarray]:
+    def _torus_point(self, traffic, placement: Placement, keep: bool) -> dict[str, np.ndarray]:
+        """:meth:`apply_batch`'s per-point way on a torus, one point: ``R`` links x flows (:meth:`build`, timed
+        into ``last_build_s``), ``R @ bytes``, the metrics."""
+        t0 = time.perf_counter()
+        self.build(traffic, placement, check=False)
+        self.last_build_s += time.perf_counter() - t0
+        loads = self.R @ self._flow_bytes
+        n_rl, n_nodes = self.n_rl, self.n_nodes
+        return self._metrics(loads[:n_rl, None], loads[None, n_rl:n_rl + n_nodes], loads[None, n_rl + n_nodes:], keep)
+
+    def _apply_chunk(self, traffic, tn: np.ndarray, keep: bool, method: str = "batched") -> dict[str, np.ndarray]:
         """:meth:`apply_batch` of one batch; ``tn``: [point, task] nodes."""
         import scipy.sparse as sp
 
         P, n_nodes, nr, NR = tn.shape[0], self.n_nodes, self.node_router, self.n_routers
-        self.last_build_s = 0.0
+        per_point = method == "per point"
         if self.per_pair and self.R is None:
             self.build()
-        if traffic.kernel_input == "dense":  # a Dragonfly: demand outer(U, V) per point, dense [pair, point]
+        if traffic.kernel_input == "dense" and per_point:  # a Dragonfly, one point at a time: R @ outer(U, V)
+            bpp = float(traffic.bytes_per_pair)
+            sw = np.asarray(traffic.src_weight, np.float64)
+            dw = np.asarray(traffic.dst_weight, np.float64)
+            rl, inj, ej = np.empty((self.n_rl, P)), np.empty((P, n_nodes)), np.empty((P, n_nodes))
+            for p in range(P):
+                U, V = np.bincount(tn[p], sw, n_nodes), np.bincount(tn[p], dw, n_nodes)
+                inj[p], ej[p] = bpp * U * (V.sum() - V), bpp * V * (U.sum() - U)
+                demand = bpp * np.outer(np.bincount(nr, U, NR), np.bincount(nr, V, NR))
+                np.fill_diagonal(demand, 0.0)
+                rl[:, p] = self.R @ demand.ravel()
+        elif traffic.kernel_input == "dense":  # a Dragonfly: demand outer(U, V) per point, dense [pair, point]
             bpp = float(traffic.bytes_per_pair)
             at = (np.arange(P)[:, None] * n_nodes + tn).ravel()
             U = np.bincount(at, np.tile(np.asarray(traffic.src_weight, np.float64), P), P * n_nodes)
@@ -740,11 +817,25 @@ class SparseMatrixBaseline(RoutingMatrix):
                 t0 = time.perf_counter()
                 R, col, n_cols = self._pair_matrix(np.take(router, src, axis=1).ravel().astype(np.int64),
                                                    np.take(router, dst, axis=1).ravel().astype(np.int64))
-                self.last_build_s = time.perf_counter() - t0
-            point = np.repeat(np.arange(P, dtype=it), traffic.n_flows)
-            # CSR [column, point]: grouped by column, points already in order, so only duplicates are summed
-            D = sp.coo_array((b, (col, point)), shape=(n_cols, P)).tocsr()
-            rl = (R @ D).toarray()  # [link, point]
+                self.last_build_s += time.perf_counter() - t0
+            if per_point:  # a Dragonfly, one point at a time: R[:, used pairs] @ bytes (CSC column slice, mat-vec)
+                F = int(traffic.n_flows)
+                rl = np.empty((self.n_rl, P))
+                for p in range(P):
+                    c, w = col[p * F:(p + 1) * F], b[p * F:(p + 1) * F]
+                    off = w != 0  # same-node flows (0 bytes) left out, as link_loads does
+                    rl[:, p] = self._pair_loads(c[off].astype(np.int64), w[off])
+            else:
+                point = np.repeat(np.arange(P, dtype=it), traffic.n_flows)
+                # CSR [column, point]: grouped by column, points already in order, so only duplicates are summed
+                D = sp.coo_array((b, (col, point)), shape=(n_cols, P)).tocsr()
+                rl = (R @ D).toarray()  # [link, point]
+        return self._metrics(rl, inj, ej, keep)
+
+    def _metrics(self, rl: np.ndarray, inj: np.ndarray, ej: np.ndarray, keep: bool) -> dict[str, np.ndarray]:
+        """The engine's metrics from router-link loads ``rl`` [router link, point] and injection and ejection loads
+        ``inj``, ``ej`` [point, node] (bytes)."""
+        P, n_nodes = inj.shape
         cap = np.asarray(self.topology.capacity, np.float64)
         times = np.concatenate([rl.T / cap[:self.n_rl], inj / cap[self.n_rl:self.n_rl + n_nodes],
                                 ej / cap[self.n_rl + n_nodes:]], axis=1)  # [point, link]

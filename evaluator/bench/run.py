@@ -1,14 +1,19 @@
 """``evaluator bench``: throughput of the batched kernels against two baselines.
 
 Baselines (:mod:`evaluator.bench.baseline`): a per-flow Python walk, and a
-SciPy sparse routing matrix ``R`` with ``loads = R @ D``, ``D`` the demand of
-a batch of points as one sparse matrix [column, point], and the completion time
-(max load / capacity) per point (links x router pairs on Dragonflies, built
-once per topology and routing; on tori over the batch's router pairs, built
-per batch; fat trees: applied per point). Their loads are compared
+SciPy sparse routing matrix ``R`` (links x router pairs on Dragonflies, built
+once per topology and routing; on tori built with the points; fat trees:
+applied per point), with the completion time (max load / capacity) per
+point, applied two ways and timed on the same points, the faster kept per
+routing class (the strongest reference, ``evaluator.bench.baseline.strongest``):
+``batched`` (``loads = R @ D``, ``D`` the demand of a batch of points as one
+sparse matrix [column, point]; a torus's ``R`` over the batch's router pairs)
+and ``per point`` (a Dragonfly: ``R[:, used pairs] @ bytes``; a torus: ``R``
+links x flows built for the point, ``R @ bytes``). Their loads are compared
 with the evaluator's link for link; their times are reported as the ratios
-``vs per-flow`` and ``vs SciPy`` (per-point cost: SciPy's batched apply on a
-Dragonfly, its build plus apply on a torus; its build is reported apart).
+``vs per-flow`` and ``vs SciPy`` (per-point cost: the faster way's apply on a
+Dragonfly, its build plus apply on a torus; a Dragonfly's build is reported
+apart; the row's note names the way kept).
 
 Scenarios (issues 5 and 10):
 
@@ -19,8 +24,8 @@ Scenarios (issues 5 and 10):
    Timed on one CPU core and on two (two worker processes, one core each,
    half of the points each, started together), against the per-flow walk on
    stratified samples of the same points (timed and extrapolated) and SciPy
-   batched on every point (each traffic's placements in batches, the
-   evaluator's repeats); sampled points' loads are compared link for link,
+   on every point, batched and per point in turn, the faster kept per class
+   (the evaluator's repeats); sampled points' loads are compared link for link,
    and SciPy's completion times too. SciPy on two cores is
    measured as the evaluator is: both workers time it on their own points,
    started together (the sum of their rates; the note gives 2 x the
@@ -304,15 +309,19 @@ def _small_baseline(df, routings, configs, stencils, placements, seeds, per_clas
 
 def _small_scipy(df, routings, configs, stencils, placements, seeds, repeats: int,
                  n_checked: int = SCIPY_CHECKED) -> dict:
-    """SciPy routing matrix on every point the evaluator timed, batched as the evaluator batches them.
+    """SciPy routing matrix on every point the evaluator timed, each (beta, routing) class the faster of its two
+    ways (the strongest reference).
 
     ``R`` is built once per routing (timed apart, with its CSR copy); the timed loop covers the evaluator's
-    points, per routing and traffic (beta) the placements of every gamma in one
-    :meth:`~evaluator.bench.baseline.SparseMatrixBaseline.apply_batch` (batches of its own memory-bounded
-    size: larger batches amortise the product's pass over ``R``), ``repeats`` times, the median kept.
-    Outside the timing, about ``SCIPY_TIME_CHECKED`` points' completion times per (beta, routing) class are
-    compared with the evaluator's, and ``n_checked`` of them link for link."""
-    from .baseline import SparseMatrixBaseline
+    points, per routing and traffic (beta) the placements of every gamma, applied both ways by
+    :meth:`~evaluator.bench.baseline.SparseMatrixBaseline.apply_batch`: ``batched`` (one sparse demand ``D``
+    [router pair, point] and ``R @ D`` per batch of its own memory-bounded size) and ``per point`` (the
+    point's column slice ``R[:, used pairs] @ bytes``), both with the completion time per point, the two
+    timed in turn, ``repeats`` times, medians kept. Each class's time is the faster way's
+    (:func:`~evaluator.bench.baseline.strongest`; the class's ``method``), the total their sum. Outside the
+    timing, about ``SCIPY_TIME_CHECKED`` points' completion times per class are compared with the evaluator's
+    for both ways, and ``n_checked`` of them link for link."""
+    from .baseline import METHODS, SparseMatrixBaseline, strongest
     from ..evaluation import evaluate_batch
 
     builds, bases = {}, {}
@@ -325,21 +334,26 @@ def _small_scipy(df, routings, configs, stencils, placements, seeds, repeats: in
     by_beta = {beta: [pl for c in configs if c[0] == beta for pl in placements[c]] for beta in stencils}
     sizes = {(rt.label, beta): bases[rt.label].batch_size(tr, len(by_beta[beta]))
              for rt in routings for beta, tr in stencils.items()}  # checked (refused if too large) before timing
-    times: dict[str, list[float]] = {}
-    repeats_s = []
+
+    def key(rt, beta):
+        return f"{rt.label} beta={'x'.join(map(str, beta))}"
+
+    times: dict[tuple[str, str], list[float]] = {}
     for _ in range(repeats):
-        t_all = time.perf_counter()
         for rt in routings:
             base = bases[rt.label]
-            for beta, tr in stencils.items():  # one traffic: its placements of every gamma batched together
-                t0 = time.perf_counter()
-                base.apply_batch(tr, by_beta[beta], batch_size=sizes[(rt.label, beta)])
-                times.setdefault(f"{rt.label} beta={'x'.join(map(str, beta))}", []).append(time.perf_counter() - t0)
-        repeats_s.append(time.perf_counter() - t_all)
+            for beta, tr in stencils.items():  # one traffic: its placements of every gamma together
+                for method in METHODS:  # the two ways in turn, on the same points
+                    t0 = time.perf_counter()
+                    base.apply_batch(tr, by_beta[beta], batch_size=sizes[(rt.label, beta)], method=method)
+                    times.setdefault((key(rt, beta), method), []).append(time.perf_counter() - t0)
     classes = {}
-    for (rt, beta), (k, ts) in zip(itertools.product(routings, stencils), times.items()):
-        n = len(by_beta[beta])
-        classes[k] = {"points": n, "seconds": float(np.median(ts)), "mean_s": float(np.median(ts)) / n}
+    for rt, beta in itertools.product(routings, stencils):
+        k, n = key(rt, beta), len(by_beta[beta])
+        by_method = {m: float(np.median(times[(k, m)])) for m in METHODS}
+        method = strongest(by_method)
+        classes[k] = {"points": n, "method": method, "seconds": by_method[method], "mean_s": by_method[method] / n,
+                      "by_method_s": by_method, "batch_size": sizes[(rt.label, beta)]}
     worst, checked, worst_time = 0.0, 0, 0.0
     if n_checked:
         for rt in routings:
@@ -347,16 +361,17 @@ def _small_scipy(df, routings, configs, stencils, placements, seeds, repeats: in
             for beta, tr in stencils.items():
                 pls = by_beta[beta][:: max(1, len(by_beta[beta]) // SCIPY_TIME_CHECKED)]  # every configuration
                 ours = evaluate_batch(df, rt, tr, pls, chunk_size=CHUNK).metrics["completion_time"]
-                got = base.apply_batch(tr, pls)["completion_time"]
-                worst_time = max(worst_time, _rel_dev(got, ours))
                 few = pls[:: max(1, len(pls) // n_checked)][:n_checked]  # spread over the configurations
-                fast = evaluate_batch(df, rt, tr, few, keep_link_load=True).link_load
-                mine = base.apply_batch(tr, few, keep_link_load=True)["link_load"]
-                worst = max(worst, max(_rel_dev(m, f) for m, f in zip(mine, np.asarray(fast))))
+                fast = np.asarray(evaluate_batch(df, rt, tr, few, keep_link_load=True).link_load)
+                for method in METHODS:  # both ways against the evaluator
+                    got = base.apply_batch(tr, pls, method=method)["completion_time"]
+                    worst_time = max(worst_time, _rel_dev(got, ours))
+                    mine = base.apply_batch(tr, few, keep_link_load=True, method=method)["link_load"]
+                    worst = max(worst, max(_rel_dev(m, f) for m, f in zip(mine, fast)))
                 checked += len(few)
     points = sum(c["points"] for c in classes.values())
-    return {"classes": classes, "builds": builds, "seconds": float(np.median(repeats_s)), "points": points,
-            "repeats_s": repeats_s, "max_rel_dev": worst, "max_rel_dev_time": worst_time, "checked": checked,
+    return {"classes": classes, "builds": builds, "seconds": sum(c["seconds"] for c in classes.values()),
+            "points": points, "max_rel_dev": worst, "max_rel_dev_time": worst_time, "checked": checked,
             "batch_sizes": sorted(set(sizes.values()))}
 
 
@@ -439,15 +454,19 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
     """Time the SciPy routing matrix on one big point into ``row``; return ``(matrix, build seconds)`` to pass
     back as ``matrix`` for the routing's next pattern (a Dragonfly's or fat tree's R is built once).
 
-    Per-point cost: the batched apply (:meth:`~evaluator.bench.baseline.SparseMatrixBaseline.apply_batch`, a
-    batch of this one point, with its completion time) on a Dragonfly (R built once per topology and routing)
-    or a torus (R over the point's router pairs built in the call, its share reported as the build); a fat
-    tree's per-point apply (build + apply). A matrix estimated too large is reported, never built. The evaluator
-    (``evaluate()``, its warm call) is timed again in the same rounds (:func:`_interleaved`): ``row["eval_s"]``
-    becomes that time, the ratio's numerator, and the earlier time alone is kept as ``eval_alone_s``.
+    Per-point cost: the faster (:func:`~evaluator.bench.baseline.strongest`, ``row["scipy_method"]``) of
+    :meth:`~evaluator.bench.baseline.SparseMatrixBaseline.apply_batch`'s two ways on this one point, both with
+    its completion time: ``batched`` (a batch of this one point: ``R @ D``, ``D`` one sparse column) and
+    ``per point`` (a Dragonfly: the point's column slice ``R[:, used pairs] @ bytes``; a torus: ``R`` links x
+    flows built for the point, then ``R @ bytes``). A Dragonfly's R is built once per topology and routing, not
+    in the time; a torus's is built in the call (either way), its share reported as the build. A fat tree's
+    matrix has the per-point apply only (build + apply). A matrix estimated too large is reported, never built.
+    The evaluator (``evaluate()``, its warm call) is timed again in the same rounds (:func:`_interleaved`, the
+    evaluator and each way in turn): ``row["eval_s"]`` becomes that time, the ratio's numerator, and the
+    earlier time alone is kept as ``eval_alone_s``.
     """
     from ..errors import ResourceError, fmt_size
-    from .baseline import BYTES_PER_ENTRY, routing_matrix, scipy_serves
+    from .baseline import BYTES_PER_ENTRY, METHODS, routing_matrix, scipy_serves, strongest
 
     if matrix is None and not scipy_serves(topo, rt):
         row.update(scipy_na="no SciPy R", scipy_reason=f"no SciPy routing matrix for {rt.label} on a {topo.kind} (the "
@@ -462,32 +481,37 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
                    scipy_reason=str(exc))
         return base, build
     batched = hasattr(base, "apply_batch")  # the fat trees' matrix has the per-point apply only
-    if base.per_pair:
-        if base.R is None:
+    if batched:
+        if base.per_pair and base.R is None:
             t0 = time.perf_counter()
             base.build(check=False)
             build = time.perf_counter() - t0
-        apply_fn = (lambda: base.apply_batch(tr, [pl])) if batched else (lambda: base.link_loads(tr, pl))
-        ours, apply = _interleaved([evaluate, apply_fn], BIG_REPEAT, 2 * BIG_MIN_S)
-        point = apply
-    elif batched:  # R over the point's router pairs, built inside the call: its share timed there
-        builds = []
+        builds: dict[str, list[float]] = {m: [] for m in METHODS}
 
-        def apply_fn():
-            base.apply_batch(tr, [pl])
-            builds.append(base.last_build_s)
+        def way(m):
+            def fn():
+                base.apply_batch(tr, [pl], method=m)
+                builds[m].append(base.last_build_s)
+            return fn
 
-        ours, point = _interleaved([evaluate, apply_fn], BIG_REPEAT, 2 * BIG_MIN_S)
-        build = float(np.median(builds))  # each call's build <= its total, so this median <= point's
-        apply = point - build
+        ours, *ways = _interleaved([evaluate] + [way(m) for m in METHODS], BIG_REPEAT, 2 * BIG_MIN_S)
+        by_method = dict(zip(METHODS, ways))
+        method = strongest(by_method)
+        point = by_method[method]
+        if not base.per_pair:  # R built inside the call: its share (each call's build <= its total)
+            build = float(np.median(builds[method]))
+        apply = point - build if not base.per_pair else point
     else:
         ours, build, apply = _interleaved([evaluate, lambda: base.build(tr, pl, check=False),
                                            lambda: base.link_loads(tr, pl)], BIG_REPEAT, 2 * BIG_MIN_S)
         point = build + apply
-    loads = base.apply_batch(tr, [pl], keep_link_load=True)["link_load"][0] if batched else base.link_loads(tr, pl)
+        method, by_method = "per point", {"per point": point}
+    loads = (base.apply_batch(tr, [pl], keep_link_load=True, method=method)["link_load"][0] if batched
+             else base.link_loads(tr, pl))
     row.update(eval_alone_s=row["eval_s"], eval_s=ours, scipy_s=point, scipy_build_s=build, scipy_apply_s=apply,
                scipy_nnz=base.nnz, scipy_mb=base.nbytes / 2**20, scipy_est_mb=need / 2**20, scipy_per_point_build=not base.per_pair,
-               scipy_batched=batched, scipy_rel_dev=_rel_dev(loads, ref))
+               scipy_batched=batched, scipy_method=method, scipy_by_method_s=by_method,
+               scipy_rel_dev=_rel_dev(loads, ref))
     if not base.per_pair:
         base.release()  # free it before the next pattern
     return base, build
@@ -711,7 +735,8 @@ def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
 def _run_small(quick: bool, log, raw: dict) -> list[dict]:
     cpus = sorted(os.sched_getaffinity(0))
     per_class = 4 if quick else 12
-    log("scenario 1: DF(4,8,4), one core (with the per-flow baseline on samples, SciPy batched on every point)")
+    log("scenario 1: DF(4,8,4), one core (with the per-flow baseline on samples, SciPy on every point, the "
+        "faster of batched and per point per class)")
     one = _collect(*_launch("small", quick, cpus[:1], ["--baseline", str(per_class)]), "small")
     runs = [("1 core", 1, one)]
     probe = one["device"]
@@ -776,14 +801,19 @@ def _run_small(quick: bool, log, raw: dict) -> list[dict]:
     rows.append({
         "scenario": "SciPy sparse routing matrix (baseline), same points", "points": sc["points"],
         "seconds": sc["seconds"], "points_per_s": sc_rate, "ratio": sc_rate / base_rate, "ratio_scipy": 1.0,
-        "check": f"all pts, batched ({'/'.join(map(str, sc['batch_sizes']))} a product)", "peak_mb": sc["peak_mb"],
+        "check": "all pts, per class the faster way: " + "; ".join(
+            f"{k} {v['method']}" for k, v in sc["classes"].items()), "peak_mb": sc["peak_mb"],
         "device": "cpu x1 (SciPy)",
-        "note": (f"every timed point of the evaluator, each configuration's placements batched: one sparse demand "
-                 f"D [router pair, point] and R @ D per batch (every gamma of a beta together), then the "
-                 f"completion time (max load/capacity) per "
-                 f"point; the evaluator's loop and repeats (median); R (links x router pairs) built once per "
-                 f"routing, not in the time: {builds}; mean s/pt: "
-                 + json.dumps({k: round(v["mean_s"], 6) for k, v in sc["classes"].items()}))})
+        "note": (f"every timed point of the evaluator, each (beta, routing) class timed two ways on the same points, "
+                 f"the faster kept (the strongest reference): batched (one sparse demand D [router pair, point] "
+                 f"and R @ D per batch of {'/'.join(map(str, sc['batch_sizes']))} points, every gamma of a beta "
+                 f"together) and per point (the point's column slice R[:, used pairs] @ bytes), each with the "
+                 f"completion time (max load/capacity) per point; the evaluator's repeats (median); R (links x "
+                 f"router pairs) built once per routing, not in the time: {builds}; points/s per class "
+                 f"(batched / per point -> kept): "
+                 + "; ".join(f"{k}: {v['points'] / v['by_method_s']['batched']:,.0f} / "
+                             f"{v['points'] / v['by_method_s']['per point']:,.0f} -> {v['method']}"
+                             for k, v in sc["classes"].items()))})
     return rows
 
 
@@ -791,8 +821,11 @@ def _scipy_cells(r: dict) -> tuple[float, str, str]:
     """(ratio against SciPy, its check, its note) of a big-scenario row."""
     if "scipy_s" in r:
         when = "per point" if r["scipy_per_point_build"] else "once per routing"
-        how = "batched apply of 1 point with its completion time" if r.get("scipy_batched") else "applied"
-        note = (f"SciPy: R built in {r['scipy_build_s']:.3g} s ({when}), {how} in {r['scipy_apply_s']:.3g} s, "
+        method = r.get("scipy_method", "per point")
+        ways = r.get("scipy_by_method_s", {})
+        how = (f"{method} (the faster: " + ", ".join(f"{m} {t:.3g} s" for m, t in ways.items())
+               + "; with its completion time)") if len(ways) > 1 else method
+        note = (f"SciPy {how}: R built in {r['scipy_build_s']:.3g} s ({when}), applied in {r['scipy_apply_s']:.3g} s, "
                 f"{r['scipy_nnz']:,} nnz, {r['scipy_mb']:.0f} MB")
         return r["scipy_s"] / r["eval_s"], f"SciPy {r['scipy_rel_dev']:.1e}", note
     if "scipy_na" in r:
