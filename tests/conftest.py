@@ -85,12 +85,18 @@ if _OWN_LEDGER:
     _fd, _ledger = tempfile.mkstemp(prefix="evaluator-claims-", suffix=".jsonl")
     os.close(_fd)
     os.environ["EVALUATOR_CLAIMS_LEDGER"] = _ledger
-_CLAIMS_RUN = {"passed": 0, "failed": 0}
+_CLAIMS_RUN = {"passed": 0, "failed": 0, "skipped": 0}
 
 
 def pytest_runtest_logreport(report):
-    """Count the claim tests' outcomes (on the controller: the workers' reports arrive here too)."""
-    if report.when == "call" and "test_claims_" in report.nodeid:
+    """Count the claim tests' outcomes (on the controller: the workers' reports arrive here too). A skipped claim
+    test (its reference absent, e.g. SMPI) leaves its numbers uncovered: the ceilings are then reported, not
+    enforced."""
+    if "test_claims_" not in report.nodeid:
+        return
+    if report.skipped:
+        _CLAIMS_RUN["skipped"] += 1
+    elif report.when == "call":
         _CLAIMS_RUN["passed" if report.passed else "failed"] += 1
 
 
@@ -120,8 +126,12 @@ def pytest_sessionfinish(session, exitstatus):
             tr.write_line(f"numbers: {total} stated results of README.md and docs/ neither claim-tested nor marked "
                           f"(a timing, a citation or an input; `make numbers` lists them; tests/stated_numbers.py)")
             for msg in over:
-                tr.write_line(f"numbers: FAIL {msg}", red=True)
-        if over:
+                if _CLAIMS_RUN["skipped"]:
+                    tr.write_line(f"numbers: over the ceiling, not enforced ({_CLAIMS_RUN['skipped']} claim tests "
+                                  f"skipped): {msg}")
+                else:
+                    tr.write_line(f"numbers: FAIL {msg}", red=True)
+        if over and not _CLAIMS_RUN["skipped"]:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _OWN_LEDGER:
         os.unlink(os.environ["EVALUATOR_CLAIMS_LEDGER"]) if os.path.exists(os.environ["EVALUATOR_CLAIMS_LEDGER"]) \

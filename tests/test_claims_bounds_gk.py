@@ -157,3 +157,55 @@ def test_lps_refused_above_80_percent_of_memory(monkeypatch):
     frac = _refusal_fraction(lp.adaptive_size(df)["bytes"], adaptive_refused, monkeypatch)
     check_stated(DOC, r"An LP whose estimate exceeds ([0-9]+)% of the available memory is refused with a "
                  r"`ResourceError` naming it", frac * 100, command="adaptive_size")
+
+
+def test_plain_2000_steps():
+    """The table's second row and the prose's "2,000 steps: 4.2%": the same instance, plain, 2,000 steps (about
+    30 s: the one run of this length; the 300-step row is :func:`gk512`'s)."""
+    topo = bgq_partition([1, 1, 1, 1])
+    d = _demand(topo, _rng())
+    plain = lp.garg_konemann(topo, d, max_steps=2000, refine=False)
+    exact = lp.garg_konemann(topo, d).z  # the tightened interval, certified to 3e-11
+    assert plain.steps == 2000
+    cmd = "garg_konemann(topo, demand, max_steps=300)"  # the page's call, max_steps=2,000 for this row
+    row = r"\| plain, 2,000 steps \(before\) \| 2,000 \| \|"
+    check_stated(DOC, row + r" ([0-9.]+) \|", plain.z, command=cmd)
+    check_stated(DOC, row + r" [0-9.]+ \| ([0-9.]+) \|", plain.z_upper, command=cmd)
+    check_stated(DOC, row + r" [0-9.]+ \| [0-9.]+ \| ([0-9.]+)% \|", plain.gap * 100, command=cmd)
+    check_stated(DOC, row + r" [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| (-[0-9.]+)% \|", (plain.z / exact - 1) * 100,
+                 command=cmd)
+    check_stated(DOC, r"\(2,000 steps: ([0-9.]+)%, in", plain.gap * 100, command=cmd)
+
+
+def test_adaptive_size_at_most_twice_the_lp():
+    """The Dragonfly adaptive LP's size estimate against the LP built, on the three Dragonflies and the traffics of
+    tests/test_lp.py's test_dragonfly_adaptive_size_estimate_bounds_the_lp_it_builds: at most 2x (the largest
+    ratio, rounded)."""
+    import evaluator as ev
+    from evaluator.lp.bounds import router_demand
+    from evaluator.traffic import Traffic
+    from tests.test_lp import _random_point
+
+    worst = 0.0
+    for dims in ((1, 4, 1), (2, 4, 2), (2, 3, 1)):
+        for router in (False, True):
+            topo = ev.dragonfly(*dims)
+            rng = np.random.default_rng(4)
+            n = topo.n_nodes
+            cap = np.asarray(topo.capacity, dtype=np.float64)
+            every = np.nonzero(~np.eye(n, dtype=bool))
+            points = [_random_point(topo, rng, k) for k in (5, n, 20 * n)]
+            points.append((Traffic(n, every[0], every[1], np.ones(every[0].size)), ev.placement.linear(topo, n)))
+            for tr, pl in points:
+                d = router_demand(topo, tr, pl)
+                inc, pair, gbytes, fixed, _ = lp.adaptive_classes(topo, d, router)
+                built = lp.path_lp(inc, pair, gbytes, cap, fixed)
+                est = lp.adaptive_size(topo, d, router)
+                for k, actual in (("nnz", built.nnz), ("vars", built.n_vars),
+                                  ("rows", built.A_eq.shape[0] + built.A_ub.shape[0])):
+                    assert actual <= est[k], k
+                    worst = max(worst, est[k] / actual)
+    print("largest estimate / LP:", worst)
+    assert worst <= 2
+    check_stated(DOC, r"nonzeros are at least the LP's and at most ([0-9]+)x them", worst,
+                 command="adaptive_size")

@@ -207,3 +207,118 @@ def test_collective_sizes_study(tmp_path):
     ar = winners("allreduce")
     ring_from = min(n for n in SIZES if all(ar[m] == "ring" for m in SIZES if m >= n))
     check_stated(DOC, r"on the 16-node ring above the ring won from ([0-9]+) kB", _kb(ring_from), command=PY)
+
+
+# "Against SMPI" and the first limit: the deviations of the SMPI-like model from SMPI 3.32 (what
+# tests/test_smpi_collectives.py and `evaluator bench --only time` run), rerun through SMPI: p = 8 and 16 at every size
+# (about 6 s). The max-min simulations at p = 64 (+2.3 %, -0.5 %) take a minute at the suite's -O0 and are not rerun
+# (the section's whole p = 64 sweep, rechecked 2026-11-28: every case within 1.563 % but that +2.316 %).
+SMPI_CMD = "evaluator bench --only time"
+SMPI_ALGS = [("allreduce", "ring", {}, None), ("allreduce", "recursive_doubling", {}, None),
+             ("allreduce", "rabenseifner", {}, None), ("alltoall", "pairwise", {}, None),
+             ("alltoall", "bruck", {}, None), ("alltoall", "scattered", {"throttle": 4}, "mvapich2_scatter_dest"),
+             ("alltoall", "ring", {}, "ring"), ("allgather", "ring", {}, None),
+             ("allgather", "recursive_doubling", {}, None), ("allgather", "bruck", {}, "bruck"),
+             ("allgather", "direct_ring", {}, "ring"), ("broadcast", "binomial", {}, None),
+             ("broadcast", "scatter_recursive_doubling_allgather", {}, "scatter_rdb_allgather"),
+             ("broadcast", "scatter_ring_allgather", {}, "scatter_LR_allgather")]
+"""Every algorithm both tools implement (the section's list), with SMPI's name where it is not
+evaluator.bench.smpi.smpi_algorithm's (the selections' algorithms, as tests/test_smpi_collectives.py's NEW)."""
+
+
+def _smpi_sizes(op: str, alg: str, p: int) -> list[int]:
+    """8 B to 1 MiB as tests/test_smpi_collectives.py runs them (the ring allreduce from 8 p B: SMPI runs another
+    schedule when p does not divide the size; alltoall up to 16 MiB per rank)."""
+    out = [8 * p if (op, alg) == ("allreduce", "ring") else 8, 8192, 65536, 1 << 20]
+    return [s for s in out if not (op == "alltoall" and s * p > 1 << 24)]
+
+
+@functools.lru_cache(maxsize=None)
+def smpi_comparison(p: int) -> dict:
+    """``{(op, alg, bytes): (SMPI s, time_max_min s, time_with_latency s)}`` on a ring of ``p`` nodes at 1 us and
+    1 GB/s, every algorithm and size of the section."""
+    from evaluator.bench import smpi
+
+    topo = ev.torus([p], link_bandwidth=1e9, injection_bandwidth=1e15).with_latency(LAT)
+    plat = smpi.torus_platform([p], 1e9, 1e-6)
+    cases, refs = [], []
+    for op, alg, params, name in SMPI_ALGS:
+        ss = _smpi_sizes(op, alg, p)
+        refs += smpi.run_collectives(plat, [(op, name or smpi.smpi_algorithm(op, alg, p), p, s) for s in ss], p)
+        cases += [(op, alg, params, s) for s in ss]
+    trs = [traffic.collective(op, alg, n_tasks=p, nbytes=float(s), **prm) for op, alg, prm, s in cases]
+    res = ev.evaluate_batch(topo, ev.dor(tie="positive"), trs, placement.linear(topo, p), sharing="max_min",
+                            fairness="rtt", progression="rank")
+    mm, wl = (np.asarray(res.metrics[k], dtype=float) for k in ("time_max_min", "time_with_latency"))
+    return {(op, alg, s): (ref, float(a), float(b)) for (op, alg, _, s), ref, a, b in zip(cases, refs, mm, wl)}
+
+
+def _dev(p: int, op: str, alg: str, nbytes: int, which: int = 1) -> float:
+    """Our time (1: time_max_min, 2: time_with_latency) against SMPI's, in percent."""
+    got = smpi_comparison(p)[(op, alg, nbytes)]
+    return (got[which] / got[0] - 1) * 100
+
+
+needs_smpi = pytest.mark.skipif("not __import__('evaluator.bench.smpi', fromlist=['x']).available()",
+                                reason="SMPI (smpicc, smpirun: libsimgrid-dev) not installed")
+
+
+@needs_smpi
+def test_smpi_max_min_within_envelope():
+    """``time_max_min`` within 1.6 % of SMPI (p = 8 and 16, every algorithm and size), the largest at the smallest
+    messages (SMPI's 16-byte envelope: 1.6 % at 8 B, nothing above 64 kB)."""
+    worst, above = [], []
+    for p in (8, 16):
+        for (op, alg, s), (ref, mm, _) in smpi_comparison(p).items():
+            worst.append((abs(mm / ref - 1) * 100, s, p, op, alg))
+            if s > 65536:
+                above.append(abs(mm / ref - 1) * 100)
+    top = max(worst)
+    check_stated(DOC, r"`time_max_min` is within ([0-9.]+) % of SMPI", top[0], command="tests/test_smpi_collectives.py")
+    check_stated(DOC, r"not modelled \(([0-9.]+) % at 8 B", top[0], command=SMPI_CMD)
+    check_stated(DOC, r"% at ([0-9]+) B on links of", top[1], command=SMPI_CMD)  # the largest deviation: at 8 B
+    assert 65536 in {s for (_, _, s) in smpi_comparison(8)}  # 64 kB is run, the last size not "above"
+    assert max(above) < 0.05, above  # "nothing": below the printed 0.1 %
+    check_stated(DOC, r"nothing above ([0-9]+) kB\)", 65536 / 1024, command=SMPI_CMD)
+
+
+@needs_smpi
+def test_smpi_phase_synchronous_model():
+    """``time_with_latency`` against SMPI: within 0.1 % at 1 MiB (p = 8 and 16), the binomial broadcast and the
+    pairwise alltoall of 8 kB off (the alltoall at p = 64 too: no flow simulation, fast), and progression=rank
+    (time_max_min) removing the first at p = 8."""
+    from evaluator.bench import smpi
+
+    mib = [abs(_dev(p, op, alg, s, 2)) for p in (8, 16) for (op, alg, s) in smpi_comparison(p) if s == 1 << 20]
+    check_stated(DOC, r"\(within ([0-9.]+) % at 1 MiB\)", max(mib), command=SMPI_CMD)
+    ref, _, wl = smpi_comparison(8)[("broadcast", "binomial", 8192)]
+    check_stated(DOC, r"<!-- input --> takes ([0-9.]+)x our step sum at p = 8", ref / wl, command=SMPI_CMD)
+    check_stated(DOC, r"is off by ([0-9.]+) % at p = 8", _dev(8, "alltoall", "pairwise", 8192, 2), command=SMPI_CMD)
+    topo = ev.torus([64], link_bandwidth=1e9, injection_bandwidth=1e15).with_latency(LAT)
+    ds = ev.evaluate(topo, traffic.collective("alltoall", "pairwise", n_tasks=64, nbytes=8192.0),
+                     placement.linear(topo, 64), ev.dor(tie="positive"))
+    ref64 = smpi.run_collective(smpi.torus_platform([64], 1e9, 1e-6), "alltoall",
+                                smpi.smpi_algorithm("alltoall", "pairwise", 64), 64, 8192)
+    check_stated(DOC, r"% at p = 8, ([0-9]+) % at p = 64\)", (float(ds.time_with_latency) / ref64 - 1) * 100,
+                 command=SMPI_CMD)
+    check_stated(DOC, r"removes both \((-[0-9.]+) % and", _dev(8, "broadcast", "binomial", 8192), command=SMPI_CMD)
+
+
+def test_rank_progression_events():
+    """The last limit: ``progression=rank`` simulates up to 3 events a message (posted, its latency over, its last
+    byte in; evaluator/flowlevel.py's max_min_progress), counted on a message alone (3) and a two-step exchange."""
+    from evaluator.flowlevel import max_min_progress
+
+    def events(links, nbytes, latency, sender, receiver, step, n_ranks, n_steps):
+        f = len(nbytes)
+        post, finish = max_min_progress(np.array(links), np.ones((f, 1)), np.full(2, 1e9), np.array(nbytes),
+                                        np.array(latency), np.array(sender), np.array(receiver), np.array(step),
+                                        np.zeros(f, bool), n_ranks, n_steps)
+        post, finish = np.asarray(post), np.asarray(finish)
+        return len(set(post) | set(post + np.array(latency)) | set(finish)) / f
+
+    one = events([[0]], [1000.0], [1e-6], [0], [1], [0], 2, 1)
+    two = events([[0], [1], [0]], [1000.0, 3000.0, 500.0], [1e-6, 2e-6, 5e-7], [0, 1, 1], [1, 0, 0], [0, 0, 1], 2, 2)
+    assert two <= one
+    check_stated(DOC, r"over all its phases \(events up to ([0-9]+)x the messages\)", one,
+                 command="progression=rank")
