@@ -102,3 +102,20 @@ def test_structured_moves_leave_where_single_swaps_stall(job):
     assert got == pytest.approx(lin, rel=1e-9)
     paid = {k: c[2] for k, c in tr2.kinds.items() if k in GRID_KINDS}
     assert sum(paid.values()) > 0
+
+
+def test_the_structured_sweep_keeps_to_its_share_of_the_budget(job):
+    """The first sweep of every structured kind and box shape (here 4 kinds x 7 shapes) stops at SWEEP_SHARE of the
+    batches: with 8 batches, 2 sweep batches, then draws by weight, single swaps among them (seeded). Before the
+    cap the sweep took every batch of a budget shorter than it (a 60 s search of a 27-point stencil ran no swap)."""
+    from evaluator.mapping import _search
+
+    t, tr, me = job
+    slot_task = np.random.default_rng(1).permutation(me.n_slots)
+    shapes = box_shapes(DIMS)
+    assert len(shapes) * 3 >= 20  # a sweep longer than the run
+    _, trace = local_search(me, slot_task, budget=600, seed=3, candidates=64, max_iterations=8, progress=False)
+    sweep_batches = int(_search.SWEEP_SHARE * 8)
+    assert trace.kinds["swap"][0] > 0
+    first_shape_kinds = [k for k in GRID_KINDS if k != "rotate" or sum(y > 1 for y in shapes[0]) >= 2]
+    assert sweep_batches < len(shapes) * len(first_shape_kinds)

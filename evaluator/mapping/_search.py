@@ -76,6 +76,12 @@ STRUCTURED_FROM = 30.0
 MOVE_KINDS = ("swap", "node block", "router block") + GRID_KINDS
 """Every move kind, in the order the trace reports them."""
 
+SWEEP_SHARE = 0.25
+"""Share of the budget (seconds, or batches of ``--iterations``) within which the first sweep of the structured
+kinds and box shapes runs (largest boxes first); the rest of the sweep is dropped, its kinds still drawn by
+:data:`KIND_WEIGHTS`. On a 27-point stencil under DOR a batch costs 1.5-3.7 s (2 loaded cores) and the sweep has
+up to 28 entries: without the cap it took the whole of a 60 s budget, no single swap ran."""
+
 KIND_WEIGHTS = {"swap": 3.0, "node block": 1.0, "router block": 1.0, "box swap": 1.0, "reflect": 0.5, "shift": 0.5,
                 "rotate": 0.5}
 """Relative frequency of the batches of each kind (among the kinds that apply)."""
@@ -244,6 +250,9 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             if not use_kinds:
                 break
             shape = None
+            frac = it / max_iterations if max_iterations is not None else elapsed / budget if budget > 0 else 1.0
+            if sweep and frac > SWEEP_SHARE:  # the sweep's share of the budget spent: the rest is dropped
+                sweep = []
             if sweep:  # the first batches: each structured kind and shape once (coarse moves before fine ones)
                 kind, shape = sweep.pop(0)
             else:
