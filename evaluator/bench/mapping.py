@@ -1,6 +1,6 @@
 """Bench scenario ``mapping``: the mapping search (:mod:`evaluator.mapping`, issue 27).
 
-Two measurements, each against a reference measured in the same run:
+Three measurements, each against a reference measured in the same run:
 
 * **moves per second**: candidate moves (task swaps) of 1,024 ranks on each
   network family (:data:`MOVE_CASES`: a 3-D stencil on a Dragonfly, a torus
@@ -19,7 +19,11 @@ Two measurements, each against a reference measured in the same run:
   Dragonfly and a tapered fat tree, against the graph-partitioning mapping
   (METIS) and the best named placement (both computed by the search as its
   starting points), and against Scotch's mapping (``scotch_gmap`` onto its own model of the machine:
-  :mod:`.scotch`) evaluated by the same model; "Scotch absent" where Scotch is not installed.
+  :mod:`.scotch`) evaluated by the same model; "Scotch absent" where Scotch is not installed;
+* **held-out cases** (full run only, :data:`HELDOUT_CASES`, issue 37's done-when): a LULESH-like 27-point
+  stencil with uneven faces, a pencil FFT and a power-law pattern on an 8x8x8 and a 16x8x8 torus (DOR), 1 and 4
+  tasks per node, 512-1,024 ranks, 60 s each, against Scotch, METIS and the best named placement, with the bound
+  and the gain against the best of Scotch and the named placements.
 
 The patterns (:func:`random_graph`, :func:`mesh_halo`, :func:`trace_matrix`)
 are deterministic for a seed.
@@ -34,7 +38,8 @@ import time
 import numpy as np
 
 __all__ = ["random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
-           "QUALITY_BUDGETS", "QUALITY_CASES"]
+           "QUALITY_BUDGETS", "QUALITY_CASES", "HELDOUT_CASES", "HELDOUT_PATTERNS", "heldout_case", "heldout",
+           "heldout_verdict"]
 
 _UNDEFINED_RANK = 2 ** 32 - 1  # OTF2_UNDEFINED_UINT32: no root (an allreduce)
 
@@ -228,10 +233,10 @@ def _move_rate(quick: bool, timed, pattern: str, network: str) -> dict:
             "evaluator": type(me).__name__}
 
 
-def _scotch(topo, routing, tr) -> dict:
-    """Scotch's mapping of the case (:func:`.scotch.scotch_mapping`, one task per node) and its completion time
-    by the project's model (the evaluation the search's starts get); ``{"scotch_absent": reason}`` where Scotch
-    is not installed or fails."""
+def _scotch(topo, routing, tr, nodes=None, tasks_per_node: int = 1) -> dict:
+    """Scotch's mapping of the case (:func:`.scotch.scotch_mapping` onto the available ``nodes``, default every
+    node, ``tasks_per_node`` tasks each) and its completion time by the project's model (the evaluation the
+    search's starts get); ``{"scotch_absent": reason}`` where Scotch is not installed or fails."""
     from ..evaluation import evaluate_batch
     from ..placement import explicit
     from . import scotch
@@ -239,7 +244,7 @@ def _scotch(topo, routing, tr) -> dict:
     if not scotch.available():
         return {"scotch_absent": "Scotch absent (no scotch_gmap on PATH)"}
     try:
-        m = scotch.scotch_mapping(topo, tr)
+        m = scotch.scotch_mapping(topo, tr, nodes=nodes, tasks_per_node=tasks_per_node)
     except scotch.ScotchError as e:
         return {"scotch_absent": f"Scotch failed: {e}"}
     res = evaluate_batch(topo, routing, tr, explicit(topo, m.task_node, "scotch"))
@@ -273,12 +278,87 @@ def _quality(quick: bool) -> list[dict]:
     return rows
 
 
+HELDOUT_PATTERNS = ("27-point stencil", "pencil FFT", "power law")
+"""The held-out patterns of issue 37: a LULESH-like 27-point stencil with uneven faces (48x40x32 elements per task,
+8 bytes each, non-periodic; the task grid given to the search, so its grid-aware starts apply), a pencil FFT (the
+``pencil`` traffic, 256^3 points of 16 bytes) and a power-law sparse pattern (:func:`power_law`)."""
+
+HELDOUT_CASES = tuple((dims, tpn, ranks, box, pattern)
+                      for dims, tpn, ranks, box in (((8, 8, 8), 1, 512, (8, 8, 8)), ((16, 8, 8), 1, 1024, (16, 8, 8)),
+                                                    ((8, 8, 8), 4, 1024, (4, 8, 8)), ((16, 8, 8), 4, 1024, (16, 4, 4)))
+                      for pattern in HELDOUT_PATTERNS)
+"""(torus dims, tasks per node, ranks, job box, pattern) of the held-out rows, DOR routing. The job's nodes are the
+routers of the box at the torus's origin (one node per router, row-major: the launcher's fill order; the rest of the
+machine idle): with 1 task per node the whole machine, with 4 per node 256 nodes for 1,024 ranks, a 4x8x8 half of
+the 8x8x8 torus and a long 16x4x4 prism of the 16x8x8 one (its wrapped ring of 16 kept)."""
+
+_HELDOUT_GRID = {512: (8, 8, 8), 1024: (16, 8, 8)}  # the stencil's task grid
+_HELDOUT_PENCIL = {512: (16, 32), 1024: (32, 32)}  # the pencil FFT's p_row x p_col
+
+
+def _heldout_traffic(pattern: str, n: int):
+    """``(traffic, traffic_cfg)`` of a held-out pattern of ``n`` ranks (the config where the traffic has one)."""
+    from .. import traffic
+
+    if pattern == "27-point stencil":
+        beta = list(_HELDOUT_GRID[n])
+        cfg = {"kind": "stencil", "alpha": [48 * beta[0], 40 * beta[1], 32 * beta[2]], "beta": beta,
+               "bytes_per_element": 8.0, "periodic": False, "exchange": "all_at_once", "neighbours": "full"}
+        return traffic.stencil(cfg["alpha"], beta, 8.0, False, neighbours="full"), cfg
+    if pattern == "pencil FFT":
+        p_row, p_col = _HELDOUT_PENCIL[n]
+        cfg = {"kind": "pencil", "grid": 256, "p_row": p_row, "p_col": p_col, "bytes_per_point": 16.0,
+               "xy_planes_on_node": False}
+        return traffic.pencil(256, p_row, p_col, 16.0), cfg
+    return power_law(n, seed=5), None
+
+
+def heldout_case(dims, tasks_per_node: int, ranks: int, box, pattern: str, budget: float = 60.0) -> dict:
+    """One held-out row: the search (``budget`` seconds, seed 0) against Scotch, METIS and the named placements."""
+    from ..evaluation import as_routing
+    from ..mapping import search_mapping
+    from ..topology import torus
+
+    topo = torus(tuple(dims))
+    tr, cfg = _heldout_traffic(pattern, ranks)
+    nodes = np.ravel_multi_index(tuple(np.indices(tuple(box)).reshape(len(box), -1)), tuple(dims))
+    if not np.array_equal(np.asarray(topo.node_router)[nodes], nodes):
+        raise RuntimeError(f"torus {dims}: node ids are not router ids (one node per router, row-major)")
+    t0 = time.perf_counter()
+    res = search_mapping(topo, tr, "dor", nodes=nodes, tasks_per_node=tasks_per_node, time_budget=budget, seed=0,
+                         progress=False, traffic_cfg=cfg)
+    wall = time.perf_counter() - t0
+    # named: the placements a user could have run (not METIS, the random start or the search's grid embeddings)
+    named = {k: v for k, v in res.starts.items() if k != "partition" and not k.startswith("random")
+             and "grid embedding" not in k}
+    best_named = min(named, key=named.get)
+    el = np.asarray(res.trace.elapsed)
+    label = "x".join(map(str, dims))
+    metis = res.starts.get("partition")
+    if metis is None:  # METIS found a start already there ("the same mapping as 'linear'"): that start's time
+        same = res.skipped.get("partition", "")
+        metis = next((v for k, v in res.starts.items() if same.endswith(f"{k!r}")), float("nan"))
+    return {"ranks": ranks, "pattern": pattern, "network": f"torus {label}, dor", "tasks_per_node": tasks_per_node,
+            "job_nodes": int(nodes.size), "job_box": "x".join(map(str, box)), "budget": budget, "wall_s": wall, "time": res.completion_time,
+            "partition": metis, "metis_note": res.skipped.get("partition", ""), "best_named": named[best_named],
+            "best_named_name": best_named, "best_start": res.best_start, "moves": int(res.trace.evaluated[-1]),
+            "search_s": float(el[-1]),
+            "bound": res.lower_bound, "bound_kind": res.bound.describe() if res.bound is not None else "none",
+            "starts_s": res.info["starts_seconds"],
+            **_scotch(topo, as_routing("dor"), tr, nodes=nodes, tasks_per_node=tasks_per_node)}
+
+
+def heldout(cases=HELDOUT_CASES, budget: float = 60.0) -> list[dict]:
+    """The held-out rows of ``cases`` (default every one of :data:`HELDOUT_CASES`)."""
+    return [heldout_case(*c, budget=budget) for c in cases]
+
+
 def w_mapping(args, device, peak_mb, timed) -> dict:
     """The worker: ``device()``, ``peak_mb()`` and ``timed(fn, repeat)`` (median seconds) are the bench's own
     probes, passed in by :mod:`.run`."""
     quick = bool(args.quick)
     return {"rates": [_move_rate(quick, timed, p, net) for p, net in MOVE_CASES], "quality": _quality(quick),
-            "peak_mb": peak_mb(), "device": device()}
+            "heldout": [] if quick else heldout(), "peak_mb": peak_mb(), "device": device()}
 
 
 def mapping_rows(data: dict, device_label) -> list[dict]:
@@ -320,4 +400,36 @@ def mapping_rows(data: dict, device_label) -> list[dict]:
                      f"{q['bound'] * 1e6:.4g} us ({kind}); "
                      f"best after {steps}; starts "
                      f"built and evaluated in {q['starts_s']:.1f} s ({q['evaluator']})")})
+    out.extend(_heldout_row(q, data["peak_mb"], dev) for q in data.get("heldout", []))
     return out
+
+
+def heldout_verdict(q: dict) -> dict:
+    """Issue 37's done-when on one held-out row: ``ref`` the best of Scotch and the named placements, ``gain``
+    ``1 - time / ref``, ``room`` whether the bound is at most 0.85 ``ref``, ``not_worse`` (time <= Scotch's,
+    ``None`` without Scotch) and ``holds`` (not worse, and a gain of at least 15% where there is room)."""
+    refs = [q["best_named"]] + ([q["scotch"]] if "scotch" in q else [])
+    ref = min(refs)
+    gain = 1 - q["time"] / ref
+    bound = q["bound"]
+    room = bool(np.isfinite(bound) and bound <= 0.85 * ref)
+    not_worse = None if "scotch" not in q else bool(q["time"] <= q["scotch"] * (1 + 1e-9))
+    holds = (not_worse is not False) and (gain >= 0.15 or not room)
+    return {"ref": ref, "gain": gain, "room": room, "not_worse": not_worse, "holds": holds}
+
+
+def _heldout_row(q: dict, peak_mb, dev) -> dict:
+    v = heldout_verdict(q)
+    sc = f"Scotch {q['scotch'] * 1e6:.4g} us" if "scotch" in q else q.get("scotch_absent", "Scotch not run")
+    return {
+        "scenario": (f"mapping (held out): {q['ranks']:,} ranks, {q['tasks_per_node']} per node on {q['job_nodes']} "
+                     f"nodes ({q.get('job_box', 'the first')}), {q['pattern']}, {q['network']}, {q['budget']:.0f} s budget"),
+        "points": q["moves"], "seconds": q["search_s"], "points_per_s": q["moves"] / max(q["search_s"], 1e-9),
+        "ratio": float("nan"), "ratio_scipy": float("nan"),
+        "check": (f"{-v['gain'] * 100:+.1f}% vs best of Scotch and named; done-when "
+                  f"{'holds' if v['holds'] else 'fails'}"),
+        "peak_mb": peak_mb, "device": dev,
+        "note": (f"search {q['time'] * 1e6:.4g} us; {sc}; METIS {q['partition'] * 1e6:.4g} us"
+                 f"{' (' + q['metis_note'] + ')' if q.get('metis_note') else ''}; best named "
+                 f"{q['best_named_name']} {q['best_named'] * 1e6:.4g} us; bound {q['bound'] * 1e6:.4g} us "
+                 f"({q['bound_kind']}; {'room' if v['room'] else 'no room'} for 15%); best start {q['best_start']}")}

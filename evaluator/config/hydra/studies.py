@@ -48,6 +48,10 @@ def _shipped_cost(cost: Any) -> bool:
 IDENTITY_EXCLUDED = {"": ("ray", "output_dir", "save"), "sweep": ("output_dir", "run_id")}
 """Settings that say where and how a sweep runs, not what it computes: left out of its identity."""
 
+LATER_KEYS = {("traffic", "neighbours"): "faces"}
+"""Keys added after sweeps had run ids, with the value that computes what the sweep computed before them: left out
+of the identity at that value (the run id sweeps had before the key existed)."""
+
 
 # --------------------------------------------------------------------------------------
 # Which study: sweeps=NAME, a study file anywhere (--config-dir, a path), the default study
@@ -359,6 +363,10 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
     lat = topo.get("latency") if isinstance(topo, dict) else None
     if isinstance(lat, dict) and all(v is None or v == {} for v in lat.values()):  # nothing set: as before
         topo.pop("latency")
+    for (section, key), before in LATER_KEYS.items():
+        node = ident.get(section)
+        if isinstance(node, dict) and node.get(key, before) == before:
+            node.pop(key, None)
     if _shipped_cost(ident.get("cost")):  # conf/cost/default.yaml as it is, no budget: the run id of before cost
         ident.pop("cost")
     if isinstance(ident.get("sweep"), dict) and "axes" in ident["sweep"]:
