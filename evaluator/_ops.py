@@ -31,7 +31,9 @@ import functools
 import jax.numpy as jnp
 from jax import lax
 from jax.custom_batching import custom_vmap
-from jaxtyping import Array, Float, Int, Shaped
+from jaxtyping import Array, Float, Int, Integer, Shaped
+
+from evaluator._types import AnyArray
 
 __all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax", "differentiable", "fused_size", "add_extra",
            "with_extra"]
@@ -72,14 +74,15 @@ def _segment_add(num_segments: int):
     return add
 
 
-def segment_add(data: Float[Array, "entry"], idx: Int[Array, "entry"], num_segments: int) -> Float[Array, "segment"]:
+def segment_add(data: Float[Array, "entry"], idx: Integer[Array, "entry"], num_segments: int
+                ) -> Float[Array, "segment"]:
     """``out[s] = sum(data[idx == s])`` for ``s < num_segments``; indices must be in range."""
     if _PLAIN[0]:
         return jnp.zeros(int(num_segments), data.dtype).at[idx].add(data, mode="promise_in_bounds")
     return _segment_add(int(num_segments))(data, idx)
 
 
-def take(x: Shaped[Array, "..."], idx: Int[Array, "..."], axis: int = 0) -> Shaped[Array, "..."]:
+def take(x: Shaped[Array, "..."], idx: Integer[AnyArray, "..."], axis: int = 0) -> Shaped[Array, "..."]:
     """``x[idx]`` along ``axis`` (0 or 1) with in-range, non-negative indices (no bounds handling).
 
     One ``lax.gather``, as ``x.at[idx].get(mode="promise_in_bounds")`` builds it,
@@ -129,7 +132,7 @@ def _scatter_into(scatter):
         return scatter(buf, idx[:, None], val, _SCATTER, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
     @custom_vmap
-    def into(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+    def into(buf: Shaped[Array, "entry"], idx: Integer[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
         return flat(buf, idx, val)
 
     @into.def_vmap
@@ -147,14 +150,14 @@ _add_at = _scatter_into(lax.scatter_add)
 _sub_at = _scatter_into(lax.scatter_sub)
 
 
-def add_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+def add_at(buf: Shaped[Array, "entry"], idx: Integer[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
     """``buf`` with ``val`` added at ``idx``, in place (:func:`_scatter_into`)."""
     if _PLAIN[0]:
         return buf.at[idx].add(val, mode="promise_in_bounds")
     return _add_at(buf, idx, val)
 
 
-def sub_at(buf: Shaped[Array, "entry"], idx: Int[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
+def sub_at(buf: Shaped[Array, "entry"], idx: Integer[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
     """``buf`` with ``val`` subtracted at ``idx``, in place (:func:`_scatter_into`)."""
     if _PLAIN[0]:
         return buf.at[idx].add(-val, mode="promise_in_bounds")

@@ -10,20 +10,27 @@ links only), ``class`` (link classes), ``dim`` (torus dimensions),
 (phases of a phased traffic), ``slot`` (task slots of a mapping),
 ``metric`` (packed metrics), ``job_node`` (the node ids given to one job, a
 subset of ``node`` in any order). Host-side arrays are NumPy, device-side JAX.
+A leading ``_`` (``_phase``) names an axis without binding it across the call: the items of a list that each have
+their own size. ``tests/test_shapes_checked.py`` runs part of the suite with every annotation checked at run time.
 """
 
 from __future__ import annotations
 
+from typing import TypeVar, Union
+
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int, Shaped, UInt
+from jaxtyping import Array, Bool, Float, Int, Integer, Shaped, UInt
 
 __all__ = [
     "AXES",
     "AXIS_MEANINGS",
+    "AnyArray",
     "Array",
     "Bool",
+    "ConfigOf",
     "Float",
     "Int",
+    "Integer",
     "Shaped",
     "UInt",
     "HostInt",
@@ -79,6 +86,16 @@ AXIS_MEANINGS: dict[str, str] = {
 ``tests/test_axes_declared.py`` fails on a name used but not declared here."""
 
 AXES = tuple(AXIS_MEANINGS)
+
+AnyArray = Array | np.ndarray
+"""An array a function takes from either side, host (NumPy) or device (JAX): ``Integer[AnyArray, "..."]``.
+(jaxtyping's ``Int`` is the signed integers only, ``Integer`` signed and unsigned.)"""
+
+_Schema = TypeVar("_Schema")
+ConfigOf = Union[_Schema, "omegaconf.DictConfig"]
+"""``ConfigOf[TorusConfig]``: a configuration node of that schema, the dataclass itself or (as Hydra and OmegaConf
+hand it over) a ``DictConfig`` built from it. ``omegaconf`` is named, not imported: a run-time checker imports it
+when it checks."""
 
 HostInt = Int[np.ndarray, "..."]
 HostFloat = Float[np.ndarray, "..."]

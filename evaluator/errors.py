@@ -204,7 +204,7 @@ def nearest(value: Any, options) -> str | None:
     return f"Did you mean {match!r}?" if match else None
 
 
-def require(cond: bool, field: str, value: Any, allowed: str, hint: str | None = None) -> None:
+def require(cond: bool | np.bool_, field: str, value: Any, allowed: str, hint: str | None = None) -> None:
     """Raise :class:`ConfigError` unless ``cond`` holds."""
     if not cond:
         raise ConfigError(field, value, allowed, hint)

@@ -44,6 +44,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from ._ops import segment_add
+from ._types import AnyArray
 from .errors import ConfigError, ResourceError, available_memory, check_memory, fmt_size
 
 __all__ = ["REL_TIE", "WEIGHT_MODES", "max_min_rates", "max_min_finish", "max_min_progress", "flow_incidence", "incidence_loads"]
@@ -96,8 +97,8 @@ def _rates(on, idx, fr, capacity, active, weight):
     return jnp.where(active & (rising | ~crosses), jnp.inf, jnp.where(active, rate, 0.0))
 
 
-def max_min_rates(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], capacity: Float[Array, "link"],
-                  active: Bool[Array, "flow"], weight: Float[Array, "flow"]) -> Float[Array, "flow"]:
+def max_min_rates(links: Int[AnyArray, "flow K"], frac: Float[AnyArray, "flow K"], capacity: Float[AnyArray, "link"],
+                  active: Bool[AnyArray, "flow"], weight: Float[AnyArray, "flow"]) -> Float[Array, "flow"]:
     """Weighted max-min fair rates (bytes/s) of the active flows, by progressive filling.
 
     ``links[f, k]`` (``-1``: padding) carries ``frac[f, k]`` of flow ``f``'s
@@ -112,9 +113,9 @@ def max_min_rates(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], cap
     return _rates(on, idx, fr, jnp.asarray(capacity), jnp.asarray(active, bool), jnp.asarray(weight))
 
 
-def max_min_finish(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], capacity: Float[Array, "link"],
-                   nbytes: Float[Array, "flow"], start: Float[Array, "flow"], weight_mode: str = "flow",
-                   job: Int[Array, "flow"] | None = None, flow_weight: Float[Array, "flow"] | None = None
+def max_min_finish(links: Int[AnyArray, "flow K"], frac: Float[AnyArray, "flow K"], capacity: Float[AnyArray, "link"],
+                   nbytes: Float[AnyArray, "flow"], start: Float[AnyArray, "flow"], weight_mode: str = "flow",
+                   job: Int[AnyArray, "flow"] | None = None, flow_weight: Float[AnyArray, "flow"] | None = None
                    ) -> Float[Array, "flow"]:
     """Finish time (s) of every flow under max-min fair sharing (the module docstring's model).
 
@@ -182,11 +183,11 @@ def max_min_finish(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], ca
     return finish
 
 
-def max_min_progress(links: Int[Array, "flow K"], frac: Float[Array, "flow K"], capacity: Float[Array, "link"],
-                     nbytes: Float[Array, "flow"], latency: Float[Array, "flow"], sender: Int[Array, "flow"],
-                     receiver: Int[Array, "flow"], step: Int[Array, "flow"], rendezvous: Bool[Array, "flow"],
-                     n_ranks: int, n_steps: int, flow_weight: Float[Array, "flow"] | None = None,
-                     matched: Bool[Array, "flow"] | None = None, job: Int[Array, "flow"] | None = None
+def max_min_progress(links: Int[AnyArray, "flow K"], frac: Float[AnyArray, "flow K"], capacity: Float[AnyArray, "link"],
+                     nbytes: Float[AnyArray, "flow"], latency: Float[AnyArray, "flow"], sender: Int[AnyArray, "flow"],
+                     receiver: Int[AnyArray, "flow"], step: Int[AnyArray, "flow"], rendezvous: Bool[AnyArray, "flow"],
+                     n_ranks: int, n_steps: int, flow_weight: Float[AnyArray, "flow"] | None = None,
+                     matched: Bool[AnyArray, "flow"] | None = None, job: Int[AnyArray, "flow"] | None = None
                      ) -> tuple[Float[Array, "flow"], Float[Array, "flow"]]:
     """``(start, finish)`` of every message of a phased exchange whose ranks progress on their own, as MPI ranks do
     (each rank enters its step ``k`` when its own messages of the earlier steps are done, not when every rank's

@@ -36,7 +36,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, no_type_check
 
 import numpy as np
 
@@ -50,6 +50,7 @@ LATENCY_FIELDS = ("enabled", "send_overhead", "recv_overhead", "router", "wire",
 """The keys of a latency block (``topology.latency``, a machine file's ``latency``)."""
 
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 @dataclass(frozen=True)
 class Latency:
     """What every message costs besides its bytes: overheads, router and wire latency, rendezvous.

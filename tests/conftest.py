@@ -154,7 +154,7 @@ _RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache", "test_ray
 # modules that share a per-process cache (tests/helpers.py composed_option: every config-group option composed once)
 _SHARED = {"test_layout": "config options", "test_config_cli": "config options"}
 _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their order matters; others: 0.1 s a test
-    "ray": 210, "test_docs_run": 148, "test_routing_fast": 71, "config options": 60, "test_mapping_search": 60,
+    "ray": 210, "test_docs_run": 148, "test_shapes_checked": 40, "test_routing_fast": 71, "config options": 60, "test_mapping_search": 60,
     "test_hydra_axes": 48, "test_sweep_docs_h1": 43, "test_sweep_bounds": 43, "test_structured": 40,
     "test_reference_walk": 36, "test_bounds_certified": 35, "named network_buyer": 35, "test_sweep_compose": 34,
     "test_jobs": 32, "test_bad_sizes": 31, "test_device_placement": 30, "test_sweep_fast": 28, "test_fat_tree": 26,

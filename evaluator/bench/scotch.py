@@ -63,6 +63,8 @@ import time
 
 import numpy as np
 
+from .._types import Int
+
 __all__ = ["GMAP_BINARIES", "ScotchError", "ScotchMapping", "available", "gmap_binary", "traffic_graph",
            "write_grf", "read_grf", "target_architecture", "read_map", "repair", "scotch_mapping"]
 
@@ -381,7 +383,7 @@ class ScotchMapping:
     as it came); ``seconds``: wall time of ``scotch_gmap`` (s); ``unit``: bytes per edge-weight unit of the
     source graph; ``binary``: the mapper run."""
 
-    task_node: np.ndarray
+    task_node: Int[np.ndarray, "task"]
     target: str
     repaired: int
     seconds: float

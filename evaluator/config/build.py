@@ -38,7 +38,7 @@ def build_routing_spec(cfg) -> Routing:
     return ROUTINGS[cfg.kind].build(cfg)
 
 
-def build_traffic(cfg, topology: Topology) -> Traffic | DenseTraffic:
+def build_traffic(cfg, topology: Topology) -> Traffic | DenseTraffic | PhasedTraffic:
     """Traffic from a traffic schema (``n_tasks`` null means one task per node)."""
     return TRAFFICS[cfg.kind].build(cfg, topology)
 

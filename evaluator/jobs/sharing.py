@@ -111,14 +111,15 @@ class SharingResult:
     events: list
 
 
-def share(loads: list[Float[np.ndarray, "phase link"]], times: list[Float[np.ndarray, "phase"]],
+def share(loads: list[Float[np.ndarray, "_phase link"]], times: list[Float[np.ndarray, "_phase"]],
           capacity: Float[np.ndarray, "link"]) -> SharingResult:
     """Run jobs together under max-min fair sharing (module docstring) and return their finish times.
 
     Parameters
     ----------
     loads
-        Per job, ``Float[np.ndarray, "phase link"]``: bytes of each phase on the links given
+        Per job, ``Float[np.ndarray, "phase link"]`` (each job its own phase count: ``_phase`` in the
+        annotation, not matched across jobs): bytes of each phase on the links given
         (typically only the links used by two or more jobs; see the module docstring).
     times
         Per job, ``Float[np.ndarray, "phase"]``: solo time of each phase in seconds, taken

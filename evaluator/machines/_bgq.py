@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Optional
 
+from .._types import ConfigOf
 from .base import MachineKind, MachineNetwork, PartitionTorus, TorusMachine, int_tuple, machine_error, positive, \
     shape_text, shapes
 
@@ -93,7 +94,7 @@ def _node_dims(midplanes: Sequence[int]) -> tuple[int, ...]:
     return tuple(4 * int(m) for m in midplanes) + (2,)
 
 
-def _build(cfg: BgqMachineConfig, source: str) -> BgqMachine:
+def _build(cfg: ConfigOf[BgqMachineConfig], source: str) -> BgqMachine:
     error = machine_error(cfg.name, source)
     midplanes = int_tuple(error, "midplanes", cfg.midplanes, 4)
     if cfg.nodes_per_router != 1:

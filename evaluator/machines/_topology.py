@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
+from .._types import ConfigOf
 from ..errors import PartitionError
 from .base import Machine, MachineKind, MachineNetwork, member_kinds, TorusMachine, machine_error
 
@@ -65,7 +66,7 @@ class TopologyMachine(Machine):
         return MachineNetwork(dict(self.topology), None, True)
 
 
-def _build(cfg: TopologyMachineConfig, source: str) -> TopologyMachine:
+def _build(cfg: ConfigOf[TopologyMachineConfig], source: str) -> TopologyMachine:
     error = machine_error(cfg.name, source)
     kind = cfg.topology.get("kind")
     if not isinstance(kind, str) or not kind:

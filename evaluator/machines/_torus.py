@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Literal, Optional, Union
 
 import numpy as np
 
-from .._types import RouterInts
+from .._types import ConfigOf, RouterInts
 from .base import (DOWN, NON_COMPUTE_CLASSES, SERVICE, MachineKind, MachineNetwork, NodeLayout, PartitionTorus,
                    Region, TorusMachine, int_tuple, key_of, machine_error, positive, shape_text, shapes)
 
@@ -204,7 +204,7 @@ class RouterTorusMachine(TorusMachine):
 # --------------------------------------------------------------------------------------
 
 
-def _build(cfg: TorusMachineConfig, source: str) -> RouterTorusMachine:
+def _build(cfg: ConfigOf[TorusMachineConfig], source: str) -> RouterTorusMachine:
     error = machine_error(cfg.name, source)
     dims = int_tuple(error, "dims", cfg.dims)
     w = cfg.wrap
@@ -270,7 +270,7 @@ def _regions(error, field: str, raw: list | None, dims: tuple[int, ...]) -> tupl
     return tuple(out)
 
 
-def _layout(error, cfg: TorusMachineConfig, dims: tuple[int, ...]) -> dict[str, Any]:
+def _layout(error, cfg: ConfigOf[TorusMachineConfig], dims: tuple[int, ...]) -> dict[str, Any]:
     """The node-class keys, checked."""
     dc = cfg.default_class
     if not dc.strip() or dc in NON_COMPUTE_CLASSES:

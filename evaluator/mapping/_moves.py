@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._types import TaskInts
+from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
 from ..kernel import PointInputs, point_link_loads
@@ -470,9 +470,9 @@ class MoveEvaluator:
         per_move = 8.0 * self.table.n_phases * int(self.topology.n_router_links)
         return int(np.clip(2 ** round(np.log2(max(4e6 / per_move, 1.0))), 16, 128))
 
-    def scores(self, slot_task: Int[np.ndarray, "slot"], task_node, loads, a: Int[np.ndarray, "move k"],
+    def scores(self, slot_task: Int[Array, "slot"], task_node, loads, a: Int[np.ndarray, "move k"],
                b: Int[np.ndarray, "move k"], step: int | None = None, host_state: Int[np.ndarray, "slot"] | None = None
-               ) -> tuple[Float[Array, "move"], Float[Array, "move"]]:
+               ) -> tuple[Float[AnyArray, "move"], Float[AnyArray, "move"]]:
         """(time, q-norm) after each move ``a[i] <-> b[i]`` (slot groups) from the state; moves in steps of
         ``step`` (``vmap``; default :attr:`default_step`) in one device call.
 

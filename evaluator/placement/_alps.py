@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._types import JobNodes, NodeBools, NodeInts
+from .._types import ConfigOf, JobNodes, NodeBools, NodeInts
 from ..errors import is_int, positive_int, require
 from ..topology import Topology
 from .base import Placement, PlacementContext, PlacementKind, check_topology
@@ -65,7 +65,7 @@ class AlpsConfig:
     node_class: Optional[str] = None
 
 
-def _from_config(cfg: AlpsConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[AlpsConfig], ctx: PlacementContext) -> Placement:
     return alps(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.slab, cfg.curve, cfg.skip,
                 rank_order=cfg.rank_order, node_class=cfg.node_class)
 

@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import require
 from ..topology import DragonflyTopology, Topology
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
@@ -145,20 +146,20 @@ class DragonflyCartesianConfig:
     generator: str = DEFAULT_GENERATOR
 
 
-def _args(cfg: DragonflyCartesianConfig, ctx: PlacementContext):
+def _args(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext):
     beta = config_list(cfg.beta) if cfg.beta is not None else ctx.beta
     require(beta is not None, "placement.beta", None, "a task grid beta (or a stencil traffic with beta)")
     require(cfg.gamma is not None, "placement.gamma", None, "a list of tasks per group along each dimension")
     return beta, list(cfg.gamma)
 
 
-def _from_config(cfg: DragonflyCartesianConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext) -> Placement:
     beta, gamma = _args(cfg, ctx)
     return dragonfly_cartesian(ctx.topology, beta, gamma, cfg.seed, cfg.group_order, cfg.node_order,
                                cfg.generator)
 
 
-def _seeded(cfg: DragonflyCartesianConfig, ctx: PlacementContext,
+def _seeded(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext,
             seed_check: Callable[[], None]) -> SeededPlacement | None:
     if check_generator(cfg.generator) != "threefry":
         return None

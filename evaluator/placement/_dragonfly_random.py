@@ -17,6 +17,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import positive_int, require
 from ..topology import Topology
 from ._dragonfly_cartesian import require_dragonfly
@@ -101,12 +102,12 @@ class DragonflyRandomConfig:
     generator: str = DEFAULT_GENERATOR
 
 
-def _from_config(cfg: DragonflyRandomConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[DragonflyRandomConfig], ctx: PlacementContext) -> Placement:
     require(cfg.tasks_per_group is not None, "placement.tasks_per_group", None, "a positive integer")
     return dragonfly_random(ctx.topology, ctx.n_tasks, cfg.tasks_per_group, cfg.seed, cfg.generator)
 
 
-def _seeded(cfg: DragonflyRandomConfig, ctx: PlacementContext,
+def _seeded(cfg: ConfigOf[DragonflyRandomConfig], ctx: PlacementContext,
             seed_check: Callable[[], None]) -> SeededPlacement | None:
     if check_generator(cfg.generator) != "threefry":
         return None

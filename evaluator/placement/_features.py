@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import ConfigError, positive_int, require
 from ..topology import Topology
 from .base import Placement, PlacementContext, PlacementKind, config_list, check_topology
@@ -81,7 +82,7 @@ class FeaturesConfig:
     node_class: Optional[str] = None
 
 
-def _from_config(cfg: FeaturesConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[FeaturesConfig], ctx: PlacementContext) -> Placement:
     require(cfg.slab in SLABS, "placement.slab", cfg.slab, " | ".join(SLABS))
     return features(ctx.topology, ctx.n_tasks, config_list(cfg.oneof), cfg.tasks_per_node, cfg.order, cfg.slab,
                     cfg.rank_order, cfg.node_class)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._types import NodeBools
+from .._types import ConfigOf, NodeBools
 from ..errors import check_seed, positive_float, positive_int, require
 from ..topology import Topology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -96,7 +96,7 @@ class FragmentedConfig:
     node_class: Optional[str] = None
 
 
-def _from_config(cfg: FragmentedConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[FragmentedConfig], ctx: PlacementContext) -> Placement:
     return fragmented(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.occupancy, cfg.seed,
                       config_list(cfg.job_nodes), cfg.events, cfg.slab, cfg.curve, cfg.rank_order, cfg.node_class)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..topology import Topology
 from ._seeded import DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation
 from .base import Placement, PlacementContext, PlacementKind, check_capacity, check_topology
@@ -65,7 +66,8 @@ class RandomConfig:
     generator: str = DEFAULT_GENERATOR
 
 
-def _seeded(cfg: RandomConfig, ctx: PlacementContext, seed_check: Callable[[], None]) -> SeededPlacement | None:
+def _seeded(cfg: ConfigOf[RandomConfig], ctx: PlacementContext, seed_check: Callable[[], None]
+            ) -> SeededPlacement | None:
     if check_generator(cfg.generator) != "threefry":
         return None
     return fully_random_spec(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, seed_check)

@@ -129,8 +129,9 @@ def check_seed(value: Any, generator: str = DEFAULT_GENERATOR) -> int:
     return int(value)
 
 
-def seed_words(seeds) -> tuple[UInt[np.ndarray, "*point"], UInt[np.ndarray, "*point"]]:
-    """``(k0, k1)``: the Threefry key words (``uint32``) of seeds in ``[0, 2^64)`` (scalar or array)."""
+def seed_words(seeds) -> tuple[UInt[np.ndarray, "*point"] | np.uint32, UInt[np.ndarray, "*point"] | np.uint32]:
+    """``(k0, k1)``: the Threefry key words (``uint32``) of seeds in ``[0, 2^64)`` (scalar or array: NumPy scalars
+    for a scalar seed)."""
     s = np.asarray(seeds, dtype=np.uint64)
     return (s & np.uint64(0xFFFFFFFF)).astype(np.uint32), (s >> np.uint64(32)).astype(np.uint32)
 

@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._types import JobNodes
+from .._types import ConfigOf, JobNodes
 from ..errors import is_int, positive_int, require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -106,7 +106,7 @@ class SubprismConfig:
     node_class: Optional[str] = None
 
 
-def _from_config(cfg: SubprismConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[SubprismConfig], ctx: PlacementContext) -> Placement:
     grid = (config_list(cfg.task_grid) if cfg.task_grid is not None
             else config_list(getattr(ctx.topology_cfg, "partition", None)))
     require(grid is not None, "placement.task_grid", None,

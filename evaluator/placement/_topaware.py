@@ -46,7 +46,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._types import Int
+from .._types import ConfigOf, Int
 from ..errors import ConfigError, is_int, positive_int, require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -284,7 +284,7 @@ class TopawareConfig:
     rank_order: RankOrderConfig = field(default_factory=RankOrderConfig)
 
 
-def _from_config(cfg: TopawareConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[TopawareConfig], ctx: PlacementContext) -> Placement:
     grid = config_list(cfg.grid) if cfg.grid is not None else ctx.beta
     require(grid is not None, "placement.grid", None, "the virtual grid of tasks (or a stencil traffic with beta)")
     return topaware(ctx.topology, grid, cfg.tasks_per_node, config_list(cfg.prism), config_list(cfg.offset),

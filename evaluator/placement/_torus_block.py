@@ -9,6 +9,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import require
 from ..topology import Topology, TorusTopology
 from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
@@ -56,7 +57,7 @@ class TorusBlockConfig:
     task_grid: Optional[list[int]] = None
 
 
-def _from_config(cfg: TorusBlockConfig, ctx: PlacementContext) -> Placement:
+def _from_config(cfg: ConfigOf[TorusBlockConfig], ctx: PlacementContext) -> Placement:
     grid = config_list(cfg.task_grid) if cfg.task_grid is not None else ctx.beta
     require(grid is not None, "placement.task_grid", None, "a task grid (or a stencil traffic with beta)")
     return torus_block(ctx.topology, grid)

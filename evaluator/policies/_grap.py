@@ -39,6 +39,7 @@ import dataclasses
 
 import numpy as np
 
+from .._types import ConfigOf
 from .base import Allocation, AllocationPolicy, JobRequest, PolicyKind
 
 __all__ = ["Grap", "GrapConfig", "GRAP"]
@@ -153,7 +154,7 @@ class Grap(AllocationPolicy):
             self.port_owner[g, :] = -1
 
 
-def _build(cfg: GrapConfig, groups: int, nodes_per_group: int, seed: int) -> Grap:
+def _build(cfg: ConfigOf[GrapConfig], groups: int, nodes_per_group: int, seed: int) -> Grap:
     return Grap(groups, nodes_per_group, seed, ports_per_group=cfg.ports_per_group)
 
 

@@ -123,6 +123,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import no_type_check
 
 import jax
 import jax.numpy as jnp
@@ -252,6 +253,7 @@ def _check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, f
     return variant, int(iterations), float(power)
 
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 def ugal(variant: str = "global", threshold: float = 0.0, nonminimal: str = "valiant",
          iterations: int = DEFAULT_ITERATIONS, power: float = DEFAULT_POWER) -> UgalRouting:
     """UGAL on a Dragonfly as a flow-level fixed point (module docstring)."""
@@ -266,6 +268,7 @@ def ugal(variant: str = "global", threshold: float = 0.0, nonminimal: str = "val
                        power=power)
 
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 def torus_adaptive(variant: str = "global", orders: str = "auto", tie: str = "split",
                    iterations: int = DEFAULT_ITERATIONS, power: float = DEFAULT_POWER) -> TorusAdaptiveRouting:
     """Minimal adaptive routing on a torus over DOR orders, as a flow-level fixed point (module docstring)."""
@@ -277,6 +280,7 @@ def torus_adaptive(variant: str = "global", orders: str = "auto", tie: str = "sp
     return TorusAdaptiveRouting(variant=variant, iterations=iterations, orders=orders, tie=tie, power=power)
 
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 def ft_adaptive(variant: str = "local", iterations: int = DEFAULT_ITERATIONS,
                 power: float = DEFAULT_POWER) -> FtAdaptiveRouting:
     """Adaptive up-port choice on a fat tree as a flow-level fixed point (module docstring)."""

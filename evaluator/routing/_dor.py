@@ -89,6 +89,7 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
+from .._types import ConfigOf
 from .._ops import add_at as _add_at
 from .._ops import sub_at as _sub_at
 from .._ops import add_extra, fused_size, take
@@ -631,7 +632,7 @@ class DorConfig:
     tie: str = "split"
 
 
-def _from_config(cfg: DorConfig) -> DorRouting:
+def _from_config(cfg: ConfigOf[DorConfig]) -> DorRouting:
     order = cfg.order if isinstance(cfg.order, (str, int, float, bool)) or cfg.order is None else list(cfg.order)
     return dor(order=order, tie=cfg.tie)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .._types import ConfigOf
 from ..topology import Topology
 from ._paths import PathSetRouting, check_hop_limit, check_k, path_operator, path_table
 from .base import RoutingKind, RoutingOperator
@@ -45,7 +46,7 @@ class KShortestConfig:
     hop_limit: Optional[Any] = None
 
 
-def _from_config(cfg: KShortestConfig) -> PathSetRouting:
+def _from_config(cfg: ConfigOf[KShortestConfig]) -> PathSetRouting:
     return kshortest(cfg.k, cfg.hop_limit)
 
 

@@ -36,6 +36,7 @@ import dataclasses
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import ConfigError, is_int
 from ..topology import Topology
 from ._paths import (PairSet, PathSetRouting, PathTable, bind_by_pair_set, check_hop_limit, check_k, path_incidence,
@@ -167,7 +168,7 @@ class OptiqHeuristicConfig:
     hop_limit: Optional[Any] = None
 
 
-def _from_config(cfg: OptiqHeuristicConfig) -> OptiqHeuristicRouting:
+def _from_config(cfg: ConfigOf[OptiqHeuristicConfig]) -> OptiqHeuristicRouting:
     return optiq_heuristic(cfg.k, cfg.maxload, cfg.hop_limit)
 
 

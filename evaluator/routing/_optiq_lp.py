@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import ConfigError
 from ..topology import Topology
 from ._paths import (PairSet, PathSetRouting, bind_by_pair_set, check_hop_limit, check_k, path_incidence,
@@ -106,7 +107,7 @@ class OptiqLpConfig:
     solver: str = "highs"
 
 
-def _from_config(cfg: OptiqLpConfig) -> OptiqLpRouting:
+def _from_config(cfg: ConfigOf[OptiqLpConfig]) -> OptiqLpRouting:
     return optiq_lp(cfg.k, cfg.hop_limit, cfg.solver)
 
 

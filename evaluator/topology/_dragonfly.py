@@ -9,7 +9,7 @@ from typing import Literal, Optional
 import numpy as np
 
 from ..latency import LatencyConfig
-from .._types import Int
+from .._types import ConfigOf, Int
 from ..errors import check_memory, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
 
@@ -256,7 +256,7 @@ class DragonflyConfig:
     arrangement: str = "consecutive"
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
-def _from_config(cfg: DragonflyConfig) -> DragonflyTopology:
+def _from_config(cfg: ConfigOf[DragonflyConfig]) -> DragonflyTopology:
     return dragonfly(cfg.p, cfg.a, cfg.h, cfg.g, bandwidth_p=cfg.bandwidth_p, bandwidth_l=cfg.bandwidth_l,
                      bandwidth_r=cfg.bandwidth_r, arrangement=cfg.arrangement)  # type: ignore[arg-type]
 

@@ -54,12 +54,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, no_type_check
 
 import numpy as np
 
 from ..latency import LatencyConfig
-from .._types import Int, RouterInts
+from .._types import ConfigOf, Int, RouterInts
 from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
 
@@ -203,6 +203,7 @@ def fat_tree_bytes(children, parents, parallel_links) -> int:
     return 120 * n_rl + 200 * n_nodes + 24 * (h + 1) * n_sw
 
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 def fat_tree(
     children: list[int] | None = None,
     parents: list[int] | None = None,
@@ -393,7 +394,7 @@ class FatTreeConfig:
     radix: Optional[int] = None
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
-def _from_config(cfg: FatTreeConfig) -> FatTreeTopology:
+def _from_config(cfg: ConfigOf[FatTreeConfig]) -> FatTreeTopology:
     def plain(v):
         return list(v) if v is not None and not isinstance(v, (str, int, float)) and hasattr(v, "__iter__") else v
 

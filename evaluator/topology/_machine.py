@@ -17,7 +17,7 @@ import numpy as np
 
 from ..latency import LatencyConfig, latency_from_config, latency_wanted
 from .._registry import from_mapping
-from .._types import Int, NodeBools
+from .._types import ConfigOf, Int, NodeBools
 from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
 from ..machines import NON_COMPUTE_CLASSES, Machine, load_machine
 from ._torus import TorusTopology
@@ -152,7 +152,7 @@ class MachineTopologyConfig:
     layout: str = "real"
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
-def _from_config(cfg: MachineTopologyConfig) -> Topology:
+def _from_config(cfg: ConfigOf[MachineTopologyConfig]) -> Topology:
     return machine_topology(cfg.name, None if cfg.partition is None else list(cfg.partition), cfg.mode,
                             cfg.layout, latency=latency_wanted(cfg.latency))
 

@@ -54,7 +54,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..latency import LatencyConfig
-from .._types import Int
+from .._types import ConfigOf, Int
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 from ._dragonfly import dragonfly, dragonfly_bytes
 from .base import Topology, TopologyKind, frozen, node_links
@@ -355,7 +355,7 @@ class RdnConfig:
     bandwidth_r: float = 10.0e9
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
-def _from_config(cfg: RdnConfig) -> RdnTopology:
+def _from_config(cfg: ConfigOf[RdnConfig]) -> RdnTopology:
     jobs = [list(x) for x in cfg.jobs]
     demand = None if cfg.demand is None else [[list(r) for r in m] for m in cfg.demand]
     return rdn(cfg.p, cfg.a, cfg.h, cfg.g, ports_per_switch=cfg.ports_per_switch, configuration=cfg.configuration,

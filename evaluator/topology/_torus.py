@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..latency import LatencyConfig
-from .._types import Int, RouterInts
+from .._types import ConfigOf, Int, RouterInts
 from ..errors import check_memory, per_dim, positive_float, positive_int, require
 from .base import Topology, TopologyKind, frozen, node_links
 
@@ -312,17 +312,17 @@ class GeminiConfig:
     injection_bandwidth: float = 6.4e9
     latency: LatencyConfig = field(default_factory=LatencyConfig)  # evaluator.latency (SI units)
 
-def _torus_from_config(cfg: TorusConfig) -> TorusTopology:
+def _torus_from_config(cfg: ConfigOf[TorusConfig]) -> TorusTopology:
     return torus(_plain(cfg.dims), wrap=_plain(cfg.wrap), link_bandwidth=_plain(cfg.link_bandwidth),
                  nodes_per_router=cfg.nodes_per_router, injection_bandwidth=cfg.injection_bandwidth)
 
 
-def _bgq_from_config(cfg: BGQConfig) -> TorusTopology:
+def _bgq_from_config(cfg: ConfigOf[BGQConfig]) -> TorusTopology:
     return bgq_partition(_plain(cfg.midplanes), link_bandwidth=cfg.link_bandwidth,
                          injection_bandwidth=cfg.injection_bandwidth)
 
 
-def _gemini_from_config(cfg: GeminiConfig) -> TorusTopology:
+def _gemini_from_config(cfg: ConfigOf[GeminiConfig]) -> TorusTopology:
     return gemini(_plain(cfg.dims), wrap=_plain(cfg.wrap), xz_bandwidth=cfg.xz_bandwidth,
                   injection_bandwidth=cfg.injection_bandwidth)
 

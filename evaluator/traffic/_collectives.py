@@ -164,7 +164,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, no_type_check
 
 import numpy as np
 
@@ -560,6 +560,7 @@ def pipeline_segments(topology, n_ranks: int, nbytes: float) -> int:
 
 # --- public builders -------------------------------------------------------------------------------------------
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 def collective_steps(op: str, algorithm: str, n_ranks: int, nbytes: float, root: int = 0, *,
                      n_segments: int | None = None, throttle: int | None = None, selection: str = "mpich"
                      ) -> list[tuple[FlowInts, FlowInts, FlowFloats]]:
@@ -617,6 +618,7 @@ def _describe(algorithm: str, params: dict) -> str:
     return algorithm + (f"({', '.join(f'{k}={v}' for k, v in params.items())})" if params else "")
 
 
+@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
 def collective(op: str, algorithm: str | None = None, n_tasks: int | None = None, nbytes: float = 1.0e6,
                root: int = 0, ranks: Sequence[int] | None = None, *, n_segments: int | None = None,
                throttle: int | None = None, selection: str = "mpich", topology=None) -> PhasedTraffic:

@@ -32,6 +32,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 from .base import Traffic, TrafficKind, from_flows, from_matrix
 
@@ -630,13 +631,13 @@ class FileConfig:
     bytes: Optional[float] = None
 
 
-def _from_config(cfg: FileConfig, topology) -> Traffic:
+def _from_config(cfg: ConfigOf[FileConfig], topology) -> Traffic:
     require(cfg.path is not None, FIELD, None, f"a path to a {_KINDS} traffic file")
     return from_file(str(cfg.path), cfg.n_tasks, grid=None if cfg.grid is None else list(cfg.grid),
                      bytes_per_flow=cfg.bytes)
 
 
-def declared_grid(cfg: FileConfig, topology=None) -> list[int] | None:
+def declared_grid(cfg: ConfigOf[FileConfig], topology=None) -> list[int] | None:
     """The task grid of a file traffic: ``traffic.grid``, else the grid the file carries (read from its header,
     nothing else loaded); ``None`` when neither gives one or the file is refused (:func:`from_file` says why)."""
     if getattr(cfg, "grid", None) is not None:
@@ -651,7 +652,7 @@ def declared_grid(cfg: FileConfig, topology=None) -> list[int] | None:
     return None if found is None else found[0]
 
 
-def _declared(cfg: FileConfig, topology) -> int | None:
+def _declared(cfg: ConfigOf[FileConfig], topology) -> int | None:
     """The task count a dense .npz's or .npy's matrix header, a COO .npz's ``shape`` or a Matrix Market size line
     declares (None: not declared, or a file :func:`from_file` will refuse anyway); read without loading the
     arrays."""

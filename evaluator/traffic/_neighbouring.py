@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import ConfigError, check_memory, positive_float, positive_int
 from .base import Traffic, TrafficKind
 
@@ -78,7 +79,7 @@ class NeighbouringConfig:
     bytes: float = 1.0e6
 
 
-def _from_config(cfg: NeighbouringConfig, topology) -> Traffic:
+def _from_config(cfg: ConfigOf[NeighbouringConfig], topology) -> Traffic:
     return neighbouring(list(cfg.block_sizes), cfg.intra, cfg.inter, cfg.bytes)
 
 

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import check_memory, positive_float, positive_int, require
 from .base import PhasedTraffic, Traffic, TrafficKind, dense
 
@@ -164,7 +165,7 @@ class PencilConfig:
     xy_planes_on_node: bool = False
 
 
-def _from_config(cfg: PencilConfig, topology) -> PhasedTraffic:
+def _from_config(cfg: ConfigOf[PencilConfig], topology) -> PhasedTraffic:
     grid = cfg.grid if isinstance(cfg.grid, (int, float, str, bool)) or cfg.grid is None else list(cfg.grid)
     return pencil(grid, cfg.p_row, cfg.p_col, cfg.bytes_per_point, cfg.xy_planes_on_node)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, Optional
 
+from .._types import ConfigOf
 from ..errors import ConfigError, require, nearest
 from .base import PhasedTraffic, TrafficKind, phased
 
@@ -58,7 +59,7 @@ def phase_config(i: int, raw: Any, KINDS):
     return kind.schema(**raw)
 
 
-def _from_config(cfg: PhasedConfig, topology, KINDS) -> PhasedTraffic:
+def _from_config(cfg: ConfigOf[PhasedConfig], topology, KINDS) -> PhasedTraffic:
     require(isinstance(cfg.phases, (list, tuple)) and len(cfg.phases) > 0, "traffic.phases", cfg.phases,
             "a non-empty list of traffic configs (one per phase)")
     built = []

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._types import ConfigOf
 from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
 from .base import Traffic, TrafficKind, tasks_or_nodes
 
@@ -86,12 +87,12 @@ class TornadoConfig:
     bytes: float = 1.0e6
 
 
-def _shift_from_config(cfg: ShiftConfig, topology) -> Traffic:
+def _shift_from_config(cfg: ConfigOf[ShiftConfig], topology) -> Traffic:
     off = cfg.offset if cfg.offset is None or isinstance(cfg.offset, (str, int, float, bool)) else list(cfg.offset)
     return shift(tasks_or_nodes(cfg.n_tasks, topology), off, cfg.bytes, None if cfg.grid is None else list(cfg.grid))
 
 
-def _tornado_from_config(cfg: TornadoConfig, topology) -> Traffic:
+def _tornado_from_config(cfg: ConfigOf[TornadoConfig], topology) -> Traffic:
     require(cfg.grid is not None, "traffic.grid", None, "a task grid for tornado, e.g. [8, 8]")
     return tornado(list(cfg.grid), cfg.bytes)
 

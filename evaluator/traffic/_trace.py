@@ -72,7 +72,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._types import Float, Int
+from .._types import ConfigOf, Float, Int
 from ..errors import ConfigError, nearest, positive_float, positive_int, require
 from ._collectives import COLLECTIVES, collective_steps
 from .base import AbstractTraffic, Traffic, TrafficKind, phased
@@ -1001,14 +1001,14 @@ class TraceConfig:
     selection: str = "mpich"  # the MPI library's rules where an algorithm is auto
 
 
-def _from_config(cfg: TraceConfig, topology) -> AbstractTraffic:
+def _from_config(cfg: ConfigOf[TraceConfig], topology) -> AbstractTraffic:
     require(cfg.path is not None, FIELD, None, _KINDLESS)
     algs = dict(cfg.algorithms) if cfg.algorithms is not None else None
     return from_trace(str(cfg.path), cfg.mode, cfg.phase_rule, cfg.window, algs, cfg.n_tasks, cfg.bytes_scale,
                       cfg.selection)
 
 
-def _declared(cfg: TraceConfig, topology) -> int | None:
+def _declared(cfg: ConfigOf[TraceConfig], topology) -> int | None:
     """The task count: ``n_tasks``, or the trace's ranks read from its definitions (None where the trace cannot
     be read: :func:`from_trace` names the problem)."""
     if cfg.n_tasks is not None:

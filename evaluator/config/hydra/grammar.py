@@ -32,6 +32,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..._types import ConfigOf
 from ...errors import ConfigError
 from ..schemas import FAMILIES, GROUPS, EvalConfig
 from .composition import _explain_foreign_key, group_options
@@ -39,7 +40,7 @@ from .composition import _explain_foreign_key, group_options
 __all__ = ["check_assignment", "sweep_axes_from_overrides", "AXIS_GENERATORS"]
 
 
-def check_assignment(cfg: EvalConfig, key: str, values: Sequence[Any]) -> None:
+def check_assignment(cfg: ConfigOf[EvalConfig], key: str, values: Sequence[Any]) -> None:
     """Check that the dotted ``key`` exists in ``cfg`` and accepts every value in ``values``.
 
     Raises :class:`ConfigError` naming the key (unknown axis) or the value
