@@ -490,6 +490,9 @@ class MoveEvaluator:
         levels = self.levels(int(a.shape[1]))
         need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
         mb = np.searchsorted(levels, need, side="left")
+        if (mb == mb[0]).all():  # one level (e.g. every task of one degree): one call, no split
+            t, q = self._scores_with(levels[int(mb[0])], slot_task, task_node, loads, a, b, step)
+            return np.asarray(t), np.asarray(q)
         chunk = min(n, BUCKET_CHUNK)
         parts = []
         for i in np.unique(mb):
