@@ -18,22 +18,16 @@ from evaluator.mapping._search import local_search
 from evaluator.placement import explicit
 from evaluator.routing import dor, minimal
 from evaluator.topology import dragonfly, torus
-from evaluator.traffic import from_flows
 
 RTOL = 1e-12
 
 
 def power_law(n, m_per=4, alpha=1.1, seed=0):
     """Flows both ways between endpoints drawn with probability ~ rank^-alpha (a Chung-Lu graph): a few hub tasks
-    with hundreds of neighbours, most with a handful."""
-    rng = np.random.default_rng(seed)
-    w = 1.0 / np.arange(1, n + 1) ** alpha
-    p = (w / w.sum())[rng.permutation(n)]
-    s, d = rng.choice(n, m_per * n, p=p), rng.choice(n, m_per * n, p=p)
-    keep = s != d
-    s, d = s[keep], d[keep]
-    b = rng.uniform(0.5e6, 2e6, s.size)
-    return from_flows(n, np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]), name="power law")
+    with hundreds of neighbours, most with a handful (the bench's pattern, evaluator.bench.mapping.power_law)."""
+    from evaluator.bench.mapping import power_law as bench_power_law
+
+    return bench_power_law(n, m_per, alpha, seed)
 
 
 # (topology, routing, tasks, tasks_per_node, nodes used, block size, sparse evaluator too)

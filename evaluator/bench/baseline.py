@@ -412,22 +412,10 @@ class SparseMatrixBaseline(RoutingMatrix):
                     dist = np.where(d == n // 2, n, dist)
                 mean += float(np.mean(dist))
             return int(math.ceil(traffic.n_flows * (2 + mean)))
-        coords = np.asarray(t.router_coords)
         tn = np.asarray(placement.task_node)
         sr = self.node_router[tn[traffic.src]]
         dr = self.node_router[tn[traffic.dst]]
-        total = 2 * int(traffic.n_flows)
-        for k, (n, w) in enumerate(zip(dims, wrap)):
-            s, d = coords[sr, k], coords[dr, k]
-            if w:
-                fwd = (d - s) % n
-                hops = np.minimum(fwd, n - fwd)
-                if split and n > 2:
-                    hops = np.where(2 * fwd == n, n, hops)
-            else:
-                hops = np.abs(d - s)
-            total += int(hops.sum())
-        return total
+        return 2 * int(traffic.n_flows) + self._dor_count(sr, dr)
 
     # ---------------------------------------------------------------- build
 
