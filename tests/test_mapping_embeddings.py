@@ -9,7 +9,6 @@ not exceed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -21,21 +20,9 @@ from evaluator.mapping.bound import mapping_bound
 from evaluator.placement import explicit
 from evaluator.routing import dor
 from evaluator.topology import dragonfly, torus
-from evaluator.traffic import stencil
 
 from helpers import RTOL
-
-
-@dataclass
-class StencilCfg:
-    kind: str = "stencil"
-    alpha: list = None
-    beta: list = None
-
-
-def stencil_job(beta, per=4):
-    alpha = [per * b for b in beta]
-    return stencil(alpha, beta, 8.0), StencilCfg(alpha=alpha, beta=list(beta))
+from test_mapping_starts import stencil_job  # the starts' tests' stencil job (its traffic and config)
 
 
 def check_valid(embs, topo, nodes, tpn, n):

@@ -259,8 +259,9 @@ def main(argv: list[str]) -> int:
           f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
     # the grid embeddings (up to 16 on a torus) in one row, their best, and a count line (--verbose: every one)
     emb = [n for n in res.starts if is_embedding(n)]
+    best_emb = min(emb, key=res.starts.get) if emb else None
     shown = list(res.starts) if args.verbose or len(emb) < 2 else [
-        n for n in res.starts if not is_embedding(n) or n == min(emb, key=res.starts.get)]
+        n for n in res.starts if not is_embedding(n) or n == best_emb]
     width = max(len(n) for n in shown)
     print(f"{'start':<{width}}  {'completion time':>15}  gain of the search")
     for name in shown:
