@@ -160,6 +160,7 @@ def _wait_for(thread: threading.Thread, timeout: float | None = None) -> bool:
     deadline = None if timeout is None else time.monotonic() + timeout
     while thread.is_alive():
         thread.join(0.1)
+        _raise_if_signalled()
         if deadline is not None and time.monotonic() > deadline:
             return False
     return True
@@ -200,22 +201,43 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+_SIGNALLED: list[int] = []
+"""The signals received while :func:`stop_on_sigterm` is active, in order (cleared when it ends)."""
+
+
+def _raise_if_signalled() -> None:
+    """Raise the interrupt of a signal received meanwhile whose exception was swallowed.
+
+    Python runs a signal's handler at the next bytecode of the main thread, and that may be inside a garbage
+    collector callback (JAX registers one), where an exception is printed as "Exception ignored" and dropped: a
+    Ctrl-C 0.1-0.2 s into Ray's connection attempts was lost that way and the sweep kept connecting for
+    ``ray.connect_timeout_s``. The waits of the sweep (connecting included) call this between their steps."""
+    if _SIGNALLED:
+        signum = _SIGNALLED[-1]
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
 @contextlib.contextmanager
 def stop_on_sigterm():
     """While the block runs in the main thread, SIGTERM raises :class:`Interrupted` there (as Ctrl-C raises
-    KeyboardInterrupt), so a terminated sweep stops at once, connecting to Ray included, and keeps its chunks."""
+    KeyboardInterrupt), so a terminated sweep stops at once, connecting to Ray included, and keeps its chunks.
+    Both signals are also recorded (:func:`_raise_if_signalled`), so that the waits raise one whose exception a
+    garbage-collector callback swallowed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
-        raise Interrupted(signum)
+        _SIGNALLED.append(signum)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        for sig, prev in previous.items():
+            signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+        _SIGNALLED.clear()
 
 
 def _start_reaper() -> None:
@@ -269,7 +291,7 @@ def _on_owner_thread(fn):
         try:
             return fut.result(timeout=0.1)
         except concurrent.futures.TimeoutError:
-            continue
+            _raise_if_signalled()
 
 
 def _init_on_thread(ray, kwargs: dict) -> None:
@@ -282,6 +304,15 @@ def _init_on_thread(ray, kwargs: dict) -> None:
         _on_owner_thread(lambda: ray.init(**kwargs))
     finally:
         log.removeFilter(quiet)
+
+
+def _result(fut: concurrent.futures.Future):
+    """``fut.result()``, waited for in short steps (:func:`_raise_if_signalled` between them)."""
+    while True:
+        try:
+            return fut.result(timeout=0.5)
+        except concurrent.futures.TimeoutError:
+            _raise_if_signalled()
 
 
 def _ray_init(ray_cfg):
@@ -451,7 +482,8 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
                 while queue and len(pending) < limit:
                     batch = queue.popleft()
                     pending[remote.remote(token, plan_box, [pts for _, pts in batch])] = [cid for cid, _ in batch]
-                ready, _ = ray.wait(list(pending), num_returns=1)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                _raise_if_signalled()
                 for ref in ready:
                     cids = pending.pop(ref)
                     for cid, res in zip(cids, ray.get(ref)):
@@ -469,7 +501,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
                             cid, pts = queue.popleft()
                             window.append((cid, pool.submit(evaluate_chunk, plan, pts)))
                         cid, fut = window.popleft()
-                        writer.submit(cid, fut.result())
+                        writer.submit(cid, _result(fut))
                         if stop_after is not None and writer.drain() >= stop_after:
                             return None
                 finally:

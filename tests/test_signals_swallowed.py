@@ -1,0 +1,57 @@
+"""A Ctrl-C or SIGTERM whose exception a garbage-collector callback swallowed still stops the sweep's waits.
+
+Python runs a signal's handler at the main thread's next bytecode; inside a ``gc.callbacks`` function (JAX
+registers one) the raised KeyboardInterrupt is printed as "Exception ignored" and dropped. A Ctrl-C 0.1-0.2 s into
+Ray's connection attempts was lost that way, and the sweep kept connecting for ``ray.connect_timeout_s``
+(test_ray_connect's signal test failed once in a full-suite run). The sweep's handler records the signal and its
+waits raise it (evaluator.sweep.driver._raise_if_signalled).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from evaluator.sweep import driver
+
+
+def _swallowed(sig: int) -> None:
+    """Deliver ``sig`` to this process while a gc callback runs, so that its exception is dropped."""
+    def slow(phase, info):
+        if phase == "start":
+            time.sleep(0.3)  # the signal arrives here; its handler raises inside the callback
+
+    gc.callbacks.append(slow)
+    timer = threading.Timer(0.1, os.kill, (os.getpid(), sig))
+    timer.start()
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(slow)
+        timer.join()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one, printed
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("wait", ["probe", "owner"])
+def test_a_swallowed_signal_stops_the_next_wait(sig, wait):
+    stop = threading.Event()
+    with driver.stop_on_sigterm():
+        _swallowed(sig)  # on the old handler: lost, and the wait below ran its whole 5 s
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt) as exc:
+            if wait == "probe":
+                driver._wait_for(threading.Thread(target=stop.wait, args=(5.0,), daemon=True))
+            else:
+                driver._on_owner_thread(lambda: stop.wait(5.0))
+        took = time.monotonic() - t0
+    stop.set()
+    assert took < 1.0, took
+    assert getattr(exc.value, "signum", signal.SIGINT) == sig
+    assert not driver._SIGNALLED  # cleared when the sweep's handlers are taken down
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
