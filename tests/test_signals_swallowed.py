@@ -41,6 +41,7 @@ def _swallowed(sig: int) -> None:
 @pytest.mark.parametrize("wait", ["probe", "owner"])
 def test_a_swallowed_signal_stops_the_next_wait(sig, wait):
     stop = threading.Event()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in the command (xdist ignores SIGINT)
     with driver.stop_on_sigterm():
         _swallowed(sig)  # on the old handler: lost, and the wait below ran its whole 5 s
         t0 = time.monotonic()
@@ -51,7 +52,18 @@ def test_a_swallowed_signal_stops_the_next_wait(sig, wait):
                 driver._on_owner_thread(lambda: stop.wait(5.0))
         took = time.monotonic() - t0
     stop.set()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the sweep's handlers taken down
+    signal.signal(signal.SIGINT, before)
     assert took < 1.0, took
     assert getattr(exc.value, "signum", signal.SIGINT) == sig
     assert not driver._SIGNALLED  # cleared when the sweep's handlers are taken down
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sweep_started_with_sigint_ignored_keeps_it_ignored():
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as nohup and a shell's background jobs start it
+    try:
+        with driver.stop_on_sigterm():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -231,7 +231,10 @@ def stop_on_sigterm():
         _SIGNALLED.append(signum)
         raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # SIGINT only where Python's own handler is set (a sweep started with SIGINT ignored, as by nohup, keeps it so)
+    sigs = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler
+                               else [])
+    previous = {sig: signal.signal(sig, handler) for sig in sigs}
     try:
         yield
     finally:
@@ -508,7 +511,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
                     for _, fut in window:
                         fut.cancel()
         writer.drain()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # every write in flight finishes first (one the interrupt caught between its submission and its
         # bookkeeping too: counted from the counter it was one short of the files), then the files are counted
         writer.drain(raise_errors=False)
@@ -517,6 +520,10 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
         kept = sum(1 for p in store.chunk_dir(plan).glob("*.pkl") if p.stem in ids)
         print(f"\nsweep {plan.name}: interrupted; {kept} of {len(chunks)} chunks are kept in "
               f"{store.chunk_dir(plan)}. Rerun the same command to resume.", file=sys.stderr)
+        if _SIGNALLED and _SIGNALLED[-1] != signal.SIGINT and not isinstance(exc, Interrupted):
+            # Ray's waits turn any KeyboardInterrupt their signal check meets into a plain one: the exit status
+            # says which signal stopped the sweep (143 for SIGTERM, not 130)
+            raise Interrupted(_SIGNALLED[-1]) from None
         raise
     finally:
         writer.close()
