@@ -39,6 +39,46 @@ def _ratio(winner: float, other: float, smaller: bool) -> float:
         return float("nan")
     return other / winner if smaller else winner / other
 
+def _tied_arrays(a: np.ndarray, b: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
+    """:func:`tied` of two arrays, element by element."""
+    with np.errstate(invalid="ignore"):
+        return (a == b) | (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)))
+
+
+def _ratios(winner: np.ndarray, other: np.ndarray, smaller: bool) -> np.ndarray:
+    """:func:`_ratio` of two arrays, element by element."""
+    ok = np.isfinite(winner) & np.isfinite(other) & (winner > 0) & (other > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = other / winner if smaller else winner / other
+    return np.where(ok, r, np.nan)
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values`` (sorted best first): a value tied (:func:`tied`) with the first of its block shares
+    that value's rank. Only rows tied with the row before them are walked one by one (a row not tied with its
+    predecessor starts a block: further from the block's first row, it is not tied with it either)."""
+    n = len(values)
+    if n < 2:
+        return np.arange(1, n + 1)
+    # runs of equal values first (a sweep's seeds often give one time many times): the walk is over the runs
+    new_run = np.ones(n, bool)
+    new_run[1:] = values[1:] != values[:-1]
+    first = np.flatnonzero(new_run)  # each run's first row
+    v = values[first]
+    block = first.copy()  # the first row of each run's block
+    adjacent = np.zeros(len(v), bool)
+    adjacent[1:] = _tied_arrays(v[1:], v[:-1])
+    start = 0
+    for i in np.flatnonzero(adjacent):
+        if not adjacent[i - 1]:
+            start = i - 1  # the run before began a block
+        if tied(v[i], v[start]):
+            block[i] = first[start]
+        else:
+            start = i
+    return block[np.cumsum(new_run) - 1] + 1
+
+
 MAXIMIZE = tuple(m.name for m in TABLE.values() if m.smaller_is_better is False)
 """Variables of the metric table ranked larger first."""
 MINIMIZE = tuple(m.name for m in TABLE.values() if m.smaller_is_better)
@@ -350,16 +390,15 @@ def best(
     else:
         frame = frame.copy()
     # ranks: a row tied (TIE_RTOL) with the first row of its block shares that row's rank
-    ranks = np.zeros(len(values), dtype=int)
-    starts = []
-    for i, v in enumerate(values):
-        if not starts or not tied(v, values[starts[-1]]):
-            starts.append(i)
-        ranks[i] = starts[-1] + 1
+    ranks = _ranks(values)
     if not keep:  # a plain ranking: how many times better than the next row not tied with it
-        nxt = {s: (starts[j + 1] if j + 1 < len(starts) else None) for j, s in enumerate(starts)}
-        frame["ahead_by"] = [float("nan") if nxt[r - 1] is None else _ratio(values[i], values[nxt[r - 1]], smaller)
-                             for i, r in enumerate(ranks)]
+        is_start = np.zeros(len(values), bool)
+        is_start[ranks - 1] = True
+        starts = np.flatnonzero(is_start)
+        j = np.searchsorted(starts, ranks - 1)  # the row's block
+        has_next = j + 1 < len(starts)
+        other = values[starts[np.minimum(j + 1, len(starts) - 1)]] if len(starts) else values
+        frame["ahead_by"] = np.where(has_next, _ratios(values, other, smaller), np.nan)
     if "ahead_by" in frame.columns:
         units["ahead_by"] = "x"
     shown = [c for c in frame.columns if (c not in dims or not row_labels[c]) and c not in ("runner_up", "ahead_by")]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 from .. import config
@@ -30,7 +31,7 @@ from ..errors import WordedError
 from ..io import repo_dir
 from ..query import best, open_results
 from ..sweep import plan_sweep, run_sweep
-from ..sweep.reasons import infeasible_reasons, summarize_reasons
+from ..sweep.reasons import reason_counts, summarize_reasons
 from .._args import ArgumentParser
 
 __all__ = ["main"]
@@ -39,7 +40,7 @@ __all__ = ["main"]
 def _reasons(ds, n: int = 4) -> str:
     """``"12 x <reason>, 3 x <reason>, and 2 other reasons"``: the infeasible points' reasons grouped by rule, the
     one covering most points first (:func:`~evaluator.sweep.reasons.summarize_reasons`)."""
-    return summarize_reasons(infeasible_reasons(ds), n)
+    return summarize_reasons(reason_counts(ds), n)
 
 
 TOP = 5
@@ -80,9 +81,11 @@ def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
             notes.append(f"{a} has {len(labels)} values: evaluator query --over to rank each")
             continue
         axes.append(a)
-        col = pd.Series(ranked[a].astype(str).to_numpy())
-        keep += [int(i) for i in col.groupby(col, sort=False).head(1).index]  # ranked: the first is the best
-        none = [v for v in labels if v not in set(col)]
+        codes, uniques = pd.factorize(ranked[a].to_numpy())  # one code per value, in ranked order
+        _, first = np.unique(codes, return_index=True)
+        keep += [int(i) for i in first]  # ranked: a value's first row is its best
+        seen = {str(u) for u in uniques}
+        none = [v for v in labels if v not in seen]
         if none:
             notes.append(f"no feasible row for {a}={', '.join(none)}")
     table = ranked.iloc[sorted(set(keep))]

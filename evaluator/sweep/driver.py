@@ -452,7 +452,9 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
 
     t_start = time.perf_counter()
     check_sweep_bounds(plan)  # LPs that would not fit: refused before anything runs
-    timings = {"expand_s": 0.0, "build_s": 0.0, "compile_s": 0.0, "eval_s": 0.0, "write_s": 0.0}
+    # write_s: the dataset (assembly and file); persist_s: the chunk files, summed over the writer's threads (they
+    # overlap the evaluation: mostly waiting on fsync)
+    timings = {"expand_s": 0.0, "build_s": 0.0, "compile_s": 0.0, "eval_s": 0.0, "persist_s": 0.0, "write_s": 0.0}
     io.remove_stale(plan.out_dir, prefix=f".{plan.run_id}.")  # a final write killed midway (earlier naming)
     manifest = store.manifest(plan)
     io.remove_stale(plan.out_dir, prefix=f".{result_path(plan, manifest['start_time']).name}.")
@@ -631,7 +633,7 @@ class _Writer:
             if exc is not None:
                 error = error or exc
                 continue
-            self.timings["write_s"] += fut.result()
+            self.timings["persist_s"] += fut.result()
             self.persisted += 1
             if "link_load" not in res:  # small: kept for assembly (per-link loads are read back instead)
                 self.results[cid] = res
