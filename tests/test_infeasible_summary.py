@@ -87,3 +87,24 @@ def test_reasons_are_grouped_by_rule_and_the_largest_group_leads():
     assert summarize_reasons(rows, 2) == ("6 x g: |gamma| <= 32 (2 variants), 5 x b: a divisor of alpha[0] = 512 "
                                           "(2 variants), and 1 other reason(s)")
     assert summarize_reasons(["a: b."] * 2 + [""]) == "2 x a: b, 1 x no reason recorded"
+
+
+def test_reason_counts_summarise_as_the_reasons_do():
+    """The sweep's end counts reasons by a hash table (reason_counts); the summary is the one the list of reasons
+    gives, ties in order of first appearance included."""
+    import numpy as np
+    import xarray as xr
+
+    from evaluator.sweep.reasons import infeasible_reasons, reason_counts
+
+    texts = ["placement.gamma: a divisor of beta[0] = 8; got 3", "traffic.beta: too big; got 12",
+             "placement.gamma: a divisor of beta[0] = 8; got 5", "", "traffic.beta: too big; got 12"]
+    rng = np.random.default_rng(0)
+    reason = np.array([texts[i] for i in rng.integers(0, len(texts), 400)], dtype=object).reshape(20, 20)
+    feasible = reason == ""
+    ds = xr.Dataset({"reason": (("a", "b"), reason), "feasible": (("a", "b"), feasible)})
+    counts = reason_counts(ds)
+    assert sum(counts.values()) == int((~feasible).sum()) and "" not in counts
+    assert list(counts) == list(dict.fromkeys(infeasible_reasons(ds)))  # first appearance order
+    for n in (1, 2, 4):
+        assert summarize_reasons(counts, n) == summarize_reasons(infeasible_reasons(ds), n)
