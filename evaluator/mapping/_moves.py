@@ -471,8 +471,8 @@ class MoveEvaluator:
         return int(np.clip(2 ** round(np.log2(max(4e6 / per_move, 1.0))), 16, 128))
 
     def scores(self, slot_task: Int[Array, "slot"], task_node, loads, a: Int[np.ndarray, "move k"],
-               b: Int[np.ndarray, "move k"], step: int | None = None, host_state: Int[np.ndarray, "slot"] | None = None
-               ) -> tuple[Float[AnyArray, "move"], Float[AnyArray, "move"]]:
+               b: Int[np.ndarray, "move k"], step: int | None = None, host_state: Int[np.ndarray, "slot"] | None = None,
+               fractions: tuple | None = None) -> tuple[Float[AnyArray, "move"], Float[AnyArray, "move"]]:
         """(time, q-norm) after each move ``a[i] <-> b[i]`` (slot groups) from the state; moves in steps of
         ``step`` (``vmap``; default :attr:`default_step`) in one device call.
 
@@ -480,14 +480,15 @@ class MoveEvaluator:
         gathers its flows by the sum of its tasks' degrees, rounded up to one of a few levels (:meth:`levels`),
         instead of ``2k`` times the busiest task's degree: the moves are split by level, each part scored in calls
         of fixed size (the narrowest level: a quarter of the batch; the others: :data:`BUCKET_CHUNK`; the last
-        call padded by repeating a move), and the scores come back in the moves' order (host arrays)."""
+        call padded by repeating a move), and the scores come back in the moves' order (host arrays).
+        ``fractions``: the levels' fractions for this call (:meth:`levels`; ``None``: :attr:`level_fractions`)."""
         step = self.default_step if step is None else int(step)
         n = int(a.shape[0])
-        if host_state is None or not self.bucketing or n == 0 or len(self.levels(int(a.shape[1]))) == 1:
+        if host_state is None or not self.bucketing or n == 0 or len(self.levels(int(a.shape[1]), fractions)) == 1:
             return self._scores_with(None, slot_task, task_node, loads, a, b, step)
         a, b = np.asarray(a), np.asarray(b)
         hs = np.asarray(host_state)
-        levels = self.levels(int(a.shape[1]))
+        levels = self.levels(int(a.shape[1]), fractions)
         need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
         mb = np.searchsorted(levels, need, side="left")
         if (mb == mb[0]).all():  # one level (e.g. every task of one degree): one call, no split
@@ -509,7 +510,7 @@ class MoveEvaluator:
             q_out[idx] = np.asarray(q)[:idx.size]
         return t_out, q_out
 
-    def levels(self, k: int) -> tuple:
+    def levels(self, k: int, fractions: tuple | None = None) -> tuple:
         """The flow-list lengths of a move of ``k`` slots a side when bucketed (ascending; the last ``2k`` times
         the full width): ``2k`` times each narrower bucket's width, and one task of any degree with ``2k - 1`` of
         the widest narrow bucket (the common wide move: one hub)."""
@@ -518,7 +519,8 @@ class MoveEvaluator:
         lv = {2 * k * w for w in ws} | {2 * k * W}
         if ws:
             lv.add(W + (2 * k - 1) * ws[-1])
-        fractions = self.level_fractions
+        if fractions is None:
+            fractions = self.level_fractions
         if fractions is None:
             fractions = LEVEL_FRACTIONS if self.kernel.operator.flow_links is not None and not ws else ()
         top = 2 * k * W

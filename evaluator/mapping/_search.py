@@ -210,11 +210,10 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     # the structured moves compile one scorer per kind and box shape: only with a budget that pays for that
     # (``STRUCTURED_FROM`` seconds) or where they are asked for by name
     want_grid = set(kinds) & set(GRID_KINDS) and (budget >= STRUCTURED_FROM or kinds != MOVE_KINDS)
-    if budget < STRUCTURED_FROM and getattr(evaluator, "level_fractions", ()) is None:
-        # the flow-list levels below the full width compile one scorer each, too: only with a budget that pays
-        # (a 10 s search of a 1,024-rank mesh halo on a 16x8x8 torus scored 237,568 moves with them, 315,392
-        # without: four compilations in the budget)
-        evaluator.level_fractions = ()
+    # the flow-list levels below the full width compile one scorer each, too: only with a budget that pays (a 10 s
+    # search of a 1,024-rank mesh halo on a 16x8x8 torus scored 237,568 moves with them, 315,392 without: four
+    # compilations in the budget); the evaluator's own setting otherwise
+    fractions = () if budget < STRUCTURED_FROM and evaluator.level_fractions is None else None
     grid = slot_grid(evaluator.topology, evaluator.slot_node) if want_grid else None
     shapes = box_shapes(tuple(grid.shape[:-1])) if grid is not None else []
     mov = np.ones(S, bool) if movable is None else np.asarray(movable, bool)
@@ -300,11 +299,12 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             if tune is not None and tune.pending() and a.shape[1] == 1:  # tuned on single swaps
                 use_step = tune.next_step()
                 t_call = time.perf_counter()
-                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=use_step, host_state=state)
+                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=use_step, host_state=state,
+                                          fractions=fractions)
                 tn = np.asarray(tn)
                 tune.record(use_step, time.perf_counter() - t_call)
             else:
-                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, host_state=state,
+                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, host_state=state, fractions=fractions,
                                           step=step if step is not None else (tune.best if tune else None))
             tn, qn = np.asarray(tn), np.asarray(qn)
             evaluated += a.shape[0]
