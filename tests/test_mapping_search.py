@@ -235,6 +235,22 @@ def test_search_reaches_the_exhaustive_optimum():
     assert r.lower_bound <= best * (1 + REL)  # the mapping bound: below every mapping's time
 
 
+
+def test_a_short_search_leaves_the_evaluators_levels_alone():
+    """A search below STRUCTURED_FROM seconds scores with no intermediate flow-list levels, passed to each call;
+    the evaluator's own setting is kept for its next user (it was overwritten with () before)."""
+    from evaluator.mapping._search import STRUCTURED_FROM, local_search
+
+    t = topo("torus")
+    tr = random_flows(6, 12, 0)
+    nodes = np.random.default_rng(2).permutation(t.n_nodes)[:8]
+    ev = MoveEvaluator(t, dor(), tr, nodes)
+    assert ev.level_fractions is None
+    levels = ev.levels(1)
+    local_search(ev, np.arange(8), budget=min(5, STRUCTURED_FROM - 1), seed=0, candidates=16, max_iterations=2,
+                 progress=False)
+    assert ev.level_fractions is None and ev.levels(1) == levels
+
 # --------------------------------------------------------------------------------------------------------
 # 4. the launcher's files, read back
 # --------------------------------------------------------------------------------------------------------
