@@ -1,6 +1,8 @@
 """docs/bounds.md, Garg-Konemann and the LP bench: the 512-node instance's plain and tightened intervals, its DOR
-value, the Yen-over-DOR gain of the bench, the 8,192-node edge LP's memory estimate and the method's defaults
-(tests/claims.py). About 6 s: the plain 300 steps are the slow part."""
+value, the Yen-over-DOR and 4-dimension-orders-over-DOR gains of the bench, the 8,192-node edge LP's memory estimate,
+the method's defaults, the memory shares above which LPs are refused or columns stop, and the small instances
+(tests/claims.py). About 40 s: the plain 2,000 steps (about 30 s) and 300 steps are the slow part, then the small
+instances (2 s). Not rerun: the 8,192-node instance's tightened bounds (397 s)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 from evaluator import lp
-from evaluator.bench.lp import _dor_order, many_to_many_instance
+from evaluator.bench.lp import _dor_order, dimension_order_paths, many_to_many_instance
 from evaluator.lp._flow import RouterDemand
 from evaluator.topology import bgq_partition
 from tests.claims import check_stated, stated
@@ -86,10 +88,24 @@ def test_yen_gain_over_dor_median():
     def z(x):
         return lp.z_from_objective(x, lp.solve_highs(x).objective)
 
-    gain = [z(lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i))))
-            / z(lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i), _dor_order(topo))))
-            for i in range(8)]
+    # the 4 dimension-order paths of the first run: BG/Q's longest-first order and the old bench's 3 random
+    # orders (the draws that :func:`_rng` skips)
+    first = np.random.default_rng(0)
+    orders = [_dor_order(topo)] + [tuple(int(k) for k in first.permutation(5)) for _ in range(3)]
+    gain, gain4 = [], []
+    p = topo.n_nodes
+    src = np.repeat(np.arange(p // 16), 8)
+    for i in range(8):
+        _, _, nbytes, cap, fixed = one = many_to_many_instance(topo, np.random.default_rng(i), _dor_order(topo))
+        dor = z(lp.path_lp(*one))
+        gain.append(z(lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i)))) / dor)
+        rng = np.random.default_rng(i)  # the instance's destinations, drawn again (as many_to_many_instance)
+        dst = np.stack([rng.choice(np.arange(p // 2, p), 8, replace=False) for _ in range(p // 16)]).reshape(-1)
+        inc, pair = dimension_order_paths(topo, topo.node_router[src], topo.node_router[dst], orders)
+        gain4.append(z(lp.path_lp(inc, pair, nbytes, cap, fixed)) / dor)
     check_stated(DOC, r"instead of one DOR path raise Z ([0-9.]+)x", float(np.median(gain)), command=BENCH)
+    check_stated(DOC, r"random orders below\) raise it ([0-9.]+)x on the same 8 instances", float(np.median(gain4)),
+                 command="dimension_order_paths")
 
 
 def test_edge_lp_memory_estimate_8192_nodes():
@@ -209,3 +225,99 @@ def test_adaptive_size_at_most_twice_the_lp():
     assert worst <= 2
     check_stated(DOC, r"nonzeros are at least the LP's and at most ([0-9]+)x them", worst,
                  command="adaptive_size")
+
+
+def test_sweep_refused_above_80_percent_of_memory(tmp_path, monkeypatch):
+    """*Refused before running*: the sweep driver's check (evaluator.sweep.bounds.check_sweep_bounds, on
+    tests/test_sweep_bounds.py's 4x4 torus sweep with ``bounds=edge``) refuses above this fraction of the memory."""
+    from evaluator.errors import ResourceError
+    from evaluator.sweep import bounds as sb
+    from tests.test_sweep_bounds import TORUS, TORUS_AXES, make_plan
+
+    plan = make_plan("torus_bounds", TORUS + ["bounds=edge"], tmp_path, TORUS_AXES)
+    needs = []
+    real = sb.check_memory
+
+    def spy(field, value, need_bytes, *args, **kw):
+        needs.append(need_bytes)
+        return real(field, value, need_bytes, *args, **kw)
+
+    monkeypatch.setattr(sb, "check_memory", spy)
+    sb.check_sweep_bounds(plan)
+    assert len(set(needs)) == 1  # one topology: one estimate
+
+    def refused():
+        try:
+            sb.check_sweep_bounds(plan)
+        except ResourceError:
+            return True
+        return False
+
+    frac = _refusal_fraction(needs[0], refused, monkeypatch)
+    check_stated(DOC, r"naming the estimate when it exceeds ([0-9]+)% of the available memory", frac * 100,
+                 command="EVALUATOR_MEMORY_LIMIT")
+
+
+def test_restricted_lp_capped_in_entries_and_memory(monkeypatch):
+    """The tightening's restricted LP: its cap on path-link entries (the columns collected stop there), fixed, and
+    as a fraction of the available memory (``EVALUATOR_MEMORY_LIMIT``), read from the cap a run takes."""
+    import evaluator as ev
+    from evaluator.lp import _flow
+
+    caps = []
+
+    class Columns(_flow._Columns):
+        def __init__(self, max_nnz):
+            caps.append(max_nnz)
+            super().__init__(max_nnz)
+
+    monkeypatch.setattr(_flow, "_Columns", Columns)
+    topo = ev.torus((4, 4))
+    d = RouterDemand(np.array([0, 5]), np.array([10, 15]), np.array([1e6, 1e6]), np.zeros(topo.n_links))
+    cmd = "garg_konemann"
+    for limit in (1e15, 1e8):  # plenty (the fixed cap binds), 100 MB (the memory's share binds)
+        monkeypatch.setenv("EVALUATOR_MEMORY_LIMIT", str(int(limit)))
+        lp.garg_konemann(topo, d)
+    assert len(caps) == 2 and caps[1] < caps[0]
+    check_stated(DOC, r"the restricted LP is capped at ([0-9,]+) path-link entries", caps[0], command=cmd)
+    share = caps[1] * lp.BYTES_PER_NNZ / 1e8
+    check_stated(DOC, r"path-link entries and ([0-9]+)% of the available memory", share * 100, command=cmd)
+
+
+SMALL = "garg_konemann(topo, demand, max_steps=300, refine=False)"
+
+
+def test_small_instances_tightened_and_plain():
+    """The page's 16 small instances: 4 random traffics each (``default_rng(0)``, tests/test_lp.py's
+    ``_random_point``, n/2 to 2n flows on n nodes) on a 4x4x2 and a 4x4 torus, a 3x4 mesh-torus with 2 nodes per
+    router and DF(2,4,2): the tightened interval (the defaults) and plain 300 steps against HiGHS's edge LP."""
+    import evaluator as ev
+    from evaluator.lp.bounds import router_demand
+    from tests.test_lp import _random_point
+
+    rng = np.random.default_rng(0)
+    rows = []  # (rounds, tightened gap, plain gap, plain error)
+    for topo in (ev.torus([4, 4, 2]), ev.torus([4, 4]), ev.torus([3, 4], wrap=[False, True], nodes_per_router=2),
+                 ev.dragonfly(2, 4, 2)):
+        for _ in range(4):
+            n = topo.n_nodes
+            tr, pl = _random_point(topo, rng, int(rng.integers(n // 2, 2 * n)))
+            d = router_demand(topo, tr, pl)
+            exact = lp.optimal_bound(topo, d, "edge").z
+            tight = lp.garg_konemann(topo, d)
+            plain = lp.garg_konemann(topo, d, max_steps=300, refine=False)
+            for b in (tight, plain):  # the certified interval holds the optimum
+                assert b.z <= exact * (1 + 1e-7) and b.z_upper >= exact * (1 - 1e-7)
+            rows.append((tight.rounds, tight.gap, plain.gap, 1 - plain.z / exact))
+    print(rows)
+    rounds, gaps = [r[0] for r in rows], np.array([r[1] for r in rows])
+    stopped = gaps[gaps > 1e-10]  # the others met the optimum (gaps of 1e-11 and below)
+    target = inspect.signature(lp.garg_konemann).parameters["target_gap"].default
+    assert (stopped <= target).all() and gaps.max() > 0
+    assert all(g <= target for r, g in zip(rounds, gaps) if r == 0)  # no round: the plain steps met it
+    assert int(stated(DOC, r"in 0-([0-9]+) rounds \(0 where")[0]) == max(rounds) and min(rounds) == 0
+    assert int(stated(DOC, r"but on ([0-9]+), which stopped at certified gaps")[0]) == stopped.size
+    check_stated(DOC, r"certified gaps of at most ([0-9.]+)% \(within", stopped.max() * 100, command=SMALL)
+    check_stated(DOC, r"plain 300 steps left certified gaps of up to ([0-9.]+)%", max(r[2] for r in rows) * 100,
+                 command=SMALL)
+    check_stated(DOC, r"and errors of up to ([0-9.]+)%", max(r[3] for r in rows) * 100, command=SMALL)

@@ -1,4 +1,5 @@
-"""Numbers docs/latency.md states, rerun (tests/claims.py): the evaluator's side of its tables and examples.
+"""Numbers docs/latency.md states, rerun (tests/claims.py): the evaluator's side of its tables and examples (and
+README.md's deviation from SMPI, the same as this page's).
 
 SMPI's numbers there are measurements of SimGrid (tests/test_smpi_collectives.py compares the two sides); the table
 marks them cited, and the claims below read them only to check that the document's "in both tools" holds for them."""
@@ -275,6 +276,8 @@ def test_smpi_max_min_within_envelope():
                 above.append(abs(mm / ref - 1) * 100)
     top = max(worst)
     check_stated(DOC, r"`time_max_min` is within ([0-9.]+) % of SMPI", top[0], command="tests/test_smpi_collectives.py")
+    check_stated("README.md", r"ranks, is within ([0-9.]+) % \(`tests/test_smpi_collectives.py`; 64 ranks", top[0],
+                 command="tests/test_smpi_collectives.py")
     check_stated(DOC, r"not modelled \(([0-9.]+) % at 8 B", top[0], command=SMPI_CMD)
     check_stated(DOC, r"% at ([0-9]+) B on links of", top[1], command=SMPI_CMD)  # the largest deviation: at 8 B
     assert 65536 in {s for (_, _, s) in smpi_comparison(8)}  # 64 kB is run, the last size not "above"

@@ -1,7 +1,9 @@
 """docs/routing_paths.md, the cheap rows rerun (tests/claims.py): the fixed experiment on 512 nodes (DOR, k = 16,
-OPTIQ's heuristic and Model 1: times and paths per pair), Model 1 on spread aggregators (512 nodes), DOR on the
-2,048-node fixed and distance points, the sweeps' bytes, BG/Q's bandwidths, the hand check of the constant-ratio
-bound and the path table's memory estimate. The shipped sweeps' points, evaluated as a sweep chunk would."""
+OPTIQ's heuristic and Model 1: times and paths per pair), spread aggregators on 512 nodes (DOR, k = 16, the
+heuristic, Model 1), the constant-ratio cells of the k-shortest paragraph on 512 nodes, the sweeps' bytes, BG/Q's
+bandwidths, the hand check of the constant-ratio bound and the path table's memory estimate. The shipped sweeps'
+points, evaluated as a sweep would: every routing on one 512-node topology object (tests/test_claims_routing_paths.py
+``Partitions``). The 2,048-node DOR points: tests/test_claims_routing_paths.py."""
 
 from __future__ import annotations
 
@@ -10,47 +12,35 @@ import pytest
 
 import evaluator as ev
 from evaluator import config
+from evaluator.config.build import build_job
 from evaluator.routing._paths import table_bytes
-from evaluator.sweep import plan_sweep
 from tests.claims import check_stated
+from tests.test_claims_routing_paths import Partitions, points
 
 DOC = "docs/routing_paths.md"
 FIXED = "sweeps=bgq_m2n_fixed"
+ALL4 = "dor_bgq,kshortest_k16,optiq_heuristic,optiq_lp"  # DOR, k = 16, the heuristic, Model 1
 OPTIQ = "evaluator sweep sweeps=bgq_m2n_constant_ratio ray.enabled=false routing=dor_bgq,optiq_heuristic,optiq_lp"
 
 
-def _points(sweep: str, keep) -> list:
-    plan = plan_sweep(config.compose_sweep([f"sweeps={sweep}"]))
-    return [c for c in (plan.point_config(i) for i in range(plan.n_points)) if keep(c)]
+@pytest.fixture(scope="module")
+def p512():
+    """One 512-node topology for every sweep and routing of this module (as a sweep reuses one)."""
+    return Partitions()
 
 
-def _evaluate(cfgs) -> dict:
-    """``(sweep-less key) -> metrics`` of every point, one ``evaluate_batch`` per (partition, routing preset)."""
-    groups: dict[tuple, list] = {}
-    for c in cfgs:
-        groups.setdefault((tuple(c.topology.midplanes), c.routing.kind, getattr(c.routing, "k", None)), []).append(c)
-    out = {}
-    for (mid, kind, k), group in groups.items():
-        built = [config.build(c) for c in group]
-        res = ev.evaluate_batch(built[0].topology, built[0].routing, [p.traffic for p in built],
-                                [p.placement for p in built])
-        m = {name: np.asarray(v, dtype=float) for name, v in res.metrics.items() if name != "bottleneck_class"}
-        for j, c in enumerate(group):
-            key = (int(np.prod(mid)) * 512, kind if kind != "kshortest" else f"k{k}", c.traffic.mode,
-                   getattr(c.traffic, "dst_start", None))
-            out[key] = {name: v[j] for name, v in m.items()}
-    return out
+def _at512(c) -> bool:
+    return list(c.topology.midplanes) == [1, 1, 1, 1]
 
 
 @pytest.fixture(scope="module")
-def fixed512():
-    keep = {"dor", "optiq_heuristic", "optiq_lp"}
-    return _evaluate(_points("bgq_m2n_fixed", lambda c: list(c.topology.midplanes) == [1, 1, 1, 1] and (
-        c.routing.kind in keep or (c.routing.kind == "kshortest" and c.routing.k == 16))))
+def fixed512(p512):
+    return p512.evaluate("bgq_m2n_fixed", ALL4, _at512)
 
 
 def test_fixed_512_nodes(fixed512):
     r = {k[1:3]: v for k, v in fixed512.items()}
+    assert len(r) == len(fixed512) == 8
     ms = {k: v["completion_time"] * 1e3 for k, v in r.items()}
     ppp = {k: v["paths_per_pair"] for k, v in r.items()}
     # Yen's ties (the 512-node fixed experiment, disjoint destinations)
@@ -83,39 +73,45 @@ def test_fixed_512_nodes(fixed512):
                  ms["optiq_lp", "disjoint"], command=FIXED)
 
 
-def test_spread_aggregators_512_nodes():
-    r = _evaluate(_points("bgq_m2n_subset", lambda c: list(c.topology.midplanes) == [1, 1, 1, 1]
-                          and c.traffic.mode == "subset_spread" and c.routing.kind in ("dor", "optiq_lp")))
-    dor, lp = (r[512, kind, "subset_spread", None]["completion_time"] * 1e3 for kind in ("dor", "optiq_lp"))
+def test_spread_aggregators_512_nodes(p512):
+    r = p512.evaluate("bgq_m2n_subset", ALL4, lambda c: _at512(c) and c.traffic.mode == "subset_spread")
+    dor, lp, h, k16 = (r[512, name, "subset_spread", None, 8]["completion_time"] * 1e3
+                       for name in ("dor", "optiq_lp", "optiq_heuristic", "k16"))
     cmd = "sweeps=bgq_m2n_subset"
     check_stated(DOC, r"512 nodes: ([0-9.]+) ms against 32\)", lp, command=cmd)
     check_stated(DOC, r"ms against ([0-9]+)\)\. \*\*Why", dor, command=cmd)
     check_stated(DOC, r"and up to ([0-9.]+)x on spread aggregators", dor / lp, command=cmd)
+    # the subset paragraph's 512-node cells: DOR, OPTIQ's heuristic and k = 16 on spread aggregators
+    check_stated(DOC, r"DOR takes ([0-9]+) ms on every partition", dor, command=cmd)
+    check_stated(DOC, r"every partition and OPTIQ ([0-9.]+) / [0-9.]+ / [0-9.]+ / [0-9.]+ / [0-9.]+ ms on 512", h,
+                 command=cmd)
+    check_stated(DOC, r"\(k = 16: ([0-9.]+) \.\.\. [0-9.]+ ms\); with concentrated", k16, command=cmd)
+    # the heuristic's fastest point against DOR over the five sweeps' 39 points (this one)
+    check_stated(DOC, r"between [0-9.]+x and ([0-9.]+)x of DOR's speed", dor / h, command=cmd)
 
 
-def test_dor_on_2048_nodes_fixed_and_distance():
-    r = _evaluate(_points("bgq_m2n_distance", lambda c: c.routing.kind == "dor")
-                  + _points("bgq_m2n_fixed", lambda c: list(c.topology.midplanes) == [2, 2, 1, 1]
-                            and c.routing.kind == "dor" and c.traffic.mode == "disjoint"))
-    dist = {k[3]: v for k, v in r.items() if k[3] is not None}
-    assert sorted(dist) == [128, 256, 512, 1024, 1792]
-    cmd = "sweeps=bgq_m2n_distance"
-    for i, start in enumerate((128, 256, 512, 1024)):
-        pat = r"DOR mean path " + r"[0-9.]+ / " * i + r"([0-9.]+)" + r" / [0-9.]+" * (3 - i) + r" hops"
-        check_stated(DOC, pat, dist[start]["mean_hops"], command=cmd)
-    assert len({v["completion_time"] for v in dist.values()}) == 1
-    check_stated(DOC, r"DOR stays at ([0-9]+) ms", dist[128]["completion_time"] * 1e3, command=cmd)
-    fixed = r[2048, "dor", "disjoint", None]["completion_time"] * 1e3
-    check_stated(DOC, r"\(fixed; ([0-9]+) ms from 2,048 nodes on", fixed, command=FIXED)
+def test_constant_ratio_512_nodes(p512):
+    """The k-shortest paragraph's constant-ratio cells on 512 nodes (k = 16 and OPTIQ's heuristic) and Model 1's
+    largest gain over DOR outside spread aggregators (overlap destinations; the table's row:
+    tests/test_claims_studies.py)."""
+    r = p512.evaluate("bgq_m2n_constant_ratio", ALL4, _at512)
+    ms = {k[1:3]: v["completion_time"] * 1e3 for k, v in r.items()}
+    check_stated(DOC, r"constant ratio on 512 nodes \(k = 16: ([0-9]+) ms,", ms["k16", "disjoint"], command=OPTIQ)
+    check_stated(DOC, r"OPTIQ's heuristic ([0-9.]+) ms; overlap:", ms["optiq_heuristic", "disjoint"], command=OPTIQ)
+    check_stated(DOC, r"; overlap: ([0-9.]+) ms against 32, the table", ms["optiq_heuristic", "overlap"],
+                 command=OPTIQ)
+    check_stated(DOC, r"overlap: [0-9.]+ ms against ([0-9]+), the table", ms["dor", "overlap"], command=OPTIQ)
+    check_stated(DOC, r"the limit\), [0-9.]+x to ([0-9.]+)x faster at the others",
+                 ms["dor", "overlap"] / ms["optiq_lp", "overlap"], command=OPTIQ)
 
 
-def test_bytes_bandwidths_and_the_hand_check():
+def test_bytes_bandwidths_and_the_hand_check(p512):
     """The sweeps' bytes and BG/Q's bandwidths as the configs set them; the constant-ratio bound's hand check on
     512 nodes from the point's traffic and the links that leave the source slab A = B = 0."""
-    cr = _points("bgq_m2n_constant_ratio", lambda c: list(c.topology.midplanes) == [1, 1, 1, 1]
-                 and c.traffic.mode == "disjoint" and c.routing.kind == "dor")[0]
-    mb = {s: _points(s, lambda c: True)[0].traffic.bytes / 1e6 for s in
-          ("bgq_m2n_constant_ratio", "bgq_m2n_fixed", "bgq_m2n_subset")}
+    cr = next(c for c in points("bgq_m2n_constant_ratio", ALL4) if _at512(c) and c.traffic.mode == "disjoint"
+              and c.routing.kind == "dor")
+    mb = {s: points(s, ALL4)[0].traffic.bytes / 1e6 for s in ("bgq_m2n_constant_ratio", "bgq_m2n_fixed",
+                                                               "bgq_m2n_subset")}
     check_stated(DOC, r"\(m = p/16 -> 8 of the last p/2, ([0-9]+) MB\)", mb["bgq_m2n_constant_ratio"],
                  command="sweeps/bgq_m2n_constant_ratio.yaml")
     check_stated(DOC, r"nodes send ([0-9]+) MB to each of 8 destinations", mb["bgq_m2n_constant_ratio"], command=OPTIQ)
@@ -124,10 +120,10 @@ def test_bytes_bandwidths_and_the_hand_check():
                  command="sweeps=bgq_m2n_subset")
     check_stated(DOC, r"one link of the source: 8 x ([0-9]+) MB / 2 GB/s", mb["bgq_m2n_constant_ratio"], command=OPTIQ)
     check_stated(DOC, r"\(constant ratio\), 2 x ([0-9]+) MB = 8 ms", mb["bgq_m2n_fixed"], command=FIXED)
-    p = config.build(cr)
-    dor = float(ev.evaluate(p.topology, p.traffic, p.placement, p.routing).completion_time) * 1e3
+    topo = p512.topology(cr)
+    traffic, placement = build_job(cr.traffic, cr.placement, topo, cr.topology)
+    dor = float(ev.evaluate(topo, traffic, placement, config.build_routing_spec(cr.routing)).completion_time) * 1e3
     check_stated(DOC, r"8 x 8 MB / 2 GB/s = ([0-9]+) ms \(constant ratio\)", dor, command=OPTIQ)
-    topo = p.topology
     cap = np.asarray(topo.capacity, dtype=float)
     router = cap[: topo.n_router_links]
     assert np.unique(router).size == 1
@@ -136,13 +132,13 @@ def test_bytes_bandwidths_and_the_hand_check():
     check_stated(DOC, r"8 x 8 MB / ([0-9]+) GB/s = 32 ms", router[0] / 1e9, command=OPTIQ)
     check_stated(DOC, r"both ways, ([0-9]+) GB/s\) carry", router[0] / 1e9, command=OPTIQ)
     # the hand check: the 32 sources' bytes over the links out of their slab (A = B = 0)
-    sent = np.asarray(p.traffic.sent_per_task(), dtype=float)
+    sent = np.asarray(traffic.sent_per_task(), dtype=float)
     sources = np.flatnonzero(sent)
     assert sources.size == 32 and np.unique(sent[sources]).size == 1
     slab = np.all(np.asarray(topo.router_coords)[:, :2] == 0, axis=1)
     links = slice(0, topo.n_router_links)
     out = slab[np.asarray(topo.link_src)[links]] & ~slab[np.asarray(topo.link_dst)[links]]
-    assert slab[topo.node_router[np.asarray(p.placement.task_node)[sources]]].all()
+    assert slab[topo.node_router[np.asarray(placement.task_node)[sources]]].all()
     check_stated(DOC, r"carry all 32 x ([0-9]+) MB", sent[sources[0]] / 1e6, command=OPTIQ)
     check_stated(DOC, r"no routing beats ([0-9.]+) GB / 256", sent.sum() / 1e9, command=OPTIQ)
     check_stated(DOC, r"GB / ([0-9]+) GB/s = 8 ms", router[out].sum() / 1e9, command=OPTIQ)

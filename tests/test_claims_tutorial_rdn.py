@@ -146,3 +146,18 @@ def test_the_queue_against_three_baselines(runs):
     assert red["ugal"] < red["adaptive"] < red["oblivious"]
     ug = runs["tables"]["ugal"].speedup.sel(mode="minimal_balance", groups=2)
     assert float(ug) < 1  # "below 1 at 2 groups"
+
+
+def test_workload_doc_states_the_tutorial_reductions(runs):
+    """docs/workload.md ('Where the baselines can be computed they differ'): the tutorial's wait reductions
+    against the three TDN baselines, from the same schedule, and the p95 wait rising against the first two."""
+    three = runs["three"]
+    red = {b: float(re.search(rf"grap\+speedup\({b}\) vs slurm_round_robin: (-?[0-9.]+)% overall", three).group(1))
+           for b in ("adaptive", "ugal", "oblivious")}
+    doc = "docs/workload.md"
+    check_stated(doc, r"the reduction is (-?[0-9.]+)% against UGAL-G", red["ugal"], THREE)
+    check_stated(doc, r"the queue waits longer\), (-?[0-9.]+)% against the ideal adaptive b", red["adaptive"], THREE)
+    check_stated(doc, r"ideal adaptive bound and (-?[0-9.]+)% against the fastest oblivious", red["oblivious"], THREE)
+    p95 = {b: _row(three, f"grap+speedup({b})")[2] for b in red}
+    base = _row(three, "slurm_round_robin")[2]
+    assert p95["ugal"] > base and p95["adaptive"] > base  # "the p95 wait rises against the first two"

@@ -37,3 +37,38 @@ def test_shrunken_fig5_study(shrunk):
     check_stated(DOC, row + r"([0-9.]+) h", rw / 3600, SHRUNK)
     check_stated(DOC, row + r"[0-9.]+ h \| \*\*([0-9.]+)%\*\*", 100 * (1 - rw / bw), SHRUNK)
     check_stated(DOC, row + r"[0-9.]+ h \| [^|]+ \| ([0-9.]+) \|", float(rdn.speedup.mean()), SHRUNK)
+
+
+def test_no_speedup_table_applies_ratio_one(shrunk):
+    """The Fig. 5 table's runs without a speedup table (`slurm_round_robin` on the TDN, `grap` allocation only) state
+    a mean speedup ratio of 1.000: without a table every job's ratio is 1 whatever its allocation, so the mean over
+    any trace is the mean over the 50,000 jobs. Round-robin: the shrunken study's baseline; `grap` without a table:
+    a 100-job trace from the same generator (the shrunken command prints that run on its 2,000 jobs)."""
+    from evaluator.workload import make_policy, simulate
+    from tests.workload_speed import trace
+
+    cmd = "python -m tests.workload_speed 288 288 50000 --policies paper --allow-foreign-speedups"
+    base, _ = shrunk
+    check_stated(DOC, r"\| `slurm_round_robin` \(TDN\) \| none \| [0-9.]+ h \| \| ([0-9.]+) \|",
+                 float(base.speedup.mean()), cmd)
+    grap = simulate(trace(288, 288, 100), make_policy("grap", 288, 288))
+    check_stated(DOC, r"\| `grap`, allocation only \| none \| [0-9.]+ h \| [^|]+ \| ([0-9.]+) \|",
+                 float(grap.speedup.mean()), cmd)
+
+
+def test_mean_ratio_as_share_of_run_time():
+    """'our 1.291 mean ratio on 30% MPI time gives, 6.8% of run time': the run-time rule the scheduler applies
+    (`accelerated_run_time`, `time_ratio`) to the ratio and MPI fraction the sentence names. Both are read from
+    the page without recording them (the 1.291 itself comes from the 50,000-job run, which is not rerun)."""
+    import re
+
+    from evaluator.workload.model import accelerated_run_time
+    from tests.claims import ROOT
+
+    m = re.search(r"our ([0-9.]+) mean ratio on ([0-9.]+)% MPI time", " ".join((ROOT / DOC).read_text().split()))
+    assert m, "docs/workload.md: the sentence on the mean ratio's share of run time changed"
+    ratio, mpi = float(m.group(1)), float(m.group(2)) / 100
+    saved = 1.0 - accelerated_run_time(1.0, mpi, ratio, "time_ratio")
+    cmd = "python -m tests.workload_speed 288 288 50000 --policies paper --allow-foreign-speedups"
+    check_stated(DOC, r"our [0-9.]+ mean ratio on [0-9.]+% MPI time (?:<!-- input --> )?gives, ([0-9.]+)% of run time",
+                 100 * saved, cmd)

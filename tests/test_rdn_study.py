@@ -281,3 +281,24 @@ def test_summaries_over_the_seeds(study4):
     assert study4.rdn_time_bg.dims == ("pattern", "groups")   # GRAP's allocation is not random
     one = allocation_mode_study(M4, groups=(2,), patterns=("stencil",), bounds=(), n_seeds=1)
     assert np.isnan(one.gain_oblivious_std).all() and (one.gain_oblivious_mean == one.gain_oblivious_min).all()
+
+
+def test_adaptive_none_skips_ugal_and_changes_nothing_else(study4):
+    """``adaptive=()`` (``--adaptive none``) leaves UGAL-G's fixed points out: its columns NaN, every other variable
+    as in the full study (the same draws); a speedup table against UGAL-G from it is refused, not NaN."""
+    lean = allocation_mode_study(M4, groups=(2,), patterns=("stencil",), background=0.26, n_seeds=2,
+                                 bounds=("adaptive",), adaptive=())
+    full = study4
+    assert lean.attrs["tdn_adaptive"] == "" and full.attrs["tdn_adaptive"] == "ugal"
+    assert np.isfinite(full.tdn_ugal_time_bg).all() and np.isnan(lean.tdn_ugal_time_bg).all()
+    for name in ("tdn_minimal_time_bg", "tdn_valiant_time_bg", "tdn_adaptive_time_bg", "rdn_time_bg",
+                 "gain_oblivious", "gain_adaptive"):
+        np.testing.assert_array_equal(lean[name].values, full[name].isel(seed=slice(0, 2)).values
+                                      if "seed" in full[name].dims else full[name].values)
+    with pytest.raises(errors.ConfigError, match="adaptive="):
+        speedup_table(study=lean, baseline="ugal")
+    with pytest.raises(errors.ConfigError, match="adaptive"):
+        allocation_mode_study(M4, adaptive=("ugal_l",))
+    from evaluator.studies.rdn import format_study
+    assert "tdn_ugal_time_bg" in format_study(full) and "tdn_ugal_time_bg" not in format_study(lean)
+    assert "gain vs ugal" not in format_study(lean)

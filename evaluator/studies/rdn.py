@@ -539,7 +539,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                           patterns: Sequence[str] = tuple(PATTERNS), background: float = 0.26,
                           seed: int = 0, progress=None, bounds: Sequence[str] = ("adaptive",),
                           max_lp_nnz: int = MAX_LP_NNZ, solver: str = "highs",
-                          n_seeds: int = DEFAULT_SEEDS) -> xr.Dataset:
+                          n_seeds: int = DEFAULT_SEEDS, adaptive: Sequence[str] = TDN_ADAPTIVE) -> xr.Dataset:
     """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)`` and, for everything that
     depends on the TDN's random mapping, ``seed`` (``n_seeds`` draws); times in seconds.
 
@@ -575,7 +575,9 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     with a ``seed`` dimension: ``<name>_mean``, ``<name>_std`` (sample, ``ddof=1``), ``<name>_min``,
     ``<name>_max`` (:data:`SUMMARIES`).
 
-    ``bounds``: which of ``adaptive`` and ``optimal`` to compute;
+    ``bounds``: which of ``adaptive`` and ``optimal`` to compute; ``adaptive``: which adaptive routings of the TDN
+    to compute (:data:`TDN_ADAPTIVE`: UGAL-G, a fixed point per seed, with and without background; ``()``: none,
+    their columns NaN: on DF(12, 24, 12, 288) about 13 s per solve, most of a point's time);
     ``max_lp_nnz``: the largest LP attempted; ``solver``: ``highs`` or ``pdhg``. ``n_seeds``: random mappings of
     the TDN per point; draw ``s`` of a point is seeded :func:`mapping_seed` ``(seed, pattern, q, s)``, which
     depends on the point and ``s`` only: a run of some patterns, some sizes or fewer seeds gives the same numbers
@@ -583,7 +585,8 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     """
     for arg, value, what in (("patterns", patterns, f"a list of pattern names among {' | '.join(PATTERNS)}"),
                              ("groups", groups, "a list of group counts (integers >= 2)"),
-                             ("bounds", bounds, f"a list among {' | '.join(BOUNDS)}")):
+                             ("bounds", bounds, f"a list among {' | '.join(BOUNDS)}"),
+                             ("adaptive", adaptive, f"a list among {' | '.join(TDN_ADAPTIVE)} (or empty)")):
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray, range)):
             raise ConfigTypeError(arg, value, what, f"Got a {type(value).__name__}; e.g. {arg}=[...].")
     for name in patterns:
@@ -595,6 +598,9 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     bounds = tuple(bounds)
     for name in bounds:
         require(name in BOUNDS, "bounds", name, " | ".join(BOUNDS))
+    adaptive = tuple(adaptive)
+    for name in adaptive:
+        require(name in TDN_ADAPTIVE, "adaptive", name, " | ".join(TDN_ADAPTIVE))
     seed = check_seed("seed", seed)
     n_seeds = positive_int("n_seeds", n_seeds)
     max_lp_nnz = positive_int("max_lp_nnz", max_lp_nnz)
@@ -620,7 +626,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                 tr, pol, nodes = _job(machine, pat, q)
                 vals = _rdn_point(machine, pat, q, tr, pol, nodes, fraction)
                 draws = [_tdn_point(machine, tdn, tr, nodes.size, fraction, mapping_seed(seed, pat, q, s), bounds,
-                                    max_lp_nnz, solver) for s in range(n_seeds)] if tdn is not None else []
+                                    max_lp_nnz, solver, adaptive) for s in range(n_seeds)] if tdn is not None else []
                 for k, v in vals.items():
                     data[k][i, j] = v
                 for s, (more, why) in enumerate(draws):
@@ -726,7 +732,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                                   "k the pattern's place in stencil, neighbouring, all_to_all",
                      "summaries": "_mean, _std (sample, ddof=1), _min, _max over the seed dimension",
                      "tdn_mapping": "random nodes of the whole machine", "rdn_routing": "tago",
-                     "tdn_routings": ",".join(TDN_ROUTINGS), "tdn_adaptive": ",".join(TDN_ADAPTIVE),
+                     "tdn_routings": ",".join(TDN_ROUTINGS), "tdn_adaptive": ",".join(adaptive),
                      "tdn_bounds": ",".join(bounds),
                      "max_lp_nnz": max_lp_nnz, "bound_solver": solver,
                      "headline": "gain_adaptive_mean (conservative: RDN-GRAP against the ideal adaptive lower bound, "
@@ -752,6 +758,11 @@ def _check_study(study, baseline: str) -> None:
                                                                   f"{baseline!r}",
                           "Is it the dataset of allocation_mode_study (not its speedup table)? A study computed "
                           "by another version of the evaluator may lack the variables of this baseline.")
+    if baseline in TDN_ADAPTIVE and baseline not in str(study.attrs.get("tdn_adaptive", baseline)).split(","):
+        raise ConfigError("study", f"a study without {baseline} (adaptive={study.attrs.get('tdn_adaptive')!r})",
+                          f"a study that computed {baseline} for baseline={baseline!r}",
+                          f"Compute it: allocation_mode_study(..., adaptive=({baseline!r},)), or evaluator study "
+                          f"rdn --adaptive {baseline}.")
 
 
 def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
@@ -786,7 +797,8 @@ def speedup_table(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = D
         _check_study(study, baseline)
     if study is None:
         study = allocation_mode_study(machine, groups, tuple(PATTERNS), background, seed,
-                                      bounds=(baseline,) if baseline in BOUNDS else (), n_seeds=n_seeds)
+                                      bounds=(baseline,) if baseline in BOUNDS else (), n_seeds=n_seeds,
+                                      adaptive=(baseline,) if baseline in TDN_ADAPTIVE else ())
     ds = study
     of_mode = {"minimal_balance": "stencil", "custom_balance": "stencil", "custom": "neighbouring",
                "adaptive": "all_to_all"}
@@ -870,7 +882,8 @@ def format_study(ds: xr.Dataset) -> str:
     index = pd.MultiIndex.from_product([list(ds.pattern.values), [int(q) for q in ds.groups.values]],
                                        names=["pattern", "groups"])
     shown = tuple(b for b in BOUNDS if b in ds.attrs.get("tdn_bounds", ",".join(BOUNDS)).split(","))
-    adaptive = tuple(a for a in TDN_ADAPTIVE if f"tdn_{a}_time_bg" in ds)
+    asked = ds.attrs.get("tdn_adaptive", ",".join(TDN_ADAPTIVE)).split(",")
+    adaptive = tuple(a for a in TDN_ADAPTIVE if f"tdn_{a}_time_bg" in ds and a in asked)
     tcols = ["rdn_time_bg", "tdn_oblivious_time_bg"] + [f"tdn_{a}_time_bg" for a in adaptive] + \
         [f"tdn_{b}_time_bg" for b in shown]
     t = pd.DataFrame(dict(_time_cells(ds, c) for c in tcols), index=index)
@@ -1077,6 +1090,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     ap.add_argument("--patterns", default=",".join(PATTERNS), help=f"some of {','.join(PATTERNS)} (default: all)")
     ap.add_argument("--bounds", default="adaptive",
                     help="TDN bounds to compute: adaptive, optimal, both (adaptive,optimal) or none")
+    ap.add_argument("--adaptive", default=",".join(TDN_ADAPTIVE),
+                    help=f"TDN adaptive routings to compute: {','.join(TDN_ADAPTIVE)} (UGAL-G, the default) or none "
+                         "(its columns n/a; on the paper's machine most of a point's time)")
     ap.add_argument("--max-lp-nnz", default=str(MAX_LP_NNZ), metavar="N",
                     help="largest LP attempted, in nonzeros (default %(default)s)")
     ap.add_argument("--background", default="0.26", metavar="F",
@@ -1105,6 +1121,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     groups = _parse_groups(args.groups)
     patterns = _parse_names("--patterns", args.patterns, tuple(PATTERNS))
     bounds = _parse_names("--bounds", args.bounds, tuple(BOUNDS), none_ok=True)
+    adaptive = _parse_names("--adaptive", args.adaptive, TDN_ADAPTIVE, none_ok=True)
     max_lp_nnz = _parse_number("--max-lp-nnz", args.max_lp_nnz, "int", "an integer >= 1 (nonzeros)", lambda v: v >= 1)
     background = _parse_number("--background", args.background, "float", "a fraction in [0, 1)",
                                lambda v: 0 <= v < 1)
@@ -1113,6 +1130,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     n_seeds = _parse_number("--seeds", args.seeds, "int", "an integer >= 1 (random mappings per point)",
                             lambda v: v >= 1)
     check_machine(m, patterns, "--machine", args.machine)
+    if args.speedup_out and args.baseline in TDN_ADAPTIVE and args.baseline not in adaptive:
+        raise ConfigError("--baseline", args.baseline, f"an adaptive routing that --adaptive computes ({args.adaptive})",
+                          f"Add it: --adaptive {','.join(adaptive + (args.baseline,))}")
     if args.speedup_out and args.baseline in BOUNDS and args.baseline not in bounds:
         raise ConfigError("--baseline", args.baseline, f"a bound that --bounds computes ({args.bounds})",
                           f"Add it: --bounds {','.join(bounds + (args.baseline,))}")
@@ -1129,13 +1149,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         check_output_file("--speedup-out", args.speedup_out, sp)
     t0 = time.perf_counter()
     ds = allocation_mode_study(m, groups, patterns=patterns, background=background, seed=seed, bounds=bounds,
-                               max_lp_nnz=max_lp_nnz, n_seeds=n_seeds,
+                               max_lp_nnz=max_lp_nnz, n_seeds=n_seeds, adaptive=adaptive,
                                progress=lambda pat, q, s: print(f"{pat:>13} {q:>4} groups  {s:7.1f} s", flush=True))
     ds.attrs["total_seconds"] = time.perf_counter() - t0
     print(format_study(ds))
     print(f"total {ds.attrs['total_seconds']:.1f} s")
-    table = speedup_table(study=ds, baseline=args.baseline) if not (args.baseline in BOUNDS and
-                                                                     args.baseline not in bounds) else None
+    table = speedup_table(study=ds, baseline=args.baseline) if not (
+        (args.baseline in BOUNDS and args.baseline not in bounds)
+        or (args.baseline in TDN_ADAPTIVE and args.baseline not in adaptive)) else None
     if table is not None:
         print()
         print(format_speedup_table(table))
