@@ -26,6 +26,7 @@ test: setup
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
 
 # the suite without its heavy groups (tests/conftest.py SLOW_GROUPS: Ray, the documents run, the claim tests, SMPI)
+# and without the tests of tests/data/slow_tests.txt (half a second or more in a full run: tests/slow_tests.py)
 test-quick: setup
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
 

@@ -184,10 +184,14 @@ SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the slow groups' tests ``slow`` (``make test-quick`` runs ``-m "not slow"``)."""
+    """Mark the slow groups' tests ``slow``, and the tests of tests/data/slow_tests.txt (half a second or more in
+    a full run: tests/slow_tests.py); ``make test-quick`` runs ``-m "not slow"``."""
+    from tests.slow_tests import listed
+
+    slow_tests = listed()
     for item in items:
         group = xdist_group(item.nodeid)
-        if group in SLOW_GROUPS or group.startswith(("test_claims_", "named ")):
+        if group in SLOW_GROUPS or group.startswith(("test_claims_", "named ")) or item.nodeid in slow_tests:
             item.add_marker(pytest.mark.slow)
 # (2026-11-26: test_mapping_search, 60 s, was not listed: 12 tests at the old default of 0.3 s a test put it among
 # the last groups to start, a tail of a minute on one worker; the modules of hundreds of quick tests, e.g.
