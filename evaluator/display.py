@@ -198,12 +198,13 @@ def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> 
 
 def format_timing(timing: Mapping[str, float]) -> str:
     """A sweep's ``timing_json`` as one line, e.g. ``wall 11.44 s; driver: expand 1.300 ms, chunk files (summed
-    over threads) 12.00 ms, dataset 4.100 ms; chunks (summed): build 86.30 ms, compile 5.042 s, evaluate 0 s; peak
-    memory: driver 296.4 MB, worker 484.3 MB``.
+    over threads) 12.00 ms, dataset assembly 4.100 ms; chunks (summed): build 86.30 ms, compile 5.042 s, evaluate
+    0 s; peak memory: driver 296.4 MB, worker 484.3 MB``.
 
-    ``dataset``: the dataset's assembly and file; ``chunk files``: the finished chunks persisted as they came, on
-    the driver's writer threads (their time summed; it overlaps the evaluation and is mostly a wait on ``fsync``).
-    Records of earlier versions have only ``write_s`` (both together), shown as ``dataset``.
+    ``chunk files``: the finished chunks persisted as they came, on the driver's writer threads (their time summed;
+    it overlaps the evaluation and is mostly a wait on ``fsync``); ``dataset assembly``: the dataset built from the
+    chunks (its file is written after the record). Records of earlier versions have ``write_s`` instead (the chunk
+    files), shown as ``write``.
 
     Times are seconds (``*_s``); build, compile and evaluate are summed over the chunks (worker time, not
     wall time); memory is MiB in the record (``*_mb``, from ``ru_maxrss``) and shown in decimal MB/GB, both
@@ -216,7 +217,7 @@ def format_timing(timing: Mapping[str, float]) -> str:
     if "wall_s" in timing:
         parts.append(f"wall {format_value(timing['wall_s'], 's')}")
     for title, keys in (("driver", (("expand_s", "expand"), ("persist_s", "chunk files (summed over threads)"),
-                                    ("write_s", "dataset"))),
+                                    ("assemble_s", "dataset assembly"), ("write_s", "write"))),
                         ("chunks (summed)", (("build_s", "build"), ("compile_s", "compile"), ("eval_s", "evaluate")))):
         text = times(keys)
         if text:

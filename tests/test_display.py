@@ -93,13 +93,15 @@ def test_format_table_units_in_headers_values_scaled_data_unchanged():
 
 
 def test_format_timing():
-    timing = {"expand_s": 0.0013, "build_s": 0.0863, "compile_s": 5.0415, "eval_s": 0.0, "write_s": 0.0041,
+    timing = {"expand_s": 0.0013, "build_s": 0.0863, "compile_s": 5.0415, "eval_s": 0.0, "assemble_s": 0.0041,
               "persist_s": 0.012, "worker_peak_rss_mb": 461.8828, "wall_s": 11.4366, "driver_peak_rss_mb": 282.625}
     assert format_timing(timing) == (
-        "wall 11.44 s; driver: expand 1.300 ms, chunk files (summed over threads) 12.00 ms, dataset 4.100 ms; "
+        "wall 11.44 s; driver: expand 1.300 ms, chunk files (summed over threads) 12.00 ms, dataset assembly "
+        "4.100 ms; "
         "chunks (summed): build 86.30 ms, "
         "compile 5.042 s, evaluate 0 s; peak memory: driver 296.4 MB, worker 484.3 MB")  # MiB * 1.048576
     assert format_timing({"wall_s": 2.0}) == "wall 2.000 s"
+    assert format_timing({"write_s": 2.0}) == "driver: write 2.000 s"  # a record of an earlier version
 
 
 SMALL = ["topology.p=2", "topology.a=4", "topology.h=2", "traffic.alpha=[16,16,16]",

@@ -734,11 +734,12 @@ class SparseMatrixBaseline(RoutingMatrix):
             raise ConfigError("bench.scipy_method", method, f"one of {list(METHODS)}")
         placements = list(placements)
         tns = np.stack([np.asarray(p.task_node, np.int64) for p in placements])  # [point, task]
-        size = self.batch_size(traffic, tns.shape[0], batch_size)
+        torus_points = method == "per point" and not self.per_pair  # no batch: R built and applied per point
+        size = None if torus_points else self.batch_size(traffic, tns.shape[0], batch_size)
         if not self.per_pair and traffic.kernel_input == "dense":
             traffic = traffic.to_flows()
         self.last_build_s = 0.0
-        if method == "per point" and not self.per_pair:  # a torus: R (links x flows) built and applied per point
+        if torus_points:  # a torus: R (links x flows) built and applied per point (its size: check_size)
             parts = [self._torus_point(traffic, pl, keep_link_load) for pl in placements]
         else:
             parts = [self._apply_chunk(traffic, tns[i:i + size], keep_link_load, method)

@@ -494,8 +494,19 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
                 builds[m].append(base.last_build_s)
             return fn
 
-        ours, *ways = _interleaved([evaluate] + [way(m) for m in METHODS], BIG_REPEAT, 2 * BIG_MIN_S)
-        by_method = dict(zip(METHODS, ways))
+        methods = []
+        for m in METHODS:  # a way whose one-point batch does not fit memory is left out, with its reason
+            try:
+                if m == "batched" or base.per_pair:
+                    base.batch_size(tr, 1)
+                methods.append(m)
+            except ResourceError as exc:
+                row.setdefault("scipy_methods_na", {})[m] = str(exc)
+        if not methods:
+            row.update(scipy_na="no SciPy way fits", scipy_reason="; ".join(row["scipy_methods_na"].values()))
+            return base, build
+        ours, *ways = _interleaved([evaluate] + [way(m) for m in methods], BIG_REPEAT, 2 * BIG_MIN_S)
+        by_method = dict(zip(methods, ways))
         method = strongest(by_method)
         point = by_method[method]
         if not base.per_pair:  # R built inside the call: its share (each call's build <= its total)
@@ -825,6 +836,8 @@ def _scipy_cells(r: dict) -> tuple[float, str, str]:
         ways = r.get("scipy_by_method_s", {})
         how = (f"{method} (the faster: " + ", ".join(f"{m} {t:.3g} s" for m, t in ways.items())
                + "; with its completion time)") if len(ways) > 1 else method
+        for m, why in r.get("scipy_methods_na", {}).items():  # a way left out: it does not fit memory
+            how += f" ({m}: does not fit, {why.split(': ', 1)[-1]})"
         note = (f"SciPy {how}: R built in {r['scipy_build_s']:.3g} s ({when}), applied in {r['scipy_apply_s']:.3g} s, "
                 f"{r['scipy_nnz']:,} nnz, {r['scipy_mb']:.0f} MB")
         return r["scipy_s"] / r["eval_s"], f"SciPy {r['scipy_rel_dev']:.1e}", note
