@@ -302,3 +302,5 @@ def test_adaptive_none_skips_ugal_and_changes_nothing_else(study4):
     from evaluator.studies.rdn import format_study
     assert "tdn_ugal_time_bg" in format_study(full) and "tdn_ugal_time_bg" not in format_study(lean)
     assert "gain vs ugal" not in format_study(lean)
+    assert "two TDN baselines side by side (UGAL-G not computed" in format_study(lean)
+    assert "three TDN baselines side by side" in format_study(full)

@@ -906,10 +906,14 @@ def format_study(ds: xr.Dataset) -> str:
     seeds = (f"{n} seeds (random mappings of the TDN, base seed {ds.attrs['seed']}): mean [min, max] over them"
              if n > 1 else f"seed {ds.attrs['seed']}, one random mapping of the TDN")
     lines = [f"{ds.attrs['machine']}, {100 * ds.attrs['background']:g}% background, {seeds}; "
-             "times with background; gain = T_TDN / T_RDN, against three TDN baselines side by side: adaptive (the "
-             "ideal adaptive bound, best per-group-pair mix of minimal and Valiant: the headline), ugal (UGAL-G, the "
-             "adaptive routing Dragonflies deploy, a flow-level model that adapts per router pair and can beat that "
-             "bound) and oblivious (the fastest of minimal/valiant/valiant_router: the upper end; oblivious routing: "
+             "times with background; gain = T_TDN / T_RDN, against "
+             + ("three TDN baselines side by side: adaptive (the ideal adaptive bound, best per-group-pair mix of "
+                "minimal and Valiant: the headline), ugal (UGAL-G, the adaptive routing Dragonflies deploy, a "
+                "flow-level model that adapts per router pair and can beat that bound) and oblivious"
+                if "ugal" in adaptive else
+                "two TDN baselines side by side (UGAL-G not computed: --adaptive none): adaptive (the ideal adaptive "
+                "bound, best per-group-pair mix of minimal and Valiant: the headline) and oblivious")
+             + " (the fastest of minimal/valiant/valiant_router: the upper end; oblivious routing: "
              "the fastest, with its count of seeds where they differ); the lowest gain is the conservative end "
              "(against any routing: --bounds optimal); n/a: not computed (below)",
              t.to_string(), "", "TDN slowdown from the background (time_bg / time - 1), per routing and bound:",
