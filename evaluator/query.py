@@ -112,8 +112,10 @@ def _has_hdf5_signature(fh, head: bytes) -> bool:
     return False
 
 
-def open_results(path: str | Path, results_dir: str | Path = "results") -> xr.Dataset:
-    """Open a sweep dataset (``.nc`` via h5netcdf, or a ``.zarr`` directory), fully loaded.
+def open_results(path: str | Path, results_dir: str | Path = "results",
+                 drop_variables: Sequence[str] = ()) -> xr.Dataset:
+    """Open a sweep dataset (``.nc`` via h5netcdf, or a ``.zarr`` directory), fully loaded (less
+    ``drop_variables``, which are not read: e.g. a 10^6-point sweep's ``reason`` strings, 1.7 of its 2.4 s).
 
     ``path`` may also name a study (``"dragonfly_nne_placement"``: its latest
     run under ``results_dir``), ``STUDY/latest``, or a glob that matches one
@@ -140,7 +142,7 @@ def open_results(path: str | Path, results_dir: str | Path = "results") -> xr.Da
                                                        "or .zgroup)"
             raise ConfigError("path", str(p), _WRITTEN_BY, f"It is {what}.")
         try:
-            with xr.open_zarr(p) as ds:
+            with xr.open_zarr(p, drop_variables=list(drop_variables)) as ds:
                 return ds.load()
         except Exception as exc:  # zarr raises many types for a damaged store
             raise ConfigError("path", str(p), _WRITTEN_BY,
@@ -161,7 +163,7 @@ def open_results(path: str | Path, results_dir: str | Path = "results") -> xr.Da
                 "not a netCDF-4 (HDF5) file: it does not start with the HDF5 signature")
         raise ConfigError("path", str(p), _WRITTEN_BY, f"It is {what}.")
     try:
-        with xr.open_dataset(p, engine="h5netcdf") as ds:
+        with xr.open_dataset(p, engine="h5netcdf", drop_variables=list(drop_variables)) as ds:
             return ds.load()
     except Exception as exc:  # h5py/h5netcdf raise OSError, ValueError, KeyError... for a damaged file
         raise ConfigError("path", str(p), _WRITTEN_BY,

@@ -61,6 +61,27 @@ def test_partly_infeasible_sweep_prints_the_cause(tmp_path, capsys):
            "task per node; placement.tasks_per_node=2 fits 32 tasks)" in out, out
 
 
+def test_the_counts_recorded_at_assembly_are_the_datasets(tmp_path):
+    """The sweep records its infeasible points' reasons counted (attribute reason_counts_json), which the command's
+    summary reads instead of the strings: the same counts, in the same order, as counting the dataset's ``reason``
+    (several reasons, repeated, in a sweep of 3 x 3 points)."""
+    import numpy as np
+
+    from evaluator.query import open_results
+    from evaluator.sweep.reasons import reason_counts
+
+    assert cli.main(["sweep", *SMALL_DF, "routing=minimal", "traffic=all_to_all", "placement=linear",
+                     "traffic.n_tasks=8,16,40", "placement.tasks_per_node=1,2,3", f"sweep.output_dir={tmp_path}",
+                     "ray.enabled=false", "--no-progress"]) == 0
+    path = next(tmp_path.rglob("*.nc"))
+    full = open_results(path)
+    lean = open_results(path, drop_variables=["reason"])
+    assert "reason" in full and "reason" not in lean
+    counted = reason_counts(full)
+    assert len(counted) >= 2 and sum(counted.values()) == int((~np.asarray(full.feasible.values)).sum())
+    assert list(reason_counts(lean).items()) == list(counted.items())
+
+
 def test_optimize_names_the_cause(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["optimize", "--tasks", "16", "--alpha", "16,16,16", *SMALL_DF[1:], "--no-progress"]) == 2

@@ -134,7 +134,10 @@ def main(argv: list[str]) -> int:
     print(f"sweep {plan.name}: {plan.n_points} points on axes "
           + ", ".join(f"{a.name}[{a.size}]" for a in plan.axes) + f"; run id {plan.run_id}")
     path = run_sweep(plan, request.config.ray, progress=not args.no_progress)
-    ds = open_results(path)
+    # the summary reads the reasons' counts the sweep recorded, not the 10^6 strings (1.7 s of a 2.4 s read)
+    ds = open_results(path, drop_variables=["reason"])
+    if "reason_counts_json" not in ds.attrs:  # (a dataset that does not record them: a several-jobs sweep)
+        ds = open_results(path)
     n_feasible, n_points = int(ds.attrs["n_feasible"]), int(ds.attrs["n_points"])
     print(f"{n_feasible} feasible of {n_points} points; timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
     if 0 < n_feasible < n_points:

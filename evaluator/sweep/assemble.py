@@ -41,6 +41,14 @@ def _seeds_attr(seeds: list[int]) -> np.ndarray | str:
         return ",".join(str(s) for s in seeds)
 
 
+def reason_counts_json(codes: np.ndarray, table: list[str]) -> str:
+    """The infeasible points' reasons counted (``[[text, count], ...]`` as JSON, in order of first appearance:
+    :func:`evaluator.sweep.reasons.reason_counts` of the dataset, without reading its strings back)."""
+    used, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    return json.dumps([[table[int(used[i])], int(counts[i])] for i in order])
+
+
 def _code(index: dict[str, int], table: list[str], text: str) -> int:
     """The code of ``text`` in ``table`` (appended when new)."""
     code = index.get(text)
@@ -131,6 +139,7 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
     bottleneck = np.asarray(bottleneck_table + [""], dtype=object)[bottleneck_code]
     attrs = _attrs(plan, manifest, [])
     attrs["n_feasible"] = int(feasible.sum())
+    attrs["reason_counts_json"] = reason_counts_json(reason_code[~feasible], reason_table)
     ds = results_dataset(
         tuple(ax.name for ax in plan.axes), plan.shape, vals, {c: class_max[c] for c in sorted(class_max)},
         bottleneck, feasible=feasible, reason=reason, coords=_coords(plan), link_load=link_load, attrs=attrs,

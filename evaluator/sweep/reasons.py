@@ -70,9 +70,15 @@ def infeasible_reasons(ds) -> list[str]:
 def reason_counts(ds) -> dict[str, int]:
     """How many infeasible points of a sweep dataset have each ``reason`` text (in order of first appearance):
     :func:`infeasible_reasons` counted by a hash table, without a Python string per point (a 10^6-point sweep's
-    737,500 reasons: 1.2 s -> 0.1 s)."""
+    737,500 reasons: 1.2 s -> 0.1 s). A dataset opened without its ``reason`` variable (``open_results(...,
+    drop_variables=["reason"])``) gives the counts the sweep recorded at assembly (attribute
+    ``reason_counts_json``, :func:`evaluator.sweep.assemble.reason_counts_json`)."""
+    import json
+
     import pandas as pd
 
+    if "reason" not in ds and "reason_counts_json" in ds.attrs:
+        return {str(k): int(v) for k, v in json.loads(ds.attrs["reason_counts_json"])}
     reasons = np.asarray(ds["reason"].values).reshape(-1)
     if "feasible" in ds:
         reasons = reasons[~np.asarray(ds["feasible"].values, bool).reshape(-1)]
