@@ -35,9 +35,8 @@ def tied(a: float, b: float, rtol: float = TIE_RTOL) -> bool:
 
 def _ratio(winner: float, other: float, smaller: bool) -> float:
     """How many times better ``winner`` is than ``other`` (>= 1); NaN unless both are positive."""
-    if not (np.isfinite(winner) and np.isfinite(other)) or winner <= 0 or other <= 0:
-        return float("nan")
-    return other / winner if smaller else winner / other
+    return float(_ratios(np.float64(winner), np.float64(other), smaller))
+
 
 def _tied_arrays(a: np.ndarray, b: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
     """:func:`tied` of two arrays, element by element."""
@@ -46,7 +45,8 @@ def _tied_arrays(a: np.ndarray, b: np.ndarray, rtol: float = TIE_RTOL) -> np.nda
 
 
 def _ratios(winner: np.ndarray, other: np.ndarray, smaller: bool) -> np.ndarray:
-    """:func:`_ratio` of two arrays, element by element."""
+    """How many times better each ``winner`` is than its ``other``, element by element (NaN unless both are
+    positive and finite)."""
     ok = np.isfinite(winner) & np.isfinite(other) & (winner > 0) & (other > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = other / winner if smaller else winner / other

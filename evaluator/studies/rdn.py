@@ -1134,6 +1134,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     n_seeds = _parse_number("--seeds", args.seeds, "int", "an integer >= 1 (random mappings per point)",
                             lambda v: v >= 1)
     check_machine(m, patterns, "--machine", args.machine)
+    # a baseline that is a bound or an adaptive routing the study was told not to compute: no speedup table
+    uncomputed = args.baseline in tuple(BOUNDS) + TDN_ADAPTIVE and args.baseline not in bounds + adaptive
     if args.speedup_out and args.baseline in TDN_ADAPTIVE and args.baseline not in adaptive:
         raise ConfigError("--baseline", args.baseline, f"an adaptive routing that --adaptive computes ({args.adaptive})",
                           f"Add it: --adaptive {','.join(adaptive + (args.baseline,))}")
@@ -1158,9 +1160,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     ds.attrs["total_seconds"] = time.perf_counter() - t0
     print(format_study(ds))
     print(f"total {ds.attrs['total_seconds']:.1f} s")
-    table = speedup_table(study=ds, baseline=args.baseline) if not (
-        (args.baseline in BOUNDS and args.baseline not in bounds)
-        or (args.baseline in TDN_ADAPTIVE and args.baseline not in adaptive)) else None
+    table = speedup_table(study=ds, baseline=args.baseline) if not uncomputed else None
     if table is not None:
         print()
         print(format_speedup_table(table))

@@ -213,8 +213,12 @@ def _raise_if_signalled() -> None:
     Ctrl-C 0.1-0.2 s into Ray's connection attempts was lost that way and the sweep kept connecting for
     ``ray.connect_timeout_s``. The waits of the sweep (connecting included) call this between their steps."""
     if _SIGNALLED:
-        signum = _SIGNALLED[-1]
-        raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+        raise _interrupt(_SIGNALLED[-1])
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    """The exception a signal stops the sweep with: KeyboardInterrupt for Ctrl-C, :class:`Interrupted` else."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
 
 
 @contextlib.contextmanager
@@ -229,7 +233,7 @@ def stop_on_sigterm():
 
     def handler(signum, frame):
         _SIGNALLED.append(signum)
-        raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+        raise _interrupt(signum)
 
     # SIGINT only where Python's own handler is set (a sweep started with SIGINT ignored, as by nohup, keeps it so)
     sigs = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -525,7 +529,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
         if _SIGNALLED and _SIGNALLED[-1] != signal.SIGINT and not isinstance(exc, Interrupted):
             # Ray's waits turn any KeyboardInterrupt their signal check meets into a plain one: the exit status
             # says which signal stopped the sweep (143 for SIGTERM, not 130)
-            raise Interrupted(_SIGNALLED[-1]) from None
+            raise _interrupt(_SIGNALLED[-1]) from None
         raise
     finally:
         writer.close()

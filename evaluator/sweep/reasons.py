@@ -37,11 +37,8 @@ def summarize_reasons(reasons: Iterable[str] | Mapping[str, int], n: int = 4) ->
     points first (ties: in order of first appearance); a group of several texts is shown by its most common one,
     without the point's own value (``; got ...``)."""
     counts: Counter = Counter()
-    if isinstance(reasons, Mapping):
-        for r, c in reasons.items():
-            counts[_clean(r)] += int(c)
-    else:
-        counts.update(_clean(r) for r in reasons)
+    for r, c in (reasons.items() if isinstance(reasons, Mapping) else ((r, 1) for r in reasons)):
+        counts[_clean(r)] += int(c)
     groups: dict[str, Counter] = {}
     for text, c in counts.items():
         groups.setdefault(_rule(text), Counter())[text] = c
@@ -61,10 +58,15 @@ def summarize_reasons(reasons: Iterable[str] | Mapping[str, int], n: int = 4) ->
 def infeasible_reasons(ds) -> list[str]:
     """The ``reason`` of every infeasible point of a sweep dataset (points with ``feasible`` False; every point
     when the dataset has no ``feasible``)."""
+    return [str(r) for r in _infeasible(ds)]
+
+
+def _infeasible(ds) -> np.ndarray:
+    """The ``reason`` values of the infeasible points, flat (every point's without ``feasible``)."""
     reasons = np.asarray(ds["reason"].values).reshape(-1)
     if "feasible" in ds:
         reasons = reasons[~np.asarray(ds["feasible"].values, bool).reshape(-1)]
-    return [str(r) for r in reasons]
+    return reasons
 
 
 def reason_counts(ds) -> dict[str, int]:
@@ -79,8 +81,5 @@ def reason_counts(ds) -> dict[str, int]:
 
     if "reason" not in ds and "reason_counts_json" in ds.attrs:
         return {str(k): int(v) for k, v in json.loads(ds.attrs["reason_counts_json"])}
-    reasons = np.asarray(ds["reason"].values).reshape(-1)
-    if "feasible" in ds:
-        reasons = reasons[~np.asarray(ds["feasible"].values, bool).reshape(-1)]
-    counts = pd.Series(reasons, dtype=object).value_counts(sort=False, dropna=False)
+    counts = pd.Series(_infeasible(ds), dtype=object).value_counts(sort=False, dropna=False)
     return {str(k): int(v) for k, v in counts.items()}
