@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 
 import jax.numpy as jnp
 from jax import lax
@@ -38,7 +39,14 @@ from evaluator._types import AnyArray
 __all__ = ["segment_add", "add_at", "sub_at", "take", "first_argmax", "differentiable", "fused_size", "add_extra",
            "with_extra"]
 
-_PLAIN = [False]
+class _Plain(threading.local):
+    on = False
+
+
+_PLAIN = _Plain()
+"""Whether :func:`differentiable` is open in this thread. Per thread: the sweep's local chunk threads trace at
+the same time, and one thread's exit from the context turned the flag off under another one's trace (a UGAL
+sweep then failed now and then: "Linearization failed to produce known values for all output primals")."""
 
 
 @contextlib.contextmanager
@@ -46,11 +54,11 @@ def differentiable():
     """While open, :func:`segment_add`, :func:`add_at` and :func:`sub_at` trace as plain scatters (``jax.vmap``
     batches them its own way) instead of ``custom_vmap`` primitives, which JAX cannot differentiate: a program
     traced inside (a ``jax.vjp`` of the link loads, :mod:`evaluator._batch.latency`) can be transposed."""
-    _PLAIN[0], before = True, _PLAIN[0]
+    _PLAIN.on, before = True, _PLAIN.on
     try:
         yield
     finally:
-        _PLAIN[0] = before
+        _PLAIN.on = before
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,7 +85,7 @@ def _segment_add(num_segments: int):
 def segment_add(data: Float[Array, "entry"], idx: Integer[Array, "entry"], num_segments: int
                 ) -> Float[Array, "segment"]:
     """``out[s] = sum(data[idx == s])`` for ``s < num_segments``; indices must be in range."""
-    if _PLAIN[0]:
+    if _PLAIN.on:
         return jnp.zeros(int(num_segments), data.dtype).at[idx].add(data, mode="promise_in_bounds")
     return _segment_add(int(num_segments))(data, idx)
 
@@ -152,14 +160,14 @@ _sub_at = _scatter_into(lax.scatter_sub)
 
 def add_at(buf: Shaped[Array, "entry"], idx: Integer[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
     """``buf`` with ``val`` added at ``idx``, in place (:func:`_scatter_into`)."""
-    if _PLAIN[0]:
+    if _PLAIN.on:
         return buf.at[idx].add(val, mode="promise_in_bounds")
     return _add_at(buf, idx, val)
 
 
 def sub_at(buf: Shaped[Array, "entry"], idx: Integer[Array, "k"], val: Shaped[Array, "k"]) -> Shaped[Array, "entry"]:
     """``buf`` with ``val`` subtracted at ``idx``, in place (:func:`_scatter_into`)."""
-    if _PLAIN[0]:
+    if _PLAIN.on:
         return buf.at[idx].add(-val, mode="promise_in_bounds")
     return _sub_at(buf, idx, val)
 
