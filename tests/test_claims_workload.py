@@ -16,7 +16,8 @@ SHRUNK = "python -m tests.workload_speed 288 288 2000 --policies paper --allow-f
 @once
 def shrunk():
     """The shrunken study: 2,000 jobs on 288 x 288, round-robin against GRAP with the paper's Fig. 4 speedups
-    typed in (the machine's own table takes minutes to compute, so it is not rerun here)."""
+    typed in (the machine's own table, about 40 s without UGAL-G, and the 50,000-job schedules that apply a table,
+    35-80 s each, are not rerun here; tests/test_claims_workload_own.py says which of its points they would need)."""
     from evaluator.workload import make_policy, simulate
     from evaluator.workload.model import PAPER_FIG4_SPEEDUPS
     from evaluator.workload.run import load_speedups
