@@ -58,7 +58,9 @@ BUCKET_RATIO = 4
 
 LEVEL_FRACTIONS = (0.5, 0.625, 0.75, 0.875)
 """Flow-list lengths a move is also scored at, as fractions of the widest (rounded up to a multiple of 8), where
-the traffic has no narrow degree bucket and the routing lists each flow's links (DOR): there a move's cost is about linear in
+the traffic has no narrow degree bucket and the routing lists each flow's links in a fixed width but not compactly
+(``flow_links`` without ``flow_compact``; DOR lists compactly, and there a move's cost follows its links, not its
+flow list: measured before DOR did, a move's cost was about linear in
 its list's length (1,024-rank mesh halo on a 16x8x8 torus, 2 loaded cores: 16, 32 and 56 flows 16, 30 and 43 us a
 move; these levels: 21,600 -> 26,600 moves/s). Where it does not (``apply`` over every link: Dragonfly, fat
 tree), a move costs about the same at any length and the extra calls cost more than they save (DF(4,8,4) mesh
@@ -208,6 +210,7 @@ class MoveEvaluator:
         self._score = jax.jit(self._score_fn)
         self._heat = jax.jit(self._heat_fn)
         self._scores = {}
+        self._compact_sizes: dict = {}
         # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
         widths = t.widths or (t.incident.shape[1],)
         self._incident = [self._dev["incident"][:, :w] for w in widths[:-1]] + [self._dev["incident"]]
@@ -273,6 +276,8 @@ class MoveEvaluator:
         each of ``tasks`` (their flows in ``dev["incident"]``; empty slots: 0)."""
         P = self.table.n_phases
         q0 = self._objective(loads, dev["cap"])[1]
+        compact = self.kernel.operator.flow_compact is not None
+        n_rl, n_nodes = int(self.topology.n_router_links), int(self.topology.n_nodes)
 
         def one(t):
             f = dev["incident"][t]
@@ -283,8 +288,19 @@ class MoveEvaluator:
             m = f.shape[0]
             nodes = jnp.concatenate([task_node[dev["src"][f]], task_node[dev["dst"][f]]])
             idx = jnp.arange(m, dtype=jnp.int32)
+            if compact:  # the router links of the task's flows listed compactly (room for every longest path)
+                sn, dn = nodes[:m], nodes[m:]
+                wp = jnp.where(ph[:, None] == jnp.arange(P, dtype=jnp.int32)[None, :], w[:, None], 0.0)
+                c_links, c_vals, _ = self._compact_entries(sn, dn, wp, m * int(self.kernel.operator.flow_width))
+                c_links = jnp.where(c_links >= 0, c_links, n_rl)
+                n_idx = jnp.concatenate([sn, dn + n_nodes])
 
             def off(p):
+                if compact:  # the node links as the kernel loads them: injection, ejection, off the node only
+                    wn = jnp.where(sn != dn, wp[:, p], 0.0)
+                    return jnp.concatenate([jnp.zeros(n_rl, loads.dtype).at[c_links].add(c_vals[:, p], mode="drop"),
+                                            jnp.zeros(2 * n_nodes, loads.dtype).at[n_idx].add(
+                                                jnp.concatenate([wn, wn]))])
                 return self._flow_loads(nodes, idx, idx + m, jnp.where(ph == p, w, 0.0))
 
             d = jax.vmap(off)(jnp.arange(P, dtype=jnp.int32)) if P > 1 else off(0)[None, :]
@@ -380,23 +396,33 @@ class MoveEvaluator:
         return self.kernel.operator.route_few(net.routing, self._flow_tables, sr, dr, off_router,
                                               int(self.topology.n_router_links))
 
-    def _move_fn(self, k: int, L: int | None = None):
+    def _move_fn(self, k: int, L: int | None = None, size: int | None = None):
         """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state.
 
         The router links are updated densely (the routing's ``apply`` on the moved flows, before and after); the
         node links only where they can change: a move changes the injection and ejection loads of the moved
         slots' nodes only (a flow keeps its unmoved end's node, and becomes or stops being node-local only on a
         moved slot's node). The largest untouched node-link time of a phase is read from its ``4k + 1`` largest.
+        ``size``: list the moved flows' router links compactly in ``size`` entries (:meth:`_compact_entries`;
+        the move's ``(time, norm, entries needed)``: its scores are valid where ``needed <= size``).
         """
         P = self.table.n_phases
         n_rl, n_nodes = int(self.topology.n_router_links), int(self.topology.n_nodes)
         top = min(4 * k + 1, 2 * n_nodes)
         listed = self.kernel.operator.flow_links is not None
+        compact = size is not None
 
         def one(dev, bs, slot_task, task_node, loads, a, b):
             ref, node_sum, top_v, top_i = bs
             f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b, L)
             ph = dev["phase"][f]
+            if compact:  # the moved flows' links before (bytes taken off) and after (put on), back to back
+                w2, ph2 = jnp.concatenate([-w, w]), jnp.concatenate([ph, ph])
+                if P > 1:  # the bytes of each phase
+                    w2 = jnp.where(ph2[:, None] == jnp.arange(P, dtype=jnp.int32)[None, :], w2[:, None], 0.0)
+                c_links, c_vals, need = self._compact_entries(jnp.concatenate([s0, s1]), jnp.concatenate([d0, d1]),
+                                                              w2, size)
+                c_links = jnp.where(c_links >= 0, c_links, n_rl)  # past the end: dropped
             X = jnp.concatenate([dev["slot_node"][a], dev["slot_node"][b]])  # the nodes whose links may change
             nx = X.shape[0]
             dup = jnp.any((X[:, None] == X[None, :]) & (jnp.arange(nx)[None, :] < jnp.arange(nx)[:, None]), axis=1)
@@ -415,7 +441,10 @@ class MoveEvaluator:
 
             def phase(p):
                 wp = jnp.where(ph == p, w, 0.0)
-                if listed:  # one scatter of the moved flows' links, before (bytes taken off) and after (put on)
+                if compact:
+                    r = loads[p, :n_rl] + jnp.zeros(n_rl, loads.dtype).at[c_links].add(
+                        c_vals if P == 1 else c_vals[:, p], mode="drop")
+                elif listed:  # one scatter of the moved flows' links, before (bytes taken off) and after (put on)
                     r = loads[p, :n_rl] + self._router_loads(dev, jnp.concatenate([s0, s1]),
                                                              jnp.concatenate([d0, d1]), jnp.concatenate([-wp, wp]))
                 else:  # apply (not promised linear for negative bytes): before and after
@@ -436,11 +465,27 @@ class MoveEvaluator:
                 return t, ref[p] * q ** (1.0 / Q_NORM)
 
             if P == 1:
-                return phase(0)
-            t, q = jax.vmap(phase)(jnp.arange(P, dtype=jnp.int32))
-            return t.sum(), q.sum()
+                t, q = phase(0)
+            else:
+                t, q = jax.vmap(phase)(jnp.arange(P, dtype=jnp.int32))
+                t, q = t.sum(), q.sum()
+            return (t, q, need) if compact else (t, q)
 
         return one
+
+    def _compact_entries(self, sn, dn, w, size: int):
+        """The routing's compact listing (:attr:`~evaluator.routing.RoutingOperator.flow_compact`) of flows
+        between nodes ``sn -> dn`` of signed bytes ``w`` (``[flow]``, or ``[flow, phase]``): ``(links, bytes,
+        needed)``, ``size`` entries; a flow of no bytes or within one router lists none (its ends are put on
+        router 0)."""
+        net = self._net
+        sr, dr = net.node_router[sn], net.node_router[dn]
+        endpoint = net.routing.get(NODE_ENDPOINT)
+        on = (sr != dr) & ((w != 0) if w.ndim == 1 else (w != 0).any(axis=1))
+        if endpoint is not None:
+            sr, dr = endpoint[sn], endpoint[dn]
+        sr, dr = jnp.where(on, sr, 0), jnp.where(on, dr, 0)
+        return self.kernel.operator.flow_compact(self._flow_tables, sr, dr, w, size)
 
     def _state(self, dev, loads, k: int):
         """What every move of a batch reads besides the loads (computed once per batch)."""
@@ -484,15 +529,17 @@ class MoveEvaluator:
         ``fractions``: the levels' fractions for this call (:meth:`levels`; ``None``: :attr:`level_fractions`)."""
         step = self.default_step if step is None else int(step)
         n = int(a.shape[0])
+        state = (slot_task, task_node, loads)
         if host_state is None or not self.bucketing or n == 0 or len(self.levels(int(a.shape[1]), fractions)) == 1:
-            return self._scores_with(None, slot_task, task_node, loads, a, b, step)
+            return self._resolved(None, state, a, b, step, self._scores_with(None, *state, a, b, step))
         a, b = np.asarray(a), np.asarray(b)
         hs = np.asarray(host_state)
         levels = self.levels(int(a.shape[1]), fractions)
         need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
         mb = np.searchsorted(levels, need, side="left")
         if (mb == mb[0]).all():  # one level (e.g. every task of one degree): one call, no split
-            t, q = self._scores_with(levels[int(mb[0])], slot_task, task_node, loads, a, b, step)
+            L = levels[int(mb[0])]
+            t, q = self._resolved(L, state, a, b, step, self._scores_with(L, *state, a, b, step))
             return np.asarray(t), np.asarray(q)
         chunk = min(n, BUCKET_CHUNK)
         parts = []
@@ -502,10 +549,11 @@ class MoveEvaluator:
             pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])  # padding: the part's first move again
             for lo in range(0, idx.size, c):
                 p = pad[lo:lo + c]
-                parts.append((idx[lo:lo + c], self._scores_with(levels[i], slot_task, task_node, loads, a[p], b[p],
-                                                                step)))
+                parts.append((idx[lo:lo + c], levels[i], p,
+                              self._scores_with(levels[i], *state, a[p], b[p], step)))
         t_out, q_out = np.empty(n), np.empty(n)
-        for idx, (t, q) in parts:  # every call dispatched before the first is read
+        for idx, L, p, res in parts:  # every call dispatched before the first is read
+            t, q = self._resolved(L, state, a[p], b[p], step, res)
             t_out[idx] = np.asarray(t)[:idx.size]
             q_out[idx] = np.asarray(q)[:idx.size]
         return t_out, q_out
@@ -522,7 +570,8 @@ class MoveEvaluator:
         if fractions is None:
             fractions = self.level_fractions
         if fractions is None:
-            fractions = LEVEL_FRACTIONS if self.kernel.operator.flow_links is not None and not ws else ()
+            op = self.kernel.operator
+            fractions = LEVEL_FRACTIONS if op.flow_links is not None and op.flow_compact is None and not ws else ()
         top = 2 * k * W
         for f in fractions:  # no narrow bucket: levels below the full width (a move's cost ~ its list's length)
             x = -(-int(top * f) // 8) * 8
@@ -530,14 +579,59 @@ class MoveEvaluator:
                 lv.add(x)
         return tuple(sorted(lv))
 
-    def _scores_with(self, L: int | None, slot_task, task_node, loads, a, b, step: int):
+    def _compact_full(self, k: int, L: int | None) -> int | None:
+        """Entries of the compact listing that hold any move of ``k`` slots a side at flow-list level ``L``
+        (both sides' flows at the longest path); ``None`` where the routing has no compact listing."""
+        op = self.kernel.operator
+        if op.flow_compact is None:
+            return None
+        flows = L if L is not None else 2 * k * int(self._dev["incident"].shape[1])
+        return max(2 * flows * int(op.flow_width), 1)
+
+    def _compact_size(self, k: int, L: int | None) -> int | None:
+        """The compact listing's entries for the next call (:meth:`_resolved` adapts it), ``None``: none."""
+        full = self._compact_full(k, L)
+        return None if full is None else self._compact_sizes.get((k, L), full)
+
+    def _resolved(self, L: int | None, state, a, b, step: int, res):
+        """A call's ``(time, norm)``; with a compact listing, its moves that needed more entries than the
+        call listed scored again with the full listing (host arrays), and the listing's size for the next calls
+        set from the entries the moves needed: the size of the grid (:func:`_size_above`) above their
+        :data:`COMPACT_QUANTILE` quantile, taken when it is below three quarters of the current size or when more
+        than :data:`COMPACT_OVERFLOW` of the moves did not fit. The scores do not depend on the size: the same
+        entries are added in the same order, the rest is padding."""
+        if len(res) == 2:
+            return res
+        t, q, need, size = res
+        k = int(np.shape(a)[1])
+        need = np.asarray(need)
+        over = np.flatnonzero(need > size)
+        full = self._compact_full(k, L)
+        want = _size_above(float(np.quantile(need, COMPACT_QUANTILE)), full)
+        if want < 0.75 * size or over.size > COMPACT_OVERFLOW * need.size:
+            self._compact_sizes[(k, L)] = want
+        if not over.size:
+            return t, q
+        t, q = np.array(t), np.array(q)
+        m = 16
+        while m < over.size:  # calls of 16, 64, 256, ... moves, with the full listing: few compilations
+            m *= 4
+        p = np.concatenate([over, np.full(m - over.size, over[0])])
+        t2, q2, _, _ = self._scores_with(L, *state, np.asarray(a)[p], np.asarray(b)[p], step, full)
+        t[over], q[over] = np.asarray(t2)[:over.size], np.asarray(q2)[:over.size]
+        return t, q
+
+    def _scores_with(self, L: int | None, slot_task, task_node, loads, a, b, step: int, size: int | None = None):
         """:meth:`scores` of moves whose tasks' degrees sum to ``L`` at most (``None``: through the full-width
-        table)."""
+        table): ``(time, norm)``, or, with a compact listing of ``size`` entries (default
+        :meth:`_compact_size`), ``(time, norm, entries needed, size)`` for :meth:`_resolved`."""
         k = int(a.shape[1])
         step = min(step, int(a.shape[0])) if a.shape[0] else step
-        key = (k, int(a.shape[0]), int(step), L)
+        if size is None:
+            size = self._compact_size(k, L)
+        key = (k, int(a.shape[0]), int(step), L, size)
         if key not in self._scores:
-            one = self._move_fn(k, L)
+            one = self._move_fn(k, L, size)
 
             def batch(dev, slot_task, task_node, loads, a, b):
                 bs = self._state(dev, loads, k)
@@ -545,9 +639,9 @@ class MoveEvaluator:
                                    batch_size=step)
 
             self._scores[key] = jax.jit(batch)
-        t, q = self._scores[key](self._dev, slot_task, task_node, loads, jnp.asarray(a, jnp.int32),
-                                 jnp.asarray(b, jnp.int32))
-        return t, q
+        out = self._scores[key](self._dev, slot_task, task_node, loads, jnp.asarray(a, jnp.int32),
+                                jnp.asarray(b, jnp.int32))
+        return out if size is None else (*out, size)
 
     def device_state(self, slot_task):
         """The state's device arrays: slot_task, the node of every task (empty slots included)."""
@@ -700,7 +794,10 @@ class SparseMoveEvaluator(MoveEvaluator):
         s_new = jnp.maximum(ssum + s_add, 0.0)
         return t_new.sum(), (ref * s_new ** (1.0 / Q_NORM)).sum()
 
-    def _move_fn(self, k: int, L: int | None = None):
+    def _compact_full(self, k: int, L: int | None) -> None:
+        return None  # the pair table lists the links
+
+    def _move_fn(self, k: int, L: int | None = None, size: int | None = None):
         def one(dev, bs, slot_task, task_node, loads, a, b):
             f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b, L)
             k0, v0 = self._entries(dev, f, w, s0, d0, -1.0)
@@ -731,6 +828,24 @@ class SparseMoveEvaluator(MoveEvaluator):
             return q0 - self._score_entries(dev, bs, keys, vals)[1]
 
         return jax.lax.map(one, tasks, batch_size=256)
+
+
+COMPACT_MIN = 64
+"""Fewest entries of a compact listing (:meth:`MoveEvaluator._resolved`)."""
+
+COMPACT_QUANTILE = 0.99
+"""The share of a call's moves whose links the next calls' compact listing holds (the rest are scored again)."""
+
+COMPACT_OVERFLOW = 0.02
+"""Above this share of a call's moves scored again, the compact listing grows."""
+
+def _size_above(n: float, full: int) -> int:
+    """The least compact-listing size of the grid (:data:`COMPACT_MIN` times powers of two and one and a half
+    times those) that holds ``n`` entries, at most ``full``."""
+    size = COMPACT_MIN
+    while size < n:
+        size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
+    return int(min(size, full))
 
 
 SPARSE_FROM = 1 << 15

@@ -618,9 +618,98 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             return jnp.full((src.shape[0], 1), -1, jnp.int32), jnp.zeros((src.shape[0], 1))
         return jnp.concatenate(links, axis=1), jnp.concatenate(fracs, axis=1)
 
+    # The compact listing reads every run's links from one table: per (dimension, direction), every ring's
+    # links in the order a run takes them, twice round (a run starting at position s reads entries s .. s + h - 1;
+    # the -1 direction's ring reflected: position s at entry n - 1 - s), rings numbered pre-major.
+    run_meta, ring_tables, base = [], [], 0
+    nbr_all = np.asarray(topo.neighbor_link, np.int64)  # [router, dim, 2]
+    for k, ring in runs:
+        n = ring.n
+        firsts = np.flatnonzero(coords[:, k] == 0)  # each ring's router at position 0 (pre-major order)
+        pos = np.arange(2 * n)
+        for d in ((0,) if ring.direct >= 0 else (0, 1)):
+            at = pos % n if d == 0 else (n - 1 - pos) % n
+            ring_tables.append(nbr_all[firsts[:, None] + at[None, :] * strides[k], k, d].ravel())
+            run_meta.append((k, d, base))
+            base += firsts.size * 2 * n
+    run_links = (np.concatenate(ring_tables) if ring_tables else np.zeros(1, np.int64)).astype(np.int32)
+    flow_tables["run_links"] = run_links
+
+    def flow_runs(ftables, src, dst):
+        """Per flow and run (``[flow, Q]``; per dimension in the routing's order the run of +1 hops, then of -1
+        hops, one of them empty but at a split tie; a two-router ring: one run): its hops, the entry of
+        ``run_links`` its first link is at, and the fraction of the flow's bytes on it."""
+        ps = src.astype(itype) if packed_is_id else take(ftables["coords"], src.astype(itype))
+        pd = dst.astype(itype) if packed_is_id else take(ftables["coords"], dst.astype(itype))
+        hops, first, frac = [], [], []
+        for pos, (k, ring) in enumerate(runs):
+            n = ring.n
+            s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
+            rest = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32) * strides[j])
+                        for j in rings if j != k), jnp.zeros_like(s))
+            ring_id = rest // (n * strides[k]) * strides[k] + rest % strides[k]
+            bases = [b for kk, _, b in run_meta if kk == k]
+            if ring.direct >= 0:
+                hops.append((s != t).astype(jnp.int32))
+                first.append(bases[0] + ring_id * (2 * n) + s)
+                frac.append(jnp.ones(s.shape))
+                continue
+            if ring.wrap:
+                fwd = jnp.where(t >= s, t - s, t + n - s)
+                bwd = jnp.where(fwd > 0, n - fwd, 0)
+                tie = (fwd == bwd) & (fwd > 0) & split
+                plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))
+                minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
+            else:
+                plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
+            f = jnp.where(tie, 0.5, 1.0)
+            hops += [plus, minus]
+            first += [bases[0] + ring_id * (2 * n) + s, bases[1] + ring_id * (2 * n) + (n - 1 - s)]
+            frac += [f, f]
+        return tuple(jnp.stack(x, axis=1) for x in (hops, first, frac))
+
+    def flow_count(ftables, src, dst):
+        """The number of router links each flow ``src -> dst`` crosses (both halves of a split tie counted):
+        its entries in :func:`flow_compact`'s listing."""
+        if not runs:
+            return jnp.zeros(src.shape, jnp.int32)
+        return flow_runs(ftables, src, dst)[0].sum(axis=1)
+
+    def flow_compact(ftables, src, dst, weight, size: int):
+        """The router links of the flows ``src -> dst``, back to back in flow order (each flow's in
+        :func:`flow_links`' order), and the bytes on each of ``weight`` (``[flow, ...]``):
+        ``(links [size], bytes [size, ...], needed)``; entries past ``needed`` (the flows' total,
+        :func:`flow_count`) are link -1, bytes 0; when ``needed > size`` the listing is cut short (the caller
+        must not use it)."""
+        F = src.shape[0]
+        if not runs or F == 0:
+            return (jnp.full(size, -1, jnp.int32), jnp.zeros((size,) + weight.shape[1:], weight.dtype),
+                    jnp.zeros((), jnp.int32))
+        hops, first, frac = flow_runs(ftables, src, dst)  # [F, Q]
+        Q = hops.shape[1]
+        # the flow of entry j: how many flows start at or before it, less one (an empty flow shares its start with
+        # the next, which is then the one counted last); its run: how many of the flow's runs end at or before it
+        run_end = jnp.cumsum(hops, axis=1)  # [F, Q]
+        flow_end = jnp.cumsum(run_end[:, -1])  # [F]
+        flow_start = flow_end - run_end[:, -1]
+        needed = flow_end[-1]
+        marks = jnp.zeros(size + 1, jnp.int32).at[jnp.minimum(flow_start, size)].add(1)
+        flow = jnp.clip(jnp.cumsum(marks[:size]) - 1, 0, F - 1)
+        j = jnp.arange(size, dtype=jnp.int32)
+        i = j - flow_start[flow]  # the entry's place in its flow's links
+        q = jnp.minimum((i[:, None] >= run_end[flow]).sum(axis=1, dtype=jnp.int32), Q - 1)
+        run = flow * Q + q
+        valid = j < jnp.minimum(needed, size)
+        at = jnp.clip((first - (run_end - hops)).ravel()[run] + i, 0, ftables["run_links"].shape[0] - 1)
+        w = (weight.reshape((F, 1) + weight.shape[1:]) * frac.reshape((F, Q) + (1,) * (weight.ndim - 1)))
+        w = w.reshape((F * Q,) + weight.shape[1:])[run]
+        valid_w = valid.reshape((size,) + (1,) * (weight.ndim - 1))
+        return jnp.where(valid, ftables["run_links"][at], -1), jnp.where(valid_w, w, 0.0), needed
+
     nnz = int(sum(t.size for t in tables.values()))
     return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, flow_links=flow_links,
-                           flow_tables=flow_tables, flow_width=max(width, 1))
+                           flow_tables=flow_tables, flow_width=max(width, 1), flow_count=flow_count,
+                           flow_compact=flow_compact)
 
 
 @dataclass

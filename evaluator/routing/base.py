@@ -160,6 +160,14 @@ class RoutingOperator:
     routing whose flows take few links gives it so that a handful of flows
     is routed without ``apply``'s work over every link (the mapping search's
     moves: :meth:`route_few`); None: use ``apply``.
+    ``flow_count`` and ``flow_compact`` (optional, with ``flow_links``):
+    ``flow_count(flow_tables, src, dst) -> Int[Array, "flow"]``, the number
+    of links each flow lists, and ``flow_compact(flow_tables, src, dst,
+    size) -> (links [size], fractions [size], flow [size], needed)``, the
+    flows' links back to back (each flow's in ``flow_links``' order, -1 and
+    0 past ``needed``, the total; cut short when ``needed > size``): a few
+    flows routed in as many entries as they have links, not ``flow_width``
+    each (DOR's paths are mostly much shorter than its longest).
     """
 
     routing: Routing
@@ -175,6 +183,8 @@ class RoutingOperator:
     flow_links: Callable | None = None
     flow_tables: dict[str, Shaped[np.ndarray, "..."]] | None = None
     flow_width: int = 0
+    flow_count: Callable | None = None
+    flow_compact: Callable | None = None
 
     def route_few(self, tables: dict, flow_tables: dict | None, src: Int[Array, "flow"], dst: Int[Array, "flow"],
                   weight: Float[Array, "flow"], n_router_links: int) -> Float[Array, "router_link"]:

@@ -1,0 +1,119 @@
+"""DOR's compact listing of a few flows' links (RoutingOperator.flow_count / flow_compact) and the mapping moves
+that use it (evaluator.mapping._moves: MoveEvaluator._resolved).
+
+The listing must hold exactly the entries of ``flow_links`` (the fixed-width listing the latency path and the
+adaptive routing read), in its order, flow after flow, with the flow's bytes times its fraction; ``needed`` must be
+the flows' total so that a listing cut short is known. A move's scores through it must equal the fixed-width path's
+bit for bit (the same entries added in the same order) whatever the listing's size: moves that need more entries
+than a call lists are scored again, and the size adapts between calls.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from evaluator._batch.compiled import batch_kernel
+from evaluator.mapping._moves import COMPACT_MIN, MoveEvaluator, _size_above
+from evaluator.routing import dor
+from evaluator.topology import torus
+from evaluator.traffic import from_flows, phased
+
+# (dims, wrap, tie, order): even and odd rings, a two-router ring, mesh dimensions, both tie rules, both orders
+TOPOLOGIES = [
+    ((8, 4, 4), None, "split", "as_given"),
+    ((5, 4, 2), None, "split", "longest_first"),
+    ((4, 6, 3), (True, False, True), "positive", "as_given"),
+    ((3, 4, 6), (False, True, False), "split", "longest_first"),
+    ((2, 2, 7), None, "split", "as_given"),
+]
+
+
+def _operator(dims, wrap, tie, order):
+    t = torus(list(dims), **({} if wrap is None else {"wrap": list(wrap)}))
+    op = batch_kernel(t, dor(order=order, tie=tie), False).operator
+    return t, op, jax.device_put(op.flow_tables)
+
+
+@pytest.mark.parametrize("case", TOPOLOGIES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}-{c[3]}")
+def test_compact_listing_is_the_fixed_width_listing_back_to_back(case):
+    t, op, ft = _operator(*case)
+    rng = np.random.default_rng(sum(case[0]))
+    F = 40
+    s = jnp.asarray(rng.integers(0, t.n_routers, F), jnp.int32)
+    d = jnp.asarray(np.where(np.arange(F) % 7 == 0, np.asarray(s), rng.integers(0, t.n_routers, F)), jnp.int32)
+    listing, counting = jax.jit(op.flow_links), jax.jit(op.flow_count)
+    compacting = jax.jit(op.flow_compact, static_argnums=(4,))
+    links, frac = (np.asarray(x) for x in listing(ft, s, d))
+    want = [(f, int(lk), float(x)) for f in range(F) for lk, x in zip(links[f], frac[f]) if lk >= 0]
+    count = np.asarray(counting(ft, s, d))
+    np.testing.assert_array_equal(count, (links >= 0).sum(axis=1))
+    total = int(count.sum())
+    assert total == len(want) > 0
+    # bytes: flow f carries f + 1 (column 0) and 1 (column 1): each entry names its flow and its fraction
+    w = jnp.stack([jnp.arange(1.0, F + 1), jnp.ones(F)], axis=1)
+    for size in (total, total + 29):
+        lk, val, needed = compacting(ft, s, d, w, size)
+        lk, val = np.asarray(lk), np.asarray(val)
+        assert lk.shape == (size,) and val.shape == (size, 2) and int(needed) == total
+        got = [(int(round(v[0] / v[1])) - 1, int(x), float(v[1])) for x, v in zip(lk, val) if x >= 0]
+        assert got == want
+        assert (lk[total:] == -1).all() and (val[total:] == 0).all()
+    lk, val, needed = compacting(ft, s, d, w[:, 0], total - 5)  # cut short: said by needed
+    assert int(needed) == total and lk.shape == (total - 5,)
+
+
+def test_size_grid():
+    assert [_size_above(x, 10 ** 6) for x in (0, COMPACT_MIN, COMPACT_MIN + 1, 97, 193, 1000)] == [
+        64, 64, 96, 128, 256, 1024]
+    assert _size_above(5000, 700) == 700  # never above the full listing
+
+
+def _flows(n, m, seed, lo=1e5, hi=1e6):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = (src + 1 + rng.integers(0, n - 1, m)) % n
+    return from_flows(n, src, dst, rng.uniform(lo, hi, m))
+
+
+@pytest.mark.parametrize("phases,k", [(1, 2), (2, 1)])
+def test_compact_moves_score_as_the_fixed_width_moves(phases, k):
+    t = torus([8, 4, 4])
+    tr = _flows(60, 240, 1) if phases == 1 else phased([_flows(60, 200, 2), _flows(60, 150, 3, 1e4, 1e5)])
+    rng = np.random.default_rng(5)
+    slot_node = rng.permutation(t.n_nodes)[:64]
+    state = rng.permutation(64)
+    compact = MoveEvaluator(t, dor(), tr, slot_node)
+    fixed = MoveEvaluator(t, dor(), tr, slot_node)
+    fixed._compact_full = lambda k, L: None  # the fixed-width listing (route_few)
+    for ev in (compact, fixed):
+        ev.level_fractions = (0.5,)  # two levels (fewer compilations)
+    assert compact._compact_size(1, None) is not None
+    loads = fixed.loads(state)
+    st, tn = fixed.device_state(state)
+    s = np.array([rng.choice(64, 2 * k, replace=False) for _ in range(128)])
+    a, b = s[:, :k], s[:, k:]
+    want_t, want_q = (np.asarray(x) for x in fixed.scores(st, tn, loads, a, b, host_state=state))
+    calls = []
+    real = compact._scores_with
+
+    def spy(*args):
+        calls.append(args[-1] if len(args) == 8 else compact._compact_size(k, args[0]))
+        return real(*args)
+
+    compact._scores_with = spy
+    try:
+        for size in (None, COMPACT_MIN):  # the adapted size, then one most moves overflow
+            if size is not None:
+                compact._compact_sizes = {key: size for key in compact._compact_sizes}
+            for _ in range(2):
+                got_t, got_q = (np.asarray(x) for x in compact.scores(st, tn, loads, a, b, host_state=state))
+                np.testing.assert_array_equal(got_t, want_t)
+                np.testing.assert_array_equal(got_q, want_q)
+    finally:
+        del compact._scores_with
+    assert min(calls) == COMPACT_MIN and max(calls) > COMPACT_MIN  # rescored with a larger listing
+    # the size adapted below the full listing (most flows are far shorter than the longest path)
+    assert all(v < compact._compact_full(k, L) for (k, L), v in compact._compact_sizes.items())
