@@ -46,7 +46,7 @@ from . import store
 from .assemble import assemble
 from .bounds import check_sweep_bounds
 from .plan import SweepPlan
-from .worker import evaluate_chunk, peak_rss_mb
+from .worker import evaluate_chunk, evaluate_chunks, peak_rss_mb
 
 __all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS", "cluster_address", "ray_address_file", "Interrupted",
            "stop_on_sigterm"]
@@ -713,8 +713,10 @@ _PLANS: dict[str, SweepPlan] = {}
 
 
 def _remote_chunk(token: str, plan_box: list, batch: list):
-    """A Ray task: evaluate a few chunks (``batch``: their points). The plan is fetched from the object store
-    once per worker process and driver call (``token``)."""
+    """A Ray task: evaluate a few chunks (``batch``: their points, of one network) together
+    (:func:`~evaluator.sweep.worker.evaluate_chunks`: one device evaluation, a result per chunk, each equal to
+    :func:`~evaluator.sweep.worker.evaluate_chunk`'s). The plan is fetched from the object store once per worker
+    process and driver call (``token``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -731,7 +733,7 @@ def _remote_chunk(token: str, plan_box: list, batch: list):
         if not marker.exists():
             marker.write_text("crashed")
             os._exit(1)  # simulate a killed worker: Ray must retry the task
-    return [evaluate_chunk(plan, pts) for pts in batch]
+    return evaluate_chunks(plan, batch)  # the batch's chunks in one evaluation, each result on its own
 
 
 VOLATILE_ATTRS = ("start_time", "end_time", "timing_json")

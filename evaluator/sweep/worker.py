@@ -15,8 +15,11 @@ per chunk: flow lists through its banked runner (flows from a bank of the
 network's traffics, placements drawn from their seeds inside the jitted
 call: :mod:`evaluator._batch.banked`), dense and phased traffics, latency
 models and path sets the ways :func:`evaluator.evaluate_batch` takes them.
-``sweep.chunk_size`` sets the chunk (the points of one task, checkpointed
-together) and the block size (points per device call, at most the chunk's).
+``sweep.chunk_size`` sets the chunk (the points checkpointed together) and
+the block size (points per device call, at most the chunk's);
+:func:`evaluate_chunks` (a Ray task's batch) evaluates the chunks of one
+network together, in blocks of their points together, each chunk's result
+still its own and equal to :func:`evaluate_chunk`'s.
 
 A *network* of the grid (the plan's ``network_axes``: the points that share
 every axis of the topology and routing; each chunk lies in one) has its
@@ -35,6 +38,7 @@ import itertools
 import resource
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -51,7 +55,7 @@ from .bounds import chunk_bounds
 from .jobs import evaluate_jobs_chunk
 from .plan import SweepPlan
 
-__all__ = ["evaluate_chunk", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
+__all__ = ["evaluate_chunk", "evaluate_chunks", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
 
 MAX_PLANNED_TRAFFICS = 256
 """A network of the grid with at most this many traffic configs has its flow banks planned (one flow bucket per
@@ -382,6 +386,35 @@ class _Costs:
             self.values[k][positions] = v
 
 
+@dataclasses.dataclass
+class _Prepared:
+    """A chunk built and checked, not yet evaluated (:func:`_prepare`): its points, their reasons and costs so far,
+    and its feasible points as groups (``device``: seeded placements drawn in the call; ``host``: placements
+    given)."""
+
+    flat: np.ndarray
+    idx: np.ndarray
+    reasons: _Reasons
+    costs: _Costs
+    device: list  # (positions, group, seeds)
+    host: list  # (positions, group, placements)
+    topo: Any
+    routing: Any
+    build_s: float
+
+    def groups(self, offset: int = 0) -> list[BankedPoints]:
+        """The feasible points as :class:`~evaluator.evaluation.BankedPoints`, their positions shifted by
+        ``offset`` (a chunk's place among others evaluated together)."""
+        out = [BankedPoints(m + offset, g.traffic, seeded=g.spec, seeds=s, bank_key=g.traffic_key)
+               for m, g, s in self.device]
+        return out + [BankedPoints(m + offset, g.traffic, placements=p, bank_key=g.traffic_key)
+                      for m, g, p in self.host]
+
+    def first(self) -> tuple[int, ...]:
+        """The indices of the chunk's first feasible point (a chunk lies in one network: its bank plan's key)."""
+        return tuple(int(v) for v in self.idx[:, (self.device + self.host)[0][0][0]])
+
+
 def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk (in one network of the grid). Pure function of its inputs.
 
@@ -391,8 +424,117 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     ``class_names`` and, with ``keep_link_load``, ``link_load``; timings
     ``build_s``, ``compile_s``, ``eval_s`` and the worker's ``peak_rss_mb``.
     """
-    t0 = time.perf_counter()
     st = _state(plan)
+    p = _prepare(plan, st, flat)
+    if isinstance(p, dict):  # (a chunk of a jobs sweep: already evaluated)
+        return p
+    return _finish(plan, st, p, _evaluate(plan, st, p) if (p.device or p.host) else None)
+
+
+def evaluate_chunks(plan: SweepPlan, chunks: Sequence[PointInts]) -> list[dict[str, Any]]:
+    """:func:`evaluate_chunk` of each of ``chunks`` (their points), the chunks of one network evaluated together.
+
+    Every chunk is built and checked on its own (its reasons, costs and
+    groups exactly as :func:`evaluate_chunk` makes them); then the feasible
+    points of the chunks that lie in one network go to the batch engine in
+    ONE :func:`~evaluator.evaluation.evaluate_groups` call (positions shifted
+    by each chunk's offset in the concatenation), whose block size is the
+    chunks' points together (``plan.chunk_size`` times their number; on CPU
+    the block is capped as for any chunk, :func:`evaluator._batch.blocks.block_sizes`),
+    and whose working set is checked by the same rule as a chunk's
+    (:func:`evaluator._batch.memory.check_working_set`, inside the banked
+    runner). Its per-point outputs are split back per chunk and each chunk's
+    result finished as :func:`evaluate_chunk` finishes it (``ok`` sorted,
+    ``paths_per_pair``, bounds per chunk): every key and array equal to
+    :func:`evaluate_chunk`'s. The call's ``compile_s`` and ``eval_s`` are
+    shared out in proportion to each chunk's evaluated points,
+    ``n_compiles`` is given to the first chunk.
+
+    Evaluated per chunk instead (:func:`evaluate_chunk`'s own call), where a
+    batched call could differ from it or gains nothing:
+
+    * a chunk of a jobs sweep (several jobs: :func:`~evaluator.sweep.jobs.evaluate_jobs_chunk`);
+    * a chunk without feasible points (nothing to evaluate), or alone in its network among ``chunks``;
+    * a path-set routing (``routing.needs_pairs``: the batch binds the router pairs of all its points, and an
+      unroutable pair's error no point explains would make the other chunks' points infeasible too);
+    * a latency model, ``sharing`` other than ``bound``, phased or dense traffic (the whole batch's path and the
+      dense runner pad to the bucket of the call's points: other shapes, other programs);
+    * a network without planned flow banks (more than :data:`MAX_PLANNED_TRAFFICS` traffic configs: a bank of
+      the call's own traffics, whose shape depends on which traffics the call holds);
+    * a batched call that raises (a working set that does not fit at the larger block included): its chunks are
+      evaluated again one by one, so that each is refused (or not) exactly as on its own.
+    """
+    st = _state(plan)
+    preps: list = [_prepare(plan, st, pts) for pts in chunks]
+    out: list[dict[str, Any] | None] = [None] * len(preps)
+    together: dict[tuple[int, int], list[int]] = {}
+    for i, p in enumerate(preps):
+        if isinstance(p, dict):
+            out[i] = p
+        elif not (p.device or p.host):
+            out[i] = _finish(plan, st, p, None)
+        elif _batchable(plan, st, p):
+            together.setdefault((id(p.topo), id(p.routing)), []).append(i)
+    for members in together.values():
+        parts = _evaluate_together(plan, st, [preps[i] for i in members]) if len(members) > 1 else None
+        for k, i in enumerate(members):
+            out[i] = _finish(plan, st, preps[i], parts[k] if parts is not None else _evaluate(plan, st, preps[i]))
+    for i, p in enumerate(preps):
+        if out[i] is None:  # (not batchable)
+            out[i] = _finish(plan, st, p, _evaluate(plan, st, p))
+    return out  # type: ignore[return-value]
+
+
+def _batchable(plan: SweepPlan, st: _State, p: _Prepared) -> bool:
+    """Whether the chunk ``p`` may be evaluated together with others of its network (see :func:`evaluate_chunks`)."""
+    if p.routing.needs_pairs or p.topo.latency is not None or plan.sharing != "bound":
+        return False
+    if any(g.traffic.kernel_input != "flows" for _, g, _ in p.device + p.host):
+        return False
+    return st.bank_plan(plan, p.first()) is not None
+
+
+def _evaluate(plan: SweepPlan, st: _State, p: _Prepared, groups: list | None = None, block_size: int | None = None):
+    """:func:`~evaluator.evaluation.evaluate_groups` of the chunk ``p`` (or of ``groups``, points of chunks of
+    ``p``'s network, in blocks of ``block_size``)."""
+    first = p.first()
+    return evaluate_groups(p.topo, p.routing, p.groups() if groups is None else groups,
+                           keep_link_load=plan.keep_link_load, chunk_size=block_size or plan.chunk_size,
+                           sharing=plan.sharing, fairness=plan.fairness, progression=plan.progression,
+                           banks=lambda: st.bank_plan(plan, first))
+
+
+def _evaluate_together(plan: SweepPlan, st: _State, preps: list[_Prepared]) -> list | None:
+    """One evaluation of the feasible points of ``preps`` (chunks of one network), split back per chunk as the
+    :class:`~evaluator._batch.groups.GroupResults` each would have had; None where the call raised or gave back
+    what cannot be split (the chunks are then evaluated one by one)."""
+    offsets = np.cumsum([0] + [p.flat.size for p in preps])
+    groups = [g for p, off in zip(preps, offsets) for g in p.groups(int(off))]
+    try:
+        res = _evaluate(plan, st, preps[0], groups, plan.chunk_size * len(preps))
+    except Exception:  # noqa: BLE001 - evaluated again per chunk, which raises (or refuses) as on its own
+        return None
+    if res.phases is not None or res.infeasible:
+        return None  # (not on this path: phases and path sets are evaluated per chunk)
+    pos = np.asarray(res.positions, np.int64)
+    chunk_of = np.searchsorted(offsets, pos, side="right") - 1
+    share = np.bincount(chunk_of, minlength=len(preps)) / max(pos.size, 1)
+    parts = []
+    for k in range(len(preps)):
+        sel = np.flatnonzero(chunk_of == k)
+        parts.append(res._replace(
+            positions=res.positions[sel] - offsets[k],
+            metrics={key: v[sel] for key, v in res.metrics.items()},
+            link_load=None if res.link_load is None else res.link_load[sel],
+            compile_s=res.compile_s * float(share[k]), eval_s=res.eval_s * float(share[k]),
+            n_compiles=res.n_compiles if k == 0 else 0))
+    return parts
+
+
+def _prepare(plan: SweepPlan, st: _State, flat: PointInts) -> _Prepared | dict[str, Any]:
+    """Build the points ``flat`` of one chunk: their groups, reasons and costs (see :func:`evaluate_chunk`); a jobs
+    sweep's chunk is evaluated at once (its result returned)."""
+    t0 = time.perf_counter()
     flat = np.asarray(flat, dtype=np.int64)
     n = flat.size
     idx = np.stack(np.unravel_index(flat, plan.shape)) if plan.axes else np.zeros((0, n), np.int64)
@@ -460,23 +602,24 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
             if ok:
                 host.append((np.asarray(ok, dtype=np.int64), grp, pls))
     t_build = time.perf_counter() - t0
-    out: dict[str, Any] = {"flat": flat, "reason_code": reasons.codes, "reasons": reasons.table, "build_s": t_build,
-                           "compile_s": 0.0, "eval_s": 0.0}
-    if costs.values:
-        out["cost"] = costs.values
-    if device or host:
-        first = tuple(int(v) for v in idx[:, (device + host)[0][0][0]])  # (a chunk lies in one network)
-        groups = [BankedPoints(m, g.traffic, seeded=g.spec, seeds=s, bank_key=g.traffic_key) for m, g, s in device]
-        groups += [BankedPoints(m, g.traffic, placements=p, bank_key=g.traffic_key) for m, g, p in host]
-        res = evaluate_groups(topo, routing, groups, keep_link_load=plan.keep_link_load, chunk_size=plan.chunk_size,
-                              sharing=plan.sharing, fairness=plan.fairness, progression=plan.progression,
-                              banks=lambda: st.bank_plan(plan, first))
+    return _Prepared(flat, idx, reasons, costs, device, host, topo, routing, t_build)
+
+
+def _finish(plan: SweepPlan, st: _State, p: _Prepared, res: Any) -> dict[str, Any]:
+    """The result of the chunk ``p`` (see :func:`evaluate_chunk`) from ``res``, the
+    :class:`~evaluator._batch.groups.GroupResults` of its feasible points (None: it has none)."""
+    reasons, idx, device, host, topo, routing = p.reasons, p.idx, p.device, p.host, p.topo, p.routing
+    out: dict[str, Any] = {"flat": p.flat, "reason_code": reasons.codes, "reasons": reasons.table,
+                           "build_s": p.build_s, "compile_s": 0.0, "eval_s": 0.0}
+    if p.costs.values:
+        out["cost"] = p.costs.values
+    if res is not None:
         for positions, exc in res.infeasible:
             reasons.set(positions, reason(exc))
         out.update(compile_s=res.compile_s, eval_s=res.eval_s)
         if res.n_compiles:
             out["n_compiles"] = res.n_compiles
-    if (device or host) and res.positions.size:
+    if res is not None and res.positions.size:
         res = res._asdict()
         order = np.argsort(res["positions"], kind="stable")
         out["ok"] = res["positions"][order]
