@@ -687,24 +687,31 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
                     jnp.zeros((), jnp.int32))
         hops, first, frac = flow_runs(ftables, src, dst)  # [F, Q]
         Q = hops.shape[1]
-        # the flow of entry j: how many flows start at or before it, less one (an empty flow shares its start with
-        # the next, which is then the one counted last); its run: how many of the flow's runs end at or before it
-        run_end = jnp.cumsum(hops, axis=1)  # [F, Q]
-        flow_end = jnp.cumsum(run_end[:, -1])  # [F]
-        flow_start = flow_end - run_end[:, -1]
-        needed = flow_end[-1]
-        marks = jnp.zeros(size + 1, jnp.int32).at[jnp.minimum(flow_start, size)].add(1)
-        flow = jnp.clip(jnp.cumsum(marks[:size]) - 1, 0, F - 1)
-        j = jnp.arange(size, dtype=jnp.int32)
-        i = j - flow_start[flow]  # the entry's place in its flow's links
-        q = jnp.minimum((i[:, None] >= run_end[flow]).sum(axis=1, dtype=jnp.int32), Q - 1)
-        run = flow * Q + q
+        n_links = int(ftables["run_links"].shape[0])
+        # Every run's entries read run_links[c + j] (c: its first link's place less its first entry) for the bytes
+        # of its flow (halved at a split tie). Its (flow, c, tie) coded in one integer; the code's differences
+        # from run to run added at each run's first entry, so that a cumulative sum over the entries gives every
+        # entry its run's code (an empty run's difference cancels at the next run's first entry).
+        h = hops.ravel()
+        end = jnp.cumsum(h)
+        needed = end[-1]
+        off = end - h
+        span = size + n_links  # c + size in [0, span)
+        wide = F * span * 2 >= 2 ** 31
+        ctype = jnp.int64 if wide else jnp.int32
+        flow_of = jnp.repeat(jnp.arange(F, dtype=ctype), Q)
+        tie = (frac.ravel() < 1.0).astype(ctype)
+        code = (flow_of * span + (first.ravel() - off + size).astype(ctype)) * 2 + tie
+        diff = code - jnp.concatenate([jnp.zeros(1, ctype), code[:-1]])
+        at = jnp.cumsum(jnp.zeros(size, ctype).at[off].add(diff, mode="drop"))
+        j = jnp.arange(size, dtype=ctype)
         valid = j < jnp.minimum(needed, size)
-        at = jnp.clip((first - (run_end - hops)).ravel()[run] + i, 0, ftables["run_links"].shape[0] - 1)
-        w = (weight.reshape((F, 1) + weight.shape[1:]) * frac.reshape((F, Q) + (1,) * (weight.ndim - 1)))
-        w = w.reshape((F * Q,) + weight.shape[1:])[run]
+        rest = at >> 1
+        flow = jnp.clip(rest // span, 0, F - 1).astype(jnp.int32)
+        link_at = jnp.clip(rest % span - size + j, 0, n_links - 1).astype(jnp.int32)
+        w = weight[flow] * jnp.where(at & 1, 0.5, 1.0).reshape((size,) + (1,) * (weight.ndim - 1)).astype(weight.dtype)
         valid_w = valid.reshape((size,) + (1,) * (weight.ndim - 1))
-        return jnp.where(valid, ftables["run_links"][at], -1), jnp.where(valid_w, w, 0.0), needed
+        return jnp.where(valid, ftables["run_links"][link_at], -1), jnp.where(valid_w, w, 0.0), needed
 
     nnz = int(sum(t.size for t in tables.values()))
     return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, flow_links=flow_links,
