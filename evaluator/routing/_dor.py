@@ -645,9 +645,10 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         for pos, (k, ring) in enumerate(runs):
             n = ring.n
             s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
-            rest = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32) * strides[j])
-                        for j in rings if j != k), jnp.zeros_like(s))
-            ring_id = rest // (n * strides[k]) * strides[k] + rest % strides[k]
+            # the ring's rank among the dimension's rings (pre-major): its other coordinates in the grid without k
+            ring_id = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32)
+                            * int(np.prod([dims[i] for i in range(j + 1, nd) if i != k], dtype=np.int64)))
+                           for j in rings if j != k), jnp.zeros_like(s))
             bases = [b for kk, _, b in run_meta if kk == k]
             if ring.direct >= 0:
                 hops.append((s != t).astype(jnp.int32))
