@@ -17,6 +17,7 @@ $(BIN)/evaluator: pyproject.toml requirements.lock
 # the package's bytecode, compiled ahead (an editable install is not; with PYTHONDONTWRITEBYTECODE set, every
 # run compiled the ~90 modules it imports again: 0.2-0.3 s of each command's start-up). Up to date: 0.06 s.
 setup: $(BIN)/evaluator
+	@cmp -s requirements-kahip.lock $(VENV)/kahip/.pins 2>/dev/null || { rm -rf $(VENV)/kahip && $(BIN)/python -m pip install -q --no-deps --target $(VENV)/kahip -r requirements-kahip.lock && cp requirements-kahip.lock $(VENV)/kahip/.pins; } || echo "note: KaHIP (requirements-kahip.lock) not installed into $(VENV)/kahip; its comparison tests will be skipped" >&2
 	@$(BIN)/python -m compileall -q evaluator
 
 run: setup

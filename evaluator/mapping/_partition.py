@@ -30,10 +30,12 @@ times the Manhattan distance between mean router coordinates); this keeps
 neighbouring parts of the task graph on neighbouring routers of a torus.
 
 METIS via pymetis (``pymetis==2025.2.2``, METIS 5; its ``seed`` option
-makes the result deterministic for a seed). KaHIP was considered and not
-taken: its wheel installs a top-level ``bin/`` directory into
-site-packages, including a binary named ``evaluator`` that shadows ours, and
-its Python module exposes only ``kaffpa``.
+makes the result deterministic for a seed). KaHIP is not used here: its
+wheel installs a top-level ``bin/`` directory, including a binary named
+``evaluator`` like ours, so ``make setup`` installs it apart
+(``pip install --no-deps --target .venv/kahip``, never on ``PATH``) and
+only the mapping bench runs its ``kaffpa --enable_mapping`` as an outside
+reference (:mod:`evaluator.bench.kahip`).
 """
 
 from __future__ import annotations
