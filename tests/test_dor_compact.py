@@ -17,7 +17,7 @@ import pytest
 
 from evaluator._batch.compiled import batch_kernel
 from evaluator.mapping._moves import COMPACT_MIN, MoveEvaluator, _size_above
-from evaluator.routing import dor
+from evaluator.routing import _dor, dor
 from evaluator.topology import torus
 from evaluator.traffic import from_flows, phased
 
@@ -37,15 +37,28 @@ def _operator(dims, wrap, tie, order):
     return t, op, jax.device_put(op.flow_tables)
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["int32", "int64"])
 @pytest.mark.parametrize("case", TOPOLOGIES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}-{c[3]}")
-def test_compact_listing_is_the_fixed_width_listing_back_to_back(case):
+def test_compact_listing_is_the_fixed_width_listing_back_to_back(case, wide, monkeypatch):
+    if wide:  # the runs coded in int64 (a listing of millions of entries), forced on a small one
+        monkeypatch.setattr(_dor, "_CODE_LIMIT", 1)
     t, op, ft = _operator(*case)
     rng = np.random.default_rng(sum(case[0]))
     F = 40
     s = jnp.asarray(rng.integers(0, t.n_routers, F), jnp.int32)
     d = jnp.asarray(np.where(np.arange(F) % 7 == 0, np.asarray(s), rng.integers(0, t.n_routers, F)), jnp.int32)
-    listing, counting = jax.jit(op.flow_links), jax.jit(op.flow_count)
-    compacting = jax.jit(op.flow_compact, static_argnums=(4,))
+    # (fresh functions: jit's cache of the operator's own would keep the other test's int32 trace)
+    listing, counting = jax.jit(lambda *a: op.flow_links(*a)), jax.jit(lambda *a: op.flow_count(*a))
+    compacting = jax.jit(lambda *a: op.flow_compact(*a), static_argnums=(4,))
+    if wide:  # the runs' codes are int64 now: more int64 operations than the int32 coding has
+        def i64_ops(fn):
+            z = jnp.zeros(3, jnp.int32)
+            return fn.lower(ft, z, z, jnp.ones(3), 8).as_text().count("xi64>")
+
+        wide_ops = i64_ops(compacting)
+        monkeypatch.setattr(_dor, "_CODE_LIMIT", 2 ** 31)
+        assert wide_ops > i64_ops(jax.jit(lambda *a: op.flow_compact(*a), static_argnums=(4,))) + 10
+        monkeypatch.setattr(_dor, "_CODE_LIMIT", 1)
     links, frac = (np.asarray(x) for x in listing(ft, s, d))
     want = [(f, int(lk), float(x)) for f in range(F) for lk, x in zip(links[f], frac[f]) if lk >= 0]
     count = np.asarray(counting(ft, s, d))

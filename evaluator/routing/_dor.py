@@ -102,6 +102,9 @@ __all__ = ["DorRouting", "dor", "dor_order", "DOR_ORDERS", "TIE_RULES", "DorConf
 DOR_ORDERS = ("as_given", "longest_first")
 TIE_RULES = ("split", "positive")
 
+_CODE_LIMIT = 2 ** 31
+"""The compact listing codes its runs in int32 below this (flows times entries times 2), else int64."""
+
 
 @dataclasses.dataclass(frozen=True)
 class DorRouting(Routing):
@@ -698,15 +701,14 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         needed = end[-1]
         off = end - h
         span = size + n_links  # c + size in [0, span)
-        wide = F * span * 2 >= 2 ** 31
-        ctype = jnp.int64 if wide else jnp.int32
+        ctype = jnp.int64 if F * span * 2 >= _CODE_LIMIT else jnp.int32
         flow_of = jnp.repeat(jnp.arange(F, dtype=ctype), Q)
         tie = (frac.ravel() < 1.0).astype(ctype)
         code = (flow_of * span + (first.ravel() - off + size).astype(ctype)) * 2 + tie
         diff = code - jnp.concatenate([jnp.zeros(1, ctype), code[:-1]])
         at = jnp.cumsum(jnp.zeros(size, ctype).at[off].add(diff, mode="drop"))
         j = jnp.arange(size, dtype=ctype)
-        valid = j < jnp.minimum(needed, size)
+        valid = j < jnp.minimum(needed.astype(ctype), size)
         rest = at >> 1
         flow = jnp.clip(rest // span, 0, F - 1).astype(jnp.int32)
         link_at = jnp.clip(rest % span - size + j, 0, n_links - 1).astype(jnp.int32)
