@@ -67,9 +67,10 @@ tree), a move costs about the same at any length and the extra calls cost more t
 halo 143,000 -> 121,000 moves/s), so none are added."""
 
 BUCKET_CHUNK = 128
-"""Moves per device call of a batch's part scored at a longer level than the shortest (:meth:`MoveEvaluator.levels`;
-the shortest: a quarter of the batch per call): fixed shapes, so one compilation per level and move size, and
-little padding."""
+"""Moves per device call of a batch's part scored at the second level (:meth:`MoveEvaluator.levels`; the shortest:
+a quarter of the batch per call; a wider level: as many flow entries a call, a power of two of at least 16 moves):
+fixed shapes, so one compilation per level and move size, and little padding (power law on the 16x8x8 torus, 4,096
+moves, 26 at the one-hub level: padded to 128 they cost 45 ms, a third of the batch)."""
 
 
 @dataclass(frozen=True)
@@ -548,7 +549,12 @@ class MoveEvaluator:
         parts = []
         for i in np.unique(mb):
             idx = np.flatnonzero(mb == i)
-            c = max(chunk, -(-n // 4)) if i == 0 else chunk
+            if i == 0:
+                c = max(chunk, -(-n // 4))
+            else:  # the wider levels in calls of fewer moves, as many entries a call as the second level's (at
+                # least 16 moves): a hub's rare moves padded to 128 cost more than every other move of the batch
+                c = min(chunk, max(16, 1 << int(BUCKET_CHUNK * levels[min(1, len(levels) - 1)] // levels[i])
+                                   .bit_length() - 1))
             pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])  # padding: the part's first move again
             for lo in range(0, idx.size, c):
                 p = pad[lo:lo + c]
