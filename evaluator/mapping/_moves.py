@@ -212,6 +212,7 @@ class MoveEvaluator:
         self._heat = jax.jit(self._heat_fn)
         self._scores = {}
         self._compact_sizes: dict = {}
+        self._compact_needs: dict = {}
         # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
         widths = t.widths or (t.incident.shape[1],)
         self._incident = [self._dev["incident"][:, :w] for w in widths[:-1]] + [self._dev["incident"]]
@@ -255,6 +256,12 @@ class MoveEvaluator:
 
     def _score_fn(self, dev, loads):
         return self._objective(loads, dev["cap"])
+
+    @property
+    def n_compiled(self) -> int:
+        """Score functions compiled so far (one per move size, call size, step, flow-list level and listing
+        size): a caller timing warm calls repeats until it stops growing."""
+        return len(self._scores)
 
     @property
     def widths(self) -> tuple:
@@ -605,10 +612,12 @@ class MoveEvaluator:
     def _resolved(self, L: int | None, state, a, b, step: int, res):
         """A call's ``(time, norm)``; with a compact listing, its moves that needed more entries than the
         call listed scored again with the full listing (host arrays), and the listing's size for the next calls
-        set from the entries the moves needed: the size of the grid (:func:`_size_above`) above their
-        :data:`COMPACT_QUANTILE` quantile, taken when it is below three quarters of the current size or when more
-        than :data:`COMPACT_OVERFLOW` of the moves did not fit. The scores do not depend on the size: the same
-        entries are added in the same order, the rest is padding."""
+        set from the entries the recent moves of its level needed (the last :data:`COMPACT_POOL`): the size of the
+        grid (:func:`_size_above`) above their :data:`COMPACT_QUANTILE` quantile (their largest while fewer than
+        100), taken when it is below three quarters of the current size or when more than
+        :data:`COMPACT_OVERFLOW` of this call's moves did not fit. Pooled over calls, so that the size, and with it
+        the compiled call, stays put from batch to batch (a level's few moves a call would make it jump). The
+        scores do not depend on the size: the same entries are added in the same order, the rest is padding."""
         if len(res) == 2:
             return res
         t, q, need, size = res
@@ -616,8 +625,14 @@ class MoveEvaluator:
         need = np.asarray(need)
         over = np.flatnonzero(need > size)
         full = self._compact_full(k, L)
-        want = _size_above(float(np.quantile(need, COMPACT_QUANTILE)), full)
-        if want < 0.75 * size or over.size > COMPACT_OVERFLOW * need.size:
+        pool = self._compact_needs.setdefault((k, L), [])
+        pool.append(need)
+        while sum(x.size for x in pool) - pool[0].size >= COMPACT_POOL:
+            pool.pop(0)
+        seen = np.concatenate(pool)
+        want = _size_above(float(np.quantile(seen, COMPACT_QUANTILE) if seen.size >= 100 else seen.max()), full)
+        current = self._compact_size(k, L)
+        if want < 0.75 * current or (over.size > COMPACT_OVERFLOW * need.size and want > current):
             self._compact_sizes[(k, L)] = want
         if not over.size:
             return t, q
@@ -845,8 +860,12 @@ COMPACT_MIN = 64
 COMPACT_QUANTILE = 0.99
 """The share of a call's moves whose links the next calls' compact listing holds (the rest are scored again)."""
 
+COMPACT_POOL = 4096
+"""Recent moves (per move size and level) whose needed entries set the compact listing's size."""
+
 COMPACT_OVERFLOW = 0.02
 """Above this share of a call's moves scored again, the compact listing grows."""
+
 
 def _size_above(n: float, full: int) -> int:
     """The least compact-listing size of the grid (:data:`COMPACT_MIN` times powers of two and one and a half
