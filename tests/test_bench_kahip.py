@@ -22,18 +22,13 @@ from evaluator import traffic as TR
 from evaluator.bench import kahip
 from evaluator.bench import mapping as BM
 
+try:
+    from tests.reference import dense_symmetric
+except ImportError:  # pragma: no cover
+    from reference import dense_symmetric
+
 needs_kahip = pytest.mark.skipif(not kahip.available(),
                                  reason="KaHIP's kaffpa is not installed (.venv/kahip absent: run `make setup`)")
-
-
-def _dense_symmetric(traffic) -> np.ndarray:
-    """Bytes between every task pair, both directions and every phase summed, by a dense matrix."""
-    n = traffic.n_tasks
-    M = np.zeros((n, n))
-    for ph in traffic.to_flows().phases:
-        np.add.at(M, (np.asarray(ph.src), np.asarray(ph.dst)), np.asarray(ph.nbytes, float))
-    np.fill_diagonal(M, 0.0)
-    return np.triu(M + M.T, 1)
 
 
 def test_metis_round_trip(tmp_path):
@@ -44,7 +39,7 @@ def test_metis_round_trip(tmp_path):
     path = os.path.join(tmp_path, "g.graph")
     unit = kahip.write_metis(path, tr, n_vertices=n + 5)  # 5 isolated padding vertices
     nv, u, v, w = kahip.read_metis(path)
-    S = _dense_symmetric(tr)
+    S = dense_symmetric(tr)
     eu, ev = np.nonzero(S)
     assert nv == n + 5
     np.testing.assert_array_equal(u, eu)

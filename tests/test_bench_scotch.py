@@ -21,22 +21,12 @@ from evaluator.evaluation import evaluate_batch
 from evaluator.mapping.bound import mapping_bound
 
 try:
-    from tests.reference import reference_link_loads
+    from tests.reference import dense_symmetric, reference_link_loads
 except ImportError:  # pragma: no cover
-    from reference import reference_link_loads
+    from reference import dense_symmetric, reference_link_loads
 
 needs_scotch = pytest.mark.skipif(not scotch.available(),
                                   reason="Scotch's scotch_gmap (or gmap) is not on PATH (apt-get install scotch)")
-
-
-def _dense_symmetric(traffic) -> np.ndarray:
-    """Bytes between every task pair, both directions and every phase summed, by a dense matrix."""
-    n = traffic.n_tasks
-    M = np.zeros((n, n))
-    for ph in traffic.to_flows().phases:
-        np.add.at(M, (np.asarray(ph.src), np.asarray(ph.dst)), np.asarray(ph.nbytes, float))
-    np.fill_diagonal(M, 0.0)
-    return np.triu(M + M.T, 1)
 
 
 def _asymmetric_traffic():
@@ -56,7 +46,7 @@ def test_grf_round_trip(tmp_path, make):
     path = os.path.join(tmp_path, "g.grf")
     unit = scotch.write_grf(path, tr)
     n, u, v, w, velo = scotch.read_grf(path)
-    S = _dense_symmetric(tr)
+    S = dense_symmetric(tr)
     eu, ev = np.nonzero(S)
     assert n == tr.n_tasks and velo is None
     np.testing.assert_array_equal(u, eu)

@@ -78,7 +78,7 @@ import time
 import numpy as np
 
 from .._types import Int
-from .scotch import _adjacency, repair, traffic_graph
+from .scotch import _adjacency, repair, run_tool, traffic_graph
 
 __all__ = ["KahipError", "KahipUnsupported", "KahipMapping", "Hierarchy", "available", "kaffpa_binary",
            "write_metis", "read_metis", "machine_hierarchy", "kahip_mapping", "SCALE"]
@@ -351,17 +351,7 @@ def machine_hierarchy(topology, nodes, tasks_per_node: int = 1) -> Hierarchy:
 # --- running ------------------------------------------------------------------------------------------------------
 
 def _run(cmd: list[str], timeout: float) -> str:
-    name = os.path.basename(cmd[0])
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise KahipError(f"KaHIP's {name} ({cmd[0]}) ran past {timeout:.0f} s") from e
-    except OSError as e:
-        raise KahipError(f"KaHIP's {name} ({cmd[0]}) could not be run: {e}") from e
-    if p.returncode != 0:
-        tail = (p.stderr + p.stdout).strip()[-2000:]
-        raise KahipError(f"KaHIP's {name} ({' '.join(cmd)}) failed (exit {p.returncode}): {tail}")
-    return p.stdout
+    return run_tool(cmd, "KaHIP's", KahipError, timeout)
 
 
 @dataclasses.dataclass

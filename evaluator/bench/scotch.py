@@ -280,7 +280,7 @@ def _graph_target(topology, nodes: np.ndarray, tpn: int, directory: str) -> _Tar
     keep_v = np.sort(R + np.asarray(nodes, np.int64))
     with open(lst, "w") as f:
         f.write(f"{keep_v.size}\n" + " ".join(map(str, keep_v)) + "\n")
-    _run([amk, f"-l{lst}", grf, tgt], "amk_grf")
+    _run([amk, f"-l{lst}", grf, tgt])
     return _Target(None, f"deco (amk_grf) of the router+node graph: {R} routers, {keep_v.size} nodes of "
                          f"weight {tpn}", label_node={int(x): int(x) - R for x in keep_v}, path=tgt)
 
@@ -304,17 +304,24 @@ def target_architecture(topology, nodes, tasks_per_node: int, directory: str) ->
 
 # --- running and reading ----------------------------------------------------------------------------------------
 
-def _run(cmd: list[str], name: str, timeout: float = 900.0) -> str:
+def run_tool(cmd: list[str], tool: str, error: type[Exception], timeout: float = 900.0) -> str:
+    """Run an outside mapper's program ``cmd`` (``tool``: whose, as in "Scotch's"); its output (stdout then
+    stderr). A timeout, a program that cannot start or a non-zero exit raises ``error`` naming the program."""
+    name = os.path.basename(cmd[0])
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        raise ScotchError(f"Scotch's {name} ({cmd[0]}) ran past {timeout:.0f} s") from e
+        raise error(f"{tool} {name} ({cmd[0]}) ran past {timeout:.0f} s") from e
     except OSError as e:
-        raise ScotchError(f"Scotch's {name} ({cmd[0]}) could not be run: {e}") from e
+        raise error(f"{tool} {name} ({cmd[0]}) could not be run: {e}") from e
     if p.returncode != 0:
         tail = (p.stderr + p.stdout).strip()[-2000:]
-        raise ScotchError(f"Scotch's {name} ({' '.join(cmd)}) failed (exit {p.returncode}): {tail}")
-    return p.stderr
+        raise error(f"{tool} {name} ({' '.join(cmd)}) failed (exit {p.returncode}): {tail}")
+    return p.stdout + p.stderr
+
+
+def _run(cmd: list[str], timeout: float = 900.0) -> str:
+    return run_tool(cmd, "Scotch's", ScotchError, timeout)
 
 
 def read_map(path: str, n_tasks: int) -> np.ndarray:
@@ -413,7 +420,7 @@ def scotch_mapping(topology, traffic, nodes=None, tasks_per_node: int = 1, direc
         tgt = target_architecture(topology, nodes, tpn, d)
         out = os.path.join(d, "job.map")
         t0 = time.perf_counter()
-        _run([gmap, "-Cd", grf, tgt.path, out], os.path.basename(gmap), timeout)
+        _run([gmap, "-Cd", grf, tgt.path, out], timeout)
         seconds = time.perf_counter() - t0
         label = read_map(out, n)
     if tgt.label_router is not None:

@@ -653,6 +653,9 @@ class MoveEvaluator:
         step = min(step, int(a.shape[0])) if a.shape[0] else step
         if size is None:
             size = self._compact_size(k, L)
+        if size is not None:  # a step's listings within COMPACT_STEP_BYTES (a hub's node swap lists ~10^5 entries)
+            step = max(1, min(step, 1 << max(int(COMPACT_STEP_BYTES // (COMPACT_ENTRY_BYTES * size)).bit_length() - 1,
+                                              0)))
         key = (k, int(a.shape[0]), int(step), L, size)
         if key not in self._scores:
             one = self._move_fn(k, L, size)
@@ -859,6 +862,13 @@ COMPACT_MIN = 64
 
 COMPACT_QUANTILE = 0.99
 """The share of a call's moves whose links the next calls' compact listing holds (the rest are scored again)."""
+
+COMPACT_STEP_BYTES = 512 << 20
+"""Most bytes of one vmapped step's compact listings (the step shrinks for long listings)."""
+
+COMPACT_ENTRY_BYTES = 1024
+"""Bytes a compact listing's entry takes in a step, at most (XLA's cumulative sums over the entries keep their
+intermediate levels: a step of 128 moves of 370,000 entries each asked for 34 GB, about 730 bytes an entry)."""
 
 COMPACT_POOL = 4096
 """Recent moves (per move size and level) whose needed entries set the compact listing's size."""
