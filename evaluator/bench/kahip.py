@@ -188,7 +188,7 @@ class Hierarchy:
 
     sizes: list[int]
     distances: list[int]
-    pe_node: np.ndarray
+    pe_node: Int[np.ndarray, "slot"]  # (a PE is a slot: tasks_per_node consecutive PEs per node)
     kind: str
 
     @property
