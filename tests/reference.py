@@ -48,19 +48,6 @@ Path = tuple[float, list[int]]  # (probability, [router link ids in travel order
 
 
 @lru_cache(maxsize=32)
-def dense_symmetric(traffic):
-    """Bytes between every task pair, both directions and every phase summed, by a dense matrix (upper
-    triangle): the edge weights an outside mapper's graph of ``traffic`` must carry (Scotch, KaHIP)."""
-    import numpy as np
-
-    n = traffic.n_tasks
-    M = np.zeros((n, n))
-    for ph in traffic.to_flows().phases:
-        np.add.at(M, (np.asarray(ph.src), np.asarray(ph.dst)), np.asarray(ph.nbytes, float))
-    np.fill_diagonal(M, 0.0)
-    return np.triu(M + M.T, 1)
-
-
 def _edge_table(topology) -> dict[tuple[int, int], list[int]]:
     """(src_router, dst_router) -> link ids of the router links between them (sorted)."""
     table: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -413,3 +400,16 @@ def reference_link_loads_exact(topology, flows, task_node, routing: dict) -> tup
                 loads[link] += b * p
                 routes[link] += 1
     return loads, routes
+
+
+def dense_symmetric(traffic):
+    """Bytes between every task pair, both directions and every phase summed, by a dense matrix (upper
+    triangle): the edge weights an outside mapper's graph of ``traffic`` must carry (Scotch, KaHIP)."""
+    import numpy as np
+
+    n = traffic.n_tasks
+    M = np.zeros((n, n))
+    for ph in traffic.to_flows().phases:
+        np.add.at(M, (np.asarray(ph.src), np.asarray(ph.dst)), np.asarray(ph.nbytes, float))
+    np.fill_diagonal(M, 0.0)
+    return np.triu(M + M.T, 1)
