@@ -133,7 +133,7 @@ def test_kahip_mapping_fits_and_evaluates(topo, routing, tpn, nodes):
     again = kahip.kahip_mapping(topo, tr, nodes=nodes, tasks_per_node=tpn)
     np.testing.assert_array_equal(again.task_node, tn)  # deterministic (fixed seed)
     # the bench's figure is the project's evaluation of that placement
-    row = BM._kahip(topo, routing, tr, nodes=nodes, tasks_per_node=tpn)
+    row = kahip.MAPPER.row(topo, routing, tr, nodes=nodes, tasks_per_node=tpn)
     ds = evaluate(topo, tr, P.explicit(topo, tn, "kahip"), routing)
     np.testing.assert_allclose(row["kahip"], float(ds["completion_time"]), rtol=1e-12)
     assert row["kahip_target"] == m.target
@@ -167,6 +167,7 @@ def test_bench_rows_with_and_without_kahip():
                         _quality_record(kahip_absent="KaHIP absent (no .venv/kahip/bin/kaffpa)")]}
     _, old, with_k, absent = BM.mapping_rows(data, lambda d: d)
     assert "KaHIP" not in old["check"] and "KaHIP" not in old["note"]  # an older record
+    assert old["check"] == "-50.0% vs METIS, -33.3% vs named, -16.7% vs Scotch"
     assert with_k["check"].endswith("-20.0% vs KaHIP") and "KaHIP (kaffpa --enable_mapping onto k, 2 task" in \
         with_k["note"]
     assert absent["check"].endswith(", KaHIP absent")

@@ -56,7 +56,7 @@ returns the mapping as ``task_node`` for the project's own evaluation (:func:`ev
    (every PE pair equally far) ``kaffpa`` partitions without ``--enable_mapping`` (3.25 crashes mapping onto one
    level of a size not a power of two; the partition is then the mapping). And:
 4. **capacity**: :func:`.scotch.repair` moves any excess task to the nearest free slot (deterministic);
-   :attr:`KahipMapping.repaired` counts them.
+   :attr:`.OutsideMapping.repaired` counts them.
 
 :func:`available` says whether the binary is installed: ``kaffpa`` in ``.venv/kahip/bin`` (``make setup``
 installs the wheel there, ``pip install --no-deps --target .venv/kahip``, isolated: the wheel's ``bin/`` also
@@ -78,9 +78,9 @@ import time
 import numpy as np
 
 from .._types import Int
-from .scotch import _adjacency, repair, run_tool, traffic_graph
+from .outside import Mapper, OutsideMapping, adjacency, repair, run_tool, traffic_graph
 
-__all__ = ["KahipError", "KahipUnsupported", "KahipMapping", "Hierarchy", "available", "kaffpa_binary",
+__all__ = ["KahipError", "KahipUnsupported", "MAPPER", "Hierarchy", "available", "kaffpa_binary",
            "write_metis", "read_metis", "machine_hierarchy", "kahip_mapping", "SCALE"]
 
 SCALE = 4
@@ -139,7 +139,7 @@ def write_metis(path: str, traffic, n_vertices: int | None = None, max_distance:
         raise ValueError(f"{nv} vertices for {n} tasks")
     unit = _unit(w, max_distance)
     wi = np.maximum(np.rint(w / unit), 1).astype(np.int64)
-    start, nb, x = _adjacency(nv, u, v, wi)
+    start, nb, x = adjacency(nv, u, v, wi)
     lines = [f"{nv} {int(u.size)} 1"]
     for i in range(nv):
         lo, hi = int(start[i]), int(start[i + 1])
@@ -354,27 +354,9 @@ def _run(cmd: list[str], timeout: float) -> str:
     return run_tool(cmd, "KaHIP's", KahipError, timeout)
 
 
-@dataclasses.dataclass
-class KahipMapping:
-    """KaHIP's mapping of a job.
-
-    ``task_node``: node of every task (at most ``tasks_per_node`` each, only available nodes); ``target``: the
-    hierarchy given to KaHIP (module docstring); ``repaired``: tasks moved to meet the capacity (0: KaHIP's
-    mapping as it came); ``seconds``: wall time of ``kaffpa`` (s); ``unit``: bytes per edge-weight unit;
-    ``binary``: the program run; ``padded``: dummy vertices added (PEs the job leaves empty)."""
-
-    task_node: Int[np.ndarray, "task"]
-    target: str
-    repaired: int
-    seconds: float
-    unit: float
-    binary: str
-    padded: int
-
-
 def kahip_mapping(topology, traffic, nodes=None, tasks_per_node: int = 1, directory: str | None = None,
                   timeout: float = 900.0, seed: int = 0, preconfiguration: str = "eco",
-                  block_min: int | None = None) -> KahipMapping:
+                  block_min: int | None = None) -> OutsideMapping:
     """KaHIP's process mapping (``kaffpa --enable_mapping``) of ``traffic``'s tasks onto ``nodes`` of ``topology``
     (default: every compute node), at most ``tasks_per_node`` tasks per node (module docstring). Raises
     :class:`KahipError` where KaHIP is absent or fails, :class:`KahipUnsupported` where the nodes are not a
@@ -435,4 +417,10 @@ def kahip_mapping(topology, traffic, nodes=None, tasks_per_node: int = 1, direct
     kind = h.kind if b == 1 else f"{h.kind}; PEs of {b} slots: --k={kk} --hierarchy_parameter_string={hs}"
     if len(h.sizes) - j == 1:
         kind += " (one level: partitioned without --enable_mapping)"
-    return KahipMapping(tn, kind, moved, seconds, unit, kaffpa, h.k - n)
+    return OutsideMapping(tn, kind, moved, seconds, unit, kaffpa, h.k - n)
+
+
+MAPPER = Mapper("kahip", "KaHIP", "kaffpa --enable_mapping", available,
+                "KaHIP absent (no .venv/kahip/bin/kaffpa: make setup installs it)", kahip_mapping, KahipError,
+                KahipUnsupported)
+"""KaHIP as the mapping bench's outside reference (:mod:`.outside`)."""

@@ -38,9 +38,14 @@ import time
 
 import numpy as np
 
-__all__ = ["random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
+from . import kahip, scotch
+
+__all__ = ["OUTSIDE_MAPPERS", "random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
            "QUALITY_BUDGETS", "QUALITY_CASES", "HELDOUT_CASES", "HELDOUT_PATTERNS", "heldout_case", "heldout",
            "heldout_verdict"]
+
+OUTSIDE_MAPPERS = (scotch.MAPPER, kahip.MAPPER)
+"""The outside mappers the bench compares the search with (:class:`.outside.Mapper`), in the order printed."""
 
 _UNDEFINED_RANK = 2 ** 32 - 1  # OTF2_UNDEFINED_UINT32: no root (an allreduce)
 
@@ -239,44 +244,12 @@ def _move_rate(quick: bool, timed, pattern: str, network: str) -> dict:
             "evaluator": type(me).__name__}
 
 
-def _scotch(topo, routing, tr, nodes=None, tasks_per_node: int = 1) -> dict:
-    """Scotch's mapping of the case (:func:`.scotch.scotch_mapping` onto the available ``nodes``, default every
-    node, ``tasks_per_node`` tasks each) and its completion time by the project's model (the evaluation the
-    search's starts get); ``{"scotch_absent": reason}`` where Scotch is not installed or fails."""
-    from ..evaluation import evaluate_batch
-    from ..placement import explicit
-    from . import scotch
-
-    if not scotch.available():
-        return {"scotch_absent": "Scotch absent (no scotch_gmap on PATH)"}
-    try:
-        m = scotch.scotch_mapping(topo, tr, nodes=nodes, tasks_per_node=tasks_per_node)
-    except scotch.ScotchError as e:
-        return {"scotch_absent": f"Scotch failed: {e}"}
-    res = evaluate_batch(topo, routing, tr, explicit(topo, m.task_node, "scotch"))
-    return {"scotch": float(res.metrics["completion_time"][0]), "scotch_target": m.target,
-            "scotch_repaired": m.repaired, "scotch_s": m.seconds}
-
-
-def _kahip(topo, routing, tr, nodes=None, tasks_per_node: int = 1) -> dict:
-    """KaHIP's process mapping of the case (:func:`.kahip.kahip_mapping`) and its completion time by the project's
-    model; ``{"kahip_absent": reason}`` where KaHIP is not installed, does not apply (the nodes are not a regular
-    hierarchy) or fails."""
-    from ..evaluation import evaluate_batch
-    from ..placement import explicit
-    from . import kahip
-
-    if not kahip.available():
-        return {"kahip_absent": "KaHIP absent (no .venv/kahip/bin/kaffpa: make setup installs it)"}
-    try:
-        m = kahip.kahip_mapping(topo, tr, nodes=nodes, tasks_per_node=tasks_per_node)
-    except kahip.KahipUnsupported as e:
-        return {"kahip_absent": f"KaHIP skipped: {e}"}
-    except kahip.KahipError as e:
-        return {"kahip_absent": f"KaHIP failed: {e}"}
-    res = evaluate_batch(topo, routing, tr, explicit(topo, m.task_node, "kahip"))
-    return {"kahip": float(res.metrics["completion_time"][0]), "kahip_target": m.target,
-            "kahip_repaired": m.repaired, "kahip_s": m.seconds}
+def _outside(topo, routing, tr, nodes=None, tasks_per_node: int = 1) -> dict:
+    """Every outside mapper's mapping of the case (:data:`OUTSIDE_MAPPERS`: Scotch, KaHIP) onto the available
+    ``nodes`` (default every node), ``tasks_per_node`` tasks each, its completion time by the project's model
+    (the evaluation the search's starts get) and how it was made; ``{key_absent: reason}`` for a mapper absent,
+    not applicable or failing."""
+    return {k: v for m in OUTSIDE_MAPPERS for k, v in m.row(topo, routing, tr, nodes, tasks_per_node).items()}
 
 
 def _quality(quick: bool) -> list[dict]:
@@ -301,7 +274,7 @@ def _quality(quick: bool) -> list[dict]:
                          "moves": int(res.trace.evaluated[-1]), "search_s": float(el[-1]),
                          "bound": res.lower_bound, "bound_kind": res.bound.describe(),
                          "evaluator": res.info["evaluator"], "starts_s": res.info["starts_seconds"],
-                         **_scotch(topo, routing, tr), **_kahip(topo, routing, tr)})
+                         **_outside(topo, routing, tr)})
     return rows
 
 
@@ -373,8 +346,7 @@ def heldout_case(dims, tasks_per_node: int, ranks: int, box, pattern: str, budge
             "search_s": float(el[-1]),
             "bound": res.lower_bound, "bound_kind": res.bound.describe() if res.bound is not None else "none",
             "starts_s": res.info["starts_seconds"],
-            **_scotch(topo, as_routing("dor"), tr, nodes=nodes, tasks_per_node=tasks_per_node),
-            **_kahip(topo, as_routing("dor"), tr, nodes=nodes, tasks_per_node=tasks_per_node)}
+            **_outside(topo, as_routing("dor"), tr, nodes=nodes, tasks_per_node=tasks_per_node)}
 
 
 def heldout(cases=HELDOUT_CASES, budget: float = 60.0) -> list[dict]:
@@ -409,21 +381,14 @@ def mapping_rows(data: dict, device_label) -> list[dict]:
         gn = 1 - q["time"] / q["best_named"]
         steps = ", ".join(f"{float(b):.0f} s: {v * 1e6:.4g} us" for b, v in q["at"].items())  # JSON keys: text
         kind = q.get("bound_kind", "the busiest task's bytes over its node link")  # older records: that bound
-        if "scotch" in q:
-            gs = 1 - q["time"] / q["scotch"]
-            vs_scotch = f"{-gs * 100:+.1f}% vs Scotch"
-            rep = f", {q['scotch_repaired']} task(s) moved to fit" if q["scotch_repaired"] else ""
-            scotch_note = (f"Scotch (scotch_gmap onto {q['scotch_target']}{rep}) {q['scotch'] * 1e6:.4g} us; ")
-        else:
-            why = q.get("scotch_absent", "Scotch not run (older record)")
-            vs_scotch = "Scotch failed" if why.startswith("Scotch failed") else why.split(" (")[0]
-            scotch_note = f"{why}; "
-        vs_kahip, kahip_note = _kahip_texts(q)
+        scotch_m, kahip_m = OUTSIDE_MAPPERS
+        vs_scotch, scotch_note = scotch_m.texts(q, "Scotch not run (older record)")
+        vs_kahip, kahip_note = kahip_m.texts(q)
         out.append({
             "scenario": f"mapping: {q['ranks']:,} ranks, {q['pattern']}, {q['network']}, {q['budget']:.0f} s budget",
             "points": q["moves"], "seconds": q["search_s"], "points_per_s": q["moves"] / max(q["search_s"], 1e-9),
             "ratio": float("nan"), "ratio_scipy": float("nan"),
-            "check": f"-{gp * 100:.1f}% vs METIS, -{gn * 100:.1f}% vs named, {vs_scotch}{vs_kahip}",
+            "check": f"-{gp * 100:.1f}% vs METIS, -{gn * 100:.1f}% vs named{vs_scotch}{vs_kahip}",
             "peak_mb": data["peak_mb"],
             "device": dev,
             "note": (f"found {q['time'] * 1e6:.4g} us; METIS partition {q['partition'] * 1e6:.4g} us, best named "
@@ -434,20 +399,6 @@ def mapping_rows(data: dict, device_label) -> list[dict]:
                      f"built and evaluated in {q['starts_s']:.1f} s ({q['evaluator']})")})
     out.extend(_heldout_row(q, data["peak_mb"], dev) for q in data.get("heldout", []))
     return out
-
-
-def _kahip_texts(q: dict) -> tuple[str, str]:
-    """(check, note) fragments of KaHIP's result in a quality row; empty for older records (no KaHIP key)."""
-    if "kahip" in q:
-        gk = 1 - q["time"] / q["kahip"]
-        rep = f", {q['kahip_repaired']} task(s) moved to fit" if q.get("kahip_repaired") else ""
-        return (f", {-gk * 100:+.1f}% vs KaHIP",
-                f"KaHIP (kaffpa --enable_mapping onto {q['kahip_target']}{rep}) {q['kahip'] * 1e6:.4g} us; ")
-    if "kahip_absent" in q:
-        why = q["kahip_absent"]
-        short = why.split(":")[0] if why.startswith(("KaHIP failed", "KaHIP skipped")) else why.split(" (")[0]
-        return f", {short}", f"{why}; "
-    return "", ""
 
 
 def heldout_verdict(q: dict) -> dict:
@@ -468,11 +419,10 @@ def heldout_verdict(q: dict) -> dict:
 
 def _heldout_row(q: dict, peak_mb, dev) -> dict:
     v = heldout_verdict(q)
-    sc = f"Scotch {q['scotch'] * 1e6:.4g} us" if "scotch" in q else q.get("scotch_absent", "Scotch not run")
-    if "kahip" in q:
-        sc += f"; KaHIP {q['kahip'] * 1e6:.4g} us"
-    elif "kahip_absent" in q:
-        sc += f"; {q['kahip_absent']}"
+    scotch_m, kahip_m = OUTSIDE_MAPPERS
+    sc = scotch_m.short(q, "Scotch not run")
+    if "kahip" in q or "kahip_absent" in q:
+        sc += f"; {kahip_m.short(q, '')}"
     vs = "best of Scotch, KaHIP and named" if "kahip" in q else "best of Scotch and named"
     return {
         "scenario": (f"mapping (held out): {q['ranks']:,} ranks, {q['tasks_per_node']} per node on {q['job_nodes']} "

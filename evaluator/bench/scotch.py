@@ -45,7 +45,7 @@ the mapping as ``task_node`` for the project's own evaluation (:func:`evaluator.
 4. **capacity**: no node may hold more than ``tasks_per_node`` tasks. Where Scotch's mapping does (it balances
    within its imbalance tolerance), :func:`repair` moves the excess tasks deterministically: from every
    overfull node (ascending id) its highest-numbered excess tasks, each to the free slot nearest the node in
-   router hops (ties: the lowest node id). :attr:`ScotchMapping.repaired` counts the tasks moved.
+   router hops (ties: the lowest node id). :attr:`.OutsideMapping.repaired` counts the tasks moved.
 
 :func:`available` says whether ``scotch_gmap`` is installed; a missing binary or a failing run raises
 :class:`ScotchError` naming the binary.
@@ -57,15 +57,14 @@ import dataclasses
 import math
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 
 import numpy as np
 
-from .._types import Int
+from .outside import Mapper, OutsideMapping, adjacency, repair, run_tool, traffic_graph
 
-__all__ = ["GMAP_BINARIES", "ScotchError", "ScotchMapping", "available", "gmap_binary", "traffic_graph",
+__all__ = ["GMAP_BINARIES", "MAPPER", "ScotchError", "available", "gmap_binary", "traffic_graph",
            "write_grf", "read_grf", "target_architecture", "read_map", "repair", "scotch_mapping"]
 
 GMAP_BINARIES = ("scotch_gmap", "gmap")
@@ -104,27 +103,6 @@ def _need(name: str, *alternatives: str) -> str:
 
 # --- the source graph -----------------------------------------------------------------------------------------
 
-def traffic_graph(traffic) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """``(n_tasks, u, v, bytes)``: the undirected task graph of ``traffic`` (any kind): one entry per task pair
-    ``u < v`` that exchanges bytes, ``bytes`` the sum over both directions and every phase (bytes per step);
-    pairs sorted by ``(u, v)``, traffic of a task to itself left out."""
-    n = int(traffic.n_tasks)
-    us, vs, bs = [], [], []
-    for ph in traffic.to_flows().phases:
-        s, d, b = np.asarray(ph.src, np.int64), np.asarray(ph.dst, np.int64), np.asarray(ph.nbytes, np.float64)
-        keep = (s != d) & (b > 0)
-        s, d, b = s[keep], d[keep], b[keep]
-        us.append(np.minimum(s, d))
-        vs.append(np.maximum(s, d))
-        bs.append(b)
-    if not us:
-        return n, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    u, v, b = np.concatenate(us), np.concatenate(vs), np.concatenate(bs)
-    key, inv = np.unique(u * n + v, return_inverse=True)
-    w = np.bincount(inv.reshape(-1), weights=b, minlength=key.size)
-    return n, key // n, key % n, w
-
-
 def _unit(w: np.ndarray) -> float:
     """Bytes per integer weight unit: the heaviest edge at most ``_MAX_EDGE_WEIGHT``, the arcs' weights times
     ``_DIST_CAP`` at most 2^30."""
@@ -133,22 +111,11 @@ def _unit(w: np.ndarray) -> float:
     return max(float(w.max()) / _MAX_EDGE_WEIGHT, 2.0 * float(w.sum()) * _DIST_CAP / 2 ** 30)
 
 
-def _adjacency(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray):
-    """CSR of the symmetric graph: ``(start, neighbour, weight)``, each vertex's neighbours ascending."""
-    a = np.concatenate([u, v])
-    b = np.concatenate([v, u])
-    x = np.concatenate([w, w])
-    order = np.lexsort((b, a))
-    a, b, x = a[order], b[order], x[order]
-    start = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n))])
-    return start, b, x
-
-
 def _write_graph(path: str, n: int, u, v, w_int=None, velo=None) -> None:
     """A Scotch graph file (base 0): flag digits ``0 (edge weights) (vertex weights)``."""
     u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
     wi = np.ones(u.size, np.int64) if w_int is None else np.asarray(w_int, np.int64)
-    start, nb, x = _adjacency(n, u, v, wi)
+    start, nb, x = adjacency(n, u, v, wi)
     flag = f"0{1 if w_int is not None else 0}{1 if velo is not None else 0}"
     lines = ["0", f"{n}\t{int(nb.size)}", f"0\t{flag}"]
     for i in range(n):
@@ -304,22 +271,6 @@ def target_architecture(topology, nodes, tasks_per_node: int, directory: str) ->
 
 # --- running and reading ----------------------------------------------------------------------------------------
 
-def run_tool(cmd: list[str], tool: str, error: type[Exception], timeout: float = 900.0) -> str:
-    """Run an outside mapper's program ``cmd`` (``tool``: whose, as in "Scotch's"); its output (stdout then
-    stderr). A timeout, a program that cannot start or a non-zero exit raises ``error`` naming the program."""
-    name = os.path.basename(cmd[0])
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise error(f"{tool} {name} ({cmd[0]}) ran past {timeout:.0f} s") from e
-    except OSError as e:
-        raise error(f"{tool} {name} ({cmd[0]}) could not be run: {e}") from e
-    if p.returncode != 0:
-        tail = (p.stderr + p.stdout).strip()[-2000:]
-        raise error(f"{tool} {name} ({' '.join(cmd)}) failed (exit {p.returncode}): {tail}")
-    return p.stdout + p.stderr
-
-
 def _run(cmd: list[str], timeout: float = 900.0) -> str:
     return run_tool(cmd, "Scotch's", ScotchError, timeout)
 
@@ -339,67 +290,8 @@ def read_map(path: str, n_tasks: int) -> np.ndarray:
     return out
 
 
-def _hops_from(topology, routers: np.ndarray) -> np.ndarray:
-    """Router hop distances from each of ``routers`` to every router, shape [len(routers), router]."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
-
-    nr = int(topology.n_router_links)
-    A = csr_matrix((np.ones(nr), (topology.link_src[:nr], topology.link_dst[:nr])),
-                   shape=(topology.n_routers, topology.n_routers))
-    return shortest_path(A, unweighted=True, directed=True, indices=routers)
-
-
-def repair(topology, task_node: np.ndarray, nodes: np.ndarray, tasks_per_node: int) -> tuple[np.ndarray, int]:
-    """``(task_node, moved)``: ``task_node`` with no node over ``tasks_per_node`` tasks and only ``nodes`` used.
-
-    Deterministic: the tasks on a node outside ``nodes``, then every overfull node's highest-numbered excess
-    tasks (nodes by ascending id), each go to the free slot nearest their node in router hops (ties: lowest
-    node id)."""
-    tn = np.asarray(task_node, np.int64).copy()
-    nodes = np.asarray(nodes, np.int64)
-    cap = np.zeros(topology.n_nodes, np.int64)
-    cap[nodes] = tasks_per_node
-    if tn.size > int(cap.sum()):
-        raise ScotchError(f"{tn.size} tasks do not fit {nodes.size} nodes x {tasks_per_node} slots")
-    count = np.bincount(tn, minlength=topology.n_nodes)
-    excess = []
-    for node in np.flatnonzero(count > cap):
-        tasks = np.flatnonzero(tn == node)
-        excess.extend(tasks[int(cap[node]):].tolist() if cap[node] else tasks.tolist())
-    if not excess:
-        return tn, 0
-    for t in excess:
-        count[tn[t]] -= 1
-    node_router = np.asarray(topology.node_router, np.int64)
-    for t in excess:
-        free = np.flatnonzero(count < cap)
-        d = _hops_from(topology, np.array([node_router[tn[t]]]))[0][node_router[free]]
-        best = free[np.lexsort((free, d))[0]]
-        tn[t] = best
-        count[best] += 1
-    return tn, len(excess)
-
-
-@dataclasses.dataclass
-class ScotchMapping:
-    """Scotch's mapping of a job.
-
-    ``task_node``: node of every task (at most ``tasks_per_node`` each, only available nodes); ``target``: the
-    Scotch target used (module docstring); ``repaired``: tasks moved to meet the capacity (0: Scotch's mapping
-    as it came); ``seconds``: wall time of ``scotch_gmap`` (s); ``unit``: bytes per edge-weight unit of the
-    source graph; ``binary``: the mapper run."""
-
-    task_node: Int[np.ndarray, "task"]
-    target: str
-    repaired: int
-    seconds: float
-    unit: float
-    binary: str
-
-
 def scotch_mapping(topology, traffic, nodes=None, tasks_per_node: int = 1, directory: str | None = None,
-                   timeout: float = 900.0) -> ScotchMapping:
+                   timeout: float = 900.0) -> OutsideMapping:
     """Scotch's mapping (``scotch_gmap``, default strategy) of ``traffic``'s tasks onto ``nodes`` of
     ``topology`` (default: every compute node) with at most ``tasks_per_node`` tasks per node (module
     docstring: the graph, the target, the repair). Raises :class:`ScotchError` where Scotch is absent or
@@ -444,4 +336,9 @@ def scotch_mapping(topology, traffic, nodes=None, tasks_per_node: int = 1, direc
         except KeyError as e:
             raise ScotchError(f"{gmap}: target label {e} is not a vertex of {tgt.kind}") from None
     tn, moved = repair(topology, tn, nodes, tpn)
-    return ScotchMapping(tn, tgt.kind, moved, seconds, unit, gmap)
+    return OutsideMapping(tn, tgt.kind, moved, seconds, unit, gmap)
+
+
+MAPPER = Mapper("scotch", "Scotch", "scotch_gmap", available, "Scotch absent (no scotch_gmap on PATH)",
+                scotch_mapping, ScotchError)
+"""Scotch as the mapping bench's outside reference (:mod:`.outside`)."""
