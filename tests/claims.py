@@ -88,12 +88,15 @@ def check_stated(doc: str, pattern: str, value: float, command: str, count: int 
 _NUM = r"[-+]?\d[\d,]*(?:\.\d+)?"
 
 
-def check_output_block(doc: str, command: str, output: str, skip: tuple[str, ...] = ("...",)) -> int:
+def check_output_block(doc: str, command: str, output: str, skip: tuple[str, ...] = ("...",),
+                       drop: tuple[str, ...] = ()) -> int:
     """Check every number of the output block that ``doc`` shows after ``command`` (the first fenced block
     after the one holding it) against ``output``, the command's output now: each line of the block is found in
     ``output`` by its label (the text before its first number) and each of its numbers must equal the output
     line's number at the same place, to the doc's printed precision (as :func:`check_stated`). Lines containing
-    a ``skip`` text and lines without numbers are passed over. Returns how many numbers were checked."""
+    a ``skip`` text and lines without numbers are passed over; the parts of a line (of the block and of the
+    output) that a regex of ``drop`` matches are left out of the comparison (a measured time inside a line whose
+    other numbers are results). Returns how many numbers were checked."""
     raw = (ROOT / doc).read_text()
     text = _text(doc)
     flat = " ".join(command.split())
@@ -103,7 +106,13 @@ def check_output_block(doc: str, command: str, output: str, skip: tuple[str, ...
     block = blocks[at + 1]
     start = text.find(" ".join(block.split()), text.find(" ".join(blocks[at].split())))
     assert start >= 0, f"{doc}: the output block after {command!r} not found"
-    got_lines = [" ".join(x.split()) for x in output.splitlines()]
+
+    def dropped(x: str) -> str:
+        for d in drop:
+            x = re.sub(d, "", x)
+        return x
+
+    got_lines = [dropped(" ".join(x.split())) for x in output.splitlines()]
     checked, pos, spans = 0, start, []
     for line in block.splitlines():
         line = " ".join(line.split())
@@ -117,7 +126,9 @@ def check_output_block(doc: str, command: str, output: str, skip: tuple[str, ...
         cands = [g for g in got_lines if label and g.startswith(label)]
         assert cands, f"{doc}: the command's output has no line {label!r} (command {command!r})"
         got = max(cands, key=lambda g: len(os.path.commonprefix([g, line])))  # 'step 1' before 'step 0'
-        want, have = list(re.finditer(_NUM, line)), re.findall(_NUM, got)
+        gone = [m.span() for d in drop for m in re.finditer(d, line)]
+        want = [m for m in re.finditer(_NUM, line) if not any(a <= m.start() < b for a, b in gone)]
+        have = re.findall(_NUM, got)
         assert len(have) >= len(want), f"{doc}: {line!r} against the output's {got!r}"
         for m, value in zip(want, have):
             number, v = m.group(0), float(value.replace(",", ""))

@@ -120,3 +120,20 @@ def test_skipped_starts_one_summary_line_verbose_lists_why(capsys):
     assert any(ln.startswith("skipped grid_order: the traffic has no task grid") for ln in detail)
     assert sum(ln.startswith("skipped ") and ": the same mapping as" in ln for ln in detail) == int(m.group(4))
     assert "--verbose" not in " ".join(detail)
+
+
+@pytest.mark.parametrize("flag,want", [([], False), (["--anneal"], True)], ids=["default", "--anneal"])
+def test_anneal_flag_reaches_the_search(flag, want, capsys, monkeypatch):
+    import evaluator.mapping as M
+
+    seen = []
+    real = M.local_search
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["anneal"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(M, "local_search", spy)
+    rc, out, err = _run([*TORUS, "save=false", *flag], capsys)
+    assert rc == 0, err
+    assert seen == [want]

@@ -73,7 +73,7 @@ def test_annealed_search_never_worse_than_its_start(job):
     rng = np.random.default_rng(0)
     start = rng.permutation(t.n_nodes)[: tr.n_tasks]
     r = search_mapping(t, tr, "dor", starts=[Start("random", start)], time_budget=60, max_iterations=20,
-                       candidates=64, progress=False, seed=2)
+                       candidates=64, progress=False, seed=2, anneal=True)
     t_start = r.starts["random"]
     assert r.completion_time <= t_start * (1 + 1e-12)
     assert r.completion_time == pytest.approx(r.search_time, rel=1e-9)

@@ -195,6 +195,9 @@ def main(argv: list[str]) -> int:
                          "placement's tasks_per_node too, which then must not say otherwise")
     ap.add_argument("--seed", type=int, default=0, help="seed of the partitioning, the random start and the search")
     ap.add_argument("--candidates", type=int, default=4096, help="candidate moves scored per device call")
+    ap.add_argument("--anneal", action="store_true",
+                    help="after a plateau, accept worse moves by the Metropolis rule (simulated annealing on the "
+                         "q-norm) rather than random kicks alone; off by default (docs/mapping.md)")
     ap.add_argument("--write-rank-order", metavar="DIR", default=None,
                     help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
     ap.add_argument("--force", action="store_true", help="replace MPICH_RANK_ORDER and node_list already in DIR")
@@ -252,7 +255,7 @@ def main(argv: list[str]) -> int:
     res = search_mapping(point.topology, point.traffic, point.routing, nodes=nodes, user_starts=mine,
                          tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
                          traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
-                         progress=not args.no_progress,
+                         progress=not args.no_progress, anneal=args.anneal,
                          extra_starts=_named_starts(as_run, user_placement, point, args.tasks_per_node))
     t = res.trace
     print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "

@@ -16,10 +16,11 @@ and:
    whole nodes' or routers' tasks; on a torus, swaps of sub-boxes and
    reflections, shifts and rotations of one: :mod:`._kinds`) scored per
    device call by incremental evaluation (:mod:`._moves`: the kernel's own
-   link-load function on the moved flows only), with simulated annealing
-   (Metropolis on the q-norm, the temperature tied to the budget) where no
-   move improves, under a time budget; ``info["move_kinds"]`` (and the
-   dataset's attrs) say which move kinds paid;
+   link-load function on the moved flows only), each kind given a share of
+   the time by what it yields per second, with random kicks where no move
+   improves (and, with ``anneal``, Metropolis acceptance on the q-norm),
+   under a time budget; ``info["move_kinds"]`` (and the dataset's attrs)
+   say which move kinds paid and what they cost;
 3. evaluates the result afresh (the reported time is that evaluation's),
    never worse than the best start (which is a candidate).
 
@@ -200,7 +201,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
                    time_budget: float = 60.0, seed: int = 0, candidates: int = 4096, starts: list[Start] | None = None,
                    traffic_cfg=None, topology_cfg=None, max_iterations: int | None = None,
                    progress: bool = True, extra_starts: list[Start] | None = None,
-                   user_starts: list[Start] | None = None) -> MappingResult:
+                   user_starts: list[Start] | None = None, anneal: bool = False) -> MappingResult:
     """Search task-to-node assignments of ``traffic``'s tasks that minimise the predicted completion time.
 
     Parameters
@@ -236,6 +237,10 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         at most ``tasks_per_node`` per node (a :class:`ConfigError` naming ``mapping.user_starts`` otherwise),
         and is kept even where it repeats another start (that one is skipped instead); the result is never
         slower than any of them.
+    anneal
+        Metropolis acceptance on the q-norm in batches without an improving move (simulated annealing; off: the
+        random kicks after a plateau alone). Off by default: on the bench's torus cases it never found a better
+        mapping and on a 1,024-rank mesh halo it cost 25 % (docs/mapping.md, "Moves and acceptance").
     """
     routing = as_routing(routing)
     budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
@@ -322,7 +327,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
             movable = slot_node < partial.min()
     best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
                                max_iterations=max_iterations, fixed_counts=tpn > 1, movable=movable,
-                               progress=progress)
+                               progress=progress, anneal=bool(anneal))
     task_node = evaluator.task_node(best)
     search_time = float(trace.best_completion_time[-1])
     final = evaluate_batch(topology, routing, traffic, explicit(topology, task_node, "mapping search"))

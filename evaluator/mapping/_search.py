@@ -16,7 +16,7 @@ device call, and applies the best improving ones:
   flows load the hot links: the gradient of the norm with respect to the
   flows' bytes, through the routing) half of the time, uniformly otherwise;
   the second uniformly;
-* where the structured moves apply (a torus grid; ``anneal``), from the
+* with ``anneal`` (off by default), from the
   ``patience // 2``-th batch in a row without an improving move, such a
   batch is a batch of Metropolis proposals
   (simulated annealing on the ``q``-norm ``Q`` the search already uses):
@@ -34,9 +34,11 @@ device call, and applies the best improving ones:
   on from there; the best state seen is kept, so the result is never worse
   than the start.
 
-The move kinds (one per batch, drawn with weights :data:`KIND_WEIGHTS`,
-after a first sweep of one batch of each structured kind and box shape, so
-that the coarse moves are tried before single swaps refine the start):
+The move kinds (one per batch, chosen by :class:`KindScheduler` so that each
+kind's share of the time follows :data:`KIND_WEIGHTS` scaled by what it
+yielded per second, after a first sweep of one batch of each structured kind
+and box shape, so that the coarse moves are tried before single swaps refine
+the start):
 ``swap`` (two slots), ``node block`` and ``router block`` (two nodes' or
 routers' slots), and on a torus whose slots fill every router equally the
 structured moves of :mod:`._kinds` (``box swap``: two sub-boxes, one
@@ -60,7 +62,8 @@ from .._types import Bool, Int
 from ..display import format_value
 from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
 
-__all__ = ["SearchTrace", "local_search", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MOVE_KINDS"]
+__all__ = ["SearchTrace", "local_search", "KindScheduler", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MIN_SHARE",
+           "PRIOR_COST", "MOVE_KINDS"]
 
 _REL = 1e-12
 
@@ -78,13 +81,57 @@ MOVE_KINDS = ("swap", "node block", "router block") + GRID_KINDS
 
 SWEEP_SHARE = 0.25
 """Share of the budget (seconds, or batches of ``--iterations``) within which the first sweep of the structured
-kinds and box shapes runs (largest boxes first); the rest of the sweep is dropped, its kinds still drawn by
-:data:`KIND_WEIGHTS`. On a 27-point stencil under DOR a batch costs 1.5-3.7 s (2 loaded cores) and the sweep has
+kinds and box shapes runs (largest boxes first); the rest of the sweep is dropped, its kinds still chosen by
+:class:`KindScheduler`. On a 27-point stencil under DOR a batch costs 1.5-3.7 s (2 loaded cores) and the sweep has
 up to 28 entries: without the cap it took the whole of a 60 s budget, no single swap ran."""
 
 KIND_WEIGHTS = {"swap": 3.0, "node block": 1.0, "router block": 1.0, "box swap": 1.0, "reflect": 0.5, "shift": 0.5,
                 "rotate": 0.5}
-"""Relative frequency of the batches of each kind (among the kinds that apply)."""
+"""Relative share of the search's cost given to each kind (among the kinds that apply) while the kinds yield
+alike; :class:`KindScheduler` scales it by what each kind yielded."""
+
+MIN_SHARE = 0.03
+"""Least share of the search's cost every kind that applies keeps, whatever it yields (so that a kind that starts
+paying late is still tried)."""
+
+PRIOR_COST = 1.0
+"""Cost (seconds, or batches under ``max_iterations``) of prior evidence a kind's yield rate starts from: the
+rate of every kind together, until the kind has spent about this much itself."""
+
+
+class KindScheduler:
+    """Which move kind the next batch is (after the structured sweep): the kind furthest below its share of the
+    cost spent so far (deficit round robin: the shares are met in cost, not in batches, so a kind whose batches
+    cost seconds does not take the budget from one whose batches cost milliseconds).
+
+    A kind's share is ``KIND_WEIGHTS[kind] x rate`` normalised, at least :data:`MIN_SHARE`, ``rate`` its
+    yield per unit of cost: the relative decreases of the completion time and of the q-norm its improving
+    batches made, with :data:`PRIOR_COST` of the overall rate as a prior. The cost is wall seconds, or batches
+    where the search runs a fixed number of iterations (so that a seeded run is the same on every machine)."""
+
+    def __init__(self, kinds: list[str]):
+        self.kinds = list(kinds)
+        self.cost = dict.fromkeys(self.kinds, 0.0)
+        self.gain = dict.fromkeys(self.kinds, 0.0)
+
+    def shares(self) -> dict[str, float]:
+        total, gained = sum(self.cost.values()), sum(self.gain.values())
+        overall = gained / total if total > 0 else 1.0
+        raw = {k: KIND_WEIGHTS[k] * (self.gain[k] + overall * PRIOR_COST) / (self.cost[k] + PRIOR_COST)
+               for k in self.kinds}
+        norm = sum(raw.values())
+        sh = {k: max(v / norm if norm > 0 else 1.0 / len(raw), MIN_SHARE) for k, v in raw.items()}
+        norm = sum(sh.values())
+        return {k: v / norm for k, v in sh.items()}
+
+    def next(self) -> str:
+        total = sum(self.cost.values())
+        sh = self.shares()
+        return max(self.kinds, key=lambda k: sh[k] * total - self.cost[k])  # ties: the order of the kinds
+
+    def record(self, kind: str, cost: float, gain: float) -> None:
+        self.cost[kind] += cost
+        self.gain[kind] += max(gain, 0.0)
 
 
 def _better(t1, q1, t0, q0):
@@ -103,16 +150,21 @@ class SearchTrace:
     best_completion_time: list = field(default_factory=list)
     kinds: dict = field(default_factory=dict)
     """Per move kind: ``[scored, applied, improving]`` (applied: by improvement, the Metropolis rule or a kick)."""
+    seconds: dict = field(default_factory=dict)
+    """Per move kind: wall seconds of its batches (drawing, scoring and applying; compilations included)."""
 
-    def count(self, kind: str, scored: int = 0, applied: int = 0, improving: int = 0) -> None:
+    def count(self, kind: str, scored: int = 0, applied: int = 0, improving: int = 0, seconds: float = 0.0) -> None:
         c = self.kinds.setdefault(kind, [0, 0, 0])
         c[0] += scored
         c[1] += applied
         c[2] += improving
+        self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
 
     def summary(self) -> str:
-        """One line: each kind's moves applied and improving, of those scored (the kinds that paid)."""
-        return "; ".join(f"{k}: {c[1]:,} applied, {c[2]:,} improving of {c[0]:,}" for k, c in self.kinds.items())
+        """One line: each kind's moves applied and improving, of those scored, and its seconds (the kinds that
+        paid, and what they cost)."""
+        return "; ".join(f"{k}: {c[1]:,} applied, {c[2]:,} improving of {c[0]:,} in {self.seconds.get(k, 0.0):.1f} s"
+                         for k, c in self.kinds.items())
 
     def add(self, elapsed, evaluated, accepted, t, best):
         self.elapsed.append(elapsed)
@@ -187,7 +239,7 @@ def _apply(slot_task: np.ndarray, a: np.ndarray, b: np.ndarray, picks) -> np.nda
 def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float, seed: int = 0, candidates: int = 4096,
                  step: int | None = None, max_iterations: int | None = None, patience: int = 4,
                  fixed_counts: bool = False, movable: Bool[np.ndarray, "slot"] | None = None,
-                 progress: bool = True, kinds: tuple | None = None, anneal: bool | None = None
+                 progress: bool = True, kinds: tuple | None = None, anneal: bool = False
                  ) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
     """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
     :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
@@ -195,8 +247,7 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     count (whole nodes still swap): a launcher that fills every node with the same count can run the result.
     ``movable`` (bool per slot): block moves only between groups of movable slots. ``kinds``: the move kinds
     to use (default: every kind that applies, :data:`MOVE_KINDS`); ``anneal``: the Metropolis rule in batches
-    without an improving move (off: only the kicks; default: on where
-    the structured moves apply, a torus grid, off elsewhere)."""
+    without an improving move (default off: only the kicks)."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
@@ -220,10 +271,7 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     use_kinds = [k for k in kinds if k == "swap" or k in groups or (k in GRID_KINDS and shapes)]
     if "rotate" in use_kinds and not any(sum(x > 1 for x in sh) >= 2 for sh in shapes):
         use_kinds.remove("rotate")
-    w_kinds = np.array([KIND_WEIGHTS[k] for k in use_kinds])
-    w_kinds = w_kinds / w_kinds.sum() if use_kinds else w_kinds
-    if anneal is None:
-        anneal = any(k in GRID_KINDS for k in use_kinds)
+    scheduler = KindScheduler(use_kinds)
     sweep = [(k, sh) for sh in sorted(shapes, key=lambda x: -int(np.prod(x))) for k in GRID_KINDS  # largest first
              if k in use_kinds and (k != "rotate" or sum(y > 1 for y in sh) >= 2)]
     state = np.asarray(slot_task, np.int64).copy()
@@ -254,13 +302,14 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             if not use_kinds:
                 break
             shape = None
+            t_batch = time.perf_counter()
             frac = it / max_iterations if max_iterations is not None else elapsed / budget if budget > 0 else 1.0
             if sweep and frac > SWEEP_SHARE:  # the sweep's share of the budget spent: the rest is dropped
                 sweep = []
             if sweep:  # the first batches: each structured kind and shape once (coarse moves before fine ones)
                 kind, shape = sweep.pop(0)
             else:
-                kind = use_kinds[int(rng.choice(len(use_kinds), p=w_kinds))] if len(use_kinds) > 1 else use_kinds[0]
+                kind = scheduler.next()
             if kind == "swap":
                 pool = np.flatnonzero(state < evaluator.n_tasks) if fixed_counts else np.arange(S)
                 n_pool = pool.size
@@ -310,6 +359,7 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             evaluated += a.shape[0]
             good = np.flatnonzero(_better(tn, qn, t, q))
             accepted = improving = 0
+            gain = 0.0
             if good.size:
                 stale = 0
                 order = good[np.lexsort((qn[good], tn[good]))]
@@ -326,6 +376,7 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                     t1, q1 = evaluator.score(new_loads)
                 elif len(picks) == m_accept:
                     m_accept = min(256, m_accept * 2)
+                gain = (t - t1) / t + (q - q1) / q if t > 0 and q > 0 else 0.0
                 state, loads, t, q = new, new_loads, t1, q1
                 accepted = improving = len(picks)
             else:
@@ -348,7 +399,9 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                     loads = evaluator.loads(state)
                     t, q = evaluator.score(loads)
                     accepted = len(took)
-            trace.count(kind, a.shape[0], accepted, improving)
+            took_s = time.perf_counter() - t_batch
+            trace.count(kind, a.shape[0], accepted, improving, took_s)
+            scheduler.record(kind, 1.0 if max_iterations is not None else took_s, gain)
             if _better(t, q, best[0], best[1]):
                 best = (t, q, state.copy())
             elapsed = time.perf_counter() - t0
