@@ -49,7 +49,7 @@ from .plan import SweepPlan
 from .worker import evaluate_chunk, evaluate_chunks, peak_rss_mb
 
 __all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS", "cluster_address", "ray_address_file", "Interrupted",
-           "stop_on_sigterm"]
+           "stop_on_sigterm", "reclaim_signals"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -204,6 +204,21 @@ class Interrupted(KeyboardInterrupt):
 _SIGNALLED: list[int] = []
 """The signals received while :func:`stop_on_sigterm` is active, in order (cleared when it ends)."""
 
+_HANDLING: dict[int, Any] = {}
+"""The signals :func:`stop_on_sigterm` handles while it is active, and its handler for them."""
+
+
+def reclaim_signals() -> None:
+    """Set :func:`stop_on_sigterm`'s handlers again (where it is active, in the main thread).
+
+    Ray's core worker, started by ``ray.init``, installs a C++ failure handler for SIGTERM over the one Python
+    set: on SIGTERM it dumped "*** SIGTERM received at time=... ***" and a stack to stderr before passing the
+    signal on, and now and then the process then died of SIGABRT (exit -6, not 143) after the sweep had stopped
+    cleanly. Called right after Ray is started, so that a signal reaches the sweep's handler alone."""
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in _HANDLING.items():
+            signal.signal(sig, handler)
+
 
 def _raise_if_signalled() -> None:
     """Raise the interrupt of a signal received meanwhile whose exception was swallowed.
@@ -239,9 +254,11 @@ def stop_on_sigterm():
     sigs = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler
                                else [])
     previous = {sig: signal.signal(sig, handler) for sig in sigs}
+    _HANDLING.update(dict.fromkeys(sigs, handler))
     try:
         yield
     finally:
+        _HANDLING.clear()
         for sig, prev in previous.items():
             signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
         _SIGNALLED.clear()
@@ -355,6 +372,7 @@ def _ray_init(ray_cfg):
     try:
         with _stderr_kept_on_success():  # Ray's C++ client logs a warning line per failed attempt
             _init_on_thread(ray, kwargs)
+        reclaim_signals()  # over the C++ SIGTERM handler Ray's core worker installed
     except KeyboardInterrupt:
         raise
     except Exception as exc:
