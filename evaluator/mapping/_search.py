@@ -339,7 +339,8 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                 a, b = box_moves(kind, grid, shape, 2 * n_c, rng)
                 ok = mov[a].all(axis=1) & mov[b].all(axis=1)
                 a, b = a[ok][:n_c], b[ok][:n_c]
-                if a.shape[0] == 0:
+                if a.shape[0] == 0:  # no movable box drawn: its cost still counts, or the scheduler keeps it
+                    scheduler.record(kind, 1.0 if max_iterations is not None else time.perf_counter() - t_batch, 0.0)
                     continue
                 if a.shape[0] < n_c:  # padded to the batch size by repeating the first move
                     rep = np.resize(np.arange(a.shape[0]), n_c)
