@@ -130,3 +130,36 @@ def test_compact_moves_score_as_the_fixed_width_moves(phases, k):
     assert min(calls) == COMPACT_MIN and max(calls) > COMPACT_MIN  # rescored with a larger listing
     # the size adapted below the full listing (most flows are far shorter than the longest path)
     assert all(v < compact._compact_full(k, L) for (k, L), v in compact._compact_sizes.items())
+
+
+@pytest.mark.parametrize("phases,k", [(1, 1), (2, 2)])
+def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, monkeypatch):
+    """A short compact listing scored sparsely (its links' new times, the untouched maximum from the batch's top
+    list, the norm by its links' terms) gives the dense pass's times exactly and its norms up to rounding, for
+    every move, overflowing ones included (rescored with the full listing)."""
+    import evaluator.mapping._moves as moves
+
+    t = torus([8, 4, 4])  # 768 router links
+    tr = _flows(60, 240, 1) if phases == 1 else phased([_flows(60, 200, 2), _flows(60, 150, 3, 1e4, 1e5)])
+    rng = np.random.default_rng(7)
+    slot_node = rng.permutation(t.n_nodes)[:64]
+    state = rng.permutation(64)
+    dense, sparse = (MoveEvaluator(t, dor(), tr, slot_node) for _ in range(2))
+    loads = dense.loads(state)
+    st, tn = dense.device_state(state)
+    s = np.array([rng.choice(64, 2 * k, replace=False) for _ in range(128)])
+    a, b = s[:, :k], s[:, k:]
+    monkeypatch.setattr(moves, "COMPACT_SPARSE", 10 ** 9)
+    assert not dense._sparse(COMPACT_MIN)
+    want_t, want_q = (np.asarray(x) for x in dense.scores(st, tn, loads, a, b, host_state=state))
+    monkeypatch.setattr(moves, "COMPACT_SPARSE", 1)
+    traced = []
+    real = sparse._sparse
+    sparse._sparse = lambda size: traced.append(real(size)) or traced[-1]
+    for size in (None, COMPACT_MIN):  # the adapted size, then one most moves overflow
+        if size is not None:
+            sparse._compact_sizes = {key: size for key in sparse._compact_sizes}
+        got_t, got_q = (np.asarray(x) for x in sparse.scores(st, tn, loads, a, b, host_state=state))
+        np.testing.assert_array_equal(got_t, want_t)
+        np.testing.assert_allclose(got_q, want_q, rtol=1e-12)
+    assert True in traced  # some calls compiled the sparse update

@@ -407,8 +407,8 @@ class MoveEvaluator:
     def _move_fn(self, k: int, L: int | None = None, size: int | None = None):
         """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state.
 
-        The router links are updated densely (the routing's ``apply`` on the moved flows, before and after); the
-        node links only where they can change: a move changes the injection and ejection loads of the moved
+        The router links are updated densely (the routing's ``apply`` on the moved flows, before and after; or
+        sparsely where a compact listing is short, :meth:`_sparse`); the node links only where they can change: a move changes the injection and ejection loads of the moved
         slots' nodes only (a flow keeps its unmoved end's node, and becomes or stops being node-local only on a
         moved slot's node). The largest untouched node-link time of a phase is read from its ``4k + 1`` largest.
         ``size``: list the moved flows' router links compactly in ``size`` entries (:meth:`_compact_entries`;
@@ -419,9 +419,10 @@ class MoveEvaluator:
         top = min(4 * k + 1, 2 * n_nodes)
         listed = self.kernel.operator.flow_links is not None
         compact = size is not None
+        sparse = self._sparse(size)
 
         def one(dev, bs, slot_task, task_node, loads, a, b):
-            ref, node_sum, top_v, top_i = bs
+            ref, node_sum, top_v, top_i = bs[:4]
             f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, a, b, L)
             ph = dev["phase"][f]
             if compact:  # the moved flows' links before (bytes taken off) and after (put on), back to back
@@ -431,6 +432,12 @@ class MoveEvaluator:
                 c_links, c_vals, need = self._compact_entries(jnp.concatenate([s0, s1]), jnp.concatenate([d0, d1]),
                                                               w2, size)
                 c_links = jnp.where(c_links >= 0, c_links, n_rl)  # past the end: dropped
+                if sparse:  # each link's last entry carries its new load (the entries a link has: one term)
+                    j = jnp.arange(size, dtype=jnp.int32)
+                    c_at = jnp.minimum(c_links, n_rl - 1)
+                    last = jnp.full(n_rl, -1, jnp.int32).at[c_links].max(j, mode="drop")
+                    c_last = (c_links < n_rl) & (last[c_at] == j)
+                    c_inv = dev["inv_cap"][c_at]
             X = jnp.concatenate([dev["slot_node"][a], dev["slot_node"][b]])  # the nodes whose links may change
             nx = X.shape[0]
             dup = jnp.any((X[:, None] == X[None, :]) & (jnp.arange(nx)[None, :] < jnp.arange(nx)[:, None]), axis=1)
@@ -447,7 +454,20 @@ class MoveEvaluator:
             first = jnp.concatenate([~dup, ~dup])
             cap_x = dev["cap"][links]
 
-            def phase(p):
+            def router(p, inv_ref):  # the router links' largest time and norm term of phase p after the move
+                if sparse:  # the moved flows' links only; the rest from the batch's top list and norm sum
+                    r_sum, r_top_v, r_top_i = bs[4:]
+                    delta = jnp.zeros(n_rl, loads.dtype).at[c_links].add(c_vals if P == 1 else c_vals[:, p],
+                                                                         mode="drop")
+                    old = loads[p, c_at]
+                    u_old, u_new = old * c_inv, (old + delta[c_at]) * c_inv  # as the dense pass rounds them
+                    # a link whose load the move leaves as it was (delta 0) keeps its time: the top list's first
+                    # such link is the largest untouched time (the list holds more links than the move touches)
+                    untouched = jnp.where(delta[r_top_i[p]] == 0.0, r_top_v[p], -jnp.inf).max()
+                    t_r = jnp.maximum(jnp.where(c_last, u_new, -jnp.inf).max(), untouched)
+                    q_r = r_sum[p] + jnp.where(c_last, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM,
+                                               0.0).sum()
+                    return t_r, jnp.maximum(q_r, 0.0)
                 wp = jnp.where(ph == p, w, 0.0)
                 if compact:
                     r = loads[p, :n_rl] + jnp.zeros(n_rl, loads.dtype).at[c_links].add(
@@ -458,6 +478,12 @@ class MoveEvaluator:
                 else:  # apply (not promised linear for negative bytes): before and after
                     r = loads[p, :n_rl] + (self._router_loads(dev, s1, d1, wp) - self._router_loads(dev, s0, d0, wp))
                 u_r = r * dev["inv_cap"][:n_rl]
+                return u_r.max(), ((u_r * inv_ref) ** Q_NORM).sum()
+
+            def phase(p):
+                wp = jnp.where(ph == p, w, 0.0)
+                inv_ref = 1.0 / ref[p]
+                t_r, q_r = router(p, inv_ref)
                 old_x = loads[p, links]
                 new_x = old_x + node_delta(wp)
                 u_old, u_new = old_x / cap_x, new_x / cap_x
@@ -465,11 +491,10 @@ class MoveEvaluator:
                 hit = jnp.any(top_i[p][:, None] == links[None, :], axis=1)
                 untouched = jnp.where(hit, -jnp.inf, top_v[p]).max()
                 untouched = jnp.where(hit.all(), top_v[p][-1], untouched)
-                t = jnp.maximum(jnp.maximum(u_r.max(), jnp.where(first, u_new, -jnp.inf).max()), untouched)
-                inv_ref = 1.0 / ref[p]
+                t = jnp.maximum(jnp.maximum(t_r, jnp.where(first, u_new, -jnp.inf).max()), untouched)
                 q_nodes = node_sum[p] + jnp.where(first, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM,
                                                   0.0).sum()
-                q = ((u_r * inv_ref) ** Q_NORM).sum() + jnp.maximum(q_nodes, 0.0)
+                q = q_r + jnp.maximum(q_nodes, 0.0)
                 return t, ref[p] * q ** (1.0 / Q_NORM)
 
             if P == 1:
@@ -495,9 +520,27 @@ class MoveEvaluator:
         sr, dr = jnp.where(on, sr, 0), jnp.where(on, dr, 0)
         return self.kernel.operator.flow_compact(self._flow_tables, sr, dr, w, size)
 
-    def _state(self, dev, loads, k: int):
-        """What every move of a batch reads besides the loads (computed once per batch)."""
-        return self._node_state(dev, loads, k)
+    def _state(self, dev, loads, k: int, size: int | None = None):
+        """What every move of a batch reads besides the loads (computed once per batch): the node links' state
+        (:meth:`_node_state`), and with a sparse compact listing of ``size`` entries (:meth:`_sparse`) the router
+        links' per phase: the norm's sum and the ``size + 1`` largest times with their links (more than a move's
+        listing can touch, so that one of them is untouched)."""
+        state = self._node_state(dev, loads, k)
+        if not self._sparse(size):
+            return state
+        n_rl = int(self.topology.n_router_links)
+        ref = state[0]
+        u = loads[:, :n_rl] * dev["inv_cap"][None, :n_rl]  # as the dense pass rounds them
+        r_sum = ((u * (1.0 / ref)[:, None]) ** Q_NORM).sum(axis=1)
+        r_top_v, r_top_i = jax.lax.top_k(u, size + 1)
+        return (*state, r_sum, r_top_v, r_top_i)
+
+    def _sparse(self, size: int | None) -> bool:
+        """Whether a move listed compactly in ``size`` entries updates only the router links it lists (a scatter
+        of its entries, their new times and norm terms; the largest untouched time from the batch's top list)
+        rather than passing over every router link: where the listing is at least :data:`COMPACT_SPARSE` times
+        shorter than the router links."""
+        return size is not None and COMPACT_SPARSE * (size + 1) <= int(self.topology.n_router_links)
 
     def _node_state(self, dev, loads, k: int):
         """Per phase: the current maximum time (the norm's reference), the norm's sum over the node links, and the
@@ -576,13 +619,17 @@ class MoveEvaluator:
 
     def levels(self, k: int, fractions: tuple | None = None) -> tuple:
         """The flow-list lengths of a move of ``k`` slots a side when bucketed (ascending; the last ``2k`` times
-        the full width): ``2k`` times each narrower bucket's width, and one task of any degree with ``2k - 1`` of
-        the widest narrow bucket (the common wide move: one hub)."""
+        the full width): ``2k`` times each narrower bucket's width, one task of any degree with ``2k - 1`` of
+        the widest narrow bucket (the common wide move: one hub), and one task of each middle bucket with ``2k - 1``
+        of the bucket below (power law on the 16x8x8 torus, widths 16, 128 and 722: level 144 takes 1,293 of the
+        1,417 moves of level 256 in a batch of 16,384; 68,500 -> 71,000 moves/s, interleaved A/B)."""
         W = self.widths[-1]
         ws = self.widths[:-1]
         lv = {2 * k * w for w in ws} | {2 * k * W}
         if ws:
             lv.add(W + (2 * k - 1) * ws[-1])
+        for wide, narrow in zip(self.widths[1:-1], self.widths[:-2]):  # one task of a middle bucket, the rest narrower
+            lv.add(wide + (2 * k - 1) * narrow)
         if fractions is None:
             fractions = self.level_fractions
         if fractions is None:
@@ -661,7 +708,7 @@ class MoveEvaluator:
             one = self._move_fn(k, L, size)
 
             def batch(dev, slot_task, task_node, loads, a, b):
-                bs = self._state(dev, loads, k)
+                bs = self._state(dev, loads, k, size)
                 return jax.lax.map(lambda ab: one(dev, bs, slot_task, task_node, loads, ab[0], ab[1]), (a, b),
                                    batch_size=step)
 
@@ -839,7 +886,7 @@ class SparseMoveEvaluator(MoveEvaluator):
     def default_step(self) -> int:
         return 512
 
-    def _state(self, dev, loads, k: int):
+    def _state(self, dev, loads, k: int, size: int | None = None):
         return self._batch_state(dev, loads)
 
     def _heat_fn(self, dev, task_node, loads, tasks):
@@ -856,6 +903,13 @@ class SparseMoveEvaluator(MoveEvaluator):
 
         return jax.lax.map(one, tasks, batch_size=256)
 
+
+COMPACT_SPARSE = 12
+"""A compact listing at least this many times shorter than the router links is scored sparsely (:meth:`MoveEvaluator
+._sparse`): its scatters and gathers cost more than the dense pass they save where the ratio is small (1,024 ranks
+on the 16x8x8 torus, 6,144 router links, listings of 768-1,024 entries: 0.82-0.95x the dense moves/s) and less
+where it is large (4,096-rank mesh halo on 16x16x16, 24,576 links, 1,536 entries: 20,400 -> 27,200 moves/s;
+interleaved A/B in one process, 2 cores)."""
 
 COMPACT_MIN = 64
 """Fewest entries of a compact listing (:meth:`MoveEvaluator._resolved`)."""
