@@ -7,7 +7,11 @@
   512 nodes: tests/test_claims_studies.py;
 * the 2,048-node sweeps (`bgq_m2n_vary_n`, `bgq_m2n_distance`, and `bgq_m2n_fixed` there): DOR, k = 16 and the
   heuristic, Model 1 on the fixed points; Model 1 on the fixed experiment's 1,024-node points and the heuristic's
-  slowest point against DOR (fixed, disjoint, 1,024 nodes); the heuristic on spread aggregators (1,024, 2,048).
+  slowest point against DOR (fixed, disjoint, 1,024 nodes); the heuristic on spread aggregators (1,024, 2,048);
+* the fixed experiment (256 pairs: seconds even on 8,192 nodes) on 4,096 and 8,192 nodes: Model 1, k = 16 against
+  DOR, and the growth of the mean path from k = 1 to k = 16 on 1,024-8,192 nodes (512: the other module); the
+  heuristic on spread aggregators on 4,096 and 8,192 nodes;
+* the two cells the constant-ratio paragraph says had gone stale: the old values differ from what the tool gives.
 
 As a sweep does, every routing of a partition is evaluated on one topology object, so Yen's search of a router pair
 (cached per topology and pair) serves every routing and every k of that partition once.
@@ -24,7 +28,7 @@ import evaluator as ev
 from evaluator import config
 from evaluator.config.build import build_job
 from evaluator.sweep import plan_sweep
-from tests.claims import check_stated, stated
+from tests.claims import check_stated, precision, stated
 
 DOC = "docs/routing_paths.md"
 OPTIQ = "evaluator sweep sweeps=bgq_m2n_constant_ratio ray.enabled=false routing=dor_bgq,optiq_heuristic,optiq_lp"
@@ -111,12 +115,17 @@ def test_optiq_constant_ratio_1024_and_2048_nodes(partitions):
     check_stated(DOC, r"2,048 disjoint heuristic [0-9.]+, now ([0-9.]+);", rows["2,048", "disjoint"]["optiq_heuristic"],
                  command=OPTIQ)
     check_stated(DOC, r"Model 1 [0-9.]+, now ([0-9.]+)\)", rows["2,048", "disjoint"]["optiq_lp"], command=OPTIQ)
+    # ... and the values they replaced: stale, i.e. not what the tool gives now (beyond their printed precision)
+    for pattern, now in ((r"2,048 disjoint heuristic ([0-9.]+), now", rows["2,048", "disjoint"]["optiq_heuristic"]),
+                         (r"; Model 1 ([0-9.]+), now", rows["2,048", "disjoint"]["optiq_lp"])):
+        (old,) = stated(DOC, pattern)
+        assert abs(float(old) - now) > precision(old), f"{DOC}: {old} is said to be stale but the tool gives {now}"
 
 
-def test_dor_constant_ratio_4096_and_8192_nodes():
+def test_dor_constant_ratio_4096_and_8192_nodes(partitions):
     """DOR's cells of the two largest rows (seconds: DOR needs no path search)."""
-    r = Partitions().evaluate("bgq_m2n_constant_ratio", METHODS, lambda c: NODES[tuple(c.topology.midplanes)]
-                              >= 4096 and c.routing.kind == "dor")
+    r = partitions.evaluate("bgq_m2n_constant_ratio", METHODS, lambda c: NODES[tuple(c.topology.midplanes)]
+                            >= 4096 and c.routing.kind == "dor")
     assert len(r) == 4
     for (nodes, _, mode, _, _), m in r.items():
         check_stated(DOC, r"\| " + SIZES[nodes] + r" \| " + mode + r" \| ([0-9.]+) \|", m["completion_time"] * 1e3,
@@ -126,13 +135,10 @@ def test_dor_constant_ratio_4096_and_8192_nodes():
 def test_vary_n_2048_nodes(partitions):
     """128 sources, n = 128 .. 1,024 destinations (n = 1,024 is the constant-ratio point on 2,048 nodes, n = 256 the
     fixed one and the distance sweep's last)."""
-    # k = 16 at n = 512 and 1,024 not rerun: 1,536 more pairs to extend to 16 paths, 3.5 s of CPU
-    r = partitions.evaluate("bgq_m2n_vary_n", PATHS, lambda c: routing_name(c) != "k16"
-                            or c.traffic.n_destinations <= 256)
+    r = partitions.evaluate("bgq_m2n_vary_n", PATHS, lambda c: True)
     ms = {(k[1], k[4]): v["completion_time"] * 1e3 for k, v in r.items()}
     ns = (128, 256, 512, 1024)
-    assert sorted(ms) == sorted([(name, n) for name in ("dor", "optiq_heuristic") for n in ns]
-                                + [("k16", 128), ("k16", 256)])
+    assert sorted(ms) == sorted([(name, n) for name in ("dor", "k16", "optiq_heuristic") for n in ns])
     cmd = "sweeps=bgq_m2n_vary_n"
     for name, label in (("dor", "DOR"), ("k16", "k = 16"), ("optiq_heuristic", "OPTIQ")):
         for i, n in enumerate(ns):
@@ -201,3 +207,52 @@ def test_spread_aggregators_1024_and_2048_nodes(partitions):
         i = (1024, 2048).index(nodes)
         pat = r"every partition and OPTIQ [0-9.]+ / " + r"[0-9.]+ / " * i + r"([0-9.]+)" + r" / [0-9.]+" * (2 - i)
         check_stated(DOC, pat + r" / [0-9.]+ ms on 512", m["completion_time"] * 1e3, command="sweeps=bgq_m2n_subset")
+
+
+def test_spread_aggregators_4096_and_8192_nodes(partitions):
+    """OPTIQ's heuristic on spread aggregators (subset Type 2) on the two largest partitions (512 to 2,048: above and
+    the other module) and k = 16 on 8,192 nodes (the range's upper end; 512 nodes, its lower end: the other module);
+    1,024 pairs at most."""
+    cmd = "sweeps=bgq_m2n_subset"
+    r = partitions.evaluate("bgq_m2n_subset", PATHS, lambda c: c.traffic.mode == "subset_spread" and (
+        (NODES[tuple(c.topology.midplanes)] >= 4096 and c.routing.kind == "optiq_heuristic")
+        or (NODES[tuple(c.topology.midplanes)] == 8192 and routing_name(c) == "k16")))
+    assert sorted(k[:2] for k in r) == [(4096, "optiq_heuristic"), (8192, "k16"), (8192, "optiq_heuristic")]
+    for (nodes, name, _, _, _), m in r.items():
+        if name == "k16":
+            check_stated(DOC, r"\(k = 16: [0-9.]+ \.\.\. ([0-9.]+) ms\); with concentrated", m["completion_time"] * 1e3,
+                         command=cmd)
+            continue
+        i = (4096, 8192).index(nodes)
+        pat = r"every partition and OPTIQ " + r"[0-9.]+ / " * (3 + i) + r"([0-9.]+)" + r" / [0-9.]+" * (1 - i)
+        check_stated(DOC, pat + r" ms on 512", m["completion_time"] * 1e3, command=cmd)
+
+
+KPATHS = "dor_bgq,kshortest_k1,kshortest_k16"  # the fixed experiment's DOR, k = 1 and k = 16
+
+
+def test_fixed_4096_and_8192_nodes(partitions):
+    """The fixed experiment (128 -> 256, 2 each) on the two largest partitions: Model 1's cells, k = 16 against DOR
+    on 8,192 nodes; and on 1,024-8,192 nodes the growth of the mean path (hops per byte) from k = 1 to k = 16
+    (512 nodes: tests/test_claims_routing_paths_512.py checks its two points lie in the stated range)."""
+    big = partitions.evaluate("bgq_m2n_fixed", METHODS, lambda c: NODES[tuple(c.topology.midplanes)] >= 4096
+                              and c.routing.kind == "optiq_lp")
+    lp = {(k[0], k[2]): v["completion_time"] * 1e3 for k, v in big.items()}
+    assert len(lp) == 4
+    cells = r"overlapping destinations [0-9.]+ / [0-9.]+ / [0-9.]+ / {} / {} ms on 512"
+    check_stated(DOC, cells.format("([0-9.]+)", "[0-9.]+"), lp[4096, "overlap"], command=FIXED)
+    check_stated(DOC, cells.format("[0-9.]+", "([0-9.]+)"), lp[8192, "overlap"], command=FIXED)
+    for nodes in (4096, 8192):
+        check_stated(DOC, r"disjoint destinations ([0-9.]+) ms on every partition", lp[nodes, "disjoint"],
+                     command=FIXED)
+    r = partitions.evaluate("bgq_m2n_fixed", KPATHS, lambda c: NODES[tuple(c.topology.midplanes)] >= 1024)
+    ms = {k[:3]: v["completion_time"] * 1e3 for k, v in r.items()}
+    check_stated(DOC, r"fixed 128->256 from 2,048 nodes \(k = 16: ([0-9.]+) ms against", ms[8192, "k16", "disjoint"],
+                 command=FIXED)
+    check_stated(DOC, r"\(k = 16: [0-9.]+ ms against ([0-9]+) at 8,192\)", ms[8192, "dor", "disjoint"], command=FIXED)
+    grow = [r[n, "k16", mode, None, 256]["mean_hops"] - r[n, "k1", mode, None, 256]["mean_hops"]
+            for n in (1024, 2048, 4096, 8192) for mode in ("disjoint", "overlap")]
+    check_stated(DOC, r"Mean path length grows by ([0-9.]+) to [0-9.]+ hops per byte from k = 1 to k = 16",
+                 min(grow), command=FIXED)
+    check_stated(DOC, r"Mean path length grows by [0-9.]+ to ([0-9.]+) hops per byte from k = 1 to k = 16",
+                 max(grow), command=FIXED)

@@ -14,7 +14,7 @@ import evaluator as ev
 from evaluator import config
 from evaluator.config.build import build_job
 from evaluator.routing._paths import table_bytes
-from tests.claims import check_stated
+from tests.claims import check_stated, precision, stated
 from tests.test_claims_routing_paths import Partitions, points
 
 DOC = "docs/routing_paths.md"
@@ -71,6 +71,17 @@ def test_fixed_512_nodes(fixed512):
     check_stated(DOC, r"2 x 8 MB = ([0-9]+) ms \(fixed;", ms["dor", "disjoint"], command=FIXED)
     check_stated(DOC, r"disjoint destinations on 512 nodes the LP's optimum over the 8 candidates is ([0-9]+) ms",
                  ms["optiq_lp", "disjoint"], command=FIXED)
+
+
+def test_mean_path_growth_512_nodes(p512, fixed512):
+    """'Mean path length grows by 0.03 to 0.4 hops per byte from k = 1 to k = 16 (fixed experiment)': the range's
+    ends are checked on 1,024-8,192 nodes (tests/test_claims_routing_paths.py); the 512-node points lie inside it."""
+    k1 = p512.evaluate("bgq_m2n_fixed", "dor_bgq,kshortest_k1", lambda c: _at512(c) and c.routing.kind != "dor")
+    pat = r"Mean path length grows by {} to {} hops per byte from k = 1 to k = 16"
+    lo, hi = (stated(DOC, pat.format(*g))[0] for g in (("([0-9.]+)", "[0-9.]+"), ("[0-9.]+", "([0-9.]+)")))
+    for mode in ("disjoint", "overlap"):
+        grow = fixed512[512, "k16", mode, None, 256]["mean_hops"] - k1[512, "k1", mode, None, 256]["mean_hops"]
+        assert float(lo) - precision(lo) <= grow <= float(hi) + precision(hi), (mode, grow, lo, hi)
 
 
 def test_spread_aggregators_512_nodes(p512):
