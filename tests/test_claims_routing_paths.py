@@ -103,7 +103,8 @@ def test_optiq_constant_ratio_1024_and_2048_nodes(partitions):
     num = r" [0-9.]+x? \|"
     for (size, mode), r in rows.items():
         head = r"\| " + size + r" \| " + mode + r" \|"
-        optimal = float(stated(DOC, head + num * 3 + r" ([0-9.]+) \|")[0])
+        # the optimum (Garg-Konemann, minutes at these sizes) is read, not checked: it is not counted as covered
+        optimal = float(stated(DOC, head + num * 3 + r" ([0-9.]+) \|", record=False)[0])
         dor, h, lp = r["dor"], r["optiq_heuristic"], r["optiq_lp"]
         check_stated(DOC, head + r" ([0-9.]+) \|", dor, command=OPTIQ)
         check_stated(DOC, head + num + r" ([0-9.]+) \|", h, command=OPTIQ)
