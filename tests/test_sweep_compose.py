@@ -146,9 +146,10 @@ def test_a_bare_sweep_and_run_settings_alone_run_the_default_study():
     with_settings = plan("ray.enabled=false", "ray.num_cpus=1", "sweep.output_dir=elsewhere")
     assert config.compose_sweep(["sweep.chunk_size=64"]).config.sweep.name == DEFAULT_STUDY
     # the default study's own axes (sweeps/dragonfly_nne_placement.yaml), and the run id it had before the rule
-    # (computed with the code of commit 3d6e777, where the default study was in conf/sweep.yaml's defaults)
+    # (computed with the code of commit 3d6e777, where the default study was in conf/sweep.yaml's defaults; changed
+    # once since, on purpose, with sweep.chunk_size's default 256 -> null: other chunks, another run)
     assert [a.name for a in default.axes] == ["traffic.beta", "placement.gamma", "routing"]
-    assert default.run_id == with_settings.run_id == "dragonfly_nne_placement-8666e1f6efac"
+    assert default.run_id == with_settings.run_id == "dragonfly_nne_placement-a372f2f0ca7f"
 
 
 def test_a_user_routing_is_not_overridden_by_a_default_axis():

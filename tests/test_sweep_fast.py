@@ -130,3 +130,16 @@ def test_a_chunk_is_a_pure_function_of_its_points(tmp_path):
     assert later["reasons"] == alone["reasons"]
     for k, v in later.get("metrics", {}).items():
         np.testing.assert_array_equal(v, alone["metrics"][k])
+
+
+@pytest.mark.parametrize("keep, given, want", [("false", None, 1024), ("true", None, 256), ("false", 40, 40)])
+def test_chunk_size_null_takes_the_default_of_the_results_kept(keep, given, want, tmp_path):
+    """``sweep.chunk_size`` null (the default): 1,024 points a chunk, 256 when every point's link loads are kept;
+    a number given is taken as it is, and the chunks are cut at it."""
+    extra = [f"sweep.keep_link_load={keep}"] + ([f"sweep.chunk_size={given}"] if given is not None else [])
+    plan = make_plan("dragonfly_nne_placement", extra, tmp_path,
+                     axes={"traffic.beta": [[4, 4, 2]], "placement.gamma": {"divisors": [4, 4, 2]},
+                           "routing": ["minimal"], "placement.seed": {"range": [0, 300]}})
+    assert plan.chunk_size == want
+    sizes = [pts.size for _, pts in plan.chunks()]
+    assert plan.n_points > 1024 and max(sizes) == want

@@ -31,7 +31,7 @@ class SweepConfig:
 
     name: str = "sweep"
     axes: dict[str, Any] = field(default_factory=dict)
-    chunk_size: int = 256
+    chunk_size: Optional[int] = None  # null: evaluator.sweep.plan.default_chunk_size
     keep_link_load: bool = False
     format: str = "netcdf"  # netcdf | zarr
     output_dir: str = "results"
