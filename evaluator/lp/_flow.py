@@ -249,20 +249,17 @@ def _tree_flows(topology: Topology, trees, src_r: np.ndarray, D: np.ndarray):
         if (nxt == depth).all():
             break
         depth = nxt
+    # one level of tree depth at a time, deepest first: a router's subtree total is complete when its depth
+    # comes (its children are one level deeper), and a parent receives its children in router order
     sub = D.copy()
-    rank = np.argsort(-depth, axis=1, kind="stable")
-    flow = np.zeros(E)
-    for k in range(R):
-        v = rank[:, k]
-        p = pred[rows, v]
-        ok = p >= 0
-        if not ok.any():
-            continue
-        w = sub[rows[ok], v[ok]]
-        np.add.at(sub, (rows[ok], p[ok]), w)
-        link = best[np.searchsorted(bkey, p[ok].astype(np.int64) * R + v[ok])]
-        flow += np.bincount(link, weights=w, minlength=E)
-    return flow, alpha
+    ri, vi = np.nonzero(has)  # every (source, router) with a parent, by source then router
+    di = depth[ri, vi]
+    for d in range(int(di.max()) if di.size else 0, 0, -1):
+        at = di == d
+        r, v = ri[at], vi[at]
+        np.add.at(sub, (r, pred[r, v]), sub[r, v])
+    link = best[np.searchsorted(bkey, pred[ri, vi].astype(np.int64) * R + vi)]
+    return np.bincount(link, weights=sub[ri, vi], minlength=E), alpha
 
 
 def _tree_paths(trees, R: int, src_r: np.ndarray, qi: np.ndarray, qv: np.ndarray) -> np.ndarray:
