@@ -239,8 +239,9 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         slower than any of them.
     anneal
         Metropolis acceptance on the q-norm in batches without an improving move (simulated annealing; off: the
-        random kicks after a plateau alone). Off by default: on the bench's 16x8x8 torus it cost 25 % on the
-        mesh halo and gained 6 % on the random graph, one 60 s run each (docs/mapping.md, "Moves and acceptance").
+        random kicks after a plateau alone). Off by default: on the bench's three 16x8x8 torus cases, 60 s runs
+        of 2-3 seeds each, it was better in 4 of 8 paired runs and worse in 4 (-5.9 % to +25 %), while the seed
+        alone moved a result by up to 23 % (docs/mapping.md, "Moves and acceptance").
     """
     routing = as_routing(routing)
     budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
