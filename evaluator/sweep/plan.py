@@ -264,7 +264,8 @@ def check_run_settings(sweep_cfg: Any, ray_cfg: Any) -> None:
     integer >= 0, ``ray.address`` null or a string. Raises
     :class:`~evaluator.errors.ConfigError` naming the field.
     """
-    _positive("sweep.chunk_size", sweep_cfg.chunk_size, optional=True, what="points per Ray task")
+    _positive("sweep.chunk_size", sweep_cfg.chunk_size, optional=True,
+              what="points per chunk, the results checkpointed together; null: 1,024, or 256 with keep_link_load")
     _positive("sweep.max_points", sweep_cfg.max_points, what="the largest grid a sweep may have")
     require(sweep_cfg.format in SWEEP_FORMATS, "sweep.format", sweep_cfg.format, "netcdf or zarr")
     if ray_cfg is None:
