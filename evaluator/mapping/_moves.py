@@ -408,9 +408,10 @@ class MoveEvaluator:
         """The scores of ONE move (swap slots ``a[k]`` with ``b[k]``) from a state.
 
         The router links are updated densely (the routing's ``apply`` on the moved flows, before and after; or
-        sparsely where a compact listing is short, :meth:`_sparse`); the node links only where they can change: a move changes the injection and ejection loads of the moved
-        slots' nodes only (a flow keeps its unmoved end's node, and becomes or stops being node-local only on a
-        moved slot's node). The largest untouched node-link time of a phase is read from its ``4k + 1`` largest.
+        sparsely where a compact listing is short, :meth:`_sparse`); the node links only where they can change:
+        a move changes the injection and ejection loads of the moved slots' nodes only (a flow keeps its unmoved
+        end's node, and becomes or stops being node-local only on a moved slot's node). The largest untouched
+        node-link time of a phase is read from its ``4k + 1`` largest.
         ``size``: list the moved flows' router links compactly in ``size`` entries (:meth:`_compact_entries`;
         the move's ``(time, norm, entries needed)``: its scores are valid where ``needed <= size``).
         """
@@ -454,7 +455,7 @@ class MoveEvaluator:
             first = jnp.concatenate([~dup, ~dup])
             cap_x = dev["cap"][links]
 
-            def router(p, inv_ref):  # the router links' largest time and norm term of phase p after the move
+            def router(p, wp, inv_ref):  # the router links' largest time and norm term of phase p after the move
                 if sparse:  # the moved flows' links only; the rest from the batch's top list and norm sum
                     r_sum, r_top_v, r_top_i = bs[4:]
                     delta = jnp.zeros(n_rl, loads.dtype).at[c_links].add(c_vals if P == 1 else c_vals[:, p],
@@ -468,7 +469,6 @@ class MoveEvaluator:
                     q_r = r_sum[p] + jnp.where(c_last, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM,
                                                0.0).sum()
                     return t_r, jnp.maximum(q_r, 0.0)
-                wp = jnp.where(ph == p, w, 0.0)
                 if compact:
                     r = loads[p, :n_rl] + jnp.zeros(n_rl, loads.dtype).at[c_links].add(
                         c_vals if P == 1 else c_vals[:, p], mode="drop")
@@ -483,7 +483,7 @@ class MoveEvaluator:
             def phase(p):
                 wp = jnp.where(ph == p, w, 0.0)
                 inv_ref = 1.0 / ref[p]
-                t_r, q_r = router(p, inv_ref)
+                t_r, q_r = router(p, wp, inv_ref)
                 old_x = loads[p, links]
                 new_x = old_x + node_delta(wp)
                 u_old, u_new = old_x / cap_x, new_x / cap_x

@@ -265,7 +265,8 @@ def check_run_settings(sweep_cfg: Any, ray_cfg: Any) -> None:
     :class:`~evaluator.errors.ConfigError` naming the field.
     """
     _positive("sweep.chunk_size", sweep_cfg.chunk_size, optional=True,
-              what="points per chunk, the results checkpointed together; null: 1,024, or 256 with keep_link_load")
+              what=f"points per chunk, the results checkpointed together; null: {CHUNK_SIZE:,}, or "
+                   f"{CHUNK_SIZE_LINK_LOAD:,} with keep_link_load")
     _positive("sweep.max_points", sweep_cfg.max_points, what="the largest grid a sweep may have")
     require(sweep_cfg.format in SWEEP_FORMATS, "sweep.format", sweep_cfg.format, "netcdf or zarr")
     if ray_cfg is None:
