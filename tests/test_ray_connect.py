@@ -227,3 +227,46 @@ def test_sigterm_mid_sweep_keeps_the_chunks_and_stops_ray(ray_tmp, tmp_path):
             break
         time.sleep(0.5)
     assert not alive, alive
+
+
+def test_sigterm_mid_schedule_study_keeps_its_points(ray_tmp, tmp_path):
+    """`evaluator schedule --study` on Ray stops at SIGTERM as a sweep does. Before: it died in Ray's C++ handler
+    ("*** SIGTERM received ***", exit -15), and neither SIGTERM nor Ctrl-C said what was kept (its wait on Ray had
+    no timeout and no signal check). Now: 143, the points kept are counted (the store's files), and the same
+    command resumes from them (only the rest computed). (Ctrl-C takes the same path: 130, checked by hand.)"""
+    sig = signal.SIGTERM
+    import yaml
+
+    base, _ = ray_tmp
+    study = yaml.safe_load((REPO / "sweeps" / "workload" / "smoke.yaml").read_text())
+    study.update(name="stop", trace={"synthetic": 8000, "load": 0.9}, ray={"num_cpus": 1},
+                 machines={"16x64": [16, 64], "32x64": [32, 64], "48x64": [48, 64]})  # 12 points
+    path = tmp_path / "stop.yaml"
+    path.write_text(yaml.safe_dump(study))
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "evaluator", "schedule", "--study", str(path), "--out", str(out), "--no-progress",
+            "--no-plot"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(base), cwd=REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal starts it
+    try:
+        deadline = time.time() + 150
+        while time.time() < deadline and proc.poll() is None and len(list(out.glob(".stop-*.points/*.json"))) < 2:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the study ended before it could be stopped"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    kept = len(list(out.glob(".stop-*.points/*.json")))
+    assert proc.returncode == 128 + sig, (proc.returncode, err[-2000:])
+    assert "SIGTERM received" not in err, err[-2000:]
+    said = re.search(r"interrupted; (\d+) of 12 points are kept", err)
+    assert said and int(said.group(1)) == kept and 2 <= kept < 12, err[-2000:]
+    r = subprocess.run(args + ["--no-ray"], capture_output=True, text=True, env=_env(base), cwd=REPO, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import xarray as xr
+
+    with xr.open_dataset(next(out.glob("*.nc")), engine="h5netcdf") as ds:
+        assert int(ds.attrs["n_computed"]) == 12 - kept and int(ds.attrs["n_points"]) == 12

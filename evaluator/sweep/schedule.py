@@ -42,7 +42,10 @@ study id is a hash of the study's content (every key but the Ray settings).
 A point is a pure function of the study and its labels, so a study that
 crashed or was killed, run again, computes only the points missing there and
 writes the same dataset, ``<out>/<study-id>.nc`` (tested: no point lost or
-computed twice). A changed study gets another id and starts afresh.
+computed twice). A changed study gets another id and starts afresh. Ctrl-C
+and SIGTERM stop a study at any moment, starting Ray included, as they stop
+a sweep (exit status 130 and 143; points still running on Ray are cancelled)
+and say how many points are kept and where.
 
 Not (yet) what ``evaluator sweep`` gives: no Hydra composition or
 overrides, no per-month variables (``evaluator schedule`` has them for one
@@ -55,6 +58,8 @@ import dataclasses
 import hashlib
 import json
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -67,6 +72,7 @@ from ..errors import ConfigError, ConfigTypeError, is_int
 from ..io import check_writable, repo_dir, write_dataset, write_json
 from ..workload import check_keys, check_machine_size, int_arg, make_policy
 from ..workload.model import WorkloadModel
+from .driver import _SIGNALLED, Interrupted, _interrupt, _raise_if_signalled, _ray_init, stop_on_sigterm
 
 __all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table"]
 
@@ -308,6 +314,40 @@ def _stored(store: Path, points: list[tuple[str, str, str]]) -> dict[tuple[str, 
     return done
 
 
+def _compute(study: Mapping[str, Any], todo: list, use_ray: bool, keep, bar) -> None:
+    """Every point of ``todo`` computed (on Ray unless ``use_ray`` is False), each kept by ``keep(point,
+    values)`` as it finishes; the waits are short steps, so that a signal stops them (:func:`stop_on_sigterm`),
+    and points still running on Ray are cancelled when one does."""
+    if not (use_ray and todo):
+        for p in todo:
+            keep(p, _point(study, *p))
+            bar.update(1)
+        return
+    from ..config.schemas import RayConfig
+
+    rc = study.get("ray") or {}
+    ray = _ray_init(RayConfig(address=rc.get("address"), num_cpus=rc.get("num_cpus")))
+    remote = ray.remote(max_retries=1)(_point)
+    ref = ray.put(dict(study))
+    pending = {remote.remote(ref, *p): p for p in todo}
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            _raise_if_signalled()
+            for r in ready:
+                keep(pending.pop(r), ray.get(r))
+                bar.update(1)
+    except KeyboardInterrupt as exc:
+        if _SIGNALLED and _SIGNALLED[-1] != signal.SIGINT and not isinstance(exc, Interrupted):
+            # Ray's waits turn any KeyboardInterrupt their signal check meets into a plain one: the exit status
+            # says which signal stopped the study (143 for SIGTERM, not 130)
+            raise _interrupt(_SIGNALLED[-1]) from None
+        raise
+    finally:
+        for r in pending:
+            ray.cancel(r, force=True)
+
+
 def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = True,
               out_dir: str | os.PathLike[str] | None = None) -> Path:
     """Run every point of ``study`` (on Ray unless ``use_ray`` is False) and write the dataset; return its path.
@@ -339,25 +379,15 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     todo = [p for p in points if p not in results]
     bar = tqdm(total=len(points), initial=len(points) - len(todo), unit="pt", desc=str(study["name"]),
                disable=not progress)
-    if use_ray and todo:
-        from ..config.schemas import RayConfig
-        from .driver import _ray_init
-
-        rc = study.get("ray") or {}
-        ray = _ray_init(RayConfig(address=rc.get("address"), num_cpus=rc.get("num_cpus")))
-        remote = ray.remote(max_retries=1)(_point)
-        ref = ray.put(dict(study))
-        pending = {remote.remote(ref, *p): p for p in todo}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for r in ready:
-                keep(pending.pop(r), ray.get(r))
-                bar.update(1)
-    else:
-        for p in todo:
-            keep(p, _point(study, *p))
-            bar.update(1)
-    bar.close()
+    try:
+        with stop_on_sigterm():  # Ctrl-C and SIGTERM stop the study at any moment, connecting to Ray included
+            _compute(study, todo, use_ray, keep, bar)
+    except KeyboardInterrupt:
+        print(f"\nschedule study {study['name']}: interrupted; {len(results)} of {len(points)} points are kept in "
+              f"{store}. Rerun the same command to resume.", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
     machines, mixes, runs = list(study["machines"]), list(study["mode_mixes"]), list(study["runs"])
     shape = (len(machines), len(mixes), len(runs))
     data = {}
