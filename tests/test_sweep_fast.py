@@ -143,3 +143,7 @@ def test_chunk_size_null_takes_the_default_of_the_results_kept(keep, given, want
     assert plan.chunk_size == want
     sizes = [pts.size for _, pts in plan.chunks()]
     assert plan.n_points > 1024 and max(sizes) == want
+    from evaluator.sweep.assemble import _attrs
+
+    # the dataset says what it ran with (its config_yaml keeps the null given)
+    assert _attrs(plan, {"start_time": "t"}, [])["chunk_size"] == want

@@ -207,6 +207,7 @@ def _attrs(plan: SweepPlan, manifest: dict, results: list[dict]) -> dict[str, An
         "seeds": _seeds_attr(plan.seeds),
         "placement_generator": PLACEMENT_GENERATOR,
         "n_points": int(plan.n_points),
+        "chunk_size": int(plan.chunk_size),  # as run (config_yaml keeps sweep.chunk_size as given: null, the default)
         "n_feasible": int(n_feasible),
         "start_time": manifest["start_time"],
         "end_time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
