@@ -240,6 +240,79 @@ def test_ft_adaptive_equals_numpy_fixed_point(variant):
         assert got == pytest.approx(want, abs=1e-12)
 
 
+def _repeated_pairs(R, seed):
+    """Router-level flows whose pairs repeat (1-4 flows of different bytes per pair, in shuffled order), with
+    flows of no bytes and flows within one router (0 bytes, as the kernel passes them) among them."""
+    rng = np.random.default_rng(seed)
+    s, d, _ = router_flows(R, 20, seed)
+    reps = rng.integers(1, 5, s.size)
+    src, dst = np.repeat(s, reps), np.repeat(d, reps)
+    w = rng.integers(1, 50, src.size).astype(float) * 1e3
+    w[rng.choice(src.size, 3, replace=False)] = 0.0
+    src, dst, w = np.concatenate([src, [2, 5]]), np.concatenate([dst, [2, 5]]), np.concatenate([w, [0.0, 0.0]])
+    order = rng.permutation(src.size)
+    return src[order], dst[order], w[order]
+
+
+@pytest.mark.parametrize("kind", ["ugal", "ugal-local", "torus_adaptive", "ft_adaptive"])
+def test_flows_merged_by_router_pair_equal_the_numpy_fixed_point_per_flow(kind):
+    """``pair_slots`` (set by :meth:`merge_pairs` for a batch whose flows share router pairs: the fixed point runs
+    over one flow per pair) against the NumPy reference run over every flow as given: the same loads and each
+    flow's split; more pairs than slots gives NaN, never a smaller load."""
+    import dataclasses
+
+    if kind.startswith("ugal"):
+        topo, spec = small_df(), routing.ugal("local" if kind == "ugal-local" else "global", iterations=ITERS,
+                                              power=8.0)
+        cands, R, decision = ({"kind": "minimal"}, {"kind": "valiant"}), topo.n_routers, spec.variant
+    elif kind == "torus_adaptive":
+        topo, spec = ev.torus([3, 4]), routing.torus_adaptive(iterations=ITERS)
+        R, decision = topo.n_routers, "global"
+        cands = [{"kind": "dor", "order": p, "tie": "split"} for p in _adaptive.torus_orders(2, "auto")]
+    else:
+        topo, spec = ev.topology.fat_tree(k=4, levels=3), routing.ft_adaptive("global", iterations=ITERS)
+        R, decision = topo.switches(1), "global"
+    src, dst, w = _repeated_pairs(R, 7)
+    n_pairs = len({(a, b) for a, b, c in zip(src, dst, w) if a != b and c > 0})
+    assert n_pairs < (w > 0).sum()  # pairs repeat
+    loads, x, _ = solve(ev.routing.build_routing(topo, dataclasses.replace(spec, pair_slots=64)), src, dst, w)
+    if kind == "ft_adaptive":
+        paths = [[[(1.0, p)] for p in _adaptive.ft_candidate_paths(topo, int(a), int(b))] if a != b else
+                 [[(1.0, [])]] * len(_adaptive.ft_candidate_paths(topo, 0, 1)) for a, b in zip(src, dst)]
+    else:
+        paths = [[reference_paths(topo, int(a), int(b), c) for c in cands] for a, b in zip(src, dst)]
+    cap = np.asarray(topo.capacity)[:topo.n_router_links]
+    ref_loads, ref_x = ref_fixed_point(paths, w, cap, ITERS, decision, bias=(0, 1) if kind.startswith("ugal") else
+                                       None, power=spec.power if decision == "global" else 1.0)
+    np.testing.assert_allclose(loads, ref_loads, rtol=1e-9, atol=1e-6)
+    on = (w > 0) & (src != dst)
+    if kind != "ft_adaptive":  # (a fat tree's candidates that are one path may split differently, as above)
+        np.testing.assert_allclose(x[on], ref_x[on], atol=1e-12)
+    few, _, gap = solve(ev.routing.build_routing(topo, dataclasses.replace(spec, pair_slots=n_pairs - 1)),
+                        src, dst, w)
+    assert np.isnan(few).all() and np.isnan(gap)
+
+
+def test_evaluate_merges_the_flows_of_a_router_pair_and_gives_the_per_flow_numbers(monkeypatch):
+    """evaluate_batch of flow lists whose flows share router pairs (a stencil on 2 nodes per router) runs the fixed
+    point over the pairs (the kernel's spec has ``pair_slots``) and gives the numbers it gives over every flow."""
+    import evaluator._batch.run as run
+
+    df = ev.dragonfly(2, 4, 2)  # 2 nodes per router, 9 groups
+    n = df.n_nodes
+    trs = [traffic.stencil([24, 24, 8], [6, 6, 2]), traffic.random_permutation(n, 1e6, seed=3)]
+    pls = [placement.linear(df, n)] * 2
+    seen = []
+    kernel = run.batch_kernel
+    monkeypatch.setattr(run, "batch_kernel", lambda t, r, keep: (seen.append(r), kernel(t, r, keep))[1])
+    merged = ev.evaluate_batch(df, UG, trs, pls).metrics["completion_time"]
+    assert seen[-1].pair_slots > 0
+    monkeypatch.setattr(type(UG), "merge_pairs", lambda self, count: self)
+    flows = ev.evaluate_batch(df, UG, trs, pls).metrics["completion_time"]
+    assert seen[-1].pair_slots == 0
+    np.testing.assert_allclose(merged, flows, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # properties of the evaluations
 # ---------------------------------------------------------------------------------------------------------------

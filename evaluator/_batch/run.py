@@ -12,6 +12,7 @@ from ..routing import Routing, require_linear
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .checks import as_routing, block_size_arg, broadcast, check_pair, check_type
+from .blocks import bucket_size
 from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
@@ -71,8 +72,13 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
                                    meanwhile=first, sharing=sharing, fairness=fairness, progression=progression)
 
         return evaluate_bound(topology, routing, traffics, placements, group)
-    kern = batch_kernel(topology, routing, keep)
     exchanges = [x for t in traffics for x in t.phases]
+    flows = [x.n_flows for x in exchanges if x.kernel_input == "flows"]
+    if flows:  # (a routing that merges the flows of a router pair counts the pairs: an adaptive fixed point)
+        routing = routing.merge_pairs(lambda: (bucket_size(max(router_pairs(topology, t, p, routing.label).size
+                                                               for t, p in zip(traffics, placements)), 64),
+                                               bucket_size(max(flows))))
+    kern = batch_kernel(topology, routing, keep)
     check_working_set(working_set(kern, topology, exchanges, block_size, keep), len(traffics), block_size, keep,
                       single, block_name)
     if any(t.kernel_input == "phases" for t in traffics):

@@ -186,11 +186,27 @@ class AdaptiveRouting(Routing):
     variant: str = "global"
     iterations: int = DEFAULT_ITERATIONS
     power: float = DEFAULT_POWER
+    pair_slots: int = 0
+    """0: the fixed point runs over the flows as given; ``n > 0``: the flows are first merged by router pair into
+    ``n`` slots (:func:`_merge_pairs`; set by :meth:`merge_pairs`, not a configuration key)."""
 
     @property
     def linear(self) -> bool:
         """False: the loads depend on the demand through the decision rule."""
         return False
+
+    def merge_pairs(self, count: Callable[[], tuple[int, int]]) -> Routing:
+        """This spec with its flows merged by router pair (:attr:`pair_slots`) where that shortens them: the
+        fixed point's every iteration routes each flow through every candidate, and flows of one router pair
+        take the same decisions (their costs are the pair's), so one flow per pair with their bytes summed gives
+        the same loads up to rounding in far fewer flows (a mix of jobs on DF(8,16,8,128): 569,344 flows,
+        46,568 router pairs: 6.0-6.4 s a point, 2.8-2.9 s merged, the same loads). See
+        :meth:`evaluator.routing.base.Routing.merge_pairs`; merged where the pairs' bucket is at most half the
+        flows'."""
+        if self.pair_slots:
+            return self
+        slots, n_flows = count()
+        return self if 2 * int(slots) > int(n_flows) else dataclasses.replace(self, pair_slots=int(slots))
 
     @property
     def label(self) -> str:
@@ -416,6 +432,25 @@ class AdaptiveOperator(RoutingOperator):
     candidates: tuple[str, ...] = ()
 
 
+def _merge_pairs(src, dst, weight, n_end: int, slots: int):
+    """Flows ``src -> dst`` (endpoints) of bytes ``weight`` merged by endpoint pair into ``slots`` flows: ``(src,
+    dst, bytes)`` of the pairs (ascending keys ``src * n_end + dst``; unused slots: ``0 -> 0``, 0 bytes), each
+    flow's ``slot`` (``slots`` for a flow of no bytes or within one endpoint) and whether the pairs overflowed the
+    slots (then the merged flows are incomplete)."""
+    key = src.astype(jnp.int64) * n_end + dst.astype(jnp.int64)
+    none = jnp.iinfo(jnp.int64).max
+    key = jnp.where((weight != 0) & (src != dst), key, none)
+    order = jnp.argsort(key)
+    ks = key[order]
+    first = jnp.concatenate([ks[:1] != none, (ks[1:] != ks[:-1]) & (ks[1:] != none)])
+    n_pairs = first.sum()
+    slot_sorted = jnp.where(ks == none, slots, jnp.cumsum(first) - 1)
+    slot = jnp.zeros_like(slot_sorted).at[order].set(slot_sorted)
+    w = jnp.zeros(slots, weight.dtype).at[slot].add(weight, mode="drop")
+    k = jnp.zeros(slots, jnp.int64).at[slot].max(jnp.where(key == none, 0, key), mode="drop")
+    return (k // n_end).astype(src.dtype), (k % n_end).astype(dst.dtype), w, slot, n_pairs > slots
+
+
 def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: int, dense_pad: int = 0
                    ) -> AdaptiveOperator:
     threshold = float(getattr(routing, "threshold", 0.0))
@@ -428,9 +463,19 @@ def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: i
 
     power = float(routing.power) if routing.variant == "global" else 1.0
 
-    def solve(tables, src, dst, weight):
+    def solve_flows(tables, src, dst, weight):
         return _solve(fam, threshold, iterations, line_search, tables, src.astype(jnp.int32), dst.astype(jnp.int32),
                       weight, power)
+
+    slots = int(routing.pair_slots)
+
+    def solve(tables, src, dst, weight):
+        if not slots:
+            return solve_flows(tables, src, dst, weight)
+        ms, md, mw, slot, over = _merge_pairs(src.astype(jnp.int32), dst.astype(jnp.int32), weight, n_end, slots)
+        load, x, gap = solve_flows(tables, ms, md, mw)
+        nan = jnp.asarray(jnp.nan, load.dtype)  # more pairs than slots (a caller's count was wrong): NaN, not less
+        return jnp.where(over, nan, load), x[jnp.minimum(slot, slots - 1)], jnp.where(over, nan, gap)
 
     def apply(tables, src, dst, weight, extra=None):
         return with_extra(solve(tables, src, dst, weight)[0], extra)
@@ -448,7 +493,7 @@ def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: i
         s = jnp.repeat(jnp.arange(E, dtype=jnp.int32), E)
         d = jnp.tile(jnp.arange(E, dtype=jnp.int32), E)
         w = jnp.where(s != d, (u[:E, None] * v[None, :E]).reshape(-1), 0.0)
-        return solve(tables, s, d, w)
+        return solve_flows(tables, s, d, w)  # (one flow per pair already)
 
     def apply_dense(tables, u, v):
         return solve_dense(tables, u, v)[0]

@@ -100,6 +100,14 @@ class Routing:
         """
         return [(self, list(range(len(point_pairs))))]
 
+    def merge_pairs(self, count: Callable[[], tuple[int, int]]) -> Routing:
+        """This spec for a batch of flow lists, where a routing whose cost grows with its flows and whose flows of
+        one router pair are routed alike may merge them (the adaptive routings' fixed points). ``count()``: ``(the
+        most router pairs any point of the batch loads, and its flows, each padded to its shape bucket)``, called
+        only by a routing that merges (it sorts every point's flows). Here: the spec itself (an oblivious routing's one pass costs about
+        what the merge would)."""
+        return self
+
     def check_size(self, topology, n_pairs: int) -> None:
         """Refuse (:class:`~evaluator.errors.ResourceError`) an operator bound to ``n_pairs`` router pairs of
         ``topology`` that would not fit in memory, before the pairs are listed. Nothing here (no pairs kept)."""
