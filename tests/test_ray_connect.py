@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,30 @@ def _descendants(root: int, table) -> set[int]:
     return out
 
 
+def _stop_when(args: list[str], env: dict[str, str], kept: Callable[[], int], sig: int = signal.SIGTERM,
+               watch: Callable[[int], None] | None = None, **popen) -> tuple[subprocess.Popen, str]:
+    """Start ``args``, send ``sig`` once ``kept()`` (results on disk) reaches 2 (``watch(pid)`` at every poll), and
+    return the process and its stderr (killed, whatever happens, by the end)."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            **popen)
+    try:
+        deadline = time.time() + 150
+        while time.time() < deadline and proc.poll() is None:
+            if watch is not None:
+                watch(proc.pid)
+            if kept() >= 2:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc, err
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 def test_sigterm_mid_sweep_keeps_the_chunks_and_stops_ray(ray_tmp, tmp_path):
     base, _ = ray_tmp
@@ -193,25 +218,15 @@ def test_sigterm_mid_sweep_keeps_the_chunks_and_stops_ray(ray_tmp, tmp_path):
     study = ["sweeps=dragonfly_random_placement", "placement.seed=range(0,4)"]  # 96 points, chunks of 4
     args = [sys.executable, "-m", "evaluator", "sweep", *study, "ray.num_cpus=1", "sweep.chunk_size=4",
             f"sweep.output_dir={out}", "--no-progress"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(base),
-                            cwd=REPO)
     seen: dict[int, int] = {}
-    try:
-        deadline = time.time() + 150
-        while time.time() < deadline and proc.poll() is None:
-            table = _proc_table()
-            seen.update({pid: table[pid][1] for pid in _descendants(proc.pid, table)})
-            if len(list(out.glob("dragonfly_random_placement/.*.chunks/*.pkl"))) >= 2:
-                break
-            time.sleep(0.2)
-        assert proc.poll() is None, "the sweep ended before it could be stopped"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    kept = len(list(out.glob("dragonfly_random_placement/.*.chunks/*.pkl")))
+
+    def watch(pid: int) -> None:
+        table = _proc_table()
+        seen.update({p: table[p][1] for p in _descendants(pid, table)})
+
+    chunks = lambda: len(list(out.glob("dragonfly_random_placement/.*.chunks/*.pkl")))  # noqa: E731
+    proc, err = _stop_when(args, _env(base), chunks, watch=watch)
+    kept = chunks()
     assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err[-2000:])  # before: 15, no word said
     # the signal reaches the sweep's handler alone: Ray's core worker's C++ failure handler, installed over it by
     # ray.init, dumped "*** SIGTERM received at time=... ***" and a stack every time, and now and then the driver
@@ -246,20 +261,10 @@ def test_sigterm_mid_schedule_study_keeps_its_points(ray_tmp, tmp_path):
     out = tmp_path / "out"
     args = [sys.executable, "-m", "evaluator", "schedule", "--study", str(path), "--out", str(out), "--no-progress",
             "--no-plot"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(base), cwd=REPO,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal starts it
-    try:
-        deadline = time.time() + 150
-        while time.time() < deadline and proc.poll() is None and len(list(out.glob(".stop-*.points/*.json"))) < 2:
-            time.sleep(0.2)
-        assert proc.poll() is None, "the study ended before it could be stopped"
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    kept = len(list(out.glob(".stop-*.points/*.json")))
+    points = lambda: len(list(out.glob(".stop-*.points/*.json")))  # noqa: E731
+    proc, err = _stop_when(args, _env(base), points, sig,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal starts it
+    kept = points()
     assert proc.returncode == 128 + sig, (proc.returncode, err[-2000:])
     assert "SIGTERM received" not in err, err[-2000:]
     said = re.search(r"interrupted; (\d+) of 12 points are kept", err)
