@@ -200,7 +200,7 @@ class AdaptiveRouting(Routing):
         fixed point's every iteration routes each flow through every candidate, and flows of one router pair
         take the same decisions (their costs are the pair's), so one flow per pair with their bytes summed gives
         the same loads up to rounding in far fewer flows (a mix of jobs on DF(8,16,8,128): 569,344 flows,
-        46,568 router pairs: 6.0-6.4 s a point, 2.8-2.9 s merged, the same loads). See
+        46,568 router pairs: 6.0-6.4 s a point flow by flow, 2.2-2.4 s merged, the same loads). See
         :meth:`evaluator.routing.base.Routing.merge_pairs`; merged where the pairs' bucket is at most half the
         flows'."""
         if self.pair_slots:

@@ -104,8 +104,8 @@ class Routing:
         """This spec for a batch of flow lists, where a routing whose cost grows with its flows and whose flows of
         one router pair are routed alike may merge them (the adaptive routings' fixed points). ``count()``: ``(the
         most router pairs any point of the batch loads, and its flows, each padded to its shape bucket)``, called
-        only by a routing that merges (it sorts every point's flows). Here: the spec itself (an oblivious routing's one pass costs about
-        what the merge would)."""
+        only by a routing that merges (it sorts every point's flows). Here: the spec itself (an oblivious
+        routing's one pass costs about what the merge would)."""
         return self
 
     def check_size(self, topology, n_pairs: int) -> None:
