@@ -49,7 +49,7 @@ from .plan import SweepPlan
 from .worker import evaluate_chunk, evaluate_chunks, peak_rss_mb
 
 __all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS", "cluster_address", "ray_address_file", "Interrupted",
-           "stop_on_sigterm", "reclaim_signals"]
+           "stop_on_sigterm", "reclaim_signals", "reraise_signalled"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -234,6 +234,14 @@ def _raise_if_signalled() -> None:
 def _interrupt(signum: int) -> KeyboardInterrupt:
     """The exception a signal stops the sweep with: KeyboardInterrupt for Ctrl-C, :class:`Interrupted` else."""
     return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
+def reraise_signalled(exc: KeyboardInterrupt) -> None:
+    """Raise ``exc`` as the signal that stopped the run: Ray's waits turn any KeyboardInterrupt their signal check
+    meets into a plain one, so that a SIGTERM would exit 130; it is raised again as :class:`Interrupted` (143)."""
+    if _SIGNALLED and _SIGNALLED[-1] != signal.SIGINT and not isinstance(exc, Interrupted):
+        raise _interrupt(_SIGNALLED[-1]) from None
+    raise exc
 
 
 @contextlib.contextmanager
@@ -544,11 +552,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
         kept = sum(1 for p in store.chunk_dir(plan).glob("*.pkl") if p.stem in ids)
         print(f"\nsweep {plan.name}: interrupted; {kept} of {len(chunks)} chunks are kept in "
               f"{store.chunk_dir(plan)}. Rerun the same command to resume.", file=sys.stderr)
-        if _SIGNALLED and _SIGNALLED[-1] != signal.SIGINT and not isinstance(exc, Interrupted):
-            # Ray's waits turn any KeyboardInterrupt their signal check meets into a plain one: the exit status
-            # says which signal stopped the sweep (143 for SIGTERM, not 130)
-            raise _interrupt(_SIGNALLED[-1]) from None
-        raise
+        reraise_signalled(exc)
     finally:
         writer.close()
         bar.close()

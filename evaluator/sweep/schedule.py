@@ -58,7 +58,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -72,7 +71,7 @@ from ..errors import ConfigError, ConfigTypeError, is_int
 from ..io import check_writable, repo_dir, write_dataset, write_json
 from ..workload import check_keys, check_machine_size, int_arg, make_policy
 from ..workload.model import WorkloadModel
-from .driver import _SIGNALLED, Interrupted, _interrupt, _raise_if_signalled, _ray_init, stop_on_sigterm
+from .driver import _raise_if_signalled, _ray_init, reraise_signalled, stop_on_sigterm
 
 __all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table"]
 
@@ -338,11 +337,7 @@ def _compute(study: Mapping[str, Any], todo: list, use_ray: bool, keep, bar) -> 
                 keep(pending.pop(r), ray.get(r))
                 bar.update(1)
     except KeyboardInterrupt as exc:
-        if _SIGNALLED and _SIGNALLED[-1] != signal.SIGINT and not isinstance(exc, Interrupted):
-            # Ray's waits turn any KeyboardInterrupt their signal check meets into a plain one: the exit status
-            # says which signal stopped the study (143 for SIGTERM, not 130)
-            raise _interrupt(_SIGNALLED[-1]) from None
-        raise
+        reraise_signalled(exc)
     finally:
         for r in pending:
             ray.cancel(r, force=True)
