@@ -42,7 +42,13 @@ Covered
   a vendor states, quoted with its source (a paper's figure, which the tool's
   own number beside it is compared with). An **input** (``<!-- input -->``,
   ``<!-- inputs -->``): a setting of the experiment described (bandwidths,
-  sizes, bytes), which the command written next to it sets; not a result.
+  sizes, bytes), which the command written next to it sets; not a result. A
+  **budgeted** result (``<!-- budgeted -->``, ``<!-- budgeted results -->``):
+  what a run under a wall-clock budget reached (the best mapping a search found
+  within 60 s, its gains and its moves): it depends on the machine's speed as a
+  timing does, so no test can rerun it to the same value; the block names the
+  command and the machine, and a claim test certifies what holds on any machine
+  (no such result below the lower bound, none above the best start).
 
 Run ``make numbers`` (the claim tests, then :func:`report`) to list what is not
 covered; ``make test`` fails when a document has more uncovered results than
@@ -75,7 +81,8 @@ _CODE_LANGUAGES = {"bash", "sh", "shell", "python", "py", "yaml", "yml", "toml",
 """Fenced blocks in these languages are inputs up to each line's ``#`` comment; others (untagged, ``text``) are
 output, but for lines that start with a command (``$ ``, ``evaluator ``, ...)."""
 MARKS = {"timing": ("<!-- timing -->", "<!-- timings -->"), "cited": ("<!-- cited -->", "<!-- citations -->"),
-         "input": ("<!-- input -->", "<!-- inputs -->")}
+         "input": ("<!-- input -->", "<!-- inputs -->"),
+         "budgeted": ("<!-- budgeted -->", "<!-- budgeted results -->")}
 """What a marker says of the numbers it covers, with its line and block forms (module docstring)."""
 _TIMING_DOCUMENT = "<!-- timings: this document -->"
 

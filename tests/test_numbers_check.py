@@ -25,6 +25,13 @@ per point.
 |---|---|
 | one | 9.5 ms, 7.0x |
 
+<!-- budgeted results -->
+| case | found |
+|---|---|
+| one | 4.25 us, -12.5% |
+
+Then 1.25 us. <!-- budgeted -->
+
 <!-- test: replace '1.5' '2.5' -->
 ```bash
 evaluator sweep a=1.5 b=2.5   # gives 12.5x
@@ -47,10 +54,10 @@ def test_what_counts_as_a_stated_result(tmp_path):
     norm, found = _results(tmp_path)
     texts = [r.text for r in found]
     assert texts == ["3.5", "2.5 x", "2.065 x", "18.9 %", "3.2 ms", "33 s", "1.6 x", "6.4 GB/s", "8 bytes", "9.5 ms",
-                     "7.0 x", "12.5 x", "0.750 us"]
+                     "7.0 x", "4.25 us", "-12.5 %", "1.25 us", "12.5 x", "0.750 us"]
     marked = {r.text: r.marked for r in found if r.marked}
     assert marked == {"33 s": "timing", "9.5 ms": "timing", "7.0 x": "timing", "1.6 x": "cited", "6.4 GB/s": "input",
-                      "8 bytes": "input"}
+                      "8 bytes": "input", "4.25 us": "budgeted", "-12.5 %": "budgeted", "1.25 us": "budgeted"}
     for r in found:  # spans index the whitespace-normalised text that tests/claims.py matches against
         assert norm[r.start:r.end] == r.text.split(" ")[0]
     assert norm == " ".join(DOC.split())
