@@ -1,6 +1,6 @@
 """docs/mapping.md's stated results, rerun (tests/claims.py): the three examples of ``evaluator map`` (the DF(4,8,4)
 stencil and the halo trace on the 16x8x8 torus, one and four tasks per node) run in full, their searches included
-(a search of ``--iterations N`` batches is the same on any machine: no decision in it reads the clock), the Python
+(a search of ``--iterations N`` batches makes the same moves on any machine: it counts batches, not seconds), the Python
 example, and the deterministic columns of the bench table (METIS, best named placement, lower bound) on every row.
 
 What is not rerun: the moves per second and search seconds (measurements of a machine; the documents show them as
