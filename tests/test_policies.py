@@ -271,3 +271,89 @@ def test_release_of_an_unknown_allocation():
     p.release(a)
     with pytest.raises(ConfigError, match="alloc.job_id"):
         p.release(a)
+
+
+# ------------------------------------------------------------------ the scheduler's fast paths, against plain code
+def _random_state(name, rng, groups=6, G=8, steps=40):
+    """A policy after random placements and releases (every mode), and its running allocations."""
+    p = build_policy(name, groups, G, seed=int(rng.integers(100)))
+    live = []
+    for i in range(steps):
+        if live and rng.random() < 0.4:
+            p.release(live.pop(int(rng.integers(len(live)))))
+            continue
+        n = int(rng.integers(1, 2 * G + 1))
+        mode = ("minimal_balance", "adaptive")[int(rng.integers(2))] if n > G else "minimal_balance"
+        a = p.allocate(J(i, n, mode))
+        if a is not None:
+            live.append(a)
+    return p, live
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grap_lookahead_releases_and_fits_as_a_full_copy(seed):
+    """GRAP's look-ahead copy (no node array: its fits reads group counts only) answers every request as a full
+    copy does after the same releases, leaves the live policy untouched and refuses to place a job."""
+    rng = np.random.default_rng(seed)
+    p, live = _random_state("grap", rng)
+    owner, idle = p.owner.copy(), p.idle_per_group.copy()
+    look, full = p.lookahead(), p.copy()
+    assert look.owner is None and full.owner is not None
+    jobs = [J(900 + i, int(n), m) for i, (n, m) in enumerate(
+        [(n, "minimal_balance") for n in range(1, 25)] + [(n, "adaptive") for n in range(9, 25)])]
+    for a in rng.permutation(len(live)):
+        look.release(live[a])
+        full.release(live[a])
+        assert (look.idle_per_group == full.idle_per_group).all()
+        assert [look.fits(j) for j in jobs] == [full.fits(j) for j in jobs]
+    assert (p.owner == owner).all() and (p.idle_per_group == idle).all() and len(p.running) == len(live)
+    with pytest.raises(RuntimeError, match="look-ahead"):
+        look.allocate(J(999, 1))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_grap_balanced_plan_is_the_pointer_walk(seed):
+    """The vectorised requirement matching equals the written walk: requirements ascending, candidates by idle
+    nodes ascending (ties: lower group), each requirement the first candidate left with enough idle nodes."""
+    rng = np.random.default_rng(seed)
+    groups, G = int(rng.integers(2, 12)), 8
+    p = build_policy("grap", groups, G)
+    p.idle_per_group = rng.integers(0, G + 1, groups)
+    p.large_owner = np.where(rng.random(groups) < 0.3, 5, -1)
+    reqs = [int(x) for x in rng.integers(1, G + 1, int(rng.integers(1, groups + 2)))]
+    free = np.flatnonzero(p.large_owner < 0)
+    cand = free[np.argsort(p.idle_per_group[free], kind="stable")]
+    want, j = [], 0
+    for need in sorted(reqs):
+        while j < cand.size and p.idle_per_group[cand[j]] < need:
+            j += 1
+        if j >= cand.size:
+            want = None
+            break
+        want.append((int(cand[j]), need))
+        j += 1
+    assert p._balanced(reqs) == want
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_first_idle_and_release_by_counts(name):
+    """``first_idle`` reads only the groups that take nodes: the same nodes as the lowest idle ones of every
+    group; an allocation records its nodes per group, and a release by those counts (or, for an allocation
+    made without them, by its nodes) restores the idle counts."""
+    import dataclasses
+
+    rng = np.random.default_rng(3)
+    p, live = _random_state(name, rng)
+    for _ in range(10):
+        take = np.minimum(p.idle_per_group, rng.integers(0, 9, p.groups) * (rng.random(p.groups) < 0.5))
+        idle = (p.owner < 0).reshape(p.groups, p.nodes_per_group)
+        want = np.flatnonzero((idle & (np.cumsum(idle, axis=1) <= take[:, None])).ravel())
+        np.testing.assert_array_equal(p.first_idle(take), want)
+    for a in live:
+        assert a.counts == tuple(int((a.nodes // p.nodes_per_group == g).sum()) for g in a.groups)
+    q = p.copy()
+    for a in live:
+        p.release(a)
+        q.release(dataclasses.replace(a, counts=()))
+    assert (p.idle_per_group == p.nodes_per_group).all() and (q.idle_per_group == p.idle_per_group).all()
+    assert (p.owner == -1).all() and (q.owner == -1).all()

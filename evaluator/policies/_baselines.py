@@ -28,6 +28,7 @@ class SlurmRoundRobin(AllocationPolicy):
     """Round-robin over groups from a moving cursor (see the module docstring)."""
 
     name = "slurm_round_robin"
+    count_only = True                                 # any idle nodes will do: reservations by count
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         super().__init__(groups, nodes_per_group, seed)
@@ -68,6 +69,7 @@ class Contiguous(AllocationPolicy):
     """The lowest-numbered idle nodes."""
 
     name = "contiguous"
+    count_only = True                                 # any idle nodes will do: reservations by count
 
     def _fits(self, job: JobRequest) -> bool:
         return True                                   # any idle nodes will do
@@ -80,6 +82,7 @@ class RandomNodes(AllocationPolicy):
     """Uniformly random idle nodes."""
 
     name = "random"
+    count_only = True                                 # any idle nodes will do: reservations by count
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         super().__init__(groups, nodes_per_group, seed)

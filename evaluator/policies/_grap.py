@@ -60,6 +60,7 @@ class Grap(AllocationPolicy):
     ``port_owner[g, i]``: the job holding port ``i`` of group ``g`` (-1: none)."""
 
     name = "grap"
+    fits_reads_nodes = False                          # _fits: idle_per_group and large_owner
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0, ports_per_group: int = 1):
         super().__init__(groups, nodes_per_group, seed)
@@ -91,15 +92,19 @@ class Grap(AllocationPolicy):
     def _balanced(self, reqs: list[int]) -> list[tuple[int, int]] | None:
         free = np.flatnonzero(self.large_owner < 0)
         cand = free[np.argsort(self.idle_per_group[free], kind="stable")]
-        out, j = [], 0
-        for need in sorted(reqs):
-            while j < cand.size and self.idle_per_group[cand[j]] < need:
-                j += 1
-            if j >= cand.size:
-                return None
-            out.append((int(cand[j]), need))
-            j += 1                                    # each requirement its own group
-        return out
+        need = np.sort(np.asarray(reqs, dtype=np.int64))
+        if need.size > cand.size:
+            return None
+        if not need.size:
+            return []
+        # each requirement (ascending) takes the first candidate left (ascending idle) with enough idle nodes,
+        # each its own group: j[i] = max(j[i-1] + 1, first[i]), i.e. i + the running maximum of first[i] - i
+        first = np.searchsorted(self.idle_per_group[cand], need, side="left")
+        i = np.arange(need.size)
+        j = np.maximum.accumulate(first - i) + i
+        if j[-1] >= cand.size:
+            return None
+        return list(zip(cand[j].tolist(), need.tolist()))
 
     def _adaptive(self, n: int) -> list[tuple[int, int]] | None:
         free = np.flatnonzero(self.large_owner < 0)

@@ -207,6 +207,8 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         heapq.heappush(ends, (t + a, j))
         running.add(t + req_t[j], j, alloc, int(size[j]))
 
+    look = getattr(policy, "lookahead", policy.copy)  # a copy for reservation tests (a policy's lighter one)
+
     def fits(pol, req) -> bool:
         """Whether ``pol`` would place ``req`` now: its ``fits`` if it has one (nothing built), else a placement
         on ``pol`` (a throw-away copy here)."""
@@ -232,7 +234,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             else:
                 raise _never_fits(h)
         else:
-            pc = policy.copy()
+            pc = look()
             for est, j in running.keys:
                 pc.release(running.alloc[j])
                 if pc.idle_nodes >= need and fits(pc, requests[h]):
@@ -249,7 +251,7 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
                            f"of {total} nodes", "Check the job's mode and requirements against the machine.")
 
     def head_fits_at_shadow(h: int, shadow: float, t: float) -> bool:
-        pc = policy.copy()
+        pc = look()
         for est, j in running.keys:
             if max(est, t) > shadow:
                 break
