@@ -263,10 +263,14 @@ class AllocationPolicy(PolicyBase):
         Only the groups that take nodes are read (a large job on a machine of hundreds of groups takes a few)."""
         take = np.asarray(take, dtype=np.int64)
         gs = np.flatnonzero(take)
-        idle = self.owner.reshape(self.groups, self.nodes_per_group)[gs] < 0
-        rank = np.cumsum(idle, axis=1)
-        row, col = np.nonzero(idle & (rank <= take[gs][:, None]))
-        return gs[row] * self.nodes_per_group + col
+        P = self.nodes_per_group
+        idle = self.owner.reshape(self.groups, P)[gs] < 0
+        flat = np.flatnonzero(idle)  # the idle nodes of those groups, group by group, ascending
+        counts, tk = np.count_nonzero(idle, axis=1), take[gs]
+        # the first tk[r] of row r's idle nodes: row r's start in flat, then a run of tk[r]
+        at = np.repeat(np.cumsum(counts) - counts - (np.cumsum(tk) - tk), tk) + np.arange(int(tk.sum()))
+        pick = flat[at]
+        return gs[pick // P] * P + pick % P
 
     def _allocate(self, job: JobRequest) -> Allocation | None:
         if self.owner is None:
