@@ -264,9 +264,10 @@ class AllocationPolicy(PolicyBase):
         take = np.asarray(take, dtype=np.int64)
         gs = np.flatnonzero(take)
         P = self.nodes_per_group
-        idle = self.owner.reshape(self.groups, P)[gs] < 0
+        owner = self.owner.reshape(self.groups, P)
+        idle = owner < 0 if gs.size == self.groups else owner[gs] < 0
         flat = np.flatnonzero(idle)  # the idle nodes of those groups, group by group, ascending
-        counts, tk = np.count_nonzero(idle, axis=1), take[gs]
+        counts, tk = self.idle_per_group[gs], take[gs]
         # the first tk[r] of row r's idle nodes: row r's start in flat, then a run of tk[r]
         at = np.repeat(np.cumsum(counts) - counts - (np.cumsum(tk) - tk), tk) + np.arange(int(tk.sum()))
         pick = flat[at]
