@@ -27,6 +27,7 @@ def busy(policy, groups):
             nodes = policy.idle_in_group(g)[:take]
             policy.owner[nodes] = jid
             policy.idle_per_group[g] -= take
+            policy.idle -= take
             jid += 1
 
 
@@ -305,6 +306,7 @@ def test_grap_lookahead_releases_and_fits_as_a_full_copy(seed):
         look.release(live[a])
         full.release(live[a])
         assert (look.idle_per_group == full.idle_per_group).all()
+        assert look.idle_nodes == full.idle_nodes == int(full.idle_per_group.sum())
         assert [look.fits(j) for j in jobs] == [full.fits(j) for j in jobs]
     assert (p.owner == owner).all() and (p.idle_per_group == idle).all() and len(p.running) == len(live)
     with pytest.raises(RuntimeError, match="look-ahead"):
@@ -356,4 +358,5 @@ def test_first_idle_and_release_by_counts(name):
         p.release(a)
         q.release(dataclasses.replace(a, counts=()))
     assert (p.idle_per_group == p.nodes_per_group).all() and (q.idle_per_group == p.idle_per_group).all()
+    assert p.idle_nodes == q.idle_nodes == p.total_nodes
     assert (p.owner == -1).all() and (q.owner == -1).all()

@@ -154,9 +154,9 @@ class Grap(AllocationPolicy):
 
     def _after_release(self, alloc: Allocation) -> None:
         if alloc.large:
-            g = np.asarray(alloc.groups)
-            self.large_owner[g] = -1
-            self.port_owner[g, :] = -1
+            for g in alloc.groups:  # a few groups: plain indexing
+                self.large_owner[g] = -1
+                self.port_owner[g] = -1
 
 
 def _build(cfg: ConfigOf[GrapConfig], groups: int, nodes_per_group: int, seed: int) -> Grap:
