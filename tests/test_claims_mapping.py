@@ -49,6 +49,13 @@ def _value(pattern: str, out: str) -> float:
     return float(m.group(1))
 
 
+def _check_quoted(out: str, command: str, pairs: list[tuple[str, str]]) -> None:
+    """For each ``(pattern in the document, pattern in the output)``: the number the document states there equals
+    the output's (the prose that quotes an example's output)."""
+    for doc_pattern, out_pattern in pairs:
+        check_stated(DOC, doc_pattern, _value(out_pattern, out), command=command)
+
+
 def _starts(out: str) -> dict[str, tuple[float, str]]:
     """Every start's time (value, unit) from a map output's table."""
     rows = out.split("gain of the search\n", 1)[1].splitlines()
@@ -83,13 +90,13 @@ def test_df_stencil_example_starts_and_bounds(df_stencil_output):
     block and in the prose."""
     out = df_stencil_output
     assert check_output_block(DOC, DF_CMD, out, skip=_LEFT_OUT) == 32
-    found = _value(r"^mapping found: ([0-9.]+) us", out)
-    ratio = _value(r"the mapping found is ([0-9.]+)x that\)", out)
-    gain = _value(r"^mapping found: [0-9.]+ us \(([0-9.]+) % below the best start", out)
-    check_stated(DOC, r"The search takes ([0-9.]+) % off the default placement", gain, command=DF_CMD)
-    check_stated(DOC, r"off the default placement and lands ([0-9.]+)x above the lower bound", ratio, command=DF_CMD)
-    check_stated(DOC, r"on DF\(4,8,4\) \([0-9.]+ us, ([0-9.]+) us found", found, command=DF_CMD)
-    check_stated(DOC, r"on DF\(4,8,4\) \([0-9.]+ us, [0-9.]+ us found, ([0-9.]+)x\)", ratio, command=DF_CMD)
+    found, ratio = r"^mapping found: ([0-9.]+) us", r"the mapping found is ([0-9.]+)x that\)"
+    _check_quoted(out, DF_CMD, [
+        (r"The search takes ([0-9.]+) % off the default placement",
+         r"^mapping found: [0-9.]+ us \(([0-9.]+) % below the best start"),
+        (r"off the default placement and lands ([0-9.]+)x above the lower bound", ratio),
+        (r"on DF\(4,8,4\) \([0-9.]+ us, ([0-9.]+) us found", found),
+        (r"on DF\(4,8,4\) \([0-9.]+ us, [0-9.]+ us found, ([0-9.]+)x\)", ratio)])
     _check_starts(out, "mapping search: 1024 tasks of stencil 16x8x8 on DF(4,8,4,33) (1056 nodes available, 1 per "
                   "node), routing minimal", DF_CMD, 8)
     bound = _value(r"^no mapping is below ([0-9.]+) us \(the busiest task's bytes over its node link", out)
@@ -121,16 +128,12 @@ def test_torus_trace_example(halo_dir, monkeypatch):
     out = _map(TORUS_CMD, halo_dir / "out")
     assert check_output_block(DOC, TORUS_CMD, out, skip=_LEFT_OUT) == 23
     assert (halo_dir / "launch" / "MPICH_RANK_ORDER").is_file() and (halo_dir / "launch" / "node_list").is_file()
-    found = _value(r"^mapping found: ([0-9.]+) ms", out)
-    gain = _value(r"^partition\s+[0-9.]+ ms\s+([0-9.]+) %$", out)
-    node = _value(r"^no mapping is below ([0-9.]+) ms", out)
-    net = _value(r"the network's bound: ([0-9.]+) ms", out)
-    ratio = _value(r"the mapping found is ([0-9.]+)x that\)", out)
-    check_stated(DOC, r"the search takes another ([0-9]+) % off METIS's mapping", gain, command=TORUS_CMD)
-    check_stated(DOC, r"the network's best bound is ([0-9.]+) ms on the torus", net, command=TORUS_CMD)
-    check_stated(DOC, r"on the torus \(against ([0-9.]+) ms for the node links", node, command=TORUS_CMD)
-    check_stated(DOC, r"for the node links and ([0-9.]+) ms found", found, command=TORUS_CMD)
-    check_stated(DOC, r"ms found, ([0-9.]+)x, as before\)", ratio, command=TORUS_CMD)
+    _check_quoted(out, TORUS_CMD, [
+        (r"the search takes another ([0-9]+) % off METIS's mapping", r"^partition\s+[0-9.]+ ms\s+([0-9.]+) %$"),
+        (r"the network's best bound is ([0-9.]+) ms on the torus", r"the network's bound: ([0-9.]+) ms"),
+        (r"on the torus \(against ([0-9.]+) ms for the node links", r"^no mapping is below ([0-9.]+) ms"),
+        (r"for the node links and ([0-9.]+) ms found", r"^mapping found: ([0-9.]+) ms"),
+        (r"ms found, ([0-9.]+)x, as before\)", r"the mapping found is ([0-9.]+)x that\)")])
 
 
 def test_torus_trace_four_per_node_example(halo_dir, monkeypatch):
@@ -139,10 +142,9 @@ def test_torus_trace_four_per_node_example(halo_dir, monkeypatch):
     monkeypatch.chdir(halo_dir)
     out = _map(TORUS4_CMD, halo_dir / "out4")
     assert check_output_block(DOC, TORUS4_CMD, out, skip=_LEFT_OUT) == 19
-    net = _value(r"^no mapping is below ([0-9.]+) ms \(hop-bytes over every network link", out)
-    ratio = _value(r"the mapping found is ([0-9.]+)x that\)", out)
-    check_stated(DOC, r"the network's ([0-9.]+) ms binds", net, command=TORUS4_CMD)
-    check_stated(DOC, r"The gap to the mapping found \(([0-9.]+)x\)", ratio, command=TORUS4_CMD)
+    _check_quoted(out, TORUS4_CMD, [
+        (r"the network's ([0-9.]+) ms binds", r"^no mapping is below ([0-9.]+) ms \(hop-bytes over every network link"),
+        (r"The gap to the mapping found \(([0-9.]+)x\)", r"the mapping found is ([0-9.]+)x that\)")])
 
 
 PY_CMD = 'search_mapping(topo, halo, "minimal", time_budget=600, max_iterations=40, seed=0, progress=False)'
