@@ -22,7 +22,7 @@ DOC = "docs/mapping.md"
 
 DF_CMD = "evaluator map traffic=stencil traffic.alpha=[64,64,64] traffic.beta=[16,8,8] --iterations 100 --budget 600"
 TORUS_CMD = ("evaluator map topology=torus topology.dims=[16,8,8] routing=dor traffic=trace "
-             "traffic.path=halo/traces.otf2 --iterations 60 --budget 600 --write-rank-order launch")
+             "traffic.path=halo/traces.otf2 --iterations 30 --budget 600 --write-rank-order launch")
 TORUS4_CMD = ("evaluator map topology=torus topology.dims=[16,8,8] routing=dor traffic=trace "
               "traffic.path=halo/traces.otf2 --tasks-per-node 4 --nodes 0-255 --iterations 60 --budget 600")
 _LEFT_OUT = ("...", "dataset:", "rank order:", "node list:")
