@@ -24,11 +24,20 @@ from .base import AllocationPolicy, JobRequest, NoParams, PolicyKind
 __all__ = ["SlurmRoundRobin", "Contiguous", "RandomNodes", "SLURM_ROUND_ROBIN", "CONTIGUOUS", "RANDOM"]
 
 
-class SlurmRoundRobin(AllocationPolicy):
+class _AnyIdleNodes(AllocationPolicy):
+    """A baseline: any idle nodes will do, so a request fits when enough nodes are idle and the scheduler
+    reserves by counting them (``count_only``: the same reservations as placing on copies, without them)."""
+
+    count_only = True
+
+    def _fits(self, job: JobRequest) -> bool:
+        return True                                   # any idle nodes will do
+
+
+class SlurmRoundRobin(_AnyIdleNodes):
     """Round-robin over groups from a moving cursor (see the module docstring)."""
 
     name = "slurm_round_robin"
-    count_only = True                                 # any idle nodes will do: reservations by count
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         super().__init__(groups, nodes_per_group, seed)
@@ -56,40 +65,29 @@ class SlurmRoundRobin(AllocationPolicy):
         take[spare[:rest]] += 1
         return take
 
-    def _fits(self, job: JobRequest) -> bool:
-        return True                                   # any idle nodes will do
-
     def _choose(self, job: JobRequest):
         take = self.take_counts(job.nodes)
         self.cursor = (self.cursor + 1) % self.groups
         return self.first_idle(take), False
 
 
-class Contiguous(AllocationPolicy):
+class Contiguous(_AnyIdleNodes):
     """The lowest-numbered idle nodes."""
 
     name = "contiguous"
-    count_only = True                                 # any idle nodes will do: reservations by count
-
-    def _fits(self, job: JobRequest) -> bool:
-        return True                                   # any idle nodes will do
 
     def _choose(self, job: JobRequest):
         return np.flatnonzero(self.owner < 0)[:job.nodes], False
 
 
-class RandomNodes(AllocationPolicy):
+class RandomNodes(_AnyIdleNodes):
     """Uniformly random idle nodes."""
 
     name = "random"
-    count_only = True                                 # any idle nodes will do: reservations by count
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         super().__init__(groups, nodes_per_group, seed)
         self.rng = np.random.default_rng(self.seed)
-
-    def _fits(self, job: JobRequest) -> bool:
-        return True                                   # any idle nodes will do
 
     def _choose(self, job: JobRequest):
         return self.rng.choice(np.flatnonzero(self.owner < 0), size=job.nodes, replace=False), False
