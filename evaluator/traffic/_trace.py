@@ -213,10 +213,14 @@ class TraceRecords:
 # ----------------------------------------------------------------------------------------------
 
 
+_CALLBACK_TRACEBACK = "An unhandled python exception has occurred in an OTF2_"
+
+
 @contextlib.contextmanager
 def _c_messages():
     """Collect what the OTF2 C library writes to stderr (``[OTF2] ...`` lines) into the yielded list instead
-    of the terminal; anything else written to stderr meanwhile is written there afterwards."""
+    of the terminal; anything else written to stderr meanwhile is written there afterwards, up to the first
+    traceback the otf2 package prints from a callback of its own (dropped with all that follows)."""
     lines: list[str] = []
     try:
         sys.stderr.flush()
@@ -237,6 +241,10 @@ def _c_messages():
             os.close(saved)
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace").splitlines()
+            # the otf2 package prints the traceback of an exception raised in its own definition callbacks (a
+            # duplicate definition read from a corrupt file), then the read fails with an error that says so
+            cut = next((i for i, ln in enumerate(text) if ln.startswith(_CALLBACK_TRACEBACK)), len(text))
+            text = text[:cut]
             other = [ln for ln in text if not ln.startswith("[OTF2]")]
             if other:
                 sys.stderr.write("\n".join(other) + "\n")
@@ -517,6 +525,11 @@ _PROBE = """
 import sys, _otf2
 p, kind, refs = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]]
 h = _otf2.Reader_Open(p)
+if kind == "global":
+    print("global", flush=True)
+    _otf2.Reader_ReadAllGlobalDefinitions(h, _otf2.Reader_GetGlobalDefReader(h))
+    print("ok", flush=True)
+    sys.exit(0)
 _otf2.Reader_SetSerialCollectiveCallbacks(h)
 for ref in refs:
     _otf2.Reader_SelectLocation(h, ref)
@@ -533,29 +546,74 @@ print("ok", flush=True)
 """
 
 
-def _unreadable_file(p: str, kind: str, locations, timeout: float = 60.0) -> tuple[str, str] | None:
-    """``(file, location name)`` of the first location whose own event (``kind="evt"``) or local definitions
-    (``"def"``) file the library cannot read, each read alone (after a failure, to name the file: the reader of
-    the whole trace only says that some record was malformed); None if each reads alone or the check fails.
+def _unreadable_file(p: str, kind: str, locations, timeout: float = 60.0) -> tuple[str, str, list[str]] | None:
+    """``(file, location name, the library's messages)`` of the first location whose own event (``kind="evt"``)
+    or local definitions (``"def"``) file the library cannot read, each read alone (after a failure, to name the
+    file: the reader of the whole trace only says that some record was malformed), or of the global definitions
+    (``"global"``, ``locations`` unused); None if each reads alone or the check fails.
 
-    The check runs in a fresh Python process: after a failed read, this process's OTF2 library may read a
-    truncated chunk's missing bytes from memory it freed, and find nothing wrong."""
+    The check runs in a fresh Python process: after a read, this process's OTF2 library may read a truncated
+    chunk's missing bytes from memory it freed, and find nothing wrong."""
     import subprocess
 
-    refs = [int(ref) for ref, _ in locations]
+    refs = [int(ref) for ref, _ in locations] if kind != "global" else []
     try:
-        out = subprocess.run([sys.executable, "-c", _PROBE, p, kind, *map(str, refs)], capture_output=True,
-                             text=True, timeout=timeout, check=False).stdout.split()
+        run = subprocess.run([sys.executable, "-c", _PROBE, p, kind, *map(str, refs)], capture_output=True,
+                             text=True, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
+    out, lines = run.stdout.split(), [ln for ln in run.stderr.splitlines() if ln.startswith("[OTF2]")]
     if not out or out[-1] == "ok":
         return None
+    if kind == "global":
+        return p[: -len(".otf2")] + ".def", "global definitions", lines
     try:
         ref = int(out[-1])
     except ValueError:
         return None
     name = dict((int(r), n) for r, n in locations).get(ref, str(ref))
-    return os.path.join(p[: -len(".otf2")], f"{ref}.{kind}"), str(name)
+    return os.path.join(p[: -len(".otf2")], f"{ref}.{kind}"), str(name), lines
+
+
+# How every file the OTF2 library writes ends: its END_OF_FILE record, then the chunk's END_OF_CHUNK.
+_FILE_END = b"\x02\x01"
+
+
+def _ends_complete(path: str) -> bool:
+    """Whether the file ``path`` ends as the OTF2 library ends a file it wrote (True if it cannot be read here:
+    the library read it)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - len(_FILE_END)))
+            return fh.read() == _FILE_END
+    except OSError:
+        return True
+
+
+def _check_complete(p: str, locations) -> None:
+    """Refuse a trace one of whose files was cut short although the library read it without complaint.
+
+    The library reads a file chunk by chunk into buffers it reuses: when the file ends early, the rest of the
+    chunk is whatever the buffer held, and after a complete copy of the same trace was read in this process
+    (a test suite, a study reading a trace twice) that is the missing bytes themselves, so the read succeeds.
+    A file that does not end as the library ends a file is therefore read again, alone, in a fresh process
+    (:func:`_unreadable_file`); only a file that fails there is refused (a file that reads there is accepted:
+    a writer may end files differently)."""
+    stem = p[: -len(".otf2")]
+    suspects = [] if _ends_complete(stem + ".def") else [("global", [])]
+    for kind in ("def", "evt"):
+        odd = [(ref, name) for ref, name in locations
+               if os.path.exists(f := os.path.join(stem, f"{ref}.{kind}")) and not _ends_complete(f)]
+        if odd:
+            suspects.append((kind, odd))
+    for kind, locs in suspects:
+        bad = _unreadable_file(p, kind, locs)
+        if bad is not None:
+            stage = "the global definitions" if kind == "global" else \
+                f"the {'events' if kind == 'evt' else 'local definitions'} of location {bad[1]!r}"
+            raise _library_error(p, f"{stage} (the file {bad[0]})",
+                                 ValueError("the file ends before the record that ends an OTF2 file"), bad[2])
 
 
 def _arr(a: array, dtype) -> np.ndarray:
@@ -589,6 +647,7 @@ def read_otf2(path) -> TraceRecords:
                 stage[0] = f"the {'events' if stage[1] == 'evt' else 'local definitions'} of location {bad[1]!r} " \
                            f"(the file {bad[0]})"
         raise _library_error(p, stage[0], failure, lines)
+    _check_complete(p, raw.locations)
     loc_rank, members, comm_names, offset, resolution = (raw.loc_rank, raw.members, raw.comm_names, raw.offset,
                                                          raw.resolution)
     duration = max(0.0, raw.length / resolution)
