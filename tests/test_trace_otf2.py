@@ -493,7 +493,7 @@ def test_a_cut_file_the_library_read_anyway_is_refused(tmp_path, good, monkeypat
     in the process, a cut file's missing bytes can come from that buffer and the read succeeds (one CI run of
     the test above, 2026-11-29). Such a read is simulated here (the reader returns the complete trace's
     records); the files' ends give the cut away and a fresh process names the file."""
-    import evaluator.traffic._trace as tr
+    import evaluator.traffic._otf2_read as tr
 
     p = _copy(good, tmp_path, "cut")
     path = p[:-5] + ".def" if which == "global .def" else os.path.join(p[:-5], which)
