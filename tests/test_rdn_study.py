@@ -164,7 +164,7 @@ def study4():
 def _tdn_mapping(ds, pattern, q, s):
     """The TDN's random mapping of the study's point and draw ``s``, rebuilt from its documented seed."""
     from evaluator.placement import Placement
-    from evaluator.studies.rdn import PATTERNS, _job
+    from evaluator.studies._rdn_points import PATTERNS, _job
     tr, _, nodes = _job(M4, pattern, q)
     rng = np.random.default_rng([ds.attrs["seed"], list(PATTERNS).index(pattern), q, s])
     n = M4.g * M4.nodes_per_group
@@ -228,7 +228,7 @@ def test_printed_table_names_both_ends(study4):
 
 
 def test_stencil_plane_tiles_routers():
-    from evaluator.studies.rdn import _tiled_order
+    from evaluator.studies._rdn_points import _tiled_order
     o = _tiled_order(16, 18, 12, 24)                   # the paper's group: 24 routers of 12 nodes, tiles 4 x 3
     assert sorted(o.tolist()) == list(range(288))
     i, j = np.divmod(np.arange(288), 18)
