@@ -28,7 +28,9 @@ from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator.bench import format_table
 from evaluator.bench.baseline import BYTES_PER_ENTRY, SparseMatrixBaseline
-from evaluator.bench.run import BIG_REPEAT, _big_table_rows, _interleaved, _scipy_big, _torus_patterns, parse_cli_output
+from evaluator.bench._big import BIG_REPEAT, _big_table_rows, _scipy_big, _torus_patterns
+from evaluator.bench._common import _interleaved
+from evaluator.bench.run import parse_cli_output
 from evaluator.errors import ResourceError
 from evaluator.evaluation import evaluate
 from evaluator.traffic import DenseTraffic

@@ -263,7 +263,7 @@ def test_per_flow_baseline_matches_reference(make, routing):
 
 
 def test_mira_patterns_on_a_small_bgq_torus():
-    from evaluator.bench.run import _mira_patterns
+    from evaluator.bench._big import _mira_patterns
 
     topo = T.torus((4, 2, 2, 2, 2))
     routing = RT.dor("longest_first")
@@ -272,7 +272,7 @@ def test_mira_patterns_on_a_small_bgq_torus():
 
 
 def test_dragonfly_patterns_on_a_small_dragonfly():
-    from evaluator.bench.run import _df_patterns
+    from evaluator.bench._big import _df_patterns
 
     topo = T.dragonfly(1, 2, 1, 3)
     for routing in (RT.minimal(), RT.valiant()):

@@ -1,6 +1,8 @@
 """``evaluator bench``: throughput of the batched kernels against a per-flow Python walk and SciPy.
 
 * :mod:`~evaluator.bench.run`: the scenarios, worker processes, end-to-end commands, table, JSON and plot;
+  scenario 1 (many small configurations) in :mod:`~evaluator.bench._small`, the large networks in
+  :mod:`~evaluator.bench._big`, what they share (timing, workers) in :mod:`~evaluator.bench._common`;
 * :mod:`~evaluator.bench.baseline`: the two baselines the kernels are timed against, a per-flow path walk
   and a SciPy sparse routing matrix.
 

@@ -1,0 +1,126 @@
+"""What the bench's scenarios share (:mod:`evaluator.bench.run`): timing (medians, interleaved A/B calls),
+peak memory, the device, the per-flow baseline's timing, and the worker processes (launched, collected)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+BLOCK_S = 0.1  # interleaved timing: each side is called for this long (at least once) before the other's turn
+
+
+# --------------------------------------------------------------------------------------
+# Helpers (worker side)
+# --------------------------------------------------------------------------------------
+
+
+def _peak_mb() -> float:
+    """Peak resident set size of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _device() -> dict:
+    import jax
+
+    d = jax.devices()[0]
+    out = {"platform": d.platform, "kind": d.device_kind, "cpus": len(os.sched_getaffinity(0))}
+    try:
+        stats = d.memory_stats() or {}
+        if "peak_bytes_in_use" in stats:
+            out["device_peak_mb"] = stats["peak_bytes_in_use"] / 2**20
+    except Exception:  # pragma: no cover - backend without memory stats
+        pass
+    return out
+
+
+def _device_label(dev: dict) -> str:
+    if dev["platform"] == "cpu":
+        return f"cpu x{dev['cpus']}"
+    return f"{dev['platform']} {dev['kind']}"
+
+
+def _timed(fn, repeat: int = 3, min_total: float = 0.0, max_repeat: int = 500) -> float:
+    """Median wall time of ``fn()`` (seconds) over at least ``repeat`` calls, more until they took ``min_total``
+    seconds in all (at most ``max_repeat``): calls of a few ms on a VM vary by 2x from one to the next."""
+    return _interleaved([fn], repeat, min_total, block=0.0, max_rounds=max_repeat)[0]
+
+
+def _interleaved(fns, repeat: int, min_total: float, block: float = BLOCK_S, max_rounds: int = 500) -> list[float]:
+    """Median wall time of each of ``fns`` (seconds), over rounds in which each is called in turn for a block of
+    ``block`` seconds (at least once): at least ``repeat`` rounds, more until they took ``min_total`` seconds in
+    all (at most ``max_rounds``).
+
+    Both sides of a ratio are timed over the same stretch of time, so a slow spell of the machine (a VM's
+    neighbours) slows both: timed one after the other, Mira's 5D stencil read 4.9x to 11x SciPy from run to run.
+    Blocks rather than single calls in turn: each side then runs with its own data in the caches, as it would
+    on its own (single calls in turn slowed the evaluator's DF(8,16,8) stencil from 2.5 to 3.7 ms).
+    """
+    times: list[list[float]] = [[] for _ in fns]
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < repeat or (time.perf_counter() - start < min_total and rounds < max_rounds):
+        for fn, t in zip(fns, times):
+            calls, spent = 0, 0.0
+            while not calls or spent < block:
+                t0 = time.perf_counter()
+                fn()
+                t.append(time.perf_counter() - t0)
+                calls, spent = calls + 1, spent + t[-1]
+        rounds += 1
+    return [float(np.median(t)) for t in times]
+
+
+def _rel_dev(fast: np.ndarray, ref: np.ndarray) -> float:
+    """Largest |fast - ref| over links, relative to the largest load."""
+    scale = max(float(np.abs(ref).max(initial=0.0)), 1e-300)
+    return float(np.abs(np.asarray(fast) - ref).max(initial=0.0) / scale)
+
+
+def _sample_flows(traffic, k: int, rng) -> list[tuple[int, int, float]]:
+    """``k`` random flows of a traffic (:meth:`~evaluator.traffic.AbstractTraffic.sample_flows`; for timing the
+    per-flow walk)."""
+    f = traffic.sample_flows(k, rng)
+    return list(zip(f.src.tolist(), f.dst.tolist(), f.nbytes.tolist()))
+
+
+def _baseline_seconds(topology, routing, traffic, placement, k: int, seed: int = 0) -> tuple[float, int]:
+    """Per-flow walk time for the whole traffic, extrapolated from ``k`` sampled flows."""
+    from .baseline import PerFlowBaseline
+
+    base = PerFlowBaseline(topology, routing)
+    flows = _sample_flows(traffic, k, np.random.default_rng(seed))
+    tn = placement.task_node.tolist()
+    t0 = time.perf_counter()
+    base.flow_loads(flows, tn)
+    dt = time.perf_counter() - t0
+    return dt / len(flows) * traffic.n_flows, len(flows)
+
+
+def _launch(name: str, quick: bool, cpus: list[int] | None, extra: list[str] = ()) -> tuple[subprocess.Popen, Path]:
+    fd, out = tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, "-m", "evaluator.bench", "--worker", name, "--out", out, *extra]
+    if quick:
+        cmd.append("--quick")
+    pin = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
+    # the workers time compilation: no persistent compilation cache of ours (`import evaluator` turns it on;
+    # a cache the user gave JAX through its own variables is left as it is, as before)
+    env = dict(os.environ, EVALUATOR_COMPILATION_CACHE="0")
+    return subprocess.Popen(cmd, preexec_fn=pin, env=env), Path(out)
+
+
+def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
+    rc = proc.wait()
+    if rc != 0:
+        raise RuntimeError(f"bench worker {name!r} failed with exit status {rc}")
+    data = json.loads(out.read_text())
+    out.unlink()
+    return data
