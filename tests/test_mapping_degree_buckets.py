@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from evaluator.evaluation import evaluate
-from evaluator.mapping._moves import MoveEvaluator, SparseMoveEvaluator, pair_table
+from evaluator.mapping._moves import MoveEvaluator
+from evaluator.mapping._sparse_moves import SparseMoveEvaluator, pair_table
 from evaluator.mapping._search import local_search
 from evaluator.placement import explicit
 from evaluator.routing import dor, minimal

@@ -18,7 +18,8 @@ from evaluator.errors import ConfigError
 from evaluator.evaluation import evaluate, evaluate_batch
 from evaluator.io import write_netcdf
 from evaluator.mapping import Start, search_mapping
-from evaluator.mapping._moves import MoveEvaluator, SparseMoveEvaluator, pair_table
+from evaluator.mapping._moves import MoveEvaluator
+from evaluator.mapping._sparse_moves import SparseMoveEvaluator, pair_table
 from evaluator.placement import explicit
 from evaluator.routing import dmodk, dor, ecmp_spray, kshortest, minimal, valiant
 from evaluator.topology import dragonfly, fat_tree, torus
@@ -182,7 +183,7 @@ def test_search_contract_on_a_fragmented_dragonfly(df_job):
 def ft_job():
     """A full job (every slot used, two per node) on 8 scrambled nodes of a fat tree, ECMP, from one scrambled
     start; the sparse evaluator (its threshold lowered: on a network this small the dense one is the default)."""
-    import evaluator.mapping._moves as moves
+    import evaluator.mapping._sparse_moves as moves
 
     t = topo("ft")
     rng = np.random.default_rng(5)

@@ -44,7 +44,8 @@ from ..errors import ConfigError, check_seed, positive_float, positive_int
 from ..evaluation import as_routing, evaluate_batch
 from ..placement import Placement, compute_mask, explicit, write_launch_files
 from ..topology import Topology
-from ._moves import MoveEvaluator, move_evaluator
+from ._moves import MoveEvaluator
+from ._sparse_moves import move_evaluator
 from ._partition import check_job, partition_mapping
 from ._search import SearchTrace, local_search
 from ._embeddings import is_embedding
