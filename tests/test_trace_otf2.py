@@ -519,6 +519,23 @@ def test_a_file_missing_only_its_last_byte_is_read(tmp_path, good):
     np.testing.assert_array_equal(a.to_dense(), b.to_dense())
 
 
+def test_library_messages_and_callback_tracebacks_stay_out_of_stderr(capfd):
+    """What the OTF2 library writes to stderr while a trace is read goes into the error; a traceback the otf2
+    package prints from its own definition callbacks (a corrupt global .def file read after a complete one, in the
+    same process: "Duplicate definition") is dropped with what follows it, but for the library's own lines;
+    anything else written to stderr meanwhile reaches the terminal."""
+    from evaluator.traffic._otf2_read import _c_messages
+
+    with _c_messages() as lines:
+        for text in ("before", "[OTF2] first", "An unhandled python exception has occurred in an "
+                     "OTF2_GlobalDefReaderCallback:", "Traceback (most recent call last):", "KeyError: 'x'",
+                     "[OTF2] second", "after"):
+            os.write(2, (text + "\n").encode())
+    err = capfd.readouterr().err
+    assert err == "before\n", err
+    assert lines == ["[OTF2] first", "[OTF2] second"]
+
+
 def test_ranks_exceeding_n_tasks(good):
     with pytest.raises(ConfigError) as e:
         from_trace(good, n_tasks=3)

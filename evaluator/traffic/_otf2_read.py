@@ -197,7 +197,8 @@ _CALLBACK_TRACEBACK = "An unhandled python exception has occurred in an OTF2_"
 def _c_messages():
     """Collect what the OTF2 C library writes to stderr (``[OTF2] ...`` lines) into the yielded list instead
     of the terminal; anything else written to stderr meanwhile is written there afterwards, up to the first
-    traceback the otf2 package prints from a callback of its own (dropped with all that follows)."""
+    traceback the otf2 package prints from a callback of its own (that and what follows are dropped, but for the
+    library's own lines)."""
     lines: list[str] = []
     try:
         sys.stderr.flush()
@@ -221,8 +222,7 @@ def _c_messages():
             # the otf2 package prints the traceback of an exception raised in its own definition callbacks (a
             # duplicate definition read from a corrupt file), then the read fails with an error that says so
             cut = next((i for i, ln in enumerate(text) if ln.startswith(_CALLBACK_TRACEBACK)), len(text))
-            text = text[:cut]
-            other = [ln for ln in text if not ln.startswith("[OTF2]")]
+            other = [ln for ln in text[:cut] if not ln.startswith("[OTF2]")]
             if other:
                 sys.stderr.write("\n".join(other) + "\n")
             lines.extend(ln for ln in text if ln.startswith("[OTF2]"))
