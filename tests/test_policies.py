@@ -337,6 +337,35 @@ def test_grap_balanced_plan_is_the_pointer_walk(seed):
     assert p._balanced(reqs) == want
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_grap_adaptive_plan_is_algorithm_3_written_out(seed):
+    """The adaptive plan (window sums by a cumulative sum, the division over plain integers) equals Algorithm 3
+    written out: free groups by idle nodes descending (ties: lower group), the last window of ``k`` of them whose
+    idle nodes hold the job, then from its fewest idle up each group ``remain // groups left``, capped by its idle
+    nodes; and the fit test without the plan answers as the plan does."""
+    rng = np.random.default_rng(seed)
+    groups, G = int(rng.integers(2, 12)), 8
+    p = build_policy("grap", groups, G)
+    p.idle_per_group = rng.integers(0, G + 1, groups)
+    p.large_owner = np.where(rng.random(groups) < 0.3, 5, -1)
+    for n in range(G + 1, groups * G + 1):
+        free = [g for g in range(groups) if p.large_owner[g] < 0]
+        cand = sorted(free, key=lambda g: -int(p.idle_per_group[g]))  # sorted() is stable
+        k = -(-n // G)
+        want = None
+        if len(cand) >= k:
+            holds = [st for st in range(len(cand) - k + 1)
+                     if sum(int(p.idle_per_group[g]) for g in cand[st:st + k]) >= n]
+            if holds:
+                st, want, remain = holds[-1], [], n
+                for left, g in enumerate(reversed(cand[st:st + k])):
+                    share = min(remain // (k - left), int(p.idle_per_group[g]))
+                    want.append((g, share))
+                    remain -= share
+        assert p._adaptive(n) == want, n
+        assert p._fits(J(1, n, "adaptive")) == (want is not None), n
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_first_idle_and_release_by_counts(name):
     """``first_idle`` reads only the groups that take nodes: the same nodes as the lowest idle ones of every

@@ -106,21 +106,28 @@ class Grap(AllocationPolicy):
             return None
         return list(zip(cand[j].tolist(), need.tolist()))
 
-    def _adaptive(self, n: int) -> list[tuple[int, int]] | None:
+    def _adaptive(self, n: int, plan: bool = True) -> list[tuple[int, int]] | bool | None:
+        """Algorithm 3's plan for ``n`` nodes, or None; ``plan=False``: only whether there is one (the window of the
+        ``k`` groups with the most idle nodes holds ``n``: the division below then always places every node)."""
         free = np.flatnonzero(self.large_owner < 0)
         cand = free[np.argsort(-self.idle_per_group[free], kind="stable")]
         k = -(-n // self.nodes_per_group)
         if cand.size < k:
             return None
         idle = self.idle_per_group[cand]
-        win = np.convolve(idle, np.ones(k, dtype=np.int64), mode="valid")   # win[s] = sum idle[s:s+k]
+        cs = np.concatenate(([0], np.cumsum(idle)))
+        win = cs[k:] - cs[:-k]                        # win[s] = sum idle[s:s+k] (integers: exact)
         if win[0] < n:
             return None
+        if not plan:
+            return True
         st = int(np.flatnonzero(win >= n)[-1])        # sums fall as the window moves back: the last that holds
         out, remain = [], n
-        for left, i in enumerate(range(st + k - 1, st - 1, -1)):
-            share = min(remain // (k - left), int(idle[i]))     # Algorithm 3, lines 15-17: divide, round down
-            out.append((int(cand[i]), share))
+        ids, counts = cand[st:st + k].tolist(), idle[st:st + k].tolist()  # plain ints: the loop runs k times
+        for left in range(k):
+            i = k - 1 - left                          # the window's groups from the fewest idle nodes up
+            share = min(remain // (k - left), counts[i])        # Algorithm 3, lines 15-17: divide, round down
+            out.append((ids[i], share))
             remain -= share
         assert remain == 0
         return out
@@ -144,6 +151,8 @@ class Grap(AllocationPolicy):
     def _fits(self, job: JobRequest) -> bool:
         if job.nodes <= self.nodes_per_group:
             return bool((self.idle_per_group >= job.nodes).any())
+        if job.mode == "adaptive":
+            return self._adaptive(job.nodes, plan=False) is not None
         return self._plan(job) is not None
 
     def _after_allocate(self, alloc: Allocation) -> None:
