@@ -18,8 +18,9 @@ MODULE_CEILINGS = {"routing/_adaptive.py": 804}
 FUNCTION_LINES = 80
 """A function longer than this (its docstring included) is a long function."""
 
-LONG_FUNCTIONS = 38
-"""Long functions in the package on 2026-11-29 (issue 36 counted 31 when it was filed): at most this many."""
+LONG_FUNCTIONS = 37
+"""Long functions in the package on 2026-11-29 (issue 36 counted 31 when it was filed; 38 before read_otf2 was split):
+at most this many."""
 
 
 def _modules():

@@ -603,10 +603,33 @@ def read_otf2(path) -> TraceRecords:
     ``path``: the anchor file (``traces.otf2``) or a directory holding exactly one. Raises
     :class:`~evaluator.errors.ConfigError` naming ``traffic.path`` for any problem with the trace.
     """
+    p = _anchor(path)
+    raw = _read_checked(p)
+    ignored: Counter = Counter()
+    src, dst, keep = _send_ranks(p, raw, ignored)
+    nbytes = _arr(raw.s_len, np.float64)
+    times = (_arr(raw.s_time, np.uint64).astype(np.float64) - raw.offset) / raw.resolution
+    colls, inst, order = _collectives(p, raw, ignored)
+    after = _arr(raw.s_after, np.int64)
+    if order.size and after.size:  # the sender's last completed collective record -> its position in completion order
+        position = np.empty(order.size, np.int64)
+        position[order] = np.arange(order.size)
+        after = np.where(after >= 0, position[inst[np.maximum(after, 0)]], -1)
+    if raw.unmatched_requests:
+        ignored["NonBlockingCollectiveRequest never completed"] += raw.unmatched_requests
+    duration = max(0.0, raw.length / raw.resolution)
+    return TraceRecords(p, raw.n_ranks, duration, src[keep], dst[keep], nbytes[keep], times[keep], after[keep],
+                        raw.counts["send"], raw.counts["isend"], tuple(colls), dict(ignored),
+                        raw.counts["nonblocking"])
+
+
+def _read_checked(p: str) -> _Raw:
+    """:func:`_read_raw` of the trace ``p``; any failure of the library a :class:`ConfigError` naming the file it
+    could not read (:func:`_unreadable_file`), and a file cut short refused even where the library read it
+    (:func:`_check_complete`)."""
     import _otf2
     import otf2
 
-    p = _anchor(path)
     lib_errors = (_otf2.Error, otf2.error.Error, TypeError, KeyError, ValueError, AttributeError, IndexError)
     stage: list = ["the trace", None, []]
     failure = None
@@ -625,12 +648,13 @@ def read_otf2(path) -> TraceRecords:
                            f"(the file {bad[0]})"
         raise _library_error(p, stage[0], failure, lines)
     _check_complete(p, raw.locations)
-    loc_rank, members, comm_names, offset, resolution = (raw.loc_rank, raw.members, raw.comm_names, raw.offset,
-                                                         raw.resolution)
-    duration = max(0.0, raw.length / resolution)
-    ignored: Counter = Counter()
+    return raw
 
-    # point-to-point sends -> ranks
+
+def _send_ranks(p: str, raw: _Raw, ignored: Counter) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sender rank, receiver rank, kept)`` of every point-to-point send record (a send on a location of no rank
+    or on an inter-communicator is not kept, and counted in ``ignored``)."""
+    loc_rank, members, comm_names = raw.loc_rank, raw.members, raw.comm_names
     loc_a = _arr(raw.s_loc, np.int64)
     refs = np.array(sorted(loc_rank), dtype=np.int64)
     rank_of_ref = np.array([loc_rank[r] for r in refs.tolist()] + [-1], dtype=np.int64)
@@ -661,11 +685,13 @@ def read_otf2(path) -> TraceRecords:
                          f"A send of rank {int(src[i])} names receiver {int(recv[i])} of communicator "
                          f"{comm_names.get(c, c)!r}, which has {size} member(s).")
         dst[sel] = src[sel] if isinstance(m, str) else m[recv[sel]]  # COMM_SELF: the sender itself
-    nbytes = _arr(raw.s_len, np.float64)
-    times = (_arr(raw.s_time, np.uint64).astype(np.float64) - offset) / resolution
-    after = _arr(raw.s_after, np.int64)
+    return src, dst, keep
 
-    # collectives -> operations in completion order
+
+def _collectives(p: str, raw: _Raw, ignored: Counter) -> tuple[list[CollectiveRecord], np.ndarray, np.ndarray]:
+    """``(the collective operations in completion order, the instance of every collective record, the instances in
+    completion order)``; what is not modelled is counted in ``ignored``."""
+    members, comm_names = raw.members, raw.comm_names
     names = _op_names()
     colls: list[CollectiveRecord] = []
     ranks_a = _arr(raw.c_rank, np.int64)
@@ -673,7 +699,7 @@ def read_otf2(path) -> TraceRecords:
     inst, inst_comm = _instances(comm_c, ranks_a, _arr(raw.c_start, np.uint64))
     n_inst = len(inst_comm)
     nb_a = _arr(raw.c_nb, np.int8)
-    t_a = (_arr(raw.c_time, np.uint64).astype(np.float64) - offset) / resolution
+    t_a = (_arr(raw.c_time, np.uint64).astype(np.float64) - raw.offset) / raw.resolution
     op_a = _arr(raw.c_op, np.int64)
     root_a = _arr(raw.c_root, np.int64)
     sent_a = _arr(raw.c_sent, np.float64)
@@ -718,16 +744,7 @@ def read_otf2(path) -> TraceRecords:
         colls.append(CollectiveRecord(op, cname, tuple(m.tolist()), int(root), sent_a[rows].copy(),
                                       recv_a[rows].copy(), ranks_a[rows].copy(), float(done[i]), missing,
                                       bool(nb_a[rows].any())))
-    if raw.unmatched_requests:
-        ignored["NonBlockingCollectiveRequest never completed"] += raw.unmatched_requests
-    if n_inst and after.size:  # the sender's last completed collective record -> its position in completion order
-        position = np.empty(n_inst, np.int64)
-        position[order] = np.arange(n_inst)
-        after = np.where(after >= 0, position[inst[np.maximum(after, 0)]], -1)
-
-    return TraceRecords(p, raw.n_ranks, duration, src[keep], dst[keep], nbytes[keep], times[keep], after[keep],
-                        raw.counts["send"], raw.counts["isend"], tuple(colls), dict(ignored),
-                        raw.counts["nonblocking"])
+    return colls, inst, order
 
 
 def _instances(comm: np.ndarray, rank: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
