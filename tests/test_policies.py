@@ -366,6 +366,29 @@ def test_grap_adaptive_plan_is_algorithm_3_written_out(seed):
         assert p._fits(J(1, n, "adaptive")) == (want is not None), n
 
 
+@pytest.mark.parametrize("mode", ["adaptive", "minimal_balance"])
+def test_grap_release_of_a_job_over_many_groups(mode):
+    """A large job over more than a few groups is released by its cached group and count arrays (one indexed
+    update, not a loop): on the policy and on a look-ahead copy, every group, port and node it held is free
+    again, and the others are as they were."""
+    p = build_policy("grap", 10, 8, ports_per_group=2)
+    small = p.allocate(J(1, 3))
+    big = p.allocate(J(2, 47, mode))
+    assert big.large and len(big.groups) >= 6
+    np.testing.assert_array_equal(big.group_index, big.groups)
+    np.testing.assert_array_equal(big.count_array, np.bincount(big.nodes // 8, minlength=10)[list(big.groups)])
+    look = p.lookahead()
+    for q in (look, p):
+        q.release(big)
+        assert (q.large_owner == -1).all()
+        if q is p:
+            assert (p.port_owner == -1).all() and (p.owner[big.nodes] == -1).all()
+        want = np.full(10, 8)
+        want[small.groups[0]] -= 3
+        np.testing.assert_array_equal(q.idle_per_group, want)
+        assert q.idle_nodes == 77
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_first_idle_and_release_by_counts(name):
     """``first_idle`` reads only the groups that take nodes: the same nodes as the lowest idle ones of every

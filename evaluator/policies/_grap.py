@@ -163,7 +163,12 @@ class Grap(AllocationPolicy):
 
     def _after_release(self, alloc: Allocation) -> None:
         if alloc.large:
-            for g in alloc.groups:  # a few groups: plain indexing
+            if len(alloc.groups) <= 4:  # a few groups: plain indexing
+                for g in alloc.groups:
+                    self.large_owner[g] = -1
+                    self.port_owner[g] = -1
+            else:
+                g = alloc.group_index
                 self.large_owner[g] = -1
                 self.port_owner[g] = -1
 

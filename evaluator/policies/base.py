@@ -45,6 +45,7 @@ from __future__ import annotations
 import abc
 import copy as _copy
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -101,6 +102,17 @@ class Allocation:
     large: bool
     mode: str
     counts: tuple[int, ...] = ()
+
+    @functools.cached_property
+    def group_index(self) -> Int[np.ndarray, "group"]:
+        """``groups`` as an int64 array, built once: a schedule releases an allocation on its look-ahead copies
+        several times, and a job of many groups is then one fancy-indexed update, not a Python loop."""
+        return np.asarray(self.groups, dtype=np.int64)
+
+    @functools.cached_property
+    def count_array(self) -> Int[np.ndarray, "group"]:
+        """``counts`` as an int64 array, built once (:attr:`group_index`)."""
+        return np.asarray(self.counts, dtype=np.int64)
 
 
 def _plain(v):
@@ -309,12 +321,12 @@ class AllocationPolicy(PolicyBase):
             self.owner[alloc.nodes] = -1
         if not alloc.counts:
             self.idle_per_group += np.bincount(alloc.nodes // self.nodes_per_group, minlength=self.groups)
-        elif len(alloc.groups) <= 16:  # the groups are distinct: one add each (a few: plain indexing is cheaper)
+        elif len(alloc.groups) <= 4:  # the groups are distinct: one add each (a few: plain indexing is cheaper)
             idle = self.idle_per_group
             for g, c in zip(alloc.groups, alloc.counts):
                 idle[g] += c
         else:
-            self.idle_per_group[list(alloc.groups)] += alloc.counts
+            self.idle_per_group[alloc.group_index] += alloc.count_array
         self.idle += int(alloc.nodes.size)
         self._after_release(alloc)
 
