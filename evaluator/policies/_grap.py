@@ -106,9 +106,11 @@ class Grap(AllocationPolicy):
             return None
         return list(zip(cand[j].tolist(), need.tolist()))
 
-    def _adaptive(self, n: int, plan: bool = True) -> list[tuple[int, int]] | bool | None:
-        """Algorithm 3's plan for ``n`` nodes, or None; ``plan=False``: only whether there is one (the window of the
-        ``k`` groups with the most idle nodes holds ``n``: the division below then always places every node)."""
+    def _adaptive_window(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+        """Algorithm 3's candidates for ``n`` nodes: ``(cand, idle, win, k)``, the free groups by idle nodes
+        descending (ties: lower group), their idle nodes, the idle nodes of each window of ``k`` consecutive
+        candidates and ``k``; None when even the first window (the ``k`` with the most idle nodes) cannot hold
+        ``n``."""
         free = np.flatnonzero(self.large_owner < 0)
         cand = free[np.argsort(-self.idle_per_group[free], kind="stable")]
         k = -(-n // self.nodes_per_group)
@@ -119,8 +121,19 @@ class Grap(AllocationPolicy):
         win = cs[k:] - cs[:-k]                        # win[s] = sum idle[s:s+k] (integers: exact)
         if win[0] < n:
             return None
-        if not plan:
-            return True
+        return cand, idle, win, k
+
+    def _adaptive_fits(self, n: int) -> bool:
+        """Whether Algorithm 3 places ``n`` nodes: a window holds them (the division of :meth:`_adaptive` then
+        always places every node)."""
+        return self._adaptive_window(n) is not None
+
+    def _adaptive(self, n: int) -> list[tuple[int, int]] | None:
+        """Algorithm 3's plan for ``n`` nodes, or None."""
+        found = self._adaptive_window(n)
+        if found is None:
+            return None
+        cand, idle, win, k = found
         st = int(np.flatnonzero(win >= n)[-1])        # sums fall as the window moves back: the last that holds
         out, remain = [], n
         ids, counts = cand[st:st + k].tolist(), idle[st:st + k].tolist()  # plain ints: the loop runs k times
@@ -152,7 +165,7 @@ class Grap(AllocationPolicy):
         if job.nodes <= self.nodes_per_group:
             return bool((self.idle_per_group >= job.nodes).any())
         if job.mode == "adaptive":
-            return self._adaptive(job.nodes, plan=False) is not None
+            return self._adaptive_fits(job.nodes)
         return self._plan(job) is not None
 
     def _after_allocate(self, alloc: Allocation) -> None:
@@ -163,14 +176,8 @@ class Grap(AllocationPolicy):
 
     def _after_release(self, alloc: Allocation) -> None:
         if alloc.large:
-            if len(alloc.groups) <= 4:  # a few groups: plain indexing
-                for g in alloc.groups:
-                    self.large_owner[g] = -1
-                    self.port_owner[g] = -1
-            else:
-                g = alloc.group_index
-                self.large_owner[g] = -1
-                self.port_owner[g] = -1
+            alloc.fill_groups(self.large_owner, -1)
+            alloc.fill_groups(self.port_owner, -1)
 
 
 def _build(cfg: ConfigOf[GrapConfig], groups: int, nodes_per_group: int, seed: int) -> Grap:

@@ -114,6 +114,27 @@ class Allocation:
         """``counts`` as an int64 array, built once (:attr:`group_index`)."""
         return np.asarray(self.counts, dtype=np.int64)
 
+    def add_counts(self, per_group: Int[np.ndarray, "group"]) -> None:
+        """``per_group[groups] += counts`` in place (the counts recorded)."""
+        if len(self.groups) <= _FEW_GROUPS:
+            for g, c in zip(self.groups, self.counts):
+                per_group[g] += c
+        else:
+            per_group[self.group_index] += self.count_array
+
+    def fill_groups(self, per_group: np.ndarray, value: int) -> None:
+        """``per_group[groups] = value`` in place (rows, where ``per_group`` has more than one axis)."""
+        if len(self.groups) <= _FEW_GROUPS:
+            for g in self.groups:
+                per_group[g] = value
+        else:
+            per_group[self.group_index] = value
+
+
+_FEW_GROUPS = 4
+"""An allocation over at most this many groups is updated by plain indexing, one group at a time (cheaper than
+building an index array for a few); over more, by one indexed update from its cached arrays."""
+
 
 def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
@@ -321,12 +342,8 @@ class AllocationPolicy(PolicyBase):
             self.owner[alloc.nodes] = -1
         if not alloc.counts:
             self.idle_per_group += np.bincount(alloc.nodes // self.nodes_per_group, minlength=self.groups)
-        elif len(alloc.groups) <= 4:  # the groups are distinct: one add each (a few: plain indexing is cheaper)
-            idle = self.idle_per_group
-            for g, c in zip(alloc.groups, alloc.counts):
-                idle[g] += c
         else:
-            self.idle_per_group[alloc.group_index] += alloc.count_array
+            alloc.add_counts(self.idle_per_group)
         self.idle += int(alloc.nodes.size)
         self._after_release(alloc)
 
