@@ -3,7 +3,7 @@
 * the constant-ratio table: DOR, the heuristic and Model 1 cells, and their ratios to DOR, of the 1,024- and
   2,048-node rows, rerun from the shipped sweep's points on those partitions; the Model 1 / optimal ratio against
   the optimal value the table states (the bound itself takes minutes there and is not rerun); DOR's cells of the
-  4,096- and 8,192-node rows (the heuristic and Model 1 there: 40 s and a minute of evaluation, not rerun).
+  4,096- and 8,192-node rows (the heuristic and Model 1 there: tests/test_claims_routing_paths_large.py).
   512 nodes: tests/test_claims_studies.py;
 * the 2,048-node sweeps (`bgq_m2n_vary_n`, `bgq_m2n_distance`, and `bgq_m2n_fixed` there): DOR, k = 16 and the
   heuristic, Model 1 on the fixed points; Model 1 on the fixed experiment's 1,024-node points and the heuristic's
