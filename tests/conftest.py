@@ -176,7 +176,7 @@ _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their 
     "test_claims_bounds_gk": 10, "test_claims_routing_paths_512": 8, "test_claims_workload_scheduler": 9,
     "test_claims_traces": 3, "test_claims_gemini": 12, "test_claims_mapping": 14,
     # (2026-11-29, measured alone on 2 cores)
-    "test_claims_routing_paths_large": 100, "test_claims_routing_paths": 40,
+    "test_claims_routing_paths_large": 125, "test_claims_routing_paths": 40,
 }
 
 SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast", "test_mapping_search",
