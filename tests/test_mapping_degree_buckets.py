@@ -156,3 +156,44 @@ def test_bucketed_search_gives_the_kernels_time(case):
     assert trace.best_completion_time[-1] == pytest.approx(fresh, rel=1e-9)
     assert fresh <= t_start * (1 + 1e-12)
     assert trace.best_completion_time[-1] < trace.best_completion_time[0]  # it moved
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_threads_score_as_one_worker(case, monkeypatch):
+    """A batch's calls run by several threads (MoveEvaluator.workers, on a CPU) give the scores of one worker bit
+    for bit: bucketed (the calls by level) and not (one call halved per worker), every evaluator of the case (dense
+    and sparse; DOR's compact listing on the torus), and the threads did run calls."""
+    from evaluator.mapping import _move_calls
+
+    t, routing, tr, nodes, slot_node, evs, rng = setup(case)
+    state = rng.permutation(slot_node.size)
+    threaded = [0]
+    real_pool = _move_calls._pool
+
+    def counting_pool(workers):
+        pool = real_pool(workers)
+
+        class Counted:
+            def map(self, fn, items):
+                items = list(items)
+                threaded[0] += len(items)
+                return pool.map(fn, items)
+        return Counted()
+
+    monkeypatch.setattr(_move_calls, "_pool", counting_pool)
+    for ev in evs:
+        loads = ev.loads(state)
+        st, tn = ev.device_state(state)
+        a, b = moves(rng, ev, state, 1, 1024)
+        for host in (state, None):
+            ev.workers = 1
+            want = [np.asarray(x) for x in ev.scores(st, tn, loads, a, b, host_state=host)]
+            for w in (2, 3):
+                ev.workers = w
+                before = threaded[0]
+                for _ in range(2):  # the first call of a new shape runs in this thread; the second, threaded
+                    got = ev.scores(st, tn, loads, a, b, host_state=host)
+                assert threaded[0] > before, (type(ev).__name__, w, host is None)
+                for g, x in zip(got, want):
+                    np.testing.assert_array_equal(np.asarray(g), x, err_msg=f"{type(ev).__name__} workers={w}")
+        ev.workers = _move_calls.cpu_workers(ev._dev["cap"])

@@ -35,6 +35,7 @@ from jaxtyping import Array, Float, Int
 from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
+from ._move_calls import BUCKET_CHUNK, MoveCalls, cpu_workers
 from ..kernel import PointInputs, point_link_loads
 from ..routing import require_linear
 from ..routing.base import NODE_ENDPOINT
@@ -63,12 +64,6 @@ its list's length (1,024-rank mesh halo on a 16x8x8 torus, 2 loaded cores: 16, 3
 move; these levels: 21,600 -> 26,600 moves/s). Where it does not (``apply`` over every link: Dragonfly, fat
 tree), a move costs about the same at any length and the extra calls cost more than they save (DF(4,8,4) mesh
 halo 143,000 -> 121,000 moves/s), so none are added."""
-
-BUCKET_CHUNK = 128
-"""Moves per device call of a batch's part scored at the second level (:meth:`MoveEvaluator.levels`; the shortest:
-a quarter of the batch per call; a wider level: as many flow entries a call, a power of two of at least 16 moves):
-fixed shapes, so one compilation per level and move size, and little padding (power law on the 16x8x8 torus, 4,096
-moves, 26 at the one-hub level: padded to 128 they cost 45 ms, a third of the batch)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +144,7 @@ def flow_table(traffic, n_slots: int) -> FlowTable:
                      _bucket_widths(deg, min(int(traffic.n_tasks), n_slots), width))
 
 
-class MoveEvaluator:
+class MoveEvaluator(MoveCalls):
     """Scores of candidate moves of one (topology, routing, traffic, slots), on the device.
 
     ``slot_node``: the node of every slot. :meth:`loads` gives the link loads
@@ -209,6 +204,9 @@ class MoveEvaluator:
         self._score = jax.jit(self._score_fn)
         self._heat = jax.jit(self._heat_fn)
         self._scores = {}
+        self.workers = cpu_workers(self._dev["cap"])
+        """Threads that score a batch's calls at once (:mod:`._move_calls`): the usable cores, at most
+        :data:`~._move_calls.MAX_WORKERS`, on a CPU; 1 on an accelerator (which runs the calls itself)."""
         self._compact_sizes: dict = {}
         self._compact_needs: dict = {}
         # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
@@ -582,34 +580,12 @@ class MoveEvaluator:
         step = self.default_step if step is None else int(step)
         n = int(a.shape[0])
         state = (slot_task, task_node, loads)
-        if host_state is None or not self.bucketing or n == 0 or len(self.levels(int(a.shape[1]), fractions)) == 1:
+        if n == 0:
             return self._resolved(None, state, a, b, step, self._scores_with(None, *state, a, b, step))
         a, b = np.asarray(a), np.asarray(b)
-        hs = np.asarray(host_state)
-        levels = self.levels(int(a.shape[1]), fractions)
-        need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
-        mb = np.searchsorted(levels, need, side="left")
-        if (mb == mb[0]).all():  # one level (e.g. every task of one degree): one call, no split
-            L = levels[int(mb[0])]
-            t, q = self._resolved(L, state, a, b, step, self._scores_with(L, *state, a, b, step))
-            return np.asarray(t), np.asarray(q)
-        chunk = min(n, BUCKET_CHUNK)
-        parts = []
-        for i in np.unique(mb):
-            idx = np.flatnonzero(mb == i)
-            if i == 0:
-                c = max(chunk, -(-n // 4))
-            else:  # the wider levels in calls of fewer moves, as many entries a call as the second level's (at
-                # least 16 moves): a hub's rare moves padded to 128 cost more than every other move of the batch
-                c = min(chunk, max(16, 1 << int(BUCKET_CHUNK * levels[min(1, len(levels) - 1)] // levels[i])
-                                   .bit_length() - 1))
-            pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])  # padding: the part's first move again
-            for lo in range(0, idx.size, c):
-                p = pad[lo:lo + c]
-                parts.append((idx[lo:lo + c], levels[i], p,
-                              self._scores_with(levels[i], *state, a[p], b[p], step)))
+        calls = self._plan_calls(a, b, host_state, fractions)
         t_out, q_out = np.empty(n), np.empty(n)
-        for idx, L, p, res in parts:  # every call dispatched before the first is read
+        for (idx, L, p), res in zip(calls, self._run_calls(calls, state, a, b, step)):
             t, q = self._resolved(L, state, a[p], b[p], step, res)
             t_out[idx] = np.asarray(t)[:idx.size]
             q_out[idx] = np.asarray(q)[:idx.size]
@@ -695,13 +671,28 @@ class MoveEvaluator:
         table): ``(time, norm)``, or, with a compact listing of ``size`` entries (default
         :meth:`_compact_size`), ``(time, norm, entries needed, size)`` for :meth:`_resolved`."""
         k = int(a.shape[1])
-        step = min(step, int(a.shape[0])) if a.shape[0] else step
         if size is None:
             size = self._compact_size(k, L)
-        if size is not None:  # a step's listings within COMPACT_STEP_BYTES (a hub's node swap lists ~10^5 entries)
+        out = self._score_call(k, int(a.shape[0]), step, L, size)(
+            self._dev, slot_task, task_node, loads, jnp.asarray(a, jnp.int32), jnp.asarray(b, jnp.int32))
+        return out if size is None else (*out, size)
+
+    @staticmethod
+    def _call_key(k: int, n: int, step: int, L: int | None, size: int | None) -> tuple:
+        """The shape of a call of ``n`` moves (:meth:`_score_call`): ``(k, n, step, level, listing size)``, the step
+        at most ``n`` and, with a listing, within :data:`COMPACT_STEP_BYTES` (a hub's node swap lists ~10^5
+        entries)."""
+        step = min(step, n) if n else step
+        if size is not None:
             step = max(1, min(step, 1 << max(int(COMPACT_STEP_BYTES // (COMPACT_ENTRY_BYTES * size)).bit_length() - 1,
                                               0)))
-        key = (k, int(a.shape[0]), int(step), L, size)
+        return (k, n, int(step), L, size)
+
+    def _score_call(self, k: int, n: int, step: int, L: int | None, size: int | None):
+        """The jitted call scoring ``n`` moves of ``k`` slots a side, made once per shape (:meth:`_call_key`,
+        :attr:`n_compiled`)."""
+        key = self._call_key(k, n, step, L, size)
+        step = key[2]
         if key not in self._scores:
             one = self._move_fn(k, L, size)
 
@@ -711,9 +702,7 @@ class MoveEvaluator:
                                    batch_size=step)
 
             self._scores[key] = jax.jit(batch)
-        out = self._scores[key](self._dev, slot_task, task_node, loads, jnp.asarray(a, jnp.int32),
-                                jnp.asarray(b, jnp.int32))
-        return out if size is None else (*out, size)
+        return self._scores[key]
 
     def device_state(self, slot_task):
         """The state's device arrays: slot_task, the node of every task (empty slots included)."""

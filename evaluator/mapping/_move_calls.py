@@ -1,0 +1,117 @@
+"""How a batch of candidate moves becomes device calls (:meth:`evaluator.mapping._moves.MoveEvaluator.scores`):
+:meth:`MoveCalls._plan_calls` splits the moves by flow-list level and gives every worker a call;
+:meth:`MoveCalls._run_calls` runs them,
+on several threads on a CPU (XLA runs a call on the calling thread, so one call at a time leaves the other cores
+idle), and returns their raw results in order, so that the scores are those of one worker, bit for bit."""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import jax
+import numpy as np
+
+__all__ = ["BUCKET_CHUNK", "MAX_WORKERS", "SPLIT_MIN", "MoveCalls", "cpu_workers"]
+
+BUCKET_CHUNK = 128
+"""Moves per device call of a batch's part scored at the second level (``MoveEvaluator.levels``; the shortest:
+a quarter of the batch per call; a wider level: as many flow entries a call, a power of two of at least 16 moves):
+fixed shapes, so one compilation per level and move size, and little padding (power law on the 16x8x8 torus, 4,096
+moves, 26 at the one-hub level: padded to 128 they cost 45 ms, a third of the batch)."""
+
+MAX_WORKERS = 4
+"""Most threads scoring one batch on a CPU (:attr:`MoveEvaluator.workers`)."""
+
+SPLIT_MIN = 256
+"""Fewest moves of a call halved to give a worker a call of its own (:meth:`MoveCalls._plan_calls`)."""
+
+
+def cpu_workers(x) -> int:
+    """:data:`MAX_WORKERS` or the cores this process may use, if fewer, where ``x`` lives on a CPU; else 1."""
+    if next(iter(x.devices())).platform != "cpu":
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (not Linux)
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
+
+
+@functools.cache
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """One thread pool per size, shared by every evaluator (threads that wait cost nothing)."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="evaluator-moves")
+
+
+class MoveCalls:
+    """The part of :class:`~evaluator.mapping._moves.MoveEvaluator` that turns a batch of moves into device calls and
+    runs them (its ``levels``, ``bucketing``, ``workers``, ``_degree``, ``_call_key``, ``_compact_size`` and
+    ``_scores_with`` are the evaluator's)."""
+
+    def _plan_calls(self, a, b, host_state, fractions) -> list[tuple[np.ndarray, int | None, np.ndarray]]:
+        """The device calls of ``scores``: ``(moves, level, moves padded to the call's size)``, the padding the
+        part's first move again. With ``host_state``, the moves split by level (the narrowest in calls of a quarter
+        of the batch at least; the others of :data:`BUCKET_CHUNK`); then, while there are fewer calls than
+        ``workers``, the largest halved (equal halves, padded), so that every worker has one."""
+        n = int(a.shape[0])
+        every = np.arange(n)
+        if host_state is None or not self.bucketing or len(self.levels(int(a.shape[1]), fractions)) == 1:
+            calls = [(every, None, every)]
+        else:
+            hs = np.asarray(host_state)
+            levels = self.levels(int(a.shape[1]), fractions)
+            need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
+            mb = np.searchsorted(levels, need, side="left")
+            if (mb == mb[0]).all():  # one level (e.g. every task of one degree): one call, no split
+                calls = [(every, levels[int(mb[0])], every)]
+            else:
+                calls = []
+                chunk = min(n, BUCKET_CHUNK)
+                for i in np.unique(mb):
+                    idx = np.flatnonzero(mb == i)
+                    if i == 0:
+                        c = max(chunk, -(-n // 4))
+                    else:  # the wider levels in calls of fewer moves, as many entries a call as the second level's
+                        # (at least 16 moves): a hub's rare moves padded to 128 cost more than every other move
+                        c = min(chunk, max(16, 1 << int(BUCKET_CHUNK * levels[min(1, len(levels) - 1)] // levels[i])
+                                           .bit_length() - 1))
+                    pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])
+                    calls += [(idx[lo:lo + c], levels[i], pad[lo:lo + c]) for lo in range(0, idx.size, c)]
+        while len(calls) < self.workers:
+            big = max(range(len(calls)), key=lambda c: calls[c][2].size)
+            idx, L, p = calls[big]
+            if p.size < 2 * SPLIT_MIN:
+                break
+            h = -(-p.size // 2)
+            p = np.concatenate([p, np.full(2 * h - p.size, p[0])])
+            calls[big:big + 1] = [(idx[:h], L, p[:h]), (idx[h:], L, p[h:])]
+        return calls
+
+    def _run_calls(self, calls, state, a, b, step) -> list:
+        """The calls' raw results (``_scores_with``), each call's moves ``a[p], b[p]``: dispatched one after the
+        other (JAX runs them asynchronously) with one worker, else run by ``workers`` threads at once (XLA on CPU
+        runs a call's moves on the calling thread: on 2 cores one call at a time left the second core idle; the
+        threads release the GIL while XLA runs). Every call is made with the sizes of the listings as they were
+        before the batch, and the results are read in the calls' order (``_resolved``), so the scores are those
+        of one worker, bit for bit."""
+        sizes = [self._compact_size(int(a.shape[1]), L) for _, L, _ in calls]
+
+        def run(call, size):
+            _, L, p = call
+            return self._scores_with(L, *state, a[p], b[p], step, size)
+
+        if self.workers == 1 or len(calls) == 1:
+            return [run(c, sz) for c, sz in zip(calls, sizes)]
+        out: list = [None] * len(calls)
+        rest = []
+        for i, (c, sz) in enumerate(zip(calls, sizes)):
+            if self._call_key(int(a.shape[1]), int(c[2].size), step, c[1], sz) not in self._scores:
+                out[i] = run(c, sz)  # a new shape: compiled here, once (two threads would both compile it)
+            else:
+                rest.append(i)
+        done = _pool(self.workers).map(lambda i: jax.block_until_ready(run(calls[i], sizes[i])), rest)
+        for i, res in zip(rest, done):
+            out[i] = res
+        return out
