@@ -80,10 +80,12 @@ class MoveCalls:
                     pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])
                     calls += [(idx[lo:lo + c], levels[i], pad[lo:lo + c]) for lo in range(0, idx.size, c)]
         while len(calls) < self.workers:
-            big = max(range(len(calls)), key=lambda c: calls[c][2].size)
-            idx, L, p = calls[big]
-            if p.size < 2 * SPLIT_MIN:
+            # a call whose real moves fill more than half of it (else its second half would be padding only)
+            split = [c for c, (idx, _, p) in enumerate(calls) if p.size >= 2 * SPLIT_MIN and idx.size > -(-p.size // 2)]
+            if not split:
                 break
+            big = max(split, key=lambda c: calls[c][2].size)
+            idx, L, p = calls[big]
             h = -(-p.size // 2)
             p = np.concatenate([p, np.full(2 * h - p.size, p[0])])
             calls[big:big + 1] = [(idx[:h], L, p[:h]), (idx[h:], L, p[h:])]
