@@ -243,3 +243,55 @@ def test_bench_budget():
 
     check_stated(DOC, r"best after 5 / 15 / 30 / ([0-9]+) s", QUALITY_BUDGETS[-1], command=BENCH)
     check_stated(DOC, r"(?:the|best at|placement,|in) ([0-9]+) s\b", QUALITY_BUDGETS[-1], command=BENCH, count=3)
+
+
+PORTS_CMD = ("python -c 'from evaluator.bench.mapping import _heldout_traffic as t; from evaluator.topology import torus; "
+             "from evaluator.mapping.bound import mapping_bound; [print(d, mapping_bound(torus(d), t(\"27-point stencil\", "
+             "n)[0], \"dor\").parts) for d, n in (((8, 8, 8), 512), ((16, 8, 8), 1024))]'")
+
+
+def test_ports_bound_on_the_held_out_stencil():
+    """The lower bound's port part on the held-out uneven 27-point stencil (both tori, one task per node): the
+    heaviest flow over one link, above every other part, and the linear mapping's time (the best found)."""
+    from evaluator import evaluate
+    from evaluator.bench.mapping import _heldout_traffic
+    from evaluator.mapping.bound import mapping_bound
+    from evaluator.placement import Placement
+    from evaluator.topology import torus
+
+    for dims, n in (((8, 8, 8), 512), ((16, 8, 8), 1024)):
+        topo, tr = torus(dims), _heldout_traffic("27-point stencil", n)[0]
+        parts = mapping_bound(topo, tr, "dor").parts
+        heaviest = float(np.max(np.asarray(tr.to_flows().phases[0].nbytes)))
+        cap = float(np.asarray(topo.capacity)[0])
+        assert parts["network ports"] == pytest.approx(heaviest / cap, rel=1e-12)
+        check_stated(DOC, r"8 bytes: the heaviest flow ([0-9,]+) B;", heaviest, command=PORTS_CMD)
+        check_stated(DOC, r"it binds: .{0,600}? ([0-9.]+) us on the 8x8x8 and the 16x8x8 torus",
+                     parts["network ports"] * 1e6, command=PORTS_CMD)
+        other = max(v for k, v in parts.items() if k != "network ports")
+        check_stated(DOC, r"against ([0-9.]+) us for the largest other part", other * 1e6, command=PORTS_CMD)
+        linear = float(evaluate(topo, tr, Placement(np.arange(n), topo.n_nodes), "dor")["completion_time"])
+        check_stated(DOC, r"the linear mapping, the best any tool has found there, takes ([0-9.]+) us", linear * 1e6,
+                     command=PORTS_CMD)
+        assert parts["network ports"] > 0.85 * linear  # no room for 15 % below the linear mapping
+
+
+RANDOM_TORUS_CMD = ("python -c 'from evaluator.bench.mapping import _networks, _pattern; from evaluator.mapping.bound "
+                    "import mapping_bound; _, topo, rt = _networks(1024)[0]; print(mapping_bound(topo, "
+                    "_pattern(\"random graph\", 1024), rt))'")
+
+
+def test_bench_random_graph_torus_bound_with_ports():
+    """The bench table's note: the random graph's bound on the 16x8x8 torus with the port part, and the node-link
+    bound of the run beside it."""
+    from evaluator.bench.mapping import _networks, _pattern
+    from evaluator.mapping.bound import mapping_bound, task_node_bound
+
+    _, topo, rt = _networks(1024)[0]
+    tr = _pattern("random graph", 1024)
+    bd = mapping_bound(topo, tr, rt)
+    assert bd.binding == "network ports"
+    check_stated(DOC, r"the random graph's bound on the 16x8x8 torus is ([0-9.]+) us", bd.value * 1e6,
+                 command=RANDOM_TORUS_CMD)
+    check_stated(DOC, r"up from the ([0-9.]+) us of this run's node links", task_node_bound(topo, tr) * 1e6,
+                 command=RANDOM_TORUS_CMD)

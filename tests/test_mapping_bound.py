@@ -116,18 +116,80 @@ def test_cut_bound_binds_on_a_tapered_fat_tree():
     assert bd.binding != "endpoint"
 
 
+def test_the_ports_part_binds_where_one_flow_dominates():
+    """A flow far above the others (5 MB against 0.1-0.3 MB) on a 3x3 torus with fast node links: no ring of 3
+    has a tie, so DOR carries every route whole over its first link and no mapping is below the 5 MB flow over
+    one link; the port part says so, and it is the optimum (every mapping evaluated)."""
+    topo = torus((3, 3), injection_bandwidth=1e12)
+    b = np.array([5e6, 1e5, 2e5, 1e5, 3e5, 1e5, 1e5])
+    tr = from_flows(6, np.array([0, 1, 2, 3, 4, 5, 0]), np.array([1, 2, 3, 4, 5, 0, 3]), b)
+    nodes = np.arange(7)
+    best = exhaustive_min(topo, "dor", tr, every_mapping(nodes, 6, 1))
+    bd = mapping_bound(topo, tr, "dor", nodes=nodes)
+    assert bd.binding.endswith(" ports") and "first and last links" in bd.describe()
+    assert bd.value == pytest.approx(5e6 / 2e9, rel=REL) and bd.value <= best * (1 + REL)
+    assert best == pytest.approx(bd.value, rel=REL)
+    assert bd.value > 10 * bd.parts["network"]  # the hop-bytes alone average the flow over every link
+
+
+@pytest.mark.parametrize("tie", ["split", "positive"])
+def test_the_ports_part_lets_a_split_tie_pay(tie):
+    """One 1 MB flow on a ring of 4: half a ring apart DOR splits it (0.5 MB each way, 250 us), which beats
+    neighbours (500 us); the port part must allow that (125 us: the split route's two hops averaged over the
+    ring's 8 links) and stays below the optimum. With ties taken the positive way nothing splits, and the part
+    is the optimum, 500 us."""
+    topo = torus((4,), injection_bandwidth=1e12)
+    tr = from_flows(2, np.array([0]), np.array([1]), np.array([1e6]))
+    r = dor(tie=tie)
+    best = exhaustive_min(topo, r, tr, every_mapping(np.arange(4), 2, 1))
+    bd = mapping_bound(topo, tr, r)
+    assert best == pytest.approx(2.5e-4 if tie == "split" else 5e-4, rel=REL)
+    assert bd.binding.endswith(" ports") and bd.value <= best * (1 + REL)
+    assert bd.value == pytest.approx(1.25e-4 if tie == "split" else 5e-4, rel=REL)
+
+
+@pytest.mark.parametrize("tpn", [1, 4])
+def test_the_ports_part_on_a_uneven_stencil_below_every_sampled_mapping(tpn):
+    """The held-out 27-point stencil's pattern (faces 48x40x32 elements of 8 bytes, so 15,360 B the heaviest
+    flow) at 4x4x4 tasks on a 4x4x4 torus (a tie at 2 hops on every ring): with one task per node the port part
+    binds, between the plain hop-bytes and that flow over one 2 GB/s link (7.68 us; splitting it costs 2 hops
+    here); one and four tasks per node, it is below the identity and 2,000 random mappings."""
+    from evaluator.traffic import stencil
+
+    topo = torus((4, 4, 4))
+    tr = stencil([48 * 4, 40 * 4, 32 * 4], [4, 4, 4], 8.0, False, neighbours="full")
+    nodes = np.arange(64 // tpn)
+    bd = mapping_bound(topo, tr, "dor", nodes=nodes, tasks_per_node=tpn)
+    rng = np.random.default_rng(0)
+    maps = [np.repeat(nodes, tpn)] + [rng.permutation(np.repeat(nodes, tpn)) for _ in range(2000)]
+    best = exhaustive_min(topo, "dor", tr, maps)
+    assert bd.value <= best * (1 + REL)
+    if tpn == 1:  # a split here is 2 hops (rings of 4): the part is below the flow's 7.68 us, above hop-bytes
+        assert bd.binding == "network ports" and bd.parts["network"] < bd.value < 15360 / 2e9
+
+
 def test_route_lengths_are_torus_distances():
     """The hop counts read off DOR's tables (w = 1 on every router link) are the torus distance (a DOR route
     is a shortest path; a tie on an even ring is split between two shortest ways)."""
     topo = torus((4, 3))
     R = topo.n_routers
     W = np.ones((1, topo.n_router_links))
-    D, support, oblivious = _router_distances(topo, dor(), np.arange(R), W)
+    r = _router_distances(topo, dor(), np.arange(R), W)
     c = np.asarray(topo.router_coords)
     diff = np.abs(c[:, None, :] - c[None, :, :])
     dist = np.minimum(diff, np.array([4, 3]) - diff).sum(axis=2)
-    np.testing.assert_allclose(D[0], dist, rtol=0, atol=TOL["prob"])
-    assert oblivious and support.all()
+    np.testing.assert_allclose(r.D[0], dist, rtol=0, atol=TOL["prob"])
+    assert r.oblivious and r.support.all()
+    # the first link out of the source router carries a route whole unless its first dimension (0, as given)
+    # meets a tie (2 on the ring of 4: half each way); the last one into the destination, unless dimension 1
+    # is not crossed (the ring of 3 has no tie) and dimension 0 ties
+    dx, dy = diff[..., 0], diff[..., 1]
+    first = np.where(dx == 2, 0.5, np.where((dx > 0) | (dy > 0), 1.0, 0.0))
+    last = np.where((dy == 0) & (dx == 2), 0.5, np.where((dx > 0) | (dy > 0), 1.0, 0.0))
+    np.testing.assert_allclose(r.first, first, rtol=0, atol=TOL["prob"])
+    np.testing.assert_allclose(r.last, last, rtol=0, atol=TOL["prob"])
+    q = _router_distances(topo, dor(tie="positive"), np.arange(R), W)
+    np.testing.assert_allclose(q.first, (dist > 0).astype(float), rtol=0, atol=TOL["prob"])
 
 
 def test_valiant_routes_are_longer_and_the_bound_counts_them():

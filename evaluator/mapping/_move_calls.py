@@ -57,11 +57,11 @@ class MoveCalls:
         ``workers``, the largest halved (equal halves, padded), so that every worker has one."""
         n = int(a.shape[0])
         every = np.arange(n)
-        if host_state is None or not self.bucketing or len(self.levels(int(a.shape[1]), fractions)) == 1:
+        levels = self.levels(int(a.shape[1]), fractions) if host_state is not None and self.bucketing else ()
+        if len(levels) <= 1:
             calls = [(every, None, every)]
         else:
             hs = np.asarray(host_state)
-            levels = self.levels(int(a.shape[1]), fractions)
             need = self._degree[hs[a]].sum(axis=1) + self._degree[hs[b]].sum(axis=1)
             mb = np.searchsorted(levels, need, side="left")
             if (mb == mb[0]).all():  # one level (e.g. every task of one degree): one call, no split

@@ -62,12 +62,14 @@ The value is the largest of these; :attr:`MappingBound.binding` names it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ResourceError, check_memory
+from ._ports import port_bound, whole_pairs
 
 __all__ = ["MappingBound", "mapping_bound", "endpoint_bound", "task_node_bound"]
 
@@ -92,7 +94,10 @@ class MappingBound:
         """The bound ``part`` (default: the binding one) in words, for the line that prints the bound."""
         part = self.binding if part is None else part
         base, cut = (part[:-4], True) if part.endswith(" cut") else (part, False)
+        base, ports = (base[:-6], True) if base.endswith(" ports") else (base, False)
         words = _WORDS.get(base.split(":")[0], base).format(cls=base.partition(":")[2])
+        if ports:
+            return words + ", and the first and last links: a flow crosses them whole unless the routing splits it"
         return words.replace("ball counting", "the traffic's cut between the nodes it joins at distance 0 "
                                               "(Donath-Hoffman)") if cut else words
 
@@ -174,40 +179,69 @@ def endpoint_bound(topology, traffic) -> float:
 # -- the routing's distances ------------------------------------------------------------------------------------
 
 def _probe_fn(op, n_rl: int, width: int):
-    """jit of ``(tables, flow_tables, s, d, W) -> (D [weight, pair], loads [router_link])``: the ``W``-weighted
-    length of every pair's route (a unit flow each: its listed links where the routing lists them, else its own
-    ``apply``), and the loads of all the pairs routed together by ``apply`` (the routing's support, and the check
-    that the unit flows add up)."""
+    """jit of ``(tables, flow_tables, s, d, sr, dr, lsrc, ldst, out_links, in_links, x, W) -> (D [weight, pair],
+    first [pair], last [pair], loads [router_link])``: the ``W``-weighted length of every pair's route (a unit
+    flow each: its listed links where the routing lists them, else its own ``apply``), the largest share of it on
+    one router link leaving its source router ``sr`` (``first``) and on one entering its destination router
+    ``dr`` (``last``; ``lsrc``/``ldst`` the router links' ends, ``out_links``/``in_links`` ``[router, degree]``
+    each router's links out and in, padded with ``n_rl``), and the loads of all the pairs routed together by ``apply`` (the
+    routing's support, and the check that the unit flows add up). A share taken per listed entry is at most
+    the link's whole share (a link listed twice counts as split: the safe side)."""
 
-    def f(tables, flow_tables, s, d, x, W):
+    def f(tables, flow_tables, s, d, sr, dr, lsrc, ldst, out_links, in_links, x, W):
         if op.flow_links is not None:
             links, frac = op.flow_links(flow_tables, s, d)  # [pair, K]
             ok = links >= 0
-            wl = jnp.where(ok[None], W[:, jnp.where(ok, links, 0)], 0.0)  # [weight, pair, K]
-            D = (wl * jnp.where(ok, frac, 0.0)[None]).sum(axis=2)
+            li = jnp.where(ok, links, 0)
+            fr = jnp.where(ok, frac, 0.0)
+            D = (W[:, li] * fr[None]).sum(axis=2)  # [weight, pair]
+            first = jnp.where(lsrc[li] == sr[:, None], fr, 0.0).max(axis=1)
+            last = jnp.where(ldst[li] == dr[:, None], fr, 0.0).max(axis=1)
         else:
-            def one(si, di):
-                return W @ op.apply(tables, si[None], di[None], jnp.where(si != di, 1.0, 0.0)[None])[:n_rl]
+            def one(si, di, ri, qi):
+                v = op.apply(tables, si[None], di[None], jnp.where(si != di, 1.0, 0.0)[None])[:n_rl]
+                def share(tab, r):  # the largest share on the router's links (the tables' padding n_rl: none)
+                    idx = tab[r]
+                    return jnp.where(idx < n_rl, v[jnp.minimum(idx, n_rl - 1)], 0.0).max()
 
-            D = jax.lax.map(lambda sd: one(*sd), (s, d), batch_size=width).T
-        return D, op.apply(tables, s, d, x)[:n_rl]
+                return W @ v, share(out_links, ri), share(in_links, qi)
+
+            D, first, last = jax.lax.map(lambda a: one(*a), (s, d, sr, dr), batch_size=width)
+            D = D.T
+        return D, first, last, op.apply(tables, s, d, x)[:n_rl]
 
     return jax.jit(f)
 
 
-def _router_distances(topology, routing, ends: np.ndarray, W: np.ndarray):
-    """``(D [weight, e, e'], support [router_link], oblivious)``: for the routing's endpoints ``ends`` (distinct),
-    the ``W``-weighted router-link length of the expected route from ``ends[i]`` to ``ends[j]`` (0 on one
-    router), read off the routing's own tables (a unit flow per pair); ``support``: router links that some pair
-    of ``ends`` loads; ``oblivious``: whether the pairs' loads add up (routed together at random bytes, their
-    weighted loads equal the sum of the unit flows'; a routing whose shares depend on the load does not, and
-    its distances are not used)."""
+class _Routes(NamedTuple):
+    """What :func:`_router_distances` reads off a routing's tables for every pair of endpoints ``(e, e')``."""
+
+    D: np.ndarray  # [weight, e, e']: the weighted router-link length of the expected route
+    support: np.ndarray  # [router_link] bool: loaded by some pair
+    oblivious: bool  # the pairs' loads add up (else the distances are not used)
+    first: np.ndarray  # [e, e']: the largest share of the route on one link leaving its source router
+    last: np.ndarray  # [e, e']: the largest share on one link entering its destination router
+
+
+def _router_distances(topology, routing, ends: np.ndarray, W: np.ndarray, ends_router: np.ndarray | None = None
+                      ) -> _Routes:
+    """For the routing's endpoints ``ends`` (distinct; their routers ``ends_router``, default ``ends``: endpoints
+    that are routers), the ``W``-weighted router-link length of the expected route from ``ends[i]`` to
+    ``ends[j]`` (0 on one router), read off the routing's own tables (a unit flow per pair); ``support``: router
+    links that some pair of ``ends`` loads; ``oblivious``: whether the pairs' loads add up (routed together at
+    random bytes, their weighted loads equal the sum of the unit flows'; a routing whose shares depend on the
+    load does not, and its distances are not used); ``first``/``last``: the largest share of each route on one
+    router link out of its source router / into its destination router (1: that link carries the flow whole)."""
     from .._batch.compiled import batch_kernel
 
     k = batch_kernel(topology, routing, False)
     op, tables = k.operator, k.net.routing
     flow_tables = jax.device_put(op.flow_tables) if op.flow_tables is not None else None
     n_rl = int(topology.n_router_links)
+    src, dst = np.asarray(topology.link_src)[:n_rl], np.asarray(topology.link_dst)[:n_rl]
+    lsrc, ldst = jnp.asarray(src, jnp.int32), jnp.asarray(dst, jnp.int32)
+    out_links, in_links = (jnp.asarray(_incident(e, int(topology.n_routers), n_rl), jnp.int32) for e in (src, dst))
+    routers = np.asarray(ends if ends_router is None else ends_router, np.int64)
     E = ends.size
     per_pair = 1 if op.flow_links is not None else n_rl  # work per pair
     chunk = int(min(_CHUNK, max(E * E, 1), max(256, (1 << 24) // max(per_pair, 1))))
@@ -216,6 +250,7 @@ def _router_distances(topology, routing, ends: np.ndarray, W: np.ndarray):
     Wd = jnp.asarray(W)
     pairs = np.arange(E * E, dtype=np.int64)
     D = np.zeros((W.shape[0], E * E))
+    first, last = np.zeros(E * E), np.zeros(E * E)
     support = np.zeros(n_rl)
     oblivious = True
     rng = np.random.default_rng(0)
@@ -228,14 +263,33 @@ def _router_distances(topology, routing, ends: np.ndarray, W: np.ndarray):
         x = np.where(valid, 1.0, 0.0)
         if lo == 0:
             x = x * rng.uniform(0.5, 2.0, chunk)  # random bytes: the check that unit flows add up
-        g, out = fn(tables, flow_tables, jnp.asarray(si, jnp.int32), jnp.asarray(di, jnp.int32), jnp.asarray(x), Wd)
+        i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+        g, fo, la, out = fn(tables, flow_tables, i32(si), i32(di), i32(routers[p // E]), i32(routers[p % E]),
+                            lsrc, ldst, out_links, in_links, jnp.asarray(x), Wd)
         g, out = np.asarray(g) * valid, np.asarray(out)
         if lo == 0:
             lhs, rhs = W @ out, g @ x
             oblivious = bool(np.allclose(lhs, rhs, rtol=1e-9, atol=1e-12 * max(np.abs(rhs).max(initial=0.0), 1e-300)))
         D[:, lo:lo + m] = g[:, :m]
+        first[lo:lo + m], last[lo:lo + m] = np.asarray(fo)[:m], np.asarray(la)[:m]
         support += out
-    return D.reshape(W.shape[0], E, E), support > 0, oblivious
+    return _Routes(D.reshape(W.shape[0], E, E), support > 0, oblivious, first.reshape(E, E), last.reshape(E, E))
+
+
+def _least(D: np.ndarray, where: np.ndarray) -> float:
+    """The least entry of ``D`` where ``where`` holds (inf where it holds nowhere)."""
+    return float(D[where].min()) if where.any() else np.inf
+
+
+def _incident(end: np.ndarray, n_routers: int, pad: int) -> np.ndarray:
+    """``[router, degree]``: the links whose ``end`` is each router, ascending, padded with ``pad``."""
+    order = np.argsort(end, kind="stable")
+    count = np.bincount(end, minlength=n_routers)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]])
+    out = np.full((n_routers, max(int(count.max(initial=0)), 1)), pad, np.int64)
+    e = end[order]
+    out[e, np.arange(e.size) - start[e]] = order
+    return out
 
 
 def _shortest_distances(topology, ends_router: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -380,7 +434,7 @@ def mapping_bound(topology, traffic, routing, nodes=None, tasks_per_node: int = 
         d = np.concatenate([f[1] for f in flows])
         b = np.concatenate([f[2] for f in flows])
         try:
-            parts.update(_ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, notes))
+            parts.update(_ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, flows, notes))
         except ResourceError as exc:  # refused before allocating: the node-link bound stands alone
             notes.append(f"the network's bounds were not computed: {exc}")
     binding = max(parts, key=parts.get)
@@ -415,7 +469,7 @@ def _weights(topology, n_rl: int, cap: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, notes) -> dict[str, float]:
+def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, notes) -> dict[str, float]:
     N = int(topology.n_nodes)
     A = nodes.size
     weights = _weights(topology, n_rl, cap)
@@ -432,19 +486,22 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, notes) ->
             endpoint = np.asarray(op.endpoints, np.int64)
     ends, e_of = np.unique(endpoint[nodes], return_inverse=True)
     E = ends.size
+    ends_router = node_router[nodes][np.unique(e_of, return_index=True)[1]]
     check_memory("nodes", f"{A} nodes ({E} routing endpoints)", 8.0 * (W.shape[0] * E * E + 4 * A * A),
                  "the route lengths between the available nodes for the mapping bound",
                  "Search a smaller set of nodes (--nodes).")
+    routes = None  # the routing's own routes, where its loads add up (their first and last links: the ports)
     if n_rl and E > 1:
-        oblivious = False
         if linear:
-            Dr, support, oblivious = _router_distances(topology, routing, ends, W[:, :n_rl])
-        if not oblivious:
+            routes = _router_distances(topology, routing, ends, W[:, :n_rl], ends_router)
+            routes = routes if routes.oblivious else None
+        if routes is None:
             notes.append(f"routing {routing.kind} shares bytes by load: its routes are counted as shortest "
                          f"paths")
-            ends_router = node_router[nodes][np.unique(e_of, return_index=True)[1]]
             Dr = _shortest_distances(topology, ends_router, W[:, :n_rl])
             support = np.ones(n_rl, bool)
+        else:
+            Dr, support = routes.D, routes.support
     else:
         Dr, support = np.zeros((W.shape[0], E, E)), np.zeros(n_rl, bool)
     same_router = node_router[nodes][:, None] == node_router[nodes][None, :]
@@ -453,6 +510,15 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, notes) ->
     B_in = _partner_bytes(d, s, b, n)
     B_sym = 0.5 * _partner_bytes(np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]), n)
     lap = _Laplacian(s, d, b, n, notes)
+    if routes is not None:  # per phase (each phase's busiest link), the routes' first and last links
+        B_out_ph = [_partner_bytes(ps, pd, pb, n) for ps, pd, pb in phases]
+        B_in_ph = [_partner_bytes(pd, ps, pb, n) for ps, pd, pb in phases]
+        apart = ends_router[:, None] != ends_router[None, :]  # endpoint pairs on two routers: a route's ports
+        split_out, split_in = ~whole_pairs(routes.first) & apart, ~whole_pairs(routes.last) & apart
+        lsrc, ldst = np.asarray(topology.link_src)[:n_rl], np.asarray(topology.link_dst)[:n_rl]
+        used = np.unique(node_router[nodes])
+        c_out = float(cap[:n_rl][np.isin(lsrc, used)].max(initial=0.0))
+        c_in = float(cap[:n_rl][np.isin(ldst, used)].max(initial=0.0))
     out: dict[str, float] = {}
     for i, name in enumerate(names):
         w = W[i]
@@ -476,4 +542,9 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, notes) ->
         cut = _cut_bound(Dn, tpn, n, lap)
         if cut > 0:
             out[f"{name} cut"] = float(cut / denom)
+        if routes is not None and not w[n_rl:].any():  # router links only: the ports' hops are counted
+            ports = max(port_bound(B_out_ph, p_out, _least(Dr[i], split_out), c_out, denom),
+                        port_bound(B_in_ph, p_in, _least(Dr[i], split_in), c_in, denom))
+            if ports > out[name]:
+                out[f"{name} ports"] = ports
     return out
