@@ -173,10 +173,12 @@ _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their 
     "test_claims_prisacari": 35, "test_claims_tiles": 30, "test_cost": 15, "test_claims_cost": 10,
     "test_claims_buyer": 230, "test_claims_buyer_16k": 200, "test_claims_adaptive": 60, "test_buyer_study": 20, "test_traffic_file_formats": 5,
     "test_mapping_degree_buckets": 18, "test_memory_adaptive": 5, "test_claims_readme_partitions": 6,
-    "test_claims_bounds_gk": 10, "test_claims_routing_paths_512": 8, "test_claims_workload_scheduler": 9,
+    "test_claims_bounds_gk": 10, "test_claims_routing_paths_512": 8,
     "test_claims_traces": 3, "test_claims_gemini": 12, "test_claims_mapping": 14,
     # (2026-11-29, measured alone on 2 cores)
     "test_claims_routing_paths_large": 125, "test_claims_routing_paths": 40,
+    # (2026-11-30, measured alone on 2 cores)
+    "test_claims_workload_paper": 305, "test_claims_workload_scheduler": 60,
 }
 
 SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast", "test_mapping_search",

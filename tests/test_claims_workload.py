@@ -16,8 +16,8 @@ SHRUNK = "python -m tests.workload_speed 288 288 2000 --policies paper --allow-f
 @once
 def shrunk():
     """The shrunken study: 2,000 jobs on 288 x 288, round-robin against GRAP with the paper's Fig. 4 speedups
-    typed in (the machine's own table, about 40 s without UGAL-G, and the 50,000-job schedules that apply a table,
-    35-80 s each, are not rerun here; tests/test_claims_workload_own.py says which of its points they would need)."""
+    typed in (the machine's own table and the 50,000-job schedules that apply a table are rerun in full by
+    tests/test_claims_workload_paper.py)."""
     from evaluator.workload import make_policy, simulate
     from evaluator.workload.model import PAPER_FIG4_SPEEDUPS
     from evaluator.workload.run import load_speedups
@@ -60,7 +60,7 @@ def test_no_speedup_table_applies_ratio_one(shrunk):
 def test_mean_ratio_as_share_of_run_time():
     """'our 1.291 mean ratio on 30% MPI time gives, 6.8% of run time': the run-time rule the scheduler applies
     (`accelerated_run_time`, `time_ratio`) to the ratio and MPI fraction the sentence names. Both are read from
-    the page without recording them (the 1.291 itself comes from the 50,000-job run, which is not rerun)."""
+    the page without recording them (the 1.291 itself, from the 50,000-job run: tests/test_claims_workload_paper.py)."""
     import re
 
     from evaluator.workload.model import accelerated_run_time

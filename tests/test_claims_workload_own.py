@@ -7,9 +7,8 @@ one for what they share; 8 groups is the whole machine), without UGAL-G (``adapt
 it changes no other variable, tests/test_rdn_study.py). One study gives both ends: the oblivious routings are
 computed whatever the bounds. About a second.
 
-Not rerun (minutes or tens of seconds; docs/workload.md names their commands): the paper machine's own table,
-DF(12, 24, 12, 288) against the fastest oblivious routing (24 points of about 1.5-4 s each; the page's ratios need
-8 of them), and the 50,000-job schedules that apply it and the paper's typed-in table (35-80 s each)."""
+The paper machine's own table, DF(12, 24, 12, 288) against the fastest oblivious routing, and the 50,000-job
+schedules that apply it and the paper's typed-in table are rerun by tests/test_claims_workload_paper.py (minutes)."""
 
 from __future__ import annotations
 
