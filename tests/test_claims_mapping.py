@@ -268,6 +268,7 @@ def test_ports_bound_on_the_held_out_stencil():
         check_stated(DOC, r"8 bytes: the heaviest flow ([0-9,]+) B;", heaviest, command=PORTS_CMD)
         check_stated(DOC, r"it binds: .{0,600}? ([0-9.]+) us on the 8x8x8 and the 16x8x8 torus",
                      parts["network ports"] * 1e6, command=PORTS_CMD)
+        check_stated(DOC, r"that flow over one ([0-9.]+) GB/s link", cap / 1e9, command=PORTS_CMD)
         other = max(v for k, v in parts.items() if k != "network ports")
         check_stated(DOC, r"against ([0-9.]+) us for the largest other part", other * 1e6, command=PORTS_CMD)
         linear = float(evaluate(topo, tr, Placement(np.arange(n), topo.n_nodes), "dor")["completion_time"])
