@@ -132,6 +132,24 @@ def test_the_ports_part_binds_where_one_flow_dominates():
     assert bd.value > 10 * bd.parts["network"]  # the hop-bytes alone average the flow over every link
 
 
+def test_the_ports_part_with_the_profiles_merged(monkeypatch):
+    """Above its work budget the port part gives every node the smallest profile (7 of 9 nodes: the profiles
+    differ): still below every mapping, and here still the dominating flow over one link."""
+    import evaluator.mapping.bound as bound
+
+    topo = torus((3, 3), injection_bandwidth=1e12)
+    b = np.array([5e6, 1e5, 2e5, 1e5, 3e5, 1e5, 1e5])
+    tr = from_flows(6, np.array([0, 1, 2, 3, 4, 5, 0]), np.array([1, 2, 3, 4, 5, 0, 3]), b)
+    nodes = np.arange(7)
+    calls = []
+    real = bound.port_bound
+    monkeypatch.setattr(bound, "_WORK", 1.0)
+    monkeypatch.setattr(bound, "port_bound", lambda *a: calls.append(a[-1]) or real(*a))
+    bd = mapping_bound(topo, tr, "dor", nodes=nodes)
+    assert calls and all(w == 1.0 for w in calls)
+    assert bd.parts["network ports"] == pytest.approx(5e6 / 2e9, rel=REL)
+
+
 @pytest.mark.parametrize("tie", ["split", "positive"])
 def test_the_ports_part_lets_a_split_tie_pay(tie):
     """One 1 MB flow on a ring of 4: half a ring apart DOR splits it (0.5 MB each way, 250 us), which beats

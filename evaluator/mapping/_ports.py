@@ -57,14 +57,18 @@ def _floored(B: np.ndarray, prof: np.ndarray, zeros: np.ndarray, h: float, force
     return float(best.sum())
 
 
-def _phase(B: np.ndarray, prof: np.ndarray, h: float, cap: float, denom: float) -> float:
+def _phase(B: np.ndarray, prof: np.ndarray, h: float, cap: float, denom: float, work: float) -> float:
     """The part for one phase and one side: ``max_X min(X, H(X) / denom)`` over ``X`` the flows' sizes over
-    ``cap`` (and ``H`` with nothing forced)."""
+    ``cap`` (and ``H`` with nothing forced). Above ``work`` entries per pass over the profiles every node takes
+    the smallest profile (no farther than any: still a bound)."""
     prof = prof[:, :B.shape[1]]
+    sizes = np.unique(B[B > 0])[::-1]  # descending: X falls, H(X) rises with the flows forced
+    passes = min(sizes.size, _EVERY) + 2 * int(np.log2(max(sizes.size, 1))) + 3
+    if B.size * prof.shape[0] * passes > work:
+        prof = prof.min(axis=0, keepdims=True)
     zeros = (prof <= 0).sum(axis=1)
     none = np.zeros(B.shape[0], np.int64)
     best = _floored(B, prof, zeros, h, none) / denom  # nothing forced: the plain hop-bytes of the phase
-    sizes = np.unique(B[B > 0])[::-1]  # descending: X falls, H(X) rises with the flows forced
 
     def at(j: int) -> float:
         return min(sizes[j] / cap, _floored(B, prof, zeros, h, (B >= sizes[j]).sum(axis=1)) / denom)
@@ -81,11 +85,13 @@ def _phase(B: np.ndarray, prof: np.ndarray, h: float, cap: float, denom: float) 
     return max([best] + [at(j) for j in {max(lo - 1, 0), lo}])
 
 
-def port_bound(phases: list[np.ndarray], prof: np.ndarray, h: float, cap: float, denom: float) -> float:
+def port_bound(phases: list[np.ndarray], prof: np.ndarray, h: float, cap: float, denom: float,
+               work: float) -> float:
     """The part (s) on one side: ``phases`` every phase's partner bytes ``[task, K]`` (descending), ``prof`` the
     available nodes' distance profiles (:func:`evaluator.mapping.bound._profiles`, ascending, at least ``K``
     columns; from the side's node), ``h`` the least weighted length of a route the routing splits at the side's
-    link (inf: none), ``cap`` the fastest such link, ``denom`` the weighting's ``sum_l w_l cap_l``."""
+    link (inf: none), ``cap`` the fastest such link, ``denom`` the weighting's ``sum_l w_l cap_l``, ``work``
+    the entries a phase's passes may touch before the profiles are merged into their smallest."""
     if not np.isfinite(cap) or cap <= 0 or denom <= 0:
         return 0.0
-    return float(sum(_phase(B, prof, h, cap, denom) for B in phases if B.size and B.max() > 0))
+    return float(sum(_phase(B, prof, h, cap, denom, work) for B in phases if B.size and B.max() > 0))

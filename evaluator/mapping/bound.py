@@ -487,7 +487,7 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
     ends, e_of = np.unique(endpoint[nodes], return_inverse=True)
     E = ends.size
     ends_router = node_router[nodes][np.unique(e_of, return_index=True)[1]]
-    check_memory("nodes", f"{A} nodes ({E} routing endpoints)", 8.0 * (W.shape[0] * E * E + 4 * A * A),
+    check_memory("nodes", f"{A} nodes ({E} routing endpoints)", 8.0 * ((W.shape[0] + 3) * E * E + 4 * A * A),
                  "the route lengths between the available nodes for the mapping bound",
                  "Search a smaller set of nodes (--nodes).")
     routes = None  # the routing's own routes, where its loads add up (their first and last links: the ports)
@@ -543,8 +543,8 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
         if cut > 0:
             out[f"{name} cut"] = float(cut / denom)
         if routes is not None and not w[n_rl:].any():  # router links only: the ports' hops are counted
-            ports = max(port_bound(B_out_ph, p_out, _least(Dr[i], split_out), c_out, denom),
-                        port_bound(B_in_ph, p_in, _least(Dr[i], split_in), c_in, denom))
+            ports = max(port_bound(B_out_ph, p_out, _least(Dr[i], split_out), c_out, denom, _WORK),
+                        port_bound(B_in_ph, p_in, _least(Dr[i], split_in), c_in, denom, _WORK))
             if ports > out[name]:
                 out[f"{name} ports"] = ports
     return out
