@@ -511,8 +511,11 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
     B_sym = 0.5 * _partner_bytes(np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]), n)
     lap = _Laplacian(s, d, b, n, notes)
     if routes is not None:  # per phase (each phase's busiest link), the routes' first and last links
-        B_out_ph = [_partner_bytes(ps, pd, pb, n) for ps, pd, pb in phases]
-        B_in_ph = [_partner_bytes(pd, ps, pb, n) for ps, pd, pb in phases]
+        if len(phases) == 1:  # one phase: its partner bytes are those of every phase, computed above
+            B_out_ph, B_in_ph = [B_out], [B_in]
+        else:
+            B_out_ph = [_partner_bytes(ps, pd, pb, n) for ps, pd, pb in phases]
+            B_in_ph = [_partner_bytes(pd, ps, pb, n) for ps, pd, pb in phases]
         apart = ends_router[:, None] != ends_router[None, :]  # endpoint pairs on two routers: a route's ports
         split_out, split_in = ~whole_pairs(routes.first) & apart, ~whole_pairs(routes.last) & apart
         lsrc, ldst = np.asarray(topology.link_src)[:n_rl], np.asarray(topology.link_dst)[:n_rl]
