@@ -511,17 +511,8 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
     B_sym = 0.5 * _partner_bytes(np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]), n)
     lap = _Laplacian(s, d, b, n, notes)
     if routes is not None:  # per phase (each phase's busiest link), the routes' first and last links
-        if len(phases) == 1:  # one phase: its partner bytes are those of every phase, computed above
-            B_out_ph, B_in_ph = [B_out], [B_in]
-        else:
-            B_out_ph = [_partner_bytes(ps, pd, pb, n) for ps, pd, pb in phases]
-            B_in_ph = [_partner_bytes(pd, ps, pb, n) for ps, pd, pb in phases]
-        apart = ends_router[:, None] != ends_router[None, :]  # endpoint pairs on two routers: a route's ports
-        split_out, split_in = ~whole_pairs(routes.first) & apart, ~whole_pairs(routes.last) & apart
-        lsrc, ldst = np.asarray(topology.link_src)[:n_rl], np.asarray(topology.link_dst)[:n_rl]
-        used = np.unique(node_router[nodes])
-        c_out = float(cap[:n_rl][np.isin(lsrc, used)].max(initial=0.0))
-        c_in = float(cap[:n_rl][np.isin(ldst, used)].max(initial=0.0))
+        B_out_ph, B_in_ph, split_out, split_in, c_out, c_in = _port_inputs(
+            topology, routes, phases, B_out, B_in, ends_router, node_router[nodes], cap, n)
     out: dict[str, float] = {}
     for i, name in enumerate(names):
         w = W[i]
@@ -551,3 +542,20 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
             if ports > out[name]:
                 out[f"{name} ports"] = ports
     return out
+
+
+def _port_inputs(topology, routes: _Routes, phases, B_out, B_in, ends_router, routers, cap, n: int):
+    """What the port part needs (:func:`._ports.port_bound`): every phase's partner bytes sent and received (one
+    phase: ``B_out``, ``B_in`` as computed), the endpoint pairs on two routers whose route is split at its first
+    / last link, and the fastest router link out of / into the available nodes' ``routers``."""
+    if len(phases) == 1:
+        B_out_ph, B_in_ph = [B_out], [B_in]
+    else:
+        B_out_ph = [_partner_bytes(ps, pd, pb, n) for ps, pd, pb in phases]
+        B_in_ph = [_partner_bytes(pd, ps, pb, n) for ps, pd, pb in phases]
+    apart = ends_router[:, None] != ends_router[None, :]
+    n_rl = int(topology.n_router_links)
+    used = np.unique(routers)
+    c_out, c_in = (float(cap[:n_rl][np.isin(np.asarray(e)[:n_rl], used)].max(initial=0.0))
+                   for e in (topology.link_src, topology.link_dst))
+    return (B_out_ph, B_in_ph, ~whole_pairs(routes.first) & apart, ~whole_pairs(routes.last) & apart, c_out, c_in)
