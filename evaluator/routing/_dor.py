@@ -227,6 +227,13 @@ def _cumsum0(x: Shaped[Array, "pos ..."]) -> Shaped[Array, "pos ..."]:
     return lax.scan(step, jnp.zeros_like(x[0]), x)[1]
 
 
+def _running_sum(x: Int[Array, "entry"]) -> Int[Array, "entry"]:
+    """Inclusive prefix sum of a 1-D integer array (exact), as a log-depth associative scan: ``jnp.cumsum`` is a
+    reduce window on XLA:CPU (see :func:`_prefix`), and in the mapping search's compact listings (a few hundred
+    to a few thousand entries a move) it was most of a move's time."""
+    return lax.associative_scan(jnp.add, x)
+
+
 def _prefix(x: Shaped[Array, "pre pos col"]) -> Shaped[Array, "pre pos col"]:
     """Inclusive prefix sum along axis 1 (float64, or int64: exact in any order).
 
@@ -697,21 +704,22 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
         # from run to run added at each run's first entry, so that a cumulative sum over the entries gives every
         # entry its run's code (an empty run's difference cancels at the next run's first entry).
         h = hops.ravel()
-        end = jnp.cumsum(h)
+        end = _running_sum(h)
         needed = end[-1]
         off = end - h
-        span = size + n_links  # c + size in [0, span)
-        ctype = jnp.int64 if F * span * 2 >= _CODE_LIMIT else jnp.int32
+        bits = int(size + n_links - 1).bit_length()  # c + size in [0, 2^bits): a field of the code (shifts and
+        # masks: XLA:CPU divides integers by a constant with a division instruction, a third of the listing's time)
+        ctype = jnp.int64 if F << (bits + 1) >= _CODE_LIMIT else jnp.int32
         flow_of = jnp.repeat(jnp.arange(F, dtype=ctype), Q)
         tie = (frac.ravel() < 1.0).astype(ctype)
-        code = (flow_of * span + (first.ravel() - off + size).astype(ctype)) * 2 + tie
+        code = (((flow_of << bits) + (first.ravel() - off + size).astype(ctype)) << 1) + tie
         diff = code - jnp.concatenate([jnp.zeros(1, ctype), code[:-1]])
-        at = jnp.cumsum(jnp.zeros(size, ctype).at[off].add(diff, mode="drop"))
+        at = _running_sum(jnp.zeros(size, ctype).at[off].add(diff, mode="drop"))
         j = jnp.arange(size, dtype=ctype)
         valid = j < jnp.minimum(needed.astype(ctype), size)
         rest = at >> 1
-        flow = jnp.clip(rest // span, 0, F - 1).astype(jnp.int32)
-        link_at = jnp.clip(rest % span - size + j, 0, n_links - 1).astype(jnp.int32)
+        flow = jnp.clip(rest >> bits, 0, F - 1).astype(jnp.int32)
+        link_at = jnp.clip((rest & ((1 << bits) - 1)) - size + j, 0, n_links - 1).astype(jnp.int32)
         w = weight[flow] * jnp.where(at & 1, 0.5, 1.0).reshape((size,) + (1,) * (weight.ndim - 1)).astype(weight.dtype)
         valid_w = valid.reshape((size,) + (1,) * (weight.ndim - 1))
         return jnp.where(valid, ftables["run_links"][link_at], -1), jnp.where(valid_w, w, 0.0), needed
