@@ -37,12 +37,22 @@ def _operator(dims, wrap, tie, order):
     return t, op, jax.device_put(op.flow_tables)
 
 
+@pytest.mark.parametrize("tie_table", [True, False], ids=["tie-table", "tie-two-runs"])
 @pytest.mark.parametrize("wide", [False, True], ids=["int32", "int64"])
 @pytest.mark.parametrize("case", TOPOLOGIES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}-{c[3]}")
-def test_compact_listing_is_the_fixed_width_listing_back_to_back(case, wide, monkeypatch):
+def test_compact_listing_is_the_fixed_width_listing_back_to_back(case, wide, tie_table, monkeypatch):
     if wide:  # the runs coded in int64 (a listing of millions of entries), forced on a small one
         monkeypatch.setattr(_dor, "_CODE_LIMIT", 1)
+    if not tie_table:  # every tie as its two runs (a ring too large for the tie table)
+        monkeypatch.setattr(_dor, "_TIE_TABLE_MAX", 0)
     t, op, ft = _operator(*case)
+    # the tie table is there exactly where a dimension has split ties: n^2 entries per ring (n positions each way
+    # twice round without it)
+    n_routers = int(np.prod(case[0]))
+    ring_links = sum(n_routers * 2 * n * (1 if n == 2 else 2) // n for n in case[0] if n > 1)
+    tie_links = sum(n_routers * n for k, n in enumerate(case[0])
+                    if case[2] == "split" and (case[1] is None or case[1][k]) and n % 2 == 0 and n > 2)
+    assert ft["run_links"].shape[0] == ring_links + (tie_links if tie_table else 0)
     rng = np.random.default_rng(sum(case[0]))
     F = 40
     s = jnp.asarray(rng.integers(0, t.n_routers, F), jnp.int32)

@@ -103,6 +103,10 @@ DOR_ORDERS = ("as_given", "longest_first")
 TIE_RULES = ("split", "positive")
 
 _CODE_LIMIT = 2 ** 31
+
+_TIE_TABLE_MAX = 1 << 22
+"""Most entries of one dimension's table of split ties for the compact listing (the rings times their positions
+squared; a 16x8x8 torus: 16,384 and 8,192); above it a tie is listed as two runs."""
 """The compact listing codes its runs in int32 below this (flows times entries times 2), else int64."""
 
 
@@ -642,6 +646,24 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             ring_tables.append(nbr_all[firsts[:, None] + at[None, :] * strides[k], k, d].ravel())
             run_meta.append((k, d, base))
             base += firsts.size * 2 * n
+    # A split tie's two halves read one run of a third table: per ring and start position s, the n / 2 links the +1
+    # way from s, then the n / 2 links the -1 way (the order its two runs listed them in), so that every dimension
+    # is one run (half the runs to count, code and place; the entries, their order and the scores unchanged). Kept
+    # where the table is small (ring positions squared, times the rings); else the tie's two runs.
+    tie_base = {}
+    for k, ring in runs:
+        n = ring.n
+        if not (split and ring.wrap and ring.direct < 0 and n % 2 == 0) or (R // n) * n * n > _TIE_TABLE_MAX:
+            continue
+        firsts = np.flatnonzero(coords[:, k] == 0)
+        half = np.arange(n // 2)
+        fwd = (np.arange(n)[:, None] + half[None, :]) % n  # [start, hop]: the positions the +1 half leaves from
+        bwd = (np.arange(n)[:, None] - half[None, :]) % n
+        at = firsts[:, None, None] * 1 + np.concatenate([fwd, bwd], axis=1)[None, :, :] * strides[k]
+        d = np.concatenate([np.zeros(n // 2, np.int64), np.ones(n // 2, np.int64)])
+        ring_tables.append(nbr_all[at, k, d[None, None, :]].ravel())
+        tie_base[k] = base
+        base += firsts.size * n * n
     run_links = (np.concatenate(ring_tables) if ring_tables else np.zeros(1, np.int64)).astype(np.int32)
     flow_tables["run_links"] = run_links
 
@@ -674,8 +696,14 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
             else:
                 plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
             f = jnp.where(tie, 0.5, 1.0)
+            p_first, m_first = bases[0] + ring_id * (2 * n) + s, bases[1] + ring_id * (2 * n) + (n - 1 - s)
+            if k in tie_base:  # one run: the +1 way, the -1 way, or both halves of a tie from the tie table
+                hops.append(plus + minus)
+                first.append(jnp.where(tie, tie_base[k] + (ring_id * n + s) * n, jnp.where(plus > 0, p_first, m_first)))
+                frac.append(f)
+                continue
             hops += [plus, minus]
-            first += [bases[0] + ring_id * (2 * n) + s, bases[1] + ring_id * (2 * n) + (n - 1 - s)]
+            first += [p_first, m_first]
             frac += [f, f]
         return tuple(jnp.stack(x, axis=1) for x in (hops, first, frac))
 
