@@ -233,8 +233,9 @@ def _cumsum0(x: Shaped[Array, "pos ..."]) -> Shaped[Array, "pos ..."]:
 
 def _running_sum(x: Int[Array, "entry"]) -> Int[Array, "entry"]:
     """Inclusive prefix sum of a 1-D integer array (exact), as a log-depth associative scan: ``jnp.cumsum`` is a
-    reduce window on XLA:CPU (see :func:`_prefix`), and in the mapping search's compact listings (a few hundred
-    to a few thousand entries a move) it was most of a move's time."""
+    reduce window on XLA:CPU (see :func:`_prefix`); in the mapping search's compact listings (a few hundred to a few
+    thousand entries a move) a ``[128, 1024]`` int32 batch took 1.5-2.0 ms by ``jnp.cumsum`` and 0.4-0.7 ms by this
+    scan (one loaded core)."""
     return lax.associative_scan(jnp.add, x)
 
 
