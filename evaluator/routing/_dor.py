@@ -104,9 +104,10 @@ TIE_RULES = ("split", "positive")
 
 _CODE_LIMIT = 2 ** 31
 
-_TIE_TABLE_MAX = 1 << 22
+_TIE_TABLE_MAX = 1 << 20
 """Most entries of one dimension's table of split ties for the compact listing (the rings times their positions
-squared; a 16x8x8 torus: 16,384 and 8,192); above it a tie is listed as two runs."""
+squared: 16,384 and 8,192 on a 16x8x8 torus, 65,536 a dimension on 16x16x16; built with every DOR operator, so
+capped at 4 MB a dimension); above it a tie is listed as two runs."""
 """The compact listing codes its runs in int32 below this (flows times entries times 2), else int64."""
 
 
