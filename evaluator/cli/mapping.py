@@ -138,6 +138,18 @@ def _named_starts(overrides: list[str], user_placement: bool, point, tasks_per_n
     return out
 
 
+def _named_times(res) -> dict:
+    """The times of the named placements a user could have run (the placement group's options as configured), by
+    start name: a configured placement left out as the same mapping as another start counts as that start (the
+    launcher's fill order is the start ``linear`` and the configured ``linear`` both)."""
+    named = {n: t for n, t in res.starts.items() if "as configured" in n}
+    for name, why in res.skipped.items():
+        other = why[len(_REPEATS[0]):].strip().strip("'") if why.startswith(_REPEATS[0]) else None
+        if "as configured" in name and other in res.starts:
+            named[other] = res.starts[other]
+    return named
+
+
 def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, point, nodes, tpn: int,
                  tasks_per_node: int | None) -> list[Start]:
     """The starts ``--start`` names, in the order given (a spec given twice counts once): files read by
@@ -285,7 +297,7 @@ def main(argv: list[str]) -> int:
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
     if args.verbose or len(getattr(t, "kinds", {})) > 1:  # the move kinds that paid (several: structured moves ran)
         print(f"moves: {res.info['move_kinds']}")
-    named = {n: t for n, t in res.starts.items() if "as configured" in n}
+    named = _named_times(res)
     best_named = min(named, key=named.get) if named else None
     vs_named = (f"; {(1 - res.completion_time / named[best_named]) * 100:.1f} % below the best named placement, "
                 f"{best_named}" if best_named is not None and best_named != res.best_start else "")

@@ -288,7 +288,9 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         allowed = np.zeros(topology.n_nodes, dtype=bool)
         allowed[nodes] = True
         first = []
-        seen = {tuple(np.asarray(s.task_node).tolist()) for s in [*mine, *starts]}
+        seen = {}
+        for s in [*mine, *starts]:  # each mapping's first name
+            seen.setdefault(tuple(np.asarray(s.task_node).tolist()), s.name)
         for s in extra_starts:
             tn = np.asarray(s.task_node, np.int64)
             counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
@@ -296,10 +298,10 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
                 skipped[s.name] = f"not on the available nodes with at most {tpn} task(s) per node"
                 continue
             key = tuple(tn.tolist())
-            if key in seen:
-                skipped[s.name] = "the same mapping as another start"
+            if key in seen:  # named, so that a summary can count that start as this placement
+                skipped[s.name] = f"the same mapping as {seen[key]!r}"
                 continue
-            seen.add(key)
+            seen[key] = s.name
             first.append(s)
         starts = first + list(starts)
     starts = mine + list(starts)
