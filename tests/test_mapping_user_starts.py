@@ -24,6 +24,7 @@ from evaluator.traffic import random_pairs
 from helpers import TOL
 
 REL = TOL["rel"]
+SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # a printed time's unit in seconds
 TORUS = ["topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=random_pairs", "traffic.n_tasks=32"]
 
 
@@ -105,7 +106,7 @@ def test_start_name_is_built_as_configured(capsys):
     point = config.build(config.to_object(config.compose([*TORUS, "placement=alps"])))
     t = _time(point.topology, point.traffic, point.routing, point.placement.task_node)
     shown = rows[2].split()[-4:-2]  # "750.0 us"
-    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[shown[1]]
+    scale = SECONDS[shown[1]]
     assert float(shown[0]) * scale == pytest.approx(t, rel=1e-3)
     assert not any(r.startswith("alps (as configured)") for r in rows)
     assert "skipped alps (as configured): the same mapping as 'alps (--start, as configured)'" in out
@@ -228,8 +229,7 @@ def test_a_configured_placement_that_repeats_a_start_counts_as_named(capsys):
                                    "fragmented (as configured)": "does not apply"})
     assert _named_times(res) == {"random (as configured)": 3.0, "linear": 2.0}
     # the printed table: the summary's best named placement is the fastest configured placement or its repeat
-    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-    table = {m.group(1): float(m.group(2)) * scale[m.group(3)] for m in
+    table = {m.group(1): float(m.group(2)) * SECONDS[m.group(3)] for m in
              (re.match(r"^(\S.*?)\s{2,}([\d.]+) (s|ms|us|ns)\s+[\d.]+ %$", r) for r in out.splitlines()) if m}
     named = {n: t for n, t in table.items() if "as configured" in n or n == "linear"}
     assert "linear" in named and len(named) >= 2
