@@ -259,6 +259,21 @@ def test_bad_requests_are_config_errors(job, field):
         assert e.value.field == field and f"{field} = " in str(e.value)
 
 
+def test_a_request_checked_on_one_machine_is_checked_again_on_another():
+    """check_request remembers a request it passed, per machine size (a schedule asks about the same requests
+    again and again): on a machine of another size the request is checked again, and refused where it never fits."""
+    job = J(1, 12)
+    assert build_policy("grap", 4, 8).fits(job)         # 32 nodes: it fits (and is marked)
+    for name in KINDS:
+        with pytest.raises(ConfigError, match="job.nodes = 12"):
+            build_policy(name, 1, 8).allocate(job)       # 8 nodes: never
+    listed = JobRequest(2, 12, "custom", [6, 6])        # mutable requirements: checked every time, never marked
+    build_policy("grap", 4, 8).fits(listed)
+    listed.requirements[0] = 9
+    with pytest.raises(ConfigError, match="job.requirements"):
+        build_policy("grap", 4, 8).fits(listed)
+
+
 def test_unknown_policy_and_parameter():
     with pytest.raises(ConfigError, match="policy = 'fcfs'"):
         build_policy("fcfs", 4, 8)

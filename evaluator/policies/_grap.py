@@ -156,10 +156,9 @@ class Grap(AllocationPolicy):
         plan = self._plan(job)
         if plan is None:
             return None
-        take = np.zeros(self.groups, dtype=np.int64)
-        for g, c in plan:
-            take[g] = c
-        return self.first_idle(take), True            # the lowest idle nodes of each group, ascending
+        gs, tk = np.array(plan, dtype=np.int64).reshape(-1, 2).T
+        order = np.argsort(gs)
+        return self.first_idle_of(gs[order], tk[order]), True  # the lowest idle nodes of each group, ascending
 
     def _fits(self, job: JobRequest) -> bool:
         if job.nodes <= self.nodes_per_group:
