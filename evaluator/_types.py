@@ -66,7 +66,9 @@ AXIS_MEANINGS: dict[str, str] = {
     "tier": "fat-tree switch tiers", "pair": "communicating (router) pairs", "path": "paths of a pair",
     "phase": "phases of an exchange", "slot": "task slots of the mapping search (tasks_per_node per node)",
     "metric": "metrics of a point", "job_node": "nodes of one job", "job": "jobs", "run": "runs of a schedule",
-    "idle": "idle nodes or groups a policy chooses from", "host_router": "routers of a host topology",
+    "idle": "idle nodes or groups a policy chooses from",
+    "taker": "the groups a job takes nodes from (ascending, a subset of a policy's groups)",
+    "host_router": "routers of a host topology",
     "port": "optical circuit switch ports", "coord": "a router's coordinates", "shape": "one shape's entries",
     "entry": "entries of a sparse table or a pair list", "hop": "hops of a path", "move": "moves of the mapping "
     "search", "row": "rows of a matrix or a block", "segment": "segments of a segmented reduction", "cell": "cells "
