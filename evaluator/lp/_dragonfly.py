@@ -203,50 +203,65 @@ def adaptive_classes(topo: DragonflyTopology, demand: RouterDemand, router: bool
     np.add.at(out, (Gs[inter], Gd[inter], rs[inter]), demand.nbytes[inter])
     np.add.at(inn, (Gs[inter], Gd[inter], rd[inter]), demand.nbytes[inter])
     GG = out.sum(2)
-    off = ~np.eye(a, dtype=bool)
-    uni = np.full(a, 1.0 / a)  # the intermediate router of a router-level class, uniform in its group
-
-    def local(G, w_from, w_to):
-        return ll[G][off], np.outer(w_from, w_to)[off]
-
-    def detour(G, w_from, w_to):
-        """Two local hops in group ``G`` through a uniform router: ``w_from -> x`` then ``x -> w_to`` (one
-        part: the two hops' fractions add on a link both use)."""
-        return ll[G][off], (np.outer(w_from, uni) + np.outer(uni, w_to))[off]
-
-    def glob(G, H):
-        return gl[G, H], np.full(m, 1.0 / m)
-
-    rows, cols, vals, pair, classes = [], [], [], [], []
     S_, D_ = np.nonzero(GG > 0)
-    for q, (S, D) in enumerate(zip(S_.tolist(), D_.tolist())):
-        ou, iu = out[S, D] / GG[S, D], inn[S, D] / GG[S, D]
-        routes = [(-1, "minimal", [local(S, ou, own[S, D]), glob(S, D), local(D, own[D, S], iu)])]
-        for I in range(g):
-            if I != S and I != D:
-                routes.append((I, "group", [local(S, ou, own[S, I]), glob(S, I), local(I, own[I, S], own[I, D]),
-                                            glob(I, D), local(D, own[D, I], iu)]))
-        for I in range(g) if router else ():
-            if I == D:
-                routes.append((I, "router", [local(S, ou, own[S, D]), glob(S, D), detour(D, own[D, S], iu)]))
-            elif I != S:
-                routes.append((I, "router", [local(S, ou, own[S, I]), glob(S, I), detour(I, own[I, S], own[I, D]),
-                                             glob(I, D), local(D, own[D, I], iu)]))
-        for I, kind, parts in routes:
-            k = len(classes)
-            classes.append((S, D, I, kind))
-            pair.append(q)
-            for links, w in parts:
-                nz = w > 0
-                rows.append(links[nz])
-                vals.append(w[nz])
-                cols.append(np.full(int(nz.sum()), k))
+    P = S_.size
+    per = (g - 1) * (2 if router else 1)  # classes per pair: minimal, g - 2 group-level, g - 1 router-level
+    classes = [(S, D, I, kind) for S, D in zip(S_.tolist(), D_.tolist())
+               for I, kind in [(-1, "minimal")] + [(I, "group") for I in range(g) if I != S and I != D]
+               + ([(I, "router") for I in range(g) if I != S] if router else [])]
+    ii, jj = np.nonzero(~np.eye(a, dtype=bool))  # the off-diagonal (from, to) router pairs of a group
+    LL = ll[:, ii, jj]                               # [G, a (a - 1)]: their local links
+
+    def local(G, w_from, w_to):  # one local hop from the routers w_from to the routers w_to: [..., a (a - 1)]
+        return LL[G], w_from[..., ii] * w_to[..., jj]
+
+    def detour(G, w_from, w_to):  # w_from -> x -> w_to, x uniform in G (the two hops' fractions add on a link)
+        return LL[G], w_from[..., ii] * (1.0 / a) + (1.0 / a) * w_to[..., jj]
+
+    def glob(G, H):  # the m parallel global links of G -> H, 1 / m each
+        links = gl[G, H]
+        return links, np.full(links.shape, 1.0 / m)
+
+    parts = []  # (column of each class [n], [(links [n, e], fractions [n, e]), ...])
+    per_chunk = max(1, 4_000_000 // max(1, per * (a * a + 2 * m)))  # bounds the dense intermediates
+    for lo in range(0, P, per_chunk):
+        q = np.arange(lo, min(P, lo + per_chunk))
+        S, D = S_[q], D_[q]
+        ou, iu = out[S, D] / GG[S, D, None], inn[S, D] / GG[S, D, None]
+        base = q * per
+        parts.append((base, [local(S, ou, own[S, D]), glob(S, D), local(D, own[D, S], iu)]))
+        Ik = np.arange(g)[None, :]
+        Q, I = np.nonzero((Ik != S[:, None]) & (Ik != D[:, None]))  # pair-major, I ascending: the class order
+        Sq, Dq = S[Q], D[Q]
+        parts.append((base[Q] + 1 + I - (I > Sq) - (I > Dq),
+                      [local(Sq, ou[Q], own[Sq, I]), glob(Sq, I), local(I, own[I, Sq], own[I, Dq]), glob(I, Dq),
+                       local(Dq, own[Dq, I], iu[Q])]))
+        if router:
+            Q, I = np.nonzero(Ik != S[:, None])
+            Sq, Dq = S[Q], D[Q]
+            col = base[Q] + (g - 1) + I - (I > Sq)
+            at_d = I == Dq
+            x, y = Q[at_d], Dq[at_d]
+            parts.append((col[at_d], [local(Sq[at_d], ou[x], own[Sq[at_d], y]), glob(Sq[at_d], y),
+                                      detour(y, own[y, Sq[at_d]], iu[x])]))
+            x, Ir, Sr, Dr = Q[~at_d], I[~at_d], Sq[~at_d], Dq[~at_d]
+            parts.append((col[~at_d], [local(Sr, ou[x], own[Sr, Ir]), glob(Sr, Ir),
+                                       detour(Ir, own[Ir, Sr], own[Ir, Dr]), glob(Ir, Dr), local(Dr, own[Dr, Ir], iu[x])]))
+    rows, cols, vals = [], [], []
+    for col, pieces in parts:
+        for links, w in pieces:
+            nz = w > 0
+            rows.append(links[nz])
+            vals.append(w[nz])
+            cols.append(np.broadcast_to(col[:, None], w.shape)[nz])
+    pair = np.repeat(np.arange(P, dtype=np.int64), per)
     K = len(classes)
     if K:
-        inc = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(L, K))
+        inc = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols).astype(np.int64))),
+                            shape=(L, K))
     else:
         inc = sp.csr_matrix((L, 0))
-    return inc, np.asarray(pair, np.int64), GG[S_, D_], fixed, classes
+    return inc, pair, GG[S_, D_], fixed, classes
 
 
 def dragonfly_adaptive_bound(topology: Topology, demand: RouterDemand, solver: str = "highs",
