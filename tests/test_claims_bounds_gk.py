@@ -2,7 +2,8 @@
 value, the Yen-over-DOR and 4-dimension-orders-over-DOR gains of the bench, the 8,192-node edge LP's memory estimate,
 the method's defaults, the memory shares above which LPs are refused or columns stop, and the small instances
 (tests/claims.py). About 40 s: the plain 2,000 steps (about 30 s) and 300 steps are the slow part, then the small
-instances (2 s). Not rerun: the 8,192-node instance's tightened bounds (397 s)."""
+instances (2 s). The 8,192-node instance's tightened bounds (397 s, most of it HiGHS): certified from the run's
+stored last round (tests/lp_certificates.py)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,19 @@ def test_edge_lp_memory_estimate_8192_nodes():
     assert size["sources"] == 512
     check_stated(DOC, r"would need about ([0-9]+) GB\)", size["bytes"] / 1e9, command=BENCH)
     assert round(size["nnz"] / 1e6) == int(stated(DOC, r"its edge LP, ([0-9]+) million nonzeros")[0])
+
+
+def test_tightened_bounds_8192_nodes():
+    """'50 steps and 2 rounds, both bounds 78.125 /s (certified gap 3e-10)': the run's last round, stored
+    (:func:`tests.lp_certificates.gk_certified`), gives both bounds again here: its flow over the stored paths
+    (each checked to join its pair) made feasible, and the dual bound of its lengths on the full graph."""
+    from tests.lp_certificates import bounds_gk_8192_instance, gk_certified
+
+    z, z_upper = gk_certified("bounds-gk-8192", 0, *bounds_gk_8192_instance())
+    assert 0 < z and z_upper / z - 1 < 1e-9, (z, z_upper)
+    head = r"50 steps and 2\s+rounds, both bounds "
+    for value in (z, z_upper):
+        check_stated(DOC, head + r"([0-9.]+) /s", value, command="python -m tests.lp_certificates bounds-gk-8192")
 
 
 def test_defaults_and_the_bytes_per_nonzero():
