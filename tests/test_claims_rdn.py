@@ -2,7 +2,7 @@
 
 Every figure that depends on the TDN's random mapping is stated as the mean over the study's seeds, then
 ``[min, max]`` over them; each of the three is checked. The study on DF(4, 8, 4, 32) takes about 20 minutes of CPU,
-almost all of it 40 adaptive-bound LPs: it is rerun here whole except for the solver, whose stored solutions
+almost all of it 30 adaptive-bound LPs: it is rerun here whole except for the solver, whose stored solutions
 (:mod:`tests.lp_certificates`) the library certifies on the LPs it builds now (a feasible routing and weak duality:
 each bound pinned to 1e-6, or the test fails and names the command that regenerates them).
 The shrunken variant docs/rdn.md states with its own command, DF(2, 4, 2, 8) (stencil and all-to-all, 2, 4 and 8
@@ -59,7 +59,7 @@ def neighbouring():
 @pytest.fixture(scope="module")
 @once
 def df4():
-    """DF(4, 8, 4, 32)'s stencil at 16 and 32 groups, the stated command's draws and bounds, its 40 LPs replayed
+    """DF(4, 8, 4, 32)'s stencil at 16 and 32 groups, the stated command's draws and bounds, its 30 LPs replayed
     from their stored solutions and certified (:func:`tests.lp_certificates.replayed`)."""
     from tests.lp_certificates import rdn_df4_study, replayed
 
