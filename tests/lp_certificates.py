@@ -58,6 +58,13 @@ def _sparse(v) -> tuple[np.ndarray, np.ndarray]:
     return nz.astype(np.int32), v[nz]
 
 
+def _save(where: Path, name: str, rows: list[dict]) -> None:
+    """Store the recorded rows as ``{key}_{row}`` arrays of ``where/name.npz``, with their count ``n``."""
+    where.mkdir(parents=True, exist_ok=True)
+    arrays = {f"{k}_{i}": v for i, r in enumerate(rows) for k, v in r.items()}
+    np.savez_compressed(where / f"{name}.npz", n=np.array(len(rows)), **arrays)
+
+
 @contextlib.contextmanager
 def recorded(name: str, where: Path = DATA):
     """Solve every LP with HiGHS as usual and store its solution under ``name`` (in ``where``) when the block ends
@@ -83,9 +90,7 @@ def recorded(name: str, where: Path = DATA):
         yield rows
     finally:
         solvers.solve_highs = real
-    where.mkdir(parents=True, exist_ok=True)
-    arrays = {f"{k}_{i}": v for i, r in enumerate(rows) for k, v in r.items()}
-    np.savez_compressed(where / f"{name}.npz", n=np.array(len(rows)), **arrays)
+    _save(where, name, rows)
 
 
 @contextlib.contextmanager
@@ -231,9 +236,7 @@ def gk_recorded(name: str, where: Path = DATA):
         yield rows
     finally:
         flow.garg_konemann, flow._restricted, solvers.solve_highs = real_gk, real_restricted, real_solve
-    where.mkdir(parents=True, exist_ok=True)
-    arrays = {f"{k}_{i}": v for i, r in enumerate(rows) for k, v in r.items()}
-    np.savez_compressed(where / f"{name}.npz", n=np.array(len(rows)), **arrays)
+    _save(where, name, rows)
 
 
 def _lengths(row, topology) -> np.ndarray:
