@@ -142,12 +142,17 @@ def test_compact_moves_score_as_the_fixed_width_moves(phases, k):
     assert all(v < compact._compact_full(k, L) for (k, L), v in compact._compact_sizes.items())
 
 
-@pytest.mark.parametrize("phases,k", [(1, 1), (2, 2)])
-def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, monkeypatch):
+@pytest.mark.parametrize("phases,k,prefix", [(1, 1, 32), (2, 2, 32), (1, 1, 1), (2, 1, 1)])
+def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, prefix, monkeypatch):
     """A short compact listing scored sparsely (its links' new times, the untouched maximum from the batch's top
-    list, the norm by its links' terms) gives the dense pass's times exactly and its norms up to rounding, for
-    every move, overflowing ones included (rescored with the full listing)."""
+    list, the norm by its links' terms; move after move on buffers each move leaves as it found them) gives the
+    dense pass's times exactly and its norms up to rounding, for every move, overflowing ones included (rescored
+    with the full listing). ``prefix`` 1: the top list's head is the busiest link alone, which many moves touch,
+    so the whole list is read (the fallback of ``first_untouched``)."""
+    import evaluator.mapping._move_scores as move_scores
     import evaluator.mapping._moves as moves
+
+    monkeypatch.setattr(move_scores, "TOP_PREFIX", prefix)
 
     t = torus([8, 4, 4])  # 768 router links
     tr = _flows(60, 240, 1) if phases == 1 else phased([_flows(60, 200, 2), _flows(60, 150, 3, 1e4, 1e5)])
@@ -173,3 +178,24 @@ def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, monkey
         np.testing.assert_array_equal(got_t, want_t)
         np.testing.assert_allclose(got_q, want_q, rtol=1e-12)
     assert True in traced  # some calls compiled the sparse update
+
+
+@pytest.mark.parametrize("prefix", [1, 2, 5])
+def test_first_untouched_reads_past_a_touched_head(prefix, monkeypatch):
+    """The largest untouched time of a sparsely scored move: the first top-list entry whose link the move leaves as
+    it was, read from the list's head and, where the move touches the whole head, from the rest (random lists
+    against a direct maximum)."""
+    import evaluator.mapping._move_scores as move_scores
+
+    monkeypatch.setattr(move_scores, "TOP_PREFIX", prefix)
+    rng = np.random.default_rng(prefix)
+    fallbacks = 0
+    for _ in range(40):
+        delta = np.where(rng.random(12) < 0.6, rng.normal(size=12), 0.0)
+        top_i = rng.permutation(12)[:8]
+        top_v = np.sort(rng.random(8))[::-1]
+        want = max((v for v, i in zip(top_v, top_i) if delta[i] == 0.0), default=-np.inf)
+        got = move_scores.first_untouched(lambda i: jnp.asarray(delta)[i], jnp.asarray(top_v), jnp.asarray(top_i))
+        assert float(got) == want
+        fallbacks += bool((delta[top_i[:prefix]] != 0.0).all())
+    assert fallbacks >= 5  # the head touched whole: the rest of the list was read

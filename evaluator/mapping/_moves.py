@@ -36,6 +36,7 @@ from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
 from ._move_calls import BUCKET_CHUNK, MoveCalls, cpu_workers
+from ._move_scores import Q_NORM, SparseMoves, phase_scores
 from ..kernel import PointInputs, point_link_loads
 from ..routing import require_linear
 from ..routing.base import NODE_ENDPOINT
@@ -43,9 +44,6 @@ from ..topology import Topology
 
 __all__ = ["Q_NORM", "FlowTable", "flow_table", "MoveEvaluator", "BUCKET_QUANTILES", "BUCKET_RATIO",
            "BUCKET_CHUNK"]
-
-Q_NORM = 16
-"""Exponent of the secondary score (the ``q``-norm of the link times of every phase)."""
 
 BUCKET_QUANTILES = (0.9, 0.99)
 """Degree buckets of the flow table: for each quantile, the tasks' degree there (rounded up to a power of two) is
@@ -144,7 +142,7 @@ def flow_table(traffic, n_slots: int) -> FlowTable:
                      _bucket_widths(deg, min(int(traffic.n_tasks), n_slots), width))
 
 
-class MoveEvaluator(MoveCalls):
+class MoveEvaluator(MoveCalls, SparseMoves):
     """Scores of candidate moves of one (topology, routing, traffic, slots), on the device.
 
     ``slot_node``: the node of every slot. :meth:`loads` gives the link loads
@@ -429,12 +427,6 @@ class MoveEvaluator(MoveCalls):
                 c_links, c_vals, need = self._compact_entries(jnp.concatenate([s0, s1]), jnp.concatenate([d0, d1]),
                                                               w2, size)
                 c_links = jnp.where(c_links >= 0, c_links, n_rl)  # past the end: dropped
-                if sparse:  # each link's last entry carries its new load (the entries a link has: one term)
-                    j = jnp.arange(size, dtype=jnp.int32)
-                    c_at = jnp.minimum(c_links, n_rl - 1)
-                    last = jnp.full(n_rl, -1, jnp.int32).at[c_links].max(j, mode="drop")
-                    c_last = (c_links < n_rl) & (last[c_at] == j)
-                    c_inv = dev["inv_cap"][c_at]
             X = jnp.concatenate([dev["slot_node"][a], dev["slot_node"][b]])  # the nodes whose links may change
             nx = X.shape[0]
             dup = jnp.any((X[:, None] == X[None, :]) & (jnp.arange(nx)[None, :] < jnp.arange(nx)[:, None]), axis=1)
@@ -452,19 +444,6 @@ class MoveEvaluator(MoveCalls):
             cap_x = dev["cap"][links]
 
             def router(p, wp, inv_ref):  # the router links' largest time and norm term of phase p after the move
-                if sparse:  # the moved flows' links only; the rest from the batch's top list and norm sum
-                    r_sum, r_top_v, r_top_i = bs[4:]
-                    delta = jnp.zeros(n_rl, loads.dtype).at[c_links].add(c_vals if P == 1 else c_vals[:, p],
-                                                                         mode="drop")
-                    old = loads[p, c_at]
-                    u_old, u_new = old * c_inv, (old + delta[c_at]) * c_inv  # as the dense pass rounds them
-                    # a link whose load the move leaves as it was (delta 0) keeps its time: the top list's first
-                    # such link is the largest untouched time (the list holds more links than the move touches)
-                    untouched = jnp.where(delta[r_top_i[p]] == 0.0, r_top_v[p], -jnp.inf).max()
-                    t_r = jnp.maximum(jnp.where(c_last, u_new, -jnp.inf).max(), untouched)
-                    q_r = r_sum[p] + jnp.where(c_last, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM,
-                                               0.0).sum()
-                    return t_r, jnp.maximum(q_r, 0.0)
                 if compact:
                     r = loads[p, :n_rl] + jnp.zeros(n_rl, loads.dtype).at[c_links].add(
                         c_vals if P == 1 else c_vals[:, p], mode="drop")
@@ -476,10 +455,7 @@ class MoveEvaluator(MoveCalls):
                 u_r = r * dev["inv_cap"][:n_rl]
                 return u_r.max(), ((u_r * inv_ref) ** Q_NORM).sum()
 
-            def phase(p):
-                wp = jnp.where(ph == p, w, 0.0)
-                inv_ref = 1.0 / ref[p]
-                t_r, q_r = router(p, wp, inv_ref)
+            def nodes(p, wp, inv_ref):  # the node links' largest time and norm term of phase p after the move
                 old_x = loads[p, links]
                 new_x = old_x + node_delta(wp)
                 u_old, u_new = old_x / cap_x, new_x / cap_x
@@ -487,16 +463,26 @@ class MoveEvaluator(MoveCalls):
                 hit = jnp.any(top_i[p][:, None] == links[None, :], axis=1)
                 untouched = jnp.where(hit, -jnp.inf, top_v[p]).max()
                 untouched = jnp.where(hit.all(), top_v[p][-1], untouched)
-                t = jnp.maximum(jnp.maximum(t_r, jnp.where(first, u_new, -jnp.inf).max()), untouched)
                 q_nodes = node_sum[p] + jnp.where(first, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM,
                                                   0.0).sum()
-                q = q_r + jnp.maximum(q_nodes, 0.0)
-                return t, ref[p] * q ** (1.0 / Q_NORM)
+                return jnp.maximum(jnp.where(first, u_new, -jnp.inf).max(), untouched), jnp.maximum(q_nodes, 0.0)
+
+            def phase(p):
+                wp = jnp.where(ph == p, w, 0.0)
+                inv_ref = 1.0 / ref[p]
+                t_n, q_n = nodes(p, wp, inv_ref)
+                if sparse:  # the router links in :meth:`_sparse_finish`, move after move
+                    return t_n, q_n
+                t_r, q_r = router(p, wp, inv_ref)
+                return phase_scores(t_r, q_r, t_n, q_n, ref[p])
 
             if P == 1:
                 t, q = phase(0)
             else:
                 t, q = jax.vmap(phase)(jnp.arange(P, dtype=jnp.int32))
+            if sparse:  # per phase, and the listing
+                return jnp.reshape(t, (P,)), jnp.reshape(q, (P,)), c_links, c_vals.reshape(size, P), need
+            if P > 1:
                 t, q = t.sum(), q.sum()
             return (t, q, need) if compact else (t, q)
 
@@ -550,19 +536,22 @@ class MoveEvaluator(MoveCalls):
         top_v, top_i = jax.lax.top_k(un, min(4 * k + 1, un.shape[1]))
         return ref, node_sum, top_v, top_i + n_rl
 
-    step_choices = (16, 64, 128)
-    """Steps the search tries (and keeps the fastest of) when its budget allows: on 2 CPU cores, DF(4,8,4)
-    minimal runs fastest at 128 (157,000 moves/s against 115,000 at 32), a 2:1 fat tree under D-mod-k at
-    64-128, a 16x8x8 torus under DOR (compact listing) at 128 (:attr:`default_step`)."""
+    step_choices = (16, 32, 64, 128)
+    """Steps the search tries (and keeps the fastest of) when its budget allows (:attr:`default_step` otherwise):
+    which is fastest depends on the machine's caches and on how many threads score at once (:attr:`workers`)."""
 
     @property
     def default_step(self) -> int:
-        """Moves per vmapped step without tuning: about 4 MB of per-move router-link arrays (the loads of every
-        phase), a power of two in [16, 128]; 8 MB with a compact listing (its moves read and write fewer entries:
-        1,024-rank moves on a 16x8x8 torus, 2 quiet cores, 64 -> 128 a step: stencil 95,800 -> 123,700/s, mesh
-        halo 79,600 -> 94,400/s, power law 39,300 -> 45,000/s)."""
+        """Moves per vmapped step without tuning: about 1 MB of per-move router-link arrays (the loads of every
+        phase), a power of two in [16, 128]; 2 MB with a compact listing (its moves read and write fewer
+        entries). A step's arrays are written and read several times a move, so the step that keeps them near
+        the core's own cache runs fastest: 1,024-rank moves, two threads on 2 cores, steps of 32 against 128
+        (the previous default, 4 and 8 MB; medians of 4 interleaved calls of 16,384 moves, 2026-11-30):
+        DF(4,8,4) minimal stencil 197,962 against 99,373/s, power law 101,208 against 62,992/s; 16x8x8 torus
+        under DOR stencil 85,580 against 37,329/s, mesh halo 56,700 against 32,597/s, power law 37,832
+        against 28,870/s; a fat tree's 1,024 router links keep 128."""
         per_move = 8.0 * self.table.n_phases * int(self.topology.n_router_links)
-        budget = 8e6 if self._compact_full(1, None) is not None else 4e6
+        budget = 2e6 if self._compact_full(1, None) is not None else 1e6
         return int(np.clip(2 ** round(np.log2(max(budget / per_move, 1.0))), 16, 128))
 
     def scores(self, slot_task: Int[Array, "slot"], task_node, loads, a: Int[np.ndarray, "move k"],
@@ -698,8 +687,11 @@ class MoveEvaluator(MoveCalls):
 
             def batch(dev, slot_task, task_node, loads, a, b):
                 bs = self._state(dev, loads, k, size)
-                return jax.lax.map(lambda ab: one(dev, bs, slot_task, task_node, loads, ab[0], ab[1]), (a, b),
-                                   batch_size=step)
+                if not self._sparse(size):
+                    return jax.lax.map(lambda ab: one(dev, bs, slot_task, task_node, loads, ab[0], ab[1]), (a, b),
+                                       batch_size=step)
+                return self._sparse_batch(dev, bs, loads, a, b, step,
+                                          lambda x, y: one(dev, bs, slot_task, task_node, loads, x, y))
 
             self._scores[key] = jax.jit(batch)
         return self._scores[key]
@@ -711,10 +703,12 @@ class MoveEvaluator(MoveCalls):
 
 COMPACT_SPARSE = 12
 """A compact listing at least this many times shorter than the router links is scored sparsely (:meth:`MoveEvaluator
-._sparse`): its scatters and gathers cost more than the dense pass they save where the ratio is small (1,024 ranks
-on the 16x8x8 torus, 6,144 router links, listings of 768-1,024 entries: 0.82-0.95x the dense moves/s) and less
-where it is large (4,096-rank mesh halo on 16x16x16, 24,576 links, 1,536 entries: 20,400 -> 27,200 moves/s;
-interleaved A/B in one process, 2 cores)."""
+._sparse`, :class:`~evaluator.mapping._move_scores.SparseMoves`: move after move, each touching its entries only):
+where the ratio is small the dense pass of a well-sized step is faster (1,024 ranks on the 16x8x8 torus, 6,144
+router links, listings of about 1,024 entries, mesh halo, two threads: 57,000 moves/s dense at a step of 32
+against 40,000-45,000 sparse, 2026-11-30), and where it is large the sparse moves are (4,096-rank mesh halo on
+16x16x16, 24,576 links: 25,000 moves/s at the default step against 9,100 for the previous sparse update,
+which still passed a buffer the size of the router links per move; runs back to back, 2 cores, 2026-11-30)."""
 
 COMPACT_MIN = 64
 """Fewest entries of a compact listing (:meth:`MoveEvaluator._resolved`)."""

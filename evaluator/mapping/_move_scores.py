@@ -1,0 +1,101 @@
+"""A move's scores: the norm that breaks ties between equal times, a phase's time and norm from its router and
+node links' parts, and the router links of a move scored sparsely (:class:`SparseMoves`, the part of
+:class:`~evaluator.mapping._moves.MoveEvaluator` that scores a compact listing move after move, touching only the
+links it lists)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["Q_NORM", "TOP_PREFIX", "SparseMoves", "first_untouched", "phase_scores"]
+
+Q_NORM = 16
+"""Exponent of the secondary score (the ``q``-norm of the link times of every phase)."""
+
+TOP_PREFIX = 32
+"""Links of the batch's top list a sparsely scored move reads first for its largest untouched time
+(:func:`first_untouched`); the whole list only where the move touches all of them."""
+
+
+def first_untouched(delta_at, top_v, top_i):
+    """The largest time among links of no change (``delta_at(links)`` 0) from the descending top list ``top_v``
+    (its links ``top_i``; longer than the move's listing, so one is untouched): the first untouched of its first
+    :data:`TOP_PREFIX` entries, else of the whole list."""
+    def among(n):
+        return jnp.where(delta_at(top_i[:n]) == 0.0, top_v[:n], -jnp.inf).max()
+
+    n = min(TOP_PREFIX, top_i.shape[0])
+    head = among(n)
+    if n == top_i.shape[0]:
+        return head
+    return jax.lax.cond(head > -jnp.inf, lambda: head, lambda: among(top_i.shape[0]))
+
+
+def phase_scores(t_r, q_r, t_n, q_n, ref):
+    """One phase's ``(time, norm)`` from its router links' and node links' largest times and norm terms."""
+    return jnp.maximum(t_r, t_n), ref * (q_r + q_n) ** (1.0 / Q_NORM)
+
+
+class SparseMoves:
+    """The part of :class:`~evaluator.mapping._moves.MoveEvaluator` that scores a call's moves sparsely (where its
+    ``_sparse(size)`` says so; its ``table``, ``topology`` and ``_state`` are the evaluator's): the listings and
+    node-link parts of a step's moves vectorised, then each move's router links on buffers the size of the router
+    links that every move leaves as it found them, so that a move costs its listing's entries."""
+
+    def _sparse_batch(self, dev, bs, loads, a, b, step: int, one):
+        """A call's moves scored sparsely: per step of ``step`` moves, their listings and node-link parts
+        (``one``, vmapped), then the router links move after move (:meth:`_sparse_finish`, a scan carrying the
+        buffers it leaves as it found them)."""
+        n_rl, P = int(self.topology.n_router_links), self.table.n_phases
+        bufs = (jnp.zeros((n_rl, P), loads.dtype), jnp.full(n_rl, -1, jnp.int32))
+
+        def chunk(bufs, ab):
+            part = jax.vmap(one)(*ab)
+            return jax.lax.scan(lambda bf, pt: self._sparse_finish(dev, bs, loads, bf, pt), bufs, part)
+
+        n, k = a.shape
+        m = n // step * step
+        outs = []
+        if m:
+            bufs, out = jax.lax.scan(chunk, bufs, (a[:m].reshape(-1, step, k), b[:m].reshape(-1, step, k)))
+            outs.append(tuple(x.reshape(m) for x in out))
+        if m < n:
+            outs.append(chunk(bufs, (a[m:], b[m:]))[1])
+        return tuple(jnp.concatenate(x) for x in zip(*outs)) if len(outs) > 1 else outs[0]
+
+    def _sparse_finish(self, dev, bs, loads, bufs, part):
+        """The scores of ONE move listed compactly and scored sparsely (:meth:`_sparse`), from its node links' part
+        (:meth:`_move_fn`): its entries are added to ``bufs`` (per router link and phase, and the last entry of each
+        link; zero and -1 where no move is being scored), read back at its links and at the batch's top list, and
+        taken off again, so that a move costs its entries, not the router links. Returns ``(bufs, (time, norm,
+        entries needed))``."""
+        P = self.table.n_phases
+        n_rl = int(self.topology.n_router_links)
+        ref, r_sum, r_top_v, r_top_i = bs[0], *bs[4:]
+        delta_b, last_b = bufs
+        t_n, q_n, c_links, c_vals, need = part
+        size = c_links.shape[0]
+        j = jnp.arange(size, dtype=jnp.int32)
+        c_at = jnp.minimum(c_links, n_rl - 1)
+        delta_b = delta_b.at[c_links].add(c_vals, mode="drop")  # in the entries' order: the dense pass's sums
+        last_b = last_b.at[c_links].max(j, mode="drop")
+        c_last = (c_links < n_rl) & (last_b[c_at] == j)  # each link's last entry carries its new load
+        c_inv = dev["inv_cap"][c_at]
+        t_out, q_out = [], []
+        for p in range(P):
+            inv_ref = 1.0 / ref[p]
+            old = loads[p, c_at]
+            u_old, u_new = old * c_inv, (old + delta_b[c_at, p]) * c_inv  # as the dense pass rounds them
+            # a link whose load the move leaves as it was (delta 0) keeps its time: the top list's first such
+            # link is the largest untouched time (the list holds more links than the move touches)
+            untouched = first_untouched(lambda i, p=p: delta_b[i, p], r_top_v[p], r_top_i[p])
+            t_r = jnp.maximum(jnp.where(c_last, u_new, -jnp.inf).max(), untouched)
+            q_r = r_sum[p] + jnp.where(c_last, (u_new * inv_ref) ** Q_NORM - (u_old * inv_ref) ** Q_NORM, 0.0).sum()
+            t, q = phase_scores(t_r, jnp.maximum(q_r, 0.0), t_n[p], q_n[p], ref[p])
+            t_out.append(t)
+            q_out.append(q)
+        delta_b = delta_b.at[c_links].set(0.0, mode="drop")
+        last_b = last_b.at[c_links].set(-1, mode="drop")
+        t, q = (t_out[0], q_out[0]) if P == 1 else (jnp.stack(t_out).sum(), jnp.stack(q_out).sum())
+        return (delta_b, last_b), (t, q, need)
