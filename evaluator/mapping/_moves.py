@@ -536,9 +536,10 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         top_v, top_i = jax.lax.top_k(un, min(4 * k + 1, un.shape[1]))
         return ref, node_sum, top_v, top_i + n_rl
 
-    step_choices = (16, 32, 64, 128)
+    step_choices = (16, 32, 128)
     """Steps the search tries (and keeps the fastest of) when its budget allows (:attr:`default_step` otherwise):
-    which is fastest depends on the machine's caches and on how many threads score at once (:attr:`workers`)."""
+    which is fastest depends on the machine's caches and on how many threads score at once (:attr:`workers`);
+    three, as before 2026-11-30 (each compiles its calls), the new default and the old one among them."""
 
     @property
     def default_step(self) -> int:
