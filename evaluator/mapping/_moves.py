@@ -205,6 +205,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         self.workers = cpu_workers(self._dev["cap"])
         """Threads that score a batch's calls at once (:mod:`._move_calls`): the usable cores, at most
         :data:`~._move_calls.MAX_WORKERS`, on a CPU; 1 on an accelerator (which runs the calls itself)."""
+        self._on_cpu = next(iter(self._dev["cap"].devices())).platform == "cpu"
         self._compact_sizes: dict = {}
         self._compact_needs: dict = {}
         # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
@@ -521,8 +522,10 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         """Whether a move listed compactly in ``size`` entries updates only the router links it lists (a scatter
         of its entries, their new times and norm terms; the largest untouched time from the batch's top list)
         rather than passing over every router link: where the listing is at least :data:`COMPACT_SPARSE` times
-        shorter than the router links."""
-        return size is not None and COMPACT_SPARSE * (size + 1) <= int(self.topology.n_router_links)
+        shorter than the router links, on a CPU (the sparse moves are scored one after another, which an
+        accelerator would run as a long sequence of small steps; there the dense pass scores a step at once)."""
+        return (size is not None and self._on_cpu
+                and COMPACT_SPARSE * (size + 1) <= int(self.topology.n_router_links))
 
     def _node_state(self, dev, loads, k: int):
         """Per phase: the current maximum time (the norm's reference), the norm's sum over the node links, and the
