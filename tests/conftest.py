@@ -46,8 +46,12 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 import evaluator  # noqa: E402,F401  (sets x64 as well)
 from evaluator._jax_cache import enable_compilation_cache  # noqa: E402
+from evaluator._threads import one_core  # noqa: E402
 
 enable_compilation_cache()
+# Each xdist worker holds one of the cores, as a sweep's Ray worker does: XLA:CPU's pool of one thread
+# (evaluator._threads; EVALUATOR_WORKER_THREADS=all keeps JAX's pool).
+one_core()
 
 
 # Modules whose tests run a few large kernels for seconds each (the buyer's study cells at 512-16,384 nodes: dense

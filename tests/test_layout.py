@@ -168,7 +168,7 @@ def test_key_of_another_kind_fails_at_composition(overrides, needles, capsys):
 LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
      "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache",
-     "evaluator._malloc", "evaluator.runs", "evaluator._program_store", "evaluator.latency",
+     "evaluator._malloc", "evaluator._threads", "evaluator.runs", "evaluator._program_store", "evaluator.latency",
      "evaluator._args", "evaluator._threefry"),
     ("evaluator.topology",),
     ("evaluator.lp",),

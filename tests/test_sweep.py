@@ -18,6 +18,7 @@ import xarray as xr
 import evaluator as ev
 from evaluator import cli, config
 from evaluator import placement as P
+from evaluator._threads import is_one_core
 from evaluator import traffic as T
 from evaluator.config import RayConfig
 from evaluator.errors import ConfigCompositionError, ConfigError
@@ -119,10 +120,14 @@ def test_real_ray_two_workers_and_retry_after_killed_worker(tmp_path, monkeypatc
         assert not ray.is_initialized()  # the local Ray the sweep started is stopped once its results are in
     finally:
         ray.shutdown()
-    assert json.loads(open_results(path).attrs["timing_json"])["ray_cpus"] == 2
+    timing = json.loads(open_results(path).attrs["timing_json"])
+    assert timing["ray_cpus"] == 2
+    assert timing["worker_xla_one_core"] is True  # each task held one CPU: a one-thread XLA:CPU pool (_threads)
     assert marker.exists(), "the crash hook did not run in a Ray worker"
     monkeypatch.delenv("EVALUATOR_TEST_CRASH_ONCE")
     ref = run_sweep(ref_plan, NO_RAY, progress=False)
+    # the command's own process keeps JAX's pool: the same numbers either way
+    assert json.loads(open_results(ref).attrs["timing_json"])["worker_xla_one_core"] is is_one_core()
     xr.testing.assert_identical(strip(open_results(path)), strip(open_results(ref)))
 
 

@@ -40,6 +40,7 @@ import xarray as xr
 from .. import io
 from .._jax_cache import apply_in_worker, worker_env
 from .._malloc import tune as tune_malloc
+from .._threads import one_core
 from ..config import RayConfig
 from ..errors import ClusterError
 from . import store
@@ -576,7 +577,7 @@ def _finish(plan: SweepPlan, chunks, manifest, writer, timings: dict, t_start: f
     timings["assemble_s"] = time.perf_counter() - t_w
     timings["wall_s"] = time.perf_counter() - t_start
     timings["driver_peak_rss_mb"] = peak_rss_mb()  # after assembly, the driver's peak
-    ds.attrs["timing_json"] = json.dumps({k: round(v, 4) for k, v in timings.items()})
+    ds.attrs["timing_json"] = json.dumps({k: v if isinstance(v, bool) else round(v, 4) for k, v in timings.items()})
     path = write_results(ds, plan)
     _remove_chunk_files(plan)
     store.clear(plan)
@@ -643,6 +644,9 @@ class _Writer:
             self.timings["bound_s"] = self.timings.get("bound_s", 0.0) + float(res["bound_s"])
         self.timings["worker_peak_rss_mb"] = max(self.timings.get("worker_peak_rss_mb", 0.0),
                                                  float(res.get("peak_rss_mb", 0.0)))
+        # every chunk's worker had a one-thread XLA:CPU pool (evaluator._threads; False in the command's process)
+        self.timings["worker_xla_one_core"] = (self.timings.get("worker_xla_one_core", True)
+                                               and bool(res.get("xla_one_core", False)))
         self.futures[self.pool.submit(self._write, cid, res)] = (cid, res)
         self._collect(block=len(self.futures) > 4 * self.THREADS)
 
@@ -741,6 +745,7 @@ def _remote_chunk(token: str, plan_box: list, batch: list):
     process and driver call (``token``)."""
     import jax
 
+    one_core()  # a task holds one CPU: XLA:CPU's pool of one thread, before anything starts JAX (evaluator._threads)
     jax.config.update("jax_enable_x64", True)
     apply_in_worker()  # the persistent compilation cache, as the driver chose
     tune_malloc()  # large blocks stay in the heap (evaluator._malloc), as in the console command

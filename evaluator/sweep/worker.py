@@ -45,6 +45,7 @@ import numpy as np
 
 from .. import config as C
 from .._types import PointInts
+from .._threads import is_one_core
 from ..errors import ConfigError, reason
 from ..evaluation import BankedPoints, BankPlan, evaluate_groups
 from ..placement import KINDS as PLACEMENTS
@@ -541,6 +542,7 @@ def _prepare(plan: SweepPlan, st: _State, flat: PointInts) -> _Prepared | dict[s
     if C.has_jobs(plan.group_config(tuple(int(v) for v in idx[:, 0]))):  # several jobs: a sweep of one sort
         out = evaluate_jobs_chunk(plan, flat, plan.point_config)
         out["peak_rss_mb"] = peak_rss_mb()
+        out["xla_one_core"] = is_one_core()
         return out
     reasons = _Reasons(n)
     costs = _Costs(n)
@@ -641,6 +643,7 @@ def _finish(plan: SweepPlan, st: _State, p: _Prepared, res: Any) -> dict[str, An
             out["bounds"] = _bounds(plan, st, idx, device, host, out["ok"], out["metrics"]["completion_time"])
             out["bound_s"] = time.perf_counter() - tb
     out["peak_rss_mb"] = peak_rss_mb()
+    out["xla_one_core"] = is_one_core()
     return out
 
 
