@@ -200,7 +200,9 @@ def closest(value: Any, options) -> str | None:
 
 def nearest(value: Any, options) -> str | None:
     """``"Did you mean 'x'?"`` for the option :func:`closest` to a misspelt ``value``; None when none is close."""
-    match = closest(value, options) if isinstance(value, str) else None
+    if not isinstance(value, str) or value in options:  # (a valid value: no difflib on the happy path)
+        return None
+    match = closest(value, options)
     return f"Did you mean {match!r}?" if match else None
 
 

@@ -5,7 +5,8 @@
   compilation reports ``/jax/core/compile/backend_compile_duration``, eager
   ones included) and with the kernels' own jit caches;
 * host-to-device transfers are batched: one explicit transfer per block, and
-  none implicit (``jax.transfer_guard``);
+  none implicit (``jax.transfer_guard``), checked on the accelerators' path (on a
+  CPU a block's NumPy arrays go to the compiled call as they are: same results);
 * results stay on the device until the reduction is done: without
   ``keep_link_load`` the kernels return only the per-point metrics.
 """
@@ -48,6 +49,13 @@ def count_transfers(monkeypatch):
     yield calls
 
 
+@pytest.fixture
+def explicit_blocks(monkeypatch):
+    """The accelerators' path on this CPU: every block put on the device explicitly (:func:`count_transfers`
+    counts them; on a CPU the blocks go to the call as NumPy arrays, a jit cache entry of their own)."""
+    monkeypatch.setattr(EV, "_on_cpu", lambda: False)
+
+
 def _placements(topo, n, seed=0):
     return [P.dragonfly_cartesian(topo, (4, 4, 2), (2, 2, 2), seed=seed + s) for s in range(n)]
 
@@ -72,7 +80,7 @@ def test_padding_points_are_not_evaluated(chunk):
 
 
 @pytest.mark.parametrize("routing", [RT.minimal(), RT.valiant()])
-def test_second_chunk_of_shared_flows_compiles_nothing(routing, monkeypatch):
+def test_second_chunk_of_shared_flows_compiles_nothing(routing, monkeypatch, explicit_blocks):
     topo = T.dragonfly(2, 4, 2, 9)
     traffic = TR.stencil((4, 4, 2), (4, 4, 2), 8.0)
     pls = _placements(topo, 40)
@@ -89,7 +97,7 @@ def test_second_chunk_of_shared_flows_compiles_nothing(routing, monkeypatch):
                                   np.concatenate([first.metrics["completion_time"], second.metrics["completion_time"]]))
 
 
-def test_second_chunk_of_per_point_flows_compiles_nothing(monkeypatch):
+def test_second_chunk_of_per_point_flows_compiles_nothing(monkeypatch, explicit_blocks):
     topo = T.torus((4, 3, 2))
     routing = RT.dor("longest_first")
     rng = np.random.default_rng(0)
@@ -108,7 +116,7 @@ def test_second_chunk_of_per_point_flows_compiles_nothing(monkeypatch):
     assert len(transfers) == 4  # 16 points in blocks of 4: one transfer each (all arrays of a block at once)
 
 
-def test_second_chunk_of_dense_traffic_compiles_nothing(monkeypatch):
+def test_second_chunk_of_dense_traffic_compiles_nothing(monkeypatch, explicit_blocks):
     topo = T.dragonfly(2, 4, 2, 9)
     routing = RT.valiant()
     traffics = [S.all_to_all(int(n), float(n)) for n in np.random.default_rng(1).integers(33, 64, 12)]
@@ -118,6 +126,26 @@ def test_second_chunk_of_dense_traffic_compiles_nothing(monkeypatch):
         evaluate_batch(topo, routing, traffics[4:], pls[4:], chunk_size=4)
     assert compiles == []
     assert len(transfers) == 2
+
+
+def test_cpu_blocks_go_to_the_call_as_host_arrays(monkeypatch):
+    """On a CPU a block's arrays reach the compiled call as NumPy arrays (no ``jax.device_put`` per block), with
+    the results of the explicit path bit for bit; arrays kept for several calls are on the device."""
+    assert jax.default_backend() == "cpu"
+    rows = (np.arange(6, dtype=np.int32).reshape(2, 3), np.int32(2))
+    assert EV.to_device(rows) is rows
+    assert all(isinstance(a, jax.Array) for a in EV.to_device_kept(rows))
+    topo = T.dragonfly(2, 4, 2, 9)
+    traffic = TR.stencil((4, 4, 2), (4, 4, 2), 8.0)
+    pls = _placements(topo, 12, seed=3)
+    for routing in (RT.minimal(), RT.valiant()):
+        host = evaluate_batch(topo, routing, traffic, pls, chunk_size=8, keep_link_load=True)
+        with monkeypatch.context() as m:
+            m.setattr(EV, "_on_cpu", lambda: False)
+            put = evaluate_batch(topo, routing, traffic, pls, chunk_size=8, keep_link_load=True)
+        np.testing.assert_array_equal(host.link_load, put.link_load)
+        for k, v in put.metrics.items():
+            np.testing.assert_array_equal(host.metrics[k], v)
 
 
 def test_results_stay_on_device_until_reduced():
