@@ -1,6 +1,7 @@
-"""The config layer's memos: :func:`evaluator.config.compose` serves a repeated composition from memory, and
-:func:`evaluator.config.register_schemas` stores the schemas once per process. Neither may serve anything stale:
-a result the caller changed, a file edited since, a kind registered since, or an error.
+"""The config layer's memos: :func:`evaluator.config.compose` serves a repeated composition from memory (and, in a
+new process, from disk: :mod:`evaluator.config.hydra.disk_memo`), and :func:`evaluator.config.register_schemas`
+stores the schemas once per process. None may serve anything stale: a result the caller changed, a file edited
+since, a kind registered since (or from outside the package), an entry damaged on disk, or an error.
 
 The references are independent of the memo: the YAML files read with PyYAML, the schemas' dataclass defaults,
 and a composition made with the memo emptied first.
@@ -16,10 +17,26 @@ from omegaconf import OmegaConf
 
 from evaluator import config
 from evaluator.config.hydra import composition as H  # the module whose globals compose() reads (patched below)
+from evaluator.config.hydra import disk_memo as D
 from evaluator.errors import ConfigCompositionError, ConfigError
 from evaluator.io import conf_dir
 from evaluator.traffic import _shift
 from evaluator.traffic.base import TrafficKind
+
+
+@pytest.fixture(autouse=True)
+def no_disk_memo(monkeypatch):
+    """The in-process memo alone (the disk memo, :mod:`evaluator.config.hydra.disk_memo`, off), except where a test
+    points it at a directory of its own (:func:`disk_memo_at`)."""
+    monkeypatch.setattr(D, "memo_dir", lambda: None)
+
+
+@pytest.fixture
+def disk_memo_at(monkeypatch, tmp_path):
+    """The disk memo on, in a fresh directory (returned)."""
+    d = tmp_path / "compose-memo"
+    monkeypatch.setattr(D, "memo_dir", lambda: d)
+    return d
 
 
 @pytest.fixture
@@ -256,3 +273,86 @@ def test_check_assignment_takes_and_refuses_what_the_whole_config_does(key):
             assert got == "ok", (key, value, got)
         else:
             assert isinstance(got, ConfigError) and expected in str(got), (key, value, expected, got)
+
+
+_READ_BACK = r"""
+import json, sys
+from omegaconf import OmegaConf
+from evaluator import config
+from evaluator.config.hydra import composition as H
+if sys.argv[1] == "forbid":  # every composition must come from the disk memo
+    def no_hydra(*a, **k):
+        raise AssertionError("composed by Hydra")
+    H._compose = no_hydra
+out = []
+for overrides, name in ((["routing=valiant", "placement.seed=3"], "config"),
+                        (["sweeps=dragonfly_nne_placement"], "sweep")):
+    cfg = config.compose(overrides, name)
+    obj = config.to_object(cfg)
+    out.append([OmegaConf.to_container(cfg), type(obj.routing).__name__, OmegaConf.is_struct(cfg),
+                OmegaConf.get_type(cfg.routing).__name__])
+print(json.dumps(out))
+"""
+
+
+def test_a_composition_is_read_back_from_disk_in_a_new_process(tmp_path):
+    """A first process composes and stores; a second one, with Hydra's composition made to fail, gets the same
+    configs (contents, struct flag, schema types) from disk; both equal a composition made here without either
+    memo."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "EVALUATOR_COMPILATION_CACHE": str(tmp_path / "cc")}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    runs = [subprocess.run([sys.executable, "-c", _READ_BACK, mode], env=env, capture_output=True,
+                           text=True, cwd=tmp_path) for mode in ("store", "forbid")]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-3000:]
+    first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
+    assert first == second
+    assert len(list((tmp_path / "cc" / D.SUBDIR).glob("*.pkl"))) >= 2
+    assert first[0][0] == _fresh(["routing=valiant", "placement.seed=3"])
+    assert first[0][1:] == ["ValiantConfig", True, "ValiantConfig"]
+    assert first[1][0] == _fresh(["sweeps=dragonfly_nne_placement"], "sweep")
+
+
+def test_the_disk_memo_serves_nothing_stale(tmp_path, monkeypatch, disk_memo_at, hydra_calls, my_shift):
+    d = tmp_path / "studies"
+    (d / "routing").mkdir(parents=True)
+    (d / "routing" / "my_k.yaml").write_text(MY_K)
+
+    def k_of():
+        H._clear_compose_cache()  # as a new process: the in-process memo empty
+        return config.compose(["routing=my_k"], search_path=[str(d)]).routing.k
+
+    assert k_of() == 3 and len(hydra_calls) == 1
+    assert k_of() == 3 and len(hydra_calls) == 1  # from disk
+    (d / "routing" / "my_k.yaml").write_text(MY_K.replace("k: 3", "k: 5"))  # edited: another key
+    assert k_of() == 5 and len(hydra_calls) == 2
+    for entry in disk_memo_at.glob("*.pkl"):  # damaged entries: composed afresh, the same result
+        entry.write_bytes(b"not a pickle")
+    assert k_of() == 5 and len(hydra_calls) == 3
+    assert k_of() == 5 and len(hydra_calls) == 3  # (stored again)
+    # a kind registered from outside the package: the package's source hash does not cover its schema
+    my_shift()
+    n = len(list(disk_memo_at.glob("*.pkl")))
+    overrides = ["traffic=my_shift", "topology=torus", "routing=dor", "placement=linear"]
+    for _ in range(2):
+        H._clear_compose_cache()
+        assert config.to_object(config.compose(overrides)).traffic == MyShiftConfig()
+    assert len(hydra_calls) == 5 and len(list(disk_memo_at.glob("*.pkl"))) == n
+
+
+def test_the_disk_memo_follows_the_compilation_cache_setting(tmp_path, monkeypatch):
+    monkeypatch.undo()  # this module's own switch off, to read the real setting
+    monkeypatch.setenv("EVALUATOR_COMPILATION_CACHE", "0")
+    assert D.memo_dir() is None and not D.save("k", {"a": 1}) and D.load("k") is None
+    monkeypatch.setenv("EVALUATOR_COMPILATION_CACHE", str(tmp_path / "cc"))
+    assert D.memo_dir() == tmp_path / "cc" / D.SUBDIR
+    assert D.save("k", {"a": 1}) and D.load("k") == {"a": 1}
+    monkeypatch.setattr(D, "MAX_ENTRIES", 3)
+    for i in range(5):
+        assert D.save(f"e{i}", i)
+    assert len(list(D.memo_dir().glob("*.pkl"))) == 3

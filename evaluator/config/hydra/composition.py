@@ -4,7 +4,7 @@
   (:func:`group_options`);
 * composition (:func:`compose`), with its memo: a composition keyed by what it reads (:func:`_compose_key`:
   the overrides, the ConfigStore, a digest of every config file it may read), at most :data:`_COMPOSED_MAX`
-  kept;
+  kept, and across processes on disk (:mod:`.disk_memo`);
 * typed conversion and text (:func:`to_object`, :func:`compose_object`, :func:`to_yaml`);
 * Hydra/OmegaConf errors made one line (:class:`~evaluator.errors.ConfigCompositionError`) and overrides made
   one line (:func:`one_line`).
@@ -26,6 +26,7 @@ from ...errors import ConfigCompositionError
 from ...io import conf_dir, repo_dir
 from ..keys import check_keys
 from ..schemas import FAMILIES, GROUPS, EvalConfig
+from . import disk_memo
 
 __all__ = ["register_schemas", "group_options", "compose", "one_line", "to_object", "compose_object", "to_yaml"]
 
@@ -330,7 +331,8 @@ def compose(overrides: Sequence[str], config_name: str = "config", search_path: 
 
     The same composition again (same overrides, config name, search path, ConfigStore and contents of every
     file it may read) is a copy of the last one's result (at most :data:`_COMPOSED_MAX` kept): the caller may
-    change what it gets. Errors are raised afresh every time."""
+    change what it gets; a new process reads it from disk where an earlier one stored it (:mod:`.disk_memo`).
+    Errors are raised afresh every time."""
     overrides = one_line(overrides)
     from hydra.core.global_hydra import GlobalHydra
 
@@ -340,12 +342,33 @@ def compose(overrides: Sequence[str], config_name: str = "config", search_path: 
         _COMPOSED.move_to_end(key)
         GlobalHydra.instance().clear()  # as a composition leaves it
         return copy.deepcopy(_COMPOSED[key])
-    cfg = _compose(overrides, config_name, search_path)
+    disk = disk_memo.disk_key(key) if key is not None and _store_is_ours() else None
+    cfg = None if disk is None else disk_memo.load(disk)
+    fresh = cfg is None
+    if fresh:
+        cfg = _compose(overrides, config_name, search_path)
+    else:
+        GlobalHydra.instance().clear()  # as a composition leaves it
     if key is not None and key == _compose_key(overrides, config_name, search_path):  # nothing changed meanwhile
         _COMPOSED[key] = copy.deepcopy(cfg)
         while len(_COMPOSED) > _COMPOSED_MAX:
             _COMPOSED.popitem(last=False)
+        if disk is not None and fresh:
+            disk_memo.save(disk, cfg)
     return cfg
+
+
+_HYDRA_OWN = frozenset({"_dummy_empty_config_.yaml"})
+"""ConfigStore entries Hydra stores itself (outside its ``hydra/`` group)."""
+
+
+def _store_is_ours() -> bool:
+    """Whether Hydra's ConfigStore holds only what :func:`register_schemas` stored, every schema a class of this
+    package (so that the package's source hash covers it: :mod:`.disk_memo`)."""
+    ours = {id(node) for _, _, node in _REGISTERED["nodes"] if node is not None}
+    return (all(i in ours or path in _HYDRA_OWN for path, i in _store_signature())
+            and all(str(getattr(k.schema, "__module__", "")).split(".")[0] == "evaluator"
+                    for kinds in FAMILIES.values() for k in kinds.values()))
 
 
 def _compose(overrides: list, config_name: str, search_path: Sequence[str]):
