@@ -25,8 +25,8 @@ from ..placement import Placement
 from ..traffic import Traffic
 
 __all__ = ["bucket_size", "STEP_BYTES", "BLOCK_CPU", "block_sizes", "flow_point_bytes", "dense_point_bytes",
-           "to_device", "to_device_kept", "block_slices", "take", "task_nodes", "pad_flows", "FlowBank", "make_bank", "device_flows",
-           "fetch"]
+           "to_device", "to_device_kept", "block_slices", "take", "task_nodes", "pad_flows", "FlowBank", "make_bank",
+           "device_flows", "fetch"]
 
 
 def bucket_size(n: int, minimum: int = 16) -> int:
