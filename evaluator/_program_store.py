@@ -67,8 +67,8 @@ from typing import Any
 OPT_IN = "EVALUATOR_PROGRAM_STORE"
 """Environment variable: ``1`` (or ``on``, ``true``) turns the store on (with the compilation cache)."""
 
-__all__ = ["OPT_IN", "FORMAT", "SUBDIR", "MAX_ENTRIES", "MAX_BYTES", "store_dir", "environment_key", "fingerprint",
-           "entry_key", "load", "save", "pack_executable", "unpack_executable"]
+__all__ = ["OPT_IN", "FORMAT", "SUBDIR", "MAX_ENTRIES", "MAX_BYTES", "store_dir", "source_hash", "environment_key",
+           "fingerprint", "entry_key", "load", "save", "pack_executable", "unpack_executable"]
 
 FORMAT = 1
 """Version of the entries' layout (part of every key)."""
@@ -109,7 +109,7 @@ def store_dir() -> Path | None:
     return Path(base) / SUBDIR
 
 
-def _source_hash() -> str:
+def source_hash() -> str:
     """SHA-256 of the evaluator package's ``.py`` files (relative paths and contents)."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
@@ -139,7 +139,7 @@ def _static_environment() -> str:
     import jaxlib
     import numpy
 
-    return repr((FORMAT, _source_hash(), sys.version, jax.__version__, jaxlib.__version__, numpy.__version__,
+    return repr((FORMAT, source_hash(), sys.version, jax.__version__, jaxlib.__version__, numpy.__version__,
                  _cpu_id()))
 
 

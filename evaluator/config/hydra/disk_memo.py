@@ -57,9 +57,9 @@ def _static() -> str:
     import hydra
     import omegaconf
 
-    from ..._program_store import _source_hash
+    from ..._program_store import source_hash
 
-    return f"{FORMAT}|{_source_hash()}|{sys.version}|{hydra.__version__}|{omegaconf.__version__}"
+    return f"{FORMAT}|{source_hash()}|{sys.version}|{hydra.__version__}|{omegaconf.__version__}"
 
 
 def disk_key(memo_key: tuple) -> str:
