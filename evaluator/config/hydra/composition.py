@@ -342,7 +342,7 @@ def compose(overrides: Sequence[str], config_name: str = "config", search_path: 
         _COMPOSED.move_to_end(key)
         GlobalHydra.instance().clear()  # as a composition leaves it
         return copy.deepcopy(_COMPOSED[key])
-    disk = disk_memo.disk_key(key) if key is not None and _store_is_ours() else None
+    disk = disk_memo.disk_key(key) if key is not None and _store_is_ours(key[5]) else None
     cfg = None if disk is None else disk_memo.load(disk)
     fresh = cfg is None
     if fresh:
@@ -362,11 +362,12 @@ _HYDRA_OWN = frozenset({"_dummy_empty_config_.yaml"})
 """ConfigStore entries Hydra stores itself (outside its ``hydra/`` group)."""
 
 
-def _store_is_ours() -> bool:
-    """Whether Hydra's ConfigStore holds only what :func:`register_schemas` stored, every schema a class of this
-    package (so that the package's source hash covers it: :mod:`.disk_memo`)."""
+def _store_is_ours(signature: tuple) -> bool:
+    """Whether Hydra's ConfigStore (its :func:`_store_signature`, as the memo key holds it) holds only what
+    :func:`register_schemas` stored, every schema a class of this package (so that the package's source hash
+    covers it: :mod:`.disk_memo`)."""
     ours = {id(node) for _, _, node in _REGISTERED["nodes"] if node is not None}
-    return (all(i in ours or path in _HYDRA_OWN for path, i in _store_signature())
+    return (all(i in ours or path in _HYDRA_OWN for path, i in signature)
             and all(str(getattr(k.schema, "__module__", "")).split(".")[0] == "evaluator"
                     for kinds in FAMILIES.values() for k in kinds.values()))
 
