@@ -146,7 +146,9 @@ def test_bucketed_search_gives_the_kernels_time(case):
                                    fixed_counts=tpn > 1, step=ev.default_step)  # no step tuning: no compilations
     finally:
         del ev._scores_with
-    assert ev.levels(1)[0] in calls and ev.levels(1)[1] in calls  # the narrowest level and a wider one used
+    levels = ev.levels(1)
+    bulk = ev._bulk_levels(levels, 1)  # the narrow levels (a narrower one's rest is scored with the next one's)
+    assert set(levels[:bulk]) & set(calls) and set(levels[bulk:]) & set(calls)  # a narrow level and a wider one
     assert None not in calls  # every batch split
     assert np.array_equal(np.sort(best), np.arange(S))  # a permutation of the slots
     task_node = ev.task_node(best)
@@ -197,3 +199,42 @@ def test_threads_score_as_one_worker(case, monkeypatch):
                 for g, x in zip(got, want):
                     np.testing.assert_array_equal(np.asarray(g), x, err_msg=f"{type(ev).__name__} workers={w}")
         ev.workers = _move_calls.cpu_workers(ev._dev["cap"])
+
+
+def test_narrow_levels_and_the_plan_of_calls():
+    """Under DOR's compact listing the narrowest bucket's level is split (NARROW_SPLITS: a move's listing follows
+    its flows), not where a call passes ``fractions`` (a short search) nor without a compact listing; a batch's
+    calls hold every move once, each at a level that holds its tasks' degrees, the narrow levels in calls of
+    one size (a narrower level's rest scored with the next one's), only the last narrow level's short rest in
+    calls of BUCKET_CHUNK."""
+    from evaluator.mapping._move_calls import BUCKET_CHUNK
+    from evaluator.mapping._moves import NARROW_SPLITS
+
+    t, routing, tr, nodes, slot_node, evs, rng = setup("torus-dor-1")
+    ev = evs[0]
+    w = ev.narrow_width
+    for k in (1, 2):
+        split = {int(2 * k * w * f) for f in NARROW_SPLITS}
+        assert split <= set(ev.levels(k)) and not split & set(ev.levels(k, ()))
+        assert ev._bulk_levels(ev.levels(k), k) == 1 + len(split)
+    df = setup("df-minimal-4")[5][0]  # minimal routing on a Dragonfly: no compact listing, no split
+    assert df._bulk_levels(df.levels(1), 1) == 1
+    state = rng.permutation(slot_node.size)
+    deg = ev.table.degree
+    for n in (256, 4096):
+        s = np.array([rng.choice(slot_node.size, 2, replace=False) for _ in range(n)])
+        a, b = s[:, :1], s[:, 1:]
+        levels = ev.levels(1)
+        bulk = ev._bulk_levels(levels, 1)
+        calls = ev._plan_calls(a, b, state, None)
+        moved = np.concatenate([idx for idx, _, _ in calls])
+        np.testing.assert_array_equal(np.sort(moved), np.arange(n))  # every move once
+        need = deg[state[a[:, 0]]] + deg[state[b[:, 0]]]
+        for idx, L, p in calls:
+            assert (need[p] <= L).all() and np.array_equal(p[:idx.size], idx)  # padded with a move of the level
+        narrow = [(idx, L, p) for idx, L, p in calls if L in levels[:bulk]]
+        sizes = sorted({p.size for _, _, p in narrow})
+        assert len(sizes) <= 2 and (len(sizes) == 1 or sizes[0] == BUCKET_CHUNK)
+        padded = sum(p.size - idx.size for idx, _, p in narrow)
+        assert padded < max(sizes)  # one call's padding at most (the last narrow level's)
+        assert len(narrow) <= -(-n // max(sizes)) + max(sizes) // BUCKET_CHUNK

@@ -45,15 +45,28 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="evaluator-moves")
 
 
+def _calls(idx: np.ndarray, level, sizes: list) -> list:
+    """Calls of the moves ``idx`` at ``level``, of ``sizes`` moves each (their sum at least ``idx.size``; the last
+    padded with the first move): ``(moves, level, moves padded)``."""
+    out, lo = [], 0
+    for c in sizes:
+        part = idx[lo:lo + c]
+        out.append((part, level, np.concatenate([part, np.full(c - part.size, idx[0])])))
+        lo += c
+    return out
+
+
 class MoveCalls:
     """The part of :class:`~evaluator.mapping._moves.MoveEvaluator` that turns a batch of moves into device calls and
-    runs them (its ``levels``, ``bucketing``, ``workers``, ``_degree``, ``_call_key``, ``_compact_size`` and
-    ``_scores_with`` are the evaluator's)."""
+    runs them (its ``levels``, ``narrow_width``, ``bucketing``, ``workers``, ``_degree``, ``_call_key``,
+    ``_compact_size`` and ``_scores_with`` are the evaluator's)."""
 
     def _plan_calls(self, a, b, host_state, fractions) -> list[tuple[np.ndarray, int | None, np.ndarray]]:
         """The device calls of ``scores``: ``(moves, level, moves padded to the call's size)``, the padding the
-        part's first move again. With ``host_state``, the moves split by level (the narrowest in calls of a quarter
-        of the batch at least; the others of :data:`BUCKET_CHUNK`); then, while there are fewer calls than
+        part's first move again. With ``host_state``, the moves split by level: the narrow ones (:meth:`_bulk_levels`)
+        in calls of a quarter of the batch between them (at least :data:`BUCKET_CHUNK`), each level's rest scored
+        with the next narrow level's moves and the last one's in calls of :data:`BUCKET_CHUNK` where it is short;
+        the others in calls of :data:`BUCKET_CHUNK` or fewer; then, while there are fewer calls than
         ``workers``, the largest halved (equal halves, padded), so that every worker has one."""
         n = int(a.shape[0])
         every = np.arange(n)
@@ -69,16 +82,28 @@ class MoveCalls:
             else:
                 calls = []
                 chunk = min(n, BUCKET_CHUNK)
-                for i in np.unique(mb):
+                bulk = self._bulk_levels(levels, int(a.shape[1]))
+                c = max(chunk, -(-n // (4 * bulk)))  # the narrow levels' calls: a quarter of the batch between them
+                rest = np.empty(0, np.int64)
+                for i in range(len(levels)):
                     idx = np.flatnonzero(mb == i)
-                    if i == 0:
-                        c = max(chunk, -(-n // 4))
-                    else:  # the wider levels in calls of fewer moves, as many entries a call as the second level's
-                        # (at least 16 moves): a hub's rare moves padded to 128 cost more than every other move
-                        c = min(chunk, max(16, 1 << int(BUCKET_CHUNK * levels[min(1, len(levels) - 1)] // levels[i])
-                                           .bit_length() - 1))
-                    pad = np.concatenate([idx, np.full(-idx.size % c, idx[0])])
-                    calls += [(idx[lo:lo + c], levels[i], pad[lo:lo + c]) for lo in range(0, idx.size, c)]
+                    if i < bulk:  # the narrow levels: most moves, in calls of ``c``
+                        idx = np.concatenate([rest, idx])  # the narrower level's rest (its flows fit this level)
+                        full, r = divmod(idx.size, c)
+                        if i < bulk - 1:  # the rest goes up a level, into its calls, rather than padded
+                            sizes, rest = [c] * full, idx[full * c:]
+                        else:  # a short rest in calls of ``chunk`` rather than padded to a whole call
+                            sizes = [c] * full + ([c] if 2 * r > c else [chunk] * -(-r // chunk))
+                        idx = idx[:sum(sizes)]
+                    elif not idx.size:
+                        continue
+                    else:  # the wider levels in calls of fewer moves, as many entries a call as the first wider
+                        # level's (at least 16 moves): a hub's rare moves padded to 128 cost more than every other move
+                        ref = levels[min(bulk, len(levels) - 1)]
+                        cw = min(chunk, max(16, 1 << int(BUCKET_CHUNK * ref // levels[i]).bit_length() - 1))
+                        sizes = [cw] * -(-idx.size // cw)
+                    if idx.size:
+                        calls += _calls(idx, levels[i], sizes)
         while len(calls) < self.workers:
             # a call whose real moves fill more than half of it (else its second half would be padding only)
             split = [c for c, (idx, _, p) in enumerate(calls) if p.size >= 2 * SPLIT_MIN and idx.size > -(-p.size // 2)]
@@ -90,6 +115,12 @@ class MoveCalls:
             p = np.concatenate([p, np.full(2 * h - p.size, p[0])])
             calls[big:big + 1] = [(idx[:h], L, p[:h]), (idx[h:], L, p[h:])]
         return calls
+
+    def _bulk_levels(self, levels: tuple, k: int) -> int:
+        """How many of ``levels`` (ascending) are narrow, scored in large calls: those up to the narrowest degree
+        bucket's (``2k`` times its width; the levels below it split it, ``NARROW_SPLITS``), else the first."""
+        narrow = self.narrow_width
+        return 1 if narrow is None else max(1, int(np.searchsorted(levels, 2 * k * narrow, side="right")))
 
     def _run_calls(self, calls, state, a, b, step) -> list:
         """The calls' raw results (``_scores_with``), each call's moves ``a[p], b[p]``: dispatched one after the

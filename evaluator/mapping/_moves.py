@@ -43,7 +43,7 @@ from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 
 __all__ = ["Q_NORM", "FlowTable", "flow_table", "MoveEvaluator", "BUCKET_QUANTILES", "BUCKET_RATIO",
-           "BUCKET_CHUNK"]
+           "BUCKET_CHUNK", "NARROW_SPLITS"]
 
 BUCKET_QUANTILES = (0.9, 0.99)
 """Degree buckets of the flow table: for each quantile, the tasks' degree there (rounded up to a power of two) is
@@ -62,6 +62,16 @@ its list's length (1,024-rank mesh halo on a 16x8x8 torus, 2 loaded cores: 16, 3
 move; these levels: 21,600 -> 26,600 moves/s). Where it does not (``apply`` over every link: Dragonfly, fat
 tree), a move costs about the same at any length and the extra calls cost more than they save (DF(4,8,4) mesh
 halo 143,000 -> 121,000 moves/s), so none are added."""
+
+
+NARROW_SPLITS = (0.25, 0.5)
+"""Flow-list levels below the narrowest bucket's (``2k`` times its width), as fractions of it, where the routing
+lists a move's links compactly (``flow_compact``, DOR) and there is a narrow bucket (power law): the compact
+listing's entries, and with them a move's cost, follow its flows, and most moves of such a traffic have far fewer
+flows than the bucket's width (power law on the 16x8x8 torus: tasks' degrees summed over a move, median 8, the
+narrowest bucket's level 32; a call of 4,096 moves at level 8, a listing of 128 entries, 8.5 us a move against
+17.7-21.9 at level 32's 768, one core). Left out, as the levels of :data:`LEVEL_FRACTIONS` are, where a call
+passes ``fractions`` (a short search: fewer compilations)."""
 
 
 @dataclass(frozen=True)
@@ -599,8 +609,13 @@ class MoveEvaluator(MoveCalls, SparseMoves):
             lv.add(wide + (2 * k - 1) * narrow)
         if fractions is None:
             fractions = self.level_fractions
+        op = self.kernel.operator
+        if fractions is None and ws and op.flow_compact is not None:
+            for f in NARROW_SPLITS:  # a compact listing's cost follows its entries: narrow moves listed shorter
+                x = int(2 * k * ws[0] * f)
+                if x >= 2 * k:
+                    lv.add(x)
         if fractions is None:
-            op = self.kernel.operator
             fractions = LEVEL_FRACTIONS if op.flow_links is not None and op.flow_compact is None and not ws else ()
         top = 2 * k * W
         for f in fractions:  # no narrow bucket: levels below the full width (a move's cost ~ its list's length)
