@@ -51,6 +51,12 @@ eigenvalues of the traffic graph's Laplacian ascending, ``o`` the tasks
 per class descending, the largest classes filled first: the smallest such
 sum). Left out above :data:`_EIG_MAX` tasks.
 
+**Weighted hop-bytes with clusters** (``"<weighting> cluster"``, two or more tasks per node). The nodes keep at
+most the bytes that the densest sets of their task counts exchange (:func:`._clusters.max_internal_bytes`: exact
+for sets of up to 4 tasks where the enumeration fits), so at least the rest crosses between nodes, each byte at
+least the smallest ``D_w`` between two available nodes. Ball counting lets every task keep its heaviest partners
+on its node at once; this does not.
+
 A routing that is not linear in the bytes (``Routing.linear`` False: the
 adaptive routings; or one whose unit flows do not add up) is not read off
 its tables: its routes are counted as shortest paths under ``w``, which
@@ -69,6 +75,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ResourceError, check_memory
+from ._clusters import max_internal_bytes
 from ._ports import port_bound, whole_pairs
 
 __all__ = ["MappingBound", "mapping_bound", "endpoint_bound", "task_node_bound"]
@@ -93,6 +100,10 @@ class MappingBound:
     def describe(self, part: str | None = None) -> str:
         """The bound ``part`` (default: the binding one) in words, for the line that prints the bound."""
         part = self.binding if part is None else part
+        if part.endswith(" cluster"):
+            return (_WORDS.get(part[:-8].split(":")[0], part[:-8]).format(cls=part[:-8].partition(":")[2])
+                    .replace("ball counting", "the bytes that leave every node: the traffic less the most that "
+                             "any node's tasks exchange"))
         base, cut = (part[:-4], True) if part.endswith(" cut") else (part, False)
         base, ports = (base[:-6], True) if base.endswith(" ports") else (base, False)
         words = _WORDS.get(base.split(":")[0], base).format(cls=base.partition(":")[2])
@@ -510,6 +521,8 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
     B_in = _partner_bytes(d, s, b, n)
     B_sym = 0.5 * _partner_bytes(np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([b, b]), n)
     lap = _Laplacian(s, d, b, n, notes)
+    # the bytes that leave their node in any mapping: all of them less what the nodes' tasks can exchange at most
+    external = float(b.sum()) - max_internal_bytes(s, d, b, n, tpn, A) if tpn > 1 else 0.0
     if routes is not None:  # per phase (each phase's busiest link), the routes' first and last links
         B_out_ph, B_in_ph, split_out, split_in, c_out, c_in = _port_inputs(
             topology, routes, phases, B_out, B_in, ends_router, node_router[nodes], cap, n)
@@ -536,6 +549,10 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
         cut = _cut_bound(Dn, tpn, n, lap)
         if cut > 0:
             out[f"{name} cut"] = float(cut / denom)
+        if external > 0 and A > 1:  # every byte between two nodes goes at least the shortest distance between two
+            off = Dn[~np.eye(A, dtype=bool)].min()
+            if off > 0:
+                out[f"{name} cluster"] = float(off * external / denom)
         if routes is not None and not w[n_rl:].any():  # router links only: the ports' hops are counted
             ports = max(port_bound(B_out_ph, p_out, _least(Dr[i], split_out), c_out, denom, _WORK),
                         port_bound(B_in_ph, p_in, _least(Dr[i], split_in), c_in, denom, _WORK))
