@@ -140,3 +140,23 @@ def test_the_held_out_four_per_node_stencil_bound(case):
     assert bd.value <= t
     if case == "16x4x4":
         check_stated(DOC, r"against ([0-9.]+) us for the mapping found on the prism", t * 1e6, BOUND_CMD)
+
+
+MAP_CMD = ("evaluator map topology=torus topology.dims=[4,4,4] routing=dor traffic=stencil traffic.alpha=[32,32,32] "
+           "traffic.beta=[8,4,4] save=false --tasks-per-node 4 --nodes 0-31 --iterations 5 --budget 600 --no-progress")
+
+
+def test_a_small_map_is_proved_optimal():
+    """The page's small job (32 tasks of an 8x4x4 stencil, 4 a node on nodes 0-31 of a 4x4x4 torus, DOR): the bound
+    is the cluster part and equals the time of the grid embedding with 4x1x1 tasks a router, so that mapping is
+    optimal; the largest other part (the cut) is the bound of before."""
+    topo = torus((4, 4, 4))
+    tr = stencil([32, 32, 32], [8, 4, 4])
+    bd = mapping_bound(topo, tr, "dor", nodes=np.arange(32), tasks_per_node=4)
+    x, y, z = np.unravel_index(np.arange(128), (8, 4, 4))
+    t = float(evaluate(topo, tr, explicit(topo, np.ravel_multi_index((x // 4, y, z), (4, 4, 4))), "dor")
+              ["completion_time"])
+    assert bd.binding == "network cluster" and bd.value == pytest.approx(t, rel=1e-9)
+    check_stated(DOC, r"ends with `no mapping is below ([0-9.]+) us", bd.value * 1e6, MAP_CMD)
+    check_stated(DOC, r"the bound was ([0-9.]+) us before \(the cut\)",
+                 max(v for k, v in bd.parts.items() if "cluster" not in k) * 1e6, MAP_CMD)
