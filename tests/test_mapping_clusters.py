@@ -160,3 +160,13 @@ def test_a_small_map_is_proved_optimal():
     check_stated(DOC, r"ends with `no mapping is below ([0-9.]+) us", bd.value * 1e6, MAP_CMD)
     check_stated(DOC, r"the bound was ([0-9.]+) us before \(the cut\)",
                  max(v for k, v in bd.parts.items() if "cluster" not in k) * 1e6, MAP_CMD)
+
+
+def test_two_tasks_a_node_can_keep_everything():
+    """Two tasks that only talk to each other, two a node: one node holds both and the time is 0, so every part of
+    the bound is 0 (the internal bytes of pairs were once taken as none, and the cluster part said 250 us)."""
+    tr = from_flows(2, np.array([0, 1]), np.array([1, 0]), np.array([1e6, 1e6]))
+    assert max_internal_bytes(np.array([0, 1]), np.array([1, 0]), np.array([1e6, 1e6]), 2, 2, 4) == 2e6
+    bd = mapping_bound(torus((2, 2)), tr, "dor", nodes=np.arange(4), tasks_per_node=2)
+    assert float(evaluate(torus((2, 2)), tr, explicit(torus((2, 2)), np.array([0, 0])), "dor")["completion_time"]) == 0
+    assert all(v <= 0.0 for v in bd.parts.values()), bd.parts

@@ -147,7 +147,7 @@ def max_internal_bytes(src, dst, b, n: int, k: int, nodes: int, work: float = WO
     W(c_u)`` (:func:`max_cluster_bytes`), which is at most ``n`` times the densest ``W(c) / c`` and at most the
     nodes that hold two tasks or more (``min(nodes, n // 2)``) times the largest ``W(c)``."""
     W = _cluster_bytes(src, dst, b, n, k, work)
-    if len(W) < 3:
+    if max(W) < 2:  # one task a node: none stays
         return 0.0
     dense = max(W[c] / c for c in W if c > 1)
     return min(n * dense, min(int(nodes), int(n) // 2) * max(W.values()))
