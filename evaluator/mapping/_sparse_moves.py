@@ -185,6 +185,9 @@ class SparseMoveEvaluator(MoveEvaluator):
     def _state(self, dev, loads, k: int, size: int | None = None):
         return self._batch_state(dev, loads)
 
+    def _fit_state(self, bs, size: int | None):
+        return bs  # one state for every listing
+
     def _heat_fn(self, dev, task_node, loads, tasks):
         bs = self._batch_state(dev, loads)
         q0 = (bs[1] * bs[2] ** (1.0 / Q_NORM)).sum()
