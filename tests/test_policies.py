@@ -427,3 +427,27 @@ def test_first_idle_and_release_by_counts(name):
     assert (p.idle_per_group == p.nodes_per_group).all() and (q.idle_per_group == p.idle_per_group).all()
     assert p.idle_nodes == q.idle_nodes == p.total_nodes
     assert (p.owner == -1).all() and (q.owner == -1).all()
+
+
+def test_first_idle_of_wholly_idle_groups_among_others():
+    """``first_idle_of`` takes a wholly idle group's first nodes by arithmetic (no read of the node array) and reads
+    the others: the same nodes as the lowest idle ones of each group, whether every taking group is idle, none is,
+    or some are."""
+    rng = np.random.default_rng(5)
+    seen = set()
+    for _ in range(400):
+        G, P = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        p = build_policy("contiguous", G, P)
+        busy = rng.random(G * P) < rng.choice([0.2, 0.7])
+        busy.reshape(G, P)[rng.random(G) < 0.5] = False  # some groups wholly idle
+        p.owner[:] = np.where(busy, 99, -1)
+        p.idle_per_group[:] = (~busy).reshape(G, P).sum(axis=1)
+        take = np.where(rng.random(G) < 0.7, rng.integers(0, P + 1, G), 0)
+        take = np.minimum(take, p.idle_per_group)
+        gs = np.flatnonzero(take)
+        idle = ~busy.reshape(G, P)
+        want = np.flatnonzero((idle & (np.cumsum(idle, axis=1) <= take[:, None])).ravel())
+        np.testing.assert_array_equal(p.first_idle_of(gs, take[gs]), want)
+        free = p.idle_per_group[gs] == P
+        seen.add("none" if not gs.size else "all" if free.all() else "some" if free.any() else "no free")
+    assert seen == {"none", "all", "some", "no free"}

@@ -136,6 +136,18 @@ _FEW_GROUPS = 4
 building an index array for a few); over more, by one indexed update from its cached arrays."""
 
 
+def _runs(starts: Int[np.ndarray, "row"], lengths: Int[np.ndarray, "row"]) -> Int[np.ndarray, "entry"]:
+    """``starts[r], starts[r] + 1, ..., starts[r] + lengths[r] - 1`` for every row ``r``, back to back."""
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+
+
+def _first_of_free(gs: Int[np.ndarray, "taker"], tk: Int[np.ndarray, "taker"], P: int) -> Int[np.ndarray, "idle"]:
+    """The first ``tk[r]`` node ids of each wholly idle group ``gs[r]`` (``P`` nodes a group), back to back: a large
+    job's common case, taken without reading the node array (on 288 groups of 288 nodes, a job of ten free groups
+    read ten rows of 288 owners for them: a third of GRAP's node choices by time in a 20,000-job schedule)."""
+    return np.repeat(gs * P, tk) + _runs(np.zeros(gs.size, dtype=np.int64), tk)
+
+
 def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
@@ -315,11 +327,20 @@ class AllocationPolicy(PolicyBase):
         none; ``tk <= idle_per_group[gs]``): the lowest ``tk[r]`` idle node ids of group ``gs[r]``, ascending,
         without a ``take`` row over every group (GRAP passes its plan)."""
         P = self.nodes_per_group
+        counts = self.idle_per_group[gs]
+        free = counts == P  # a wholly idle group: its first tk[r] nodes, with no read of the node array
+        if free.all():
+            return _first_of_free(gs, tk, P)
+        if free.any():  # wholly idle groups by arithmetic, the others read; each row's nodes at its place
+            out = np.empty(int(tk.sum()), dtype=np.int64)
+            starts = np.cumsum(tk) - tk
+            out[_runs(starts[free], tk[free])] = _first_of_free(gs[free], tk[free], P)
+            out[_runs(starts[~free], tk[~free])] = self.first_idle_of(gs[~free], tk[~free])
+            return out
         owner = self.owner.reshape(self.groups, P)
         idle = owner < 0 if gs.size == self.groups else owner[gs] < 0
         flat = np.flatnonzero(idle)  # the idle nodes of those groups, group by group, ascending
-        counts = self.idle_per_group[gs]
-        if np.array_equal(counts, tk):  # every idle node of each group (whole free groups: a large job's common case)
+        if np.array_equal(counts, tk):  # every idle node of each group
             pick = flat
         else:  # the first tk[r] of row r's idle nodes: row r's start in flat, then a run of tk[r]
             at = np.repeat(np.cumsum(counts) - counts - (np.cumsum(tk) - tk), tk) + np.arange(int(tk.sum()))
