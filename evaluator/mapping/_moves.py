@@ -537,7 +537,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         """The longest compact listing scored sparsely (:meth:`_sparse`), ``None`` where none is: the batch's state
         (:meth:`_batch_state_of`) holds the router links' top list for it, and each call takes a prefix."""
         size = int(self.topology.n_router_links) // COMPACT_SPARSE - 1
-        return size if self._compact_full(1, None) is not None and self._sparse(size) else None
+        return size if size >= 0 and self._compact_full(1, None) is not None and self._sparse(size) else None
 
     def _fit_state(self, bs, size: int | None):
         """The batch's state (:meth:`_batch_state_of`) as a call of listings of ``size`` entries reads it
