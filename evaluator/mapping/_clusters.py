@@ -11,6 +11,8 @@ k-1)`` (any task of a ``k``-set exchanges at most its ``k - 1`` largest partner 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["max_cluster_bytes", "max_internal_bytes", "WORK"]
@@ -60,13 +62,16 @@ class _Pairs:
         """Every task's ``m`` largest partner bytes, summed."""
         if m <= 0 or self.keys.size == 0:
             return np.zeros(self.n)
-        if not hasattr(self, "_cum"):  # each task's partner bytes descending, summed cumulatively
-            owner = np.repeat(np.arange(self.n), self.deg)
-            ws = self.wn[np.lexsort((-self.wn, owner))]
-            cum = np.concatenate([[0.0], np.cumsum(ws)])
-            self._cum = cum[1:] - np.repeat(cum[self.start[:-1]], self.deg)  # less the tasks' before it
         last = self.start[:-1] + np.minimum(m, self.deg) - 1
         return np.where(self.deg > 0, self._cum[np.maximum(last, 0)], 0.0)
+
+    @functools.cached_property
+    def _cum(self) -> np.ndarray:
+        """Each task's partner bytes in descending order, summed cumulatively within the task (CSR order)."""
+        owner = np.repeat(np.arange(self.n), self.deg)
+        ws = self.wn[np.lexsort((-self.wn, owner))]
+        cum = np.concatenate([[0.0], np.cumsum(ws)])
+        return cum[1:] - np.repeat(cum[self.start[:-1]], self.deg)  # less the tasks' before it
 
     def pairs_of(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         return self.nbr[self.start[t]:self.start[t + 1]], self.wn[self.start[t]:self.start[t + 1]]

@@ -40,37 +40,37 @@ def phase_scores(t_r, q_r, t_n, q_n, ref):
 class SparseMoves:
     """The part of :class:`~evaluator.mapping._moves.MoveEvaluator` that scores a call's moves sparsely (where its
     ``_sparse(size)`` says so; its ``table``, ``topology`` and ``_state`` are the evaluator's): the listings and
-    node-link parts of a step's moves vectorised, then each move's router links on buffers the size of the router
-    links that every move leaves as it found them, so that a move costs its listing's entries."""
+    node-link parts of a step's moves vectorised, then each move's router links on a buffer the size of the router
+    links that every move leaves as it found it, so that a move costs its listing's entries."""
 
     def _sparse_batch(self, dev, bs, loads, a, b, step: int, one):
         """A call's moves scored sparsely: per step of ``step`` moves, their listings and node-link parts
         (``one``, vmapped), then the router links move after move (:meth:`_sparse_finish`, a scan carrying the
-        buffers it leaves as it found them)."""
+        buffer each move leaves as it found it)."""
         n_rl, P = int(self.topology.n_router_links), self.table.n_phases
-        bufs = jnp.zeros((n_rl, P), loads.dtype)
+        buf = jnp.zeros((n_rl, P), loads.dtype)
 
-        def chunk(bufs, ab):
+        def chunk(buf, ab):
             part = jax.vmap(one)(*ab)
-            return jax.lax.scan(lambda bf, pt: self._sparse_finish(dev, bs, loads, bf, pt), bufs, part)
+            return jax.lax.scan(lambda bf, pt: self._sparse_finish(dev, bs, loads, bf, pt), buf, part)
 
         n, k = a.shape
         m = n // step * step
         outs = []
         if m:
-            bufs, out = jax.lax.scan(chunk, bufs, (a[:m].reshape(-1, step, k), b[:m].reshape(-1, step, k)))
+            buf, out = jax.lax.scan(chunk, buf, (a[:m].reshape(-1, step, k), b[:m].reshape(-1, step, k)))
             outs.append(tuple(x.reshape(m) for x in out))
         if m < n:
-            outs.append(chunk(bufs, (a[m:], b[m:]))[1])
+            outs.append(chunk(buf, (a[m:], b[m:]))[1])
         return tuple(jnp.concatenate(x) for x in zip(*outs)) if len(outs) > 1 else outs[0]
 
-    def _sparse_finish(self, dev, bs, loads, bufs, part):
+    def _sparse_finish(self, dev, bs, loads, buf, part):
         """The scores of ONE move listed compactly and scored sparsely (:meth:`_sparse`), from its node links' part
-        (:meth:`_move_fn`): its entries are added to ``bufs`` (per router link and phase; zero where no move is being
+        (:meth:`_move_fn`): its entries are added to ``buf`` (per router link and phase; zero where no move is being
         scored), read back at its links and at the batch's top list, and set to zero again, so that a move costs its
         entries, not the router links (three scatters and gathers of its entries: 2026-12-01, one loaded core, the
         power law's moves of 256 entries 17.5 -> 14.8 us against five, which also marked each link's last entry
-        to count its norm term once). Returns ``(bufs, (time, norm, entries needed))``."""
+        to count its norm term once). Returns ``(buf, (time, norm, entries needed))``."""
         P = self.table.n_phases
         n_rl = int(self.topology.n_router_links)
         ref, r_sum, r_top_v, r_top_i = bs[0], *bs[4:]
@@ -79,8 +79,8 @@ class SparseMoves:
         c_on = c_links < n_rl
         # one scatter of the entries' bytes (in the entries' order: the dense pass's sums), one gather back: every
         # entry of a link reads the link's change
-        bufs = bufs.at[c_links].add(c_vals, mode="drop")
-        got = bufs[c_at]
+        buf = buf.at[c_links].add(c_vals, mode="drop")
+        got = buf[c_at]
         c_inv = dev["inv_cap"][c_at]
         t_out, q_out = [], []
         for p in range(P):
@@ -90,7 +90,7 @@ class SparseMoves:
             u_old, u_new = old * c_inv, (old + d) * c_inv  # as the dense pass rounds them
             # a link whose load the move leaves as it was (change 0) keeps its time: the top list's first such
             # link is the largest untouched time (the list holds more links than the move touches)
-            untouched = first_untouched(lambda i, p=p: bufs[i, p], r_top_v[p], r_top_i[p])
+            untouched = first_untouched(lambda i, p=p: buf[i, p], r_top_v[p], r_top_i[p])
             t_r = jnp.maximum(jnp.where(c_on, u_new, -jnp.inf).max(), untouched)
             # each link's norm term shared among its entries by their bytes (they sum to its change), so that
             # the link counts once; a link of no change adds nothing
@@ -99,6 +99,6 @@ class SparseMoves:
             t, q = phase_scores(t_r, jnp.maximum(q_r, 0.0), t_n[p], q_n[p], ref[p])
             t_out.append(t)
             q_out.append(q)
-        bufs = bufs.at[c_links].set(0.0, mode="drop")
+        buf = buf.at[c_links].set(0.0, mode="drop")
         t, q = (t_out[0], q_out[0]) if P == 1 else (jnp.stack(t_out).sum(), jnp.stack(q_out).sum())
-        return bufs, (t, q, need)
+        return buf, (t, q, need)
