@@ -315,6 +315,35 @@ def test_background_uniform_rates_against_the_walk():
     assert float(ds.completion_time_alone[0]) == pytest.approx((L / left).max(), rel=TOL["rel"])
 
 
+def test_background_rates_of_scattered_nodes_against_the_walk_one_program_for_every_count():
+    """The uniform background of node sets of different sizes, scattered over a torus (DOR): the per-flow walk's
+    loads, and one compiled program for them all (it is evaluated over every node of the machine, the others
+    weighing 0, so its shapes do not depend on how many nodes inject)."""
+    from evaluator.jobs import background_rates
+    from tests.helpers import COMPILE_EVENT, jax_events
+
+    topo = ev.torus((4, 4, 2))
+    rng = np.random.default_rng(3)
+    inj = np.asarray(topo.capacity)[topo.n_router_links:topo.n_router_links + topo.n_nodes]
+    background_rates(topo, Background(0.3), np.arange(2), "dor")  # compiled here, whatever the cache held
+    with jax_events(COMPILE_EVENT, this_thread=True) as compiles:
+        for k in (2, 5, 17, topo.n_nodes - 3, topo.n_nodes):
+            nodes = np.sort(rng.choice(topo.n_nodes, size=k, replace=False))
+            got = background_rates(topo, Background(0.3), nodes, "dor")
+            flows = [(i, j, 0.3 * inj[nodes[i]] / (k - 1)) for i in range(k) for j in range(k) if i != j]
+            ref = reference_link_loads(topo, flows, nodes, {"kind": "dor"})
+            np.testing.assert_allclose(got, ref, rtol=TOL["rel"], atol=TOL["bytes"])
+    assert compiles == [], compiles
+
+
+@pytest.mark.parametrize("nodes, field_value", [([0, 3, 40], "40"), ([1, 2, 2], "repeated"), ([-1, 2], "-1")])
+def test_background_rates_refuses_nodes_outside_the_machine_or_repeated(nodes, field_value):
+    from evaluator.jobs import background_rates
+
+    with pytest.raises(ConfigError, match=rf"nodes = .*{field_value}"):
+        background_rates(ev.torus((4, 4, 2)), Background(0.3), nodes, "dor")
+
+
 def test_background_that_fills_a_link_gives_infinite_time_naming_it():
     # a ring whose links are much slower than the nodes' injection: uniform background fills them
     topo = ev.torus((8,), link_bandwidth=1e9, injection_bandwidth=1e10)

@@ -86,14 +86,25 @@ def background_rates(topology: Topology, background: Background, nodes: NodeInts
     nb = nodes.size
     if background.fraction == 0 or nb < 2:
         return np.zeros(topology.n_links)
+    bad = (nodes < 0) | (nodes >= topology.n_nodes)
+    require(not bad.any(), "nodes", int(nodes[bad][0]) if bad.any() else None,
+            f"node ids in [0, {topology.n_nodes - 1}] of {topology.name}")
+    require(np.unique(nodes).size == nb, "nodes", f"<{nb} node ids, some repeated>", "distinct node ids")
     cap = np.asarray(topology.capacity)[topology.n_router_links + nodes]  # injection links
     rate = background.fraction * cap
     if background.pattern == "uniform":
-        tr: AbstractTraffic = dense(nb, rate, 1.0, 1.0 / (nb - 1), name="background uniform")
+        # Over every node of the machine, the others weighing 0 (they send and receive nothing): the same flows, and
+        # one compiled program per (topology, routing) whatever the background's node count (a study of jobs of
+        # many sizes compiled one per size class before).
+        ws = np.zeros(topology.n_nodes)
+        wd = np.zeros(topology.n_nodes)
+        ws[nodes], wd[nodes] = rate, 1.0
+        tr: AbstractTraffic = dense(topology.n_nodes, ws, wd, 1.0 / (nb - 1), name="background uniform")
+        pl = Placement(np.arange(topology.n_nodes), topology.n_nodes, "every node (background nodes weighted)")
     else:
         perm = random_permutation(nb, 1.0, background.seed)
         tr = dataclasses.replace(perm, nbytes=rate[perm.src] * (perm.src != perm.dst), name="background permutation")
-    pl = Placement(nodes, topology.n_nodes, "background nodes")
+        pl = Placement(nodes, topology.n_nodes, "background nodes")
     res = evaluate_batch(topology, routing, [tr], [pl], keep_link_load=True, block_size=1)
     return np.asarray(res.link_load[0], dtype=np.float64)
 
