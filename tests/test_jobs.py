@@ -336,12 +336,15 @@ def test_background_rates_of_scattered_nodes_against_the_walk_one_program_for_ev
     assert compiles == [], compiles
 
 
-@pytest.mark.parametrize("nodes, field_value", [([0, 3, 40], "40"), ([1, 2, 2], "repeated"), ([-1, 2], "-1")])
-def test_background_rates_refuses_nodes_outside_the_machine_or_repeated(nodes, field_value):
+@pytest.mark.parametrize("nodes, field_value", [([0, 3, 40], "40"), ([1, 2, 2], "repeated"), ([-1, 2], "-1"),
+                                                ([0.5, 2.0], "float64"), ([[0, 1], [2, 3]], "shape")])
+@pytest.mark.parametrize("fraction", [0.3, 0.0])
+def test_background_rates_refuses_nodes_outside_the_machine_or_repeated(nodes, field_value, fraction):
+    """Whatever the fraction (0 too: the nodes are checked before anything is skipped)."""
     from evaluator.jobs import background_rates
 
     with pytest.raises(ConfigError, match=rf"nodes = .*{field_value}"):
-        background_rates(ev.torus((4, 4, 2)), Background(0.3), nodes, "dor")
+        background_rates(ev.torus((4, 4, 2)), Background(fraction), nodes, "dor")
 
 
 def test_background_that_fills_a_link_gives_infinite_time_naming_it():

@@ -82,14 +82,17 @@ def _check_background(bg: Any) -> Background:
 def background_rates(topology: Topology, background: Background, nodes: NodeInts, routing: Routing) -> LinkFloats:
     """Bytes/s the background puts on every link: ``nodes`` (node ids) inject ``fraction`` of their injection
     bandwidth (zeros when the fraction is 0 or fewer than two nodes inject)."""
-    nodes = np.asarray(nodes, dtype=np.int64)
+    given = np.asarray(nodes)
+    require(given.ndim == 1 and (given.size == 0 or np.issubdtype(given.dtype, np.integer)), "nodes",
+            f"<array of shape {given.shape}, dtype {given.dtype}>", "a flat list of integer node ids")
+    nodes = given.astype(np.int64)
     nb = nodes.size
-    if background.fraction == 0 or nb < 2:
-        return np.zeros(topology.n_links)
     bad = (nodes < 0) | (nodes >= topology.n_nodes)
     require(not bad.any(), "nodes", int(nodes[bad][0]) if bad.any() else None,
             f"node ids in [0, {topology.n_nodes - 1}] of {topology.name}")
     require(np.unique(nodes).size == nb, "nodes", f"<{nb} node ids, some repeated>", "distinct node ids")
+    if background.fraction == 0 or nb < 2:
+        return np.zeros(topology.n_links)
     cap = np.asarray(topology.capacity)[topology.n_router_links + nodes]  # injection links
     rate = background.fraction * cap
     if background.pattern == "uniform":
