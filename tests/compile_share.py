@@ -70,8 +70,7 @@ def summary(junit: str | None = None, directory: str | None = None, top: int = 1
             for test, row in json.load(f).items():
                 for k, v in row.items():
                     (counts if k.endswith("#n") else totals)[k.removesuffix("#n")] += v
-                per_module[test.split("::")[0]] += sum(v for k, v in row.items()
-                                                       if k in EVENTS[:3] and not k.endswith("#n"))
+                per_module[test.split("::")[0]] += sum(row.get(e, 0.0) for e in EVENTS[:3])
     lines = [f"{totals[e]:9.1f} s in {int(counts[e]):6d} events  {e}" for e in EVENTS]
     low = totals[EVENTS[0]] + totals[EVENTS[2]]
     compiling = low + totals[EVENTS[1]]
