@@ -304,3 +304,33 @@ def test_adaptive_none_skips_ugal_and_changes_nothing_else(study4):
     assert "gain vs ugal" not in format_study(lean)
     assert "two TDN baselines side by side (UGAL-G not computed" in format_study(lean)
     assert "three TDN baselines side by side" in format_study(full)
+
+
+def test_times_read_off_the_loaded_links_equal_the_whole_arrays():
+    """``_times`` (the loaded links found once) gives the times of the whole-array formula bit for bit: the largest
+    ``load / (cap - bg)`` over loaded links, inf where the background leaves a loaded link nothing, 0 without load,
+    and the router links alone for the third."""
+    import math
+
+    from evaluator.studies._rdn_points import _times
+
+    def direct(load, cap, bg):
+        used = load > 0
+        if not used.any():
+            return 0.0
+        left = cap - bg
+        return math.inf if (left[used] <= 0).any() else float((load[used] / left[used]).max())
+
+    rng = np.random.default_rng(3)
+    for case in range(40):
+        n, nr = 200, 150
+        load = np.where(rng.random(n) < 0.2, rng.random(n) * 1e6, 0.0)
+        if case == 0:
+            load[:] = 0.0
+        cap = rng.choice([2e9, 12e9], n)
+        bg = rng.random(n) * 1e9
+        if case % 5 == 1:  # the background takes a loaded link's whole capacity
+            i = rng.choice(np.flatnonzero(load > 0))
+            bg[i] = cap[i]
+        want = (direct(load, cap, np.zeros_like(cap)), direct(load, cap, bg), direct(load[:nr], cap[:nr], bg[:nr]))
+        assert _times(load, cap, bg, nr) == want

@@ -171,14 +171,28 @@ def _job(m: RdnMachine, pattern: str, q: int) -> tuple[Traffic, Grap, np.ndarray
     raise ConfigError("pattern", pattern, " | ".join(PATTERNS))
 
 
-def _time(load: np.ndarray, cap: np.ndarray, bg: np.ndarray) -> float:
-    left = cap - bg
-    used = load > 0
-    if not used.any():
+def _time(load: np.ndarray, cap: np.ndarray, bg: np.ndarray, used: np.ndarray | None = None) -> float:
+    """The largest time of the links the job loads, ``load / (cap - bg)`` (inf where the background leaves one of
+    them nothing; 0 where none is loaded). ``used``: the loaded links' indices (``np.flatnonzero(load > 0)``),
+    where the caller has them: the job loads a small part of a large machine's links, and the time is read off
+    those alone (the paper's machine: 408,000 links; the study's 2,304 calls took 7.4 s on the whole arrays)."""
+    if used is None:
+        used = np.flatnonzero(load > 0)
+    if not used.size:
         return 0.0
-    if (left[used] <= 0).any():
+    left = cap[used] - bg[used]
+    if (left <= 0).any():
         return math.inf
-    return float((load[used] / left[used]).max())
+    return float((load[used] / left).max())
+
+
+def _times(load: np.ndarray, cap: np.ndarray, bg: np.ndarray, n_router_links: int) -> tuple[float, float, float]:
+    """:func:`_time` of ``load`` without background, with ``bg``, and with ``bg`` on the first ``n_router_links``
+    links only (the router links), the loaded links found once."""
+    used = np.flatnonzero(load > 0)
+    net = used[:np.searchsorted(used, n_router_links)]
+    return (_time(load, cap, np.zeros_like(cap), used), _time(load, cap, bg, used),
+            _time(load, cap, bg, net))
 
 
 def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, nodes: np.ndarray,
@@ -254,9 +268,8 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
             bres = evaluate_batch(topo, rt, [btr], [Placement(fnodes, topo.n_nodes, "free nodes")],
                                   keep_link_load=True, chunk_size=1)
             bg = np.asarray(bres.link_load[0], dtype=np.float64)
-        out[f"rdn_{intra}_time"] = _time(load, cap, np.zeros_like(cap))
-        out[f"rdn_{intra}_time_bg"] = _time(load, cap, bg)
-        out[f"rdn_{intra}_net_time_bg"] = _time(load[:nr], cap[:nr], bg[:nr])
+        out[f"rdn_{intra}_time"], out[f"rdn_{intra}_time_bg"], out[f"rdn_{intra}_net_time_bg"] = \
+            _times(load, cap, bg, nr)
         out[f"rdn_{intra}_hops"] = float(res.metrics["mean_hops"][0])
     return out
 
@@ -342,7 +355,9 @@ def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: tupl
     pl = Placement(nodes[order].astype(np.int64), tdn.n_nodes, f"random(seed={list(seed)})")
     cap = np.asarray(tdn.capacity, dtype=np.float64)
     nr = tdn.n_router_links
-    others = np.setdiff1d(np.arange(tdn.n_nodes), nodes)
+    free = np.ones(tdn.n_nodes, dtype=bool)
+    free[nodes] = False
+    others = np.flatnonzero(free)  # the nodes not drawn, ascending (np.setdiff1d sorted 82,944 ids: 20 ms a draw)
     out: dict = {}
     bg_of = {}
     for rt in TDN_ROUTINGS:
@@ -350,12 +365,10 @@ def _tdn_point(m: RdnMachine, tdn, tr, n_tasks: int, fraction: float, seed: tupl
             continue                                   # Valiant needs a third group: NaN
         res = evaluate_batch(tdn, rt, [tr], [pl], keep_link_load=True, chunk_size=1)
         load = np.asarray(res.link_load[0], dtype=np.float64)
-        out[f"tdn_{rt}_time"] = _time(load, cap, np.zeros_like(cap))
         out[f"tdn_{rt}_hops"] = float(res.metrics["mean_hops"][0])
         bg = background_rates(tdn, Background(fraction, "uniform"), others, rt) if fraction > 0 else np.zeros_like(cap)
         bg_of[rt] = bg
-        out[f"tdn_{rt}_time_bg"] = _time(load, cap, bg)
-        out[f"tdn_{rt}_net_time_bg"] = _time(load[:nr], cap[:nr], bg[:nr])
+        out[f"tdn_{rt}_time"], out[f"tdn_{rt}_time_bg"], out[f"tdn_{rt}_net_time_bg"] = _times(load, cap, bg, nr)
     why = []
     if "ugal" in adaptive:
         try:
