@@ -199,3 +199,18 @@ def test_first_untouched_reads_past_a_touched_head(prefix, monkeypatch):
         assert float(got) == want
         fallbacks += bool((delta[top_i[:prefix]] != 0.0).all())
     assert fallbacks >= 5  # the head touched whole: the rest of the list was read
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 100, 200, 6144, 6150])
+def test_lane_sum_adds_every_element_in_one_order(n):
+    """The compact moves' norm sum (:func:`lane_sum`) equals an exact sum up to rounding, for lengths below, at and
+    off multiples of its lanes (an odd row count included), and gives the same bits for a vector alone and in any
+    row of a vmapped batch of any size: the order of its additions depends on the length only."""
+    from evaluator.mapping._move_scores import lane_sum
+
+    rng = np.random.default_rng(n)
+    x = rng.random((9, n)) ** 16
+    alone = np.array([float(jax.jit(lane_sum)(jnp.asarray(r))) for r in x])
+    np.testing.assert_allclose(alone, [float(np.sum(r, dtype=np.longdouble)) for r in x], rtol=1e-14)
+    for rows, want in ((x, alone), (x[3:], alone[3:]), (x[::-1], alone[::-1])):
+        np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(lane_sum))(jnp.asarray(rows))), want)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Q_NORM", "TOP_PREFIX", "SparseMoves", "first_untouched", "phase_scores"]
+__all__ = ["LANES", "Q_NORM", "TOP_PREFIX", "SparseMoves", "first_untouched", "lane_sum", "phase_scores"]
 
 Q_NORM = 16
 """Exponent of the secondary score (the ``q``-norm of the link times of every phase)."""
@@ -16,6 +16,37 @@ Q_NORM = 16
 TOP_PREFIX = 32
 """Links of the batch's top list a sparsely scored move reads first for its largest untouched time
 (:func:`first_untouched`); the whole list only where the move touches all of them."""
+
+
+LANES = 64
+"""Partial sums :func:`lane_sum` keeps side by side."""
+
+
+def lane_sum(x):
+    """The sum of a vector ``x`` by elementwise adds only: its elements as rows of ``LANES``, the rows added
+    pairwise half onto half (a row left over by an odd count added to the first), the last ``n % LANES`` elements
+    (zeros after them) added to that row, then its lanes halved the same way. XLA:CPU vectorises elementwise adds,
+    where its reduce adds one element after another, each waiting for the last; and no reduce is left whose order
+    XLA may choose by the shape of the batch around it, so a move's sum does not depend on its place in a batch or
+    on the batch's size (the order of the additions depends on the length alone)."""
+    n = x.shape[0]
+    rows = n // LANES
+    if rows < 1:
+        return x.sum()
+    y = x[:rows * LANES].reshape(rows, LANES)
+    while y.shape[0] > 1:
+        h = y.shape[0] // 2
+        z = y[:h] + y[h:2 * h]
+        if y.shape[0] % 2:
+            z = jnp.concatenate([z[:1] + y[2 * h:], z[1:]])
+        y = z
+    v = y[0]
+    if n > rows * LANES:
+        v = v + jnp.pad(x[rows * LANES:], (0, LANES - (n - rows * LANES)))
+    while v.shape[0] > 1:
+        h = v.shape[0] // 2
+        v = v[:h] + v[h:]
+    return v[0]
 
 
 def first_untouched(delta_at, top_v, top_i):
