@@ -201,7 +201,7 @@ def test_first_untouched_reads_past_a_touched_head(prefix, monkeypatch):
     assert fallbacks >= 5  # the head touched whole: the rest of the list was read
 
 
-@pytest.mark.parametrize("n", [1, 5, 64, 100, 200, 6144, 6150])
+@pytest.mark.parametrize("n", [0, 1, 5, 64, 100, 200, 6144, 6150])
 def test_lane_sum_adds_every_element_in_one_order(n):
     """The compact moves' norm sum (:func:`lane_sum`) equals an exact sum up to rounding, for lengths below, at and
     off multiples of its lanes (an odd row count included), and gives the same bits for a vector alone and in any

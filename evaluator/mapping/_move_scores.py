@@ -28,19 +28,20 @@ def lane_sum(x):
     (zeros after them) added to that row, then its lanes halved the same way. XLA:CPU vectorises elementwise adds,
     where its reduce adds one element after another, each waiting for the last; and no reduce is left whose order
     XLA may choose by the shape of the batch around it, so a move's sum does not depend on its place in a batch or
-    on the batch's size (the order of the additions depends on the length alone)."""
+    on the batch's size (the order of the additions depends on the length alone; fewer than ``LANES`` elements:
+    zeros after them)."""
     n = x.shape[0]
     rows = n // LANES
-    if rows < 1:
-        return x.sum()
-    y = x[:rows * LANES].reshape(rows, LANES)
-    while y.shape[0] > 1:
-        h = y.shape[0] // 2
-        z = y[:h] + y[h:2 * h]
-        if y.shape[0] % 2:
-            z = jnp.concatenate([z[:1] + y[2 * h:], z[1:]])
-        y = z
-    v = y[0]
+    v = jnp.zeros(LANES, x.dtype)
+    if rows:
+        y = x[:rows * LANES].reshape(rows, LANES)
+        while y.shape[0] > 1:
+            h = y.shape[0] // 2
+            z = y[:h] + y[h:2 * h]
+            if y.shape[0] % 2:
+                z = jnp.concatenate([z[:1] + y[2 * h:], z[1:]])
+            y = z
+        v = y[0]
     if n > rows * LANES:
         v = v + jnp.pad(x[rows * LANES:], (0, LANES - (n - rows * LANES)))
     while v.shape[0] > 1:
