@@ -25,6 +25,7 @@ from .._batch.phases import phase_names
 from .._types import LinkFloats, NodeInts
 from ..evaluation import evaluate_batch
 from ..placement import Placement
+from ..placement.base import check_node_ids
 from ..routing import Routing, require_linear
 from ..topology import Topology
 from ..traffic import AbstractTraffic, random_permutation
@@ -82,17 +83,8 @@ def _check_background(bg: Any) -> Background:
 def background_rates(topology: Topology, background: Background, nodes: NodeInts, routing: Routing) -> LinkFloats:
     """Bytes/s the background puts on every link: ``nodes`` (node ids) inject ``fraction`` of their injection
     bandwidth (zeros when the fraction is 0 or fewer than two nodes inject)."""
-    given = np.asarray(nodes)
-    require(given.ndim == 1 and (given.size == 0 or np.issubdtype(given.dtype, np.integer)), "nodes",
-            f"<array of shape {given.shape}, dtype {given.dtype}>", "a flat list of integer node ids")
-    nodes = given.astype(np.int64)
+    nodes = check_node_ids(topology, "nodes", nodes, allow_empty=True)
     nb = nodes.size
-    bad = (nodes < 0) | (nodes >= topology.n_nodes)
-    require(not bad.any(), "nodes", int(nodes[bad][0]) if bad.any() else None,
-            f"node ids in [0, {topology.n_nodes - 1}] of {topology.name}")
-    listed = np.zeros(topology.n_nodes, dtype=bool)
-    listed[nodes] = True  # (a mark per node, not a sort: a study asks about 80,000 nodes hundreds of times)
-    require(np.count_nonzero(listed) == nb, "nodes", f"<{nb} node ids, some repeated>", "distinct node ids")
     if background.fraction == 0 or nb < 2:
         return np.zeros(topology.n_links)
     cap = np.asarray(topology.capacity)[topology.n_router_links + nodes]  # injection links

@@ -47,7 +47,7 @@ import scipy.sparse as sp
 
 from .._types import Int, JobNodes, TaskInts
 from ..errors import ConfigError, ConfigTypeError, check_seed, positive_int, require
-from ..placement.base import check_topology
+from ..placement.base import check_node_ids, check_topology
 from ..topology import Topology
 
 __all__ = ["partition_mapping", "check_job", "task_graph", "hierarchy_cut"]
@@ -66,24 +66,7 @@ def check_job(topology: Topology, traffic, nodes, tasks_per_node) -> tuple[JobNo
                               "PhasedTraffic)")
     n = positive_int("traffic.n_tasks", n_tasks)
     tpn = positive_int("mapping.tasks_per_node", tasks_per_node)
-    try:
-        a = np.asarray(nodes)
-    except (TypeError, ValueError):
-        raise ConfigError("mapping.nodes", nodes, "a flat list of integer node ids") from None
-    require(a.ndim == 1 and a.size > 0 and (np.issubdtype(a.dtype, np.integer)), "mapping.nodes",
-            a.tolist()[:10] if a.ndim else nodes, "a non-empty flat list of integer node ids")
-    a = a.astype(np.int64)
-    bad = (a < 0) | (a >= topology.n_nodes)
-    if bad.any():
-        ids = np.unique(a[bad])
-        raise ConfigError("mapping.nodes", ids[:10].tolist() + (["..."] if ids.size > 10 else []),
-                          f"node ids of {topology.name}: integers in [0, {topology.n_nodes - 1}]",
-                          f"{ids.size} node id(s) are not in the topology.")
-    u, c = np.unique(a, return_counts=True)
-    if (c > 1).any():
-        dup = u[c > 1]
-        raise ConfigError("mapping.nodes", dup[:10].tolist() + (["..."] if dup.size > 10 else []),
-                          "node ids without repeats", f"{dup.size} node id(s) are listed more than once.")
+    a = check_node_ids(topology, "mapping.nodes", nodes)
     need = -(-n // a.size)
     require(n <= a.size * tpn, "traffic.n_tasks", n,
             f"at most available nodes x tasks_per_node = {a.size} x {tpn} = {a.size * tpn}"
