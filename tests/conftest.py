@@ -82,6 +82,31 @@ def _optimized_kernels(request):
         compiled.COMPILER_OPTIONS.update(saved)
 
 
+# Modules whose tests run mapping searches of many moves (tens of thousands, 1,024 ranks): the move scorers
+# (evaluator.mapping._move_scores.move_jit) compiled at LLVM's -O1, where -O0 code ran them 2x slower
+# (tests/test_claims_mapping.py's torus trace example: 139 s at -O0, 69 s at -O1, 76 s at -O2, 85 s at -O2 with the
+# fusion emitters; -O1 for the whole suite instead: tests/test_jobs.py and tests/test_routing_fast.py 100 -> 127 s,
+# 2026-12-01). Only the move scorers: the kernels these modules evaluate keep the suite's -O0.
+MOVES_O1_MODULES = set(filter(None, os.environ.get("EVALUATOR_TEST_MOVES_O1", "test_claims_mapping").split(",")))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _moves_o1(request):
+    """The move scorers built by the tests of :data:`MOVES_O1_MODULES` are compiled at ``-O1``."""
+    if request.module.__name__.rsplit(".", 1)[-1] not in MOVES_O1_MODULES:
+        yield
+        return
+    from evaluator.mapping import _move_scores
+
+    saved = dict(_move_scores.COMPILER_OPTIONS)
+    _move_scores.COMPILER_OPTIONS.update(xla_backend_optimization_level=1)
+    try:
+        yield
+    finally:
+        _move_scores.COMPILER_OPTIONS.clear()
+        _move_scores.COMPILER_OPTIONS.update(saved)
+
+
 # The claim tests' ledger (tests/claims.py appends every span a claim reads; tests/stated_numbers.py lists the stated
 # results of README.md and docs/ that no claim reads): one file per run, made here, inherited by the workers.
 _OWN_LEDGER = "EVALUATOR_CLAIMS_LEDGER" not in os.environ

@@ -8,7 +8,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["LANES", "Q_NORM", "TOP_PREFIX", "SparseMoves", "first_untouched", "lane_sum", "phase_scores"]
+__all__ = ["COMPILER_OPTIONS", "LANES", "Q_NORM", "TOP_PREFIX", "SparseMoves", "first_untouched", "lane_sum",
+           "move_jit", "phase_scores"]
+
+COMPILER_OPTIONS: dict[str, object] = {}
+"""XLA options the move scorers (:func:`move_jit`) are compiled with: none, XLA's defaults, unless a caller sets
+some before building a :class:`~evaluator.mapping._moves.MoveEvaluator` (the test suite: its mapping modules'
+searches at LLVM's ``-O1`` where the rest of the suite compiles at ``-O0``, tests/conftest.py)."""
+
+
+def move_jit(f):
+    """``jax.jit(f)`` with :data:`COMPILER_OPTIONS` as they are when it is called."""
+    return jax.jit(f, compiler_options=dict(COMPILER_OPTIONS) or None)
 
 Q_NORM = 16
 """Exponent of the secondary score (the ``q``-norm of the link times of every phase)."""

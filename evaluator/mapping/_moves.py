@@ -37,7 +37,7 @@ from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
 from ._move_calls import BUCKET_CHUNK, MoveCalls, cpu_workers
-from ._move_scores import Q_NORM, SparseMoves, lane_sum, phase_scores
+from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
 from ..kernel import PointInputs, point_link_loads
 from ..routing import require_linear
 from ..routing.base import NODE_ENDPOINT
@@ -209,9 +209,9 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         self._flow_tables = jax.device_put(op.flow_tables) if op.flow_tables is not None else None
         P = t.n_phases
         # one mapping's loads: every flow, per phase
-        self._loads = jax.jit(self._loads_fn)
-        self._score = jax.jit(self._score_fn)
-        self._heat = jax.jit(self._heat_fn)
+        self._loads = move_jit(self._loads_fn)
+        self._score = move_jit(self._score_fn)
+        self._heat = move_jit(self._heat_fn)
         self._scores = {}
         self._state_calls: dict = {}
         self._state_memo = None
@@ -564,7 +564,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
                 return memo[2]
             if k not in self._state_calls:
                 top = self._top_size
-                self._state_calls[k] = jax.jit(lambda dev, ld: self._state(dev, ld, k, top))
+                self._state_calls[k] = move_jit(lambda dev, ld: self._state(dev, ld, k, top))
             bs = self._state_calls[k](self._dev, loads)
             self._state_memo = (loads, k, bs)
             return bs
@@ -754,7 +754,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
                 return self._sparse_batch(dev, bs, loads, a, b, step,
                                           lambda x, y: one(dev, bs, slot_task, task_node, loads, x, y))
 
-            self._scores[key] = jax.jit(batch)
+            self._scores[key] = move_jit(batch)
         return self._scores[key]
 
     def device_state(self, slot_task):
