@@ -212,7 +212,10 @@ _GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their 
 
 SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast", "test_mapping_search",
                "test_hydra_axes", "test_sweep_bounds", "test_structured", "test_reference_walk",
-               "test_bounds_certified", "test_smpi_collectives", "test_startup_cache_fresh"}
+               "test_bounds_certified", "test_smpi_collectives", "test_startup_cache_fresh",
+               # a module fixture of 10-14 s that most of the module's tests share (a study, the commands whose
+               # outputs are ranked): listing the tests one by one moves it to the next (2026-12-01)
+               "test_buyer_study", "test_rdn_study", "test_query_rank"}
 """Groups that ``make test-quick`` leaves out (with every claim test, tests/test_claims_*.py): marked ``slow``."""
 
 
