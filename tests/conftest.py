@@ -182,33 +182,13 @@ def pytest_sessionfinish(session, exitstatus):
 _RAY_MODULES = {"test_sweep", "test_faults", "test_compilation_cache", "test_ray_connect", "test_ray_multinode"}
 # modules that share a per-process cache (tests/helpers.py composed_option: every config-group option composed once)
 _SHARED = {"test_layout": "config options", "test_config_cli": "config options"}
-_GROUP_SECONDS = {  # CPU seconds of a group run alone (2026-11-26); only their order matters; others: 0.1 s a test
-    "ray": 210, "test_docs_run": 148, "test_shapes_checked": 40, "test_routing_fast": 71, "config options": 60, "test_mapping_search": 60,
-    "test_hydra_axes": 48, "test_sweep_docs_h1": 43, "test_sweep_bounds": 43, "test_structured": 40,
-    "test_reference_walk": 36, "test_bounds_certified": 35, "named network_buyer": 35, "test_sweep_compose": 34,
-    "test_jobs": 32, "test_bad_sizes": 31, "test_device_placement": 30, "test_sweep_fast": 28, "test_fat_tree": 26,
-    "test_claims_studies": 26, "test_lp": 25, "test_query_rank": 23, "test_claims_rdn": 20, "test_claims_readme": 18,
-    "test_cli_errors": 18, "test_paths": 18, "test_jobs_config": 17, "test_fat_tree_use": 16,
-    "test_bad_input_corpus": 15, "test_batch_engine": 14, "test_paths_per_pair": 14, "named bgq_m2n_constant_ratio": 13,
-    "test_rdn_study": 13, "test_runs": 12, "test_mapping_cli": 11, "test_startup_cache_fresh": 10,
-    "named bgq_m2n_subset": 9, "test_compile_count": 9, "test_machine_topology": 9, "test_bench": 9,
-    "named bgq_m2n_vary_n": 8, "test_torus": 8, "named bgq_m2n_distance": 7, "named bgq_m2n_fixed": 7,
-    "test_bad_input_more": 7, "test_partitions": 7, "test_library_cache": 7, "named torus_bounds": 6, "test_rdn": 6,
-    "test_claims_workload": 6, "test_malloc": 6, "test_study_cli": 6, "named torus_bgq_pairing": 5,
-    "test_sweep_group_zip": 5, "test_optiq_lp": 5,
-    # (2026-11-28, estimated from a clean-clone run's durations)
-    "test_smpi_collectives": 25, "test_latency": 25, "test_sharing": 20, "test_flowlevel": 20,
-    "test_collectives": 18, "test_claims_latency": 15, "test_flowlevel_simgrid": 8, "test_trace_otf2": 5,
-    "test_claims_prisacari": 35, "test_claims_tiles": 30, "test_cost": 15, "test_claims_cost": 10,
-    "test_claims_buyer": 230, "test_claims_buyer_16k": 200, "test_claims_adaptive": 60, "test_buyer_study": 20, "test_traffic_file_formats": 5,
-    "test_mapping_degree_buckets": 18, "test_memory_adaptive": 5, "test_claims_readme_partitions": 6,
-    "test_claims_bounds_gk": 10, "test_claims_routing_paths_512": 8,
-    "test_claims_traces": 3, "test_claims_gemini": 12, "test_claims_mapping": 14,
-    # (2026-11-29, measured alone on 2 cores)
-    "test_claims_routing_paths_large": 125, "test_claims_routing_paths": 40,
-    # (2026-11-30, measured alone on 2 cores)
-    "test_claims_workload_paper": 305, "test_claims_workload_scheduler": 60,
-}
+from tests.slow_tests import group_seconds  # noqa: E402
+
+_GROUP_SECONDS = group_seconds()
+"""Seconds of each group in the last full run the file was made from (tests/data/group_seconds.json, written by
+``python -m tests.slow_tests JUNIT.xml`` with the slow-test list); only their order matters; a group not in it
+(new): 0.1 s a test. Until 2026-12-01 a table typed in here, which had fallen behind (tests/test_claims_mapping.py
+at 14 s took 254 s and started among the last groups)."""
 
 SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast", "test_mapping_search",
                "test_hydra_axes", "test_sweep_bounds", "test_structured", "test_reference_walk",

@@ -1,4 +1,6 @@
-"""The tests ``make test-quick`` leaves out besides the slow groups: every test that took SLOW_S seconds or more.
+"""The tests ``make test-quick`` leaves out besides the slow groups: every test that took SLOW_S seconds or more;
+and the seconds of every test group in the same run (tests/data/group_seconds.json), by which tests/conftest.py's
+scheduler sends the groups out, heaviest first.
 
 ``make test-quick`` is the fast feedback loop: the suite without the slow groups (tests/conftest.py
 ``SLOW_GROUPS`` and the claim tests) and without the tests listed in tests/data/slow_tests.txt, the ones
@@ -14,6 +16,8 @@ to the next quick test (add that one by hand, with a comment).
 
 from __future__ import annotations
 
+import collections
+import json
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -22,6 +26,7 @@ SLOW_S = 0.5
 """Seconds from which a test (setup, call and teardown) is left out of ``make test-quick``."""
 
 LIST = Path(__file__).resolve().parent / "data" / "slow_tests.txt"
+GROUPS = Path(__file__).resolve().parent / "data" / "group_seconds.json"
 
 
 def node_id(classname: str, name: str) -> str:
@@ -55,5 +60,24 @@ def write(junit: str | Path, keep: set[str] | None = None) -> int:
     return len(lines)
 
 
+def group_seconds() -> dict[str, float]:
+    """Seconds of each test group (tests/conftest.py ``xdist_group``) in the run tests/data/group_seconds.json was
+    written from (:func:`write_groups`); empty where there is no file."""
+    return json.loads(GROUPS.read_text()) if GROUPS.exists() else {}
+
+
+def write_groups(junit: str | Path) -> int:
+    """Write tests/data/group_seconds.json from a full run's JUnit XML: every group's tests' seconds (setup, call
+    and teardown) summed, heaviest first; the number of groups."""
+    from tests.conftest import xdist_group
+
+    total: collections.Counter = collections.Counter()
+    for tc in ET.parse(junit).iter("testcase"):
+        total[xdist_group(node_id(tc.get("classname"), tc.get("name")))] += float(tc.get("time", 0.0))
+    GROUPS.write_text(json.dumps({g: round(t, 1) for g, t in total.most_common()}, indent=0) + "\n")
+    return len(total)
+
+
 if __name__ == "__main__":
     print(f"{write(sys.argv[1])} tests listed in {LIST}")
+    print(f"{write_groups(sys.argv[1])} groups' seconds in {GROUPS}")
