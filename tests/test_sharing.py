@@ -220,6 +220,54 @@ def test_rank_progression_equals_reference(buffered):
 
 
 
+def _random_progress_case(seed: int, F: int = 48, L: int = 10, R: int = 6, S: int = 4):
+    """A random rank-progressed exchange as arrays: ``F`` messages of 1-3 links of ``L``, ``R`` ranks, ``S``
+    steps, some rendezvous, some of 0 bytes (padding)."""
+    rng = np.random.default_rng(seed)
+    links = np.where(rng.random((F, 3)) < 0.7, rng.integers(0, L, (F, 3)), -1)
+    links[:, 0] = rng.integers(0, L, F)
+    frac = np.where(links >= 0, 1.0, 0.0)
+    nbytes = np.where(rng.random(F) < 0.1, 0.0, rng.choice([1e3, 4e3, 2e4, 7e4], F))
+    return (links, frac, rng.uniform(1e9, 4e9, L), nbytes, rng.uniform(0, 2e-6, F), rng.integers(0, R, F),
+            rng.integers(0, R, F), rng.integers(0, S, F), rng.random(F) < 0.3, R, S)
+
+
+def _most_active(post, finish, latency) -> int:
+    """The most messages active at one event of a run: a message is active from its posting plus latency until its
+    last byte, and the events are those instants."""
+    begin = post + latency
+    return max(int(((begin <= t) & (finish > t)).sum()) for t in np.concatenate([begin, finish]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rank_progression_on_the_active_messages_rows_is_bit_for_bit(seed):
+    """evaluator.flowlevel.progress_active, each event's rates on its active messages gathered into a few rows:
+    where no event had more active messages than rows (counted from the full run's times), the times equal those
+    computed on every message's row bit for bit; where one had, it says so (``over``); and the batched runner,
+    starting from 2 rows and growing them, gives the full run's times."""
+    from evaluator._batch import flowlevel as bf
+    from evaluator.flowlevel import max_min_progress, progress_active
+
+    case = _random_progress_case(seed)
+    post, finish = (np.asarray(x) for x in max_min_progress(*case))
+    assert np.isfinite(finish).all()
+    most = _most_active(post, finish, case[4])
+    assert 4 <= most < case[0].shape[0]  # the rows below cover both sides
+    for rows in (1, 2, 4, 8, 16, 32, most):
+        p2, f2, over = progress_active(*case, active_size=rows)
+        assert bool(over) == (most > rows), (rows, most)
+        if not over:
+            assert np.array_equal(np.asarray(p2), post) and np.array_equal(np.asarray(f2), finish)
+    before = bf.ACTIVE_ROWS
+    try:
+        bf.ACTIVE_ROWS = 2
+        args = [np.asarray(x)[None] for x in case[:4]] + [np.asarray(x)[None] for x in case[4:9]]
+        args[2] = case[2]
+        bp, bfin = bf.progress_batch(*args, n_ranks=case[9], n_steps=case[10])
+    finally:
+        bf.ACTIVE_ROWS = before
+    assert np.array_equal(bp[0], post) and np.array_equal(bfin[0], finish)
+
 def test_jobs_flow_and_job_fair_closed_form():
     """Two jobs on a line of 8 nodes, 2 GB/s links: job a's one 4 MB flow and job b's two share one link.
     Job-fair: a has half of it, 2 ms alone -> 4 ms, b 4 -> 6 ms; flow-fair: a third each, both 6 ms."""

@@ -13,7 +13,7 @@ __all__ = ["COMPILER_OPTIONS", "LANES", "Q_NORM", "TOP_PREFIX", "SparseMoves", "
 
 COMPILER_OPTIONS: dict[str, object] = {}
 """XLA options the move scorers (:func:`move_jit`) are compiled with: none, XLA's defaults, unless a caller sets
-some before building a :class:`~evaluator.mapping._moves.MoveEvaluator` (the test suite: its mapping modules'
+some before building a :class:`~evaluator.mapping._moves.MoveEvaluator` (the test suite: one mapping module's
 searches at LLVM's ``-O1`` where the rest of the suite compiles at ``-O0``, tests/conftest.py)."""
 
 
