@@ -1,5 +1,6 @@
 """Strict JAX settings for the whole test suite (Diffrax-style)."""
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -65,21 +66,29 @@ OPTIMIZED_MODULES = {"test_claims_buyer", "test_claims_buyer_16k"} | set(
 _OPTIMIZED_OPTIONS = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _optimized_kernels(request):
-    """The kernels compiled by the tests of :data:`OPTIMIZED_MODULES` (module fixtures included) are optimised."""
-    if request.module.__name__.rsplit(".", 1)[-1] not in OPTIMIZED_MODULES:
+@contextlib.contextmanager
+def _options_for(request, modules: set, holder: dict, options: dict):
+    """``holder`` (a dict of XLA options) updated with ``options`` while a module of ``modules`` runs, as it was
+    after."""
+    if request.module.__name__.rsplit(".", 1)[-1] not in modules:
         yield
         return
-    from evaluator._batch import compiled
-
-    saved = dict(compiled.COMPILER_OPTIONS)
-    compiled.COMPILER_OPTIONS.update(_OPTIMIZED_OPTIONS)
+    saved = dict(holder)
+    holder.update(options)
     try:
         yield
     finally:
-        compiled.COMPILER_OPTIONS.clear()
-        compiled.COMPILER_OPTIONS.update(saved)
+        holder.clear()
+        holder.update(saved)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _optimized_kernels(request):
+    """The kernels compiled by the tests of :data:`OPTIMIZED_MODULES` (module fixtures included) are optimised."""
+    from evaluator._batch import compiled
+
+    with _options_for(request, OPTIMIZED_MODULES, compiled.COMPILER_OPTIONS, _OPTIMIZED_OPTIONS):
+        yield
 
 
 # Modules whose tests run mapping searches of many moves (tens of thousands, 1,024 ranks): the move scorers
@@ -93,18 +102,10 @@ MOVES_O1_MODULES = set(filter(None, os.environ.get("EVALUATOR_TEST_MOVES_O1", "t
 @pytest.fixture(autouse=True, scope="module")
 def _moves_o1(request):
     """The move scorers built by the tests of :data:`MOVES_O1_MODULES` are compiled at ``-O1``."""
-    if request.module.__name__.rsplit(".", 1)[-1] not in MOVES_O1_MODULES:
-        yield
-        return
     from evaluator.mapping import _move_scores
 
-    saved = dict(_move_scores.COMPILER_OPTIONS)
-    _move_scores.COMPILER_OPTIONS.update(xla_backend_optimization_level=1)
-    try:
+    with _options_for(request, MOVES_O1_MODULES, _move_scores.COMPILER_OPTIONS, {"xla_backend_optimization_level": 1}):
         yield
-    finally:
-        _move_scores.COMPILER_OPTIONS.clear()
-        _move_scores.COMPILER_OPTIONS.update(saved)
 
 
 # The claim tests' ledger (tests/claims.py appends every span a claim reads; tests/stated_numbers.py lists the stated
