@@ -47,7 +47,8 @@ from ._ops import segment_add
 from ._types import AnyArray
 from .errors import ConfigError, ResourceError, available_memory, check_memory, fmt_size
 
-__all__ = ["REL_TIE", "WEIGHT_MODES", "max_min_rates", "max_min_finish", "max_min_progress", "flow_incidence", "incidence_loads"]
+__all__ = ["REL_TIE", "WEIGHT_MODES", "max_min_rates", "max_min_finish", "max_min_progress", "progress_active",
+           "flow_incidence", "incidence_loads"]
 
 REL_TIE = 1e-12
 """Relative tolerance under which two saturation levels (or two finish times within one interval) are one."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._types import Float, Int
 from ..errors import ConfigError
-from ..flowlevel import WEIGHT_MODES, max_min_finish, max_min_progress, progress_active  # noqa: F401
+from ..flowlevel import WEIGHT_MODES, max_min_finish, progress_active
 from .blocks import bucket_size
 
 __all__ = ["MAX_MIN_MESSAGES", "check_messages", "check_sharing_size", "exchange_flows", "max_min_batch", "progress_batch",
