@@ -548,8 +548,11 @@ def _prepare(plan: SweepPlan, st: _State, flat: PointInts) -> _Prepared | dict[s
     costs = _Costs(n)
     cols = list(st.group_cols)
     if cols:
-        keys, inverse = np.unique(idx[cols].T, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        # the groups: one integer per combination of the group axes (their row-major index, so the same order
+        # as np.unique of the rows, axis=0: 32 against 515 us a 1,024-point chunk)
+        sizes = tuple(plan.shape[c] for c in cols)
+        group_keys, inverse = np.unique(np.ravel_multi_index(tuple(idx[c] for c in cols), sizes), return_inverse=True)
+        keys, inverse = np.stack(np.unravel_index(group_keys, sizes), axis=1), inverse.reshape(-1)
     else:
         keys, inverse = np.zeros((1, 0), np.int64), np.zeros(n, np.int64)
     by_group = np.argsort(inverse, kind="stable")
