@@ -397,7 +397,8 @@ def _worker_path(local: bool):
     """While a local Ray starts (its raylet and the workers it starts take this process's environment), this
     source tree first on ``PYTHONPATH``; restored after. Inherited rather than passed as a ``runtime_env``: the
     raylet's prestarted workers then serve the sweep's tasks (a runtime environment starts two more, through
-    Ray's runtime-env agent), about 1 s less of a 28 s sweep on 2 cores (docs/bench.md)."""
+    Ray's runtime-env agent): the warm 10^6-point sweep 0.8 s sooner on 2 cores, the median of 7 alternating
+    pairs (docs/bench.md)."""
     if not local:
         yield
         return
