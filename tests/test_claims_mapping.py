@@ -291,8 +291,49 @@ def test_bench_random_graph_torus_bound_with_ports():
     _, topo, rt = _networks(1024)[0]
     tr = _pattern("random graph", 1024)
     bd = mapping_bound(topo, tr, rt)
-    assert bd.binding == "network ports"
-    check_stated(DOC, r"the random graph's bound on the 16x8x8 torus is ([0-9.]+) us", bd.value * 1e6,
+    assert bd.binding.startswith("boundary:") and bd.value > bd.parts["network ports"]
+    check_stated(DOC, r"the random graph's bound on the 16x8x8 torus was ([0-9.]+) us", bd.parts["network ports"] * 1e6,
+                 command=RANDOM_TORUS_CMD)
+    check_stated(DOC, r"since the boundary part \(2026-12-01\)\s+it is ([0-9.,]+) us", bd.value * 1e6,
+                 command=RANDOM_TORUS_CMD)
+    check_stated(DOC, r"random graph of the bench's quality rows gets ([0-9.,]+) us", bd.value * 1e6,
                  command=RANDOM_TORUS_CMD)
     check_stated(DOC, r"up from the ([0-9.]+) us of this run's node links", task_node_bound(topo, tr) * 1e6,
                  command=RANDOM_TORUS_CMD)
+
+
+PENCIL_CMD = ("python -c 'import numpy as np; from evaluator.bench.mapping import _heldout_traffic, HELDOUT_CASES; "
+              "from evaluator.topology import torus; from evaluator.mapping import mapping_bound; [print(d, tpn, box, "
+              "mapping_bound(torus(d), _heldout_traffic(p, n)[0], \"dor\", nodes=np.ravel_multi_index(tuple("
+              "np.indices(box).reshape(3, -1)), d), tasks_per_node=tpn)) for d, tpn, n, box, p in HELDOUT_CASES if "
+              "p == \"pencil FFT\"]'")
+
+
+def test_boundary_bound_on_the_held_out_pencil_rows():
+    """The boundary part on issue 37's held-out pencil FFT rows (the table of "The lower bound"): the bound before
+    (the largest other part) and the boundary part, which binds on every row; on the 8x8x8 torus it is the closed
+    form: a 16x32 pencil's graph is a product of cliques (``lambda_2`` = min(16 x 2 x 32,768, 32 x 2 x 16,384)
+    bytes, both ways), so any half of the ranks exchanges at least 67,108,864 B each way with the other half (32
+    rows of 16 split 8 and 8, 32,768 B a pair), over the 128 links each way of the torus's half (2 GB/s)."""
+    from evaluator.bench.mapping import HELDOUT_CASES, _heldout_traffic
+    from evaluator.mapping.bound import mapping_bound
+    from evaluator.topology import torus
+
+    rows = [(d, tpn, n, box) for d, tpn, n, box, p in HELDOUT_CASES if p == "pencil FFT"]
+    labels = ("16x32 ranks, 8x8x8 torus", "32x32 ranks, 16x8x8 torus", "32x32 ranks, 4 a node, 4x8x8 half",
+              "32x32 ranks, 4 a node, 16x4x4 prism")
+    for label, (d, tpn, n, box) in zip(labels, rows):
+        nodes = np.ravel_multi_index(tuple(np.indices(box).reshape(3, -1)), d)
+        bd = mapping_bound(torus(d), _heldout_traffic("pencil FFT", n)[0], "dor", nodes=nodes, tasks_per_node=tpn)
+        before = max(v for k, v in bd.parts.items() if not k.startswith("boundary:"))
+        assert bd.binding.startswith("boundary:") and bd.value > before, (label, bd)
+        check_stated(DOC, rf"\| {re.escape(label)} \| ([0-9.,]+) us \|", before * 1e6, command=PENCIL_CMD)
+        check_stated(DOC, rf"\| {re.escape(label)} \| [0-9.,]+ us \| ([0-9.,]+) us \|", bd.value * 1e6,
+                     command=PENCIL_CMD)
+        if d == (8, 8, 8) and tpn == 1:
+            each_way = 32 * 8 * 8 * 32768.0
+            assert each_way == pytest.approx(67_108_864)
+            closed = each_way / (128 * 2e9)
+            assert closed * (1 - 1e-6) <= bd.value <= closed  # less the eigenvalue's rounding margin
+            check_stated(DOC, r"must carry at least ([0-9.]+) MB each way", each_way / 1e6, command=PENCIL_CMD)
+            check_stated(DOC, r"each way:\s+([0-9.]+) us at", bd.value * 1e6, command=PENCIL_CMD)

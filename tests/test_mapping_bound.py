@@ -275,3 +275,65 @@ def test_a_routing_that_is_not_linear_is_counted_by_shortest_paths():
     bd = mapping_bound(topo, tr, r, nodes=nodes)
     assert any("shortest" in note for note in bd.notes)
     assert 0 < bd.value <= best * (1 + REL) and bd.binding != "endpoint"
+
+
+def _boundary(bd):
+    return {k: v for k, v in bd.parts.items() if k.startswith("boundary:")}
+
+
+def test_the_boundary_part_is_the_optimum_of_an_all_to_all_on_a_ring():
+    """An all-to-all of 8 tasks on a ring of 8 (fast node links, DOR): every mapping is the same, and its busiest
+    link carries 1 + 2 + 3 pair-flows plus half of the 4 at the tie, 8 MB at 2 GB/s (closed form); the boundary
+    part (the ring's half: 2 links each way, 16 pairs each way across it) is exactly that."""
+    from evaluator.traffic import all_to_all
+
+    topo = torus((8,), injection_bandwidth=1e12)
+    tr = all_to_all(8, 1e6)
+    best = exhaustive_min(topo, "dor", tr, every_mapping(np.arange(8), 8, 1)[:24])
+    assert best == pytest.approx((1 + 2 + 3 + 4 / 2) * 1e6 / 2e9, rel=REL)
+    (name, value), = _boundary(mapping_bound(topo, tr, "dor")).items()
+    assert best * (1 - 1e-8) <= value <= best and name == "boundary:coordinate 0 in 0..3"  # less the rounding margin
+
+
+@pytest.mark.parametrize("case", ["ring 8, pencil 2x4", "torus 2x4, pencil 4x2", "DF(2,4,2,9), all-to-all",
+                                  "fat tree, pencil 2x4"])
+def test_the_boundary_part_below_every_mapping(case):
+    """The boundary part on 8 tasks of a pencil FFT (two phases: a product of cliques) and an all-to-all, every
+    family, every mapping onto 8 nodes evaluated: at most the fastest (and equal to it on the Dragonfly's
+    all-to-all, whose groups' global links are the bottleneck)."""
+    from evaluator.traffic import all_to_all, pencil
+
+    topo, routing, tr = {
+        "ring 8, pencil 2x4": (torus((8,), injection_bandwidth=1e12), "dor", pencil(8, 2, 4, 16.0)),
+        "torus 2x4, pencil 4x2": (torus((2, 4), injection_bandwidth=1e12), "dor", pencil(8, 4, 2, 16.0)),
+        "DF(2,4,2,9), all-to-all": (dragonfly(2, 4, 2, 9, bandwidth_p=1e12), "minimal", all_to_all(8, 1e6)),
+        "fat tree, pencil 2x4": (fat_tree([4, 4], [1, 1], injection_bandwidth=1e12, link_bandwidth=1e9), "dmodk",
+                                 pencil(8, 2, 4, 16.0)),
+    }[case]
+    nodes = np.arange(8)
+    best = exhaustive_min(topo, routing, tr, every_mapping(nodes, 8, 1))
+    part = _boundary(mapping_bound(topo, tr, routing, nodes=nodes))
+    assert len(part) == 1 and 0 < next(iter(part.values())) <= best * (1 + REL)
+    if case.startswith("DF"):
+        assert best * (1 - 1e-8) <= next(iter(part.values())) <= best
+
+
+def test_the_boundary_windows_and_the_tasks_they_can_hold():
+    """The windows of a coordinate (every offset and width up to half, a half once per complement; fewer widths
+    on a long coordinate) and the range of tasks a window's available nodes allow: a window that must hold
+    every task (the nodes outside take none) or none gives no bound."""
+    from evaluator.mapping._boundary import _MAX_SETS, _windows, boundary_bound
+
+    vals, m, starts, widths = _windows(np.array([0, 1, 2, 3, 4, 5]))
+    assert m == 6 and sorted(zip(starts.tolist(), widths.tolist())) == sorted(
+        [(s, 1) for s in range(6)] + [(s, 2) for s in range(6)] + [(s, 3) for s in range(3)])
+    _, m, starts, widths = _windows(np.arange(200) % 100)
+    assert m == 100 and starts.size <= _MAX_SETS and set(widths.tolist()) == {1, 2, 4, 8, 16, 32, 50}
+    topo = torus((8,), injection_bandwidth=1e12)
+    support = np.ones(topo.n_router_links, bool)
+    cap = np.asarray(topo.capacity)[:topo.n_router_links]
+    assert boundary_bound(topo, np.arange(4), 1, 4, 1.0, support, cap)[1] > 0  # 4 tasks on 4 routers of 8
+    assert boundary_bound(topo, np.arange(8), 1, 1, 1.0, support, cap) is None  # one task
+    assert boundary_bound(topo, np.arange(8), 1, 8, 0.0, support, cap) is None  # a graph that falls apart
+    # tasks per node enough for every task on one node: any window may hold all or none of them
+    assert boundary_bound(topo, np.arange(8), 8, 8, 1.0, support, cap) is None

@@ -75,6 +75,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ResourceError, check_memory
+from ._boundary import boundary_bound
 from ._clusters import max_internal_bytes
 from ._ports import port_bound, whole_pairs
 
@@ -129,6 +130,7 @@ _WORDS = {
     "network": "hop-bytes over every network link, ball counting",
     "network/cap": "link-time hops over every network link, ball counting",
     "injection": "bytes leaving nodes over every injection link",
+    "boundary": "the traffic's least cut (algebraic connectivity) over the links out of the routers with {cls}",
     "ejection": "bytes entering nodes over every ejection link",
 }
 
@@ -558,7 +560,17 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
                         port_bound(B_in_ph, p_in, _least(Dr[i], split_in), c_in, denom, _WORK))
             if ports > out[name]:
                 out[f"{name} ports"] = ports
-    return out
+    return {**out, **_boundary_part(topology, nodes, tpn, n, lap, support, cap[:n_rl])}
+
+
+def _boundary_part(topology, nodes, tpn: int, n: int, lap: _Laplacian, support, cap) -> dict[str, float]:
+    """The boundary part (:func:`._boundary.boundary_bound`) by name, where the traffic graph's eigenvalues are
+    computed (none above :data:`_EIG_MAX` tasks)."""
+    vals = lap.smallest(2) if n > 1 else None
+    if vals is None or vals.size < 2:
+        return {}
+    part = boundary_bound(topology, nodes, tpn, n, float(vals[1]) - 1e-10 * n * lap.top, support, cap)
+    return dict([part]) if part is not None else {}
 
 
 def _port_inputs(topology, routes: _Routes, phases, B_out, B_in, ends_router, routers, cap, n: int):
