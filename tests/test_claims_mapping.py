@@ -316,7 +316,9 @@ def test_boundary_bound_on_the_held_out_pencil_rows():
     bytes, both ways), so any half of the ranks exchanges at least 67,108,864 B each way with the other half (32
     rows of 16 split 8 and 8, 32,768 B a pair), over the 128 links each way of the torus's half (2 GB/s)."""
     from evaluator.bench.mapping import HELDOUT_CASES, _heldout_traffic
+    from evaluator.evaluation import evaluate_batch
     from evaluator.mapping.bound import mapping_bound
+    from evaluator.placement import explicit
     from evaluator.topology import torus
 
     rows = [(d, tpn, n, box) for d, tpn, n, box, p in HELDOUT_CASES if p == "pencil FFT"]
@@ -324,9 +326,14 @@ def test_boundary_bound_on_the_held_out_pencil_rows():
               "32x32 ranks, 4 a node, 16x4x4 prism")
     for label, (d, tpn, n, box) in zip(labels, rows):
         nodes = np.ravel_multi_index(tuple(np.indices(box).reshape(3, -1)), d)
-        bd = mapping_bound(torus(d), _heldout_traffic("pencil FFT", n)[0], "dor", nodes=nodes, tasks_per_node=tpn)
+        tr = _heldout_traffic("pencil FFT", n)[0]
+        bd = mapping_bound(torus(d), tr, "dor", nodes=nodes, tasks_per_node=tpn)
         before = max(v for k, v in bd.parts.items() if not k.startswith("boundary:"))
         assert bd.binding.startswith("boundary:") and bd.value > before, (label, bd)
+        # certified against a mapping: the launcher's fill (tasks_per_node consecutive ranks a node, in order)
+        filled = explicit(torus(d), np.repeat(nodes, tpn), "linear")
+        linear = float(evaluate_batch(torus(d), "dor", tr, [filled]).metrics["completion_time"][0])
+        assert bd.value <= linear * (1 + 1e-9), (label, bd.value, linear)
         check_stated(DOC, rf"\| {re.escape(label)} \| ([0-9.,]+) us \|", before * 1e6, command=PENCIL_CMD)
         check_stated(DOC, rf"\| {re.escape(label)} \| [0-9.,]+ us \| ([0-9.,]+) us \|", bd.value * 1e6,
                      command=PENCIL_CMD)
