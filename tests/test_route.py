@@ -101,3 +101,31 @@ def test_bad_endpoints_are_refused_by_name():
     with pytest.raises(ConfigError, match="src = -1"):
         op.route(topo, -1, 3)
     assert op.route(topo, 5, 5)[0].size == 0
+
+
+@pytest.mark.parametrize("make", [lambda: T.fat_tree(k=4, levels=3), lambda: T.fat_tree([4, 4], [1, 2]),
+                                  lambda: T.fat_tree(k=8, levels=2)], ids=["k=4 3 levels", "parallel links", "k=8"])
+def test_dmodk_listed_links_equal_the_host_walk(make):
+    """D-mod-k lists every flow's links (two a tier it crosses, all its bytes): on every node pair they are the
+    links of the per-flow walk (:func:`dmodk_paths`), and the listed flows of random bytes add up to ``apply``'s
+    loads."""
+    import jax.numpy as jnp
+
+    topo = make()
+    op = build_routing(topo, dmodk())
+    n = topo.n_nodes
+    s, d = np.divmod(np.arange(n * n), n)
+    ft = {k: jnp.asarray(v) for k, v in op.flow_tables.items()}
+    links, frac = (np.asarray(x) for x in op.flow_links(ft, jnp.asarray(s), jnp.asarray(d)))
+    assert links.shape == (n * n, op.flow_width)
+    for i in range(n * n):
+        walk = FT.dmodk_paths(topo, int(s[i]), int(d[i]))
+        want = sorted(walk[0][1]) if walk else []
+        assert sorted(links[i][links[i] >= 0].tolist()) == want, (s[i], d[i])
+        assert np.all(frac[i][links[i] >= 0] == 1.0) and np.all(frac[i][links[i] < 0] == 0.0)
+    w = np.random.default_rng(0).uniform(1e3, 1e6, n * n)
+    tables = {k: jnp.asarray(v) for k, v in op.tables.items()}
+    n_rl = int(topo.n_router_links)
+    want = np.asarray(op.apply(tables, jnp.asarray(s), jnp.asarray(d), jnp.asarray(w)))[:n_rl]
+    got = np.asarray(op.route_few(tables, ft, jnp.asarray(s), jnp.asarray(d), jnp.asarray(w), n_rl))
+    np.testing.assert_allclose(got, want, rtol=1e-12)

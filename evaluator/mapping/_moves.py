@@ -54,16 +54,6 @@ next wider bucket (the widest: the busiest task's degree)."""
 BUCKET_RATIO = 4
 """A bucket is kept only where it is at least this many times narrower than the next wider one."""
 
-LEVEL_FRACTIONS = (0.5, 0.625, 0.75, 0.875)
-"""Flow-list lengths a move is also scored at, as fractions of the widest (rounded up to a multiple of 8), where
-the traffic has no narrow degree bucket and the routing lists each flow's links in a fixed width but not compactly
-(``flow_links`` without ``flow_compact``; DOR lists compactly, and there a move's cost follows its links, not its
-flow list: measured before DOR did, a move's cost was about linear in
-its list's length (1,024-rank mesh halo on a 16x8x8 torus, 2 loaded cores: 16, 32 and 56 flows 16, 30 and 43 us a
-move; these levels: 21,600 -> 26,600 moves/s). Where it does not (``apply`` over every link: Dragonfly, fat
-tree), a move costs about the same at any length and the extra calls cost more than they save (DF(4,8,4) mesh
-halo 143,000 -> 121,000 moves/s), so none are added."""
-
 
 NARROW_SPLITS = (0.25, 0.5)
 """Flow-list levels below the narrowest bucket's (``2k`` times its width), as fractions of it, where the routing
@@ -71,8 +61,8 @@ lists a move's links compactly (``flow_compact``, DOR) and there is a narrow buc
 listing's entries, and with them a move's cost, follow its flows, and most moves of such a traffic have far fewer
 flows than the bucket's width (power law on the 16x8x8 torus: tasks' degrees summed over a move, median 8, the
 narrowest bucket's level 32; a call of 4,096 moves at level 8, a listing of 128 entries, 8.5 us a move against
-17.7-21.9 at level 32's 768, one core). Left out, as the levels of :data:`LEVEL_FRACTIONS` are, where a call
-passes ``fractions`` (a short search: fewer compilations)."""
+17.7-21.9 at level 32's 768, one core). Left out, as the levels of :attr:`MoveEvaluator.level_fractions` are, where
+a call passes ``fractions`` (a short search: fewer compilations)."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +166,13 @@ class MoveEvaluator(MoveCalls, SparseMoves):
     """Use the degree buckets (off: every move and the heat through the full-width table)."""
 
     level_fractions: tuple | None = None
-    """The flow-list levels between the buckets' and the widest, as fractions of the widest (None: the default,
-    :data:`LEVEL_FRACTIONS` where the routing lists each flow's links, else none)."""
+    """Flow-list lengths a move is also scored at, between the buckets' and the widest, as fractions of the widest
+    (rounded up to a multiple of 8); None: none. They paid where a routing listed each flow's links in a fixed width
+    and a move's cost was about linear in its list's length (DOR before it listed compactly, fractions 0.5 to 0.875:
+    1,024-rank mesh halo on a 16x8x8 torus, 21,600 -> 26,600 moves/s); not on a Dragonfly (``apply`` over every
+    link: DF(4,8,4) mesh halo 143,000 -> 121,000) nor on a fat tree, whose D-mod-k lists two links a tier since
+    2026-12-01 (the bench's 1,024-rank stencil on XGFT(2;32,32;1,16): 551,000-580,000 moves/s with them,
+    733,000-767,000 without, interleaved)."""
 
     def __init__(self, topology: Topology, routing, traffic, slot_node: Int[np.ndarray, "slot"]):
         if routing.needs_pairs:
@@ -656,10 +651,8 @@ class MoveEvaluator(MoveCalls, SparseMoves):
                 x = int(2 * k * ws[0] * f)
                 if x >= 2 * k:
                     lv.add(x)
-        if fractions is None:
-            fractions = LEVEL_FRACTIONS if op.flow_links is not None and op.flow_compact is None and not ws else ()
         top = 2 * k * W
-        for f in fractions:  # no narrow bucket: levels below the full width (a move's cost ~ its list's length)
+        for f in fractions or ():  # levels below the full width, where set (a move's cost ~ its list's length)
             x = -(-int(top * f) // 8) * 8
             if 0 < x < top:
                 lv.add(x)

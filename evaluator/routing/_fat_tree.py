@@ -232,8 +232,24 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
                 parts += [up.reshape(-1), down.reshape(-1)]
             return jnp.concatenate(parts) if parts else jnp.zeros(0, u.dtype)
 
+        def flow_links(ftables, src, dst):
+            """``src``/``dst``: node ids; every flow's up and down link of each tier, tier by tier (``-1`` and 0
+            from the first tier it does not cross: its nearest common ancestor's subtree), all of its bytes."""
+            src = src.astype(ftables["code"].dtype)
+            dst = dst.astype(ftables["code"].dtype)
+            links = []
+            for i, T in enumerate(tiers):
+                Xs, Xd = src // T["S"], dst // T["S"]
+                c = take(ftables["code"][i], dst)
+                YU = T["Y"] * T["U"]
+                on = Xs != Xd
+                links += [jnp.where(on, T["up"] + Xs * YU + c, -1), jnp.where(on, T["down"] + Xd * YU + c, -1)]
+            links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, src.dtype)
+            return links, jnp.where(links >= 0, 1.0, 0.0)
+
         return RoutingOperator(routing, topo.name, tables, apply, apply_dense, int(code.size),
-                               endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes)
+                               endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes,
+                               flow_links=flow_links, flow_tables=dict(tables), flow_width=max(2 * len(tiers), 1))
 
     if routing.kind == "ecmp":
         return _hashed_operator(topo, routing, tiers)
