@@ -35,6 +35,7 @@ from .compiled import BatchKernel
 from ..latency import Latency, link_latency
 from ..placement import Placement
 from ..routing import require_linear
+from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .blocks import bucket_size
@@ -75,7 +76,9 @@ def message_latency(net, pt: PointInputs, link_delay: Float[jax.Array, "link"], 
         n_nodes = net.node_router.shape[0]
         sn, dn = take(pt.task_node, pt.src), take(pt.task_node, pt.dst)
         sr, dr = take(net.node_router, sn), take(net.node_router, dn)
-        links, frac = operator.flow_links(flow_tables, sr, dr)
+        endpoint = net.routing.get(NODE_ENDPOINT)  # a routing by node (D-mod-k) lists by the nodes' endpoints
+        es, ed = (sr, dr) if endpoint is None else (take(endpoint, sn), take(endpoint, dn))
+        links, frac = operator.flow_links(flow_tables, es, ed)
         hop = jnp.where(links >= 0, frac * take(link_delay, jnp.maximum(links, 0)), 0.0).sum(axis=1)
         ends = take(link_delay, n_router_links + sn) + take(link_delay, n_router_links + n_nodes + dn)
         path = jnp.where(sr != dr, hop, 0.0) + jnp.where(sn != dn, ends, 0.0)
