@@ -298,6 +298,8 @@ def test_bench_random_graph_torus_bound_with_ports():
                  command=RANDOM_TORUS_CMD)
     check_stated(DOC, r"random graph of the bench's quality rows gets ([0-9.,]+) us", bd.value * 1e6,
                  command=RANDOM_TORUS_CMD)
+    check_stated(DOC, r"\(the ports part gave ([0-9.,]+) us\)", bd.parts["network ports"] * 1e6,
+                 command=RANDOM_TORUS_CMD)
     check_stated(DOC, r"up from the ([0-9.]+) us of this run's node links", task_node_bound(topo, tr) * 1e6,
                  command=RANDOM_TORUS_CMD)
 
