@@ -128,10 +128,16 @@ def point_link_loads(net: NetworkArrays, pt: PointInputs, *, apply_routing) -> L
     dr = take(net.node_router, dn)
     off_router = jnp.where(sr != dr, pt.nbytes, 0.0)
     entries = ((sn, off_node), (dn + n_nodes, off_node))  # injection, then ejection
-    endpoint = net.routing.get(NODE_ENDPOINT)
-    if endpoint is not None:
-        sr, dr = take(endpoint, sn), take(endpoint, dn)
+    sr, dr = node_endpoints(net, sn, dn, sr, dr)
     return apply_routing(net.routing, sr, dr, off_router, extra=(entries, 2 * n_nodes))
+
+
+def node_endpoints(net: NetworkArrays, sn, dn, sr, dr):
+    """The routing's endpoints of flows between nodes ``sn -> dn`` on routers ``sr -> dr``: the routers, or the
+    routing's own endpoints where it routes by more than the router (:attr:`RoutingOperator.endpoints`: D-mod-k
+    routes by node). ``apply``, ``flow_links`` and ``flow_compact`` take these."""
+    endpoint = net.routing.get(NODE_ENDPOINT)
+    return (sr, dr) if endpoint is None else (take(endpoint, sn), take(endpoint, dn))
 
 
 def dense_point_link_loads(net: NetworkArrays, pt: DensePointInputs, *, n_endpoints: int,

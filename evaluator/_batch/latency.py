@@ -30,12 +30,11 @@ import numpy as np
 from .._ops import differentiable, take
 from .._types import Float
 from ..errors import ResourceError
-from ..kernel import PointInputs, point_link_loads
+from ..kernel import PointInputs, node_endpoints, point_link_loads
 from .compiled import BatchKernel
 from ..latency import Latency, link_latency
 from ..placement import Placement
 from ..routing import require_linear
-from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .blocks import bucket_size
@@ -76,9 +75,7 @@ def message_latency(net, pt: PointInputs, link_delay: Float[jax.Array, "link"], 
         n_nodes = net.node_router.shape[0]
         sn, dn = take(pt.task_node, pt.src), take(pt.task_node, pt.dst)
         sr, dr = take(net.node_router, sn), take(net.node_router, dn)
-        endpoint = net.routing.get(NODE_ENDPOINT)  # a routing by node (D-mod-k) lists by the nodes' endpoints
-        es, ed = (sr, dr) if endpoint is None else (take(endpoint, sn), take(endpoint, dn))
-        links, frac = operator.flow_links(flow_tables, es, ed)
+        links, frac = operator.flow_links(flow_tables, *node_endpoints(net, sn, dn, sr, dr))
         hop = jnp.where(links >= 0, frac * take(link_delay, jnp.maximum(links, 0)), 0.0).sum(axis=1)
         ends = take(link_delay, n_router_links + sn) + take(link_delay, n_router_links + n_nodes + dn)
         path = jnp.where(sr != dr, hop, 0.0) + jnp.where(sn != dn, ends, 0.0)

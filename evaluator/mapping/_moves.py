@@ -38,9 +38,8 @@ from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
 from ._move_calls import BUCKET_CHUNK, MoveCalls, cpu_workers
 from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
-from ..kernel import PointInputs, point_link_loads
+from ..kernel import PointInputs, node_endpoints, point_link_loads
 from ..routing import require_linear
-from ..routing.base import NODE_ENDPOINT
 from ..topology import Topology
 
 __all__ = ["Q_NORM", "FlowTable", "flow_table", "MoveEvaluator", "BUCKET_QUANTILES", "BUCKET_RATIO",
@@ -402,9 +401,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         net = self._net
         sr, dr = net.node_router[sn], net.node_router[dn]
         off_router = jnp.where(sr != dr, w, 0.0)
-        endpoint = net.routing.get(NODE_ENDPOINT)
-        if endpoint is not None:
-            sr, dr = endpoint[sn], endpoint[dn]
+        sr, dr = node_endpoints(net, sn, dn, sr, dr)
         return self.kernel.operator.route_few(net.routing, self._flow_tables, sr, dr, off_router,
                                               int(self.topology.n_router_links))
 
@@ -508,10 +505,8 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         router 0)."""
         net = self._net
         sr, dr = net.node_router[sn], net.node_router[dn]
-        endpoint = net.routing.get(NODE_ENDPOINT)
         on = (sr != dr) & ((w != 0) if w.ndim == 1 else (w != 0).any(axis=1))
-        if endpoint is not None:
-            sr, dr = endpoint[sn], endpoint[dn]
+        sr, dr = node_endpoints(net, sn, dn, sr, dr)
         sr, dr = jnp.where(on, sr, 0), jnp.where(on, dr, 0)
         return self.kernel.operator.flow_compact(self._flow_tables, sr, dr, w, size)
 

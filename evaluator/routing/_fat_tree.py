@@ -203,19 +203,22 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
         itype = np.int32 if max(n_rl, 1) < 2**31 else np.int64
         tables = {"code": code.astype(itype)}
 
+        def tier_links(code, src, dst):
+            """Per tier ``(crosses, up link, down link)`` of every flow between nodes ``src -> dst``."""
+            src, dst = src.astype(code.dtype), dst.astype(code.dtype)
+            for i, T in enumerate(tiers):
+                Xs, Xd = src // T["S"], dst // T["S"]
+                c = take(code[i], dst)
+                YU = T["Y"] * T["U"]
+                yield Xs != Xd, T["up"] + Xs * YU + c, T["down"] + Xd * YU + c
+
         def apply(tables, src, dst, weight, extra=None):
             """``src``/``dst``: node ids (the kernel's endpoints); each flow's up and down link of every tier it
             crosses, added in link order."""
-            src = src.astype(tables["code"].dtype)
-            dst = dst.astype(tables["code"].dtype)
             buf = jnp.zeros(n_rl + fused_size(extra), weight.dtype)
-            for i, T in enumerate(tiers):
-                Xs, Xd = src // T["S"], dst // T["S"]
-                w = jnp.where(Xs != Xd, weight, 0.0)
-                c = take(tables["code"][i], dst)
-                YU = T["Y"] * T["U"]
-                buf = add_at(buf, T["up"] + Xs * YU + c, w)
-                buf = add_at(buf, T["down"] + Xd * YU + c, w)
+            for on, up, down in tier_links(tables["code"], src, dst):
+                w = jnp.where(on, weight, 0.0)
+                buf = add_at(add_at(buf, up, w), down, w)
             return add_extra(buf, extra, n_rl)
 
         def apply_dense(tables, u, v):
@@ -235,16 +238,8 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
         def flow_links(ftables, src, dst):
             """``src``/``dst``: node ids; every flow's up and down link of each tier, tier by tier (``-1`` and 0
             from the first tier it does not cross: its nearest common ancestor's subtree), all of its bytes."""
-            src = src.astype(ftables["code"].dtype)
-            dst = dst.astype(ftables["code"].dtype)
-            links = []
-            for i, T in enumerate(tiers):
-                Xs, Xd = src // T["S"], dst // T["S"]
-                c = take(ftables["code"][i], dst)
-                YU = T["Y"] * T["U"]
-                on = Xs != Xd
-                links += [jnp.where(on, T["up"] + Xs * YU + c, -1), jnp.where(on, T["down"] + Xd * YU + c, -1)]
-            links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, src.dtype)
+            links = [jnp.where(on, x, -1) for on, up, down in tier_links(ftables["code"], src, dst) for x in (up, down)]
+            links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, jnp.int32)
             return links, jnp.where(links >= 0, 1.0, 0.0)
 
         return RoutingOperator(routing, topo.name, tables, apply, apply_dense, int(code.size),
