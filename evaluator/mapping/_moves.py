@@ -750,14 +750,17 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         return (jnp.asarray(np.asarray(slot_task, np.int32)), jnp.asarray(self._all_task_node(slot_task)))
 
 
-COMPACT_SPARSE = 12
+COMPACT_SPARSE = 5
 """A compact listing at least this many times shorter than the router links is scored sparsely (:meth:`MoveEvaluator
-._sparse`, :class:`~evaluator.mapping._move_scores.SparseMoves`: move after move, each touching its entries only):
-where the ratio is small the dense pass of a well-sized step is faster (1,024 ranks on the 16x8x8 torus, 6,144
-router links, listings of about 1,024 entries, mesh halo, two threads: 57,000 moves/s dense at a step of 32
-against 40,000-45,000 sparse, 2026-11-30), and where it is large the sparse moves are (4,096-rank mesh halo on
-16x16x16, 24,576 links: 25,000 moves/s at the default step against 9,100 for the previous sparse update,
-which still passed a buffer the size of the router links per move; runs back to back, 2 cores, 2026-11-30)."""
+._sparse`, :class:`~evaluator.mapping._move_scores.SparseMoves`: move after move, each touching its entries only);
+where the ratio is smaller the dense pass of a well-sized step is faster. 12 until 2026-12-01, when the sparse
+moves stopped copying their buffer (every router link) twice a move (:meth:`SparseMoves._sparse_finish`): the
+bench's 16,384 moves of 1,024 ranks on the 16x8x8 torus (6,144 router links), two threads, two evaluators in one
+process scored in turn (9 alternations, medians), with 12 then 5: stencil (listings of 768 entries) 115,283 ->
+140,575 moves/s, mesh halo (1,024 entries) 94,861 -> 107,446. Before that change the dense pass had been the faster
+at these sizes (mesh halo 57,000 moves/s dense against 40,000-45,000 sparse, 2026-11-30). Where the ratio is large
+the sparse moves win by far (4,096-rank mesh halo on 16x16x16, 24,576 links: 25,000 moves/s against 9,100 for an
+earlier sparse update, 2026-11-30)."""
 
 COMPACT_MIN = 64
 """Fewest entries of a compact listing (:meth:`MoveEvaluator._resolved`)."""
