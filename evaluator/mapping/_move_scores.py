@@ -132,8 +132,8 @@ class SparseMoves:
         # a link whose load the move leaves as it was (change 0) keeps its time: the top list's first such link is
         # the largest untouched time (the list holds more links than the move touches)
         untouched = [first_untouched(lambda i, p=p: buf[i, p], r_top_v[p], r_top_i[p]) for p in range(P)]
-        # set back to zero by a value computed from every read of the buffer (exactly 0: a finite sum of absolute
-        # values, or +inf, at most 0), so that XLA sees the reads done before it and updates the buffer in place
+        # set back to a zero computed from the reads of the buffer (the smaller of 0 and a sum of absolute values,
+        # finite or +inf: exactly 0), so that XLA sees the reads done before it and updates the buffer in place
         zero = jnp.minimum(jnp.abs(got[0, 0]) + sum(jnp.abs(u) for u in untouched), 0.0)
         buf = buf.at[c_links].set(zero, mode="drop")
         c_inv = dev["inv_cap"][c_at]
