@@ -239,7 +239,7 @@ def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
             """``src``/``dst``: node ids; every flow's up and down link of each tier, tier by tier (``-1`` and 0
             from the first tier it does not cross: its nearest common ancestor's subtree), all of its bytes."""
             links = [jnp.where(on, x, -1) for on, up, down in tier_links(ftables["code"], src, dst) for x in (up, down)]
-            links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, jnp.int32)
+            links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, ftables["code"].dtype)
             return links, jnp.where(links >= 0, 1.0, 0.0)
 
         return RoutingOperator(routing, topo.name, tables, apply, apply_dense, int(code.size),
