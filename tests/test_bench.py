@@ -278,3 +278,33 @@ def test_every_scenario_has_one_row_of_the_table():
     names = [s.name for s in SCENARIO_TABLE]
     assert sorted(names) == sorted(SCENARIOS) and len(set(names)) == len(names)
     assert all(callable(s.run) and isinstance(s.label(True), str) for s in SCENARIO_TABLE)
+
+
+def test_moves_scenario_is_the_mapping_move_rows_alone(monkeypatch):
+    """``--only moves``: the rows of ``mapping``'s candidate moves (the same cases, in order, timed the same way)
+    without its quality and held-out searches; a run without ``--only`` leaves it out (``mapping`` has its rows)."""
+    import sys
+    from types import SimpleNamespace
+
+    from evaluator.bench import mapping as BMap
+
+    R = sys.modules["evaluator.bench.run"]
+    assert "moves" in R.SCENARIOS and "moves" not in R.DEFAULT_SCENARIOS
+    assert set(R.DEFAULT_SCENARIOS) == set(R.SCENARIOS) - {"moves"}
+    asked = []
+
+    def rate(quick, timed, pattern, network):
+        asked.append((quick, pattern, network))
+        return {"pattern": pattern, "network": network, "moves": 4, "seconds": 2.0, "moves_per_s": 2.0,
+                "ref_points": 2, "ref_seconds": 1.0, "ref_per_s": 2.0, "check": 0.0, "evaluator": "e"}
+
+    monkeypatch.setattr(BMap, "_move_rate", rate)
+    monkeypatch.setattr(BMap, "_quality", lambda quick: pytest.fail("moves ran a quality search"))
+    monkeypatch.setattr(BMap, "heldout", lambda *a, **k: pytest.fail("moves ran a held-out search"))
+    data = BMap.w_moves(SimpleNamespace(quick=False), lambda: "cpu", lambda: 1.0, None)
+    assert asked == [(False, p, n) for p, n in BMap.MOVE_CASES]
+    assert data["quality"] == [] and data["heldout"] == []
+    rows = BMap.mapping_rows(data, lambda d: d)
+    assert [r["scenario"] for r in rows] == [f"mapping: candidate moves, 1,024 ranks, {p} on {n}"
+                                             for p, n in BMap.MOVE_CASES]
+    assert BMap.MOVE_MIN_S[False] >= BMap.MOVE_MIN_S[True] > 0
