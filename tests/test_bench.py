@@ -291,20 +291,27 @@ def test_moves_scenario_is_the_mapping_move_rows_alone(monkeypatch):
     R = sys.modules["evaluator.bench.run"]
     assert "moves" in R.SCENARIOS and "moves" not in R.DEFAULT_SCENARIOS
     assert set(R.DEFAULT_SCENARIOS) == set(R.SCENARIOS) - {"moves"}
-    asked = []
+    asked, timed_calls = [], []
 
-    def rate(quick, timed, pattern, network):
+    def case(quick, pattern, network):
         asked.append((quick, pattern, network))
-        return {"pattern": pattern, "network": network, "moves": 4, "seconds": 2.0, "moves_per_s": 2.0,
-                "ref_points": 2, "ref_seconds": 1.0, "ref_per_s": 2.0, "check": 0.0, "evaluator": "e"}
 
-    monkeypatch.setattr(BMap, "_move_rate", rate)
+        def finish(seconds, timed):
+            return {"pattern": pattern, "network": network, "moves": 4, "seconds": seconds, "moves_per_s": 4 / seconds,
+                    "ref_points": 2, "ref_seconds": 1.0, "ref_per_s": 2.0, "check": 0.0, "evaluator": "e"}
+        return (lambda: timed_calls.append(pattern)), finish
+
+    monkeypatch.setattr(BMap, "_move_case", case)
+    monkeypatch.setattr(BMap, "MOVE_MIN_S", {False: 0.0, True: 0.0})
     monkeypatch.setattr(BMap, "_quality", lambda quick: pytest.fail("moves ran a quality search"))
     monkeypatch.setattr(BMap, "heldout", lambda *a, **k: pytest.fail("moves ran a held-out search"))
     data = BMap.w_moves(SimpleNamespace(quick=False), lambda: "cpu", lambda: 1.0, None)
     assert asked == [(False, p, n) for p, n in BMap.MOVE_CASES]
+    # every case set up first, then timed in rounds: one batch of each in turn, three rounds at least
+    patterns = [p for p, _ in BMap.MOVE_CASES]
+    assert len(timed_calls) >= 3 * len(patterns) and timed_calls[:2 * len(patterns)] == patterns * 2
     assert data["quality"] == [] and data["heldout"] == []
     rows = BMap.mapping_rows(data, lambda d: d)
     assert [r["scenario"] for r in rows] == [f"mapping: candidate moves, 1,024 ranks, {p} on {n}"
                                              for p, n in BMap.MOVE_CASES]
-    assert BMap.MOVE_MIN_S[False] >= BMap.MOVE_MIN_S[True] > 0
+    assert all(r["seconds"] > 0 for r in data["rates"])

@@ -184,7 +184,7 @@ the patterns whose moves cost the most (a 3-D stencil, an unstructured-mesh halo
 
 
 MOVE_MIN_S = {False: 2.0, True: 1.0}
-"""Seconds of timed calls (at least three) whose median a move row reports (full, ``--quick``)."""
+"""Seconds of timed batches a move row's case gets (at least three; full, ``--quick``): :func:`_move_rates`."""
 
 
 def _move_pattern(name: str, n: int):
@@ -197,9 +197,11 @@ def _move_pattern(name: str, n: int):
     return _pattern(name, n)
 
 
-def _move_rate(quick: bool, timed, pattern: str, network: str) -> dict:
-    """Candidate moves (single task swaps, drawn uniformly) of one case scored incrementally, as the search scores
-    them (its degree buckets and levels), against the same candidates evaluated in full by the batched kernel."""
+def _move_case(quick: bool, pattern: str, network: str):
+    """One case of the move rows, set up and warm: ``(incremental, finish)``. ``incremental()`` scores the case's
+    candidate moves (single task swaps, drawn uniformly) incrementally, as the search scores them (its degree
+    buckets and levels); ``finish(seconds, timed)`` is the case's row for a median of ``seconds`` per batch, with
+    the same candidates evaluated in full by the batched kernel (the reference, timed by ``timed``)."""
     from .. import placement
     from ..evaluation import as_routing, evaluate_batch
     from ..mapping import move_evaluator
@@ -227,27 +229,41 @@ def _move_rate(quick: bool, timed, pattern: str, network: str) -> dict:
         incremental()
         if me.n_compiled == compiled:
             break
-    # the median of the calls of at least MOVE_MIN_S seconds (at least 3): a batch takes 0.1-0.2 s, and three calls
-    # on this shared 2-core VM ranged over 1.5x (torus power law: 75,000-117,000 moves/s in one hour)
-    inc_s = timed(incremental, 3, MOVE_MIN_S[quick])
-    # the reference: the same candidates in full by the batched kernel (one flow list, task_node per point)
-    k_ref = 512 if quick else 2048
-    task_nodes = []
-    for i in range(k_ref):
-        s2 = slot_task.copy()
-        s2[a[i]], s2[b[i]] = slot_task[b[i]], slot_task[a[i]]
-        task_nodes.append(me.task_node(s2))
-    pls = [placement.explicit(topo, x) for x in task_nodes]
 
-    def full():
-        return evaluate_batch(topo, rt, tr, pls).metrics["completion_time"]
+    def finish(inc_s: float, timed) -> dict:
+        # the reference: the same candidates in full by the batched kernel (one flow list, task_node per point)
+        k_ref = 512 if quick else 2048
+        task_nodes = []
+        for i in range(k_ref):
+            s2 = slot_task.copy()
+            s2[a[i]], s2[b[i]] = slot_task[b[i]], slot_task[a[i]]
+            task_nodes.append(me.task_node(s2))
+        pls = [placement.explicit(topo, x) for x in task_nodes]
 
-    t_full = full()
-    full_s = timed(full, 3)
-    check = float(np.max(np.abs(t_inc[:k_ref] - t_full) / t_full))
-    return {"pattern": pattern, "network": network, "moves": K, "seconds": inc_s, "moves_per_s": K / inc_s,
-            "ref_points": k_ref, "ref_seconds": full_s, "ref_per_s": k_ref / full_s, "check": check,
-            "evaluator": type(me).__name__}
+        def full():
+            return evaluate_batch(topo, rt, tr, pls).metrics["completion_time"]
+
+        t_full = full()
+        full_s = timed(full, 3)
+        check = float(np.max(np.abs(t_inc[:k_ref] - t_full) / t_full))
+        return {"pattern": pattern, "network": network, "moves": K, "seconds": inc_s, "moves_per_s": K / inc_s,
+                "ref_points": k_ref, "ref_seconds": full_s, "ref_per_s": k_ref / full_s, "check": check,
+                "evaluator": type(me).__name__}
+
+    return incremental, finish
+
+
+def _move_rates(quick: bool, timed, cases=MOVE_CASES) -> list[dict]:
+    """The move rows of ``cases``: every case set up and warmed (:func:`_move_case`), then their batches timed in
+    rounds, one batch of each case in turn, until each has had three and the rounds took :data:`MOVE_MIN_S` a case;
+    each row the median of its case's batches. Timed in turn, a slow spell of this shared VM slows every row
+    alike: timed one case after the other (three batches each), the torus power law read 75,000 to 117,000
+    moves/s and the mesh halo 94,000 to 125,000 within an hour, a different row low in each run."""
+    from ._common import _interleaved
+
+    made = [_move_case(quick, p, net) for p, net in cases]
+    secs = _interleaved([inc for inc, _ in made], 3, MOVE_MIN_S[quick] * len(made), block=0.0)
+    return [finish(s, timed) for (_, finish), s in zip(made, secs)]
 
 
 def _outside(topo, routing, tr, nodes=None, tasks_per_node: int = 1) -> dict:
@@ -364,7 +380,7 @@ def w_mapping(args, device, peak_mb, timed) -> dict:
     """The worker: ``device()``, ``peak_mb()`` and ``timed(fn, repeat)`` (median seconds) are the bench's own
     probes, passed in by :mod:`.run`."""
     quick = bool(args.quick)
-    return {"rates": [_move_rate(quick, timed, p, net) for p, net in MOVE_CASES], "quality": _quality(quick),
+    return {"rates": _move_rates(quick, timed), "quality": _quality(quick),
             "heldout": [] if quick else heldout(), "peak_mb": peak_mb(), "device": device()}
 
 
@@ -372,7 +388,7 @@ def w_moves(args, device, peak_mb, timed) -> dict:
     """The worker of the ``moves`` scenario: :func:`w_mapping`'s candidate-move rows alone (the same
     :data:`MOVE_CASES`, moves and timing), without its quality and held-out searches (a full ``mapping`` run
     takes about an hour on 2 cores, these rows a few minutes)."""
-    return {"rates": [_move_rate(bool(args.quick), timed, p, net) for p, net in MOVE_CASES], "quality": [],
+    return {"rates": _move_rates(bool(args.quick), timed), "quality": [],
             "heldout": [], "peak_mb": peak_mb(), "device": device()}
 
 
