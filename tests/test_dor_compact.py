@@ -146,7 +146,7 @@ def test_compact_moves_score_as_the_fixed_width_moves(phases, k):
 def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, prefix, monkeypatch):
     """A short compact listing scored sparsely (its links' new times, the untouched maximum from the batch's top
     list, the norm by its links' terms; move after move on buffers each move leaves as it found them) gives the
-    dense pass's times exactly and its norms up to rounding, for every move, overflowing ones included (rescored
+    dense pass's times and norms up to rounding (the times to a few units in the last place), for every move, overflowing ones included (rescored
     with the full listing). ``prefix`` 1: the top list's head is the busiest link alone, which many moves touch,
     so the whole list is read (the fallback of ``first_untouched``)."""
     import evaluator.mapping._move_scores as move_scores
@@ -175,7 +175,9 @@ def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, prefix
         if size is not None:
             sparse._compact_sizes = {key: size for key in sparse._compact_sizes}
         got_t, got_q = (np.asarray(x) for x in sparse.scores(st, tn, loads, a, b, host_state=state))
-        np.testing.assert_array_equal(got_t, want_t)
+        # a link's entries are added in an order that can differ with the listing's size (here: bit for bit at
+        # 384 entries, the last place of 6 to 10 of the 128 times at 256), as on the bench's mesh halo
+        np.testing.assert_allclose(got_t, want_t, rtol=4 * np.finfo(float).eps, atol=0)
         np.testing.assert_allclose(got_q, want_q, rtol=1e-12)
     assert True in traced  # some calls compiled the sparse update
 
@@ -214,3 +216,39 @@ def test_lane_sum_adds_every_element_in_one_order(n):
     np.testing.assert_allclose(alone, [float(np.sum(r, dtype=np.longdouble)) for r in x], rtol=1e-14)
     for rows, want in ((x, alone), (x[3:], alone[3:]), (x[::-1], alone[::-1])):
         np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(lane_sum))(jnp.asarray(rows))), want)
+
+
+def test_one_bucket_is_split_under_the_compact_listing():
+    """Every task in one degree bucket, under DOR's compact listing: the full width's level is split at
+    SINGLE_SPLITS (rounded up to a multiple of 8), not where a call passes ``fractions`` (``()``: none) nor where the
+    evaluator's ``level_fractions`` is set; the moves scored at the split levels get the scores of the full width,
+    bit for bit, and each call holds moves whose flows fit its level."""
+    from evaluator.mapping._move_calls import SINGLE_SPLITS
+
+    t = torus([8, 4, 4])
+    tr = _flows(60, 240, 1)
+    rng = np.random.default_rng(7)
+    slot_node = rng.permutation(t.n_nodes)[:64]
+    state = rng.permutation(64)
+    ev = MoveEvaluator(t, dor(), tr, slot_node)
+    assert len(ev.widths) == 1
+    for k in (1, 2):
+        top = 2 * k * ev.widths[0]
+        split = {-(-int(top * f) // 8) * 8 for f in SINGLE_SPLITS} - {top}
+        assert split and ev.levels(k) == tuple(sorted(split | {top}))
+        assert ev.levels(k, ()) == (top,)
+    ev.level_fractions = (0.25,)
+    assert ev.levels(1) == tuple(sorted({-(-int(2 * ev.widths[0] * 0.25) // 8) * 8, 2 * ev.widths[0]}))
+    ev.level_fractions = None
+    loads = ev.loads(state)
+    st, tn = ev.device_state(state)
+    s = np.array([rng.choice(64, 2, replace=False) for _ in range(256)])
+    a, b = s[:, :1], s[:, 1:]
+    calls = ev._plan_calls(a, b, state, None)
+    assert len({L for _, L, _ in calls}) > 1  # the moves spread over the split levels
+    need = ev._degree[state[a[:, 0]]] + ev._degree[state[b[:, 0]]]
+    assert all((need[p] <= L).all() for _, L, p in calls)
+    split_t, split_q = (np.asarray(x) for x in ev.scores(st, tn, loads, a, b, host_state=state))
+    full_t, full_q = (np.asarray(x) for x in ev.scores(st, tn, loads, a, b, host_state=state, fractions=()))
+    np.testing.assert_array_equal(split_t, full_t)
+    np.testing.assert_array_equal(split_q, full_q)

@@ -13,13 +13,31 @@ from concurrent.futures import ThreadPoolExecutor
 import jax
 import numpy as np
 
-__all__ = ["BUCKET_CHUNK", "MAX_WORKERS", "SPLIT_MIN", "MoveCalls", "cpu_workers"]
+__all__ = ["BUCKET_CHUNK", "MAX_WORKERS", "NARROW_SPLITS", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers"]
 
 BUCKET_CHUNK = 128
 """Moves per device call of a batch's part scored at the second level (``MoveEvaluator.levels``; the shortest:
 a quarter of the batch per call; a wider level: as many flow entries a call, a power of two of at least 16 moves):
 fixed shapes, so one compilation per level and move size, and little padding (power law on the 16x8x8 torus, 4,096
 moves, 26 at the one-hub level: padded to 128 they cost 45 ms, a third of the batch)."""
+
+NARROW_SPLITS = (0.25, 0.5)
+"""Flow-list levels below the narrowest bucket's (``2k`` times its width), as fractions of it, where the routing
+lists a move's links compactly (``flow_compact``, DOR) and there is a narrow bucket (power law): the compact
+listing's entries, and with them a move's cost, follow its flows, and most moves of such a traffic have far fewer
+flows than the bucket's width (power law on the 16x8x8 torus: tasks' degrees summed over a move, median 8, the
+narrowest bucket's level 32; a call of 4,096 moves at level 8, a listing of 128 entries, 8.5 us a move against
+17.7-21.9 at level 32's 768, one core). Left out, as the levels of ``MoveEvaluator.level_fractions`` are, where
+a call passes ``fractions`` (a short search: fewer compilations)."""
+
+SINGLE_SPLITS = (0.5, 0.75)
+"""Flow-list levels below the full width, as fractions of it (rounded up to a multiple of 8), where every task is in
+one degree bucket and the routing lists a move's links compactly (DOR), unless ``MoveEvaluator.level_fractions``
+says otherwise or a call passes ``fractions``: a mesh halo's tasks have 12 to 28 flows (1,024 ranks), so a move
+needs 24 to 50 of the 56 a level of the full width holds, and its listing follows what it needs. On the 16x8x8
+torus (DOR, 16,384 single swaps, two threads, evaluators with and without them in one process, 11 interleaved
+rounds, medians): 137,047 -> 154,311 and 106,479 -> 131,884 moves/s, the same scores; (0.625,) gave 150,086 and
+four levels (0.375, 0.5, 0.75, 0.875) 84,171 (more calls, each shorter)."""
 
 MAX_WORKERS = 4
 """Most threads scoring one batch on a CPU (:attr:`MoveEvaluator.workers`)."""
@@ -60,6 +78,40 @@ class MoveCalls:
     """The part of :class:`~evaluator.mapping._moves.MoveEvaluator` that turns a batch of moves into device calls and
     runs them (its ``levels``, ``narrow_width``, ``bucketing``, ``workers``, ``_degree``, ``_call_key``,
     ``_compact_size`` and ``_scores_with`` are the evaluator's)."""
+
+    def levels(self, k: int, fractions: tuple | None = None) -> tuple:
+        """The flow-list lengths of a move of ``k`` slots a side when bucketed (ascending; the last ``2k`` times
+        the full width): ``2k`` times each narrower bucket's width, one task of any degree with ``2k - 1`` of
+        the widest narrow bucket (the common wide move: one hub), and one task of each middle bucket with ``2k - 1``
+        of the bucket below (power law on the 16x8x8 torus, widths 16, 128 and 722: level 144 takes 1,293 of the
+        1,417 moves of level 256 in a batch of 16,384; 68,500 -> 71,000 moves/s, interleaved A/B); under a compact
+        listing the narrowest bucket's level split (:data:`NARROW_SPLITS`), or with one bucket the full width's
+        (:data:`SINGLE_SPLITS`); ``fractions`` (default the evaluator's ``level_fractions``): levels at those
+        fractions of the full width instead of the splits, ``()`` for none."""
+        W = self.widths[-1]
+        ws = self.widths[:-1]
+        lv = {2 * k * w for w in ws} | {2 * k * W}
+        if ws:
+            lv.add(W + (2 * k - 1) * ws[-1])
+        for wide, narrow in zip(self.widths[1:-1], self.widths[:-2]):  # one task of a middle bucket, the rest narrower
+            lv.add(wide + (2 * k - 1) * narrow)
+        op = self.kernel.operator
+        if fractions is None:
+            fractions = self.level_fractions
+            if fractions is None and not ws and op.flow_compact is not None:
+                fractions = SINGLE_SPLITS  # one bucket under a compact listing: its level split (a move's cost ~ its
+                # listing's entries, which follow its flows)
+        if fractions is None and ws and op.flow_compact is not None:
+            for f in NARROW_SPLITS:  # a compact listing's cost follows its entries: narrow moves listed shorter
+                x = int(2 * k * ws[0] * f)
+                if x >= 2 * k:
+                    lv.add(x)
+        top = 2 * k * W
+        for f in fractions or ():  # levels below the full width, where set (a move's cost ~ its list's length)
+            x = -(-int(top * f) // 8) * 8
+            if 0 < x < top:
+                lv.add(x)
+        return tuple(sorted(lv))
 
     def _plan_calls(self, a, b, host_state, fractions) -> list[tuple[np.ndarray, int | None, np.ndarray]]:
         """The device calls of ``scores``: ``(moves, level, moves padded to the call's size)``, the padding the

@@ -36,14 +36,14 @@ from jaxtyping import Array, Float, Int
 from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
-from ._move_calls import BUCKET_CHUNK, MoveCalls, cpu_workers
+from ._move_calls import BUCKET_CHUNK, NARROW_SPLITS, SINGLE_SPLITS, MoveCalls, cpu_workers
 from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
 from ..kernel import PointInputs, node_endpoints, point_link_loads
 from ..routing import require_linear
 from ..topology import Topology
 
 __all__ = ["Q_NORM", "FlowTable", "flow_table", "MoveEvaluator", "BUCKET_QUANTILES", "BUCKET_RATIO",
-           "BUCKET_CHUNK", "NARROW_SPLITS"]
+           "BUCKET_CHUNK", "NARROW_SPLITS", "SINGLE_SPLITS"]
 
 BUCKET_QUANTILES = (0.9, 0.99)
 """Degree buckets of the flow table: for each quantile, the tasks' degree there (rounded up to a power of two) is
@@ -52,16 +52,6 @@ next wider bucket (the widest: the busiest task's degree)."""
 
 BUCKET_RATIO = 4
 """A bucket is kept only where it is at least this many times narrower than the next wider one."""
-
-
-NARROW_SPLITS = (0.25, 0.5)
-"""Flow-list levels below the narrowest bucket's (``2k`` times its width), as fractions of it, where the routing
-lists a move's links compactly (``flow_compact``, DOR) and there is a narrow bucket (power law): the compact
-listing's entries, and with them a move's cost, follow its flows, and most moves of such a traffic have far fewer
-flows than the bucket's width (power law on the 16x8x8 torus: tasks' degrees summed over a move, median 8, the
-narrowest bucket's level 32; a call of 4,096 moves at level 8, a listing of 128 entries, 8.5 us a move against
-17.7-21.9 at level 32's 768, one core). Left out, as the levels of :attr:`MoveEvaluator.level_fractions` are, where
-a call passes ``fractions`` (a short search: fewer compilations)."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +156,8 @@ class MoveEvaluator(MoveCalls, SparseMoves):
 
     level_fractions: tuple | None = None
     """Flow-list lengths a move is also scored at, between the buckets' and the widest, as fractions of the widest
-    (rounded up to a multiple of 8); None: none. They paid where a routing listed each flow's links in a fixed width
+    (rounded up to a multiple of 8); None: the default splits under a compact listing (:data:`NARROW_SPLITS`, or
+    :data:`SINGLE_SPLITS` where every task is in one bucket), none otherwise; ``()``: none. They paid where a routing listed each flow's links in a fixed width
     and a move's cost was about linear in its list's length (DOR before it listed compactly, fractions 0.5 to 0.875:
     1,024-rank mesh halo on a 16x8x8 torus, 21,600 -> 26,600 moves/s); not on a Dragonfly (``apply`` over every
     link: DF(4,8,4) mesh halo 143,000 -> 121,000) nor on a fat tree, whose D-mod-k lists two links a tier since
@@ -624,34 +615,6 @@ class MoveEvaluator(MoveCalls, SparseMoves):
             t_out[idx] = np.asarray(t)[:idx.size]
             q_out[idx] = np.asarray(q)[:idx.size]
         return t_out, q_out
-
-    def levels(self, k: int, fractions: tuple | None = None) -> tuple:
-        """The flow-list lengths of a move of ``k`` slots a side when bucketed (ascending; the last ``2k`` times
-        the full width): ``2k`` times each narrower bucket's width, one task of any degree with ``2k - 1`` of
-        the widest narrow bucket (the common wide move: one hub), and one task of each middle bucket with ``2k - 1``
-        of the bucket below (power law on the 16x8x8 torus, widths 16, 128 and 722: level 144 takes 1,293 of the
-        1,417 moves of level 256 in a batch of 16,384; 68,500 -> 71,000 moves/s, interleaved A/B)."""
-        W = self.widths[-1]
-        ws = self.widths[:-1]
-        lv = {2 * k * w for w in ws} | {2 * k * W}
-        if ws:
-            lv.add(W + (2 * k - 1) * ws[-1])
-        for wide, narrow in zip(self.widths[1:-1], self.widths[:-2]):  # one task of a middle bucket, the rest narrower
-            lv.add(wide + (2 * k - 1) * narrow)
-        if fractions is None:
-            fractions = self.level_fractions
-        op = self.kernel.operator
-        if fractions is None and ws and op.flow_compact is not None:
-            for f in NARROW_SPLITS:  # a compact listing's cost follows its entries: narrow moves listed shorter
-                x = int(2 * k * ws[0] * f)
-                if x >= 2 * k:
-                    lv.add(x)
-        top = 2 * k * W
-        for f in fractions or ():  # levels below the full width, where set (a move's cost ~ its list's length)
-            x = -(-int(top * f) // 8) * 8
-            if 0 < x < top:
-                lv.add(x)
-        return tuple(sorted(lv))
 
     def _compact_full(self, k: int, L: int | None) -> int | None:
         """Entries of the compact listing that hold any move of ``k`` slots a side at flow-list level ``L``
