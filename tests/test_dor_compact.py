@@ -146,9 +146,9 @@ def test_compact_moves_score_as_the_fixed_width_moves(phases, k):
 def test_sparse_compact_moves_score_as_the_dense_compact_moves(phases, k, prefix, monkeypatch):
     """A short compact listing scored sparsely (its links' new times, the untouched maximum from the batch's top
     list, the norm by its links' terms; move after move on buffers each move leaves as it found them) gives the
-    dense pass's times and norms up to rounding (the times to a few units in the last place), for every move, overflowing ones included (rescored
-    with the full listing). ``prefix`` 1: the top list's head is the busiest link alone, which many moves touch,
-    so the whole list is read (the fallback of ``first_untouched``)."""
+    dense pass's times and norms up to rounding (the times to a few units in the last place), for every move,
+    overflowing ones included (rescored with the full listing). ``prefix`` 1: the top list's head is the busiest
+    link alone, which many moves touch, so the whole list is read (the fallback of ``first_untouched``)."""
     import evaluator.mapping._move_scores as move_scores
     import evaluator.mapping._moves as moves
 

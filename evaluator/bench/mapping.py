@@ -40,9 +40,9 @@ import numpy as np
 
 from . import kahip, scotch
 
-__all__ = ["OUTSIDE_MAPPERS", "random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace", "trace_matrix", "w_mapping", "mapping_rows",
-           "QUALITY_BUDGETS", "QUALITY_CASES", "w_moves", "HELDOUT_CASES", "HELDOUT_PATTERNS", "heldout_case", "heldout",
-           "heldout_verdict"]
+__all__ = ["OUTSIDE_MAPPERS", "random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace",
+           "trace_matrix", "w_mapping", "w_moves", "mapping_rows", "QUALITY_BUDGETS", "QUALITY_CASES", "HELDOUT_CASES",
+           "HELDOUT_PATTERNS", "heldout_case", "heldout", "heldout_verdict"]
 
 OUTSIDE_MAPPERS = (scotch.MAPPER, kahip.MAPPER)
 """The outside mappers the bench compares the search with (:class:`.outside.Mapper`), in the order printed."""

@@ -1,5 +1,6 @@
 """How a batch of candidate moves becomes device calls (:meth:`evaluator.mapping._moves.MoveEvaluator.scores`):
-:meth:`MoveCalls._plan_calls` splits the moves by flow-list level and gives every worker a call;
+:meth:`MoveCalls.levels` sets the flow-list levels, :meth:`MoveCalls._plan_calls` splits the moves by level and
+gives every worker a call;
 :meth:`MoveCalls._run_calls` runs them,
 on several threads on a CPU (XLA runs a call on the calling thread, so one call at a time leaves the other cores
 idle), and returns their raw results in order, so that the scores are those of one worker, bit for bit."""
@@ -76,8 +77,8 @@ def _calls(idx: np.ndarray, level, sizes: list) -> list:
 
 class MoveCalls:
     """The part of :class:`~evaluator.mapping._moves.MoveEvaluator` that turns a batch of moves into device calls and
-    runs them (its ``levels``, ``narrow_width``, ``bucketing``, ``workers``, ``_degree``, ``_call_key``,
-    ``_compact_size`` and ``_scores_with`` are the evaluator's)."""
+    runs them (its ``widths``, ``level_fractions``, ``kernel``, ``narrow_width``, ``bucketing``, ``workers``,
+    ``_degree``, ``_call_key``, ``_compact_size`` and ``_scores_with`` are the evaluator's)."""
 
     def levels(self, k: int, fractions: tuple | None = None) -> tuple:
         """The flow-list lengths of a move of ``k`` slots a side when bucketed (ascending; the last ``2k`` times

@@ -157,8 +157,9 @@ class MoveEvaluator(MoveCalls, SparseMoves):
     level_fractions: tuple | None = None
     """Flow-list lengths a move is also scored at, between the buckets' and the widest, as fractions of the widest
     (rounded up to a multiple of 8); None: the default splits under a compact listing (:data:`NARROW_SPLITS`, or
-    :data:`SINGLE_SPLITS` where every task is in one bucket), none otherwise; ``()``: none. They paid where a routing listed each flow's links in a fixed width
-    and a move's cost was about linear in its list's length (DOR before it listed compactly, fractions 0.5 to 0.875:
+    :data:`SINGLE_SPLITS` where every task is in one bucket), none otherwise; ``()``: none. They paid where a
+    routing listed each flow's links in a fixed width and a move's cost was about linear in its list's length
+    (DOR before it listed compactly, fractions 0.5 to 0.875:
     1,024-rank mesh halo on a 16x8x8 torus, 21,600 -> 26,600 moves/s); not on a Dragonfly (``apply`` over every
     link: DF(4,8,4) mesh halo 143,000 -> 121,000) nor on a fat tree, whose D-mod-k lists two links a tier since
     2026-12-01 (the bench's 1,024-rank stencil on XGFT(2;32,32;1,16): 551,000-580,000 moves/s with them,
