@@ -252,3 +252,50 @@ def test_one_bucket_is_split_under_the_compact_listing():
     full_t, full_q = (np.asarray(x) for x in ev.scores(st, tn, loads, a, b, host_state=state, fractions=()))
     np.testing.assert_array_equal(split_t, full_t)
     np.testing.assert_array_equal(split_q, full_q)
+
+
+def _three_buckets(n, mid=12, k_mid=40, seed=0):
+    """A hub exchanging with every task, ``mid`` tasks with ``k_mid`` partners each, the rest with one: degree buckets
+    of three widths (the bench's power law has them at 1,024 ranks)."""
+    rng = np.random.default_rng(seed)
+    src, dst = [], []
+    for t in range(n):
+        k = n - 1 if t == 0 else (k_mid if t <= mid else 1)
+        for d in rng.choice(np.delete(np.arange(n), t), k, replace=False):
+            src += [t, int(d)]
+            dst += [int(d), t]
+    return from_flows(n, np.array(src), np.array(dst), rng.uniform(1e5, 1e6, len(src)))
+
+
+def test_a_middle_bucket_is_split_under_the_compact_listing():
+    """Three degree buckets under DOR's compact listing: the level of one middle task with narrow ones is split at
+    MID_SPLIT (rounded up to a multiple of 8), not where a call passes ``fractions``; the wider levels' calls keep
+    the sizes they have without the split (sized from the first level that is not one); the scores are those
+    without the split, bit for bit."""
+    from evaluator.mapping._move_calls import MID_SPLIT
+
+    n = 512
+    t, tr = torus([8, 8, 8]), _three_buckets(n)
+    ev, plain = (MoveEvaluator(t, dor(), tr, np.arange(n)) for _ in range(2))
+    plain._mid_splits = lambda k: set()
+    assert len(ev.widths) == 3
+    for k in (1, 2):
+        x = -(-int((ev.widths[1] + (2 * k - 1) * ev.widths[0]) * MID_SPLIT) // 8) * 8
+        assert ev._mid_splits(k) == {x} and x not in ev.levels(k, ())
+        assert set(ev.levels(k)) == set(plain.levels(k)) | {x} and x not in plain.levels(k)
+    rng = np.random.default_rng(1)
+    state = rng.permutation(n)
+    s = np.array([rng.choice(n, 2, replace=False) for _ in range(1024)])
+    a, b = s[:, :1], s[:, 1:]
+    calls, plain_calls = ev._plan_calls(a, b, state, None), plain._plan_calls(a, b, state, None)
+    x = ev._mid_splits(1).pop()
+    assert any(L == x for _, L, _ in calls)
+    above = [L for L in plain.levels(1) if L > x]
+    for L in above:
+        assert {p.size for _, LL, p in calls if LL == L} <= {p.size for _, LL, p in plain_calls if LL == L} | {0}
+    loads = ev.loads(state)
+    st, tn = ev.device_state(state)
+    got = [np.asarray(v) for v in ev.scores(st, tn, loads, a, b, host_state=state)]
+    want = [np.asarray(v) for v in plain.scores(st, tn, loads, a, b, host_state=state)]
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

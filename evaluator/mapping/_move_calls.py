@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import jax
 import numpy as np
 
-__all__ = ["BUCKET_CHUNK", "MAX_WORKERS", "NARROW_SPLITS", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers"]
+__all__ = ["BUCKET_CHUNK", "MAX_WORKERS", "MID_SPLIT", "NARROW_SPLITS", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls",
+           "cpu_workers"]
 
 BUCKET_CHUNK = 128
 """Moves per device call of a batch's part scored at the second level (``MoveEvaluator.levels``; the shortest:
@@ -39,6 +40,14 @@ needs 24 to 50 of the 56 a level of the full width holds, and its listing follow
 torus (DOR, 16,384 single swaps, two threads, evaluators with and without them in one process, 11 interleaved
 rounds, medians): 137,047 -> 154,311 and 106,479 -> 131,884 moves/s, the same scores; (0.625,) gave 150,086 and
 four levels (0.375, 0.5, 0.75, 0.875) 84,171 (more calls, each shorter)."""
+
+MID_SPLIT = 0.5
+"""Where a middle degree bucket's level (one task of it with the rest of the narrower bucket) is split under a
+compact listing, as a fraction of it (rounded up to a multiple of 8): the power law on the 16x8x8 torus (widths
+16, 128 and 722) has level 144 for a move of one middle task, whose moves need 33 to 144 flows (median 54), so half
+of them fit 72. Its calls keep the sizes of the levels above (:meth:`MoveCalls._plan_calls` sizes the wider levels'
+calls from the first level that is not a split). In-process A/B, 16,384 moves, two threads, 21 rounds, medians:
+100,230 -> 109,982, 96,994 -> 103,449 moves/s, and 114,085 -> 122,422 at 0.4 (level 64); the same scores."""
 
 MAX_WORKERS = 4
 """Most threads scoring one batch on a CPU (:attr:`MoveEvaluator.workers`)."""
@@ -86,9 +95,10 @@ class MoveCalls:
         the widest narrow bucket (the common wide move: one hub), and one task of each middle bucket with ``2k - 1``
         of the bucket below (power law on the 16x8x8 torus, widths 16, 128 and 722: level 144 takes 1,293 of the
         1,417 moves of level 256 in a batch of 16,384; 68,500 -> 71,000 moves/s, interleaved A/B); under a compact
-        listing the narrowest bucket's level split (:data:`NARROW_SPLITS`), or with one bucket the full width's
-        (:data:`SINGLE_SPLITS`); ``fractions`` (default the evaluator's ``level_fractions``): levels at those
-        fractions of the full width instead of the splits, ``()`` for none."""
+        listing the narrowest bucket's level split (:data:`NARROW_SPLITS`) and each middle bucket's
+        (:data:`MID_SPLIT`), or with one bucket the full width's (:data:`SINGLE_SPLITS`); ``fractions`` (default
+        the evaluator's ``level_fractions``): levels at those fractions of the full width instead of the splits,
+        ``()`` for none."""
         W = self.widths[-1]
         ws = self.widths[:-1]
         lv = {2 * k * w for w in ws} | {2 * k * W}
@@ -107,12 +117,24 @@ class MoveCalls:
                 x = int(2 * k * ws[0] * f)
                 if x >= 2 * k:
                     lv.add(x)
+            lv |= self._mid_splits(k)
         top = 2 * k * W
         for f in fractions or ():  # levels below the full width, where set (a move's cost ~ its list's length)
             x = -(-int(top * f) // 8) * 8
             if 0 < x < top:
                 lv.add(x)
         return tuple(sorted(lv))
+
+    def _mid_splits(self, k: int) -> set[int]:
+        """The levels that split the middle buckets' levels (:data:`MID_SPLIT`; a move of ``k`` slots a side):
+        added by :meth:`levels` under a compact listing with its default splits, and left out of the reference
+        from which :meth:`_plan_calls` sizes the wider levels' calls."""
+        out = set()
+        for wide, narrow in zip(self.widths[1:-1], self.widths[:-2]):
+            x = -(-int((wide + (2 * k - 1) * narrow) * MID_SPLIT) // 8) * 8
+            if x > 2 * k * self.widths[0]:
+                out.add(x)
+        return out
 
     def _plan_calls(self, a, b, host_state, fractions) -> list[tuple[np.ndarray, int | None, np.ndarray]]:
         """The device calls of ``scores``: ``(moves, level, moves padded to the call's size)``, the padding the
@@ -136,6 +158,7 @@ class MoveCalls:
                 calls = []
                 chunk = min(n, BUCKET_CHUNK)
                 bulk = self._bulk_levels(levels, int(a.shape[1]))
+                mid = self._mid_splits(int(a.shape[1]))
                 c = max(chunk, -(-n // (4 * bulk)))  # the narrow levels' calls: a quarter of the batch between them
                 rest = np.empty(0, np.int64)
                 for i in range(len(levels)):
@@ -152,7 +175,7 @@ class MoveCalls:
                         continue
                     else:  # the wider levels in calls of fewer moves, as many entries a call as the first wider
                         # level's (at least 16 moves): a hub's rare moves padded to 128 cost more than every other move
-                        ref = levels[min(bulk, len(levels) - 1)]
+                        ref = next((L for L in levels[bulk:] if L not in mid), levels[-1])  # not a split
                         cw = min(chunk, max(16, 1 << int(BUCKET_CHUNK * ref // levels[i]).bit_length() - 1))
                         sizes = [cw] * -(-idx.size // cw)
                     if idx.size:
