@@ -56,6 +56,11 @@ SPLIT_MIN = 256
 """Fewest moves of a call halved to give a worker a call of its own (:meth:`MoveCalls._plan_calls`)."""
 
 
+def _up8(x: float) -> int:
+    """``int(x)`` rounded up to a multiple of 8 (a level's length)."""
+    return -(-int(x) // 8) * 8
+
+
 def cpu_workers(x) -> int:
     """:data:`MAX_WORKERS` or the cores this process may use, if fewer, where ``x`` lives on a CPU; else 1."""
     if next(iter(x.devices())).platform != "cpu":
@@ -104,8 +109,7 @@ class MoveCalls:
         lv = {2 * k * w for w in ws} | {2 * k * W}
         if ws:
             lv.add(W + (2 * k - 1) * ws[-1])
-        for wide, narrow in zip(self.widths[1:-1], self.widths[:-2]):  # one task of a middle bucket, the rest narrower
-            lv.add(wide + (2 * k - 1) * narrow)
+        lv.update(self._middle_levels(k))  # one task of a middle bucket, the rest narrower
         op = self.kernel.operator
         if fractions is None:
             fractions = self.level_fractions
@@ -120,7 +124,7 @@ class MoveCalls:
             lv |= self._mid_splits(k)
         top = 2 * k * W
         for f in fractions or ():  # levels below the full width, where set (a move's cost ~ its list's length)
-            x = -(-int(top * f) // 8) * 8
+            x = _up8(top * f)
             if 0 < x < top:
                 lv.add(x)
         return tuple(sorted(lv))
@@ -129,12 +133,11 @@ class MoveCalls:
         """The levels that split the middle buckets' levels (:data:`MID_SPLIT`; a move of ``k`` slots a side):
         added by :meth:`levels` under a compact listing with its default splits, and left out of the reference
         from which :meth:`_plan_calls` sizes the wider levels' calls."""
-        out = set()
-        for wide, narrow in zip(self.widths[1:-1], self.widths[:-2]):
-            x = -(-int((wide + (2 * k - 1) * narrow) * MID_SPLIT) // 8) * 8
-            if x > 2 * k * self.widths[0]:
-                out.add(x)
-        return out
+        return {x for x in (_up8(m * MID_SPLIT) for m in self._middle_levels(k)) if x > 2 * k * self.widths[0]}
+
+    def _middle_levels(self, k: int) -> list[int]:
+        """The level of a move of one task of each middle bucket with ``2k - 1`` of the bucket below."""
+        return [wide + (2 * k - 1) * narrow for wide, narrow in zip(self.widths[1:-1], self.widths[:-2])]
 
     def _plan_calls(self, a, b, host_state, fractions) -> list[tuple[np.ndarray, int | None, np.ndarray]]:
         """The device calls of ``scores``: ``(moves, level, moves padded to the call's size)``, the padding the
