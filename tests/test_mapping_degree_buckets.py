@@ -189,6 +189,9 @@ def test_threads_score_as_one_worker(case, monkeypatch):
         a, b = moves(rng, ev, state, 1, 1024)
         for host in (state, None):
             ev.workers = 1
+            # the listing sizes grow to what these moves need at the first call (a longer listing sums a link's
+            # entries in another order: the last place may differ); the scores compared are those of settled sizes
+            ev.scores(st, tn, loads, a, b, host_state=host)
             want = [np.asarray(x) for x in ev.scores(st, tn, loads, a, b, host_state=host)]
             for w in (2, 3):
                 ev.workers = w

@@ -639,7 +639,8 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         100), taken when it is below three quarters of the current size or when more than
         :data:`COMPACT_OVERFLOW` of this call's moves did not fit. Pooled over calls, so that the size, and with it
         the compiled call, stays put from batch to batch (a level's few moves a call would make it jump). The
-        scores do not depend on the size: the same entries are added in the same order, the rest is padding."""
+        scores depend on the size in the last place at most: the same entries, the rest padding, but XLA may add
+        a link's entries in another order at another size (tests/test_dor_compact.py)."""
         if len(res) == 2:
             return res
         t, q, need, size = res
