@@ -299,3 +299,41 @@ def test_a_middle_bucket_is_split_under_the_compact_listing():
     want = [np.asarray(v) for v in plain.scores(st, tn, loads, a, b, host_state=state)]
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("phases,k", [(1, 1), (2, 2)])
+def test_a_levels_first_call_lists_what_its_moves_need(phases, k):
+    """A level's first call is made at the listing size that a first call at the full listing would have set (from
+    the entries its moves need, counted with a listing of one entry: MoveCalls._needs), not at the full listing:
+    the counts are those a full listing reports, the sizes after a batch are those of an evaluator that made that
+    full call, fewer scorers are compiled, and the scores are the fixed-width listing's bit for bit."""
+    t = torus([8, 4, 4])
+    tr = _flows(60, 240, 4) if phases == 1 else phased([_flows(60, 200, 5), _flows(60, 150, 6, 1e4, 1e5)])
+    rng = np.random.default_rng(11)
+    slot_node = rng.permutation(t.n_nodes)[:64]
+    state = rng.permutation(64)
+    primed, old, fixed = (MoveEvaluator(t, dor(), tr, slot_node) for _ in range(3))
+    old._first_sizes = lambda *args: None  # a level's first call at the full listing, as before
+    fixed._compact_full = lambda k, L: None  # the fixed-width listing (route_few)
+    for ev in (primed, old, fixed):
+        ev.level_fractions = (0.5,)  # two levels
+    loads = old.loads(state)
+    st, tn = old.device_state(state)
+    s = np.array([rng.choice(64, 2 * k, replace=False) for _ in range(256)])
+    a, b = s[:, :k], s[:, k:]
+    calls = old._plan_calls(a, b, state, None)
+    assert len({L for _, L, _ in calls}) == 2
+    for _, L, p in calls:  # the counts, against the needs the full listing reports
+        full = old._compact_full(k, L)
+        want = np.asarray(old._scores_with(L, st, tn, loads, a[p], b[p], old.default_step, full)[2])
+        np.testing.assert_array_equal(primed._needs(L, (st, tn, loads), a[p], b[p]), want)
+    old._scores.clear()
+    want_t, want_q = (np.asarray(x) for x in fixed.scores(st, tn, loads, a, b, host_state=state))
+    for _ in range(2):  # a batch, and another at the sizes it set
+        for ev in (primed, old):
+            got_t, got_q = (np.asarray(x) for x in ev.scores(st, tn, loads, a, b, host_state=state))
+            np.testing.assert_array_equal(got_t, want_t)
+            np.testing.assert_array_equal(got_q, want_q)
+        assert primed._compact_sizes == old._compact_sizes and primed._compact_sizes  # set below the full listing
+    assert len(primed._scores) < len(old._scores)  # old: a scorer of each call at the full listing, used once
+    assert len(primed._need_calls) == 2 and not old._need_calls

@@ -12,10 +12,13 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["BUCKET_CHUNK", "MAX_WORKERS", "MID_SPLIT", "NARROW_SPLITS", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls",
-           "cpu_workers"]
+from ._move_scores import move_jit
+
+__all__ = ["BUCKET_CHUNK", "COMPACT_MIN", "COMPACT_QUANTILE", "MAX_WORKERS", "MID_SPLIT", "NARROW_SPLITS", "NEED_CHUNK",
+           "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers", "wanted_size"]
 
 BUCKET_CHUNK = 128
 """Moves per device call of a batch's part scored at the second level (``MoveEvaluator.levels``; the shortest:
@@ -51,6 +54,15 @@ calls from the first level that is not a split). In-process A/B, 16,384 moves, t
 
 MAX_WORKERS = 4
 """Most threads scoring one batch on a CPU (:attr:`MoveEvaluator.workers`)."""
+
+COMPACT_MIN = 64
+"""Fewest entries of a compact listing (``MoveEvaluator._resolved``)."""
+
+COMPACT_QUANTILE = 0.99
+"""The share of a call's moves whose links the next calls' compact listing holds (the rest are scored again)."""
+
+NEED_CHUNK = 512
+"""Moves per call counting the entries their compact listings need (:meth:`MoveCalls._needs`)."""
 
 SPLIT_MIN = 256
 """Fewest moves of a call halved to give a worker a call of its own (:meth:`MoveCalls._plan_calls`)."""
@@ -201,6 +213,42 @@ class MoveCalls:
         narrow = self.narrow_width
         return 1 if narrow is None else max(1, int(np.searchsorted(levels, 2 * k * narrow, side="right")))
 
+    def _first_sizes(self, calls, state, a, b) -> None:
+        """The compact listing's size of each level of ``calls`` that has none yet, set as a first call at the full
+        listing would set it (``_resolved``: from the entries the level's moves need, where well below the full
+        size), from those counts alone (a listing of one entry: :meth:`_needs`). The first call of a level at the full
+        listing compiled a scorer of each call size at that listing, used once: a cold 30-batch search of the halo
+        trace on the 16x8x8 torus under DOR compiled 4 such of its 15 scorers, 2.3-2.9 s each."""
+        k = int(a.shape[1])
+        for L in dict.fromkeys(L for _, L, _ in calls):
+            full = self._compact_full(k, L)
+            if full is None or (k, L) in self._compact_sizes or (k, L) in self._compact_needs:
+                continue  # no listing, or the level has been called (its size is kept or set by its calls)
+            idx = np.concatenate([i for i, L2, _ in calls if L2 == L])
+            want = wanted_size(self._needs(L, state, a[idx], b[idx]), full)
+            if want < 0.75 * full:
+                self._compact_sizes[(k, L)] = want
+
+    def _needs(self, L, state, a, b) -> np.ndarray:
+        """The entries of the compact listing each move ``a[i] <-> b[i]`` at level ``L`` needs, in calls of
+        :data:`NEED_CHUNK` moves (the last padded), one compiled function per move size and level."""
+        k = int(a.shape[1])
+        if (k, L) not in self._need_calls:
+            def one(dev, slot_task, task_node, x, y):
+                f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, x, y, L)
+                return self._compact_entries(jnp.concatenate([s0, s1]), jnp.concatenate([d0, d1]),
+                                             jnp.concatenate([w, w]), 1)[2]  # the count; one entry listed
+
+            self._need_calls[(k, L)] = move_jit(
+                lambda dev, st, tn, x, y: jax.vmap(lambda u, v: one(dev, st, tn, u, v))(x, y))
+        n = int(a.shape[0])
+        p = np.resize(np.arange(n), -(-n // NEED_CHUNK) * NEED_CHUNK)
+        p[n:] = 0
+        out = [self._need_calls[(k, L)](self._dev, *state[:2], jnp.asarray(a[p[i:i + NEED_CHUNK]], jnp.int32),
+                                        jnp.asarray(b[p[i:i + NEED_CHUNK]], jnp.int32))
+               for i in range(0, p.size, NEED_CHUNK)]
+        return np.concatenate([np.asarray(x) for x in out])[:n]
+
     def _run_calls(self, calls, state, a, b, step) -> list:
         """The calls' raw results (``_scores_with``), each call's moves ``a[p], b[p]``: dispatched one after the
         other (JAX runs them asynchronously) with one worker, else run by ``workers`` threads at once (XLA on CPU
@@ -227,3 +275,18 @@ class MoveCalls:
         for i, res in zip(rest, done):
             out[i] = res
         return out
+
+
+def wanted_size(needs: np.ndarray, full: int) -> int:
+    """The compact listing's size for moves that need ``needs`` entries (their :data:`COMPACT_QUANTILE` quantile,
+    their largest while fewer than 100, on the grid of :func:`_size_above`), at most ``full``."""
+    return _size_above(float(np.quantile(needs, COMPACT_QUANTILE) if needs.size >= 100 else needs.max()), full)
+
+
+def _size_above(n: float, full: int) -> int:
+    """The least compact-listing size of the grid (:data:`COMPACT_MIN` times powers of two and one and a half
+    times those) that holds ``n`` entries, at most ``full``."""
+    size = COMPACT_MIN
+    while size < n:
+        size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
+    return int(min(size, full))

@@ -36,7 +36,9 @@ from jaxtyping import Array, Float, Int
 from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
-from ._move_calls import BUCKET_CHUNK, NARROW_SPLITS, SINGLE_SPLITS, MoveCalls, cpu_workers
+from ._move_calls import (  # noqa: F401  (COMPACT_MIN, COMPACT_QUANTILE and _size_above: read from here too)
+    BUCKET_CHUNK, COMPACT_MIN, COMPACT_QUANTILE, NARROW_SPLITS, SINGLE_SPLITS, MoveCalls, _size_above, cpu_workers,
+    wanted_size)
 from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
 from ..kernel import PointInputs, node_endpoints, point_link_loads
 from ..routing import require_linear
@@ -208,6 +210,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         self._on_cpu = next(iter(self._dev["cap"].devices())).platform == "cpu"
         self._compact_sizes: dict = {}
         self._compact_needs: dict = {}
+        self._need_calls: dict = {}
         # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
         widths = t.widths or (t.incident.shape[1],)
         self._incident = [self._dev["incident"][:, :w] for w in widths[:-1]] + [self._dev["incident"]]
@@ -255,8 +258,9 @@ class MoveEvaluator(MoveCalls, SparseMoves):
     @property
     def n_compiled(self) -> int:
         """Functions compiled so far (the scores: one per move size, call size, step, flow-list level and listing
-        size; a batch's state: one per move size): a caller timing warm calls repeats until it stops growing."""
-        return len(self._scores) + len(self._state_calls)
+        size; a batch's state: one per move size; the entries a compact listing needs: one per move size and level,
+        :meth:`~._move_calls.MoveCalls._first_sizes`): a caller timing warm calls repeats until it stops growing."""
+        return len(self._scores) + len(self._state_calls) + len(self._need_calls)
 
     @property
     def widths(self) -> tuple:
@@ -610,6 +614,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
             return self._resolved(None, state, a, b, step, self._scores_with(None, *state, a, b, step))
         a, b = np.asarray(a), np.asarray(b)
         calls = self._plan_calls(a, b, host_state, fractions)
+        self._first_sizes(calls, state, a, b)
         t_out, q_out = np.empty(n), np.empty(n)
         for (idx, L, p), res in zip(calls, self._run_calls(calls, state, a, b, step)):
             t, q = self._resolved(L, state, a[p], b[p], step, res)
@@ -652,8 +657,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         pool.append(need)
         while sum(x.size for x in pool) - pool[0].size >= COMPACT_POOL:
             pool.pop(0)
-        seen = np.concatenate(pool)
-        want = _size_above(float(np.quantile(seen, COMPACT_QUANTILE) if seen.size >= 100 else seen.max()), full)
+        want = wanted_size(np.concatenate(pool), full)
         current = self._compact_size(k, L)
         if want < 0.75 * current or (over.size > COMPACT_OVERFLOW * need.size and want > current):
             self._compact_sizes[(k, L)] = want
@@ -727,12 +731,6 @@ at these sizes (mesh halo 57,000 moves/s dense against 40,000-45,000 sparse, 202
 the sparse moves win by far (4,096-rank mesh halo on 16x16x16, 24,576 links: 25,000 moves/s against 9,100 for an
 earlier sparse update, 2026-11-30)."""
 
-COMPACT_MIN = 64
-"""Fewest entries of a compact listing (:meth:`MoveEvaluator._resolved`)."""
-
-COMPACT_QUANTILE = 0.99
-"""The share of a call's moves whose links the next calls' compact listing holds (the rest are scored again)."""
-
 COMPACT_STEP_BYTES = 512 << 20
 """Most bytes of one vmapped step's compact listings (the step shrinks for long listings)."""
 
@@ -745,12 +743,3 @@ COMPACT_POOL = 4096
 
 COMPACT_OVERFLOW = 0.02
 """Above this share of a call's moves scored again, the compact listing grows."""
-
-
-def _size_above(n: float, full: int) -> int:
-    """The least compact-listing size of the grid (:data:`COMPACT_MIN` times powers of two and one and a half
-    times those) that holds ``n`` entries, at most ``full``."""
-    size = COMPACT_MIN
-    while size < n:
-        size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
-    return int(min(size, full))
