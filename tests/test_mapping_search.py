@@ -252,6 +252,30 @@ def test_a_short_search_leaves_the_evaluators_levels_alone():
                  progress=False)
     assert ev.level_fractions is None and ev.levels(1) == levels
 
+
+@pytest.mark.parametrize("budget,iterations,tuned", [(600, 3, False), (60, None, False), (120, 100, True)])
+def test_the_step_is_tuned_only_where_the_search_can_earn_it(budget, iterations, tuned):
+    """A search tunes its step (each of the evaluator's step_choices on two batches) only from TUNE_FROM seconds of
+    budget and TUNE_MIN_BATCHES batches: each step tried compiles every scorer again. The steps passed to the
+    evaluator's scores: its choices in turn, or the default (None) throughout."""
+    from evaluator.mapping import _search
+
+    assert (_search.TUNE_FROM, _search.TUNE_MIN_BATCHES) == (120.0, 100)
+    assert _search._tunes(budget, iterations) is tuned
+    t = topo("torus")
+    ev = MoveEvaluator(t, dor(), random_flows(6, 12, 0), np.random.default_rng(2).permutation(t.n_nodes)[:8])
+    steps = []
+    real = ev.scores
+    ev.scores = lambda *args, step=None, **kw: steps.append(step) or real(*args, step=step, **kw)
+    _search.local_search(ev, np.arange(8), budget=budget, seed=0, candidates=16, progress=False, kinds=("swap",),
+                         max_iterations=iterations or 8, patience=10 ** 6)
+    if tuned:  # each choice twice, then the fastest of them throughout
+        want = [s for s in ev.step_choices for _ in range(2)]
+        assert steps[:len(want)] == want and len(set(steps[len(want):])) == 1 < len(steps) - len(want)
+        assert steps[-1] in ev.step_choices
+    else:
+        assert steps and set(steps) == {None}
+
 # --------------------------------------------------------------------------------------------------------
 # 4. the launcher's files, read back
 # --------------------------------------------------------------------------------------------------------

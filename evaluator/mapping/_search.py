@@ -63,7 +63,7 @@ from ..display import format_value
 from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
 
 __all__ = ["SearchTrace", "local_search", "KindScheduler", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MIN_SHARE",
-           "PRIOR_COST", "MOVE_KINDS"]
+           "PRIOR_COST", "MOVE_KINDS", "TUNE_FROM", "TUNE_MIN_BATCHES"]
 
 _REL = 1e-12
 
@@ -75,6 +75,17 @@ ANNEAL_T1 = 1e-5
 
 STRUCTURED_FROM = 30.0
 """Budget (s) from which the default search uses the structured moves (their compilations cost seconds)."""
+
+TUNE_FROM = 120.0
+"""Budget (s) from which the search tunes its step (each of the evaluator's ``step_choices`` tried on two batches,
+the fastest kept), unless fewer than :data:`TUNE_MIN_BATCHES` batches (``max_iterations``) end it first. Each step
+tried compiles every scorer of the batch's levels again, 1.3-3.2 s each on 2 cores from a cold compilation cache (a
+30-batch search of the halo trace on the 16x8x8 torus: 18 scorers with tuning, 11 without), while the default step
+scored within 13 % of the best of the three on the bench's move rows (2026-12-02, 4,096 moves, 9 interleaved
+rounds: torus power law, mesh halo and stencil, DF(4,8,4) power law and mesh halo). It was 30 s until then."""
+
+TUNE_MIN_BATCHES = 100
+"""Fewest batches (``max_iterations``) of a search that tunes its step (:data:`TUNE_FROM`)."""
 
 MOVE_KINDS = ("swap", "node block", "router block") + GRID_KINDS
 """Every move kind, in the order the trace reports them."""
@@ -193,6 +204,11 @@ def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray 
     return list(zip(names, out)) if named else out
 
 
+def _tunes(budget: float, max_iterations: int | None) -> bool:
+    """Whether a search of ``budget`` seconds and at most ``max_iterations`` batches tunes its step."""
+    return budget >= TUNE_FROM and (max_iterations is None or max_iterations >= TUNE_MIN_BATCHES)
+
+
 class _StepTuner:
     """Tries each of ``choices`` on two batches (the first compiles), keeps the fastest second call."""
 
@@ -285,7 +301,8 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
         trace.count(k)
     # the step (moves per vmapped step) that runs fastest here: each of a few tried on two batches (the first
     # compiles), then the fastest kept; only with a budget that pays for the compilations
-    tune = _StepTuner(evaluator.step_choices) if step is None and budget >= 30 and evaluator.step_choices else None
+    tunes = step is None and evaluator.step_choices and _tunes(budget, max_iterations)
+    tune = _StepTuner(evaluator.step_choices) if tunes else None
     m_accept, stale, evaluated, it = 8, 0, 0, 0
     heat, heat_every = None, 4
     bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search", disable=not progress, leave=False,
