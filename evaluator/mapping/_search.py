@@ -80,7 +80,7 @@ TUNE_FROM = 120.0
 """Budget (s) from which the search tunes its step (each of the evaluator's ``step_choices`` tried on two batches,
 the fastest kept), unless fewer than :data:`TUNE_MIN_BATCHES` batches (``max_iterations``) end it first. Each step
 tried compiles every scorer of the batch's levels again, 1.3-3.2 s each on 2 cores from a cold compilation cache (a
-30-batch search of the halo trace on the 16x8x8 torus: 18 scorers with tuning, 11 without), while the default step
+30-batch search of the halo trace on the 16x8x8 torus: 18 scorers with tuning, 10 without), while the default step
 scored within 13 % of the best of the three on the bench's move rows (2026-12-02, 4,096 moves, 9 interleaved
 rounds: torus power law, mesh halo and stencil, DF(4,8,4) power law and mesh halo). It was 30 s until then."""
 
