@@ -253,6 +253,20 @@ def test_a_short_search_leaves_the_evaluators_levels_alone():
     assert ev.level_fractions is None and ev.levels(1) == levels
 
 
+def test_the_search_counts_its_compilations():
+    """SearchTrace.compile_seconds: the seconds JAX reported lowering and compiling during the search: some for a
+    new evaluator's first search, none for the same search again (every call compiled), and within the search's
+    time."""
+    from evaluator.mapping._search import compile_seconds, local_search
+
+    t = topo("torus")
+    ev = MoveEvaluator(t, dor(), random_flows(6, 12, 3), np.random.default_rng(4).permutation(t.n_nodes)[:8])
+    runs = [local_search(ev, np.arange(8), budget=60, seed=0, candidates=16, max_iterations=3, progress=False)[1]
+            for _ in range(2)]
+    assert 0.0 < runs[0].compile_seconds <= runs[0].elapsed[-1]
+    assert runs[1].compile_seconds == 0.0 and compile_seconds() > 0.0
+
+
 @pytest.mark.parametrize("budget,iterations,tuned", [(600, 3, False), (60, None, False), (120, 100, True)])
 def test_the_step_is_tuned_only_where_the_search_can_earn_it(budget, iterations, tuned):
     """A search tunes its step (each of the evaluator's step_choices on two batches) only from TUNE_FROM seconds of

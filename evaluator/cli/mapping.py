@@ -295,6 +295,11 @@ def main(argv: list[str]) -> int:
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
+    cs = getattr(t, "compile_seconds", 0.0)
+    if t.elapsed and cs >= 1.0 and t.elapsed[-1] > cs:  # a first run's compilations: the rate without them
+        print(f"lowering and compiling device calls: {format_value(cs, 's')} of the search "
+              f"({t.evaluated[-1] / (t.elapsed[-1] - cs):,.0f} moves/s over the rest; a run of the same shapes "
+              f"finds them in the compilation cache)")
     if args.verbose or len(getattr(t, "kinds", {})) > 1:  # the move kinds that paid (several: structured moves ran)
         print(f"moves: {res.info['move_kinds']}")
     named = _named_times(res)

@@ -53,9 +53,11 @@ The loop stops at the time budget (wall clock, compilation included) or at
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
+import jax
 import numpy as np
 
 from .._types import Bool, Int
@@ -63,7 +65,7 @@ from ..display import format_value
 from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
 
 __all__ = ["SearchTrace", "local_search", "KindScheduler", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MIN_SHARE",
-           "PRIOR_COST", "MOVE_KINDS", "TUNE_FROM", "TUNE_MIN_BATCHES"]
+           "PRIOR_COST", "MOVE_KINDS", "TUNE_FROM", "TUNE_MIN_BATCHES", "compile_seconds"]
 
 _REL = 1e-12
 
@@ -163,6 +165,9 @@ class SearchTrace:
     """Per move kind: ``[scored, applied, improving]`` (applied: by improvement, the Metropolis rule or a kick)."""
     seconds: dict = field(default_factory=dict)
     """Per move kind: wall seconds of its batches (drawing, scoring and applying; compilations included)."""
+    compile_seconds: float = 0.0
+    """Seconds this process spent lowering and compiling device calls during the search (:func:`compile_seconds`):
+    a first run's new shapes; a run that finds them in the compilation cache spends far less."""
 
     def count(self, kind: str, scored: int = 0, applied: int = 0, improving: int = 0, seconds: float = 0.0) -> None:
         c = self.kinds.setdefault(kind, [0, 0, 0])
@@ -202,6 +207,28 @@ def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray 
                 out.append(g)
                 names.append(name)
     return list(zip(names, out)) if named else out
+
+
+_COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration")
+_compiling = [0.0, False]  # seconds so far, listener registered
+_compiling_lock = threading.Lock()
+
+
+def _on_jax_event(event: str, duration: float, **kwargs) -> None:
+    if event in _COMPILE_EVENTS:
+        with _compiling_lock:
+            _compiling[0] += duration
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent in XLA's compilation and in lowering to it since the first call (JAX's
+    monitoring events; tracing is left out: a function traced inside another reports its tracing twice), every
+    thread together."""
+    with _compiling_lock:
+        if not _compiling[1]:
+            jax.monitoring.register_event_duration_secs_listener(_on_jax_event)
+            _compiling[1] = True
+        return _compiling[0]
 
 
 def _tunes(budget: float, max_iterations: int | None) -> bool:
@@ -305,6 +332,7 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     tune = _StepTuner(evaluator.step_choices) if tunes else None
     m_accept, stale, evaluated, it = 8, 0, 0, 0
     heat, heat_every = None, 4
+    compiled0 = compile_seconds()
     bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search", disable=not progress, leave=False,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
     try:
@@ -428,4 +456,5 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             bar.set_postfix_str(f"best {format_value(best[0], 's')}, {evaluated / max(elapsed, 1e-9):,.0f} moves/s")
     finally:
         bar.close()
+        trace.compile_seconds = compile_seconds() - compiled0
     return best[2], trace
