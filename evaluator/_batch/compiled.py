@@ -7,7 +7,8 @@ kernel over a step, a loop over the steps that hold points: :func:`_map`) in
 one device call. A second block of the same shape bucket compiles nothing;
 :meth:`Kernels.n_compiles` counts the programs a process holds (compiled,
 found in JAX's compilation cache or loaded from the program store), the
-public way to tell whether a call compiled.
+public way to tell whether a call compiled; :func:`compile_seconds` the
+seconds a process has spent lowering and compiling (any jitted function).
 
 Every caller that evaluates points goes through the runners of this package
 (:mod:`.dispatch`, :mod:`.seeded`), which size blocks (:mod:`.blocks`) and
@@ -30,7 +31,30 @@ from ..kernel import (DensePointInputs, NetworkArrays, PointInputs, link_blocks,
 from ..routing import Routing, RoutingOperator, build_routing
 from ..topology import Topology
 
-__all__ = ["COMPILER_OPTIONS", "BatchKernel", "Kernels", "batch_kernel"]
+__all__ = ["COMPILER_OPTIONS", "BatchKernel", "Kernels", "batch_kernel", "compile_seconds"]
+
+
+
+_COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration")
+_compiling = [0.0, False]  # seconds so far, listener registered
+_compiling_lock = threading.Lock()
+
+
+def _on_jax_event(event: str, duration: float, **kwargs) -> None:
+    if event in _COMPILE_EVENTS:
+        with _compiling_lock:
+            _compiling[0] += duration
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent in XLA's compilation and in lowering to it since the first call (JAX's
+    monitoring events; tracing is left out: a function traced inside another reports its tracing twice), every
+    thread together."""
+    with _compiling_lock:
+        if not _compiling[1]:
+            jax.monitoring.register_event_duration_secs_listener(_on_jax_event)
+            _compiling[1] = True
+        return _compiling[0]
 
 
 def _count(task_node, n_valid):

@@ -17,8 +17,8 @@ import numpy as np
 
 from ._move_scores import move_jit
 
-__all__ = ["BUCKET_CHUNK", "COMPACT_MIN", "COMPACT_QUANTILE", "MAX_WORKERS", "MID_SPLIT", "NARROW_SPLITS", "NEED_CHUNK",
-           "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers", "wanted_size"]
+__all__ = ["BUCKET_CHUNK", "COMPACT_MIN", "COMPACT_QUANTILE", "COMPACT_SHRINK", "MAX_WORKERS", "MID_SPLIT",
+           "NARROW_SPLITS", "NEED_CHUNK", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers", "wanted_size"]
 
 BUCKET_CHUNK = 128
 """Moves per device call of a batch's part scored at the second level (``MoveEvaluator.levels``; the shortest:
@@ -60,6 +60,10 @@ COMPACT_MIN = 64
 
 COMPACT_QUANTILE = 0.99
 """The share of a call's moves whose links the next calls' compact listing holds (the rest are scored again)."""
+
+COMPACT_SHRINK = 0.75
+"""A compact listing's size is lowered to what its moves need only below this share of its current size (the full
+listing's, for a level's first call), so that it does not change (and recompile) for a few entries."""
 
 NEED_CHUNK = 512
 """Moves per call counting the entries their compact listings need (:meth:`MoveCalls._needs`)."""
@@ -226,7 +230,7 @@ class MoveCalls:
                 continue  # no listing, or the level has been called (its size is kept or set by its calls)
             idx = np.concatenate([i for i, L2, _ in calls if L2 == L])
             want = wanted_size(self._needs(L, state, a[idx], b[idx]), full)
-            if want < 0.75 * full:
+            if want < COMPACT_SHRINK * full:
                 self._compact_sizes[(k, L)] = want
 
     def _needs(self, L, state, a, b) -> np.ndarray:
@@ -242,8 +246,7 @@ class MoveCalls:
             self._need_calls[(k, L)] = move_jit(
                 lambda dev, st, tn, x, y: jax.vmap(lambda u, v: one(dev, st, tn, u, v))(x, y))
         n = int(a.shape[0])
-        p = np.resize(np.arange(n), -(-n // NEED_CHUNK) * NEED_CHUNK)
-        p[n:] = 0
+        p = np.pad(np.arange(n), (0, -n % NEED_CHUNK))  # padded with move 0
         out = [self._need_calls[(k, L)](self._dev, *state[:2], jnp.asarray(a[p[i:i + NEED_CHUNK]], jnp.int32),
                                         jnp.asarray(b[p[i:i + NEED_CHUNK]], jnp.int32))
                for i in range(0, p.size, NEED_CHUNK)]

@@ -37,8 +37,8 @@ from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
 from ._move_calls import (  # noqa: F401  (COMPACT_MIN, COMPACT_QUANTILE and _size_above: read from here too)
-    BUCKET_CHUNK, COMPACT_MIN, COMPACT_QUANTILE, NARROW_SPLITS, SINGLE_SPLITS, MoveCalls, _size_above, cpu_workers,
-    wanted_size)
+    BUCKET_CHUNK, COMPACT_MIN, COMPACT_QUANTILE, COMPACT_SHRINK, NARROW_SPLITS, SINGLE_SPLITS, MoveCalls, _size_above,
+    cpu_workers, wanted_size)
 from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
 from ..kernel import PointInputs, node_endpoints, point_link_loads
 from ..routing import require_linear
@@ -641,7 +641,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         call listed scored again with the full listing (host arrays), and the listing's size for the next calls
         set from the entries the recent moves of its level needed (the last :data:`COMPACT_POOL`): the size of the
         grid (:func:`_size_above`) above their :data:`COMPACT_QUANTILE` quantile (their largest while fewer than
-        100), taken when it is below three quarters of the current size or when more than
+        100), taken when it is below :data:`COMPACT_SHRINK` of the current size or when more than
         :data:`COMPACT_OVERFLOW` of this call's moves did not fit. Pooled over calls, so that the size, and with it
         the compiled call, stays put from batch to batch (a level's few moves a call would make it jump). The
         scores depend on the size in the last place at most: the same entries, the rest padding, but XLA may add
@@ -659,7 +659,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
             pool.pop(0)
         want = wanted_size(np.concatenate(pool), full)
         current = self._compact_size(k, L)
-        if want < 0.75 * current or (over.size > COMPACT_OVERFLOW * need.size and want > current):
+        if want < COMPACT_SHRINK * current or (over.size > COMPACT_OVERFLOW * need.size and want > current):
             self._compact_sizes[(k, L)] = want
         if not over.size:
             return t, q

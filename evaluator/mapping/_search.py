@@ -53,13 +53,12 @@ The loop stops at the time budget (wall clock, compilation included) or at
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
-import jax
 import numpy as np
 
+from .._batch.compiled import compile_seconds
 from .._types import Bool, Int
 from ..display import format_value
 from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
@@ -207,28 +206,6 @@ def _groups(slot_node: np.ndarray, node_router: np.ndarray, movable: np.ndarray 
                 out.append(g)
                 names.append(name)
     return list(zip(names, out)) if named else out
-
-
-_COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration")
-_compiling = [0.0, False]  # seconds so far, listener registered
-_compiling_lock = threading.Lock()
-
-
-def _on_jax_event(event: str, duration: float, **kwargs) -> None:
-    if event in _COMPILE_EVENTS:
-        with _compiling_lock:
-            _compiling[0] += duration
-
-
-def compile_seconds() -> float:
-    """Seconds this process has spent in XLA's compilation and in lowering to it since the first call (JAX's
-    monitoring events; tracing is left out: a function traced inside another reports its tracing twice), every
-    thread together."""
-    with _compiling_lock:
-        if not _compiling[1]:
-            jax.monitoring.register_event_duration_secs_listener(_on_jax_event)
-            _compiling[1] = True
-        return _compiling[0]
 
 
 def _tunes(budget: float, max_iterations: int | None) -> bool:
