@@ -337,3 +337,38 @@ def test_a_levels_first_call_lists_what_its_moves_need(phases, k):
         assert primed._compact_sizes == old._compact_sizes and primed._compact_sizes  # set below the full listing
     assert len(primed._scores) < len(old._scores)  # old: a scorer of each call at the full listing, used once
     assert len(primed._need_calls) == 2 and not old._need_calls
+
+
+def test_a_count_call_holds_no_more_listings_than_a_step(monkeypatch):
+    """MoveCalls._needs lists every move in full on the way to its count, so a call counts at most as many moves as
+    fit COMPACT_STEP_BYTES at the full listing (moves_within; 512 block moves of 128 tasks a side on the 16x8x8 torus
+    asked for 47.8 GB), with the same counts as calls of NEED_CHUNK moves."""
+    from evaluator.mapping import _move_calls as mc
+
+    assert mc.moves_within(344_064) == 1 and mc.moves_within(2048) == 256 and mc.moves_within(0) == 1 << 19
+    t = torus([8, 4, 4])
+    tr = _flows(60, 240, 4)
+    rng = np.random.default_rng(5)
+    slot_node = rng.permutation(t.n_nodes)[:64]
+    state = rng.permutation(64)
+    s = np.array([rng.choice(64, 8, replace=False) for _ in range(40)])
+    a, b = s[:, :4], s[:, 4:]
+    counts, rows = [], []
+    real_jit = mc.move_jit
+    monkeypatch.setattr(mc, "move_jit", lambda f: (lambda g: lambda *x: rows.append(x[3].shape[0]) or g(*x))(
+        real_jit(f)))
+    for limit in (None, 4):
+        ev = MoveEvaluator(t, dor(), tr, slot_node)
+        st, tn = ev.device_state(state)
+        loads = ev.loads(state)
+        L = max(L for _, L, _ in ev._plan_calls(a, b, state, None))
+        full = ev._compact_full(4, L)
+        if limit is not None:
+            monkeypatch.setattr(mc, "COMPACT_STEP_BYTES", limit * full * mc.COMPACT_ENTRY_BYTES)
+        assert mc.moves_within(full) == (limit or mc.moves_within(full))
+        rows.clear()
+        counts.append(ev._needs(L, (st, tn, loads), a, b))
+        chunk = min(mc.NEED_CHUNK, mc.moves_within(full))
+        assert rows == [chunk] * -(-40 // chunk)
+    assert rows == [4] * 10
+    np.testing.assert_array_equal(counts[0], counts[1])

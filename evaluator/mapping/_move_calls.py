@@ -18,7 +18,8 @@ import numpy as np
 from ._move_scores import move_jit
 
 __all__ = ["BUCKET_CHUNK", "COMPACT_MIN", "COMPACT_QUANTILE", "COMPACT_SHRINK", "MAX_WORKERS", "MID_SPLIT",
-           "NARROW_SPLITS", "NEED_CHUNK", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers", "wanted_size"]
+           "NARROW_SPLITS", "NEED_CHUNK", "SINGLE_SPLITS", "SPLIT_MIN", "MoveCalls", "cpu_workers", "wanted_size",
+           "COMPACT_STEP_BYTES", "COMPACT_ENTRY_BYTES", "moves_within"]
 
 BUCKET_CHUNK = 128
 """Moves per device call of a batch's part scored at the second level (``MoveEvaluator.levels``; the shortest:
@@ -66,10 +67,25 @@ COMPACT_SHRINK = 0.75
 listing's, for a level's first call), so that it does not change (and recompile) for a few entries."""
 
 NEED_CHUNK = 512
-"""Moves per call counting the entries their compact listings need (:meth:`MoveCalls._needs`)."""
+"""Most moves per call counting the entries their compact listings need (:meth:`MoveCalls._needs`; fewer where the
+full listings are long, :func:`moves_within`)."""
+
+COMPACT_STEP_BYTES = 512 << 20
+"""Most bytes of one vmapped step's compact listings (the step shrinks for long listings), and of one call counting
+what the listings need."""
+
+COMPACT_ENTRY_BYTES = 1024
+"""Bytes a compact listing's entry takes in a step, at most (XLA's cumulative sums over the entries keep their
+intermediate levels: a step of 128 moves of 370,000 entries each asked for 34 GB, about 730 bytes an entry)."""
 
 SPLIT_MIN = 256
 """Fewest moves of a call halved to give a worker a call of its own (:meth:`MoveCalls._plan_calls`)."""
+
+
+def moves_within(size: int) -> int:
+    """The most moves, a power of two (at least 1), whose compact listings of ``size`` entries each fit
+    :data:`COMPACT_STEP_BYTES` together."""
+    return 1 << max(int(COMPACT_STEP_BYTES // (COMPACT_ENTRY_BYTES * max(int(size), 1))).bit_length() - 1, 0)
 
 
 def _up8(x: float) -> int:
@@ -235,8 +251,11 @@ class MoveCalls:
 
     def _needs(self, L, state, a, b) -> np.ndarray:
         """The entries of the compact listing each move ``a[i] <-> b[i]`` at level ``L`` needs, in calls of
-        :data:`NEED_CHUNK` moves (the last padded), one compiled function per move size and level."""
+        :data:`NEED_CHUNK` moves or, where the full listings are long, of as many as :func:`moves_within` allows (the
+        count lists them in full on the way: 512 block moves of 128 tasks a side on the 16x8x8 torus, 344,064 entries
+        each, asked for 47.8 GB), the last call padded; one compiled function per move size and level."""
         k = int(a.shape[1])
+        chunk = min(NEED_CHUNK, moves_within(self._compact_full(k, L)))
         if (k, L) not in self._need_calls:
             def one(dev, slot_task, task_node, x, y):
                 f, w, (s0, d0), (s1, d1) = self._moved_flows(dev, slot_task, task_node, x, y, L)
@@ -246,10 +265,10 @@ class MoveCalls:
             self._need_calls[(k, L)] = move_jit(
                 lambda dev, st, tn, x, y: jax.vmap(lambda u, v: one(dev, st, tn, u, v))(x, y))
         n = int(a.shape[0])
-        p = np.pad(np.arange(n), (0, -n % NEED_CHUNK))  # padded with move 0
-        out = [self._need_calls[(k, L)](self._dev, *state[:2], jnp.asarray(a[p[i:i + NEED_CHUNK]], jnp.int32),
-                                        jnp.asarray(b[p[i:i + NEED_CHUNK]], jnp.int32))
-               for i in range(0, p.size, NEED_CHUNK)]
+        p = np.pad(np.arange(n), (0, -n % chunk))  # padded with move 0
+        out = [self._need_calls[(k, L)](self._dev, *state[:2], jnp.asarray(a[p[i:i + chunk]], jnp.int32),
+                                        jnp.asarray(b[p[i:i + chunk]], jnp.int32))
+               for i in range(0, p.size, chunk)]
         return np.concatenate([np.asarray(x) for x in out])[:n]
 
     def _run_calls(self, calls, state, a, b, step) -> list:

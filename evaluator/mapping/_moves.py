@@ -36,9 +36,9 @@ from jaxtyping import Array, Float, Int
 from .._types import AnyArray, TaskInts
 from ..errors import ConfigError, check_memory
 from .._batch.compiled import batch_kernel
-from ._move_calls import (  # noqa: F401  (COMPACT_MIN, COMPACT_QUANTILE and _size_above: read from here too)
-    BUCKET_CHUNK, COMPACT_MIN, COMPACT_QUANTILE, COMPACT_SHRINK, NARROW_SPLITS, SINGLE_SPLITS, MoveCalls, _size_above,
-    cpu_workers, wanted_size)
+from ._move_calls import (  # noqa: F401  (COMPACT_*, _size_above: read from here too)
+    BUCKET_CHUNK, COMPACT_ENTRY_BYTES, COMPACT_MIN, COMPACT_QUANTILE, COMPACT_SHRINK, COMPACT_STEP_BYTES, NARROW_SPLITS,
+    SINGLE_SPLITS, MoveCalls, _size_above, cpu_workers, moves_within, wanted_size)
 from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
 from ..kernel import PointInputs, node_endpoints, point_link_loads
 from ..routing import require_linear
@@ -691,8 +691,7 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         entries)."""
         step = min(step, n) if n else step
         if size is not None:
-            step = max(1, min(step, 1 << max(int(COMPACT_STEP_BYTES // (COMPACT_ENTRY_BYTES * size)).bit_length() - 1,
-                                              0)))
+            step = max(1, min(step, moves_within(size)))
         return (k, n, int(step), L, size)
 
     def _score_call(self, k: int, n: int, step: int, L: int | None, size: int | None):
@@ -730,13 +729,6 @@ process scored in turn (9 alternations, medians), with 12 then 5: stencil (listi
 at these sizes (mesh halo 57,000 moves/s dense against 40,000-45,000 sparse, 2026-11-30). Where the ratio is large
 the sparse moves win by far (4,096-rank mesh halo on 16x16x16, 24,576 links: 25,000 moves/s against 9,100 for an
 earlier sparse update, 2026-11-30)."""
-
-COMPACT_STEP_BYTES = 512 << 20
-"""Most bytes of one vmapped step's compact listings (the step shrinks for long listings)."""
-
-COMPACT_ENTRY_BYTES = 1024
-"""Bytes a compact listing's entry takes in a step, at most (XLA's cumulative sums over the entries keep their
-intermediate levels: a step of 128 moves of 370,000 entries each asked for 34 GB, about 730 bytes an entry)."""
 
 COMPACT_POOL = 4096
 """Recent moves (per move size and level) whose needed entries set the compact listing's size."""
