@@ -23,14 +23,14 @@ A process whose own threads make many small device calls at once keeps
 glibc's arena per thread instead (``tune(shared_arena=False)``): the
 mapping search scores a batch's calls on one thread per core
 (:mod:`evaluator.mapping._move_calls`), each call taking its temporaries
-from ``malloc``, and one arena serialised them. ``evaluator bench --only
-moves``, one arena then an arena per thread, in turn twice (2 cores,
-2026-12-02; docs/mapping.md): the 16x8x8 torus's rows (DOR, 1,024 ranks)
-129,300 / 132,000 -> 152,600 / 153,000 moves/s (stencil), 78,240 / 85,130
--> 106,500 / 107,200 (mesh halo), 78,000 / 82,410 -> 95,840 / 100,500
-(power law); with the ``mmap`` and top-padding settings alone they ran
-as fast as with none. The search's blocks are far below a thread heap's
-64 MB.
+from ``malloc``, and one arena serialised them. The torus rows of
+``evaluator bench --only moves`` (16x8x8, DOR, 1,024 ranks) ran at
+157,529-161,497 (stencil), 106,335-110,560 (mesh halo) and
+100,008-103,595 (power law) moves/s with one arena against
+204,482-208,086, 151,464-158,545 and 145,047-157,905 with an arena per
+thread (three interleaved pairs on 2 quiet cores, 2026-12-02; the
+``mmap`` and top-padding settings alone change nothing there). Its
+blocks are far below a thread heap's 64 MB.
 
 :func:`tune` sets these in the processes the evaluator starts itself (the
 console command, the bench's and the sweep's workers), never on import: a
