@@ -19,19 +19,6 @@ threads (``M_ARENA_MAX = 1``) sends every block to the main heap: 43 ms,
 no faults. The evaluator's threads allocate a few large blocks per call,
 so they do not contend for the one arena.
 
-A process whose own threads make many small device calls at once keeps
-glibc's arena per thread instead (``tune(shared_arena=False)``): the
-mapping search scores a batch's calls on one thread per core
-(:mod:`evaluator.mapping._move_calls`), each call taking its temporaries
-from ``malloc``, and one arena serialised them. The torus rows of
-``evaluator bench --only moves`` (16x8x8, DOR, 1,024 ranks) ran at
-157,529-161,497 (stencil), 106,335-110,560 (mesh halo) and
-100,008-103,595 (power law) moves/s with one arena against
-204,482-208,086, 151,464-158,545 and 145,047-157,905 with an arena per
-thread (three interleaved pairs on 2 quiet cores, 2026-12-02; the
-``mmap`` and top-padding settings alone change nothing there). Its
-blocks are far below a thread heap's 64 MB.
-
 :func:`tune` sets these in the processes the evaluator starts itself (the
 console command, the bench's and the sweep's workers), never on import: a
 program that imports the library keeps its own allocator settings (it may
@@ -55,13 +42,11 @@ TOP_PAD = 512 << 20
 _DONE: list[bool] = []
 
 
-def tune(shared_arena: bool = True) -> bool:
+def tune() -> bool:
     """Keep large blocks in the heap (no mmap, one arena, 512 MB top padding); True when glibc took the settings.
 
-    ``shared_arena=False``: leave glibc's arena per thread (see the module
-    docstring: a process whose own threads make many small calls at once).
-    Idempotent (the first call's settings stay). Off with ``EVALUATOR_MALLOC=0``
-    (or ``off``, ``false``, ``no``) and on systems without glibc's ``mallopt``.
+    Idempotent. Off with ``EVALUATOR_MALLOC=0`` (or ``off``, ``false``, ``no``)
+    and on systems without glibc's ``mallopt``.
     """
     if _DONE:
         return _DONE[0]
@@ -73,7 +58,6 @@ def tune(shared_arena: bool = True) -> bool:
             mallopt = None
         if mallopt is not None:
             mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-            ok = (bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TOP_PAD, TOP_PAD))
-                  and (not shared_arena or bool(mallopt(M_ARENA_MAX, 1))))
+            ok = bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TOP_PAD, TOP_PAD)) and bool(mallopt(M_ARENA_MAX, 1))
     _DONE.append(ok)
     return ok

@@ -11,11 +11,10 @@ import sys
 import pytest
 
 CODE = """
-import ctypes, os
+import ctypes
 from evaluator import _malloc
-shared = os.environ.get("SHARED_ARENA", "1") == "1"
-ok = _malloc.tune(shared_arena=shared)
-assert _malloc.tune(shared_arena=not shared) == ok  # idempotent (the first call's settings stay)
+ok = _malloc.tune()
+assert _malloc.tune() == ok  # idempotent
 libc = ctypes.CDLL("libc.so.6")
 
 class Info(ctypes.Structure):  # struct mallinfo2 (glibc >= 2.33)
@@ -37,8 +36,8 @@ print(ok, main, (libc.mallinfo2().hblkhd - before) >> 20)
 """
 
 
-def run(env_value: str | None, shared_arena: bool = True) -> tuple[bool, int, int]:
-    env = dict(os.environ, SHARED_ARENA="1" if shared_arena else "0")
+def run(env_value: str | None) -> tuple[bool, int, int]:
+    env = dict(os.environ)
     env.pop("EVALUATOR_MALLOC", None)
     if env_value is not None:
         env["EVALUATOR_MALLOC"] = env_value
@@ -58,30 +57,3 @@ def test_large_blocks_come_from_the_heap_unless_turned_off():
     assert ok and main == 0 and thread == 0  # from the heap, on the main thread and on another
     ok, main, thread = run("0")
     assert not ok and main >= 64 and thread >= 128  # glibc's default: a fresh mmap for each large block
-
-
-@pytest.mark.skipif(not (sys.platform.startswith("linux") and GLIBC[0] == "glibc"
-                         and tuple(int(x) for x in GLIBC[1].split(".")[:2]) >= (2, 33)),
-                    reason="glibc >= 2.33 (mallopt, mallinfo2) on Linux only")
-def test_an_arena_per_thread_where_the_threads_are_the_commands_own():
-    """``tune(shared_arena=False)`` (``evaluator map``, the bench's mapping workers): the main thread's large block
-    still comes from the heap, and a thread takes its blocks from an arena of its own, whose heap (64 MB) cannot hold
-    128 MB (so glibc maps that one: the thread did not share the main arena)."""
-    ok, main, thread = run(None, shared_arena=False)
-    assert ok and main == 0 and thread >= 128
-
-
-def test_which_commands_give_their_threads_one_arena():
-    """The console command: one arena but for ``map``; the bench's workers: one arena but for the mapping search's
-    (``mapping``, ``moves``), as ``evaluator map`` runs it."""
-    from evaluator.cli import _shares_arena
-
-    assert not _shares_arena(["map", "topology=torus"]) and not _shares_arena(["--debug", "map"])
-    assert _shares_arena(["sweep"]) and _shares_arena(["eval", "map"]) and _shares_arena([])
-    code = ("import runpy, sys; import evaluator._malloc as m; "
-            "m.tune = lambda shared_arena=True: sys.exit(print(shared_arena)); "
-            "sys.argv = ['evaluator.bench', '--worker', sys.argv[1], '--out', 'unused.json']; "
-            "runpy.run_module('evaluator.bench', run_name='__main__')")
-    said = {w: subprocess.run([sys.executable, "-c", code, w], capture_output=True, text=True, check=True).stdout.strip()
-            for w in ("moves", "mapping", "small", "sweep")}
-    assert said == {"moves": "False", "mapping": "False", "small": "True", "sweep": "True"}

@@ -47,10 +47,6 @@ COMMANDS = {
 
 _MODULES = {"eval": "evaluate", "map": "mapping"}
 
-_OWN_THREADS = ("map",)
-"""Commands whose own threads make many small device calls at once (the mapping search scores on one thread per
-core): their processes keep glibc's arena per thread (:func:`evaluator._malloc.tune`)."""
-
 _UNCACHED = ("bench",)
 """Commands that leave the compilation cache as JAX has it (off unless the user set JAX's own): the benchmark
 times compilation itself."""
@@ -106,13 +102,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _shares_arena(argv: list[str]) -> bool:
-    """Whether the console command's process gives its threads one ``malloc`` arena (:func:`evaluator._malloc.tune`):
-    every command but :data:`_OWN_THREADS`."""
-    words = [a for a in argv if a not in ("--debug", OFF_FLAG)]
-    return not (words and words[0] in _OWN_THREADS)
-
-
 def run() -> None:
     """The console command: :func:`main`, then a quick exit.
 
@@ -126,7 +115,7 @@ def run() -> None:
     import atexit
     import os
 
-    tune_malloc(shared_arena=_shares_arena(sys.argv[1:]))  # large blocks stay in the heap: this process is ours
+    tune_malloc()  # large blocks stay in the heap (evaluator._malloc): this process is ours
     try:
         rc = main()
     except SystemExit as exc:  # (argparse's --help and usage errors)
