@@ -1,4 +1,5 @@
-"""Adaptive routings as flow-level fixed points (evaluator/routing/_adaptive.py, docs/adaptive_routing.md).
+"""Adaptive routings as flow-level fixed points (evaluator/routing/_adaptive.py and its members _ugal.py,
+_torus_adaptive.py, _ft_adaptive.py; docs/adaptive_routing.md).
 
 The references are plain NumPy: every flow's candidate paths walked by tests/reference.py (Dragonfly minimal and
 Valiant, torus DOR) or found by a depth-first search of the fat tree's router graph, and the method of successive
@@ -17,7 +18,7 @@ import pytest
 import evaluator as ev
 from evaluator import placement, routing, traffic
 from evaluator.errors import ConfigError, ResourceError
-from evaluator.routing import _adaptive
+from evaluator.routing import _adaptive, _ft_adaptive, _torus_adaptive
 
 from reference import reference_paths
 
@@ -165,7 +166,7 @@ def test_torus_adaptive_equals_numpy_fixed_point(dims, orders, variant):
     t = ev.torus(list(dims))
     spec = routing.torus_adaptive(variant, orders, iterations=ITERS)
     op = ev.routing.build_routing(t, spec)
-    perms = _adaptive.torus_orders(len(dims), orders)
+    perms = _torus_adaptive.torus_orders(len(dims), orders)
     assert len(perms) == (len(list(itertools.permutations(dims))) if orders != "rotations" else len(dims))
     src, dst, w = router_flows(t.n_routers, 50, 2)
     loads, x, _ = solve(op, src, dst, w)
@@ -207,7 +208,7 @@ def test_ft_candidates_are_every_shortest_up_down_path():
     ft = ev.topology.fat_tree(k=4, levels=3)
     L = ft.switches(1)
     for s, d in [(0, 1), (0, 2), (0, L - 1), (3, 5)]:
-        cands = _adaptive.ft_candidate_paths(ft, s, d)
+        cands = _ft_adaptive.ft_candidate_paths(ft, s, d)
         want, _ = _fat_tree_paths(ft, s, d)
         assert {tuple(p) for p in cands} == {tuple(p) for p in want}
 
@@ -226,7 +227,7 @@ def test_ft_adaptive_equals_numpy_fixed_point(variant):
             siblings[lk] = lks
     n_rl = ft.n_router_links
     sib = [siblings.get(lk) for lk in range(n_rl)]
-    paths = [[[(1.0, p)] for p in _adaptive.ft_candidate_paths(ft, int(s), int(d))] for s, d in zip(src, dst)]
+    paths = [[[(1.0, p)] for p in _ft_adaptive.ft_candidate_paths(ft, int(s), int(d))] for s, d in zip(src, dst)]
     ref_loads, ref_x = ref_fixed_point(paths, w, np.asarray(ft.capacity)[:n_rl], ITERS,
                                        "regret" if variant == "local" else "global", up_siblings=sib,
                                        power=routing.ft_adaptive(variant).power if variant == "global" else 1.0)
@@ -234,7 +235,7 @@ def test_ft_adaptive_equals_numpy_fixed_point(variant):
     # candidates that are one path for a flow (digits above its turn) may split differently: compare per path
     for f in range(len(src)):
         got, want = {}, {}
-        for k, p in enumerate(_adaptive.ft_candidate_paths(ft, int(src[f]), int(dst[f]))):
+        for k, p in enumerate(_ft_adaptive.ft_candidate_paths(ft, int(src[f]), int(dst[f]))):
             got[tuple(p)] = got.get(tuple(p), 0.0) + x[f, k]
             want[tuple(p)] = want.get(tuple(p), 0.0) + ref_x[f, k]
         assert got == pytest.approx(want, abs=1e-12)
@@ -268,7 +269,7 @@ def test_flows_merged_by_router_pair_equal_the_numpy_fixed_point_per_flow(kind):
     elif kind == "torus_adaptive":
         topo, spec = ev.torus([3, 4]), routing.torus_adaptive(iterations=ITERS)
         R, decision = topo.n_routers, "global"
-        cands = [{"kind": "dor", "order": p, "tie": "split"} for p in _adaptive.torus_orders(2, "auto")]
+        cands = [{"kind": "dor", "order": p, "tie": "split"} for p in _torus_adaptive.torus_orders(2, "auto")]
     else:
         topo, spec = ev.topology.fat_tree(k=4, levels=3), routing.ft_adaptive("global", iterations=ITERS)
         R, decision = topo.switches(1), "global"
@@ -277,8 +278,8 @@ def test_flows_merged_by_router_pair_equal_the_numpy_fixed_point_per_flow(kind):
     assert n_pairs < (w > 0).sum()  # pairs repeat
     loads, x, _ = solve(ev.routing.build_routing(topo, dataclasses.replace(spec, pair_slots=64)), src, dst, w)
     if kind == "ft_adaptive":
-        paths = [[[(1.0, p)] for p in _adaptive.ft_candidate_paths(topo, int(a), int(b))] if a != b else
-                 [[(1.0, [])]] * len(_adaptive.ft_candidate_paths(topo, 0, 1)) for a, b in zip(src, dst)]
+        paths = [[[(1.0, p)] for p in _ft_adaptive.ft_candidate_paths(topo, int(a), int(b))] if a != b else
+                 [[(1.0, [])]] * len(_ft_adaptive.ft_candidate_paths(topo, 0, 1)) for a, b in zip(src, dst)]
     else:
         paths = [[reference_paths(topo, int(a), int(b), c) for c in cands] for a, b in zip(src, dst)]
     cap = np.asarray(topo.capacity)[:topo.n_router_links]
@@ -384,7 +385,7 @@ def test_torus_and_fat_tree_between_bound_and_worse_candidate():
     load = np.zeros(ft.n_router_links)
     nr = np.asarray(ft.node_router)
     for s, d, b in zip(tr.src, tr.dst, tr.nbytes):
-        load[_adaptive.ft_candidate_paths(ft, int(nr[s]), int(nr[d]))[0]] += b
+        load[_ft_adaptive.ft_candidate_paths(ft, int(nr[s]), int(nr[d]))[0]] += b
     t_worst = (load / np.asarray(ft.capacity)[:ft.n_router_links]).max()
     assert bound <= t_g * (1 + 1e-9) and bound <= t_l * (1 + 1e-9)
     assert max(t_g, t_l) <= t_worst and t_g <= 1.02 * t_spray and t_l <= 1.3 * t_spray
@@ -456,7 +457,7 @@ def test_refused_where_it_does_not_serve(monkeypatch):
         ev.routing.build_routing(ev.torus([4, 4]), routing.ugal())
     with pytest.raises(ConfigError, match=r"routing.kind = 'ugal' is invalid.*fewer than 3 groups"):
         ev.routing.build_routing(ev.dragonfly(1, 1, 1), routing.ugal())
-    monkeypatch.setattr(_adaptive, "MAX_FT_CANDIDATES", 10)
+    monkeypatch.setattr(_ft_adaptive, "MAX_FT_CANDIDATES", 10)
     with pytest.raises(ResourceError, match=r"routing.kind = 'ft_adaptive' is invalid.*has 16.*ecmp_spray"):
         ev.routing.build_routing(ev.topology.fat_tree(k=4, levels=3), routing.ft_adaptive(iterations=3))
 

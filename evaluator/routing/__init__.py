@@ -28,9 +28,11 @@ import functools
 from .._registry import Registry
 from ..errors import ConfigError
 from ..topology import Topology
-from . import _adaptive, _dor, _dragonfly, _fat_tree, _kshortest, _optiq, _optiq_lp, _tago
-from ._adaptive import (AdaptiveOperator, AdaptiveRouting, FtAdaptiveRouting, TorusAdaptiveRouting, UgalRouting,
-                        ft_adaptive, torus_adaptive, ugal)
+from . import _dor, _dragonfly, _fat_tree, _ft_adaptive, _kshortest, _optiq, _optiq_lp, _tago, _torus_adaptive, _ugal
+from ._adaptive import AdaptiveOperator, AdaptiveRouting
+from ._ft_adaptive import FtAdaptiveRouting, ft_adaptive
+from ._torus_adaptive import TorusAdaptiveRouting, torus_adaptive
+from ._ugal import UgalRouting, ugal
 from ._dor import DOR_ORDERS, TIE_RULES, DorRouting, dor, dor_order
 from ._dragonfly import minimal, valiant, valiant_router
 from ._fat_tree import (EcmpRouting, dmodk, dmodk_paths, ecmp, ecmp_hash_paths, ecmp_paths, ecmp_seed_summary,
@@ -105,9 +107,9 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
     _optiq.OPTIQ_HEURISTIC,
     _optiq_lp.OPTIQ_LP,
     _tago.TAGO,
-    _adaptive.UGAL,
-    _adaptive.TORUS_ADAPTIVE,
-    _adaptive.FT_ADAPTIVE,
+    _ugal.UGAL,
+    _torus_adaptive.TORUS_ADAPTIVE,
+    _ft_adaptive.FT_ADAPTIVE,
 ])
 """Routing kinds by config name."""
 

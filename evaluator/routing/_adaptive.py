@@ -120,10 +120,7 @@ flow-level incidence) refuse it. The ideal adaptive mix is a bound
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import no_type_check
 
 import jax
 import jax.numpy as jnp
@@ -132,13 +129,10 @@ from jax import lax
 
 from .._ops import differentiable, take, with_extra
 from ..errors import ConfigError, ResourceError, is_int, require
-from ..topology import DragonflyTopology, FatTreeTopology, TorusTopology
-from . import _dor, _dragonfly, _fat_tree
-from .base import Routing, RoutingKind, RoutingOperator
+from .base import Routing, RoutingOperator
 
-__all__ = ["AdaptiveRouting", "UgalRouting", "TorusAdaptiveRouting", "FtAdaptiveRouting", "AdaptiveOperator",
-           "ugal", "torus_adaptive", "ft_adaptive", "torus_orders", "ft_candidate_paths", "UGAL", "TORUS_ADAPTIVE",
-           "FT_ADAPTIVE", "DEFAULT_ITERATIONS", "DEFAULT_POWER", "MAX_DENSE_PAIRS", "MAX_FT_CANDIDATES", "VARIANTS"]
+__all__ = ["AdaptiveRouting", "AdaptiveOperator", "Family", "check_common", "make_operator", "list_functions",
+           "sub_tables", "kind_check", "DEFAULT_ITERATIONS", "DEFAULT_POWER", "MAX_DENSE_PAIRS", "VARIANTS"]
 
 DEFAULT_ITERATIONS = 128
 """Fixed-point iterations (damped best-response steps) unless ``routing.iterations`` says otherwise."""
@@ -154,16 +148,12 @@ MAX_ITERATIONS = 100_000
 MAX_DENSE_PAIRS = 1 << 20
 """Most endpoint pairs a dense (rank-one) demand is expanded into (router pairs; leaf pairs on a fat tree)."""
 
-MAX_FT_CANDIDATES = 4096
-"""Most up paths (product of the up ports of every tier) ``ft_adaptive`` considers per flow."""
-
 VARIANTS = ("global", "local")
-NONMINIMAL = ("valiant", "valiant_router")
-TORUS_ORDER_SETS = ("auto", "all", "rotations")
+"""``routing.variant`` of every adaptive routing: path costs (``global``) or the deciding router's own queues."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# specs
+# the spec every member extends (members: _ugal.py, _torus_adaptive.py, _ft_adaptive.py)
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -216,47 +206,7 @@ class AdaptiveRouting(Routing):
         return f"-p{self.power:g}" if self.variant == "global" and self.power != DEFAULT_POWER else ""
 
 
-@dataclasses.dataclass(frozen=True)
-class UgalRouting(AdaptiveRouting):
-    """UGAL on a Dragonfly: ``variant`` global (UGAL-G) or local (UGAL-L), ``threshold`` >= 0 (a bias towards
-    minimal in units of the busiest link's time), ``nonminimal`` valiant | valiant_router."""
-
-    kind: str = "ugal"
-    threshold: float = 0.0
-    nonminimal: str = "valiant"
-
-    @property
-    def label(self) -> str:
-        lab = f"ugal-{'g' if self.variant == 'global' else 'l'}"
-        if self.nonminimal != "valiant":
-            lab += "-vrouter"
-        return lab + (f"-t{self.threshold:g}" if self.threshold else "") + self._power_label()
-
-
-@dataclasses.dataclass(frozen=True)
-class TorusAdaptiveRouting(AdaptiveRouting):
-    """Minimal adaptive routing on a torus: DOR in several dimension orders (``orders``: auto | all | rotations),
-    the split by load; ``tie`` as DOR's."""
-
-    kind: str = "torus_adaptive"
-    orders: str = "auto"
-    tie: str = "split"
-
-    @property
-    def label(self) -> str:
-        return f"torus_adaptive-{self.variant}-{self.orders}" + self._power_label()
-
-
-@dataclasses.dataclass(frozen=True)
-class FtAdaptiveRouting(AdaptiveRouting):
-    """Adaptive up-port choice on a fat tree: ``variant`` local (each switch by its own up-port queues, the
-    default) or global (whole-path costs)."""
-
-    kind: str = "ft_adaptive"
-    variant: str = "local"
-
-
-def _check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, float]:
+def check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, float]:
     require(isinstance(variant, str) and variant in VARIANTS, "routing.variant", variant, f"one of {list(VARIANTS)}")
     require(is_int(iterations) and 1 <= int(iterations) <= MAX_ITERATIONS, "routing.iterations", iterations,
             f"an integer in [1, {MAX_ITERATIONS}] (fixed-point iterations)",
@@ -269,48 +219,13 @@ def _check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, f
     return variant, int(iterations), float(power)
 
 
-@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
-def ugal(variant: str = "global", threshold: float = 0.0, nonminimal: str = "valiant",
-         iterations: int = DEFAULT_ITERATIONS, power: float = DEFAULT_POWER) -> UgalRouting:
-    """UGAL on a Dragonfly as a flow-level fixed point (module docstring)."""
-    variant, iterations, power = _check_common(variant, iterations, power)
-    ok = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and np.isfinite(threshold) \
-        and threshold >= 0
-    require(ok, "routing.threshold", threshold, "a finite number >= 0 (bias towards minimal, in units of the "
-            "busiest link's busy time)")
-    require(isinstance(nonminimal, str) and nonminimal in NONMINIMAL, "routing.nonminimal", nonminimal,
-            f"one of {list(NONMINIMAL)}")
-    return UgalRouting(variant=variant, iterations=iterations, threshold=float(threshold), nonminimal=nonminimal,
-                       power=power)
-
-
-@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
-def torus_adaptive(variant: str = "global", orders: str = "auto", tie: str = "split",
-                   iterations: int = DEFAULT_ITERATIONS, power: float = DEFAULT_POWER) -> TorusAdaptiveRouting:
-    """Minimal adaptive routing on a torus over DOR orders, as a flow-level fixed point (module docstring)."""
-    variant, iterations, power = _check_common(variant, iterations, power)
-    require(isinstance(orders, str) and orders in TORUS_ORDER_SETS, "routing.orders", orders,
-            f"one of {list(TORUS_ORDER_SETS)}", "auto: every order for up to 3 dimensions, the cyclic rotations "
-            "above.")
-    require(isinstance(tie, str) and tie in _dor.TIE_RULES, "routing.tie", tie, f"one of {list(_dor.TIE_RULES)}")
-    return TorusAdaptiveRouting(variant=variant, iterations=iterations, orders=orders, tie=tie, power=power)
-
-
-@no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
-def ft_adaptive(variant: str = "local", iterations: int = DEFAULT_ITERATIONS,
-                power: float = DEFAULT_POWER) -> FtAdaptiveRouting:
-    """Adaptive up-port choice on a fat tree as a flow-level fixed point (module docstring)."""
-    variant, iterations, power = _check_common(variant, iterations, power)
-    return FtAdaptiveRouting(variant=variant, iterations=iterations, power=power)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # the fixed point (one design point)
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
-class _Family:
+class Family:
     """Candidates of one adaptive routing on one topology.
 
     ``prepare(tables, src, dst, weight) -> (loads, costs)``: ``loads(W[F, K]) -> [router_link]`` (bytes of
@@ -345,7 +260,7 @@ def _power(x, p: float):
     return lax.integer_pow(x, int(p)) if float(p).is_integer() and 0 < p <= 64 else x ** p
 
 
-def _solve(fam: _Family, threshold: float, iterations: int, line_search: bool, tables, src, dst, weight,
+def _solve(fam: Family, threshold: float, iterations: int, line_search: bool, tables, src, dst, weight,
            power: float = 1.0):
     """``(loads, x[F, K], gap)`` of one point (module docstring); ``line_search``: Frank-Wolfe's exact step on the
     potential ``sum_l capacity_l (load_l / capacity_l)^(p+1) / (p+1)`` (``p = power``: closed form for ``p = 1``,
@@ -451,7 +366,7 @@ def _merge_pairs(src, dst, weight, n_end: int, slots: int):
     return (k // n_end).astype(src.dtype), (k % n_end).astype(dst.dtype), w, slot, n_pairs > slots
 
 
-def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: int, dense_pad: int = 0
+def make_operator(topo, routing: AdaptiveRouting, fam: Family, names, n_end: int, dense_pad: int = 0
                    ) -> AdaptiveOperator:
     threshold = float(getattr(routing, "threshold", 0.0))
     iterations = int(routing.iterations)
@@ -503,126 +418,12 @@ def _make_operator(topo, routing: AdaptiveRouting, fam: _Family, names, n_end: i
                             solve_dense=solve_dense, candidates=tuple(names))
 
 
-def _sub(tables: dict, prefix: str) -> dict:
+def sub_tables(tables: dict, prefix: str) -> dict:
+    """The tables of ``tables`` whose names start with ``prefix``, without it (one candidate's tables)."""
     return {k[len(prefix):]: v for k, v in tables.items() if k.startswith(prefix)}
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Dragonfly: UGAL
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _df_first_links(topo: DragonflyTopology) -> np.ndarray:
-    """``first[s * g + D, c]``: the first router link from router ``s`` towards group ``D != G(s)`` over copy
-    ``c`` of the global link ``G(s) -> D`` (the local link to its owner, or the global link itself when ``s``
-    owns it); 0 where ``D == G(s)`` (unused)."""
-    a, g, m = int(topo.a), int(topo.g), int(topo.links_per_pair)
-    go = np.asarray(topo.global_owner)  # [S, D, c] index of the owner in S
-    gl = np.asarray(topo.global_link)  # [S, D, c] link id
-    ll = np.asarray(topo.local_link)  # [G, i, j]
-    R = g * a
-    first = np.zeros((R, g, m), np.int64)
-    for s in range(R):
-        S, i = divmod(s, a)
-        for D in range(g):
-            if D == S:
-                continue
-            for c in range(m):
-                own = int(go[S, D, c])
-                first[s, D, c] = gl[S, D, c] if own == i else ll[S, i, own]
-    return first.reshape(R * g, m).astype(np.int32)
-
-
-def _ugal_operator(topo: DragonflyTopology, routing: UgalRouting) -> AdaptiveOperator:
-    a, g, m = int(topo.a), int(topo.g), int(topo.links_per_pair)
-    R = g * a
-    require(g >= 3, "routing.kind", "ugal", "'minimal' on a Dragonfly with fewer than 3 groups",
-            f"UGAL's non-minimal candidate needs an intermediate group other than source and destination; g = {g}.")
-    ops = [_dragonfly.build_operator(topo, _dragonfly.minimal()),
-           _dragonfly.build_operator(topo, Routing(routing.nonminimal))]
-    tables = {f"m/{k}": v for k, v in ops[0].tables.items()}
-    tables.update({f"v/{k}": v for k, v in ops[1].tables.items()})
-    local = routing.variant == "local"
-    if local:
-        tables["first"] = _df_first_links(topo)
-    vrouter = routing.nonminimal == "valiant_router"
-
-    def prepare(tables, src, dst, weight):
-        tm, tv = _sub(tables, "m/"), _sub(tables, "v/")
-        fm = lambda w: ops[0].apply(tm, src, dst, w)  # noqa: E731
-        fv = lambda w: ops[1].apply(tv, src, dst, w)  # noqa: E731
-        _, pull_m = jax.vjp(fm, weight)
-        _, pull_v = jax.vjp(fv, weight)
-        Gs, Gd = src // a, dst // a
-        inter = Gs != Gd
-        if local:
-            ones = jnp.ones(int(topo.n_router_links), weight.dtype)
-            H = jnp.stack([pull_m(ones)[0], pull_v(ones)[0]], axis=1)
-
-        def loads(W):
-            return fm(W[:, 0]) + fv(W[:, 1])
-
-        def costs(gl):
-            c = jnp.stack([pull_m(gl)[0], pull_v(gl)[0]], axis=1)
-            if not local:
-                return c, c
-            F = take(gl, tables["first"]).mean(axis=1).reshape(R, g)  # [s, D] first-hop busy time towards D
-            Fs = take(F, src)  # [flow, g]
-            own = jnp.arange(g, dtype=Gs.dtype)[None, :] == Gs[:, None]
-            f_min = jnp.take_along_axis(Fs, Gd[:, None], axis=1)[:, 0]
-            others = jnp.where(own, 0.0, Fs).sum(axis=1)  # sum over I != S
-            if vrouter:
-                f_val = (a / R) * (f_min + others)
-            else:
-                f_val = (others - f_min) / (g - 2)
-            f_val = jnp.where(inter, f_val, f_min)
-            d = jnp.stack([f_min, f_val], axis=1) * H
-            return c, d
-
-        return loads, costs
-
-    fam = _Family(2, tables, prepare, (0.0, 1.0))
-    return _make_operator(topo, routing, fam, ("minimal", routing.nonminimal), R)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# torus: DOR over several orders
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def torus_orders(ndim: int, orders: str) -> list[tuple[int, ...]]:
-    """The dimension orders of ``torus_adaptive``'s candidates: ``all`` permutations, the ``rotations`` of
-    ``0 .. ndim-1``, or ``auto`` (all for ``ndim <= 3``, rotations above). The first is ``0 .. ndim-1``."""
-    if orders == "all" or (orders == "auto" and ndim <= 3):
-        return list(itertools.permutations(range(ndim)))
-    base = list(range(ndim))
-    return [tuple(base[i:] + base[:i]) for i in range(ndim)]
-
-
-def _torus_operator(topo: TorusTopology, routing: TorusAdaptiveRouting) -> AdaptiveOperator:
-    perms = torus_orders(int(topo.ndim), routing.orders)
-    ops = [_dor.build_operator(topo, _dor.dor(order=list(p), tie=routing.tie)) for p in perms]
-    n_rl = int(topo.n_router_links)
-    tables = {f"f/{k}": v for k, v in ops[0].flow_tables.items()}  # the same for every order
-    tables["_link_src"] = np.asarray(topo.link_src, np.int64)[:n_rl].astype(np.int32)
-    local = routing.variant == "local"
-    K = len(ops)
-
-    def prepare(tables, src, dst, weight):
-        ft = _sub(tables, "f/")
-        lists = [op.flow_links(ft, src, dst) for op in ops]
-        W = max(lk.shape[1] for lk, _ in lists)
-        pad = lambda x, v: jnp.pad(x, ((0, 0), (0, W - x.shape[1])), constant_values=v)  # noqa: E731
-        links = jnp.stack([pad(lk, -1) for lk, _ in lists], axis=1)  # [F, K, W]
-        frac = jnp.stack([pad(fr, 0.0) for _, fr in lists], axis=1)
-        return _list_functions(tables, links, frac, src, n_rl, local)
-
-    fam = _Family(K, tables, prepare, (0.0,) * K)
-    names = tuple("dor-" + "".join(map(str, p)) for p in perms)
-    return _make_operator(topo, routing, fam, names, int(topo.n_routers))
-
-
-def _list_functions(tables, links, frac, src, n_rl: int, local: bool, regret=None):
+def list_functions(tables, links, frac, src, n_rl: int, local: bool, regret=None):
     """``(loads, costs)`` of candidates given as link lists ``links[F, K, W]`` with byte fractions ``frac``."""
     on = links >= 0
     safe = jnp.where(on, links, 0)
@@ -649,156 +450,8 @@ def _list_functions(tables, links, frac, src, n_rl: int, local: bool, regret=Non
     return loads, costs
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# fat tree: adaptive up ports
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _ft_hops(xp, topo: FatTreeTopology, tiers, a, d, p):
-    """Per tier ``(crosses, up link, down link, switch, U)`` of flows from node ``a`` to node ``d`` on up path
-    ``p`` (mixed radix of the tiers' up ports, tier 1 fastest); ``switch``: the global offset of the up links of
-    the level-``t`` switch the path leaves (its ``U`` up links follow it)."""
-    m1 = int(topo.children[0])
-    c_up, c_down = a // m1, d // m1
-    rest = p
-    out = []
-    for T in tiers:
-        U, pl, Y, t = T["U"], T["pl"], T["Y"], T["t"]
-        w, m_next = U // pl, int(topo.children[t])
-        u = rest % U
-        rest = rest // U
-        y, k = u // pl, u % pl
-        base = T["up"] + c_up * U
-        out.append(((a // T["S"]) != (d // T["S"]), base + u, T["down"] + c_down * U + y * pl + k, base, U))
-        c_up = (c_up // Y // m_next) * (w * Y) + y * Y + c_up % Y
-        c_down = (c_down // Y // m_next) * (w * Y) + y * Y + c_down % Y
-    return out
-
-
-def ft_candidate_paths(topo: FatTreeTopology, src_leaf: int, dst_leaf: int) -> list[list[int]]:
-    """``ft_adaptive``'s candidate paths from leaf ``src_leaf`` to leaf ``dst_leaf``, in candidate order: each
-    the list of its router links (up, then down), walked on the host."""
-    tiers = _fat_tree._tiers(topo)
-    m1 = int(topo.children[0])
-    P = int(np.prod([T["U"] for T in tiers], dtype=np.int64)) if tiers else 1
-    out = []
-    for p in range(P):
-        hops = _ft_hops(np, topo, tiers, src_leaf * m1, dst_leaf * m1, p)
-        up = [int(h[1]) for h in hops if h[0]]
-        down = [int(h[2]) for h in hops if h[0]]
-        out.append(up + down[::-1])
-    return out
-
-
-def _ft_operator(topo: FatTreeTopology, routing: FtAdaptiveRouting) -> AdaptiveOperator:
-    tiers = _fat_tree._tiers(topo)
-    P = int(np.prod([T["U"] for T in tiers], dtype=np.int64)) if tiers else 1
-    if P > MAX_FT_CANDIDATES:
-        raise ResourceError("routing.kind", routing.kind,
-                            f"fat trees with at most {MAX_FT_CANDIDATES} up paths per flow (product of the up ports "
-                            "of every tier)", f"{topo.name} has {P:,}. Use ecmp_spray (the even split) or dmodk.")
-    n_rl = int(topo.n_router_links)
-    m1 = int(topo.children[0])
-    local = routing.variant == "local"
-
-    def prepare(tables, src, dst, weight):
-        shape = (src.shape[0], P)
-        a = jnp.broadcast_to((src * m1)[:, None], shape)
-        d = jnp.broadcast_to((dst * m1)[:, None], shape)
-        p = jnp.broadcast_to(jnp.arange(P, dtype=jnp.int32)[None, :], shape)
-        hops = _ft_hops(jnp, topo, tiers, a, d, p)
-        cols, fr = [], []
-        for crosses, up, down, _, _ in hops:
-            on = jnp.broadcast_to(crosses, up.shape)
-            cols += [jnp.where(on, up, -1), jnp.where(on, down, -1)]
-            fr += [on.astype(weight.dtype)] * 2
-        if not cols:
-            cols, fr = [jnp.full((src.shape[0], P), -1, jnp.int32)], [jnp.zeros((src.shape[0], P), weight.dtype)]
-        links = jnp.stack(cols, axis=2)
-        frac = jnp.stack(fr, axis=2)
-
-        def regret(gl):
-            r = jnp.zeros(links.shape[:2], gl.dtype)
-            for crosses, up, _, base, U in hops:
-                # the least busy of the U up ports that start at each link (a switch's ports are consecutive): a
-                # running minimum over the links, read at every flow's switch (not U reads per flow and path)
-                least = lax.reduce_window(gl, jnp.inf, lax.min, (U,), (1,), "VALID")
-                r = r + jnp.where(crosses, take(gl, up) - take(least, base), 0.0)
-            return r
-
-        return _list_functions(tables, links, frac, src, n_rl, local, regret if local else None)
-
-    fam = _Family(P, {}, prepare, (0.0,) * P)
-    names = tuple(f"up{p}" for p in range(P))
-    return _make_operator(topo, routing, fam, names, topo.switches(1))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# configs and registry entries
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _kind_check(topo, kind: str, cls) -> None:
+def kind_check(topo, kind: str, cls) -> None:
+    """A :class:`ConfigError` naming ``routing.kind`` unless ``topo`` is a ``cls``."""
     if not isinstance(topo, cls):
         raise ConfigError("routing.kind", kind, f"a routing for a {cls.__name__}", "Pick a routing group that "
                           "matches the topology.")
-
-
-def build_operator(topo, routing: AdaptiveRouting) -> AdaptiveOperator:
-    """Compile an adaptive routing for one topology (host side)."""
-    if routing.kind == "ugal":
-        _kind_check(topo, "ugal", DragonflyTopology)
-        return _ugal_operator(topo, routing)
-    if routing.kind == "torus_adaptive":
-        _kind_check(topo, "torus_adaptive", TorusTopology)
-        return _torus_operator(topo, routing)
-    _kind_check(topo, "ft_adaptive", FatTreeTopology)
-    return _ft_operator(topo, routing)
-
-
-@dataclass
-class UgalConfig:
-    """UGAL on a Dragonfly (flow-level fixed point): ``variant`` global | local, ``threshold`` >= 0 (bias towards
-    minimal, in units of the busiest link's time), ``nonminimal`` valiant | valiant_router, ``iterations``."""
-
-    kind: str = "ugal"
-    variant: str = "global"
-    threshold: float = 0.0
-    nonminimal: str = "valiant"
-    iterations: int = DEFAULT_ITERATIONS
-    power: float = DEFAULT_POWER
-
-
-@dataclass
-class TorusAdaptiveConfig:
-    """Minimal adaptive routing on a torus over DOR orders: ``variant`` global | local, ``orders`` auto | all |
-    rotations, ``tie`` split | positive, ``iterations``."""
-
-    kind: str = "torus_adaptive"
-    variant: str = "global"
-    orders: str = "auto"
-    tie: str = "split"
-    iterations: int = DEFAULT_ITERATIONS
-    power: float = DEFAULT_POWER
-
-
-@dataclass
-class FtAdaptiveConfig:
-    """Adaptive up-port choice on a fat tree: ``variant`` local | global, ``iterations``."""
-
-    kind: str = "ft_adaptive"
-    variant: str = "local"
-    iterations: int = DEFAULT_ITERATIONS
-    power: float = DEFAULT_POWER
-
-
-UGAL = RoutingKind("ugal", UgalConfig,
-                   lambda cfg: ugal(cfg.variant, cfg.threshold, cfg.nonminimal, cfg.iterations, cfg.power),
-                   topologies=("dragonfly",), operator=build_operator)
-TORUS_ADAPTIVE = RoutingKind("torus_adaptive", TorusAdaptiveConfig,
-                             lambda cfg: torus_adaptive(cfg.variant, cfg.orders, cfg.tie, cfg.iterations,
-                                                        cfg.power),
-                             topologies=("torus",), operator=build_operator)
-FT_ADAPTIVE = RoutingKind("ft_adaptive", FtAdaptiveConfig,
-                          lambda cfg: ft_adaptive(cfg.variant, cfg.iterations, cfg.power),
-                          topologies=("fat_tree",), operator=build_operator)
