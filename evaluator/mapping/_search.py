@@ -256,24 +256,11 @@ def _apply(slot_task: np.ndarray, a: np.ndarray, b: np.ndarray, picks) -> np.nda
     return out
 
 
-def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float, seed: int = 0, candidates: int = 4096,
-                 step: int | None = None, max_iterations: int | None = None, patience: int = 4,
-                 fixed_counts: bool = False, movable: Bool[np.ndarray, "slot"] | None = None,
-                 progress: bool = True, kinds: tuple | None = None, anneal: bool = False
-                 ) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
-    """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
-    :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
-    trace. ``fixed_counts``: single swaps only between slots holding tasks, so that every node keeps its task
-    count (whole nodes still swap): a launcher that fills every node with the same count can run the result.
-    ``movable`` (bool per slot): block moves only between groups of movable slots. ``kinds``: the move kinds
-    to use (default: every kind that applies, :data:`MOVE_KINDS`); ``anneal``: the Metropolis rule in batches
-    without an improving move (default off: only the kicks)."""
-    from tqdm.auto import tqdm
-
-    rng = np.random.default_rng(seed)
+def _plan_kinds(evaluator, kinds: tuple, budget: float, movable):
+    """What a search may draw: ``(groups, grid, shapes, movable, use_kinds, sweep, fractions)`` (module
+    docstring: the kinds that apply here, the structured moves' boxes and their first sweep, largest first)."""
     S = evaluator.n_slots
     node_router = np.asarray(evaluator.topology.node_router)
-    kinds = MOVE_KINDS if kinds is None else tuple(kinds)
     bad = set(kinds) - set(MOVE_KINDS)
     if bad:
         raise ValueError(f"unknown move kinds {sorted(bad)}; known: {MOVE_KINDS}")
@@ -291,144 +278,203 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     use_kinds = [k for k in kinds if k == "swap" or k in groups or (k in GRID_KINDS and shapes)]
     if "rotate" in use_kinds and not any(sum(x > 1 for x in sh) >= 2 for sh in shapes):
         use_kinds.remove("rotate")
-    scheduler = KindScheduler(use_kinds)
     sweep = [(k, sh) for sh in sorted(shapes, key=lambda x: -int(np.prod(x))) for k in GRID_KINDS  # largest first
              if k in use_kinds and (k != "rotate" or sum(y > 1 for y in sh) >= 2)]
-    state = np.asarray(slot_task, np.int64).copy()
-    loads = evaluator.loads(state)
-    t, q = evaluator.score(loads)
-    best = (t, q, state.copy())
+    return groups, grid, shapes, mov, use_kinds, sweep, fractions
+
+
+def _swap_moves(pool: np.ndarray, heat: np.ndarray, candidates: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``candidates`` single swaps of two slots of ``pool``: one end drawn by heat half the time, the other
+    uniformly, never the same slot."""
+    n_pool = pool.size
+    h = heat[pool]
+    p = h + (h.sum() / n_pool if h.sum() > 0 else 1.0)
+    hot = rng.choice(n_pool, size=candidates, p=p / p.sum())
+    ia = np.where(rng.random(candidates) < 0.5, hot, rng.integers(n_pool, size=candidates))
+    ib = (ia + 1 + rng.integers(n_pool - 1, size=candidates)) % n_pool  # != ia
+    return pool[ia][:, None], pool[ib][:, None]
+
+
+def _group_moves(g: np.ndarray, heat: np.ndarray, candidates: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Swaps of two groups of ``g`` (rows: a node's or a router's slots), drawn by the groups' heat."""
+    n_g = g.shape[0]
+    n_c = max(64, candidates // g.shape[1])  # a block move costs about k single ones
+    gh = heat[g].sum(axis=1)
+    p = gh + (gh.sum() / n_g if gh.sum() > 0 else 1.0)
+    ga = rng.choice(n_g, size=n_c, p=p / p.sum())
+    gb = (ga + 1 + rng.integers(n_g - 1, size=n_c)) % n_g
+    return g[ga], g[gb]
+
+
+def _structured_moves(kind: str, shape, shapes, grid, mov, candidates: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """A structured move on the torus: boxes of one shape (``shape``, or one drawn from ``shapes``), of movable
+    slots only, padded to the batch size by repeating the first (one compilation each); empty when none was
+    drawn."""
+    if shape is None:
+        sh = [x for x in shapes if kind != "rotate" or sum(y > 1 for y in x) >= 2]
+        shape = sh[int(rng.integers(len(sh)))]
+    k = int(np.prod(shape)) * grid.shape[-1]
+    n_c = max(64, candidates // k)
+    a, b = box_moves(kind, grid, shape, 2 * n_c, rng)
+    ok = mov[a].all(axis=1) & mov[b].all(axis=1)
+    a, b = a[ok][:n_c], b[ok][:n_c]
+    if 0 < a.shape[0] < n_c:
+        rep = np.resize(np.arange(a.shape[0]), n_c)
+        a, b = a[rep], b[rep]
+    return a, b
+
+
+@dataclass
+class _Walk:
+    """Where the search stands: the slot assignment, its link loads and scores, and the acceptance state (moves
+    taken together at most, batches in a row without an improving move)."""
+
+    state: np.ndarray
+    loads: object
+    t: float
+    q: float
+    m_accept: int = 8
+    stale: int = 0
+
+    def take(self, evaluator, a, b, picks) -> None:
+        """Apply the moves ``picks`` of ``(a, b)`` and score the result afresh."""
+        self.state = _apply(self.state, a, b, picks)
+        self.loads = evaluator.loads(self.state)
+        self.t, self.q = evaluator.score(self.loads)
+
+    def improve(self, evaluator, a, b, tn, qn, good) -> tuple[int, float]:
+        """Take the best improving moves that touch disjoint slots (up to ``m_accept``; only the best one when
+        together they score worse than it alone, and ``m_accept`` halves; doubles when all were taken). Returns
+        the moves taken and the relative gain."""
+        t0, q0, before = self.t, self.q, self.state
+        picks = _disjoint(good[np.lexsort((qn[good], tn[good]))], a, b, self.m_accept)
+        self.take(evaluator, a, b, picks)
+        i0 = picks[0]
+        if len(picks) > 1 and not _better(self.t, self.q, tn[i0], qn[i0]) \
+                and not (self.t == tn[i0] and self.q == qn[i0]):
+            self.m_accept = max(1, self.m_accept // 2)
+            picks = picks[:1]
+            self.state = before
+            self.take(evaluator, a, b, picks)
+        elif len(picks) == self.m_accept:
+            self.m_accept = min(256, self.m_accept * 2)
+        self.stale = 0
+        return len(picks), ((t0 - self.t) / t0 + (q0 - self.q) / q0 if t0 > 0 and q0 > 0 else 0.0)
+
+    def escape(self, evaluator, a, b, qn, patience: int, anneal: bool, frac: float, rng) -> int:
+        """A batch without an improving move: with ``anneal``, the first move the Metropolis rule accepts on the
+        q-norm (after half the patience); else, after ``patience`` such batches, a kick of 1-4 random disjoint
+        moves. Returns the moves taken."""
+        self.stale += 1
+        took = None
+        if anneal and self.stale >= max(patience // 2, 1):  # Metropolis on the q-norm, candidates in batch order
+            temp = ANNEAL_T0 * (ANNEAL_T1 / ANNEAL_T0) ** min(max(frac, 0.0), 1.0)
+            rise = np.maximum((qn - self.q) / (self.q if self.q > 0 else 1.0), 0.0)
+            ok = np.flatnonzero(rng.random(qn.size) < np.exp(-rise / temp))
+            if ok.size:
+                took = [int(ok[0])]
+        if took is None and self.stale >= patience:  # kick: a few random moves
+            took = _disjoint(rng.permutation(qn.size), a, b, int(rng.integers(1, 5)))
+        if took is None:
+            return 0
+        self.stale = 0
+        self.take(evaluator, a, b, took)
+        return len(took)
+
+
+def _score_moves(evaluator, state, loads, a, b, step, tune, fractions) -> tuple[np.ndarray, np.ndarray]:
+    """The moves' ``(t, q)`` scores (host arrays); while ``tune`` (a :class:`_StepTuner`) still tries steps, a
+    batch of single swaps is scored at its next step and timed."""
+    st_dev, tn_dev = evaluator.device_state(state)
+    if tune is not None and tune.pending() and a.shape[1] == 1:  # tuned on single swaps
+        use_step = tune.next_step()
+        t_call = time.perf_counter()
+        tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=use_step, host_state=state, fractions=fractions)
+        tn = np.asarray(tn)
+        tune.record(use_step, time.perf_counter() - t_call)
+    else:
+        tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, host_state=state, fractions=fractions,
+                                  step=step if step is not None else (tune.best if tune else None))
+    return np.asarray(tn), np.asarray(qn)
+
+
+def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float, seed: int = 0, candidates: int = 4096,
+                 step: int | None = None, max_iterations: int | None = None, patience: int = 4,
+                 fixed_counts: bool = False, movable: Bool[np.ndarray, "slot"] | None = None,
+                 progress: bool = True, kinds: tuple | None = None, anneal: bool = False
+                 ) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
+    """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
+    :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
+    trace. ``fixed_counts``: single swaps only between slots holding tasks, so that every node keeps its task
+    count (whole nodes still swap): a launcher that fills every node with the same count can run the result.
+    ``movable`` (bool per slot): block moves only between groups of movable slots. ``kinds``: the move kinds
+    to use (default: every kind that applies, :data:`MOVE_KINDS`); ``anneal``: the Metropolis rule in batches
+    without an improving move (default off: only the kicks)."""
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(seed)
+    S = evaluator.n_slots
+    groups, grid, shapes, mov, use_kinds, sweep, fractions = _plan_kinds(
+        evaluator, MOVE_KINDS if kinds is None else tuple(kinds), budget, movable)
+    scheduler = KindScheduler(use_kinds)
+    w = _Walk(np.asarray(slot_task, np.int64).copy(), None, 0.0, 0.0)
+    w.loads = evaluator.loads(w.state)
+    w.t, w.q = evaluator.score(w.loads)
+    best = (w.t, w.q, w.state.copy())
     trace = SearchTrace()
     t0 = time.perf_counter()
-    trace.add(0.0, 0, 0, t, t)
+    trace.add(0.0, 0, 0, w.t, w.t)
     for k in use_kinds:
         trace.count(k)
     # the step (moves per vmapped step) that runs fastest here: each of a few tried on two batches (the first
     # compiles), then the fastest kept; only with a budget that pays for the compilations
     tunes = step is None and evaluator.step_choices and _tunes(budget, max_iterations)
     tune = _StepTuner(evaluator.step_choices) if tunes else None
-    m_accept, stale, evaluated, it = 8, 0, 0, 0
-    heat, heat_every = None, 4
+    evaluated, it, heat = 0, 0, None
     compiled0 = compile_seconds()
     bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search", disable=not progress, leave=False,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
+    frac_of = lambda: (it / max_iterations if max_iterations is not None  # noqa: E731
+                       else (time.perf_counter() - t0) / budget if budget > 0 else 1.0)
     try:
-        while True:
-            elapsed = time.perf_counter() - t0
-            if elapsed >= budget or (max_iterations is not None and it >= max_iterations) or S < 2:
+        while use_kinds and S >= 2:
+            if time.perf_counter() - t0 >= budget or (max_iterations is not None and it >= max_iterations):
                 break
             it += 1
-            if heat is None or it % heat_every == 1:  # the hot tasks drift slowly: every few batches
-                heat = evaluator.heat(state, loads)
+            if heat is None or it % 4 == 1:  # the hot tasks drift slowly: every few batches
+                heat = evaluator.heat(w.state, w.loads)
             # the move kind: single swaps mostly, block and structured moves where they apply
-            if not use_kinds:
-                break
-            shape = None
             t_batch = time.perf_counter()
-            frac = it / max_iterations if max_iterations is not None else elapsed / budget if budget > 0 else 1.0
-            if sweep and frac > SWEEP_SHARE:  # the sweep's share of the budget spent: the rest is dropped
+            if sweep and frac_of() > SWEEP_SHARE:  # the sweep's share of the budget spent: the rest is dropped
                 sweep = []
-            if sweep:  # the first batches: each structured kind and shape once (coarse moves before fine ones)
-                kind, shape = sweep.pop(0)
-            else:
-                kind = scheduler.next()
+            # the first batches: each structured kind and shape once (coarse moves before fine ones)
+            kind, shape = sweep.pop(0) if sweep else (scheduler.next(), None)
             if kind == "swap":
-                pool = np.flatnonzero(state < evaluator.n_tasks) if fixed_counts else np.arange(S)
-                n_pool = pool.size
-                if n_pool < 2:
+                pool = np.flatnonzero(w.state < evaluator.n_tasks) if fixed_counts else np.arange(S)
+                if pool.size < 2:
                     break
-                h = heat[pool]
-                p = h + (h.sum() / n_pool if h.sum() > 0 else 1.0)
-                hot = rng.choice(n_pool, size=candidates, p=p / p.sum())
-                ia = np.where(rng.random(candidates) < 0.5, hot, rng.integers(n_pool, size=candidates))
-                ib = (ia + 1 + rng.integers(n_pool - 1, size=candidates)) % n_pool  # != ia
-                a, b = pool[ia][:, None], pool[ib][:, None]
-            elif kind in groups:
-                g = groups[kind]
-                n_g = g.shape[0]
-                n_c = max(64, candidates // g.shape[1])  # a block move costs about k single ones
-                gh = heat[g].sum(axis=1)
-                p = gh + (gh.sum() / n_g if gh.sum() > 0 else 1.0)
-                ga = rng.choice(n_g, size=n_c, p=p / p.sum())
-                gb = (ga + 1 + rng.integers(n_g - 1, size=n_c)) % n_g
-                a, b = g[ga], g[gb]
-            else:  # a structured move on the torus: boxes of one shape (fixed batch size: one compilation each)
-                if shape is None:
-                    sh = [x for x in shapes if kind != "rotate" or sum(y > 1 for y in x) >= 2]
-                    shape = sh[int(rng.integers(len(sh)))]
-                k = int(np.prod(shape)) * grid.shape[-1]
-                n_c = max(64, candidates // k)
-                a, b = box_moves(kind, grid, shape, 2 * n_c, rng)
-                ok = mov[a].all(axis=1) & mov[b].all(axis=1)
-                a, b = a[ok][:n_c], b[ok][:n_c]
-                if a.shape[0] == 0:  # no movable box drawn: its cost still counts, or the scheduler keeps it
-                    scheduler.record(kind, 1.0 if max_iterations is not None else time.perf_counter() - t_batch, 0.0)
-                    continue
-                if a.shape[0] < n_c:  # padded to the batch size by repeating the first move
-                    rep = np.resize(np.arange(a.shape[0]), n_c)
-                    a, b = a[rep], b[rep]
-            st_dev, tn_dev = evaluator.device_state(state)
-            if tune is not None and tune.pending() and a.shape[1] == 1:  # tuned on single swaps
-                use_step = tune.next_step()
-                t_call = time.perf_counter()
-                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, step=use_step, host_state=state,
-                                          fractions=fractions)
-                tn = np.asarray(tn)
-                tune.record(use_step, time.perf_counter() - t_call)
+                a, b = _swap_moves(pool, heat, candidates, rng)
             else:
-                tn, qn = evaluator.scores(st_dev, tn_dev, loads, a, b, host_state=state, fractions=fractions,
-                                          step=step if step is not None else (tune.best if tune else None))
-            tn, qn = np.asarray(tn), np.asarray(qn)
+                a, b = (_group_moves(groups[kind], heat, candidates, rng) if kind in groups
+                        else _structured_moves(kind, shape, shapes, grid, mov, candidates, rng))
+            if a.shape[0] == 0:  # no movable box drawn: its cost still counts, or the scheduler keeps it
+                scheduler.record(kind, 1.0 if max_iterations is not None else time.perf_counter() - t_batch, 0.0)
+                continue
+            tn, qn = _score_moves(evaluator, w.state, w.loads, a, b, step, tune, fractions)
             evaluated += a.shape[0]
-            good = np.flatnonzero(_better(tn, qn, t, q))
-            accepted = improving = 0
-            gain = 0.0
+            good = np.flatnonzero(_better(tn, qn, w.t, w.q))
             if good.size:
-                stale = 0
-                order = good[np.lexsort((qn[good], tn[good]))]
-                picks = _disjoint(order, a, b, m_accept)
-                new = _apply(state, a, b, picks)
-                new_loads = evaluator.loads(new)
-                t1, q1 = evaluator.score(new_loads)
-                i0 = picks[0]
-                if len(picks) > 1 and not _better(t1, q1, tn[i0], qn[i0]) and not (t1 == tn[i0] and q1 == qn[i0]):
-                    m_accept = max(1, m_accept // 2)
-                    picks = picks[:1]
-                    new = _apply(state, a, b, picks)
-                    new_loads = evaluator.loads(new)
-                    t1, q1 = evaluator.score(new_loads)
-                elif len(picks) == m_accept:
-                    m_accept = min(256, m_accept * 2)
-                gain = (t - t1) / t + (q - q1) / q if t > 0 and q > 0 else 0.0
-                state, loads, t, q = new, new_loads, t1, q1
-                accepted = improving = len(picks)
+                accepted, gain = w.improve(evaluator, a, b, tn, qn, good)
+                improving = accepted
             else:
-                took = None
-                stale += 1
-                if anneal and stale >= max(patience // 2, 1):  # Metropolis on the q-norm, candidates in batch order
-                    frac = (it / max_iterations if max_iterations is not None
-                            else (time.perf_counter() - t0) / budget if budget > 0 else 1.0)
-                    temp = ANNEAL_T0 * (ANNEAL_T1 / ANNEAL_T0) ** min(max(frac, 0.0), 1.0)
-                    rise = np.maximum((qn - q) / (q if q > 0 else 1.0), 0.0)
-                    ok = np.flatnonzero(rng.random(qn.size) < np.exp(-rise / temp))
-                    if ok.size:
-                        took = [int(ok[0])]
-                if took is None and stale >= patience:  # kick: a few random moves
-                    order = rng.permutation(tn.size)
-                    took = _disjoint(order, a, b, int(rng.integers(1, 5)))
-                if took is not None:
-                    stale = 0
-                    state = _apply(state, a, b, took)
-                    loads = evaluator.loads(state)
-                    t, q = evaluator.score(loads)
-                    accepted = len(took)
+                accepted, improving, gain = w.escape(evaluator, a, b, qn, patience, anneal, frac_of(), rng), 0, 0.0
             took_s = time.perf_counter() - t_batch
             trace.count(kind, a.shape[0], accepted, improving, took_s)
             scheduler.record(kind, 1.0 if max_iterations is not None else took_s, gain)
-            if _better(t, q, best[0], best[1]):
-                best = (t, q, state.copy())
+            if _better(w.t, w.q, best[0], best[1]):
+                best = (w.t, w.q, w.state.copy())
             elapsed = time.perf_counter() - t0
-            trace.add(elapsed, evaluated, accepted, t, best[0])
+            trace.add(elapsed, evaluated, accepted, w.t, best[0])
             bar.n = min(round(elapsed, 1), bar.total)
             bar.set_postfix_str(f"best {format_value(best[0], 's')}, {evaluated / max(elapsed, 1e-9):,.0f} moves/s")
     finally:
