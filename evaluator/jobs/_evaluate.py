@@ -193,6 +193,11 @@ def evaluate_jobs(
     every job, and alone) and ``slowdown_max_min``.
     """
     check_type("topology", "topology", topology)
+    if sharing != "bound":  # (before any work)
+        from .._batch.flowlevel import FAIRNESS, SHARINGS
+
+        require(sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}")
+        require(fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}")
     jobs, routings = _check_jobs(topology, jobs, routing, bool(exclusive_nodes))
     J = len(jobs)
     if J > 1 or background is not None:
@@ -200,8 +205,87 @@ def evaluate_jobs(
             require_linear(rt, "Several jobs (or background traffic) sharing a machine: each job is routed alone and "
                            "the loads added", f"jobs[{i}].routing")
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
+    loads, kernel_times = _phase_loads(topology, jobs, routings, block_size, chunk_size)
+    cap = np.asarray(topology.capacity, dtype=np.float64)
+    bg_rate, bg_label = _background_rates(topology, jobs, background, routing, routings)
+    left = cap - bg_rate
+    solo = _solo_times(topology, loads, kernel_times, bg_rate, left, names)
+    return _jobs_dataset(topology, jobs, routings, names, loads, (bg_rate, bg_label, left), solo,
+                         _together(loads, solo[0], left, bool(interference)),
+                         dict(keep_link_load=keep_link_load, sharing=sharing, fairness=fairness,
+                              exclusive_nodes=exclusive_nodes))
+
+
+def _jobs_dataset(topology, jobs, routings, names, loads, bg, solo, shared, opts: dict) -> xr.Dataset:
+    """The dataset of :func:`evaluate_jobs`: ``bg`` the background's ``(rate, label, capacity left)``, ``solo``
+    :func:`_solo_times`'s, ``shared`` :func:`_together`'s, ``opts`` its options."""
+    bg_rate, bg_label, left = bg
+    times, blocked, reasons, bott = solo
+    alone, together, slowdown, pair = shared
+    sharing, fairness = opts["sharing"], opts["fairness"]
+    J = len(jobs)
+    P = max(len(j.traffic.phases) for j in jobs)
+    phase_t = np.full((J, P), np.nan)
+    for j, t in enumerate(times):
+        phase_t[j, :len(t)] = t
+    total = np.array([sum(x.total_bytes for x in j.traffic.phases) for j in jobs])
+    m = {x.name: x for x in JOB_METRICS}
+    data: dict[str, Any] = {
+        "completion_time": (("job",), together, m["completion_time"].attrs),
+        "completion_time_alone": (("job",), alone, m["completion_time_alone"].attrs),
+        "slowdown": (("job",), slowdown, m["slowdown"].attrs),
+        "interference": (("job", "other_job"), pair, m["interference"].attrs),
+        "phase_completion_time_alone": (("job", "phase"), phase_t, m["phase_completion_time_alone"].attrs),
+        "total_bytes": (("job",), total, m["total_bytes"].attrs),
+        "bottleneck_alone": (("job",), np.asarray(bott, dtype=str),
+                             {"long_name": "class of the link that sets the job's time alone"}),
+        "blocked_link": (("job",), blocked, {"long_name": "a link the background fills that the job needs (-1: none)"}),
+        "blocked_reason": (("job",), np.asarray(reasons, dtype=str),
+                           {"long_name": "why the job never finishes ('' if it does)"}),
+        "makespan": ((), float(np.max(together)), m["makespan"].attrs),
+    }
+    coords = _job_coords(jobs, routings, names, P)
+    if opts["keep_link_load"]:
+        _add_link_loads(topology, data, coords, loads, bg_rate)
+    if sharing != "bound":
+        fin = _jobs_max_min(topology, jobs, routings, np.maximum(left, 0.0), fairness)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sd = np.where(fin[1] > 0, fin[0] / np.where(fin[1] > 0, fin[1], 1.0), 1.0)
+        data["time_max_min"] = (("job",), fin[0], m["time_max_min"].attrs)
+        data["time_max_min_alone"] = (("job",), fin[1], m["time_max_min_alone"].attrs)
+        data["slowdown_max_min"] = (("job",), sd, m["slowdown_max_min"].attrs)
+    ds = xr.Dataset(data, coords=coords)
+    if sharing != "bound":
+        ds.attrs.update({"flow_sharing": f"max-min, {fairness}-fair, message by message (time_max_min)",
+                         "fairness": fairness})
+    elif topology.latency is not None:
+        ds.attrs["latency_note"] = ("the network's latency model is not part of the job-level speeds model "
+                                    "(completion_time); sharing=max_min times every message with it")
+    ds.attrs.update({"topology": topology.name, "n_nodes": topology.n_nodes, "n_routers": topology.n_routers,
+                     "n_jobs": J, "background": bg_label, "sharing": "max-min fair speeds (progressive filling)",
+                     "exclusive_nodes": int(bool(opts["exclusive_nodes"])), "evaluator_version": __version__})
+    if blocked.max() >= 0:
+        ds.attrs["blocked"] = "; ".join(f"{names[j]}: {reasons[j]}" for j in range(J) if reasons[j])
+    return with_units(ds)
+
+
+def _add_link_loads(topology, data: dict, coords: dict, loads, bg_rate) -> None:
+    """``keep_link_load``'s variables (each job's bytes per link over its phases, the background's rate, the
+    capacity) and the link coordinates, added to ``data`` and ``coords``."""
+    m = {x.name: x for x in JOB_METRICS}
+    links = link_table(topology)
+    data["job_link_load"] = (("job", "link"), np.stack([L.sum(axis=0) for L in loads]), m["job_link_load"].attrs)
+    data["background_link_rate"] = (("link",), bg_rate, m["background_link_rate"].attrs)
+    data["link_capacity"] = (("link",), links.capacity, LINK_CAPACITY.attrs)
+    coords.update({"link": links.index, "link_src": ("link", links.src), "link_dst": ("link", links.dst),
+                   "link_class": ("link", links.class_names), "link_node": ("link", links.node)})
+
+
+def _phase_loads(topology, jobs, routings, block_size, chunk_size) -> tuple[list, list]:
+    """Every job's link loads per phase ``[phase, link]`` alone and the kernel's phase times: one batched call
+    per routing over every phase of the jobs it routes."""
+    J = len(jobs)
     phases = [j.traffic.phases for j in jobs]
-    P = max(len(p) for p in phases)
     loads: list[np.ndarray] = [None] * J  # type: ignore[list-item]
     kernel_times: list[np.ndarray] = [None] * J  # type: ignore[list-item]
     for rt in dict.fromkeys(routings):  # one batched call per routing
@@ -215,20 +299,28 @@ def evaluate_jobs(
             loads[j] = np.asarray(res.link_load[k:k + n])
             kernel_times[j] = np.asarray(res.metrics["completion_time"][k:k + n])
             k += n
+    return loads, kernel_times
+
+
+def _background_rates(topology, jobs, background, routing, routings) -> tuple[np.ndarray, str]:
+    """The background's rate on every link (bytes/s; injected by the nodes outside every job) and its label."""
+    if background is None:
+        return np.zeros(topology.n_links), "none"
+    bg = _check_background(background)
+    used_nodes = np.zeros(topology.n_nodes, dtype=bool)
+    for job in jobs:
+        used_nodes[job.placement.task_node] = True
+    bg_routing = as_routing(bg.routing if bg.routing is not None else
+                            (routing if routing is not None else routings[0]), "background.routing")
+    bg_rate = background_rates(topology, bg, np.nonzero(~used_nodes)[0], bg_routing)
+    return bg_rate, f"{bg.pattern} at {bg.fraction:g} of injection bandwidth ({bg_routing.label})"
+
+
+def _solo_times(topology, loads, kernel_times, bg_rate, left, names):
+    """Each job's phase times alone on what the background leaves (``left``; exactly the kernel's without
+    background), the link the background blocks (-1: none) and why, and the class of its busiest link."""
+    J = len(loads)
     cap = np.asarray(topology.capacity, dtype=np.float64)
-    bg_rate = np.zeros(topology.n_links)
-    bg_label = "none"
-    if background is not None:
-        bg = _check_background(background)
-        used_nodes = np.zeros(topology.n_nodes, dtype=bool)
-        for job in jobs:
-            used_nodes[job.placement.task_node] = True
-        bg_routing = as_routing(bg.routing if bg.routing is not None else
-                                 (routing if routing is not None else routings[0]), "background.routing")
-        bg_rate = background_rates(topology, bg, np.nonzero(~used_nodes)[0], bg_routing)
-        bg_label = f"{bg.pattern} at {bg.fraction:g} of injection bandwidth ({bg_routing.label})"
-    left = cap - bg_rate
-    # Solo phase times on what the background leaves (exactly the kernel's when there is no background).
     times, blocked, reasons, bott = [], np.full(J, -1, np.int64), [""] * J, []
     class_names = topology.link_class_names()
     for j in range(J):
@@ -251,6 +343,14 @@ def evaluate_jobs(
         per_link = (L / np.where(left > 0, left, np.inf)).max(axis=0) if L.size else np.zeros(0)
         bott.append(str(class_names[int(np.argmax(per_link))]) if per_link.size and
                     per_link.max() > 0 else "none")
+    return times, blocked, reasons, bott
+
+
+def _together(loads, times, left, interference: bool):
+    """``(alone, together, slowdown, pair)``: each job's time alone and with every job (max-min fair speeds on the
+    links two or more share), their ratio (NaN where a job never finishes), and :func:`_pairwise` (NaN off the
+    diagonal without ``interference``)."""
+    J = len(loads)
     alone = np.array([float(np.sum(t)) for t in times])
     used = np.stack([(L > 0).any(axis=0) for L in loads])  # [job, link]
     shared = np.nonzero(used.sum(axis=0) >= 2)[0]
@@ -258,82 +358,41 @@ def evaluate_jobs(
     with np.errstate(invalid="ignore", divide="ignore"):
         slowdown = np.where(alone > 0, together / np.where(alone > 0, alone, 1.0), 1.0)
     slowdown = np.where(np.isinf(alone), np.nan, slowdown)
-    pair = np.ones((J, J))
-    if interference and J > 1:
-        both = used.astype(np.int64) @ used.T.astype(np.int64)
-        for a in range(J):
-            for b in range(a + 1, J):
-                if both[a, b] == 0 or not (np.isfinite(alone[a]) and np.isfinite(alone[b])):
-                    continue
-                links = np.nonzero(used[a] & used[b])[0]
-                fin = share([loads[a][:, links], loads[b][:, links]], [times[a], times[b]], left[links]).finish
-                for x, f in ((a, fin[0]), (b, fin[1])):
-                    pair[x, b if x == a else a] = f / alone[x] if alone[x] > 0 else 1.0
-    elif not interference:
+    pair = _pairwise(loads, times, used, alone, left) if interference and J > 1 else np.ones((J, J))
+    if not interference:
         pair[:] = np.nan
         np.fill_diagonal(pair, 1.0)
-    phase_t = np.full((J, P), np.nan)
-    for j, t in enumerate(times):
-        phase_t[j, :len(t)] = t
-    phase_labels = phase_names([j.traffic for j in jobs], P)
-    total = np.array([sum(x.total_bytes for x in ph) for ph in phases])
-    m = {x.name: x for x in JOB_METRICS}
-    data: dict[str, Any] = {
-        "completion_time": (("job",), together, m["completion_time"].attrs),
-        "completion_time_alone": (("job",), alone, m["completion_time_alone"].attrs),
-        "slowdown": (("job",), slowdown, m["slowdown"].attrs),
-        "interference": (("job", "other_job"), pair, m["interference"].attrs),
-        "phase_completion_time_alone": (("job", "phase"), phase_t, m["phase_completion_time_alone"].attrs),
-        "total_bytes": (("job",), total, m["total_bytes"].attrs),
-        "bottleneck_alone": (("job",), np.asarray(bott, dtype=str),
-                             {"long_name": "class of the link that sets the job's time alone"}),
-        "blocked_link": (("job",), blocked, {"long_name": "a link the background fills that the job needs (-1: none)"}),
-        "blocked_reason": (("job",), np.asarray(reasons, dtype=str),
-                           {"long_name": "why the job never finishes ('' if it does)"}),
-        "makespan": ((), float(np.max(together)), m["makespan"].attrs),
-    }
-    coords: dict[str, Any] = {
+    return alone, together, slowdown, pair
+
+
+def _pairwise(loads, times, used, alone, left) -> np.ndarray:
+    """``pair[a, b]``: the slowdown of job ``a`` running with job ``b`` alone (1 on the diagonal, and where the
+    two share no link or one never finishes)."""
+    J = len(loads)
+    pair = np.ones((J, J))
+    both = used.astype(np.int64) @ used.T.astype(np.int64)
+    for a in range(J):
+        for b in range(a + 1, J):
+            if both[a, b] == 0 or not (np.isfinite(alone[a]) and np.isfinite(alone[b])):
+                continue
+            links = np.nonzero(used[a] & used[b])[0]
+            fin = share([loads[a][:, links], loads[b][:, links]], [times[a], times[b]], left[links]).finish
+            for x, f in ((a, fin[0]), (b, fin[1])):
+                pair[x, b if x == a else a] = f / alone[x] if alone[x] > 0 else 1.0
+    return pair
+
+
+def _job_coords(jobs, routings, names, P: int) -> dict[str, Any]:
+    """The coordinates of a jobs dataset: job and phase names, each job's traffic, placement, routing, tasks."""
+    return {
         "job": ("job", np.asarray(names, dtype=str)),
         "other_job": ("other_job", np.asarray(names, dtype=str)),
-        "phase": ("phase", np.asarray(phase_labels, dtype=str)),
+        "phase": ("phase", np.asarray(phase_names([j.traffic for j in jobs], P), dtype=str)),
         "job_traffic": ("job", np.asarray([j.traffic.name for j in jobs], dtype=str)),
         "job_placement": ("job", np.asarray([j.placement.name for j in jobs], dtype=str)),
         "job_routing": ("job", np.asarray([r.label for r in routings], dtype=str)),
         "job_tasks": ("job", np.asarray([j.traffic.n_tasks for j in jobs], dtype=np.int64)),
     }
-    if keep_link_load:
-        links = link_table(topology)
-        data["job_link_load"] = (("job", "link"), np.stack([L.sum(axis=0) for L in loads]),
-                                 m["job_link_load"].attrs)
-        data["background_link_rate"] = (("link",), bg_rate, m["background_link_rate"].attrs)
-        data["link_capacity"] = (("link",), links.capacity, LINK_CAPACITY.attrs)
-        coords.update({"link": links.index, "link_src": ("link", links.src),
-                       "link_dst": ("link", links.dst), "link_class": ("link", links.class_names),
-                       "link_node": ("link", links.node)})
-    if sharing != "bound":
-        from .._batch.flowlevel import FAIRNESS, SHARINGS
-
-        require(sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}")
-        require(fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}")
-        fin = _jobs_max_min(topology, jobs, routings, np.maximum(left, 0.0), fairness)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sd = np.where(fin[1] > 0, fin[0] / np.where(fin[1] > 0, fin[1], 1.0), 1.0)
-        data["time_max_min"] = (("job",), fin[0], m["time_max_min"].attrs)
-        data["time_max_min_alone"] = (("job",), fin[1], m["time_max_min_alone"].attrs)
-        data["slowdown_max_min"] = (("job",), sd, m["slowdown_max_min"].attrs)
-    ds = xr.Dataset(data, coords=coords)
-    if sharing != "bound":
-        ds.attrs.update({"flow_sharing": f"max-min, {fairness}-fair, message by message (time_max_min)",
-                         "fairness": fairness})
-    elif topology.latency is not None:
-        ds.attrs["latency_note"] = ("the network's latency model is not part of the job-level speeds model "
-                                    "(completion_time); sharing=max_min times every message with it")
-    ds.attrs.update({"topology": topology.name, "n_nodes": topology.n_nodes, "n_routers": topology.n_routers,
-                     "n_jobs": J, "background": bg_label, "sharing": "max-min fair speeds (progressive filling)",
-                     "exclusive_nodes": int(bool(exclusive_nodes)), "evaluator_version": __version__})
-    if blocked.max() >= 0:
-        ds.attrs["blocked"] = "; ".join(f"{names[j]}: {reasons[j]}" for j in range(J) if reasons[j])
-    return with_units(ds)
 
 
 def job_summary_lines(ds: xr.Dataset) -> list[str]:
