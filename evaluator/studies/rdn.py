@@ -133,54 +133,9 @@ and their spread."""
 
 
 
-def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
-                          patterns: Sequence[str] = tuple(PATTERNS), background: float = 0.26,
-                          seed: int = 0, progress=None, bounds: Sequence[str] = ("adaptive",),
-                          max_lp_nnz: int = MAX_LP_NNZ, solver: str = "highs",
-                          n_seeds: int = DEFAULT_SEEDS, adaptive: Sequence[str] = TDN_ADAPTIVE) -> xr.Dataset:
-    """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)`` and, for everything that
-    depends on the TDN's random mapping, ``seed`` (``n_seeds`` draws); times in seconds.
-
-    Raw variables (:data:`VARIABLES`; times in s per exchange of the pattern;
-    hops: router-to-router links per byte that leaves its node): per network
-    and routing, ``rdn_{minimal,valiant}_*`` (inside groups, TAGO between
-    them; dims ``(pattern, groups)``: GRAP's allocation is not random) and
-    ``tdn_{minimal,valiant,valiant_router}_*`` (dims ``(pattern, groups,
-    seed)``): ``_time`` (no background), ``_time_bg``, ``_net_time_bg``
-    (router links only), ``_hops``; the TDN's bounds (certified lower bounds
-    of the time; NaN with the reason in ``bound_refused`` where not computed,
-    NaN too when not asked for in ``bounds``): ``tdn_adaptive_time``,
-    ``tdn_adaptive_time_bg``, ``tdn_optimal_time``, ``tdn_optimal_time_bg``,
-    ``tdn_*_bound_s``.
-
-    Derived: ``rdn_time``, ``rdn_time_bg``, ``rdn_net_time_bg``, ``rdn_hops``
-    (the faster routing inside groups); per seed, ``tdn_oblivious_time``,
-    ``tdn_oblivious_time_bg``, ``tdn_oblivious_net_time_bg``,
-    ``tdn_oblivious_hops`` and ``tdn_oblivious_routing`` (the fastest
-    oblivious routing, with background for ``_bg`` and hops); gains, ratios
-    ``T_TDN / T_RDN`` (1: no change; 1.32 is the paper's "32% speedup"), with
-    background (the paper's baseline) and ``_no_bg``: ``gain_adaptive``
-    against the ideal adaptive bound (conservative: the headline),
-    ``gain_oblivious`` (the upper end: real adaptive routing lies between),
-    ``gain_optimal`` (against the best any routing can do); ``network_gain_oblivious`` (router links only);
-    ``tdn_bg_slowdown_{routing}`` = ``time_bg / time - 1`` for every TDN
-    routing and bound; ``hops_reduction`` = ``1 - rdn_hops / tdn_oblivious_hops``,
-    ``hops_reduction_minimal`` (both minimal); ``seconds`` (wall time per
-    point, every seed), ``refused`` (the ResourceError message, '' when it ran) and
-    ``bound_refused`` (per seed). Coordinate ``mode``: the GRAP mode of each pattern.
-
-    Summaries over the seeds (dims ``(pattern, groups)``), for the TDN's bounds' times and every derived variable
-    with a ``seed`` dimension: ``<name>_mean``, ``<name>_std`` (sample, ``ddof=1``), ``<name>_min``,
-    ``<name>_max`` (:data:`SUMMARIES`).
-
-    ``bounds``: which of ``adaptive`` and ``optimal`` to compute; ``adaptive``: which adaptive routings of the TDN
-    to compute (:data:`TDN_ADAPTIVE`: UGAL-G, a fixed point per seed, with and without background; ``()``: none,
-    their columns NaN: on DF(12, 24, 12, 288) about 13 s per solve, most of a point's time);
-    ``max_lp_nnz``: the largest LP attempted; ``solver``: ``highs`` or ``pdhg``. ``n_seeds``: random mappings of
-    the TDN per point; draw ``s`` of a point is seeded :func:`mapping_seed` ``(seed, pattern, q, s)``, which
-    depends on the point and ``s`` only: a run of some patterns, some sizes or fewer seeds gives the same numbers
-    for what it shares with a larger run.
-    """
+def _check_study_args(machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive):
+    """:func:`allocation_mode_study`'s arguments checked (a :class:`ConfigError` naming the first bad one):
+    ``(bounds, adaptive, seed, n_seeds, max_lp_nnz, background fraction)``."""
     for arg, value, what in (("patterns", patterns, f"a list of pattern names among {' | '.join(PATTERNS)}"),
                              ("groups", groups, "a list of group counts (integers >= 2)"),
                              ("bounds", bounds, f"a list among {' | '.join(BOUNDS)}"),
@@ -204,8 +159,12 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     max_lp_nnz = positive_int("max_lp_nnz", max_lp_nnz)
     fraction = positive_float("background", background, allow_zero=True)
     require(fraction < 1, "background", background, "a fraction in [0, 1)")
-    sizes = sorted({positive_int("groups", q, minimum=2) for q in groups if q <= machine.g} | {machine.g})
-    pats = list(patterns)
+    return bounds, adaptive, seed, n_seeds, max_lp_nnz, fraction
+
+
+def _run_points(machine, pats, sizes, fraction, seed, n_seeds, bounds, max_lp_nnz, solver, adaptive, progress):
+    """Every ``(pattern, groups)`` point on the RDN and, per seed, on the TDN: the raw variables
+    (:data:`VARIABLES`), the seconds of each point, why a point was refused and why a seed's bound is NaN."""
     shape, shape_s = (len(pats), len(sizes)), (len(pats), len(sizes), n_seeds)
     data = {v: np.full(shape_s if v.startswith("tdn_") else shape, np.nan) for v in VARIABLES}
     secs = np.zeros(shape)
@@ -236,6 +195,12 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
             secs[i, j] = time.perf_counter() - t0
             if progress is not None:
                 progress(pat, q, secs[i, j])
+    return data, secs, refused, bound_refused
+
+
+def _derived(data: dict) -> tuple[dict, np.ndarray]:
+    """The derived variables (name -> (values, attrs)): the RDN's faster routing inside groups, the TDN's fastest
+    oblivious routing per seed (and its name), the gains, the background's slowdowns and the hop reductions."""
     derived: dict[str, tuple[np.ndarray, dict]] = {}
     T = "T_TDN / T_RDN (1: no change)"
     # RDN: the faster routing inside groups (no seed: GRAP's allocation is deterministic)
@@ -292,6 +257,12 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                                                                  "oblivious routing"})
         derived["hops_reduction_minimal"] = (1.0 - data["rdn_minimal_hops"][..., None] / data["tdn_minimal_hops"],
                                              {"units": "1", "long_name": "1 - RDN hops / TDN hops, both minimal"})
+    return derived, routing_name
+
+
+def _seed_summaries(data: dict, derived: dict) -> dict:
+    """``<name>_{mean,std,min,max}`` over the seeds of the TDN's bounds' times and every derived variable with a
+    seed dimension (:data:`SUMMARIES`)."""
     summarised = [f"tdn_{b}_{v}" for b in tuple(BOUNDS) + TDN_ADAPTIVE for v in ("time", "time_bg")] + \
         [k for k, (v, _) in derived.items() if v.ndim == 3]
     summaries: dict[str, tuple[np.ndarray, dict]] = {}
@@ -300,18 +271,29 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
         for stat, v in _summaries(arr).items():
             summaries[f"{k}_{stat}"] = (v, {"units": attrs["units"],
                                             "long_name": f"{attrs['long_name']}: {_SUMMARY_TEXT[stat]}"})
+    return summaries
+
+
+_EXTRA_ATTRS = {
+    "tdn_oblivious_routing": {"long_name": "TDN: the fastest oblivious routing with background"},
+    "seconds": {"units": "s", "long_name": "wall time of the point, every seed"},
+    "refused": {"long_name": "why the evaluator refused the point ('' ran)"},
+    "bound_refused": {"long_name": "why a TDN bound is NaN ('' when every asked bound was computed)"},
+}
+"""The study's variables beside the raw, derived and summary ones: their attributes."""
+
+
+def _study_dataset(machine, pats, sizes, n_seeds: int, data: dict, derived: dict, summaries: dict,
+                   extra: dict) -> xr.Dataset:
+    """The study's dataset (without its attributes): raw, derived and summary variables, and ``extra`` (the
+    fastest routing's name, the seconds, the refusals)."""
     dim = lambda v: ("pattern", "groups", "seed")[: np.ndim(v)]  # noqa: E731
     ds = xr.Dataset(
         {k: (dim(v), v, _attrs(k)) for k, v in data.items()}
         | {k: (dim(v), v, a) for k, (v, a) in derived.items()}
         | {k: (dim(v), v, a) for k, (v, a) in summaries.items()}
-        | {"tdn_oblivious_routing": (dim(routing_name), routing_name,
-                                     {"long_name": "TDN: the fastest oblivious routing with background"}),
-           "seconds": (dim(secs), secs, {"units": "s", "long_name": "wall time of the point, every seed"}),
-           "refused": (dim(refused), refused.astype(str), {"long_name": "why the evaluator refused the point "
-                                                                        "('' ran)"}),
-           "bound_refused": (dim(bound_refused), bound_refused.astype(str),
-                             {"long_name": "why a TDN bound is NaN ('' when every asked bound was computed)"})},
+        | {k: (dim(extra[k]), np.asarray(extra[k]).astype(str) if k.endswith("refused") else extra[k], a)
+           for k, a in _EXTRA_ATTRS.items()},
         coords={"pattern": pats, "groups": sizes,
                 "seed": ("seed", np.arange(n_seeds), {"long_name": "draw of the TDN's random mapping: seeded "
                                                                    "(attrs seed, pattern's place in PATTERNS, "
@@ -322,6 +304,68 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                                                      (machine.nodes_per_group + (3 * machine.nodes_per_group) // 4) / 2
                                                      for p in pats])},
     )
+    return ds
+
+
+def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[int] = DEFAULT_GROUPS,
+                          patterns: Sequence[str] = tuple(PATTERNS), background: float = 0.26,
+                          seed: int = 0, progress=None, bounds: Sequence[str] = ("adaptive",),
+                          max_lp_nnz: int = MAX_LP_NNZ, solver: str = "highs",
+                          n_seeds: int = DEFAULT_SEEDS, adaptive: Sequence[str] = TDN_ADAPTIVE) -> xr.Dataset:
+    """The paper's Fig. 4 study on ``machine``: dataset with dims ``(pattern, groups)`` and, for everything that
+    depends on the TDN's random mapping, ``seed`` (``n_seeds`` draws); times in seconds.
+
+    Raw variables (:data:`VARIABLES`; times in s per exchange of the pattern;
+    hops: router-to-router links per byte that leaves its node): per network
+    and routing, ``rdn_{minimal,valiant}_*`` (inside groups, TAGO between
+    them; dims ``(pattern, groups)``: GRAP's allocation is not random) and
+    ``tdn_{minimal,valiant,valiant_router}_*`` (dims ``(pattern, groups,
+    seed)``): ``_time`` (no background), ``_time_bg``, ``_net_time_bg``
+    (router links only), ``_hops``; the TDN's bounds (certified lower bounds
+    of the time; NaN with the reason in ``bound_refused`` where not computed,
+    NaN too when not asked for in ``bounds``): ``tdn_adaptive_time``,
+    ``tdn_adaptive_time_bg``, ``tdn_optimal_time``, ``tdn_optimal_time_bg``,
+    ``tdn_*_bound_s``.
+
+    Derived: ``rdn_time``, ``rdn_time_bg``, ``rdn_net_time_bg``, ``rdn_hops``
+    (the faster routing inside groups); per seed, ``tdn_oblivious_time``,
+    ``tdn_oblivious_time_bg``, ``tdn_oblivious_net_time_bg``,
+    ``tdn_oblivious_hops`` and ``tdn_oblivious_routing`` (the fastest
+    oblivious routing, with background for ``_bg`` and hops); gains, ratios
+    ``T_TDN / T_RDN`` (1: no change; 1.32 is the paper's "32% speedup"), with
+    background (the paper's baseline) and ``_no_bg``: ``gain_adaptive``
+    against the ideal adaptive bound (conservative: the headline),
+    ``gain_oblivious`` (the upper end: real adaptive routing lies between),
+    ``gain_optimal`` (against the best any routing can do); ``network_gain_oblivious`` (router links only);
+    ``tdn_bg_slowdown_{routing}`` = ``time_bg / time - 1`` for every TDN
+    routing and bound; ``hops_reduction`` = ``1 - rdn_hops / tdn_oblivious_hops``,
+    ``hops_reduction_minimal`` (both minimal); ``seconds`` (wall time per
+    point, every seed), ``refused`` (the ResourceError message, '' when it ran) and
+    ``bound_refused`` (per seed). Coordinate ``mode``: the GRAP mode of each pattern.
+
+    Summaries over the seeds (dims ``(pattern, groups)``), for the TDN's bounds' times and every derived variable
+    with a ``seed`` dimension: ``<name>_mean``, ``<name>_std`` (sample, ``ddof=1``), ``<name>_min``,
+    ``<name>_max`` (:data:`SUMMARIES`).
+
+    ``bounds``: which of ``adaptive`` and ``optimal`` to compute; ``adaptive``: which adaptive routings of the TDN
+    to compute (:data:`TDN_ADAPTIVE`: UGAL-G, a fixed point per seed, with and without background; ``()``: none,
+    their columns NaN: on DF(12, 24, 12, 288) about 13 s per solve, most of a point's time);
+    ``max_lp_nnz``: the largest LP attempted; ``solver``: ``highs`` or ``pdhg``. ``n_seeds``: random mappings of
+    the TDN per point; draw ``s`` of a point is seeded :func:`mapping_seed` ``(seed, pattern, q, s)``, which
+    depends on the point and ``s`` only: a run of some patterns, some sizes or fewer seeds gives the same numbers
+    for what it shares with a larger run.
+    """
+    bounds, adaptive, seed, n_seeds, max_lp_nnz, fraction = _check_study_args(
+        machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive)
+    sizes = sorted({positive_int("groups", q, minimum=2) for q in groups if q <= machine.g} | {machine.g})
+    pats = list(patterns)
+    data, secs, refused, bound_refused = _run_points(machine, pats, sizes, fraction, seed, n_seeds, bounds,
+                                                     max_lp_nnz, solver, adaptive, progress)
+    derived, routing_name = _derived(data)
+    summaries = _seed_summaries(data, derived)
+    ds = _study_dataset(machine, pats, sizes, n_seeds, data, derived, summaries,
+                        {"tdn_oblivious_routing": routing_name, "seconds": secs, "refused": refused,
+                         "bound_refused": bound_refused})
     ds.attrs.update({"machine": f"DF({machine.p},{machine.a},{machine.h},{machine.g})",
                      "n_nodes": machine.g * machine.nodes_per_group, "bandwidth": machine.bandwidth,
                      "ports_per_switch": machine.ports_per_switch, "background": fraction, "seed": seed,
