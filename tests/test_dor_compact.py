@@ -17,7 +17,7 @@ import pytest
 
 from evaluator._batch.compiled import batch_kernel
 from evaluator.mapping._moves import COMPACT_MIN, MoveEvaluator, _size_above
-from evaluator.routing import _dor, dor
+from evaluator.routing import _dor_flows, dor
 from evaluator.topology import torus
 from evaluator.traffic import from_flows, phased
 
@@ -42,9 +42,9 @@ def _operator(dims, wrap, tie, order):
 @pytest.mark.parametrize("case", TOPOLOGIES, ids=lambda c: "x".join(map(str, c[0])) + f"-{c[2]}-{c[3]}")
 def test_compact_listing_is_the_fixed_width_listing_back_to_back(case, wide, tie_table, monkeypatch):
     if wide:  # the runs coded in int64 (a listing of millions of entries), forced on a small one
-        monkeypatch.setattr(_dor, "_CODE_LIMIT", 1)
+        monkeypatch.setattr(_dor_flows, "_CODE_LIMIT", 1)
     if not tie_table:  # every tie as its two runs (a ring too large for the tie table)
-        monkeypatch.setattr(_dor, "_TIE_TABLE_MAX", 0)
+        monkeypatch.setattr(_dor_flows, "_TIE_TABLE_MAX", 0)
     t, op, ft = _operator(*case)
     # the tie table is there exactly where a dimension has split ties: n^2 entries per ring (n positions each way
     # twice round without it)
@@ -66,9 +66,9 @@ def test_compact_listing_is_the_fixed_width_listing_back_to_back(case, wide, tie
             return fn.lower(ft, z, z, jnp.ones(3), 8).as_text().count("xi64>")
 
         wide_ops = i64_ops(compacting)
-        monkeypatch.setattr(_dor, "_CODE_LIMIT", 2 ** 31)
+        monkeypatch.setattr(_dor_flows, "_CODE_LIMIT", 2 ** 31)
         assert wide_ops > i64_ops(jax.jit(lambda *a: op.flow_compact(*a), static_argnums=(4,))) + 10
-        monkeypatch.setattr(_dor, "_CODE_LIMIT", 1)
+        monkeypatch.setattr(_dor_flows, "_CODE_LIMIT", 1)
     links, frac = (np.asarray(x) for x in listing(ft, s, d))
     want = [(f, int(lk), float(x)) for f in range(F) for lk, x in zip(links[f], frac[f]) if lk >= 0]
     count = np.asarray(counting(ft, s, d))

@@ -95,20 +95,13 @@ from .._ops import sub_at as _sub_at
 from .._ops import add_extra, fused_size, take
 from ..errors import ConfigError, is_int, require
 from ..topology import TorusTopology
+from . import _dor_flows
 from .base import Routing, RoutingKind, RoutingOperator
 
 __all__ = ["DorRouting", "dor", "dor_order", "DOR_ORDERS", "TIE_RULES", "DorConfig", "DOR"]
 
 DOR_ORDERS = ("as_given", "longest_first")
 TIE_RULES = ("split", "positive")
-
-_CODE_LIMIT = 2 ** 31
-"""The compact listing codes its runs in int32 below this (flows times entries times 2), else int64."""
-
-_TIE_TABLE_MAX = 1 << 20
-"""Most entries of one dimension's table of split ties for the compact listing (the rings times their positions
-squared: 16,384 and 8,192 on a 16x8x8 torus, 65,536 a dimension on 16x16x16; built with every DOR operator, so
-capped at 4 MB a dimension); above it a tie is listed as two runs."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,14 +223,6 @@ def _cumsum0(x: Shaped[Array, "pos ..."]) -> Shaped[Array, "pos ..."]:
         return carry, carry
 
     return lax.scan(step, jnp.zeros_like(x[0]), x)[1]
-
-
-def _running_sum(x: Int[Array, "entry"]) -> Int[Array, "entry"]:
-    """Inclusive prefix sum of a 1-D integer array (exact), as a log-depth associative scan: ``jnp.cumsum`` is a
-    reduce window on XLA:CPU (see :func:`_prefix`); in the mapping search's compact listings (a few hundred to a few
-    thousand entries a move) a ``[128, 1024]`` int32 batch took 1.5-2.0 ms by ``jnp.cumsum`` and 0.4-0.7 ms by this
-    scan (one loaded core)."""
-    return lax.associative_scan(jnp.add, x)
 
 
 def _prefix(x: Shaped[Array, "pre pos col"]) -> Shaped[Array, "pre pos col"]:
@@ -376,6 +361,254 @@ def _layout(dims: tuple[int, ...], wrap: tuple[bool, ...], split: bool) -> tuple
     return rings, isize, foff
 
 
+@dataclasses.dataclass(frozen=True)
+class _Geometry:
+    """What every DOR function of one (torus, routing) reads: the dimensions, the order they are travelled in,
+    whether ties split, each dimension's rings (:class:`_Ring`), the float buffer's size, the row-major strides,
+    and every router's coordinates packed in one unsigned integer (``bits[k]`` bits from ``shift[k]``: a flow's
+    coordinates are one gather and shifts and masks, no divisions; unsigned indices, 64-bit where ``wide``; the
+    router id itself where ``packed_is_id``, every size a power of two)."""
+
+    dims: tuple[int, ...]
+    order: tuple[int, ...]
+    split: bool
+    rings: dict
+    fsize: int
+    strides: tuple[int, ...]
+    bits: tuple[int, ...]
+    shift: tuple[int, ...]
+    wide: bool
+    packed_is_id: bool
+    n_routers: int
+    n_router_links: int
+
+    @property
+    def itype(self):
+        return jnp.uint64 if self.wide else jnp.uint32
+
+    def coord(self, p, k: int):
+        """Coordinate ``k`` from packed coordinates ``p``."""
+        return (p >> self.shift[k]) & ((1 << self.bits[k]) - 1)
+
+
+def _geometry(topo: TorusTopology, routing: DorRouting) -> tuple[_Geometry, np.ndarray, np.ndarray]:
+    """The :class:`_Geometry` of DOR on ``topo``, every router's coordinates ``[router, dim]`` and their packed
+    form."""
+    dims = tuple(int(n) for n in topo.dims)
+    wrap = tuple(bool(w) for w in topo.wrap)
+    R, nd = int(topo.n_routers), len(dims)
+    split = routing.tie == "split"
+    rings, _, fsize = _layout(dims, wrap, split)
+    bits = tuple(int(n - 1).bit_length() for n in dims)
+    shift = tuple(int(sum(bits[k + 1:])) for k in range(nd))
+    wide = sum(bits) > _NARROW_BITS or max([fsize + 2 * int(topo.n_nodes)] + [r.size for r in rings.values()]) >= 2**31
+    coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1).astype(np.uint64)
+    packed = (coords << np.asarray(shift, np.uint64)).sum(axis=1, dtype=np.uint64)
+    g = _Geometry(dims, dor_order(topo, routing.order), split, rings, fsize,
+                  tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd)), bits, shift, wide,
+                  bool((packed == np.arange(R, dtype=np.uint64)).all()), R, int(topo.n_router_links))
+    return g, coords, packed
+
+
+def _slot_table(topo: TorusTopology, g: _Geometry, coords: np.ndarray) -> np.ndarray:
+    """``slot[l]``: where router link ``l`` reads its load. Per-router loads, dimension after dimension: a
+    two-router ring's R in router order, a ring dimension's 2R as its folded lines ``[n, 2, pre, post]`` (ring
+    position, reflected for -1; direction; ring); router link l leaving router r in (dim, direction)."""
+    R = g.n_routers
+    slot = -np.ones(g.n_router_links, dtype=np.int64)
+    nb = np.asarray(topo.neighbor_link)
+    base = 0
+    for k in sorted(g.rings):
+        ring = g.rings[k]
+        x = coords[:, k].astype(np.int64)
+        sec = np.arange(R, dtype=np.int64) // (ring.n * ring.post) * ring.post + np.arange(R) % ring.post
+        for d in ((0,) if ring.direct >= 0 else (0, 1)):
+            lk = nb[:, k, d]
+            r = np.nonzero(lk >= 0)[0]
+            if ring.direct >= 0:
+                slot[lk[r]] = base + r
+            else:
+                pos = x[r] if d == 0 else ring.n - 1 - x[r]
+                slot[lk[r]] = base + (pos * 2 + d) * ring.section + sec[r]
+        base += R * (1 if ring.direct >= 0 else 2)
+    assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
+    return slot.astype(np.int32)
+
+
+def _gather(tables, per_seg):
+    """Router-link loads from the per-segment loads (:func:`_slot_table`'s layout)."""
+    return jnp.concatenate(per_seg)[tables["slot"]]
+
+
+def _run_entries(ring: _Ring, s, t, pre_i, post_i):
+    """The two integer-buffer entries of each flow's run in ``ring.dim``: its start (``+q``) and past its
+    end (``-q``); ``pre_i``/``post_i``: the run's ring (all unsigned).
+
+    A split tie (it goes the ``+1`` way here) puts its start entry in the tie histogram instead; its
+    ``-q`` past the end on the ``+1`` line is undone in :func:`_line_loads`.
+    """
+    n, post = ring.n, ring.post
+    if ring.wrap:
+        fwd = jnp.where(t >= s, t - s, t + n - s)  # (t - s) mod n
+        bwd = jnp.where(fwd > 0, n - fwd, 0)
+        go_pos = fwd <= bwd
+        hops = jnp.minimum(fwd, bwd)
+    else:
+        go_pos = t > s
+        hops = jnp.where(go_pos, t - s, s - t)
+    q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
+    ring_i = pre_i * post + post_i
+    step = 2 * ring.section  # one line position
+    first = q0 * step + (~go_pos).astype(s.dtype) * ring.section + ring_i
+    past = first + hops * step  # a run of 0 hops: +q and -q at one entry
+    if ring.tie_off >= 0:
+        tie = (hops == n // 2) & (hops > 0)
+        first = jnp.where(tie, ring.tie_off + s * ring.section + ring_i, first)
+    return first, past
+
+
+
+def _line_loads(ring: _Ring, ibuf, unit):
+    """Loads (bytes) of both directions from the dimension's buffer: ``[n, 2, pre, post]`` (ring position,
+    reflected for the ``-1`` direction; direction; ring), the layout the slot table reads."""
+    n, H, sec = ring.n, ring.H, ring.section
+    X = ibuf[: 2 * ring.L * sec].reshape(ring.L, 2, sec)
+    if ring.tie_off >= 0:
+        # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops;
+        # the +1 line holds -T at s + H already (the runs' entries past their end)
+        T = ibuf[ring.tie_off: ring.tie_off + n * sec].reshape(n, sec) >> 1
+        T = jnp.stack([T, jnp.flip(T, axis=0)], axis=1)
+        sign = jnp.asarray([1, -1], T.dtype).reshape(1, 2, 1)
+        X = X + jnp.pad(T, ((0, H), (0, 0), (0, 0))) + sign * jnp.pad(T, ((H, 0), (0, 0), (0, 0)))
+    C = _cumsum0(X)
+    if ring.wrap:  # the second copy holds the part of the runs that passed position n - 1
+        C = C[:n] + jnp.pad(C[n:], ((0, n - H), (0, 0), (0, 0)))
+    return C.astype(unit.dtype) * unit
+
+
+
+def _dense_ring(ring: _Ring, p_last, U, V):
+    """Loads of both directions of dimension ``k`` from ``U`` (source) and ``V`` (destination) weights.
+
+    ``U``/``V``: ``[2, *dims]`` up to broadcasting, the ``+1`` direction
+    and the reflected ``-1`` direction, ring positions along axis ``k + 1``;
+    a route of ``d`` hops in a direction carries weight 1, ``p_last[direction]``
+    at ``d = H``. The difference line holds ``+U[s] A[s]`` at each source
+    position (``A[s]``: the weighted destinations ``s + 1 .. s + H``) and
+    ``-V[y] B[y]`` at each end position ``y`` (``B[y]``: the weighted
+    sources ``y - H .. y - 1``).
+    """
+    ax, n, H = ring.dim + 1, ring.n, ring.H
+
+    def sl(x, lo, hi):
+        return lax.slice_in_dim(x, lo, hi, axis=ax)
+
+    def pad(x, before, after):
+        widths = [(0, 0)] * x.ndim
+        widths[ax] = (before, after)
+        return jnp.pad(x, widths)
+
+    if ring.wrap:
+        q = 1.0 - p_last
+        V2 = jnp.concatenate([V, sl(V, 0, H)], axis=ax)  # destinations at line positions 0 .. n + H - 1
+        Pv = _prefix_along(V2, ax)
+        A = sl(Pv, H, H + n) - sl(Pv, 0, n) - q * sl(V2, H, H + n)
+        U2 = pad(U, 0, H)
+        Pu = _prefix_along(U2, ax)
+        B = sl(pad(Pu, 1, 0), 0, n + H) - sl(pad(Pu, H + 1, 0), 0, n + H) - q * sl(pad(U2, H, 0), 0, n + H)
+        diff = U2 * pad(A, 0, H) - V2 * B
+    else:  # every destination further up the line, every source further down
+        A = pad(sl(jnp.flip(_prefix_along(jnp.flip(V, axis=ax), ax), axis=ax), 1, n), 0, 1)
+        B = pad(sl(_prefix_along(U, ax), 0, n - 1), 1, 0)
+        diff = U * A - V * B
+    C = _prefix_along(diff, ax)
+    if ring.wrap:
+        C = sl(C, 0, n) + pad(sl(C, n, n + H), 0, n - H)
+    return jnp.maximum(C, 0.0)
+
+
+
+def _apply_fn(g: _Geometry):
+    """DOR's ``apply`` (router-level flows of one point) on ``g``."""
+    rings, order, dims, strides, R, n_rl, FSIZE = g.rings, g.order, g.dims, g.strides, g.n_routers, \
+        g.n_router_links, g.fsize
+    itype, wide, packed_is_id, coord = g.itype, g.wide, g.packed_is_id, g.coord
+
+    def apply(tables, src, dst, weight, extra=None):
+        """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
+        # packed coordinates of the source and destination routers (their ids when every size is a power of two)
+        ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
+        pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
+        q, unit = _units(weight)
+        fbuf = jnp.zeros(FSIZE + fused_size(extra), weight.dtype)
+        ibufs = {}
+        for pos, k in enumerate(order):
+            if k not in rings:
+                continue
+            ring = rings[k]
+            s, t = coord(ps, k), coord(pd, k)
+            # the run's ring: the dimensions travelled before k at the destination's coordinates
+            c = {j: coord(pd if j in order[:pos] else ps, j) for j in rings if j != k}
+            pre_i = sum((c[j] * int(np.prod(dims[j + 1:k], dtype=np.int64)) for j in c if j < k), jnp.zeros_like(s))
+            post_i = sum((c[j] * strides[j] for j in c if j > k), jnp.zeros_like(s))
+            if ring.direct >= 0:
+                idx = ring.direct + pre_i * (ring.n * ring.post) + s * ring.post + post_i
+                fbuf = _add_at(fbuf, idx, jnp.where(s != t, weight, 0.0))
+            else:  # one buffer per dimension (independent work), entries added in place
+                first, past = _run_entries(ring, s, t, pre_i, post_i)
+                ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
+        fbuf = add_extra(fbuf, extra, FSIZE, add=_add_at,
+                         index=lambda i: i.astype(itype) if wide or i.dtype != jnp.int32 else i)
+        per_seg = []
+        for k in sorted(rings):
+            ring = rings[k]
+            if ring.direct >= 0:
+                per_seg.append(fbuf[ring.direct: ring.direct + R])
+            else:
+                per_seg.append(_line_loads(ring, ibufs[k], unit).reshape(2 * R))
+        loads = _gather(tables, per_seg) if rings else jnp.zeros(n_rl)
+        return loads if extra is None else jnp.concatenate([loads, fbuf[FSIZE:]])
+
+
+    return apply
+
+
+def _apply_dense_fn(g: _Geometry):
+    """DOR's ``apply_dense`` (the rank-one demand ``u[s] v[d]`` of one point) on ``g``."""
+    rings, order, dims, split, R, n_rl = g.rings, g.order, g.dims, g.split, g.n_routers, g.n_router_links
+    nd = len(dims)
+
+    def apply_dense(tables, u, v):
+        """Router-link loads of the demand ``u[s] v[d]`` over ordered router pairs (one design point)."""
+        if not rings:
+            return jnp.zeros(n_rl, u.dtype)
+        U = u.reshape(dims)
+        V = v.reshape(dims)
+        per_seg = []
+        for k in sorted(rings):
+            ring = rings[k]
+            pos = order.index(k)
+            before, after = order[:pos], order[pos + 1:]
+            Uk = U.sum(axis=tuple(before), keepdims=True) if before else U
+            Vk = V.sum(axis=tuple(after), keepdims=True) if after else V
+            if ring.direct >= 0:
+                per_seg.append(jnp.broadcast_to(Uk * jnp.flip(Vk, axis=k), dims).reshape(R))
+                continue
+            if not ring.wrap or ring.n % 2:
+                p_last = (1.0, 1.0)
+            else:  # the tie at half a ring: split, or all in the +1 direction
+                p_last = (0.5, 0.5) if split else (1.0, 0.0)
+            p_last = jnp.asarray(p_last, u.dtype).reshape((2,) + (1,) * nd)
+            load = _dense_ring(ring, p_last, jnp.stack([Uk, jnp.flip(Uk, axis=k)]),
+                              jnp.stack([Vk, jnp.flip(Vk, axis=k)]))  # the -1 direction reflected
+            load = jnp.broadcast_to(load, (2,) + dims).reshape(2, ring.pre, ring.n, ring.post)
+            per_seg.append(jnp.transpose(load, (2, 0, 1, 3)).reshape(2 * R))  # the slot table's layout
+        return _gather(tables, per_seg)
+
+
+    return apply_dense
+
+
 def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     """Compile DOR for one torus (host side).
 
@@ -400,366 +633,13 @@ def build_operator(topo: TorusTopology, routing: DorRouting) -> RoutingOperator:
     check_memory("routing", routing.label, 8 * n_rl + 4 * 8 * (isize + fsize) + 8 * R * 2 * len(dims),
                  f"its buffers on {topo.name} ({isize + fsize:,} difference-line entries per point)",
                  "Use a torus with fewer routers.")
-    order = dor_order(topo, routing.order)
-    nd = len(dims)
-    split = routing.tie == "split"
-    strides = tuple(int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(nd))
-    rings, _, FSIZE = _layout(dims, wrap, split)
-    n_nodes = int(topo.n_nodes)
-    # Every router's coordinates packed in one unsigned integer, ``bits[k]`` bits from ``shift[k]``: a flow's
-    # coordinates are one gather and shifts and masks (no divisions). Indices and coordinates are unsigned.
-    bits = [int(n - 1).bit_length() for n in dims]
-    shift = [int(sum(bits[k + 1:])) for k in range(nd)]
-    wide = sum(bits) > _NARROW_BITS or max([FSIZE + 2 * n_nodes] + [r.size for r in rings.values()]) >= 2**31
-    itype = jnp.uint64 if wide else jnp.uint32
-    coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1).astype(np.uint64)
-    packed = (coords << np.asarray(shift, np.uint64)).sum(axis=1, dtype=np.uint64)
-    # Per-router loads, dimension after dimension: a two-router ring's R in router order, a ring dimension's 2R
-    # as its folded lines ``[n, 2, pre, post]`` (ring position, reflected for -1; direction; ring). Router link
-    # l leaving router r in (dim, direction) reads ``slot[l]``.
-    slot = -np.ones(n_rl, dtype=np.int64)
-    nb = np.asarray(topo.neighbor_link)
-    base = 0
-    for k in sorted(rings):
-        ring = rings[k]
-        x = coords[:, k].astype(np.int64)
-        sec = np.arange(R, dtype=np.int64) // (ring.n * ring.post) * ring.post + np.arange(R) % ring.post
-        for d in ((0,) if ring.direct >= 0 else (0, 1)):
-            lk = nb[:, k, d]
-            r = np.nonzero(lk >= 0)[0]
-            if ring.direct >= 0:
-                slot[lk[r]] = base + r
-            else:
-                pos = x[r] if d == 0 else ring.n - 1 - x[r]
-                slot[lk[r]] = base + (pos * 2 + d) * ring.section + sec[r]
-        base += R * (1 if ring.direct >= 0 else 2)
-    assert (slot >= 0).all(), "torus link not covered by a (dimension, direction) segment"
-    tables: dict[str, np.ndarray] = {"slot": slot.astype(np.int32)}
-    packed_is_id = bool((packed == np.arange(R, dtype=np.uint64)).all())  # every size a power of two
-    if not packed_is_id:
-        tables["coords"] = packed.astype(np.uint64 if wide else np.uint32)
-
-    def coord(p, k):
-        """Coordinate ``k`` from packed coordinates ``p``."""
-        return (p >> shift[k]) & ((1 << bits[k]) - 1)
-
-    def gather(tables, per_seg):
-        return jnp.concatenate(per_seg)[tables["slot"]]
-
-    def run_entries(ring: _Ring, s, t, pre_i, post_i):
-        """The two integer-buffer entries of each flow's run in ``ring.dim``: its start (``+q``) and past its
-        end (``-q``); ``pre_i``/``post_i``: the run's ring (all unsigned).
-
-        A split tie (it goes the ``+1`` way here) puts its start entry in the tie histogram instead; its
-        ``-q`` past the end on the ``+1`` line is undone in :func:`line_loads`.
-        """
-        n, post = ring.n, ring.post
-        if ring.wrap:
-            fwd = jnp.where(t >= s, t - s, t + n - s)  # (t - s) mod n
-            bwd = jnp.where(fwd > 0, n - fwd, 0)
-            go_pos = fwd <= bwd
-            hops = jnp.minimum(fwd, bwd)
-        else:
-            go_pos = t > s
-            hops = jnp.where(go_pos, t - s, s - t)
-        q0 = jnp.where(go_pos, s, n - 1 - s)  # line position of the run's first link
-        ring_i = pre_i * post + post_i
-        step = 2 * ring.section  # one line position
-        first = q0 * step + (~go_pos).astype(s.dtype) * ring.section + ring_i
-        past = first + hops * step  # a run of 0 hops: +q and -q at one entry
-        if ring.tie_off >= 0:
-            tie = (hops == n // 2) & (hops > 0)
-            first = jnp.where(tie, ring.tie_off + s * ring.section + ring_i, first)
-        return first, past
-
-    def line_loads(ring: _Ring, ibuf, unit):
-        """Loads (bytes) of both directions from the dimension's buffer: ``[n, 2, pre, post]`` (ring position,
-        reflected for the ``-1`` direction; direction; ring), the layout the slot table reads."""
-        n, H, sec = ring.n, ring.H, ring.section
-        X = ibuf[: 2 * ring.L * sec].reshape(ring.L, 2, sec)
-        if ring.tie_off >= 0:
-            # half of a split tie from ring position s each way: line position s (+1) or n - 1 - s (-1), H hops;
-            # the +1 line holds -T at s + H already (the runs' entries past their end)
-            T = ibuf[ring.tie_off: ring.tie_off + n * sec].reshape(n, sec) >> 1
-            T = jnp.stack([T, jnp.flip(T, axis=0)], axis=1)
-            sign = jnp.asarray([1, -1], T.dtype).reshape(1, 2, 1)
-            X = X + jnp.pad(T, ((0, H), (0, 0), (0, 0))) + sign * jnp.pad(T, ((H, 0), (0, 0), (0, 0)))
-        C = _cumsum0(X)
-        if ring.wrap:  # the second copy holds the part of the runs that passed position n - 1
-            C = C[:n] + jnp.pad(C[n:], ((0, n - H), (0, 0), (0, 0)))
-        return C.astype(unit.dtype) * unit
-
-    def apply(tables, src, dst, weight, extra=None):
-        """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
-        # packed coordinates of the source and destination routers (their ids when every size is a power of two)
-        ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
-        pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
-        q, unit = _units(weight)
-        fbuf = jnp.zeros(FSIZE + fused_size(extra), weight.dtype)
-        ibufs = {}
-        for pos, k in enumerate(order):
-            if k not in rings:
-                continue
-            ring = rings[k]
-            s, t = coord(ps, k), coord(pd, k)
-            # the run's ring: the dimensions travelled before k at the destination's coordinates
-            c = {j: coord(pd if j in order[:pos] else ps, j) for j in rings if j != k}
-            pre_i = sum((c[j] * int(np.prod(dims[j + 1:k], dtype=np.int64)) for j in c if j < k), jnp.zeros_like(s))
-            post_i = sum((c[j] * strides[j] for j in c if j > k), jnp.zeros_like(s))
-            if ring.direct >= 0:
-                idx = ring.direct + pre_i * (ring.n * ring.post) + s * ring.post + post_i
-                fbuf = _add_at(fbuf, idx, jnp.where(s != t, weight, 0.0))
-            else:  # one buffer per dimension (independent work), entries added in place
-                first, past = run_entries(ring, s, t, pre_i, post_i)
-                ibufs[k] = _sub_at(_add_at(jnp.zeros(ring.size, jnp.int64), first, q), past, q)
-        fbuf = add_extra(fbuf, extra, FSIZE, add=_add_at,
-                         index=lambda i: i.astype(itype) if wide or i.dtype != jnp.int32 else i)
-        per_seg = []
-        for k in sorted(rings):
-            ring = rings[k]
-            if ring.direct >= 0:
-                per_seg.append(fbuf[ring.direct: ring.direct + R])
-            else:
-                per_seg.append(line_loads(ring, ibufs[k], unit).reshape(2 * R))
-        loads = gather(tables, per_seg) if rings else jnp.zeros(n_rl)
-        return loads if extra is None else jnp.concatenate([loads, fbuf[FSIZE:]])
-
-    def dense_ring(ring: _Ring, p_last, U, V):
-        """Loads of both directions of dimension ``k`` from ``U`` (source) and ``V`` (destination) weights.
-
-        ``U``/``V``: ``[2, *dims]`` up to broadcasting, the ``+1`` direction
-        and the reflected ``-1`` direction, ring positions along axis ``k + 1``;
-        a route of ``d`` hops in a direction carries weight 1, ``p_last[direction]``
-        at ``d = H``. The difference line holds ``+U[s] A[s]`` at each source
-        position (``A[s]``: the weighted destinations ``s + 1 .. s + H``) and
-        ``-V[y] B[y]`` at each end position ``y`` (``B[y]``: the weighted
-        sources ``y - H .. y - 1``).
-        """
-        ax, n, H = ring.dim + 1, ring.n, ring.H
-
-        def sl(x, lo, hi):
-            return lax.slice_in_dim(x, lo, hi, axis=ax)
-
-        def pad(x, before, after):
-            widths = [(0, 0)] * x.ndim
-            widths[ax] = (before, after)
-            return jnp.pad(x, widths)
-
-        if ring.wrap:
-            q = 1.0 - p_last
-            V2 = jnp.concatenate([V, sl(V, 0, H)], axis=ax)  # destinations at line positions 0 .. n + H - 1
-            Pv = _prefix_along(V2, ax)
-            A = sl(Pv, H, H + n) - sl(Pv, 0, n) - q * sl(V2, H, H + n)
-            U2 = pad(U, 0, H)
-            Pu = _prefix_along(U2, ax)
-            B = sl(pad(Pu, 1, 0), 0, n + H) - sl(pad(Pu, H + 1, 0), 0, n + H) - q * sl(pad(U2, H, 0), 0, n + H)
-            diff = U2 * pad(A, 0, H) - V2 * B
-        else:  # every destination further up the line, every source further down
-            A = pad(sl(jnp.flip(_prefix_along(jnp.flip(V, axis=ax), ax), axis=ax), 1, n), 0, 1)
-            B = pad(sl(_prefix_along(U, ax), 0, n - 1), 1, 0)
-            diff = U * A - V * B
-        C = _prefix_along(diff, ax)
-        if ring.wrap:
-            C = sl(C, 0, n) + pad(sl(C, n, n + H), 0, n - H)
-        return jnp.maximum(C, 0.0)
-
-    def apply_dense(tables, u, v):
-        """Router-link loads of the demand ``u[s] v[d]`` over ordered router pairs (one design point)."""
-        if not rings:
-            return jnp.zeros(n_rl, u.dtype)
-        U = u.reshape(dims)
-        V = v.reshape(dims)
-        per_seg = []
-        for k in sorted(rings):
-            ring = rings[k]
-            pos = order.index(k)
-            before, after = order[:pos], order[pos + 1:]
-            Uk = U.sum(axis=tuple(before), keepdims=True) if before else U
-            Vk = V.sum(axis=tuple(after), keepdims=True) if after else V
-            if ring.direct >= 0:
-                per_seg.append(jnp.broadcast_to(Uk * jnp.flip(Vk, axis=k), dims).reshape(R))
-                continue
-            if not ring.wrap or ring.n % 2:
-                p_last = (1.0, 1.0)
-            else:  # the tie at half a ring: split, or all in the +1 direction
-                p_last = (0.5, 0.5) if split else (1.0, 0.0)
-            p_last = jnp.asarray(p_last, u.dtype).reshape((2,) + (1,) * nd)
-            load = dense_ring(ring, p_last, jnp.stack([Uk, jnp.flip(Uk, axis=k)]),
-                              jnp.stack([Vk, jnp.flip(Vk, axis=k)]))  # the -1 direction reflected
-            load = jnp.broadcast_to(load, (2,) + dims).reshape(2, ring.pre, ring.n, ring.post)
-            per_seg.append(jnp.transpose(load, (2, 0, 1, 3)).reshape(2 * R))  # the slot table's layout
-        return gather(tables, per_seg)
-
-    # Each flow's links, listed (for a few flows at a time: the mapping search's moves). The run in dimension k
-    # starts at the router with the destination's coordinates in the dimensions before k, the source's after.
-    flow_tables = {"neighbor": np.asarray(topo.neighbor_link, np.int64).reshape(R, 2 * nd).astype(np.int32)}
-    if not packed_is_id:
-        flow_tables["coords"] = tables["coords"]
-    runs = [(k, rings[k]) for k in order if k in rings]
-    width = sum((1 if r.direct >= 0 else 2 * r.H) for _, r in runs)
-
-    def flow_links(ftables, src, dst):
-        """Router links of every flow ``src -> dst`` (routers) and the fraction of its bytes on each:
-        ``Int[Array, "flow K"]``, ``Float[Array, "flow K"]``, -1 and 0 where a flow has fewer (``K`` = the
-        longest DOR path, both halves of a split tie counted)."""
-        ps = src.astype(itype) if packed_is_id else take(ftables["coords"], src.astype(itype))
-        pd = dst.astype(itype) if packed_is_id else take(ftables["coords"], dst.astype(itype))
-        nbr = ftables["neighbor"]
-        links, fracs = [], []
-        for pos, (k, ring) in enumerate(runs):
-            n = ring.n
-            s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
-            rest = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32) * strides[j])
-                        for j in rings if j != k), jnp.zeros_like(s))
-            if ring.direct >= 0:  # a two-router ring: one link, "positive"
-                links.append(jnp.where(s != t, nbr[rest + s * strides[k], 2 * k], -1)[:, None])
-                fracs.append(jnp.where(s != t, 1.0, 0.0)[:, None])
-                continue
-            if ring.wrap:
-                fwd = jnp.where(t >= s, t - s, t + n - s)
-                bwd = jnp.where(fwd > 0, n - fwd, 0)
-                tie = (fwd == bwd) & (fwd > 0) & split
-                plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))  # hops the +1 way
-                minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
-            else:
-                plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
-            frac = jnp.where(tie, 0.5, 1.0)[:, None]
-            j = jnp.arange(ring.H, dtype=jnp.int32)[None, :]
-            for sign, d, hops in ((1, 0, plus), (-1, 1, minus)):
-                c = (s[:, None] + sign * j) % n if ring.wrap else jnp.clip(s[:, None] + sign * j, 0, n - 1)
-                on = j < hops[:, None]
-                links.append(jnp.where(on, nbr[rest[:, None] + c * strides[k], 2 * k + d], -1))
-                fracs.append(jnp.where(on, frac, 0.0))
-        if not links:
-            return jnp.full((src.shape[0], 1), -1, jnp.int32), jnp.zeros((src.shape[0], 1))
-        return jnp.concatenate(links, axis=1), jnp.concatenate(fracs, axis=1)
-
-    # The compact listing reads every run's links from one table: per (dimension, direction), every ring's
-    # links in the order a run takes them, twice round (a run starting at position s reads entries s .. s + h - 1;
-    # the -1 direction's ring reflected: position s at entry n - 1 - s), rings numbered pre-major.
-    run_meta, ring_tables, base = [], [], 0
-    nbr_all = np.asarray(topo.neighbor_link, np.int64)  # [router, dim, 2]
-    for k, ring in runs:
-        n = ring.n
-        firsts = np.flatnonzero(coords[:, k] == 0)  # each ring's router at position 0 (pre-major order)
-        pos = np.arange(2 * n)
-        for d in ((0,) if ring.direct >= 0 else (0, 1)):
-            at = pos % n if d == 0 else (n - 1 - pos) % n
-            ring_tables.append(nbr_all[firsts[:, None] + at[None, :] * strides[k], k, d].ravel())
-            run_meta.append((k, d, base))
-            base += firsts.size * 2 * n
-    # A split tie's two halves read one run of a third table: per ring and start position s, the n / 2 links the +1
-    # way from s, then the n / 2 links the -1 way (the order its two runs listed them in), so that every dimension
-    # is one run (half the runs to count, code and place; the entries, their order and the scores unchanged). Kept
-    # where the table is small (ring positions squared, times the rings); else the tie's two runs.
-    tie_base = {}
-    for k, ring in runs:
-        n = ring.n
-        if not (split and ring.wrap and ring.direct < 0 and n % 2 == 0) or (R // n) * n * n > _TIE_TABLE_MAX:
-            continue
-        firsts = np.flatnonzero(coords[:, k] == 0)
-        half = np.arange(n // 2)
-        fwd = (np.arange(n)[:, None] + half[None, :]) % n  # [start, hop]: the positions the +1 half leaves from
-        bwd = (np.arange(n)[:, None] - half[None, :]) % n
-        at = firsts[:, None, None] + np.concatenate([fwd, bwd], axis=1)[None, :, :] * strides[k]
-        d = np.concatenate([np.zeros(n // 2, np.int64), np.ones(n // 2, np.int64)])
-        ring_tables.append(nbr_all[at, k, d[None, None, :]].ravel())
-        tie_base[k] = base
-        base += firsts.size * n * n
-    run_links = (np.concatenate(ring_tables) if ring_tables else np.zeros(1, np.int64)).astype(np.int32)
-    flow_tables["run_links"] = run_links
-
-    def flow_runs(ftables, src, dst):
-        """Per flow and run (``[flow, Q]``; per dimension in the routing's order one run: its +1 hops, its -1 hops,
-        or both halves of a split tie read from the tie table; where a dimension has no tie table, the run of +1
-        hops, then of -1 hops, one of them empty but at a split tie): its hops, the entry of ``run_links`` its first
-        link is at, and the fraction of the flow's bytes on it."""
-        ps = src.astype(itype) if packed_is_id else take(ftables["coords"], src.astype(itype))
-        pd = dst.astype(itype) if packed_is_id else take(ftables["coords"], dst.astype(itype))
-        hops, first, frac = [], [], []
-        for pos, (k, ring) in enumerate(runs):
-            n = ring.n
-            s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
-            # the ring's rank among the dimension's rings (pre-major): its other coordinates in the grid without k
-            ring_id = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32)
-                            * int(np.prod([dims[i] for i in range(j + 1, nd) if i != k], dtype=np.int64)))
-                           for j in rings if j != k), jnp.zeros_like(s))
-            bases = [b for kk, _, b in run_meta if kk == k]
-            if ring.direct >= 0:
-                hops.append((s != t).astype(jnp.int32))
-                first.append(bases[0] + ring_id * (2 * n) + s)
-                frac.append(jnp.ones(s.shape))
-                continue
-            if ring.wrap:
-                fwd = jnp.where(t >= s, t - s, t + n - s)
-                bwd = jnp.where(fwd > 0, n - fwd, 0)
-                tie = (fwd == bwd) & (fwd > 0) & split
-                plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))
-                minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
-            else:
-                plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
-            f = jnp.where(tie, 0.5, 1.0)
-            p_first, m_first = bases[0] + ring_id * (2 * n) + s, bases[1] + ring_id * (2 * n) + (n - 1 - s)
-            if k in tie_base:  # one run: the +1 way, the -1 way, or both halves of a tie from the tie table
-                hops.append(plus + minus)
-                first.append(jnp.where(tie, tie_base[k] + (ring_id * n + s) * n, jnp.where(plus > 0, p_first, m_first)))
-                frac.append(f)
-                continue
-            hops += [plus, minus]
-            first += [p_first, m_first]
-            frac += [f, f]
-        return tuple(jnp.stack(x, axis=1) for x in (hops, first, frac))
-
-    def flow_count(ftables, src, dst):
-        """The number of router links each flow ``src -> dst`` crosses (both halves of a split tie counted):
-        its entries in :func:`flow_compact`'s listing."""
-        if not runs:
-            return jnp.zeros(src.shape, jnp.int32)
-        return flow_runs(ftables, src, dst)[0].sum(axis=1)
-
-    def flow_compact(ftables, src, dst, weight, size: int):
-        """The router links of the flows ``src -> dst``, back to back in flow order (each flow's in
-        :func:`flow_links`' order), and the bytes on each of ``weight`` (``[flow, ...]``):
-        ``(links [size], bytes [size, ...], needed)``; entries past ``needed`` (the flows' total,
-        :func:`flow_count`) are link -1, bytes 0; when ``needed > size`` the listing is cut short (the caller
-        must not use it)."""
-        F = src.shape[0]
-        if not runs or F == 0:
-            return (jnp.full(size, -1, jnp.int32), jnp.zeros((size,) + weight.shape[1:], weight.dtype),
-                    jnp.zeros((), jnp.int32))
-        hops, first, frac = flow_runs(ftables, src, dst)  # [F, Q]
-        Q = hops.shape[1]
-        n_links = int(ftables["run_links"].shape[0])
-        # Every run's entries read run_links[c + j] (c: its first link's place less its first entry) for the bytes
-        # of its flow (halved at a split tie). Its (flow, c, tie) coded in one integer; the code's differences
-        # from run to run added at each run's first entry, so that a cumulative sum over the entries gives every
-        # entry its run's code (an empty run's difference cancels at the next run's first entry).
-        h = hops.ravel()
-        end = _running_sum(h)
-        needed = end[-1]
-        off = end - h
-        bits = int(size + n_links - 1).bit_length()  # c + size in [0, 2^bits): a field of the code, read by shifts
-        # and masks (XLA:CPU divides integers by a constant with a division instruction: the listing's last steps on
-        # 1,024 entries took 6.9 us a move with // and %, 4.0 us with these; one loaded core)
-        ctype = jnp.int64 if F << (bits + 1) >= _CODE_LIMIT else jnp.int32
-        flow_of = jnp.repeat(jnp.arange(F, dtype=ctype), Q)
-        tie = (frac.ravel() < 1.0).astype(ctype)
-        code = (((flow_of << bits) + (first.ravel() - off + size).astype(ctype)) << 1) + tie
-        diff = code - jnp.concatenate([jnp.zeros(1, ctype), code[:-1]])
-        at = _running_sum(jnp.zeros(size, ctype).at[off].add(diff, mode="drop"))
-        j = jnp.arange(size, dtype=ctype)
-        valid = j < jnp.minimum(needed.astype(ctype), size)
-        rest = at >> 1
-        flow = jnp.clip(rest >> bits, 0, F - 1).astype(jnp.int32)
-        link_at = jnp.clip((rest & ((1 << bits) - 1)) - size + j, 0, n_links - 1).astype(jnp.int32)
-        w = weight[flow] * jnp.where(at & 1, 0.5, 1.0).reshape((size,) + (1,) * (weight.ndim - 1)).astype(weight.dtype)
-        valid_w = valid.reshape((size,) + (1,) * (weight.ndim - 1))
-        return jnp.where(valid, ftables["run_links"][link_at], -1), jnp.where(valid_w, w, 0.0), needed
-
+    g, coords, packed = _geometry(topo, routing)
+    tables: dict[str, np.ndarray] = {"slot": _slot_table(topo, g, coords)}
+    if not g.packed_is_id:
+        tables["coords"] = packed.astype(np.uint64 if g.wide else np.uint32)
+    flows = _dor_flows.flow_functions(topo, g, coords, tables)
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, flow_links=flow_links,
-                           flow_tables=flow_tables, flow_width=max(width, 1), flow_count=flow_count,
-                           flow_compact=flow_compact)
+    return RoutingOperator(routing, topo.name, tables, _apply_fn(g), _apply_dense_fn(g), nnz, **flows)
 
 
 @dataclass
