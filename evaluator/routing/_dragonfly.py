@@ -55,6 +55,7 @@ clamped at 0 (exact in exact arithmetic).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -171,31 +172,49 @@ def _dragonfly_tables(topo: DragonflyTopology, valiant: bool) -> dict[str, np.nd
     return tables
 
 
-def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator:
-    """Compile minimal or Valiant routing for one Dragonfly (host side).
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """What the functions of minimal or Valiant routing on one Dragonfly read: its sizes, the routing, and the
+    offsets of one point's aggregates in its flat buffer (see ``route``; ``valiant_router`` adds ``W[group,
+    router]`` from ``OFF_W``)."""
 
-    Refused before any table is built, with a
-    :class:`~evaluator.errors.ResourceError` naming ``routing``, when the
-    tables would not fit in memory (:func:`operator_bytes`).
+    R: int
+    a: int
+    g: int
+    m: int
+    n_rl: int
+    is_valiant: bool
+    is_vrouter: bool
+
+    @property
+    def offsets(self) -> tuple[int, int, int, int, int, int]:
+        """``OFF_A, OFF_B, OFF_C, OFF_G, OFF_W, SIZE``."""
+        R, a, g = self.R, self.a, self.g
+        off_w = 3 * R * a + g * g
+        return 0, R * a, 2 * R * a, 3 * R * a, off_w, off_w + (g * R if self.is_vrouter else 0)
+
+
+def _phase_two(tables, GG):
+    """``mid[I, x, o] = sum_{S, D} land[I, x, S] GG[S, D] own[I, D, o]`` (two dense products).
+
+    With ``own[I, D, o] = land[I, o, D]``: ``Q[I, x, D] = sum_S land[I, x, S]
+    GG[S, D]`` is one matrix product (``g^3 a`` multiply-adds), then
+    ``mid[I] = Q[I] land[I]^T`` one product per intermediate group (``g^2
+    a^2``): sums of non-negative terms, in place of ``g^2 a h`` gathers.
+    Both products take their right operand contracted on its first axis
+    (``land`` transposed once): XLA:CPU then copies no intermediate into
+    another layout (2-3 us per point less on DF(4,8,4)).
     """
-    R, a, g, m = topo.n_routers, topo.a, topo.g, topo.links_per_pair
-    is_valiant = routing.kind == "valiant"
-    is_vrouter = routing.kind == "valiant_router"
-    if is_valiant:
-        require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
-                f"Valiant needs an intermediate group other than source and destination; g = {g}.")
-    check_memory("routing", routing.kind, operator_bytes(topo, is_valiant or is_vrouter) + (8 * g * R if is_vrouter
-                                                                                           else 0),
-                 f"its tables on {topo.name} ([g, g, m] = [{g}, {g}, {m}] global-link entries"
-                 + (f", land[g, a, g] = [{g}, {a}, {g}])" if is_valiant or is_vrouter else ")"),
-                 "Use a Dragonfly with fewer groups or routers per group.")
-    tables = _dragonfly_tables(topo, is_valiant or is_vrouter)
+    land = tables["land"]
+    Q = jnp.einsum("IxS,SD->IxD", land, GG)
+    return jnp.einsum("IxD,IDo->Ixo", Q, jnp.swapaxes(land, 1, 2))
+
+
+
+def _route_fns(s: _Shape):
+    """``(local_and_global, route)``: router-link loads from a point's aggregates (minimal and Valiant)."""
+    a, g, m, is_valiant = s.a, s.g, s.m, s.is_valiant
     off_group = ~np.eye(g, dtype=bool)
-    # Aggregates of one point, in one flat buffer (see `route`); valiant_router adds W[group, router].
-    OFF_A, OFF_B, OFF_C, OFF_G = 0, R * a, 2 * R * a, 3 * R * a
-    OFF_W = 3 * R * a + g * g
-    SIZE = OFF_W + (g * R if is_vrouter else 0)
-    n_rl = int(topo.n_router_links)
 
     def local_and_global(tables, local, GG):
         """Router-link loads from ``local[G, i, j]`` (bytes on link i -> j of group G) and group-pair bytes."""
@@ -203,39 +222,6 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         glob = take(GG.reshape(-1), tables["global_pair"]) * (1.0 / m)
         return jnp.concatenate([loc, glob])
 
-    def phase_two(tables, GG):
-        """``mid[I, x, o] = sum_{S, D} land[I, x, S] GG[S, D] own[I, D, o]`` (two dense products).
-
-        With ``own[I, D, o] = land[I, o, D]``: ``Q[I, x, D] = sum_S land[I, x, S]
-        GG[S, D]`` is one matrix product (``g^3 a`` multiply-adds), then
-        ``mid[I] = Q[I] land[I]^T`` one product per intermediate group (``g^2
-        a^2``): sums of non-negative terms, in place of ``g^2 a h`` gathers.
-        Both products take their right operand contracted on its first axis
-        (``land`` transposed once): XLA:CPU then copies no intermediate into
-        another layout (2-3 us per point less on DF(4,8,4)).
-        """
-        land = tables["land"]
-        Q = jnp.einsum("IxS,SD->IxD", land, GG)
-        return jnp.einsum("IxD,IDo->Ixo", Q, jnp.swapaxes(land, 1, 2))
-
-    def route_vrouter(tables, A, B, C, GG, W):
-        """``valiant_router`` loads from the minimal aggregates and ``W[I, d]`` (module docstring)."""
-        f = a / R
-        mask = jnp.asarray(off_group)
-        own_count, land = tables["own_count"], tables["land"]  # [g, a], [D, x, S]
-        out = A.sum(2)  # [S, i] inter-group bytes leaving (S, i)
-        row, col = GG.sum(1), GG.sum(0)  # per source group, per destination group
-        M2 = jnp.where(mask, jnp.maximum(col[None, :] - GG, 0.0), 0.0)  # [I, D] leg-two group bytes x R / a
-        A2 = jnp.einsum("ID,IoD->Io", M2, land) * (1.0 / R)
-        A_t = f * A + (f * out)[:, :, None] * own_count[:, None, :] + A2[:, None, :]
-        inn = W.sum(0).reshape(g, a)  # [D, j] inter-group bytes arriving for (D, j)
-        B_t = B + inn[:, None, :] * (1.0 / R)
-        C1 = jnp.einsum("DxS,S->Dx", land, row) * (1.0 / R)
-        C2 = jnp.maximum(inn[:, :, None] * own_count[:, None, :]
-                         - jnp.einsum("IDj,DxI->Djx", W.reshape(g, g, a), land), 0.0) * f
-        C_t = f * C + C1[:, None, :] + C2
-        GG_t = f * GG + jnp.where(mask, row[:, None], 0.0) * f + f * M2
-        return local_and_global(tables, A_t + B_t + jnp.swapaxes(C_t, 1, 2), GG_t)
 
     def route(tables, A, B, C, GG, mid=None):
         """Router-link loads from the aggregates of one point.
@@ -262,14 +248,53 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
         glob = jnp.where(mask, jnp.maximum(row - GG, 0.0) + jnp.maximum(col - GG, 0.0), 0.0) * inv
         # at I: lands on x from S, leaves via o towards D; then I -> D; then the last local hop in D
         if mid is None:
-            mid = phase_two(tables, GG)
+            mid = _phase_two(tables, GG)
         mid = mid * inv
         last = jnp.maximum(share * inn - C, 0.0) * inv  # [D, j, x]
         return local_and_global(tables, leg1 + mid + B + jnp.swapaxes(last, 1, 2), glob)
 
+
+    return local_and_global, route
+
+
+def _route_vrouter_fn(s: _Shape, local_and_global):
+    """``route_vrouter``: ``valiant_router``'s loads from the aggregates."""
+    R, a, g = s.R, s.a, s.g
+    off_group = ~np.eye(g, dtype=bool)
+
+    def route_vrouter(tables, A, B, C, GG, W):
+        """``valiant_router`` loads from the minimal aggregates and ``W[I, d]`` (module docstring)."""
+        f = a / R
+        mask = jnp.asarray(off_group)
+        own_count, land = tables["own_count"], tables["land"]  # [g, a], [D, x, S]
+        out = A.sum(2)  # [S, i] inter-group bytes leaving (S, i)
+        row, col = GG.sum(1), GG.sum(0)  # per source group, per destination group
+        M2 = jnp.where(mask, jnp.maximum(col[None, :] - GG, 0.0), 0.0)  # [I, D] leg-two group bytes x R / a
+        A2 = jnp.einsum("ID,IoD->Io", M2, land) * (1.0 / R)
+        A_t = f * A + (f * out)[:, :, None] * own_count[:, None, :] + A2[:, None, :]
+        inn = W.sum(0).reshape(g, a)  # [D, j] inter-group bytes arriving for (D, j)
+        B_t = B + inn[:, None, :] * (1.0 / R)
+        C1 = jnp.einsum("DxS,S->Dx", land, row) * (1.0 / R)
+        C2 = jnp.maximum(inn[:, :, None] * own_count[:, None, :]
+                         - jnp.einsum("IDj,DxI->Djx", W.reshape(g, g, a), land), 0.0) * f
+        C_t = f * C + C1[:, None, :] + C2
+        GG_t = f * GG + jnp.where(mask, row[:, None], 0.0) * f + f * M2
+        return local_and_global(tables, A_t + B_t + jnp.swapaxes(C_t, 1, 2), GG_t)
+
+
+    return route_vrouter
+
+
+def _apply_fn(s: _Shape, route, route_vrouter):
+    """``apply``: router-link loads of router-level flows (one design point)."""
+    R, a, g, m, n_rl = s.R, s.a, s.g, s.m, s.n_rl
+    is_valiant, is_vrouter = s.is_valiant, s.is_vrouter
+    OFF_A, OFF_B, OFF_C, OFF_G, OFF_W, SIZE = s.offsets
+
     def local_link(G, i, j):
         """Index of local link ``i -> j`` (``i != j``) of group ``G``: links are in (group, i, j) order."""
         return (G * a + i) * (a - 1) + j - (j > i).astype(j.dtype)
+
 
     def apply_minimal(tables, src, dst, weight, extra):
         """Minimal routing's loads, each flow's hops added straight into the link-ordered result.
@@ -296,6 +321,7 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
             buf = add_at(buf, jnp.where(land == j, dump, local_link(Gd, land, j)), w_inter)
         buf = add_extra(buf, extra, n_rl)
         return buf[:dump]
+
 
     def apply(tables, src, dst, weight, extra=None):
         src = src.astype(jnp.int32)
@@ -328,6 +354,15 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
             loads = route(tables, A, B, C, GG)
         return loads if extra is None else jnp.concatenate([loads, buf[SIZE:]])
 
+
+    return apply
+
+
+def _apply_dense_fn(s: _Shape, route, route_vrouter):
+    """``apply_dense``: router-link loads of the demand ``u[s] v[d]`` (one design point)."""
+    R, a, g, is_valiant, is_vrouter = s.R, s.a, s.g, s.is_valiant, s.is_vrouter
+    off_group = ~np.eye(g, dtype=bool)
+
     def apply_dense(tables, u, v):
         mask = jnp.asarray(off_group)
         U = u.reshape(g, a)
@@ -350,8 +385,35 @@ def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator
             mid = jnp.maximum(land_on[:, :, None] * exit_via[:, None, :] - diag, 0.0)
         return route(tables, A, B, C, GG, mid)
 
+
+    return apply_dense
+
+
+def build_operator(topo: DragonflyTopology, routing: Routing) -> RoutingOperator:
+    """Compile minimal or Valiant routing for one Dragonfly (host side).
+
+    Refused before any table is built, with a
+    :class:`~evaluator.errors.ResourceError` naming ``routing``, when the
+    tables would not fit in memory (:func:`operator_bytes`).
+    """
+    R, a, g, m = topo.n_routers, topo.a, topo.g, topo.links_per_pair
+    is_valiant = routing.kind == "valiant"
+    is_vrouter = routing.kind == "valiant_router"
+    if is_valiant:
+        require(g >= 3, "routing.kind", "valiant", "'minimal' on a Dragonfly with fewer than 3 groups",
+                f"Valiant needs an intermediate group other than source and destination; g = {g}.")
+    check_memory("routing", routing.kind, operator_bytes(topo, is_valiant or is_vrouter) + (8 * g * R if is_vrouter
+                                                                                           else 0),
+                 f"its tables on {topo.name} ([g, g, m] = [{g}, {g}, {m}] global-link entries"
+                 + (f", land[g, a, g] = [{g}, {a}, {g}])" if is_valiant or is_vrouter else ")"),
+                 "Use a Dragonfly with fewer groups or routers per group.")
+    tables = _dragonfly_tables(topo, is_valiant or is_vrouter)
+    s = _Shape(int(R), int(a), int(g), int(m), int(topo.n_router_links), is_valiant, is_vrouter)
+    local_and_global, route = _route_fns(s)
+    route_vrouter = _route_vrouter_fn(s, local_and_global)
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz)
+    return RoutingOperator(routing, topo.name, tables, _apply_fn(s, route, route_vrouter),
+                           _apply_dense_fn(s, route, route_vrouter), nnz)
 
 
 @dataclass
