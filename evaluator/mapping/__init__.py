@@ -198,6 +198,129 @@ def _slots(task_node: np.ndarray, nodes: np.ndarray, tpn: int) -> tuple[np.ndarr
     return slot_node, slot_task
 
 
+def _check_given_starts(topology, traffic, starts, nodes, tpn: int) -> None:
+    """``search_mapping(starts=...)``: each a mapping of every task onto the available nodes with at most ``tpn``
+    tasks per node (a :class:`ConfigError` naming ``mapping.starts`` otherwise)."""
+    allowed = set(nodes.tolist())
+    for s in starts:
+        tn = np.asarray(s.task_node)
+        counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
+        if tn.shape != (traffic.n_tasks,) or not set(tn.tolist()) <= allowed or counts.max(initial=0) > tpn:
+            raise ConfigError("mapping.starts", s.name, f"a mapping of {traffic.n_tasks} tasks onto the "
+                              f"available nodes with at most {tpn} tasks per node")
+
+
+def _user_starts(topology, traffic, user_starts, nodes, tpn: int) -> list[Start]:
+    """The user's starts, checked (:func:`check_start`; distinct names; a :class:`ConfigError` naming
+    ``mapping.user_starts`` otherwise)."""
+    mine: list[Start] = []
+    for s in user_starts or []:
+        if not isinstance(s, Start):
+            raise ConfigError("mapping.user_starts", s, "a list of Start(name, task_node)")
+        if s.name in {u.name for u in mine}:
+            raise ConfigError("mapping.user_starts", s.name, "starts of distinct names")
+        mine.append(Start(s.name, check_start(topology, traffic.n_tasks, nodes, tpn, s.task_node,
+                                              "mapping.user_starts", s.name)))
+    return mine
+
+
+def _without_repeats(mine: list[Start], starts, skipped: dict) -> list[Start]:
+    """``starts`` less those a user's start repeats or names (the user's name stands for it; each noted in
+    ``skipped``)."""
+    if not mine:
+        return list(starts)
+    keys = {tuple(s.task_node.tolist()): s.name for s in mine}
+    kept = []
+    for s in starts:
+        k = tuple(np.asarray(s.task_node).tolist())
+        if k in keys:
+            skipped[s.name] = f"the same mapping as {keys[k]!r}"
+        elif s.name in {u.name for u in mine}:
+            skipped[s.name] = "a user's start has its name"
+        else:
+            kept.append(s)
+    return kept
+
+
+def _extra_first(topology, traffic, extra_starts, others, nodes, tpn: int, skipped: dict) -> list[Start]:
+    """The extra starts (the named placements as a user would run them) that fit the available nodes and slots
+    and repeat none of ``others`` nor each other; the rest noted in ``skipped`` with the reason."""
+    allowed = np.zeros(topology.n_nodes, dtype=bool)
+    allowed[nodes] = True
+    first = []
+    seen: dict = {}
+    for s in others:  # each mapping's first name
+        seen.setdefault(tuple(np.asarray(s.task_node).tolist()), s.name)
+    for s in extra_starts:
+        tn = np.asarray(s.task_node, np.int64)
+        counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
+        if tn.shape != (traffic.n_tasks,) or not allowed[tn].all() or counts.max(initial=0) > tpn:
+            skipped[s.name] = f"not on the available nodes with at most {tpn} task(s) per node"
+            continue
+        key = tuple(tn.tolist())
+        if key in seen:  # named, so that a summary can count that start as this placement
+            skipped[s.name] = f"the same mapping as {seen[key]!r}"
+            continue
+        seen[key] = s.name
+        first.append(s)
+    return first
+
+
+def _movable(task_node, slot_node, tpn: int):
+    """With several tasks per node, the slots block moves may take (those below the start's partly filled nodes,
+    which stay as they are; None: every slot)."""
+    if tpn == 1:
+        return None
+    used, counts = np.unique(np.asarray(task_node), return_counts=True)
+    partial = used[counts < tpn]
+    return slot_node < partial.min() if partial.size else None
+
+
+def _start_times(topology, routing, traffic, starts, tpn: int) -> tuple[np.ndarray, int]:
+    """Every start's time (one batch) and the one the search begins from: the fastest, or with several tasks per
+    node the fastest a launcher can run (every used node full but the last; the search keeps every node's task
+    count, fixed_counts, and block moves leave the partly filled node and the nodes above it alone)."""
+    placements = [explicit(topology, np.asarray(s.task_node, np.int64), s.name) for s in starts]
+    res = evaluate_batch(topology, routing, [traffic] * len(placements), placements)
+    times = np.asarray(res.metrics["completion_time"], float)
+    ok = np.array([tpn == 1 or launchable(s.task_node, tpn) for s in starts])
+    return times, int(np.argmin(np.where(ok, times, np.inf))) if ok.any() else int(np.argmin(times))
+
+
+def _answer(topology, routing, traffic, task_node, starts, times, i0: int):
+    """``(task_node, time, name)`` of the result: the search's mapping evaluated afresh, or a start the search
+    did not begin from (not launchable) where that is faster."""
+    final = evaluate_batch(topology, routing, traffic, explicit(topology, task_node, "mapping search"))
+    t_final = float(final.metrics["completion_time"][0])
+    j = int(np.argmin(times))
+    if t_final > times[j]:
+        return np.asarray(starts[j].task_node, np.int64), float(times[j]), starts[j].name
+    return task_node, t_final, f"search from {starts[i0].name}"
+
+
+def _all_starts(topology, traffic, nodes, tpn: int, seed: int, starts, user_starts, extra_starts, cfgs: dict):
+    """``(starts, skipped, mine)``: the user's starts first, then the extra ones, then ``starts`` (default:
+    :func:`starting_points`), repeats left out; ``skipped``: each start left out and why; ``mine``: the user's."""
+    if starts is None:
+        starts, skipped = starting_points(topology, traffic, nodes, tpn, seed=seed, **cfgs)
+    else:
+        skipped = {}
+        _check_given_starts(topology, traffic, starts, nodes, tpn)
+    mine = _user_starts(topology, traffic, user_starts, nodes, tpn)
+    starts = _without_repeats(mine, starts, skipped)
+    if extra_starts:
+        starts = _extra_first(topology, traffic, extra_starts, [*mine, *starts], nodes, tpn, skipped) + list(starts)
+    return mine + list(starts), skipped, mine
+
+
+def _check_search_args(time_budget, max_iterations, seed, candidates) -> tuple[float, int | None, int, int]:
+    """``search_mapping``'s scalar arguments checked (a :class:`ConfigError` naming ``mapping.<field>``)."""
+    budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
+    if max_iterations is not None:
+        max_iterations = positive_int("mapping.max_iterations", max_iterations, minimum=0)
+    return budget, max_iterations, check_seed("mapping.seed", seed), positive_int("mapping.candidates", candidates)
+
+
 def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_per_node: int = 1,
                    time_budget: float = 60.0, seed: int = 0, candidates: int = 4096, starts: list[Start] | None = None,
                    traffic_cfg=None, topology_cfg=None, max_iterations: int | None = None,
@@ -245,106 +368,31 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         alone moved a result by up to 23 % (docs/mapping.md, "Moves and acceptance").
     """
     routing = as_routing(routing)
-    budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
-    if max_iterations is not None:
-        max_iterations = positive_int("mapping.max_iterations", max_iterations, minimum=0)
-    seed = check_seed("mapping.seed", seed)
-    candidates = positive_int("mapping.candidates", candidates)
+    budget, max_iterations, seed, candidates = _check_search_args(time_budget, max_iterations, seed, candidates)
     nodes, tpn = check_job(topology, traffic, available_nodes(topology, nodes), tasks_per_node)
     t_start = time.perf_counter()
-    if starts is None:
-        starts, skipped = starting_points(topology, traffic, nodes, tpn, seed=seed, traffic_cfg=traffic_cfg,
-                                          topology_cfg=topology_cfg)
-    else:
-        skipped = {}
-        allowed = set(nodes.tolist())
-        for s in starts:
-            tn = np.asarray(s.task_node)
-            counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
-            if tn.shape != (traffic.n_tasks,) or not set(tn.tolist()) <= allowed or counts.max(initial=0) > tpn:
-                raise ConfigError("mapping.starts", s.name, f"a mapping of {traffic.n_tasks} tasks onto the "
-                                  f"available nodes with at most {tpn} tasks per node")
-    mine = []
-    for s in user_starts or []:
-        if not isinstance(s, Start):
-            raise ConfigError("mapping.user_starts", s, "a list of Start(name, task_node)")
-        if s.name in {u.name for u in mine}:
-            raise ConfigError("mapping.user_starts", s.name, "starts of distinct names")
-        mine.append(Start(s.name, check_start(topology, traffic.n_tasks, nodes, tpn, s.task_node,
-                                              "mapping.user_starts", s.name)))
-    if mine:
-        keys = {tuple(s.task_node.tolist()): s.name for s in mine}
-        kept = []
-        for s in starts:  # a generated start the user's repeats is left out (the user's name stands for it)
-            k = tuple(np.asarray(s.task_node).tolist())
-            if k in keys:
-                skipped[s.name] = f"the same mapping as {keys[k]!r}"
-            elif s.name in {u.name for u in mine}:
-                skipped[s.name] = "a user's start has its name"
-            else:
-                kept.append(s)
-        starts = kept
-    if extra_starts:
-        allowed = np.zeros(topology.n_nodes, dtype=bool)
-        allowed[nodes] = True
-        first = []
-        seen = {}
-        for s in [*mine, *starts]:  # each mapping's first name
-            seen.setdefault(tuple(np.asarray(s.task_node).tolist()), s.name)
-        for s in extra_starts:
-            tn = np.asarray(s.task_node, np.int64)
-            counts = np.bincount(tn, minlength=topology.n_nodes) if tn.size else np.zeros(0)
-            if tn.shape != (traffic.n_tasks,) or not allowed[tn].all() or counts.max(initial=0) > tpn:
-                skipped[s.name] = f"not on the available nodes with at most {tpn} task(s) per node"
-                continue
-            key = tuple(tn.tolist())
-            if key in seen:  # named, so that a summary can count that start as this placement
-                skipped[s.name] = f"the same mapping as {seen[key]!r}"
-                continue
-            seen[key] = s.name
-            first.append(s)
-        starts = first + list(starts)
-    starts = mine + list(starts)
+    starts, skipped, mine = _all_starts(topology, traffic, nodes, tpn, seed, starts, user_starts, extra_starts,
+                                        {"traffic_cfg": traffic_cfg, "topology_cfg": topology_cfg})
     if not starts:
         raise ConfigError("mapping.starts", [], "at least one starting point")
     evaluator = move_evaluator(topology, routing, traffic, np.repeat(nodes, tpn))
     t_bound = time.perf_counter()
     bound = mapping_bound(topology, traffic, routing, nodes=nodes, tasks_per_node=tpn)
     t_bound = time.perf_counter() - t_bound
-    placements = [explicit(topology, np.asarray(s.task_node, np.int64), s.name) for s in starts]
-    res = evaluate_batch(topology, routing, [traffic] * len(placements), placements)
-    times = np.asarray(res.metrics["completion_time"], float)
-    start_times = {s.name: float(t) for s, t in zip(starts, times)}
-    # with several tasks per node the search keeps every node's task count (fixed_counts) and starts from the best
-    # start a launcher can run (every used node full but the last), keeping it so: block moves leave the partly
-    # filled node and the nodes above it alone
-    ok = np.array([tpn == 1 or launchable(s.task_node, tpn) for s in starts])
-    i0 = int(np.argmin(np.where(ok, times, np.inf))) if ok.any() else int(np.argmin(times))
+    times, i0 = _start_times(topology, routing, traffic, starts, tpn)
     t_built = time.perf_counter() - t_start - t_bound
     slot_node, slot_task = _slots(np.asarray(starts[i0].task_node, np.int64), nodes, tpn)
     assert np.array_equal(slot_node, evaluator.slot_node)
-    movable = None
-    if tpn > 1:
-        used, counts = np.unique(np.asarray(starts[i0].task_node), return_counts=True)
-        partial = used[counts < tpn]
-        if partial.size:
-            movable = slot_node < partial.min()
+    movable = _movable(starts[i0].task_node, slot_node, tpn)
     best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
                                max_iterations=max_iterations, fixed_counts=tpn > 1, movable=movable,
                                progress=progress, anneal=bool(anneal))
-    task_node = evaluator.task_node(best)
-    search_time = float(trace.best_completion_time[-1])
-    final = evaluate_batch(topology, routing, traffic, explicit(topology, task_node, "mapping search"))
-    t_final = float(final.metrics["completion_time"][0])
-    name = f"search from {starts[i0].name}"
-    j = int(np.argmin(times))
-    if t_final > times[j]:  # a start the search did not begin from (not launchable) is faster: it is the answer
-        task_node, t_final, name = np.asarray(starts[j].task_node, np.int64), float(times[j]), starts[j].name
+    task_node, t_final, name = _answer(topology, routing, traffic, evaluator.task_node(best), starts, times, i0)
     info = {"starts_seconds": t_built, "search_seconds": float(trace.elapsed[-1]) if trace.elapsed else 0.0,
             "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,
             "traffic": getattr(traffic, "name", "traffic"), "seed": seed, "candidates": candidates,
-            "time_budget": budget, "bound_seconds": t_bound, "move_kinds": trace.summary()}
-    if mine:
-        info["user_starts"] = "; ".join(s.name for s in mine)
-    return MappingResult(explicit(topology, task_node, name), t_final, start_times, dict(skipped),
-                         starts[i0].name, trace, search_time, nodes, tpn, bound.value, info, bound)
+            "time_budget": budget, "bound_seconds": t_bound, "move_kinds": trace.summary()} \
+        | ({"user_starts": "; ".join(s.name for s in mine)} if mine else {})
+    return MappingResult(explicit(topology, task_node, name), t_final,
+                         {s.name: float(x) for s, x in zip(starts, times)}, dict(skipped), starts[i0].name, trace,
+                         float(trace.best_completion_time[-1]), nodes, tpn, bound.value, info, bound)
