@@ -185,6 +185,46 @@ def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, p
 
 
 def main(argv: list[str]) -> int:
+    args = _parser().parse_intermixed_args(argv)
+    _check_rank_order_dir(args)
+    cfg, obj, as_run, user_placement = _compose(args)
+    out_dir = Path(obj.output_dir).parent / "mapping" if Path(obj.output_dir).name == "eval" else Path(
+        obj.output_dir)
+    if obj.save:
+        check_writable("output_dir", out_dir)
+    point = _build(obj)
+    tpn = args.tasks_per_node
+    if tpn is None:
+        tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)
+    nodes, _ = check_job(point.topology, point.traffic, available_nodes(point.topology, _nodes(args.nodes, point)),
+                         tpn)
+    mine = _user_starts(args.start, as_run, user_placement, point, nodes, tpn, args.tasks_per_node)
+    res = search_mapping(point.topology, point.traffic, point.routing, nodes=nodes, user_starts=mine,
+                         tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
+                         traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
+                         progress=not args.no_progress, anneal=args.anneal,
+                         extra_starts=_named_starts(as_run, user_placement, point, args.tasks_per_node))
+    print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
+          f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
+    _print_starts(res, args.verbose)
+    _print_search(res, args.verbose)
+    _print_found(res)
+    ds = res.to_dataset()
+    ds.attrs["config_yaml"] = config.to_yaml(cfg)
+    if obj.save:
+        try:
+            path = write_dataset(ds, out_dir, identity=ds.attrs["config_yaml"] + repr(sorted(vars(args).items())))
+        except OSError as exc:
+            raise StorageError(f"output_dir = {str(out_dir)!r}: cannot write the dataset there "
+                               f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
+        print(f"dataset: {path}")
+    if args.write_rank_order is not None:
+        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
+        print(f"rank order: {ro}\nnode list: {nl}")
+    return 0
+
+
+def _parser() -> ArgumentParser:
     ap = ArgumentParser(
         prog="evaluator map",
         description="search the task-to-node mapping of the config's job (topology, routing, traffic) that "
@@ -217,8 +257,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--verbose", action="store_true",
                     help="list every start that was skipped (does not apply to the job, or repeats another start) "
                          "with the reason, one line each, instead of one summary line")
-    args = ap.parse_intermixed_args(argv)
-    if args.write_rank_order is not None:  # refused before anything is computed
+    return ap
+
+
+def _check_rank_order_dir(args) -> None:
+    """``--write-rank-order DIR``: refused before anything is computed where it holds the files already (without
+    ``--force``) or cannot be written."""
+    if args.write_rank_order is not None:
         d = Path(args.write_rank_order)
         there = [str(d / n) for n in ("MPICH_RANK_ORDER", "node_list") if (d / n).exists()]
         if there and not args.force:
@@ -226,6 +271,12 @@ def main(argv: list[str]) -> int:
                               "a directory without MPICH_RANK_ORDER or node_list",
                               f"It holds {' and '.join(there)} already; choose another directory, or add --force.")
         check_writable("--write-rank-order", d)
+
+
+def _compose(args):
+    """``(cfg, obj, as_run, user_placement)``: the config (the placement ``linear`` unless the user named one: it
+    only says which nodes with ``--nodes placement``; ``--tasks-per-node`` in it), its object, the overrides of
+    the job as ``evaluator eval`` would run it, and whether the user named a placement."""
     overrides = list(args.overrides)
     user_placement = any(re.match(r"\+?placement=", o) for o in overrides)
     as_run = list(overrides)  # the job as `evaluator eval` would run it: its placement the config's default
@@ -244,12 +295,13 @@ def main(argv: list[str]) -> int:
     if config.has_jobs(obj):
         raise ConfigError("jobs", "several jobs", "one job (topology, routing, traffic)",
                           "evaluator map searches one job's mapping; evaluate several jobs with evaluator eval.")
-    out_dir = Path(obj.output_dir).parent / "mapping" if Path(obj.output_dir).name == "eval" else Path(
-        obj.output_dir)
-    if obj.save:
-        check_writable("output_dir", out_dir)
+    return cfg, obj, as_run, user_placement
+
+
+def _build(obj):
+    """The config's point; the placement's capacity check in this command's words (``--tasks-per-node``)."""
     try:
-        point = config.build(obj)
+        return config.build(obj)
     except ConfigError as exc:
         if (exc.field == "placement.n_tasks" and "tasks_per_node" in str(exc.allowed)
                 and getattr(obj.placement, "tasks_per_node", None) is not None):
@@ -258,24 +310,15 @@ def main(argv: list[str]) -> int:
                 "placement.tasks_per_node=", "--tasks-per-node "), exc.hint.replace(
                 "placement.tasks_per_node=", "--tasks-per-node ") if exc.hint else None) from None
         raise
-    tpn = args.tasks_per_node
-    if tpn is None:
-        tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)
-    nodes, _ = check_job(point.topology, point.traffic, available_nodes(point.topology, _nodes(args.nodes, point)),
-                         tpn)
-    mine = _user_starts(args.start, as_run, user_placement, point, nodes, tpn, args.tasks_per_node)
-    res = search_mapping(point.topology, point.traffic, point.routing, nodes=nodes, user_starts=mine,
-                         tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
-                         traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
-                         progress=not args.no_progress, anneal=args.anneal,
-                         extra_starts=_named_starts(as_run, user_placement, point, args.tasks_per_node))
-    t = res.trace
-    print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
-          f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
+
+
+def _print_starts(res, verbose: bool) -> None:
+    """Each start's time and the search's gain over it (the grid embeddings, up to 16 on a torus, as their best
+    and a count line unless ``verbose``), and the skipped starts (one summary line unless ``verbose``)."""
     # the grid embeddings (up to 16 on a torus) in one row, their best, and a count line (--verbose: every one)
     emb = [n for n in res.starts if is_embedding(n)]
     best_emb = min(emb, key=res.starts.get) if emb else None
-    shown = list(res.starts) if args.verbose or len(emb) < 2 else [
+    shown = list(res.starts) if verbose or len(emb) < 2 else [
         n for n in res.starts if not is_embedding(n) or n == best_emb]
     width = max(len(n) for n in shown)
     print(f"{'start':<{width}}  {'completion time':>15}  gain of the search")
@@ -286,11 +329,16 @@ def main(argv: list[str]) -> int:
             others = [res.starts[n] for n in emb if n != name]
             print(f"  and {len(others)} other grid embeddings, {format_value(min(others), 's')} to "
                   f"{format_value(max(others), 's')} (--verbose lists them)")
-    if args.verbose:
+    if verbose:
         for name, why in res.skipped.items():
             print(f"skipped {name}: {why}")
     elif res.skipped:
         print(skipped_summary(res.skipped))
+
+
+def _print_search(res, verbose: bool) -> None:
+    """The search's batches, moves and rate, its compilations' share, and the move kinds that paid."""
+    t = res.trace
     rate = t.evaluated[-1] / t.elapsed[-1] if t.elapsed and t.elapsed[-1] > 0 else 0.0
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
@@ -300,8 +348,12 @@ def main(argv: list[str]) -> int:
         print(f"lowering and compiling device calls: {format_value(cs, 's')} of the search "
               f"({t.evaluated[-1] / (t.elapsed[-1] - cs):,.0f} moves/s over the rest; a run of the same shapes "
               f"finds them in the compilation cache)")
-    if args.verbose or len(getattr(t, "kinds", {})) > 1:  # the move kinds that paid (several: structured moves ran)
+    if verbose or len(getattr(t, "kinds", {})) > 1:  # the move kinds that paid (several: structured moves ran)
         print(f"moves: {res.info['move_kinds']}")
+
+
+def _print_found(res) -> None:
+    """The mapping found against the best start and the best named placement, and the bound under it."""
     named = _named_times(res)
     best_named = min(named, key=named.get) if named else None
     vs_named = (f"; {(1 - res.completion_time / named[best_named]) * 100:.1f} % below the best named placement, "
@@ -316,16 +368,3 @@ def main(argv: list[str]) -> int:
             print(f"  the network's bound: {format_value(net[1], 's')} ({res.bound.describe(net[0])})")
         for note in res.bound.notes:
             print(f"  {note}")
-    ds = res.to_dataset()
-    ds.attrs["config_yaml"] = config.to_yaml(cfg)
-    if obj.save:
-        try:
-            path = write_dataset(ds, out_dir, identity=ds.attrs["config_yaml"] + repr(sorted(vars(args).items())))
-        except OSError as exc:
-            raise StorageError(f"output_dir = {str(out_dir)!r}: cannot write the dataset there "
-                               f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
-        print(f"dataset: {path}")
-    if args.write_rank_order is not None:
-        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
-        print(f"rank order: {ro}\nnode list: {nl}")
-    return 0
