@@ -181,6 +181,15 @@ class SearchTrace:
         return "; ".join(f"{k}: {c[1]:,} applied, {c[2]:,} improving of {c[0]:,} in {self.seconds.get(k, 0.0):.1f} s"
                          for k, c in self.kinds.items())
 
+    @classmethod
+    def started(cls, t: float, kinds) -> "SearchTrace":
+        """A trace with its first row (the start's time ``t``) and a count of zero for each move kind."""
+        trace = cls()
+        trace.add(0.0, 0, 0, t, t)
+        for k in kinds:
+            trace.count(k)
+        return trace
+
     def add(self, elapsed, evaluated, accepted, t, best):
         self.elapsed.append(elapsed)
         self.evaluated.append(evaluated)
@@ -336,11 +345,15 @@ class _Walk:
     m_accept: int = 8
     stale: int = 0
 
+    def rescore(self, evaluator) -> None:
+        """The state's loads and scores, evaluated afresh."""
+        self.loads = evaluator.loads(self.state)
+        self.t, self.q = evaluator.score(self.loads)
+
     def take(self, evaluator, a, b, picks) -> None:
         """Apply the moves ``picks`` of ``(a, b)`` and score the result afresh."""
         self.state = _apply(self.state, a, b, picks)
-        self.loads = evaluator.loads(self.state)
-        self.t, self.q = evaluator.score(self.loads)
+        self.rescore(evaluator)
 
     def improve(self, evaluator, a, b, tn, qn, good) -> tuple[int, float]:
         """Take the best improving moves that touch disjoint slots (up to ``m_accept``; only the best one when
@@ -418,14 +431,10 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
         evaluator, MOVE_KINDS if kinds is None else tuple(kinds), budget, movable)
     scheduler = KindScheduler(use_kinds)
     w = _Walk(np.asarray(slot_task, np.int64).copy(), None, 0.0, 0.0)
-    w.loads = evaluator.loads(w.state)
-    w.t, w.q = evaluator.score(w.loads)
+    w.rescore(evaluator)
     best = (w.t, w.q, w.state.copy())
-    trace = SearchTrace()
+    trace = SearchTrace.started(w.t, use_kinds)
     t0 = time.perf_counter()
-    trace.add(0.0, 0, 0, w.t, w.t)
-    for k in use_kinds:
-        trace.count(k)
     # the step (moves per vmapped step) that runs fastest here: each of a few tried on two batches (the first
     # compiles), then the fastest kept; only with a budget that pays for the compilations
     tunes = step is None and evaluator.step_choices and _tunes(budget, max_iterations)
