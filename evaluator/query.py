@@ -256,6 +256,80 @@ def _flat(da: xr.DataArray, like: xr.DataArray, dims: list[str]) -> np.ndarray:
     return np.asarray(da.broadcast_like(like).transpose(*dims).values).reshape(-1)
 
 
+def _where(ds, where, dims: list[str], label_names: list[str]):
+    """``(sub, label_filter)``: the dataset narrowed by ``where`` (a mask function, or axis labels), and the
+    labels asked of label coordinates (applied to the table's rows); a :class:`ConfigError` naming
+    ``where.<key>`` for an unknown axis or label."""
+    sub = ds
+    label_filter: dict[str, list[str]] = {}
+    if where is not None:
+        if callable(where):
+            mask = where(ds)
+            sub = ds.where(mask)
+        elif isinstance(where, dict):
+            sel = {}
+            for k, v in where.items():
+                labels = [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+                if k in label_names:
+                    known = sorted({str(x) for x in ds[k].values})
+                    missing = [x for x in labels if x not in known]
+                    require(not missing, f"where.{k}", missing, f"labels of {k}: {known}")
+                    label_filter[k] = labels
+                    continue
+                if k not in dims:
+                    raise ConfigError("where", k, f"axes of the dataset: {dims}" +
+                                      (f" or their labels: {label_names}" if label_names else ""),
+                                      None if dims else "This dataset has no axes (a single design point).")
+                values = _plain(ds[k].values)
+                known = [str(x) for x in values]
+                missing = [x for x in labels if x not in known]
+                require(not missing, f"where.{k}", missing, f"labels of {k}: {known}")
+                sel[k] = [values[known.index(x)] for x in labels]
+            sub = ds.sel(sel)
+        else:
+            raise ConfigError("where", where, "a mapping {axis: label or [labels]} or a function of the dataset "
+                                              "returning a boolean mask")
+    return sub, label_filter
+
+
+def _best_of_groups(frame, metric: str, keep: list, over: list, values, smaller: bool):
+    """Each combination of the kept axes: its best row and every row tied with it (``frame`` sorted best first);
+    with ``over``, ``ahead_by``: how many times better they are than the group's best row not tied with them
+    (``runner_up``: that row's labels on ``over``). Returns the rows and their metric values."""
+    if keep:
+        chosen, ahead, runner = [], [], []
+        for _, pos in frame.reset_index(drop=True).groupby(keep, sort=False).indices.items():
+            pos = sorted(pos)  # frame is sorted: the group's rows best first
+            top = values[pos[0]]
+            win = [p for p in pos if tied(values[p], top)]
+            rest = [p for p in pos if not tied(values[p], top)]
+            chosen += win
+            ratio = _ratio(top, values[rest[0]], smaller) if rest else float("nan")
+            name = ", ".join(f"{o}={frame.iloc[rest[0]][o]}" for o in over) if rest else ""
+            ahead += [ratio] * len(win)
+            runner += [name] * len(win)
+        order = np.argsort(np.asarray(chosen), kind="stable")
+        frame = frame.iloc[np.asarray(chosen)[order]].copy()
+        values = frame[metric].to_numpy(dtype=float)
+        if over:
+            frame["runner_up"] = np.asarray(runner, dtype=object)[order]
+            frame["ahead_by"] = np.asarray(ahead, dtype=float)[order]
+    else:
+        frame = frame.copy()
+    return frame, values
+
+
+def _next_ratios(values, ranks, smaller: bool):
+    """A plain ranking's ``ahead_by``: each row against the next row not tied with it (NaN for the last)."""
+    is_start = np.zeros(len(values), bool)
+    is_start[ranks - 1] = True
+    starts = np.flatnonzero(is_start)
+    j = np.searchsorted(starts, ranks - 1)  # the row's block
+    has_next = j + 1 < len(starts)
+    other = values[starts[np.minimum(j + 1, len(starts) - 1)]] if len(starts) else values
+    return np.where(has_next, _ratios(values, other, smaller), np.nan)
+
+
 def best(
     ds: xr.Dataset,
     metric: str | None = None,
@@ -318,6 +392,36 @@ def best(
         metric = default_metric(ds)
     _check_rankable(ds, metric)
     dims = [str(d) for d in ds[metric].dims]
+    over = _check_over(over, n, dims)
+    coord_labels = [str(c) for c in ds.coords if c not in ds.dims and ds[c].ndim >= 1
+                    and set(ds[c].dims) <= set(dims)]
+    row_labels = {d: _labels_of(ds, d) for d in dims}
+    sub, label_filter = _where(ds, where, dims, coord_labels + [x for d in dims for x in row_labels[d]])
+    frame = _sorted_rows(_frame(sub, metric, dims, coord_labels, row_labels), metric, label_filter)
+    keep = [d for d in dims if d not in over]
+    units = dict(frame.attrs.get("units", {}))
+    smaller = bool(smaller_is_better(metric))
+    values = frame[metric].to_numpy(dtype=float)
+    frame, values = _best_of_groups(frame, metric, keep, over, values, smaller)
+    # ranks: a row tied (TIE_RTOL) with the first row of its block shares that row's rank
+    ranks = _ranks(values)
+    if not keep:  # a plain ranking: how many times better than the next row not tied with it
+        frame["ahead_by"] = _next_ratios(values, ranks, smaller)
+    if "ahead_by" in frame.columns:
+        units["ahead_by"] = "x"
+    return _ranked_table(frame, metric, dims, row_labels, ranks, n, units)
+
+
+def _sorted_rows(frame, metric: str, label_filter: dict):
+    """The rows whose labels ``label_filter`` asks for and whose metric is finite, best first (stable)."""
+    for k, labels in label_filter.items():
+        frame = frame[frame[k].astype(str).isin(labels)]
+    frame = frame[np.isfinite(frame[metric].astype(float))]
+    return frame.sort_values(metric, ascending=smaller_is_better(metric), kind="stable")
+
+
+def _check_over(over, n, dims: list[str]) -> list[str]:
+    """``best``'s ``over`` (default: every axis) and ``n`` checked (a :class:`ConfigError` naming them)."""
     if over is not None and (isinstance(over, str) or not isinstance(over, (list, tuple, set, frozenset))):
         raise ConfigError("over", over, f"a list of axes of the dataset: {dims}")
     over = list(dims if over is None else over)
@@ -327,82 +431,13 @@ def best(
                           None if dims else "This dataset has no axes (a single design point).")
     if n is not None and not (is_int(n) and n >= 0):
         raise ConfigError("n", n, "an integer >= 0 (rows to keep; 0 or None: all)")
-    coord_labels = [str(c) for c in ds.coords if c not in ds.dims and ds[c].ndim >= 1
-                    and set(ds[c].dims) <= set(dims)]
-    row_labels = {d: _labels_of(ds, d) for d in dims}
-    label_names = coord_labels + [x for d in dims for x in row_labels[d]]
-    sub = ds
-    label_filter: dict[str, list[str]] = {}
-    if where is not None:
-        if callable(where):
-            mask = where(ds)
-            sub = ds.where(mask)
-        elif isinstance(where, dict):
-            sel = {}
-            for k, v in where.items():
-                labels = [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
-                if k in label_names:
-                    known = sorted({str(x) for x in ds[k].values})
-                    missing = [x for x in labels if x not in known]
-                    require(not missing, f"where.{k}", missing, f"labels of {k}: {known}")
-                    label_filter[k] = labels
-                    continue
-                if k not in dims:
-                    raise ConfigError("where", k, f"axes of the dataset: {dims}" +
-                                      (f" or their labels: {label_names}" if label_names else ""),
-                                      None if dims else "This dataset has no axes (a single design point).")
-                values = _plain(ds[k].values)
-                known = [str(x) for x in values]
-                missing = [x for x in labels if x not in known]
-                require(not missing, f"where.{k}", missing, f"labels of {k}: {known}")
-                sel[k] = [values[known.index(x)] for x in labels]
-            sub = ds.sel(sel)
-        else:
-            raise ConfigError("where", where, "a mapping {axis: label or [labels]} or a function of the dataset "
-                                              "returning a boolean mask")
-    frame = _frame(sub, metric, dims, coord_labels, row_labels)
-    for k, labels in label_filter.items():
-        frame = frame[frame[k].astype(str).isin(labels)]
-    frame = frame[np.isfinite(frame[metric].astype(float))]
-    frame = frame.sort_values(metric, ascending=smaller_is_better(metric), kind="stable")
-    keep = [d for d in dims if d not in over]
-    units = dict(frame.attrs.get("units", {}))
-    smaller = bool(smaller_is_better(metric))
-    values = frame[metric].to_numpy(dtype=float)
-    if keep:
-        # each combination of the kept axes: its best row and every row tied with it; ahead_by: how many times
-        # better they are than the group's best row not tied with them (runner_up: that row's labels on `over`)
-        chosen, ahead, runner = [], [], []
-        for _, pos in frame.reset_index(drop=True).groupby(keep, sort=False).indices.items():
-            pos = sorted(pos)  # frame is sorted: the group's rows best first
-            top = values[pos[0]]
-            win = [p for p in pos if tied(values[p], top)]
-            rest = [p for p in pos if not tied(values[p], top)]
-            chosen += win
-            ratio = _ratio(top, values[rest[0]], smaller) if rest else float("nan")
-            name = ", ".join(f"{o}={frame.iloc[rest[0]][o]}" for o in over) if rest else ""
-            ahead += [ratio] * len(win)
-            runner += [name] * len(win)
-        order = np.argsort(np.asarray(chosen), kind="stable")
-        frame = frame.iloc[np.asarray(chosen)[order]].copy()
-        values = frame[metric].to_numpy(dtype=float)
-        if over:
-            frame["runner_up"] = np.asarray(runner, dtype=object)[order]
-            frame["ahead_by"] = np.asarray(ahead, dtype=float)[order]
-    else:
-        frame = frame.copy()
-    # ranks: a row tied (TIE_RTOL) with the first row of its block shares that row's rank
-    ranks = _ranks(values)
-    if not keep:  # a plain ranking: how many times better than the next row not tied with it
-        is_start = np.zeros(len(values), bool)
-        is_start[ranks - 1] = True
-        starts = np.flatnonzero(is_start)
-        j = np.searchsorted(starts, ranks - 1)  # the row's block
-        has_next = j + 1 < len(starts)
-        other = values[starts[np.minimum(j + 1, len(starts) - 1)]] if len(starts) else values
-        frame["ahead_by"] = np.where(has_next, _ratios(values, other, smaller), np.nan)
-    if "ahead_by" in frame.columns:
-        units["ahead_by"] = "x"
+    return over
+
+
+def _ranked_table(frame, metric: str, dims, row_labels, ranks, n, units: dict) -> pd.DataFrame:
+    """The table ``best`` returns: the labels, the metric with ``ahead_by`` and ``runner_up`` beside it (the
+    latter only where some row has one), indexed by rank, its first ``n`` rows, without columns of units that are
+    empty; ``attrs["units"]``."""
     shown = [c for c in frame.columns if (c not in dims or not row_labels[c]) and c not in ("runner_up", "ahead_by")]
     at = shown.index(metric) + 1
     shown[at:at] = [c for c in ("ahead_by", "runner_up") if c in frame.columns]  # next to the ranked variable
