@@ -204,6 +204,115 @@ def fat_tree_bytes(children, parents, parallel_links) -> int:
 
 
 @no_type_check  # takes raw configuration and refuses bad values itself (ConfigError naming the field)
+def _tree_shape(children, parents, levels, k) -> tuple[tuple, tuple, str | None]:
+    """``(m, w, default name)`` of the tree: the k-ary n-tree shortcut when ``children`` is None, else the lists
+    given (``parents`` None: no taper), checked."""
+    if children is None:
+        require(parents is None, "topology.parents", parents, "null when children is null (the k-ary n-tree "
+                "shortcut sets both)", "Give topology.children as well, or drop topology.parents.")
+        n = 3 if levels is None else positive_int("topology.levels", levels)
+        k = 8 if k is None else k
+        require(is_int(k) and int(k) >= 2, "topology.k", k, "an integer >= 2 (the k of a k-ary n-tree)",
+                "Or give topology.children and topology.parents for any XGFT.")
+        k = int(k)
+        m = (k,) * n
+        w = (1,) + (k,) * (n - 1)
+        default_name = f"FT({k}-ary {n}-tree)"
+    else:
+        require(k is None, "topology.k", k, "null when topology.children is given (k is the k-ary n-tree shortcut)",
+                "Set topology.k=null, or drop topology.children.")
+        if not isinstance(children, (list, tuple, np.ndarray)) or isinstance(children, str) or len(children) < 1:
+            raise ConfigError("topology.children", children, "a non-empty list of positive integers (m_1 = hosts "
+                              "per leaf switch, m_i = children per level-i switch)")
+        h = len(children) if levels is None else positive_int("topology.levels", levels)
+        m = _levels_list("topology.children", children, h, "children per switch")
+        if parents is None:
+            w = (1,) + m[:-1]
+        else:
+            w = _levels_list("topology.parents", parents, h, "parents per switch or host")
+        default_name = None
+    h = len(m)
+    require(w[0] == 1, "topology.parents", list(w), "a list whose first entry is 1 (w_1: a host has one uplink)",
+            "Hosts hang off one leaf switch each; w_2 .. w_h are the parents of the switches.")
+    one = [i + 1 for i in range(1, h) if m[i] == 1]
+    require(not one, "topology.children", list(m), "m_i >= 2 at every level i >= 2 (a switch level whose switches "
+            f"have one child joins nothing: level {one[0] if one else 0} here)",
+            "Drop that level (and its entry in parents), or give its switches at least 2 children.")
+    return m, w, default_name
+
+
+def _tier_links(m, w, parallel_links, link_bandwidth, injection_bandwidth, radix):
+    """``(parallel links, bandwidths)`` per switch tier and the injection bandwidth, checked, and every switch's
+    ports within ``radix``."""
+    h = len(m)
+    n_tiers = h - 1
+    pl = tuple(positive_int(f, v) for f, v in _per_tier("topology.parallel_links", parallel_links, n_tiers))
+    bw = tuple(positive_float(f, v) for f, v in _per_tier("topology.link_bandwidth", link_bandwidth, n_tiers))
+    if n_tiers == 0:  # no switch-to-switch links: a single value is still checked
+        if not isinstance(parallel_links, (list, tuple, np.ndarray)):
+            positive_int("topology.parallel_links", parallel_links)
+        if not isinstance(link_bandwidth, (list, tuple, np.ndarray)):
+            positive_float("topology.link_bandwidth", link_bandwidth)
+    b_inj = positive_float("topology.injection_bandwidth", injection_bandwidth)
+    if radix is not None:
+        r = positive_int("topology.radix", radix, minimum=2)
+        for i in range(1, h + 1):
+            down = m[i - 1] * (1 if i == 1 else pl[i - 2])
+            up = w[i] * pl[i - 1] if i < h else 0
+            require(down + up <= r, "topology.radix", r,
+                    f"at least the ports of every switch: a level-{i} switch has {down} down + {up} up = "
+                    f"{down + up} ports (children {list(m)}, parents {list(w)}, parallel_links {list(pl)})",
+                    "Raise the radix, or give the switches fewer children or parents.")
+    return pl, bw, b_inj
+
+
+def _switches(m, w):
+    """``(switches per level, level offsets, coords[router, level + labels])``, leaves first."""
+    h = len(m)
+    n_sw = [math.prod(m[t:]) * math.prod(w[:t]) for t in range(1, h + 1)]
+    level_offset = np.concatenate([[0], np.cumsum(n_sw)]).astype(np.int64)
+    R = int(level_offset[-1])
+    coords = np.zeros((R, h + 1), dtype=np.int64)
+    for t in range(1, h + 1):
+        radices = tuple(m[t:][::-1]) + tuple(w[:t][::-1])  # (m_h .. m_{t+1}, w_t .. w_1)
+        lo, hi = int(level_offset[t - 1]), int(level_offset[t])
+        coords[lo:hi, 0] = t
+        if radices:
+            coords[lo:hi, 1:] = np.stack(np.unravel_index(np.arange(hi - lo), radices), axis=1)
+
+    return n_sw, level_offset, coords
+
+
+def _tier_link_arrays(m, w, pl, bw, n_sw, level_offset):
+    """The router links, tier by tier (up links, child ``c`` and port ``u``, then the down links in the same
+    order): their ends, classes and capacities, each tier's up and down offsets, the count and the class
+    names."""
+    h = len(m)
+    srcs, dsts, classes, caps = [], [], [], []
+    up_offset, down_offset = [], []
+    n_rl = 0
+    class_names = []
+    for t in range(1, h):
+        Y = math.prod(w[:t])
+        U = w[t] * pl[t - 1]
+        c = np.arange(n_sw[t - 1], dtype=np.int64)
+        u = np.arange(U, dtype=np.int64)
+        X, yy = c // Y, c % Y
+        parent_local = ((X // m[t])[:, None] * (w[t] * Y) + (u // pl[t - 1])[None, :] * Y + yy[:, None]).reshape(-1)
+        child = np.repeat(level_offset[t - 1] + c, U)
+        parent = level_offset[t] + parent_local
+        E = child.size
+        up_offset.append(n_rl)
+        down_offset.append(n_rl + E)
+        n_rl += 2 * E
+        srcs += [child, parent]
+        dsts += [parent, child]
+        classes += [np.full(E, 2 * (t - 1), np.int64), np.full(E, 2 * (t - 1) + 1, np.int64)]
+        caps += [np.full(2 * E, bw[t - 1])]
+        class_names += [f"level{t}-up", f"level{t}-down"]
+    return srcs, dsts, classes, caps, up_offset, down_offset, n_rl, class_names
+
+
 def fat_tree(
     children: list[int] | None = None,
     parents: list[int] | None = None,
@@ -248,94 +357,19 @@ def fat_tree(
     :class:`~evaluator.errors.ResourceError` a tree whose arrays would not fit
     in memory (:func:`fat_tree_bytes`), before anything is allocated.
     """
-    if children is None:
-        require(parents is None, "topology.parents", parents, "null when children is null (the k-ary n-tree "
-                "shortcut sets both)", "Give topology.children as well, or drop topology.parents.")
-        n = 3 if levels is None else positive_int("topology.levels", levels)
-        k = 8 if k is None else k
-        require(is_int(k) and int(k) >= 2, "topology.k", k, "an integer >= 2 (the k of a k-ary n-tree)",
-                "Or give topology.children and topology.parents for any XGFT.")
-        k = int(k)
-        m = (k,) * n
-        w = (1,) + (k,) * (n - 1)
-        default_name = f"FT({k}-ary {n}-tree)"
-    else:
-        require(k is None, "topology.k", k, "null when topology.children is given (k is the k-ary n-tree shortcut)",
-                "Set topology.k=null, or drop topology.children.")
-        if not isinstance(children, (list, tuple, np.ndarray)) or isinstance(children, str) or len(children) < 1:
-            raise ConfigError("topology.children", children, "a non-empty list of positive integers (m_1 = hosts "
-                              "per leaf switch, m_i = children per level-i switch)")
-        h = len(children) if levels is None else positive_int("topology.levels", levels)
-        m = _levels_list("topology.children", children, h, "children per switch")
-        if parents is None:
-            w = (1,) + m[:-1]
-        else:
-            w = _levels_list("topology.parents", parents, h, "parents per switch or host")
-        default_name = None
+    m, w, default_name = _tree_shape(children, parents, levels, k)
     h = len(m)
-    require(w[0] == 1, "topology.parents", list(w), "a list whose first entry is 1 (w_1: a host has one uplink)",
-            "Hosts hang off one leaf switch each; w_2 .. w_h are the parents of the switches.")
-    one = [i + 1 for i in range(1, h) if m[i] == 1]
-    require(not one, "topology.children", list(m), "m_i >= 2 at every level i >= 2 (a switch level whose switches "
-            f"have one child joins nothing: level {one[0] if one else 0} here)",
-            "Drop that level (and its entry in parents), or give its switches at least 2 children.")
-    n_tiers = h - 1
-    pl = tuple(positive_int(f, v) for f, v in _per_tier("topology.parallel_links", parallel_links, n_tiers))
-    bw = tuple(positive_float(f, v) for f, v in _per_tier("topology.link_bandwidth", link_bandwidth, n_tiers))
-    if n_tiers == 0:  # no switch-to-switch links: a single value is still checked
-        if not isinstance(parallel_links, (list, tuple, np.ndarray)):
-            positive_int("topology.parallel_links", parallel_links)
-        if not isinstance(link_bandwidth, (list, tuple, np.ndarray)):
-            positive_float("topology.link_bandwidth", link_bandwidth)
-    b_inj = positive_float("topology.injection_bandwidth", injection_bandwidth)
-    if radix is not None:
-        r = positive_int("topology.radix", radix, minimum=2)
-        for i in range(1, h + 1):
-            down = m[i - 1] * (1 if i == 1 else pl[i - 2])
-            up = w[i] * pl[i - 1] if i < h else 0
-            require(down + up <= r, "topology.radix", r,
-                    f"at least the ports of every switch: a level-{i} switch has {down} down + {up} up = "
-                    f"{down + up} ports (children {list(m)}, parents {list(w)}, parallel_links {list(pl)})",
-                    "Raise the radix, or give the switches fewer children or parents.")
+    pl, bw, b_inj = _tier_links(m, w, parallel_links, link_bandwidth, injection_bandwidth, radix)
     check_memory("topology", {"children": list(m), "parents": list(w), "parallel_links": list(pl)},
                  fat_tree_bytes(m, w, pl), f"its {math.prod(m):,} nodes' and switches' links",
                  "Lower the children or parents per level, or the levels.")
 
-    # switches per level, level by level (leaves first)
-    n_sw = [math.prod(m[t:]) * math.prod(w[:t]) for t in range(1, h + 1)]
-    level_offset = np.concatenate([[0], np.cumsum(n_sw)]).astype(np.int64)
+    n_sw, level_offset, coords = _switches(m, w)
     R = int(level_offset[-1])
-    coords = np.zeros((R, h + 1), dtype=np.int64)
-    for t in range(1, h + 1):
-        radices = tuple(m[t:][::-1]) + tuple(w[:t][::-1])  # (m_h .. m_{t+1}, w_t .. w_1)
-        lo, hi = int(level_offset[t - 1]), int(level_offset[t])
-        coords[lo:hi, 0] = t
-        if radices:
-            coords[lo:hi, 1:] = np.stack(np.unravel_index(np.arange(hi - lo), radices), axis=1)
 
     # router links, tier by tier: up links (child c, port u) then the down links in the same order
-    srcs, dsts, classes, caps = [], [], [], []
-    up_offset, down_offset = [], []
-    n_rl = 0
-    class_names = []
-    for t in range(1, h):
-        Y = math.prod(w[:t])
-        U = w[t] * pl[t - 1]
-        c = np.arange(n_sw[t - 1], dtype=np.int64)
-        u = np.arange(U, dtype=np.int64)
-        X, yy = c // Y, c % Y
-        parent_local = ((X // m[t])[:, None] * (w[t] * Y) + (u // pl[t - 1])[None, :] * Y + yy[:, None]).reshape(-1)
-        child = np.repeat(level_offset[t - 1] + c, U)
-        parent = level_offset[t] + parent_local
-        E = child.size
-        up_offset.append(n_rl)
-        down_offset.append(n_rl + E)
-        n_rl += 2 * E
-        srcs += [child, parent]
-        dsts += [parent, child]
-        classes += [np.full(E, 2 * (t - 1), np.int64), np.full(E, 2 * (t - 1) + 1, np.int64)]
-        caps += [np.full(2 * E, bw[t - 1])]
-        class_names += [f"level{t}-up", f"level{t}-down"]
+    srcs, dsts, classes, caps, up_offset, down_offset, n_rl, class_names = _tier_link_arrays(
+        m, w, pl, bw, n_sw, level_offset)
     leaf_of_node = np.repeat(np.arange(n_sw[0], dtype=np.int64), m[0])
     nsrc, ndst, nnode, ncls, ncap = node_links(R, leaf_of_node, n_rl, b_inj, len(class_names))
     src = np.concatenate(srcs + [nsrc])
@@ -347,26 +381,13 @@ def fat_tree(
         name = default_name or (f"XGFT({h};{','.join(map(str, m))};{','.join(map(str, w))})"
                                 + ("" if all(p == 1 for p in pl) else f"x{','.join(map(str, pl))}"))
     return FatTreeTopology(
-        name=name,
-        n_routers=R,
-        nodes_per_router=0,
-        router_coords=frozen(coords),
-        link_src=frozen(src.astype(np.int64)),
-        link_dst=frozen(dst.astype(np.int64)),
-        link_node=frozen(lnode),
-        link_class=frozen(cls.astype(np.int64)),
-        class_names=tuple(class_names) + ("injection", "ejection"),
-        capacity=frozen(cap.astype(np.float64)),
-        n_router_links=int(n_rl),
-        levels=h,
-        children=tuple(m),
-        parents=tuple(w),
-        parallel_links=tuple(pl),
-        link_bandwidth=tuple(bw),
-        injection_bandwidth=b_inj,
-        level_offset=frozen(level_offset),
-        up_offset=frozen(np.asarray(up_offset, np.int64)),
-        down_offset=frozen(np.asarray(down_offset, np.int64)),
+        name=name, n_routers=R, nodes_per_router=0, router_coords=frozen(coords),
+        link_src=frozen(src.astype(np.int64)), link_dst=frozen(dst.astype(np.int64)), link_node=frozen(lnode),
+        link_class=frozen(cls.astype(np.int64)), class_names=tuple(class_names) + ("injection", "ejection"),
+        capacity=frozen(cap.astype(np.float64)), n_router_links=int(n_rl),
+        levels=h, children=tuple(m), parents=tuple(w), parallel_links=tuple(pl), link_bandwidth=tuple(bw),
+        injection_bandwidth=b_inj, level_offset=frozen(level_offset),
+        up_offset=frozen(np.asarray(up_offset, np.int64)), down_offset=frozen(np.asarray(down_offset, np.int64)),
         leaf_of_node=frozen(leaf_of_node),
     )
 
