@@ -61,7 +61,8 @@ one_core()
 # faster (a 16,384-node fat tree's hashed ECMP all-to-all 13.0 -> 1.4 s per seed; ft_adaptive on a 4,096-node halo
 # 18.5 -> 9.4 s; the two modules 472 -> 177 CPU-s, 2026-11-28). Not worth it where a test compiles many small
 # kernels (tests/test_claims_adaptive.py took 47 -> 60 s). The kernels they build keep these options.
-OPTIMIZED_MODULES = {"test_claims_buyer", "test_claims_buyer_16k"} | set(
+# tests/test_claims_pencil_layouts.py evaluates 6,498 layouts of two 1,024- and 512-rank pencil FFTs: 52 -> 23 s.
+OPTIMIZED_MODULES = {"test_claims_buyer", "test_claims_buyer_16k", "test_claims_pencil_layouts"} | set(
     filter(None, os.environ.get("EVALUATOR_TEST_OPTIMIZED", "").split(",")))  # (more, to measure: a, b)
 _OPTIMIZED_OPTIONS = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
 
