@@ -97,6 +97,48 @@ def _check_torus_size(field: str, value, dims, wrap, nodes_per_router: int,
                  f"its {math.prod(dims) * nodes_per_router:,} nodes' links and tables", hint)
 
 
+def _router_links(dims_t: tuple[int, ...], wrap_t: tuple[bool, ...]):
+    """``(coords, neighbor_link, src, dst, dim)`` of the router links, in the order (router, dimension,
+    direction: +1 before -1), built vectorised; a wrapped dimension of two routers has one link per direction."""
+    R = int(np.prod(dims_t))
+    ndim = len(dims_t)
+    coords = np.stack(np.unravel_index(np.arange(R), dims_t), axis=1).astype(np.int64)
+    neighbor = -np.ones((R, ndim, 2), dtype=np.int64)
+    # Candidate links in the order (router, dim, direction); built vectorised.
+    cand_src, cand_dst, cand_dim, cand_dir = [], [], [], []
+    for k in range(ndim):
+        n = dims_t[k]
+        for d_idx, step in enumerate((+1, -1)):
+            c = coords[:, k] + step
+            if wrap_t[k]:
+                valid = np.full(R, n >= 2)
+                if n == 2 and step == -1:
+                    valid[:] = False  # same link as the +1 direction
+                c = c % n
+            else:
+                valid = (c >= 0) & (c < n)
+            nb = coords.copy()
+            nb[:, k] = np.clip(c, 0, n - 1)
+            dst = np.ravel_multi_index(tuple(nb.T), dims_t)
+            r = np.nonzero(valid)[0]
+            cand_src.append(r)
+            cand_dst.append(dst[r])
+            cand_dim.append(np.full(r.size, k))
+            cand_dir.append(np.full(r.size, d_idx))
+    cs = np.concatenate(cand_src)
+    cd = np.concatenate(cand_dst)
+    ck = np.concatenate(cand_dim)
+    cdir = np.concatenate(cand_dir)
+    order = np.lexsort((cdir, ck, cs))
+    cs, cd, ck, cdir = cs[order], cd[order], ck[order], cdir[order]
+    link_ids = np.arange(cs.size)
+    neighbor[cs, ck, cdir] = link_ids
+    for k in range(ndim):
+        if wrap_t[k] and dims_t[k] == 2:
+            neighbor[:, k, 1] = neighbor[:, k, 0]
+    return coords, neighbor, cs, cd, ck
+
+
 def torus(
     dims: Sequence[int],
     wrap: bool | Sequence[bool] = True,
@@ -150,48 +192,13 @@ def torus(
     _check_torus_size("topology.dims", list(dims_t), dims_t, wrap_t, npr)
 
     R = int(np.prod(dims_t))
-    coords = np.stack(np.unravel_index(np.arange(R), dims_t), axis=1).astype(np.int64)
-    neighbor = -np.ones((R, ndim, 2), dtype=np.int64)
-    src_l, dst_l, cls_l, cap_l = [], [], [], []
-    # Candidate links in the order (router, dim, direction); built vectorised.
-    cand_src, cand_dst, cand_dim, cand_dir = [], [], [], []
-    for k in range(ndim):
-        n = dims_t[k]
-        for d_idx, step in enumerate((+1, -1)):
-            c = coords[:, k] + step
-            if wrap_t[k]:
-                valid = np.full(R, n >= 2)
-                if n == 2 and step == -1:
-                    valid[:] = False  # same link as the +1 direction
-                c = c % n
-            else:
-                valid = (c >= 0) & (c < n)
-            nb = coords.copy()
-            nb[:, k] = np.clip(c, 0, n - 1)
-            dst = np.ravel_multi_index(tuple(nb.T), dims_t)
-            r = np.nonzero(valid)[0]
-            cand_src.append(r)
-            cand_dst.append(dst[r])
-            cand_dim.append(np.full(r.size, k))
-            cand_dir.append(np.full(r.size, d_idx))
-    cs = np.concatenate(cand_src)
-    cd = np.concatenate(cand_dst)
-    ck = np.concatenate(cand_dim)
-    cdir = np.concatenate(cand_dir)
-    order = np.lexsort((cdir, ck, cs))
-    cs, cd, ck, cdir = cs[order], cd[order], ck[order], cdir[order]
-    link_ids = np.arange(cs.size)
-    neighbor[cs, ck, cdir] = link_ids
-    for k in range(ndim):
-        if wrap_t[k] and dims_t[k] == 2:
-            neighbor[:, k, 1] = neighbor[:, k, 0]
-    src_l, dst_l, cls_l = cs, cd, ck
-    cap_l = np.asarray(bw_t, dtype=np.float64)[ck]
-    n_rl = int(cs.size)
+    coords, neighbor, src_l, dst_l, cls_l = _router_links(dims_t, wrap_t)
+    cap_l = np.asarray(bw_t, dtype=np.float64)[cls_l]
+    n_rl = int(src_l.size)
 
     if injection_bandwidth is None:
         out_bw = np.zeros(R)
-        np.add.at(out_bw, cs, cap_l)
+        np.add.at(out_bw, src_l, cap_l)
         injection_bandwidth = float(out_bw.max() / npr) if n_rl else float(max(bw_t))
     inj = positive_float("topology.injection_bandwidth", injection_bandwidth)
     nsrc, ndst, nnode, ncls, ncap = node_links(R, npr, n_rl, inj, ndim)
@@ -201,22 +208,13 @@ def torus(
         kind = "torus" if all(wrap_t) else ("mesh" if not any(wrap_t) else "torus/mesh")
         name = f"{kind} {shape}" + (f" ({npr} nodes/router)" if npr > 1 else "")
     return TorusTopology(
-        name=name,
-        n_routers=R,
-        nodes_per_router=npr,
-        router_coords=frozen(coords),
+        name=name, n_routers=R, nodes_per_router=npr, router_coords=frozen(coords),
         link_src=frozen(np.concatenate([src_l, nsrc]).astype(np.int64)),
         link_dst=frozen(np.concatenate([dst_l, ndst]).astype(np.int64)),
         link_node=frozen(np.concatenate([-np.ones(n_rl, np.int64), nnode]).astype(np.int64)),
-        link_class=frozen(np.concatenate([cls_l, ncls]).astype(np.int64)),
-        class_names=class_names,
-        capacity=frozen(np.concatenate([cap_l, ncap])),
-        n_router_links=n_rl,
-        dims=dims_t,
-        wrap=wrap_t,
-        link_bandwidth=bw_t,
-        injection_bandwidth=inj,
-        neighbor_link=frozen(neighbor),
+        link_class=frozen(np.concatenate([cls_l, ncls]).astype(np.int64)), class_names=class_names,
+        capacity=frozen(np.concatenate([cap_l, ncap])), n_router_links=n_rl,
+        dims=dims_t, wrap=wrap_t, link_bandwidth=bw_t, injection_bandwidth=inj, neighbor_link=frozen(neighbor),
     )
 
 
