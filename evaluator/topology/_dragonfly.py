@@ -106,6 +106,58 @@ def dragonfly_bytes(p: int, a: int, h: int, g: int) -> int:
     return 36 * g * a * a + 24 * g * g * max(m, 1) + 48 * n_local + 56 * n_glob + 112 * n_nodes + 64 * n_links
 
 
+def _check_sizes(p, a, h, g, arrangement) -> tuple[int, int, int, int, str]:
+    """``(p, a, h, g, arrangement)`` checked (``g`` defaults to ``a*h + 1``; the arrangement's alias resolved); a
+    :class:`ConfigError` naming ``topology.<field>`` otherwise."""
+    p = positive_int("topology.p", p)
+    a = positive_int("topology.a", a)
+    h = positive_int("topology.h", h)
+    gmax = a * h + 1
+    g = positive_int("topology.g", gmax if g is None else g, minimum=2)
+    require(g <= gmax, "topology.g", g, f"an integer in [2, a*h+1] = [2, {gmax}] (a={a}, h={h})",
+            "Lower g, or raise a or h.")
+    require(arrangement in _ARRANGEMENT_ALIASES, "topology.arrangement", arrangement,
+            f"one of {sorted(_ARRANGEMENT_ALIASES)}")
+    return p, a, h, g, _ARRANGEMENT_ALIASES[arrangement]
+
+
+def _local_links(g: int, a: int):
+    """``(local_link[G, i, j], src, dst)`` of the local links: group by group, ``(i, j)`` row-major, ``i != j``."""
+    G_, I_, J_ = np.meshgrid(np.arange(g), np.arange(a), np.arange(a), indexing="ij")
+    off = I_ != J_
+    lg, li, lj = G_[off], I_[off], J_[off]
+    n_local = lg.size
+    local_link = -np.ones((g, a, a), dtype=np.int64)
+    local_link[lg, li, lj] = np.arange(n_local)
+    l_src = lg * a + li
+    l_dst = lg * a + lj
+
+    return local_link, l_src, l_dst
+
+
+def _global_links(g: int, a: int, h: int, m: int, arr: str, n_local: int):
+    """``(global_link[G, H, c], global_owner[G, H, c], src, dst)`` of the global links (ids from ``n_local``):
+    group by group, port by port (used ports only)."""
+    n_used = m * (g - 1)
+    Gp, Jp = np.meshgrid(np.arange(g), np.arange(n_used), indexing="ij")
+    Gp, Jp = Gp.ravel(), Jp.ravel()
+    t = Jp % (g - 1)
+    c = Jp // (g - 1)
+    H = _global_port_target(arr, Gp, t, g)
+    owner_idx = Jp // h
+    global_link = -np.ones((g, g, m), dtype=np.int64)
+    global_owner = -np.ones((g, g, m), dtype=np.int64)
+    global_link[Gp, H, c] = n_local + np.arange(Gp.size)
+    global_owner[Gp, H, c] = owner_idx
+    if m > 0:
+        offd = ~np.eye(g, dtype=bool)
+        assert (global_link[offd] >= 0).all(), "global arrangement left a group pair unconnected"
+    g_src = Gp * a + owner_idx
+    g_dst = H * a + global_owner[H, Gp, c]
+
+    return global_link, global_owner, g_src, g_dst
+
+
 def dragonfly(
     p: int,
     a: int,
@@ -154,21 +206,9 @@ def dragonfly(
     allocated, with a :class:`~evaluator.errors.ResourceError` naming the
     ``topology`` and its ``p, a, h, g``.
     """
-    p = positive_int("topology.p", p)
-    a = positive_int("topology.a", a)
-    h = positive_int("topology.h", h)
-    gmax = a * h + 1
-    if g is None:
-        g = gmax
-    g = positive_int("topology.g", g, minimum=2)
-    require(g <= gmax, "topology.g", g, f"an integer in [2, a*h+1] = [2, {gmax}] (a={a}, h={h})",
-            "Lower g, or raise a or h.")
-    require(arrangement in _ARRANGEMENT_ALIASES, "topology.arrangement", arrangement,
-            f"one of {sorted(_ARRANGEMENT_ALIASES)}")
-    arr = _ARRANGEMENT_ALIASES[arrangement]
-    bp = positive_float("topology.bandwidth_p", bandwidth_p)
-    bl = positive_float("topology.bandwidth_l", bandwidth_l)
-    br = positive_float("topology.bandwidth_r", bandwidth_r)
+    p, a, h, g, arr = _check_sizes(p, a, h, g, arrangement)
+    bp, bl, br = (positive_float(f"topology.bandwidth_{k}", b) for k, b in (("p", bandwidth_p), ("l", bandwidth_l),
+                                                                          ("r", bandwidth_r)))
     check_memory("topology", {"p": p, "a": a, "h": h, "g": g}, dragonfly_bytes(p, a, h, g),
                  f"its {g * a * p:,} nodes' links and tables (local_link [g, a, a], global_link [g, g, m])",
                  "Lower p, a, h or g (g defaults to a*h+1).")
@@ -177,67 +217,26 @@ def dragonfly(
 
     coords = np.stack([np.arange(R) // a, np.arange(R) % a], axis=1).astype(np.int64)
 
-    # Local links: group by group, (i, j) row-major, i != j.
-    G_, I_, J_ = np.meshgrid(np.arange(g), np.arange(a), np.arange(a), indexing="ij")
-    off = I_ != J_
-    lg, li, lj = G_[off], I_[off], J_[off]
-    n_local = lg.size
-    local_link = -np.ones((g, a, a), dtype=np.int64)
-    local_link[lg, li, lj] = np.arange(n_local)
-    l_src = lg * a + li
-    l_dst = lg * a + lj
+    local_link, l_src, l_dst = _local_links(g, a)
+    n_local = int(l_src.size)
+    global_link, global_owner, g_src, g_dst = _global_links(g, a, h, m, arr, n_local)
+    n_global = int(g_src.size)
 
-    # Global links: group by group, port by port (used ports only).
-    n_used = m * (g - 1)
-    Gp, Jp = np.meshgrid(np.arange(g), np.arange(n_used), indexing="ij")
-    Gp, Jp = Gp.ravel(), Jp.ravel()
-    t = Jp % (g - 1)
-    c = Jp // (g - 1)
-    H = _global_port_target(arr, Gp, t, g)
-    owner_idx = Jp // h
-    global_link = -np.ones((g, g, m), dtype=np.int64)
-    global_owner = -np.ones((g, g, m), dtype=np.int64)
-    global_link[Gp, H, c] = n_local + np.arange(Gp.size)
-    global_owner[Gp, H, c] = owner_idx
-    if m > 0:
-        offd = ~np.eye(g, dtype=bool)
-        assert (global_link[offd] >= 0).all(), "global arrangement left a group pair unconnected"
-    g_src = Gp * a + owner_idx
-    g_dst = H * a + global_owner[H, Gp, c]
-
-    n_rl = n_local + Gp.size
+    n_rl = n_local + n_global
     nsrc, ndst, nnode, ncls, ncap = node_links(R, p, n_rl, bp, 2)
     src = np.concatenate([l_src, g_src, nsrc])
     dst = np.concatenate([l_dst, g_dst, ndst])
-    cls = np.concatenate([np.zeros(n_local, np.int64), np.ones(Gp.size, np.int64), ncls])
-    cap = np.concatenate([np.full(n_local, bl), np.full(Gp.size, br), ncap])
+    cls = np.concatenate([np.zeros(n_local, np.int64), np.ones(n_global, np.int64), ncls])
+    cap = np.concatenate([np.full(n_local, bl), np.full(n_global, br), ncap])
     lnode = np.concatenate([-np.ones(n_rl, np.int64), nnode])
-    if name is None:
-        name = f"DF({p},{a},{h},{g})"
     return DragonflyTopology(
-        name=name,
-        n_routers=R,
-        nodes_per_router=p,
-        router_coords=frozen(coords),
-        link_src=frozen(src.astype(np.int64)),
-        link_dst=frozen(dst.astype(np.int64)),
-        link_node=frozen(lnode),
-        link_class=frozen(cls),
-        class_names=("local", "global", "injection", "ejection"),
-        capacity=frozen(cap.astype(np.float64)),
-        n_router_links=int(n_rl),
-        p=p,
-        a=a,
-        h=h,
-        g=g,
-        arrangement=arr,
-        links_per_pair=m,
-        local_link=frozen(local_link),
-        global_link=frozen(global_link),
-        global_owner=frozen(global_owner),
-        bandwidth_p=bp,
-        bandwidth_l=bl,
-        bandwidth_r=br,
+        name=f"DF({p},{a},{h},{g})" if name is None else name, n_routers=R, nodes_per_router=p, router_coords=frozen(coords),
+        link_src=frozen(src.astype(np.int64)), link_dst=frozen(dst.astype(np.int64)), link_node=frozen(lnode),
+        link_class=frozen(cls), class_names=("local", "global", "injection", "ejection"),
+        capacity=frozen(cap.astype(np.float64)), n_router_links=int(n_rl),
+        p=p, a=a, h=h, g=g, arrangement=arr, links_per_pair=m, local_link=frozen(local_link),
+        global_link=frozen(global_link), global_owner=frozen(global_owner),
+        bandwidth_p=bp, bandwidth_l=bl, bandwidth_r=br,
     )
 
 
