@@ -192,64 +192,69 @@ def dmodk_codes(topo: FatTreeTopology) -> Int[np.ndarray, "tier node"]:
     return code
 
 
-def build_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
-    """Compile ``dmodk``, ``ecmp`` or ``ecmp_spray`` for one fat tree (host side; tables linear in the nodes)."""
+def dmodk_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
+    """Compile ``dmodk`` for one fat tree (host side; tables linear in the nodes)."""
     tiers = _tiers(topo)
     n_rl = int(topo.n_router_links)
     n_nodes = int(topo.n_nodes)
+    code = dmodk_codes(topo)
+    itype = np.int32 if max(n_rl, 1) < 2**31 else np.int64
+    tables = {"code": code.astype(itype)}
+
+    def tier_links(code, src, dst):
+        """Per tier ``(crosses, up link, down link)`` of every flow between nodes ``src -> dst``."""
+        src, dst = src.astype(code.dtype), dst.astype(code.dtype)
+        for i, T in enumerate(tiers):
+            Xs, Xd = src // T["S"], dst // T["S"]
+            c = take(code[i], dst)
+            YU = T["Y"] * T["U"]
+            yield Xs != Xd, T["up"] + Xs * YU + c, T["down"] + Xd * YU + c
+
+    def apply(tables, src, dst, weight, extra=None):
+        """``src``/``dst``: node ids (the kernel's endpoints); each flow's up and down link of every tier it
+        crosses, added in link order."""
+        buf = jnp.zeros(n_rl + fused_size(extra), weight.dtype)
+        for on, up, down in tier_links(tables["code"], src, dst):
+            w = jnp.where(on, weight, 0.0)
+            buf = add_at(add_at(buf, up, w), down, w)
+        return add_extra(buf, extra, n_rl)
+
+    def apply_dense(tables, u, v):
+        """``u``, ``v``: per node (the endpoints)."""
+        U_all = u.sum()
+        parts = []
+        for i, T in enumerate(tiers):
+            YU, nX = T["Y"] * T["U"], T["nX"]
+            X = jnp.arange(n_nodes, dtype=tables["code"].dtype) // T["S"]
+            v_code = segment_add(v, X * YU + tables["code"][i], nX * YU).reshape(nX, YU)
+            u_sub = u.reshape(nX, T["S"]).sum(1)
+            up = u_sub[:, None] * jnp.maximum(v_code.sum(0)[None, :] - v_code, 0.0)
+            down = v_code * jnp.maximum(U_all - u_sub, 0.0)[:, None]
+            parts += [up.reshape(-1), down.reshape(-1)]
+        return jnp.concatenate(parts) if parts else jnp.zeros(0, u.dtype)
+
+    def flow_links(ftables, src, dst):
+        """``src``/``dst``: node ids; every flow's up and down link of each tier, tier by tier (``-1`` and 0
+        from the first tier it does not cross: its nearest common ancestor's subtree), all of its bytes."""
+        links = [jnp.where(on, x, -1) for on, up, down in tier_links(ftables["code"], src, dst) for x in (up, down)]
+        links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, ftables["code"].dtype)
+        return links, jnp.where(links >= 0, 1.0, 0.0)
+
+    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, int(code.size),
+                           endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes,
+                           flow_links=flow_links, flow_tables=dict(tables), flow_width=max(2 * len(tiers), 1))
+
+
+def ecmp_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
+    """Compile ``ecmp`` (hashed) for one fat tree (host side)."""
+    return _hashed_operator(topo, routing, _tiers(topo))
+
+
+def spray_operator(topo: FatTreeTopology, routing: Routing) -> RoutingOperator:
+    """Compile ``ecmp_spray`` for one fat tree (host side): per-subtree sums, spread evenly over the subtree's
+    links of the tier."""
+    tiers = _tiers(topo)
     n_leaves = topo.switches(1)
-    if routing.kind == "dmodk":
-        code = dmodk_codes(topo)
-        itype = np.int32 if max(n_rl, 1) < 2**31 else np.int64
-        tables = {"code": code.astype(itype)}
-
-        def tier_links(code, src, dst):
-            """Per tier ``(crosses, up link, down link)`` of every flow between nodes ``src -> dst``."""
-            src, dst = src.astype(code.dtype), dst.astype(code.dtype)
-            for i, T in enumerate(tiers):
-                Xs, Xd = src // T["S"], dst // T["S"]
-                c = take(code[i], dst)
-                YU = T["Y"] * T["U"]
-                yield Xs != Xd, T["up"] + Xs * YU + c, T["down"] + Xd * YU + c
-
-        def apply(tables, src, dst, weight, extra=None):
-            """``src``/``dst``: node ids (the kernel's endpoints); each flow's up and down link of every tier it
-            crosses, added in link order."""
-            buf = jnp.zeros(n_rl + fused_size(extra), weight.dtype)
-            for on, up, down in tier_links(tables["code"], src, dst):
-                w = jnp.where(on, weight, 0.0)
-                buf = add_at(add_at(buf, up, w), down, w)
-            return add_extra(buf, extra, n_rl)
-
-        def apply_dense(tables, u, v):
-            """``u``, ``v``: per node (the endpoints)."""
-            U_all = u.sum()
-            parts = []
-            for i, T in enumerate(tiers):
-                YU, nX = T["Y"] * T["U"], T["nX"]
-                X = jnp.arange(n_nodes, dtype=tables["code"].dtype) // T["S"]
-                v_code = segment_add(v, X * YU + tables["code"][i], nX * YU).reshape(nX, YU)
-                u_sub = u.reshape(nX, T["S"]).sum(1)
-                up = u_sub[:, None] * jnp.maximum(v_code.sum(0)[None, :] - v_code, 0.0)
-                down = v_code * jnp.maximum(U_all - u_sub, 0.0)[:, None]
-                parts += [up.reshape(-1), down.reshape(-1)]
-            return jnp.concatenate(parts) if parts else jnp.zeros(0, u.dtype)
-
-        def flow_links(ftables, src, dst):
-            """``src``/``dst``: node ids; every flow's up and down link of each tier, tier by tier (``-1`` and 0
-            from the first tier it does not cross: its nearest common ancestor's subtree), all of its bytes."""
-            links = [jnp.where(on, x, -1) for on, up, down in tier_links(ftables["code"], src, dst) for x in (up, down)]
-            links = jnp.stack(links, axis=1) if links else jnp.full((src.shape[0], 1), -1, ftables["code"].dtype)
-            return links, jnp.where(links >= 0, 1.0, 0.0)
-
-        return RoutingOperator(routing, topo.name, tables, apply, apply_dense, int(code.size),
-                               endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes,
-                               flow_links=flow_links, flow_tables=dict(tables), flow_width=max(2 * len(tiers), 1))
-
-    if routing.kind == "ecmp":
-        return _hashed_operator(topo, routing, tiers)
-
-    # ecmp_spray: per-subtree sums, spread evenly over the subtree's links of the tier
     offsets = np.concatenate([[0], np.cumsum([2 * T["nX"] for T in tiers])]).astype(int).tolist()
     SIZE = offsets[-1]
 
@@ -515,7 +520,7 @@ class EcmpSprayConfig:
     kind: str = "ecmp_spray"
 
 
-DMODK = RoutingKind("dmodk", DmodkConfig, lambda cfg: dmodk(), topologies=("fat_tree",), operator=build_operator)
-ECMP = RoutingKind("ecmp", EcmpConfig, lambda cfg: ecmp(cfg.seed), topologies=("fat_tree",), operator=build_operator)
+DMODK = RoutingKind("dmodk", DmodkConfig, lambda cfg: dmodk(), topologies=("fat_tree",), operator=dmodk_operator)
+ECMP = RoutingKind("ecmp", EcmpConfig, lambda cfg: ecmp(cfg.seed), topologies=("fat_tree",), operator=ecmp_operator)
 ECMP_SPRAY = RoutingKind("ecmp_spray", EcmpSprayConfig, lambda cfg: ecmp_spray(), topologies=("fat_tree",),
-                         operator=build_operator)
+                         operator=spray_operator)
