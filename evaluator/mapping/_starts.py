@@ -155,6 +155,47 @@ def _kind_config(kind, tpn: int, grid: list[int] | None, group_nodes: int):
     return dataclasses.replace(cfg, **over)
 
 
+def _add_grid_orders(out, grid, slots, router, groups, nodes, n: int, tpn: int) -> None:
+    """Cray ``grid_order -R`` rank orders of the task grid, cells of a node's, a router's and a group's tasks (the
+    cells that are not runs of consecutive tasks), onto the launcher's slots."""
+    if grid is None:
+        out.skipped["grid_order"] = ("the traffic has no task grid (a stencil's beta, a traffic's grid, a traffic "
+                                      "file's traffic.grid or '# grid:' header)")
+    else:
+        sizes = sorted({tpn, tpn * int(np.bincount(router[nodes]).max()),
+                        tpn * int(np.bincount(groups[-1][nodes]).max())})
+        for size in (s for s in sizes if 1 < s <= n):
+            cell = _cells(grid, size)
+            if cell is None:
+                out.skipped[f"grid_order cells of {size} tasks"] = (
+                    f"no cell of {size} tasks divides the grid {grid} other than runs of consecutive tasks "
+                    "(the same as 'linear')")
+                continue
+            order = grid_order(grid, cell, "R", n)
+            tn = np.empty(n, dtype=np.int64)
+            tn[order] = slots
+            out.add(f"grid_order -R -c {','.join(map(str, cell))}", tn)
+
+
+
+def _add_named(out, topology, n: int, tpn: int, grid, group_nodes: int, traffic_cfg, topology_cfg) -> None:
+    """Every named placement that applies here (those that do not: skipped, with the reason)."""
+    ctx_traffic = traffic_cfg if (grid is None or _get(traffic_cfg, "beta") is not None) else _GridCfg(grid)
+    ctx = PlacementContext(topology, n, ctx_traffic, topology_cfg)
+    for name, kind in KINDS.items():
+        if name in COVERED:
+            continue
+        if name in NOT_STARTS:
+            out.skipped[name] = NOT_STARTS[name]
+            continue
+        try:
+            pl = kind.build(_kind_config(kind, tpn, grid, group_nodes), ctx)
+        except ConfigError as exc:
+            out.skipped[name] = str(exc)
+            continue
+        out.add(name, pl.task_node)
+
+
 def starting_points(topology: Topology, traffic, nodes, tasks_per_node: int, *, seed: int = 0,
                     traffic_cfg=None, topology_cfg=None) -> tuple[list[Start], dict[str, str]]:
     """The starting points of a mapping search for one job (module docstring).
@@ -193,39 +234,8 @@ def starting_points(topology: Topology, traffic, nodes, tasks_per_node: int, *, 
     groups = np.asarray(topology.node_groups(), dtype=np.int64)
     router = np.asarray(topology.node_router)
     group_nodes = int(np.bincount(groups[-1]).max())
-    if grid is None:
-        out.skipped["grid_order"] = ("the traffic has no task grid (a stencil's beta, a traffic's grid, a traffic "
-                                      "file's traffic.grid or '# grid:' header)")
-    else:
-        sizes = sorted({tpn, tpn * int(np.bincount(router[nodes]).max()),
-                        tpn * int(np.bincount(groups[-1][nodes]).max())})
-        for size in (s for s in sizes if 1 < s <= n):
-            cell = _cells(grid, size)
-            if cell is None:
-                out.skipped[f"grid_order cells of {size} tasks"] = (
-                    f"no cell of {size} tasks divides the grid {grid} other than runs of consecutive tasks "
-                    "(the same as 'linear')")
-                continue
-            order = grid_order(grid, cell, "R", n)
-            tn = np.empty(n, dtype=np.int64)
-            tn[order] = slots
-            out.add(f"grid_order -R -c {','.join(map(str, cell))}", tn)
-
-    ctx_traffic = traffic_cfg if (grid is None or _get(traffic_cfg, "beta") is not None) else _GridCfg(grid)
-    ctx = PlacementContext(topology, n, ctx_traffic, topology_cfg)
-    for name, kind in KINDS.items():
-        if name in COVERED:
-            continue
-        if name in NOT_STARTS:
-            out.skipped[name] = NOT_STARTS[name]
-            continue
-        try:
-            pl = kind.build(_kind_config(kind, tpn, grid, group_nodes), ctx)
-        except ConfigError as exc:
-            out.skipped[name] = str(exc)
-            continue
-        out.add(name, pl.task_node)
-
+    _add_grid_orders(out, grid, slots, router, groups, nodes, n, tpn)
+    _add_named(out, topology, n, tpn, grid, group_nodes, traffic_cfg, topology_cfg)
     free = np.zeros(topology.n_nodes, dtype=bool)
     free[nodes] = True
     try:
