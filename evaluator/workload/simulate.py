@@ -132,6 +132,17 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         none; refused otherwise (:meth:`SpeedupTable.check_machine`).
     """
     t_wall = _time.perf_counter()
+    G, table = _check_simulation(trace, policy, speedups, speedup_rule, nodes_per_group, backfill_depth, progress,
+                                 allow_foreign_speedups)
+    jobs = _jobs_in_order(trace)
+    res = _run(jobs, policy, table, speedup_rule, G, backfill_depth, progress)
+    return _simulation_dataset(trace, jobs, res, policy, table, speedup_rule, G, backfill_depth, t_wall)
+
+
+def _check_simulation(trace, policy, speedups, speedup_rule, nodes_per_group, backfill_depth, progress,
+                      allow_foreign_speedups):
+    """:func:`simulate`'s arguments checked (a :class:`ConfigError` naming the field): ``(nodes per group, speedup
+    table or None)``."""
     instance_arg("trace", trace, Trace, "an evaluator.workload.Trace (read_swf, synthetic_trace, prepare_trace)")
     if trace.n_jobs == 0:
         raise ConfigError("trace", str(trace.attrs.get("source", "in memory")),
@@ -161,6 +172,12 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         table.check_machine(total // G, G, allow_foreign_speedups)
         table.check_modes(trace.modes())
 
+    return G, table
+
+
+def _jobs_in_order(trace: Trace) -> dict:
+    """The jobs in FCFS order (submission, then job number): ids, submit, run and requested times (a job that ran
+    past its request has its request raised to its run time), nodes, modes, MPI fractions and requests."""
     order = np.lexsort((trace.job_id, trace.submit))
     n = trace.n_jobs
     ids = trace.job_id[order].astype(np.int64)
@@ -175,27 +192,16 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
     mpi = (np.zeros(n) if trace.mpi_fraction is None else np.asarray(trace.mpi_fraction, np.float64))[order]
     requests = [JobRequest(int(ids[i]), int(size[i]), str(modes[i]), tuple(reqs[int(order[i])])) for i in range(n)]
 
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    actual = np.full(n, np.nan)
-    n_groups = np.zeros(n, np.int64)
-    spd = np.ones(n)
-    backfilled = np.zeros(n, bool)
-    reservation = np.full(n, np.nan)
+    return {"n": n, "ids": ids, "sub": sub, "run": run, "req_t": req_t, "size": size, "modes": modes, "mpi": mpi,
+            "requests": requests}
 
-    count_only = bool(getattr(policy, "count_only", False))
-    running = _Running()
-    ends: list[tuple[float, int]] = []  # heap of (end, job index)
-    queue: list[int] = []
-    nxt = 0  # next submission (index into the FCFS order)
-    n_started = 0
-    min_size = int(size.min()) if n else 0
 
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n, unit="job", desc=f"schedule {getattr(policy, 'name', '')}".strip())
+def _launcher(jobs: dict, res: dict, running, ends: list, table, speedup_rule: str, G: int):
+    """``launch(j, alloc, t, late)``: start job ``j`` at ``t`` on ``alloc`` (its speedup looked up for its mode
+    and groups; ``late``: backfilled), recorded in ``res``, its end queued in ``ends`` and it in ``running``."""
+    modes, run, mpi, req_t, size = jobs["modes"], jobs["run"], jobs["mpi"], jobs["req_t"], jobs["size"]
+    start, actual, end = res["start"], res["run_time"], res["end"]
+    n_groups, spd, backfilled = res["groups"], res["speedup"], res["backfilled"]
 
     def launch(j: int, alloc, t: float, late: bool) -> None:
         g = len(alloc.groups) if len(alloc.groups) else int(np.unique(np.asarray(alloc.nodes) // G).size)
@@ -207,6 +213,85 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         heapq.heappush(ends, (t + a, j))
         running.add(t + req_t[j], j, alloc, int(size[j]))
 
+    return launch
+
+
+def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, backfill_depth, total: int):
+    """``schedule(t, first_new, changed)``: one FCFS + EASY backfilling pass (module docstring)."""
+    size, req_t, requests = jobs["size"], jobs["req_t"], jobs["requests"]
+    reservation = res["reservation"]
+    count_only = bool(getattr(policy, "count_only", False))
+    min_size = int(size.min()) if jobs["n"] else 0
+    shadow_of, head_fits_at_shadow, _never_fits = _reservations(jobs, policy, running, total)
+
+    def try_place(pol, j: int):
+        if size[j] > pol.idle_nodes:
+            return None
+        return pol.allocate(requests[j])
+
+    def schedule(t: float, first_new: int, changed: bool) -> int:
+        """One pass at time ``t``. ``first_new``: queue position of the jobs submitted at ``t``; ``changed``:
+        whether a job ended at ``t``. When nothing ended and no head starts, the machine is as at the last pass,
+        so only the new jobs can backfill (an older one's tests can only have become harder). Returns the jobs
+        it started."""
+        n_started = 0
+        while queue:
+            h = queue[0]
+            a = try_place(policy, h)
+            if a is None:
+                break
+            launch(h, a, t, False)
+            queue.pop(0)
+            n_started += 1
+            changed = True
+        if not queue:
+            return n_started
+        h = queue[0]
+        if not running.keys:  # an empty machine, and the head does not fit
+            raise _never_fits(h)
+        stop = len(queue) if backfill_depth is None else min(len(queue), 1 + backfill_depth)
+        lo = 1 if changed else max(1, first_new)
+        shadow = free_at_shadow = None
+        if math.isnan(reservation[h]):
+            shadow, free_at_shadow = shadow_of(h, t)
+            reservation[h] = shadow
+        started = []
+        need = int(size[h])
+        for k in range(lo, stop):
+            idle = policy.idle_nodes
+            if idle < min_size:
+                break
+            j = queue[k]
+            if size[j] > idle:
+                continue
+            if shadow is None:  # computed once a candidate fits now
+                shadow, free_at_shadow = shadow_of(h, t)
+            by_shadow = t + req_t[j] <= shadow
+            if not by_shadow and free_at_shadow - size[j] < need:
+                continue  # would hold nodes the head needs at its shadow time (a count: no placement asked)
+            a = policy.allocate(requests[j])
+            if a is None:
+                continue
+            if not (by_shadow or count_only or head_fits_at_shadow(h, shadow, t)):
+                policy.release(a)
+                continue
+            if not by_shadow:
+                free_at_shadow -= int(size[j])
+            launch(j, a, t, True)
+            started.append(k)
+            n_started += 1
+        for k in reversed(started):
+            del queue[k]
+        return n_started
+
+    return schedule
+
+
+def _reservations(jobs: dict, policy, running, total: int):
+    """``(shadow_of, head_fits_at_shadow, never_fits)``: EASY's reservation tests of a blocked head (module
+    docstring), on look-ahead copies of ``policy`` (or node counts for a ``count_only`` policy)."""
+    size, requests, ids, modes = jobs["size"], jobs["requests"], jobs["ids"], jobs["modes"]
+    count_only = bool(getattr(policy, "count_only", False))
     look = getattr(policy, "lookahead", policy.copy)  # a copy for reservation tests (a policy's lighter one)
 
     def fits(pol, req) -> bool:
@@ -258,59 +343,27 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
             pc.release(running.alloc[j])
         return fits(pc, requests[h])
 
-    def schedule(t: float, first_new: int, changed: bool) -> None:
-        """One pass at time ``t``. ``first_new``: queue position of the jobs submitted at ``t``; ``changed``:
-        whether a job ended at ``t``. When nothing ended and no head starts, the machine is as at the last pass,
-        so only the new jobs can backfill (an older one's tests can only have become harder)."""
-        nonlocal n_started
-        while queue:
-            h = queue[0]
-            a = try_place(policy, h)
-            if a is None:
-                break
-            launch(h, a, t, False)
-            queue.pop(0)
-            n_started += 1
-            changed = True
-        if not queue:
-            return
-        h = queue[0]
-        if not running.keys:  # an empty machine, and the head does not fit
-            raise _never_fits(h)
-        stop = len(queue) if backfill_depth is None else min(len(queue), 1 + backfill_depth)
-        lo = 1 if changed else max(1, first_new)
-        shadow = free_at_shadow = None
-        if math.isnan(reservation[h]):
-            shadow, free_at_shadow = shadow_of(h, t)
-            reservation[h] = shadow
-        started = []
-        need = int(size[h])
-        for k in range(lo, stop):
-            idle = policy.idle_nodes
-            if idle < min_size:
-                break
-            j = queue[k]
-            if size[j] > idle:
-                continue
-            if shadow is None:  # computed once a candidate fits now
-                shadow, free_at_shadow = shadow_of(h, t)
-            by_shadow = t + req_t[j] <= shadow
-            if not by_shadow and free_at_shadow - size[j] < need:
-                continue  # would hold nodes the head needs at its shadow time (a count: no placement asked)
-            a = policy.allocate(requests[j])
-            if a is None:
-                continue
-            if not (by_shadow or count_only or head_fits_at_shadow(h, shadow, t)):
-                policy.release(a)
-                continue
-            if not by_shadow:
-                free_at_shadow -= int(size[j])
-            launch(j, a, t, True)
-            started.append(k)
-            n_started += 1
-        for k in reversed(started):
-            del queue[k]
+    return shadow_of, head_fits_at_shadow, _never_fits
 
+
+def _run(jobs: dict, policy, table, speedup_rule: str, G: int, backfill_depth, progress: bool) -> dict:
+    """The event loop (module docstring): ends, then submissions, then a pass, at each event time. Returns each
+    job's start, end, run time, groups, speedup, whether backfilled and first reservation."""
+    n, sub, req_t, start = jobs["n"], jobs["sub"], jobs["req_t"], np.full(jobs["n"], np.nan)
+    res = {"start": start, "end": np.full(n, np.nan), "run_time": np.full(n, np.nan),
+           "groups": np.zeros(n, np.int64), "speedup": np.ones(n), "backfilled": np.zeros(n, bool),
+           "reservation": np.full(n, np.nan)}
+    running = _Running()
+    ends: list[tuple[float, int]] = []  # heap of (end, job index)
+    queue: list[int] = []
+    nxt = 0  # next submission (index into the FCFS order)
+    launch = _launcher(jobs, res, running, ends, table, speedup_rule, G)
+    schedule = _scheduler(jobs, res, policy, running, queue, launch, backfill_depth, int(policy.total_nodes))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, unit="job", desc=f"schedule {getattr(policy, 'name', '')}".strip())
     while nxt < n or ends:
         t = min(sub[nxt] if nxt < n else math.inf, ends[0][0] if ends else math.inf)
         changed = False
@@ -322,33 +375,39 @@ def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_rati
         while nxt < n and sub[nxt] <= t:
             queue.append(nxt)
             nxt += 1
-        before = n_started
-        schedule(t, first_new, changed)
-        if bar is not None and n_started > before:
-            bar.update(n_started - before)
+        started = schedule(t, first_new, changed)
+        if bar is not None and started:
+            bar.update(started)
     if bar is not None:
         bar.close()
     if queue:  # pragma: no cover - every job fits an empty machine (checked in schedule)
         raise RuntimeError(f"{len(queue)} jobs never started")
+    return res
 
+
+def _simulation_dataset(trace, jobs: dict, res: dict, policy, table, speedup_rule: str, G: int, backfill_depth,
+                        t_wall: float) -> xr.Dataset:
+    """The per-job dataset of :func:`simulate` (:data:`JOB_VARS`, the mode) and its attributes."""
+    sub = jobs["sub"]
     data = {
-        "submit": sub, "start": start, "end": end, "wait": start - sub, "run_time": actual,
-        "requested_time": req_t, "nodes": size, "groups": n_groups, "speedup": spd, "mpi_fraction": mpi,
-        "backfilled": backfilled, "reservation": reservation,
+        "submit": sub, "start": res["start"], "end": res["end"], "wait": res["start"] - sub,
+        "run_time": res["run_time"], "requested_time": jobs["req_t"], "nodes": jobs["size"], "groups": res["groups"],
+        "speedup": res["speedup"], "mpi_fraction": jobs["mpi"], "backfilled": res["backfilled"],
+        "reservation": res["reservation"],
     }
     ds = xr.Dataset({k: ("job", v, {"units": JOB_VARS[k][0], "long_name": JOB_VARS[k][1]}) for k, v in data.items()},
-                    coords={"job": ("job", ids, {"long_name": "job number in the trace"})})
-    ds["mode"] = ("job", np.asarray(modes, dtype=str), {"long_name": "allocation mode"})
+                    coords={"job": ("job", jobs["ids"], {"long_name": "job number in the trace"})})
+    ds["mode"] = ("job", np.asarray(jobs["modes"], dtype=str), {"long_name": "allocation mode"})
     ds.attrs.update({k: v for k, v in trace.attrs.items() if isinstance(v, (str, int, float))})
     ds.attrs.update({
         "policy": str(getattr(policy, "name", type(policy).__name__)),
-        "total_nodes": total,
+        "total_nodes": int(policy.total_nodes),
         "nodes_per_group": G,
         "speedups": "none" if table is None else table.describe(),
         "speedup_rule": speedup_rule,
         "backfill_depth": -1 if backfill_depth is None else int(backfill_depth),
         "scheduler": "FCFS + EASY backfilling",
-        "n_jobs": int(n),
+        "n_jobs": int(jobs["n"]),
         "simulation_s": _time.perf_counter() - t_wall,
     })
     return ds
