@@ -30,9 +30,9 @@ capped at 4 MB a dimension); above it a tie is listed as two runs."""
 
 def _running_sum(x: Int[Array, "entry"]) -> Int[Array, "entry"]:
     """Inclusive prefix sum of a 1-D integer array (exact), as a log-depth associative scan: ``jnp.cumsum`` is a
-    reduce window on XLA:CPU (see :func:`_prefix`); in the mapping search's compact listings (a few hundred to a few
-    thousand entries a move) a ``[128, 1024]`` int32 batch took 1.5-2.0 ms by ``jnp.cumsum`` and 0.4-0.7 ms by this
-    scan (one loaded core)."""
+    reduce window on XLA:CPU (see :func:`evaluator.routing._dor._prefix`); in the mapping search's compact listings
+    (a few hundred to a few thousand entries a move) a ``[128, 1024]`` int32 batch took 1.5-2.0 ms by ``jnp.cumsum``
+    and 0.4-0.7 ms by this scan (one loaded core)."""
     return lax.associative_scan(jnp.add, x)
 
 
