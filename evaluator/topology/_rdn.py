@@ -213,6 +213,72 @@ def rdn_bytes(p: int, a: int, h: int, g: int) -> int:
     return dragonfly_bytes(p, a, h, g) + 64 * g * a * h + 16 * g * g
 
 
+def _job_groups(jobs, configuration: str, g: int, k: int, P: int) -> list[list[int]]:
+    """The large jobs' groups, checked: none for ``standard``; else lists of at least two distinct group ids, no
+    group in two jobs, and for ``jobs`` no more groups than a complete graph of the group's ports allows."""
+    job_groups: list[list[int]] = []
+    if configuration == "standard":
+        require(not jobs, "topology.jobs", jobs, "empty for configuration 'standard'")
+    else:
+        ok = isinstance(jobs, (list, tuple)) and len(jobs) > 0
+        require(ok, "topology.jobs", jobs, "a non-empty list of group lists (one per large job)")
+        seen: set[int] = set()
+        for i, grp in enumerate(jobs):
+            gl = list(grp) if isinstance(grp, (list, tuple, np.ndarray)) else None
+            good = gl is not None and len(gl) >= 2 and all(
+                isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 0 <= x < g for x in gl) \
+                and len(set(gl)) == len(gl)
+            require(good, f"topology.jobs[{i}]", grp, f"a list of at least 2 distinct group ids in [0, {g})")
+            clash = seen.intersection(gl)
+            require(not clash, f"topology.jobs[{i}]", grp, "groups of no other job (GRAP: one large job a group)",
+                    f"group {sorted(clash)[0] if clash else ''} is in an earlier job")
+            seen.update(gl)
+            job_groups.append([int(x) for x in gl])
+            if configuration == "jobs":
+                q = len(gl)
+                need = (q if q % 2 else q - 1) if not (q % 2 and k % 2 == 0) else q - 1
+                require(need <= P, f"topology.jobs[{i}]", grp,
+                        f"at most {P + 1 if k % 2 == 0 else P} groups (each pair needs a link; a group has {P} ports)")
+    return job_groups
+
+
+def _demands(demand, configuration: str, job_groups: list[list[int]]) -> list[np.ndarray]:
+    """The demand matrices of ``traffic`` (one ``q x q`` of bytes >= 0 per job), checked; none otherwise."""
+    demands: list[np.ndarray] = []
+    if configuration == "traffic":
+        ok = isinstance(demand, (list, tuple)) and len(demand) == len(job_groups)
+        require(ok, "topology.demand", demand, f"one demand matrix per job ({len(job_groups)})")
+        for i, (dm, gl) in enumerate(zip(demand, job_groups)):
+            try:
+                arr = np.asarray(dm, dtype=np.float64)
+            except (TypeError, ValueError):
+                arr = np.zeros(0)
+            q = len(gl)
+            good = arr.shape == (q, q) and np.isfinite(arr).all() and (arr >= 0).all()
+            require(good, f"topology.demand[{i}]", dm, f"a {q} x {q} matrix of bytes >= 0 (job {i}'s groups)")
+            demands.append(arr)
+    else:
+        require(demand is None, "topology.demand", demand, "null unless configuration is 'traffic'")
+    return demands
+
+
+def _peers(configuration: str, g: int, P: int, k: int, m: int, job_groups, demands):
+    """``(peer group, peer port)`` of every group's global port (-1: unconnected) in the configuration: the
+    standard Dragonfly's ``m`` links per group pair, a complete graph per large job, or a traffic-matched one."""
+    peer_g = np.full((g, P), -1, dtype=np.int64)
+    peer_p = np.full((g, P), -1, dtype=np.int64)
+    if configuration == "standard":
+        rounds = m * (g - 1) if g % 2 == 0 or k % 2 == 0 else m * g
+        _complete(peer_g, peer_p, list(range(g)), P, k, rounds, "standard")
+    elif configuration == "jobs":
+        for gl in job_groups:
+            _complete(peer_g, peer_p, gl, P, k, None, "jobs")
+    else:
+        for gl, dm in zip(job_groups, demands):
+            _traffic_matched(peer_g, peer_p, gl, P, dm)
+    return peer_g, peer_p
+
+
 def rdn(
     p: int,
     a: int,
@@ -248,61 +314,14 @@ def rdn(
     bp = positive_float("topology.bandwidth_p", bandwidth_p)
     bl = positive_float("topology.bandwidth_l", bandwidth_l)
     br = positive_float("topology.bandwidth_r", bandwidth_r)
-    job_groups: list[list[int]] = []
-    if configuration == "standard":
-        require(not jobs, "topology.jobs", jobs, "empty for configuration 'standard'")
-    else:
-        ok = isinstance(jobs, (list, tuple)) and len(jobs) > 0
-        require(ok, "topology.jobs", jobs, "a non-empty list of group lists (one per large job)")
-        seen: set[int] = set()
-        for i, grp in enumerate(jobs):
-            gl = list(grp) if isinstance(grp, (list, tuple, np.ndarray)) else None
-            good = gl is not None and len(gl) >= 2 and all(
-                isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 0 <= x < g for x in gl) \
-                and len(set(gl)) == len(gl)
-            require(good, f"topology.jobs[{i}]", grp, f"a list of at least 2 distinct group ids in [0, {g})")
-            clash = seen.intersection(gl)
-            require(not clash, f"topology.jobs[{i}]", grp, "groups of no other job (GRAP: one large job a group)",
-                    f"group {sorted(clash)[0] if clash else ''} is in an earlier job")
-            seen.update(gl)
-            job_groups.append([int(x) for x in gl])
-            if configuration == "jobs":
-                q = len(gl)
-                need = (q if q % 2 else q - 1) if not (q % 2 and k % 2 == 0) else q - 1
-                require(need <= P, f"topology.jobs[{i}]", grp,
-                        f"at most {P + 1 if k % 2 == 0 else P} groups (each pair needs a link; a group has {P} ports)")
-    demands: list[np.ndarray] = []
-    if configuration == "traffic":
-        ok = isinstance(demand, (list, tuple)) and len(demand) == len(job_groups)
-        require(ok, "topology.demand", demand, f"one demand matrix per job ({len(job_groups)})")
-        for i, (dm, gl) in enumerate(zip(demand, job_groups)):
-            try:
-                arr = np.asarray(dm, dtype=np.float64)
-            except (TypeError, ValueError):
-                arr = np.zeros(0)
-            q = len(gl)
-            good = arr.shape == (q, q) and np.isfinite(arr).all() and (arr >= 0).all()
-            require(good, f"topology.demand[{i}]", dm, f"a {q} x {q} matrix of bytes >= 0 (job {i}'s groups)")
-            demands.append(arr)
-    else:
-        require(demand is None, "topology.demand", demand, "null unless configuration is 'traffic'")
+    job_groups = _job_groups(jobs, configuration, g, k, P)
+    demands = _demands(demand, configuration, job_groups)
     check_memory("topology", {"p": p, "a": a, "h": h, "g": g}, rdn_bytes(p, a, h, g),
                  f"its {g * a * p:,} nodes' links and port tables", "Lower p, a, h or g.")
 
     base = dragonfly(p, a, h, g, bandwidth_p=bp, bandwidth_l=bl, bandwidth_r=br)   # local links and m
     n_local = g * a * (a - 1)
-    peer_g = np.full((g, P), -1, dtype=np.int64)
-    peer_p = np.full((g, P), -1, dtype=np.int64)
-    if configuration == "standard":
-        m = base.links_per_pair
-        rounds = m * (g - 1) if g % 2 == 0 or k % 2 == 0 else m * g
-        _complete(peer_g, peer_p, list(range(g)), P, k, rounds, "standard")
-    elif configuration == "jobs":
-        for gl in job_groups:
-            _complete(peer_g, peer_p, gl, P, k, None, "jobs")
-    else:
-        for gl, dm in zip(job_groups, demands):
-            _traffic_matched(peer_g, peer_p, gl, P, dm)
+    peer_g, peer_p = _peers(configuration, g, P, k, base.links_per_pair, job_groups, demands)
 
     # directed global links, ordered by (group, port)
     Gs, Js = np.nonzero(peer_g >= 0)
