@@ -64,6 +64,51 @@ def _err(where: str, k: int, value, allowed: str, hint: str | None = None) -> Co
     return ConfigError(f"{where} field {k + 1} ({SWF_FIELDS[k]})", value, allowed, hint)
 
 
+def _job_fields(parts: list[str], where: str) -> list[float]:
+    """The 18 fields of one job line as numbers: finite, integers where SWF has integers (within int64), and
+    >= 0 or -1 (unknown); a :class:`ConfigError` naming the line and the field otherwise."""
+    row = []
+    for k, p in enumerate(parts):
+        try:
+            v = float(p)
+        except ValueError:
+            raise _err(where, k, p, "a number (-1 for unknown)") from None
+        if not np.isfinite(v):
+            raise _err(where, k, p, "a finite number (-1 for unknown)")
+        if k in _INT_FIELDS and v != int(v):
+            raise _err(where, k, p, "an integer (-1 for unknown)")
+        if k in _INT_FIELDS and v > _INT_MAX:
+            raise _err(where, k, p, f"an integer of at most {_INT_MAX} (int64)",
+                       "A larger number would wrap to a negative value.")
+        if v < 0 and v != -1:
+            raise _err(where, k, p, "a value >= 0, or -1 for unknown",
+                       "Negative sizes and times other than -1 are not SWF.")
+        row.append(v)
+    return row
+
+
+def _check_sizes(a, nodes, keep, lines_no, header: dict, total_nodes, procs_per_node: int, source: str) -> None:
+    """No kept job larger than the machine (``total_nodes``, else the ``MaxNodes`` header): a
+    :class:`ConfigError` naming the first such line's size field."""
+    limit = total_nodes
+    if limit is None and "MaxNodes" in header:
+        try:
+            limit = int(header["MaxNodes"])
+        except ValueError:
+            limit = None
+        if limit is not None and limit <= 0:
+            limit = None
+    if limit is not None:
+        big = np.flatnonzero(keep & (nodes > limit))
+        if big.size:
+            i = int(big[0])
+            k = 7 if a[i, 7] > 0 else 4
+            raise _err(f"{source}:{int(lines_no[i])}", k, int(a[i, k]),
+                       f"at most {limit * procs_per_node} processors ({limit} nodes, the machine's size"
+                       f"{'' if total_nodes is not None else ' from the MaxNodes header'})",
+                       "Simulate a larger machine, or clamp the trace to this one.")
+
+
 def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, procs_per_node: int = 1) -> Trace:
     """Parse SWF text (an iterable of lines, or one string); see :func:`read_swf`."""
     procs_per_node = int_arg("procs_per_node", procs_per_node, 1, what="processors per node")
@@ -96,23 +141,7 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
             raise ConfigError(f"{where}", s if len(s) <= 80 else s[:77] + "...",
                               f"a job line of 18 whitespace-separated fields (it has {len(parts)})",
                               "Header lines start with ';'.")
-        row = []
-        for k, p in enumerate(parts):
-            try:
-                v = float(p)
-            except ValueError:
-                raise _err(where, k, p, "a number (-1 for unknown)") from None
-            if not np.isfinite(v):
-                raise _err(where, k, p, "a finite number (-1 for unknown)")
-            if k in _INT_FIELDS and v != int(v):
-                raise _err(where, k, p, "an integer (-1 for unknown)")
-            if k in _INT_FIELDS and v > _INT_MAX:
-                raise _err(where, k, p, f"an integer of at most {_INT_MAX} (int64)",
-                           "A larger number would wrap to a negative value.")
-            if v < 0 and v != -1:
-                raise _err(where, k, p, "a value >= 0, or -1 for unknown",
-                           "Negative sizes and times other than -1 are not SWF.")
-            row.append(v)
+        row = _job_fields(parts, where)
         job = int(row[0])
         if job < 0:
             raise _err(where, 0, parts[0], "a known job number >= 0 (unique in the trace)")
@@ -135,23 +164,7 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
     nodes = np.where(procs > 0, np.ceil(procs / procs_per_node), -1).astype(np.int64)
     run = a[:, 3]
     keep = (nodes > 0) & (run > 0)
-    limit = total_nodes
-    if limit is None and "MaxNodes" in header:
-        try:
-            limit = int(header["MaxNodes"])
-        except ValueError:
-            limit = None
-        if limit is not None and limit <= 0:
-            limit = None
-    if limit is not None:
-        big = np.flatnonzero(keep & (nodes > limit))
-        if big.size:
-            i = int(big[0])
-            k = 7 if a[i, 7] > 0 else 4
-            raise _err(f"{source}:{int(lines_no[i])}", k, int(a[i, k]),
-                       f"at most {limit * procs_per_node} processors ({limit} nodes, the machine's size"
-                       f"{'' if total_nodes is not None else ' from the MaxNodes header'})",
-                       "Simulate a larger machine, or clamp the trace to this one.")
+    _check_sizes(a, nodes, keep, lines_no, header, total_nodes, procs_per_node, source)
     if duplicate is not None:
         raise duplicate
     if not keep.any():
