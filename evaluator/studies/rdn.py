@@ -539,16 +539,10 @@ def check_output_file(flag: str, value: str, path: Path) -> None:
         raise ConfigError(flag, value, "a path in a directory this user can create and write", e.hint) from None
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -> int:
-    """``evaluator study rdn [--machine P,A,H,G] [--groups 2,4,...] [--patterns ...] [--bounds ...]
-    [--background F] [--seed S] [--seeds N] [--out DIR|FILE.nc] [--speedup-out FILE.nc --baseline adaptive]``: run
-    :func:`allocation_mode_study` (default: the paper's machine), print the times, the gains (ratios T_TDN /
-    T_RDN) against both ends, the TDN's background slowdown, hops and the workload's speedup table (mode x
-    groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
-    speedup table as netCDF (:func:`speedup_table`). Every option and output is checked before any work."""
+def _study_parser(prog: str):
+    """``evaluator study rdn``'s argument parser (an error is one line through the CLI's error handling)."""
     from .._args import ArgumentParser  # an option given twice with two values is refused, not the last kept
-    from ..errors import WordedError, check_seed
-    from ..io import write_netcdf
+    from ..errors import WordedError
 
     class Parser(ArgumentParser):
         def error(self, message):  # one line through the CLI's error handling, not argparse's usage + exit
@@ -592,7 +586,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
                     help="the TDN time the speedup table is against: adaptive (the ideal adaptive bound, the "
                          "default), ugal (UGAL-G, the deployed routing) or oblivious (the fastest oblivious routing, "
                          "the upper end); the lowest gain of the three is the conservative end")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _study_options(args):
+    """The options parsed and checked before any work: ``(machine, groups, patterns, bounds, adaptive, max_lp_nnz,
+    background, seed, n_seeds, uncomputed)`` (``uncomputed``: the baseline is a bound or an adaptive routing the
+    study was told not to compute, so no speedup table)."""
+    from ..errors import check_seed
+
     bandwidth = _parse_number("--bandwidth", args.bandwidth, "float", "a finite number of bytes/s > 0 (e.g. 12e9)",
                               lambda v: math.isfinite(v) and v > 0)
     m = parse_machine(args.machine, "--machine", bandwidth=bandwidth)
@@ -616,6 +618,20 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     if args.speedup_out and args.baseline in BOUNDS and args.baseline not in bounds:
         raise ConfigError("--baseline", args.baseline, f"a bound that --bounds computes ({args.bounds})",
                           f"Add it: --bounds {','.join(bounds + (args.baseline,))}")
+    return m, groups, patterns, bounds, adaptive, max_lp_nnz, background, seed, n_seeds, uncomputed
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -> int:
+    """``evaluator study rdn [--machine P,A,H,G] [--groups 2,4,...] [--patterns ...] [--bounds ...]
+    [--background F] [--seed S] [--seeds N] [--out DIR|FILE.nc] [--speedup-out FILE.nc --baseline adaptive]``: run
+    :func:`allocation_mode_study` (default: the paper's machine), print the times, the gains (ratios T_TDN /
+    T_RDN) against both ends, the TDN's background slowdown, hops and the workload's speedup table (mode x
+    groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
+    speedup table as netCDF (:func:`speedup_table`). Every option and output is checked before any work."""
+    from ..io import write_netcdf
+
+    args = _study_parser(prog).parse_args(argv)
+    m, groups, patterns, bounds, adaptive, max_lp_nnz, background, seed, n_seeds, uncomputed = _study_options(args)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     ds_path, png_path = output_paths(args.out, m, stamp)
     if Path(args.out).suffix != ".nc" and Path(args.out).exists() and not Path(args.out).is_dir():
