@@ -360,6 +360,78 @@ def _padded(t: Traffic, n_flows: int) -> Traffic:
 # ----------------------------------------------------------------------------------
 
 
+def _screened(req: TileRequest, cands: list, cf: list) -> tuple[list, list]:
+    """The candidates (and their closed forms) left after screening by the closed form: the best
+    ``max_evaluated`` of each exchange at the ranking's limit (all of them without a limit)."""
+    # screen by the closed form: the best max_evaluated of each exchange (at the ranking's limit)
+    keep = set(range(len(cands)))
+    if req.max_evaluated and len(cands) > req.max_evaluated:
+        suffix = "_links" if req.limit == "links" else ""
+        keep = set()
+        for e in ("all", "seq"):
+            order = sorted(range(len(cands)), key=lambda i: (cf[i][e + suffix], i))
+            keep.update(order[: req.max_evaluated])
+    idx = sorted(keep)
+    cands = [cands[i] for i in idx]
+    cf = [cf[i] for i in idx]
+    return cands, cf
+
+
+def _candidate_loads(req: TileRequest, m, topo, cands: list, chunk_size: int) -> np.ndarray:
+    """``[candidate, exchange, class]`` busiest-link bytes: every candidate's placement with the stencil's
+    exchanges (all dimensions at once, then each one), every traffic padded to the largest exchange's flows (one
+    flow bucket: one compilation), a chunk at a time (memory checked first)."""
+    bpp = req.bytes_per_point
+    d = len(req.grid)
+    n_tasks = req.nodes * req.tasks_per_node
+    full = 2 * d * n_tasks          # flows of the largest exchange: every traffic is padded to it
+    per_cand = (d + 1) * full * 24.0 + 8.0 * n_tasks
+    check_memory("--nodes", req.nodes, per_cand * chunk_size,
+                 f"the stencil flows of {chunk_size} candidates of {n_tasks} tasks (evaluated a chunk at a time)",
+                 "Use fewer nodes or fewer tasks per node.")
+    loads = []
+    for start in range(0, len(cands), chunk_size):   # a chunk at a time: one compiled kernel, bounded memory
+        traffics, placements = [], []
+        for c in cands[start:start + chunk_size]:
+            pl = placement_for(topo, c)
+            tr = stencil(list(req.grid), list(c.decomposition), bpp, req.periodic, "per_dimension")
+            traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
+            traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
+            placements.extend([pl] * (d + 1))
+        res = evaluate_batch(topo, dor(m.routing_order), traffics, placements, chunk_size=chunk_size)
+        loads.append(res.metrics["max_load_class"].reshape(len(traffics) // (d + 1), d + 1, -1))
+    loads = np.concatenate(loads, axis=0)
+    return loads
+
+
+def _exchange_times(loads: np.ndarray, cap: np.ndarray, node_cls: list, class_names, cf: list) -> dict:
+    """Per candidate, for ``all`` and ``seq``: the time, its router-link and injection parts, which limits it,
+    the bottleneck classes and the closed forms (:func:`advise`'s variables)."""
+    link_cls = [i for i in range(len(cap)) if i not in node_cls]
+    t_cls = loads / cap                                               # [cand, exchange, class] seconds
+    t_links = t_cls[:, :, link_cls].max(axis=2)
+    t_inj = t_cls[:, :, node_cls].max(axis=2)
+    t = t_cls.max(axis=2)
+    names = np.where(t > 0, np.asarray(class_names)[t_cls.argmax(axis=2)], "none")
+    lim = np.where(t_inj > t_links, "injection", "links")
+    lim = np.where(t == 0, "none", lim)
+    seq_lim = []
+    for row in lim[:, 1:]:
+        used = {x for x in row if x != "none"}
+        seq_lim.append(used.pop() if len(used) == 1 else ("mixed" if used else "none"))
+    data = {
+        "time_all": t[:, 0], "time_seq": t[:, 1:].sum(axis=1),
+        "links_all": t_links[:, 0], "links_seq": t_links[:, 1:].sum(axis=1),
+        "injection_all": t_inj[:, 0], "injection_seq": t_inj[:, 1:].sum(axis=1),
+        "limit_all": lim[:, 0], "limit_seq": np.array(seq_lim),
+        "bottleneck_all": names[:, 0], "bottleneck_seq": np.array(["/".join(r) for r in names[:, 1:]]),
+        "closed_all": np.array([x["all"] for x in cf]), "closed_seq": np.array([x["seq"] for x in cf]),
+        "closed_links_all": np.array([x["all_links"] for x in cf]),
+        "closed_links_seq": np.array([x["seq_links"] for x in cf]),
+    }
+    return data
+
+
 def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
     """Enumerate, evaluate and rank the candidates of ``req``; one row per evaluated candidate, best first.
 
@@ -396,58 +468,9 @@ def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
     bpp = req.bytes_per_point
     cf = [closed_form(c, req.grid, bw, inj_bw, bpp, req.periodic) for c in cands]
     n_all = len(cands)
-    # screen by the closed form: the best max_evaluated of each exchange (at the ranking's limit)
-    keep = set(range(len(cands)))
-    if req.max_evaluated and len(cands) > req.max_evaluated:
-        suffix = "_links" if req.limit == "links" else ""
-        keep = set()
-        for e in ("all", "seq"):
-            order = sorted(range(len(cands)), key=lambda i: (cf[i][e + suffix], i))
-            keep.update(order[: req.max_evaluated])
-    idx = sorted(keep)
-    cands = [cands[i] for i in idx]
-    cf = [cf[i] for i in idx]
-    d = len(req.grid)
-    n_tasks = req.nodes * req.tasks_per_node
-    full = 2 * d * n_tasks          # flows of the largest exchange: every traffic is padded to it
-    per_cand = (d + 1) * full * 24.0 + 8.0 * n_tasks
-    check_memory("--nodes", req.nodes, per_cand * chunk_size,
-                 f"the stencil flows of {chunk_size} candidates of {n_tasks} tasks (evaluated a chunk at a time)",
-                 "Use fewer nodes or fewer tasks per node.")
-    loads = []
-    for start in range(0, len(cands), chunk_size):   # a chunk at a time: one compiled kernel, bounded memory
-        traffics, placements = [], []
-        for c in cands[start:start + chunk_size]:
-            pl = placement_for(topo, c)
-            tr = stencil(list(req.grid), list(c.decomposition), bpp, req.periodic, "per_dimension")
-            traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
-            traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
-            placements.extend([pl] * (d + 1))
-        res = evaluate_batch(topo, dor(m.routing_order), traffics, placements, chunk_size=chunk_size)
-        loads.append(res.metrics["max_load_class"].reshape(len(traffics) // (d + 1), d + 1, -1))
-    loads = np.concatenate(loads, axis=0)
-    link_cls = [i for i in range(len(cap)) if i not in node_cls]
-    t_cls = loads / cap                                               # [cand, exchange, class] seconds
-    t_links = t_cls[:, :, link_cls].max(axis=2)
-    t_inj = t_cls[:, :, node_cls].max(axis=2)
-    t = t_cls.max(axis=2)
-    names = np.where(t > 0, np.asarray(topo.class_names)[t_cls.argmax(axis=2)], "none")
-    lim = np.where(t_inj > t_links, "injection", "links")
-    lim = np.where(t == 0, "none", lim)
-    seq_lim = []
-    for row in lim[:, 1:]:
-        used = {x for x in row if x != "none"}
-        seq_lim.append(used.pop() if len(used) == 1 else ("mixed" if used else "none"))
-    data = {
-        "time_all": t[:, 0], "time_seq": t[:, 1:].sum(axis=1),
-        "links_all": t_links[:, 0], "links_seq": t_links[:, 1:].sum(axis=1),
-        "injection_all": t_inj[:, 0], "injection_seq": t_inj[:, 1:].sum(axis=1),
-        "limit_all": lim[:, 0], "limit_seq": np.array(seq_lim),
-        "bottleneck_all": names[:, 0], "bottleneck_seq": np.array(["/".join(r) for r in names[:, 1:]]),
-        "closed_all": np.array([x["all"] for x in cf]), "closed_seq": np.array([x["seq"] for x in cf]),
-        "closed_links_all": np.array([x["all_links"] for x in cf]),
-        "closed_links_seq": np.array([x["seq_links"] for x in cf]),
-    }
+    cands, cf = _screened(req, cands, cf)
+    loads = _candidate_loads(req, m, topo, cands, chunk_size)
+    data = _exchange_times(loads, cap, node_cls, topo.class_names, cf)
     key = _LABEL[req.rank_by]
     score = data[("links_" if req.limit == "links" else "time_") + key]
     other = data[("links_" if req.limit == "links" else "time_") + ("seq" if key == "all" else "all")]
