@@ -268,6 +268,62 @@ def _name(grid, dims, box, digits, fold, order, snake, mdims) -> str:
     return name
 
 
+def _built(job, grid, dims, shapes, exclude, budget: int) -> list:
+    """Every embedding built within ``budget``, round robin over the assignments of grid digits to each shape's
+    box (each assignment's plain, then folded, then other variants), without repeats or mappings in ``exclude``:
+    ``(cost..., signature, shape, name, task_node)`` rows."""
+    streams = []
+    for s, box in shapes:
+        caps = {_SLOT: s, **{k: b for k, b in enumerate(box)}}
+        for digits in itertools.islice(_assignments(list(grid), caps), _MAX_ASSIGNMENTS):
+            streams.append((s, box, digits, _variants(digits)))
+    seen = {np.asarray(t, np.int64).tobytes() for t in exclude}
+    found: list[tuple[float, tuple, tuple, str, np.ndarray]] = []
+    built = 0
+    while streams and built < budget:  # round robin: each assignment's plain, then folded, then other variants
+        alive = []
+        for s, box, digits, gen in streams:
+            if built >= budget:
+                break
+            v = next(gen, None)
+            if v is None:
+                continue
+            alive.append((s, box, digits, gen))
+            built += 1
+            fold, order, snake, mdims = v
+            tn = job.build(box, digits, fold, order, snake)
+            if tn is None:
+                continue
+            key = tn.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append((*job.cost(tn), (s, box), _name(grid, dims, box, digits, fold, order, snake, mdims), tn))
+        streams = alive
+    return found
+
+
+def _ranked(found: list, limit: int) -> list[tuple[str, TaskInts]]:
+    """The embeddings ranked by estimate (:func:`grid_embeddings`), at most ``limit``, with distinct names."""
+    # ranked by estimate, mappings that a torus symmetry maps onto a better one (the same signature) after every
+    # other, and among those the best of every shape (slots per router, box) first, then the second best, ...
+    dup: dict = {}
+    ranked = []
+    for i, (c, sig, shape, name, tn) in enumerate(sorted(found, key=lambda f: f[0])):  # stable: ties in build order
+        ranked.append((dup.get(sig, 0), dup.get(shape, 0), c, i, name, tn))
+        dup[sig] = dup.get(sig, 0) + 1
+        dup[shape] = dup.get(shape, 0) + 1
+    out, names = [], set()
+    for *_, name, tn in sorted(ranked, key=lambda r: r[:4])[:max(0, int(limit))]:
+        base, k = name, 2
+        while name in names:
+            name, k = f"{base} (#{k})", k + 1
+        names.add(name)
+        tn.setflags(write=False)
+        out.append((name, tn))
+    return out
+
+
 def grid_embeddings(topology: Topology, traffic, grid: list[int] | None, nodes: JobNodes, tasks_per_node: int,
                     *, exclude=(), limit: int = MAX_EMBEDDINGS) -> tuple[list[tuple[str, TaskInts]], str | None]:
     """Block and folded embeddings of the task grid into the torus (module docstring).
@@ -315,51 +371,8 @@ def grid_embeddings(topology: Topology, traffic, grid: list[int] | None, nodes: 
                     f"{'x'.join(map(str, dims))}")
     job = _Job(topology, traffic, list(grid), np.asarray(nodes, np.int64), tpn)
     budget = int(min(MAX_CANDIDATES, max(64, 2e7 // (job.n * (len(dims) + 1) + job.w.size + 1))))
-    streams = []
-    for s, box in shapes:
-        caps = {_SLOT: s, **{k: b for k, b in enumerate(box)}}
-        for digits in itertools.islice(_assignments(list(grid), caps), _MAX_ASSIGNMENTS):
-            streams.append((s, box, digits, _variants(digits)))
-    seen = {np.asarray(t, np.int64).tobytes() for t in exclude}
-    found: list[tuple[float, tuple, tuple, str, np.ndarray]] = []
-    built = 0
-    while streams and built < budget:  # round robin: each assignment's plain, then folded, then other variants
-        alive = []
-        for s, box, digits, gen in streams:
-            if built >= budget:
-                break
-            v = next(gen, None)
-            if v is None:
-                continue
-            alive.append((s, box, digits, gen))
-            built += 1
-            fold, order, snake, mdims = v
-            tn = job.build(box, digits, fold, order, snake)
-            if tn is None:
-                continue
-            key = tn.tobytes()
-            if key in seen:
-                continue
-            seen.add(key)
-            found.append((*job.cost(tn), (s, box), _name(grid, dims, box, digits, fold, order, snake, mdims), tn))
-        streams = alive
+    found = _built(job, grid, dims, shapes, exclude, budget)
     if not found:
         return [], (f"no embedding of the task grid {'x'.join(map(str, grid))} lands on the available nodes "
                     f"with at most {tpn} task(s) per node and differs from the other starts")
-    # ranked by estimate, mappings that a torus symmetry maps onto a better one (the same signature) after every
-    # other, and among those the best of every shape (slots per router, box) first, then the second best, ...
-    dup: dict = {}
-    ranked = []
-    for i, (c, sig, shape, name, tn) in enumerate(sorted(found, key=lambda f: f[0])):  # stable: ties in build order
-        ranked.append((dup.get(sig, 0), dup.get(shape, 0), c, i, name, tn))
-        dup[sig] = dup.get(sig, 0) + 1
-        dup[shape] = dup.get(shape, 0) + 1
-    out, names = [], set()
-    for *_, name, tn in sorted(ranked, key=lambda r: r[:4])[:max(0, int(limit))]:
-        base, k = name, 2
-        while name in names:
-            name, k = f"{base} (#{k})", k + 1
-        names.add(name)
-        tn.setflags(write=False)
-        out.append((name, tn))
-    return out, None
+    return _ranked(found, limit), None
