@@ -61,29 +61,10 @@ def _numeric(labels: list[str]) -> bool:
     return bool(labels) and all(_number(s) is not None for s in labels)
 
 
-def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
-               series: str | None = None, relative_to: tuple[str, object] | None = None) -> Path:
-    """One panel per value of the first remaining axis; ``metric`` against ``x``, one series per ``series`` value.
-
-    Defaults: ``series`` is the ``job`` dimension of several-jobs sweeps, else the ``routing`` axis if there is one; ``x`` is
-    ``placement.gamma`` if present, else the largest other axis. ``x`` labels
-    that are vectors are grouped by their product (ascending size), as in
-    Prisacari Figs. 4-5; numeric ``x`` labels are a numeric axis (lines),
-    any other a categorical one (points). Axes named ``*seed`` are averaged;
-    any other remaining axis is reduced to its best value, in the direction
-    of the metric table (:data:`evaluator.dataset.TABLE`; a variable without
-    one is refused there). The y axis is in the display unit of the metric's
-    SI unit (ms, GB/s, MB: :func:`evaluator.display.display_unit`), named in its label; ratios
-    (:func:`is_ratio`, and every gain) get a reference line at 1. ``relative_to =
-    (axis, label)`` plots the gain over that label instead
-    (:func:`evaluator.query.gain`: e.g. ``("routing", "dor_bgq")``, the
-    speedup of every routing over DOR); a dataset with ``paths_per_pair``
-    (path-set routings) then gets a second column of panels with the mean
-    paths per communicating router pair of every series (seeds and other
-    axes averaged), next to the gain.
-    """
-    from matplotlib.figure import Figure
-
+def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to):
+    """``(da, dims, x, series, facet)``: the values :func:`plot_sweep` draws (the metric where feasible, or its
+    gain), the dataset's axes, ``x`` and ``series`` checked or defaulted, seeds averaged, every axis but the
+    first facet reduced to its best value, and that facet (or None)."""
     metrics = sorted(str(v) for v in ds.data_vars
                      if ds[v].dtype.kind in "fiu" and "link" not in ds[v].dims and v != "feasible")
     if not isinstance(metric, str) or metric not in metrics:
@@ -130,6 +111,33 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
                                                 f"{d!r}: {rankable(ds)}",
                               f"Or put {d!r} on the plot (--x, --series) or restrict the dataset first.") from None
         da = da.min(d, skipna=True) if smaller else da.max(d, skipna=True)
+    return da, dims, x, series, facet
+
+
+def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
+               series: str | None = None, relative_to: tuple[str, object] | None = None) -> Path:
+    """One panel per value of the first remaining axis; ``metric`` against ``x``, one series per ``series`` value.
+
+    Defaults: ``series`` is the ``job`` dimension of several-jobs sweeps, else the ``routing`` axis if there is one; ``x`` is
+    ``placement.gamma`` if present, else the largest other axis. ``x`` labels
+    that are vectors are grouped by their product (ascending size), as in
+    Prisacari Figs. 4-5; numeric ``x`` labels are a numeric axis (lines),
+    any other a categorical one (points). Axes named ``*seed`` are averaged;
+    any other remaining axis is reduced to its best value, in the direction
+    of the metric table (:data:`evaluator.dataset.TABLE`; a variable without
+    one is refused there). The y axis is in the display unit of the metric's
+    SI unit (ms, GB/s, MB: :func:`evaluator.display.display_unit`), named in its label; ratios
+    (:func:`is_ratio`, and every gain) get a reference line at 1. ``relative_to =
+    (axis, label)`` plots the gain over that label instead
+    (:func:`evaluator.query.gain`: e.g. ``("routing", "dor_bgq")``, the
+    speedup of every routing over DOR); a dataset with ``paths_per_pair``
+    (path-set routings) then gets a second column of panels with the mean
+    paths per communicating router pair of every series (seeds and other
+    axes averaged), next to the gain.
+    """
+    from matplotlib.figure import Figure
+
+    da, dims, x, series, facet = _plotted(ds, metric, x, series, relative_to)
     facets = list(da[facet].values) if facet else [None]
     ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
     ncols = 1 if ppp is None else 2

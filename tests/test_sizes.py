@@ -18,12 +18,12 @@ lines, was split into its shared solver and one module per member, 2026-12-02)."
 FUNCTION_LINES = 80
 """A function longer than this (its docstring included) is a long function."""
 
-LONG_FUNCTIONS = 17
+LONG_FUNCTIONS = 16
 """Long functions in the package: at most this many (issue 36 counted 31 when it was filed; 37 on 2026-11-29, 36 on
 2026-12-02 before DOR's, the Dragonfly's and the fat tree's operator builders, local_search, search_mapping,
 starting_points, evaluate_jobs, allocation_mode_study, simulate, evaluator map's main, query.best and the fat tree,
-torus, Dragonfly and RDN builders, parse_swf, evaluator study rdn's main, tiles.advise and grid_embeddings were
-split)."""
+torus, Dragonfly and RDN builders, parse_swf, evaluator study rdn's main, tiles.advise, grid_embeddings and
+plot_sweep were split)."""
 
 
 def _modules():
