@@ -386,6 +386,11 @@ class _Geometry:
     def itype(self):
         return jnp.uint64 if self.wide else jnp.uint32
 
+    def packed(self, tables, routers):
+        """Packed coordinates of ``routers`` (their ids where every size is a power of two, else a gather)."""
+        r = routers.astype(self.itype)
+        return r if self.packed_is_id else take(tables["coords"], r)
+
     def coord(self, p, k: int):
         """Coordinate ``k`` from packed coordinates ``p``."""
         return (p >> self.shift[k]) & ((1 << self.bits[k]) - 1)
@@ -532,13 +537,12 @@ def _apply_fn(g: _Geometry):
     """DOR's ``apply`` (router-level flows of one point) on ``g``."""
     rings, order, dims, strides, R, n_rl, FSIZE = g.rings, g.order, g.dims, g.strides, g.n_routers, \
         g.n_router_links, g.fsize
-    itype, wide, packed_is_id, coord = g.itype, g.wide, g.packed_is_id, g.coord
+    itype, wide, coord = g.itype, g.wide, g.coord
 
     def apply(tables, src, dst, weight, extra=None):
         """Router-link loads of router-level flows (one design point); see :class:`RoutingOperator`."""
         # packed coordinates of the source and destination routers (their ids when every size is a power of two)
-        ps = src.astype(itype) if packed_is_id else take(tables["coords"], src.astype(itype))
-        pd = dst.astype(itype) if packed_is_id else take(tables["coords"], dst.astype(itype))
+        ps, pd = g.packed(tables, src), g.packed(tables, dst)
         q, unit = _units(weight)
         fbuf = jnp.zeros(FSIZE + fused_size(extra), weight.dtype)
         ibufs = {}

@@ -15,8 +15,6 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Int
 
-from .._ops import take
-
 __all__ = ["flow_functions"]
 
 _CODE_LIMIT = 2 ** 31
@@ -34,6 +32,20 @@ def _running_sum(x: Int[Array, "entry"]) -> Int[Array, "entry"]:
     (a few hundred to a few thousand entries a move) a ``[128, 1024]`` int32 batch took 1.5-2.0 ms by ``jnp.cumsum``
     and 0.4-0.7 ms by this scan (one loaded core)."""
     return lax.associative_scan(jnp.add, x)
+
+
+def _hops(ring, s, t, split: bool):
+    """``(plus, minus, tie)`` of runs from ring position ``s`` to ``t``: the hops the +1 way and the -1 way, and
+    whether the run is a split tie (half a wrapped ring; both counts then the half, each with half the bytes)."""
+    n = ring.n
+    if not ring.wrap:
+        return jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
+    fwd = jnp.where(t >= s, t - s, t + n - s)
+    bwd = jnp.where(fwd > 0, n - fwd, 0)
+    tie = (fwd == bwd) & (fwd > 0) & split
+    plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))  # hops the +1 way
+    minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
+    return plus, minus, tie
 
 
 def flow_functions(topo, g, coords: np.ndarray, tables: dict) -> dict:
@@ -93,15 +105,13 @@ def _run_tables(topo, g, coords: np.ndarray, runs) -> tuple[list, dict, np.ndarr
 
 def _flow_links_fn(g, runs):
     """``flow_links`` on ``g``."""
-    rings, order, strides, split, itype, packed_is_id, coord = g.rings, g.order, g.strides, g.split, g.itype, \
-        g.packed_is_id, g.coord
+    rings, order, strides, split, coord = g.rings, g.order, g.strides, g.split, g.coord
 
     def flow_links(ftables, src, dst):
         """Router links of every flow ``src -> dst`` (routers) and the fraction of its bytes on each:
         ``Int[Array, "flow K"]``, ``Float[Array, "flow K"]``, -1 and 0 where a flow has fewer (``K`` = the
         longest DOR path, both halves of a split tie counted)."""
-        ps = src.astype(itype) if packed_is_id else take(ftables["coords"], src.astype(itype))
-        pd = dst.astype(itype) if packed_is_id else take(ftables["coords"], dst.astype(itype))
+        ps, pd = g.packed(ftables, src), g.packed(ftables, dst)
         nbr = ftables["neighbor"]
         links, fracs = [], []
         for pos, (k, ring) in enumerate(runs):
@@ -113,14 +123,7 @@ def _flow_links_fn(g, runs):
                 links.append(jnp.where(s != t, nbr[rest + s * strides[k], 2 * k], -1)[:, None])
                 fracs.append(jnp.where(s != t, 1.0, 0.0)[:, None])
                 continue
-            if ring.wrap:
-                fwd = jnp.where(t >= s, t - s, t + n - s)
-                bwd = jnp.where(fwd > 0, n - fwd, 0)
-                tie = (fwd == bwd) & (fwd > 0) & split
-                plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))  # hops the +1 way
-                minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
-            else:
-                plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
+            plus, minus, tie = _hops(ring, s, t, split)
             frac = jnp.where(tie, 0.5, 1.0)[:, None]
             j = jnp.arange(ring.H, dtype=jnp.int32)[None, :]
             for sign, d, hops in ((1, 0, plus), (-1, 1, minus)):
@@ -138,8 +141,7 @@ def _flow_links_fn(g, runs):
 
 def _flow_runs_fn(g, runs, run_meta, tie_base):
     """``flow_runs`` on ``g``: per flow and run its hops, first entry and byte fraction."""
-    rings, order, dims, split, itype, packed_is_id, coord = g.rings, g.order, g.dims, g.split, g.itype, \
-        g.packed_is_id, g.coord
+    rings, order, dims, split, coord = g.rings, g.order, g.dims, g.split, g.coord
     nd = len(dims)
 
     def flow_runs(ftables, src, dst):
@@ -147,8 +149,7 @@ def _flow_runs_fn(g, runs, run_meta, tie_base):
         or both halves of a split tie read from the tie table; where a dimension has no tie table, the run of +1
         hops, then of -1 hops, one of them empty but at a split tie): its hops, the entry of ``run_links`` its first
         link is at, and the fraction of the flow's bytes on it."""
-        ps = src.astype(itype) if packed_is_id else take(ftables["coords"], src.astype(itype))
-        pd = dst.astype(itype) if packed_is_id else take(ftables["coords"], dst.astype(itype))
+        ps, pd = g.packed(ftables, src), g.packed(ftables, dst)
         hops, first, frac = [], [], []
         for pos, (k, ring) in enumerate(runs):
             n = ring.n
@@ -163,14 +164,7 @@ def _flow_runs_fn(g, runs, run_meta, tie_base):
                 first.append(bases[0] + ring_id * (2 * n) + s)
                 frac.append(jnp.ones(s.shape))
                 continue
-            if ring.wrap:
-                fwd = jnp.where(t >= s, t - s, t + n - s)
-                bwd = jnp.where(fwd > 0, n - fwd, 0)
-                tie = (fwd == bwd) & (fwd > 0) & split
-                plus = jnp.where(fwd < bwd, fwd, jnp.where(fwd == bwd, fwd, 0))
-                minus = jnp.where(bwd < fwd, bwd, jnp.where(tie, bwd, 0))
-            else:
-                plus, minus, tie = jnp.maximum(t - s, 0), jnp.maximum(s - t, 0), jnp.zeros_like(s, bool)
+            plus, minus, tie = _hops(ring, s, t, split)
             f = jnp.where(tie, 0.5, 1.0)
             p_first, m_first = bases[0] + ring_id * (2 * n) + s, bases[1] + ring_id * (2 * n) + (n - 1 - s)
             if k in tie_base:  # one run: the +1 way, the -1 way, or both halves of a tie from the tie table
