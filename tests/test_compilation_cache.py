@@ -169,7 +169,8 @@ def test_sweep_uses_the_cache_in_its_ray_workers(ray, tmp_path):
     if ray:
         pytest.importorskip("ray")
     cache = tmp_path / "c"
-    args = [*SWEEP, "ray.num_cpus=1" if ray else "ray.enabled=false", f"sweep.output_dir={tmp_path / 'out'}"]
+    args = [*SWEEP, *(["ray.num_cpus=1", "ray.driver_chunks=false"] if ray else ["ray.enabled=false"]),
+            f"sweep.output_dir={tmp_path / 'out'}"]
     proc = run_cli(args, {ENV: str(cache), "JAX_LOG_COMPILES": "1"}, tmp_path)
     assert "feasible of" in proc.stdout
     assert ("Compiling" in proc.stderr) is not ray, proc.stderr[-2000:]

@@ -57,8 +57,8 @@ DRIVER = textwrap.dedent("""
         log.write(cid + "\\n")
         log.flush()
 
-    def ray_init(cfg):  # the sweep's own connection; then wait until both nodes have joined
-        ray = real_init(cfg)
+    def ray_init(cfg, while_starting=None):  # the sweep's own connection; then wait until both nodes have joined
+        ray = real_init(cfg, while_starting)
         while sum(n["Alive"] for n in ray.nodes()) < 2:
             time.sleep(0.2)
         return ray

@@ -116,18 +116,66 @@ def test_real_ray_two_workers_and_retry_after_killed_worker(tmp_path, monkeypatc
     ref_plan = make_plan("dragonfly_nne_placement", ["sweep.chunk_size=16"], out=tmp_path / "local")
     ref_plan = shrink(ref_plan, k=4)
     try:
-        path = run_sweep(plan, RayConfig(num_cpus=2, max_retries=3), progress=False)
+        # (every chunk on Ray's workers: the driver's own chunks while Ray starts, the test below, would leave the
+        # crash hook of this small sweep unreached where Ray starts slowly)
+        path = run_sweep(plan, RayConfig(num_cpus=2, max_retries=3, driver_chunks=False), progress=False)
         assert not ray.is_initialized()  # the local Ray the sweep started is stopped once its results are in
     finally:
         ray.shutdown()
     timing = json.loads(open_results(path).attrs["timing_json"])
-    assert timing["ray_cpus"] == 2
+    assert timing["ray_cpus"] == 2 and timing["driver_chunks"] == 0
     assert timing["worker_xla_one_core"] is True  # each task held one CPU: a one-thread XLA:CPU pool (_threads)
     assert marker.exists(), "the crash hook did not run in a Ray worker"
     monkeypatch.delenv("EVALUATOR_TEST_CRASH_ONCE")
     ref = run_sweep(ref_plan, NO_RAY, progress=False)
     # the command's own process keeps JAX's pool: the same numbers either way
     assert json.loads(open_results(ref).attrs["timing_json"])["worker_xla_one_core"] is is_one_core()
+    xr.testing.assert_identical(strip(open_results(path)), strip(open_results(ref)))
+
+
+def test_the_driver_evaluates_chunks_while_its_ray_starts(tmp_path, monkeypatch):
+    """``ray.driver_chunks`` (the default): while the local Ray it starts comes up, the driver evaluates the first
+    chunks itself, Ray's workers the rest, and the dataset is the one the command's own process gives. Made
+    deterministic: Ray's start waits until the driver has evaluated two chunks, and the driver's second chunk
+    returns once Ray has started (each wait at most a minute), so that a few chunks at most are the driver's."""
+    import threading
+
+    ray = pytest.importorskip("ray")
+    from evaluator.sweep import driver
+
+    two, started = threading.Event(), threading.Event()
+    calls = []
+    real_chunk, real_init = driver.evaluate_chunk, ray.init
+
+    def counted(plan, pts):
+        out = real_chunk(plan, pts)
+        calls.append(pts.size)
+        if len(calls) == 2:
+            two.set()
+            started.wait(60)
+        return out
+
+    def slow_init(*args, **kwargs):
+        two.wait(60)
+        try:
+            return real_init(*args, **kwargs)
+        finally:
+            started.set()
+
+    monkeypatch.setattr(driver, "evaluate_chunk", counted)
+    monkeypatch.setattr(ray, "init", slow_init)
+    plan = shrink(make_plan("dragonfly_nne_placement", ["sweep.chunk_size=4"], out=tmp_path / "ray"), k=4)
+    ref_plan = shrink(make_plan("dragonfly_nne_placement", ["sweep.chunk_size=4"], out=tmp_path / "local"), k=4)
+    n_chunks = len(plan.chunks())
+    try:
+        path = run_sweep(plan, RayConfig(num_cpus=2), progress=False)
+    finally:
+        ray.shutdown()
+    timing = json.loads(open_results(path).attrs["timing_json"])
+    assert two.is_set() and timing["driver_chunks"] == len(calls) >= 2
+    assert n_chunks >= 8 and len(calls) < n_chunks, (len(calls), n_chunks)  # Ray's workers evaluated the rest
+    monkeypatch.setattr(driver, "evaluate_chunk", real_chunk)
+    ref = run_sweep(ref_plan, NO_RAY, progress=False)
     xr.testing.assert_identical(strip(open_results(path)), strip(open_results(ref)))
 
 

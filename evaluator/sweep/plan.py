@@ -261,7 +261,7 @@ def check_run_settings(sweep_cfg: Any, ray_cfg: Any) -> None:
     ``sweep.chunk_size`` is null or an integer >= 1, ``sweep.max_points`` an integer >= 1,
     ``sweep.format`` is one of :data:`SWEEP_FORMATS`; ``ray.num_cpus`` and
     ``ray.max_in_flight`` are null or integers >= 1, ``ray.max_retries`` an
-    integer >= 0, ``ray.address`` null or a string. Raises
+    integer >= 0, ``ray.driver_chunks`` a bool, ``ray.address`` null or a string. Raises
     :class:`~evaluator.errors.ConfigError` naming the field.
     """
     _positive("sweep.chunk_size", sweep_cfg.chunk_size, optional=True,
@@ -275,6 +275,9 @@ def check_run_settings(sweep_cfg: Any, ray_cfg: Any) -> None:
     _positive("ray.max_retries", ray_cfg.max_retries, minimum=0, what="retries of a failed chunk")
     _positive("ray.max_in_flight", ray_cfg.max_in_flight, optional=True,
               what="chunks submitted at once; null: 2 x CPUs")
+    own = getattr(ray_cfg, "driver_chunks", True)
+    require(isinstance(own, bool), "ray.driver_chunks", own,
+            "true (the driver evaluates chunks itself while the local Ray it starts comes up) or false")
     address = getattr(ray_cfg, "address", None)
     require(address is None or (isinstance(address, str) and address.strip() != ""), "ray.address", address,
             "null (start Ray here), 'auto' or a cluster address")
