@@ -147,3 +147,31 @@ def test_chunk_size_null_takes_the_default_of_the_results_kept(keep, given, want
 
     # the dataset says what it ran with (its config_yaml keeps the null given)
     assert _attrs(plan, {"start_time": "t"}, [])["chunk_size"] == want
+
+
+def test_on_dataset_is_shown_the_dataset_as_it_is_written(tmp_path):
+    """``run_sweep(..., on_dataset=...)`` (the CLI's summary, printed while the file is written): called once with
+    the dataset the file holds and the file's path; not called for a run that had finished before; an error it
+    raises comes out after the file is written."""
+    plan = make_plan("dragonfly_nne_placement", ["sweep.chunk_size=64"], tmp_path / "a")
+    seen = []
+    path = run_sweep(plan, NO_RAY, progress=False, on_dataset=lambda ds, p: seen.append((ds, p)))
+    assert [p for _, p in seen] == [path]
+    shown, read = seen[0][0], open_results(path)
+    xr.testing.assert_equal(shown, read)  # every variable and coordinate (netCDF writes a list of one as a scalar)
+    for key in ("n_feasible", "n_points", "timing_json", "reason_counts_json"):  # the attributes the summary reads
+        assert str(shown.attrs[key]) == str(read.attrs[key]), key
+    again = []
+    assert run_sweep(plan, NO_RAY, progress=False, on_dataset=lambda ds, p: again.append(p), warn=again.append) \
+        == path and len(again) == 1 and "already finished" in again[0]
+
+    other = make_plan("dragonfly_nne_placement", ["sweep.chunk_size=64"], tmp_path / "b")
+
+    def fails(ds, p):
+        raise RuntimeError("the summary failed")
+
+    with pytest.raises(RuntimeError, match="the summary failed"):
+        run_sweep(other, NO_RAY, progress=False, on_dataset=fails)
+    written = list((tmp_path / "b").rglob("*.nc"))
+    assert len(written) == 1
+    xr.testing.assert_identical(strip(open_results(written[0])), strip(open_results(path)))

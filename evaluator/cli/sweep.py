@@ -133,11 +133,23 @@ def main(argv: list[str]) -> int:
     plan = plan_sweep(request)
     print(f"sweep {plan.name}: {plan.n_points} points on axes "
           + ", ".join(f"{a.name}[{a.size}]" for a in plan.axes) + f"; run id {plan.run_id}")
-    path = run_sweep(plan, request.config.ray, progress=not args.no_progress)
-    # the summary reads the reasons' counts the sweep recorded, not the 10^6 strings (1.7 s of a 2.4 s read)
-    ds = open_results(path, drop_variables=["reason"])
-    if "reason_counts_json" not in ds.attrs:  # (a dataset that does not record them: a several-jobs sweep)
-        ds = open_results(path)
+    shown: list = []
+    # the summary and table of the dataset just assembled, printed while its file is written (not read back)
+    path = run_sweep(plan, request.config.ray, progress=not args.no_progress,
+                     on_dataset=lambda ds, path: shown.append(_summary(plan, ds, path)))
+    if not shown:  # a run that had finished before: its file
+        # the summary reads the reasons' counts the sweep recorded, not the 10^6 strings (1.7 s of a 2.4 s read)
+        ds = open_results(path, drop_variables=["reason"])
+        if "reason_counts_json" not in ds.attrs:  # (a dataset that does not record them: a several-jobs sweep)
+            ds = open_results(path)
+        _summary(plan, ds, path)
+    print(f"dataset: {path}")
+    return 0
+
+
+def _summary(plan, ds, path) -> bool:
+    """Print a sweep's summary (points, timing, infeasible reasons) and its end table; refuse a sweep with no
+    feasible point (naming the dataset ``path``)."""
     n_feasible, n_points = int(ds.attrs["n_feasible"]), int(ds.attrs["n_points"])
     print(f"{n_feasible} feasible of {n_points} points; timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
     if 0 < n_feasible < n_points:
@@ -150,5 +162,4 @@ def main(argv: list[str]) -> int:
     print(format_table(table))
     if note:
         print(f"shown: {note}; every row: evaluator query {path}")
-    print(f"dataset: {path}")
-    return 0
+    return True
