@@ -175,3 +175,46 @@ def test_on_dataset_is_shown_the_dataset_as_it_is_written(tmp_path):
     written = list((tmp_path / "b").rglob("*.nc"))
     assert len(written) == 1
     xr.testing.assert_identical(strip(open_results(written[0])), strip(open_results(path)))
+
+
+def test_the_drivers_own_chunks_stop_when_ray_answers_or_at_the_limit(tmp_path):
+    """:class:`~evaluator.sweep.driver._DriverChunks` (the driver's work while its local Ray starts): the first
+    chunks to do, in order, each exactly :func:`evaluate_chunk`'s result, until ``ready()`` says Ray has answered,
+    and never past ``stop_after`` (a run stopped there) or the chunks there are."""
+    from evaluator.sweep.driver import _DriverChunks, _interleaved
+
+    axes = {"placement.gamma": {"divisors": [4, 4, 2]}, "routing": ["minimal", "valiant"],
+            "placement.seed": {"range": [0, 10]}}
+    plan = make_plan("dragonfly_nne_placement", ["traffic.beta=[4,4,2]", "sweep.chunk_size=8"], tmp_path / "a", axes)
+    todo = _interleaved(plan.chunks())[:12]  # (the driver's order: its networks in turn; the last two evaluate)
+
+    class Recorder:
+        def __init__(self):
+            self.got = []
+
+        def submit(self, cid, res):
+            self.got.append((cid, res))
+
+    def run(stop_after, answers_after):
+        rec = Recorder()
+        own = _DriverChunks(plan, todo, rec, stop_after)
+        own(lambda: len(rec.got) >= answers_after)
+        assert own.count == len(rec.got)
+        return [cid for cid, _ in rec.got], rec.got
+
+    assert run(None, 2)[0] == [cid for cid, _ in todo[:2]]
+    assert run(3, 99)[0] == [cid for cid, _ in todo[:3]]
+    assert run(None, 99)[0] == [cid for cid, _ in todo]
+    assert run(None, 0)[0] == []
+    feasible = 0
+    for (cid, res), (cid2, pts) in zip(run(None, 99)[1], todo):
+        want = evaluate_chunk(plan, pts)
+        assert cid == cid2 and sorted(res) == sorted(want)
+        for key in set(want) - {"build_s", "compile_s", "eval_s", "peak_rss_mb", "n_compiles"}:
+            a, b = res[key], want[key]
+            if isinstance(b, np.ndarray):
+                assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), key
+            else:
+                assert str(a) == str(b), key
+        feasible += len(want.get("ok", ()))
+    assert feasible > 0  # (the chunks compared evaluate points, not only refuse them)
