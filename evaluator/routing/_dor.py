@@ -86,7 +86,6 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int, Shaped
 
 from .._types import ConfigOf

@@ -222,7 +222,7 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
     reservation = res["reservation"]
     count_only = bool(getattr(policy, "count_only", False))
     min_size = int(size.min()) if jobs["n"] else 0
-    shadow_of, head_fits_at_shadow, _never_fits = _reservations(jobs, policy, running, total)
+    shadow_of, head_fits_at_shadow, never_fits = _reservations(jobs, policy, running, total)
 
     def try_place(pol, j: int):
         if size[j] > pol.idle_nodes:
@@ -248,7 +248,7 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
             return n_started
         h = queue[0]
         if not running.keys:  # an empty machine, and the head does not fit
-            raise _never_fits(h)
+            raise never_fits(h)
         stop = len(queue) if backfill_depth is None else min(len(queue), 1 + backfill_depth)
         lo = 1 if changed else max(1, first_new)
         shadow = free_at_shadow = None
@@ -299,11 +299,6 @@ def _reservations(jobs: dict, policy, running, total: int):
         on ``pol`` (a throw-away copy here)."""
         f = getattr(pol, "fits", None)
         return f(req) if f is not None else pol.allocate(req) is not None
-
-    def try_place(pol, j: int):
-        if size[j] > pol.idle_nodes:
-            return None
-        return pol.allocate(requests[j])
 
     def shadow_of(h: int, t: float) -> tuple[float, int]:
         """(shadow time, nodes free at it) of head ``h``: release running jobs by expected end until it fits."""
