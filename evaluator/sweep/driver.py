@@ -602,9 +602,11 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     finally:
         writer.close()
         bar.close()
-        if ray is not None and pending:
-            for r in pending:
-                ray.cancel(r, force=True)
+        # Ray tasks still running are left to finish, not cancelled: in Ray 2.60 a ``ray.cancel`` that meets the
+        # task's own reply kills the driver in a RAY_CHECK ("Tried to complete task that was not pending", exit 1
+        # after the run had stopped and said what it kept: 2 of 13 SIGTERMs of a schedule study, 2026-12-03;
+        # ray-project/ray#54798 fixed a sibling). They go with the driver: a local Ray it started is shut down at
+        # exit, and a cluster's raylets stop the workers of a job whose driver has gone.
     # every result is in: a local Ray this call started stops meanwhile (1.4 s of Ray's own shutdown, done at
     # exit otherwise), overlapping the assembly and the write
     stopping = _stop_ray_in_background(ray) if ray is not None and started_here else None

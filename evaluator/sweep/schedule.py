@@ -316,7 +316,8 @@ def _stored(store: Path, points: list[tuple[str, str, str]]) -> dict[tuple[str, 
 def _compute(study: Mapping[str, Any], todo: list, use_ray: bool, keep, bar) -> None:
     """Every point of ``todo`` computed (on Ray unless ``use_ray`` is False), each kept by ``keep(point,
     values)`` as it finishes; the waits are short steps, so that a signal stops them (:func:`stop_on_sigterm`),
-    and points still running on Ray are cancelled when one does."""
+    and points still running on Ray are left to finish when one does (not cancelled: see
+    :func:`~evaluator.sweep.driver.run_sweep`'s end)."""
     if not (use_ray and todo):
         for p in todo:
             keep(p, _point(study, *p))
@@ -337,10 +338,7 @@ def _compute(study: Mapping[str, Any], todo: list, use_ray: bool, keep, bar) -> 
                 keep(pending.pop(r), ray.get(r))
                 bar.update(1)
     except KeyboardInterrupt as exc:
-        reraise_signalled(exc)
-    finally:
-        for r in pending:
-            ray.cancel(r, force=True)
+        reraise_signalled(exc)  # the points still running are left to finish, not cancelled (as in run_sweep)
 
 
 def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = True,
