@@ -4,6 +4,7 @@ tests/test_claims_prism_lattices.py reruns it).
 Usage (from the repository root)::
 
     python -m tests.prism_lattices
+    python -m tests.prism_lattices --periodic 2,4,4 --seconds 300 --seed 1
 
 The row: the bench's 27-point stencil with uneven faces (``evaluator.bench.mapping._heldout_traffic``: 48x40x32
 elements of 8 bytes a task, faces of 10,240, 12,288 and 15,360 B, edges of 256, 320 and 384 B, corners of 8 B),
@@ -19,6 +20,14 @@ times ``max(c_k, 0)`` (or ``max(-c_k, 0)`` the other way). Enumerated: every sub
 Hermite normal forms), every tile made of one cell of each of its cosets within one step of the origin (the origin
 one of them), and every basis of vectors with entries -2..2. The busiest link of the best such layout is printed.
 The model ignores the job's edges (a finite grid on a 16x4x4 prism), which only take flows away.
+
+``--periodic PX,PY,PZ`` searches instead (a local search, not an enumeration) the layouts that repeat with a period
+of ``PX x PY x PZ`` tasks on ``PX x PY/2 x PZ/2`` nodes (any four tasks of a period on each node: several tiles a
+period, not only lattices; such a layout fits the prism's 16x8x8 tasks on 16x4x4 nodes whenever the period divides
+them). The links of a period are scored by walking every flow of one period of tasks in DOR order on the infinite
+grid. Each round descends from a random layout by swaps of two tasks, first on the bytes times hops, then on the
+busiest link plus 0.3 times the mean link, then 30 times kicks the result by a few random swaps and descends again,
+keeping what is no worse; the best busiest link over the rounds is printed.
 """
 
 from __future__ import annotations
@@ -131,7 +140,112 @@ def best_layouts() -> dict:
     return {"lattices": len(lattices()), "with_layouts": used, "layouts": n_layouts, "bases": n_bases, "at_best": at_best, **best}
 
 
-def main() -> None:
+class Periodic:
+    """The layouts of period ``P`` tasks on ``Q = (P0, P1 / 2, P2 / 2)`` nodes: a layout is the node (within one
+    period of nodes) of each task of one period; task ``t + P s`` is on node ``node[t] + Q s``."""
+
+    def __init__(self, P):
+        self.P = tuple(int(p) for p in P)
+        if len(self.P) != 3 or self.P[1] % 2 or self.P[2] % 2 or min(self.P) < 1:
+            raise ValueError(f"--periodic: {P!r}; three positive sizes, the last two even")
+        self.Q = np.array([self.P[0], self.P[1] // 2, self.P[2] // 2])
+        self.tasks = np.array(list(itertools.product(*map(range, self.P))))
+        d, w = neighbours()
+        u = self.tasks[:, None, :] + d[None, :, :]
+        shift = np.floor_divide(u, self.P)
+        r = u - shift * np.array(self.P)
+        self.src = np.repeat(np.arange(len(self.tasks)), len(d))
+        self.dst = np.ravel_multi_index(tuple(r.reshape(-1, 3).T), self.P)
+        self.shift = shift.reshape(-1, 3)
+        self.w = np.tile(w, len(self.tasks))
+        self.nodes = np.array(list(itertools.product(*map(range, self.Q))))
+
+    def bricks(self) -> np.ndarray:
+        """The 1x2x2 bricks: task (X, Y, Z) on node (X, Y // 2, Z // 2)."""
+        t = self.tasks
+        return np.stack([t[:, 0], t[:, 1] // 2, t[:, 2] // 2], 1)
+
+    def loads(self, node: np.ndarray) -> np.ndarray:
+        """[axis, sign, *Q]: the bytes on each link of one period of nodes (DOR, axes in order)."""
+        pos = node[self.src].copy()
+        disp = node[self.dst] + self.shift * self.Q - pos
+        out = np.zeros((3, 2, *self.Q))
+        for k in range(3):
+            sg, m = np.sign(disp[:, k]), np.abs(disp[:, k])
+            for j in range(int(m.max(initial=0))):
+                on = m > j
+                p = pos[on].copy()
+                p[:, k] += sg[on] * j
+                p = np.mod(p, self.Q)
+                np.add.at(out[k], (np.where(sg[on] > 0, 0, 1), p[:, 0], p[:, 1], p[:, 2]), self.w[on])
+            pos[:, k] += disp[:, k]
+        return out
+
+    def search(self, seconds: float, seed: int = 0, alpha: float = 0.3, kicks: int = 30, kick: int = 4):
+        """``(best busiest link, its layout, rounds)`` of the local search (see the module's text)."""
+        import time
+
+        rng = np.random.default_rng(seed)
+        n = len(self.tasks)
+
+        def descend(node, f, patience):
+            cur, stall = f(self.loads(node)), 0
+            while stall < patience:
+                a, b = rng.integers(n, size=2)
+                if np.array_equal(node[a], node[b]):
+                    continue
+                node[[a, b]] = node[[b, a]]
+                c = f(self.loads(node))
+                if c <= cur:
+                    stall = 0 if c < cur else stall + 1
+                    cur = c
+                else:
+                    node[[a, b]] = node[[b, a]]
+                    stall += 1
+            return node, cur
+
+        def hop_bytes(L):
+            return L.sum()
+
+        def busiest(L):
+            return L.max() + alpha * L.mean()
+
+        best, best_node, rounds, t0 = np.inf, None, 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            node = self.nodes[rng.permutation(np.repeat(np.arange(len(self.nodes)), 4))]
+            node, _ = descend(node, hop_bytes, 4 * n * n)
+            node, cur = descend(node, busiest, 2 * n * n)
+            for _ in range(kicks):
+                trial = node.copy()
+                for _ in range(kick):
+                    a, b = rng.integers(n, size=2)
+                    trial[[a, b]] = trial[[b, a]]
+                trial, _ = descend(trial, hop_bytes, 2 * n * n)
+                trial, c = descend(trial, busiest, 2 * n * n)
+                if c <= cur:
+                    node, cur = trial, c
+            m = float(self.loads(node).max())
+            rounds += 1
+            if m < best:
+                best, best_node = m, node.copy()
+        return best, best_node, rounds
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tests.prism_lattices", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--periodic", help="PX,PY,PZ: search the layouts of this period instead of the lattices")
+    ap.add_argument("--seconds", type=float, default=300.0, help="the search's time (with --periodic)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    if args.periodic:
+        per = Periodic([int(x) for x in args.periodic.split(",")])
+        best, _, rounds = per.search(args.seconds, args.seed)
+        print(f"period {per.P} tasks on {tuple(per.Q.tolist())} nodes, {rounds} rounds in {args.seconds:.0f} s: "
+              f"best busiest link {best:,.0f} B ({best / 2e9 * 1e6:.2f} us at 2 GB/s); the bricks "
+              f"{per.loads(per.bricks()).max():,.0f} B")
+        return
     r = best_layouts()
     print(f"{r['lattices']} sublattices of index 4 ({r['with_layouts']} with a tile and a basis), {r['bases']:,} bases, {r['layouts']:,} layouts (tile x basis)")
     print(f"best busiest link: {r['busiest']:,.0f} B ({r['busiest'] / 2e9 * 1e6:.2f} us at 2 GB/s), "
