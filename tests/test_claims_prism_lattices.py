@@ -36,6 +36,7 @@ def test_the_counts_and_the_best_link(result):
     check_stated(DOC, r"plane over the node's one \+x link: ([0-9,]+) B", result["busiest"], CMD)
     # 15 % below the best named placement (the row's 22.85 us, which the brick layout is)
     check_stated(DOC, r"needs ([0-9.]+) us to be 15 % below", 0.85 * result["busiest"] / 2e9 * 1e6, CMD)
+    check_stated(DOC, r"and the ([0-9.]+) us would need a layout", 0.85 * result["busiest"] / 2e9 * 1e6, CMD)
 
 
 def _tile_index(T_all, tile) -> int:

@@ -140,6 +140,9 @@ def test_the_held_out_four_per_node_stencil_bound(case):
     assert bd.value <= t
     if case == "16x4x4":
         check_stated(DOC, r"against ([0-9.]+) us for the mapping found on the prism", t * 1e6, BOUND_CMD)
+        # the lattice layouts' paragraph (tests/test_claims_prism_lattices.py checks its own numbers)
+        check_stated(DOC, r"16x4x4 prism \(([0-9.]+) us found, the 1x2x2", t * 1e6, BOUND_CMD)
+        check_stated(DOC, r"another kind; the bound \(([0-9.]+) us\) is not shown", bd.value * 1e6, BOUND_CMD)
 
 
 MAP_CMD = ("evaluator map topology=torus topology.dims=[4,4,4] routing=dor traffic=stencil traffic.alpha=[32,32,32] "
