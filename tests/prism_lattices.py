@@ -149,6 +149,8 @@ class Periodic:
         if len(self.P) != 3 or self.P[1] % 2 or self.P[2] % 2 or min(self.P) < 1:
             raise ValueError(f"--periodic: {P!r}; three positive sizes, the last two even")
         self.Q = np.array([self.P[0], self.P[1] // 2, self.P[2] // 2])
+        if self.Q.prod() < 2:  # one node a period: no swap changes a layout (the search would never stop)
+            raise ValueError(f"--periodic: {P!r}; a period of at least two nodes")
         self.tasks = np.array(list(itertools.product(*map(range, self.P))))
         d, w = neighbours()
         u = self.tasks[:, None, :] + d[None, :, :]
@@ -236,13 +238,24 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(prog="python -m tests.prism_lattices", description=__doc__.split("\n\n")[0])
     ap.add_argument("--periodic", help="PX,PY,PZ: search the layouts of this period instead of the lattices")
-    ap.add_argument("--seconds", type=float, default=300.0, help="the search's time (with --periodic)")
+    ap.add_argument("--seconds", type=float, default=300.0, help="the search's time (with --periodic): rounds start until then, and the last one started finishes")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.periodic:
-        per = Periodic([int(x) for x in args.periodic.split(",")])
+        try:
+            per = Periodic([int(x) for x in args.periodic.split(",")])
+        except ValueError:
+            ap.error(f"--periodic: {args.periodic!r}; three positive integers PX,PY,PZ, the last two even "
+                     f"and PX * PY * PZ at least 8 (a period of tasks on two nodes or more; e.g. 2,4,4)")
+        if not args.seconds > 0:
+            ap.error(f"--seconds: {args.seconds}; a positive number of seconds")
+        import time
+
+        t0 = time.perf_counter()
         best, _, rounds = per.search(args.seconds, args.seed)
-        print(f"period {per.P} tasks on {tuple(per.Q.tolist())} nodes, {rounds} rounds in {args.seconds:.0f} s: "
+        took = time.perf_counter() - t0
+        print(f"period {per.P} tasks on {tuple(per.Q.tolist())} nodes, {rounds} rounds started within "
+              f"{args.seconds:.0f} s (all done in {took:.0f} s): "
               f"best busiest link {best:,.0f} B ({best / 2e9 * 1e6:.2f} us at 2 GB/s); the bricks "
               f"{per.loads(per.bricks()).max():,.0f} B")
         return

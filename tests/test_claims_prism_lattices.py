@@ -194,3 +194,17 @@ def test_the_periodic_search_finds_the_optimum_of_a_small_period():
     found, node, rounds = per.search(1.0, seed=0)
     assert rounds >= 1 and found == best
     assert np.bincount(np.ravel_multi_index(tuple(node.T), tuple(per.Q)), minlength=2).tolist() == [4, 4]
+
+
+@pytest.mark.parametrize("argv", [["--periodic", "2,3,4"], ["--periodic", "a,b"], ["--periodic", "1,2,2"],
+                                  ["--periodic", "2,2,2", "--seconds", "0"]])
+def test_the_periodic_search_refuses_what_it_cannot_do(argv, capsys):
+    """An odd size, a word, a period of one node (no swap changes it: the search would never stop) or no time: a
+    usage error naming the option and the value, before any search."""
+    from tests.prism_lattices import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{argv[-2]}: " in err and (argv[-1] in err or "0.0" in err), err
