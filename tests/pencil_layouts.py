@@ -5,6 +5,8 @@ Usage (from the repository root)::
 
     python -m tests.pencil_layouts 16,8,8
     python -m tests.pencil_layouts 8,8,8
+    python -m tests.pencil_layouts 8,8,8 --box 4,8,8
+    python -m tests.pencil_layouts 16,8,8 --box 16,4,4
 
 One task per node on the whole torus under DOR, the bench's pencil FFT (``evaluator.bench.mapping._heldout_traffic``:
 256^3 points of 16 bytes, a ``p_row x p_col`` grid of 32 x 32 ranks on 16x8x8, 16 x 32 on 8x8x8). Two families of
@@ -14,6 +16,9 @@ layouts, every member evaluated by the batched kernel (:func:`evaluator.evaluate
   (plain binary or reflected Gray code per dimension). Permuting the bits within the row field (or the column field)
   maps every row (column) onto a row (column): the same flows. So a layout is which node bits carry the row number
   (C(total bits, row bits) choices) times a code per dimension.
+  With ``--box`` (the rows with four tasks a node on a box of the torus's nodes at its origin: the 4x8x8 half of
+  8x8x8, the 16x4x4 prism of 16x8x8) the node coordinates are the box's, and the task's slot on its node is two
+  more bit positions (bit layouts only).
 * **staggered bricks**: each row a brick of ``p_col`` nodes (every shape that divides the torus), the bricks tiling
   the torus with the offsets along one dimension shifted by ``(a * i + b * j) mod width`` from brick column to brick
   column (``i, j`` the brick's place in the two other dimensions; every ``a, b`` below the width), and the roles of
@@ -22,6 +27,7 @@ layouts, every member evaluated by the batched kernel (:func:`evaluator.evaluate
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 
@@ -29,6 +35,10 @@ import numpy as np
 
 PENCIL_ROWS = {(16, 8, 8): 1024, (8, 8, 8): 512}
 """Torus -> ranks of the held-out pencil rows with one task per node."""
+
+FOUR_A_NODE = {((8, 8, 8), (4, 8, 8)): 1024, ((16, 8, 8), (16, 4, 4)): 1024}
+"""(torus, box of the job's nodes) -> ranks of the held-out pencil rows with four tasks a node (bit layouts only,
+the task's slot on its node two more bit positions)."""
 
 
 def _bits(n: int) -> int:
@@ -38,24 +48,30 @@ def _bits(n: int) -> int:
     return b
 
 
-def bit_layouts(dims, p_row: int, p_col: int):
-    """Every bit layout (module docstring): ``(task_node, label)``; rank ``r = i * p_col + j``."""
-    pos = [(d, b) for d in range(len(dims)) for b in range(_bits(dims[d]))]
+def bit_layouts(dims, p_row: int, p_col: int, box=None, tasks_per_node: int = 1):
+    """Every bit layout (module docstring): ``(task_node, label)``; rank ``r = i * p_col + j``. ``box``: the job's
+    nodes are the box of these sizes at the torus's origin (default: the whole torus); ``tasks_per_node``: a
+    power of two, whose bits (the task's slot on its node) come first among the positions a rank bit can take."""
+    box = tuple(int(x) for x in (dims if box is None else box))
+    pos = [(-1, b) for b in range(_bits(tasks_per_node))] + [(d, b) for d in range(len(box)) for b in range(_bits(box[d]))]
     rb, cb = _bits(p_row), _bits(p_col)
     r = np.arange(p_row * p_col)
     hi, lo = r // p_col, r % p_col
+    nodes = np.ravel_multi_index(tuple(np.indices(box).reshape(len(box), -1)), tuple(dims))
     for hset in itertools.combinations(range(len(pos)), rb):
         lset = [q for q in range(len(pos)) if q not in hset]
-        vals = [np.zeros(r.size, np.int64) for _ in dims]
+        vals = [np.zeros(r.size, np.int64) for _ in box]
         for k, q in enumerate(hset):
             d, b = pos[q]
-            vals[d] |= ((hi >> k) & 1) << b
+            if d >= 0:
+                vals[d] |= ((hi >> k) & 1) << b
         for k, q in enumerate(lset[:cb]):
             d, b = pos[q]
-            vals[d] |= ((lo >> k) & 1) << b
-        for codes in itertools.product((0, 1), repeat=len(dims)):
+            if d >= 0:
+                vals[d] |= ((lo >> k) & 1) << b
+        for codes in itertools.product((0, 1), repeat=len(box)):
             c = [v ^ (v >> 1) if g else v for v, g in zip(vals, codes)]
-            yield np.ravel_multi_index(tuple(c), tuple(dims)), ("bits", hset, codes)
+            yield nodes[np.ravel_multi_index(tuple(c), box)], ("bits", hset, codes)
 
 
 def staggered_bricks(dims, p_row: int, p_col: int):
@@ -87,24 +103,28 @@ def staggered_bricks(dims, p_row: int, p_col: int):
                     break
 
 
-def best_layouts(dims) -> dict:
-    """Per family: the number of layouts, the fastest one's time (s) and label, and the slowest time."""
+def best_layouts(dims, box=None) -> dict:
+    """Per family: the number of layouts, the fastest one's time (s) and label, and the slowest time. ``box``: a
+    held-out row with four tasks a node (:data:`FOUR_A_NODE`), bit layouts only."""
     from evaluator.bench.mapping import _HELDOUT_PENCIL, _heldout_traffic
     from evaluator.evaluation import evaluate_batch
     from evaluator.placement import explicit
     from evaluator.topology import torus
 
     dims = tuple(int(x) for x in dims)
-    n = PENCIL_ROWS[dims]
+    tpn = 1 if box is None else 4
+    n = PENCIL_ROWS[dims] if box is None else FOUR_A_NODE[(dims, tuple(int(x) for x in box))]
     topo = torus(dims)
     tr, _ = _heldout_traffic("pencil FFT", n)
     p_row, p_col = _HELDOUT_PENCIL[n]
     out = {}
-    for family, gen in (("bits", bit_layouts), ("staggered bricks", staggered_bricks)):
+    families = (("bits", functools.partial(bit_layouts, box=box, tasks_per_node=tpn)),) if box is not None else \
+        (("bits", bit_layouts), ("staggered bricks", staggered_bricks))
+    for family, gen in families:
         maps, labels = [], []
         for tn, lab in gen(dims, p_row, p_col):
-            if np.unique(tn).size != n:
-                raise AssertionError(f"{lab}: not a bijection")
+            if np.bincount(tn).max() != tpn or np.unique(tn).size != n // tpn:
+                raise AssertionError(f"{lab}: not {tpn} tasks on each node")
             maps.append(tn)
             labels.append(lab)
         times = []
@@ -116,10 +136,26 @@ def best_layouts(dims) -> dict:
     return out
 
 
+def _dims(text: str):
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        return None
+
+
 def main(argv: list[str]) -> int:
-    dims = tuple(int(x) for x in argv[0].split(","))
-    for family, r in best_layouts(dims).items():
-        print(f"{'x'.join(map(str, dims))} {family}: {r['layouts']} layouts, best {r['best'] * 1e6:.1f} us "
+    dims = _dims(argv[0]) if argv else None
+    box = _dims(argv[2]) if len(argv) == 3 and argv[1] == "--box" else None
+    ok = (len(argv) == 1 and dims in PENCIL_ROWS) or (len(argv) == 3 and (dims, box) in FOUR_A_NODE)
+    if not ok:
+        rows = [",".join(map(str, d)) for d in PENCIL_ROWS]
+        rows += [f"{','.join(map(str, d))} --box {','.join(map(str, b))}" for d, b in FOUR_A_NODE]
+        print(f"usage: python -m tests.pencil_layouts DIMS [--box BOX] (one of: {'; '.join(rows)}; given: "
+              f"{' '.join(argv) or 'nothing'})", file=sys.stderr)
+        return 2
+    label = "x".join(map(str, dims)) + ("" if box is None else f", 4 a node on {'x'.join(map(str, box))}")
+    for family, r in best_layouts(dims, box).items():
+        print(f"{label} {family}: {r['layouts']} layouts, best {r['best'] * 1e6:.1f} us "
               f"({r['best_label']}), worst {r['worst'] * 1e6:.1f} us")
     return 0
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.claims import check_stated
 from tests.helpers import once
-from tests.pencil_layouts import best_layouts
+from tests.pencil_layouts import FOUR_A_NODE, best_layouts, main
 
 DOC = "docs/mapping.md"
 CMD = "python -m tests.pencil_layouts {}"
@@ -17,7 +17,10 @@ CMD = "python -m tests.pencil_layouts {}"
 @pytest.fixture(scope="module")
 @once
 def layouts():
-    return {dims: best_layouts(dims) for dims in ((16, 8, 8), (8, 8, 8))}
+    out = {dims: best_layouts(dims) for dims in ((16, 8, 8), (8, 8, 8))}
+    for dims, box in FOUR_A_NODE:
+        out[(dims, box)] = best_layouts(dims, box)["bits"]
+    return out
 
 
 def test_the_families_sizes(layouts):
@@ -43,3 +46,26 @@ def test_no_layout_beats_the_search(layouts):
     small = layouts[(8, 8, 8)]["bits"]
     check_stated(DOC, r"on 8x8x8 every bit layout takes ([0-9.]+) us", small["worst"] * 1e6, CMD.format("8,8,8"))
     assert small["worst"] == pytest.approx(small["best"], rel=1e-12)
+
+
+def test_four_a_node(layouts):
+    """The bit layouts of the rows with four tasks a node: their number, best and worst, and the table's times."""
+    half, prism = layouts[((8, 8, 8), (4, 8, 8))], layouts[((16, 8, 8), (16, 4, 4))]
+    cmd_half, cmd_prism = CMD.format("8,8,8 --box 4,8,8"), CMD.format("16,8,8 --box 16,4,4")
+    assert half["layouts"] == prism["layouts"]
+    check_stated(DOC, r"([0-9,]+) bit layouts each; the best takes", half["layouts"], cmd_half)
+    check_stated(DOC, r"the best takes ([0-9.]+) us on the half", half["best"] * 1e6, cmd_half)
+    check_stated(DOC, r"us on the half and ([0-9.,]+) us on the prism", prism["best"] * 1e6, cmd_prism)
+    check_stated(DOC, r"and the worst ([0-9.,]+) us and [0-9.,]+ us\. No bit layout", half["worst"] * 1e6, cmd_half)
+    check_stated(DOC, r"and the worst [0-9.,]+ us and ([0-9.,]+) us\. No bit layout", prism["worst"] * 1e6, cmd_prism)
+    check_stated(DOC, r"\| 32x32 ranks, 4 a node, 4x8x8 half \| [0-9.]+ us \| [0-9.,]+ us \| ([0-9.,]+) us \|",
+                 half["best"] * 1e6, cmd_half)
+    check_stated(DOC, r"\| 32x32 ranks, 4 a node, 16x4x4 prism \| [0-9.]+ us \| [0-9.,]+ us \| ([0-9.,]+) us \|",
+                 prism["best"] * 1e6, cmd_prism)
+
+
+def test_bad_input_is_a_usage_error(capsys):
+    for argv in ([], ["4,4,4"], ["eight"], ["8,8,8", "--box", "4,4,4"], ["8,8,8", "--box"], ["8,8,8", "4,8,8"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "usage: python -m tests.pencil_layouts DIMS [--box BOX]" in err and "16,8,8 --box 16,4,4" in err
