@@ -33,8 +33,7 @@ import sys
 
 import numpy as np
 
-PENCIL_ROWS = {(16, 8, 8): 1024, (8, 8, 8): 512}
-"""Torus -> ranks of the held-out pencil rows with one task per node."""
+from tests.pencil_layouts import PENCIL_ROWS, layout_times, parse_dims
 
 
 def _divisors(n: int) -> list[int]:
@@ -58,7 +57,7 @@ def subgroups(dims, order: int) -> list[np.ndarray]:
             gens = np.array([[d[0], a, b], [0, d[1], c], [0, 0, d[2]]]) % dims
             pts = np.zeros((1, 3), np.int64)
             for g in gens:  # the subgroup generated: all multiples of each generator added in turn
-                mult = (np.arange(int(n))[:, None] * g[None, :]) % dims
+                mult = (np.arange(int(np.lcm.reduce(dims)))[:, None] * g[None, :]) % dims  # an element's order divides it
                 mult = np.unique(mult, axis=0)
                 pts = np.unique((pts[:, None, :] + mult[None, :, :]).reshape(-1, 3) % dims, axis=0)
             if len(pts) != order:
@@ -98,17 +97,6 @@ def _layout(groups: np.ndarray, cosets: np.ndarray) -> np.ndarray:
     return tn
 
 
-def _times(topo, traffic, layouts: list[np.ndarray]) -> np.ndarray:
-    from evaluator.evaluation import evaluate_batch
-    from evaluator.placement import explicit
-
-    out = []
-    for i in range(0, len(layouts), 64):
-        res = evaluate_batch(topo, "dor", traffic, [explicit(topo, m) for m in layouts[i:i + 64]])
-        out += np.asarray(res.metrics["completion_time"], float).tolist()
-    return np.array(out)
-
-
 def coset_layouts(dims) -> dict:
     """Per phase: the size of its groups, the number of subgroups of that order, and the least and largest time
     of the phase with its groups on their cosets."""
@@ -125,7 +113,7 @@ def coset_layouts(dims) -> dict:
     for k, name in enumerate(tr.phase_names):
         g = groups[name]
         subs[name] = subgroups(dims, g.shape[1])
-        t = _times(topo, tr.phases[k], [_layout(g, coset_nodes(dims, s)) for s in subs[name]])
+        t = layout_times(topo, tr.phases[k], [_layout(g, coset_nodes(dims, s)) for s in subs[name]])
         out[name] = {"subgroups": len(subs[name]), "least": float(t.min()), "largest": float(t.max()),
                      "clique": int(g.shape[1]), "times": t}
     return out
@@ -148,7 +136,7 @@ def plane_layouts(dims, n_random: int = 4, seed: int = 0, cosets: dict | None = 
     rows = phase_groups(n, p_row)["xy"]
     subs = subgroups(dims, rows.shape[1])
     t = cosets["xy"]["times"] if cosets is not None else \
-        _times(topo, tr.phases[0], [_layout(rows, coset_nodes(dims, s)) for s in subs])
+        layout_times(topo, tr.phases[0], [_layout(rows, coset_nodes(dims, s)) for s in subs])
     best = [s for s, x in zip(subs, t) if x <= t.min() * (1 + 1e-12)]
     rng = np.random.default_rng(seed)
     layouts = []
@@ -161,19 +149,19 @@ def plane_layouts(dims, n_random: int = 4, seed: int = 0, cosets: dict | None = 
         x = np.unravel_index(m, dims)[0]
         counts += [np.bincount(x[col], minlength=dims[0]) for col in rows.T]
     counts = np.array(counts)
-    times = {name: _times(topo, tr.phases[k], layouts) for k, name in enumerate(tr.phase_names)}
+    times = {name: layout_times(topo, tr.phases[k], layouts) for k, name in enumerate(tr.phase_names)}
     return {"subgroups": best, "layouts": len(layouts), "least": {k: float(v.min()) for k, v in times.items()},
-            "whole": float(_times(topo, tr, layouts).min()), "column_per_plane": (int(counts.min()),
+            "whole": float(layout_times(topo, tr, layouts).min()), "column_per_plane": (int(counts.min()),
                                                                                    int(counts.max()))}
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or tuple(int(x) for x in argv[0].split(",") if x.isdigit()) not in PENCIL_ROWS:
+    if len(argv) != 1 or parse_dims(argv[0]) not in PENCIL_ROWS:
         print(f"usage: python -m tests.pencil_lattices DIMS  (DIMS one of "
               f"{', '.join(','.join(map(str, d)) for d in PENCIL_ROWS)}; given: {' '.join(argv) or 'nothing'})",
               file=sys.stderr)
         return 2
-    dims = tuple(int(x) for x in argv[0].split(","))
+    dims = parse_dims(argv[0])
     r = coset_layouts(dims)
     print("\n".join(report(dims, r, plane_layouts(dims, cosets=r))))
     return 0
@@ -191,6 +179,7 @@ def report(dims, r: dict, q: dict) -> list[str]:
                f"plane of the first dimension {lo} to {hi}; least xy {q['least']['xy'] * 1e6:.1f} us, "
                f"yz {q['least']['yz'] * 1e6:.1f} us, both {q['whole'] * 1e6:.1f} us")
     return out
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

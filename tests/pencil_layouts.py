@@ -103,12 +103,23 @@ def staggered_bricks(dims, p_row: int, p_col: int):
                     break
 
 
+def layout_times(topo, traffic, maps) -> np.ndarray:
+    """Completion time (s) of ``traffic`` under DOR for every task -> node array of ``maps``, by the batched kernel,
+    64 layouts a call."""
+    from evaluator.evaluation import evaluate_batch
+    from evaluator.placement import explicit
+
+    out = []
+    for i in range(0, len(maps), 64):
+        res = evaluate_batch(topo, "dor", traffic, [explicit(topo, m) for m in maps[i:i + 64]])
+        out += np.asarray(res.metrics["completion_time"], float).tolist()
+    return np.array(out)
+
+
 def best_layouts(dims, box=None) -> dict:
     """Per family: the number of layouts, the fastest one's time (s) and label, and the slowest time. ``box``: a
     held-out row with four tasks a node (:data:`FOUR_A_NODE`), bit layouts only."""
     from evaluator.bench.mapping import _HELDOUT_PENCIL, _heldout_traffic
-    from evaluator.evaluation import evaluate_batch
-    from evaluator.placement import explicit
     from evaluator.topology import torus
 
     dims = tuple(int(x) for x in dims)
@@ -127,16 +138,14 @@ def best_layouts(dims, box=None) -> dict:
                 raise AssertionError(f"{lab}: not {tpn} tasks on each node")
             maps.append(tn)
             labels.append(lab)
-        times = []
-        for i in range(0, len(maps), 64):
-            res = evaluate_batch(topo, "dor", tr, [explicit(topo, m) for m in maps[i:i + 64]])
-            times += np.asarray(res.metrics["completion_time"], float).tolist()
+        times = layout_times(topo, tr, maps).tolist()
         k = int(np.argmin(times))
         out[family] = {"layouts": len(maps), "best": times[k], "best_label": labels[k], "worst": max(times)}
     return out
 
 
-def _dims(text: str):
+def parse_dims(text: str):
+    """``"8,8,8"`` -> ``(8, 8, 8)``; None where it is not a comma-separated list of integers."""
     try:
         return tuple(int(x) for x in text.split(","))
     except ValueError:
@@ -144,8 +153,8 @@ def _dims(text: str):
 
 
 def main(argv: list[str]) -> int:
-    dims = _dims(argv[0]) if argv else None
-    box = _dims(argv[2]) if len(argv) == 3 and argv[1] == "--box" else None
+    dims = parse_dims(argv[0]) if argv else None
+    box = parse_dims(argv[2]) if len(argv) == 3 and argv[1] == "--box" else None
     ok = (len(argv) == 1 and dims in PENCIL_ROWS) or (len(argv) == 3 and (dims, box) in FOUR_A_NODE)
     if not ok:
         rows = [",".join(map(str, d)) for d in PENCIL_ROWS]

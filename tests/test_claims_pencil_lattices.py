@@ -1,7 +1,7 @@
 """docs/mapping.md's coset layouts of issue 37's pencil rows, rerun in full (`python -m tests.pencil_lattices 8,8,8`
 and `16,8,8`: 203 + 203 and 299 + 299 subgroups, 3,296 random-order layouts, about 25 s here): the printed block,
 the sentences that use it, the subgroup enumeration against brute force on small tori, the kernel's phase times
-against a per-flow DOR walk, and the first dimension's ring loads the page's argument states."""
+against tests/reference.py's per-flow walk, and the first dimension's ring loads the page's argument states."""
 
 from __future__ import annotations
 
@@ -128,43 +128,18 @@ def test_the_subgroups_are_all_of_them(dims):
     assert sum(len(v) for v in brute.values()) > 10
 
 
-def _dor_walk(dims, src, dst, nbytes) -> np.ndarray:
-    """Per-flow DOR walk on a torus (dimensions in order, the shorter way, a tie split half and half), every flow
-    a step at a time: ``loads[dim, direction, node]`` of the link leaving ``node``."""
-    dims = np.asarray(dims)
-    loads = np.zeros((3, 2, int(np.prod(dims))))
-    pos = np.array(np.unravel_index(src, tuple(dims))).T
-    items = [(pos, np.array(np.unravel_index(dst, tuple(dims))).T, np.asarray(nbytes, float))]
-    for k in range(3):
-        nxt = []
-        for pos, target, w in items:
-            n = int(dims[k])
-            delta = (target[:, k] - pos[:, k]) % n
-            stay = delta == 0
-            nxt.append((pos[stay], target[stay], w[stay]))
-            for step, sel, share in ((1, (2 * delta < n) & ~stay, 1.0), (-1, 2 * delta > n, 1.0),
-                                     (1, 2 * delta == n, 0.5), (-1, 2 * delta == n, 0.5)):
-                p, t, ww = pos[sel].copy(), target[sel], w[sel] * share
-                hops = delta[sel] if step == 1 else (n - delta[sel]) % n
-                for h in range(int(hops.max(initial=0))):
-                    on = hops > h
-                    np.add.at(loads[k, 0 if step == 1 else 1], np.ravel_multi_index(tuple(p[on].T), tuple(dims)),
-                              ww[on])
-                    p[on, k] = (p[on, k] + step) % n
-                nxt.append((p, t, ww))
-        items = nxt
-    return loads
+def _phase_flows(groups, pair_bytes):
+    """``(src_task, dst_task, bytes)`` of an all-to-all inside every group."""
+    return [(int(a), int(b), pair_bytes) for g in groups for a in g for b in g if a != b]
 
 
-def _phase_flows(dims, groups, task_node, pair_bytes):
-    src, dst = [], []
-    for g in groups:
-        a, b = np.meshgrid(g, g, indexing="ij")
-        m = a != b
-        src.append(task_node[a[m]])
-        dst.append(task_node[b[m]])
-    src, dst = np.concatenate(src), np.concatenate(dst)
-    return src, dst, np.full(src.size, float(pair_bytes))
+def _walk(topo, groups, task_node, pair_bytes) -> np.ndarray:
+    """Bytes on every router link by tests/reference.py's per-flow walk (DOR, a tie split)."""
+    from tests.reference import reference_link_loads
+
+    loads = reference_link_loads(topo, _phase_flows(groups, pair_bytes), task_node,
+                                 {"kind": "dor", "order": "as_given", "tie": "split"})
+    return loads[: topo.n_router_links]
 
 
 def test_phase_times_are_a_per_flow_walk():
@@ -190,8 +165,7 @@ def test_phase_times_are_a_per_flow_walk():
             for s in (subs[0], subs[len(subs) // 2], subs[-1]):
                 tn = _layout(g, coset_nodes(dims, s))
                 got = float(evaluate_batch(topo, "dor", tr.phases[k], [explicit(topo, tn)]).metrics["completion_time"][0])
-                pair = float(tr.phases[k].nbytes[0])
-                walk = _dor_walk(dims, *_phase_flows(dims, g, tn, pair))
+                walk = _walk(topo, g, tn, float(tr.phases[k].nbytes[0]))
                 assert got == pytest.approx(walk.max() / float(cap[0]), rel=1e-12), (dims, name)
 
     # the ring argument on 16x8x8
@@ -201,6 +175,9 @@ def test_phase_times_are_a_per_flow_walk():
     s = plane_layouts(dims, n_random=1)["subgroups"][0]
     rng = np.random.default_rng(3)
     tn = _layout(groups["xy"], np.array([rng.permutation(c) for c in coset_nodes(dims, s)]))
-    walk = _dor_walk(dims, *_phase_flows(dims, groups["yz"], tn, float(tr.phases[1].nbytes[0])))
-    check_stated(DOC, r"all-to-all: ([0-9,]+) B on each of its links", float(walk[0].min()), CMD.format("16,8,8"))
-    assert walk[0].min() == walk[0].max()
+    topo = torus(dims)
+    walk = _walk(topo, groups["yz"], tn, float(tr.phases[1].nbytes[0]))
+    x_links = walk[np.asarray(topo.link_class)[: topo.n_router_links] == topo.class_names.index("torus-dim0")]
+    assert x_links.size == 2 * n
+    check_stated(DOC, r"all-to-all: ([0-9,]+) B on each of its links", float(x_links.min()), CMD.format("16,8,8"))
+    assert x_links.min() == x_links.max()
