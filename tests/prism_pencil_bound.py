@@ -67,37 +67,31 @@ def gale_ryser(c_max: int = K2, n: int = N, ones: int = HALF) -> np.ndarray:
     return cur[:, HALF, :].max(axis=0)
 
 
-def _wiener(v) -> int:
-    return sum(v[a] * v[b] * (b - a) for a in range(4) for b in range(a + 1, 4))
-
-
-def _fits(r, c, cap: int) -> bool:
-    """Whether a 4 x 4 matrix of entries in ``[0, cap]`` has row sums ``r`` and column sums ``c`` (max-flow
-    min-cut: every set of rows fits in the columns)."""
-    for mask in range(1, 16):
-        rows = [i for i in range(4) if mask >> i & 1]
-        if sum(r[i] for i in rows) > sum(min(cj, cap * len(rows)) for cj in c):
-            return False
-    return True
+def _margins(p: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """The possible margins (4 sums, each at most ``4 cap``) of ``p`` tasks on one line of the 4 x 4 yz positions,
+    sorted by their distance sum, and those sums."""
+    v = np.array([m for m in itertools.product(range(min(p, 4 * cap) + 1), repeat=4) if sum(m) == p], np.int64)
+    w = sum(v[:, a] * v[:, b] * (b - a) for a in range(4) for b in range(a + 1, 4))
+    order = np.argsort(w, kind="stable")
+    return v[order], w[order]
 
 
 @lru_cache(None)
 def yz_wiener(p: int, cap: int) -> int:
     """The least y-z distance sum (over task pairs) of ``p`` tasks on the 4 x 4 yz positions, at most ``cap`` a
-    position: the distance sum is the y margins' plus the z margins'."""
-    margins = sorted((v for v in itertools.product(range(min(p, 4 * cap) + 1), repeat=4) if sum(v) == p),
-                     key=_wiener)
+    position: the y margins' distance sum plus the z margins'. A 4 x 4 matrix of entries in ``[0, cap]`` with row
+    sums ``r`` and column sums ``c`` exists iff every ``k`` rows fit (max-flow min-cut): the ``k`` largest of ``r``
+    add up to at most ``sum_j min(c_j, cap k)``, for ``k = 1..4``."""
+    v, w = _margins(p, cap)
+    top = np.cumsum(-np.sort(-v, axis=1), axis=1)  # [margin, k - 1]: its k largest entries' sum
+    room = np.stack([np.minimum(v, cap * k).sum(axis=1) for k in range(1, 5)], axis=1)
     best = None
-    for r in margins:
-        if best is not None and _wiener(r) >= best:
+    for i in range(len(v)):  # y margins by distance sum; for each the z margin of least sum that fits
+        if best is not None and w[i] >= best:
             break
-        for c in margins:
-            v = _wiener(r) + _wiener(c)
-            if best is not None and v >= best:
-                break
-            if _fits(r, c, cap):
-                best = v
-                break
+        ok = np.flatnonzero((top[i] <= room).all(axis=1))
+        if ok.size and (best is None or w[i] + w[ok[0]] < best):
+            best = int(w[i] + w[ok[0]])
     return best
 
 
