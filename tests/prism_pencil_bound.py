@@ -51,8 +51,11 @@ def gale_ryser(c_max: int = K2, n: int = N, ones: int = HALF) -> np.ndarray:
     descending) over the row profiles of ``ones`` ones in ``n`` rows of ``n`` whose row crossing ``sum r (n - r)`` is
     ``c`` (-1: none), ``c <= c_max``; then ``f(c) = n * ones - G[c]`` is the least column crossing."""
     N, HALF = n, ones  # noqa: N806 (the module's sizes by default)
+    if n * ones > np.iinfo(np.int16).max:
+        raise ValueError(f"gale_ryser: n * ones = {n * ones} exceeds the int16 sums (at most 32,767)")
     size = c_max + 1
-    cur = np.full((N + 1, HALF + 1, size), -1, np.int32)  # [last row sum, ones so far, crossing so far]
+    cur = np.full((N + 1, HALF + 1, size), -1, np.int16)  # [last row sum, ones so far, crossing so far]; sums of
+    # squared column sums are at most n * ones (16,384 here): int16 holds them
     cur[N, 0, 0] = 0
     for i in range(1, N + 1):
         best = np.maximum.accumulate(cur[::-1], axis=0)[::-1]  # rows are sorted: this row's sum <= the last one
@@ -62,7 +65,7 @@ def gale_ryser(c_max: int = K2, n: int = N, ones: int = HALF) -> np.ndarray:
             if cr >= size:
                 continue
             src = best[r, :HALF + 1 - r, :size - cr]
-            new[r, r:, cr:] = np.maximum(new[r, r:, cr:], np.where(src >= 0, src + (2 * i - 1) * r, -1))
+            new[r, r:, cr:] = np.where(src >= 0, src + np.int16((2 * i - 1) * r), np.int16(-1))  # this row sums r
         cur = new
     return cur[:, HALF, :].max(axis=0)
 

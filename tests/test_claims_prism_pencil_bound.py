@@ -1,5 +1,5 @@
 """docs/mapping.md's certificate for issue 37's pencil row on the 16x4x4 prism (`python -m tests.prism_pencil_bound`,
-about 35 s here): the printed block and the sentences around it, and each step of the argument against something
+about 30 s here): the printed block and the sentences around it, and each step of the argument against something
 independent: the Gale-Ryser programme against every 0/1 matrix on 4 x 4, the y-z distance minimum against every
 placement of a few tasks, the per-row bounds against real rows, and the cut counts against the kernel's phase times
 of real mappings (the linear one, random ones and a block layout)."""
