@@ -107,13 +107,19 @@ def _partitions(n: int, largest: int):
             yield (k,) + rest
 
 
+@lru_cache(None)
+def _piece_wiener() -> tuple[int, ...]:
+    """:func:`yz_wiener` of every piece size of a row (0..32 tasks), four a position (one plane's node)."""
+    return tuple(yz_wiener(p, 4) for p in range(N + 1))
+
+
 def piece_bounds(part: tuple[int, ...]) -> tuple[int, int]:
     """``(x, w)``: lower bounds on the x distance sum and the y-z distance sum (over task pairs) of a row whose plane
     pieces hold ``part`` tasks (descending, one piece a plane): each piece sees at most two others at each ring
     distance; the y-z sum is at least the largest piece's, at least that of 32 tasks on positions holding at most
     four of each piece, and at least the pieces' own sums plus one for every pair of two pieces but the at most four
     a task has on its own node's position."""
-    w4 = [yz_wiener(p, 4) for p in range(N + 1)]
+    w4 = _piece_wiener()
     x = sum(ni * sum(nj * (k // 2 + 1) for k, nj in enumerate(sorted(part[:i] + part[i + 1:], reverse=True)))
             for i, ni in enumerate(part)) // 2
     cap = min(N, sum(min(4, n) for n in part))

@@ -13,6 +13,7 @@ import pytest
 
 from tests.claims import check_output_block, check_stated
 from tests.helpers import once
+from tests.pencil_lattices import phase_groups
 from tests.prism_pencil_bound import (FLOW_US, N, X_LINKS, YZ_LINKS, bound, gale_ryser, main, piece_bounds,
                                       report, yz_wiener)
 
@@ -125,7 +126,8 @@ def test_cut_counts_bound_the_kernel_and_the_rows_bounds_hold(result):
     topo, (tr, _) = torus(DIMS), _heldout_traffic("pencil FFT", 1024)
     box_nodes = np.ravel_multi_index(tuple(np.indices(BOX).reshape(3, -1)), DIMS)
     rng = np.random.default_rng(3)
-    groups = {0: np.arange(1024).reshape(N, N), 1: np.arange(1024).reshape(N, N).T}  # rows, then columns
+    by_name = phase_groups(1024, N)  # rows (xy), columns (yz)
+    groups = {k: by_name[name] for k, name in enumerate(tr.phase_names)}
     for name, slot in _mappings(rng).items():
         coords = np.stack(np.unravel_index(slot // 4, BOX), axis=1)  # task -> (x, y, z) in the box
         node = box_nodes[slot // 4]
@@ -147,12 +149,12 @@ def test_cut_counts_bound_the_kernel_and_the_rows_bounds_hold(result):
                 assert t * 1e6 == pytest.approx(max(flows) * FLOW_US, rel=1e-12), (name, k, t, max(flows))
             for members in groups[k]:
                 c = coords[members]
-                part = tuple(sorted(np.bincount(c[:, 0], minlength=16)[np.bincount(c[:, 0], minlength=16) > 0],
-                                    reverse=True))
+                per_plane = np.bincount(c[:, 0], minlength=16)
+                part = tuple(sorted((int(v) for v in per_plane[per_plane > 0]), reverse=True))
                 dx = np.abs(c[:, None, 0] - c[None, :, 0])
                 x_sum = int(np.minimum(dx, 16 - dx).sum() // 2)
                 yz = int((np.abs(c[:, None, 1] - c[None, :, 1]) + np.abs(c[:, None, 2] - c[None, :, 2])).sum() // 2)
-                xb, wb = piece_bounds(tuple(int(v) for v in part))
+                xb, wb = piece_bounds(part)
                 assert x_sum >= xb and yz >= wb, (name, k, part, x_sum, xb, yz, wb)
         assert total * 1e6 >= result["bound"], (name, total)
         if name == "blocks":  # the time found on the row (2 x 2 x 2 nodes a row, each column two tasks a plane)
