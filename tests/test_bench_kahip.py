@@ -181,3 +181,23 @@ def test_bench_rows_with_and_without_kahip():
     row = BM._heldout_row({**held, "kahip": 1.1e-3}, 1.0, "cpu")
     assert "vs best of Scotch, KaHIP and named" in row["check"] and "KaHIP 1100 us" in row["note"]
     assert "vs best of Scotch and named" in BM._heldout_row(held, 1.0, "cpu")["check"]
+
+
+def test_heldout_verdict_counts_a_rows_certificate():
+    """A held-out row's certificate (HELDOUT_CERTIFICATES) raises the bound the verdict uses: time 1,100 us (8 %
+    below the ref), ref (Scotch) 1,200 us, the search's bound 500 us leaves room for 15% (1,020 us), a certificate
+    of 1,100 us does not; one below the search's bound or NaN changes nothing."""
+    held = {**_quality_record(time=1.1e-3), "tasks_per_node": 4, "job_nodes": 256, "job_box": "16x4x4",
+            "metis_note": "", "best_start": "linear"}
+    plain = BM.heldout_verdict(held)
+    assert plain["room"] is True and plain["holds"] is False and plain["bound"] == 5e-4
+    cert = {**held, "certificate": 1.1e-3, "certificate_cmd": "python -m evaluator.bench.prism_pencil_bound"}
+    v = BM.heldout_verdict(cert)
+    assert v["bound"] == 1.1e-3 and v["room"] is False and v["holds"] is True
+    assert BM.heldout_verdict({**held, "certificate": 4e-4})["bound"] == 5e-4
+    assert BM.heldout_verdict({**held, "certificate": float("nan")})["room"] is True
+    row = BM._heldout_row(cert, 1.0, "cpu")
+    assert "done-when holds" in row["check"]
+    assert "bound 500 us (b; certificate 1100 us, python -m evaluator.bench.prism_pencil_bound; no room for 15%)" \
+        in row["note"]
+    assert "certificate" not in BM._heldout_row(held, 1.0, "cpu")["note"]

@@ -1,8 +1,10 @@
-"""docs/mapping.md's certificate for issue 37's pencil row on the 16x4x4 prism (`python -m tests.prism_pencil_bound`,
-about 30 s here): the printed block and the sentences around it, and each step of the argument against something
-independent: the Gale-Ryser programme against every 0/1 matrix on 4 x 4, the y-z distance minimum against every
-placement of a few tasks, the per-row bounds against real rows, and the cut counts against the kernel's phase times
-of real mappings (the linear one, random ones and a block layout)."""
+"""docs/mapping.md's certificate for issue 37's pencil row on the 16x4x4 prism
+(`python -m evaluator.bench.prism_pencil_bound`, about 30 s here): the printed block and the sentences around it,
+and each step of the argument against something independent: the Gale-Ryser programme against every 0/1 matrix on
+4 x 4, the y-z distance minimum against every placement of a few tasks, the per-row bounds against real rows, the
+cut counts against the kernel's phase times of real mappings (the linear one, random ones and a block layout); and
+the bench's use of it: the row it applies to (the traffic's flows and the links' bandwidth checked) and the verdict
+it changes."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import pytest
 from tests.claims import check_output_block, check_stated
 from tests.helpers import once
 from tests.pencil_lattices import phase_groups
-from tests.prism_pencil_bound import (FLOW_US, N, X_LINKS, YZ_LINKS, bound, gale_ryser, main, piece_bounds,
-                                      report, yz_wiener)
+from evaluator.bench.prism_pencil_bound import (FLOW_US, N, X_LINKS, YZ_LINKS, bound, gale_ryser, main,
+                                                piece_bounds, report, yz_wiener)
 
 DOC = "docs/mapping.md"
-CMD = "python -m tests.prism_pencil_bound"
+CMD = "python -m evaluator.bench.prism_pencil_bound"
 DIMS, BOX = (16, 8, 8), (16, 4, 4)
 
 
@@ -55,6 +57,9 @@ def test_the_sentences(result):
     nodes = np.ravel_multi_index(tuple(np.indices(BOX).reshape(3, -1)), DIMS)
     b = mapping_bound(torus(DIMS), _heldout_traffic("pencil FFT", 1024)[0], "dor", nodes=nodes, tasks_per_node=4)
     check_stated(DOC, r"than the boundary part's ([0-9.,]+) us", b.value * 1e6, CMD)
+    # what the bench does with it (test_the_bench_counts_it_on_that_row_alone)
+    check_stated(DOC, r"prints: still\s+the boundary part's ([0-9.,]+) us here\)", b.value * 1e6, CMD)
+    check_stated(DOC, r"so the bench counts no room for ([0-9]+) % on this row", 15, CMD)  # issue 37's 15 %
     check_stated(DOC, r"A flow is 8,192 B, ([0-9.]+) us on one link", FLOW_US, CMD)
     # how far each open row's 85 % lies above its boundary part (the table: found and boundary part)
     rows = {"4x8x8 half": (786.432, 524.288), "16x8x8": (393.216, 262.144), "8x8x8": (524.288, 262.144),
@@ -66,9 +71,41 @@ def test_the_sentences(result):
     check_stated(DOC, r"on 8x8x8, against ([0-9]+) % here", need["prism"], CMD)
 
 
+def test_the_bench_counts_it_on_that_row_alone(result):
+    """`evaluator bench --only mapping` computes the certificate for the prism's pencil row as its held-out case
+    builds it (:func:`heldout_case`'s job: the box's routers, four a node, DOR) and for no other row; the module's
+    checks refuse a job it does not bound."""
+    from evaluator.bench import mapping as BM
+    from evaluator.bench.prism_pencil_bound import applies, certified_seconds
+    from evaluator.topology import torus
+    from evaluator.traffic import pencil
+
+    assert [c for c in BM.HELDOUT_CASES if c in BM.HELDOUT_CERTIFICATES] == [(DIMS, 4, 1024, BOX, "pencil FFT")]
+    tr, _ = BM._heldout_traffic("pencil FFT", 1024)
+    nodes = np.ravel_multi_index(tuple(np.indices(BOX).reshape(3, -1)), DIMS)
+    got = BM._certificate((DIMS, 4, 1024, BOX, "pencil FFT"), torus(DIMS), tr, nodes, 4)
+    assert got == {"certificate": result["bound"] * 1e-6, "certificate_cmd": CMD}
+    assert BM._certificate((DIMS, 1, 1024, DIMS, "pencil FFT"), torus(DIMS), tr, np.arange(1024), 1) == {}
+    assert certified_seconds(torus(DIMS), tr, nodes, 4, "dor") == (result["bound"] * 1e-6, "")
+    refused = {
+        "another torus": applies(torus((16, 8, 4)), tr, nodes, 4, "dor"),
+        "slower links": applies(torus(DIMS, link_bandwidth=1e9), tr, nodes, 4, "dor"),
+        "another box": applies(torus(DIMS), tr, np.arange(256), 4, "dor"),
+        "one a node": applies(torus(DIMS), tr, nodes, 1, "dor"),
+        "another routing": applies(torus(DIMS), tr, nodes, 4, "minimal"),
+        "the stencil": applies(torus(DIMS), BM._heldout_traffic("27-point stencil", 1024)[0], nodes, 4, "dor"),
+        "other bytes": applies(torus(DIMS), pencil(128, 32, 32, 16.0), nodes, 4, "dor"),
+        "16 x 64 ranks": applies(torus(DIMS), pencil(256, 16, 64, 16.0), nodes, 4, "dor"),
+    }
+    assert all(refused.values()), refused
+    assert certified_seconds(torus((16, 8, 4)), tr, nodes, 4, "dor")[1] == refused["another torus"]
+    with pytest.raises(RuntimeError, match="does not apply"):
+        BM._certificate((DIMS, 4, 1024, BOX, "pencil FFT"), torus(DIMS), tr, nodes, 1)
+
+
 def test_bad_input_is_a_usage_error(capsys):
     assert main(["16,4,4"]) == 2
-    assert "usage: python -m tests.prism_pencil_bound" in capsys.readouterr().err
+    assert "usage: python -m evaluator.bench.prism_pencil_bound" in capsys.readouterr().err
 
 
 def test_gale_ryser_against_every_matrix():

@@ -1,10 +1,11 @@
 """A lower bound on every mapping of issue 37's held-out pencil FFT row with four tasks a node on the 16x4x4 prism
-of the 16x8x8 torus (a measurement script; docs/mapping.md states what it prints and
-tests/test_claims_prism_pencil_bound.py reruns it).
+of the 16x8x8 torus: a certificate for that one row, which ``evaluator bench --only mapping`` computes beside the
+search's own bound (:data:`evaluator.bench.mapping.HELDOUT_CERTIFICATES`, :func:`certified_seconds`) and counts in
+the row's verdict; docs/mapping.md states what it prints and tests/test_claims_prism_pencil_bound.py reruns it.
 
 Usage (from the repository root)::
 
-    python -m tests.prism_pencil_bound
+    python -m evaluator.bench.prism_pencil_bound
 
 The row: 32 x 32 ranks (the bench's pencil FFT, ``evaluator.bench.mapping._heldout_traffic``), 8,192 B between
 every two ranks of a row in the first transpose and of a column in the second, on the 256 nodes x in 0..15 (the
@@ -123,7 +124,8 @@ def piece_bounds(part: tuple[int, ...]) -> tuple[int, int]:
     x = sum(ni * sum(nj * (k // 2 + 1) for k, nj in enumerate(sorted(part[:i] + part[i + 1:], reverse=True)))
             for i, ni in enumerate(part)) // 2
     cap = min(N, sum(min(4, n) for n in part))
-    cross = sum(part[i] * part[j] - 4 * min(part[i], part[j]) for i in range(len(part)) for j in range(i + 1, len(part)))
+    cross = sum(part[i] * part[j] - 4 * min(part[i], part[j])
+                for i in range(len(part)) for j in range(i + 1, len(part)))
     return x, max(w4[part[0]], yz_wiener(N, max(cap, 4)), sum(w4[n] for n in part) + cross)
 
 
@@ -157,8 +159,9 @@ def least_yz(front, budget: int) -> np.ndarray:
     return np.minimum.accumulate(best)
 
 
+@lru_cache(None)
 def bound() -> dict:
-    """The three cases' bounds (us) and their least."""
+    """The three cases' bounds (us) and their least (computed once a process; do not change the dict)."""
     g = gale_ryser()
     c = np.arange(g.size)
     f = np.where(g >= 0, N * HALF - g.astype(np.int64), 1 << 40)
@@ -171,6 +174,61 @@ def bound() -> dict:
     return {"a": case_a, "b": float(case_b), "c": case_c, "bound": min(case_a, float(case_b), case_c)}
 
 
+DIMS, BOX, TASKS_PER_NODE = (16, 8, 8), (16, 4, 4), 4  # the row: the torus, the job's box at its origin, tasks a node
+
+
+def _groups(phase) -> np.ndarray | None:
+    """Each task's group (0..31) in ``phase`` when its flows are every ordered pair of :data:`N` disjoint groups of
+    :data:`N` tasks, 8,192 B a flow; else None."""
+    f = phase.to_flows()
+    src, dst, nb = np.asarray(f.src), np.asarray(f.dst), np.asarray(f.nbytes, dtype=np.float64)
+    n = int(phase.n_tasks)
+    if n != N * N or src.size != n * (N - 1) or not np.all(nb == 8192.0) or np.any(src == dst):
+        return None
+    if np.unique(src.astype(np.int64) * n + dst).size != src.size:  # a pair twice
+        return None
+    if not np.array_equal(np.bincount(src, minlength=n), np.full(n, N - 1)):
+        return None
+    partners = dst[np.argsort(src, kind="stable")].reshape(n, N - 1)
+    least = np.minimum(partners.min(axis=1), np.arange(n))  # the group's least task
+    _, label, size = np.unique(least, return_inverse=True, return_counts=True)
+    if size.size != N or not np.all(size == N) or not np.all(label[src] == label[dst]):
+        return None
+    return label
+
+
+def applies(topology, traffic, nodes, tasks_per_node: int, routing: str) -> str:
+    """Why :func:`bound` does not bound this job (``""`` when it does): the 16x8x8 torus of 2 GB/s links, the
+    16x4x4 box at its origin, four tasks a node, DOR, and a traffic of two phases whose flows are every ordered pair
+    of 32 groups of 32 tasks, 8,192 B each, the two phases' groups a product (one task in common)."""
+    if tuple(getattr(topology, "dims", ())) != DIMS:
+        return f"not the {DIMS} torus"
+    cap = np.asarray(topology.capacity)[: topology.n_router_links]
+    if not np.all(cap == 2e9):
+        return "router links not all 2 GB/s"
+    box = np.ravel_multi_index(tuple(np.indices(BOX).reshape(3, -1)), DIMS)
+    if not np.array_equal(np.sort(np.asarray(nodes)), np.sort(box)) or tasks_per_node != TASKS_PER_NODE:
+        return f"not {TASKS_PER_NODE} tasks a node on the {BOX} box at the origin"
+    if str(routing) != "dor":
+        return "not DOR"
+    phases = getattr(traffic, "phases", None)
+    if phases is None or len(phases) != 2:
+        return "not two phases"
+    rows, cols = (_groups(p) for p in phases)
+    if rows is None or cols is None:
+        return "a phase is not 32 all-to-alls of 32 tasks, 8,192 B a flow"
+    if np.unique(rows * N + cols).size != N * N:
+        return "the phases' groups are not a product"
+    return ""
+
+
+def certified_seconds(topology, traffic, nodes, tasks_per_node: int, routing: str) -> tuple[float, str]:
+    """``(seconds, why not)``: :func:`bound` in seconds where :func:`applies` (``why not`` empty), else NaN and
+    why."""
+    why = applies(topology, traffic, nodes, tasks_per_node, routing)
+    return (float("nan"), why) if why else (bound()["bound"] * 1e-6, "")
+
+
 def report(b: dict) -> list[str]:
     """The lines :func:`main` prints for :func:`bound`'s ``b``."""
     return [f"largest x-half row crossing in [{K1:,}, {K2:,}] pairs: at least {b['a']:.1f} us",
@@ -181,7 +239,8 @@ def report(b: dict) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if argv:
-        print(f"usage: python -m tests.prism_pencil_bound (no arguments; given: {' '.join(argv)})", file=sys.stderr)
+        print(f"usage: python -m evaluator.bench.prism_pencil_bound (no arguments; given: {' '.join(argv)})",
+              file=sys.stderr)
         return 2
     print("\n".join(report(bound())))
     return 0
