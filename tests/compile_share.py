@@ -6,10 +6,13 @@
 The plugin records, per test, the seconds of JAX's own compilation events (``jax.monitoring``: tracing to a jaxpr,
 lowering to MLIR, XLA's backend compilation, and the compilation cache's retrievals) in the pytest processes, and
 writes them to ``$EVALUATOR_COMPILE_SHARE_DIR`` (default: the system's temporary directory), one JSON file per
-xdist worker. Subprocesses (the CLI runs, Ray workers) are not counted. A jit traced inside another's trace (the
+xdist worker; and the same events by the compiled function's name (JAX passes it with each event: ``shared`` is
+the batched kernel's step of evaluator/_batch/compiled.py), one more file per worker. Subprocesses (the CLI runs,
+Ray workers) are not counted. A jit traced inside another's trace (the
 kernels' inner ``vmap`` of a step) reports its tracing inside the outer one's as well, so the tracing seconds
 overstate: the summary gives both ends, backend and lowering alone, and with tracing. It prints the totals, the
-test time of the run (from the JUnit XML) and the modules that compile most.
+test time of the run (from the JUnit XML), the modules that compile most and the functions compiled most (their
+tracings, lowerings and backend compilations: counts and seconds).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ EVENTS = ("/jax/core/compile/backend_compile_duration", "/jax/core/compile/jaxpr
 
 _current = ["<collection>"]
 _seconds: dict = collections.defaultdict(lambda: collections.defaultdict(float))
+_by_function: dict = collections.defaultdict(lambda: collections.defaultdict(float))
 
 
 def _out_dir() -> str:
@@ -38,9 +42,13 @@ def _out_dir() -> str:
 
 def _listener(event: str, duration: float, **kwargs) -> None:
     if event in EVENTS:
-        row = _seconds[_current[0]]
-        row[event] += duration
-        row[event + "#n"] += 1
+        rows = [_seconds[_current[0]]]
+        name = str(kwargs.get("fun_name") or "")
+        if name:  # tracing names the function, lowering and compiling name its jit: jit(NAME)
+            rows.append(_by_function[name[4:-1] if name.startswith("jit(") and name.endswith(")") else name])
+        for row in rows:
+            row[event] += duration
+            row[event + "#n"] += 1
 
 
 def pytest_configure(config) -> None:
@@ -60,6 +68,8 @@ def pytest_unconfigure(config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(os.path.join(_out_dir(), f"evaluator-compile-share-{worker}.json"), "w") as f:
         json.dump(_seconds, f)
+    with open(os.path.join(_out_dir(), f"evaluator-compile-functions-{worker}.json"), "w") as f:
+        json.dump(_by_function, f)
 
 
 def summary(junit: str | None = None, directory: str | None = None, top: int = 15) -> str:
@@ -81,6 +91,17 @@ def summary(junit: str | None = None, directory: str | None = None, top: int = 1
         lines.append(f"{tested:9.1f} s of test time in {junit} ({low / tested:.0%} to {compiling / tested:.0%} "
                      "compiling)")
     lines += [f"{v:9.1f} s  {m}" for m, v in per_module.most_common(top)]
+    per_function: dict = collections.defaultdict(collections.Counter)
+    for path in glob.glob(os.path.join(directory or _out_dir(), "evaluator-compile-functions-*.json")):
+        with open(path) as f:
+            for name, row in json.load(f).items():
+                per_function[name].update(row)
+    if per_function:
+        lines.append("functions: traced (n, s), lowered (n, s), compiled by XLA (n, s)")
+        ranked = sorted(per_function.items(), key=lambda kv: -sum(kv[1][e] for e in EVENTS[:3]))
+        for name, row in ranked[:top]:
+            cells = "  ".join(f"{int(row[e + '#n']):6d} {row[e]:7.1f}" for e in (EVENTS[1], EVENTS[2], EVENTS[0]))
+            lines.append(f"{cells}  {name}")
     return "\n".join(lines)
 
 
