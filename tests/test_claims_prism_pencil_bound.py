@@ -16,12 +16,11 @@ import pytest
 from tests.claims import check_output_block, check_stated
 from tests.helpers import once
 from tests.pencil_lattices import phase_groups
-from evaluator.bench.prism_pencil_bound import (FLOW_US, N, X_LINKS, YZ_LINKS, bound, gale_ryser, main,
+from evaluator.bench.prism_pencil_bound import (BOX, DIMS, FLOW_US, N, X_LINKS, YZ_LINKS, bound, gale_ryser, main,
                                                 piece_bounds, report, yz_wiener)
 
 DOC = "docs/mapping.md"
 CMD = "python -m evaluator.bench.prism_pencil_bound"
-DIMS, BOX = (16, 8, 8), (16, 4, 4)
 
 
 @pytest.fixture(scope="module")

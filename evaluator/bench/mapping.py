@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from . import kahip, scotch
+from . import kahip, prism_pencil_bound, scotch
 
 __all__ = ["OUTSIDE_MAPPERS", "random_graph", "mesh_halo", "power_law", "MOVE_CASES", "write_halo_trace",
            "trace_matrix", "w_mapping", "w_moves", "mapping_rows", "QUALITY_BUDGETS", "QUALITY_CASES", "HELDOUT_CASES",
@@ -315,9 +315,9 @@ routers of the box at the torus's origin (one node per router, row-major: the la
 machine idle): with 1 task per node the whole machine, with 4 per node 256 nodes for 1,024 ranks, a 4x8x8 half of
 the 8x8x8 torus and a long 16x4x4 prism of the 16x8x8 one (its wrapped ring of 16 kept)."""
 
-HELDOUT_CERTIFICATES = {((16, 8, 8), 4, 1024, (16, 4, 4), "pencil FFT"): "prism_pencil_bound"}
-"""Held-out rows with a certificate of their own (a module of this package with ``certified_seconds(topology,
-traffic, nodes, tasks_per_node, routing) -> (seconds, why not)`` and a ``python -m`` command that prints it): a lower
+HELDOUT_CERTIFICATES = {((16, 8, 8), 4, 1024, (16, 4, 4), "pencil FFT"): prism_pencil_bound}
+"""Held-out rows with a certificate of their own (a module with ``certified_seconds(topology, traffic, nodes,
+tasks_per_node, routing) -> (seconds, why not)``, run as ``python -m`` to print it): a lower
 bound on every mapping of that row which the search's general bound (:func:`evaluator.mapping.mapping_bound`) does
 not reach. :func:`heldout_case` computes it beside the search and :func:`heldout_verdict` counts the larger of the
 two as the row's bound."""
@@ -384,16 +384,13 @@ def _certificate(case: tuple, topo, tr, nodes, tasks_per_node: int) -> dict:
     """``{"certificate": seconds, "certificate_cmd": command}`` of a row of :data:`HELDOUT_CERTIFICATES` (``{}``
     for the others); a certificate that does not apply to the row as built (the module's own checks) is an error,
     not a silent NaN."""
-    import importlib
-
-    name = HELDOUT_CERTIFICATES.get(case)
-    if name is None:
+    mod = HELDOUT_CERTIFICATES.get(case)
+    if mod is None:
         return {}
-    mod = importlib.import_module(f"{__package__}.{name}")
     seconds, why = mod.certified_seconds(topo, tr, nodes, tasks_per_node, "dor")
     if why:
-        raise RuntimeError(f"held-out row {case}: the certificate {name} does not apply ({why})")
-    return {"certificate": seconds, "certificate_cmd": f"python -m {__package__}.{name}"}
+        raise RuntimeError(f"held-out row {case}: the certificate {mod.__name__} does not apply ({why})")
+    return {"certificate": seconds, "certificate_cmd": f"python -m {mod.__name__}"}
 
 
 def heldout(cases=HELDOUT_CASES, budget: float = 60.0) -> list[dict]:
