@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 
 import jax
@@ -243,33 +242,3 @@ def test_threads_share_one_build(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert not together.broken and set(got) == {"a", "b"}
     assert got["a"] is got["b"] is st.topology(idx, cfg)
-
-
-def test_an_equal_network_built_again_traces_nothing_and_gives_the_same_results():
-    """A second ``torus((4, 4, 3))`` (a new object, equal content) runs its twin's programs: no tracing, no
-    compilation, the same numbers bit for bit; its kernels count the one program they ran. A network that differs in
-    one capacity, or the same one under another routing, gets kernels of its own (they trace)."""
-    from tests.helpers import TRACE_EVENT
-
-    def point(topo, routing):
-        tr = TR.stencil((12, 12, 6), (4, 4, 3), 8.0)
-        return evaluate_batch(topo, routing, tr, [P.linear(topo, 48), P.fully_random(topo, 48, seed=1)],
-                              keep_link_load=True)
-
-    first = point(T.torus((4, 4, 3)), RT.dor(tie="positive"))
-    twin = T.torus((4, 4, 3))
-    with jax_events(TRACE_EVENT, COMPILE_EVENT, this_thread=True) as seen:
-        again = point(twin, RT.dor(tie="positive"))
-    assert seen == []
-    np.testing.assert_array_equal(np.asarray(again.link_load), np.asarray(first.link_load))
-    assert sorted(again.metrics) == sorted(first.metrics) and set(SCALAR_METRICS) <= set(first.metrics)
-    for name in first.metrics:
-        np.testing.assert_array_equal(np.asarray(again.metrics[name]), np.asarray(first.metrics[name]))
-    assert batch_kernel(twin, RT.dor(tie="positive"), True).fn.n_compiles() == 1
-    cap = np.asarray(twin.capacity).copy()
-    cap[0] *= 2
-    other = dataclasses.replace(twin, capacity=cap)
-    for topo, routing in ((other, RT.dor(tie="positive")), (T.torus((4, 4, 3)), RT.dor(tie="split"))):
-        with jax_events(TRACE_EVENT, this_thread=True) as seen:
-            point(topo, routing)
-        assert seen, (topo.name, routing)

@@ -17,7 +17,6 @@ refuse what would not fit in memory (:mod:`.memory`) before calling these.
 
 from __future__ import annotations
 
-import collections
 import functools
 import threading
 import weakref
@@ -119,14 +118,6 @@ def _signature(args: tuple, step: int) -> tuple | None:
                        for x in leaves), int(step)
 
 
-def _loose_signature(args: tuple, step: int) -> tuple:
-    """:func:`_signature` where an argument is a Python number: its type in place of a shape (what a jit retraces
-    on)."""
-    leaves, tree = jax.tree_util.tree_flatten(args)
-    return tree, tuple((tuple(x.shape), np.dtype(x.dtype).str) if hasattr(x, "shape") and hasattr(x, "dtype")
-                       else type(x).__name__ for x in leaves), int(step)
-
-
 def _sig_text(sig: tuple) -> str:
     return f"{sig[0]}|{sig[1]}|step={sig[2]}"
 
@@ -161,12 +152,7 @@ class Kernels:
     are the same (the stored executable is the one the jit compiled).
     """
 
-    def __init__(self, point, dense_point, identity=None, twin: "Kernels | None" = None):
-        self._used: set = set()  # (variant, signature) of the programs this instance has run: n_compiles()
-        if twin is not None:  # an equal network's kernels: the same jitted functions, programs and store state
-            self.__dict__.update({k: v for k, v in twin.__dict__.items() if k != "_used"})
-            return
-
+    def __init__(self, point, dense_point, identity=None):
         def per_point(net, points, n_valid, step):
             return _map(lambda pt: point(net, pt), points, n_valid, step)
 
@@ -199,11 +185,10 @@ class Kernels:
         return self._run("dense", (net, points, _count(points.task_node, n_valid)), step)
 
     def n_compiles(self) -> int:
-        """The programs these kernels have run, one per variant and shape bucket: each compiled once in the
-        process (here, or by the kernels of an equal network that share these jitted functions, or found in JAX's
-        compilation cache) or loaded from the program store. A call that raised it was the kernels' first of its
-        program."""
-        return len(self._used)
+        """Programs this process holds: compiled here (or found in JAX's compilation cache) or loaded from the
+        program store. A call that raised it compiled (or loaded) a program."""
+        loaded = sum(p is not None for p in self._programs.values())
+        return self._per_point._cache_size() + self._shared._cache_size() + self._dense._cache_size() + loaded
 
     _cache_size = n_compiles  # (the name of JAX's own jitted functions' count, kept for callers that use it)
 
@@ -235,10 +220,9 @@ class Kernels:
     def _run(self, variant: str, args: tuple, step: int):
         """One block call: the program loaded from the store when it holds it, else the jit (then stored)."""
         fn = self._jits[variant]
-        sig = _signature(args, step)
-        self._used.add((variant, sig if sig is not None else _loose_signature(args, step)))
         if self._key == "" or (self._key is None and not self._store_key()):
             return fn(*args, step=step)
+        sig = _signature(args, step)
         prog = None if sig is None else self._programs.get((variant, sig), _MISSING)
         if prog is None:
             return fn(*args, step=step)
@@ -344,61 +328,26 @@ def _batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Bat
 
 
 _SHARED_KERNELS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
-_BY_CONTENT: "collections.OrderedDict[str, Kernels]" = collections.OrderedDict()
-_BY_CONTENT_SIZE = 32
-"""Kernels of equal networks share their jitted functions: the last :data:`_BY_CONTENT_SIZE` (topology, routing,
-``keep_loads``, XLA options) by content (:func:`evaluator._program_store.fingerprint`: every field, arrays by their
-bytes; what the program store keys by), so a network built again (a study's next point, a new ``torus((4, 4, 4))``)
-traces, lowers and compiles nothing its twin did. Not with the program store on (:mod:`evaluator._program_store`):
-equal networks then load their programs from it, as a later process does."""
-
-
-def _content_key(topology: Topology, op: RoutingOperator, keep_loads: bool) -> str | None:
-    """The content key of :data:`_BY_CONTENT` (``None``: not shared: a field that cannot be fingerprinted, or the
-    program store on, which serves equal networks itself, as it serves a later process)."""
-    from .._program_store import fingerprint, store_dir
-
-    if store_dir() is not None:
-        return None
-    return fingerprint("kernels", type(topology).__qualname__, topology, op.routing, op.compile_key,
-                       bool(keep_loads), dict(COMPILER_OPTIONS))
 
 
 def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "Kernels":
-    """The jitted kernels of ``op``; operators with the same ``compile_key`` share them (and their compilations),
-    and so do equal networks (:data:`_BY_CONTENT`)."""
-    shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
-    if shared is not None and (op.compile_key, keep_loads) in shared:
-        return shared[(op.compile_key, keep_loads)]
-    key = _content_key(topology, op, keep_loads)
-    twin = None if key is None else _BY_CONTENT.get(key)
-    if twin is None:
-        fn = _new_kernels(topology, op, keep_loads, key)
-        if key is not None:
-            _BY_CONTENT[key] = fn
-            while len(_BY_CONTENT) > _BY_CONTENT_SIZE:
-                _BY_CONTENT.popitem(last=False)
-    else:  # its own count of the programs it runs, the twin's jitted functions
-        fn = Kernels(None, None, twin=twin)
-        _BY_CONTENT.move_to_end(key)
-    if shared is not None:
-        shared[(op.compile_key, keep_loads)] = fn
-    return fn
-
-
-def _new_kernels(topology: Topology, op: RoutingOperator, keep_loads: bool, key: str | None) -> "Kernels":
+    """The jitted kernels of ``op``; operators with the same ``compile_key`` share them (and their compilations)."""
     counts = np.bincount(np.asarray(topology.link_class), minlength=len(topology.class_names))
     common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads, blocks=link_blocks(topology),
                   class_bounds=tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)])))
+    shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
+    if shared is not None and (op.compile_key, keep_loads) in shared:
+        return shared[(op.compile_key, keep_loads)]
     point = functools.partial(packed_point, apply_routing=op.apply, **common)
     dense_point = functools.partial(packed_dense_point, n_endpoints=op.endpoint_count(topology), apply_dense=op.apply_dense,
                                     **common)
     topo_ref, routing = weakref.ref(topology), op.routing
 
     def identity():  # what determines the programs (the kernels hold no strong reference to the topology)
-        if key is not None:  # shared by equal networks: their content key
-            return ("batch_kernel", key)
         topo = topo_ref()
         return None if topo is None else ("batch_kernel", topo, routing, bool(keep_loads))
 
-    return Kernels(point, dense_point, identity)
+    fn = Kernels(point, dense_point, identity)
+    if shared is not None:
+        shared[(op.compile_key, keep_loads)] = fn
+    return fn
