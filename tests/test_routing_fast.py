@@ -268,6 +268,30 @@ def test_fractional_bytes_within_the_documented_bound(n):
     assert small  # the case has loads far below the large flow's rounding in float64
 
 
+def test_units_exponent_is_numpys_frexp():
+    """DOR's unit of bytes (``_units``: its exponent read from the float64's bits) against NumPy's ``frexp`` and
+    ``ldexp``: the same even integers and unit for sums from 2^-1000 to 2^1000 (each of those exponents),
+    integer byte counts and sums of 0; a subnormal sum (which ``frexp`` gives an exponent below -1022) gets the
+    unit of 0 and the same integers (0)."""
+    from evaluator.routing._dor import _units
+
+    def reference(w):
+        e = max(int(np.frexp(np.sum(np.abs(w)))[1]), -900)
+        return 2 * np.round(w * np.ldexp(1.0, 61 - e)).astype(np.int64), np.ldexp(1.0, e - 62)
+
+    rng = np.random.default_rng(7)
+    cases = [np.zeros(3), np.array([1.0]), np.array([0.5, 0.5]), np.array([2.0**53, 1.0]), np.array([1 - 2.0**-53])]
+    cases += [rng.random(rng.integers(1, 40)) * 2.0**k for k in range(-1000, 1001, 7)]
+    cases += [np.floor(rng.exponential(1e6, 20)) for _ in range(50)]
+    units = jax.jit(_units)
+    for w in cases:
+        q, unit = units(jnp.asarray(w))
+        q_ref, unit_ref = reference(w)
+        assert np.array_equal(np.asarray(q), q_ref) and float(unit) == unit_ref, (w[:3], float(unit), unit_ref)
+    q, unit = units(jnp.asarray([5e-324]))
+    assert np.asarray(q).tolist() == [0] and float(unit) == 2.0**-62
+
+
 # --------------------------------------------------------------------------------------
 # Large rings
 # --------------------------------------------------------------------------------------
