@@ -272,7 +272,7 @@ def test_units_exponent_is_numpys_frexp():
     """DOR's unit of bytes (``_units``: its exponent read from the float64's bits) against NumPy's ``frexp`` and
     ``ldexp``: the same even integers and unit for sums from 2^-1000 to 2^1000 (each of those exponents),
     integer byte counts and sums of 0; a subnormal sum (which ``frexp`` gives an exponent below -1022) gets the
-    unit of 0 and the same integers (0)."""
+    unit of a sum of 0 (2^-62) and the same integers (0)."""
     from evaluator.routing._dor import _units
 
     def reference(w):
