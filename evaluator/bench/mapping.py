@@ -348,6 +348,7 @@ def heldout_case(dims, tasks_per_node: int, ranks: int, box, pattern: str, budge
     placements."""
     from ..evaluation import as_routing
     from ..mapping import search_mapping
+    from ..mapping import is_tile_layout
     from ..topology import torus
 
     topo = torus(tuple(dims))
@@ -359,9 +360,10 @@ def heldout_case(dims, tasks_per_node: int, ranks: int, box, pattern: str, budge
     res = search_mapping(topo, tr, "dor", nodes=nodes, tasks_per_node=tasks_per_node, time_budget=budget, seed=0,
                          progress=False, traffic_cfg=cfg)
     wall = time.perf_counter() - t0
-    # named: the placements a user could have run (not METIS, the random start or the search's grid embeddings)
+    # named: the placements a user could have run (not METIS, the random start or the search's grid embeddings and
+    # tile layouts)
     named = {k: v for k, v in res.starts.items() if k != "partition" and not k.startswith("random")
-             and "grid embedding" not in k}
+             and "grid embedding" not in k and not is_tile_layout(k)}
     best_named = min(named, key=named.get)
     el = np.asarray(res.trace.elapsed)
     label = "x".join(map(str, dims))

@@ -49,12 +49,13 @@ from ._sparse_moves import move_evaluator
 from ._partition import check_job, partition_mapping
 from ._search import SearchTrace, local_search
 from ._embeddings import is_embedding
+from ._tiles import is_tile_layout
 from ._starts import Start, starting_points
 from ._user_starts import FILE_KINDS, check_start, parse_node_ids, read_start_file
 from .bound import MappingBound, endpoint_bound, mapping_bound
 
-__all__ = ["search_mapping", "is_embedding", "MappingResult", "Start", "starting_points", "partition_mapping", "move_evaluator",
-           "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
+__all__ = ["search_mapping", "is_embedding", "is_tile_layout", "MappingResult", "Start", "starting_points",
+           "partition_mapping", "move_evaluator", "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
            "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS"]
 
 

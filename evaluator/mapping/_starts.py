@@ -28,6 +28,11 @@ node), in this order:
   on a torus, when the traffic has a task grid, block and folded embeddings of the task grid into the
   torus's routers in every dimension order, the best :data:`~evaluator.mapping._embeddings.MAX_EMBEDDINGS`
   distinct ones by a hop-bytes estimate (:func:`~evaluator.mapping._embeddings.grid_embeddings`);
+* tile layouts (``tile layout: rows on 16-router tiles translated by <(0,0,2),(1,3,0)>``): on a torus wholly
+  used, one task a node, when the traffic is a product of group all-to-alls (a pencil FFT's two transposes), the
+  rows on the translates of a compact tile and the columns on the cosets of the translations, the best
+  :data:`~evaluator.mapping._tiles.MAX_TILINGS` (:func:`~evaluator.mapping._tiles.tile_layouts`; listed as
+  skipped, with the reason, only for such a product);
 * ``partition``: recursive bisection of the traffic graph onto the node
   hierarchy (:func:`~evaluator.mapping._partition.partition_mapping`);
 * ``random(seed=<seed>)``: one seeded random mapping onto the available slots.
@@ -52,6 +57,7 @@ from ..topology import Topology
 from ..traffic.grid import config_value as _get, task_grid  # one rule for the starts and the placements
 from ._embeddings import grid_embeddings
 from ._partition import check_job, partition_mapping
+from ._tiles import tile_layouts
 
 __all__ = ["Start", "starting_points", "check_job", "task_grid", "NOT_STARTS", "COVERED"]
 
@@ -248,6 +254,11 @@ def starting_points(topology: Topology, traffic, nodes, tasks_per_node: int, *, 
         out.add(name, tn)
     if why is not None:
         out.skipped["grid embeddings"] = why
+    tiles, why = tile_layouts(topology, traffic, nodes, tpn)
+    for name, tn in tiles:
+        out.add(name, tn)
+    if why is not None:
+        out.skipped["tile layouts"] = why
     out.add("partition", partition_mapping(topology, traffic, nodes, tpn, seed=seed))
     rng = np.random.default_rng(seed)
     out.add(f"random(seed={seed})", rng.permutation(np.repeat(nodes, tpn))[:n])
