@@ -91,7 +91,7 @@ def test_rows_periodic_score_is_the_walk_of_the_whole_layout(dims, p_row, p_col)
 
 
 CMD = ("evaluator map topology=torus topology.dims=[8,8,8] routing=dor traffic=pencil traffic.grid=256 "
-       "traffic.p_row=16 traffic.p_col=32 save=false --iterations 5 --budget 600 --no-progress")
+       "traffic.p_row=16 traffic.p_col=32 save=false --iterations 2 --budget 20 --no-progress")
 DOC = "docs/mapping.md"
 
 
@@ -142,11 +142,13 @@ def test_the_documents_tile_paragraph(pencil_888):
     other = min(v for k, v in t.items() if not k.startswith("tile layout")) * 1e6
     check_stated(DOC, r"The rows' transpose takes ([0-9.]+) us there", rows, CMD)
     check_stated(DOC, r"there instead of ([0-9.]+) us \(its", cols, CMD)
-    check_stated(DOC, r"busiest link carries ([0-9]+) flows of 32,768 B", pencil_888["flows"][0], CMD)
+    check_stated(DOC, r"busiest link carries ([0-9]+) flows of a row's", pencil_888["flows"][0], CMD)
     check_stated(DOC, r"the columns' stays at ([0-9.]+) us \(on cosets", cols, CMD)
     check_stated(DOC, r"so the row takes ([0-9.]+) us\s+against", tile, CMD)
     check_stated(DOC, r"us\s+against ([0-9.]+) us for every other start", other, CMD)
     check_stated(DOC, r"budget=60\)`, 2026-12-04\): ([0-9.]+) %", 100 * (1 - tile / other), CMD)
+    check_stated(DOC, r"there instead of [0-9.]+ us \(its\s+busiest link carries [0-9]+ flows of a row's ([0-9,]+) B",
+                 float(np.asarray(traffic.pencil(256, 16, 32, 16.0).phases[0].to_flows().nbytes).max()), CMD)
     check_stated(DOC, r"the rows under ([0-9.]+) us with", 0.85 * other - cols, CMD)
     check_stated(DOC, r"mapping found: ([0-9.]+) us \(0.0 % below the best start, tile layout", tile, CMD)
     check_stated(DOC, r"translated by <\(0,0,2\),\(1,3,0\)>; ([0-9.]+) % below the best named placement",
@@ -180,3 +182,15 @@ def test_where_tile_layouts_do_not_apply_the_reason_is_given(case):
         assert isinstance(why, str) and why
         assert case != "many subgroups" or why == "more than 600 subgroups of 64 translations"
         assert starting_points(topo, tr, nodes, tpn)[1]["tile layouts"] == why
+
+
+def test_the_documents_command_prints_its_output_block(tmp_path, monkeypatch, capsys):
+    """docs/mapping.md's tile-layout example, run as written: every number of its output block (the search's 2
+    batches are seeded; its seconds are not shown)."""
+    from evaluator import cli
+    from tests.claims import check_output_block
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(CMD.split()[1:]) == 0
+    out = capsys.readouterr().out
+    assert check_output_block(DOC, CMD, out) >= 4
