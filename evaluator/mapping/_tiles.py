@@ -89,9 +89,10 @@ def _labels(phase, n: int) -> np.ndarray | None:
 
 
 def product_groups(traffic) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(row, col)``: each task's row and column (0-based) when two of the traffic's phases are all-to-alls inside
-    disjoint equal groups whose groups meet in exactly one task (the first such pair, the phase with more groups
-    as the rows), else None."""
+    """``(row, col)``: each task's row and column (0-based) when the flows of two of the traffic's phases stay
+    inside disjoint equal groups (the groups their flows join) and a group of one meets a group of the other in
+    exactly one task (the first such pair, the phase with more groups as the rows), else None. The groups need not
+    be all-to-alls (a pencil's are); the tiles are scored as if they were, each flow one unit."""
     phases = tuple(traffic.phases)
     n = int(traffic.n_tasks)
     labels = [_labels(p, n) for p in phases]
