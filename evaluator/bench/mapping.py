@@ -348,7 +348,7 @@ def heldout_case(dims, tasks_per_node: int, ranks: int, box, pattern: str, budge
     placements."""
     from ..evaluation import as_routing
     from ..mapping import search_mapping
-    from ..mapping import is_tile_layout
+    from ..mapping import is_embedding, is_tile_layout
     from ..topology import torus
 
     topo = torus(tuple(dims))
@@ -363,7 +363,7 @@ def heldout_case(dims, tasks_per_node: int, ranks: int, box, pattern: str, budge
     # named: the placements a user could have run (not METIS, the random start or the search's grid embeddings and
     # tile layouts)
     named = {k: v for k, v in res.starts.items() if k != "partition" and not k.startswith("random")
-             and "grid embedding" not in k and not is_tile_layout(k)}
+             and not is_embedding(k) and not is_tile_layout(k)}
     best_named = min(named, key=named.get)
     el = np.asarray(res.trace.elapsed)
     label = "x".join(map(str, dims))

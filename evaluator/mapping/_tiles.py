@@ -72,16 +72,11 @@ def _labels(phase, n: int) -> np.ndarray | None:
     src, dst = np.asarray(f.src, np.int64), np.asarray(f.dst, np.int64)
     if src.size == 0 or int(phase.n_tasks) != n:
         return None
-    parent = np.arange(n)
-    while True:  # label propagation: each task takes the least label among its partners until nothing changes
-        low = np.minimum(parent[src], parent[dst])
-        new = parent.copy()
-        np.minimum.at(new, src, low)
-        np.minimum.at(new, dst, low)
-        new = new[new]
-        if np.array_equal(new, parent):
-            break
-        parent = new
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    # the groups the flows join (components numbered in the order of their least task)
+    _, parent = connected_components(coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)), directed=False)
     _, label, size = np.unique(parent, return_inverse=True, return_counts=True)
     if size.size < 2 or size[0] < 2 or not np.all(size == size[0]):
         return None
@@ -286,8 +281,9 @@ def tile_layouts(topology: Topology, traffic, nodes: JobNodes, tasks_per_node: i
                     T2 = T.copy()
                     T2[j] = c[r]
                     trial = base + loads.of_pairs(*_pairs(T2, j), coset, n_cols)
-                    if _key(trial) < key:
-                        key, T, load, improved = _key(trial), T2, trial, True
+                    trial_key = _key(trial)
+                    if trial_key < key:
+                        key, T, load, improved = trial_key, T2, trial, True
                         base = load - loads.of_pairs(*_pairs(T, j), coset, n_cols)
         found.append((key, L, T))
     found.sort(key=lambda x: x[0])
