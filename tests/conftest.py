@@ -96,8 +96,10 @@ def _optimized_kernels(request):
 # (evaluator.mapping._move_scores.move_jit) compiled at LLVM's -O1, where -O0 code ran them 2x slower
 # (tests/test_claims_mapping.py's torus trace example: 139 s at -O0, 69 s at -O1, 76 s at -O2, 85 s at -O2 with the
 # fusion emitters; -O1 for the whole suite instead: tests/test_jobs.py and tests/test_routing_fast.py 100 -> 127 s,
-# 2026-12-01). Only the move scorers: the kernels these modules evaluate keep the suite's -O0.
-MOVES_O1_MODULES = set(filter(None, os.environ.get("EVALUATOR_TEST_MOVES_O1", "test_claims_mapping").split(",")))
+# 2026-12-01; the tile layouts' annealing, built by move_jit too, on the 8x8x8 pencil: 20.5 s at -O0, 9.4 s at -O1,
+# 2026-12-04). Only the move scorers: the kernels these modules evaluate keep the suite's -O0.
+MOVES_O1_MODULES = set(filter(None, os.environ.get("EVALUATOR_TEST_MOVES_O1",
+                                                   "test_claims_mapping,test_mapping_tiles").split(",")))
 
 
 @pytest.fixture(autouse=True, scope="module")

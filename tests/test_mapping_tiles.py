@@ -114,11 +114,11 @@ def pencil_888():
 
 
 def test_the_pencil_on_8x8x8_gets_a_tile_layout_faster_than_every_other_start(pencil_888):
-    """458.752 us for the tile layout (rows 196.608 us, columns 262.144 us), every other start 524.288 us or more."""
+    """442.368 us for the tile layout (rows 180.224 us, columns 262.144 us), every other start 524.288 us or more."""
     times = pencil_888["times"]
-    assert times[pencil_888["best"]] == pytest.approx(458.752e-6, rel=1e-9)
-    assert pencil_888["phases"] == pytest.approx([196.608e-6, 262.144e-6], rel=1e-9)
-    assert pencil_888["flows"] == pytest.approx([12.0, 32.0])
+    assert times[pencil_888["best"]] == pytest.approx(442.368e-6, rel=1e-9)
+    assert pencil_888["phases"] == pytest.approx([180.224e-6, 262.144e-6], rel=1e-9)
+    assert pencil_888["flows"] == pytest.approx([11.0, 32.0])
     others = [v for k, v in times.items() if not k.startswith("tile layout")]
     assert min(others) == pytest.approx(524.288e-6, rel=1e-9)
 
@@ -146,12 +146,12 @@ def test_the_documents_tile_paragraph(pencil_888):
     check_stated(DOC, r"the columns' stays at ([0-9.]+) us \(on cosets", cols, CMD)
     check_stated(DOC, r"so the row takes ([0-9.]+) us\s+against", tile, CMD)
     check_stated(DOC, r"us\s+against ([0-9.]+) us for every other start", other, CMD)
-    check_stated(DOC, r"budget=60\)`, 2026-12-04\): ([0-9.]+) %", 100 * (1 - tile / other), CMD)
+    check_stated(DOC, r"every other start: ([0-9.]+) % below them", 100 * (1 - tile / other), CMD)
     check_stated(DOC, r"there instead of [0-9.]+ us \(its\s+busiest link carries [0-9]+ flows of a row's ([0-9,]+) B",
                  float(np.asarray(traffic.pencil(256, 16, 32, 16.0).phases[0].to_flows().nbytes).max()), CMD)
     check_stated(DOC, r"the rows under ([0-9.]+) us with", 0.85 * other - cols, CMD)
     check_stated(DOC, r"mapping found: ([0-9.]+) us \(0.0 % below the best start, tile layout", tile, CMD)
-    check_stated(DOC, r"translated by <\(0,0,2\),\(1,3,0\)>; ([0-9.]+) % below the best named placement",
+    check_stated(DOC, r"translated by <\(0,2,2\),\(1,0,3\)>; ([0-9.]+) % below the best named placement",
                  100 * (1 - tile / other), CMD)
 
 
