@@ -151,7 +151,7 @@ def test_the_documents_tile_paragraph(pencil_888):
                  float(np.asarray(traffic.pencil(256, 16, 32, 16.0).phases[0].to_flows().nbytes).max()), CMD)
     check_stated(DOC, r"the rows under ([0-9.]+) us with", 0.85 * other - cols, CMD)
     check_stated(DOC, r"mapping found: ([0-9.]+) us \(0.0 % below the best start, tile layout", tile, CMD)
-    check_stated(DOC, r"translated by <\(0,2,2\),\(1,0,3\)>; ([0-9.]+) % below the best named placement",
+    check_stated(DOC, r"translated by <\(0,2,6\),\(1,0,3\)>; ([0-9.]+) % below the best named placement",
                  100 * (1 - tile / other), CMD)
 
 
