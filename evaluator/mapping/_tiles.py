@@ -271,7 +271,7 @@ def tile_layouts(topology: Topology, traffic, nodes: JobNodes, tasks_per_node: i
                     f"starts allow ({MAX_TRIALS:,})")
     key = (dims, row.tobytes(), col.tobytes())
     if key not in _MEMO:
-        _MEMO[key] = _best_layouts(topology, subs, row, col, c, near)
+        _MEMO[key] = _best_layouts(topology, subs, row, col, coords, c, near)
         while len(_MEMO) > 4:
             del _MEMO[next(iter(_MEMO))]
     return [(name, tn.copy()) for name, tn in _MEMO[key]], None
@@ -282,13 +282,14 @@ _MEMO: dict = {}
 run again on the same job, or the bench's budgets, do not climb and anneal the tiles again."""
 
 
-def _best_layouts(topology, subs: list, row: np.ndarray, col: np.ndarray, c: np.ndarray, near: np.ndarray) -> list:
-    """The best :data:`MAX_TILINGS` tile layouts of :func:`tile_layouts` (its checks passed): ``[(name, task_node)]``."""
+def _best_layouts(topology, subs: list, row: np.ndarray, col: np.ndarray, coords: np.ndarray, c: np.ndarray,
+                  near: np.ndarray) -> list:
+    """The best :data:`MAX_TILINGS` tile layouts of :func:`tile_layouts` (its checks passed; ``coords``, ``c`` and
+    ``near``: its router coordinates, centred on the origin, and within :data:`RADIUS`): ``[(name, task_node)]``."""
     dims = tuple(int(x) for x in topology.dims)
     D = np.asarray(dims)
     R = int(topology.n_routers)
     n_cols = int(col.max()) + 1
-    coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1)
     loads = _Loads(topology)
     norm = np.abs(c).sum(axis=1) * (R + 1) + np.arange(R)  # nearest the origin, then the lowest id
     found = []
@@ -361,11 +362,9 @@ def _annealed(loads: _Loads, found: list, coords: np.ndarray, D: np.ndarray) -> 
     members = np.zeros((B, C, M), np.int32)
     start = np.zeros((B, C), np.int32)
     ent = np.ravel_multi_index(tuple(np.moveaxis(loads.off % D, -1, 0)), tuple(D))  # [offset, entry]: its router
-    ids = np.ravel_multi_index(tuple(coords.T), tuple(D))
     for b, i in enumerate(pick):
         _, L, T, coset = found[i]
-        for j in range(C):
-            members[b, j] = np.sort(ids[coset == j])
+        members[b] = np.argsort(coset, kind="stable").reshape(C, M)  # each coset's routers (ids = row-major order)
         idx = (np.arange(R)[:, None] * C + coset[ent]) * S + loads.eslot
         base[b] = np.rint(2 * np.bincount(idx.ravel(), weights=loads.frac.ravel(), minlength=R * C * S)
                           ).reshape(R, C, S)  # half flows: exact integers
@@ -432,8 +431,9 @@ def _anneal_jit(C: int, M: int):
             t = jnp.where(ok, t.at[j].set(new), t)
             load = jnp.where(ok, nload, load)
             E = jnp.where(ok, nE, E)
-            better = ok & (load.max() < best)
-            return t, load, E, jnp.where(better, load.max(), best), jnp.where(better, t, best_t), key
+            top = load.max()
+            better = ok & (top < best)
+            return t, load, E, jnp.where(better, top, best), jnp.where(better, t, best_t), key
 
         out = jax.lax.fori_loop(0, ANNEAL_STEPS, body, (t, load, energy(load), load.max(), t, key))
         return out[4]
