@@ -174,6 +174,9 @@ def test_optimize_compiles_one_kernel_per_routing_and_flow_bucket(tmp_path, monk
     from evaluator._batch import groups
     from evaluator.sweep import driver
 
+    from evaluator._batch.compiled import forget_kernels
+
+    forget_kernels()  # kernels of the same networks compiled by earlier tests of this process are not reused here
     kernels = []
     real = groups.batch_kernel
 
@@ -242,3 +245,41 @@ def test_threads_share_one_build(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert not together.broken and set(got) == {"a", "b"}
     assert got["a"] is got["b"] is st.topology(idx, cfg)
+
+
+@pytest.mark.parametrize("routing", [RT.minimal(), RT.valiant()])
+def test_a_network_built_again_shares_the_kernels_compiled_for_it(routing):
+    """A Dragonfly built again with the same parameters (another object, the same links and capacities) gets the
+    kernels already compiled for the first: it traces and compiles nothing, and its results are bit for bit those
+    of kernels compiled afresh (``forget_kernels``: a later process). Another capacity is another network: its own
+    kernels."""
+    from evaluator._batch.compiled import forget_kernels
+    from tests.helpers import TRACE_EVENT
+
+    traffic = TR.stencil((4, 4, 2), (4, 4, 2), 8.0)
+
+    def run(topo):
+        return evaluate_batch(topo, routing, traffic, _placements(topo, 4), keep_link_load=True)
+
+    forget_kernels()
+    first_topo = T.dragonfly(2, 4, 2, 9)
+    first = run(first_topo)
+    again_topo = T.dragonfly(2, 4, 2, 9)
+    assert again_topo is not first_topo
+    with jax_events(TRACE_EVENT, COMPILE_EVENT, this_thread=True) as seen:
+        again = run(again_topo)
+    assert seen == []
+    assert batch_kernel(again_topo, routing, True).fn is batch_kernel(first_topo, routing, True).fn
+    other = T.dragonfly(2, 4, 2, 9, bandwidth_l=1.0e9)
+    assert batch_kernel(other, routing, True).fn is not batch_kernel(first_topo, routing, True).fn
+    forget_kernels()
+    fresh_topo = T.dragonfly(2, 4, 2, 9)
+    with jax_events(TRACE_EVENT, this_thread=True) as seen:
+        fresh = run(fresh_topo)
+    assert TRACE_EVENT in seen  # new kernels: traced again
+    assert batch_kernel(fresh_topo, routing, True).fn is not batch_kernel(first_topo, routing, True).fn
+    for res in (again, fresh):
+        assert res.metrics.keys() == first.metrics.keys()
+        for k in first.metrics:
+            np.testing.assert_array_equal(res.metrics[k], first.metrics[k], err_msg=k, strict=True)
+        np.testing.assert_array_equal(res.link_load, first.link_load, strict=True)

@@ -1,8 +1,8 @@
 """The program store (issue 24 item 10, library start-up): a later process loads the kernel's compiled executable
 and its working-set estimate instead of tracing and lowering the kernel again (evaluator/_program_store.py).
 
-A "later process" is played here by a new topology object with the same parameters: it gets new kernels, which
-look the program up in the store. Every result must be bit for bit the one of the usual path (the store off: JAX
+A "later process" is played here by a new topology object with the same parameters, after the process's kernels
+shared by content are forgotten (``forget_kernels``): it gets new kernels, which look the program up in the store. Every result must be bit for bit the one of the usual path (the store off: JAX
 traces, lowers and compiles), on several topologies, routings and kernel variants; a damaged entry falls back
 silently; the store is off with ``EVALUATOR_COMPILATION_CACHE=0``. The timing is ``evaluator bench --only
 startup``."""
@@ -24,7 +24,7 @@ from evaluator import topology as T
 from evaluator import traffic as TR
 from evaluator._jax_cache import ENV
 from evaluator.evaluation import evaluate_batch
-from evaluator._batch.compiled import batch_kernel
+from evaluator._batch.compiled import batch_kernel, forget_kernels
 from tests.helpers import COMPILE_EVENT, TRACE_EVENT, jax_events
 
 FRESH = "EVALUATOR_TEST_FRESH_PROCESS"
@@ -61,7 +61,8 @@ def programs(tmp_path, monkeypatch):
 
 
 def _stencil_case():
-    def build():
+    def build():  # a later process: the kernels shared by content forgotten
+        forget_kernels()
         topo = T.torus((4, 4))
         tr = [TR.stencil((8, 8), (4, 4), 8.0), TR.stencil((8, 8), (4, 4), 24.0)]  # two flow lists: per point
         return topo, RT.dor(), tr, [P.linear(topo, 16)] * 2
@@ -69,7 +70,8 @@ def _stencil_case():
 
 
 def _dragonfly_case(routing):
-    def build():
+    def build():  # a later process: the kernels shared by content forgotten
+        forget_kernels()
         topo = T.dragonfly(2, 4, 2, 9)
         pls = [P.dragonfly_cartesian(topo, (4, 4, 2), (2, 2, 2), seed=s) for s in range(3)]
         return topo, routing, TR.stencil((4, 4, 2), (4, 4, 2), 8.0), pls  # one flow list: shared
@@ -77,7 +79,8 @@ def _dragonfly_case(routing):
 
 
 def _dense_case():
-    def build():
+    def build():  # a later process: the kernels shared by content forgotten
+        forget_kernels()
         topo = T.torus((4, 3, 2))
         return topo, RT.dor("longest_first"), S.all_to_all(24, 3.0), P.linear(topo, 24)
     return build
@@ -122,6 +125,7 @@ def test_a_stored_program_gives_the_usual_results_bit_for_bit(case, programs):
 def test_evaluate_of_an_8x8_torus_as_the_bench_runs_it(programs):
     """``ev.evaluate`` (the bench's call: one point, link loads kept): the loaded program's dataset is identical."""
     def run():
+        forget_kernels()  # a later process
         topo = ev.torus((8, 8))
         return ev.evaluate(topo, TR.stencil((512, 512), (8, 8)), P.linear(topo, 64), "dor")
 

@@ -1,6 +1,7 @@
 """The compiled batch layer: the one-point kernels of :mod:`evaluator.kernel`, batched and jitted, in one place.
 
-:func:`batch_kernel` builds, once per (topology, routing, ``keep_loads``),
+:func:`batch_kernel` builds, once per (topology, routing, ``keep_loads``)
+(and shares between networks of the same content: :func:`_kernels_for`),
 the jitted entry points that take a *block* of points (a leading ``point``
 axis) and evaluate it ``step`` points at a time (``vmap`` of the one-point
 kernel over a step, a loop over the steps that hold points: :func:`_map`) in
@@ -31,7 +32,7 @@ from ..kernel import (DensePointInputs, NetworkArrays, PointInputs, link_blocks,
 from ..routing import Routing, RoutingOperator, build_routing
 from ..topology import Topology
 
-__all__ = ["COMPILER_OPTIONS", "BatchKernel", "Kernels", "batch_kernel", "compile_seconds"]
+__all__ = ["COMPILER_OPTIONS", "BatchKernel", "Kernels", "batch_kernel", "compile_seconds", "forget_kernels"]
 
 
 
@@ -328,26 +329,63 @@ def _batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Bat
 
 
 _SHARED_KERNELS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+_CONTENT_KERNELS: "weakref.WeakValueDictionary[str, Kernels]" = weakref.WeakValueDictionary()
+
+
+def forget_kernels() -> None:
+    """Forget the kernels shared by content (:func:`_kernels_for`): the next network built compiles its kernels
+    again (or loads them from the program store), as a later process would. Kernels already handed out keep
+    theirs. For checks that play a later process in this one, and measurements of a first call."""
+    with _BUILD_LOCK:
+        _CONTENT_KERNELS.clear()
+
+
+def _content_key(topology: Topology, op: RoutingOperator, keep_loads: bool) -> str | None:
+    """What determines the kernels' programs, hashed: the topology's content, the routing (or the operator's
+    ``compile_key``, which stands for every routing that shares its programs), ``keep_loads`` and the compiler
+    options; None where something in them cannot be hashed (:func:`evaluator._program_store.fingerprint`)."""
+    from .. import _program_store as store
+
+    spec = ("compile_key", op.compile_key) if op.compile_key is not None else ("routing", op.routing)
+    return store.fingerprint("batch_kernel", topology, spec, bool(keep_loads), dict(COMPILER_OPTIONS))
 
 
 def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "Kernels":
-    """The jitted kernels of ``op``; operators with the same ``compile_key`` share them (and their compilations)."""
+    """The jitted kernels of ``op``. Kernels are shared (with their compilations) by every operator whose
+    programs are the same: a topology of the same content (a network built again, by another test, point or
+    study, gets the kernels already compiled for it while they are alive: held by a
+    :func:`batch_kernel`), the same routing or ``compile_key``, ``keep_loads`` and compiler options. A
+    topology whose content cannot be hashed shares them only between operators of the same ``compile_key`` on
+    that very object."""
+    key = _content_key(topology, op, keep_loads)
+    if key is not None:
+        fn = _CONTENT_KERNELS.get(key)
+        if fn is not None:
+            return fn
     counts = np.bincount(np.asarray(topology.link_class), minlength=len(topology.class_names))
     common = dict(n_router_links=topology.n_router_links, keep_loads=keep_loads, blocks=link_blocks(topology),
                   class_bounds=tuple(int(x) for x in np.concatenate([[0], np.cumsum(counts)])))
-    shared = _SHARED_KERNELS.setdefault(topology, {}) if op.compile_key is not None else None
-    if shared is not None and (op.compile_key, keep_loads) in shared:
-        return shared[(op.compile_key, keep_loads)]
+    shared = None
+    if key is None and op.compile_key is not None:
+        shared = _SHARED_KERNELS.setdefault(topology, {})
+        if (op.compile_key, keep_loads) in shared:
+            return shared[(op.compile_key, keep_loads)]
     point = functools.partial(packed_point, apply_routing=op.apply, **common)
     dense_point = functools.partial(packed_dense_point, n_endpoints=op.endpoint_count(topology), apply_dense=op.apply_dense,
                                     **common)
-    topo_ref, routing = weakref.ref(topology), op.routing
+    if key is not None:
+        def identity():  # what determines the programs: already hashed (no reference to the topology kept)
+            return ("batch_kernel", key)
+    else:
+        topo_ref, routing = weakref.ref(topology), op.routing
 
-    def identity():  # what determines the programs (the kernels hold no strong reference to the topology)
-        topo = topo_ref()
-        return None if topo is None else ("batch_kernel", topo, routing, bool(keep_loads))
+        def identity():  # what determines the programs (the kernels hold no strong reference to the topology)
+            topo = topo_ref()
+            return None if topo is None else ("batch_kernel", topo, routing, bool(keep_loads))
 
     fn = Kernels(point, dense_point, identity)
-    if shared is not None:
+    if key is not None:
+        _CONTENT_KERNELS[key] = fn
+    elif shared is not None:
         shared[(op.compile_key, keep_loads)] = fn
     return fn
