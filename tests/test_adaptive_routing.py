@@ -492,6 +492,9 @@ def test_consumers_that_need_linearity_refuse_it():
 
 def test_dense_size_limit(monkeypatch):
     monkeypatch.setattr(_adaptive, "MAX_DENSE_PAIRS", 100)
+    from evaluator._batch.compiled import forget_kernels
+
+    forget_kernels()  # the limit is read when the dense kernel is traced: not one an earlier test traced
     df = ev.dragonfly(1, 2, 1)  # g = 3, 6 routers: 36 pairs
     df2 = small_df()  # 36 routers: 1296 pairs
     ev.evaluate(df, traffic.all_to_all_dense(df.n_nodes, 1.0), placement.linear(df, df.n_nodes),

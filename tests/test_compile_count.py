@@ -283,3 +283,22 @@ def test_a_network_built_again_shares_the_kernels_compiled_for_it(routing):
         for k in first.metrics:
             np.testing.assert_array_equal(res.metrics[k], first.metrics[k], err_msg=k, strict=True)
         np.testing.assert_array_equal(res.link_load, first.link_load, strict=True)
+
+
+def test_an_operator_built_otherwise_gets_kernels_of_its_own(monkeypatch):
+    """The key of the kernels shared by content holds the operator's data: DOR's coordinates packed in uint64 (a
+    bit budget forced small) on a torus of the same content are another operator, with kernels of its own, and it
+    gives the same numbers."""
+    from evaluator.routing import _dor
+
+    traffic = TR.stencil((12, 8, 6), (6, 4, 3), 8.0)
+    first_topo = T.torus((6, 4, 3))  # (coordinates, not a pair table: a size that is not a power of two)
+    first = evaluate_batch(first_topo, RT.dor(), traffic, P.linear(first_topo, 72), keep_link_load=True)
+    monkeypatch.setattr(_dor, "_NARROW_BITS", 4)
+    wide_topo = T.torus((6, 4, 3))
+    wide = evaluate_batch(wide_topo, RT.dor(), traffic, P.linear(wide_topo, 72), keep_link_load=True)
+    a, b = batch_kernel(first_topo, RT.dor(), True), batch_kernel(wide_topo, RT.dor(), True)
+    assert a.operator.tables["coords"].dtype != np.uint64 and b.operator.tables["coords"].dtype == np.uint64
+    assert a.fn is not b.fn
+    np.testing.assert_array_equal(wide.link_load, first.link_load, strict=True)
+    np.testing.assert_array_equal(wide.metrics["completion_time"], first.metrics["completion_time"], strict=True)

@@ -18,6 +18,7 @@ refuse what would not fit in memory (:mod:`.memory`) before calling these.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import weakref
@@ -341,12 +342,18 @@ def forget_kernels() -> None:
 
 
 def _content_key(topology: Topology, op: RoutingOperator, keep_loads: bool) -> str | None:
-    """What determines the kernels' programs, hashed: the topology's content, the routing (or the operator's
-    ``compile_key``, which stands for every routing that shares its programs), ``keep_loads`` and the compiler
-    options; None where something in them cannot be hashed (:func:`evaluator._program_store.fingerprint`)."""
+    """What determines the kernels' programs, hashed: the topology's content; the operator's data (its routing,
+    tables, flow tables and every other field but its functions: an operator built otherwise, with other table
+    shapes, kinds or sizes, is another key) or its ``compile_key``, which stands for every operator that shares
+    its programs; ``keep_loads`` and the compiler options. None where something in them cannot be hashed
+    (:func:`evaluator._program_store.fingerprint`)."""
     from .. import _program_store as store
 
-    spec = ("compile_key", op.compile_key) if op.compile_key is not None else ("routing", op.routing)
+    if op.compile_key is not None:
+        spec = ("compile_key", op.compile_key)
+    else:
+        spec = ("operator", {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
+                             if not callable(getattr(op, f.name))})
     return store.fingerprint("batch_kernel", topology, spec, bool(keep_loads), dict(COMPILER_OPTIONS))
 
 
