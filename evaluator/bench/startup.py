@@ -59,11 +59,26 @@ c3 = time.process_time()
 n_traced = len(traced)
 ev.evaluate(topo, tr, pl, "dor")
 t4 = time.perf_counter()
+from evaluator._batch.compiled import forget_kernels
+rebuilt = {True: [], False: []}
+for k in range(2 * REBUILT):  # the network built again (a new object), in turn with the shared kernels forgotten
+    forget = bool(k % 2)
+    if forget:
+        forget_kernels()
+    again = ev.torus((8, 8))
+    a = time.perf_counter()
+    d = ev.evaluate(again, tr, placement.linear(again, 64), "dor")
+    rebuilt[forget].append(time.perf_counter() - a)
+    assert float(d.completion_time) == float(ds.completion_time)
 print("bench-startup " + json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "first_s": t3 - t2,
       "second_s": t4 - t3, "first_cpu_s": c3 - c2, "completion_time": float(ds.completion_time), "traced": n_traced,
+      "rebuilt_shared_s": rebuilt[False], "rebuilt_fresh_s": rebuilt[True],
       "cache_dir": jax.config.jax_compilation_cache_dir, "backend": jax.default_backend()}))
-"""
-"""The probe process: import, build, first and second evaluation; one JSON line."""
+""".replace("REBUILT", "5")
+"""The probe process: import, build, first and second evaluation, then five evaluations of the network built again
+(a new object of the same content: the kernels shared by content, :func:`evaluator._batch.compiled.forget_kernels`)
+in turn with five of it built again after the shared kernels are forgotten (what every network built again cost
+before 2026-12-05: new kernels, traced again, or loaded from the opt-in program store); one JSON line."""
 
 _CACHE_VARS = ("EVALUATOR_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
@@ -128,4 +143,23 @@ def startup_rows(data: dict, device_label) -> list[dict]:
                   f"(cold: {cold.get('traced', '?')}); "
                   f"import evaluator "
                   f"{imports} s (excluded); cache directory: a fresh temporary one per bench run")},
+        _rebuilt_row([cold, *warm], check, dev),
     ]
+
+
+def _rebuilt_row(runs: list[dict], check: str, dev: str) -> dict:
+    """The network built again in a process (every probe's five evaluations, in turn with five after
+    ``forget_kernels``): the medians over all probes, and their ratio."""
+    shared = np.array([t for r in runs for t in r["rebuilt_shared_s"]])
+    fresh = np.array([t for r in runs for t in r["rebuilt_fresh_s"]])
+    med, ref = float(np.median(shared)), float(np.median(fresh))
+    return {"scenario": (f"start-up: 8x8 torus built again in the same process (a new object): {ref / med:.1f}x "
+                         f"faster than with new kernels"),
+            "points": 1, "seconds": med, "points_per_s": 1 / med, "ratio": float("nan"), "ratio_scipy": float("nan"),
+            "check": check, "peak_mb": float("nan"), "device": dev,
+            "note": (f"the kernels compiled for the first are shared by content: median of {shared.size} evaluations "
+                     f"(min {shared.min() * 1e3:.2f} ms, max {shared.max() * 1e3:.2f} ms) in {len(runs)} processes; "
+                     f"the reference, in turn in the same processes: the network built again after forget_kernels() "
+                     f"(new kernels, traced and lowered again and their program found in JAX's cache, or loaded "
+                     f"from the opt-in program store: what every network built again cost before 2026-12-05), "
+                     f"median {ref * 1e3:.2f} ms (min {fresh.min() * 1e3:.2f} ms, max {fresh.max() * 1e3:.2f} ms)")}
