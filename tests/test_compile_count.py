@@ -270,6 +270,9 @@ def test_a_network_built_again_shares_the_kernels_compiled_for_it(routing):
         again = run(again_topo)
     assert seen == []
     assert batch_kernel(again_topo, routing, True).fn is batch_kernel(first_topo, routing, True).fn
+    # and the operator and device arrays (what is cached per operator is shared too: nothing transferred again)
+    assert batch_kernel(again_topo, routing, True).operator is batch_kernel(first_topo, routing, True).operator
+    assert batch_kernel(again_topo, routing, True).net is batch_kernel(first_topo, routing, True).net
     other = T.dragonfly(2, 4, 2, 9, bandwidth_l=1.0e9)
     assert batch_kernel(other, routing, True).fn is not batch_kernel(first_topo, routing, True).fn
     forget_kernels()

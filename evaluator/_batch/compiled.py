@@ -176,6 +176,9 @@ class Kernels:
         self._programs: dict = {}  # (variant, signature) -> a Compiled loaded from the store, or None: the jit's
         self._entries: dict = {}  # (variant, signature) -> the store's entry, read once (or None: absent)
         self._peaks: dict = {}  # (variant, signature) -> working-set bytes measured here (saved with the program)
+        self.by_content = False  # shared by content (batch_kernel: _kernels_for)
+        self.network: tuple | None = None  # (operator, device arrays) of the first network of the content, where
+        # the kernels' key holds the operator's data (batch_kernel hands them to networks of the same content)
 
     def __call__(self, net, points: PointInputs, step: int, n_valid=None):
         return self._run("per_point", (net, points, _count(points.task_node, n_valid)), step)
@@ -307,7 +310,9 @@ def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Batc
     ``kernel.fn.shared`` and ``kernel.fn.dense`` are the shared-flows and
     dense-traffic variants (see :class:`Kernels`). Arrays of the network
     are transferred to the device once, here. Cached (the last 32); threads that miss the same key at once
-    wait for one build (two kernels of one network would compile the same programs twice).
+    wait for one build (two kernels of one network would compile the same programs twice). A network of the
+    same content as one met before (another object) gets that one's kernels, and, unless its operator has a
+    ``compile_key``, that one's operator and device arrays (:func:`_kernels_for`).
     """
     with _BUILD_LOCK:
         return _batch_kernel(topology, routing, keep_loads)
@@ -316,6 +321,13 @@ def batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Batc
 @functools.lru_cache(maxsize=32)
 def _batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> BatchKernel:
     op = build_routing(topology, routing)
+    fn = _kernels_for(topology, op, keep_loads)
+    if fn.network is not None and op.compile_key is None:
+        # a network of this content met before (the key holds the operator's data): its operator and device arrays,
+        # so that what is cached per operator (message latencies, per-flow routes) is shared too, and nothing is
+        # transferred again
+        held_op, held_net = fn.network
+        return BatchKernel(fn, held_net, held_op, topology.n_links)
     link_class = np.asarray(topology.link_class)
     # one transfer (jax.device_put compiles nothing; jnp.asarray of a host array compiles a staging program per
     # shape: 5-25 ms each, on every run)
@@ -326,7 +338,9 @@ def _batch_kernel(topology: Topology, routing: Routing, keep_loads: bool) -> Bat
         class_order=np.argsort(link_class, kind="stable").astype(np.int32),
         routing=op.device_tables(),
     ))
-    return BatchKernel(_kernels_for(topology, op, keep_loads), net, op, topology.n_links)
+    if fn.by_content and op.compile_key is None:
+        fn.network = (op, net)
+    return BatchKernel(fn, net, op, topology.n_links)
 
 
 _SHARED_KERNELS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
@@ -392,6 +406,7 @@ def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "
 
     fn = Kernels(point, dense_point, identity)
     if key is not None:
+        fn.by_content = True
         _CONTENT_KERNELS[key] = fn
     elif shared is not None:
         shared[(op.compile_key, keep_loads)] = fn
