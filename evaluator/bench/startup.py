@@ -125,24 +125,20 @@ def startup_rows(data: dict, device_label) -> list[dict]:
     imports = ", ".join(f"{w['import_s']:.2f}" for w in [cold, *warm])
     dev = f"{cold['backend']} (fresh process)"
     return [
-        {"scenario": "start-up: 8x8 torus, first evaluate in a new process, cold cache (compiles)", "points": 1,
-         "seconds": cold["first_s"], "points_per_s": 1 / cold["first_s"], "ratio": float("nan"),
-         "ratio_scipy": float("nan"), "check": check, "peak_mb": float("nan"), "device": dev,
-         "note": (f"import evaluator {cold['import_s']:.2f} s (excluded), second evaluate {cold['second_s']:.4f} s; "
+        _row("start-up: 8x8 torus, first evaluate in a new process, cold cache (compiles)", cold["first_s"], check,
+             dev, note=(f"import evaluator {cold['import_s']:.2f} s (excluded), second evaluate {cold['second_s']:.4f} s; "
                   f"CPU time of the first evaluate {cold['first_cpu_s']:.3f} s (all threads); "
                   f"wrote {data['cache_entries']} cache entries and {data.get('programs', 0)} stored programs; "
-                  f"2-D stencil 8x8 tasks, linear placement, DOR")},
-        {"scenario": (f"start-up: 8x8 torus, first evaluate in a later process, warm cache: {ratio:.1f}x faster "
-                      f"than cold (target < {data['target_s']:g} s: {met})"),
-         "points": 1, "seconds": med, "points_per_s": 1 / med, "ratio": float("nan"), "ratio_scipy": float("nan"),
-         "check": check, "peak_mb": float("nan"), "device": dev,
-         "note": (f"median of {len(first)} processes (min {first.min():.3f} s, max {first.max():.3f} s); "
+                  f"2-D stencil 8x8 tasks, linear placement, DOR")),
+        _row(f"start-up: 8x8 torus, first evaluate in a later process, warm cache: {ratio:.1f}x faster than cold "
+             f"(target < {data['target_s']:g} s: {met})", med, check, dev,
+             note=(f"median of {len(first)} processes (min {first.min():.3f} s, max {first.max():.3f} s); "
                   f"cold {cold['first_s']:.3f} s / warm {med:.3f} s = {ratio:.2f}x; CPU time of the warm first "
                   f"evaluate (median, all threads) {np.median([w['first_cpu_s'] for w in warm]):.3f} s; "
                   f"functions traced by JAX in the first evaluate: {', '.join(str(w.get('traced', '?')) for w in warm)} "
                   f"(cold: {cold.get('traced', '?')}); "
                   f"import evaluator "
-                  f"{imports} s (excluded); cache directory: a fresh temporary one per bench run")},
+                  f"{imports} s (excluded); cache directory: a fresh temporary one per bench run")),
         _rebuilt_row([cold, *warm], check, dev),
     ]
 
@@ -153,13 +149,17 @@ def _rebuilt_row(runs: list[dict], check: str, dev: str) -> dict:
     shared = np.array([t for r in runs for t in r["rebuilt_shared_s"]])
     fresh = np.array([t for r in runs for t in r["rebuilt_fresh_s"]])
     med, ref = float(np.median(shared)), float(np.median(fresh))
-    return {"scenario": (f"start-up: 8x8 torus built again in the same process (a new object): {ref / med:.1f}x "
-                         f"faster than with new kernels"),
-            "points": 1, "seconds": med, "points_per_s": 1 / med, "ratio": float("nan"), "ratio_scipy": float("nan"),
-            "check": check, "peak_mb": float("nan"), "device": dev,
-            "note": (f"the kernels compiled for the first are shared by content: median of {shared.size} evaluations "
+    return _row(f"start-up: 8x8 torus built again in the same process (a new object): {ref / med:.1f}x faster than "
+                f"with new kernels", med, check, dev,
+                note=(f"the kernels compiled for the first are shared by content: median of {shared.size} evaluations "
                      f"(min {shared.min() * 1e3:.2f} ms, max {shared.max() * 1e3:.2f} ms) in {len(runs)} processes; "
                      f"the reference, in turn in the same processes: the network built again after forget_kernels() "
                      f"(new kernels, traced and lowered again and their program found in JAX's cache, or loaded "
                      f"from the opt-in program store: what every network built again cost before 2026-12-05), "
-                     f"median {ref * 1e3:.2f} ms (min {fresh.min() * 1e3:.2f} ms, max {fresh.max() * 1e3:.2f} ms)")}
+                     f"median {ref * 1e3:.2f} ms (min {fresh.min() * 1e3:.2f} ms, max {fresh.max() * 1e3:.2f} ms)"))
+
+
+def _row(scenario: str, seconds: float, check: str, dev: str, note: str) -> dict:
+    """A row of this scenario: one point, no reference ratio columns (the ratios are in the scenario's text)."""
+    return {"scenario": scenario, "points": 1, "seconds": seconds, "points_per_s": 1 / seconds, "ratio": float("nan"),
+            "ratio_scipy": float("nan"), "check": check, "peak_mb": float("nan"), "device": dev, "note": note}
