@@ -61,7 +61,7 @@ ev.evaluate(topo, tr, pl, "dor")
 t4 = time.perf_counter()
 from evaluator._batch.compiled import forget_kernels
 rebuilt = {True: [], False: []}
-for k in range(2 * REBUILT):  # the network built again (a new object), in turn with the shared kernels forgotten
+for k in range(10):  # the network built again (a new object) five times, in turn with five after forget_kernels()
     forget = bool(k % 2)
     if forget:
         forget_kernels()
@@ -74,7 +74,7 @@ print("bench-startup " + json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "f
       "second_s": t4 - t3, "first_cpu_s": c3 - c2, "completion_time": float(ds.completion_time), "traced": n_traced,
       "rebuilt_shared_s": rebuilt[False], "rebuilt_fresh_s": rebuilt[True],
       "cache_dir": jax.config.jax_compilation_cache_dir, "backend": jax.default_backend()}))
-""".replace("REBUILT", "5")
+"""
 """The probe process: import, build, first and second evaluation, then five evaluations of the network built again
 (a new object of the same content: the kernels shared by content, :func:`evaluator._batch.compiled.forget_kernels`)
 in turn with five of it built again after the shared kernels are forgotten (what every network built again cost

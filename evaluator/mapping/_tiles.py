@@ -28,6 +28,7 @@ other start
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -378,7 +379,9 @@ def _annealed(loads: _Loads, found: list, coords: np.ndarray, D: np.ndarray) -> 
     offs = np.ravel_multi_index(tuple(np.moveaxis((coords[None] - coords[:, None]) % D, -1, 0)), tuple(D))
     share = _CUT[0] * (_CUT[1] / _CUT[0]) ** (np.arange(ANNEAL_STEPS) / ANNEAL_STEPS)
     cut = np.floor(share * 2 ** 24).astype(np.int64)
-    best_t = np.asarray(_anneal_jit(C, M)(jnp.asarray(base), jnp.asarray(minus), jnp.asarray(members),
+    from ._move_scores import COMPILER_OPTIONS
+
+    best_t = np.asarray(_anneal_jit(C, M, tuple(sorted(COMPILER_OPTIONS.items())))(jnp.asarray(base), jnp.asarray(minus), jnp.asarray(members),
                                           jnp.asarray(start), jnp.asarray(offs.astype(np.int32)),
                                           jax.random.split(jax.random.PRNGKey(0), B), jnp.asarray(cut)))
     out = list(found)
@@ -392,10 +395,12 @@ def _annealed(loads: _Loads, found: list, coords: np.ndarray, D: np.ndarray) -> 
     return out
 
 
-def _anneal_jit(C: int, M: int):
+@functools.lru_cache(maxsize=8)
+def _anneal_jit(C: int, M: int, options: tuple):
     """The jitted annealing of :func:`_annealed` for ``C`` cosets of ``M`` routers: ``(base, minus, members, start,
     offs, keys, cut) -> best tiles`` (router ids ``[chain, coset]``), compiled as the search's move scorers are
-    (:func:`~evaluator.mapping._move_scores.move_jit`). Integers only (loads in half flows, the energy
+    (:func:`~evaluator.mapping._move_scores.move_jit`, whose compiler ``options`` are part of the cache key: another
+    torus or job of the same sizes reuses the jit, and its compilations where the shapes agree). Integers only (loads in half flows, the energy
     and the thresholds in int64, the proposals from threefry's bits), so every machine and compiler setting walks the
     same chains."""
     import jax
