@@ -33,7 +33,7 @@ from ..kernel import (DensePointInputs, NetworkArrays, PointInputs, link_blocks,
 from ..routing import Routing, RoutingOperator, build_routing
 from ..topology import Topology
 
-__all__ = ["COMPILER_OPTIONS", "BatchKernel", "Kernels", "batch_kernel", "compile_seconds", "forget_kernels"]
+__all__ = ["COMPILER_OPTIONS", "BatchKernel", "Kernels", "batch_kernel", "compile_seconds", "content_key", "forget_kernels"]
 
 
 
@@ -355,7 +355,7 @@ def forget_kernels() -> None:
         _CONTENT_KERNELS.clear()
 
 
-def _content_key(topology: Topology, op: RoutingOperator, keep_loads: bool) -> str | None:
+def content_key(topology: Topology, op: RoutingOperator, keep_loads: bool) -> str | None:
     """What determines the kernels' programs, hashed: the topology's content; the operator's data (its routing,
     tables, flow tables and every other field but its functions: an operator built otherwise, with other table
     shapes, kinds or sizes, is another key) or its ``compile_key``, which stands for every operator that shares
@@ -378,7 +378,7 @@ def _kernels_for(topology: Topology, op: RoutingOperator, keep_loads: bool) -> "
     :func:`batch_kernel`), the same routing or ``compile_key``, ``keep_loads`` and compiler options. A
     topology whose content cannot be hashed shares them only between operators of the same ``compile_key`` on
     that very object."""
-    key = _content_key(topology, op, keep_loads)
+    key = content_key(topology, op, keep_loads)
     if key is not None:
         fn = _CONTENT_KERNELS.get(key)
         if fn is not None:

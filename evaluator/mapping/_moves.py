@@ -40,6 +40,7 @@ from ._move_calls import (  # noqa: F401  (COMPACT_*, _size_above: read from her
     BUCKET_CHUNK, COMPACT_ENTRY_BYTES, COMPACT_MIN, COMPACT_QUANTILE, COMPACT_SHRINK, COMPACT_STEP_BYTES, NARROW_SPLITS,
     SINGLE_SPLITS, MoveCalls, _size_above, cpu_workers, moves_within, wanted_size)
 from ._move_scores import Q_NORM, SparseMoves, lane_sum, move_jit, phase_scores
+from ._move_store import CompiledMoves, compiled_moves
 from ..kernel import PointInputs, node_endpoints, point_link_loads
 from ..routing import require_linear
 from ..topology import Topology
@@ -196,12 +197,9 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         op = self.kernel.operator
         self._flow_tables = jax.device_put(op.flow_tables) if op.flow_tables is not None else None
         P = t.n_phases
-        # one mapping's loads: every flow, per phase
-        self._loads = move_jit(self._loads_fn)
-        self._score = move_jit(self._score_fn)
-        self._heat = move_jit(self._heat_fn)
-        self._scores = {}
-        self._state_calls: dict = {}
+        # the jitted functions (one mapping's loads, its score, the heat, the scorers of the calls), shared with the
+        # evaluators of the same content (._move_store): made at the first call
+        self._held: dict = {}
         self._state_memo = None
         self._state_lock = threading.Lock()
         self.workers = cpu_workers(self._dev["cap"])
@@ -210,7 +208,6 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         self._on_cpu = next(iter(self._dev["cap"].devices())).platform == "cpu"
         self._compact_sizes: dict = {}
         self._compact_needs: dict = {}
-        self._need_calls: dict = {}
         # the degree buckets: the table of each (a prefix of the full one's columns), the tasks of each
         widths = t.widths or (t.incident.shape[1],)
         self._incident = [self._dev["incident"][:, :w] for w in widths[:-1]] + [self._dev["incident"]]
@@ -256,11 +253,41 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         return self._objective(loads, dev["cap"])
 
     @property
+    def _compiled(self) -> CompiledMoves:
+        """The jitted functions this evaluator calls now (:func:`~._move_store.compiled_moves`)."""
+        return compiled_moves(self, self._held)
+
+    @property
+    def _loads(self):
+        return self._compiled.loads
+
+    @property
+    def _score(self):
+        return self._compiled.score
+
+    @property
+    def _heat(self):
+        return self._compiled.heat
+
+    @property
+    def _scores(self) -> dict:
+        return self._compiled.scores
+
+    @property
+    def _state_calls(self) -> dict:
+        return self._compiled.state_calls
+
+    @property
+    def _need_calls(self) -> dict:
+        return self._compiled.need_calls
+
+    @property
     def n_compiled(self) -> int:
-        """Functions compiled so far (the scores: one per move size, call size, step, flow-list level and listing
+        """Functions compiled so far for this evaluator's content, by it or by an evaluator of the same content
+        (:mod:`._move_store`) (the scores: one per move size, call size, step, flow-list level and listing
         size; a batch's state: one per move size; the entries a compact listing needs: one per move size and level,
         :meth:`~._move_calls.MoveCalls._first_sizes`): a caller timing warm calls repeats until it stops growing."""
-        return len(self._scores) + len(self._state_calls) + len(self._need_calls)
+        return len(self._compiled)
 
     @property
     def widths(self) -> tuple:
