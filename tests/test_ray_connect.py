@@ -78,6 +78,8 @@ def test_unset_address_starts_a_local_ray_whatever_the_file_and_variable_say(ray
     assert "6 feasible of 6 points" in r.stdout and len(list(tmp_path.glob("torus_bgq_pairing/*.nc"))) == 1
     # the variable that is not read is named, once
     assert f"RAY_ADDRESS={dead} is not read" in r.stderr and "ray.address=auto" in r.stderr, r.stderr
+    # nothing else but the progress: no warning from JAX of the forks that start the local Ray's processes
+    assert "Warning" not in r.stderr and "os.fork()" not in r.stderr, r.stderr
     assert stale.read_text() == dead  # the file is left as it was
 
 

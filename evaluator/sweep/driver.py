@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -384,6 +385,7 @@ def _ray_init(ray_cfg, while_starting=None):
         if ray_cfg.num_cpus:
             kwargs["num_cpus"] = int(ray_cfg.num_cpus)
         _choose_token_auth()
+        _quiet_exec_forks()
         _start_reaper()  # first: a driver killed while Ray starts leaves nothing running either
     try:
         # a local Ray's workers import the package from this source tree: they inherit the driver's environment
@@ -421,6 +423,17 @@ def _worker_path(local: bool):
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = before
+
+
+def _quiet_exec_forks() -> None:
+    """Without JAX's "os.fork() was called ... will likely lead to a deadlock" warning for the processes a local Ray
+    starts (its GCS server and raylet: two of these lines on every ``make run``, the driver's JAX already busy with
+    the first chunks). JAX warns of a child that goes on running Python with the parent's threads gone; Ray's
+    children run only ``preexec_fn`` (block SIGINT, set the parent-death signal) and then ``exec`` a new program, so
+    nothing of JAX's runs in them. The filter is narrow: this message, attributed to ``subprocess`` (whose
+    ``Popen`` always ends its child in an ``exec``), so a bare ``os.fork`` elsewhere is still warned of."""
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning,
+                            module="subprocess")
 
 
 def _choose_token_auth() -> None:
