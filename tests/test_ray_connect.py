@@ -54,6 +54,12 @@ def ray_tmp(monkeypatch):
     shutil.rmtree(base, ignore_errors=True)
 
 
+# These tests start the CLI with a ``preexec_fn`` (SIGINT back to its default, as a terminal does) from this
+# process, where JAX is running: JAX's at-fork hook warns of a deadlock that cannot happen in a child that runs
+# that one function and then ``exec``s (the same case as the sweep's own Ray start, evaluator/sweep/driver.py
+# ``_quiet_exec_forks``). Only that message from ``subprocess`` is ignored.
+pytestmark = pytest.mark.filterwarnings(r"ignore:os\.fork\(\) was called:RuntimeWarning:subprocess")
+
 def _env(ray_tmp: str, **extra) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.update(RAY_TMPDIR=ray_tmp, JAX_PLATFORMS="cpu", **extra)
