@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.sweep.driver import EXEC_FORK_WARNING
+
 REPO = Path(__file__).resolve().parent.parent
 STUDY = ["sweeps=torus_bgq_pairing", "--no-progress"]  # 6 points, one kernel per tie rule: small and quick
 
@@ -58,7 +60,8 @@ def ray_tmp(monkeypatch):
 # process, where JAX is running: JAX's at-fork hook warns of a deadlock that cannot happen in a child that runs
 # that one function and then ``exec``s (the same case as the sweep's own Ray start, evaluator/sweep/driver.py
 # ``_quiet_exec_forks``). Only that message from ``subprocess`` is ignored.
-pytestmark = pytest.mark.filterwarnings(r"ignore:os\.fork\(\) was called:RuntimeWarning:subprocess")
+pytestmark = pytest.mark.filterwarnings(f"ignore:{EXEC_FORK_WARNING}:RuntimeWarning:subprocess")
+
 
 def _env(ray_tmp: str, **extra) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}

@@ -425,6 +425,10 @@ def _worker_path(local: bool):
             os.environ["PYTHONPATH"] = before
 
 
+EXEC_FORK_WARNING = r"os\.fork\(\) was called"
+"""The start of JAX's at-fork warning (a regular expression), ignored where ``subprocess`` forks to ``exec``."""
+
+
 def _quiet_exec_forks() -> None:
     """Without JAX's "os.fork() was called ... will likely lead to a deadlock" warning for the processes a local Ray
     starts (its GCS server and raylet: two of these lines on every ``make run``, the driver's JAX already busy with
@@ -432,8 +436,7 @@ def _quiet_exec_forks() -> None:
     children run only ``preexec_fn`` (block SIGINT, set the parent-death signal) and then ``exec`` a new program, so
     nothing of JAX's runs in them. The filter is narrow: this message, attributed to ``subprocess`` (whose
     ``Popen`` always ends its child in an ``exec``), so a bare ``os.fork`` elsewhere is still warned of."""
-    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning,
-                            module="subprocess")
+    warnings.filterwarnings("ignore", message=EXEC_FORK_WARNING, category=RuntimeWarning, module="subprocess")
 
 
 def _choose_token_auth() -> None:
