@@ -129,6 +129,13 @@ CLI_CASES = [
      ["traffic.phases[0].kind = 'all_to_al'", "Did you mean 'all_to_all'?"]),
     ("job-phase-kind", ["jobs=[{name: a}, {name: b, traffic: {kind: phased, phases: [{kind: shfit}]}}]"],
      ["jobs[1].traffic.phases[0].kind = 'shfit'", "Did you mean 'shift'?"]),
+    # a kind set by its key kept the group's schema: an internal error (a missing key) where the builder read it
+    ("placement-kind-key", ["placement.kind=random"],
+     ["placement.kind = 'random' is invalid: allowed is 'dragonfly_cartesian', the kind of the placement group "
+      "chosen (placement=dragonfly_cartesian)", "write placement=NAME"]),
+    ("traffic-kind-key", ["traffic.kind=all_to_all"], ["traffic.kind = 'all_to_all'", "write traffic=NAME"]),
+    ("topology-kind-key", ["topology.kind=torus"], ["topology.kind = 'torus'", "write topology=NAME"]),
+    ("routing-kind-key", ["routing.kind=valiant"], ["routing.kind = 'valiant'", "write routing=NAME"]),
 ]
 
 
@@ -263,3 +270,14 @@ def test_rdn_study_arguments_of_the_wrong_type(kw, named):
     with pytest.raises(TypeError) as e:
         allocation_mode_study(RdnMachine(2, 4, 2, 8), **kw)
     assert str(e.value).startswith(named) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("how", [["+sweep.axes.placement.kind=[linear,random]"], ["placement.kind=linear,random"],
+                                 ["+sweep.axes.routing.kind=[minimal,valiant]"]])
+def test_a_sweep_over_a_kind_key_is_refused_before_it_runs(how, capsys, tmp_path):
+    group = how[0].lstrip("+").replace("sweep.axes.", "").split(".")[0]
+    rc = cli.main(["sweep", *how, f"sweep.output_dir={tmp_path}", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"sweep.axes = '{group}.kind' is invalid: allowed is an axis over the {group} group" in err, err
+    assert not list(tmp_path.iterdir())

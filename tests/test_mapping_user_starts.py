@@ -144,7 +144,9 @@ def test_bad_starts_are_refused_naming_the_option_value_and_what_is_allowed(tmp_
                            "job (--nodes). It uses 32 node(s) that are not available, e.g. [0, 1, 2, 3, 4]."),
         "per node": ([str(d / "twice")], "allowed is at most 1 rank(s) per node (--tasks-per-node). Node 0 holds 2."),
         "does not build": (["dragonfly_cartesian"], "allowed is a placement that builds for this job (32 tasks on "
-                           "torus 4x4x4). It does not: placement.beta"),
+                           "torus 4x4x4). It does not: placement.kind = 'dragonfly_cartesian' is invalid: allowed is one "
+                               "of ['linear', 'random', 'torus_block', 'block', 'subprism', 'alps', 'fragmented', "
+                               "'topaware'] on a torus. 'dragonfly_cartesian' needs a Dragonfly"),
         "format": ([f"rank_orders:{d / 'three'}"], "No file rank_orders:"),
     }
     for what, (argv, text) in cases.items():

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..placement import KINDS as PLACEMENTS
-from ..placement import Placement, PlacementContext
+from ..placement import Placement, PlacementContext, placement_kind
 from ..routing import KINDS as ROUTINGS
 from ..routing import Routing
 from ..topology import KINDS as TOPOLOGIES
@@ -68,7 +68,7 @@ def build_placement(cfg, topology: Topology, traffic_cfg, n_tasks: int, topology
     """Placement from a placement schema, for ``n_tasks`` tasks (a refusal of the task count says where it came
     from when the traffic read it from a file)."""
     try:
-        return PLACEMENTS[cfg.kind].build(cfg, PlacementContext(topology, n_tasks, traffic_cfg, topology_cfg))
+        return placement_kind(cfg.kind, topology).build(cfg, PlacementContext(topology, n_tasks, traffic_cfg, topology_cfg))
     except ConfigError as exc:
         new = _tasks_from(exc, traffic_cfg, n_tasks)
         if new is exc:

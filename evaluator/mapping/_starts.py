@@ -194,6 +194,9 @@ def _add_named(out, topology, n: int, tpn: int, grid, group_nodes: int, traffic_
         if name in NOT_STARTS:
             out.skipped[name] = NOT_STARTS[name]
             continue
+        if not kind.serves(topology):
+            out.skipped[name] = f"'{name}' needs {kind.needs.text}"
+            continue
         try:
             pl = kind.build(_kind_config(kind, tpn, grid, group_nodes), ctx)
         except ConfigError as exc:

@@ -25,6 +25,8 @@ from ._random import fully_random
 from ._subprism import subprism
 from ._torus_block import torus_block
 from .base import Placement, PlacementContext, PlacementKind, explicit
+from ..errors import ConfigError
+from ..topology import Topology
 
 __all__ = [
     "GENERATOR_ID",
@@ -57,6 +59,8 @@ __all__ = [
     "with_rank_order",
     "write_launch_files",
     "RankOrderConfig",
+    "placements_for",
+    "placement_kind",
 ]
 
 KINDS: Registry[PlacementKind] = Registry("placement", [
@@ -73,3 +77,18 @@ KINDS: Registry[PlacementKind] = Registry("placement", [
     _topaware.TOPAWARE,
 ])
 """Placement kinds by config name."""
+
+
+def placements_for(topology: Topology) -> list[str]:
+    """Names of the placement kinds that serve ``topology`` (:meth:`PlacementKind.serves`)."""
+    return [name for name, kind in KINDS.items() if kind.serves(topology)]
+
+
+def placement_kind(name: str, topology: Topology) -> PlacementKind:
+    """The kind ``name`` (an unknown name is refused with the registered ones), refused with the kinds that
+    serve ``topology`` when it is not one of them: checked before any of the kind's own fields."""
+    kind = KINDS[name]
+    if not kind.serves(topology):
+        raise ConfigError("placement.kind", name, f"one of {placements_for(topology)} on a {topology.kind}",
+                          f"'{name}' needs {kind.needs.text}.")
+    return kind

@@ -10,7 +10,7 @@ import numpy as np
 from .._types import ConfigOf, JobNodes, NodeBools, NodeInts
 from ..errors import is_int, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementContext, PlacementKind, check_topology
+from .base import TORUS_3D, Placement, PlacementContext, PlacementKind, check_topology
 from .nodes import alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -38,6 +38,7 @@ def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = 
     never taken.
     """
     check_topology(topology)
+    TORUS_3D.require(topology, "alps")
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     require(is_int(skip) and int(skip) >= 0, "placement.skip", skip, "an integer >= 0 (free nodes passed over)")
@@ -70,4 +71,4 @@ def _from_config(cfg: ConfigOf[AlpsConfig], ctx: PlacementContext) -> Placement:
                 rank_order=cfg.rank_order, node_class=cfg.node_class)
 
 
-ALPS = PlacementKind("alps", AlpsConfig, _from_config)
+ALPS = PlacementKind("alps", AlpsConfig, _from_config, needs=TORUS_3D)

@@ -20,7 +20,7 @@ from .._types import ConfigOf
 from ..errors import require
 from ..topology import DragonflyTopology, Topology
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
-from .base import (Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology, config_list,
+from .base import (DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology, config_list,
                    vec)
 
 __all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig',
@@ -30,8 +30,7 @@ __all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS
 ORDERS = ("random", "linear")
 
 def require_dragonfly(topology: Topology, what: str) -> DragonflyTopology:
-    require(isinstance(topology, DragonflyTopology), "placement.kind", what,
-            f"a placement for a {topology.kind}; '{what}' needs a Dragonfly topology")
+    DRAGONFLY.require(topology, what)
     return topology  # type: ignore[return-value]
 
 
@@ -167,4 +166,5 @@ def _seeded(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext,
     return cartesian_spec(ctx.topology, beta, gamma, cfg.group_order, cfg.node_order, seed_check)
 
 
-DRAGONFLY_CARTESIAN = PlacementKind("dragonfly_cartesian", DragonflyCartesianConfig, _from_config, seeded=_seeded)
+DRAGONFLY_CARTESIAN = PlacementKind("dragonfly_cartesian", DragonflyCartesianConfig, _from_config, seeded=_seeded,
+                                   needs=DRAGONFLY)

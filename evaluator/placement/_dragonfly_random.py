@@ -23,7 +23,7 @@ from ..topology import Topology
 from ._dragonfly_cartesian import require_dragonfly
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation, ranks,
                       sort_keys)
-from .base import Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology
+from .base import DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology
 
 __all__ = ['dragonfly_random', 'random_spec', 'DragonflyRandomConfig', 'DRAGONFLY_RANDOM']
 
@@ -115,4 +115,5 @@ def _seeded(cfg: ConfigOf[DragonflyRandomConfig], ctx: PlacementContext,
     return random_spec(ctx.topology, ctx.n_tasks, cfg.tasks_per_group, seed_check)
 
 
-DRAGONFLY_RANDOM = PlacementKind("dragonfly_random", DragonflyRandomConfig, _from_config, seeded=_seeded)
+DRAGONFLY_RANDOM = PlacementKind("dragonfly_random", DragonflyRandomConfig, _from_config, seeded=_seeded,
+                                needs=DRAGONFLY)

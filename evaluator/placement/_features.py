@@ -10,7 +10,7 @@ import numpy as np
 from .._types import ConfigOf
 from ..errors import ConfigError, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementContext, PlacementKind, config_list, check_topology
+from .base import FEATURED_MACHINE, Placement, PlacementContext, PlacementKind, config_list, check_topology
 from ._subprism import prism_nodes
 from .nodes import SLABS, alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
@@ -31,8 +31,7 @@ def features(topology: Topology, n_tasks: int, oneof: list[str] | None = None, t
     """
     check_topology(topology)
     feats = getattr(topology, "features", ())
-    require(bool(feats), "placement.kind", "features",
-            "a placement for a catalogue machine whose file defines features (topology=machine, layout=real)")
+    FEATURED_MACHINE.require(topology, "features")
     require(order in FEATURE_ORDERS, "placement.order", order, " | ".join(FEATURE_ORDERS))
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
@@ -88,4 +87,4 @@ def _from_config(cfg: ConfigOf[FeaturesConfig], ctx: PlacementContext) -> Placem
                     cfg.rank_order, cfg.node_class)
 
 
-FEATURES = PlacementKind("features", FeaturesConfig, _from_config)
+FEATURES = PlacementKind("features", FeaturesConfig, _from_config, needs=FEATURED_MACHINE)

@@ -11,7 +11,7 @@ import numpy as np
 from .._types import ConfigOf, NodeBools
 from ..errors import check_seed, positive_float, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from .base import TORUS_3D, Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 from ._alps import first_free
 from .nodes import alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
@@ -30,6 +30,7 @@ def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_
     busy share is about ``occupancy``. Draws use ``numpy.random.default_rng(seed)``.
     """
     check_topology(topology)
+    TORUS_3D.require(topology, "fragmented")
     occupancy = positive_float("placement.occupancy", occupancy, allow_zero=True)
     require(occupancy < 1, "placement.occupancy", occupancy, "a number in [0, 1): the busy share of "
                                                                   "compute nodes")
@@ -68,6 +69,7 @@ def fragmented(topology: Topology, n_tasks: int, tasks_per_node: int = 1, occupa
     """A job on the first free compute nodes in ALPS order of a machine fragmented by
     :func:`free_after_history` (``node_class``: the job takes only compute nodes of that class)."""
     check_topology(topology)
+    TORUS_3D.require(topology, "fragmented")
     n = positive_int("placement.n_tasks", n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     free = free_after_history(topology, occupancy, seed, job_nodes, events, slab, curve)
@@ -101,4 +103,4 @@ def _from_config(cfg: ConfigOf[FragmentedConfig], ctx: PlacementContext) -> Plac
                       config_list(cfg.job_nodes), cfg.events, cfg.slab, cfg.curve, cfg.rank_order, cfg.node_class)
 
 
-FRAGMENTED = PlacementKind("fragmented", FragmentedConfig, _from_config)
+FRAGMENTED = PlacementKind("fragmented", FragmentedConfig, _from_config, needs=TORUS_3D)

@@ -11,8 +11,8 @@ import numpy as np
 
 from .._types import ConfigOf, JobNodes
 from ..errors import is_int, positive_int, require
-from ..topology import Topology, TorusTopology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from ..topology import Topology
+from .base import TORUS, Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 from .nodes import compute_mask
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -26,8 +26,7 @@ def prism_nodes(topology: Topology, prism: Sequence[int], offset: Sequence[int] 
     A prism larger than the host, or one holding a down node, is refused (a shaped request cannot be
     granted on a down node); service nodes are kept here and skipped by the caller.
     """
-    require(isinstance(topology, TorusTopology), "placement.kind", "subprism",
-            f"a placement for a {topology.kind}; 'subprism' needs a torus")
+    TORUS.require(topology, "subprism")
     dims = topology.dims  # type: ignore[union-attr]
     pr = vec(field, prism, len(dims))
     for k, (a, d) in enumerate(zip(pr, dims)):
@@ -115,4 +114,4 @@ def _from_config(cfg: ConfigOf[SubprismConfig], ctx: PlacementContext) -> Placem
                     tasks_per_node=cfg.tasks_per_node, rank_order=cfg.rank_order, node_class=cfg.node_class)
 
 
-SUBPRISM = PlacementKind("subprism", SubprismConfig, _from_config)
+SUBPRISM = PlacementKind("subprism", SubprismConfig, _from_config, needs=TORUS)

@@ -48,8 +48,8 @@ import numpy as np
 
 from .._types import ConfigOf, Int
 from ..errors import ConfigError, is_int, positive_int, require
-from ..topology import Topology, TorusTopology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from ..topology import Topology
+from .base import TORUS_3D, Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 from .nodes import alps_order, compute_mask, fill_slots
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -62,8 +62,7 @@ comparison."""
 
 
 def _prism(topology: Topology, prism, offset) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    require(isinstance(topology, TorusTopology) and topology.ndim == 3, "placement.kind", "topaware",
-            "a placement for a 3-D torus (Cray Gemini)")
+    TORUS_3D.require(topology, "topaware")
     dims = topology.dims  # type: ignore[union-attr]
     pr = dims if prism is None else vec("placement.prism", prism, 3)
     for k, (a, d) in enumerate(zip(pr, dims)):
@@ -292,4 +291,4 @@ def _from_config(cfg: ConfigOf[TopawareConfig], ctx: PlacementContext) -> Placem
                     cfg.major, ctx.n_tasks, cfg.node_class, cfg.mapping, cfg.rank_order)
 
 
-TOPAWARE = PlacementKind("topaware", TopawareConfig, _from_config)
+TOPAWARE = PlacementKind("topaware", TopawareConfig, _from_config, needs=TORUS_3D)

@@ -11,8 +11,8 @@ import numpy as np
 
 from .._types import ConfigOf
 from ..errors import require
-from ..topology import Topology, TorusTopology
-from .base import Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from ..topology import Topology
+from .base import TORUS, Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
 
 __all__ = ['torus_block', 'TorusBlockConfig', 'TORUS_BLOCK']
 
@@ -28,8 +28,7 @@ def torus_block(topology: Topology, task_grid: Sequence[int]) -> Placement:
     the block.
     """
     check_topology(topology)
-    require(isinstance(topology, TorusTopology), "placement.kind", "torus_block",
-            f"a placement for a {topology.kind}; 'torus_block' needs a torus")
+    TORUS.require(topology, "torus_block")
     tg = vec("placement.task_grid", task_grid, topology.ndim)  # type: ignore[union-attr]
     dims = topology.dims  # type: ignore[union-attr]
     blk = []
@@ -63,4 +62,4 @@ def _from_config(cfg: ConfigOf[TorusBlockConfig], ctx: PlacementContext) -> Plac
     return torus_block(ctx.topology, grid)
 
 
-TORUS_BLOCK = PlacementKind("torus_block", TorusBlockConfig, _from_config)
+TORUS_BLOCK = PlacementKind("torus_block", TorusBlockConfig, _from_config, needs=TORUS)

@@ -31,10 +31,34 @@ import numpy as np
 from .._registry import Kind
 from .._types import NodeInts, TaskInts
 from ..errors import ConfigError, ConfigTypeError, positive_int, require
-from ..topology import Topology
+from ..topology import DragonflyTopology, Topology, TorusTopology
 
-__all__ = ["Placement", "PlacementKind", "PlacementContext", "explicit", "check_capacity", "check_node_ids",
+__all__ = ["Placement", "PlacementKind", "PlacementContext", "Needs", "ANY_TOPOLOGY", "DRAGONFLY", "TORUS", "TORUS_3D",
+           "FEATURED_MACHINE", "explicit", "check_capacity", "check_node_ids",
            "check_one_per_node", "vec", "config_list"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Needs:
+    """The topologies a placement kind serves: ``test(topology) -> bool`` and its words for messages."""
+
+    text: str
+    test: Callable[[Topology], bool]
+
+    def require(self, topology: Topology, kind: str) -> None:
+        """A :class:`~evaluator.errors.ConfigError` on ``placement.kind`` unless ``topology`` passes."""
+        require(self.test(topology), "placement.kind", kind,
+                f"a placement for a {topology.kind}; '{kind}' needs {self.text}")
+
+
+ANY_TOPOLOGY = Needs("any topology", lambda topology: True)
+DRAGONFLY = Needs("a Dragonfly (topology=dragonfly)", lambda topology: isinstance(topology, DragonflyTopology))
+TORUS = Needs("a torus (topology=torus, bgq, gemini or a torus machine)",
+              lambda topology: isinstance(topology, TorusTopology))
+TORUS_3D = Needs("a 3-D torus (Cray Gemini: topology=gemini, a 3-D topology=torus or a 3-D machine)",
+                 lambda topology: isinstance(topology, TorusTopology) and topology.ndim == 3)
+FEATURED_MACHINE = Needs("a catalogue machine whose file defines features (topology=machine, layout=real)",
+                         lambda topology: bool(getattr(topology, "features", ())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +69,20 @@ class PlacementKind(Kind):
     only): everything but the seed, checked in ``build``'s order with
     ``seed_check()`` called where ``build`` would check the seed; ``None``
     when ``cfg`` asks for the host-only ``numpy`` generator.
+
+    ``needs``: the topologies it serves (:class:`Needs`; every topology by
+    default). A config's placement is checked against it before it is built
+    (:func:`evaluator.placement.placement_kind`), so a placement for another
+    family is refused with the kinds that serve the topology, not with
+    whichever of its own fields it checks first.
     """
 
     seeded: Callable[..., Any] | None = None
+    needs: Needs = ANY_TOPOLOGY
+
+    def serves(self, topology: Topology) -> bool:
+        """Whether this placement can place tasks on ``topology`` (:attr:`needs`)."""
+        return self.needs.test(topology)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,8 +27,8 @@ import numpy as np
 
 from .._types import Int, JobNodes, NodeBools, NodeInts, TaskInts
 from ..errors import ConfigError, require
-from ..topology import Topology, TorusTopology
-from .base import check_topology
+from ..topology import Topology
+from .base import TORUS_3D, check_topology
 
 __all__ = ["compute_mask", "alps_order", "SLABS", "CURVES", "gilbert2d", "check_nodes", "fill_slots",
            "nodes_needed"]
@@ -108,8 +108,7 @@ def alps_order(topology: Topology, slab: str = "yz", curve: str = "hilbert",
                block: Sequence[int] = (2, 2, 2)) -> NodeInts:
     """Every node of a 3-D torus in the ALPS-like order (see the module docstring), shape [node]."""
     check_topology(topology)
-    require(isinstance(topology, TorusTopology) and topology.ndim == 3, "placement.kind", "alps order",
-            "a placement for a 3-D torus (Cray Gemini)")
+    TORUS_3D.require(topology, "alps")
     require(slab in SLABS, "placement.slab", slab, " | ".join(SLABS))
     require(curve in CURVES, "placement.curve", curve, " | ".join(CURVES))
     dims = topology.dims  # type: ignore[union-attr]

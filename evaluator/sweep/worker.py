@@ -48,7 +48,7 @@ from .._types import PointInts
 from .._threads import is_one_core
 from ..errors import ConfigError, reason
 from ..evaluation import BankedPoints, BankPlan, evaluate_groups
-from ..placement import KINDS as PLACEMENTS
+from ..placement import placement_kind
 from ..placement import Placement, PlacementContext
 from ..placement import SeededPlacement, check_seed
 from ..routing import check_routing
@@ -226,7 +226,7 @@ class _State:
     def _placement(cfg, topo, tr) -> tuple:
         """``(kind, seed, seeded build or None or _Failed, whether the seed check was reached)``."""
         seed = getattr(cfg.placement, "seed", None)
-        kind = _attempt(lambda: PLACEMENTS[cfg.placement.kind])
+        kind = _attempt(lambda: placement_kind(cfg.placement.kind, topo))
         if isinstance(kind, _Failed):
             return None, seed, kind, False
         if kind.seeded is None:

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import ConfigCompositionError
+from ...errors import ConfigCompositionError, ConfigError
 from ...io import conf_dir, repo_dir
 from ..keys import check_keys
 from ..schemas import FAMILIES, GROUPS, EvalConfig
@@ -418,8 +418,29 @@ def to_object(cfg) -> EvalConfig:
         if extra:
             raise ConfigCompositionError(_explain_foreign_key(
                 f"Key '{extra[0]}' not in '{type(typed).__name__}' full_key: {group}.{extra[0]}", []))
+        _check_kind(group, typed)
     check_keys(OmegaConf.to_container(cfg, resolve=False), obj)  # every other key, at every depth
     return obj
+
+
+def kind_key_hint(group: str, axis: bool = False) -> str:
+    """How a kind is chosen, for the refusals of ``GROUP.kind`` set as a key (``axis``: as a sweep axis)."""
+    why = ("A kind is chosen with its config group, not its 'kind' key (which would keep one kind's keys under "
+           "another's name)")
+    if axis:
+        return why + "."
+    return (f"{why}: write {group}=NAME, then {group}.KEY=VALUE for its keys; to sweep kinds, {group}=a,b or "
+            f"+sweep.axes.{group}=[a,b].")
+
+
+def _check_kind(group: str, typed: Any) -> None:
+    """Refuse a section whose ``kind`` was set to another kind than its schema's (``placement.kind=random`` on
+    the command line kept the default placement's schema: its builder then failed on a missing key)."""
+    kind = getattr(typed, "kind", None)
+    own = next((name for name, k in FAMILIES[group].items() if k.schema is type(typed)), None)
+    if own is not None and kind != own:
+        raise ConfigError(f"{group}.kind", kind, f"'{own}', the kind of the {group} group chosen ({group}={own})",
+                          kind_key_hint(group))
 
 
 def to_yaml(cfg) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 from ..._types import ConfigOf
 from ...errors import ConfigError
 from ..schemas import FAMILIES, GROUPS, EvalConfig
-from .composition import _explain_foreign_key, group_options
+from .composition import _explain_foreign_key, group_options, kind_key_hint
 
 __all__ = ["check_assignment", "sweep_axes_from_overrides", "AXIS_GENERATORS"]
 
@@ -48,6 +48,10 @@ def check_assignment(cfg: ConfigOf[EvalConfig], key: str, values: Sequence[Any])
     """
     from omegaconf import OmegaConf
 
+    head, _, rest = key.partition(".")
+    if head in FAMILIES and rest == "kind":
+        raise ConfigError("sweep.axes", key, f"an axis over the {head} group (+sweep.axes.{head}=[a,b] or "
+                          f"{head}=a,b)", kind_key_hint(head, axis=True))
     section = _structured_section(cfg, key)
     if section is not None and _first_refused(*section, values) is None:
         return  # every value fits its section; the whole config is converted only for the messages of a refusal
