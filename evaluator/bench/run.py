@@ -88,6 +88,7 @@ from pathlib import Path
 import numpy as np
 
 from ._big import FAT_TREE_K, TORUS_DIMS, _big_table_rows, _w_dragonfly, _w_fat_tree, _w_mira, _w_torus
+from ..io import check_writable
 from ._common import _collect, _device, _device_label, _launch, _peak_mb, _timed
 from ._small import CHUNK, _run_small, _w_small
 
@@ -571,7 +572,7 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     from ..errors import positive_float
 
     settle = positive_float("--settle", settle, allow_zero=True)  # seconds
-    out = Path(out_dir)
+    out = check_writable("--out", out_dir)  # before the work, so that nothing computed is lost
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     rows: list[dict] = []

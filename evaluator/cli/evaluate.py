@@ -11,7 +11,7 @@ from ..display import summary_lines
 from ..errors import StorageError
 from ..evaluation import evaluate
 from ..cost.dataset import check_point_budget, with_cost
-from ..io import write_dataset
+from ..io import check_writable, write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
 from .._args import ArgumentParser
 
@@ -32,6 +32,8 @@ def main(argv: list[str]) -> int:
         print(config.to_yaml(cfg))
         return 0
     obj = config.to_object(cfg)
+    if obj.save:
+        check_writable("output_dir", obj.output_dir)  # before the work, so that nothing computed is lost
     if config.has_jobs(obj):
         jp = config.build_jobs(obj)
         check_point_budget(jp.topology, obj.cost)

@@ -40,7 +40,7 @@ import numpy as np
 from .. import partitions as P
 from ..display import format_number, shared_unit
 from ..errors import ConfigError, MachineError
-from ..io import write_dataset
+from ..io import check_writable, write_dataset
 from ..machines import TorusMachine, list_machines, load_machine
 from .._args import ArgumentParser
 
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         names = ([args.machine] if args.machine else []) + list(args.compare or [])
         if not names:
             raise MachineError("no machine given; known machines: " + ", ".join(_known()))
-        out = Path(args.out)
+        out = check_writable("--out", args.out)  # before the work, so that nothing computed is lost
         plot = not args.no_plot
         if args.compare:
             ms: list[TorusMachine] = []
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         _run_machine(m, args.size, out, plot)
         return 0
     except ConfigError as exc:  # MachineError, UnknownMachineError, PartitionError
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"evaluator partitions: error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import config
 from ..errors import ConfigError
-from ..io import repo_dir
+from ..io import check_writable, repo_dir
 from ..placement import alps_order, compute_mask, write_launch_files
 from ..topology import TorusTopology
 from .._args import ArgumentParser
@@ -68,6 +68,8 @@ def main(argv: list[str]) -> int:
                           "a directory without MPICH_RANK_ORDER or node_list",
                           f"It holds {' and '.join(there)} already; choose another directory, or add --force "
                           f"to replace them.")
+    if args.write_rank_order is not None:
+        check_writable("--write-rank-order", args.write_rank_order)
     cfg = config.compose(args.overrides)
     obj = config.to_object(cfg)
     point = config.build(obj)
