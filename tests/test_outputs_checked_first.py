@@ -61,3 +61,31 @@ def test_a_writable_output_is_left_as_it_was_until_the_work_writes(tmp_path, cap
     assert not (tmp_path / "new").exists()
     assert cli.main(["eval", "traffic=all_to_all", "placement=linear", f"output_dir={d}", "save=true"]) == 0
     assert len(list(d.glob("*.nc"))) == 1
+
+
+def test_plot_names_the_png_path_given(tmp_path, capsys, monkeypatch):
+    import evaluator.cli.plot as plot_cli
+
+    d = tmp_path / "sw"
+    assert cli.main(["sweep", "topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=all_to_all",
+                     "placement=linear", "traffic.n_tasks=16", "+sweep.axes.traffic.bytes=[1.0e+6,2.0e+6]",
+                     f"sweep.output_dir={d}", "--no-progress"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(plot_cli, "plot_sweep", _boom)
+    out = _unwritable(tmp_path) + "/x.png"
+    assert cli.main(["plot", str(next(d.glob("*/latest"))), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert f"--out = '{out}' is invalid: allowed is a PNG path in a directory this user can create" in err, err
+
+
+@pytest.mark.parametrize("flag,value,allowed", [("--budget", "-1", "a finite number >= 0"),
+                                                ("--iterations", "-1", "an integer >= 0"),
+                                                ("--candidates", "0", "an integer >= 1"),
+                                                ("--seed", "-1", "an integer >= 0")])
+def test_map_names_its_own_options(flag, value, allowed, capsys, monkeypatch):
+    import evaluator.cli.mapping as map_cli
+
+    monkeypatch.setattr(map_cli, "_build", _boom)  # refused before the job is built
+    assert cli.main(["map", "traffic=all_to_all", "save=false", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"evaluator map: error: {flag} = {value}" in err and allowed in err, err

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import config
 from ..display import format_value
-from ..errors import ConfigError, StorageError
+from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int
 from ..io import check_writable, write_dataset
 from ..mapping import (FILE_KINDS, Start, available_nodes, check_job, check_start, parse_node_ids, read_start_file,
                        is_embedding, search_mapping)
@@ -184,8 +184,19 @@ def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, p
     return out
 
 
+def _check_options(args) -> None:
+    """The search's options, named as the user wrote them, before anything is built (the library names them
+    ``mapping.time_budget`` etc.)."""
+    positive_float("--budget", args.budget, allow_zero=True)
+    if args.iterations is not None:
+        positive_int("--iterations", args.iterations, minimum=0)
+    positive_int("--candidates", args.candidates)
+    check_seed("--seed", args.seed)
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_intermixed_args(argv)
+    _check_options(args)
     _check_rank_order_dir(args)
     cfg, obj, as_run, user_placement = _compose(args)
     out_dir = Path(obj.output_dir).parent / "mapping" if Path(obj.output_dir).name == "eval" else Path(

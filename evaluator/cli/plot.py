@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..io import check_writable
 from ..plot import plot_sweep
 from ..query import open_results
 from ..runs import RESULTS_DIR, resolve
@@ -42,5 +43,10 @@ def main(argv: list[str]) -> int:
     if Path(out).is_dir():
         raise ConfigError("--out", out, "a PNG file path, not a directory",
                           f"e.g. --out {Path(out) / (path.stem + '-' + args.metric + '.png')}")
+    try:
+        check_writable("--out", Path(out).parent)  # (the default: next to the dataset)
+    except ConfigError as exc:
+        raise ConfigError("--out", out, "a PNG path in a directory this user can create and write",
+                          exc.hint) from None
     print(plot_sweep(ds, out, args.metric, args.x, args.series, rel))
     return 0
