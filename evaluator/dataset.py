@@ -35,6 +35,7 @@ from ._types import Bool, Float, Int, Shaped
 
 __all__ = [
     "first_rankable",
+    "predicted_time",
     "Metric",
     "METRICS",
     "METRIC_NAMES",
@@ -535,6 +536,28 @@ def first_rankable(ds: xr.Dataset) -> str | None:
     ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``); None when it has none."""
     ranked = rankable(ds)
     return next((name for name in TABLE if name in ranked), ranked[0] if ranked else None)
+
+
+FULLER_TIMES = ("time_max_min", "time_with_latency")
+"""Times that add to the bandwidth bound what it leaves out (:data:`TIME_METRICS`), the fullest first: flow-level
+sharing with latency, then per-message latency."""
+
+
+def predicted_time(ds: xr.Dataset) -> str:
+    """The time a ranking of ``ds`` goes by when not told: the fullest of :data:`FULLER_TIMES` that the dataset
+    holds for every row whose ``completion_time`` (the bandwidth bound) is finite, else ``completion_time``. A
+    network with a latency model (``topology.latency``) or ``sharing=max_min`` gives its points those times; a
+    64 B allreduce is then ranked by its latency, not by a bound 10,000 times smaller. A sweep that mixes points
+    with and without the model keeps ``completion_time`` (its times are not comparable across the points)."""
+    if "completion_time" not in ds:
+        return "completion_time"
+    bound = np.isfinite(np.asarray(ds["completion_time"].values, dtype=float))
+    for name in FULLER_TIMES:
+        if name in ds and ds[name].dims == ds["completion_time"].dims and bound.any():
+            values = np.asarray(ds[name].values, dtype=float)
+            if np.isfinite(values[bound]).all():
+                return name
+    return "completion_time"
 
 
 def with_units(ds: xr.Dataset) -> xr.Dataset:

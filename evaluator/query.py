@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import ROW_LABELS, TABLE, first_rankable, rankable, shown, smaller_is_better
+from .dataset import ROW_LABELS, TABLE, first_rankable, predicted_time, rankable, shown, smaller_is_better
 from .dataset import metric as metric_entry
 from .display import rank_labels
 from .errors import ConfigError, is_int, require
@@ -238,8 +238,12 @@ fewer dimensions is shown (repeated) where at most this many rows share each of 
 
 def default_metric(ds: xr.Dataset) -> str:
     """What ``query`` ranks by when not told: the dataset's first rankable variable in the metric table's order
-    (``completion_time`` for ``eval`` and ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``)."""
+    (``completion_time`` for ``eval`` and ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``);
+    for ``completion_time``, the fuller time every row has where there is one
+    (:func:`~evaluator.dataset.predicted_time`: ``time_with_latency`` on a network with a latency model)."""
     name = first_rankable(ds)
+    if name == "completion_time":
+        return predicted_time(ds)  # the time with the network's latency model or sharing, where every row has it
     if name is not None:
         return name
     _check_rankable(ds, None)

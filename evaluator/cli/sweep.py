@@ -26,6 +26,7 @@ import pandas as pd
 
 from .. import config
 from ..config.hydra import DEFAULT_STUDY, compose_sweep_config
+from ..dataset import FULLER_TIMES, predicted_time
 from ..display import format_table, format_timing
 from ..errors import WordedError
 from ..io import repo_dir
@@ -56,6 +57,11 @@ def _is_number(label) -> bool:
     except ValueError:
         return False
     return True
+
+
+_FULLER = {"time_with_latency": "the time with the network's latency model",
+           "time_max_min": "the time under flow-level max-min sharing"}
+"""What each of :data:`~evaluator.dataset.FULLER_TIMES` is, for the line above the end table."""
 
 
 def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
@@ -158,7 +164,11 @@ def _summary(plan, ds, path) -> bool:
         raise WordedError(f"0 feasible of {n_points} points: {_reasons(ds)}. Nothing to rank; the dataset "
                           f"(every point with its reason) is {path}", "sweep", plan.name,
                           "a sweep with at least one feasible point")
-    table, note = end_table(ds, "makespan" if "makespan" in ds else "completion_time")
+    metric = "makespan" if "makespan" in ds else predicted_time(ds)
+    table, note = end_table(ds, metric)
+    if metric in FULLER_TIMES:
+        print(f"ranked by {metric}, {_FULLER[metric]} (completion_time is the bandwidth bound alone: "
+              f"evaluator query --best completion_time)")
     print(format_table(table))
     if note:
         print(f"shown: {note}; every row: evaluator query {path}")
