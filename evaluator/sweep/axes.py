@@ -23,7 +23,7 @@ earlier axes):
 * ``name: {product: {key1: ..., key2: ...}}`` the same as listing them;
 * ``label``, next to ``zip``: a list (one label per value) or a template (``"{key1} on {key2}"``: each
   ``{key}`` is that key's value); next to ``product``: a mapping from its keys to such a list or template.
-  User-given labels must tell the values apart. docs/sweeps.md has the whole grammar with examples.
+  An axis's values (a zip's rows) are distinct; user-given labels must tell them apart. docs/sweeps.md has the whole grammar with examples.
 
 Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
 ``placement.seed``, so an axis can be added from the command line with
@@ -360,13 +360,16 @@ def _factorizations_axis(field: str, spec: dict, earlier: dict[str, list], budge
     return out
 
 
-def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget) -> list[Any]:
-    """The values of one axis (or zip column); its size is checked against ``budget`` before they exist."""
+def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget, column: bool = False) -> list[Any]:
+    """The values of one axis (or zip ``column``, whose values may repeat: its rows may not); its size is checked
+    against ``budget`` before they exist."""
     field = f"sweep.axes.{key}"
     if isinstance(spec, list):
         require(len(spec) > 0, field, spec, "a non-empty list of values or a generator",
                 "An empty axis would make the sweep empty.")
         budget.check(field, spec, len(spec))
+        if not column:
+            _check_distinct(field, spec, [label(v) for v in spec])
         return spec
     if not isinstance(spec, dict):
         return [spec]
@@ -389,6 +392,37 @@ def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget) ->
     require(len(out) > 0, field, spec, "a generator with at least one value", "An empty axis would make the sweep "
                                                                               "empty.")
     return out
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable form of an axis value in which equal values meet: ``1e6`` and ``1000000``, ``[8, 8, 4]`` and
+    ``(8, 8, 4)``, mappings whatever their key order."""
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))  # (True == 1 to Python, not to a config key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        x = float(value)
+        return int(value) if x.is_integer() and abs(x) < 2**53 else x
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _canonical(v)) for k, v in value.items()))
+    return repr(value)
+
+
+def _check_distinct(field: str, values: Sequence[Any], labels: Sequence[str]) -> None:
+    """Refuse an axis (or a zip's rows) that gives one value twice: it would evaluate the same points twice and
+    give the dataset a coordinate label that names two rows (``--where``, ``sel`` and the tables then mix them)."""
+    seen: dict[Any, int] = {}
+    for i, v in enumerate(values):
+        j = seen.setdefault(_canonical(v), i)
+        if j != i:
+            same = f"'{labels[j]}' and '{labels[i]}' are the same value" if labels[j] != labels[i] else \
+                f"'{labels[i]}' is given twice"
+            raise ConfigError(field, list(values) if len(values) <= 20 else labels[i], "distinct values (each once)",
+                              f"Entries {j} and {i}: {same}; a repeated value evaluates the same points twice and "
+                              f"gives the dataset a coordinate that names two rows.")
 
 
 def short_keys(keys: Sequence[str]) -> list[str]:
@@ -490,13 +524,14 @@ def _expand(axes_cfg: dict[str, Any], budget: _Budget) -> list[Axis]:
             _only(name, spec, "zip")
             z = spec["zip"]
             require(isinstance(z, dict) and len(z) > 0, f"sweep.axes.{name}.zip", z, "a mapping of keys to lists")
-            cols = {k: _generate(k, _plain(v), earlier, budget) for k, v in z.items()}
+            cols = {k: _generate(k, _plain(v), earlier, budget, column=True) for k, v in z.items()}
             lens = {k: len(v) for k, v in cols.items()}
             require(len(set(lens.values())) == 1, f"sweep.axes.{name}.zip", lens, "lists of equal length")
             keys = tuple(cols)
             values = tuple(zip(*cols.values()))
             short = short_keys(keys)
             labels = tuple(" ".join(f"{s}={label(x)}" for s, x in zip(short, row)) for row in values)
+            _check_distinct(f"sweep.axes.{name}.zip", values, labels)
             for k in keys:
                 earlier[k] = cols[k]
             ax = Axis(name, keys, values, labels)
