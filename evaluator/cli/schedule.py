@@ -186,6 +186,9 @@ def main(argv: list[str]) -> int:
                           **{k: ds[k].values for k in ("mean_wait", "p95_wait", "mean_utilisation", "mean_speedup",
                                                        "backfilled_share", "jobs_per_s")}}).set_index("run")
     print(format_table(table))
+    kept = _trace_changes(ds)
+    if kept:
+        print(kept)
     for r, tab, mach, base in zip(ds.run.values, ds.speedup_table.values, ds.speedup_table_machine.values,
                                   ds.speedup_table_baseline.values):
         if tab:
@@ -205,6 +208,22 @@ def main(argv: list[str]) -> int:
     if not args.no_plot:
         print(_plot(ds, Path(path)))
     return 0
+
+
+def _trace_changes(ds) -> str:
+    """One line saying which of the trace's jobs are not simulated as written (empty when every one is): those the
+    SWF reader drops (unknown or zero run time or size) and those whose enlarged size the machine clamps."""
+    dropped, clamped = int(ds.attrs.get("dropped", 0)), int(ds.attrs.get("clamped", 0))
+    parts = []
+    if dropped:
+        parts.append(f"{dropped:,} dropped (an unknown (-1) or zero run time or size: not simulated)")
+    if clamped:
+        parts.append(f"{clamped:,} larger than the machine's {int(ds.attrs['total_nodes']):,} nodes once enlarged "
+                     f"x{float(ds.attrs['enlarge']):g}, clamped to it (--enlarge)")
+    if not parts:
+        return ""
+    return (f"trace {ds.attrs.get('source', ds.attrs.get('trace', ''))}: {ds.sizes['job']:,} jobs simulated; "
+            + "; ".join(parts))
 
 
 def _main_runs(policy: str, tables: list[str] | None) -> list:

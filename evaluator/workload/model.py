@@ -198,7 +198,8 @@ def prepare_trace(trace: Trace, total_nodes: int, nodes_per_group: int, model: W
     model = WorkloadModel() if model is None else instance_arg("model", model, WorkloadModel,
                                                                 "an evaluator.workload.WorkloadModel, or None")
     groups = int(total_nodes) // G
-    nodes = np.minimum(np.ceil(trace.nodes * model.enlarge).astype(np.int64), int(total_nodes))
+    enlarged = np.ceil(trace.nodes * model.enlarge).astype(np.int64)
+    nodes = np.minimum(enlarged, int(total_nodes))
     nodes = np.maximum(nodes, 1)
     rng = np.random.default_rng(model.seed)
     mix_modes = list(model.mode_mix)
@@ -229,7 +230,8 @@ def prepare_trace(trace: Trace, total_nodes: int, nodes_per_group: int, model: W
     attrs = dict(trace.attrs)
     attrs.update({"enlarge": float(model.enlarge), "mode_lo": int(model.mode_lo), "mode_hi": int(model.mode_hi),
                   "mode_mix": repr(dict(model.mode_mix)), "mpi_fraction": repr(model.mpi_fraction),
-                  "speedup_rule": model.speedup_rule, "model_seed": int(model.seed)})
+                  "speedup_rule": model.speedup_rule, "model_seed": int(model.seed),
+                  "clamped": int((enlarged > int(total_nodes)).sum())})
     return trace.replace(nodes=nodes, mode=mode, requirements=requirements, mpi_fraction=mpi, attrs=attrs)
 
 
