@@ -114,7 +114,8 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
     try:
         net = m.network(partition, mode)
     except (MachineError, PartitionError) as exc:
-        raise ConfigError("topology.partition", partition, str(exc)) from None
+        whole = "" if partition is None else " topology.partition=null takes the whole machine."
+        raise ConfigError("topology.partition", partition, str(exc), whole.strip() or None) from None
     topo = _build_network(m, net.config)
     topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
     if latency and m.latency is not None:
