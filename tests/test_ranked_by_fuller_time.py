@@ -64,3 +64,14 @@ def test_the_sweep_says_what_it_ranks_by(tmp_path, capsys):
     assert all(lab in first for lab in labels), (first, labels)
     # the bound alone would put the 64 B ring first (its bound is the smaller); with latency recursive doubling wins
     assert "recursive_doubling" in first and " 64 " in first
+    # plot's default metric is query's (it was completion_time whatever the dataset: refused on tiles datasets)
+    assert cli.main(["plot", str(next(tmp_path.glob("*/latest"))), "--x", "traffic.bytes"]) == 0
+    assert capsys.readouterr().out.strip().endswith("-time_with_latency.png")
+
+
+def test_plot_of_a_tiles_dataset_draws_its_ranked_time(tmp_path, capsys):
+    assert cli.main(["tiles", "--grid", "64,64,64", "--nodes", "8", "--tasks-per-node", "8",
+                     "--out", str(tmp_path), "--no-plot"]) == 0
+    capsys.readouterr()
+    assert cli.main(["plot", str(next(tmp_path.glob("*.nc")))]) == 0
+    assert capsys.readouterr().out.strip().endswith("-time_all.png")

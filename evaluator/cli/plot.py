@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..io import check_writable
 from ..plot import plot_sweep
-from ..query import open_results
+from ..query import default_metric, open_results
 from ..runs import RESULTS_DIR, resolve
 from .._args import ArgumentParser
 
@@ -24,7 +24,9 @@ def main(argv: list[str]) -> int:
                          "directory: evaluator runs lists them) for its latest run")
     ap.add_argument("--results", default=RESULTS_DIR, metavar="DIR",
                     help=f"the results directory where study names are looked up (default: {RESULTS_DIR})")
-    ap.add_argument("--metric", default="completion_time")
+    ap.add_argument("--metric", default=None,
+                    help="variable on y (default: what evaluator query ranks by: completion_time for sweeps, the "
+                         "time with latency where every point has it, time_all for tiles, ...)")
     ap.add_argument("--x", default=None, help="axis on the x axis (default: placement.gamma or the largest)")
     ap.add_argument("--series", default=None, help="one line per value of this axis (default: routing)")
     ap.add_argument("--out", default=None, help="PNG path (default: next to the dataset)")
@@ -39,6 +41,8 @@ def main(argv: list[str]) -> int:
         rel = (axis, label)
     path = resolve(args.path, args.results)
     ds = open_results(path)
+    if args.metric is None:
+        args.metric = default_metric(ds)
     out = args.out or str(path.with_suffix("")) + f"-{args.metric}{'-gain' if rel else ''}.png"
     if Path(out).is_dir():
         raise ConfigError("--out", out, "a PNG file path, not a directory",
