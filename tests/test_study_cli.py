@@ -180,3 +180,14 @@ def test_output_paths():
     assert rdn.output_paths("a/b.nc", m, "T") == (Path("a/b.nc"), Path("a/b.png"))
     assert rdn.output_paths("res", m, "20261126T010203Z") == (Path("res/rdn-2-4-2-8-20261126T010203Z.nc"),
                                                               Path("res/rdn-2-4-2-8-20261126T010203Z.png"))
+
+
+def test_rdn_says_which_job_sizes_it_leaves_out(tmp_path, capsys):
+    """--groups sizes above the machine's group count are left out (as --help says); the run says which."""
+    rc = cli.main(["study", "rdn", "--machine", "2,4,2,9", "--groups", "2,64,4,128", "--patterns", "stencil",
+                   "--seeds", "1", "--bounds", "none", "--adaptive", "none", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.splitlines()[0] == ("job sizes above the machine's 9 groups left out: 64, 128 (the whole machine, "
+                                   "9 groups, is always a size)"), out
+    assert [ln.split()[1] for ln in out.splitlines()[1:4]] == ["2", "4", "9"]  # the sizes run, in order

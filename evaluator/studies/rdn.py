@@ -643,6 +643,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         if sp.suffix != ".nc":
             raise ConfigError("--speedup-out", args.speedup_out, "a netCDF file path ending in .nc")
         check_output_file("--speedup-out", args.speedup_out, sp)
+    above = sorted({int(q) for q in groups if int(q) > m.g})
+    if above:  # (documented in --groups; said here so that a size asked for is not missing in silence)
+        print(f"job sizes above the machine's {m.g} groups left out: {', '.join(map(str, above))} (the whole "
+              f"machine, {m.g} groups, is always a size)", flush=True)
     t0 = time.perf_counter()
     ds = allocation_mode_study(m, groups, patterns=patterns, background=background, seed=seed, bounds=bounds,
                                max_lp_nnz=max_lp_nnz, n_seeds=n_seeds, adaptive=adaptive,
