@@ -148,3 +148,14 @@ def test_format_table_takes_the_units_a_query_table_gives():
     assert lines[0].split() == ["groups", "completion_time(a)", "[ms]", "bisection_links", "[links]", "throughput",
                                 "[GB/s]"]
     assert lines[1].split() == ["0", "3", "2.000", "512", "2.500"]
+
+
+def test_a_traffic_of_no_bytes_says_so_instead_of_nan(tmp_path, capsys):
+    from evaluator import cli
+
+    f = tmp_path / "zero.csv"
+    f.write_text("src,dst,bytes\n0,1,0\n")
+    assert cli.main(["eval", "traffic=file", f"traffic.path={f}", "topology=torus", "topology.dims=[4,4]",
+                     "routing=dor", "placement=linear", "save=false"]) == 0
+    out = capsys.readouterr().out
+    assert "throughput  none: the traffic sends no bytes" in out and "nan" not in out.split("mean hops")[0], out
