@@ -57,6 +57,12 @@ CASES = [
     (["partitions", "Mira", "--size", "1000"], ["1000", "512"]),
     (["bench", "--only", "everything"], ["bench.only", "everything", "small"]),
     (["optimize", "--tasks", "16", "--alpha", "16,16", "topology.p=x"], ["topology.p", "x"]),
+    # optimize's own options, named as written, before the search (a routing Hydra could not find; a placement
+    # that made every configuration infeasible was reported as a fault of --tasks)
+    (["optimize", "--tasks", "16", "--alpha", "16,16,16", "--routings", "minimal,valiantt"],
+     ["--routings = 'valiantt'", "an option of the routing group", "Did you mean 'valiant'?"]),
+    (["optimize", "--tasks", "16", "--alpha", "16,16,16", "--placement", "alps"],
+     ["--placement = 'alps'", "on a dragonfly. 'alps' needs a 3-D torus"]),
     (["eval", "--no-compilation-cache", "topology.a=0"], ["topology.a", "0"]),
     (["sweep", "placement.seed=interval(0,8)", "ray.enabled=false"], ["placement.seed", "interval(0,8)", "range("]),
     (["sweep", "traffic.beta=glob(*)", "ray.enabled=false"], ["traffic.beta", "glob(*)", "config group"]),
