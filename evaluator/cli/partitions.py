@@ -165,11 +165,11 @@ def _save(ds, out: Path, name: str, what: str, machines: Sequence[TorusMachine],
 
 
 def _run_machine(m: TorusMachine, sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
+    analyses = P.analyse_machine(m, sizes)  # (first: a size it refuses is refused before anything is printed)
     print(m.label)
     bw = _unit("bytes/s", m.link_bandwidth)
     print(f"  link bandwidth {', '.join(_bw(b, bw) for b in m.link_bandwidth)} {bw[0]} per direction; "
           f"{m.partition_text}")
-    analyses = P.analyse_machine(m, sizes)
     for a in analyses:
         _print_size(m, a)
     _print_summary(m, analyses)
