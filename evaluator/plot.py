@@ -62,9 +62,10 @@ def _numeric(labels: list[str]) -> bool:
 
 
 def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to):
-    """``(da, dims, x, series, facet)``: the values :func:`plot_sweep` draws (the metric where feasible, or its
-    gain), the dataset's axes, ``x`` and ``series`` checked or defaulted, seeds averaged, every axis but the
-    first facet reduced to its best value, and that facet (or None)."""
+    """``(da, dims, x, series, facet, reduced)``: the values :func:`plot_sweep` draws (the metric where feasible, or
+    its gain), the dataset's axes, ``x`` and ``series`` checked or defaulted, seeds averaged, every axis but the
+    first facet reduced to its best value, that facet (or None), and what was reduced, in words (the figure says
+    it: a point of a panel is then not one design point)."""
     metrics = sorted(str(v) for v in ds.data_vars
                      if ds[v].dtype.kind in "fiu" and "link" not in ds[v].dims and v != "feasible")
     if not isinstance(metric, str) or metric not in metrics:
@@ -95,10 +96,12 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to):
     if x == series:
         raise ConfigError("series", series, f"an axis of the dataset other than x = {x!r}; axes: {dims}")
     others = [d for d in dims if d not in (x, series)]
+    reduced = []
     for d in list(others):
         if d.endswith("seed"):
             da = da.mean(d, skipna=True)
             others.remove(d)
+            reduced.append(f"the mean over {d}")
     facet = others[0] if others else None
     for d in others[1:]:
         if relative_to is not None:
@@ -111,7 +114,8 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to):
                                                 f"{d!r}: {rankable(ds)}",
                               f"Or put {d!r} on the plot (--x, --series) or restrict the dataset first.") from None
         da = da.min(d, skipna=True) if smaller else da.max(d, skipna=True)
-    return da, dims, x, series, facet
+    reduced += [f"the best over {d}" for d in others[1:]]
+    return da, dims, x, series, facet, reduced
 
 
 def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
@@ -137,7 +141,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     """
     from matplotlib.figure import Figure
 
-    da, dims, x, series, facet = _plotted(ds, metric, x, series, relative_to)
+    da, dims, x, series, facet, reduced = _plotted(ds, metric, x, series, relative_to)
     facets = list(da[facet].values) if facet else [None]
     ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
     ncols = 1 if ppp is None else 2
@@ -168,7 +172,10 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     grouped = not _numeric(labels) and all(_size(s) for s in labels)
     for c in range(ncols):
         axs[-1, c].set_xlabel(x + (" (grouped by size, ascending)" if grouped else ""))
-    fig.suptitle(ds.attrs.get("title", ""), fontsize=10)
+    title = ds.attrs.get("title", "")
+    if reduced:  # a point is not one design point: say what it stands for
+        title = (title + "\n" if title else "") + f"each point: {'; '.join(reduced)}"
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return save_figure(fig, Path(out), dpi=120)
 

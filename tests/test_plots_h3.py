@@ -163,3 +163,21 @@ def test_tiles_plot_is_bars_in_the_table_unit(figures, tmp_path):
     assert ax.get_xlabel() == "halo exchange time [us]"
     widths = sorted(round(b.get_width(), 6) for c in ax.containers for b in c)
     assert widths == sorted(round(v * 1e6, 6) for vs in t.values() for v in vs)
+
+
+def test_a_point_that_stands_for_several_says_so(figures):
+    """Axes not on the plot are reduced (seeds averaged, the rest to their best value); the figure's title says
+    so, and the drawn values are that reduction, computed here with NumPy."""
+    rng = np.random.default_rng(3)
+    v = rng.uniform(1.0, 2.0, size=(2, 3, 2, 4, 5))  # facet, x, routing (series), alg, seed; seconds
+    ds = xr.Dataset({"completion_time": (("facet", "x", "routing", "alg", "placement.seed"), v)},
+                    coords={"facet": ["f", "g"], "x": [1, 2, 4], "routing": ["a", "b"], "alg": ["p", "q", "r", "s"],
+                            "placement.seed": list(range(5))}, attrs={"title": "t"})
+    plot_sweep(ds, "unused.png", "completion_time", x="x", series="routing")
+    fig = figures[-1]
+    assert fig._suptitle.get_text() == "t\neach point: the mean over placement.seed; the best over alg"
+    want = v.mean(axis=4).min(axis=3)  # [facet, x, routing]
+    for f, ax in enumerate(fig.axes[:2]):
+        assert ax.get_ylabel() == "completion_time [s]"
+        for k, line in enumerate(ax.get_lines()[:2]):
+            assert np.allclose(line.get_ydata(), want[f, :, k]), (line.get_ydata(), want[f, :, k])
