@@ -257,8 +257,9 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
         f"bytes       {format_value(total, 'bytes')} ({total:,.0f} B)",
         f"completion  {t(float(ds.completion_time))}   bottleneck: {ds.bottleneck.item()}"
         + ("   (bandwidth bound)" if beyond else ""),
-        (f"throughput  {tp_text} {bw_unit} aggregate, {eib_text} {bw_unit} per task" if total > 0 else
-         "throughput  none: the traffic sends no bytes"),
+        (f"throughput  {tp_text} {bw_unit} aggregate, {eib_text} {bw_unit} per task" if total > 0 and tp < math.inf
+         else "throughput  unbounded: every byte stays on its node (no link carries one; the model has no "
+              "on-node bandwidth)" if total > 0 else "throughput  none: the traffic sends no bytes"),
         f"mean hops   {format_number(float(ds.mean_hops))}",
     ]
     if "time_with_latency" in ds:

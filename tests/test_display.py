@@ -159,3 +159,12 @@ def test_a_traffic_of_no_bytes_says_so_instead_of_nan(tmp_path, capsys):
                      "routing=dor", "placement=linear", "save=false"]) == 0
     out = capsys.readouterr().out
     assert "throughput  none: the traffic sends no bytes" in out and "nan" not in out.split("mean hops")[0], out
+
+
+def test_a_traffic_that_stays_on_its_nodes_says_so_instead_of_inf(capsys):
+    from evaluator import cli
+
+    assert cli.main(["eval", "traffic=shift", "traffic.offset=0", "traffic.n_tasks=16", "placement=linear",
+                     "save=false"]) == 0  # every task sends to itself
+    out = capsys.readouterr().out
+    assert "throughput  unbounded: every byte stays on its node" in out and "inf" not in out, out
