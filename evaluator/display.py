@@ -31,8 +31,11 @@ integer part is longer), in scientific notation only below 10^-3 or from
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +45,7 @@ import xarray as xr
 from .dataset import BOUND_VARIABLES, metric
 
 __all__ = ["SIGNIFICANT", "SCALES", "display_unit", "shared_unit", "format_number", "format_value",
-           "format_values", "format_table", "format_timing", "axis_label", "si_unit", "summary_lines"]
+           "format_values", "format_table", "format_timing", "axis_label", "si_unit", "summary_lines", "elapsed"]
 
 SIGNIFICANT = 4
 """Significant digits shown by default."""
@@ -287,3 +290,41 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
                      f"{float(a.get('bound_gap', 0.0)):.1e})   {eff} {format_number(float(ds[eff]))}")
         lines.append(f"{'':<12}bounds {a.get('bound_bounds', '')}")
     return lines
+
+
+@contextlib.contextmanager
+def elapsed(what: str, delay: float = 5.0, stream=None) -> Iterator[None]:
+    """A line on a terminal's stderr that counts the seconds of one long computation that has no steps to count
+    (one design point's evaluation: a single device call). It appears after ``delay`` seconds, is updated every
+    second and is erased at the end; where ``stream`` (default ``sys.stderr``) is not a terminal nothing is
+    written. A Ctrl-C inside still interrupts (the line is erased on the way out)."""
+    out = sys.stderr if stream is None else stream
+    if not getattr(out, "isatty", lambda: False)():
+        yield
+        return
+    import time
+
+    from tqdm import tqdm
+
+    stop = threading.Event()
+    bars: list = []
+    t0 = time.monotonic()
+
+    def tick() -> None:
+        if stop.wait(delay):
+            return
+        bars.append(tqdm(total=None, bar_format="{desc}", file=out, leave=False))
+        while True:
+            bars[0].set_description_str(f"{what}: {tqdm.format_interval(time.monotonic() - t0)}")
+            if stop.wait(1.0):
+                return
+
+    thread = threading.Thread(target=tick, name="elapsed", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if bars:
+            bars[0].close()

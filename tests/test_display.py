@@ -168,3 +168,43 @@ def test_a_traffic_that_stays_on_its_nodes_says_so_instead_of_inf(capsys):
                      "save=false"]) == 0  # every task sends to itself
     out = capsys.readouterr().out
     assert "throughput  unbounded: every byte stays on its node" in out and "inf" not in out, out
+
+
+class _Terminal:
+    """A stream that says it is a terminal and keeps what is written."""
+
+    def __init__(self, tty: bool = True):
+        self.tty, self.parts = tty, []
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.parts.append(s)
+
+    def flush(self):
+        pass
+
+
+def test_elapsed_counts_the_seconds_of_a_long_step_on_a_terminal_only():
+    import time
+
+    from evaluator.display import elapsed
+
+    term = _Terminal()
+    with elapsed("evaluating x", delay=0.2, stream=term):
+        time.sleep(1.5)
+    text = "".join(term.parts)
+    shown = [s for s in text.split("\r") if s.strip()]
+    assert shown[0] == "evaluating x: 00:00" and shown[-1] == "evaluating x: 00:01", shown
+    assert text.endswith("\r") and text.split("\r")[-2].strip() == ""  # erased at the end
+    quick = _Terminal()
+    with elapsed("evaluating y", delay=5.0, stream=quick):
+        pass
+    assert quick.parts == []  # shorter than the delay: nothing
+    pipe = _Terminal(tty=False)
+    with pytest.raises(KeyboardInterrupt):
+        with elapsed("evaluating z", delay=0.0, stream=pipe):
+            time.sleep(0.3)
+            raise KeyboardInterrupt  # (Ctrl-C inside goes through)
+    assert pipe.parts == []  # not a terminal: nothing written

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import config
-from ..display import summary_lines
+from ..display import elapsed, summary_lines
 from ..errors import StorageError
 from ..evaluation import evaluate
 from ..cost.dataset import check_point_budget, with_cost
@@ -37,15 +37,18 @@ def main(argv: list[str]) -> int:
     if config.has_jobs(obj):
         jp = config.build_jobs(obj)
         check_point_budget(jp.topology, obj.cost)
-        ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background, exclusive_nodes=jp.exclusive_nodes,
-                           interference=jp.interference, sharing=obj.sharing, fairness=obj.fairness)
+        with elapsed(f"evaluating {len(jp.jobs)} jobs on {jp.topology.name}"):
+            ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background,
+                               exclusive_nodes=jp.exclusive_nodes, interference=jp.interference,
+                               sharing=obj.sharing, fairness=obj.fairness)
         lines = job_summary_lines(ds)
     else:
         point = config.build(obj)
         check_point_budget(point.topology, obj.cost)
-        ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
-                      bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
-                      progression=obj.progression)
+        with elapsed(f"evaluating {point.traffic.name} on {point.topology.name}, routing {point.routing.kind}"):
+            ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
+                          bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
+                          progression=obj.progression)
         lines = summary_lines(ds)
     with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
