@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext, placement_kind
 from ..routing import KINDS as ROUTINGS
 from ..routing import Routing
@@ -68,7 +67,8 @@ def build_placement(cfg, topology: Topology, traffic_cfg, n_tasks: int, topology
     """Placement from a placement schema, for ``n_tasks`` tasks (a refusal of the task count says where it came
     from when the traffic read it from a file)."""
     try:
-        return placement_kind(cfg.kind, topology).build(cfg, PlacementContext(topology, n_tasks, traffic_cfg, topology_cfg))
+        kind = placement_kind(cfg.kind, topology)  # a kind for another network: refused before its own fields
+        return kind.build(cfg, PlacementContext(topology, n_tasks, traffic_cfg, topology_cfg))
     except ConfigError as exc:
         new = _tasks_from(exc, traffic_cfg, n_tasks)
         if new is exc:

@@ -20,8 +20,8 @@ from .._types import ConfigOf
 from ..errors import require
 from ..topology import DragonflyTopology, Topology
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
-from .base import (DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology, config_list,
-                   vec)
+from .base import (DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology,
+                   config_list, vec)
 
 __all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig',
            'DRAGONFLY_CARTESIAN']

@@ -23,7 +23,8 @@ earlier axes):
 * ``name: {product: {key1: ..., key2: ...}}`` the same as listing them;
 * ``label``, next to ``zip``: a list (one label per value) or a template (``"{key1} on {key2}"``: each
   ``{key}`` is that key's value); next to ``product``: a mapping from its keys to such a list or template.
-  An axis's values (a zip's rows) are distinct; user-given labels must tell them apart. docs/sweeps.md has the whole grammar with examples.
+  An axis's values (a zip's rows) are distinct; user-given labels must tell them apart. docs/sweeps.md has
+  the whole grammar with examples.
 
 Nested mappings are dotted keys: ``placement: {seed: {range: [0, 8]}}`` is
 ``placement.seed``, so an axis can be added from the command line with
