@@ -538,9 +538,10 @@ def first_rankable(ds: xr.Dataset) -> str | None:
     return next((name for name in TABLE if name in ranked), ranked[0] if ranked else None)
 
 
-FULLER_TIMES = ("time_max_min", "time_with_latency")
-"""Times that add to the bandwidth bound what it leaves out (:data:`TIME_METRICS`), the fullest first: flow-level
-sharing with latency, then per-message latency."""
+FULLER_TIMES = {"time_max_min": "the time under flow-level max-min sharing",
+                "time_with_latency": "the time with the network's latency model"}
+"""Times that add to the bandwidth bound what it leaves out (:data:`TIME_METRICS`), the fullest first (flow-level
+sharing with latency, then per-message latency), each with its words for people."""
 
 
 def predicted_time(ds: xr.Dataset) -> str:

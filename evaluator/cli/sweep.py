@@ -59,11 +59,6 @@ def _is_number(label) -> bool:
     return True
 
 
-_FULLER = {"time_with_latency": "the time with the network's latency model",
-           "time_max_min": "the time under flow-level max-min sharing"}
-"""What each of :data:`~evaluator.dataset.FULLER_TIMES` is, for the line above the end table."""
-
-
 def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
     """``(table, note)``: the end-of-sweep table of ``ds`` ranked by ``metric`` (:func:`~evaluator.query.best`),
     its ``top`` best rows and, for every categorical axis (labels not all numbers, more than one value), the best
@@ -167,7 +162,7 @@ def _summary(plan, ds, path) -> bool:
     metric = "makespan" if "makespan" in ds else predicted_time(ds)
     table, note = end_table(ds, metric)
     if metric in FULLER_TIMES:
-        print(f"ranked by {metric}, {_FULLER[metric]} (completion_time is the bandwidth bound alone: "
+        print(f"ranked by {metric}, {FULLER_TIMES[metric]} (completion_time is the bandwidth bound alone: "
               f"evaluator query --best completion_time)")
     print(format_table(table))
     if note:
