@@ -457,11 +457,13 @@ def max_load_name(link_class: str) -> str:
     return "max_load_" + link_class.replace("-", "_")
 
 
-_SEED_STAT = re.compile(r"(?P<base>\w+)_(?P<stat>mean|std|min|max)")
-"""A summary over seeds of a variable with an entry (the RDN study's ``speedup_mean``, ``gain_adaptive_std``): its
-base's units; its base's direction for the mean, minimum and maximum, none for the standard deviation."""
+_SEED_STAT = re.compile(r"(?P<base>\w+)_(?P<stat>mean|std|min|max|p95|p05)")
+"""A summary over seeds of a variable with an entry (the RDN study's ``speedup_mean``, ``gain_adaptive_std``;
+``evaluator query --draws``'s ``completion_time_p95``): its base's units; its base's direction for the mean, minimum,
+maximum and percentiles, none for the standard deviation."""
 
-_STAT_WORDS = {"mean": "mean", "std": "sample standard deviation", "min": "minimum", "max": "maximum"}
+_STAT_WORDS = {"mean": "mean", "std": "sample standard deviation", "min": "minimum", "max": "maximum",
+               "p95": "95th percentile", "p05": "5th percentile"}
 
 
 def _seed_stat(name: str) -> Metric | None:

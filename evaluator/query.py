@@ -6,6 +6,7 @@ command writes; a variable without one is refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from .dataset import metric as metric_entry
 from .display import rank_labels
 from .errors import ConfigError, is_int, require
 
-__all__ = ["gain", "open_results", "best", "default_metric", "tied", "rank_labels", "TIE_RTOL", "MINIMIZE",
-           "MAXIMIZE"]
+__all__ = ["gain", "open_results", "best", "default_metric", "draw_summary", "tied", "rank_labels", "TIE_RTOL",
+           "MINIMIZE", "MAXIMIZE", "DRAW_QUANTILE"]
 
 TIE_RTOL = 1e-9
 """Values equal within this relative difference are tied: they share a rank (shown ``1=``) and neither is named the
@@ -250,6 +251,93 @@ def default_metric(ds: xr.Dataset) -> str:
     raise AssertionError  # unreachable: _check_rankable raised
 
 
+DRAW_QUANTILE = 0.95
+"""The tail :func:`draw_summary` reports: the value that this share of the draws do at least as well as (the 95th
+percentile of a time, ``<name>_p95``; the 5th of a throughput, ``<name>_p05``)."""
+
+
+def _tail_name(base: str) -> str:
+    return f"{base}_p95" if smaller_is_better(base) else f"{base}_p05"
+
+
+def _draw_stats(base: str) -> tuple[str, ...]:
+    """The summaries :func:`draw_summary` writes of the ranked variable ``base``, the mean first."""
+    return (f"{base}_mean", _tail_name(base), f"{base}_max", f"{base}_min")
+
+
+def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None) -> xr.Dataset:
+    """``ds`` with the axes ``draws`` summarised: axes whose values are random draws (``routing.seed`` of hashed
+    ECMP, ``placement.seed`` of a random placement, ``traffic.seed`` of a random permutation), where one value
+    is one sample of what the design point gives, not a choice a user makes.
+
+    Every numeric variable with an entry in the metric table that runs along the draws becomes ``<name>_mean``;
+    the ranked variable ``metric`` (default: :func:`default_metric`) also ``<name>_max``, ``<name>_min`` and
+    its tail at :data:`DRAW_QUANTILE` on the bad side (``<name>_p95`` where smaller is better, ``<name>_p05``
+    where larger; linear interpolation, ``numpy.quantile``'s default). A point is feasible where every one of
+    its draws is (and has a finite ``metric``): a mean over the feasible draws only would be one-sided, so the
+    others are NaN. Text variables along the draws (``bottleneck``, ``reason``) and per-link variables are left
+    out; everything else is kept as it is. ``attrs["draws"]``: the axes and their numbers of values, as text.
+    """
+    if metric is None:
+        metric = default_metric(ds)
+    _check_rankable(ds, metric)
+    dims = [str(d) for d in ds[metric].dims]
+    if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or not draws:
+        raise ConfigError("draws", draws, f"a non-empty list of axes of the dataset: {dims}")
+    draws = list(dict.fromkeys(str(d) for d in draws))
+    bad = [d for d in draws if d not in dims]
+    if bad:
+        raise ConfigError("draws", bad, f"axes of the dataset: {dims}",
+                          None if dims else "This dataset has no axes (a single design point).")
+    rest = [d for d in dims if d not in draws]
+    values = ds[metric].transpose(*rest, *draws)
+    ok = np.isfinite(values.values.astype(float))
+    if "feasible" in ds.data_vars and set(ds["feasible"].dims) <= set(dims):
+        ok &= ds["feasible"].fillna(False).astype(bool).broadcast_like(values).transpose(*rest, *draws).values
+    n_rest = int(np.prod([ds.sizes[d] for d in rest])) if rest else 1
+    every = ok.reshape(n_rest, -1).all(axis=1)  # every draw of the point feasible
+    coords = {d: ds[d] for d in rest if d in ds.coords}
+    out = ds.drop_vars([str(v) for v in ds.data_vars if set(draws) & set(ds[v].dims)]
+                       + [str(c) for c in ds.coords if c not in ds.dims and set(draws) & set(ds[c].dims)])
+    out = out.drop_dims([d for d in draws if d in out.dims])
+    keep = xr.DataArray(every.reshape([ds.sizes[d] for d in rest]), dims=rest, coords=coords)
+    for name in ds.data_vars:
+        da = ds[name]
+        if not set(draws) & set(da.dims) or da.dtype.kind not in "fiu" or "link" in da.dims:
+            continue
+        try:
+            entry = metric_entry(str(name))
+        except KeyError:
+            continue
+        if str(name) == "feasible":
+            continue
+        mean = da.astype(float).where(keep).mean(draws, skipna=False)
+        out[f"{name}_mean"] = mean.assign_attrs(units=da.attrs.get("units", entry.units),
+                                                long_name=f"{entry.long_name} (mean over the draws of "
+                                                          f"{', '.join(draws)})")
+    flat = values.values.astype(float).reshape(n_rest, -1)
+    tail = np.full(n_rest, np.nan)
+    hi = np.full(n_rest, np.nan)
+    lo = np.full(n_rest, np.nan)
+    q = DRAW_QUANTILE if smaller_is_better(metric) else 1.0 - DRAW_QUANTILE
+    if every.any():
+        tail[every] = np.quantile(flat[every], q, axis=1)
+        hi[every] = flat[every].max(axis=1)
+        lo[every] = flat[every].min(axis=1)
+    shape = [ds.sizes[d] for d in rest]
+    units = ds[metric].attrs.get("units", metric_entry(metric).units)
+    words = {_tail_name(metric): f"{round(100 * q)}th percentile",
+             f"{metric}_max": "maximum", f"{metric}_min": "minimum"}
+    for name, arr in ((_tail_name(metric), tail), (f"{metric}_max", hi), (f"{metric}_min", lo)):
+        out[name] = xr.DataArray(arr.reshape(shape), dims=rest, coords=coords).assign_attrs(
+            units=units, long_name=f"{metric_entry(metric).long_name} ({words[name]} over the draws of "
+                                   f"{', '.join(draws)})")
+    out["feasible"] = keep
+    out.attrs = dict(ds.attrs)
+    out.attrs["draws"] = ", ".join(f"{d} ({ds.sizes[d]} values)" for d in draws)
+    return out
+
+
 def _labels_of(ds: xr.Dataset, dim: str) -> list[str]:
     """Text variables of :data:`~evaluator.dataset.ROW_LABELS` that name the entries of ``dim`` (tiles' candidates)."""
     return [m.name for m in ROW_LABELS if m.name in ds.data_vars and ds[m.name].dims == (dim,)]
@@ -340,6 +428,7 @@ def best(
     over: Sequence[str] | None = None,
     where: dict[str, Any] | Callable[[xr.Dataset], xr.DataArray] | None = None,
     n: int | None = None,
+    draws: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Ranked table of the best feasible rows of a dataset.
 
@@ -371,6 +460,14 @@ def best(
         or a function of the dataset returning a boolean mask.
     n
         Keep the first ``n`` rows.
+    draws
+        Axes whose values are random draws (``routing.seed`` of hashed ECMP,
+        a random placement's or traffic's seed): each row summarises its
+        draws (:func:`draw_summary`, after ``where``, which may pick some of
+        them) instead of being one. ``metric`` is then a variable of the
+        dataset, ranked by its mean over the draws (``<metric>_mean``), or one
+        of its summaries (``completion_time_p95``, ``_max``, ``_min``,
+        ``_mean``); the table shows the others beside it.
 
     The table shows, next to the ranked variable, the metric table's other
     variables of the dataset (in its order, less :data:`~evaluator.dataset.HIDDEN`)
@@ -392,6 +489,42 @@ def best(
     it. ``table.attrs["units"]`` maps
     every numeric column to its SI unit for :func:`evaluator.display.format_table`.
     """
+    if draws is not None:
+        return _best_of_draws(ds, metric, over, where, n, draws)
+    return _best(ds, metric, over, where, n, ())
+
+
+def _best_of_draws(ds: xr.Dataset, metric, over, where, n, draws) -> pd.DataFrame:
+    """:func:`best` with ``draws``: ``where`` on the draws, :func:`draw_summary`, then the ranking of a summary."""
+    base, stat = (default_metric(ds) if metric is None else metric), "mean"
+    if isinstance(base, str) and base not in ds.data_vars:
+        match = re.fullmatch(r"(?P<base>\w+)_(?P<stat>mean|p95|p05|max|min)", base)
+        if match and match["base"] in ds.data_vars:
+            base, stat = match["base"], match["stat"]
+    _check_rankable(ds, base)
+    if stat in ("p95", "p05") and f"{base}_{stat}" != _tail_name(base):
+        raise ConfigError("metric", f"{base}_{stat}", f"{_tail_name(base)} (the tail on the bad side of {base}), "
+                                                      f"{base}_mean, {base}_max or {base}_min")
+    dims = [str(d) for d in ds[base].dims]
+    if isinstance(over, (list, tuple)) and draws and not isinstance(draws, str):
+        both = [o for o in over if o in draws]
+        if both:
+            raise ConfigError("over", both, f"axes that are not draws: {[d for d in dims if d not in draws]}",
+                              "An axis is either chosen over (--over: its best value) or summarised as random "
+                              "draws (--draws), not both.")
+    label_filter: dict = {}
+    if where is not None:
+        coord_labels = [str(c) for c in ds.coords if c not in ds.dims and ds[c].ndim >= 1
+                        and set(ds[c].dims) <= set(dims)]
+        ds, label_filter = _where(ds, where, dims, coord_labels + [x for d in dims for x in _labels_of(ds, d)])
+    summary = draw_summary(ds, draws, base)
+    ranked = f"{base}_{stat}"
+    return _best(summary, ranked, over, label_filter or None, n, [s for s in _draw_stats(base) if s != ranked])
+
+
+def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.DataFrame:
+    """:func:`best`'s ranking; ``beside``: variables shown right after the ranked one (the other summaries of
+    draws)."""
     if metric is None:
         metric = default_metric(ds)
     _check_rankable(ds, metric)
@@ -401,7 +534,7 @@ def best(
                     and set(ds[c].dims) <= set(dims)]
     row_labels = {d: _labels_of(ds, d) for d in dims}
     sub, label_filter = _where(ds, where, dims, coord_labels + [x for d in dims for x in row_labels[d]])
-    frame = _sorted_rows(_frame(sub, metric, dims, coord_labels, row_labels), metric, label_filter)
+    frame = _sorted_rows(_frame(sub, metric, dims, coord_labels, row_labels, beside), metric, label_filter)
     keep = [d for d in dims if d not in over]
     units = dict(frame.attrs.get("units", {}))
     smaller = bool(smaller_is_better(metric))
@@ -468,9 +601,13 @@ def _units(sub: xr.Dataset, name: str) -> str:
     return str(sub[name].attrs.get("units", units)) if "currency" in units else units
 
 
+_SUMMARY = re.compile(r"(?P<base>\w+)_(?:mean|std|min|max|p95|p05)")
+
+
 def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str],
-           row_labels: dict[str, list[str]]) -> pd.DataFrame:
-    """Every entry of ``sub[metric]`` as one row (feasible ones only): label columns, the metric, the shown columns."""
+           row_labels: dict[str, list[str]], beside: Sequence[str] = ()) -> pd.DataFrame:
+    """Every entry of ``sub[metric]`` as one row (feasible ones only): label columns, the metric, ``beside`` (in
+    that order), the shown columns."""
     da = sub[metric]
     size = int(np.prod(da.shape)) if da.ndim else 1
     pos = np.unravel_index(np.arange(size), da.shape) if da.ndim else ()
@@ -489,6 +626,9 @@ def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str
             cols[c] = _flat(sub[c], da, dims)
     cols[metric] = np.asarray(da.values).reshape(-1)
     units[metric] = _units(sub, metric)
+    for name in beside:
+        cols[name] = _flat(sub[name], da, dims)
+        units[name] = _units(sub, name)
     for name in sub.data_vars:
         name = str(name)
         if name == metric or not (shown(name) or (metric in COST_RANKED and name in COST_SHOWN)) or name in cols \
@@ -517,8 +657,13 @@ def _frame(sub: xr.Dataset, metric: str, dims: list[str], coord_labels: list[str
                     units[col] = entry.units
     order = {name: i for i, name in enumerate(TABLE)}
     lead = [c for c in cols if c in dims or c in coord_labels or c in {x for v in row_labels.values() for x in v}]
-    rest = sorted((c for c in cols if c not in lead and c != metric),
-                  key=lambda c: (order.get(c.split("(")[0], len(order)), c.split("(")[0]))  # table order, labels kept
+    def place(c: str) -> tuple:  # the metric table's order (a summary over draws or seeds: its base's), labels kept
+        name = c.split("(")[0]
+        stat = _SUMMARY.fullmatch(name)
+        base = stat["base"] if stat and stat["base"] in order else name
+        return (order.get(base, len(order)), base, name)
+
+    rest = list(beside) + sorted((c for c in cols if c not in lead and c != metric and c not in beside), key=place)
     # the feasible rows picked before the frame is made (indexed by their flat positions, as a filtered frame's rows
     # are), not after: pandas makes a string column's objects row by row, so the README's 10^6-point sweep (262,500
     # feasible) made 10^6 of each label for its end table (1.06 s, 0.67 s of it strings) and now 262,500 (0.29 s)

@@ -187,7 +187,7 @@ def test_a_variable_without_a_direction_is_refused_with_the_rankable_ones(made, 
     assert msg.startswith(f"metric = {name!r} is invalid") and why in msg and str(rankable(ds)) in msg
     assert cli.main(["query", str(made[kind]), "--best", name]) == 2
     out = capsys.readouterr()
-    assert out.out == "" and len(out.err.strip().splitlines()) == 1 and f"metric = {name!r}" in out.err
+    assert out.out == "" and len(out.err.strip().splitlines()) == 1 and f"--best = {name!r}" in out.err
     with pytest.raises(ConfigError, match=f"metric = {name!r}"):
         gain(ds, name, ds[rankable(ds)[0]].dims[0] if ds[rankable(ds)[0]].dims else "x", "0")
 

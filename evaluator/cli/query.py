@@ -1,4 +1,5 @@
-"""``evaluator query PATH|STUDY [--best METRIC] [--over AXIS ...] [--where AXIS=LABEL ...] [-n/--top N] [--si]``.
+"""``evaluator query PATH|STUDY [--best METRIC] [--over AXIS ...] [--where AXIS=LABEL ...] [--draws AXIS ...] [-n/--top N]
+[--si]``.
 
 ``PATH|STUDY``: a dataset, or a study's name for its latest run (:func:`evaluator.runs.resolve`; ``--results
 DIR`` for another results directory).
@@ -9,6 +10,10 @@ refused with the list of rankable ones.
 
 The table shows each metric in a readable unit named in its header (``completion_time [ms]``,
 ``throughput [GB/s]``; see :mod:`evaluator.display`); ``--si`` prints the dataset's SI values as stored.
+
+``--draws AXIS``: the axis's values are random draws (``routing.seed`` of hashed ECMP, a random placement's or
+traffic's seed); each row is then a point's summary over its draws (:func:`evaluator.query.draw_summary`): ranked by
+the mean, with the tail (95th percentile of a time), the largest and the smallest beside it.
 
 Ties are ties: values equal within 1e-9 relative share a rank, printed ``1=``; ``--over`` keeps every row tied
 with the best and says by how much they win (``ahead_by [x]`` over ``runner_up``, the best row not tied).
@@ -26,6 +31,9 @@ from ..runs import RESULTS_DIR, resolve
 from .._args import ArgumentParser
 
 __all__ = ["main"]
+
+_OPTIONS = {"metric": "--best", "over": "--over", "where": "--where", "draws": "--draws", "n": "-n"}
+"""The library's argument names (:func:`evaluator.query.best`) -> the options that give them."""
 
 
 def main(argv: list[str]) -> int:
@@ -46,6 +54,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--where", nargs="*", action="extend", default=[], metavar="AXIS=LABEL",
                     help="restrict, e.g. routing=valiant, job=a, decomposition=2x2x8; repeats add conditions, "
                          "all of which hold (the labels of one axis given twice: any of them)")
+    ap.add_argument("--draws", nargs="*", action="extend", default=None, metavar="AXIS",
+                    help="axes whose values are random draws (routing.seed of hashed ECMP, placement.seed, "
+                         "traffic.seed): each row summarises a point's draws, ranked by their mean (--best "
+                         "METRIC_p95, _max or _min: by that), with the 95th percentile (of a time; the 5th of a "
+                         "throughput), the largest and the smallest beside it; a point with an infeasible draw is "
+                         "left out")
     ap.add_argument("-n", "--top", dest="n", type=int, default=20, metavar="N", help="rows to print (0: all)")
     ap.add_argument("--si", action="store_true",
                     help="print the values as stored (seconds, bytes, bytes/s; every digit) instead of in ms, GB/s, "
@@ -61,7 +75,19 @@ def main(argv: list[str]) -> int:
         labels = where.setdefault(k, [])  # the same axis again: any of its labels (as k=a,b)
         labels.extend(x for x in v.split(",") if x not in labels)
     ds = open_results(resolve(args.path, args.results))
-    table = best(ds, args.best, over=args.over, where=where or None, n=args.n)
+    if args.draws is not None and not args.draws:
+        raise ConfigError("--draws", "", "one or more axes of the dataset (e.g. --draws routing.seed)")
+    try:
+        table = best(ds, args.best, over=args.over, where=where or None, n=args.n, draws=args.draws)
+    except ConfigError as exc:  # named by the option the user wrote, not the library's argument
+        option = _OPTIONS.get(exc.field.split(".")[0])
+        if option is None or type(exc) is not ConfigError:
+            raise
+        raise ConfigError(option + exc.field[len(exc.field.split(".")[0]):].replace(".", " ", 1), exc.value,
+                          exc.allowed, exc.hint) from None
+    if args.draws:
+        print(f"each row: the mean over the draws of {', '.join(dict.fromkeys(args.draws))} "
+              f"(and their tail, largest and smallest), the draws of every row feasible")
     if args.si:
         if table.index.has_duplicates:
             table.index = pd.Index(rank_labels(table.index), name="rank")  # a shared rank is a tie: 1=, 1=, 3

@@ -167,4 +167,8 @@ def _summary(plan, ds, path) -> bool:
     print(format_table(table))
     if note:
         print(f"shown: {note}; every row: evaluator query {path}")
+    seeds = [str(d) for d in ds[metric].dims if str(d).endswith(".seed") and ds.sizes[d] > 1]
+    if seeds:  # the rows above are single draws: the best of them is the luckiest draw, not what the point gives
+        print(f"{', '.join(seeds)}: random draws, one per row above (the best row is the luckiest draw); each "
+              f"point's mean over them with its tail and range: evaluator query {path} --draws {' '.join(seeds)}")
     return True

@@ -1,0 +1,173 @@
+"""`evaluator query --draws AXIS`: a point summarised over its random draws (hashed ECMP's hash seed, a random
+placement's or traffic's seed) instead of ranked draw by draw, where the best row is only the luckiest draw.
+
+The references are independent of :func:`evaluator.query.draw_summary`: NumPy's mean, quantile, max and min of the
+dataset's own values, the points evaluated again one seed at a time by ``evaluate_batch`` over
+``evaluator.routing.ecmp_seeds`` (the README's way), and ``evaluator.routing.ecmp_seed_summary``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from evaluator import cli, routing
+from evaluator.display import format_table
+from evaluator.errors import ConfigError
+from evaluator.query import best, draw_summary, open_results
+from tests.helpers import once
+
+SEEDS = 8
+SWEEP = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "routing=ecmp", "traffic=random_permutation",
+         "traffic.n_tasks=16", "placement=linear,random", f"routing.seed=range(0,{SEEDS})", "traffic.seed=0,1",
+         "ray.enabled=false", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+@once
+def swept(tmp_path_factory) -> tuple[Path, str]:
+    """A sweep of hashed ECMP's seeds (and two placements, two traffic draws), by the CLI: the dataset and what
+    it printed."""
+    import contextlib
+    import io
+
+    t = tmp_path_factory.mktemp("draws")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["sweep", *SWEEP, f"sweep.output_dir={t}"]) == 0
+    files = sorted(t.rglob("*.nc"))
+    assert len(files) == 1, files
+    return files[0], out.getvalue()
+
+
+def test_each_row_is_the_mean_tail_and_range_of_its_draws(swept):
+    """The ranked table against NumPy over the dataset's own values: one row per (placement, traffic.seed), the
+    mean over the 8 hash seeds ranked smallest first, the 95th percentile, the largest and the smallest."""
+    path, _ = swept
+    ds = open_results(path)
+    t = ds["completion_time"].transpose("placement", "traffic.seed", "routing.seed").values
+    assert t.shape == (2, 2, SEEDS) and np.isfinite(t).all() and bool(ds["feasible"].all())
+    table = best(ds, "completion_time", draws=["routing.seed"])
+    assert list(table.columns[:6]) == ["placement", "traffic.seed", "completion_time_mean", "ahead_by",
+                                       "completion_time_p95", "completion_time_max"]
+    assert len(table) == 4
+    for _, row in table.iterrows():
+        i = ["linear", "random"].index(row["placement"])
+        j = int(row["traffic.seed"])
+        v = t[i, j]
+        assert row["completion_time_mean"] == pytest.approx(v.mean(), rel=1e-12)
+        assert row["completion_time_p95"] == pytest.approx(np.quantile(v, 0.95), rel=1e-12)
+        assert row["completion_time_max"] == pytest.approx(v.max(), rel=1e-12)
+        assert row["completion_time_min"] == pytest.approx(v.min(), rel=1e-12)
+    means = t.mean(axis=2)
+    assert np.all(np.diff(table["completion_time_mean"].to_numpy()) >= 0)
+    first = np.unravel_index(np.argmin(means), means.shape)
+    assert (table.iloc[0]["placement"], int(table.iloc[0]["traffic.seed"])) == (["linear", "random"][first[0]],
+                                                                                first[1])
+    # the draws differ (else the summary says nothing a single draw does not): the range is not one value
+    assert (t.max(axis=2) > t.min(axis=2)).any()
+    # both seed axes as draws: one row per placement over 16 draws
+    both = best(ds, "completion_time", draws=["routing.seed", "traffic.seed"])
+    assert sorted(both["placement"]) == ["linear", "random"]
+    for _, row in both.iterrows():
+        v = t[["linear", "random"].index(row["placement"])].reshape(-1)
+        assert row["completion_time_mean"] == pytest.approx(v.mean(), rel=1e-12)
+        assert row["completion_time_p95"] == pytest.approx(np.quantile(v, 0.95), rel=1e-12)
+
+
+def test_the_sweep_draws_are_the_readmes_seeds_and_the_summary_is_ecmp_seed_summary(swept):
+    """Each sweep draw equals ``evaluate_batch`` under ``ecmp_seeds(8)``'s spec of that seed, and the mean and
+    95th percentile equal ``ecmp_seed_summary``'s expected and p95 of those times."""
+    from evaluator import config
+    from evaluator.evaluation import evaluate_batch
+
+    path, _ = swept
+    ds = open_results(path)
+    cfg = config.compose(["topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=random_permutation",
+                          "traffic.n_tasks=16", "traffic.seed=1", "placement=linear"])
+    topo = config.build_topology(cfg.topology)
+    tr = config.build_traffic(cfg.traffic, topo)
+    pl = config.build_placement(cfg.placement, topo, cfg.traffic, tr.n_tasks, cfg.topology)
+    specs = routing.ecmp_seeds(SEEDS)
+    times = [float(evaluate_batch(topo, r, tr, pl).metrics["completion_time"][0]) for r in specs]
+    swept_times = ds["completion_time"].sel(placement="linear", **{"traffic.seed": "1"}).transpose("routing.seed").values
+    np.testing.assert_allclose(swept_times, times, rtol=1e-12)
+    ref = routing.ecmp_seed_summary(times, [r.seed for r in specs])
+    row = best(ds, "completion_time", draws=["routing.seed"], where={"placement": "linear", "traffic.seed": "1"})
+    assert len(row) == 1
+    assert row.iloc[0]["completion_time_mean"] == pytest.approx(float(ref["completion_time_expected"]), rel=1e-12)
+    assert row.iloc[0]["completion_time_p95"] == pytest.approx(float(ref["completion_time_p95"]), rel=1e-12)
+    assert row.iloc[0]["completion_time_max"] == pytest.approx(float(ref["completion_time_max"]), rel=1e-12)
+
+
+def test_the_cli_summarises_and_the_sweep_says_its_rows_are_draws(swept, capsys):
+    path, printed = swept
+    assert "routing.seed, traffic.seed: random draws, one per row above" in printed
+    assert f"evaluator query {path} --draws routing.seed traffic.seed" in printed
+    assert cli.main(["query", str(path), "--draws", "routing.seed"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("each row: the mean over the draws of routing.seed")
+    table = best(open_results(path), "completion_time", draws=["routing.seed"])
+    assert format_table(table) in out
+    assert "completion_time_mean [us]" in out and "completion_time_p95 [us]" in out
+    # ranked by the tail instead of the mean
+    assert cli.main(["query", str(path), "--draws", "routing.seed", "--best", "completion_time_p95"]) == 0
+    by_tail = best(open_results(path), "completion_time_p95", draws=["routing.seed"])
+    assert np.all(np.diff(by_tail["completion_time_p95"].to_numpy()) >= 0)
+    assert format_table(by_tail) in capsys.readouterr().out
+
+
+def test_a_sweep_without_seed_axes_prints_no_draws_line(tmp_path, capsys):
+    assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", "routing=ecmp",
+                     "traffic=random_permutation", "traffic.n_tasks=16", "placement=linear,random",
+                     "ray.enabled=false", "--no-progress", f"sweep.output_dir={tmp_path}"]) == 0
+    assert "random draws" not in capsys.readouterr().out
+
+
+def _synthetic() -> xr.Dataset:
+    """Two placements x four seeds; one draw of ``b`` infeasible."""
+    t = np.array([[1.0, 2.0, 3.0, 10.0], [2.0, 2.0, 2.0, np.nan]])
+    feasible = np.isfinite(t)
+    return xr.Dataset({"completion_time": (("placement", "placement.seed"), t, {"units": "s"}),
+                       "throughput": (("placement", "placement.seed"), 1.0 / t, {"units": "B/s"}),
+                       "feasible": (("placement", "placement.seed"), feasible)},
+                      coords={"placement": ["a", "b"], "placement.seed": [0, 1, 2, 3]})
+
+
+def test_a_point_with_an_infeasible_draw_is_left_out_not_averaged_over_the_rest():
+    """``b``'s feasible draws (2, 2, 2) would rank it first (mean 2 < 4): a one-sided mean. It is left out."""
+    ds = _synthetic()
+    table = best(ds, "completion_time", draws=["placement.seed"])
+    assert list(table["placement"]) == ["a"]
+    assert table.iloc[0]["completion_time_mean"] == pytest.approx(4.0)
+    assert table.iloc[0]["completion_time_p95"] == pytest.approx(np.quantile([1.0, 2.0, 3.0, 10.0], 0.95))
+    summary = draw_summary(ds, ["placement.seed"], "completion_time")
+    assert summary["feasible"].values.tolist() == [True, False]
+    assert np.isnan(float(summary["completion_time_mean"].sel(placement="b")))
+
+
+def test_a_larger_is_better_metric_has_its_tail_at_the_5th_percentile():
+    ds = _synthetic()
+    table = best(ds, "throughput", draws=["placement.seed"])
+    v = 1.0 / np.array([1.0, 2.0, 3.0, 10.0])
+    row = table.iloc[0]
+    assert row["throughput_mean"] == pytest.approx(v.mean())
+    assert row["throughput_p05"] == pytest.approx(np.quantile(v, 0.05))
+    assert row["throughput_max"] == pytest.approx(v.max()) and row["throughput_min"] == pytest.approx(v.min())
+    with pytest.raises(ConfigError, match=r"metric = 'throughput_p95' is invalid: allowed is throughput_p05"):
+        best(ds, "throughput_p95", draws=["placement.seed"])
+
+
+@pytest.mark.parametrize("draws, over, match", [
+    (["nope"], None, r"draws = \['nope'\] is invalid: allowed is axes of the dataset: \['placement', "
+                     r"'placement.seed'\]"),
+    ("placement.seed", None, r"draws = 'placement.seed' is invalid: allowed is a non-empty list"),
+    ([], None, r"draws = \[\] is invalid"),
+    (["placement.seed"], ["placement.seed"], r"over = \['placement.seed'\] is invalid: .*not both"),
+])
+def test_bad_draws_are_refused(draws, over, match):
+    with pytest.raises(ConfigError, match=match):
+        best(_synthetic(), "completion_time", over=over, draws=draws)
