@@ -16,6 +16,9 @@ from .._args import ArgumentParser
 
 __all__ = ["main"]
 
+_OPTIONS = {"metric": "--metric", "x": "--x", "series": "--series", "relative_to": "--relative-to"}
+"""The library's argument names (:func:`evaluator.plot.plot_sweep`) -> the options that give them."""
+
 
 def main(argv: list[str]) -> int:
     ap = ArgumentParser(prog="evaluator plot", description="write PNG figures of a sweep dataset")
@@ -52,5 +55,13 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         raise ConfigError("--out", out, "a PNG path in a directory this user can create and write",
                           exc.hint) from None
-    print(plot_sweep(ds, out, args.metric, args.x, args.series, rel))
+    try:
+        written = plot_sweep(ds, out, args.metric, args.x, args.series, rel)
+    except ConfigError as exc:  # named by the option the user wrote, not the library's argument
+        option = _OPTIONS.get(exc.field.split(".")[0])
+        if option is None or type(exc) is not ConfigError:
+            raise
+        where = exc.field[len(exc.field.split(".")[0]):].replace(".", " ", 1)  # --relative-to AXIS: its label
+        raise ConfigError(option + where, exc.value, exc.allowed, exc.hint) from None
+    print(written)
     return 0
