@@ -56,7 +56,7 @@ from .bound import MappingBound, endpoint_bound, mapping_bound
 
 __all__ = ["search_mapping", "is_embedding", "is_tile_layout", "MappingResult", "Start", "starting_points",
            "partition_mapping", "move_evaluator", "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
-           "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS"]
+           "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS", "over_draws", "DRAWS"]
 
 
 def available_nodes(topology: Topology, nodes: Sequence | np.ndarray | None = None) -> JobNodes | Sequence | np.ndarray:
@@ -84,7 +84,7 @@ class MappingResult:
     (s): no mapping of the job onto the available nodes, with at most
     ``tasks_per_node`` tasks per node, is faster (:func:`mapping_bound`:
     the node links and the network's hop-bytes; ``bound`` holds every part
-    and the binding one).
+    and the binding one); ``start_nodes``: every start's mapping (``task_node``), by name.
     """
 
     placement: Placement
@@ -99,6 +99,7 @@ class MappingResult:
     lower_bound: float = float("nan")
     info: dict = field(default_factory=dict)
     bound: MappingBound | None = None
+    start_nodes: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def task_node(self) -> TaskInts:
@@ -396,4 +397,39 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         | ({"user_starts": "; ".join(s.name for s in mine)} if mine else {})
     return MappingResult(explicit(topology, task_node, name), t_final,
                          {s.name: float(x) for s, x in zip(starts, times)}, dict(skipped), starts[i0].name, trace,
-                         float(trace.best_completion_time[-1]), nodes, tpn, bound.value, info, bound)
+                         float(trace.best_completion_time[-1]), nodes, tpn, bound.value, info, bound,
+                         {s.name: np.asarray(s.task_node, np.int64) for s in starts})
+
+
+DRAWS = 16
+"""Draws :func:`over_draws` evaluates by default (``evaluator map``: hash seeds of hashed ECMP)."""
+
+
+def over_draws(topology: Topology, routing, traffic, mappings: dict[str, TaskInts], k: int = DRAWS
+               ) -> xr.Dataset | None:
+    """Completion times of ``mappings`` (name -> ``task_node``) under ``k`` draws of ``routing``, where one spec of
+    it is one random draw (:meth:`~evaluator.routing.Routing.draws`: hashed ECMP's hash seeds, its own first);
+    None for a routing whose spec determines its paths.
+
+    The search scores one draw, so its gain over a start may be that draw's luck; this says whether it holds
+    over others. Returns ``completion_time[mapping, draw]`` (s), one ``evaluate_batch`` call per draw (the
+    draws of hashed ECMP share one compilation), with ``completion_time_mean`` and ``completion_time_p95``
+    (linear interpolation) over the draws.
+    """
+    positive_int("draws", k)
+    specs = as_routing(routing).draws(int(k))
+    if not specs:
+        return None
+    names = list(mappings)
+    if not names:
+        raise ConfigError("mappings", mappings, "at least one mapping (name -> task_node)")
+    pls = [explicit(topology, np.asarray(mappings[n], np.int64), n) for n in names]
+    t = np.empty((len(names), len(specs)))
+    for j, spec in enumerate(specs):
+        t[:, j] = evaluate_batch(topology, spec, [traffic] * len(names), pls).metrics["completion_time"]
+    ds = xr.Dataset({"completion_time": (("mapping", "draw"), t, {"units": "s"})},
+                    coords={"mapping": names, "draw": [s.label for s in specs]})
+    ds["completion_time_mean"] = ds["completion_time"].mean("draw").assign_attrs(units="s")
+    ds["completion_time_p95"] = ds["completion_time"].quantile(0.95, "draw").drop_vars("quantile").assign_attrs(
+        units="s")
+    return ds

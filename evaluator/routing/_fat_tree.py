@@ -140,6 +140,11 @@ class EcmpRouting(Routing):
     def label(self) -> str:
         return f"ecmp-s{self.seed}"
 
+    def draws(self, k: int) -> tuple[Routing, ...]:
+        """``k`` hash seeds from this one's on (``seed .. seed + k - 1``, wrapping below 2^32)."""
+        require(is_int(k) and int(k) >= 1, "draws", k, "an integer >= 1 (hash seeds)")
+        return tuple(ecmp((self.seed + i) % (MAX_ECMP_SEED + 1)) for i in range(int(k)))
+
     def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
         return (f"ecmp: hashed ECMP with hash seed {self.seed}, one draw of a random routing; evaluate several "
                 "seeds (evaluator.routing.ecmp_seeds, or a routing.seed sweep axis) and summarise them with "

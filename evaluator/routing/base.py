@@ -74,6 +74,12 @@ class Routing:
         (``src_router``, ``dst_router``: int arrays of the communicating pairs); none by default."""
         return ()
 
+    def draws(self, k: int) -> tuple["Routing", ...]:
+        """``k`` draws of this routing where one spec is one random draw of it (hashed ECMP: one hash seed), this
+        spec's own first; ``()`` for a routing whose spec determines its paths (every one here). What one draw
+        gives is then a sample: :func:`evaluator.query.draw_summary`, ``evaluator map``'s line over draws."""
+        return ()
+
     @property
     def linear(self) -> bool:
         """Whether the link loads are linear in the demand (True here: oblivious routings). An adaptive routing
