@@ -171,3 +171,15 @@ def test_a_larger_is_better_metric_has_its_tail_at_the_5th_percentile():
 def test_bad_draws_are_refused(draws, over, match):
     with pytest.raises(ConfigError, match=match):
         best(_synthetic(), "completion_time", over=over, draws=draws)
+
+
+def test_optimize_says_a_hashed_routings_rows_are_one_draw(tmp_path, capsys):
+    base = ["optimize", "--tasks", "16", "--alpha", "16,16,16", "--placement", "block", "--top", "3",
+            "--no-progress", "topology=fat_tree", "topology.k=4", "topology.levels=3",
+            f"sweep.output_dir={tmp_path}"]
+    assert cli.main([*base, "--routings", "ecmp,dmodk"]) == 0
+    out = capsys.readouterr().out
+    assert ("ecmp: one draw of a random routing (ecmp-s0); its rows are that draw's time, not what the routing "
+            "gives on average") in out
+    assert cli.main([*base, "--routings", "dmodk"]) == 0
+    assert "one draw of a random routing" not in capsys.readouterr().out

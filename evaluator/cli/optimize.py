@@ -190,5 +190,12 @@ def main(argv: list[str]) -> int:
     if metric != "completion_time":
         print(f"ranked by {metric} (every configuration has it; completion_time is the bandwidth bound alone)")
     print(format_table(best(ds, metric, n=top)))
+    for name in routings:  # a routing of which one spec is one random draw: its rows are that draw's
+        spec = config.build_routing_spec(config.to_object(config.compose(
+            [f"routing={name}", *[o for o in args.overrides if re.match(r"\+?routing\.", o)]])).routing)
+        if spec.draws(1):
+            print(f"{name}: one draw of a random routing ({spec.label}); its rows are that draw's time, not what "
+                  f"the routing gives on average: sweep routing.seed and rank with evaluator query RUN --draws "
+                  f"routing.seed")
     print(f"dataset: {path}")
     return 0
