@@ -20,7 +20,7 @@ import argparse
 
 from .errors import ConfigError
 
-__all__ = ["ArgumentParser", "StoreOnce", "override_key"]
+__all__ = ["ArgumentParser", "StoreOnce", "override_key", "named_as_options"]
 
 
 class StoreOnce(argparse._StoreAction):
@@ -69,3 +69,25 @@ def override_key(override: str) -> str | None:
     if not sep:
         return None
     return key.lstrip("+").strip() or None
+
+
+class named_as_options:  # noqa: N801  (a context manager used as a statement: `with named_as_options({...}):`)
+    """Re-raise a library's :class:`~evaluator.errors.ConfigError` naming one of its arguments with the option
+    that gave it: ``{"metric": "--best"}`` turns ``metric = 'x' is invalid`` into ``--best = 'x' is invalid``, and
+    a dotted field's rest follows the option (``where.routing`` -> ``--where routing``). Other errors, and the
+    worded ones (whose message is the raiser's), pass unchanged."""
+
+    def __init__(self, options: dict[str, str]):
+        self.options = options
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not ConfigError:  # (exactly: its subclasses word their own messages)
+            return False
+        head, dot, rest = str(exc.field).partition(".")
+        option = self.options.get(head)
+        if option is None:
+            return False
+        raise ConfigError(option + (" " + rest if dot else ""), exc.value, exc.allowed, exc.hint) from None

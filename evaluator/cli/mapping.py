@@ -18,9 +18,8 @@ from .. import config
 from ..display import format_value
 from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int
 from ..io import check_writable, write_dataset
-from ..mapping import (DRAWS, FILE_KINDS, Start, available_nodes, check_job, check_start, over_draws, parse_node_ids,
-                       read_start_file,
-                       is_embedding, search_mapping)
+from ..mapping import (DRAWS, FILE_KINDS, Start, available_nodes, check_job, check_start, is_embedding, over_draws,
+                       parse_node_ids, read_start_file, search_mapping)
 from .._args import ArgumentParser, override_key
 
 __all__ = ["main", "parse_node_ids", "skipped_summary"]

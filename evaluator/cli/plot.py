@@ -12,7 +12,7 @@ from ..io import check_writable
 from ..plot import plot_sweep
 from ..query import default_metric, open_results
 from ..runs import RESULTS_DIR, resolve
-from .._args import ArgumentParser
+from .._args import ArgumentParser, named_as_options
 
 __all__ = ["main"]
 
@@ -55,13 +55,6 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         raise ConfigError("--out", out, "a PNG path in a directory this user can create and write",
                           exc.hint) from None
-    try:
-        written = plot_sweep(ds, out, args.metric, args.x, args.series, rel)
-    except ConfigError as exc:  # named by the option the user wrote, not the library's argument
-        option = _OPTIONS.get(exc.field.split(".")[0])
-        if option is None or type(exc) is not ConfigError:
-            raise
-        where = exc.field[len(exc.field.split(".")[0]):].replace(".", " ", 1)  # --relative-to AXIS: its label
-        raise ConfigError(option + where, exc.value, exc.allowed, exc.hint) from None
-    print(written)
+    with named_as_options(_OPTIONS):  # the options the user wrote, not plot_sweep's argument names
+        print(plot_sweep(ds, out, args.metric, args.x, args.series, rel))
     return 0

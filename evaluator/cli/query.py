@@ -28,7 +28,7 @@ from ..display import format_table
 from ..errors import ConfigError
 from ..query import best, open_results, rank_labels
 from ..runs import RESULTS_DIR, resolve
-from .._args import ArgumentParser
+from .._args import ArgumentParser, named_as_options
 
 __all__ = ["main"]
 
@@ -77,14 +77,8 @@ def main(argv: list[str]) -> int:
     ds = open_results(resolve(args.path, args.results))
     if args.draws is not None and not args.draws:
         raise ConfigError("--draws", "", "one or more axes of the dataset (e.g. --draws routing.seed)")
-    try:
+    with named_as_options(_OPTIONS):  # the options the user wrote, not the library's argument names
         table = best(ds, args.best, over=args.over, where=where or None, n=args.n, draws=args.draws)
-    except ConfigError as exc:  # named by the option the user wrote, not the library's argument
-        option = _OPTIONS.get(exc.field.split(".")[0])
-        if option is None or type(exc) is not ConfigError:
-            raise
-        raise ConfigError(option + exc.field[len(exc.field.split(".")[0]):].replace(".", " ", 1), exc.value,
-                          exc.allowed, exc.hint) from None
     if args.draws:
         print(f"each row: the mean over the draws of {', '.join(dict.fromkeys(args.draws))} "
               f"(and their tail, largest and smallest), the draws of every row feasible")
