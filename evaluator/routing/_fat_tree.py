@@ -147,8 +147,9 @@ class EcmpRouting(Routing):
 
     def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
         return (f"ecmp: hashed ECMP with hash seed {self.seed}, one draw of a random routing; evaluate several "
-                "seeds (evaluator.routing.ecmp_seeds, or a routing.seed sweep axis) and summarise them with "
-                "evaluator.routing.ecmp_seed_summary (expected, p95); ecmp_spray is the ideal per-packet split",)
+                "seeds (a sweep axis routing.seed='range(0,16)', then evaluator query RUN --draws routing.seed; in "
+                "Python evaluator.routing.ecmp_seeds and ecmp_seed_summary: expected, p95); ecmp_spray is the "
+                "ideal per-packet split",)
 
 
 def ecmp(seed: int = 0) -> EcmpRouting:
