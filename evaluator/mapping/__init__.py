@@ -99,7 +99,7 @@ class MappingResult:
     lower_bound: float = float("nan")
     info: dict = field(default_factory=dict)
     bound: MappingBound | None = None
-    start_nodes: dict[str, np.ndarray] = field(default_factory=dict)
+    start_nodes: dict[str, TaskInts] = field(default_factory=dict)
 
     @property
     def task_node(self) -> TaskInts:
