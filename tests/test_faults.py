@@ -177,6 +177,36 @@ def test_full_disk_mid_sweep_says_what_is_kept_and_the_rerun_resumes(tmp_path, m
     xr.testing.assert_identical(strip(open_results(path)), reference)
 
 
+def test_a_full_disk_counts_the_chunks_kept_after_the_other_writes_settle(tmp_path, monkeypatch):
+    """Chunks are written on several threads: the second chunk's write is still going (slow) when the third's
+    fails. The message counts the chunks kept once every other write has settled: 2, as on disk (counted in the
+    failing thread, it said 1 while the second was in flight)."""
+    import threading
+
+    plan = make_plan(tmp_path)
+    real = io.atomic_write
+    lock = threading.Lock()
+    chunks: list[Path] = []
+
+    def racing(path, write, suffix=""):
+        if Path(path).suffix != ".pkl":
+            return real(path, write, suffix)
+        with lock:
+            chunks.append(Path(path))
+            k = len(chunks)
+        if k == 2:
+            time.sleep(1.0)  # in flight while the next write fails
+        if k >= 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, write, suffix)
+
+    monkeypatch.setattr(store.io, "atomic_write", racing)
+    with pytest.raises(StorageError) as e:
+        run_sweep(plan, NO_RAY, progress=False)
+    kept = len(list(store.chunk_dir(plan).glob("*.pkl")))
+    assert kept == 2 and "The 2 chunk(s) finished so far are kept" in str(e.value), str(e.value)
+
+
 def test_full_disk_while_writing_the_dataset(tmp_path, monkeypatch, reference):
     plan = make_plan(tmp_path)
 

@@ -86,6 +86,12 @@ class ChunkWriter:
                 self.results[cid] = res
             self.bar.update(int(res["flat"].size))
         if error is not None and raise_errors:
+            failed = getattr(error, "write", None)
+            if failed is not None:
+                # the other threads' writes settle first, so that the message counts the chunks that are kept
+                # (counted while they were in flight, it said 1 where 2 were kept)
+                self._collect(block=True, raise_errors=False)
+                raise store.storage_error(self.plan, *failed) from None
             raise error
 
     def drain(self, raise_errors: bool = True) -> int:

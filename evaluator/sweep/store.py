@@ -67,7 +67,8 @@ def storage_error(plan: SweepPlan, path: Path, exc: OSError, done: int | None = 
 
 
 def write_chunk(plan: SweepPlan, chunk_id: str, res: dict) -> None:
-    """Persist one finished chunk atomically, with its checksum and identity."""
+    """Persist one finished chunk atomically, with its checksum and identity. A failed write raises
+    :func:`storage_error` (its ``write`` attribute: the file and the ``OSError``)."""
     payload = pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL)
     flat = np.asarray(res["flat"], dtype=np.int64)
     header = {"run_id": plan.run_id, "chunk_id": chunk_id, "sha256": hashlib.sha256(payload).hexdigest(),
@@ -85,7 +86,9 @@ def write_chunk(plan: SweepPlan, chunk_id: str, res: dict) -> None:
     try:
         io.atomic_write(path, write, suffix=".pkl")
     except OSError as exc:
-        raise storage_error(plan, path, exc) from None
+        err = storage_error(plan, path, exc)
+        err.write = (path, exc)  # (for a caller that writes chunks on several threads: it counts them again)
+        raise err from None
 
 
 class _Corrupt(Exception):
