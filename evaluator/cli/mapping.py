@@ -374,8 +374,7 @@ def _print_draws(res, point):
     search scored one draw and its gain may be that draw's luck. Returns their times (None for other routings)."""
     if not point.routing.draws(1):
         return None
-    named = _named_times(res)
-    best_named = min(named, key=named.get) if named else None
+    best_named = _best_named(res)
     cands = {"mapping found": res.task_node}
     labels = {"mapping found": "mapping found"}
     for name, what in ((res.best_start, "the best start"), (best_named, "the best named placement")):
@@ -403,10 +402,16 @@ def _print_draws(res, point):
     return ds
 
 
+def _best_named(res) -> str | None:
+    """The fastest named placement a user could have run (:func:`_named_times`), or None."""
+    named = _named_times(res)
+    return min(named, key=named.get) if named else None
+
+
 def _print_found(res) -> None:
     """The mapping found against the best start and the best named placement, and the bound under it."""
     named = _named_times(res)
-    best_named = min(named, key=named.get) if named else None
+    best_named = _best_named(res)
     vs_named = (f"; {(1 - res.completion_time / named[best_named]) * 100:.1f} % below the best named placement, "
                 f"{best_named}" if best_named is not None and best_named != res.best_start else "")
     print(f"mapping found: {format_value(res.completion_time, 's')} "

@@ -75,8 +75,6 @@ def main(argv: list[str]) -> int:
         labels = where.setdefault(k, [])  # the same axis again: any of its labels (as k=a,b)
         labels.extend(x for x in v.split(",") if x not in labels)
     ds = open_results(resolve(args.path, args.results))
-    if args.draws is not None and not args.draws:
-        raise ConfigError("--draws", "", "one or more axes of the dataset (e.g. --draws routing.seed)")
     with named_as_options(_OPTIONS):  # the options the user wrote, not the library's argument names
         table = best(ds, args.best, over=args.over, where=where or None, n=args.n, draws=args.draws)
     if args.draws:
