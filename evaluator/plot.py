@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -61,11 +62,14 @@ def _numeric(labels: list[str]) -> bool:
     return bool(labels) and all(_number(s) is not None for s in labels)
 
 
-def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to):
-    """``(da, dims, x, series, facet, reduced)``: the values :func:`plot_sweep` draws (the metric where feasible, or
-    its gain), the dataset's axes, ``x`` and ``series`` checked or defaulted, seeds averaged, every axis but the
-    first facet reduced to its best value, that facet (or None), and what was reduced, in words (the figure says
-    it: a point of a panel is then not one design point)."""
+def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
+    """``(da, dims, x, series, facet, reduced, band)``: the values :func:`plot_sweep` draws (the metric where
+    feasible, or its gain), the dataset's axes, ``x`` and ``series`` checked or defaulted, the draws summarised
+    (their mean; ``band``: their ``min``, ``max`` and bad-side ``tail``, or None without draws), every axis but
+    the first facet reduced to its best value (the band taken at the same point), that facet (or None), and what
+    was reduced, in words (the figure says it: a point of a panel is then not one design point)."""
+    from .query import draw_stats
+
     metrics = sorted(str(v) for v in ds.data_vars
                      if ds[v].dtype.kind in "fiu" and "link" not in ds[v].dims and v != "feasible")
     if not isinstance(metric, str) or metric not in metrics:
@@ -86,62 +90,102 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to):
                                                 "eval`); plot a sweep dataset.")
     if series is None:
         series = "job" if "job" in dims else ("routing" if "routing" in dims else None)
+    draws = _draw_axes(draws, dims, x, series)
     if x is None:
-        rest = [d for d in dims if d != series]
-        other = "" if series is None else f" other than the series {series!r}"
-        require(bool(rest), "x", None, f"an axis of the dataset{other}; axes: {dims}",
-                "A plot needs an axis to put on x: plot a sweep dataset (`evaluator sweep`), not a single design "
-                "point." if not dims else f"Pick another --series than {series!r}.")
+        rest = [d for d in dims if d != series and d not in draws]
+        other = [] if series is None else [f"the series {series!r}"]
+        other += [f"the draws {', '.join(map(repr, draws))}"] if draws else []
+        if not dims:
+            hint = "A plot needs an axis to put on x: plot a sweep dataset (`evaluator sweep`), not a single design point."
+        elif draws:
+            hint = (f"Put a draw on x (--x {draws[-1]}), or see each point's summary over its draws with evaluator "
+                    f"query --draws {' '.join(draws)}.")
+        else:
+            hint = f"Pick another --series than {series!r}."
+        require(bool(rest), "x", None, f"an axis of the dataset{' other than ' if other else ''}"
+                                       f"{' and '.join(other)}; axes: {dims}", hint)
         x = "placement.gamma" if "placement.gamma" in rest else max(rest, key=lambda d: da.sizes[d])
     if x == series:
         raise ConfigError("series", series, f"an axis of the dataset other than x = {x!r}; axes: {dims}")
-    others = [d for d in dims if d not in (x, series)]
-    reduced = []
-    for d in list(others):
-        if d.endswith("seed"):
-            da = da.mean(d, skipna=True)
-            others.remove(d)
-            reduced.append(f"the mean over {d}")
+    if relative_to is not None:
+        smaller = False  # gains: larger is better
+    else:
+        try:
+            smaller = smaller_is_better(metric)
+        except KeyError:
+            smaller = None
+    band, reduced = None, []
+    if draws:
+        stats = draw_stats(da.astype(float), draws, smaller)
+        da = stats["mean"]
+        band = {k: stats[k] for k in ("min", "max", "tail")} if smaller is not None else \
+            {k: stats[k] for k in ("min", "max")}
+        n = int(np.prod([ds.sizes[d] for d in draws]))
+        tail = (f", dotted: their {round(100 * stats.attrs['quantile'])}th percentile" if smaller is not None
+                else "")
+        reduced.append(f"the mean over {', '.join(draws)} ({n} draws; band: the smallest to the largest{tail}; a "
+                       f"point with an infeasible draw left out)")
+    others = [d for d in dims if d not in (x, series) and d not in draws]
     facet = others[0] if others else None
     for d in others[1:]:
-        if relative_to is not None:
-            da = da.max(d)  # gains: larger is better
-            continue
-        try:
-            smaller = smaller_is_better(metric)  # the best value, in the metric table's direction
-        except KeyError:
+        if smaller is None:
             raise ConfigError("metric", metric, f"a variable the metric table ranks, to keep the best over the axis "
                                                 f"{d!r}: {rankable(ds)}",
-                              f"Or put {d!r} on the plot (--x, --series) or restrict the dataset first.") from None
-        da = da.min(d, skipna=True) if smaller else da.max(d, skipna=True)
+                              f"Or put {d!r} on the plot (--x, --series) or restrict the dataset first.")
+        best = da.fillna(np.inf).argmin(d) if smaller else da.fillna(-np.inf).argmax(d)  # the best value, in the
+        da = da.isel({d: best})  # metric table's direction (gains: larger); the band at the same point
+        band = None if band is None else {k: v.isel({d: best}) for k, v in band.items()}
     reduced += [f"the best over {d}" for d in others[1:]]
-    return da, dims, x, series, facet, reduced
+    return da, dims, x, series, facet, reduced, band
+
+
+def _draw_axes(draws, dims: list[str], x, series) -> list[str]:
+    """The axes summarised as random draws: ``draws`` checked (a non-empty list of axes of the dataset, neither
+    ``x`` nor ``series``), or by default every axis whose name ends in ``seed`` but ``x`` and ``series``."""
+    if draws is None:
+        return [d for d in dims if d.endswith("seed") and d not in (x, series)]
+    if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or not draws:
+        raise ConfigError("draws", draws, f"a non-empty list of axes of the dataset: {dims}")
+    draws = list(dict.fromkeys(str(d) for d in draws))
+    bad = [d for d in draws if d not in dims or d in (x, series)]
+    if bad:
+        taken = " and ".join(f"{k} ({v!r})" for k, v in (("x", x), ("the series", series)) if v is not None)
+        raise ConfigError("draws", bad, f"axes of the dataset{' other than ' + taken if taken else ''}: "
+                                        f"{[d for d in dims if d not in (x, series)]}")
+    return draws
 
 
 def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
-               series: str | None = None, relative_to: tuple[str, object] | None = None) -> Path:
+               series: str | None = None, relative_to: tuple[str, object] | None = None,
+               draws: list[str] | None = None) -> Path:
     """One panel per value of the first remaining axis; ``metric`` against ``x``, one series per ``series`` value.
 
     Defaults: ``series`` is the ``job`` dimension of several-jobs sweeps, else the ``routing`` axis if there is one; ``x`` is
     ``placement.gamma`` if present, else the largest other axis. ``x`` labels
     that are vectors are grouped by their product (ascending size), as in
     Prisacari Figs. 4-5; numeric ``x`` labels are a numeric axis (lines),
-    any other a categorical one (points). Axes named ``*seed`` are averaged;
-    any other remaining axis is reduced to its best value, in the direction
+    any other a categorical one (points). The axes ``draws`` (by default
+    every axis named ``*seed`` but ``x`` and ``series``) are random draws:
+    each point is their mean, with a band from the smallest to the largest
+    draw and a dotted line at the tail on the bad side (the 95th percentile
+    of a time; :func:`evaluator.query.draw_stats`, as ``evaluator query
+    --draws``); a point with an infeasible draw is left out. Any other
+    remaining axis is reduced to its best value, in the direction
     of the metric table (:data:`evaluator.dataset.TABLE`; a variable without
     one is refused there). The y axis is in the display unit of the metric's
     SI unit (ms, GB/s, MB: :func:`evaluator.display.display_unit`), named in its label; ratios
     (:func:`is_ratio`, and every gain) get a reference line at 1. ``relative_to =
     (axis, label)`` plots the gain over that label instead
     (:func:`evaluator.query.gain`: e.g. ``("routing", "dor_bgq")``, the
-    speedup of every routing over DOR); a dataset with ``paths_per_pair``
+    speedup of every routing over DOR; with draws, the gain of each draw over
+    the reference's same draw, summarised); a dataset with ``paths_per_pair``
     (path-set routings) then gets a second column of panels with the mean
     paths per communicating router pair of every series (seeds and other
     axes averaged), next to the gain.
     """
     from matplotlib.figure import Figure
 
-    da, dims, x, series, facet, reduced = _plotted(ds, metric, x, series, relative_to)
+    da, dims, x, series, facet, reduced, band = _plotted(ds, metric, x, series, relative_to, draws)
     facets = list(da[facet].values) if facet else [None]
     ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
     ncols = 1 if ppp is None else 2
@@ -152,9 +196,13 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     except KeyError:
         si = ds[metric].attrs.get("units", "")
     units, factor = ("1", 1.0) if relative_to is not None else display_unit(si, da.values)
-    da = da / factor if factor != 1.0 else da
+    if factor != 1.0:
+        da = da / factor
+        band = None if band is None else {k: v / factor for k, v in band.items()}
     for row, fv in enumerate(facets):
-        labels = _draw(axs[row, 0], da.sel({facet: fv}) if facet else da, x, series, legend=ppp is None)
+        at = (lambda a: a.sel({facet: fv})) if facet else (lambda a: a)
+        labels = _draw(axs[row, 0], at(da), x, series, legend=ppp is None,
+                       band=None if band is None else {k: at(v) for k, v in band.items()})
         if relative_to is not None:
             axs[row, 0].set_ylabel(axis_label(f"gain over {relative_to[0]}={relative_to[1]}", "1")
                                    + f"\n({metric}; > 1: better)")
@@ -173,8 +221,9 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     for c in range(ncols):
         axs[-1, c].set_xlabel(x + (" (grouped by size, ascending)" if grouped else ""))
     title = ds.attrs.get("title", "")
-    if reduced:  # a point is not one design point: say what it stands for
-        title = (title + "\n" if title else "") + f"each point: {'; '.join(reduced)}"
+    if reduced:  # a point is not one design point: say what it stands for (wrapped to the figure's width)
+        title = (title + "\n" if title else "") + textwrap.fill(f"each point: {'; '.join(reduced)}",
+                                                                 int(13 * fig.get_figwidth()))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return save_figure(fig, Path(out), dpi=120)
@@ -198,15 +247,29 @@ def _paths_panel(ds: xr.Dataset, metric: str, relative_to, dims: list[str], x: s
     return da
 
 
+def _band(ax, xs: np.ndarray, band: dict[str, np.ndarray], color, numeric: bool) -> None:
+    """One series' draws: from ``band["min"]`` to ``band["max"]`` (shaded along a numeric axis, a bar at each
+    category) and ``band["tail"]`` (dotted line, or a dash at each category) where there is one."""
+    if numeric:
+        ax.fill_between(xs, band["min"], band["max"], color=color, alpha=0.18, lw=0)
+    else:
+        ax.vlines(xs, band["min"], band["max"], color=color, lw=1.2, alpha=0.6)
+    if "tail" in band:
+        ax.plot(xs, band["tail"], color=color, **({"ls": ":", "lw": 1} if numeric else {"ls": "none", "marker": "_",
+                                                                                       "ms": 8}))
+
+
 def _draw(ax, sub: xr.DataArray, x: str, series: str | None, labels: list[str] | None = None,
-          legend: bool | str = True) -> list[str]:
+          legend: bool | str = True, band: dict[str, xr.DataArray] | None = None) -> list[str]:
     """One panel: ``sub`` against ``x`` (labels with a value, or ``labels``), one series each value of ``series``.
 
     A numeric ``x`` (every label a number) is drawn at its values in ascending order, each series a line with
     markers (a log axis where the positive values span a factor of 50 or more); any other ``x`` is categorical:
     one tick per label (size vectors ascending by size, else axis order), each series as points with no line,
     side by side within a category. ``legend``: in the panel (True), right of it (``"outside"``, shared by a row
-    of panels) or none.
+    of panels) or none. ``band`` (the draws' ``min``, ``max`` and ``tail``, shaped as ``sub``): a shaded band
+    (numeric ``x``) or a vertical bar (categories) from the smallest to the largest in the series' colour, the
+    tail dotted (or a dash).
     """
     if labels is None:
         keep = ~np.isnan(sub.values).all(axis=tuple(i for i, d in enumerate(sub.dims) if d != x)) if sub.ndim > 1 \
@@ -217,7 +280,9 @@ def _draw(ax, sub: xr.DataArray, x: str, series: str | None, labels: list[str] |
         elif all(_size(s) > 0 for s in labels):  # size vectors: grouped by size, ascending; else axis order
             labels.sort(key=lambda s: (_size(s), s))
     known = [str(v) for v in sub[x].values]
-    sub = sub.isel({x: [known.index(s) for s in labels]})
+    order = {x: [known.index(s) for s in labels]}
+    sub = sub.isel(order)
+    band = None if band is None else {k: v.isel(order) for k, v in band.items()}
     numeric = _numeric(labels)
     groups = [sv for sv in sub[series].values] if series else [None]
     if numeric:
@@ -231,7 +296,10 @@ def _draw(ax, sub: xr.DataArray, x: str, series: str | None, labels: list[str] |
         style = {"marker": "o", "ms": 4, "ls": "none"}
     for sv, off in zip(groups, offsets):
         y = sub.values if sv is None else sub.sel({series: sv}).values
-        ax.plot(xs + off, y, label=None if sv is None else f"{series}={sv}", **style)
+        (line,) = ax.plot(xs + off, y, label=None if sv is None else f"{series}={sv}", **style)
+        if band is not None:
+            _band(ax, xs + off, {k: v.values if sv is None else v.sel({series: sv}).values for k, v in band.items()},
+                  line.get_color(), numeric)
     if series:
         if legend == "outside":
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)

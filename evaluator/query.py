@@ -20,7 +20,7 @@ from .dataset import metric as metric_entry
 from .display import rank_labels
 from .errors import ConfigError, is_int, require
 
-__all__ = ["gain", "open_results", "best", "default_metric", "draw_summary", "tied", "rank_labels", "TIE_RTOL",
+__all__ = ["gain", "open_results", "best", "default_metric", "draw_summary", "draw_stats", "tied", "rank_labels", "TIE_RTOL",
            "MINIMIZE", "MAXIMIZE", "DRAW_QUANTILE"]
 
 TIE_RTOL = 1e-9
@@ -265,6 +265,27 @@ def _draw_stats(base: str) -> tuple[str, ...]:
     return (f"{base}_mean", _tail_name(base), f"{base}_max", f"{base}_min")
 
 
+def draw_stats(values: xr.DataArray, draws: Sequence[str], smaller: bool | None) -> xr.Dataset:
+    """``values`` summarised over the axes ``draws``: ``mean``, ``max``, ``min`` and ``tail`` (the
+    :data:`DRAW_QUANTILE` quantile on the bad side: the 95th percentile where smaller is better, the 5th where
+    larger; linear interpolation, ``numpy.quantile``'s default; NaN everywhere where ``smaller`` is None, a
+    variable without a direction). A point with a NaN or infinite draw (infeasible) is NaN in every summary: a
+    summary of the feasible draws only would be one-sided. ``attrs["quantile"]``: the tail's quantile.
+
+    The one definition of a summary over draws: :func:`draw_summary` (``evaluator query --draws``) and
+    :func:`evaluator.plot.plot_sweep` (``evaluator plot --draws``) use it."""
+    draws = list(draws)
+    every = np.isfinite(values).all(draws)
+    q = DRAW_QUANTILE if smaller in (True, None) else 1.0 - DRAW_QUANTILE
+    stats = {"mean": values.mean(draws, skipna=False), "max": values.max(draws, skipna=False),
+             "min": values.min(draws, skipna=False)}
+    tail = values.quantile(q, dim=draws, skipna=False).drop_vars("quantile")
+    stats["tail"] = tail if smaller is not None else xr.full_like(tail, np.nan)
+    out = xr.Dataset({k: v.where(every) for k, v in stats.items()})
+    out.attrs["quantile"] = q
+    return out
+
+
 def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None) -> xr.Dataset:
     """``ds`` with the axes ``draws`` summarised: axes whose values are random draws (``routing.seed`` of hashed
     ECMP, ``placement.seed`` of a random placement, ``traffic.seed`` of a random permutation), where one value
@@ -290,17 +311,13 @@ def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None
         raise ConfigError("draws", bad, f"axes of the dataset: {dims}",
                           None if dims else "This dataset has no axes (a single design point).")
     rest = [d for d in dims if d not in draws]
-    values = ds[metric].transpose(*rest, *draws)
-    ok = np.isfinite(values.values.astype(float))
-    if "feasible" in ds.data_vars and set(ds["feasible"].dims) <= set(dims):
-        ok &= ds["feasible"].fillna(False).astype(bool).broadcast_like(values).transpose(*rest, *draws).values
-    n_rest = int(np.prod([ds.sizes[d] for d in rest])) if rest else 1
-    every = ok.reshape(n_rest, -1).all(axis=1)  # every draw of the point feasible
-    coords = {d: ds[d] for d in rest if d in ds.coords}
+    feasible = ds["feasible"].fillna(False).astype(bool) if ("feasible" in ds.data_vars and set(ds["feasible"].dims)
+                                                             <= set(dims)) else True
+    stats = draw_stats(ds[metric].astype(float).where(feasible), draws, smaller_is_better(metric))
+    keep = stats["mean"].notnull()  # every draw of the point feasible
     out = ds.drop_vars([str(v) for v in ds.data_vars if set(draws) & set(ds[v].dims)]
                        + [str(c) for c in ds.coords if c not in ds.dims and set(draws) & set(ds[c].dims)])
     out = out.drop_dims([d for d in draws if d in out.dims])
-    keep = xr.DataArray(every.reshape([ds.sizes[d] for d in rest]), dims=rest, coords=coords)
     for name in ds.data_vars:
         da = ds[name]
         if not set(draws) & set(da.dims) or da.dtype.kind not in "fiu" or "link" in da.dims:
@@ -315,24 +332,14 @@ def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None
         out[f"{name}_mean"] = mean.assign_attrs(units=da.attrs.get("units", entry.units),
                                                 long_name=f"{entry.long_name} (mean over the draws of "
                                                           f"{', '.join(draws)})")
-    flat = values.values.astype(float).reshape(n_rest, -1)
-    tail = np.full(n_rest, np.nan)
-    hi = np.full(n_rest, np.nan)
-    lo = np.full(n_rest, np.nan)
-    q = DRAW_QUANTILE if smaller_is_better(metric) else 1.0 - DRAW_QUANTILE
-    if every.any():
-        tail[every] = np.quantile(flat[every], q, axis=1)
-        hi[every] = flat[every].max(axis=1)
-        lo[every] = flat[every].min(axis=1)
-    shape = [ds.sizes[d] for d in rest]
     units = ds[metric].attrs.get("units", metric_entry(metric).units)
-    words = {_tail_name(metric): f"{round(100 * q)}th percentile",
-             f"{metric}_max": "maximum", f"{metric}_min": "minimum"}
-    for name, arr in ((_tail_name(metric), tail), (f"{metric}_max", hi), (f"{metric}_min", lo)):
-        out[name] = xr.DataArray(arr.reshape(shape), dims=rest, coords=coords).assign_attrs(
-            units=units, long_name=f"{metric_entry(metric).long_name} ({words[name]} over the draws of "
+    q = stats.attrs["quantile"]
+    words = {"tail": f"{round(100 * q)}th percentile", "max": "maximum", "min": "minimum"}
+    for name, stat in ((_tail_name(metric), "tail"), (f"{metric}_max", "max"), (f"{metric}_min", "min")):
+        out[name] = stats[stat].transpose(*rest).assign_attrs(
+            units=units, long_name=f"{metric_entry(metric).long_name} ({words[stat]} over the draws of "
                                    f"{', '.join(draws)})")
-    out["feasible"] = keep
+    out["feasible"] = keep.transpose(*rest)
     out.attrs = dict(ds.attrs)
     out.attrs["draws"] = ", ".join(f"{d} ({ds.sizes[d]} values)" for d in draws)
     return out

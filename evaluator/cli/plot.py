@@ -1,6 +1,10 @@
-"""``evaluator plot PATH|STUDY [--metric M] [--x AXIS] [--series AXIS] [--relative-to AXIS=LABEL] [--out PNG]``.
+"""``evaluator plot PATH|STUDY [--metric M] [--x AXIS] [--series AXIS] [--relative-to AXIS=LABEL] [--draws AXIS ...]
+[--out PNG]``.
 
 ``PATH|STUDY``: a dataset, or a study's name for its latest run (:func:`evaluator.runs.resolve`).
+``--draws AXIS``: the axis's values are random draws (default: every axis named ``*seed`` but ``--x`` and
+``--series``); each point is their mean, with a band from the smallest to the largest and the tail dotted, as
+``evaluator query --draws`` summarises them (:func:`evaluator.query.draw_stats`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from .._args import ArgumentParser, named_as_options
 
 __all__ = ["main"]
 
-_OPTIONS = {"metric": "--metric", "x": "--x", "series": "--series", "relative_to": "--relative-to"}
+_OPTIONS = {"metric": "--metric", "x": "--x", "series": "--series", "relative_to": "--relative-to",
+            "draws": "--draws"}
 """The library's argument names (:func:`evaluator.plot.plot_sweep`) -> the options that give them."""
 
 
@@ -35,6 +40,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", default=None, help="PNG path (default: next to the dataset)")
     ap.add_argument("--relative-to", default=None, metavar="AXIS=LABEL",
                     help="plot the gain over one label of an axis, e.g. routing=dor_bgq (> 1: better)")
+    ap.add_argument("--draws", nargs="*", action="extend", default=None, metavar="AXIS",
+                    help="axes whose values are random draws (default: every axis named *seed but --x and --series): "
+                         "each point is their mean, with a band from the smallest to the largest and the 95th "
+                         "percentile of a time (5th of a throughput) dotted; a point with an infeasible draw is "
+                         "left out")
     args = ap.parse_args(argv)
     rel = None
     if args.relative_to is not None:
@@ -56,5 +66,5 @@ def main(argv: list[str]) -> int:
         raise ConfigError("--out", out, "a PNG path in a directory this user can create and write",
                           exc.hint) from None
     with named_as_options(_OPTIONS):  # the options the user wrote, not plot_sweep's argument names
-        print(plot_sweep(ds, out, args.metric, args.x, args.series, rel))
+        print(plot_sweep(ds, out, args.metric, args.x, args.series, rel, draws=args.draws))
     return 0
