@@ -34,6 +34,8 @@ import xarray as xr
 from ._types import Bool, Float, Int, Shaped
 
 __all__ = [
+    "DRAW_QUANTILE",
+    "draw_stats",
     "first_rankable",
     "predicted_time",
     "Metric",
@@ -712,3 +714,31 @@ def results_dataset(
     if attrs:
         ds.attrs.update(attrs)
     return with_units(ds)
+
+
+DRAW_QUANTILE = 0.95
+"""The tail :func:`draw_stats` (and :func:`evaluator.query.draw_summary`) reports: the value that this share of the
+draws do at least as well as (the 95th percentile of a time, ``<name>_p95``; the 5th of a throughput,
+``<name>_p05``)."""
+
+
+def draw_stats(values: xr.DataArray, draws: Sequence[str], smaller: bool | None) -> xr.Dataset:
+    """``values`` summarised over the axes ``draws``: ``mean``, ``max``, ``min`` and ``tail`` (the
+    :data:`DRAW_QUANTILE` quantile on the bad side: the 95th percentile where smaller is better, the 5th where
+    larger; linear interpolation, ``numpy.quantile``'s default; NaN everywhere where ``smaller`` is None, a
+    variable without a direction). A point with a NaN or infinite draw (infeasible) is NaN in every summary: a
+    summary of the feasible draws only would be one-sided. ``attrs["quantile"]``: the tail's quantile.
+
+    The one definition of a summary over draws: :func:`evaluator.query.draw_summary` (``evaluator query
+    --draws``), :func:`evaluator.plot.plot_sweep` (``evaluator plot --draws``) and
+    :func:`evaluator.evaluation.evaluate_draws` (``evaluator eval`` and ``map`` under a random routing) use it."""
+    draws = list(draws)
+    every = np.isfinite(values).all(draws)
+    q = DRAW_QUANTILE if smaller in (True, None) else 1.0 - DRAW_QUANTILE
+    stats = {"mean": values.mean(draws, skipna=False), "max": values.max(draws, skipna=False),
+             "min": values.min(draws, skipna=False)}
+    tail = values.quantile(q, dim=draws, skipna=False).drop_vars("quantile")
+    stats["tail"] = tail if smaller is not None else xr.full_like(tail, np.nan)
+    out = xr.Dataset({k: v.where(every) for k, v in stats.items()})
+    out.attrs["quantile"] = q
+    return out

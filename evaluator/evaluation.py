@@ -29,13 +29,19 @@ from ._batch.dispatch import Results
 from ._batch.groups import GroupResults, evaluate_groups
 from ._batch.run import run_batch
 from ._types import Float, Int, Shaped
+from .dataset import draw_stats
+from .errors import positive_int
 from .placement import Placement
 from .routing import Routing
 from .topology import Topology
 from .traffic import AbstractTraffic
 
-__all__ = ["evaluate", "evaluate_batch", "BatchResult", "bucket_size", "evaluate_groups", "GroupResults",
-           "BankedPoints", "BankPlan"]
+__all__ = ["evaluate", "evaluate_batch", "evaluate_draws", "DRAWS", "BatchResult", "bucket_size", "evaluate_groups",
+           "GroupResults", "BankedPoints", "BankPlan"]
+
+DRAWS = 16
+"""How many draws of a random routing (hashed ECMP's hash seeds, the configured one first) ``evaluator eval`` and
+``evaluator map`` evaluate by default (:func:`evaluate_draws`)."""
 
 
 @dataclasses.dataclass
@@ -188,4 +194,33 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     output.add_notes(ds, notes[0] if notes else output.point_notes(topology, traffic, placement, routing))
     if bounds is not False:
         output.add_bounds(ds, topology, traffic, placement, "auto" if bounds is True else bounds, bound_solver)
+    return ds
+
+
+def evaluate_draws(topology: Topology, routing: Routing | str, traffics: AbstractTraffic | Sequence[AbstractTraffic],
+                   placements: Placement | Sequence[Placement], k: int = DRAWS) -> xr.Dataset | None:
+    """Completion times of the points ``(traffics, placements)`` (as :func:`evaluate_batch` pairs them) under
+    ``k`` draws of ``routing``, where one spec of it is one random draw (:meth:`~evaluator.routing.Routing.draws`:
+    hashed ECMP's hash seeds, its own first); None for a routing whose spec determines its paths.
+
+    One evaluation of a random routing is one draw, and its best point may be that draw's luck; this is what the
+    point gives over ``k`` of them. Returns ``completion_time[point, draw]`` (s; the draws labelled as the
+    routing labels them, ``ecmp-s0``), one :func:`evaluate_batch` call per draw (hashed ECMP's draws share one
+    compilation), and over the draws ``completion_time_mean``, ``completion_time_p95``, ``completion_time_max``
+    and ``completion_time_min`` (:func:`evaluator.dataset.draw_stats`: a point with an infeasible draw is NaN in
+    each, never a summary of its feasible draws only).
+    """
+    k = positive_int("draws", k)
+    specs = as_routing(routing).draws(k)
+    if not specs:
+        return None
+    t = np.stack([evaluate_batch(topology, spec, traffics, placements).metrics["completion_time"] for spec in specs],
+                 axis=1)
+    ds = xr.Dataset({"completion_time": (("point", "draw"), t, {"units": "s"})},
+                    coords={"point": np.arange(t.shape[0]), "draw": [s.label for s in specs]})
+    stats = draw_stats(ds["completion_time"], ["draw"], True)
+    for stat, name in (("mean", "completion_time_mean"), ("tail", "completion_time_p95"), ("max", "completion_time_max"),
+                       ("min", "completion_time_min")):
+        ds[name] = stats[stat].assign_attrs(units="s")
+    ds.attrs["quantile"] = stats.attrs["quantile"]
     return ds

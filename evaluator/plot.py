@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .dataset import metric as metric_entry
-from .dataset import rankable, smaller_is_better
+from .dataset import draw_stats, rankable, smaller_is_better
 from .display import axis_label, display_unit
 from .errors import ConfigError, require
 from .io import save_figure
@@ -68,8 +68,6 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
     (their mean; ``band``: their ``min``, ``max`` and bad-side ``tail``, or None without draws), every axis but
     the first facet reduced to its best value (the band taken at the same point), that facet (or None), and what
     was reduced, in words (the figure says it: a point of a panel is then not one design point)."""
-    from .query import draw_stats
-
     metrics = sorted(str(v) for v in ds.data_vars
                      if ds[v].dtype.kind in "fiu" and "link" not in ds[v].dims and v != "feasible")
     if not isinstance(metric, str) or metric not in metrics:

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import ROW_LABELS, TABLE, first_rankable, predicted_time, rankable, shown, smaller_is_better
+from .dataset import DRAW_QUANTILE, ROW_LABELS, TABLE, draw_stats, first_rankable, predicted_time, rankable, shown, \
+    smaller_is_better
 from .dataset import metric as metric_entry
 from .display import rank_labels
 from .errors import ConfigError, is_int, require
@@ -251,11 +252,6 @@ def default_metric(ds: xr.Dataset) -> str:
     raise AssertionError  # unreachable: _check_rankable raised
 
 
-DRAW_QUANTILE = 0.95
-"""The tail :func:`draw_summary` reports: the value that this share of the draws do at least as well as (the 95th
-percentile of a time, ``<name>_p95``; the 5th of a throughput, ``<name>_p05``)."""
-
-
 def _tail_name(base: str) -> str:
     return f"{base}_p95" if smaller_is_better(base) else f"{base}_p05"
 
@@ -263,27 +259,6 @@ def _tail_name(base: str) -> str:
 def _draw_stats(base: str) -> tuple[str, ...]:
     """The summaries :func:`draw_summary` writes of the ranked variable ``base``, the mean first."""
     return (f"{base}_mean", _tail_name(base), f"{base}_max", f"{base}_min")
-
-
-def draw_stats(values: xr.DataArray, draws: Sequence[str], smaller: bool | None) -> xr.Dataset:
-    """``values`` summarised over the axes ``draws``: ``mean``, ``max``, ``min`` and ``tail`` (the
-    :data:`DRAW_QUANTILE` quantile on the bad side: the 95th percentile where smaller is better, the 5th where
-    larger; linear interpolation, ``numpy.quantile``'s default; NaN everywhere where ``smaller`` is None, a
-    variable without a direction). A point with a NaN or infinite draw (infeasible) is NaN in every summary: a
-    summary of the feasible draws only would be one-sided. ``attrs["quantile"]``: the tail's quantile.
-
-    The one definition of a summary over draws: :func:`draw_summary` (``evaluator query --draws``) and
-    :func:`evaluator.plot.plot_sweep` (``evaluator plot --draws``) use it."""
-    draws = list(draws)
-    every = np.isfinite(values).all(draws)
-    q = DRAW_QUANTILE if smaller in (True, None) else 1.0 - DRAW_QUANTILE
-    stats = {"mean": values.mean(draws, skipna=False), "max": values.max(draws, skipna=False),
-             "min": values.min(draws, skipna=False)}
-    tail = values.quantile(q, dim=draws, skipna=False).drop_vars("quantile")
-    stats["tail"] = tail if smaller is not None else xr.full_like(tail, np.nan)
-    out = xr.Dataset({k: v.where(every) for k, v in stats.items()})
-    out.attrs["quantile"] = q
-    return out
 
 
 def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None) -> xr.Dataset:

@@ -1,15 +1,21 @@
-"""``evaluator eval [overrides]``: evaluate one design point and write its dataset,
+"""``evaluator eval [overrides] [--draws K]``: evaluate one design point and write its dataset,
 ``<output_dir>/<UTC time>-<hash>.nc`` (the hash of the config; ``<output_dir>/latest`` points at the newest; an
-earlier dataset is never replaced)."""
+earlier dataset is never replaced).
+
+Under a routing where one spec is one random draw (hashed ECMP: one hash seed), the point is also evaluated under
+``K`` draws (default :data:`evaluator.evaluation.DRAWS`, the configured one first;
+:func:`evaluator.evaluation.evaluate_draws`): the mean, 95th percentile, largest and smallest completion time are
+printed and kept in the dataset (``draw_completion_time[draw]``); ``--draws 1`` evaluates the configured draw
+only."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from .. import config
-from ..display import elapsed, summary_lines
-from ..errors import StorageError
-from ..evaluation import evaluate
+from ..display import elapsed, format_value, summary_lines
+from ..errors import ResourceError, StorageError, positive_int
+from ..evaluation import DRAWS, evaluate, evaluate_draws
 from ..cost.dataset import check_point_budget, with_cost
 from ..io import check_writable, write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
@@ -26,7 +32,12 @@ def main(argv: list[str]) -> int:
                                         "routing=dor traffic=all_to_all placement=linear")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
     ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
+    ap.add_argument("--draws", type=int, default=DRAWS, metavar="K",
+                    help=f"under a random routing (hashed ECMP: one hash seed is one draw), also evaluate K draws, the "
+                         f"configured one first, and print their mean, 95th percentile and range (default {DRAWS}; 1: "
+                         f"the configured draw only)")
     args = ap.parse_intermixed_args(argv)
+    positive_int("--draws", args.draws)
     cfg = config.compose(args.overrides)
     if args.show_config:
         print(config.to_yaml(cfg))
@@ -49,7 +60,7 @@ def main(argv: list[str]) -> int:
             ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
                           bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
                           progression=obj.progression)
-        lines = summary_lines(ds)
+        lines = summary_lines(ds) + _draws(ds, point, args.draws)
     with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:
@@ -64,3 +75,25 @@ def main(argv: list[str]) -> int:
                                "a writable directory") from None
         print(f"dataset: {path}")
     return 0
+
+
+def _draws(ds, point, k: int) -> list[str]:
+    """Where the point's routing is one random draw (:meth:`~evaluator.routing.Routing.draws`) and ``k > 1``: the
+    lines that say what ``k`` draws give (kept in ``ds`` as ``draw_completion_time[draw]``); none otherwise. A
+    point too large for the draws' batch keeps its own result, with a line that says why the draws are missing."""
+    if k < 2 or not point.routing.draws(1):
+        return []
+    try:
+        with elapsed(f"evaluating {k} draws of the routing"):
+            d = evaluate_draws(point.topology, point.routing, point.traffic, point.placement, k)
+    except ResourceError as exc:
+        return [f"draws       not evaluated: {exc}"]
+    ds["draw_completion_time"] = d["completion_time"].isel(point=0, drop=True).assign_attrs(
+        units="s", long_name=f"completion time under each of {k} draws of the routing (the first: this point's)")
+    draw = [str(v) for v in d["draw"].values]
+    mean, p95, hi, lo = (float(d[f"completion_time_{s}"][0]) for s in ("mean", "p95", "max", "min"))
+    times = d["completion_time"][0].values
+    rank = 1 + int((times < times[0]).sum())  # of the configured draw, the one above: 1 the fastest (ties share)
+    return [f"draws       completion over {k} draws of the routing ({draw[0]} .. {draw[-1]}): mean "
+            f"{format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range {format_value(lo, 's')} "
+            f"to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} (1: the fastest)"]

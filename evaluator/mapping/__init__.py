@@ -41,7 +41,7 @@ import xarray as xr
 
 from .._types import Int, JobNodes, TaskInts
 from ..errors import ConfigError, check_seed, positive_float, positive_int
-from ..evaluation import as_routing, evaluate_batch
+from ..evaluation import DRAWS, as_routing, evaluate_batch, evaluate_draws
 from ..placement import Placement, compute_mask, explicit, write_launch_files
 from ..topology import Topology
 from ._moves import MoveEvaluator
@@ -401,10 +401,6 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
                          {s.name: np.asarray(s.task_node, np.int64) for s in starts})
 
 
-DRAWS = 16
-"""Draws :func:`over_draws` evaluates by default (``evaluator map``: hash seeds of hashed ECMP)."""
-
-
 def over_draws(topology: Topology, routing, traffic, mappings: dict[str, TaskInts], k: int = DRAWS
                ) -> xr.Dataset | None:
     """Completion times of ``mappings`` (name -> ``task_node``) under ``k`` draws of ``routing``, where one spec of
@@ -412,24 +408,12 @@ def over_draws(topology: Topology, routing, traffic, mappings: dict[str, TaskInt
     None for a routing whose spec determines its paths.
 
     The search scores one draw, so its gain over a start may be that draw's luck; this says whether it holds
-    over others. Returns ``completion_time[mapping, draw]`` (s), one ``evaluate_batch`` call per draw (the
-    draws of hashed ECMP share one compilation), with ``completion_time_mean`` and ``completion_time_p95``
-    (linear interpolation) over the draws.
+    over others. :func:`evaluator.evaluation.evaluate_draws` of the mappings: ``completion_time[mapping, draw]``
+    (s) with ``completion_time_mean``, ``completion_time_p95``, ``_max`` and ``_min`` over the draws.
     """
-    positive_int("draws", k)
-    specs = as_routing(routing).draws(int(k))
-    if not specs:
-        return None
     names = list(mappings)
     if not names:
         raise ConfigError("mappings", mappings, "at least one mapping (name -> task_node)")
     pls = [explicit(topology, np.asarray(mappings[n], np.int64), n) for n in names]
-    t = np.empty((len(names), len(specs)))
-    for j, spec in enumerate(specs):
-        t[:, j] = evaluate_batch(topology, spec, [traffic] * len(names), pls).metrics["completion_time"]
-    ds = xr.Dataset({"completion_time": (("mapping", "draw"), t, {"units": "s"})},
-                    coords={"mapping": names, "draw": [s.label for s in specs]})
-    ds["completion_time_mean"] = ds["completion_time"].mean("draw").assign_attrs(units="s")
-    ds["completion_time_p95"] = ds["completion_time"].quantile(0.95, "draw").drop_vars("quantile").assign_attrs(
-        units="s")
-    return ds
+    ds = evaluate_draws(topology, routing, [traffic] * len(names), pls, k)
+    return None if ds is None else ds.rename(point="mapping").assign_coords(mapping=names)

@@ -147,7 +147,8 @@ class EcmpRouting(Routing):
 
     def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
         return (f"ecmp: hashed ECMP with hash seed {self.seed}, one draw of a random routing; evaluate several "
-                "seeds (a sweep axis routing.seed='range(0,16)', then evaluator query RUN --draws routing.seed; in "
+                "seeds (evaluator eval prints 16 by default; a sweep axis routing.seed='range(0,16)', then evaluator "
+                "query RUN --draws routing.seed; in "
                 "Python evaluator.routing.ecmp_seeds and ecmp_seed_summary: expected, p95); ecmp_spray is the "
                 "ideal per-packet split",)
 

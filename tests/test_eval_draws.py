@@ -1,0 +1,84 @@
+"""`evaluator eval` under a random routing (hashed ECMP: one hash seed is one draw) also evaluates 16 draws and
+prints their mean, 95th percentile and range, where it printed the configured draw alone (one-sided: on an 8-ary
+3-tree stencil, ecmp-s0 is the 14th fastest of 16 seeds).
+
+The reference is the README's way, independent of :func:`evaluator.evaluation.evaluate_draws`: ``evaluate_batch``
+under each spec of ``evaluator.routing.ecmp_seeds(16)``, and NumPy's mean, quantile, max and min.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import evaluator.cli.evaluate as eval_cli
+from evaluator import cli, placement, routing, topology, traffic
+from evaluator.display import format_value
+from evaluator.errors import ResourceError
+from evaluator.evaluation import evaluate_batch, evaluate_draws
+from evaluator.query import open_results
+
+POINT = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "routing=ecmp", "traffic=random_permutation",
+         "traffic.n_tasks=16", "placement=linear"]
+
+
+def _reference(seed: int = 0, k: int = 16) -> np.ndarray:
+    """The README's way: one evaluate_batch per spec of ``ecmp_seeds``."""
+    from evaluator import config
+
+    p = config.build(config.to_object(config.compose(POINT)))  # the point the command evaluates
+    return np.array([float(evaluate_batch(p.topology, r, p.traffic, p.placement).metrics["completion_time"][0])
+                     for r in routing.ecmp_seeds(k, seed=seed)])
+
+
+def test_eval_prints_and_keeps_16_draws(tmp_path, capsys):
+    assert cli.main(["eval", *POINT, "routing.seed=3", f"output_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    ref = _reference(seed=3)
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("draws ")]
+    assert "over 16 draws of the routing (ecmp-s3 .. ecmp-s18)" in line
+    for what, v in (("mean", ref.mean()), ("95th percentile", np.quantile(ref, 0.95))):
+        assert f"{what} {format_value(float(v), 's')}" in line, (what, line)
+    assert f"range {format_value(float(ref.min()), 's')} to {format_value(float(ref.max()), 's')}" in line
+    assert f"ecmp-s3, above, ranks {1 + int((ref < ref[0]).sum())} of 16" in line
+    (path,) = sorted(tmp_path.rglob("*.nc"))
+    ds = open_results(path)
+    np.testing.assert_allclose(ds["draw_completion_time"].values, ref, rtol=1e-12)
+    assert list(ds["draw"].values) == [f"ecmp-s{s}" for s in range(3, 19)]
+    assert float(ds["draw_completion_time"][0]) == pytest.approx(float(ds["completion_time"]), rel=1e-12)
+
+
+def test_the_library_summary_is_numpys_and_other_routings_have_no_draws():
+    t = topology.fat_tree(k=4, levels=3)
+    trs = [traffic.random_permutation(16, seed=s) for s in range(3)]
+    pl = placement.linear(t, 16)
+    d = evaluate_draws(t, routing.ecmp(0), trs, [pl] * 3, 8)
+    ref = np.array([[float(evaluate_batch(t, routing.ecmp(j), tr, pl).metrics["completion_time"][0])
+                     for j in range(8)] for tr in trs])
+    np.testing.assert_allclose(d["completion_time"].values, ref, rtol=1e-12)
+    for name, v in (("mean", ref.mean(1)), ("p95", np.quantile(ref, 0.95, axis=1)), ("max", ref.max(1)),
+                    ("min", ref.min(1))):
+        np.testing.assert_allclose(d[f"completion_time_{name}"].values, v, rtol=1e-12)
+    assert evaluate_draws(t, routing.dmodk(), trs, [pl] * 3) is None
+
+
+def test_one_draw_and_fixed_routings_print_no_draws_line(tmp_path, capsys):
+    assert cli.main(["eval", *POINT, "save=false", "--draws", "1"]) == 0
+    assert "\ndraws " not in capsys.readouterr().out
+    assert cli.main(["eval", *[p if p != "routing=ecmp" else "routing=dmodk" for p in POINT], "save=false"]) == 0
+    assert "\ndraws " not in capsys.readouterr().out
+    assert cli.main(["eval", *POINT, "save=false", "--draws", "0"]) != 0
+    assert "--draws = 0 is invalid" in capsys.readouterr().err
+
+
+def test_draws_that_do_not_fit_lose_nothing(tmp_path, capsys, monkeypatch):
+    """The point's own result is printed and written when its draws are refused (memory), with the reason."""
+    def refuse(*a, **k):
+        raise ResourceError("traffics", 16, "draws that fit: these would need 99 GB")
+
+    monkeypatch.setattr(eval_cli, "evaluate_draws", refuse)
+    assert cli.main(["eval", *POINT, f"output_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    assert "draws       not evaluated: " in out and "99 GB" in out and "dataset: " in out
+    (path,) = sorted(tmp_path.rglob("*.nc"))
+    assert "draw_completion_time" not in open_results(path)
