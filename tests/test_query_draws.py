@@ -124,7 +124,26 @@ def test_a_sweep_without_seed_axes_prints_no_draws_line(tmp_path, capsys):
     assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", "routing=ecmp",
                      "traffic=random_permutation", "traffic.n_tasks=16", "placement=linear,random",
                      "ray.enabled=false", "--no-progress", f"sweep.output_dir={tmp_path}"]) == 0
-    assert "random draws" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "random draws" not in out
+    # ... but its hashed-ECMP rows are one draw (seed 0), and the sweep says so, with the way to the mean
+    assert ("ecmp-s0: one draw of a random routing; its rows are that draw's time, not what the routing gives on "
+            "average: add the axis routing.seed='range(0,16)'") in out
+
+
+@pytest.mark.parametrize("routings,seed_axis,said", [("ecmp,dmodk", False, ["ecmp-s0"]), ("dmodk,ecmp_spray", False, []),
+                                                     ("ecmp", True, [])])
+def test_a_sweep_names_its_one_draw_routings(routings, seed_axis, said, tmp_path, capsys):
+    """Only a random routing at one seed is named (hashed ECMP without a routing.seed axis); D-mod-k and the
+    spray fix their paths, and a seed axis gets the draws line instead."""
+    assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", f"routing={routings}",
+                     "traffic=random_permutation", "traffic.n_tasks=16", "placement=linear",
+                     *(["routing.seed=0,1"] if seed_axis else []), "ray.enabled=false", "--no-progress",
+                     f"sweep.output_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    named = [ln.split(":")[0] for ln in out.splitlines() if ": one draw of a random routing" in ln]
+    assert named == said
+    assert ("routing.seed: random draws" in out) == seed_axis
 
 
 def _synthetic() -> xr.Dataset:

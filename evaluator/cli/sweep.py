@@ -171,4 +171,8 @@ def _summary(plan, ds, path) -> bool:
     if seeds:  # the rows above are single draws: the best of them is the luckiest draw, not what the point gives
         print(f"{', '.join(seeds)}: random draws, one per row above (the best row is the luckiest draw); each "
               f"point's mean over them with its tail and range: evaluator query {path} --draws {' '.join(seeds)}")
+    for name in plan.one_draw_routings():  # a random routing at one seed: its rows are that draw's
+        print(f"{name}: one draw of a random routing; its rows are that draw's time, not what the routing gives on "
+              f"average: add the axis routing.seed='range(0,16)' and rank with evaluator query RUN --draws "
+              f"routing.seed (evaluator eval prints 16 draws of one point)")
     return True

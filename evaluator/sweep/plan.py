@@ -192,6 +192,25 @@ class SweepPlan:
                 out.append((f"b{int(b):05d}-c{k // self.chunk_size:06d}", pts[k:k + self.chunk_size]))
         return out
 
+    def one_draw_routings(self) -> list[str]:
+        """The labels of the sweep's routings of which one spec is one random draw
+        (:meth:`~evaluator.routing.Routing.draws`: hashed ECMP, one hash seed) where no axis sets their seed
+        (``routing.seed``): every row of such a routing is that one draw's time, not what the routing gives. A
+        routing that cannot be built here is left to the points, which say why."""
+        from ..config import build_routing_spec
+
+        if any("routing.seed" in ax.keys for ax in self.axes) or any(has_jobs(b) for b in self.bases.values()):
+            return []
+        out = []
+        for base in self.bases.values():
+            try:
+                spec = build_routing_spec(base.routing)
+            except (ConfigError, TypeError, ValueError):
+                continue
+            if spec.draws(1) and spec.label not in out:
+                out.append(spec.label)
+        return out
+
     @property
     def seed_axis(self) -> int | None:
         """Index of the axis that sets ``placement.seed`` alone (workers vectorise over it), or None."""
