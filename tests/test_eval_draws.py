@@ -82,3 +82,29 @@ def test_draws_that_do_not_fit_lose_nothing(tmp_path, capsys, monkeypatch):
     assert "draws       not evaluated: " in out and "99 GB" in out and "dataset: " in out
     (path,) = sorted(tmp_path.rglob("*.nc"))
     assert "draw_completion_time" not in open_results(path)
+
+
+JOBS = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=random_pairs", "placement=random",
+        "jobs=[{name: a, traffic: {n_tasks: 8, seed: 1}, placement: {seed: 1}}, "
+        "{name: b, traffic: {n_tasks: 8, seed: 2}, placement: {seed: 2}}]", "exclusive_nodes=false"]
+
+
+def test_several_jobs_under_ecmp_say_they_are_one_draw_and_the_way_given_works(tmp_path, capsys):
+    """The jobs' times are one hash seed's; the note's way (the same overrides swept over routing.seed, then
+    query --draws routing.seed --best makespan) gives the makespan's mean over the seeds, NumPy's here."""
+    assert cli.main(["eval", *JOBS, "routing=dmodk", "save=false"]) == 0
+    assert "one draw of a random routing" not in capsys.readouterr().out
+    assert cli.main(["eval", *JOBS, "routing=ecmp", "save=false"]) == 0
+    out = capsys.readouterr().out
+    assert ("ecmp-s0: one draw of a random routing; the times above are that draw's, not what the routing gives on "
+            "average: evaluator sweep with the same overrides and the axis routing.seed='range(0,16)', then "
+            "evaluator query RUN --draws routing.seed --best makespan") in out
+    assert cli.main(["sweep", *JOBS, "routing=ecmp", "routing.seed=range(0,4)", "ray.enabled=false", "--no-progress",
+                     f"sweep.output_dir={tmp_path}"]) == 0
+    (path,) = sorted(tmp_path.rglob("*.nc"))
+    capsys.readouterr()
+    assert cli.main(["query", str(path), "--draws", "routing.seed", "--best", "makespan"]) == 0
+    table = capsys.readouterr().out
+    ms = open_results(path)["makespan"].values
+    assert ms.shape == (4,)
+    assert f" {format_value(float(ms.mean()), 's').split()[0]} " in table

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import config
 from ..display import elapsed, format_value, summary_lines
 from ..errors import ResourceError, StorageError, positive_int
-from ..evaluation import DRAWS, evaluate, evaluate_draws
+from ..evaluation import DRAWS, as_routing, evaluate, evaluate_draws
 from ..cost.dataset import check_point_budget, with_cost
 from ..io import check_writable, write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
             ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background,
                                exclusive_nodes=jp.exclusive_nodes, interference=jp.interference,
                                sharing=obj.sharing, fairness=obj.fairness)
-        lines = job_summary_lines(ds)
+        lines = job_summary_lines(ds) + _jobs_one_draw(jp)
     else:
         point = config.build(obj)
         check_point_budget(point.topology, obj.cost)
@@ -97,3 +97,14 @@ def _draws(ds, point, k: int) -> list[str]:
     return [f"draws       completion over {k} draws of the routing ({draw[0]} .. {draw[-1]}): mean "
             f"{format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range {format_value(lo, 's')} "
             f"to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} (1: the fastest)"]
+
+
+def _jobs_one_draw(jp) -> list[str]:
+    """Several jobs under a routing of which one spec is one random draw (hashed ECMP): a line that says the
+    times are that draw's, with the way to their mean over draws (a sweep's ``routing.seed`` axis)."""
+    labels = list(dict.fromkeys(r.label for r in [jp.routing, *(as_routing(j.routing) for j in jp.jobs
+                                                                 if j.routing is not None)] if r.draws(1)))
+    return [f"note        {', '.join(labels)}: one draw of a random routing; the times above are that draw's, not "
+            f"what the routing gives on average: evaluator sweep with the same overrides and the axis "
+            f"routing.seed='range(0,16)', then evaluator query RUN --draws routing.seed --best makespan"] if labels \
+        else []
