@@ -198,7 +198,8 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
 
 
 def evaluate_draws(topology: Topology, routing: Routing | str, traffics: AbstractTraffic | Sequence[AbstractTraffic],
-                   placements: Placement | Sequence[Placement], k: int = DRAWS) -> xr.Dataset | None:
+                   placements: Placement | Sequence[Placement], k: int = DRAWS, *, progress: bool = False
+                   ) -> xr.Dataset | None:
     """Completion times of the points ``(traffics, placements)`` (as :func:`evaluate_batch` pairs them) under
     ``k`` draws of ``routing``, where one spec of it is one random draw (:meth:`~evaluator.routing.Routing.draws`:
     hashed ECMP's hash seeds, its own first); None for a routing whose spec determines its paths.
@@ -208,14 +209,17 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     routing labels them, ``ecmp-s0``), one :func:`evaluate_batch` call per draw (hashed ECMP's draws share one
     compilation), and over the draws ``completion_time_mean``, ``completion_time_p95``, ``completion_time_max``
     and ``completion_time_min`` (:func:`evaluator.dataset.draw_stats`: a point with an infeasible draw is NaN in
-    each, never a summary of its feasible draws only).
+    each, never a summary of its feasible draws only). ``progress``: a progress bar over the draws (stderr).
     """
     k = positive_int("draws", k)
     specs = as_routing(routing).draws(k)
     if not specs:
         return None
-    t = np.stack([evaluate_batch(topology, spec, traffics, placements).metrics["completion_time"] for spec in specs],
-                 axis=1)
+    from tqdm import tqdm
+
+    t = np.stack([evaluate_batch(topology, spec, traffics, placements).metrics["completion_time"]
+                  for spec in tqdm(specs, desc=f"draws of {specs[0].kind}", unit="draw", disable=not progress,
+                                   leave=False)], axis=1)
     ds = xr.Dataset({"completion_time": (("point", "draw"), t, {"units": "s"})},
                     coords={"point": np.arange(t.shape[0]), "draw": [s.label for s in specs]})
     stats = draw_stats(ds["completion_time"], ["draw"], True)

@@ -84,6 +84,23 @@ def test_draws_that_do_not_fit_lose_nothing(tmp_path, capsys, monkeypatch):
     assert "draw_completion_time" not in open_results(path)
 
 
+def test_a_ctrl_c_in_the_draws_keeps_the_point(tmp_path, capsys, monkeypatch):
+    """The point's lines are printed before its draws run; a Ctrl-C there leaves the point printed and written,
+    with a line that says no draw is summarised (not a summary of the draws done so far: one-sided)."""
+    def interrupted(*a, **k):
+        print("(draws running)")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(eval_cli, "evaluate_draws", interrupted)
+    assert cli.main(["eval", *POINT, f"output_dir={tmp_path}"]) == 130  # the shell's code for a Ctrl-C
+    out = capsys.readouterr().out
+    assert out.index("completion ") < out.index("(draws running)") < out.index("draws       interrupted (Ctrl-C)")
+    assert "none summarised; the point's result above is kept" in out and "dataset: " in out
+    (path,) = sorted(tmp_path.rglob("*.nc"))
+    ds = open_results(path)
+    assert "draw_completion_time" not in ds and np.isfinite(float(ds["completion_time"]))
+
+
 JOBS = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=random_pairs", "placement=random",
         "jobs=[{name: a, traffic: {n_tasks: 8, seed: 1}, placement: {seed: 1}}, "
         "{name: b, traffic: {n_tasks: 8, seed: 2}, placement: {seed: 2}}]", "exclusive_nodes=false"]

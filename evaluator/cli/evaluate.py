@@ -10,6 +10,7 @@ only."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from .. import config
@@ -60,11 +61,16 @@ def main(argv: list[str]) -> int:
             ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
                           bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
                           progression=obj.progression)
-        lines = summary_lines(ds) + _draws(ds, point, args.draws)
+        lines = summary_lines(ds)
     with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:
-        print(line)
+        print(line, flush=True)
+    interrupted = False
+    if not config.has_jobs(obj):  # after the point's own lines: its draws may take a while, and a Ctrl-C keeps them
+        lines, interrupted = _draws(ds, point, args.draws)
+        for line in lines:
+            print(line)
     if obj.save:
         try:
             path = write_dataset(ds, Path(obj.output_dir), identity=ds.attrs["config_yaml"])
@@ -74,20 +80,24 @@ def main(argv: list[str]) -> int:
                                f"output_dir=DIR or save=false.", "output_dir", obj.output_dir,
                                "a writable directory") from None
         print(f"dataset: {path}")
-    return 0
+    return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the command did not finish what it was asked)
 
 
-def _draws(ds, point, k: int) -> list[str]:
+def _draws(ds, point, k: int) -> tuple[list[str], bool]:
     """Where the point's routing is one random draw (:meth:`~evaluator.routing.Routing.draws`) and ``k > 1``: the
     lines that say what ``k`` draws give (kept in ``ds`` as ``draw_completion_time[draw]``); none otherwise. A
-    point too large for the draws' batch keeps its own result, with a line that says why the draws are missing."""
+    progress bar counts the draws on a terminal. Draws too large for memory, or interrupted by Ctrl-C, leave the
+    point's own result as it is, with a line that says why the draws are missing."""
     if k < 2 or not point.routing.draws(1):
-        return []
+        return [], False
     try:
-        with elapsed(f"evaluating {k} draws of the routing"):
-            d = evaluate_draws(point.topology, point.routing, point.traffic, point.placement, k)
+        d = evaluate_draws(point.topology, point.routing, point.traffic, point.placement, k,
+                           progress=sys.stderr.isatty())
     except ResourceError as exc:
-        return [f"draws       not evaluated: {exc}"]
+        return [f"draws       not evaluated: {exc}"], False
+    except KeyboardInterrupt:
+        return [f"draws       interrupted (Ctrl-C) before the {k} draws were evaluated: none summarised; the point's "
+                f"result above is kept (--draws 1 skips them)"], True
     ds["draw_completion_time"] = d["completion_time"].isel(point=0, drop=True).assign_attrs(
         units="s", long_name=f"completion time under each of {k} draws of the routing (the first: this point's)")
     draw = [str(v) for v in d["draw"].values]
@@ -96,7 +106,7 @@ def _draws(ds, point, k: int) -> list[str]:
     rank = 1 + int((times < times[0]).sum())  # of the configured draw, the one above: 1 the fastest (ties share)
     return [f"draws       completion over {k} draws of the routing ({draw[0]} .. {draw[-1]}): mean "
             f"{format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range {format_value(lo, 's')} "
-            f"to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} (1: the fastest)"]
+            f"to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} (1: the fastest)"], False
 
 
 def _jobs_one_draw(jp) -> list[str]:
