@@ -220,7 +220,12 @@ def main(argv: list[str]) -> int:
     _print_starts(res, args.verbose)
     _print_search(res, args.verbose)
     _print_found(res)
-    draws = _print_draws(res, point)
+    interrupted = False
+    try:
+        draws = _print_draws(res, point)
+    except KeyboardInterrupt:  # the mapping found is kept: written below
+        draws, interrupted = None, True
+        print("draws of the routing interrupted (Ctrl-C): none summarised; the mapping found above is kept")
     ds = res.to_dataset()
     if draws is not None:
         ds["draw_completion_time"] = draws["completion_time"].rename(mapping="draw_mapping").assign_attrs(
@@ -237,7 +242,7 @@ def main(argv: list[str]) -> int:
     if args.write_rank_order is not None:
         ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
         print(f"rank order: {ro}\nnode list: {nl}")
-    return 0
+    return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the draws asked for were not all evaluated)
 
 
 def _parser() -> ArgumentParser:
@@ -359,6 +364,13 @@ def _print_search(res, verbose: bool) -> None:
     print(f"search from {res.best_start}: {len(t.elapsed) - 1} batches, {t.evaluated[-1]:,} moves scored "
           f"({rate:,.0f}/s, {res.info['evaluator']}), {sum(t.accepted):,} applied, in "
           f"{format_value(t.elapsed[-1] if t.elapsed else 0.0, 's')}")
+    if t.stopped == "ctrl-c":
+        print(f"search stopped by Ctrl-C after {format_value(t.elapsed[-1], 's')}: the mapping below is the best seen "
+              f"until then")
+    elif t.stopped == "bound":
+        print(f"search stopped after {format_value(t.elapsed[-1], 's')} of its "
+              f"{format_value(res.info['time_budget'], 's')}: the mapping meets the lower bound below, so no mapping "
+              f"is faster")
     cs = getattr(t, "compile_seconds", 0.0)
     if t.elapsed and cs >= 1.0 and t.elapsed[-1] > cs:  # a first run's compilations: the rate without them
         print(f"lowering and compiling device calls: {format_value(cs, 's')} of the search "

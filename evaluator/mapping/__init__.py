@@ -171,6 +171,7 @@ class MappingResult:
         ds["elapsed"].attrs["long_name"] = "wall-clock seconds since the search began, at the iteration's end"
         ds.attrs.update({"kind": "mapping", "best_start": self.best_start, "tasks_per_node": self.tasks_per_node,
                          "search_completion_time": float(self.search_time),
+                         "search_stopped_by": t.stopped,
                          "skipped": "; ".join(f"{k}: {v}" for k, v in self.skipped.items())})
         ds.attrs.update({k: v for k, v in self.info.items() if isinstance(v, (str, int, float))})
         return ds
@@ -388,7 +389,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     movable = _movable(starts[i0].task_node, slot_node, tpn)
     best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
                                max_iterations=max_iterations, fixed_counts=tpn > 1, movable=movable,
-                               progress=progress, anneal=bool(anneal))
+                               progress=progress, anneal=bool(anneal), target=bound.value)
     task_node, t_final, name = _answer(topology, routing, traffic, evaluator.task_node(best), starts, times, i0)
     info = {"starts_seconds": t_built, "search_seconds": float(trace.elapsed[-1]) if trace.elapsed else 0.0,
             "evaluator": type(evaluator).__name__, "routing": routing.kind, "topology": topology.name,

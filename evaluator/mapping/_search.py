@@ -63,7 +63,7 @@ from .._types import Bool, Int
 from ..display import format_value
 from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
 
-__all__ = ["SearchTrace", "local_search", "KindScheduler", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MIN_SHARE",
+__all__ = ["SearchTrace", "local_search", "BOUND_RTOL", "KindScheduler", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MIN_SHARE",
            "PRIOR_COST", "MOVE_KINDS", "TUNE_FROM", "TUNE_MIN_BATCHES", "compile_seconds"]
 
 _REL = 1e-12
@@ -167,6 +167,10 @@ class SearchTrace:
     compile_seconds: float = 0.0
     """Seconds this process spent lowering and compiling device calls during the search (:func:`compile_seconds`):
     a first run's new shapes; a run that finds them in the compilation cache spends far less."""
+    stopped: str = "budget"
+    """What ended the search: ``"budget"`` (its seconds or iterations ran out), ``"bound"`` (the best mapping met
+    the lower bound ``target``: no mapping is faster, more search cannot gain) or ``"ctrl-c"`` (the user stopped it:
+    the result is the best mapping seen until then)."""
 
     def count(self, kind: str, scored: int = 0, applied: int = 0, improving: int = 0, seconds: float = 0.0) -> None:
         c = self.kinds.setdefault(kind, [0, 0, 0])
@@ -411,10 +415,24 @@ def _score_moves(evaluator, state, loads, a, b, step, tune, fractions) -> tuple[
     return np.asarray(tn), np.asarray(qn)
 
 
+def _ends(trace: SearchTrace, best: float, target: float | None, spent: bool) -> bool:
+    """Whether the search ends before its next batch: its best time meets the lower bound ``target`` (no mapping
+    is faster; ``trace.stopped`` becomes ``"bound"``), or its budget or iterations are ``spent``."""
+    if target is not None and best <= target * (1.0 + BOUND_RTOL):
+        trace.stopped = "bound"
+        return True
+    return spent
+
+
+BOUND_RTOL = 1e-9
+"""A mapping whose time is within this share above the lower bound meets it (the two are computed by different
+arithmetic: the kernel's sums against the bound's)."""
+
+
 def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float, seed: int = 0, candidates: int = 4096,
                  step: int | None = None, max_iterations: int | None = None, patience: int = 4,
                  fixed_counts: bool = False, movable: Bool[np.ndarray, "slot"] | None = None,
-                 progress: bool = True, kinds: tuple | None = None, anneal: bool = False
+                 progress: bool = True, kinds: tuple | None = None, anneal: bool = False, target: float | None = None
                  ) -> tuple[Int[np.ndarray, "slot"], SearchTrace]:
     """Improve ``slot_task`` (a permutation of the slots) with ``evaluator`` (a
     :class:`~._moves.MoveEvaluator`) for ``budget`` seconds; returns the best slot assignment seen and the
@@ -422,7 +440,8 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     count (whole nodes still swap): a launcher that fills every node with the same count can run the result.
     ``movable`` (bool per slot): block moves only between groups of movable slots. ``kinds``: the move kinds
     to use (default: every kind that applies, :data:`MOVE_KINDS`); ``anneal``: the Metropolis rule in batches
-    without an improving move (default off: only the kicks)."""
+    without an improving move (default off: only the kicks). It stops early where its best meets ``target`` (a
+    certified lower bound, s) or at a Ctrl-C, returning the best seen: ``trace.stopped`` (:func:`_ends`)."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
@@ -437,17 +456,16 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     t0 = time.perf_counter()
     # the step (moves per vmapped step) that runs fastest here: each of a few tried on two batches (the first
     # compiles), then the fastest kept; only with a budget that pays for the compilations
-    tunes = step is None and evaluator.step_choices and _tunes(budget, max_iterations)
-    tune = _StepTuner(evaluator.step_choices) if tunes else None
-    evaluated, it, heat = 0, 0, None
-    compiled0 = compile_seconds()
-    bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search", disable=not progress, leave=False,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
+    tune = _StepTuner(evaluator.step_choices) if (step is None and evaluator.step_choices
+                                                  and _tunes(budget, max_iterations)) else None
+    evaluated, it, heat, compiled0 = 0, 0, None, compile_seconds()
+    bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search (Ctrl-C: stop, keep the best)", leave=False,
+               disable=not progress, bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
     frac_of = lambda: (it / max_iterations if max_iterations is not None  # noqa: E731
                        else (time.perf_counter() - t0) / budget if budget > 0 else 1.0)
     try:
         while use_kinds and S >= 2:
-            if time.perf_counter() - t0 >= budget or (max_iterations is not None and it >= max_iterations):
+            if _ends(trace, best[0], target, time.perf_counter() - t0 >= budget or it == max_iterations):
                 break
             it += 1
             if heat is None or it % 4 == 1:  # the hot tasks drift slowly: every few batches
@@ -462,10 +480,9 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
                 pool = np.flatnonzero(w.state < evaluator.n_tasks) if fixed_counts else np.arange(S)
                 if pool.size < 2:
                     break
-                a, b = _swap_moves(pool, heat, candidates, rng)
-            else:
-                a, b = (_group_moves(groups[kind], heat, candidates, rng) if kind in groups
-                        else _structured_moves(kind, shape, shapes, grid, mov, candidates, rng))
+            a, b = (_swap_moves(pool, heat, candidates, rng) if kind == "swap" else _group_moves(
+                groups[kind], heat, candidates, rng) if kind in groups else _structured_moves(
+                kind, shape, shapes, grid, mov, candidates, rng))
             if a.shape[0] == 0:  # no movable box drawn: its cost still counts, or the scheduler keeps it
                 scheduler.record(kind, 1.0 if max_iterations is not None else time.perf_counter() - t_batch, 0.0)
                 continue
@@ -486,6 +503,8 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
             trace.add(elapsed, evaluated, accepted, w.t, best[0])
             bar.n = min(round(elapsed, 1), bar.total)
             bar.set_postfix_str(f"best {format_value(best[0], 's')}, {evaluated / max(elapsed, 1e-9):,.0f} moves/s")
+    except KeyboardInterrupt:  # the user's early stop: the best mapping seen so far (the trace's last row) is it
+        trace.stopped = "ctrl-c"
     finally:
         bar.close()
         trace.compile_seconds = compile_seconds() - compiled0
