@@ -21,22 +21,10 @@ from evaluator import cli
 from evaluator.errors import ConfigError
 from evaluator.plot import plot_sweep
 from evaluator.query import draw_summary, open_results
+from tests.test_plots_h3 import figures  # noqa: F401  (the fixture: the figures drawn, nothing written)
 
 SEEDS = 5
 LABELS = ["4x4x2", "8x4x4", "8x8x8"]
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """The figures plot_sweep draws, in order (nothing is written)."""
-    drawn = []
-
-    def catch(fig, path, dpi=120):
-        drawn.append(fig)
-        return path
-
-    monkeypatch.setattr(EP, "save_figure", catch)
-    return drawn
 
 
 def _dataset(x: str = "traffic.beta", labels=LABELS, infeasible=(0, 1, 3)) -> xr.Dataset:
