@@ -8,8 +8,9 @@ Public API (anything not listed in ``__all__`` may change):
 * traffic: :mod:`evaluator.traffic` (dense rank-one patterns in
   :mod:`evaluator.traffic.dense`, also ``evaluator.structured``);
   placement: :mod:`evaluator.placement`;
-* :func:`evaluate` (one design point -> :class:`xarray.Dataset`) and
-  :func:`evaluate_batch` (many variants of one topology and routing).
+* :func:`evaluate` (one design point -> :class:`xarray.Dataset`),
+  :func:`evaluate_batch` (many variants of one topology and routing) and
+  :func:`evaluate_draws` (points under many draws of a random routing: hashed ECMP's hash seeds).
 
 Byte counts must be exact, so importing the package turns on JAX 64-bit mode
 (``jax_enable_x64``). Importing it also turns on JAX's persistent compilation
@@ -33,7 +34,7 @@ from ._version import __version__  # noqa: E402
 from . import placement, routing, topology, traffic  # noqa: E402
 from .traffic import dense as structured  # noqa: E402  (the dense constructors, under their historical name)
 from .errors import ConfigError  # noqa: E402
-from .evaluation import BatchResult, evaluate, evaluate_batch  # noqa: E402
+from .evaluation import BatchResult, evaluate, evaluate_batch, evaluate_draws  # noqa: E402
 from .routing import Routing, dor, kshortest, minimal, optiq_heuristic, valiant, valiant_router  # noqa: E402
 from .topology import (  # noqa: E402
     DragonflyTopology,
@@ -72,6 +73,7 @@ __all__ = [
     "Placement",
     "evaluate",
     "evaluate_batch",
+    "evaluate_draws",
     "BatchResult",
     "open_results",
     "best",
