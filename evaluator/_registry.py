@@ -50,6 +50,17 @@ class Kind:
     name: str
     schema: type
     build: Callable[..., Any]
+    drawn: Callable[[Any], bool] | None = None
+    """``drawn(cfg)``: whether a config of this kind is one random draw (its ``seed`` picks the result: a random
+    placement, a random permutation, hashed ECMP's hash), where that is not the default
+    (:meth:`is_drawn`)."""
+
+    def is_drawn(self, cfg: Any) -> bool:
+        """Whether ``cfg`` (a schema instance) is one random draw: :attr:`drawn`, or by default whether the
+        schema has a ``seed`` field (a kind has one only to draw with it)."""
+        if self.drawn is not None:
+            return bool(self.drawn(cfg))
+        return dataclasses.is_dataclass(self.schema) and any(f.name == "seed" for f in dataclasses.fields(self.schema))
 
 
 K = TypeVar("K", bound=Kind)

@@ -126,24 +126,51 @@ def test_a_sweep_without_seed_axes_prints_no_draws_line(tmp_path, capsys):
                      "ray.enabled=false", "--no-progress", f"sweep.output_dir={tmp_path}"]) == 0
     out = capsys.readouterr().out
     assert "random draws" not in out
-    # ... but its hashed-ECMP rows are one draw (seed 0), and the sweep says so, with the way to the mean
-    assert ("ecmp-s0: one draw of a random routing; its rows are that draw's time, not what the routing gives on "
-            "average: add the axis routing.seed='range(0,16)'") in out
+    # ... but its rows are one draw of hashed ECMP, the random permutation and the random placement (seed 0 each),
+    # and the sweep says so, with the way to the mean
+    assert ("routing ecmp (seed 0); traffic random_permutation (seed 0); placement random (seed 0) are one random "
+            "draw each, so every row above is those draws', not what the point gives on average: add the axes "
+            "routing.seed='range(0,16)' traffic.seed='range(0,16)' placement.seed='range(0,16)' and rank with "
+            "evaluator query RUN --draws routing.seed traffic.seed placement.seed") in out
 
 
-@pytest.mark.parametrize("routings,seed_axis,said", [("ecmp,dmodk", False, ["ecmp-s0"]), ("dmodk,ecmp_spray", False, []),
-                                                     ("ecmp", True, [])])
-def test_a_sweep_names_its_one_draw_routings(routings, seed_axis, said, tmp_path, capsys):
-    """Only a random routing at one seed is named (hashed ECMP without a routing.seed axis); D-mod-k and the
-    spray fix their paths, and a seed axis gets the draws line instead."""
-    assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", f"routing={routings}",
-                     "traffic=random_permutation", "traffic.n_tasks=16", "placement=linear",
-                     *(["routing.seed=0,1"] if seed_axis else []), "ray.enabled=false", "--no-progress",
+@pytest.mark.parametrize("groups,said", [
+    (["routing=ecmp,dmodk", "traffic=shift"], ["routing ecmp (seed 0)"]),
+    (["routing=dmodk,ecmp_spray", "traffic=shift"], []),
+    (["routing=ecmp", "routing.seed=0,1", "traffic=shift"], []),
+    (["routing=dmodk,ecmp_spray", "traffic=random_permutation", "traffic.seed=3"],
+     ["traffic random_permutation (seed 3)"]),
+    (["routing=ecmp", "routing.seed=0,1", "traffic=random_permutation", "traffic.seed=0,1", "placement=random"],
+     ["placement random (seed 0)"]),
+])
+def test_a_sweep_names_its_one_draw_choices(groups, said, tmp_path, capsys):
+    """Only the random choices whose seed no axis sets are named (the contract's ``is_drawn``: a kind with a
+    ``seed``); D-mod-k, the spray, a shift and a linear placement fix their results, and a seed axis gets the
+    draws line instead."""
+    assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic.n_tasks=16",
+                     "placement=linear", *groups, "ray.enabled=false", "--no-progress",
                      f"sweep.output_dir={tmp_path}"]) == 0
     out = capsys.readouterr().out
-    named = [ln.split(":")[0] for ln in out.splitlines() if ": one draw of a random routing" in ln]
-    assert named == said
-    assert ("routing.seed: random draws" in out) == seed_axis
+    lines = [ln for ln in out.splitlines() if "random draw" in ln and "not what the point gives" in ln]
+    assert len(lines) == (1 if said else 0), out
+    if said:
+        assert lines[0].startswith("; ".join(said) + (" is one random draw" if len(said) == 1 else " are"))
+    seeds = [g.split("=")[0] for g in groups if g.split("=")[0].endswith(".seed") and "," in g]
+    assert (": random draws, one per row above" in out) == bool(seeds)
+
+
+def test_a_cartesian_placement_is_a_draw_only_where_an_order_is_random():
+    """The README's main job (dragonfly_cartesian: random group and node order by default) ranks one draw of
+    them; with both orders linear the seed does nothing, and the placement is no draw."""
+    from evaluator import config
+    from evaluator.config import drawn_choices
+
+    def drawn(*o):
+        return drawn_choices(config.to_object(config.compose(["placement=dragonfly_cartesian", *o])))
+
+    assert drawn() == {"placement": "placement dragonfly_cartesian (seed 0)"}
+    assert drawn("placement.group_order=linear") == {"placement": "placement dragonfly_cartesian (seed 0)"}
+    assert drawn("placement.group_order=linear", "placement.node_order=linear") == {}
 
 
 def _synthetic() -> xr.Dataset:

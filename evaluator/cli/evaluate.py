@@ -21,6 +21,7 @@ from ..cost.dataset import check_point_budget, with_cost
 from ..io import check_writable, write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
 from .._args import ArgumentParser
+from .sweep import one_draw_line
 
 __all__ = ["main"]
 
@@ -62,6 +63,9 @@ def main(argv: list[str]) -> int:
                           bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
                           progression=obj.progression)
         lines = summary_lines(ds)
+        drawn = {g: w for g, w in config.drawn_choices(obj).items() if g != "routing"}  # (the routing's: its draws)
+        if drawn:
+            lines.append("note        " + one_draw_line(drawn, "the time above is", "sweep the same overrides over"))
     with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:

@@ -171,8 +171,20 @@ def _summary(plan, ds, path) -> bool:
     if seeds:  # the rows above are single draws: the best of them is the luckiest draw, not what the point gives
         print(f"{', '.join(seeds)}: random draws, one per row above (the best row is the luckiest draw); each "
               f"point's mean over them with its tail and range: evaluator query {path} --draws {' '.join(seeds)}")
-    for name in plan.one_draw_routings():  # a random routing at one seed: its rows are that draw's
-        print(f"{name}: one draw of a random routing; its rows are that draw's time, not what the routing gives on "
-              f"average: add the axis routing.seed='range(0,16)' and rank with evaluator query RUN --draws "
-              f"routing.seed (evaluator eval prints 16 draws of one point)")
+    drawn = plan.one_draw_choices()  # random choices at one seed each: every row above is those draws' time
+    if drawn:
+        print(one_draw_line(drawn, "every row above is", "add"))
     return True
+
+
+def one_draw_line(drawn: dict[str, str], subject: str, verb: str) -> str:
+    """The line that says the choices ``drawn`` (:func:`evaluator.config.drawn_choices`) are one random draw each,
+    so ``subject`` (``"every row above is"``) their time, with the seed axes to ``verb`` (add to the sweep, or
+    sweep) and the ``query --draws`` that summarises them."""
+    axes = [f"{g}.seed" for g in drawn]
+    one = len(drawn) == 1
+    whose = "that draw's" if one else "those draws'"
+    return (f"{'; '.join(drawn.values())} {'is one random draw' if one else 'are one random draw each'}, so "
+            f"{subject} {whose}, not what the point gives on average: {verb} "
+            f"the {'axis' if one else 'axes'} {' '.join(a + '=' + repr('range(0,16)') for a in axes)} and rank with "
+            f"evaluator query RUN --draws {' '.join(axes)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..placement import KINDS as PLACEMENTS
 from ..placement import Placement, PlacementContext, placement_kind
 from ..routing import KINDS as ROUTINGS
 from ..routing import Routing
@@ -18,7 +19,7 @@ from ..traffic import DenseTraffic, PhasedTraffic, Traffic
 from .schemas import FAMILIES, JOB_KEYS
 
 __all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_placement", "build_job", "DesignPoint", "build",
-           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs"]
+           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs", "drawn_choices"]
 
 
 def build_topology(cfg) -> Topology:
@@ -30,6 +31,20 @@ def build_topology(cfg) -> Topology:
     if lat is None and topo.latency is None:
         return topo
     return topo.with_latency(lat)
+
+
+def drawn_choices(obj) -> dict[str, str]:
+    """The groups of a design point's config (routing, traffic, placement) whose config is one random draw (its
+    kind's :meth:`~evaluator._registry.Kind.is_drawn`: hashed ECMP's hash, a random permutation, a random or
+    randomly ordered placement): ``{group: "<group> <kind> (seed <seed>)"}``. A result of such a point is that
+    draw's, not what the point gives on average over its seeds."""
+    out = {}
+    for group, kinds in (("routing", ROUTINGS), ("traffic", TRAFFICS), ("placement", PLACEMENTS)):
+        cfg = getattr(obj, group, None)
+        name = getattr(cfg, "kind", None)
+        if name in set(kinds) and kinds[name].is_drawn(cfg):
+            out[group] = f"{group} {cfg.kind} (seed {getattr(cfg, 'seed', '?')})"
+    return out
 
 
 def build_routing_spec(cfg) -> Routing:

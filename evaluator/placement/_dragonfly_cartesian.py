@@ -167,4 +167,7 @@ def _seeded(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext,
 
 
 DRAGONFLY_CARTESIAN = PlacementKind("dragonfly_cartesian", DragonflyCartesianConfig, _from_config, seeded=_seeded,
-                                   needs=DRAGONFLY)
+                                   needs=DRAGONFLY,
+                                   drawn=lambda cfg: "random" in (cfg.group_order, cfg.node_order))
+"""(The seed draws the groups' or the nodes' order where either is ``random``; with both ``linear`` it does
+nothing.)"""

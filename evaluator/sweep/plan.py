@@ -192,24 +192,23 @@ class SweepPlan:
                 out.append((f"b{int(b):05d}-c{k // self.chunk_size:06d}", pts[k:k + self.chunk_size]))
         return out
 
-    def one_draw_routings(self) -> list[str]:
-        """The labels of the sweep's routings of which one spec is one random draw
-        (:meth:`~evaluator.routing.Routing.draws`: hashed ECMP, one hash seed) where no axis sets their seed
-        (``routing.seed``): every row of such a routing is that one draw's time, not what the routing gives. A
-        routing that cannot be built here is left to the points, which say why."""
-        from ..config import build_routing_spec
+    def one_draw_choices(self) -> dict[str, str]:
+        """The sweep's choices that are one random draw each (:func:`evaluator.config.drawn_choices`: hashed
+        ECMP's hash, a random permutation, a random or randomly ordered placement) where no axis sets their seed
+        (``<group>.seed``): every row is then that draw's time, not what the point gives on average.
+        ``{group: "<group> <kind> (seed <seed>)"}`` (several kinds of one group joined); none for several-jobs
+        sweeps (each job has its own groups)."""
+        from ..config import drawn_choices
 
-        if any("routing.seed" in ax.keys for ax in self.axes) or any(has_jobs(b) for b in self.bases.values()):
-            return []
-        out = []
+        seeded = {k for ax in self.axes for k in ax.keys if k.endswith(".seed")}
+        out: dict[str, list[str]] = {}
         for base in self.bases.values():
-            try:
-                spec = build_routing_spec(base.routing)
-            except (ConfigError, TypeError, ValueError):
-                continue
-            if spec.draws(1) and spec.label not in out:
-                out.append(spec.label)
-        return out
+            if has_jobs(base):
+                return {}
+            for group, what in drawn_choices(base).items():
+                if f"{group}.seed" not in seeded and what not in out.setdefault(group, []):
+                    out[group].append(what)
+        return {g: ", ".join(v) for g, v in out.items()}
 
     @property
     def seed_axis(self) -> int | None:
