@@ -86,8 +86,11 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
             raise ConfigError(field, name, f"an axis of the dataset: {dims}",
                               None if dims else "This dataset has no axes (a single design point from `evaluator "
                                                 "eval`); plot a sweep dataset.")
-    if series is None:
+    if series is None:  # the jobs, else the routings, unless that axis is x or the only one x could be
         series = "job" if "job" in dims else ("routing" if "routing" in dims else None)
+        if series is not None and (x == series or (x is None and not any(
+                d != series and not d.endswith("seed") for d in dims))):
+            series = None
     draws = _draw_axes(draws, dims, x, series)
     if x is None:
         rest = [d for d in dims if d != series and d not in draws]
@@ -219,6 +222,8 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     for c in range(ncols):
         axs[-1, c].set_xlabel(x + (" (grouped by size, ascending)" if grouped else ""))
     title = ds.attrs.get("title", "")
+    if ds.attrs.get("one_draw"):  # a sweep's random choices drawn once (evaluator.sweep.plan.one_draw_choices)
+        reduced.append(f"one draw of {ds.attrs['one_draw']}")
     if reduced:  # a point is not one design point: say what it stands for (wrapped to the figure's width)
         title = (title + "\n" if title else "") + textwrap.fill(f"each point: {'; '.join(reduced)}",
                                                                  int(13 * fig.get_figwidth()))

@@ -229,3 +229,30 @@ def test_optimize_says_a_hashed_routings_rows_are_one_draw(tmp_path, capsys):
             "gives on average") in out
     assert cli.main([*base, "--routings", "dmodk"]) == 0
     assert "one draw of a random routing" not in capsys.readouterr().out
+
+
+def test_the_dataset_query_and_plot_say_its_rows_are_one_draw(tmp_path, capsys, monkeypatch):
+    """The sweep's dataset records its random choices drawn once (``one_draw``); query prints it under its table
+    and plot puts it in the title, where nothing else would tell a later reader."""
+    import evaluator.plot as EP
+    from evaluator.plot import plot_sweep
+
+    assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=shift",
+                     "traffic.n_tasks=16", "placement=linear", "routing=ecmp,dmodk", "ray.enabled=false",
+                     "--no-progress", f"sweep.output_dir={tmp_path}"]) == 0
+    (path,) = sorted(tmp_path.rglob("*.nc"))
+    ds = open_results(path)
+    assert ds.attrs["one_draw"] == "routing ecmp (seed 0)"
+    capsys.readouterr()
+    assert cli.main(["query", str(path)]) == 0
+    assert "every row is one draw of routing ecmp (seed 0): no axis draws their seeds" in capsys.readouterr().out
+    drawn = []
+    monkeypatch.setattr(EP, "save_figure", lambda fig, p, dpi=120: drawn.append(fig) or p)
+    plot_sweep(ds, tmp_path / "p.png")  # (its one axis, routing, on x: no series)
+    assert "one draw of routing ecmp (seed 0)" in drawn[0]._suptitle.get_text().replace("\n", " ")
+    assert drawn[0].axes[0].get_xlabel() == "routing"  # (a dataset of one routing axis: before, refused as the series)
+    assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=shift",
+                     "traffic.n_tasks=16", "placement=linear", "routing=dmodk,ecmp_spray", "ray.enabled=false",
+                     "--no-progress", f"sweep.output_dir={tmp_path / 'fixed'}"]) == 0
+    (fixed,) = sorted((tmp_path / "fixed").rglob("*.nc"))
+    assert open_results(fixed).attrs["one_draw"] == ""

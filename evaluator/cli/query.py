@@ -87,4 +87,7 @@ def main(argv: list[str]) -> int:
             print(table.to_string(float_format=lambda x: repr(float(x))))  # every digit, as stored
     else:
         print(format_table(table))
+    if ds.attrs.get("one_draw"):  # (a sweep's random choices drawn once: every row is one draw of them)
+        print(f"every row is one draw of {ds.attrs['one_draw']}: no axis draws their seeds, so a row is not what its "
+              f"point gives on average (sweep their seeds and rank with --draws)")
     return 0

@@ -209,6 +209,7 @@ def _attrs(plan: SweepPlan, manifest: dict, results: list[dict]) -> dict[str, An
         "n_points": int(plan.n_points),
         "chunk_size": int(plan.chunk_size),  # as run (config_yaml keeps sweep.chunk_size as given: null, the default)
         "n_feasible": int(n_feasible),
+        "one_draw": "; ".join(plan.one_draw_choices().values()),  # random choices drawn once: every point one draw
         "start_time": manifest["start_time"],
         "end_time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "Conventions": "CF-1.8",
