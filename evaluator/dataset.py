@@ -32,10 +32,12 @@ import pandas as pd
 import xarray as xr
 
 from ._types import Bool, Float, Int, Shaped
+from .errors import ConfigError
 
 __all__ = [
     "DRAW_QUANTILE",
     "draw_stats",
+    "check_draw_axes",
     "first_rankable",
     "predicted_time",
     "Metric",
@@ -720,6 +722,24 @@ DRAW_QUANTILE = 0.95
 """The tail :func:`draw_stats` (and :func:`evaluator.query.draw_summary`) reports: the value that this share of the
 draws do at least as well as (the 95th percentile of a time, ``<name>_p95``; the 5th of a throughput,
 ``<name>_p05``)."""
+
+
+def check_draw_axes(draws: Any, dims: Sequence[str], taken: Sequence[tuple[str, str | None]] = ()) -> list[str]:
+    """``draws`` checked as the axes of a summary over draws (:func:`draw_stats`): a non-empty list of axes of
+    ``dims``, none of them ``taken`` (``(what, axis)`` pairs the caller uses otherwise: a plot's x and series);
+    repeats dropped. A :class:`~evaluator.errors.ConfigError` naming ``draws`` otherwise."""
+    dims = [str(d) for d in dims]
+    if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or not draws:
+        raise ConfigError("draws", draws, f"a non-empty list of axes of the dataset: {dims}")
+    draws = list(dict.fromkeys(str(d) for d in draws))
+    used = [(what, axis) for what, axis in taken if axis is not None]
+    bad = [d for d in draws if d not in dims or d in {axis for _, axis in used}]
+    if bad:
+        other = " and ".join(f"{what} ({axis!r})" for what, axis in used)
+        raise ConfigError("draws", bad, f"axes of the dataset{' other than ' + other if other else ''}: "
+                                        f"{[d for d in dims if d not in {axis for _, axis in used}]}",
+                          None if dims else "This dataset has no axes (a single design point).")
+    return draws
 
 
 def draw_stats(values: xr.DataArray, draws: Sequence[str], smaller: bool | None) -> xr.Dataset:

@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .dataset import metric as metric_entry
-from .dataset import draw_stats, rankable, smaller_is_better
+from .dataset import check_draw_axes, draw_stats, rankable, smaller_is_better
 from .display import axis_label, display_unit
 from .errors import ConfigError, require
 from .io import save_figure
@@ -119,8 +119,7 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
     if draws:
         stats = draw_stats(da.astype(float), draws, smaller)
         da = stats["mean"]
-        band = {k: stats[k] for k in ("min", "max", "tail")} if smaller is not None else \
-            {k: stats[k] for k in ("min", "max")}
+        band = {k: stats[k] for k in ("min", "max", "tail") if k != "tail" or smaller is not None}
         n = int(np.prod([ds.sizes[d] for d in draws]))
         tail = (f", dotted: their {round(100 * stats.attrs['quantile'])}th percentile" if smaller is not None
                 else "")
@@ -145,15 +144,7 @@ def _draw_axes(draws, dims: list[str], x, series) -> list[str]:
     ``x`` nor ``series``), or by default every axis whose name ends in ``seed`` but ``x`` and ``series``."""
     if draws is None:
         return [d for d in dims if d.endswith("seed") and d not in (x, series)]
-    if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or not draws:
-        raise ConfigError("draws", draws, f"a non-empty list of axes of the dataset: {dims}")
-    draws = list(dict.fromkeys(str(d) for d in draws))
-    bad = [d for d in draws if d not in dims or d in (x, series)]
-    if bad:
-        taken = " and ".join(f"{k} ({v!r})" for k, v in (("x", x), ("the series", series)) if v is not None)
-        raise ConfigError("draws", bad, f"axes of the dataset{' other than ' + taken if taken else ''}: "
-                                        f"{[d for d in dims if d not in (x, series)]}")
-    return draws
+    return check_draw_axes(draws, dims, (("x", x), ("the series", series)))
 
 
 def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
@@ -169,7 +160,7 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     every axis named ``*seed`` but ``x`` and ``series``) are random draws:
     each point is their mean, with a band from the smallest to the largest
     draw and a dotted line at the tail on the bad side (the 95th percentile
-    of a time; :func:`evaluator.query.draw_stats`, as ``evaluator query
+    of a time; :func:`evaluator.dataset.draw_stats`, as ``evaluator query
     --draws``); a point with an infeasible draw is left out. Any other
     remaining axis is reduced to its best value, in the direction
     of the metric table (:data:`evaluator.dataset.TABLE`; a variable without

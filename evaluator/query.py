@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .dataset import DRAW_QUANTILE, ROW_LABELS, TABLE, draw_stats, first_rankable, predicted_time, rankable, shown, \
+from .dataset import DRAW_QUANTILE, ROW_LABELS, TABLE, check_draw_axes, draw_stats, first_rankable, predicted_time, rankable, shown, \
     smaller_is_better
 from .dataset import metric as metric_entry
 from .display import rank_labels
@@ -278,13 +278,7 @@ def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None
         metric = default_metric(ds)
     _check_rankable(ds, metric)
     dims = [str(d) for d in ds[metric].dims]
-    if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or not draws:
-        raise ConfigError("draws", draws, f"a non-empty list of axes of the dataset: {dims}")
-    draws = list(dict.fromkeys(str(d) for d in draws))
-    bad = [d for d in draws if d not in dims]
-    if bad:
-        raise ConfigError("draws", bad, f"axes of the dataset: {dims}",
-                          None if dims else "This dataset has no axes (a single design point).")
+    draws = check_draw_axes(draws, dims)
     rest = [d for d in dims if d not in draws]
     feasible = ds["feasible"].fillna(False).astype(bool) if ("feasible" in ds.data_vars and set(ds["feasible"].dims)
                                                              <= set(dims)) else True

@@ -4,7 +4,7 @@
 ``PATH|STUDY``: a dataset, or a study's name for its latest run (:func:`evaluator.runs.resolve`).
 ``--draws AXIS``: the axis's values are random draws (default: every axis named ``*seed`` but ``--x`` and
 ``--series``); each point is their mean, with a band from the smallest to the largest and the tail dotted, as
-``evaluator query --draws`` summarises them (:func:`evaluator.query.draw_stats`).
+``evaluator query --draws`` summarises them (:func:`evaluator.dataset.draw_stats`).
 """
 
 from __future__ import annotations
