@@ -58,6 +58,8 @@ __all__ = [
     "int_list",
     "per_dim",
     "reason",
+    "NOT_COMPUTED",
+    "with_partial",
 ]
 
 
@@ -288,3 +290,17 @@ def check_seed(field: str, value: Any) -> int:
     require(is_int(value) and int(value) >= 0, field, value, "an integer >= 0 (a NumPy default_rng seed)",
             "Seeds are 0, 1, 2, ...; use a different non-negative integer for another random draw.")
     return int(value)
+
+
+NOT_COMPUTED = "not computed: the run was interrupted (Ctrl-C or SIGTERM) before it"
+"""The reason a long run records for the points its interruption left out (:func:`with_partial`)."""
+
+
+def with_partial(exc: KeyboardInterrupt, partial: Any) -> KeyboardInterrupt:
+    """``exc`` (a Ctrl-C, or a SIGTERM that the command line turned into one) carrying ``partial``: what the
+    interrupted run had finished, marked as partial (a study's dataset: the points not reached NaN, their reason
+    :data:`NOT_COMPUTED`, the attribute ``interrupted`` saying how far it got). The run raises it again: a caller
+    that does not look stops as before (the same exception, the same exit status), one that does reads
+    ``exc.partial`` (the studies' commands write it)."""
+    exc.partial = partial
+    return exc

@@ -1,5 +1,6 @@
 """``evaluator study NAME [options]``: run a named study (:mod:`evaluator.studies`), print its tables, write its
 dataset and plot (``evaluator study --help`` lists the studies, ``evaluator study NAME --help`` their options).
+A Ctrl-C or SIGTERM stops a study; the points it finished are written (exit status 130 or 143).
 
 ``python -m evaluator.studies NAME ...`` is the same command."""
 
@@ -26,5 +27,7 @@ def main(argv: list[str]) -> int:
         print(_usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     from ..studies import run_study
+    from ..sweep.driver import stop_on_sigterm
 
-    return run_study(argv[0], argv[1:], prog="evaluator study")
+    with stop_on_sigterm():  # SIGTERM stops a study as Ctrl-C does: its points finished are written (exit 143)
+        return run_study(argv[0], argv[1:], prog="evaluator study")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..errors import NOT_COMPUTED
 from ._rdn_points import BOUNDS, TDN_ADAPTIVE, TDN_ROUTINGS
 
 
@@ -116,8 +117,12 @@ def format_study(ds: xr.Dataset) -> str:
              s.to_string(), "", h.to_string()]
     if notes:
         lines += ["", "bounds and UGAL not computed (n/a):"] + [f"  {w}" for w in notes]
-    points = [f"  {pat} {int(q)} groups: {ds.refused.sel(pattern=pat, groups=q).item()}"
-              for pat in ds.pattern.values for q in ds.groups.values if ds.refused.sel(pattern=pat, groups=q).item()]
+    why = {(pat, int(q)): str(ds.refused.sel(pattern=pat, groups=q).item()) for pat in ds.pattern.values
+           for q in ds.groups.values}
+    points = [f"  {pat} {q} groups: {w}" for (pat, q), w in why.items() if w and w != NOT_COMPUTED]
+    left = sum(w == NOT_COMPUTED for w in why.values())
+    if left:  # an interrupted run: one line for the points it did not reach
+        points.append(f"  {left} of the {len(why)} points, the last in the order pattern then groups: {NOT_COMPUTED}")
     if points:
         lines += ["", "points not computed (n/a):"] + points
     return "\n".join(lines)
@@ -191,6 +196,7 @@ def plot_study(ds: xr.Dataset, path) -> None:
     n = int(ds.sizes.get("seed", 1))
     fig.suptitle(f"RDN-GRAP vs TDN on {ds.attrs.get('machine', '')}, "
                  f"{100 * float(ds.attrs.get('background', 0)):g}% background"
-                 + (f"; mean over {n} random mappings of the TDN, band: min-max" if n > 1 else ""))
+                 + (f"; mean over {n} random mappings of the TDN, band: min-max" if n > 1 else "")
+                 + ("\ninterrupted: " + ds.attrs["interrupted"].split(";")[0] if "interrupted" in ds.attrs else ""))
     fig.tight_layout()
     save_figure(fig, path)

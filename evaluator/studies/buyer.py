@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -43,7 +44,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..cost import link_product, network_cost
-from ..errors import ConfigError, WordedError
+from ..errors import NOT_COMPUTED, ConfigError, WordedError, with_partial
 from ..latency import Latency
 from ..placement import linear
 from ..routing import ecmp
@@ -216,6 +217,28 @@ def evaluate_point(topology, workload: str, routing: str, n_tasks: int, seed: in
 
 
 # ------------------------------------------------------------------------------------------- the study
+def _evaluate_draws(tm, thr, refused, at: tuple, topo, fam: str, wname: str, rname: str, n: int, K: int, memo,
+                    pbar) -> None:
+    """One (size, network, routing, workload) of :func:`buyer_study`: its ``K`` draws (one where nothing in it is
+    random) into ``tm`` and ``thr`` at ``at``, the first refusal's reason into ``refused``; ``memo`` as there."""
+    draws = K if (wname in SEEDED or rname == "ecmp") else 1
+    pbar.set_postfix_str(f"{n} nodes {fam}/{rname} {wname}", refresh=False)
+    for s in range(draws):
+        key = (_topology_key(topo), wname, rname, n, s)
+        if memo is None or key not in memo:
+            res = evaluate_point(topo, wname, rname, n, s)
+            if memo is not None:
+                memo[key] = res
+        tm[at + (s,)], thr[at + (s,)], why = res if memo is None else memo[key]
+        if why:
+            refused[at] = why
+            pbar.update(draws - s)
+            break
+        pbar.update(1)
+    if draws == 1:
+        tm[at], thr[at] = tm[at + (0,)], thr[at + (0,)]
+
+
 def _topology_key(topo) -> tuple[str, str]:
     """The network's name and a digest of its links (ends and capacities): equal keys, the same network."""
     h = hashlib.sha1()
@@ -236,7 +259,12 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
 
     ``memo`` (optional, a dict the caller keeps): points already evaluated, by topology, workload, routing, size
     and seed; a second study with the same memo (``--equal cost,power``) evaluates only the networks the first did
-    not build (the same network at equal cost and at equal power is evaluated once)."""
+    not build (the same network at equal cost and at equal power is evaluated once).
+
+    A Ctrl-C (KeyboardInterrupt; ``evaluator study`` turns SIGTERM into one) stops the study at once and is raised
+    again carrying ``.partial``: this dataset with what finished (the rest NaN, ``refused`` saying
+    :data:`~evaluator.errors.NOT_COMPUTED`, the attribute ``interrupted`` saying how much), which ``evaluator study
+    buyer`` writes (:func:`~evaluator.errors.with_partial`)."""
     sizes, workloads = [int(s) for s in sizes], list(workloads)
     S, Nw, R, W, K = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads), int(n_seeds)
     tm = np.full((S, Nw, R, W, K), np.nan)
@@ -245,45 +273,42 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
     cost, power, nodes, within = (np.full((S, Nw), np.nan), np.full((S, Nw), np.nan), np.zeros((S, Nw), int),
                                   np.zeros((S, Nw), bool))
     names = np.full((S, Nw), "", dtype=object)
-    budgets = []
+    budgets = np.full(S, np.nan)
+    done = np.zeros((S, Nw, R, W), bool)  # (size, network, routing, workload) finished, every seed
+    for j, fam in enumerate(NETWORKS):
+        for r, rname in enumerate(ALL_ROUTINGS):
+            if rname not in ROUTINGS[fam]:
+                refused[:, j, r, :], done[:, j, r, :] = "not a routing of this network", True
+    to_do = ~done
     per_size = sum(sum(K if (w in SEEDED or r == "ecmp") else 1 for w in workloads) for fam in NETWORKS
                    for r in ROUTINGS[fam])
     from tqdm.auto import tqdm
 
     pbar = tqdm(total=per_size * S, unit="point", desc="buyer", disable=not bar, dynamic_ncols=True)
-    for i, n in enumerate(sizes):
-        t0 = time.perf_counter()
-        nets = equal_networks(n, equal, tolerance, link)
-        budgets.append(nets["budget"])
-        for j, fam in enumerate(NETWORKS):
-            topo, _, ok = nets[fam]
-            nc = network_cost(topo)
-            cost[i, j], power[i, j], nodes[i, j], within[i, j], names[i, j] = nc.cost, nc.power, topo.n_nodes, ok, \
-                topo.name
-            for r, rname in enumerate(ALL_ROUTINGS):
-                if rname not in ROUTINGS[fam]:
-                    refused[i, j, r, :] = "not a routing of this network"
-                    continue
-                for w, wname in enumerate(workloads):
-                    draws = K if (wname in SEEDED or rname == "ecmp") else 1
-                    pbar.set_postfix_str(f"{n} nodes {fam}/{rname} {wname}", refresh=False)
-                    for s in range(draws):
-                        key = (_topology_key(topo), wname, rname, n, s)
-                        if memo is None or key not in memo:
-                            res = evaluate_point(topo, wname, rname, n, s)
-                            if memo is not None:
-                                memo[key] = res
-                        tm[i, j, r, w, s], thr[i, j, r, w, s], why = res if memo is None else memo[key]
-                        if why:
-                            refused[i, j, r, w] = why
-                            pbar.update(draws - s)
-                            break
-                        pbar.update(1)
-                    if draws == 1:
-                        tm[i, j, r, w, :], thr[i, j, r, w, :] = tm[i, j, r, w, 0], thr[i, j, r, w, 0]
-        if progress is not None:
-            progress(n, equal, time.perf_counter() - t0)
-    pbar.close()
+    stopped = None
+    try:
+        for i, n in enumerate(sizes):
+            t0 = time.perf_counter()
+            nets = equal_networks(n, equal, tolerance, link)
+            budgets[i] = nets["budget"]
+            for j, fam in enumerate(NETWORKS):
+                topo, _, ok = nets[fam]
+                nc = network_cost(topo)
+                cost[i, j], power[i, j], nodes[i, j], within[i, j], names[i, j] = nc.cost, nc.power, topo.n_nodes, \
+                    ok, topo.name
+                for r, rname in enumerate(ALL_ROUTINGS):
+                    if rname not in ROUTINGS[fam]:
+                        continue
+                    for w, wname in enumerate(workloads):
+                        _evaluate_draws(tm, thr, refused, (i, j, r, w), topo, fam, wname, rname, n, K, memo, pbar)
+                        done[i, j, r, w] = True
+            if progress is not None:
+                progress(n, equal, time.perf_counter() - t0)
+    except KeyboardInterrupt as exc:  # what finished is kept; the rest is marked
+        stopped = exc
+        tm[~done], thr[~done], refused[~done] = np.nan, np.nan, NOT_COMPUTED
+    finally:
+        pbar.close()
     dims5 = ("size", "network", "routing", "workload", "seed")
     ds = xr.Dataset(
         {"time": (dims5, tm, {"units": "s", "long_name": "completion time (bandwidth bound; allreduce_8B: "
@@ -295,7 +320,7 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
          "nodes": (("size", "network"), nodes),
          "topology": (("size", "network"), names.astype(str)),
          "within_tolerance": (("size", "network"), within),
-         "budget": (("size",), np.array(budgets), {"units": "relative" if equal == "cost" else "W"})},
+         "budget": (("size",), budgets, {"units": "relative" if equal == "cost" else "W"})},
         coords={"size": sizes, "network": list(NETWORKS), "routing": list(ALL_ROUTINGS), "workload": workloads,
                 "seed": np.arange(K)})
     with np.errstate(all="ignore"):
@@ -310,15 +335,29 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
                      "link_product": str(link_product(link)), "evaluator_version": __version__,
                      "latency": repr(LATENCY),
                      "routings": "; ".join(f"{k}: {', '.join(v)}" for k, v in ROUTINGS.items())})
+    if stopped is not None:
+        finished, total = int((done & to_do).sum()), int(to_do.sum())
+        if not finished:
+            raise stopped
+        ds.attrs["interrupted"] = (f"{finished} of {total} (size, network, routing, workload) finished, every seed; "
+                                   f"the other {total - finished} NaN, refused '{NOT_COMPUTED}'")
+        raise with_partial(stopped, ds)
     return ds
 
 
 def best_table(ds: xr.Dataset) -> list[dict]:
-    """Per size, network and workload: the best routing(s) by mean time (ties within 1e-9 relative, all listed)."""
+    """Per size, network and workload: the best routing(s) by mean time (ties within 1e-9 relative, all listed);
+    none where an interruption left a routing not computed (``not_computed``: the best of the others is not the
+    best)."""
     rows = []
     for n in ds["size"].values:
         for fam in NETWORKS:
             for wl in ds["workload"].values:
+                if any(str(ds["refused"].sel(size=n, network=fam, routing=r, workload=wl).values) == NOT_COMPUTED
+                       for r in ROUTINGS[fam]):
+                    rows.append({"size": int(n), "network": fam, "workload": str(wl), "best": (), "time": math.nan,
+                                 "not_computed": True})
+                    continue
                 t = {r: float(ds["time_mean"].sel(size=n, network=fam, routing=r, workload=wl)) for r in ROUTINGS[fam]}
                 ok = {r: v for r, v in t.items() if math.isfinite(v)}
                 if not ok:
@@ -358,7 +397,8 @@ def format_study(ds: xr.Dataset) -> str:
             cells = []
             for w in wls:
                 r = next(x for x in rows if x["size"] == int(n) and x["network"] == fam and x["workload"] == w)
-                cells.append(f"{'='.join(r['best']) or 'refused'} {_fmt_t(r['time'])}")
+                cells.append(f"{'='.join(r['best']) or ('not computed' if r.get('not_computed') else 'refused')} "
+                             f"{_fmt_t(r['time'])}")
             lines.append("  " + f"{fam:<10}" + "".join(f"{c:>30}" for c in cells))
         lines.append("  every routing: mean [min, max] over seeds")
         for fam in NETWORKS:
@@ -375,8 +415,10 @@ def format_study(ds: xr.Dataset) -> str:
             for r in ROUTINGS[fam]:
                 for w in wls:
                     why = str(ds["refused"].sel(size=n, network=fam, routing=r, workload=w).values)
-                    if why:
+                    if why and why != NOT_COMPUTED:
                         lines.append(f"  refused {fam}/{r} {w}: {why[:160]}")
+    if "interrupted" in ds.attrs:
+        lines += ["", f"interrupted: {ds.attrs['interrupted']}"]
     return "\n".join(lines)
 
 
@@ -389,15 +431,17 @@ def plot_study(ds: xr.Dataset, path) -> None:
     sizes = [int(s) for s in ds["size"].values]
     wls = [str(w) for w in ds["workload"].values]
     fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
-    best = ds["time_mean"].min("routing", skipna=True)
+    full = (ds["refused"] != NOT_COMPUTED).all("routing")  # an interrupted run: (size, network, workload) whole
+    best = ds["time_mean"].min("routing", skipna=True).where(full)
     for ax, n in zip(axes[0], sizes):
-        b = best.sel(size=n)
+        b = best.sel(size=n).where(full.sel(size=n).all("network"))  # a workload every network finished
         rel = b / b.min("network", skipna=True)
         x = np.arange(len(wls))
         for j, fam in enumerate(NETWORKS):
             ax.bar(x + (j - 1) * 0.27, rel.sel(network=fam).values, 0.27, label=fam)
         ax.set_xticks(x, wls, rotation=30, ha="right")
-        ax.set_title(f"{n} nodes, equal {ds.attrs['equal']}")
+        ax.set_title(f"{n} nodes, equal {ds.attrs['equal']}"
+                     + ("\n(interrupted: not computed where no bars)" if "interrupted" in ds.attrs else ""))
         ax.set_ylabel("best time / fastest network")
         ax.legend()
     fig.tight_layout()
@@ -422,7 +466,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
     size, evaluate every deployed routing on every workload, print the table, write the dataset (netCDF) and the
     plot (PNG) under ``--out``. Every option is checked before any work."""
     from .._args import ArgumentParser
-    from ..io import check_writable, write_netcdf
+    from ..io import check_writable
 
     class Parser(ArgumentParser):
         def error(self, message):
@@ -481,18 +525,34 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
                                                          "on N/2 nodes and two on N/4)")
     check_writable("--out", out)
     memo: dict = {}
-    for equal in equals:
+    for k, equal in enumerate(equals):
         t0 = time.perf_counter()
-        ds = buyer_study(sizes, n_seeds[0], equal, tol, link, wls, memo=memo, bar=True,
-                         progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True))
-        ds.attrs["total_seconds"] = time.perf_counter() - t0
-        print(format_study(ds))
-        print(f"total {ds.attrs['total_seconds']:.1f} s (equal {equal})")
-        out.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        nc, png = out / f"buyer-{equal}-{stamp}.nc", out / f"buyer-{equal}-{stamp}.png"
-        write_netcdf(ds, nc)
-        plot_study(ds, png)
-        print(f"dataset: {nc}")
-        print(f"plot: {png}")
+        try:
+            ds = buyer_study(sizes, n_seeds[0], equal, tol, link, wls, memo=memo, bar=True,
+                             progress=lambda n, e, s: print(f"{n:>6} nodes (equal {e}) {s:7.1f} s", flush=True))
+        except KeyboardInterrupt as exc:  # what finished is written, then the run stops as interrupted
+            part = getattr(exc, "partial", None)
+            if part is not None:
+                _write(part, equal, time.perf_counter() - t0, out)
+            print(f"study interrupted (equal {equal}): " + ("what finished is written above" if part is not None
+                  else "nothing finished, nothing written") + (f"; equal {', '.join(equals[k + 1:])} not started"
+                                                               if equals[k + 1:] else ""), file=sys.stderr)
+            raise
+        _write(ds, equal, time.perf_counter() - t0, out)
     return 0
+
+
+def _write(ds: xr.Dataset, equal: str, seconds: float, out: Path) -> None:
+    """Print the study's report and write its dataset and plot under ``out``."""
+    from ..io import write_netcdf
+
+    ds.attrs["total_seconds"] = seconds
+    print(format_study(ds))
+    print(f"total {seconds:.1f} s (equal {equal})")
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    nc, png = out / f"buyer-{equal}-{stamp}.nc", out / f"buyer-{equal}-{stamp}.png"
+    write_netcdf(ds, nc)
+    plot_study(ds, png)
+    print(f"dataset: {nc}")
+    print(f"plot: {png}", flush=True)

@@ -66,6 +66,7 @@ machine's groups are dropped; a point the evaluator refuses
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,8 +75,8 @@ import numpy as np
 import xarray as xr
 
 from .._version import __version__
-from ..errors import (ConfigError, ConfigTypeError, ResourceError, check_seed, is_int, positive_float, positive_int,
-                      require)
+from ..errors import (NOT_COMPUTED, ConfigError, ConfigTypeError, ResourceError, check_seed, is_int, positive_float,
+                      positive_int, require, with_partial)
 from ..topology import dragonfly
 from ._rdn_points import (BOUND_TEXT, BOUNDS, DEFAULT_GROUPS, INTRA, MACHINE_GRAMMAR, MAX_LP_NNZ, PAPER_MACHINE,
                           PATTERNS, TDN_ADAPTIVE, TDN_ROUTINGS, PointRefused, RdnMachine, _job, _rdn_point, _tdn_point,
@@ -164,38 +165,50 @@ def _check_study_args(machine, groups, patterns, background, seed, bounds, max_l
 
 def _run_points(machine, pats, sizes, fraction, seed, n_seeds, bounds, max_lp_nnz, solver, adaptive, progress):
     """Every ``(pattern, groups)`` point on the RDN and, per seed, on the TDN: the raw variables
-    (:data:`VARIABLES`), the seconds of each point, why a point was refused and why a seed's bound is NaN."""
+    (:data:`VARIABLES`), the seconds of each point, why a point was refused and why a seed's bound is NaN; and
+    ``(points finished, the KeyboardInterrupt that stopped the run or None)``: a Ctrl-C (or SIGTERM) keeps the
+    points finished, the one in progress and those after it NaN with the reason :data:`NOT_COMPUTED`."""
     shape, shape_s = (len(pats), len(sizes)), (len(pats), len(sizes), n_seeds)
     data = {v: np.full(shape_s if v.startswith("tdn_") else shape, np.nan) for v in VARIABLES}
     secs = np.zeros(shape)
     refused = np.full(shape, "", dtype=object)
     bound_refused = np.full(shape_s, "", dtype=object)
-    tdn = None
+    done, stopped = 0, None
     try:
-        tdn = dragonfly(machine.p, machine.a, machine.h, machine.g, bandwidth_p=machine.bandwidth,
-                        bandwidth_l=machine.bandwidth, bandwidth_r=machine.bandwidth)
-    except ResourceError as e:
-        refused[:] = f"TDN: {e}"
-    for i, pat in enumerate(pats):
-        for j, q in enumerate(sizes):
-            t0 = time.perf_counter()
-            try:
-                tr, pol, nodes = _job(machine, pat, q)
-                vals = _rdn_point(machine, pat, q, tr, pol, nodes, fraction)
-                draws = [_tdn_point(machine, tdn, tr, nodes.size, fraction, mapping_seed(seed, pat, q, s), bounds,
-                                    max_lp_nnz, solver, adaptive) for s in range(n_seeds)] if tdn is not None else []
-                for k, v in vals.items():
-                    data[k][i, j] = v
-                for s, (more, why) in enumerate(draws):
-                    for k, v in more.items():
-                        data[k][i, j, s] = v
-                    bound_refused[i, j, s] = why
-            except (ResourceError, PointRefused) as e:
-                refused[i, j] = (refused[i, j] + "; " if refused[i, j] else "") + str(e)
-            secs[i, j] = time.perf_counter() - t0
-            if progress is not None:
-                progress(pat, q, secs[i, j])
-    return data, secs, refused, bound_refused
+        tdn = None
+        try:
+            tdn = dragonfly(machine.p, machine.a, machine.h, machine.g, bandwidth_p=machine.bandwidth,
+                            bandwidth_l=machine.bandwidth, bandwidth_r=machine.bandwidth)
+        except ResourceError as e:
+            refused[:] = f"TDN: {e}"
+        for i, pat in enumerate(pats):
+            for j, q in enumerate(sizes):
+                t0 = time.perf_counter()
+                try:
+                    tr, pol, nodes = _job(machine, pat, q)
+                    vals = _rdn_point(machine, pat, q, tr, pol, nodes, fraction)
+                    draws = [_tdn_point(machine, tdn, tr, nodes.size, fraction, mapping_seed(seed, pat, q, s),
+                                        bounds, max_lp_nnz, solver, adaptive)
+                             for s in range(n_seeds)] if tdn is not None else []
+                    for k, v in vals.items():
+                        data[k][i, j] = v
+                    for s, (more, why) in enumerate(draws):
+                        for k, v in more.items():
+                            data[k][i, j, s] = v
+                        bound_refused[i, j, s] = why
+                except (ResourceError, PointRefused) as e:
+                    refused[i, j] = (refused[i, j] + "; " if refused[i, j] else "") + str(e)
+                secs[i, j] = time.perf_counter() - t0
+                done += 1
+                if progress is not None:
+                    progress(pat, q, secs[i, j])
+    except KeyboardInterrupt as exc:  # the points finished are kept; the rest are marked
+        stopped = exc
+        left = np.unravel_index(np.arange(done, refused.size), shape)
+        for v, a in data.items():
+            a[left] = np.nan
+        secs[left], refused[left], bound_refused[left] = np.nan, NOT_COMPUTED, ""
+    return data, secs, refused, bound_refused, (done, stopped)
 
 
 def _derived(data: dict) -> tuple[dict, np.ndarray]:
@@ -354,13 +367,16 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     the TDN per point; draw ``s`` of a point is seeded :func:`mapping_seed` ``(seed, pattern, q, s)``, which
     depends on the point and ``s`` only: a run of some patterns, some sizes or fewer seeds gives the same numbers
     for what it shares with a larger run.
+
+    A Ctrl-C (or the CLI's SIGTERM) stops it at once and is raised again carrying ``.partial``, the dataset of the
+    points finished, which ``evaluator study rdn`` writes (:func:`~evaluator.errors.with_partial`).
     """
     bounds, adaptive, seed, n_seeds, max_lp_nnz, fraction = _check_study_args(
         machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive)
     sizes = sorted({positive_int("groups", q, minimum=2) for q in groups if q <= machine.g} | {machine.g})
     pats = list(patterns)
-    data, secs, refused, bound_refused = _run_points(machine, pats, sizes, fraction, seed, n_seeds, bounds,
-                                                     max_lp_nnz, solver, adaptive, progress)
+    data, secs, refused, bound_refused, (done, stopped) = _run_points(
+        machine, pats, sizes, fraction, seed, n_seeds, bounds, max_lp_nnz, solver, adaptive, progress)
     derived, routing_name = _derived(data)
     summaries = _seed_summaries(data, derived)
     ds = _study_dataset(machine, pats, sizes, n_seeds, data, derived, summaries,
@@ -380,7 +396,19 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                      "headline": "gain_adaptive_mean (conservative: RDN-GRAP against the ideal adaptive lower bound, "
                                  "mean over the seeds)",
                      "evaluator_version": __version__})
+    if stopped is not None:
+        raise _kept(stopped, ds, done)
     return ds
+
+
+def _kept(stopped: KeyboardInterrupt, ds: xr.Dataset, done: int) -> KeyboardInterrupt:
+    """The interrupt that stopped :func:`allocation_mode_study` after ``done`` points, carrying ``ds`` (marked
+    partial) where any finished."""
+    if not done:
+        return stopped
+    ds.attrs["interrupted"] = (f"{done} of {ds.refused.size} points (pattern, groups) finished, in the order "
+                               f"pattern then groups; the rest are NaN, refused '{NOT_COMPUTED}'")
+    return with_partial(stopped, ds)
 
 
 def _check_study(study, baseline: str) -> None:
@@ -621,6 +649,24 @@ def _study_options(args):
     return m, groups, patterns, bounds, adaptive, max_lp_nnz, background, seed, n_seeds, uncomputed
 
 
+def _write_partial(ds: xr.Dataset | None, seconds: float, ds_path: Path, png_path: Path, speedup_out) -> None:
+    """An interrupted study (:func:`~evaluator.errors.with_partial`): its points finished as a table, dataset and
+    plot; the speedup table is not written (it would hold the points not reached as NaN)."""
+    from ..io import write_netcdf
+
+    if ds is None:
+        print("study interrupted before its first point finished: nothing written", file=sys.stderr, flush=True)
+        return
+    ds.attrs["total_seconds"] = seconds
+    print(format_study(ds))
+    write_netcdf(ds, ds_path)
+    plot_study(ds, png_path)
+    print(f"study interrupted after {seconds:.1f} s: {ds.attrs['interrupted'].split(';')[0]}; written as they are "
+          f"(the rest NaN)\ndataset: {ds_path}\nplot: {png_path}"
+          + (f"\nspeedup table not written ({speedup_out}): the study is partial" if speedup_out else ""),
+          flush=True)
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -> int:
     """``evaluator study rdn [--machine P,A,H,G] [--groups 2,4,...] [--patterns ...] [--bounds ...]
     [--background F] [--seed S] [--seeds N] [--out DIR|FILE.nc] [--speedup-out FILE.nc --baseline adaptive]``: run
@@ -648,9 +694,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         print(f"job sizes above the machine's {m.g} groups left out: {', '.join(map(str, above))} (the whole "
               f"machine, {m.g} groups, is always a size)", flush=True)
     t0 = time.perf_counter()
-    ds = allocation_mode_study(m, groups, patterns=patterns, background=background, seed=seed, bounds=bounds,
-                               max_lp_nnz=max_lp_nnz, n_seeds=n_seeds, adaptive=adaptive,
-                               progress=lambda pat, q, s: print(f"{pat:>13} {q:>4} groups  {s:7.1f} s", flush=True))
+    try:
+        ds = allocation_mode_study(m, groups, patterns=patterns, background=background, seed=seed, bounds=bounds,
+                                   max_lp_nnz=max_lp_nnz, n_seeds=n_seeds, adaptive=adaptive,
+                                   progress=lambda pat, q, s: print(f"{pat:>13} {q:>4} groups  {s:7.1f} s",
+                                                                    flush=True))
+    except KeyboardInterrupt as exc:  # the points finished are written, then the run stops as interrupted
+        _write_partial(getattr(exc, "partial", None), time.perf_counter() - t0, ds_path, png_path,
+                       args.speedup_out)
+        raise
     ds.attrs["total_seconds"] = time.perf_counter() - t0
     print(format_study(ds))
     print(f"total {ds.attrs['total_seconds']:.1f} s")
