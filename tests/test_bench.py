@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -315,3 +317,38 @@ def test_moves_scenario_is_the_mapping_move_rows_alone(monkeypatch):
     assert [r["scenario"] for r in rows] == [f"mapping: candidate moves, 1,024 ranks, {p} on {n}"
                                              for p, n in BMap.MOVE_CASES]
     assert all(r["seconds"] > 0 for r in data["rates"])
+
+
+def test_a_ctrl_c_keeps_the_scenarios_finished(monkeypatch, tmp_path, capsys):
+    """``evaluator bench`` stopped by Ctrl-C in its second scenario: the first scenario's rows go to
+    ``bench-interrupted.json`` (saying which scenarios did not finish), a complete run's ``bench.json`` is left as
+    it was, and the KeyboardInterrupt goes on (the command exits 130)."""
+    import json
+
+    import evaluator.bench.run  # noqa: F401  (the package exports its function run under the same name)
+    B = sys.modules["evaluator.bench.run"]
+
+    row = {"scenario": "first", "points": 3, "seconds": 1.5, "points_per_s": 2.0, "ratio": 4.0, "check": "",
+           "peak_mb": 10.0, "device": "cpu"}
+
+    def stop(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(B, "SCENARIO_TABLE", (B.Scenario("small", lambda q: "", lambda *a: [dict(row)]),
+                                              B.Scenario("mira", lambda q: "", stop),
+                                              B.Scenario("torus", lambda q: "", lambda *a: [dict(row)])))
+    (tmp_path / "bench.json").write_text('{"rows": "a complete run"}')
+    with pytest.raises(KeyboardInterrupt):
+        B.run(out_dir=tmp_path, only=["small", "mira", "torus"])
+    kept = json.loads((tmp_path / "bench-interrupted.json").read_text())
+    assert kept["rows"] == [row]
+    assert kept["interrupted"] == "Ctrl-C; finished: small; not finished: mira, torus"
+    assert json.loads((tmp_path / "bench.json").read_text()) == {"rows": "a complete run"}
+    out = capsys.readouterr().out
+    assert f"interrupted: the rows of small are written to {tmp_path / 'bench-interrupted.json'}" in out
+    assert "first" in out and "bench.json is left as it was" in out
+    monkeypatch.setattr(B, "SCENARIO_TABLE", (B.Scenario("small", lambda q: "", stop),))  # nothing finished
+    (tmp_path / "bench-interrupted.json").unlink()
+    with pytest.raises(KeyboardInterrupt):
+        B.run(out_dir=tmp_path, only=["small"])
+    assert not (tmp_path / "bench-interrupted.json").exists()

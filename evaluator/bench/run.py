@@ -585,24 +585,23 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
             time.sleep(settle)
         started.append(name)
 
-    for sc in SCENARIO_TABLE:
-        if sc.name in only:
-            begin(sc.name)
-            label = sc.label(bool(quick))
-            if label:
-                log(f"scenario: {label}")
-            rows += sc.run(quick, log, raw, out)
     suffix = "-quick" if quick else ""
-    import jax
-
-    summary = {
-        "quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node(),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
-        "jax": jax.__version__, "default_backend": jax.default_backend(),
-        "gpu": "no GPU present; the kernels run on JAX's default device, so a GPU is used automatically when present"
-        if jax.default_backend() == "cpu" else f"ran on {jax.default_backend()}",
-        "wall_s": time.perf_counter() - t_start, "settle_s": settle, "rows": rows, "raw": raw,
-    }
+    finished: list[str] = []
+    try:
+        for sc in SCENARIO_TABLE:
+            if sc.name in only:
+                begin(sc.name)
+                label = sc.label(bool(quick))
+                if label:
+                    log(f"scenario: {label}")
+                rows += sc.run(quick, log, raw, out)
+                finished.append(sc.name)
+    except KeyboardInterrupt:  # the scenarios finished are kept, beside (not over) a complete run's file
+        if finished:
+            _write_interrupted(out / f"bench{suffix}-interrupted.json", _summary(quick, settle, t_start, rows, raw),
+                               finished, [s.name for s in SCENARIO_TABLE if s.name in only])
+        raise
+    summary = _summary(quick, settle, t_start, rows, raw)
     path = out / f"bench{suffix}.json"
     from ..io import write_json
 
@@ -612,6 +611,33 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     print(f"wrote {path}" + (f" and {out / f'scaling{suffix}.png'}" if "scaling" in only else "")
           + f" ({summary['wall_s']:.0f} s)")
     return summary
+
+
+def _write_interrupted(path: Path, summary: dict, finished: list[str], asked: list[str]) -> None:
+    """A run stopped by Ctrl-C: the rows of the scenarios ``finished`` to ``path`` (``interrupted`` says which of
+    those ``asked`` for did not run), and their table."""
+    from ..io import write_json
+
+    left = [s for s in asked if s not in finished]
+    summary["interrupted"] = f"Ctrl-C; finished: {', '.join(finished)}; not finished: {', '.join(left)}"
+    write_json(path, summary, indent=1, default=float)
+    print(format_table(summary["rows"]))
+    print(f"\ninterrupted: the rows of {', '.join(finished)} are written to {path} ({summary['wall_s']:.0f} s; "
+          f"not finished: {', '.join(left)}); {path.name.replace('-interrupted', '')} is left as it was", flush=True)
+
+
+def _summary(quick: bool, settle: float, t_start: float, rows: list[dict], raw: dict) -> dict:
+    """What ``bench.json`` holds: the run's machine and settings, its rows and the scenarios' raw records."""
+    import jax
+
+    return {
+        "quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "jax": jax.__version__, "default_backend": jax.default_backend(),
+        "gpu": "no GPU present; the kernels run on JAX's default device, so a GPU is used automatically when present"
+        if jax.default_backend() == "cpu" else f"ran on {jax.default_backend()}",
+        "wall_s": time.perf_counter() - t_start, "settle_s": settle, "rows": rows, "raw": raw,
+    }
 
 
 def _worker_main(argv: list[str]) -> int:
