@@ -116,6 +116,13 @@ def test_several_jobs_under_ecmp_say_they_are_one_draw_and_the_way_given_works(t
     assert ("ecmp-s0: one draw of a random routing; the times above are that draw's, not what the routing gives on "
             "average: evaluator sweep with the same overrides and the axis routing.seed='range(0,16)', then "
             "evaluator query RUN --draws routing.seed --best makespan") in out
+    # the jobs' own random pairs and placements are one draw each too, named with their jobs
+    assert ("note        jobs.0.traffic random_pairs (seed 1) of job a; jobs.0.placement random (seed 1) of job a; "
+            "jobs.1.traffic random_pairs (seed 2) of job b; jobs.1.placement random (seed 2) of job b are one random "
+            "draw each, so the times above are those draws', not what the point gives on average: sweep the same "
+            "overrides over the axes jobs.0.traffic.seed='range(0,16)' jobs.0.placement.seed='range(0,16)' "
+            "jobs.1.traffic.seed='range(0,16)' jobs.1.placement.seed='range(0,16)' and rank with evaluator query RUN "
+            "--draws jobs.0.traffic.seed jobs.0.placement.seed jobs.1.traffic.seed jobs.1.placement.seed") in out
     assert cli.main(["sweep", *JOBS, "routing=ecmp", "routing.seed=range(0,4)", "ray.enabled=false", "--no-progress",
                      f"sweep.output_dir={tmp_path}"]) == 0
     (path,) = sorted(tmp_path.rglob("*.nc"))

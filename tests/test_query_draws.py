@@ -173,6 +173,46 @@ def test_a_cartesian_placement_is_a_draw_only_where_an_order_is_random():
     assert drawn("placement.group_order=linear", "placement.node_order=linear") == {}
 
 
+def test_several_jobs_name_each_jobs_random_choices():
+    """With ``jobs``, each job's own random choices are named with the job and the key a sweep axis sets
+    (``jobs.<i>.<group>.seed``); the top-level routing only where a job (or the background) routes by it; a
+    background random permutation as ``background``. Written out by hand from the configs."""
+    from evaluator import config
+    from evaluator.config import drawn_choices
+
+    def drawn(*o):
+        return drawn_choices(config.to_object(config.compose(["topology=fat_tree", "topology.k=4",
+                                                              "topology.levels=3", "traffic=random_pairs",
+                                                              "placement=linear", *o])))
+
+    two = ("jobs=[{name: a, traffic: {n_tasks: 8, seed: 1}}, {traffic: {kind: all_to_all, n_tasks: 8}, "
+           "placement: {kind: random, seed: 4}, routing: {kind: ecmp, seed: 5}}]")
+    assert drawn("routing=dmodk", two) == {"jobs.0.traffic": "jobs.0.traffic random_pairs (seed 1) of job a",
+                                           "jobs.1.placement": "jobs.1.placement random (seed 4) of job 1",
+                                           "jobs.1.routing": "jobs.1.routing ecmp (seed 5) of job 1"}
+    assert list(drawn("routing=ecmp", two))[0] == "routing"  # job a routes by the top-level ecmp
+    own = "jobs=[{traffic: {kind: all_to_all, n_tasks: 8}, routing: {kind: ecmp, seed: 5}}]"
+    assert drawn("routing=ecmp", own) == {"jobs.0.routing": "jobs.0.routing ecmp (seed 5) of job 0"}
+    assert drawn("routing=ecmp", own, "background.fraction=0.2", "background.pattern=random_permutation",
+                 "background.seed=3") == {"routing": "routing ecmp (seed 0)",
+                                          "jobs.0.routing": "jobs.0.routing ecmp (seed 5) of job 0",
+                                          "background": "background random_permutation (seed 3)"}
+
+
+def test_a_jobs_sweep_names_the_jobs_draws_and_a_seed_axis_takes_one_away(tmp_path, capsys):
+    """The Blue Waters two-jobs study (random pairs, seeds 1 and 2, one per job) ranks one draw of each job's
+    pairs; an axis over the first job's seed leaves the second named (the plan, without running it)."""
+    from evaluator import config
+    from evaluator.sweep import plan_sweep
+
+    def plan(*o):
+        return plan_sweep(config.compose_sweep(["sweeps=bluewaters_two_jobs", *o]))
+
+    assert plan().one_draw_choices() == {"jobs.0.traffic": "jobs.0.traffic random_pairs (seed 1) of job tall",
+                                         "jobs.1.traffic": "jobs.1.traffic random_pairs (seed 2) of job mover"}
+    assert list(plan("jobs.0.traffic.seed=range(0,4)").one_draw_choices()) == ["jobs.1.traffic"]
+
+
 def _synthetic() -> xr.Dataset:
     """Two placements x four seeds; one draw of ``b`` infeasible."""
     t = np.array([[1.0, 2.0, 3.0, 10.0], [2.0, 2.0, 2.0, np.nan]])

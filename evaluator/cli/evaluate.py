@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
             ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background,
                                exclusive_nodes=jp.exclusive_nodes, interference=jp.interference,
                                sharing=obj.sharing, fairness=obj.fairness)
-        lines = job_summary_lines(ds) + _jobs_one_draw(jp)
+        lines = job_summary_lines(ds) + _jobs_one_draw(jp) + _one_draw_note(obj, "the times above are")
     else:
         point = config.build(obj)
         check_point_budget(point.topology, obj.cost)
@@ -62,10 +62,7 @@ def main(argv: list[str]) -> int:
             ds = evaluate(point.topology, point.traffic, point.placement, point.routing, bounds=obj.bounds,
                           bound_solver=obj.bound_solver, sharing=obj.sharing, fairness=obj.fairness,
                           progression=obj.progression)
-        lines = summary_lines(ds)
-        drawn = {g: w for g, w in config.drawn_choices(obj).items() if g != "routing"}  # (the routing's: its draws)
-        if drawn:
-            lines.append("note        " + one_draw_line(drawn, "the time above is", "sweep the same overrides over"))
+        lines = summary_lines(ds) + _one_draw_note(obj, "the time above is")
     with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
     for line in lines:
@@ -111,6 +108,13 @@ def _draws(ds, point, k: int) -> tuple[list[str], bool]:
     return [f"draws       completion over {k} draws of the routing ({draw[0]} .. {draw[-1]}): mean "
             f"{format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range {format_value(lo, 's')} "
             f"to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} (1: the fastest)"], False
+
+
+def _one_draw_note(obj, subject: str) -> list[str]:
+    """The line that names the point's random choices drawn once (:func:`evaluator.config.drawn_choices`; several
+    jobs: each job's), but its routings: their draws have their own lines (:func:`_draws`, :func:`_jobs_one_draw`)."""
+    drawn = {g: w for g, w in config.drawn_choices(obj).items() if g.rsplit(".", 1)[-1] != "routing"}
+    return ["note        " + one_draw_line(drawn, subject, "sweep the same overrides over")] if drawn else []
 
 
 def _jobs_one_draw(jp) -> list[str]:

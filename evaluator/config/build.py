@@ -37,13 +37,41 @@ def drawn_choices(obj) -> dict[str, str]:
     """The groups of a design point's config (routing, traffic, placement) whose config is one random draw (its
     kind's :meth:`~evaluator._registry.Kind.is_drawn`: hashed ECMP's hash, a random permutation, a random or
     randomly ordered placement): ``{group: "<group> <kind> (seed <seed>)"}``. A result of such a point is that
-    draw's, not what the point gives on average over its seeds."""
+    draw's, not what the point gives on average over its seeds.
+
+    Several jobs (:func:`has_jobs`): each job's own groups as ``jobs.<i>.<group>`` (the key a sweep axis sets:
+    ``jobs.<i>.<group>.seed``), named with the job; the top-level routing where a job or the background routes
+    by it; a background whose pattern is a random permutation as ``background``."""
+    if not has_jobs(obj):
+        return _drawn({g: getattr(obj, g, None) for g in ("routing", "traffic", "placement")})
+    out, shared = {}, False
+    for i, raw in enumerate(obj.jobs if obj.jobs is not None else []):
+        raw = raw if isinstance(raw, dict) else {}
+        try:
+            cfgs = {g: job_group_config(g, raw.get(g), getattr(obj, g), f"jobs[{i}].{g}")
+                    for g in ("traffic", "placement", "routing") if g != "routing" or raw.get(g) is not None}
+        except ConfigError:  # (refused where the point is built)
+            continue
+        shared |= raw.get("routing") is None
+        job = f"job {raw['name']}" if raw.get("name") is not None else f"job {i}"
+        out |= {f"jobs.{i}.{g}": f"{what} of {job}" for g, what in _drawn(cfgs, f"jobs.{i}.").items()}
+    b = getattr(obj, "background", None)
+    if b is not None and b.fraction != 0:
+        shared |= b.routing is None
+        if b.pattern == "random_permutation":
+            out["background"] = f"background random_permutation (seed {b.seed})"
+    return (_drawn({"routing": obj.routing}) if shared else {}) | out
+
+
+def _drawn(cfgs: dict, prefix: str = "") -> dict[str, str]:
+    """``{group: "<prefix><group> <kind> (seed <seed>)"}`` of the configs in ``cfgs`` (group -> config) that are
+    one random draw (:func:`drawn_choices`)."""
+    kinds = {"routing": ROUTINGS, "traffic": TRAFFICS, "placement": PLACEMENTS}
     out = {}
-    for group, kinds in (("routing", ROUTINGS), ("traffic", TRAFFICS), ("placement", PLACEMENTS)):
-        cfg = getattr(obj, group, None)
+    for group, cfg in cfgs.items():
         name = getattr(cfg, "kind", None)
-        if name in set(kinds) and kinds[name].is_drawn(cfg):
-            out[group] = f"{group} {cfg.kind} (seed {getattr(cfg, 'seed', '?')})"
+        if name in set(kinds[group]) and kinds[group][name].is_drawn(cfg):
+            out[group] = f"{prefix}{group} {cfg.kind} (seed {getattr(cfg, 'seed', '?')})"
     return out
 
 

@@ -196,15 +196,13 @@ class SweepPlan:
         """The sweep's choices that are one random draw each (:func:`evaluator.config.drawn_choices`: hashed
         ECMP's hash, a random permutation, a random or randomly ordered placement) where no axis sets their seed
         (``<group>.seed``): every row is then that draw's time, not what the point gives on average.
-        ``{group: "<group> <kind> (seed <seed>)"}`` (several kinds of one group joined); none for several-jobs
-        sweeps (each job has its own groups)."""
+        ``{group: "<group> <kind> (seed <seed>)"}`` (several kinds of one group joined; several jobs: each
+        job's groups as ``jobs.<i>.<group>``)."""
         from ..config import drawn_choices
 
         seeded = {k for ax in self.axes for k in ax.keys if k.endswith(".seed")}
         out: dict[str, list[str]] = {}
         for base in self.bases.values():
-            if has_jobs(base):
-                return {}
             for group, what in drawn_choices(base).items():
                 if f"{group}.seed" not in seeded and what not in out.setdefault(group, []):
                     out[group].append(what)
