@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +57,8 @@ from .bound import MappingBound, endpoint_bound, mapping_bound
 
 __all__ = ["search_mapping", "is_embedding", "is_tile_layout", "MappingResult", "Start", "starting_points",
            "partition_mapping", "move_evaluator", "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
-           "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS", "over_draws", "DRAWS"]
+           "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS", "over_draws", "DRAWS",
+           "best_over_draws", "FOUND"]
 
 
 def available_nodes(topology: Topology, nodes: Sequence | np.ndarray | None = None) -> JobNodes | Sequence | np.ndarray:
@@ -160,7 +162,9 @@ class MappingResult:
                  "best_completion_time": "s", "task_node": "1", "available_node": "1"}
         for k, u in units.items():
             ds[k].attrs["units"] = u
-        ds["task_node"].attrs["long_name"] = "node of each task in the mapping found"
+        ds["task_node"].attrs["long_name"] = ("node of each task in the mapping found" if "chosen_over_draws" not in
+                                              self.info else "node of each task in the start chosen over the draws "
+                                                             "of the routing (attribute chosen_over_draws)")
         ds["gain"].attrs["long_name"] = "1 - completion_time / start_completion_time"
         ds["lower_bound"].attrs["long_name"] = ("no mapping onto the available nodes with at most tasks_per_node "
                                                 "tasks per node is faster (the largest of the node-link and the "
@@ -418,3 +422,33 @@ def over_draws(topology: Topology, routing, traffic, mappings: dict[str, TaskInt
     pls = [explicit(topology, np.asarray(mappings[n], np.int64), n) for n in names]
     ds = evaluate_draws(topology, routing, [traffic] * len(names), pls, k)
     return None if ds is None else ds.rename(point="mapping").assign_coords(mapping=names)
+
+
+FOUND = "mapping found"
+"""The name of the search's own mapping in :func:`over_draws`'s ``mappings`` that :func:`best_over_draws` reads."""
+
+
+def best_over_draws(res: MappingResult, draws: xr.Dataset) -> tuple[MappingResult, str]:
+    """``(result, chosen)``: where the routing is a random draw (hashed ECMP), the search scored one draw, so a
+    start may be faster on average than the mapping found. ``draws`` is :func:`over_draws` of ``{FOUND:
+    res.task_node}`` and starts of ``res`` (by their names in ``res.start_nodes``); ``chosen`` is the mapping of
+    the lowest mean completion time over the draws (:data:`FOUND` on a tie; a start a launcher cannot run is
+    passed over where the mapping found can be run). ``result`` is ``res`` when it is :data:`FOUND`, else
+    ``res`` holding that start's mapping (its completion time the start's on the searched draw, so that every
+    gain over a start is its own) with ``info["chosen_over_draws"]`` naming it."""
+    names = [str(n) for n in draws["mapping"].values]
+    if FOUND not in names or any(n != FOUND and n not in res.start_nodes for n in names):
+        raise ConfigError("draws", names, f"mappings named {FOUND!r} and starts of the result "
+                                          f"(evaluator.mapping.over_draws of them)")
+    mean = {n: float(draws["completion_time_mean"].sel(mapping=n)) for n in names}
+    ok = [n for n in names if n == FOUND or not res.launchable
+          or launchable(res.start_nodes[n], res.tasks_per_node)]
+    chosen = min(ok, key=lambda n: (mean[n], n != FOUND))
+    if chosen == FOUND or not mean[chosen] < mean[FOUND]:
+        return res, FOUND
+    placement = dataclasses.replace(res.placement, task_node=np.asarray(res.start_nodes[chosen], np.int64),
+                                    name=chosen)
+    info = dict(res.info, chosen_over_draws=f"{chosen}: {mean[chosen]:.6g} s on average over "
+                                            f"{draws.sizes['draw']} draws against {mean[FOUND]:.6g} s for the "
+                                            f"mapping the search found on its one draw")
+    return dataclasses.replace(res, placement=placement, completion_time=res.starts[chosen], info=info), chosen
