@@ -24,7 +24,7 @@ import xarray as xr
 from ._batch import output
 from ._batch.banked import BankedPoints, BankPlan
 from ._batch.blocks import bucket_size
-from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_type
+from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, broadcast, check_type
 from ._batch.dispatch import Results
 from ._batch.groups import GroupResults, evaluate_groups
 from ._batch.run import run_batch
@@ -37,7 +37,7 @@ from .topology import Topology
 from .traffic import AbstractTraffic
 
 __all__ = ["evaluate", "evaluate_batch", "evaluate_draws", "DRAWS", "BatchResult", "bucket_size", "evaluate_groups",
-           "GroupResults", "BankedPoints", "BankPlan"]
+           "GroupResults", "BankedPoints", "BankPlan", "BEYOND_BOUND"]
 
 DRAWS = 16
 """How many draws of a random routing (hashed ECMP's hash seeds, the configured one first) ``evaluator eval`` and
@@ -197,9 +197,14 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     return ds
 
 
+BEYOND_BOUND = ("time_with_latency", "time_max_min")
+"""The times :func:`evaluate` gives beyond the bandwidth bound (a latency model, max-min sharing): with either,
+:func:`evaluate_draws` summarises them over the draws too."""
+
+
 def evaluate_draws(topology: Topology, routing: Routing | str, traffics: AbstractTraffic | Sequence[AbstractTraffic],
-                   placements: Placement | Sequence[Placement], k: int = DRAWS, *, progress: bool = False
-                   ) -> xr.Dataset | None:
+                   placements: Placement | Sequence[Placement], k: int = DRAWS, *, progress: bool = False,
+                   sharing: str = "bound", fairness: str = "flow", progression: str = "phase") -> xr.Dataset | None:
     """Completion times of the points ``(traffics, placements)`` (as :func:`evaluate_batch` pairs them) under
     ``k`` draws of ``routing``, where one spec of it is one random draw (:meth:`~evaluator.routing.Routing.draws`:
     hashed ECMP's hash seeds, its own first); None for a routing whose spec determines its paths.
@@ -210,6 +215,11 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     compilation), and over the draws ``completion_time_mean``, ``completion_time_p95``, ``completion_time_max``
     and ``completion_time_min`` (:func:`evaluator.dataset.draw_stats`: a point with an infeasible draw is NaN in
     each, never a summary of its feasible draws only). ``progress``: a progress bar over the draws (stderr).
+
+    Where the topology has a latency model, or ``sharing="max_min"``, every draw of every point is evaluated by
+    :func:`evaluate` with ``sharing``, ``fairness`` and ``progression`` instead, and the times beyond the bound
+    that it gives (:data:`BEYOND_BOUND`) are summarised the same way (``time_with_latency[point, draw]``,
+    ``time_with_latency_mean``, ...): the bandwidth bound alone is not the time such a point is read by.
     """
     k = positive_int("draws", k)
     specs = as_routing(routing).draws(k)
@@ -217,14 +227,21 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
         return None
     from tqdm import tqdm
 
-    t = np.stack([evaluate_batch(topology, spec, traffics, placements).metrics["completion_time"]
-                  for spec in tqdm(specs, desc=f"draws of {specs[0].kind}", unit="draw", disable=not progress,
-                                   leave=False)], axis=1)
-    ds = xr.Dataset({"completion_time": (("point", "draw"), t, {"units": "s"})},
-                    coords={"point": np.arange(t.shape[0]), "draw": [s.label for s in specs]})
-    stats = draw_stats(ds["completion_time"], ["draw"], True)
-    for stat, name in (("mean", "completion_time_mean"), ("tail", "completion_time_p95"), ("max", "completion_time_max"),
-                       ("min", "completion_time_min")):
-        ds[name] = stats[stat].assign_attrs(units="s")
-    ds.attrs["quantile"] = stats.attrs["quantile"]
+    bar = tqdm(specs, desc=f"draws of {specs[0].kind}", unit="draw", disable=not progress, leave=False)
+    if getattr(topology, "latency", None) is None and sharing == "bound":
+        times = {"completion_time": np.stack([evaluate_batch(topology, spec, traffics, placements)
+                                              .metrics["completion_time"] for spec in bar], axis=1)}
+    else:
+        trs, pls = broadcast(traffics, placements)
+        one = [[evaluate(topology, tr, pl, spec, sharing=sharing, fairness=fairness, progression=progression)
+                for tr, pl in zip(trs, pls)] for spec in bar]
+        names = ["completion_time"] + [v for v in BEYOND_BOUND if v in one[0][0]]
+        times = {v: np.array([[float(d[v]) for d in row] for row in one]).T for v in names}
+    ds = xr.Dataset({v: (("point", "draw"), t, {"units": "s"}) for v, t in times.items()},
+                    coords={"point": np.arange(len(times["completion_time"])), "draw": [s.label for s in specs]})
+    for v in times:
+        stats = draw_stats(ds[v], ["draw"], True)
+        for stat, name in (("mean", "mean"), ("tail", "p95"), ("max", "max"), ("min", "min")):
+            ds[f"{v}_{name}"] = stats[stat].assign_attrs(units="s")
+        ds.attrs["quantile"] = stats.attrs["quantile"]
     return ds

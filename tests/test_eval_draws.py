@@ -132,3 +132,35 @@ def test_several_jobs_under_ecmp_say_they_are_one_draw_and_the_way_given_works(t
     ms = open_results(path)["makespan"].values
     assert ms.shape == (4,)
     assert f" {format_value(float(ms.mean()), 's').split()[0]} " in table
+
+
+LATENCY = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "routing=ecmp", "traffic=collective",
+           "traffic.op=allreduce", "traffic.algorithm=ring", "traffic.bytes=65536", "placement=random",
+           "+topology.latency.link.level1-up=1e-6", "+topology.latency.link.level2-up=2e-6", "sharing=max_min"]
+
+
+def test_draws_of_a_point_read_by_its_latency_and_max_min_times(tmp_path, capsys):
+    """With a latency model and max-min sharing the point is read by its time with latency and its max-min time,
+    so the draws summarise those too, not the bandwidth bound alone. Checked against evaluate() of each hash seed
+    in turn (the configured one the point's own), NumPy's mean and range, and the model's own structure: every
+    ECMP path of a pair on a fat tree has the same levels, so the latency a draw adds to its bound is the same in
+    every draw."""
+    from evaluator import config
+    from evaluator.evaluation import evaluate
+
+    assert cli.main(["eval", *LATENCY, "--draws", "4", f"output_dir={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    p = config.build(config.to_object(config.compose(LATENCY)))
+    refs = [evaluate(p.topology, p.traffic, p.placement, r, sharing="max_min") for r in routing.ecmp_seeds(4)]
+    ds = open_results(sorted(tmp_path.rglob("*.nc"))[0])
+    for v, what in (("completion_time", "completion"), ("time_with_latency", "time with latency"),
+                    ("time_max_min", "max-min time")):
+        ref = np.array([float(r[v]) for r in refs])
+        np.testing.assert_allclose(ds[f"draw_{v}"].values, ref, rtol=1e-12)
+        assert ref[0] == pytest.approx(float(ds[v]), rel=1e-12)  # the first draw: the point itself
+        (line,) = [ln for ln in out.splitlines() if f"{what} over 4 draws of the routing (ecmp-s0 .. ecmp-s3)" in ln]
+        assert f"mean {format_value(ref.mean(), 's')}" in line
+        assert f"range {format_value(ref.min(), 's')} to {format_value(ref.max(), 's')}" in line
+    added = ds["draw_time_with_latency"].values - ds["draw_completion_time"].values
+    assert np.ptp(added) <= 1e-12 * added.max() and added.min() > 0
+    assert len(set(ds["draw_completion_time"].values)) > 1  # the draws differ: not one draw four times

@@ -69,7 +69,8 @@ def main(argv: list[str]) -> int:
         print(line, flush=True)
     interrupted = False
     if not config.has_jobs(obj):  # after the point's own lines: its draws may take a while, and a Ctrl-C keeps them
-        lines, interrupted = _draws(ds, point, args.draws)
+        lines, interrupted = _draws(ds, point, args.draws, dict(sharing=obj.sharing, fairness=obj.fairness,
+                                                                progression=obj.progression))
         for line in lines:
             print(line)
     if obj.save:
@@ -84,30 +85,39 @@ def main(argv: list[str]) -> int:
     return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the command did not finish what it was asked)
 
 
-def _draws(ds, point, k: int) -> tuple[list[str], bool]:
+def _draws(ds, point, k: int, options: dict) -> tuple[list[str], bool]:
     """Where the point's routing is one random draw (:meth:`~evaluator.routing.Routing.draws`) and ``k > 1``: the
-    lines that say what ``k`` draws give (kept in ``ds`` as ``draw_completion_time[draw]``); none otherwise. A
-    progress bar counts the draws on a terminal. Draws too large for memory, or interrupted by Ctrl-C, leave the
-    point's own result as it is, with a line that says why the draws are missing."""
+    lines that say what ``k`` draws give (kept in ``ds`` as ``draw_completion_time[draw]``), one per time the
+    point has (the bandwidth bound, and with a latency model or max-min sharing, ``options``, those times too:
+    ``draw_time_with_latency[draw]``, ...); none otherwise. A progress bar counts the draws on a terminal. Draws
+    too large for memory, or interrupted by Ctrl-C, leave the point's own result as it is, with a line that says
+    why the draws are missing."""
     if k < 2 or not point.routing.draws(1):
         return [], False
     try:
         d = evaluate_draws(point.topology, point.routing, point.traffic, point.placement, k,
-                           progress=sys.stderr.isatty())
+                           progress=sys.stderr.isatty(), **options)
     except ResourceError as exc:
         return [f"draws       not evaluated: {exc}"], False
     except KeyboardInterrupt:
         return [f"draws       interrupted (Ctrl-C) before the {k} draws were evaluated: none summarised; the point's "
                 f"result above is kept (--draws 1 skips them)"], True
-    ds["draw_completion_time"] = d["completion_time"].isel(point=0, drop=True).assign_attrs(
-        units="s", long_name=f"completion time under each of {k} draws of the routing (the first: this point's)")
     draw = [str(v) for v in d["draw"].values]
-    mean, p95, hi, lo = (float(d[f"completion_time_{s}"][0]) for s in ("mean", "p95", "max", "min"))
-    times = d["completion_time"][0].values
-    rank = 1 + int((times < times[0]).sum())  # of the configured draw, the one above: 1 the fastest (ties share)
-    return [f"draws       completion over {k} draws of the routing ({draw[0]} .. {draw[-1]}): mean "
-            f"{format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range {format_value(lo, 's')} "
-            f"to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} (1: the fastest)"], False
+    lines = []
+    for v, what in (("completion_time", "completion"), ("time_with_latency", "time with latency"),
+                    ("time_max_min", "max-min time")):
+        if v not in d:
+            continue
+        ds[f"draw_{v}"] = d[v].isel(point=0, drop=True).assign_attrs(
+            units="s", long_name=f"{v} under each of {k} draws of the routing (the first: this point's)")
+        mean, p95, hi, lo = (float(d[f"{v}_{s}"][0]) for s in ("mean", "p95", "max", "min"))
+        times = d[v][0].values
+        rank = 1 + int((times < times[0]).sum())  # of the configured draw, the one above: 1 the fastest (ties share)
+        lines.append(f"{'draws' if not lines else '':<12}{what} over {k} draws of the routing ({draw[0]} .. "
+                     f"{draw[-1]}): mean {format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range "
+                     f"{format_value(lo, 's')} to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} "
+                     f"(1: the fastest)")
+    return lines, False
 
 
 def _one_draw_note(obj, subject: str) -> list[str]:
