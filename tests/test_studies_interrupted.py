@@ -89,8 +89,8 @@ def test_rdn_command_writes_the_partial_study_at_a_real_sigterm(monkeypatch, tmp
         _stop_at(monkeypatch, R, "_tdn_point", 3, how=lambda: os.kill(os.getpid(), signal.SIGTERM))
         out = tmp_path / "study.nc"
         rc = main(["study", "rdn", "--machine", "2,4,2,8", "--groups", "2,4,8", "--patterns", "stencil",
-                   "--seeds", "2", "--bounds", "none", "--adaptive", "none", "--baseline", "oblivious", "--out", str(out),
-                   "--speedup-out", str(tmp_path / "speedup.nc")])
+                   "--seeds", "2", "--bounds", "none", "--adaptive", "none", "--baseline", "oblivious",
+                   "--out", str(out), "--speedup-out", str(tmp_path / "speedup.nc")])
     finally:
         signal.signal(signal.SIGINT, before)
     got = capsys.readouterr()
