@@ -160,6 +160,11 @@ def main(argv: list[str]) -> int:
               f"{ds.sizes['run']} runs; wait reduction against run {str(ds.run.values[0])!r} of the same machine "
               "and mix")
         print(study_table(ds))
+        if "seed" not in ds.dims:
+            synthetic = "" if (study.get("trace") or {}).get("swf") else " (synthetic)"
+            print(f"seed {int(study.get('seed', 0))}: one draw of the trace{synthetic}, the mode draws and the "
+                  f"policies' choices, and a queue's mean wait moves a lot with them; add seeds: K to the study for "
+                  f"the mean and range over K seeds")
         print(path)
         if not args.no_plot:
             from ..workload.plots import plot_study
@@ -204,6 +209,10 @@ def main(argv: list[str]) -> int:
                   f"per month {', '.join(pct(float(x)) for x in red)} ({mw.shape[1]} months)"
                   + ("; n/a: no job of the baseline waited (nothing to reduce)" if not math.isfinite(overall)
                      else ""))
+    if ds.sizes["run"] > 1:
+        print(f"seed {args.seed}: one draw of the trace{'' if args.swf else ' (synthetic)'}, the mode draws and the "
+              f"policies' choices, and a queue's mean wait moves a lot with them; rerun with --seed S for others, "
+              f"or evaluator schedule --study with seeds: K for the mean and range")
     print(path)
     if not args.no_plot:
         print(_plot(ds, Path(path)))

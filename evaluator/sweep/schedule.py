@@ -13,6 +13,7 @@ A study is a YAML file (``sweeps/workload/*.yaml``; not a Hydra sweep)::
                allow_foreign_speedups: false}
     backfill_depth: 500
     seed: 0
+    seeds: 8                                        # optional: the study at seeds 0 .. 7 (dimension seed)
     ray: {address: null, num_cpus: null}
 
 Every (machine, mix, run) point is one :func:`evaluator.workload.run.run_schedule`
@@ -35,6 +36,15 @@ The dataset has dims ``(machine, mix, run)`` with the scalars
 of :data:`evaluator.workload.run.SUMMARY_VARS` and ``wait_reduction``: ``1 -
 mean wait / mean wait of the first run`` of the same machine and mix. It is
 written atomically under ``results/<name>/<run-id>.nc``.
+
+Seeds. A synthetic trace, the mode draws and the policies' random choices
+follow ``seed``, so one study answers for one draw of them: a queue's mean
+wait moves a lot with the trace (docs/workload.md). ``seeds: K`` runs every
+point at the seeds ``seed .. seed + K - 1`` (each exactly what the study
+with that ``seed`` gives; a ``trace.seed`` of its own stays), adds the
+dimension ``seed`` (``wait_reduction`` against the first run of the same
+seed), and the table gives each row's mean over the seeds with their
+range.
 
 Resume. Every finished point is stored at once, atomically, as
 ``<out>/.<study-id>.points/<index>.json`` (its labels and scalars), where the
@@ -73,9 +83,11 @@ from ..workload import check_keys, check_machine_size, int_arg, make_policy
 from ..workload.model import WorkloadModel
 from .driver import _raise_if_signalled, _ray_init, reraise_signalled, stop_on_sigterm
 
-__all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table"]
+__all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table",
+           "study_seeds"]
 
-STUDY_KEYS = ("name", "trace", "machines", "mode_mixes", "runs", "workload", "backfill_depth", "seed", "ray")
+STUDY_KEYS = ("name", "trace", "machines", "mode_mixes", "runs", "workload", "backfill_depth", "seed", "seeds",
+              "ray")
 """Keys of a study file."""
 
 
@@ -86,8 +98,9 @@ def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigTypeError("study", path, "a study YAML file path (e.g. sweeps/workload/smoke.yaml)")
     p = Path(path)
     if not p.is_file():
-        alt = repo_dir() / "sweeps" / "workload" / f"{path}.yaml"
-        if alt.is_file():
+        alt = next((a for a in (repo_dir() / "sweeps" / "workload" / f"{path}.yaml", repo_dir() / p)
+                    if not p.is_absolute() and a.is_file()), None)  # a name, or a path in the repository
+        if alt is not None:
             p = alt
         else:
             raise ConfigError("--study", str(path), "a study YAML file (e.g. sweeps/workload/smoke.yaml)",
@@ -153,6 +166,8 @@ def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
     seed = study.get("seed", 0)
     try:
         int_arg("seed", seed, 0, what="a NumPy default_rng seed")
+        int_arg("seeds", study.get("seeds", 1), 1, what="how many seeds from seed on (the draws of the trace, "
+                "the mode draws and the policies)")
         depth = study.get("backfill_depth", 500)
         int_arg("backfill_depth", depth, -1, none=True, what="queued jobs tried per pass; -1 or null: all")
     except ConfigError as exc:
@@ -264,29 +279,42 @@ def _table(study: Mapping[str, Any], machine: str, run: str, field: str | None =
     return load_speedups(sp)
 
 
-def study_points(study: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """Every (machine, mix, run) label triple, machines outermost."""
-    return [(m, x, r) for m in study["machines"] for x in study["mode_mixes"] for r in study["runs"]]
+def study_seeds(study: Mapping[str, Any]) -> list[int] | None:
+    """The seeds of a study with ``seeds: K`` (``seed .. seed + K - 1``), or None without the key (one seed, no
+    ``seed`` dimension)."""
+    if "seeds" not in study:
+        return None
+    first = int(study.get("seed", 0))
+    return list(range(first, first + int(study["seeds"])))
 
 
-def _point(study: Mapping[str, Any], machine: str, mix: str, run: str) -> dict[str, float]:
-    """Simulate one point; returns the summary scalars."""
+def study_points(study: Mapping[str, Any]) -> list[tuple]:
+    """Every (machine, mix, run) label triple, machines outermost; with ``seeds``, every (machine, mix, run,
+    seed)."""
+    seeds = study_seeds(study)
+    return [(m, x, r) + ((s,) if seeds is not None else ()) for m in study["machines"] for x in study["mode_mixes"]
+            for r in study["runs"] for s in (seeds or [None])]
+
+
+def _point(study: Mapping[str, Any], machine: str, mix: str, run: str, seed: int | None = None) -> dict[str, float]:
+    """Simulate one point (at ``seed``, else the study's); returns the summary scalars."""
     from ..workload import WorkloadModel
     from ..workload.run import RunSpec, TraceSpec, run_schedule
 
+    seed = int(study.get("seed", 0)) if seed is None else int(seed)
     groups, G = study["machines"][machine]
     wl = dict(study.get("workload") or {})
     if study["mode_mixes"][mix] is not None:
         wl["mode_mix"] = dict(study["mode_mixes"][mix])
-    wl.setdefault("seed", int(study.get("seed", 0)))
+    wl.setdefault("seed", seed)
     model = WorkloadModel(**wl)
     tr = dict(study.get("trace") or {})
-    tr.setdefault("seed", int(study.get("seed", 0)))
+    tr.setdefault("seed", seed)
     r = study["runs"][run]
     spd = speedups_path(study, machine, run)
     depth = study.get("backfill_depth", 500)
     ds = run_schedule(TraceSpec(**tr), [RunSpec(r["policy"], spd, dict(r.get("params") or {}), run)], groups, G,
-                      model, None if depth is None or depth < 0 else int(depth), int(study.get("seed", 0)))
+                      model, None if depth is None or depth < 0 else int(depth), seed)
     from ..workload.run import SUMMARY_VARS
 
     return {k: float(ds[k].values[0]) for k in SUMMARY_VARS} | {"n_jobs": int(ds.sizes["job"])}
@@ -299,7 +327,7 @@ def study_id(study: Mapping[str, Any]) -> str:
     return f"{study['name']}-{digest}"
 
 
-def _stored(store: Path, points: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], dict]:
+def _stored(store: Path, points: list[tuple]) -> dict[tuple, dict]:
     """The points already computed (a file that is unreadable or names other labels is computed again)."""
     done = {}
     for i, p in enumerate(points):
@@ -349,8 +377,6 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     and probed for writing before any point runs (ConfigError naming it: nothing is computed)."""
     from tqdm.auto import tqdm
 
-    from ..workload.run import SUMMARY_VARS
-
     t0 = time.perf_counter()
     if not isinstance(study, Mapping):
         raise ConfigTypeError("study", type(study).__name__, "a study mapping (evaluator.sweep.schedule.load_study)")
@@ -362,7 +388,7 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     store = out / f".{sid}.points"
     check_writable("--out", out)
     check_writable("--out", store)
-    results: dict[tuple[str, str, str], dict] = _stored(store, points)
+    results: dict[tuple, dict] = _stored(store, points)
     index = {p: i for i, p in enumerate(points)}
 
     def keep(p, values):
@@ -381,17 +407,30 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
         raise
     finally:
         bar.close()
+    ds = _assemble(study, results)
+    ds.attrs.update({"n_points": len(points), "study_id": sid, "n_computed": len(todo),
+                     "wall_s": time.perf_counter() - t0, "ray": int(bool(use_ray))})
+    return write_dataset(ds, out, identity=sid)  # <UTC time>-<hash>.nc: an earlier result is never replaced
+
+
+def _assemble(study: Mapping[str, Any], results: dict[tuple, dict]) -> xr.Dataset:
+    """The study's dataset from every point's scalars: dims ``(machine, mix, run)``, and ``seed`` last with
+    ``seeds``; ``wait_reduction`` against the first run of the same machine, mix (and seed)."""
+    from ..workload.run import SUMMARY_VARS, table_coords
+
     machines, mixes, runs = list(study["machines"]), list(study["mode_mixes"]), list(study["runs"])
-    shape = (len(machines), len(mixes), len(runs))
+    seeds = study_seeds(study)
+    dims = ("machine", "mix", "run") + (("seed",) if seeds is not None else ())
+    shape = (len(machines), len(mixes), len(runs)) + ((len(seeds),) if seeds is not None else ())
     data = {}
     for k, (units, long) in SUMMARY_VARS.items():
-        arr = np.array([results[(m, x, r)][k] for m in machines for x in mixes for r in runs]).reshape(shape)
-        data[k] = (("machine", "mix", "run"), arr, {"units": units, "long_name": long})
+        arr = np.array([results[p][k] for p in study_points(study)]).reshape(shape)
+        data[k] = (dims, arr, {"units": units, "long_name": long})
     mw = data["mean_wait"][1]
     with np.errstate(divide="ignore", invalid="ignore"):
         red = np.where(mw[:, :, :1] > 0, 1.0 - mw / mw[:, :, :1], np.nan)
-    data["wait_reduction"] = (("machine", "mix", "run"), red,
-                              {"units": "1", "long_name": f"1 - mean wait / mean wait of run {runs[0]!r}"})
+    data["wait_reduction"] = (dims, red, {"units": "1", "long_name": f"1 - mean wait / mean wait of run {runs[0]!r}"
+                                                                     + (" on the same seed" if seeds else "")})
     from ..workload.run import table_coords
 
     tabs = {k: np.stack([table_coords([_table(study, m, r) for r in runs])[k] for m in machines])
@@ -402,34 +441,43 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
         "groups": ("machine", np.array([study["machines"][m][0] for m in machines])),
         "nodes_per_group": ("machine", np.array([study["machines"][m][1] for m in machines])),
         "policy": ("run", np.asarray([study["runs"][r]["policy"] for r in runs], dtype=str)),
+        **({"seed": ("seed", np.asarray(seeds, dtype=np.int64))} if seeds is not None else {}),
         **{k: (("machine", "run"), v) for k, v in tabs.items()}})
     clean = {k: v for k, v in study.items() if not k.startswith("_")}
     ds.attrs.update({"study": str(study["name"]), "config": yaml.safe_dump(clean, sort_keys=False),
-                     "source": str(study.get("_source", "")), "n_points": len(points),
-                     "study_id": sid, "n_computed": len(todo), "wall_s": time.perf_counter() - t0,
-                     "ray": int(bool(use_ray))})
-    return write_dataset(ds, out, identity=sid)  # <UTC time>-<hash>.nc: an earlier result is never replaced
+                     "source": str(study.get("_source", ""))})
+    return ds
 
 
 def study_table(ds: xr.Dataset) -> str:
     """A study dataset as a table for people: one row per (machine, mix, run) with its policy, the mean and 95th
     percentile wait, the wait reduction against the first run of the same machine and mix (%), and the mean
-    utilisation (%); times in one display unit (:func:`evaluator.display.format_table`)."""
+    utilisation (%); times in one display unit (:func:`evaluator.display.format_table`). With a ``seed``
+    dimension (``seeds``): each the mean over the seeds, and the wait reduction's range over them."""
     import pandas as pd
 
     from ..display import format_table
 
+    seeds = "seed" in ds.dims
     rows = []
     for m in ds.machine.values:
         for x in ds.mix.values:
             for r in ds.run.values:
                 pt = ds.sel(machine=m, mix=x, run=r)
-                red = float(pt.wait_reduction)
+                red = pt.wait_reduction.values.reshape(-1)
+                text = "n/a" if not np.isfinite(red).all() else f"{100 * red.mean():+.1f}%"
+                if seeds and np.isfinite(red).all() and r != ds.run.values[0]:
+                    text += f" [{100 * red.min():+.1f}%, {100 * red.max():+.1f}%]"
                 rows.append({"machine": str(m), "mix": str(x), "run": str(r), "policy": str(pt.policy.values),
-                             "mean_wait": float(pt.mean_wait), "p95_wait": float(pt.p95_wait),
-                             "wait reduction": "n/a" if not np.isfinite(red) else f"{100 * red:+.1f}%",
-                             "utilisation": f"{100 * float(pt.mean_utilisation):.1f}%",
-                             "mean_speedup": float(pt.mean_speedup)})
+                             "mean_wait": float(pt.mean_wait.mean()), "p95_wait": float(pt.p95_wait.mean()),
+                             "wait reduction": text,
+                             "utilisation": f"{100 * float(pt.mean_utilisation.mean()):.1f}%",
+                             "mean_speedup": float(pt.mean_speedup.mean())})
     df = pd.DataFrame(rows).set_index(["machine", "mix", "run"])
     df.attrs["units"] = {"mean_wait": "s", "p95_wait": "s", "mean_speedup": "1"}
-    return format_table(df)
+    table = format_table(df)
+    if seeds:
+        table += (f"\n(mean over the {ds.sizes['seed']} seeds {int(ds.seed[0])} .. {int(ds.seed[-1])}: trace, mode "
+                  f"draws and policies; wait reduction: mean [min, max] over them, each seed against its own first "
+                  f"run)")
+    return table

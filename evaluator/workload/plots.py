@@ -119,7 +119,8 @@ def plot_study(ds: xr.Dataset, out: str | Path) -> Path:
     """A workload study (dims ``machine``, ``mix``, ``run``; :func:`evaluator.sweep.schedule.run_study`): (a) the
     mean wait-time reduction (%) of every run against the first run of its machine and mix, bars per machine, a
     reference line at 0; (b) the mean utilisation (%) of every run, bars per machine. Categories are bars, not
-    lines; machines in the study's order."""
+    lines; machines in the study's order. With a ``seed`` dimension each bar is the mean over the seeds, its error
+    bar from the smallest to the largest."""
     from matplotlib.figure import Figure
 
     machines = [str(m) for m in ds.machine.values]
@@ -134,8 +135,11 @@ def plot_study(ds: xr.Dataset, out: str | Path) -> Path:
                                                                                100.0)):
         width = 0.8 / max(len(series), 1)
         for i, (mix, run) in enumerate(series):
-            vals = scale * ds[var].sel(mix=mix, run=run).values
-            ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(vals), width * 0.95,
+            v = scale * ds[var].sel(mix=mix, run=run)
+            vals = v.mean("seed").values if "seed" in v.dims else v.values  # seeds: their mean, their range
+            err = np.nan_to_num([vals - v.min("seed").values, v.max("seed").values - vals]) if "seed" in v.dims \
+                else None
+            ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(vals), width * 0.95, yerr=err, capsize=2,
                    label=f"{run}, {mix}")
         ax.set_xticks(x, machines, fontsize=8)
         ax.set_xlabel("machine (groups x nodes per group)")
@@ -146,5 +150,6 @@ def plot_study(ds: xr.Dataset, out: str | Path) -> Path:
     ax2.set_ylabel("mean utilisation [%]")
     ax2.set_ylim(0, 105)
     ax2.set_title("(b) system utilisation", fontsize=9)
-    fig.suptitle(str(ds.attrs.get("study", "")), fontsize=10)
+    fig.suptitle(str(ds.attrs.get("study", "")) + (f": mean over {ds.sizes['seed']} seeds, bars from the smallest to "
+                                                   f"the largest" if "seed" in ds.dims else ""), fontsize=10)
     return save_figure(fig, out)
