@@ -120,6 +120,21 @@ def test_the_cli_summarises_and_the_sweep_says_its_rows_are_draws(swept, capsys)
     assert format_table(by_tail) in capsys.readouterr().out
 
 
+def test_a_plain_query_says_its_rows_are_draws(swept, capsys):
+    """``evaluator query`` without --draws ranks single draws, as the sweep's end does, and says so the same
+    way; with --over a seed axis each row is its point's luckiest draw; --draws or a metric without the seed
+    axes prints nothing of it."""
+    path, _ = swept
+    assert cli.main(["query", str(path), "-n", "3"]) == 0
+    assert (f"routing.seed, traffic.seed: random draws, one per row above (the best row is the luckiest draw); each "
+            f"point's mean over them with its tail and range: evaluator query {path} --draws routing.seed "
+            f"traffic.seed") in capsys.readouterr().out
+    assert cli.main(["query", str(path), "--over", "routing.seed", "-n", "3"]) == 0
+    assert "random draws, each row above the luckiest of its point's draws;" in capsys.readouterr().out
+    assert cli.main(["query", str(path), "--draws", "routing.seed", "traffic.seed", "-n", "3"]) == 0
+    assert "one per row above" not in capsys.readouterr().out
+
+
 def test_a_sweep_without_seed_axes_prints_no_draws_line(tmp_path, capsys):
     assert cli.main(["sweep", "topology=fat_tree", "topology.k=4", "topology.levels=3", "routing=ecmp",
                      "traffic=random_permutation", "traffic.n_tasks=16", "placement=linear,random",

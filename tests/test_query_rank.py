@@ -223,7 +223,10 @@ def test_a_jobs_sweep_lists_each_job_of_each_point_once_and_its_makespan_per_poi
     assert "completion_time(a) [ms]" in text and "makespan [ms]" in text
     assert cli.main(["query", str(made["jobs"]), "--best", "makespan", "-n", "0"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 + 6 and "completion_time(b) [ms]" in out[0]
+    assert len(out) == 2 + 6 + 1 and "completion_time(b) [ms]" in out[0]
+    # the jobs' random pairs are one draw each (seeds 0 and 3, on no axis): the last line says so
+    assert out[-1].startswith("every row is one draw of jobs.0.traffic random_pairs (seed 0) of job a; "
+                              "jobs.1.traffic random_pairs (seed 3) of job b: no axis draws their seeds")
     assert len(best(ds, "slowdown", where={"job": "b"}, n=0)) == 6
 
 

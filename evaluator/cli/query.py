@@ -26,9 +26,10 @@ import pandas as pd
 
 from ..display import format_table
 from ..errors import ConfigError
-from ..query import best, open_results, rank_labels
+from ..query import best, default_metric, open_results, rank_labels
 from ..runs import RESULTS_DIR, resolve
 from .._args import ArgumentParser, named_as_options
+from .sweep import draws_line
 
 __all__ = ["main"]
 
@@ -87,6 +88,10 @@ def main(argv: list[str]) -> int:
             print(table.to_string(float_format=lambda x: repr(float(x))))  # every digit, as stored
     else:
         print(format_table(table))
+    metric = args.best if args.best is not None else default_metric(ds)
+    line = "" if args.draws or metric not in ds else draws_line(ds[metric], " ".join(args.path), args.over)
+    if line:  # the rows are single draws of the seeds on axes: the first is the luckiest
+        print(line)
     if ds.attrs.get("one_draw"):  # (a sweep's random choices drawn once: every row is one draw of them)
         print(f"every row is one draw of {ds.attrs['one_draw']}: no axis draws their seeds, so a row is not what its "
               f"point gives on average (sweep their seeds and rank with --draws)")

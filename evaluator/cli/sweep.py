@@ -167,14 +167,26 @@ def _summary(plan, ds, path) -> bool:
     print(format_table(table))
     if note:
         print(f"shown: {note}; every row: evaluator query {path}")
-    seeds = [str(d) for d in ds[metric].dims if str(d).endswith(".seed") and ds.sizes[d] > 1]
-    if seeds:  # the rows above are single draws: the best of them is the luckiest draw, not what the point gives
-        print(f"{', '.join(seeds)}: random draws, one per row above (the best row is the luckiest draw); each "
-              f"point's mean over them with its tail and range: evaluator query {path} --draws {' '.join(seeds)}")
+    line = draws_line(ds[metric], path)
+    if line:
+        print(line)
     drawn = plan.one_draw_choices()  # random choices at one seed each: every row above is those draws' time
     if drawn:
         print(one_draw_line(drawn, "every row above is", "add"))
     return True
+
+
+def draws_line(values, path, over=()) -> str:
+    """Where ``values`` (a ranked variable) has axes of random draws (``*.seed``, a schedule study's ``seed``) of
+    several values: the line that says each row is one draw (with ``over`` naming one: the best draw of its
+    point), the best the luckiest, with the query that ranks each point's mean over them; else ''."""
+    seeds = [str(d) for d in values.dims if (str(d).endswith(".seed") or str(d) == "seed") and values.sizes[d] > 1]
+    if not seeds:  # the rows above are single draws: the best of them is the luckiest draw, not what the point gives
+        return ""
+    rows = ("each row above the luckiest of its point's draws" if set(seeds) & set(over or ()) else
+            "one per row above (the best row is the luckiest draw)")
+    return (f"{', '.join(seeds)}: random draws, {rows}; each point's mean over them with its tail and range: "
+            f"evaluator query {path} --draws {' '.join(seeds)}")
 
 
 def one_draw_line(drawn: dict[str, str], subject: str, verb: str) -> str:
