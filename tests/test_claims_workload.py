@@ -95,4 +95,6 @@ def test_the_shrunken_study_over_trace_seeds():
         check_stated(DOC, what + r" -?[0-9.]+% \(seed [0-9]+\) to -?[0-9.]+% \(seed ([0-9]+)\)", hi, cmd)
         check_stated(DOC, what + r" -?[0-9.]+% \(seed [0-9]+\) to -?[0-9.]+% \(seed [0-9]+\), mean (-?[0-9.]+)%",
                      r.mean(), cmd)
-    assert red["grap+paper"][0] == pytest.approx(24.4, abs=0.05)  # seed 0: the table's run
+    r = red["grap+paper"]  # seed 0, the table's run, 'near the low end': the second smallest of the 8
+    check_stated(DOC, r"so seed 0's ([0-9.]+)% is near the low end", r[0], cmd)
+    assert int((r < r[0]).sum()) <= 1
