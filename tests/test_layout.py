@@ -169,7 +169,7 @@ LAYERS = [
     ("evaluator._version", "evaluator._types", "evaluator._ops", "evaluator._registry", "evaluator.errors",
      "evaluator.io", "evaluator.dataset", "evaluator.display", "evaluator.machines", "evaluator._jax_cache",
      "evaluator._malloc", "evaluator._threads", "evaluator.runs", "evaluator._program_store", "evaluator.latency",
-     "evaluator._args", "evaluator._threefry"),
+     "evaluator._args", "evaluator._threefry", "evaluator._signals"),
     ("evaluator.topology",),
     ("evaluator.lp",),
     ("evaluator.routing", "evaluator.traffic", "evaluator.placement", "evaluator.policies", "evaluator.cost"),

@@ -4,7 +4,7 @@ Python runs a signal's handler at the main thread's next bytecode; inside a ``gc
 registers one) the raised KeyboardInterrupt is printed as "Exception ignored" and dropped. A Ctrl-C 0.1-0.2 s into
 Ray's connection attempts was lost that way, and the sweep kept connecting for ``ray.connect_timeout_s``
 (test_ray_connect's signal test failed once in a full-suite run). The sweep's handler records the signal and its
-waits raise it (evaluator.sweep.driver._raise_if_signalled).
+waits raise it (evaluator._signals.raise_if_signalled).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from evaluator import _signals
 from evaluator.sweep import driver
 
 
@@ -56,7 +57,7 @@ def test_a_swallowed_signal_stops_the_next_wait(sig, wait):
     signal.signal(signal.SIGINT, before)
     assert took < 1.0, took
     assert getattr(exc.value, "signum", signal.SIGINT) == sig
-    assert not driver._SIGNALLED  # cleared when the sweep's handlers are taken down
+    assert not _signals._SIGNALLED  # cleared when the sweep's handlers are taken down
 
 
 def test_a_sweep_started_with_sigint_ignored_keeps_it_ignored():

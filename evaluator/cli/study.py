@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
         print(_usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     from ..studies import run_study
-    from ..sweep.driver import stop_on_sigterm
+    from .._signals import stop_on_sigterm
 
     with stop_on_sigterm():  # SIGTERM stops a study as Ctrl-C does: its points finished are written (exit 143)
         return run_study(argv[0], argv[1:], prog="evaluator study")

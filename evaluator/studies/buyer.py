@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .._signals import raise_if_signalled
 from .._version import __version__
 from ..cost import link_product, network_cost
 from ..errors import NOT_COMPUTED, ConfigError, WordedError, with_partial
@@ -300,6 +301,7 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
                     if rname not in ROUTINGS[fam]:
                         continue
                     for w, wname in enumerate(workloads):
+                        raise_if_signalled()  # a Ctrl-C or SIGTERM whose exception a gc callback swallowed
                         _evaluate_draws(tm, thr, refused, (i, j, r, w), topo, fam, wname, rname, n, K, memo, pbar)
                         done[i, j, r, w] = True
             if progress is not None:

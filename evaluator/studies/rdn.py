@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .._signals import raise_if_signalled
 from .._version import __version__
 from ..errors import (NOT_COMPUTED, ConfigError, ConfigTypeError, ResourceError, check_seed, is_int, positive_float,
                       positive_int, require, with_partial)
@@ -183,6 +184,7 @@ def _run_points(machine, pats, sizes, fraction, seed, n_seeds, bounds, max_lp_nn
             refused[:] = f"TDN: {e}"
         for i, pat in enumerate(pats):
             for j, q in enumerate(sizes):
+                raise_if_signalled()  # a Ctrl-C or SIGTERM whose exception a gc callback swallowed
                 t0 = time.perf_counter()
                 try:
                     tr, pol, nodes = _job(machine, pat, q)
