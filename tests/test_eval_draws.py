@@ -164,3 +164,17 @@ def test_draws_of_a_point_read_by_its_latency_and_max_min_times(tmp_path, capsys
     added = ds["draw_time_with_latency"].values - ds["draw_completion_time"].values
     assert np.ptp(added) <= 1e-12 * added.max() and added.min() > 0
     assert len(set(ds["draw_completion_time"].values)) > 1  # the draws differ: not one draw four times
+
+
+def test_a_jobs_own_hashed_routing_is_named_with_its_own_seed_axis(capsys):
+    """A job with its own hashed ECMP (the others on D-mod-k): the note names that routing and the axis that draws
+    it, jobs.<i>.routing.seed; the top-level routing, which no job here routes by, is not named."""
+    jobs = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=shift", "traffic.n_tasks=8",
+            "placement=linear", "routing=ecmp", "exclusive_nodes=false",
+            "jobs=[{name: a, routing: {kind: dmodk}}, {name: b, routing: {kind: ecmp, seed: 7}}]"]
+    assert cli.main(["eval", *jobs, "save=false"]) == 0
+    out = capsys.readouterr().out
+    assert ("note        ecmp-s7: one draw of a random routing; the times above are that draw's, not what the routing "
+            "gives on average: evaluator sweep with the same overrides and the axis jobs.1.routing.seed="
+            "'range(0,16)', then evaluator query RUN --draws jobs.1.routing.seed --best makespan") in out
+    assert "ecmp-s0" not in out

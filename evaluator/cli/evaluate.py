@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
             ds = evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background,
                                exclusive_nodes=jp.exclusive_nodes, interference=jp.interference,
                                sharing=obj.sharing, fairness=obj.fairness)
-        lines = job_summary_lines(ds) + _jobs_one_draw(jp) + _one_draw_note(obj, "the times above are")
+        lines = job_summary_lines(ds) + _jobs_one_draw(jp, obj) + _one_draw_note(obj, "the times above are")
     else:
         point = config.build(obj)
         check_point_budget(point.topology, obj.cost)
@@ -127,12 +127,18 @@ def _one_draw_note(obj, subject: str) -> list[str]:
     return ["note        " + one_draw_line(drawn, subject, "sweep the same overrides over")] if drawn else []
 
 
-def _jobs_one_draw(jp) -> list[str]:
-    """Several jobs under a routing of which one spec is one random draw (hashed ECMP): a line that says the
-    times are that draw's, with the way to their mean over draws (a sweep's ``routing.seed`` axis)."""
-    labels = list(dict.fromkeys(r.label for r in [jp.routing, *(as_routing(j.routing) for j in jp.jobs
-                                                                 if j.routing is not None)] if r.draws(1)))
-    return [f"note        {', '.join(labels)}: one draw of a random routing; the times above are that draw's, not "
-            f"what the routing gives on average: evaluator sweep with the same overrides and the axis "
-            f"routing.seed='range(0,16)', then evaluator query RUN --draws routing.seed --best makespan"] if labels \
-        else []
+def _jobs_one_draw(jp, obj) -> list[str]:
+    """Several jobs under a routing of which one spec is one random draw (hashed ECMP), the top-level one where a
+    job routes by it or a job's own (:func:`evaluator.config.drawn_choices`): a line that says the times are that
+    draw's, with the way to their mean over draws (a sweep's ``routing.seed`` axis, ``jobs.<i>.routing.seed``
+    for a job's own)."""
+    keys = [g for g in config.drawn_choices(obj) if g.rsplit(".", 1)[-1] == "routing"]
+    if not keys:
+        return []
+    labels = [(jp.routing if k == "routing" else as_routing(jp.jobs[int(k.split(".")[1])].routing)).label
+              for k in keys]
+    axes = [f"{k}.seed" for k in keys]
+    return [f"note        {', '.join(dict.fromkeys(labels))}: one draw of a random routing; the times above are that "
+            f"draw's, not what the routing gives on average: evaluator sweep with the same overrides and the "
+            f"{'axis' if len(axes) == 1 else 'axes'} {' '.join(a + '=' + repr('range(0,16)') for a in axes)}, then "
+            f"evaluator query RUN --draws {' '.join(axes)} --best makespan"]
