@@ -30,14 +30,14 @@ from ._batch.groups import GroupResults, evaluate_groups
 from ._batch.run import run_batch
 from ._types import Float, Int, Shaped
 from .dataset import draw_stats
-from .errors import positive_int
+from .errors import positive_int, require
 from .placement import Placement
 from .routing import Routing
 from .topology import Topology
 from .traffic import AbstractTraffic
 
 __all__ = ["evaluate", "evaluate_batch", "evaluate_draws", "DRAWS", "BatchResult", "bucket_size", "evaluate_groups",
-           "GroupResults", "BankedPoints", "BankPlan", "BEYOND_BOUND"]
+           "GroupResults", "BankedPoints", "BankPlan", "BEYOND_BOUND", "MAX_DRAWS", "check_draws"]
 
 DRAWS = 16
 """How many draws of a random routing (hashed ECMP's hash seeds, the configured one first) ``evaluator eval`` and
@@ -197,6 +197,19 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     return ds
 
 
+MAX_DRAWS = 10_000
+"""The most draws :func:`evaluate_draws` takes (each one evaluation of every point; its routing specs are listed
+first): more are refused before anything is made."""
+
+
+def check_draws(field: str, k) -> int:
+    """A count of draws: an integer in ``[1, MAX_DRAWS]`` (a :class:`ConfigError` naming ``field`` otherwise)."""
+    k = positive_int(field, k)
+    require(k <= MAX_DRAWS, field, k, f"an integer in [1, {MAX_DRAWS:,}] (draws of the routing, each one "
+                                      f"evaluation of every point)")
+    return k
+
+
 BEYOND_BOUND = ("time_with_latency", "time_max_min")
 """The times :func:`evaluate` gives beyond the bandwidth bound (a latency model, max-min sharing): with either,
 :func:`evaluate_draws` summarises them over the draws too."""
@@ -221,7 +234,7 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     that it gives (:data:`BEYOND_BOUND`) are summarised the same way (``time_with_latency[point, draw]``,
     ``time_with_latency_mean``, ...): the bandwidth bound alone is not the time such a point is read by.
     """
-    k = positive_int("draws", k)
+    k = check_draws("draws", k)
     specs = as_routing(routing).draws(k)
     if not specs:
         return None

@@ -178,3 +178,16 @@ def test_a_jobs_own_hashed_routing_is_named_with_its_own_seed_axis(capsys):
             "gives on average: evaluator sweep with the same overrides and the axis jobs.1.routing.seed="
             "'range(0,16)', then evaluator query RUN --draws jobs.1.routing.seed --best makespan") in out
     assert "ecmp-s0" not in out
+
+
+@pytest.mark.parametrize("k", [0, 10_001, 10**9])
+def test_too_many_draws_are_refused_before_any_is_made(k, capsys):
+    """--draws above 10,000 (each draw one evaluation; 10^9 listed its routing specs until memory ran out): one
+    line naming the option and the allowed range; the library's evaluate_draws refuses the same."""
+    from evaluator.errors import ConfigError
+
+    assert cli.main(["eval", *POINT, "save=false", "--draws", str(k)]) == 2
+    assert f"--draws = {k} is invalid: allowed is " in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="draws"):
+        evaluate_draws(topology.fat_tree(k=4, levels=3), routing.ecmp(0), traffic.shift(16, 1, 1e6),
+                       placement.linear(topology.fat_tree(k=4, levels=3), 16), k)

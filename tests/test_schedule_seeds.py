@@ -81,3 +81,10 @@ def test_a_rerun_with_seeds_computes_nothing_again(three, tmp_path):
 def test_bad_seeds_are_refused_naming_the_key(bad, tmp_path):
     with pytest.raises(ConfigError, match="seeds"):
         _study(tmp_path, "bad", seeds=bad)
+
+
+def test_a_study_too_large_is_refused_before_its_points_are_listed(tmp_path):
+    """seeds: 10^11 would list 2 x 10^11 points (memory); refused naming seeds, the count and the limit."""
+    with pytest.raises(ConfigError, match=r"seeds = 100000000000 is invalid: allowed is a study of at most "
+                                          r"100,000 points\. 4 \(machine, mix, run\) points x 100,000,000,000 seeds"):
+        _study(tmp_path, "huge", seeds=10**11)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .. import config
 from ..display import elapsed, format_value, summary_lines
-from ..errors import ResourceError, StorageError, positive_int
-from ..evaluation import DRAWS, as_routing, evaluate, evaluate_draws
+from ..errors import ResourceError, StorageError
+from ..evaluation import DRAWS, as_routing, check_draws, evaluate, evaluate_draws
 from ..cost.dataset import check_point_budget, with_cost
 from ..io import check_writable, write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
                          f"configured one first, and print their mean, 95th percentile and range (default {DRAWS}; 1: "
                          f"the configured draw only)")
     args = ap.parse_intermixed_args(argv)
-    positive_int("--draws", args.draws)
+    check_draws("--draws", args.draws)
     cfg = config.compose(args.overrides)
     if args.show_config:
         print(config.to_yaml(cfg))

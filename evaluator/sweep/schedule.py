@@ -205,6 +205,7 @@ def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
             WorkloadModel(**kw)
         except ConfigError as exc:
             raise _in(where, exc, ("workload.mode_mix", f"mode_mixes.{lab}") if mix is not None else None) from None
+    _check_size(study, where)
     for lab, r in study["runs"].items():
         if not isinstance(r, dict):
             raise ConfigTypeError(f"{where}: runs.{lab}", r, "{policy: NAME, speedups: PATH or table, params: {...}}")
@@ -250,6 +251,22 @@ def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
                                       exc.hint) from None
     study["_checked"] = True
     return study
+
+
+MAX_STUDY_POINTS = 100_000
+"""The most (machine, mix, run, seed) points a study may have: each is a whole schedule (seconds to minutes), and
+more are refused before their list is made."""
+
+
+def _check_size(study: dict, where: str) -> None:
+    """A study of more than :data:`MAX_STUDY_POINTS` points is refused, naming ``seeds`` where it has them."""
+    n = len(study["machines"]) * len(study["mode_mixes"]) * len(study["runs"])
+    k = int(study.get("seeds", 1))
+    if n * k > MAX_STUDY_POINTS:
+        field = "seeds" if k > 1 else "machines"
+        raise ConfigError(f"{where}: {field}", study.get(field), f"a study of at most {MAX_STUDY_POINTS:,} points",
+                          f"{n:,} (machine, mix, run) points x {k:,} seeds = {n * k:,}; each point is a whole "
+                          f"schedule.")
 
 
 def speedups_path(study: Mapping[str, Any], machine: str, run: str):
