@@ -15,7 +15,7 @@ import xarray as xr
 
 import evaluator.studies.buyer as B
 import evaluator.studies.rdn as R
-from evaluator.errors import NOT_COMPUTED
+from evaluator.errors import NOT_COMPUTED, ConfigError
 from evaluator.studies.rdn import RdnMachine, allocation_mode_study
 from tests.helpers import once
 
@@ -169,3 +169,15 @@ def test_a_signal_a_gc_callback_swallowed_still_stops_the_study(monkeypatch, tmp
     assert rc == 128 + signal.SIGTERM, capsys.readouterr()
     with xr.open_dataset(out) as ds:  # the second point, in which the signal came, finished; the third did not
         assert list(ds.refused.values.reshape(-1)) == ["", "", NOT_COMPUTED]
+
+
+@pytest.mark.parametrize("study", ["rdn", "buyer"])
+def test_seeds_beyond_the_limit_are_refused_before_anything_is_allocated(study, capsys):
+    """--seeds 10^9 tried to allocate arrays of 67-179 GiB: refused as bad input, naming the option and the range."""
+    from evaluator.cli import main
+
+    args = ["--machine", "2,4,2,8"] if study == "rdn" else ["--nodes", "32", "--workloads", "permutation"]
+    assert main(["study", study, *args, "--seeds", "1000000000"]) == 2
+    assert "--seeds = '1000000000' is invalid: allowed is an integer in [1, 10,000]" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="n_seeds"):
+        (allocation_mode_study(M8, n_seeds=10**9) if study == "rdn" else B.buyer_study([TINY], n_seeds=10**9))

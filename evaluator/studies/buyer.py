@@ -43,6 +43,7 @@ import numpy as np
 import xarray as xr
 
 from .._signals import raise_if_signalled
+from ..evaluation import MAX_DRAWS, check_draws
 from .._version import __version__
 from ..cost import link_product, network_cost
 from ..errors import NOT_COMPUTED, ConfigError, WordedError, with_partial
@@ -267,7 +268,7 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
     :data:`~evaluator.errors.NOT_COMPUTED`, the attribute ``interrupted`` saying how much), which ``evaluator study
     buyer`` writes (:func:`~evaluator.errors.with_partial`)."""
     sizes, workloads = [int(s) for s in sizes], list(workloads)
-    S, Nw, R, W, K = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads), int(n_seeds)
+    S, Nw, R, W, K = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads), check_draws("n_seeds", n_seeds)
     tm = np.full((S, Nw, R, W, K), np.nan)
     thr = np.full((S, Nw, R, W, K), np.nan)
     refused = np.full((S, Nw, R, W), "", dtype=object)
@@ -493,9 +494,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
                     help="directory for buyer-<equal>-<UTC time>.nc and .png (default %(default)s)")
     args = ap.parse_args(argv)
     sizes = _ints("--nodes", args.nodes, "comma-separated integers >= 16 (nodes), e.g. 512,4096", lambda v: v >= 16)
-    n_seeds = _ints("--seeds", args.seeds, "an integer >= 1", lambda v: v >= 1)
+    n_seeds = _ints("--seeds", args.seeds, f"an integer in [1, {MAX_DRAWS:,}]", lambda v: 1 <= v <= MAX_DRAWS)
     if len(n_seeds) != 1:
-        raise ConfigError("--seeds", args.seeds, "one integer >= 1")
+        raise ConfigError("--seeds", args.seeds, f"one integer in [1, {MAX_DRAWS:,}]")
     equals = [e.strip() for e in str(args.equal).split(",")]
     if not equals or any(e not in ("cost", "power") for e in equals) or len(set(equals)) != len(equals):
         raise ConfigError("--equal", args.equal, "cost, power, or cost,power (both: the networks both studies "

@@ -75,6 +75,7 @@ import numpy as np
 import xarray as xr
 
 from .._signals import raise_if_signalled
+from ..evaluation import MAX_DRAWS, check_draws
 from .._version import __version__
 from ..errors import (NOT_COMPUTED, ConfigError, ConfigTypeError, ResourceError, check_seed, is_int, positive_float,
                       positive_int, require, with_partial)
@@ -157,7 +158,7 @@ def _check_study_args(machine, groups, patterns, background, seed, bounds, max_l
     for name in adaptive:
         require(name in TDN_ADAPTIVE, "adaptive", name, " | ".join(TDN_ADAPTIVE))
     seed = check_seed("seed", seed)
-    n_seeds = positive_int("n_seeds", n_seeds)
+    n_seeds = check_draws("n_seeds", n_seeds)
     max_lp_nnz = positive_int("max_lp_nnz", max_lp_nnz)
     fraction = positive_float("background", background, allow_zero=True)
     require(fraction < 1, "background", background, "a fraction in [0, 1)")
@@ -637,8 +638,8 @@ def _study_options(args):
                                lambda v: 0 <= v < 1)
     seed = _parse_number("--seed", args.seed, "int", "an integer >= 0", lambda v: v >= 0)
     check_seed("--seed", seed)
-    n_seeds = _parse_number("--seeds", args.seeds, "int", "an integer >= 1 (random mappings per point)",
-                            lambda v: v >= 1)
+    n_seeds = _parse_number("--seeds", args.seeds, "int", f"an integer in [1, {MAX_DRAWS:,}] (random mappings per "
+                            f"point)", lambda v: 1 <= v <= MAX_DRAWS)
     check_machine(m, patterns, "--machine", args.machine)
     # a baseline that is a bound or an adaptive routing the study was told not to compute: no speedup table
     uncomputed = args.baseline in tuple(BOUNDS) + TDN_ADAPTIVE and args.baseline not in bounds + adaptive
