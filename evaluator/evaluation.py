@@ -202,11 +202,11 @@ MAX_DRAWS = 10_000
 first): more are refused before anything is made."""
 
 
-def check_draws(field: str, k) -> int:
-    """A count of draws: an integer in ``[1, MAX_DRAWS]`` (a :class:`ConfigError` naming ``field`` otherwise)."""
+def check_draws(field: str, k, what: str = "draws of the routing, each one evaluation of every point") -> int:
+    """A count of draws: an integer in ``[1, MAX_DRAWS]`` (a :class:`ConfigError` naming ``field`` and ``what``
+    they are otherwise)."""
     k = positive_int(field, k)
-    require(k <= MAX_DRAWS, field, k, f"an integer in [1, {MAX_DRAWS:,}] (draws of the routing, each one "
-                                      f"evaluation of every point)")
+    require(k <= MAX_DRAWS, field, k, f"an integer in [1, {MAX_DRAWS:,}] ({what})")
     return k
 
 

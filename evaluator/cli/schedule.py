@@ -161,10 +161,8 @@ def main(argv: list[str]) -> int:
               "and mix")
         print(study_table(ds))
         if "seed" not in ds.dims:
-            synthetic = "" if (study.get("trace") or {}).get("swf") else " (synthetic)"
-            print(f"seed {int(study.get('seed', 0))}: one draw of the trace{synthetic}, the mode draws and the "
-                  f"policies' choices, and a queue's mean wait moves a lot with them; add seeds: K to the study for "
-                  f"the mean and range over K seeds")
+            print(_one_draw(int(study.get("seed", 0)), bool((study.get("trace") or {}).get("swf")),
+                            "add seeds: K to the study for the mean and range over K seeds"))
         print(path)
         if not args.no_plot:
             from ..workload.plots import plot_study
@@ -210,13 +208,18 @@ def main(argv: list[str]) -> int:
                   + ("; n/a: no job of the baseline waited (nothing to reduce)" if not math.isfinite(overall)
                      else ""))
     if ds.sizes["run"] > 1:
-        print(f"seed {args.seed}: one draw of the trace{'' if args.swf else ' (synthetic)'}, the mode draws and the "
-              f"policies' choices, and a queue's mean wait moves a lot with them; rerun with --seed S for others, "
-              f"or evaluator schedule --study with seeds: K for the mean and range")
+        print(_one_draw(args.seed, bool(args.swf), "rerun with --seed S for others, or evaluator schedule --study "
+                                                   "with seeds: K for the mean and range"))
     print(path)
     if not args.no_plot:
         print(_plot(ds, Path(path)))
     return 0
+
+
+def _one_draw(seed: int, swf: bool, how: str) -> str:
+    """The line that says a schedule at ``seed`` is one draw of its random parts, with ``how`` to get more."""
+    return (f"seed {seed}: one draw of the trace{'' if swf else ' (synthetic)'}, the mode draws and the policies' "
+            f"choices, and a queue's mean wait moves a lot with them; {how}")
 
 
 def _trace_changes(ds) -> str:
