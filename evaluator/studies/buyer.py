@@ -268,7 +268,8 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
     :data:`~evaluator.errors.NOT_COMPUTED`, the attribute ``interrupted`` saying how much), which ``evaluator study
     buyer`` writes (:func:`~evaluator.errors.with_partial`)."""
     sizes, workloads = [int(s) for s in sizes], list(workloads)
-    S, Nw, R, W, K = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads), check_draws("n_seeds", n_seeds)
+    K = check_draws("n_seeds", n_seeds, "permutation and ECMP hash seeds per point")
+    S, Nw, R, W = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads)
     tm = np.full((S, Nw, R, W, K), np.nan)
     thr = np.full((S, Nw, R, W, K), np.nan)
     refused = np.full((S, Nw, R, W), "", dtype=object)

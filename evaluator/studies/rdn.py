@@ -158,7 +158,7 @@ def _check_study_args(machine, groups, patterns, background, seed, bounds, max_l
     for name in adaptive:
         require(name in TDN_ADAPTIVE, "adaptive", name, " | ".join(TDN_ADAPTIVE))
     seed = check_seed("seed", seed)
-    n_seeds = check_draws("n_seeds", n_seeds)
+    n_seeds = check_draws("n_seeds", n_seeds, "random mappings of the TDN per point")
     max_lp_nnz = positive_int("max_lp_nnz", max_lp_nnz)
     fraction = positive_float("background", background, allow_zero=True)
     require(fraction < 1, "background", background, "a fraction in [0, 1)")
