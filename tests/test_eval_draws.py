@@ -180,6 +180,18 @@ def test_a_jobs_own_hashed_routing_is_named_with_its_own_seed_axis(capsys):
     assert "ecmp-s0" not in out
 
 
+def test_the_backgrounds_own_hashed_routing_is_named_with_its_own_seed_axis(capsys):
+    """A background load with its own hashed ECMP (the job on D-mod-k): the note names it and the axis that draws
+    it, background.routing.seed (this raised an internal error: the key was read as a job's)."""
+    point = ["topology=fat_tree", "topology.k=4", "topology.levels=3", "traffic=shift", "traffic.n_tasks=8",
+             "placement=linear", "routing=dmodk", "background.fraction=0.5", "+background.routing={kind: ecmp, seed: 7}"]
+    assert cli.main(["eval", *point, "save=false"]) == 0
+    out = capsys.readouterr().out
+    assert ("note        ecmp-s7: one draw of a random routing; the times above are that draw's, not what the routing "
+            "gives on average: evaluator sweep with the same overrides and the axis background.routing.seed="
+            "'range(0,16)', then evaluator query RUN --draws background.routing.seed --best makespan") in out
+
+
 @pytest.mark.parametrize("k", [0, 10_001, 10**9])
 def test_too_many_draws_are_refused_before_any_is_made(k, capsys):
     """--draws above 10,000 (each draw one evaluation; 10^9 listed its routing specs until memory ran out): one

@@ -191,7 +191,8 @@ def test_a_cartesian_placement_is_a_draw_only_where_an_order_is_random():
 def test_several_jobs_name_each_jobs_random_choices():
     """With ``jobs``, each job's own random choices are named with the job and the key a sweep axis sets
     (``jobs.<i>.<group>.seed``); the top-level routing only where a job (or the background) routes by it; a
-    background random permutation as ``background``. Written out by hand from the configs."""
+    background random permutation as ``background``, the background's own hashed routing as
+    ``background.routing``. Written out by hand from the configs."""
     from evaluator import config
     from evaluator.config import drawn_choices
 
@@ -212,6 +213,12 @@ def test_several_jobs_name_each_jobs_random_choices():
                  "background.seed=3") == {"routing": "routing ecmp (seed 0)",
                                           "jobs.0.routing": "jobs.0.routing ecmp (seed 5) of job 0",
                                           "background": "background random_permutation (seed 3)"}
+    own_bg = ("background.fraction=0.2", "+background.routing={kind: ecmp, seed: 7}")
+    assert drawn("routing=dmodk", own, *own_bg) == {
+        "jobs.0.routing": "jobs.0.routing ecmp (seed 5) of job 0",
+        "background.routing": "background.routing ecmp (seed 7) of the background"}
+    assert drawn("routing=dmodk", own, "background.fraction=0.2", "+background.routing={kind: dmodk}") == {
+        "jobs.0.routing": "jobs.0.routing ecmp (seed 5) of job 0"}
 
 
 def test_a_jobs_sweep_names_the_jobs_draws_and_a_seed_axis_takes_one_away(tmp_path, capsys):

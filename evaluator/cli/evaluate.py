@@ -131,12 +131,12 @@ def _jobs_one_draw(jp, obj) -> list[str]:
     """Several jobs under a routing of which one spec is one random draw (hashed ECMP), the top-level one where a
     job routes by it or a job's own (:func:`evaluator.config.drawn_choices`): a line that says the times are that
     draw's, with the way to their mean over draws (a sweep's ``routing.seed`` axis, ``jobs.<i>.routing.seed``
-    for a job's own)."""
+    for a job's own, ``background.routing.seed`` for the background's own)."""
     keys = [g for g in config.drawn_choices(obj) if g.rsplit(".", 1)[-1] == "routing"]
     if not keys:
         return []
-    labels = [(jp.routing if k == "routing" else as_routing(jp.jobs[int(k.split(".")[1])].routing)).label
-              for k in keys]
+    labels = [as_routing(jp.routing if k == "routing" else jp.background.routing if k == "background.routing"
+                         else jp.jobs[int(k.split(".")[1])].routing).label for k in keys]
     axes = [f"{k}.seed" for k in keys]
     return [f"note        {', '.join(dict.fromkeys(labels))}: one draw of a random routing; the times above are that "
             f"draw's, not what the routing gives on average: evaluator sweep with the same overrides and the "

@@ -41,7 +41,8 @@ def drawn_choices(obj) -> dict[str, str]:
 
     Several jobs (:func:`has_jobs`): each job's own groups as ``jobs.<i>.<group>`` (the key a sweep axis sets:
     ``jobs.<i>.<group>.seed``), named with the job; the top-level routing where a job or the background routes
-    by it; a background whose pattern is a random permutation as ``background``."""
+    by it; a background whose pattern is a random permutation as ``background``, and its own routing, where it is
+    one draw, as ``background.routing``."""
     if not has_jobs(obj):
         return _drawn({g: getattr(obj, g, None) for g in ("routing", "traffic", "placement")})
     out, shared = {}, False
@@ -60,6 +61,13 @@ def drawn_choices(obj) -> dict[str, str]:
         shared |= b.routing is None
         if b.pattern == "random_permutation":
             out["background"] = f"background random_permutation (seed {b.seed})"
+        if b.routing is not None:
+            try:
+                cfg = job_group_config("routing", b.routing, getattr(obj, "routing"), "background.routing")
+            except ConfigError:  # (refused where the point is built)
+                cfg = None
+            out |= {f"background.{g}": f"{what} of the background"
+                    for g, what in _drawn({"routing": cfg}, "background.").items()}
     return (_drawn({"routing": obj.routing}) if shared else {}) | out
 
 
