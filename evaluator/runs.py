@@ -289,6 +289,14 @@ def resolve(arg: str | os.PathLike[str] | Sequence[str], results_dir: str | os.P
         raise ConfigError("path", "", _ALLOWED)
     if len(args) > 1:  # a glob the shell expanded: the datasets among the paths, not latest or plots
         found = [a for a in args if Path(a).name != LATEST and a.rstrip("/").endswith(_SUFFIXES)]
+        missing = [a for a in args if not (Path(a).exists() or Path(a).is_symlink())]
+        if missing:  # a glob the shell expanded lists files that exist: a study name or a path that is not there
+            # beside another is a second dataset asked for, which would be left unread
+            raise ConfigError("path", " ".join(args), "one dataset",
+                              f"{', '.join(map(repr, missing))}: no such file (beside "
+                              f"{', '.join(repr(a) for a in args if a not in missing)}): give one dataset "
+                              f"or study at a time (a glob the shell expands may list plots and `latest` beside one "
+                              f"dataset).")
         if len(found) != 1:
             raise _several(found or args, f"{args[0]} ... ({len(args)} paths)", root)
         args = found

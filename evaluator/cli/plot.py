@@ -56,10 +56,11 @@ def main(argv: list[str]) -> int:
     ds = open_results(path)
     if args.metric is None:
         args.metric = default_metric(ds)
-    out = args.out or str(path.with_suffix("")) + f"-{args.metric}{'-gain' if rel else ''}.png"
+    out = args.out if args.out is not None else str(path.with_suffix("")) + f"-{args.metric}{'-gain' if rel else ''}.png"
     if Path(out).is_dir():
         raise ConfigError("--out", out, "a PNG file path, not a directory",
                           f"e.g. --out {Path(out) / (path.stem + '-' + args.metric + '.png')}")
+    _check_png_out(out, path)
     try:
         check_writable("--out", Path(out).parent)  # (the default: next to the dataset)
     except ConfigError as exc:
@@ -68,3 +69,29 @@ def main(argv: list[str]) -> int:
     with named_as_options(_OPTIONS):  # the options the user wrote, not plot_sweep's argument names
         print(plot_sweep(ds, out, args.metric, args.x, args.series, rel, draws=args.draws))
     return 0
+
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_png_out(out: str, dataset: Path) -> None:
+    """Refuse an ``--out`` that would overwrite what is not a figure: a name without ``.png`` (the figure is a
+    PNG whatever the name; a dataset's or a log's name would lose that file), the dataset itself, or an existing
+    file that is not a PNG."""
+    o = Path(out)
+    if o.suffix.lower() != ".png":
+        raise ConfigError("--out", out, "a PNG file path ending in .png (the figure is written as PNG)",
+                          f"e.g. --out {o.with_suffix('.png').name if o.name else dataset.stem + '.png'}")
+    if not o.exists():
+        return
+    if dataset.exists() and o.resolve() == dataset.resolve():
+        raise ConfigError("--out", out, "a PNG path other than the dataset plotted (it would be overwritten)")
+    try:
+        with open(o, "rb") as fh:
+            head = fh.read(len(_PNG_MAGIC))
+    except OSError:
+        head = b""
+    if head != _PNG_MAGIC:
+        raise ConfigError("--out", out, "a new PNG path or an existing PNG figure: this file exists and is not a PNG, "
+                          "so writing the figure would lose it")
+

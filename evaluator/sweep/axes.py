@@ -294,7 +294,9 @@ def _range(field: str, spec: Any, arg: Any) -> range:
 
 def _divisors_axis(field: str, spec: dict, earlier: dict[str, list], budget: _Budget) -> list[Any]:
     arg = spec["divisors"]
-    total = bool(spec.get("total", False))
+    total = spec.get("total", False)
+    require(isinstance(total, bool), field + ".total", total, "true or false (divisors of the product, or of each "
+                                                               "entry)")
     ref = isinstance(arg, str)
     sources = _resolve_ref(arg, earlier, field + ".divisors")
     vec_field = field + ".divisors" if ref else field
@@ -361,6 +363,10 @@ def _factorizations_axis(field: str, spec: dict, earlier: dict[str, list], budge
     return out
 
 
+_GENERATOR_OPTIONS = {"divisors": ("total",)}
+"""The keys a generator's mapping may hold beside the generator (``{divisors: other.key, total: true}``)."""
+
+
 def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget, column: bool = False) -> list[Any]:
     """The values of one axis (or zip ``column``, whose values may repeat: its rows may not); its size is checked
     against ``budget`` before they exist."""
@@ -377,6 +383,14 @@ def _generate(key: str, spec: Any, earlier: dict[str, list], budget: _Budget, co
     gens = [g for g in spec if g in GENERATORS]
     require(len(gens) == 1, field, spec, f"a list, or a mapping with exactly one generator of {list(GENERATORS)}")
     g = gens[0]
+    extra = sorted(set(map(str, spec)) - {g, *_GENERATOR_OPTIONS.get(g, ())})
+    require(not extra, field, spec, f"the generator {g} with its options {sorted(_GENERATOR_OPTIONS.get(g, ()))}"
+            if _GENERATOR_OPTIONS.get(g) else f"the generator {g} alone (it takes no options beside it)",
+            f"Unknown key(s) {extra}.")
+    if g == "factorizations" and isinstance(spec[g], dict):
+        extra = sorted(set(map(str, spec[g])) - {"n", "d"})
+        require(not extra, field + ".factorizations", spec[g], "a mapping {n: tasks, d: dimensions}",
+                f"Unknown key(s) {extra}.")
     if g == "divisors":
         out = _divisors_axis(field, spec, earlier, budget)
     elif g == "factorizations":
@@ -465,6 +479,9 @@ def _labelled(field: str, ax: Axis, given: Any) -> Axis:
         raise ConfigError(field, given, allowed)
     dup = sorted(k for k, c in collections.Counter(labels).items() if c > 1)
     require(not dup, field, given, allowed, f"{dup} label(s) more than one value: a label must name one value.")
+    comma = [x for x in labels if "," in x]
+    require(not comma, field, given, allowed + ", without commas",
+            f"{comma}: a label with a comma could never be selected (--where splits its values on commas).")
     return dataclasses.replace(ax, labels=labels, labels_given=True)
 
 

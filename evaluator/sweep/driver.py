@@ -275,6 +275,20 @@ def _result(fut: concurrent.futures.Future):
             _raise_if_signalled()
 
 
+def check_ray_config(ray_cfg) -> None:
+    """Refuse a ``ray.connect_timeout_s`` that is not a finite number of seconds above 0 before anything runs
+    (nan, -1 and inf were taken: a probe that never waits, or waits for ever)."""
+    if ray_cfg is None:
+        return
+    import math
+
+    from ..errors import require
+
+    t = getattr(ray_cfg, "connect_timeout_s", 15.0)
+    ok = isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0
+    require(ok, "ray.connect_timeout_s", t, "a finite number of seconds > 0")
+
+
 def _ray_init(ray_cfg, while_starting=None):
     """Ray, started here (a local Ray, ``ray.address`` null) or joined (a cluster), on the Ray owner thread.
 
@@ -405,6 +419,7 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     ``None`` after that many chunks were persisted in this call, as an
     interrupted run would.
     """
+    check_ray_config(ray_cfg)
     with store.RunLock(plan), stop_on_sigterm():
         done = finished(plan)
         if done is not None:

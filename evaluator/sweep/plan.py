@@ -395,6 +395,16 @@ def group_value(axis: str, group: str, value: Any) -> tuple[str, dict]:
                       f"and keys of that kind ({{kind: dragonfly, g: 16}})")
 
 
+def _check_file_name(field: str, value) -> None:
+    """``sweep.name`` and ``sweep.run_id`` name a directory under ``sweep.output_dir`` and the files in it: one
+    non-empty name without a path separator (``../x`` wrote outside the results directory, an empty name into
+    it)."""
+    v = str(value) if value is not None else ""
+    require(isinstance(value, str) and v.strip() != "" and v not in (".", "..") and not set("/\\\0") & set(v)
+            and not v.startswith("."), field, value,
+            "a non-empty name without '/', '\\' or a leading '.' (a directory or file name under sweep.output_dir)")
+
+
 def plan_sweep(request: SweepRequest) -> SweepPlan:
     """Validate a composed sweep and decide the grid, networks and run id.
 
@@ -476,6 +486,9 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
         (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT
          + (BOUNDS_FORMAT if bound_method is not None else "")).encode()
     ).hexdigest()[:12]
+    _check_file_name("sweep.name", sw.name)
+    if sw.run_id is not None:
+        _check_file_name("sweep.run_id", sw.run_id)
     run_id = sw.run_id or f"{sw.name}-{run_hash}"
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml,
                      default_chunk_size(bool(sw.keep_link_load)) if sw.chunk_size is None else int(sw.chunk_size),

@@ -1,0 +1,82 @@
+"""Refusals found by an audit of sweep, query and plot as a user runs them (2026-12-06): each input was accepted
+before and lost a file, read one dataset where two were named, wrote outside the results directory, or ignored a
+key; each is now one line naming the field, the value and what is allowed, before anything is computed or
+written."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluator import cli
+
+T = ["topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=all_to_all", "placement=linear",
+     "ray.enabled=false", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    d = tmp_path_factory.mktemp("audit")
+    assert cli.main(["sweep", *T, "traffic.n_tasks=4,8", f"sweep.output_dir={d}", "sweep.name=small"]) == 0
+    (path,) = (d / "small").glob("*.nc")
+    return path
+
+
+def test_plot_out_never_overwrites_the_dataset_or_a_file_that_is_not_a_png(dataset, tmp_path, capsys):
+    before = dataset.read_bytes()
+    assert cli.main(["plot", str(dataset), "--out", str(dataset)]) == 2
+    assert "--out = " in capsys.readouterr().err and dataset.read_bytes() == before
+    log = tmp_path / "notes.png"
+    log.write_text("my notes\n")
+    assert cli.main(["plot", str(dataset), "--out", str(log)]) == 2
+    assert "exists and is not a PNG" in capsys.readouterr().err and log.read_text() == "my notes\n"
+    for out in ("", str(tmp_path / "fig.pdf")):
+        assert cli.main(["plot", str(dataset), "--out", out]) == 2
+        assert "--out = " in capsys.readouterr().err
+    fig = tmp_path / "fig.png"
+    assert cli.main(["plot", str(dataset), "--out", str(fig)]) == 0
+    assert cli.main(["plot", str(dataset), "--out", str(fig)]) == 0  # a PNG figure is replaced
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("command", ["query", "plot"])
+def test_a_second_name_beside_a_dataset_is_refused_not_left_unread(command, dataset, capsys):
+    for args in ([str(dataset), "eval"], ["no_such_study", str(dataset)]):
+        assert cli.main([command, *args]) == 2
+        err = capsys.readouterr().err
+        assert "is invalid: allowed is one dataset" in err and "no such file" in err
+
+
+@pytest.mark.parametrize("override", ["sweep.run_id=../../etc", "sweep.run_id=a/b", "sweep.name=../escape",
+                                      "sweep.name=", "sweep.run_id=", "sweep.name=.hidden"])
+def test_a_run_name_that_is_not_one_file_name_is_refused(override, tmp_path, capsys):
+    assert cli.main(["sweep", *T, "traffic.n_tasks=4,8", f"sweep.output_dir={tmp_path / 'r'}", override]) == 2
+    key = override.split("=")[0]
+    assert f"{key} = " in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() and not any(tmp_path.parent.glob("escape"))
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
+def test_a_connect_timeout_that_is_no_time_is_refused(value, tmp_path, capsys):
+    assert cli.main(["sweep", *T, "traffic.n_tasks=4,8", f"sweep.output_dir={tmp_path}",
+                     f"ray.connect_timeout_s={value}"]) == 2
+    assert "ray.connect_timeout_s = " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("axis, field", [
+    ("+sweep.axes.traffic.n_tasks={range:[0,8],step:2}", "sweep.axes.traffic.n_tasks = "),
+    ("+sweep.axes.traffic.n_tasks={divisors:16,foo:1}", "sweep.axes.traffic.n_tasks = "),
+    ("+sweep.axes.traffic.n_tasks={divisors:16,total:maybe}", "sweep.axes.traffic.n_tasks.total = "),
+    ("+sweep.axes.traffic.beta={factorizations:{n:8,d:3,foo:1}}", "sweep.axes.traffic.beta.factorizations = "),
+    ("+sweep.axes.traffic.beta={factorizations:{n:8,d:3},foo:1}", "sweep.axes.traffic.beta = "),
+    ('+sweep.axes.size={zip:{traffic.seed:[1,2],placement.first_node:[0,4]},label:[a,"b,c"]}',
+     "sweep.axes.size.label = "),
+])
+def test_a_generators_unknown_key_and_a_label_with_a_comma_are_refused(axis, field, tmp_path, capsys):
+    assert cli.main(["sweep", *T, f"sweep.output_dir={tmp_path}", axis]) == 2
+    assert field in capsys.readouterr().err
+    assert not any(tmp_path.rglob("*.nc"))
+
+
+def test_divisors_with_total_true_still_sweeps(tmp_path, capsys):
+    assert cli.main(["sweep", *T, f"sweep.output_dir={tmp_path}", "+sweep.axes.traffic.n_tasks={divisors:[2,8],total:true}"]) == 0
+    assert "5 feasible of 5 points" in capsys.readouterr().out  # 16's divisors 1, 2, 4, 8, 16
