@@ -66,8 +66,9 @@ def _nodes(spec: str, point) -> np.ndarray | None:
     if path.exists():
         try:
             text = path.read_text()
-        except OSError as exc:
-            raise ConfigError("--nodes", spec, "a readable node list file", str(exc.strerror or exc)) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError("--nodes", spec, "a readable node list file (text)",
+                              str(getattr(exc, "strerror", None) or exc)) from None
         return parse_node_ids(text, f"--nodes ({spec})")
     if re.fullmatch(r"[\d,\s-]+", spec):
         return parse_node_ids(spec)

@@ -35,17 +35,36 @@ FILE_KINDS = ("rank_order", "node_list")
 """The prefixes that name a start file's format (``rank_order:FILE``, ``node_list:FILE``)."""
 
 
-def parse_node_ids(text: str, field: str = "--nodes") -> JobNodes:
-    """``"0-3,8, 10"`` (commas, spaces or newlines; ``a-b`` ranges; ``#`` comments) -> node ids in that order."""
+MAX_LISTED_IDS = 10**7
+"""The most ids a node list or rank order may expand to (its ranges counted before any is listed: 0-999999999
+filled the memory)."""
+
+
+def parse_node_ids(text: str, field: str = "--nodes", limit: int | None = None, machine: str = "the machine"
+                   ) -> JobNodes:
+    """``"0-3,8, 10"`` (commas, spaces or newlines; ``a-b`` ranges; ``#`` comments) -> node ids in that order.
+    ``limit``: the ids must be below it (``machine``'s node count), checked before a range is listed; at most
+    :data:`MAX_LISTED_IDS` ids in all."""
     body = "\n".join(line.split("#", 1)[0] for line in str(text).splitlines())
     parts = [p for p in re.split(r"[,\s]+", body) if p]
-    out: list[int] = []
+    spans: list[tuple[int, int]] = []
+    count = 0
     for p in parts:
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", p)
         if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
             raise ConfigError(field, p, "node ids and ascending ranges separated by commas, e.g. 0-15,32,40-47")
         lo = int(m.group(1))
         hi = lo if m.group(2) is None else int(m.group(2))
+        if limit is not None and hi >= limit:
+            raise ConfigError(field, p, f"node ids of {machine}: integers in [0, {int(limit) - 1}]",
+                              f"Node {hi} is out of range.")
+        count += hi - lo + 1
+        if count > MAX_LISTED_IDS or hi >= 2**62:
+            raise ConfigError(field, p, f"at most {MAX_LISTED_IDS:,} ids in all, each below 2^62",
+                              "No machine has that many nodes: check the range.")
+        spans.append((lo, hi))
+    out: list[int] = []
+    for lo, hi in spans:
         out.extend(range(lo, hi + 1))
     if not out:
         raise ConfigError(field, text, "at least one node id, e.g. 0-15,32")
@@ -80,9 +99,10 @@ def check_start(topology, n_tasks: int, nodes, tasks_per_node: int, task_node, f
     return tn
 
 
-def _rank_order_lines(text: str, field: str) -> list[np.ndarray]:
+def _rank_order_lines(text: str, field: str, limit: int | None = None, machine: str = "the machine"
+                      ) -> list[np.ndarray]:
     lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    return [parse_node_ids(line, field) for line in lines if line]
+    return [parse_node_ids(line, field, limit, machine) for line in lines if line]
 
 
 def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_node: int, *,
@@ -118,7 +138,12 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
         kind = "rank_order" if "RANK_ORDER" in p.name.upper() or any(a.size > 1 for a in lines) else "node_list"
     n = int(n_tasks)
     if kind == "node_list":
-        tn = parse_node_ids(text, f"{field} ({value})")
+        try:
+            tn = parse_node_ids(text, f"{field} ({value})", limit=topology.n_nodes, machine=topology.name)
+        except ConfigError as exc:
+            if not exc.allowed.startswith("node ids of"):
+                raise
+            raise ConfigError(field, value, exc.allowed, exc.hint) from None
         if tn.size != n:
             raise ConfigError(field, value, f"a node list of one node id per rank: {n} ids for the job's {n} ranks",
                               f"It lists {tn.size}.")
@@ -134,7 +159,12 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
                           f"per node", have)
     beside = p.parent / "node_list"
     if beside.is_file():
-        fill = parse_node_ids(beside.read_text(), f"{field} ({beside})")
+        try:
+            beside_text = beside.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(field, str(beside), "a readable node_list text file",
+                              str(getattr(exc, "strerror", None) or exc)) from None
+        fill = parse_node_ids(beside_text, f"{field} ({beside})", limit=topology.n_nodes, machine=topology.name)
         source = f"the {fill.size} nodes of {beside}"
     else:
         fill = np.asarray(nodes, np.int64)

@@ -692,6 +692,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         if sp.suffix != ".nc":
             raise ConfigError("--speedup-out", args.speedup_out, "a netCDF file path ending in .nc")
         check_output_file("--speedup-out", args.speedup_out, sp)
+        if sp.resolve() in (ds_path.resolve(), png_path.resolve()):
+            raise ConfigError("--speedup-out", args.speedup_out, f"a path other than the study's own ({ds_path})",
+                              "The table would overwrite the study's dataset; nothing was computed.")
     above = sorted({int(q) for q in groups if int(q) > m.g})
     if above:  # (documented in --groups; said here so that a size asked for is not missing in silence)
         print(f"job sizes above the machine's {m.g} groups left out: {', '.join(map(str, above))} (the whole "

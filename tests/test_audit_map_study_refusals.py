@@ -1,0 +1,64 @@
+"""Refusals found by an audit of map and the studies as a user runs them (2026-12-06): a node range that filled
+the memory, a binary node list that raised an internal error, a speedup table written over the study's own
+dataset, and buyer sizes that spun, repeated or could not be built; each is now one line naming the option,
+before anything is computed or written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from evaluator import cli
+
+MAP = ["map", "topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=stencil",
+       "traffic.alpha=[16,16,16]", "traffic.beta=[4,4,2]", "save=false", "--iterations", "1", "--no-progress"]
+
+
+@pytest.mark.parametrize("nodes", ["0-999999999", "0-99999999999999", "99999999999999999999999"])
+def test_node_ranges_no_machine_has_are_refused_before_they_are_listed(nodes, capsys):
+    assert cli.main([*MAP, "--nodes", nodes]) == 2
+    assert "is invalid: allowed is at most 10,000,000 ids in all, each below 2^62" in capsys.readouterr().err
+
+
+def test_node_lists_and_starts_in_files_are_checked_the_same(tmp_path, capsys):
+    (tmp_path / "junk").write_bytes(bytes(range(128, 256)) * 2)
+    assert cli.main([*MAP, "--nodes", str(tmp_path / "junk")]) == 2
+    assert "a readable node list file (text)" in capsys.readouterr().err
+    (tmp_path / "huge").write_text("0-99999999999999\n")
+    assert cli.main([*MAP, "--nodes", str(tmp_path / "huge")]) == 2
+    assert "allowed is at most 10,000,000 ids in all" in capsys.readouterr().err
+    (tmp_path / "start.txt").write_text("0-30\n0-99999999999999\n")
+    assert cli.main([*MAP, "--start", str(tmp_path / "start.txt")]) == 2
+    assert "allowed is at most 10,000,000 ids in all" in capsys.readouterr().err
+    (tmp_path / "nodes.txt").write_text("\n".join(map(str, range(31))) + "\n64-9999999\n")  # a node list
+    assert cli.main([*MAP, "--start", f"node_list:{tmp_path / 'nodes.txt'}"]) == 2
+    err = capsys.readouterr().err
+    assert "allowed is node ids of torus 4x4x4: integers in [0, 63]. Node 9999999 is out of range" in err
+
+
+def test_parse_node_ids_caps_what_it_lists():
+    from evaluator.errors import ConfigError
+    from evaluator.mapping import parse_node_ids
+    from evaluator.mapping._user_starts import MAX_LISTED_IDS
+
+    assert parse_node_ids("0-3, 8", limit=9).tolist() == [0, 1, 2, 3, 8]
+    with pytest.raises(ConfigError, match="at most 10,000,000 ids"):
+        parse_node_ids(f"0-{MAX_LISTED_IDS - 1} 0")  # one more than the cap, counted before listing
+
+
+def test_a_speedup_table_over_the_studys_own_dataset_is_refused(tmp_path, capsys):
+    same = tmp_path / "same.nc"
+    assert cli.main(["study", "rdn", "--machine", "2,2,2,5", "--seeds", "1", "--out", str(same),
+                     "--speedup-out", str(same)]) == 2
+    assert "--speedup-out = " in capsys.readouterr().err and not same.exists()
+
+
+@pytest.mark.parametrize("nodes, says", [("10000000000000000", "integers in [16, 200,000]"),
+                                         ("32,32", "32 given twice"), ("17", "At 17 nodes no fat tree"),
+                                         ("33", "At 33 nodes no fat tree")])
+def test_buyer_sizes_that_spin_repeat_or_cannot_be_built_are_refused_at_once(nodes, says, tmp_path, capsys):
+    out = tmp_path / "buy"
+    assert cli.main(["study", "buyer", "--workloads", "allreduce_8B", "--nodes", nodes, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--nodes = " in err and says in err and not os.path.exists(out)
