@@ -96,6 +96,21 @@ def test_npy_dense_and_edge_list_give_the_csv_flows(tmp_path):
     assert from_file(tmp_path / "three.npy").n_tasks == 3  # 3 tasks, not the ids 0-2 of 3 flows
 
 
+def test_a_csv_header_names_its_columns_in_any_order(tmp_path):
+    """An incast written with the header in another order (dst,src,bytes; bytes,src,dst) is the same flows: the
+    header was skipped and the columns read as src,dst,bytes, which turned the incast into a broadcast. A header
+    naming other columns is refused (its columns cannot be told apart)."""
+    rows = [(1, 0, 1e6), (2, 0, 1e6), (3, 0, 1e6)]
+    want = flows(from_file(write(tmp_path / "a.csv", "src,dst,bytes\n" + "".join(f"{s},{d},{b:g}\n" for s, d, b in rows))))
+    assert sorted(want) == sorted(rows)
+    for head, cols in (("dst,src,bytes", (1, 0, 2)), ("Bytes, SRC, dst", (2, 0, 1))):
+        text = head + "\n" + "".join(",".join(f"{r[c]:g}" for c in cols) + "\n" for r in rows)
+        assert flows(from_file(write(tmp_path / "b.csv", text))) == want, head
+    for head in ("from,to,size", "src,dst,bytes,extra", "src,src,bytes"):
+        with pytest.raises(ConfigError, match="a header line naming the columns src, dst and bytes"):
+            from_file(write(tmp_path / "c.csv", head + "\n1,0,5\n"))
+
+
 BAD = {
     "mtx non-square": ("r.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 1\n1 2 3\n",
                        ["traffic.path", "'r.mtx'", "a square Matrix Market matrix", "got 3 x 4"]),

@@ -456,6 +456,14 @@ def _read_csv(p: str, size: int):
                      f"It has no data rows; its only line, line {header + 1} {head[:80]!r}, was read as a header (no "
                      f"field of it is a number). Columns are separated by commas." if header is not None else
                      "It has no data rows.")
+    order = [0, 1, 2]  # the columns of src, dst, bytes
+    if header is not None:
+        names = [f.strip().lower() for f in content(all_lines[header]).split(",")]
+        if sorted(names) != ["bytes", "dst", "src"]:
+            raise _error(p, "a header line naming the columns src, dst and bytes (in any order), or none",
+                         f"Line {header + 1} {all_lines[header].strip()[:80]!r} names {names}: a header that names "
+                         f"other columns is not read as src,dst,bytes (the flows' direction could turn).")
+        order = [names.index(k) for k in ("src", "dst", "bytes")]
     try:
         arr = np.loadtxt(body, delimiter=",", ndmin=2, dtype=np.float64, comments="#")
         if arr.shape[1] != 3:
@@ -482,7 +490,7 @@ def _read_csv(p: str, size: int):
             return f"line {line_numbers[0][i]}"
         return at
 
-    return arr[:, 0], arr[:, 1], arr[:, 2], None, where(0), where(1), where(2)
+    return arr[:, order[0]], arr[:, order[1]], arr[:, order[2]], None, where(0), where(1), where(2)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -543,7 +551,8 @@ def from_file(path: str | os.PathLike, n_tasks: int | None = None, *, grid=None,
     """User traffic from a file; its ending says the format.
 
     * ``.csv`` with ``src,dst,bytes`` triples per line (a header line, with no
-      number in it, is allowed; ``#`` starts a comment);
+      number in it, is allowed: it names the three columns, in any order, and
+      they are read by name; ``#`` starts a comment);
     * ``.npz`` with a dense ``matrix`` array ``[src_task, dst_task]``, or sparse
       COO arrays ``row``, ``col``, ``data`` (and optionally ``shape``); read with
       ``allow_pickle=False``;
