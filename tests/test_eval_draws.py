@@ -203,3 +203,15 @@ def test_too_many_draws_are_refused_before_any_is_made(k, capsys):
     with pytest.raises(ConfigError, match="draws"):
         evaluate_draws(topology.fat_tree(k=4, levels=3), routing.ecmp(0), traffic.shift(16, 1, 1e6),
                        placement.linear(topology.fat_tree(k=4, levels=3), 16), k)
+
+
+def test_draws_asked_for_where_the_routing_is_no_draw_say_they_do_nothing(capsys):
+    """--draws K under a routing whose spec gives its paths (minimal on a Dragonfly) was accepted in silence: a
+    line now says it does nothing; the default (not given) and --draws 1 print none."""
+    base = ["topology=dragonfly", "topology.p=2", "topology.a=4", "topology.h=2", "routing=minimal",
+            "traffic=shift", "placement=linear", "save=false"]
+    assert cli.main(["eval", *base, "--draws", "5"]) == 0
+    assert "draws       --draws 5 does nothing here: routing minimal is no random draw" in capsys.readouterr().out
+    for extra in ([], ["--draws", "1"]):
+        assert cli.main(["eval", *base, *extra]) == 0
+        assert "does nothing here" not in capsys.readouterr().out

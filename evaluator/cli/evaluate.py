@@ -34,11 +34,12 @@ def main(argv: list[str]) -> int:
                                         "routing=dor traffic=all_to_all placement=linear")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
     ap.add_argument("--show-config", action="store_true", help="print the composed config and exit")
-    ap.add_argument("--draws", type=int, default=DRAWS, metavar="K",
+    ap.add_argument("--draws", type=int, default=None, metavar="K",
                     help=f"under a random routing (hashed ECMP: one hash seed is one draw), also evaluate K draws, the "
                          f"configured one first, and print their mean, 95th percentile and range (default {DRAWS}; 1: "
                          f"the configured draw only)")
     args = ap.parse_intermixed_args(argv)
+    given, args.draws = args.draws is not None, DRAWS if args.draws is None else args.draws
     check_draws("--draws", args.draws)
     cfg = config.compose(args.overrides)
     if args.show_config:
@@ -73,6 +74,11 @@ def main(argv: list[str]) -> int:
                                                                 progression=obj.progression))
         for line in lines:
             print(line)
+    if given and args.draws > 1 and (config.has_jobs(obj) or not point.routing.draws(1)):
+        print(f"draws       --draws {args.draws} does nothing here: "
+              + ("with several jobs each job's random routing is named in the note above (sweep its seed axis)"
+                 if config.has_jobs(obj) else
+                 f"routing {point.routing.kind} is no random draw (its spec gives its paths)"))
     if obj.save:
         try:
             path = write_dataset(ds, Path(obj.output_dir), identity=ds.attrs["config_yaml"])
