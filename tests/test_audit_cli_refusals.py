@@ -80,3 +80,17 @@ def test_a_generators_unknown_key_and_a_label_with_a_comma_are_refused(axis, fie
 def test_divisors_with_total_true_still_sweeps(tmp_path, capsys):
     assert cli.main(["sweep", *T, f"sweep.output_dir={tmp_path}", "+sweep.axes.traffic.n_tasks={divisors:[2,8],total:true}"]) == 0
     assert "5 feasible of 5 points" in capsys.readouterr().out  # 16's divisors 1, 2, 4, 8, 16
+
+
+def test_a_query_with_no_row_to_rank_says_so_instead_of_an_empty_table(tmp_path, capsys):
+    """Rows all left out (here: --where selects the infeasible point) printed pandas' "Empty DataFrame" and
+    exited 0; now one line says there is no row to rank and where the reasons are."""
+    assert cli.main(["sweep", "topology=dragonfly", "routing=minimal", "traffic=shift", "placement=linear",
+                     "ray.enabled=false", "--no-progress", f"sweep.output_dir={tmp_path}", "sweep.name=half",
+                     "topology.p=0,1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "topology.p=0"]) == 2
+    captured = capsys.readouterr()
+    assert "no row to rank: no point matching --where is feasible" in captured.err
+    assert "Empty DataFrame" not in captured.out
+    assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "topology.p=1"]) == 0

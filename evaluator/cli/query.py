@@ -25,7 +25,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..display import format_table
-from ..errors import ConfigError
+from ..errors import ConfigError, WordedError
 from ..query import best, default_metric, open_results, rank_labels
 from ..runs import RESULTS_DIR, resolve
 from .._args import ArgumentParser, named_as_options
@@ -78,6 +78,12 @@ def main(argv: list[str]) -> int:
     ds = open_results(resolve(args.path, args.results))
     with named_as_options(_OPTIONS):  # the options the user wrote, not the library's argument names
         table = best(ds, args.best, over=args.over, where=where or None, n=args.n, draws=args.draws)
+    if len(table) == 0:  # (an empty table printed as pandas' "Empty DataFrame" with exit 0)
+        metric = args.best if args.best is not None else default_metric(ds)
+        raise WordedError(f"no row to rank: no point{' matching --where' if where else ''} is feasible with a value "
+                          f"of {metric}" + (" in every draw (--draws leaves out a point with an infeasible draw)"
+                                            if args.draws else "") + "; the dataset's 'refused' and 'feasible' "
+                          "variables say why each point has none")
     if args.draws:
         print(f"each row: the mean over the draws of {', '.join(dict.fromkeys(args.draws))} "
               f"(and their tail, largest and smallest), the draws of every row feasible")
