@@ -62,3 +62,15 @@ def test_buyer_sizes_that_spin_repeat_or_cannot_be_built_are_refused_at_once(nod
     assert cli.main(["study", "buyer", "--workloads", "allreduce_8B", "--nodes", nodes, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--nodes = " in err and says in err and not os.path.exists(out)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--candidates", "100000000", "at most 1,048,576 candidate moves per device call"),
+    ("--candidates", "10000000000000", "at most 1,048,576 candidate moves per device call"),
+    ("--tasks-per-node", "100000000000", "an integer in [1, 1,024] (slots per node)"),
+])
+def test_candidates_and_slots_no_memory_holds_are_refused_before_anything_is_built(option, value, says, capsys):
+    """--candidates 10^8 grew past 6 GB, 10^13 raised MemoryError (73 TiB); --tasks-per-node 10^11 raised
+    MemoryError (12 TiB): refused from the options alone."""
+    assert cli.main([*MAP, option, value]) == 2
+    assert f"{option} = {value} is invalid: allowed is {says}" in capsys.readouterr().err

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import config
 from ..display import format_value
-from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int
+from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int, require
 from ..io import check_writable, write_dataset
 from ..mapping import (DRAWS, FILE_KINDS, FOUND, Start, available_nodes, best_over_draws, check_job, check_start,
                        is_embedding, over_draws, parse_node_ids, read_start_file, search_mapping)
@@ -185,6 +185,12 @@ def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, p
     return out
 
 
+MAX_CANDIDATES = 2**20
+"""The most candidate moves ``--candidates`` may score per device call."""
+MAX_TASKS_PER_NODE = 1024
+"""The most slots per node ``--tasks-per-node`` may give (every node's slots are listed: 10^11 asked for 12 TiB)."""
+
+
 def _check_options(args) -> None:
     """The search's options, named as the user wrote them, before anything is built (the library names them
     ``mapping.time_budget`` etc.)."""
@@ -192,6 +198,12 @@ def _check_options(args) -> None:
     if args.iterations is not None:
         positive_int("--iterations", args.iterations, minimum=0)
     positive_int("--candidates", args.candidates)
+    require(args.candidates <= MAX_CANDIDATES, "--candidates", args.candidates,
+            f"at most {MAX_CANDIDATES:,} candidate moves per device call (the default 4,096)",
+            "Each candidate holds its moved flows in memory; 10^13 asked for 73 TiB.")
+    if args.tasks_per_node is not None:
+        require(1 <= args.tasks_per_node <= MAX_TASKS_PER_NODE, "--tasks-per-node", args.tasks_per_node,
+                f"an integer in [1, {MAX_TASKS_PER_NODE:,}] (slots per node)")
     check_seed("--seed", args.seed)
 
 
