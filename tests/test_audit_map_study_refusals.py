@@ -74,3 +74,14 @@ def test_candidates_and_slots_no_memory_holds_are_refused_before_anything_is_bui
     MemoryError (12 TiB): refused from the options alone."""
     assert cli.main([*MAP, option, value]) == 2
     assert f"{option} = {value} is invalid: allowed is {says}" in capsys.readouterr().err
+
+
+def test_a_search_stopped_at_a_bound_of_zero_prints_that_bound(capsys):
+    """Random pairs, two tasks a node: the partition keeps every pair on its node (0 s), the search stops at once
+    saying the mapping meets 'the lower bound below', which was never printed (a bound of 0 was left out)."""
+    assert cli.main(["map", "topology=dragonfly", "routing=valiant", "traffic=random_pairs", "traffic.n_tasks=64",
+                     "placement=linear", "--tasks-per-node", "2", "--nodes", "0-47", "--iterations", "3",
+                     "--no-progress", "save=false"]) == 0
+    out = capsys.readouterr().out
+    assert "meets the lower bound below" in out
+    assert "mapping found: 0 s" in out and "no mapping is below 0 s: no byte of the mapping found crosses a link" in out

@@ -454,3 +454,5 @@ def _print_found(res) -> None:
             print(f"  the network's bound: {format_value(net[1], 's')} ({res.bound.describe(net[0])})")
         for note in res.bound.notes:
             print(f"  {note}")
+    elif res.completion_time <= 0:  # (the search's stop line points here: the bound met is 0)
+        print("no mapping is below 0 s: no byte of the mapping found crosses a link (every flow stays on its node)")
