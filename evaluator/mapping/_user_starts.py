@@ -99,10 +99,9 @@ def check_start(topology, n_tasks: int, nodes, tasks_per_node: int, task_node, f
     return tn
 
 
-def _rank_order_lines(text: str, field: str, limit: int | None = None, machine: str = "the machine"
-                      ) -> list[np.ndarray]:
+def _rank_order_lines(text: str, field: str) -> list[np.ndarray]:
     lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    return [parse_node_ids(line, field, limit, machine) for line in lines if line]
+    return [parse_node_ids(line, field) for line in lines if line]
 
 
 def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_node: int, *,
