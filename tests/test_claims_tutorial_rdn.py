@@ -123,9 +123,11 @@ def test_the_queue_against_three_baselines(runs):
     check_stated(DOC, r"oblivious routing to [0-9.]+ h \(([0-9.]+)%\)", red["oblivious"], THREE)
     check_stated(DOC, r"with jobs ([0-9.]+)x and", row["adaptive"][4], THREE)
     check_stated(DOC, r"with jobs [0-9.]+x and\s?([0-9.]+)x faster", row["oblivious"][4], THREE)
-    check_stated(DOC, r"drops only at the upper end \(to ([0-9.]+) h\)", row["oblivious"][2], THREE)
-    check_stated(DOC, r"ideal adaptive bound \(([0-9.]+) h\) and against UGAL", row["adaptive"][2], THREE)
-    check_stated(DOC, r"and against UGAL \(([0-9.]+) h\)", row["ugal"][2], THREE)
+    check_stated(DOC, r"drops at the upper end \(to ([0-9.]+) h\)", row["oblivious"][2], THREE)
+    check_stated(DOC, r"and against the ideal adaptive bound \(([0-9.]+) h\), and rises", row["adaptive"][2], THREE)
+    check_stated(DOC, r"rises against UGAL \(to ([0-9.]+) h, from", row["ugal"][2], THREE)
+    check_stated(DOC, r"rises against UGAL \(to [0-9.]+ h, from ([0-9.]+) h\)", base[2], THREE)
+    assert row["oblivious"][2] < base[2] and row["adaptive"][2] < base[2] < row["ugal"][2]  # drops, drops, rises
     check_stated(DOC, r"in every GRAP run \(([0-9.]+) to", min(row[b][3] for b in row), THREE)
     check_stated(DOC, r"in every GRAP run \([0-9.]+ to ([0-9.]+) against", max(row[b][3] for b in row), THREE)
     check_stated(DOC, r"to [0-9.]+ against ([0-9.]+)\)", base[3], THREE)
@@ -150,7 +152,7 @@ def test_the_queue_against_three_baselines(runs):
 
 def test_workload_doc_states_the_tutorial_reductions(runs):
     """docs/workload.md ('Where the baselines can be computed they differ'): the tutorial's wait reductions
-    against the three TDN baselines, from the same schedule, and the p95 wait rising against the first two."""
+    against the three TDN baselines, from the same schedule, and the p95 wait rising against UGAL alone."""
     three = runs["three"]
     red = {b: float(re.search(rf"grap\+speedup\({b}\) vs slurm_round_robin: (-?[0-9.]+)% overall", three).group(1))
            for b in ("adaptive", "ugal", "oblivious")}
@@ -160,4 +162,4 @@ def test_workload_doc_states_the_tutorial_reductions(runs):
     check_stated(doc, r"ideal adaptive bound and (-?[0-9.]+)% against the fastest oblivious", red["oblivious"], THREE)
     p95 = {b: _row(three, f"grap+speedup({b})")[2] for b in red}
     base = _row(three, "slurm_round_robin")[2]
-    assert p95["ugal"] > base and p95["adaptive"] > base  # "the p95 wait rises against the first two"
+    assert p95["ugal"] > base > max(p95["adaptive"], p95["oblivious"])  # "rises against UGAL; drops against both others"

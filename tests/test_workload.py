@@ -267,6 +267,66 @@ def test_prepare_trace_enlarges_and_assigns_modes():
     simulate(p, UnrestrictedPolicy(total // G, G))  # the prepared trace passes the simulator's checks
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mode_draws_follow_the_mix_at_every_size_when_trace_and_model_share_a_seed(seed):
+    """The modes the jobs that draw one get follow the model's mix, and independently of the job's size, when the
+    trace and the model have the same seed (as `evaluator schedule --seed` and a study's `seed` give them). Until
+    2026-12-06 both drew from default_rng(seed): on 36 x 288 at seed 0, 0 of 545 jobs got minimal balance (40%
+    of the mix) and 412 the last two modes (20%). Checked by a chi-square goodness of fit to the mix, and a
+    chi-square test of independence of mode and size class (SciPy), each at the 0.1% level."""
+    from scipy.stats import chi2_contingency, chisquare
+
+    G, groups = 288, 36
+    model = WorkloadModel(seed=seed)
+    p = prepare_trace(synthetic_trace(2000, groups * G // 2, seed=seed), groups * G, G, model)
+    draws = (p.nodes >= model.mode_lo) & (p.nodes <= model.mode_hi) & (p.nodes > G)
+    mode = np.asarray(p.mode, dtype=object)[draws]
+    # custom balance becomes custom where no even split exists, so those two are counted together
+    kinds = [("minimal_balance",), ("adaptive",), ("custom_balance", "custom")]
+    counts = np.array([np.isin(mode, k).sum() for k in kinds])
+    assert counts.sum() == draws.sum() > 400
+    share = np.array([sum(model.mode_mix[m] for m in k) for k in kinds]) / sum(model.mode_mix.values())
+    assert chisquare(counts, share * counts.sum()).pvalue > 1e-3, (seed, counts, share)
+    sizes = np.asarray(p.nodes)[draws]
+    table = np.array([[np.sum(np.isin(mode, k) & (sizes == s)) for k in kinds] for s in np.unique(sizes)])
+    table = table[table.sum(axis=1) >= 20]  # size classes with enough jobs for the test
+    assert table.shape[0] >= 2, table
+    assert chi2_contingency(table).pvalue > 1e-3, (seed, table)
+
+
+def test_workload_doc_states_the_mode_counts_before_and_after_the_mend(monkeypatch):
+    """docs/workload.md's mode counts at seed 0 on 36 x 288: now (209 minimal balance, 229 adaptive, 57 custom
+    balance, 50 custom of 545), and before the mend (0 minimal balance, 412 in the last two modes), the latter
+    with the modes' stream put back to ``default_rng(seed)`` (what ``mode_seed`` replaced)."""
+    import evaluator.workload.model as M
+    from tests.claims import check_stated
+
+    cmd = "prepare_trace(synthetic_trace(2000, 5184, seed=0), 10368, 288, WorkloadModel(seed=0))"
+
+    def counts():
+        p = prepare_trace(synthetic_trace(2000, 5184, seed=0), 10368, 288, WorkloadModel(seed=0))
+        m = np.asarray(p.mode, dtype=object)[(p.nodes >= 576) & (p.nodes <= 65536) & (p.nodes > 288)]
+        return {k: int((m == k).sum()) for k in MODES}, m.size
+
+    now, n = counts()
+    doc = "docs/workload.md"
+    check_stated(doc, r"now [0-9]+ minimal balance, [0-9]+ adaptive, [0-9]+ custom balance and [0-9]+ custom of "
+                      r"([0-9]+);", n, cmd)
+    order = ("minimal_balance", "adaptive", "custom_balance", "custom")
+    for i, k in enumerate(order):
+        pattern = r"now ([0-9]+) minimal balance, ([0-9]+) adaptive, ([0-9]+) custom balance and ([0-9]+) custom of "
+        groups = pattern.split("([0-9]+)")
+        one = "".join(g + ("([0-9]+)" if j == i else "[0-9]+") for j, g in enumerate(groups[:-1])) + groups[-1]
+        check_stated(doc, one, now[k], cmd)
+    monkeypatch.setattr(M, "mode_seed", lambda seed: seed)  # the shared stream of before the mend
+    before, n_before = counts()
+    check_stated(doc, r"at seed 0 on 36 x 288, ([0-9]+) of the [0-9]+ jobs that draw a mode got minimal balance",
+                 before["minimal_balance"], cmd)
+    check_stated(doc, r"at seed 0 on 36 x 288, [0-9]+ of the ([0-9]+) jobs that draw a mode", n_before, cmd)
+    check_stated(doc, r"got minimal balance and ([0-9]+) got the mix's last two modes",
+                 before["custom_balance"] + before["custom"], cmd)
+
+
 def test_synthetic_trace_is_seeded():
     a, b, c = synthetic_trace(300, 1000, seed=1), synthetic_trace(300, 1000, seed=1), synthetic_trace(300, 1000, 2)
     for f in ("submit", "run_time", "requested_time", "nodes"):

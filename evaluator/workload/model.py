@@ -189,6 +189,18 @@ def _uneven_split(n: int, G: int, groups: int, rng: np.random.Generator) -> tupl
     return tuple(int(x) for x in r)
 
 
+MODE_STREAM = 0x6D6F6465  # "mode": the spawn key of the modes' stream
+
+
+def mode_seed(seed: int) -> np.random.SeedSequence:
+    """The seed of the stream :func:`prepare_trace` draws modes and uneven shares from: a child of ``seed``
+    (spawn key :data:`MODE_STREAM`), so independent of ``default_rng(seed)``, the stream
+    :func:`~evaluator.workload.synthetic.synthetic_trace` draws sizes from when both get the same seed (they did
+    until 2026-12-06: the same numbers then chose a job's size class and its mode, and the largest jobs got the
+    mix's last modes far more often than the mix says)."""
+    return np.random.SeedSequence(int(seed), spawn_key=(MODE_STREAM,))
+
+
 def prepare_trace(trace: Trace, total_nodes: int, nodes_per_group: int, model: WorkloadModel | None = None) -> Trace:
     """The trace as the simulation runs it: sizes enlarged and clamped, a mode, requirements and MPI fraction
     per job (modes and fractions already in the trace are kept)."""
@@ -201,7 +213,7 @@ def prepare_trace(trace: Trace, total_nodes: int, nodes_per_group: int, model: W
     enlarged = np.ceil(trace.nodes * model.enlarge).astype(np.int64)
     nodes = np.minimum(enlarged, int(total_nodes))
     nodes = np.maximum(nodes, 1)
-    rng = np.random.default_rng(model.seed)
+    rng = np.random.default_rng(mode_seed(model.seed))
     mix_modes = list(model.mode_mix)
     p = np.array([model.mode_mix[m] for m in mix_modes], dtype=np.float64)
     p /= p.sum()
