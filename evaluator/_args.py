@@ -20,7 +20,7 @@ import argparse
 
 from .errors import ConfigError
 
-__all__ = ["ArgumentParser", "StoreOnce", "override_key", "named_as_options"]
+__all__ = ["ArgumentParser", "StoreOnce", "given_options", "override_key", "named_as_options"]
 
 
 class StoreOnce(argparse._StoreAction):
@@ -41,6 +41,18 @@ class StoreOnce(argparse._StoreAction):
                         f"{_shown(values)}); keep the one you mean.")
             self._given.append((namespace, option_string, values))
         super().__call__(parser, namespace, values, option_string)
+
+
+def given_options(parser: argparse.ArgumentParser, namespace: argparse.Namespace) -> dict[str, str]:
+    """The single-valued options (:class:`StoreOnce`) given in the parse that made ``namespace``: destination ->
+    the option as written (``{"load": "--load"}``), whatever their values (a default given explicitly counts)."""
+    out = {}
+    for action in parser._actions:
+        if isinstance(action, StoreOnce):
+            for ns, option, _ in action._given:
+                if ns is namespace:
+                    out[action.dest] = option
+    return out
 
 
 def _shown(value) -> str:

@@ -11,6 +11,8 @@ import pytest
 
 from evaluator import cli
 
+SAMPLE = os.path.join(os.path.dirname(__file__), "data", "sample.swf")
+SMOKE = os.path.join(os.path.dirname(__file__), os.pardir, "sweeps", "workload", "smoke.yaml")
 MAP = ["map", "topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=stencil",
        "traffic.alpha=[16,16,16]", "traffic.beta=[4,4,2]", "save=false", "--iterations", "1", "--no-progress"]
 
@@ -85,3 +87,31 @@ def test_a_search_stopped_at_a_bound_of_zero_prints_that_bound(capsys):
     out = capsys.readouterr().out
     assert "meets the lower bound below" in out
     assert "mapping found: 0 s" in out and "no mapping is below 0 s: no byte of the mapping found crosses a link" in out
+
+
+@pytest.mark.parametrize("args,option,says", [
+    (["--synthetic", "50", "--procs-per-node", "4"], "--procs-per-node = 4", "only with --swf"),
+    (["--swf", SAMPLE, "--load", "0.5"], "--load = 0.5", "no --load with --swf"),
+    (["--synthetic", "50", "--backfill-depth", "-2"], "--backfill-depth = -2", "or -1 for every queued job"),
+    (["--study", SMOKE, "--seed", "3"], "--seed = 3", "Given with --study: --seed."),
+    (["--study", SMOKE, "--policy", "grap", "--allow-foreign-speedups"], "--policy = 'grap'",
+     "Given with --study: --policy, --allow-foreign-speedups."),
+])
+def test_schedule_options_the_run_would_ignore_are_refused(args, option, says, tmp_path, capsys):
+    """Each ran before and changed nothing: --procs-per-node on a synthetic trace, --load on an SWF trace, a study's
+    trace, machine, runs and seed given beside --study (the file's were used); a --backfill-depth of -2 meant all."""
+    out = tmp_path / "out"
+    assert cli.main(["schedule", *args, "--groups", "4", "--nodes-per-group", "8", "--no-plot", "--no-progress",
+                     "--out", str(out)] if "--study" not in args else ["schedule", *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert option in err and says in err, err
+    assert not out.exists() or not any(out.glob("*.nc"))
+
+
+def test_schedule_options_the_run_reads_still_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    for args in (["--swf", SAMPLE, "--procs-per-node", "2"], ["--synthetic", "40", "--load", "0.5",
+                                                                               "--backfill-depth", "-1"]):
+        assert cli.main(["schedule", *args, "--groups", "4", "--nodes-per-group", "8", "--policy", "unrestricted",
+                         "--no-plot", "--no-progress", "--out", str(out)]) == 0
+    assert len(list(out.glob("*.nc"))) == 2

@@ -39,7 +39,7 @@ import pandas as pd
 from ..display import format_table
 from ..errors import ConfigError
 from ..io import write_dataset
-from .._args import ArgumentParser
+from .._args import ArgumentParser, given_options
 
 __all__ = ["main", "build_parser", "parse_mix", "parse_fractions"]
 
@@ -55,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="N synthetic jobs, capability-machine mix (default 10000; used when --swf is absent)")
     src.add_argument("--study", metavar="YAML", help="run a grid of policies x mode mixes x machines on Ray "
                                                      "(see sweeps/workload/)")
-    p.add_argument("--procs-per-node", type=int, default=1, help="SWF sizes are processors; nodes = ceil(procs / N)")
-    p.add_argument("--load", type=float, default=0.9, help="offered load of the synthetic trace (default 0.9)")
+    p.add_argument("--procs-per-node", type=int, default=1, help="SWF sizes are processors; nodes = ceil(procs / N) (only with --swf)")
+    p.add_argument("--load", type=float, default=0.9, help="offered load of the synthetic trace (default 0.9; refused with --swf)")
     p.add_argument("--limit", type=int, default=None, help="simulate only the first N jobs")
     p.add_argument("--machine", default=None, metavar="DF(P,A,H,G)",
                    help="the Dragonfly, named as `evaluator study rdn --machine` and its datasets name it: "
@@ -137,8 +137,37 @@ def _machine_size(args) -> tuple[int, int]:
     return m.g, m.a * m.p
 
 
+_STUDY_OWN = ("study", "out")  # the options --study reads; the study file gives everything else
+
+
+def _check_combinations(args, given: dict[str, str]) -> None:
+    """Refuse options the run would ignore: with --study, every option but --out (the study file gives the trace,
+    machines, runs, model and seed); --load with --swf (an SWF trace's arrivals are its own); --procs-per-node
+    without --swf (a synthetic trace's sizes are nodes); a --backfill-depth below -1."""
+    if args.study:
+        ignored = [(opt, getattr(args, dest)) for dest, opt in given.items() if dest not in _STUDY_OWN]
+        ignored += [("--allow-foreign-speedups", True)] if args.allow_foreign_speedups else []
+        if ignored:
+            raise ConfigError(ignored[0][0], ignored[0][1],
+                              "no such option with --study: the study file gives the trace, machines, runs, model "
+                              "and seed (its keys trace, machines, mode_mixes, runs, workload, backfill_depth, "
+                              "seed); --study takes --out, --no-ray, --no-plot and --no-progress",
+                              f"Given with --study: {', '.join(o for o, _ in ignored)}.")
+    if args.swf and "load" in given:
+        raise ConfigError(given["load"], args.load, "no --load with --swf: an SWF trace's submit times are its own "
+                          "(--load sets a synthetic trace's offered load)")
+    if not args.swf and "procs_per_node" in given:
+        raise ConfigError(given["procs_per_node"], args.procs_per_node, "--procs-per-node only with --swf (SWF sizes "
+                          "are processors); a synthetic trace's sizes are nodes")
+    if args.backfill_depth < -1:
+        raise ConfigError("--backfill-depth", args.backfill_depth, "an integer >= 0 (queued jobs tried per pass), "
+                          "or -1 for every queued job")
+
+
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_combinations(args, given_options(parser, args))
     args.groups, args.nodes_per_group = _machine_size(args)
     from ..workload import WorkloadModel
     from ..workload.run import RunSpec, TraceSpec, run_schedule
