@@ -152,12 +152,14 @@ def format_values(values: Any, si_unit: str, unit: tuple[str, float] | None = No
     return [format_number(v / factor, sig) for v in flat], name
 
 
-def rank_labels(index: Sequence[Any]) -> list[str]:
+def rank_labels(index: Sequence[Any], tied: Sequence[int] = ()) -> list[str]:
     """A ranking's ``rank`` index as text: a rank that several rows share is marked ``=`` (``1=``, ``1=``, ``3``):
-    a tie (:data:`evaluator.query.TIE_RTOL`)."""
+    a tie (:data:`evaluator.query.TIE_RTOL`); so is a rank of ``tied`` (shared with rows not in ``index``: the
+    ranking was cut or a table shows some of its rows)."""
     ranks = [int(r) for r in index]
     counts = pd.Series(ranks).value_counts().to_dict() if ranks else {}
-    return [f"{r}=" if counts[r] > 1 else str(r) for r in ranks]
+    tied = {int(r) for r in tied}
+    return [f"{r}=" if counts[r] > 1 or r in tied else str(r) for r in ranks]
 
 
 def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> str:
@@ -169,7 +171,9 @@ def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> 
     else the metric table's entry of the column's name (:func:`evaluator.dataset.metric`, ``max_load_*``
     included). Columns of one SI unit share one display unit (:func:`shared_unit`: every time column of the table
     in the same unit, every bandwidth column in another). Integer columns of a unit without a scale (links,
-    nodes) are printed as they are."""
+    nodes) are printed as they are. ``df.attrs["missing"]`` (``{column: text}``) prints a NaN of those columns as
+    the text (``ahead_by`` of a ranking's last row: ``-``); ``df.attrs["tied_ranks"]`` marks those ranks tied
+    (``3=``) where the table shows one of the tied rows."""
     out = df.copy()
     names = {}
     given = df.attrs.get("units")
@@ -192,9 +196,14 @@ def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> 
             out[col] = [format_number(v / factor, sig) for v in df[col].to_numpy(dtype=float)]
             if unit not in ("", "1"):
                 names[col] = f"{col} [{unit}]"
+    for col, text in df.attrs.get("missing", {}).items():  # a NaN that means "none", in that column's words
+        if col in df.columns:
+            out[col] = [text if isinstance(v, float) and math.isnan(v) else w
+                        for v, w in zip(df[col].to_numpy(), out[col])]
     out = out.rename(columns=names)
-    if out.index.name == "rank" and out.index.dtype.kind in "iu" and out.index.has_duplicates:
-        out.index = pd.Index(rank_labels(out.index), name="rank")
+    tied = df.attrs.get("tied_ranks", ())
+    if out.index.name == "rank" and out.index.dtype.kind in "iu" and (out.index.has_duplicates or len(tied)):
+        out.index = pd.Index(rank_labels(out.index, tied), name="rank")
     with pd.option_context("display.width", width, "display.max_columns", 50, "display.max_colwidth", 80):
         return out.to_string()
 

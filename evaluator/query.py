@@ -558,10 +558,14 @@ def _ranked_table(frame, metric: str, dims, row_labels, ranks, n, units: dict) -
         shown.remove("runner_up")
     df = frame[shown].reset_index(drop=True)
     df.index = pd.Index(ranks, name="rank")
+    tied = [int(r) for r, c in pd.Series(np.asarray(ranks)).value_counts().items() if c > 1]
     df = df.head(n) if n else df
     empty = [c for c in df.columns if c != metric and c in units and df[c].isna().all()]
     df = df.drop(columns=empty)
     df.attrs["units"] = {c: u for c, u in units.items() if c in df.columns}
+    df.attrs["tied_ranks"] = sorted(tied)  # of the whole ranking: a row shown alone can be tied with one cut off
+    if "ahead_by" in df.columns:  # NaN: no later row (or no other group's row) to be ahead of
+        df.attrs["missing"] = {"ahead_by": "-"}
     return df
 
 

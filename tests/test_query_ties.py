@@ -60,6 +60,10 @@ def test_plain_ranking_shares_ranks_and_gives_the_lead_over_the_next():
     assert list(table.index) == [1, 1, 3, 4, 5, 6]
     assert list(table["ahead_by"])[:5] == pytest.approx([2.0, 2.0, 1 + 1e-6, 6.0 / (4 * (1 + 1e-6)), 8.0 / 6.0])
     assert np.isnan(table["ahead_by"].iloc[-1])
+    from evaluator.display import format_table
+
+    last = format_table(table).splitlines()[-1].split()  # printed as "-", not "nan" (README: query)
+    assert last[0] == "6" and "-" in last and "nan" not in last
 
 
 def test_cli_prints_ties_and_several_where_all_apply(tmp_path, capsys):

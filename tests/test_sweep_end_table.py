@@ -60,3 +60,20 @@ def test_sweep_command_shows_every_routing(tmp_path, capsys):
     assert [r[0] for r in rows] == ["1", "2", "3=", "3=", "3=", "3=", "7"]
     assert "shown: the best 5 of 8 rows (1 more tied with the last) and the best of each value of routing (1 more)" \
         in out
+
+
+def test_a_tied_rank_shown_once_is_still_marked_tied():
+    """A row whose rank it shares with rows the table leaves out (the best of an axis value below the top rows, or a
+    ranking cut by n) is marked ``=``: before, only ranks repeated in the shown rows were."""
+    from evaluator.cli.sweep import end_table
+    from evaluator.display import format_table
+    from evaluator.query import best
+
+    # kshortest_k1's best row (4.0) ties with kshortest_k16's 4.0 at rank 6; only kshortest_k1's is shown
+    t = [[1.0, 1.5], [4.0, 4.5], [2.0, 2.5], [3.0, 4.0]]
+    table, _ = end_table(_sweep(t, ["dor", "kshortest_k1", "kshortest_k4", "kshortest_k16"], ["0", "1"]),
+                         "completion_time", top=2)
+    shown = [line.split()[0] for line in format_table(table).splitlines()[2:]]
+    assert list(table.index) == [1, 2, 3, 5, 6] and shown == ["1", "2", "3", "5", "6="], shown
+    cut = best(_sweep(t, ["a", "b", "c", "d"], ["0", "1"]), "completion_time", n=6)
+    assert [line.split()[0] for line in format_table(cut).splitlines()[2:]] == ["1", "2", "3", "4", "5", "6="]
