@@ -94,3 +94,21 @@ def test_a_query_with_no_row_to_rank_says_so_instead_of_an_empty_table(tmp_path,
     assert "no row to rank: no point matching --where is feasible" in captured.err
     assert "Empty DataFrame" not in captured.out
     assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "topology.p=1"]) == 0
+
+
+def test_an_eval_dataset_of_one_draw_says_so_where_it_is_read(tmp_path, capsys):
+    """`eval` says under its time that a random placement is one draw; its dataset said nothing, so `query` and
+    `plot` of it did not either (a sweep's dataset records it: attrs one_draw)."""
+    import xarray as xr
+
+    base = ["eval", "topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=all_to_all",
+            "traffic.n_tasks=8"]
+    for placement in ("random", "linear"):
+        assert cli.main([*base, f"placement={placement}", f"output_dir={tmp_path / placement}"]) == 0
+        (path,) = (tmp_path / placement).glob("*.nc")
+        with xr.open_dataset(path) as ds:
+            assert ds.attrs.get("one_draw") == ("placement random (seed 0)" if placement == "random" else None)
+        capsys.readouterr()
+        assert cli.main(["query", str(path)]) == 0
+        said = "every row is one draw of placement random (seed 0)" in capsys.readouterr().out
+        assert said == (placement == "random")

@@ -208,3 +208,25 @@ def test_elapsed_counts_the_seconds_of_a_long_step_on_a_terminal_only():
             time.sleep(0.3)
             raise KeyboardInterrupt  # (Ctrl-C inside goes through)
     assert pipe.parts == []  # not a terminal: nothing written
+
+
+def test_the_dataset_holds_inf_where_bytes_stay_on_their_nodes_and_nan_where_none_is_sent(tmp_path):
+    """README (Model notes): no byte crosses a link -> completion 0, bottleneck none, throughput inf; a traffic of
+    no bytes at all -> nan (a rate of nothing is undefined). The datasets hold SI values; the display words them."""
+    import xarray as xr
+
+    f = tmp_path / "zero.csv"
+    f.write_text("src,dst,bytes\n0,1,0\n")
+    runs = {"zero": [f"traffic.path={f}", "traffic=file"], "self": ["traffic=shift", "traffic.offset=0",
+                                                                     "traffic.n_tasks=16"]}
+    got = {}
+    for name, args in runs.items():
+        out = tmp_path / name
+        assert cli.main(["eval", *args, "topology=torus", "topology.dims=[4,4]", "routing=dor", "placement=linear",
+                         f"output_dir={out}"]) == 0
+        (path,) = out.glob("*.nc")
+        with xr.open_dataset(path) as ds:
+            got[name] = (float(ds.completion_time), str(ds.bottleneck.values),
+                         float(ds.effective_injection_bandwidth))
+    assert got["self"][:2] == (0.0, "none") and got["self"][2] == math.inf
+    assert got["zero"][:2] == (0.0, "none") and math.isnan(got["zero"][2])

@@ -66,6 +66,9 @@ def main(argv: list[str]) -> int:
         lines = summary_lines(ds) + _one_draw_note(obj, "the time above is")
     with_cost(ds, jp.topology if config.has_jobs(obj) else point.topology, obj.cost)
     ds.attrs["config_yaml"] = config.to_yaml(cfg)
+    drawn = config.drawn_choices(obj)
+    if drawn:  # as a sweep's dataset says it (query and plot read it): the point is one draw of these choices
+        ds.attrs["one_draw"] = "; ".join(drawn.values())
     for line in lines:
         print(line, flush=True)
     interrupted = False
