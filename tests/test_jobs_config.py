@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
@@ -63,10 +66,23 @@ def test_bad_job_configs_name_the_field(override, field):
 
 @pytest.mark.parametrize("value", ["1.0", "-0.5", "2"])
 def test_background_fraction_outside_range(value):
-    obj = config.compose_object(TORUS + [f"background.fraction={value}"])
+    with pytest.raises(ConfigError, match=r"background\.fraction"):  # when the config is read, before any build
+        config.compose_object(TORUS + [f"background.fraction={value}"])
+    obj = config.compose_object(TORUS + ["background.fraction=0.5"])
     jp = config.build_jobs(obj)
+    bad = dataclasses.replace(jp.background, fraction=float(value))  # and by the library, given one directly
     with pytest.raises(ConfigError, match=r"background\.fraction"):
-        evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background)
+        evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, bad)
+
+
+@pytest.mark.parametrize("override,field", [("background.pattern=foo", "background.pattern"),
+                                            ("background.seed=-1", "background.seed"),
+                                            ("bound_solver=foo", "bound_solver")])
+def test_settings_that_act_only_beside_others_are_checked_when_given(override, field):
+    """A background at fraction 0 loads nothing, and bound_solver acts only with bounds: their values were not
+    checked until they would act, so a misspelt one ran (and was kept in the dataset's config)."""
+    with pytest.raises(ConfigError, match=rf"^{re.escape(field)} = "):
+        config.compose_object(TORUS + [override])
 
 
 def test_eval_cli_prints_the_jobs_table(capsys):

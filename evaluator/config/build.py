@@ -14,12 +14,12 @@ from ..topology import Topology
 from ..traffic import KINDS as TRAFFICS
 from ..errors import ConfigError, nearest, require
 from ..latency import latency_from_config
-from ..jobs import Background, Job
+from ..jobs import Background, Job, check_background
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
 from .schemas import FAMILIES, JOB_KEYS
 
 __all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_placement", "build_job", "DesignPoint", "build",
-           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs", "drawn_choices"]
+           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs", "drawn_choices", "check_settings"]
 
 
 def build_topology(cfg) -> Topology:
@@ -248,6 +248,20 @@ def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
             job_group_config("routing", b.routing, cfg.routing, "background.routing"))
         bg = Background(b.fraction, b.pattern, bg_rt, b.seed)
     return JobsPoint(topo, rt, tuple(jobs), bg, bool(cfg.exclusive_nodes), bool(cfg.interference))
+
+
+def check_settings(cfg) -> None:
+    """Settings that act only beside others, checked whatever those others are, so that a wrong value is refused
+    when it is given, not kept until it would act: the bounds' solver (``bound_solver``, without ``bounds``) and
+    the background's pattern, seed and routing (at ``fraction`` 0, where it loads nothing)."""
+    from ..lp.bounds import check_bounds
+
+    check_bounds(True, getattr(cfg, "bound_solver", "highs"))
+    b = getattr(cfg, "background", None)
+    if b is not None:
+        check_background(Background(b.fraction, b.pattern, None, b.seed))
+        if b.routing is not None:
+            build_routing_spec(job_group_config("routing", b.routing, cfg.routing, "background.routing"))
 
 
 def has_jobs(cfg) -> bool:

@@ -32,7 +32,7 @@ from ..traffic import AbstractTraffic, random_permutation
 from ..traffic.base import dense
 from .sharing import share
 
-__all__ = ["Job", "Background", "BACKGROUND_PATTERNS", "evaluate_jobs", "background_rates"]
+__all__ = ["Job", "Background", "BACKGROUND_PATTERNS", "check_background", "evaluate_jobs", "background_rates"]
 
 BACKGROUND_PATTERNS = ("uniform", "random_permutation")
 """``uniform``: every background node spreads its rate evenly over every other background node (the expectation
@@ -68,7 +68,9 @@ class Background:
     seed: int = 0
 
 
-def _check_background(bg: Any) -> Background:
+def check_background(bg: Any) -> Background:
+    """``bg`` if it is a valid :class:`Background` (fraction in [0, 1), a known pattern, a seed), else a
+    :class:`~evaluator.errors.ConfigError` naming the field; also at fraction 0, where it loads nothing."""
     require(isinstance(bg, Background), "background", bg, "an evaluator.jobs.Background(fraction, pattern=...) or None")
     f = bg.fraction
     ok = not isinstance(f, (bool, np.bool_)) and isinstance(f, (int, float, np.floating, np.integer)) \
@@ -306,7 +308,7 @@ def _background_rates(topology, jobs, background, routing, routings) -> tuple[np
     """The background's rate on every link (bytes/s; injected by the nodes outside every job) and its label."""
     if background is None:
         return np.zeros(topology.n_links), "none"
-    bg = _check_background(background)
+    bg = check_background(background)
     used_nodes = np.zeros(topology.n_nodes, dtype=bool)
     for job in jobs:
         used_nodes[job.placement.task_node] = True

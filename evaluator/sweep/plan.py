@@ -31,7 +31,7 @@ import numpy as np
 
 from .._types import PointInts
 from .._version import __version__
-from ..config import GROUPS, SweepRequest, check_assignment, has_jobs
+from ..config import GROUPS, SweepRequest, check_assignment, check_settings, has_jobs
 from ..config.hydra import DEFAULT_STUDY
 from ..cost import prices_from
 from ..errors import ConfigError, is_int, nearest, require
@@ -508,8 +508,34 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 seeds.add(int(seed))
     plan.seeds = sorted(seeds)
     _check_one_sort(plan)
+    _check_background_axes(plan)
     _check_routings(plan)
     return plan
+
+
+def _check_background_axes(plan: SweepPlan) -> None:
+    """Every value of an axis of the background's keys checked (:func:`evaluator.config.check_settings`: a pattern
+    or seed that would be refused once the background loads, refused now), and such an axis refused where the
+    background loads nothing (``background.fraction`` 0 at every point, no axis setting another): its points would
+    all be the same."""
+    keyed = [i for i, ax in enumerate(plan.axes) if any(k.startswith("background.") for k in ax.keys)]
+    if not keyed:
+        return
+    origin = [0] * len(plan.axes)
+    for i in keyed:
+        for v in range(plan.axes[i].size):
+            at = origin.copy()
+            at[i] = v
+            check_settings(plan.point_config(int(np.ravel_multi_index(at, plan.shape))))
+    swept = [(ax, ax.keys.index("background.fraction")) for ax in plan.axes if "background.fraction" in ax.keys]
+    fractions = ({float(row[k]) for ax, k in swept for row in ax.values} if swept
+                 else {float(plan.point_config(0).background.fraction)})
+    if fractions == {0.0}:
+        ax = plan.axes[keyed[0]]
+        raise ConfigError("sweep.axes", ax.name, "an axis of the background's keys where it loads something "
+                          "(background.fraction > 0)", "background.fraction is 0 at every point, so the background "
+                          "sends nothing and every value of this axis gives the same point: set "
+                          "background.fraction=F (0 < F < 1), or drop the axis.")
 
 
 def _check_one_sort(plan: SweepPlan) -> None:

@@ -420,6 +420,9 @@ def to_object(cfg) -> EvalConfig:
                 f"Key '{extra[0]}' not in '{type(typed).__name__}' full_key: {group}.{extra[0]}", []))
         _check_kind(group, typed)
     check_keys(OmegaConf.to_container(cfg, resolve=False), obj)  # every other key, at every depth
+    from ..build import check_settings
+
+    check_settings(obj)  # values that act only beside others (a background at fraction 0)
     return obj
 
 
