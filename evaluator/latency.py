@@ -212,10 +212,9 @@ def _enabled(cfg) -> bool | None:
 def latency_from_config(cfg, base=None) -> Latency | None:
     """The :class:`Latency` of a latency block over ``base`` (a machine's block; keys given in ``cfg`` win,
     ``link`` class by class), or None: no latency model (``enabled`` false, or null with no key set in either;
-    ``enabled`` true with none set: every latency 0)."""
+    ``enabled`` true with none set: every latency 0). The keys are checked whether or not the model is enabled:
+    a wrong value is refused when given, not when the model is switched on."""
     enabled = _enabled(cfg)
-    if enabled is False:
-        return None
     merged = _given(base)
     over = _given(cfg)
     link = dict(merged.pop("link", {}))
@@ -223,7 +222,8 @@ def latency_from_config(cfg, base=None) -> Latency | None:
     merged.update(over)
     if not merged and not link and not enabled:
         return None
-    return Latency(**merged, link=tuple(sorted(link.items())))  # (Latency checks every key)
+    model = Latency(**merged, link=tuple(sorted(link.items())))  # (Latency checks every key, also when disabled)
+    return None if enabled is False else model
 
 
 def link_latency(topology, latency: Latency) -> Float[np.ndarray, "link"]:

@@ -126,3 +126,15 @@ def test_a_background_axis_that_is_invalid_or_changes_nothing_is_refused(axes, s
     assert cli.main(["sweep", *T, "traffic.n_tasks=8", f"sweep.output_dir={tmp_path}", *axes]) == 2
     assert says in capsys.readouterr().err
     assert not any(tmp_path.rglob("*.nc"))
+
+
+def test_latency_keys_are_checked_when_the_model_is_switched_off(capsys):
+    """topology.latency.enabled=false with topology.latency.router=-5 ran (the keys were read only when enabled)."""
+    base = ["eval", "topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=all_to_all",
+            "traffic.n_tasks=8", "placement=linear", "save=false", "topology.latency.enabled=false"]
+    assert cli.main([*base, "topology.latency.router=-5"]) == 2
+    assert "topology.latency.router = -5.0 is invalid" in capsys.readouterr().err
+    assert cli.main([*base, "topology.latency.router=5e-7"]) == 0  # a valid one, switched off: no latency model
+    assert "with per-message latency" not in capsys.readouterr().out
+    assert cli.main([*base[:-1], "topology.latency.router=5e-7"]) == 0  # (switched on, the line that says so)
+    assert "with per-message latency" in capsys.readouterr().out
