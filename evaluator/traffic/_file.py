@@ -290,6 +290,8 @@ def _read_mtx(p: str, bytes_per_flow: float | None):
         M = scipy.io.mmread(p)
     except Exception as exc:  # malformed entries: ValueError, RuntimeError, OverflowError
         raise _error(p, _MTX_KINDS, f"Reading its entries failed ({_one_line(exc)}).") from None
+    if fmt == "coordinate":
+        _check_mtx_fields(p, entries, 2 if field == "pattern" else 3, field)
     coo = scipy.sparse.coo_array(M)
     row, col = np.asarray(coo.row, np.int64), np.asarray(coo.col, np.int64)
     data = np.asarray(coo.data, np.float64)
@@ -300,6 +302,32 @@ def _read_mtx(p: str, bytes_per_flow: float | None):
         return lambda i: f"entry ({row[i] + 1}, {col[i] + 1}) (rows and columns counted from 1)"
 
     return row, col, data, (rows, rows), where(0), where(1), where(2)
+
+
+def _check_mtx_fields(p: str, entries: int, k: int, field: str) -> None:
+    """Refuse entry lines of another number of fields than ``k`` (``i j value``; a pattern's ``i j``): SciPy's
+    reader keeps the first ``k`` of a longer line (``1 2 100 7`` was 100 bytes). Counted over the whole body at
+    once (NumPy on the file's bytes); the lines are walked only to name the first wrong one."""
+    with open(p, "rb") as fh:
+        raw = fh.read()
+    pos = 0
+    while pos < len(raw):  # past the banner, the comments and the size line
+        end = raw.find(b"\n", pos)
+        end = len(raw) if end < 0 else end
+        line, pos = raw[pos:end].strip(), end + 1
+        if line and not line.startswith(b"%"):
+            break
+    body = np.frombuffer(raw, np.uint8)[pos:]
+    space = np.isin(body, np.frombuffer(b" \t\n\r\v\f", np.uint8))
+    tokens = int(np.count_nonzero(~space[1:] & space[:-1])) + int(body.size > 0 and not space[0])
+    if tokens == entries * k:
+        return
+    first = raw[:pos].count(b"\n") + 1
+    for no, line in enumerate(raw[pos:].decode("utf-8", "replace").splitlines(), start=first):
+        fields = line.split()
+        if fields and not fields[0].startswith("%") and len(fields) != k:
+            raise _error(p, _MTX_KINDS, f"Line {no} has {len(fields)} fields ({line.strip()[:80]!r}); an entry of a "
+                                        f"{field} matrix has {k}: {'i j' if k == 2 else 'i j value'}.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -414,6 +442,9 @@ def _check_grid(p: str, cfg_grid, n: int) -> list[int] | None:
 
 
 def _is_number(text: str) -> bool:
+    """Whether ``text`` is a number as NumPy reads one (Python's own ``float`` also takes ``1_000``; NumPy not)."""
+    if "_" in text:
+        return False
     try:
         float(text)
     except ValueError:
@@ -478,7 +509,9 @@ def _read_csv(p: str, size: int):
                 if not _is_number(f.strip()):
                     raise _error(p, f"numbers in every column src,dst,bytes; line {no} has {name} = "
                                     f"{f.strip()[:40]!r}: {row[:80]!r}",
-                                 "Only the first line may be a header (with no number in it).") from None
+                                 "Only the first line may be a header (with no number in it)."
+                                 + (" Write numbers without digit separators (1000, not 1_000)." if "_" in f else "")
+                                 ) from None
         raise _error(p, "a CSV file of src,dst,bytes rows of numbers",
                      "numpy.loadtxt could not parse it.") from None  # pragma: no cover - every row checks out
     line_numbers: list[list[int]] = []
