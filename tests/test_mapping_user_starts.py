@@ -167,6 +167,13 @@ def test_file_format_prefix_and_library_refusals(tmp_path):
     assert a.task_node.tolist() == [7, 6, 5, 4, 3, 2, 1, 0]
     b = read_start_file(tmp_path / "ids", topo, 8, np.arange(10, 20), 1, kind="rank_order")
     assert b.task_node.tolist() == [17, 16, 15, 14, 13, 12, 11, 10]  # rank 7 on the first available node
+    # one line of more ids than a node takes ranks: no rank order can be that, so a node list written on one line
+    # (it was read as a rank order: all 8 ranks on one node, refused)
+    (tmp_path / "one_line").write_text("7 6 5 4 3 2 1 0\n")
+    assert read_start_file(tmp_path / "one_line", topo, 8, np.arange(64), 1).task_node.tolist() == \
+        [7, 6, 5, 4, 3, 2, 1, 0]
+    four = read_start_file(tmp_path / "one_line", topo, 8, np.arange(10, 20), 8)  # 8 fit one node: a rank order
+    assert four.task_node.tolist() == [10] * 8
     with pytest.raises(ConfigError) as e:
         read_start_file(tmp_path / "ids", topo, 8, np.arange(64), 1, kind="csv")
     assert e.value.field == "--start" and "rank_order, node_list" in str(e.value)

@@ -9,7 +9,8 @@ Two file formats, told apart by the file's name and shape (or by a prefix, ``ran
   ``#`` comments). Line ``i`` goes to the ``i``-th node of the ``node_list`` file beside it (``aprun -L``: the
   listed nodes, filled in the order listed, ascending id as the writers list them), or, without one, to the
   ``i``-th node available to the job (``--nodes``, in its fill order). A file whose name contains
-  ``RANK_ORDER``, or with a line of several ranks, is read so;
+  ``RANK_ORDER``, or with a line of several ranks, is read so, but for a file of one line holding more ids than
+  a node takes ranks (``--tasks-per-node``), which no rank order can be: a node list written on one line;
 * a **node list**: one node id per rank, rank 0 first (newlines, commas or spaces; ranges ``a-b`` stand for one
   rank per node of the range; ``#`` comments). Any other file is read so.
 
@@ -134,7 +135,9 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
         raise ConfigError(field, value, "a readable text file", str(getattr(exc, "strerror", None) or exc)) from None
     if kind is None:
         lines = _rank_order_lines(text, f"{field} ({value})")
-        kind = "rank_order" if "RANK_ORDER" in p.name.upper() or any(a.size > 1 for a in lines) else "node_list"
+        one_line = len(lines) == 1 and lines[0].size > int(tasks_per_node)  # no rank order: one node cannot hold it
+        several = any(a.size > 1 for a in lines) and not one_line
+        kind = "rank_order" if "RANK_ORDER" in p.name.upper() or several else "node_list"
     n = int(n_tasks)
     if kind == "node_list":
         try:
