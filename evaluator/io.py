@@ -258,12 +258,25 @@ def new_run_id() -> str:
     return run_name(None, uuid.uuid4().hex[:6])
 
 
+def _our_latest_text(path: Path) -> bool:
+    """Whether ``path`` is the text file :func:`point_latest` writes where there are no symbolic links (one line,
+    a result's name), not a file of the user's own."""
+    try:
+        if not path.is_file() or path.stat().st_size > 256:
+            return False
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "/" not in text and text.endswith((".nc", ".zarr")) and run_time(text) is not None
+
+
 def point_latest(directory: str | os.PathLike[str]) -> Path | None:
     """Point ``<directory>/latest`` at the newest result there (the latest ``<UTC time>-...`` name of a ``.nc``
     file or ``.zarr`` store), atomically; return the link, or None when there is no such result.
 
     A relative symbolic link, replaced with :func:`os.replace`; where the
-    filesystem has none, a text file holding the result's name.
+    filesystem has none, a text file holding the result's name. A directory
+    or a file of the user's own named ``latest`` is left as it is (None).
     """
     d = Path(directory)
     try:
@@ -275,8 +288,8 @@ def point_latest(directory: str | os.PathLike[str]) -> Path | None:
         return None
     target = max(found)[2]  # the latest start; of runs started in the same second, the one written last
     link = d / LATEST
-    if link.is_dir() and not link.is_symlink():
-        return None  # a directory of the user's own stands there: left alone
+    if (link.exists() or link.is_symlink()) and not link.is_symlink() and not _our_latest_text(link):
+        return None  # a directory or file of the user's own stands there: left alone
     tmp = d / f".{LATEST}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         os.symlink(target, tmp)
@@ -311,7 +324,8 @@ def write_dataset(ds, directory: str | os.PathLike[str], run_id: str | None = No
         try:
             write_netcdf(ds, path, exclusive=True)
         except FileExistsError:
-            pass
+            if not path.is_file():  # not the same result written in the same second: a file where a directory goes
+                raise
     point_latest(path.parent)
     return path
 

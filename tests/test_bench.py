@@ -352,3 +352,33 @@ def test_a_ctrl_c_keeps_the_scenarios_finished(monkeypatch, tmp_path, capsys):
     with pytest.raises(KeyboardInterrupt):
         B.run(out_dir=tmp_path, only=["small"])
     assert not (tmp_path / "bench-interrupted.json").exists()
+
+
+def test_a_run_of_some_scenarios_keeps_a_whole_runs_file_and_no_users_file_is_replaced(monkeypatch, tmp_path,
+                                                                                        capsys):
+    """`bench --only startup` replaced a whole run's bench.json (its other rows lost), and any file named so of the
+    user's own: a selection writes bench-<scenarios>.json, and a file there that a run did not write is refused
+    before any work."""
+    import json
+
+    import evaluator.bench.run  # noqa: F401
+    from evaluator.errors import ConfigError
+    B = sys.modules["evaluator.bench.run"]
+
+    row = {"scenario": "first", "points": 3, "seconds": 1.5, "points_per_s": 2.0, "ratio": 4.0, "check": "",
+           "peak_mb": 10.0, "device": "cpu"}
+    ran = []
+    monkeypatch.setattr(B, "SCENARIO_TABLE", tuple(B.Scenario(n, lambda q: "", lambda *a, n=n: ran.append(n) or
+                                                              [dict(row)]) for n in ("small", "mira")))
+    whole = '{"rows": "a complete run", "gpu": "none"}'
+    (tmp_path / "bench.json").write_text(whole)
+    B.run(out_dir=tmp_path, only=["small"])
+    assert json.loads((tmp_path / "bench-small.json").read_text())["rows"] == [row]
+    assert (tmp_path / "bench.json").read_text() == whole
+    B.run(out_dir=tmp_path, only=["small"])  # its own file again: replaced
+    (tmp_path / "bench-quick-small.json").write_text("my own notes\n")
+    ran.clear()
+    with pytest.raises(ConfigError, match="bench-quick-small.json is a file this command did not write"):
+        B.run(quick=True, out_dir=tmp_path, only=["small"])
+    assert ran == [] and (tmp_path / "bench-quick-small.json").read_text() == "my own notes\n"
+    capsys.readouterr()

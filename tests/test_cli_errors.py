@@ -55,7 +55,7 @@ CASES = [
     (["plot", "/nonexistent/results.nc"], ["/nonexistent/results.nc"]),
     (["partitions", "Atlantis"], ["Atlantis", "Mira"]),
     (["partitions", "Mira", "--size", "1000"], ["1000", "512"]),
-    (["bench", "--only", "everything"], ["bench.only", "everything", "small"]),
+    (["bench", "--only", "everything"], ["--only", "everything", "small"]),
     (["optimize", "--tasks", "16", "--alpha", "16,16", "topology.p=x"], ["topology.p", "x"]),
     # optimize's own options, named as written, before the search (a routing Hydra could not find; a placement
     # that made every configuration infeasible was reported as a fault of --tasks)

@@ -568,12 +568,13 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     if bad:
         from ..errors import ConfigError
 
-        raise ConfigError("bench.only", bad, f"scenarios among {list(SCENARIOS)}")
+        raise ConfigError("--only", bad, f"scenarios among {list(SCENARIOS)}")
     from ..errors import positive_float
 
     settle = positive_float("--settle", settle, allow_zero=True)  # seconds
     out = check_writable("--out", out_dir)  # before the work, so that nothing computed is lost
     out.mkdir(parents=True, exist_ok=True)
+    path = _output_path(out, bool(quick), only)
     t_start = time.perf_counter()
     rows: list[dict] = []
     raw: dict = {}
@@ -602,7 +603,6 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
                                finished, [s.name for s in SCENARIO_TABLE if s.name in only])
         raise
     summary = _summary(quick, settle, t_start, rows, raw)
-    path = out / f"bench{suffix}.json"
     from ..io import write_json
 
     write_json(path, summary, indent=1, default=float)
@@ -611,6 +611,30 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     print(f"wrote {path}" + (f" and {out / f'scaling{suffix}.png'}" if "scaling" in only else "")
           + f" ({summary['wall_s']:.0f} s)")
     return summary
+
+
+def _output_path(out: Path, quick: bool, only: list[str]) -> Path:
+    """Where a run writes its rows: ``bench.json`` for the default scenarios, ``bench-<scenarios>.json`` for
+    another selection (``--only``: a run of some scenarios does not replace a whole run's rows); ``-quick`` with
+    ``--quick``. A file there that this command did not write (no ``rows`` and ``gpu``) is refused before any work."""
+    import json
+
+    from ..errors import ConfigError
+
+    suffix = "-quick" if quick else ""
+    chosen = [s for s in SCENARIOS if s in only]
+    name = "" if chosen == [s for s in SCENARIOS if s in DEFAULT_SCENARIOS] else "-" + "-".join(chosen)
+    path = out / f"bench{suffix}{name}.json"
+    if path.exists():
+        try:
+            mine = set(json.loads(path.read_text())) >= {"rows", "gpu"}
+        except (OSError, UnicodeDecodeError, ValueError, TypeError):
+            mine = False
+        if not mine:
+            raise ConfigError("--out", str(out), f"a directory where {path.name} is absent or a bench run's own",
+                              f"{path} is a file this command did not write; nothing was computed (move it, or "
+                              f"give another --out).")
+    return path
 
 
 def _write_interrupted(path: Path, summary: dict, finished: list[str], asked: list[str]) -> None:
