@@ -138,3 +138,27 @@ def test_latency_keys_are_checked_when_the_model_is_switched_off(capsys):
     assert "with per-message latency" not in capsys.readouterr().out
     assert cli.main([*base[:-1], "topology.latency.router=5e-7"]) == 0  # (switched on, the line that says so)
     assert "with per-message latency" in capsys.readouterr().out
+
+
+def test_a_users_latest_file_is_left_alone_and_a_file_in_a_results_directorys_place_is_no_success(tmp_path, capsys):
+    """tiles, partitions and optimize replaced a file of the user's own named `latest` by a link to their result;
+    partitions printed 'wrote ...nc' and exited 0 where a file stood in its directory's place (nothing written)."""
+    import xarray as xr
+
+    from evaluator.io import point_latest, write_dataset
+
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "latest").write_text("my notes\n")
+    path = write_dataset(xr.Dataset({"x": ("i", [1.0])}), d, identity="a")
+    assert path.is_file() and (d / "latest").read_text() == "my notes\n" and point_latest(d) is None
+    (d / "latest").unlink()
+    assert point_latest(d) == d / "latest" and (d / "latest").resolve() == path.resolve()
+    (tmp_path / "file").write_text("x\n")
+    with pytest.raises(OSError):
+        write_dataset(xr.Dataset({"x": ("i", [1.0])}), tmp_path / "file", identity="a")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mira").write_text("x\n")
+    assert cli.main(["partitions", "mira", "--size", "2048", "--out", str(tmp_path / "out"), "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert "--out = " in err and "nothing was computed" in err

@@ -165,7 +165,7 @@ def _save(ds, out: Path, name: str, what: str, machines: Sequence[TorusMachine],
 
 
 def _run_machine(m: TorusMachine, sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
-    check_writable("--out", out / _slug(m.name))  # the analysis' own directory, before its work
+    check_writable("--out", out / _slug(m.name))  # its own directory, first
     analyses = P.analyse_machine(m, sizes)  # (first: a size it refuses is refused before anything is printed)
     print(m.label)
     bw = _unit("bytes/s", m.link_bandwidth)
@@ -182,7 +182,7 @@ def _run_machine(m: TorusMachine, sizes: Sequence[int] | None, out: Path, plot: 
 
 
 def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
-    check_writable("--out", out / "compare_" + "_".join(_slug(m.name) for m in ms))  # the analysis' own directory, before its work
+    check_writable("--out", out / ("compare_" + "_".join(_slug(m.name) for m in ms)))  # its own directory, first
     table = P.compare_machines(ms, sizes)
     names = [m.name for m in ms]
     unit = ms[0].units.capitalize()
@@ -218,7 +218,7 @@ def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: P
 
 
 def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
-    check_writable("--out", out / f"{_slug(m.name)}_slabs")  # the analysis' own directory, before its work
+    check_writable("--out", out / f"{_slug(m.name)}_slabs")  # its own directory, first
     res = P.slab_bisections(m)
     best = max(r.bisection.per_node for r in res)
     print(f"{m.label}: bisection of router prisms (embedded in the host torus)")
@@ -238,7 +238,7 @@ def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
 
 
 def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
-    check_writable("--out", out / f"{_slug(m.name)}_pairing")  # the analysis' own directory, before its work
+    check_writable("--out", out / f"{_slug(m.name)}_pairing")  # its own directory, first
     res = P.confirm_machine(m, sizes, tie=tie)
     print(f"{m.name}: bisection-pairing benchmark predicted at link level (2 GB per pair, DOR "
           f"{m.routing_order}, ties {tie})")

@@ -55,8 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="N synthetic jobs, capability-machine mix (default 10000; used when --swf is absent)")
     src.add_argument("--study", metavar="YAML", help="run a grid of policies x mode mixes x machines on Ray "
                                                      "(see sweeps/workload/)")
-    p.add_argument("--procs-per-node", type=int, default=1, help="SWF sizes are processors; nodes = ceil(procs / N) (only with --swf)")
-    p.add_argument("--load", type=float, default=0.9, help="offered load of the synthetic trace (default 0.9; refused with --swf)")
+    p.add_argument("--procs-per-node", type=int, default=1,
+                   help="SWF sizes are processors; nodes = ceil(procs / N) (only with --swf)")
+    p.add_argument("--load", type=float, default=0.9,
+                   help="offered load of the synthetic trace (default 0.9; refused with --swf)")
     p.add_argument("--limit", type=int, default=None, help="simulate only the first N jobs")
     p.add_argument("--machine", default=None, metavar="DF(P,A,H,G)",
                    help="the Dragonfly, named as `evaluator study rdn --machine` and its datasets name it: "
