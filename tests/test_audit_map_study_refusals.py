@@ -115,3 +115,33 @@ def test_schedule_options_the_run_reads_still_run(tmp_path, capsys):
         assert cli.main(["schedule", *args, "--groups", "4", "--nodes-per-group", "8", "--policy", "unrestricted",
                          "--no-plot", "--no-progress", "--out", str(out)]) == 0
     assert len(list(out.glob("*.nc"))) == 2
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--placement", "dragonfly_cartesian,linear"], "--placement = 'dragonfly_cartesian,linear' is invalid: allowed "
+                                                    "is one option of the placement group"),
+    (["traffic.alpha=[16,16,16]"], "traffic.alpha = '[16,16,16]' is invalid: allowed is no override of "
+                                   "traffic.alpha: give --alpha instead"),
+    (["traffic=all_to_all"], "traffic = 'all_to_all' is invalid"),
+    (["output_dir=/proc/x"], "give sweep.output_dir"),
+    (["ray.address=1.2.3.4:1"], "ray.* settings with --ray only"),
+])
+def test_optimize_refuses_options_it_would_override_drop_or_ignore(args, says, tmp_path, capsys):
+    """Each ran before: a placement list searched gamma for none of them (every dragonfly_cartesian point
+    infeasible), traffic.alpha replaced --alpha, output_dir and ray.* were ignored."""
+    rc = cli.main(["optimize", "--tasks", "8", "--alpha", "8,8,8", "--no-progress", *args,
+                   f"sweep.output_dir={tmp_path}"])
+    assert rc == 2 and says in capsys.readouterr().err
+    assert not any(tmp_path.rglob("*.nc"))
+
+
+def test_optimize_alpha_of_too_many_dimensions_or_a_huge_prime_is_refused_at_once(capsys):
+    """65 dimensions raised NumPy's internal error; a prime of 10^18 spun in the nearest-count hint's trial
+    division (killed after 60 s)."""
+    import time
+
+    assert cli.main(["optimize", "--tasks", "2", "--alpha", ",".join(["2"] * 65)]) == 2
+    assert "at most 32 dimensions" in capsys.readouterr().err
+    t = time.perf_counter()
+    assert cli.main(["optimize", "--tasks", "2", "--alpha", "1000000000000000003,1,1"]) == 2
+    assert "no factorization of 2 does" in capsys.readouterr().err and time.perf_counter() - t < 10

@@ -287,10 +287,13 @@ def test_optimize_says_a_hashed_routings_rows_are_one_draw(tmp_path, capsys):
             f"sweep.output_dir={tmp_path}"]
     assert cli.main([*base, "--routings", "ecmp,dmodk"]) == 0
     out = capsys.readouterr().out
-    assert ("ecmp: one draw of a random routing (ecmp-s0); its rows are that draw's time, not what the routing "
-            "gives on average") in out
+    assert ("routing ecmp (seed 0) is one random draw, so every row above is that draw's, not what the point gives "
+            "on average: add the axis routing.seed='range(0,16)'") in out  # the sweep's own line
     assert cli.main([*base, "--routings", "dmodk"]) == 0
-    assert "one draw of a random routing" not in capsys.readouterr().out
+    assert "one random draw" not in capsys.readouterr().out
+    random = [a if a != "block" else "random" for a in base]
+    assert cli.main([*random, "--routings", "dmodk"]) == 0  # a random placement too (it said
+    assert "placement random (seed 0) is one random draw" in capsys.readouterr().out  # nothing of it before)
 
 
 def test_the_dataset_query_and_plot_say_its_rows_are_one_draw(tmp_path, capsys, monkeypatch):

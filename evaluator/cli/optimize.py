@@ -14,6 +14,7 @@ from ..query import best, open_results
 from ..sweep import optimize_axes, plan_sweep, run_sweep
 from ..sweep.reasons import infeasible_reasons, summarize_reasons
 from .._args import ArgumentParser
+from .sweep import one_draw_line
 
 __all__ = ["main"]
 
@@ -27,7 +28,20 @@ def _int_list(text: str) -> list[int]:
     vals = [int(p) for p in parts]
     if any(v < 1 for v in vals):
         raise ConfigError("--alpha", text, allowed, f"{min(vals)} is not a positive element count.")
+    if len(vals) > MAX_DIMS:
+        raise ConfigError("--alpha", f"{len(vals)} dimensions", f"at most {MAX_DIMS} dimensions ({allowed})")
     return vals
+
+
+MAX_DIMS = 32
+"""The most dimensions of ``--alpha`` (NumPy's arrays hold at most 64; a stencil of more than 32 is no job)."""
+MAX_FACTORED = 10**12
+"""The largest ``--alpha`` element factorised for the nearest feasible task counts (trial division: a prime of
+10^18 would take minutes)."""
+OWN_KEYS = {"traffic": "--alpha (optimize searches a stencil's decompositions)", "traffic.alpha": "--alpha",
+            "placement": "--placement", "output_dir": "sweep.output_dir (where optimize writes; output_dir is eval's)"}
+"""Config keys the command sets itself, with what sets them: an override of one is refused, not applied over the
+options (traffic.alpha=[16,16,16] replaced --alpha) or ignored (output_dir)."""
 
 
 def _tasks(text: str) -> int:
@@ -55,6 +69,8 @@ def _prime_factors(v: int) -> Counter:
 
 def _nearest_feasible(n: int, alpha: list[int]) -> tuple[int | None, int | None]:
     """The largest task count <= n and the smallest >= n that divide prod(alpha) (None where there is none)."""
+    if any(a > MAX_FACTORED for a in alpha):
+        return None, None  # no suggestion: factorising would take longer than the user waits
     exps: Counter = Counter()
     for a in alpha:
         exps.update(_prime_factors(a))
@@ -125,6 +141,20 @@ def _names(option: str, text: str, group: str) -> list[str]:
     return names
 
 
+def _check_overrides(overrides: list[str], ray: bool) -> None:
+    """Refuse an override that the command would apply over its own options (:data:`OWN_KEYS`) or ignore
+    (``ray.*`` without ``--ray``: the search then runs in this process)."""
+    from .._args import override_key
+
+    for o in overrides:
+        key = (override_key(o) or "").split("@")[0]
+        if key in OWN_KEYS:
+            raise ConfigError(key, o.split("=", 1)[-1], f"no override of {key}: give {OWN_KEYS[key]} instead")
+        if key.split(".")[0] == "ray" and not ray:
+            raise ConfigError(key, o.split("=", 1)[-1], "ray.* settings with --ray only (without it the search "
+                              "runs in this process)", "Add --ray, or drop the override.")
+
+
 def _check_placement_serves(request, placement: str) -> None:
     """Refuse a --placement that does not serve the network before the search runs (it made every configuration
     infeasible, reported as a fault of --tasks)."""
@@ -158,7 +188,10 @@ def main(argv: list[str]) -> int:
     tasks = _tasks(args.tasks)
     alpha = _int_list(args.alpha)
     routings = _names("--routings", args.routings, "routing")
-    _names("--placement", args.placement, "placement")
+    if len(_names("--placement", args.placement, "placement")) > 1:
+        raise ConfigError("--placement", args.placement, "one option of the placement group (the search sweeps "
+                          "its gamma where it has one)", "Run optimize once per placement.")
+    _check_overrides(args.overrides, bool(args.ray))
     if not re.fullmatch(r"\s*\d+\s*", str(args.top)):
         raise ConfigError("--top", args.top, "an integer >= 0 (rows to print; 0: all)")
     top = int(args.top)
@@ -190,12 +223,8 @@ def main(argv: list[str]) -> int:
     if metric != "completion_time":
         print(f"ranked by {metric} (every configuration has it; completion_time is the bandwidth bound alone)")
     print(format_table(best(ds, metric, n=top)))
-    for name in routings:  # a routing of which one spec is one random draw: its rows are that draw's
-        spec = config.build_routing_spec(config.to_object(config.compose(
-            [f"routing={name}", *[o for o in args.overrides if re.match(r"\+?routing\.", o)]])).routing)
-        if spec.draws(1):
-            print(f"{name}: one draw of a random routing ({spec.label}); its rows are that draw's time, not what "
-                  f"the routing gives on average: sweep routing.seed and rank with evaluator query RUN --draws "
-                  f"routing.seed")
+    drawn = plan.one_draw_choices()  # random choices drawn once (a hashed routing, a random placement)
+    if drawn:
+        print(one_draw_line(drawn, "every row above is", "add"))
     print(f"dataset: {path}")
     return 0
