@@ -162,3 +162,13 @@ def test_a_users_latest_file_is_left_alone_and_a_file_in_a_results_directorys_pl
     assert cli.main(["partitions", "mira", "--size", "2048", "--out", str(tmp_path / "out"), "--no-plot"]) == 2
     err = capsys.readouterr().err
     assert "--out = " in err and "nothing was computed" in err
+
+
+def test_runs_refuses_a_results_directory_that_is_not_one(tmp_path, capsys):
+    """`runs --results /nonexistent` (or a file) said 'no runs' and exited 0, as for an empty directory."""
+    (tmp_path / "f").write_text("x\n")
+    for path, says in ((tmp_path / "missing", "No such directory."), (tmp_path / "f", "It is a file")):
+        assert cli.main(["runs", "--results", str(path)]) == 2
+        assert says in capsys.readouterr().err
+    assert cli.main(["runs", "--results", str(tmp_path)]) == 0  # an empty one: no runs
+    assert "no runs under" in capsys.readouterr().out

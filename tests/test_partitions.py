@@ -616,7 +616,10 @@ def test_cli_compare_and_machine(tmp_path, capsys):
     assert "3x3x3x2" in out and "4608" in out
     assert "JUQUEEN-54: max speedup over JUQUEEN at equal size 1.00x" in out
     assert ("JUQUEEN-54: max speedup over JUQUEEN's smallest partition that holds the job 2.25x "
-            "(P = 13824 on 14336 of JUQUEEN" in out)
+            "(P = 13824 on 14336 of JUQUEEN; tied at P = 27648; bisection ratio)" in out)
+    # a maximum reached at several sizes names them all (it named the first alone)
+    assert ("JUQUEEN-48: max speedup over JUQUEEN's smallest partition that holds the job 1.50x (P = 4608 on 5120 "
+            "of JUQUEEN; tied at P = 9216, 18432 and 24576; bisection ratio)") in out
     nc = (tmp_path / "compare_juqueen_juqueen-54_juqueen-48" / "latest").resolve()  # <name>/<time>-<hash>.nc
     assert nc.exists() and nc.with_suffix(".png").stat().st_size > 0
     ds = xr.open_dataset(nc, engine="h5netcdf").load()
@@ -680,3 +683,11 @@ def test_claims_docs_partitions_juqueen54():
     check_stated(doc, r"per node\) and ([0-9.]+)x, but also", per48, command=cmd)
     per9 = float(pn.sel(size=9 * 512, machine="JUQUEEN-54")) / float(pn.sel(size=8 * 512, machine="JUQUEEN"))
     check_stated(doc, r"but also ([0-9.]+)x at 9 and 18 midplanes", per9, command=cmd)
+
+
+def test_compare_refuses_a_size_no_machine_has(capsys):
+    """`--compare --size 4609` printed a row of 9 midplanes with no partition and wrote it; one machine's analysis
+    refuses the size, and so does the comparison where no machine has it."""
+    for size, says in (("4609", "is not a multiple of 512"), ("99999999999999", "is larger than the machine")):
+        assert cli_main(["JUQUEEN", "--compare", "JUQUEEN-48", "--size", size, "--no-plot"]) == 2
+        assert says in capsys.readouterr().err

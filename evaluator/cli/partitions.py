@@ -199,22 +199,41 @@ def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: P
         print(line)
     ds = P.comparison_dataset(ms, table)
     sp = ds["speedup_vs_first"]
+    sizes_of = [int(x) for x in ds["size"].values]
     for j, n in enumerate(names[1:], start=1):
         col = sp.isel(machine=j)
         if col.notnull().any():
-            i = int(np.argmax(col.fillna(-1).values))
+            i, tied = _maxima(col.values)
             print(f"  {n}: max speedup over {names[0]} at equal size {float(col[i]):.2f}x "
-                  f"(P = {int(ds['size'][i])})")
+                  f"(P = {sizes_of[i]}{_also(sizes_of, tied)})")
         held = ds["speedup_vs_first_holding"].isel(machine=j)
         if held.notnull().any():
-            i = int(np.argmax(held.fillna(-1).values))
+            i, tied = _maxima(held.values)
             print(f"  {n}: max speedup over {names[0]}'s smallest partition that holds the job "
-                  f"{float(held[i]):.2f}x (P = {int(ds['size'][i])} on "
-                  f"{int(ds['first_holding_size'][i])} of {names[0]}; bisection ratio)")
+                  f"{float(held[i]):.2f}x (P = {sizes_of[i]} on "
+                  f"{int(ds['first_holding_size'][i])} of {names[0]}{_also(sizes_of, tied)}; bisection ratio)")
     path = _save(ds, out, "compare_" + "_".join(_slug(n) for n in names), "compare", ms, sizes)
     print(f"\nwrote {path}")
     if plot:
         print(f"wrote {P.plot_comparison(ds, path.with_suffix('.png'))}")
+
+
+def _maxima(values) -> tuple[int, list[int]]:
+    """The first position of the largest value (NaN: none) and the later positions tied with it (equal to 1e-9)."""
+    v = np.where(np.isnan(np.asarray(values, float)), -np.inf, np.asarray(values, float))
+    i = int(np.argmax(v))
+    return i, [k for k in range(i + 1, v.size) if abs(v[k] - v[i]) <= 1e-9 * abs(v[i])]
+
+
+def _also(sizes: list[int], tied: list[int]) -> str:
+    """``", tied at P = 9216, 18432 and 24576"``: the other sizes with the same maximum (ties are ties)."""
+    if not tied:
+        return ""
+    shown = [str(sizes[k]) for k in tied[:4]]
+    more = f" and {len(tied) - 4} more" if len(tied) > 4 else ""
+    listed = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 and not more else ", " if more else "") + shown[-1] \
+        if len(shown) > 1 else shown[0]
+    return f"; tied at P = {listed}{more}"
 
 
 def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:

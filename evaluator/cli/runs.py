@@ -33,6 +33,9 @@ def main(argv: list[str]) -> int:
     if args.top < 0:
         raise ConfigError("--top", args.top, "an integer >= 0 (rows to print; 0: all)")
     root = Path(args.results)
+    if args.results != RESULTS_DIR and not root.is_dir():  # (the default may not exist yet: no runs)
+        raise ConfigError("--results", args.results, "a results directory that exists",
+                          "It is a file, not a directory." if root.exists() else "No such directory.")
     if args.study is not None and not (root / args.study).is_dir():
         known = studies(root)
         raise ConfigError("study", args.study, f"a study under {root}/: {', '.join(known) if known else 'none yet'}")

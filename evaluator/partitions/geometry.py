@@ -422,11 +422,15 @@ def compare_machines(machines: Sequence[Machine | str],
         if not is_int(n) or int(n) < 1:
             raise invalid(PartitionError, "partition size", n, "a positive number of nodes")
         row: dict[str, PartitionGeometry | None] = {}
+        errors = []
         for m in ms:
             try:
                 row[m.name] = partition_geometries(m, n)[0]
-            except PartitionError:  # size not available on this machine
+            except PartitionError as exc:  # size not available on this machine
                 row[m.name] = None
+                errors.append(exc)
+        if len(errors) == len(ms):  # on none of them: a size to refuse (as one machine's analysis does), no row
+            raise errors[0]
         out[int(n)] = row
     return out
 
