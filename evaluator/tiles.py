@@ -545,6 +545,21 @@ def _bandwidths(a: dict) -> tuple[str, str]:
     return f"{', '.join(texts)} {unit}", format_value(float(a["injection_bandwidth"]), "bytes/s")
 
 
+def _rank_labels(ds: xr.Dataset) -> list[str]:
+    """Each ranked candidate's rank: candidates equal in every time the ranking reads (the router links' and the
+    full exchange's, all at once and per dimension) share the first one's rank, marked ``=`` (``1=``, ``1=``,
+    ``3``): the enumeration order that breaks such ties is no ranking."""
+    keys = np.stack([np.asarray(ds[v].values, float) for v in ("links_all", "links_seq", "time_all", "time_seq")], 1)
+    same = [bool(np.allclose(keys[i], keys[i - 1], rtol=1e-12, atol=0.0)) for i in range(1, len(keys))]
+    first, out = 0, []
+    for i in range(len(keys)):
+        if i and not same[i - 1]:
+            first = i
+        tied = (i and same[i - 1]) or (i + 1 < len(keys) and same[i])
+        out.append(f"{first + 1}{'=' if tied else ''}")
+    return out
+
+
 def format_advice(ds: xr.Dataset, top: int = 10) -> str:
     """The ranked table and plain-language notes (what limits the exchange, the closed form, the baseline).
 
@@ -575,9 +590,10 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
     if speed:
         head += f"{'speedup links':>15}{'speedup w/ NIC':>16}"
     lines += ["", head]
+    ranks = _rank_labels(ds)
     for i in range(n):
         r = ds.isel(candidate=i)
-        row = (f"{i + 1:>4}  {r.decomposition.item():<14}{r.tile.item():<10}{r.router_block.item():<7}"
+        row = (f"{ranks[i]:>4}  {r.decomposition.item():<14}{r.tile.item():<10}{r.router_block.item():<7}"
                f"{r.prism.item():<9}{r.router_tile.item():<13}{t(float(r.time_all)):>17} "
                f"{r.limit_all.item():<10}{t(float(r.time_seq)):>13} {r.limit_seq.item():<10}"
                f"{t(float(r.links_all)) + '/' + t(float(r.links_seq)):>18}"

@@ -209,3 +209,16 @@ def test_cli_table_and_errors(tmp_path, capsys):
                    "--tile", "5,1,1"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "--tile" in err
+
+
+def test_candidates_equal_in_every_time_share_a_rank():
+    """The table ranked candidates equal in every time 1, 2, 3 (enumeration order broke the tie): they share the
+    first one's rank, marked '=', and the next candidate's rank counts them."""
+    import xarray as xr
+
+    from evaluator.tiles import _rank_labels
+
+    t = {"links_all": [1.0, 1.0, 1.0, 2.0, 3.0, 3.0], "links_seq": [1.0, 1.0, 1.0, 2.0, 3.0, 3.0],
+         "time_all": [5.0, 5.0, 5.0, 5.0, 6.0, 6.0], "time_seq": [5.0, 5.0, 5.0, 5.0, 6.0, 6.5]}
+    ds = xr.Dataset({k: ("candidate", v) for k, v in t.items()})
+    assert _rank_labels(ds) == ["1=", "1=", "1=", "4", "5", "6"]
