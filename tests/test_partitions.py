@@ -691,3 +691,22 @@ def test_compare_refuses_a_size_no_machine_has(capsys):
     for size, says in (("4609", "is not a multiple of 512"), ("99999999999999", "is larger than the machine")):
         assert cli_main(["JUQUEEN", "--compare", "JUQUEEN-48", "--size", size, "--no-plot"]) == 2
         assert says in capsys.readouterr().err
+
+
+def test_pairing_compares_bisection_bandwidth_and_says_where_nothing_differs(tmp_path, capsys):
+    """Blue Waters' 16x16x2 and 16x2x16 cut as many links but of unequal bandwidth: the pairing skipped the size
+    (equal link counts) and printed a bare header; a size with nothing to compare now says so."""
+    assert cli_main(["BlueWaters", "--pairing", "--size", "1024", "--out", str(tmp_path)]) == 0
+    row = next(x.split() for x in capsys.readouterr().out.splitlines() if x.strip().startswith("1024"))
+    assert row[1:6] == ["worst", "vs", "best", "16x16x2", "16x2x16"]
+    assert float(row[-2]) == pytest.approx(2.0, rel=1e-3) and float(row[-1]) == pytest.approx(float(row[-2]), rel=1e-3)
+    assert cli_main(["mira", "--pairing", "--size", "1024", "--out", str(tmp_path)]) == 0
+    assert "nothing to compare at 1024 nodes" in capsys.readouterr().out
+
+
+def test_options_the_analysis_would_ignore_are_refused(capsys):
+    for argv, says in ((["mira", "--tie", "positive", "--size", "1024"], "--tie with --pairing only"),
+                       (["JUQUEEN", "--compare", "JUQUEEN-48", "--slabs"], "not with --compare"),
+                       (["BlueWaters", "--slabs", "--pairing", "--size", "512"], "not with --pairing")):
+        assert cli_main([*argv, "--no-plot"]) == 2
+        assert says in capsys.readouterr().err

@@ -42,7 +42,7 @@ from ..display import format_number, shared_unit
 from ..errors import ConfigError, MachineError
 from ..io import check_writable, write_dataset
 from ..machines import TorusMachine, list_machines, load_machine
-from .._args import ArgumentParser
+from .._args import ArgumentParser, given_options
 
 __all__ = ["main", "build_parser"]
 
@@ -218,6 +218,19 @@ def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: P
         print(f"wrote {P.plot_comparison(ds, path.with_suffix('.png'))}")
 
 
+def _check_combinations(args, given: dict[str, str]) -> None:
+    """Refuse options the analysis chosen would ignore: --compare runs the comparison alone (not --slabs,
+    --pairing), --pairing the benchmark alone (not --slabs, no plot), and --tie belongs to --pairing."""
+    if args.compare and (args.slabs or args.pairing):
+        raise ConfigError("--slabs" if args.slabs else "--pairing", True, "not with --compare (which compares the "
+                          "machines' partitions alone)", "Run the other analysis in a command of its own.")
+    if args.pairing and args.slabs:
+        raise ConfigError("--slabs", True, "not with --pairing (which runs the pairing benchmark alone)",
+                          "Run --slabs in a command of its own.")
+    if "tie" in given and not args.pairing:
+        raise ConfigError("--tie", args.tie, "--tie with --pairing only (the DOR tie rule of its benchmark)")
+
+
 def _maxima(values) -> tuple[int, list[int]]:
     """The first position of the largest value (NaN: none) and the later positions tied with it (equal to 1e-9)."""
     v = np.where(np.isnan(np.asarray(values, float)), -np.inf, np.asarray(values, float))
@@ -271,12 +284,19 @@ def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
     if res:
         path = _save(P.pairing_dataset(res), out, f"{_slug(m.name)}_pairing", "pairing", [m], sizes, tie=tie)
         print(f"\nwrote {path}")
+    if sizes:
+        same = sorted(set(int(x) for x in sizes) - {r.nodes for r in res})
+        if same:
+            print(f"nothing to compare at {', '.join(map(str, same))} nodes: the geometries compared there have "
+                  f"the same bisection bandwidth" + ("" if res else "; no dataset written"))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``evaluator partitions``; returns the process exit status (0 ok, 2 bad input)."""
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        _check_combinations(args, given_options(parser, args))
         if args.machine_option is not None:
             if args.machine is not None and args.machine != args.machine_option:
                 raise ConfigError("--machine", args.machine_option, "one machine",

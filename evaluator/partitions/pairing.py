@@ -10,6 +10,8 @@ predicted time ratio can be set next to the bisection ratio.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 
 import numpy as np
@@ -45,7 +47,9 @@ class PairingResult:
 
     @property
     def bisection_ratio(self) -> float:
-        return self.b.bisection.links / self.a.bisection.links
+        """B's bisection bandwidth over A's (bytes/s: on a machine whose links differ in bandwidth, the link counts'
+        ratio is not the time's; on one of equal links the same)."""
+        return self.b.bisection.bandwidth / self.a.bisection.bandwidth
 
 
 def pairing_time(machine: Machine, geometry: PartitionGeometry, bytes_per_pair: float = 2.0e9,
@@ -61,7 +65,7 @@ def pairing_time(machine: Machine, geometry: PartitionGeometry, bytes_per_pair: 
 
 def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, bytes_per_pair: float = 2.0e9,
                     tie: str = "split") -> list[PairingResult]:
-    """For every size where two geometries differ in bisection, predict both pairing times.
+    """For every size where two geometries differ in bisection bandwidth, predict both pairing times.
 
     Machines with an allowed list compare the best allowed geometry with the
     best possible one (Oltchik Table 1); others the worst with the best (Table 2). Ascending size.
@@ -77,8 +81,8 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
         else:
             a, which = sa.worst, "worst vs best"
         b = sa.best
-        if a.bisection.links == b.bisection.links:
-            continue
+        if math.isclose(a.bisection.bandwidth, b.bisection.bandwidth, rel_tol=1e-12):
+            continue  # the same bisection bandwidth (links of unequal bandwidth can differ with equal counts)
         out.append(PairingResult(m.name, n, a, b, pairing_time(m, a, bytes_per_pair, tie),
                                  pairing_time(m, b, bytes_per_pair, tie), which))
     return sorted(out, key=lambda r: r.nodes)  # ascending size, whatever the order given
