@@ -172,3 +172,19 @@ def test_runs_refuses_a_results_directory_that_is_not_one(tmp_path, capsys):
         assert says in capsys.readouterr().err
     assert cli.main(["runs", "--results", str(tmp_path)]) == 0  # an empty one: no runs
     assert "no runs under" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["tiles", "--grid", "64,64,64", "--nodes", "8", "--tasks-per-node", "8", "--no-save", "--out", "/proc/x"],
+     "--out = '/proc/x' is invalid: allowed is not with --no-save"),
+    (["tiles", "--grid", "64,64,64", "--nodes", "8", "--tasks-per-node", "8", "--no-save", "--no-plot"],
+     "--no-plot = True is invalid: allowed is not with --no-save"),
+    (["bench", "--settle", "30", "--only", "startup"], "--settle = 30.0 is invalid: allowed is 0 with one scenario"),
+    (["partitions", "Titan"], "--size = None is invalid: allowed is the partition sizes (nodes) to analyse on Titan"),
+    (["partitions", "Titan", "--slabs"], "lists no slab shapes"),
+])
+def test_options_that_do_nothing_here_are_refused(argv, says, tmp_path, capsys):
+    """Each was accepted and did nothing (tiles' --out and --no-plot with --no-save, bench's --settle with one
+    scenario), or named something the user cannot give (partitions of Titan: 'slabs = None; give router shapes')."""
+    assert cli.main([*argv, *(["--out", str(tmp_path)] if argv[0] == "bench" else [])]) == 2
+    assert says in capsys.readouterr().err

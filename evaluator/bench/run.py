@@ -572,6 +572,11 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     from ..errors import positive_float
 
     settle = positive_float("--settle", settle, allow_zero=True)  # seconds
+    if settle > 0 and len(only) < 2:
+        from ..errors import ConfigError
+
+        raise ConfigError("--settle", settle, "0 with one scenario (it pauses between scenarios, before each after "
+                          "the first)", f"Drop --settle, or run more than {only[0]!r}.")
     out = check_writable("--out", out_dir)  # before the work, so that nothing computed is lost
     out.mkdir(parents=True, exist_ok=True)
     path = _output_path(out, bool(quick), only)

@@ -319,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.pairing:
             _run_pairing(m, args.size, out, args.tie)
             return 0
+        if not args.slabs and not m.enumerates_sizes and not args.size and not m.slabs:
+            raise ConfigError("--size", None, f"the partition sizes (nodes) to analyse on {m.name}: it has too many "
+                              "to list them all, and no slab shapes to show instead",
+                              f"e.g. evaluator partitions {args.machine} --size {m.nodes_per_unit * 2}")
         if args.slabs or (not m.enumerates_sizes and not args.size):  # thousands of sizes: the slabs instead
             _run_slabs(m, out, plot)
             if not args.size:

@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import tiles as TL
 from ..errors import ConfigError
 from ..io import check_writable, write_dataset
-from .._args import ArgumentParser
+from .._args import ArgumentParser, given_options
 
 __all__ = ["main", "build_parser"]
 
@@ -106,7 +106,13 @@ def _as_baseline():
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.no_save and ("out" in given_options(parser, args) or args.no_plot):  # both say where to write
+        raise ConfigError("--out" if "out" in given_options(parser, args) else "--no-plot",
+                          args.out if "out" in given_options(parser, args) else True,
+                          "not with --no-save (which writes nothing: no dataset, no plot)",
+                          "Drop --no-save to write, or the other option.")
     grid = _ints("--grid", args.grid, "points per dimension")
     req = TL.TileRequest(
         grid=grid, nodes=_int("--nodes", args.nodes), tasks_per_node=_int("--tasks-per-node", args.tasks_per_node),

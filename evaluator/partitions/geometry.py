@@ -470,8 +470,9 @@ def slab_bisections(machine: Machine | str,
                              f"kind {' | '.join(embedded)}")
     if shapes is None:
         if not m.slabs:
-            raise PartitionError(f"machine {m.name!r}: slabs = None; give router shapes to compare "
-                                 f"(e.g. {_shape(m.dims)})")
+            raise PartitionError(f"machine {m.name!r} lists no slab shapes (its catalogue entry's slabs: is None); "
+                                 f"add router shapes to compare to its YAML (slabs: [{_shape(m.dims)}, ...]), or "
+                                 f"analyse partition sizes instead (--size N)")
         shapes = m.slabs
     out = []
     for s in shapes:
