@@ -12,3 +12,32 @@ from tests.test_claims_buyer import NETWORKS, WORKLOADS, results_cell
 @pytest.mark.parametrize("fam", NETWORKS)
 def test_results_cell_16384(fam, workload):
     results_cell(16384, fam, workload)
+
+
+OPTIMIZED_CELLS = {("torus", "all_to_all"), ("dragonfly", "mix"), ("dragonfly", "permutation"),
+                   ("fat_tree", "all_to_all")}
+"""The cells whose kernels keep this module's optimised options (tests/conftest.py, OPTIMIZED_MODULES): those whose
+points run for seconds at 16,384 nodes. The others compile a few kernels, each run on a few points, at the suite's
+``-O0`` (as tests/test_claims_buyer.py does for its short cells): the module 71.1 and 68.8 s -> 59.5 and 62.1 s,
+its backend compilation 21.8 and 19.9 s -> 9.6 and 10.0 s (two pairs back to back on 2 loaded cores, 2026-12-06).
+Code generation only: the same numbers."""
+
+
+@pytest.fixture(autouse=True)
+def _suite_level(request):
+    """The cells outside :data:`OPTIMIZED_CELLS` compiled without tests/conftest.py's optimised options."""
+    from evaluator._batch import compiled
+    from tests.conftest import _OPTIMIZED_OPTIONS
+
+    params = request.node.callspec.params
+    if (params["fam"], params["workload"]) in OPTIMIZED_CELLS:
+        yield
+        return
+    saved = dict(compiled.COMPILER_OPTIONS)
+    for key in _OPTIMIZED_OPTIONS:
+        compiled.COMPILER_OPTIONS.pop(key, None)
+    try:
+        yield
+    finally:
+        compiled.COMPILER_OPTIONS.clear()
+        compiled.COMPILER_OPTIONS.update(saved)
