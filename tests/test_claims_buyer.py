@@ -10,12 +10,14 @@ than its printed precision, fails (:func:`tests.claims.check_stated`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 
 import numpy as np
 import pytest
 
+from evaluator._batch import compiled
 from evaluator.cost import network_cost
 from evaluator.studies.buyer import (DEFAULT_SEEDS, NETWORKS, ROUTINGS, SEEDED, TIE_RTOL, WORKLOADS, equal_networks,
                                      evaluate_point)
@@ -93,24 +95,33 @@ fat-tree and Dragonfly cells 51 -> 30 s, the 4,096-node Dragonfly and torus cell
 (measured back to back on 2 loaded cores, 2026-12-06). Code generation only: every cell checks the same numbers."""
 
 
-@pytest.fixture(autouse=True)
-def _suite_level(request):
-    """The cells outside :data:`OPTIMIZED_CELLS` compiled without tests/conftest.py's optimised options."""
-    from evaluator._batch import compiled
-    from tests.conftest import _OPTIMIZED_OPTIONS
+SUITE_OPTIONS = dict(compiled.COMPILER_OPTIONS)
+"""The batched kernels' compiler options as the suite has them (read when the module is imported, before
+tests/conftest.py's module fixture gives this module's tests the optimised ones)."""
 
-    params = getattr(getattr(request.node, "callspec", None), "params", {})
-    if "workload" not in params or (params.get("n"), params["fam"], params["workload"]) in OPTIMIZED_CELLS:
-        yield
-        return
+
+@contextlib.contextmanager
+def suite_level():
+    """The kernels built inside compiled with :data:`SUITE_OPTIONS`; the options as they were after."""
     saved = dict(compiled.COMPILER_OPTIONS)
-    for key in _OPTIMIZED_OPTIONS:
-        compiled.COMPILER_OPTIONS.pop(key, None)
+    compiled.COMPILER_OPTIONS.clear()
+    compiled.COMPILER_OPTIONS.update(SUITE_OPTIONS)
     try:
         yield
     finally:
         compiled.COMPILER_OPTIONS.clear()
         compiled.COMPILER_OPTIONS.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _suite_level(request):
+    """The cells outside :data:`OPTIMIZED_CELLS` compiled with the suite's options (:func:`suite_level`)."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if "workload" not in params or (params["n"], params["fam"], params["workload"]) in OPTIMIZED_CELLS:
+        yield
+        return
+    with suite_level():
+        yield
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)

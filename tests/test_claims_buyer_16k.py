@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_claims_buyer import NETWORKS, WORKLOADS, results_cell
+from tests.test_claims_buyer import NETWORKS, WORKLOADS, results_cell, suite_level
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)
@@ -25,19 +25,11 @@ Code generation only: the same numbers."""
 
 @pytest.fixture(autouse=True)
 def _suite_level(request):
-    """The cells outside :data:`OPTIMIZED_CELLS` compiled without tests/conftest.py's optimised options."""
-    from evaluator._batch import compiled
-    from tests.conftest import _OPTIMIZED_OPTIONS
-
+    """The cells outside :data:`OPTIMIZED_CELLS` compiled with the suite's options (tests/test_claims_buyer.py
+    ``suite_level``)."""
     params = request.node.callspec.params
     if (params["fam"], params["workload"]) in OPTIMIZED_CELLS:
         yield
         return
-    saved = dict(compiled.COMPILER_OPTIONS)
-    for key in _OPTIMIZED_OPTIONS:
-        compiled.COMPILER_OPTIONS.pop(key, None)
-    try:
+    with suite_level():
         yield
-    finally:
-        compiled.COMPILER_OPTIONS.clear()
-        compiled.COMPILER_OPTIONS.update(saved)
