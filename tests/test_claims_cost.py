@@ -69,8 +69,8 @@ def test_the_query_table(swept):
         check_stated(DOC, lead + r"([0-9.]+)", row["throughput_per_cost"] / 1e6, QUERY)  # MB/s per unit
         if np.isfinite(row["ahead_by"]):
             check_stated(DOC, lead + r"[0-9.]+ +([0-9.]+) ", row["ahead_by"], QUERY)
-        check_stated(DOC, lead + r"[0-9.]+ +[0-9.na]+ +([0-9.]+) ", row["completion_time"] * 1e3, QUERY)
-        check_stated(DOC, lead + r"[0-9.]+ +[0-9.na]+ +[0-9.]+ +([0-9.]+) ", row["throughput"] / 1e9, QUERY)
+        check_stated(DOC, lead + r"[0-9.]+ +[0-9.na-]+ +([0-9.]+) ", row["completion_time"] * 1e3, QUERY)
+        check_stated(DOC, lead + r"[0-9.]+ +[0-9.na-]+ +[0-9.]+ +([0-9.]+) ", row["throughput"] / 1e9, QUERY)
         check_stated(DOC, lead + r".*? \.\.\. +([0-9.]+) ", row["cost"], QUERY)
         check_stated(DOC, lead + r".*? \.\.\. +[0-9.]+ +(\d+) ", row["power"], QUERY)
     check_stated(DOC, r"tie per cost, ([0-9.]+)x ahead", table.iloc[0]["ahead_by"], QUERY)

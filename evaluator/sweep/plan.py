@@ -516,8 +516,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
 def _check_background_axes(plan: SweepPlan) -> None:
     """Every value of an axis of the background's keys checked (:func:`evaluator.config.check_settings`: a pattern
     or seed that would be refused once the background loads, refused now), and such an axis refused where the
-    background loads nothing (``background.fraction`` 0 at every point, no axis setting another): its points would
-    all be the same."""
+    background loads nothing (``background.fraction`` 0 at every point, no axis setting another) and that has
+    several values of other keys than the fraction: its points would all be the same."""
     keyed = [i for i, ax in enumerate(plan.axes) if any(k.startswith("background.") for k in ax.keys)]
     if not keyed:
         return
@@ -530,8 +530,9 @@ def _check_background_axes(plan: SweepPlan) -> None:
     swept = [(ax, ax.keys.index("background.fraction")) for ax in plan.axes if "background.fraction" in ax.keys]
     fractions = ({float(row[k]) for ax, k in swept for row in ax.values} if swept
                  else {float(plan.point_config(0).background.fraction)})
-    if fractions == {0.0}:
-        ax = plan.axes[keyed[0]]
+    idle = [plan.axes[i] for i in keyed if plan.axes[i].size > 1 and "background.fraction" not in plan.axes[i].keys]
+    if fractions == {0.0} and idle:
+        ax = idle[0]
         raise ConfigError("sweep.axes", ax.name, "an axis of the background's keys where it loads something "
                           "(background.fraction > 0)", "background.fraction is 0 at every point, so the background "
                           "sends nothing and every value of this axis gives the same point: set "
