@@ -288,7 +288,7 @@ def point_latest(directory: str | os.PathLike[str]) -> Path | None:
         return None
     target = max(found)[2]  # the latest start; of runs started in the same second, the one written last
     link = d / LATEST
-    if (link.exists() or link.is_symlink()) and not link.is_symlink() and not _our_latest_text(link):
+    if link.exists() and not link.is_symlink() and not _our_latest_text(link):
         return None  # a directory or file of the user's own stands there: left alone
     tmp = d / f".{LATEST}.{uuid.uuid4().hex[:8]}.tmp"
     try:

@@ -549,15 +549,13 @@ def _rank_labels(ds: xr.Dataset) -> list[str]:
     """Each ranked candidate's rank: candidates equal in every time the ranking reads (the router links' and the
     full exchange's, all at once and per dimension) share the first one's rank, marked ``=`` (``1=``, ``1=``,
     ``3``): the enumeration order that breaks such ties is no ranking."""
+    from .display import rank_labels
+
     keys = np.stack([np.asarray(ds[v].values, float) for v in ("links_all", "links_seq", "time_all", "time_seq")], 1)
-    same = [bool(np.allclose(keys[i], keys[i - 1], rtol=1e-12, atol=0.0)) for i in range(1, len(keys))]
-    first, out = 0, []
-    for i in range(len(keys)):
-        if i and not same[i - 1]:
-            first = i
-        tied = (i and same[i - 1]) or (i + 1 < len(keys) and same[i])
-        out.append(f"{first + 1}{'=' if tied else ''}")
-    return out
+    ranks = [1]
+    for i in range(1, len(keys)):
+        ranks.append(ranks[-1] if np.allclose(keys[i], keys[i - 1], rtol=1e-12, atol=0.0) else i + 1)
+    return rank_labels(ranks[:len(keys)])
 
 
 def format_advice(ds: xr.Dataset, top: int = 10) -> str:

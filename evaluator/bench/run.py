@@ -628,7 +628,7 @@ def _output_path(out: Path, quick: bool, only: list[str]) -> Path:
 
     suffix = "-quick" if quick else ""
     chosen = [s for s in SCENARIOS if s in only]
-    name = "" if chosen == [s for s in SCENARIOS if s in DEFAULT_SCENARIOS] else "-" + "-".join(chosen)
+    name = "" if chosen == list(DEFAULT_SCENARIOS) else "-" + "-".join(chosen)
     path = out / f"bench{suffix}{name}.json"
     if path.exists():
         try:

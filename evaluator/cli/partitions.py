@@ -242,11 +242,12 @@ def _also(sizes: list[int], tied: list[int]) -> str:
     """``", tied at P = 9216, 18432 and 24576"``: the other sizes with the same maximum (ties are ties)."""
     if not tied:
         return ""
-    shown = [str(sizes[k]) for k in tied[:4]]
-    more = f" and {len(tied) - 4} more" if len(tied) > 4 else ""
-    listed = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 and not more else ", " if more else "") + shown[-1] \
-        if len(shown) > 1 else shown[0]
-    return f"; tied at P = {listed}{more}"
+    shown = [str(sizes[k]) for k in tied]
+    if len(shown) > 4:
+        listed = ", ".join(shown[:4]) + f" and {len(shown) - 4} more"
+    else:
+        listed = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
+    return f"; tied at P = {listed}"
 
 
 def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:

@@ -108,9 +108,9 @@ def _as_baseline():
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.no_save and ("out" in given_options(parser, args) or args.no_plot):  # both say where to write
-        raise ConfigError("--out" if "out" in given_options(parser, args) else "--no-plot",
-                          args.out if "out" in given_options(parser, args) else True,
+    out_given = "out" in given_options(parser, args)
+    if args.no_save and (out_given or args.no_plot):  # both say where to write
+        raise ConfigError("--out" if out_given else "--no-plot", args.out if out_given else True,
                           "not with --no-save (which writes nothing: no dataset, no plot)",
                           "Drop --no-save to write, or the other option.")
     grid = _ints("--grid", args.grid, "points per dimension")

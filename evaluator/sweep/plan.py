@@ -513,6 +513,14 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     return plan
 
 
+def _axis_configs(plan: SweepPlan, i: int):
+    """The config of each value of axis ``i``, every other axis at its first value."""
+    at = [0] * len(plan.axes)
+    for v in range(plan.axes[i].size):
+        at[i] = v
+        yield plan.point_config(int(np.ravel_multi_index(at, plan.shape)))
+
+
 def _check_background_axes(plan: SweepPlan) -> None:
     """Every value of an axis of the background's keys checked (:func:`evaluator.config.check_settings`: a pattern
     or seed that would be refused once the background loads, refused now), and such an axis refused where the
@@ -521,12 +529,9 @@ def _check_background_axes(plan: SweepPlan) -> None:
     keyed = [i for i, ax in enumerate(plan.axes) if any(k.startswith("background.") for k in ax.keys)]
     if not keyed:
         return
-    origin = [0] * len(plan.axes)
     for i in keyed:
-        for v in range(plan.axes[i].size):
-            at = origin.copy()
-            at[i] = v
-            check_settings(plan.point_config(int(np.ravel_multi_index(at, plan.shape))))
+        for cfg in _axis_configs(plan, i):
+            check_settings(cfg)
     swept = [(ax, ax.keys.index("background.fraction")) for ax in plan.axes if "background.fraction" in ax.keys]
     fractions = ({float(row[k]) for ax, k in swept for row in ax.values} if swept
                  else {float(plan.point_config(0).background.fraction)})
@@ -545,15 +550,12 @@ def _check_one_sort(plan: SweepPlan) -> None:
     and a chunk is evaluated one way (it was, silently, the way of its first point)."""
     if not plan.axes:
         return
-    origin = [0] * len(plan.axes)
     for i, ax in enumerate(plan.axes):
         if not any(k == "jobs" or k.startswith(("jobs.", "background")) for k in ax.keys):
             continue
         sorts = {}
-        for v in range(ax.size):
-            at = origin.copy()
-            at[i] = v
-            sorts.setdefault(has_jobs(plan.point_config(int(np.ravel_multi_index(at, plan.shape)))), v)
+        for v, cfg in enumerate(_axis_configs(plan, i)):
+            sorts.setdefault(has_jobs(cfg), v)
         if len(sorts) > 1:
             raise ConfigError("sweep.axes", ax.name, "values that are all one job or all several jobs",
                               f"'{ax.labels[sorts[False]]}' is one job alone and '{ax.labels[sorts[True]]}' "
