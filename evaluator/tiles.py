@@ -70,10 +70,11 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from tqdm import tqdm
 
 from ._types import Float
-from .errors import (ConfigError, MachineError, UnknownMachineError, check_memory, is_int, positive_float, positive_int,
-                     require)
+from .errors import (ConfigError, MachineError, UnknownMachineError, available_memory, check_memory, is_int,
+                     positive_float, positive_int, require)
 from .dataset import with_units
 from .evaluation import evaluate_batch
 from .machines import Machine, TorusMachine, load_machine
@@ -377,31 +378,58 @@ def _screened(req: TileRequest, cands: list, cf: list) -> tuple[list, list]:
     return cands, cf
 
 
-def _candidate_loads(req: TileRequest, m, topo, cands: list, chunk_size: int) -> np.ndarray:
-    """``[candidate, exchange, class]`` busiest-link bytes: every candidate's placement with the stencil's
-    exchanges (all dimensions at once, then each one), every traffic padded to the largest exchange's flows (one
-    flow bucket: one compilation), a chunk at a time (memory checked first)."""
-    bpp = req.bytes_per_point
+_BYTES_PER_FLOW_SLOT = 96.0
+"""Host and device bytes one padded stencil flow costs while a chunk is evaluated (the traffics, their padding and
+:func:`~evaluator.evaluate_batch`'s arrays). Measured 72-75 bytes (peak resident memory of ``advise`` at 1 and 16
+candidates a chunk, 1024^3 grid, 32 tasks per node, BlueWaters: 4,096 nodes 0.64 and 3.46 GB, 8,192 nodes 0.86 GB at
+one and 1.31 GB at two), rounded up."""
+
+_CHUNK_BYTES = 1e9
+"""A chunk holds as many candidates as fit in this many bytes (at least one): above it, batching gains nothing (a
+4,096-node candidate evaluates in 0.3 s whether alone or among 16) and only memory grows."""
+
+
+def _candidate_bytes(req: TileRequest) -> float:
+    """Bytes one candidate's exchanges need while evaluated (every traffic padded to the largest's flows)."""
     d = len(req.grid)
     n_tasks = req.nodes * req.tasks_per_node
-    full = 2 * d * n_tasks          # flows of the largest exchange: every traffic is padded to it
-    per_cand = (d + 1) * full * 24.0 + 8.0 * n_tasks
-    check_memory("--nodes", req.nodes, per_cand * chunk_size,
-                 f"the stencil flows of {chunk_size} candidates of {n_tasks} tasks (evaluated a chunk at a time)",
+    return (d + 1) * (2 * d * n_tasks) * _BYTES_PER_FLOW_SLOT + 8.0 * n_tasks
+
+
+def _chunk(req: TileRequest, chunk_size: int) -> int:
+    """Candidates per chunk: at most ``chunk_size``, within :data:`_CHUNK_BYTES` and the memory available (one
+    candidate that does not fit is refused before any work)."""
+    per_cand = _candidate_bytes(req)
+    n_tasks = req.nodes * req.tasks_per_node
+    check_memory("--nodes", req.nodes, per_cand,
+                 f"the stencil exchanges of one candidate decomposition of {n_tasks:,} tasks",
                  "Use fewer nodes or fewer tasks per node.")
+    return max(1, min(chunk_size, int(min(_CHUNK_BYTES, 0.5 * available_memory()) // per_cand)))
+
+
+def _candidate_loads(req: TileRequest, m, topo, cands: list, chunk_size: int, progress: bool = False) -> np.ndarray:
+    """``[candidate, exchange, class]`` busiest-link bytes: every candidate's placement with the stencil's
+    exchanges (all dimensions at once, then each one), every traffic padded to the largest exchange's flows (one
+    flow bucket: one compilation), a chunk at a time (:func:`_chunk`: memory checked first)."""
+    bpp = req.bytes_per_point
+    d = len(req.grid)
+    full = 2 * d * req.nodes * req.tasks_per_node   # flows of the largest exchange: every traffic is padded to it
+    chunk = _chunk(req, chunk_size)
     loads = []
-    for start in range(0, len(cands), chunk_size):   # a chunk at a time: one compiled kernel, bounded memory
-        traffics, placements = [], []
-        for c in cands[start:start + chunk_size]:
-            pl = placement_for(topo, c)
-            tr = stencil(list(req.grid), list(c.decomposition), bpp, req.periodic, "per_dimension")
-            traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
-            traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
-            placements.extend([pl] * (d + 1))
-        res = evaluate_batch(topo, dor(m.routing_order), traffics, placements, chunk_size=chunk_size)
-        loads.append(res.metrics["max_load_class"].reshape(len(traffics) // (d + 1), d + 1, -1))
-    loads = np.concatenate(loads, axis=0)
-    return loads
+    with tqdm(total=len(cands), unit="candidate", desc="tiles: evaluating", disable=not progress,
+              leave=False) as bar:
+        for start in range(0, len(cands), chunk):   # a chunk at a time: one compiled kernel, bounded memory
+            traffics, placements = [], []
+            for c in cands[start:start + chunk]:
+                pl = placement_for(topo, c)
+                tr = stencil(list(req.grid), list(c.decomposition), bpp, req.periodic, "per_dimension")
+                traffics.append(_padded(stencil(list(req.grid), list(c.decomposition), bpp, req.periodic), full))
+                traffics.extend(_padded(p, full) for p in tr.phases)   # one flow bucket: one compilation
+                placements.extend([pl] * (d + 1))
+            res = evaluate_batch(topo, dor(m.routing_order), traffics, placements, chunk_size=chunk)
+            loads.append(res.metrics["max_load_class"].reshape(len(traffics) // (d + 1), d + 1, -1))
+            bar.update(len(traffics) // (d + 1))
+    return np.concatenate(loads, axis=0)
 
 
 def _exchange_times(loads: np.ndarray, cap: np.ndarray, node_cls: list, class_names, cf: list) -> dict:
@@ -432,7 +460,7 @@ def _exchange_times(loads: np.ndarray, cap: np.ndarray, node_cls: list, class_na
     return data
 
 
-def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
+def advise(req: TileRequest, chunk_size: int = 16, progress: bool = False) -> xr.Dataset:
     """Enumerate, evaluate and rank the candidates of ``req``; one row per evaluated candidate, best first.
 
     Returns a dataset along ``candidate`` (rank order) with the candidate's
@@ -448,6 +476,12 @@ def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
     ``closed_links_<e>`` (s, the slides' formula, links only). ``attrs``
     say what was asked and how many candidates were enumerated and
     evaluated, and carry the ideal-tile ratios (:func:`ideal_ratios`).
+
+    Candidates are evaluated ``chunk_size`` at a time, fewer where a chunk
+    would pass about 1 GB; a job of which one candidate does not fit in
+    memory is refused (:class:`~evaluator.errors.ResourceError` naming
+    ``--nodes``) before any work. ``progress`` shows a bar over the
+    candidates (stderr).
     """
     req, m = check_request(req)
     cands, counts = candidates(req)
@@ -469,7 +503,7 @@ def advise(req: TileRequest, chunk_size: int = 16) -> xr.Dataset:
     cf = [closed_form(c, req.grid, bw, inj_bw, bpp, req.periodic) for c in cands]
     n_all = len(cands)
     cands, cf = _screened(req, cands, cf)
-    loads = _candidate_loads(req, m, topo, cands, chunk_size)
+    loads = _candidate_loads(req, m, topo, cands, chunk_size, progress)
     data = _exchange_times(loads, cap, node_cls, topo.class_names, cf)
     key = _LABEL[req.rank_by]
     score = data[("links_" if req.limit == "links" else "time_") + key]

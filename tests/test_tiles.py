@@ -222,3 +222,38 @@ def test_candidates_equal_in_every_time_share_a_rank():
          "time_all": [5.0, 5.0, 5.0, 5.0, 6.0, 6.0], "time_seq": [5.0, 5.0, 5.0, 5.0, 6.0, 6.5]}
     ds = xr.Dataset({k: ("candidate", v) for k, v in t.items()})
     assert _rank_labels(ds) == ["1=", "1=", "1=", "4", "5", "6"]
+
+
+def test_large_jobs_are_chunked_by_memory_and_refused_when_one_candidate_does_not_fit(monkeypatch):
+    """A chunk holds as many candidates as fit (here 3 of the default 16) and the ranking is the one-chunk run's;
+    a job of which one candidate does not fit is refused naming --nodes before anything is evaluated (a 4,096-node
+    job of 32 tasks per node held 3.5 GB at 16 candidates a chunk, whatever the memory, and 8,192 nodes 7.3 GB)."""
+    from evaluator.errors import MEMORY_ENV, ResourceError
+
+    req = TL.TileRequest((16, 16, 16), 32, 2, LINK_LIMITED)
+    whole = TL.advise(req)
+    per_cand = TL._candidate_bytes(req)
+    assert per_cand == 4 * (6 * 64) * TL._BYTES_PER_FLOW_SLOT + 8 * 64
+    sizes = []
+    real = TL.evaluate_batch
+
+    def counted(topo, routing, traffics, placements, **kw):
+        sizes.append(len(traffics) // 4)
+        return real(topo, routing, traffics, placements, **kw)
+
+    monkeypatch.setattr(TL, "evaluate_batch", counted)
+    monkeypatch.setattr(TL, "available_memory", lambda: int(7 * per_cand))   # half of it: 3.5 candidates
+    chunked = TL.advise(req)
+    assert whole.sizes["candidate"] > 3 and sizes == [3] * (len(sizes) - 1) + [sizes[-1]] and sum(sizes) == \
+        whole.sizes["candidate"]
+    xr.testing.assert_identical(chunked, whole)
+
+    def never(*a, **kw):
+        raise AssertionError("evaluated a job it should have refused")
+
+    monkeypatch.setattr(TL, "evaluate_batch", never)
+    monkeypatch.setenv(MEMORY_ENV, str(int(per_cand)))     # 80% of it is less than one candidate
+    with pytest.raises(ResourceError) as e:
+        TL.advise(req)
+    assert e.value.field == "--nodes" and e.value.value == 32 and "one candidate decomposition of 64 tasks" in \
+        str(e.value)

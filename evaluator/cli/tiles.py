@@ -141,10 +141,10 @@ def main(argv: list[str]) -> int:
             TL.check_request(base)
     if not args.no_save:
         check_writable("--out", args.out)  # before the work, so that nothing computed is lost
-    ds = TL.advise(req)
+    ds = TL.advise(req, progress=True)
     if base is not None:
         with _as_baseline():
-            ds = TL.compare(ds, TL.advise(base))
+            ds = TL.compare(ds, TL.advise(base, progress=True))
     print(TL.format_advice(ds, top))
     if not args.no_save:
         identity = json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in ("out", "no_plot", "no_save",
