@@ -616,7 +616,12 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
         return format_values([x], "s", tu)[0][0]
 
     speed = "speedup_links_all" in ds
-    head = (f"{'rank':>4}  {'decomposition':<14}{'tile/node':<10}{'pair':<7}{'prism':<9}{'router tile':<13}"
+    # the shape columns: their usual widths, wider where a shown shape is longer (5-D grids, large extents)
+    shapes = [(name, field, max(width, len(name) + 1, *(len(v) + 1 for v in shown[field].values.tolist())))
+              for name, field, width in (("decomposition", "decomposition", 14), ("tile/node", "tile", 10),
+                                         ("pair", "router_block", 7), ("prism", "prism", 9),
+                                         ("router tile", "router_tile", 13))]
+    head = (f"{'rank':>4}  " + "".join(f"{name:<{w}}" for name, _, w in shapes) +
             f"{f'all-at-once [{u}]':>17} {'limit':<10}{f'per-dim [{u}]':>13} {'limit':<10}"
             f"{f'links only [{u}]':>18}{f'closed form [{u}]':>19}")
     if speed:
@@ -625,8 +630,8 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
     ranks = _rank_labels(ds)
     for i in range(n):
         r = ds.isel(candidate=i)
-        row = (f"{ranks[i]:>4}  {r.decomposition.item():<14}{r.tile.item():<10}{r.router_block.item():<7}"
-               f"{r.prism.item():<9}{r.router_tile.item():<13}{t(float(r.time_all)):>17} "
+        row = (f"{ranks[i]:>4}  " + "".join(f"{r[field].item():<{w}}" for _, field, w in shapes) +
+               f"{t(float(r.time_all)):>17} "
                f"{r.limit_all.item():<10}{t(float(r.time_seq)):>13} {r.limit_seq.item():<10}"
                f"{t(float(r.links_all)) + '/' + t(float(r.links_seq)):>18}"
                f"{t(float(r.closed_links_all)) + '/' + t(float(r.closed_links_seq)):>19}")

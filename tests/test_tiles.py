@@ -257,3 +257,17 @@ def test_large_jobs_are_chunked_by_memory_and_refused_when_one_candidate_does_no
         TL.advise(req)
     assert e.value.field == "--nodes" and e.value.value == 32 and "one candidate decomposition of 64 tasks" in \
         str(e.value)
+
+
+def test_long_shapes_keep_their_columns_apart():
+    """Shapes longer than a column's usual width (a 5-D grid's tile 1x1x1x1x32 in the 10 of tile/node) ran into
+    the next column; every column is now at least one character wider than its longest shown value."""
+    ds = TL.advise(TL.TileRequest((16, 16, 16), 32, 2, LINK_LIMITED)).isel(candidate=slice(0, 3))
+    long = {"decomposition": "1024x1024x1024", "tile": "1x1x1x1x32", "router_block": "1x1x1x1x1",
+            "prism": "2x2x2x2x2", "router_tile": "32x32x32x32x32"}
+    for k, v in long.items():
+        ds[k] = ("candidate", np.array([v] * 3))
+    rows = TL.format_advice(ds).splitlines()
+    head = next(i for i, line in enumerate(rows) if line.startswith("rank"))
+    for line in rows[head + 1: head + 4]:
+        assert line.split()[1:6] == list(long.values()), line
