@@ -62,13 +62,19 @@ def test_machine_topology_errors():
         machine_topology("Mira", None, mode="sideways")
 
 
-def test_pairing_time_matches_bisection_closed_form():
+def test_pairing_time_matches_bisection_closed_form(capsys):
     """Furthest-node pairs: half the nodes push their bytes across the bisection in each direction,
     so the link-level time must equal (N/2 x bytes) / (bisection links x link bandwidth); the
-    bisection itself is checked against exhaustive search in test_partitions.py."""
+    bisection itself is checked against exhaustive search in test_partitions.py. With ``progress`` a bar counts
+    the sizes on stderr (every size of Blue Waters ran over 10 minutes without a word)."""
     from evaluator.partitions import confirm_machine
 
-    res = confirm_machine("JUQUEEN", sizes=[2048, 3072])
+    res = confirm_machine("JUQUEEN", sizes=[2048, 3072], progress=True)
+    assert "2/2" in capsys.readouterr().err
+    from evaluator.machines import load_machine
+    from evaluator.partitions.geometry import feasible_sizes
+
+    assert len(feasible_sizes(load_machine("BlueWaters").torus("sizes"))) == 1130   # the README's count
     assert [r.nodes for r in res] == [2048, 3072]
     for r in res:
         for geo, t in ((r.a, r.time_a), (r.b, r.time_b)):

@@ -272,7 +272,7 @@ def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
 
 def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
     check_writable("--out", out / f"{_slug(m.name)}_pairing")  # its own directory, first
-    res = P.confirm_machine(m, sizes, tie=tie)
+    res = P.confirm_machine(m, sizes, tie=tie, progress=True)
     print(f"{m.name}: bisection-pairing benchmark predicted at link level (2 GB per pair, DOR "
           f"{m.routing_order}, ties {tie})")
     tu = _unit("s", [r.time_a for r in res], [r.time_b for r in res])
