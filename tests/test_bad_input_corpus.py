@@ -498,8 +498,8 @@ CLI_CASES = [
      ["traffic.exchange = 'sometimes'", "per_dimension"]),
     ("optimize-no-feasible-placement", lambda t, r: ["optimize", "--tasks", "128", "--alpha", "8,16", *DF_SMALL,
                                                      f"sweep.output_dir={t}"],
-     ["--tasks = 128", "feasible placement", "placement dragonfly_cartesian puts one task per node",
-      "placement.tasks_per_node=2 fits 128 tasks"]),  # 128 tasks on 72 nodes: the cause, not each gamma's
+     ["--tasks = 128", "at most 72 tasks", "placement dragonfly_cartesian puts one task per node",
+      "placement.tasks_per_node=2 fits 128 tasks"]),  # 128 tasks on 72 nodes: the cause, before the search
 ]
 
 

@@ -83,11 +83,31 @@ def test_the_counts_recorded_at_assembly_are_the_datasets(tmp_path):
 
 
 def test_optimize_names_the_cause(tmp_path, monkeypatch, capsys):
+    """More tasks than the placement can place: refused naming --tasks and the cause before the search (which
+    found all 1,050 configurations infeasible for that reason, 2 min on DF(8,16,8) for 100,000 tasks), for a
+    placement of one task per node and one of placement.tasks_per_node; a count that fits runs."""
+    from evaluator.cli import optimize
+
     monkeypatch.chdir(tmp_path)
+    ran = []
+    def started(*args, **kw):
+        ran.append(args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(optimize, "run_sweep", started)
     assert cli.main(["optimize", "--tasks", "16", "--alpha", "16,16,16", *SMALL_DF[1:], "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "infeasible: 1050 x traffic.beta: at most 12 tasks: placement dragonfly_cartesian puts one task per node" \
-        in err, err
+    assert "--tasks = 16 is invalid: allowed is at most 12 tasks: placement dragonfly_cartesian puts one task per " \
+           "node" in err, err
+    assert cli.main(["optimize", "--tasks", "32", "--alpha", "16,16,16", "--placement", "linear", *SMALL_DF[1:],
+                     "placement.tasks_per_node=2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--tasks = 32 is invalid: allowed is at most nodes x tasks_per_node = 12 x 2 = 24" in err, err
+    assert not ran and not list(tmp_path.rglob("*.nc"))
+    # 24 fit: the search starts (and is stopped there: a Ctrl-C)
+    assert cli.main(["optimize", "--tasks", "24", "--alpha", "24,24,24", "--placement", "linear", *SMALL_DF[1:],
+                     "placement.tasks_per_node=2", "--no-progress"]) != 0
+    assert len(ran) == 1
 
 
 def test_dragonfly_random_too_many_tasks_says_one_per_node():

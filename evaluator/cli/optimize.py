@@ -155,17 +155,18 @@ def _check_overrides(overrides: list[str], ray: bool) -> None:
                               "runs in this process)", "Add --ray, or drop the override.")
 
 
-def _check_placement_serves(request, placement: str) -> None:
-    """Refuse a --placement that does not serve the network before the search runs (it made every configuration
-    infeasible, reported as a fault of --tasks)."""
+def _check_placement_serves(request, placement: str, tasks: int) -> None:
+    """Refuse a --placement that does not serve the network, and --tasks more than it can place there, before the
+    search runs (either made every configuration infeasible, found after the search: 2 min for DF(8,16,8))."""
     from ..config.build import build_topology
     from ..placement import placement_kind
 
     topology = build_topology(request.config.topology)
     try:
-        placement_kind(request.config.placement.kind, topology)
+        kind = placement_kind(request.config.placement.kind, topology)
     except ConfigError as exc:
         raise ConfigError("--placement", placement, exc.allowed, exc.hint) from None
+    kind.check_fits(request.config.placement, topology, tasks, "--tasks")
 
 
 def main(argv: list[str]) -> int:
@@ -201,7 +202,7 @@ def main(argv: list[str]) -> int:
     axes = optimize_axes(tasks, len(alpha), routings, args.placement)
     request = config.compose_sweep(base + args.overrides, user_overrides=args.overrides, config_name="config",
                                    axes=axes)
-    _check_placement_serves(request, args.placement)
+    _check_placement_serves(request, args.placement, tasks)
     plan = plan_sweep(request)
     ray_cfg = request.config.ray if args.ray else config.RayConfig(enabled=False)
     path = run_sweep(plan, ray_cfg, progress=not args.no_progress)

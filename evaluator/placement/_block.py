@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import ConfigError, positive_int, require
 from ..topology import Topology
-from .base import Placement, PlacementKind, check_capacity, check_topology
+from .base import Placement, PlacementKind, check_capacity, check_topology, fits_per_node
 
 __all__ = ["block", "BLOCK_FILLS", "BlockConfig", "BLOCK"]
 
@@ -144,4 +144,5 @@ class BlockConfig:
 
 
 BLOCK = PlacementKind("block", BlockConfig,
-                      lambda cfg, ctx: block(ctx.topology, ctx.n_tasks, cfg.size, cfg.tasks_per_node, cfg.fill))
+                      lambda cfg, ctx: block(ctx.topology, ctx.n_tasks, cfg.size, cfg.tasks_per_node, cfg.fill),
+                      fits=fits_per_node)

@@ -21,7 +21,7 @@ from ..errors import require
 from ..topology import DragonflyTopology, Topology
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation)
 from .base import (DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology,
-                   config_list, vec)
+                   config_list, fits_one_per_node, vec)
 
 __all__ = ['dragonfly_cartesian', 'cartesian_spec', 'require_dragonfly', 'ORDERS', 'DragonflyCartesianConfig',
            'DRAGONFLY_CARTESIAN']
@@ -167,7 +167,7 @@ def _seeded(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext,
 
 
 DRAGONFLY_CARTESIAN = PlacementKind("dragonfly_cartesian", DragonflyCartesianConfig, _from_config, seeded=_seeded,
-                                   needs=DRAGONFLY,
+                                   needs=DRAGONFLY, fits=fits_one_per_node("dragonfly_cartesian"),
                                    drawn=lambda cfg: "random" in (cfg.group_order, cfg.node_order))
 """(The seed draws the groups' or the nodes' order where either is ``random``; with both ``linear`` it does
 nothing.)"""

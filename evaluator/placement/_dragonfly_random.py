@@ -23,7 +23,8 @@ from ..topology import Topology
 from ._dragonfly_cartesian import require_dragonfly
 from ._seeded import (DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation, ranks,
                       sort_keys)
-from .base import DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology
+from .base import (DRAGONFLY, Placement, PlacementContext, PlacementKind, check_one_per_node, check_topology,
+                   fits_one_per_node)
 
 __all__ = ['dragonfly_random', 'random_spec', 'DragonflyRandomConfig', 'DRAGONFLY_RANDOM']
 
@@ -116,4 +117,4 @@ def _seeded(cfg: ConfigOf[DragonflyRandomConfig], ctx: PlacementContext,
 
 
 DRAGONFLY_RANDOM = PlacementKind("dragonfly_random", DragonflyRandomConfig, _from_config, seeded=_seeded,
-                                needs=DRAGONFLY)
+                                needs=DRAGONFLY, fits=fits_one_per_node("dragonfly_random"))

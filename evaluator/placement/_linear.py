@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import is_int, require
 from ..topology import Topology
-from .base import Placement, PlacementKind, check_capacity, check_topology
+from .base import Placement, PlacementKind, check_capacity, check_topology, fits_per_node
 
 __all__ = ['linear', 'LinearConfig', 'LINEAR']
 
@@ -36,4 +36,5 @@ class LinearConfig:
 
 
 LINEAR = PlacementKind("linear", LinearConfig,
-                       lambda cfg, ctx: linear(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.first_node))
+                       lambda cfg, ctx: linear(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.first_node),
+                       fits=fits_per_node)

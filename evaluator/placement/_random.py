@@ -16,7 +16,7 @@ import numpy as np
 from .._types import ConfigOf
 from ..topology import Topology
 from ._seeded import DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation
-from .base import Placement, PlacementContext, PlacementKind, check_capacity, check_topology
+from .base import Placement, PlacementContext, PlacementKind, check_capacity, check_topology, fits_per_node
 
 __all__ = ['fully_random', 'fully_random_spec', 'RandomConfig', 'RANDOM']
 
@@ -76,4 +76,4 @@ def _seeded(cfg: ConfigOf[RandomConfig], ctx: PlacementContext, seed_check: Call
 RANDOM = PlacementKind("random", RandomConfig,
                        lambda cfg, ctx: fully_random(ctx.topology, ctx.n_tasks, cfg.tasks_per_node, cfg.seed,
                                                      cfg.generator),
-                       seeded=_seeded)
+                       seeded=_seeded, fits=fits_per_node)

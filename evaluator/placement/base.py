@@ -35,7 +35,7 @@ from ..topology import DragonflyTopology, Topology, TorusTopology
 
 __all__ = ["Placement", "PlacementKind", "PlacementContext", "Needs", "ANY_TOPOLOGY", "DRAGONFLY", "TORUS", "TORUS_3D",
            "FEATURED_MACHINE", "explicit", "check_capacity", "check_node_ids",
-           "check_one_per_node", "vec", "config_list"]
+           "check_one_per_node", "fits_per_node", "fits_one_per_node", "vec", "config_list"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,14 +75,26 @@ class PlacementKind(Kind):
     (:func:`evaluator.placement.placement_kind`), so a placement for another
     family is refused with the kinds that serve the topology, not with
     whichever of its own fields it checks first.
+
+    ``fits(cfg, topology, n_tasks, field)`` (where the kind knows how many
+    tasks it can place whatever its other settings): refuses ``n_tasks`` that
+    no setting of ``cfg`` but the task count makes fit, naming ``field``, so
+    a search over those settings is refused before it runs.
     """
 
     seeded: Callable[..., Any] | None = None
     needs: Needs = ANY_TOPOLOGY
+    fits: Callable[[Any, Topology, int, str], None] | None = None
 
     def serves(self, topology: Topology) -> bool:
         """Whether this placement can place tasks on ``topology`` (:attr:`needs`)."""
         return self.needs.test(topology)
+
+    def check_fits(self, cfg: Any, topology: Topology, n_tasks: int, field: str) -> None:
+        """Refuse ``n_tasks`` more than this kind can place on ``topology`` with ``cfg`` (:attr:`fits`; a kind
+        without it checks when it builds)."""
+        if self.fits is not None:
+            self.fits(cfg, topology, int(n_tasks), field)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,21 +204,32 @@ def explicit(topology: Topology, task_node, name: str = "explicit") -> Placement
     return Placement(tn.astype(np.int64), topology.n_nodes, name)
 
 
-def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int) -> tuple[int, int]:
+def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int,
+                   field: str = "placement.n_tasks") -> tuple[int, int]:
     """``(n_tasks, tasks_per_node)`` checked: positive, and the tasks fit on the topology's nodes at that many
-    per node; otherwise a :class:`ConfigError` on ``placement.n_tasks`` whose text names the tasks per node that
+    per node; otherwise a :class:`ConfigError` on ``field`` whose text names the tasks per node that
     would fit (it is also the ``reason`` of a sweep point)."""
-    n = positive_int("placement.n_tasks", n_tasks)
+    n = positive_int(field, n_tasks)
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)
     slots = topology.n_nodes * tpn
     if n > slots:
         need = -(-n // topology.n_nodes)
         per = "one task per node" if tpn == 1 else f"{tpn} tasks per node"
-        raise ConfigError("placement.n_tasks", n,
+        raise ConfigError(field, n,
                           f"at most nodes x tasks_per_node = {topology.n_nodes} x {tpn} = {slots} on {topology.name}"
                           f" ({per}; placement.tasks_per_node={need} fits {n} tasks)",
                           f"Set placement.tasks_per_node={need} (or more), use fewer tasks or a larger network.")
     return n, tpn
+
+
+def fits_per_node(cfg: Any, topology: Topology, n_tasks: int, field: str) -> None:
+    """A placement's :attr:`PlacementKind.fits` that puts ``cfg.tasks_per_node`` tasks on every node at most."""
+    check_capacity(topology, n_tasks, cfg.tasks_per_node, field)
+
+
+def fits_one_per_node(kind: str) -> Callable[[Any, Topology, int, str], None]:
+    """A placement's :attr:`PlacementKind.fits` that puts one task per node (:func:`check_one_per_node`)."""
+    return lambda cfg, topology, n_tasks, field: check_one_per_node(topology, n_tasks, kind, field)
 
 
 def check_one_per_node(topology: Topology, n_tasks: int, kind: str, field: str, value=None) -> None:
