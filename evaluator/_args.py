@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigTypeError, ResourceError
 
 __all__ = ["ArgumentParser", "StoreOnce", "given_options", "override_key", "named_as_options"]
 
@@ -86,8 +86,10 @@ def override_key(override: str) -> str | None:
 class named_as_options:  # noqa: N801  (a context manager used as a statement: `with named_as_options({...}):`)
     """Re-raise a library's :class:`~evaluator.errors.ConfigError` naming one of its arguments with the option
     that gave it: ``{"metric": "--best"}`` turns ``metric = 'x' is invalid`` into ``--best = 'x' is invalid``, and
-    a dotted field's rest follows the option (``where.routing`` -> ``--where routing``). Other errors, and the
-    worded ones (whose message is the raiser's), pass unchanged."""
+    a dotted field's rest follows the option (``where.routing`` -> ``--where routing``); a dotted key names those
+    fields alone (``{"trace.load": "--load"}``), the longest that matches winning. The type and size refusals
+    (:class:`~evaluator.errors.ConfigTypeError`, :class:`~evaluator.errors.ResourceError`) are renamed the same
+    way; other errors, and the worded ones (whose message is the raiser's), pass unchanged."""
 
     def __init__(self, options: dict[str, str]):
         self.options = options
@@ -96,10 +98,12 @@ class named_as_options:  # noqa: N801  (a context manager used as a statement: `
         return self
 
     def __exit__(self, kind, exc, tb):
-        if kind is not ConfigError:  # (exactly: its subclasses word their own messages)
+        if kind not in (ConfigError, ConfigTypeError, ResourceError):  # (the worded ones word their own messages)
             return False
-        head, dot, rest = str(exc.field).partition(".")
-        option = self.options.get(head)
-        if option is None:
-            return False
-        raise ConfigError(option + (" " + rest if dot else ""), exc.value, exc.allowed, exc.hint) from None
+        parts = str(exc.field).split(".")
+        for k in range(len(parts), 0, -1):  # the longest dotted key given, then the rest after the option
+            option = self.options.get(".".join(parts[:k]))
+            if option is not None:
+                rest = ".".join(parts[k:])
+                raise kind(option + (" " + rest if rest else ""), exc.value, exc.allowed, exc.hint) from None
+        return False

@@ -181,7 +181,7 @@ CLI_CASES = [
     ("schedule-huge-synthetic", "sizes", lambda t: [*SCHEDULE, "--synthetic", "100000000000000"],
      ["trace", "100000000000000 jobs", "fits in memory"]),
     ("schedule-limit-zero", "sizes", lambda t: [*SCHEDULE, "--synthetic", "20", "--limit", "0"],
-     ["trace.limit = 0", "an integer >= 1"]),
+     ["--limit = 0", "an integer >= 1"]),
     # ---- outputs ---------------------------------------------------------------------------------
     ("schedule-out-unwritable", "outputs",
      lambda t: [*SCHEDULE[:-1], str(_swf(t, "file.txt", "x") / "sub"), "--synthetic", "20"],

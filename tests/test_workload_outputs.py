@@ -83,10 +83,19 @@ def test_run_schedule_dataset_and_cli(tmp_path, capsys):
     (["--policy", "nope"], "nope"),
     (["--mode-mix", "turbo=1"], "turbo"),
     (["--mpi-fraction", "a:b"], "--mpi-fraction"),
-    (["--groups", "0"], "machine.groups"),
+    (["--groups", "0"], "--groups = 0"),   # the option, not the library's machine.groups
+    # every option is named as typed, not by the library's field (trace.synthetic, workload.seed, run.policy, ...)
+    (["--synthetic", "0"], "--synthetic = 0 is invalid"),
+    (["--load", "0"], "--load = 0.0 is invalid"),
+    (["--seed", "-1"], "--seed = -1 is invalid"),
+    (["--enlarge", "-1"], "--enlarge = -1.0 is invalid"),
+    (["--mode-mix", "minimal_balance=-1"], "--mode-mix minimal_balance = -1.0 is invalid"),
+    (["--mode-range", "5,2"], "--mode-range = 5 is invalid"),
+    (["--policy", "nope"], "--policy = 'nope' is invalid"),
+    (["--baseline", "nope"], "--baseline = 'nope' is invalid"),
 ])
 def test_schedule_bad_input_is_one_line(argv, needle, tmp_path, capsys):
-    src = [] if "--swf" in argv else ["--synthetic", "20"]
+    src = [] if "--swf" in argv or "--synthetic" in argv else ["--synthetic", "20"]
     base = {"--groups": "4", "--nodes-per-group": "8", "--policy": "unrestricted"}  # the one tested: once
     rc = cli.main(["schedule", *src, *[x for k, v in base.items() if k not in argv for x in (k, v)], "--out",
                    str(tmp_path), "--no-progress", *argv])

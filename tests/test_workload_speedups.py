@@ -49,7 +49,7 @@ def test_schedule_refuses_a_table_from_another_machine(tmp_path, capsys):
     rc = cli.main(argv)
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1, err
-    assert "speedups.machine = 'DF(2,4,2,8), 8 groups x 8 nodes'" in err
+    assert "--speedups machine = 'DF(2,4,2,8), 8 groups x 8 nodes'" in err   # the option, then the table's field
     assert "4 groups x 16 nodes" in err and "workload.allow_foreign_speedups=true" in err
     assert not (tmp_path / "o").exists()                                  # refused before anything ran
     # the same from the library, and for a table that records no machine

@@ -39,7 +39,7 @@ import pandas as pd
 from ..display import format_table
 from ..errors import ConfigError
 from ..io import write_dataset
-from .._args import ArgumentParser, given_options
+from .._args import ArgumentParser, given_options, named_as_options
 
 __all__ = ["main", "build_parser", "parse_mix", "parse_fractions"]
 
@@ -166,6 +166,15 @@ def _check_combinations(args, given: dict[str, str]) -> None:
                           "or -1 for every queued job")
 
 
+_OPTIONS = {"trace.swf": "--swf", "trace.procs_per_node": "--procs-per-node", "trace.synthetic": "--synthetic",
+            "trace.load": "--load", "trace.seed": "--seed", "trace.limit": "--limit", "workload.enlarge": "--enlarge",
+            "workload.mode_lo": "--mode-range", "workload.mode_hi": "--mode-range", "workload.mode_mix": "--mode-mix",
+            "workload.mpi_fraction": "--mpi-fraction", "workload.speedup_rule": "--speedup-rule",
+            "workload.seed": "--seed", "seed": "--seed", "machine.groups": "--groups",
+            "machine.nodes_per_group": "--nodes-per-group", "run.policy": "--policy", "speedups": "--speedups"}
+"""The library's fields that a schedule's options set, named by the option in the errors."""
+
+
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -206,15 +215,19 @@ def main(argv: list[str]) -> int:
         mode_lo, mode_hi = int(lo), int(hi)
     except ValueError:
         raise ConfigError("--mode-range", args.mode_range, "LO,HI in nodes, e.g. 576,65536") from None
-    model = WorkloadModel(enlarge=args.enlarge, mode_lo=mode_lo, mode_hi=mode_hi, mode_mix=parse_mix(args.mode_mix),
-                          mpi_fraction=parse_fractions(args.mpi_fraction), speedup_rule=args.speedup_rule,
-                          seed=args.seed, allow_foreign_speedups=args.allow_foreign_speedups)
-    trace = TraceSpec(swf=args.swf, procs_per_node=args.procs_per_node, synthetic=args.synthetic, load=args.load,
-                      seed=args.seed, limit=args.limit)
-    runs = ([RunSpec(args.baseline)] if args.baseline else []) + _main_runs(args.policy, args.speedups)
-    depth = None if args.backfill_depth < 0 else args.backfill_depth
-    ds = run_schedule(trace, runs, args.groups, args.nodes_per_group, model, depth, args.seed,
-                      progress=not args.no_progress)
+    with named_as_options(_OPTIONS):   # errors name the options the user wrote, not the library's fields
+        model = WorkloadModel(enlarge=args.enlarge, mode_lo=mode_lo, mode_hi=mode_hi,
+                              mode_mix=parse_mix(args.mode_mix), mpi_fraction=parse_fractions(args.mpi_fraction),
+                              speedup_rule=args.speedup_rule, seed=args.seed,
+                              allow_foreign_speedups=args.allow_foreign_speedups)
+        trace = TraceSpec(swf=args.swf, procs_per_node=args.procs_per_node, synthetic=args.synthetic, load=args.load,
+                          seed=args.seed, limit=args.limit)
+        with named_as_options({"run.policy": "--baseline"}):
+            runs = [RunSpec(args.baseline)] if args.baseline else []
+        runs += _main_runs(args.policy, args.speedups)
+        depth = None if args.backfill_depth < 0 else args.backfill_depth
+        ds = run_schedule(trace, runs, args.groups, args.nodes_per_group, model, depth, args.seed,
+                          progress=not args.no_progress)
     path = write_dataset(ds, args.out, identity=" ".join(argv))  # <UTC time>-<hash>.nc, never replacing one
     table = pd.DataFrame({"run": [str(r) for r in ds.run.values], "jobs": ds.sizes["job"],
                           **{k: ds[k].values for k in ("mean_wait", "p95_wait", "mean_utilisation", "mean_speedup",

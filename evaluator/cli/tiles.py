@@ -18,7 +18,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import re
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 from .. import tiles as TL
 from ..errors import ConfigError
 from ..io import check_writable, write_dataset
-from .._args import ArgumentParser, given_options
+from .._args import ArgumentParser, given_options, named_as_options
 
 __all__ = ["main", "build_parser"]
 
@@ -93,16 +92,9 @@ _BASELINE_FLAGS = {"--grid": "--baseline-grid", "--nodes": "--baseline-nodes",
                    "--decomposition": "--baseline-decomposition", "--tile": "--baseline-tile"}
 
 
-@contextlib.contextmanager
-def _as_baseline():
+def _as_baseline() -> named_as_options:
     """The baseline's errors name the baseline's flags (``--baseline-tile``, not ``--tile``)."""
-    try:
-        yield
-    except ConfigError as exc:
-        flag = _BASELINE_FLAGS.get(exc.field)
-        if flag is None or type(exc) is not ConfigError:
-            raise
-        raise ConfigError(flag, exc.value, exc.allowed, exc.hint) from None
+    return named_as_options(_BASELINE_FLAGS)
 
 
 def main(argv: list[str]) -> int:
