@@ -185,30 +185,8 @@ def main(argv: list[str]) -> int:
 
     from ..io import check_writable
 
-    if args.study:
-        from ..sweep.schedule import load_study, run_study, study_table
-
-        study = load_study(args.study)                # the whole file, before anything runs
-        out = args.out if args.out != "results/schedule" else None
-        check_writable("--out", out if out is not None else Path("results") / str(study["name"]))
-        path = run_study(study, use_ray=not args.no_ray, progress=not args.no_progress, out_dir=out)
-        import xarray as xr
-
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
-        print(f"{ds.attrs.get('study', '')}: {ds.sizes['machine']} machines x {ds.sizes['mix']} mode mixes x "
-              f"{ds.sizes['run']} runs; wait reduction against run {str(ds.run.values[0])!r} of the same machine "
-              "and mix")
-        print(study_table(ds))
-        if "seed" not in ds.dims:
-            print(_one_draw(int(study.get("seed", 0)), bool((study.get("trace") or {}).get("swf")),
-                            "add seeds: K to the study for the mean and range over K seeds"))
-        print(path)
-        if not args.no_plot:
-            from ..workload.plots import plot_study
-
-            print(plot_study(ds, Path(path).with_name(Path(path).stem + "-study.png")))
-        return 0
+    if args.study:   # a grid of runs (its own file of settings)
+        return _run_study(args)
     check_writable("--out", args.out)
     lo, _, hi = args.mode_range.partition(",")
     try:
@@ -257,6 +235,34 @@ def main(argv: list[str]) -> int:
     print(path)
     if not args.no_plot:
         print(_plot(ds, Path(path)))
+    return 0
+
+
+def _run_study(args) -> int:
+    """``--study YAML``: a grid of policies x mode mixes x machines (on Ray unless --no-ray), its table and plot."""
+    from ..io import check_writable
+    from ..sweep.schedule import load_study, run_study, study_table
+
+    study = load_study(args.study)                # the whole file, before anything runs
+    out = args.out if args.out != "results/schedule" else None
+    check_writable("--out", out if out is not None else Path("results") / str(study["name"]))
+    path = run_study(study, use_ray=not args.no_ray, progress=not args.no_progress, out_dir=out)
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        ds = ds.load()
+    print(f"{ds.attrs.get('study', '')}: {ds.sizes['machine']} machines x {ds.sizes['mix']} mode mixes x "
+          f"{ds.sizes['run']} runs; wait reduction against run {str(ds.run.values[0])!r} of the same machine "
+          "and mix")
+    print(study_table(ds))
+    if "seed" not in ds.dims:
+        print(_one_draw(int(study.get("seed", 0)), bool((study.get("trace") or {}).get("swf")),
+                        "add seeds: K to the study for the mean and range over K seeds"))
+    print(path)
+    if not args.no_plot:
+        from ..workload.plots import plot_study
+
+        print(plot_study(ds, Path(path).with_name(Path(path).stem + "-study.png")))
     return 0
 
 
