@@ -60,12 +60,15 @@ def _shown(value) -> str:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """:class:`argparse.ArgumentParser` whose single-valued options refuse a repeat (:class:`StoreOnce`).
+    """:class:`argparse.ArgumentParser` whose single-valued options refuse a repeat (:class:`StoreOnce`), and
+    whose options are taken whole: argparse's abbreviations are off (``study buyer --seed 3`` was read as its
+    ``--seeds 3``, where ``study rdn`` has a ``--seed`` of another meaning).
 
     The registry is shared by argument groups, mutually exclusive groups and sub-parsers (made with this class),
     so every ``add_argument`` without an ``action`` (or with ``action="store"``) gets :class:`StoreOnce`."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self.register("action", None, StoreOnce)
         self.register("action", "store", StoreOnce)

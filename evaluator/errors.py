@@ -285,9 +285,17 @@ class ClusterError(WordedError):
     """The Ray cluster named by ``ray.address`` could not be reached in time."""
 
 
+MAX_SEED = 2 ** 62 - 1
+"""The largest seed :func:`check_seed` takes: NumPy's ``default_rng`` takes any integer >= 0, but a seed is
+written to datasets as a 64-bit integer, and studies add their draws to it (a seed of 2^64 ran a whole ``study
+rdn`` and then failed to write it; METIS, behind ``map``, takes a C long)."""
+
+
 def check_seed(field: str, value: Any) -> int:
-    """A random seed: an integer >= 0 (what NumPy's ``default_rng`` accepts), returned as ``int``."""
-    require(is_int(value) and int(value) >= 0, field, value, "an integer >= 0 (a NumPy default_rng seed)",
+    """A random seed: an integer in [0, 2^62) (:data:`MAX_SEED`; NumPy's ``default_rng`` takes it), returned as
+    ``int``."""
+    require(is_int(value) and 0 <= int(value) <= MAX_SEED, field, value,
+            "an integer in [0, 2^62) (a NumPy default_rng seed)",
             "Seeds are 0, 1, 2, ...; use a different non-negative integer for another random draw.")
     return int(value)
 

@@ -336,6 +336,9 @@ def check_writable(field: str, directory: str | os.PathLike[str]) -> Path:
     this for every output before it computes. ConfigError naming the field, the directory and the cause."""
     from .errors import ConfigError
 
+    if not str(directory).strip():  # Path("") is the working directory: say so rather than write there unasked
+        raise ConfigError(field, str(directory), "a directory this user can create and write",
+                          "An empty path is no directory; give . for the working directory. Nothing was computed.")
     d = Path(directory)
     made = []
     try:

@@ -234,7 +234,7 @@ def _read_latest(link: Path) -> Path:
     if not target.exists():
         raise ConfigError("path", str(link), _ALLOWED,
                           f"It points at {target.name}, which no longer exists; `evaluator runs "
-                          f"{link.parent}` lists what is there.")
+                          f"{link.parent.name} --results {link.parent.parent}` lists what is there.")
     return target
 
 
@@ -292,11 +292,12 @@ def resolve(arg: str | os.PathLike[str] | Sequence[str], results_dir: str | os.P
         missing = [a for a in args if not (Path(a).exists() or Path(a).is_symlink())]
         if missing:  # a glob the shell expanded lists files that exist: a study name or a path that is not there
             # beside another is a second dataset asked for, which would be left unread
+            there = [a for a in args if a not in missing]
             raise ConfigError("path", " ".join(args), "one dataset",
-                              f"{', '.join(map(repr, missing))}: no such file (beside "
-                              f"{', '.join(repr(a) for a in args if a not in missing)}): give one dataset "
-                              f"or study at a time (a glob the shell expands may list plots and `latest` beside one "
-                              f"dataset).")
+                              (f"{', '.join(map(repr, missing))}: no such file (beside {', '.join(map(repr, there))})"
+                               if there else f"{len(args)} names") +
+                              ": give one dataset or study at a time (a glob the shell expands may list plots and "
+                              "`latest` beside one dataset).")
         if len(found) != 1:
             raise _several(found or args, f"{args[0]} ... ({len(args)} paths)", root)
         args = found

@@ -63,7 +63,7 @@ def _nodes(spec: str, point) -> np.ndarray | None:
         _, first = np.unique(tn, return_index=True)
         return tn[np.sort(first)]  # the placement's nodes in the order it fills them
     path = Path(spec)
-    if path.exists():
+    if spec.strip() and path.is_file():  # (an empty spec is Path("."): the working directory)
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
@@ -188,7 +188,7 @@ def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, p
 MAX_CANDIDATES = 2**20
 """The most candidate moves ``--candidates`` may score per device call."""
 MAX_TASKS_PER_NODE = 1024
-"""The most slots per node ``--tasks-per-node`` may give (every node's slots are listed: 10^11 asked for 12 TiB)."""
+"""The most slots per node ``--tasks-per-node`` may give (every node's slots are listed: 10^11 asked for 13 TB)."""
 
 
 def _check_options(args) -> None:
@@ -200,7 +200,7 @@ def _check_options(args) -> None:
     positive_int("--candidates", args.candidates)
     require(args.candidates <= MAX_CANDIDATES, "--candidates", args.candidates,
             f"at most {MAX_CANDIDATES:,} candidate moves per device call (the default 4,096)",
-            "Each candidate holds its moved flows in memory; 10^13 asked for 73 TiB.")
+            "Each candidate holds its moved flows in memory (10^13 of them asked for 80 TB).")
     if args.tasks_per_node is not None:
         require(1 <= args.tasks_per_node <= MAX_TASKS_PER_NODE, "--tasks-per-node", args.tasks_per_node,
                 f"an integer in [1, {MAX_TASKS_PER_NODE:,}] (slots per node)")
@@ -368,11 +368,14 @@ def _print_starts(res, verbose: bool) -> None:
             others = [res.starts[n] for n in emb if n != name]
             print(f"  and {len(others)} other grid embeddings, {format_value(min(others), 's')} to "
                   f"{format_value(max(others), 's')} (--verbose lists them)")
+    # a kind the search skips as a start of its own but which ran as configured (random) is in the table: not skipped
+    configured = {n.split(" (")[0] for n in res.starts if "as configured" in n}
+    skipped = {k: v for k, v in res.skipped.items() if k not in configured}
     if verbose:
-        for name, why in res.skipped.items():
+        for name, why in skipped.items():
             print(f"skipped {name}: {why}")
-    elif res.skipped:
-        print(skipped_summary(res.skipped))
+    elif skipped:
+        print(skipped_summary(skipped))
 
 
 def _print_search(res, verbose: bool) -> None:

@@ -550,11 +550,40 @@ def output_paths(out: str, machine: RdnMachine, stamp: str) -> tuple[Path, Path]
     return o / f"{stem}.nc", o / f"{stem}.png"
 
 
-def check_output_file(flag: str, value: str, path: Path) -> None:
+def _is_study(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` is a dataset this study wrote (``--out``)."""
+    return {"pattern", "groups"} <= set(ds.dims) and "rdn_routing" in ds.attrs
+
+
+def _is_speedup_table(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` is a speedup table this study wrote (``--speedup-out``)."""
+    return set(ds.dims) == {"mode", "groups"} and "baseline" in ds.attrs and "rdn_routing" in ds.attrs
+
+
+def _ours(path: Path, is_ours) -> bool:
+    """Whether the existing file ``path`` is a netCDF dataset that ``is_ours(ds)`` recognises."""
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            return bool(is_ours(ds))
+    except Exception:  # not netCDF, unreadable: not ours
+        return False
+
+
+def check_output_file(flag: str, value: str, path: Path, is_ours=None, beside: Path | None = None) -> None:
     """Refuse (ConfigError naming ``flag`` and ``value``) a file that cannot be written, before any work: an
-    existing directory, or a directory that cannot be made or written to. Leaves nothing behind."""
+    existing directory, or a directory that cannot be made or written to; with ``is_ours``, an existing file that
+    is not this study's own output of that kind (``is_ours(dataset)``: a rerun replaces its own file, never
+    another command's or a user's), and a file ``beside`` it (its plot) that exists where ``path`` is not ours.
+    Leaves nothing behind."""
     from ..io import check_writable
 
+    if is_ours is not None and path.is_file() and not _ours(path, is_ours):
+        raise ConfigError(flag, value, "a new file, or this study's own output of a previous run (which it replaces)",
+                          f"{path} exists and is not one; move it or choose another path. Nothing was computed.")
+    if beside is not None and beside.exists() and not (path.is_file() and _ours(path, is_ours)):
+        raise ConfigError(flag, value, "a path whose plot would not replace another file",
+                          f"{beside} exists beside no dataset of this study; move it or choose another path. "
+                          f"Nothing was computed.")
     if path.is_dir():
         raise ConfigError(flag, value, "a file path (FILE.nc) or a directory for the outputs",
                           f"{path} is a directory; nothing was computed.")
@@ -686,12 +715,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     if Path(args.out).suffix != ".nc" and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError("--out", args.out, "a directory or a FILE.nc path",
                           f"{args.out} exists and is not a directory; nothing was computed.")
-    check_output_file("--out", args.out, ds_path)
+    check_output_file("--out", args.out, ds_path, _is_study, beside=png_path)
     if args.speedup_out:
         sp = Path(args.speedup_out)
         if sp.suffix != ".nc":
             raise ConfigError("--speedup-out", args.speedup_out, "a netCDF file path ending in .nc")
-        check_output_file("--speedup-out", args.speedup_out, sp)
+        check_output_file("--speedup-out", args.speedup_out, sp, _is_speedup_table)
         if sp.resolve() in (ds_path.resolve(), png_path.resolve()):
             raise ConfigError("--speedup-out", args.speedup_out, f"a path other than the study's own ({ds_path})",
                               "The table would overwrite the study's dataset; nothing was computed.")

@@ -124,7 +124,7 @@ def _check_npz_array(p: str, key: str, shape: tuple[int, ...], dtype: np.dtype, 
                      f"Array {key!r} holds Python objects (dtype {dtype}), which only unpickling could load; "
                      f"pickled data is refused because unpickling a file can run arbitrary code. "
                      f"Save numeric arrays, e.g. numpy.asarray(x, dtype=float).")
-    if dtype.kind not in "biuf":
+    if dtype.kind not in "iuf":  # (booleans are no byte counts: np.ones((4, 4), bool) read as 1-byte flows)
         raise _error(p, f"{fmt} whose {what} array {key!r} holds real numbers",
                      f"Array {key!r} has dtype {dtype} ({_KIND_NAMES.get(dtype.kind, 'not numbers')}).")
     n = math.prod(shape)
@@ -133,7 +133,7 @@ def _check_npz_array(p: str, key: str, shape: tuple[int, ...], dtype: np.dtype, 
                  "Is the array's shape right? A sparse COO file (row, col, data) needs memory only per flow.")
 
 
-_KIND_NAMES = {"c": "complex numbers", "U": "text", "S": "bytes", "O": "Python objects", "M": "dates",
+_KIND_NAMES = {"b": "booleans, not byte counts", "c": "complex numbers", "U": "text", "S": "bytes", "O": "Python objects", "M": "dates",
                "m": "time spans", "V": "records"}
 
 

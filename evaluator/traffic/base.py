@@ -455,8 +455,9 @@ class DenseTraffic(_Exchange):
     def to_traffic(self) -> Traffic:
         """The explicit flow list (``n_flows`` flows): for small cases only."""
         require(self.n_flows <= 50_000_000, "traffic", self.name,
-                f"at most 5e7 flows to materialise; this pattern has {self.n_flows}",
-                "Evaluate the DenseTraffic directly instead.")
+                f"at most 5e7 flows to materialise; this pattern has {self.n_flows:,}",
+                "Use fewer tasks (traffic.n_tasks), or evaluate the pattern as it is (eval and sweep do, without "
+                "listing its flows; a mapping search needs them).")
         s = np.nonzero(self.src_weight > 0)[0]
         d = np.nonzero(self.dst_weight > 0)[0]
         S, D = np.meshgrid(s, d, indexing="ij")
