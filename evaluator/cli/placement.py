@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
             order = np.empty(topo.n_nodes, dtype=np.int64)
             order[seq] = np.arange(seq.size)
         ro, nl = write_launch_files(pl, args.write_rank_order, fill_order=order,
-                                    header="evaluator placement " + " ".join(args.overrides))
+                                    header="evaluator placement " + " ".join(args.overrides), fill=fill)
         print(f"rank order: {ro}  (export MPICH_RANK_REORDER_METHOD=3)")
         print(f"node list: {nl}  (aprun -L `cat {nl}` -N {int(counts.max())} ...; nodes filled in {fill} order)")
         note = checkout_note(Path(ro))

@@ -105,6 +105,31 @@ def _rank_order_lines(text: str, field: str) -> list[np.ndarray]:
     return [parse_node_ids(line, field) for line in lines if line]
 
 
+_FILL = re.compile(r"^\s*#\s*fill:\s*(\S*)", re.MULTILINE)
+
+
+def _in_fill_order(text: str, nodes: np.ndarray, topology, field: str, value: str) -> np.ndarray:
+    """``nodes`` in the order the launcher fills them, as the rank-order file's ``# fill:`` line says
+    (:func:`~evaluator.placement.rank_order.rank_order_text`): ``alps``, ALPS's order of a 3-D torus
+    (``evaluator placement`` writes its lines so by default there); ``id`` or no such line, as listed."""
+    m = _FILL.search(text)
+    fill = m.group(1) if m else "id"
+    if fill == "id":
+        return nodes
+    if fill != "alps":
+        raise ConfigError(field, value, "a rank-order file whose '# fill:' line says alps or id",
+                          f"It says {fill!r}.")
+    from ..placement import alps_order
+    from ..placement.base import TORUS_3D
+
+    if not TORUS_3D.test(topology):
+        raise ConfigError(field, value, f"a rank-order file filled in id order on {topology.name} (its '# fill: alps' "
+                          "line is ALPS's order of a 3-D torus)", "Write it again with --fill id.")
+    pos = np.empty(topology.n_nodes, np.int64)
+    pos[alps_order(topology)] = np.arange(topology.n_nodes)
+    return nodes[np.argsort(pos[nodes], kind="stable")]
+
+
 def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_node: int, *,
                     field: str = "--start", kind: str | None = None, name: str | None = None) -> Start:
     """The start that a rank-order file or a node list describes (module docstring), checked.
@@ -171,6 +196,7 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
     else:
         fill = np.asarray(nodes, np.int64)
         source = f"the {fill.size} nodes available to the job (--nodes)"
+    fill = _in_fill_order(text, fill, topology, field, value)
     if len(lines) > fill.size:
         raise ConfigError(field, value, f"at most one line per node of {source}",
                           f"It has {len(lines)} lines (one per node).")

@@ -202,13 +202,17 @@ def _ranges(ids: Sequence[int]) -> str:
 
 
 def rank_order_text(placement: Placement, tasks_per_node: int | None = None, header: str = "",
-                    fill_order: NodeInts | None = None) -> str:
+                    fill_order: NodeInts | None = None, fill: str | None = None) -> str:
     """The ``MPICH_RANK_ORDER`` file of a placement (``MPICH_RANK_REORDER_METHOD=3``): one line per node in
-    the launcher's fill order (``fill_order``, see :func:`node_ranks`)."""
+    the launcher's fill order (``fill_order``, see :func:`node_ranks`); ``fill`` names that order in a header line
+    ``# fill: NAME`` (``alps`` or ``id``), so that a reader (``evaluator map --start``) puts the lines back on
+    the right nodes."""
     nodes, ranks = node_ranks(placement, tasks_per_node, fill_order)
     lines = [f"# {line}" for line in header.splitlines() if line]
     lines.append(f"# {placement.n_tasks} ranks on {nodes.size} nodes, one line per node in the order the "
                  "launcher fills them; use with MPICH_RANK_REORDER_METHOD=3 and aprun -L `cat node_list`")
+    if fill is not None:
+        lines.append(f"# fill: {fill}")
     lines.extend(",".join(map(str, r.tolist())) for r in ranks)
     return "\n".join(lines) + "\n"
 
@@ -219,9 +223,11 @@ def node_list_text(placement: Placement) -> str:
 
 
 def write_launch_files(placement: Placement, directory: str | Path, tasks_per_node: int | None = None,
-                       header: str = "", fill_order: NodeInts | None = None) -> tuple[Path, Path]:
-    """Write ``MPICH_RANK_ORDER`` and ``node_list`` into ``directory`` (atomically); return their paths."""
+                       header: str = "", fill_order: NodeInts | None = None,
+                       fill: str | None = None) -> tuple[Path, Path]:
+    """Write ``MPICH_RANK_ORDER`` (``fill``: its ``# fill:`` line, :func:`rank_order_text`) and ``node_list`` into
+    ``directory`` (atomically); return their paths."""
     d = Path(directory)
-    text = rank_order_text(placement, tasks_per_node, header, fill_order)  # checked before anything is written
+    text = rank_order_text(placement, tasks_per_node, header, fill_order, fill)  # checked before anything is written
     d.mkdir(parents=True, exist_ok=True)
     return write_text(d / "MPICH_RANK_ORDER", text), write_text(d / "node_list", node_list_text(placement))
