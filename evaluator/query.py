@@ -429,8 +429,9 @@ def best(
         (:func:`evaluator.dataset.rankable`). ``None``: :func:`default_metric`.
     over
         Dimensions to choose over. For every combination of the *other*
-        dimensions, the best row over these is kept. ``None``: all (a plain
-        ranking).
+        dimensions, the best row over these is kept (naming every dimension:
+        the one best row, and the rows tied with it). ``None``: a plain
+        ranking of every row.
     where
         Restrict first: a mapping ``{dimension or label: label or [labels]}``
         or a function of the dataset returning a boolean mask.
@@ -505,6 +506,7 @@ def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.D
         metric = default_metric(ds)
     _check_rankable(ds, metric)
     dims = [str(d) for d in ds[metric].dims]
+    every = over is not None and dims != [] and set(over) >= set(dims)  # named every axis: the best row (and ties)
     over = _check_over(over, n, dims)
     coord_labels = [str(c) for c in ds.coords if c not in ds.dims and ds[c].ndim >= 1
                     and set(ds[c].dims) <= set(dims)]
@@ -515,7 +517,13 @@ def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.D
     units = dict(frame.attrs.get("units", {}))
     smaller = bool(smaller_is_better(metric))
     values = frame[metric].to_numpy(dtype=float)
-    frame, values = _best_of_groups(frame, metric, keep, over, values, smaller)
+    if every:  # one combination of the other axes (there are none): its best row, as for any --over
+        frame = frame.assign(_one_group=0)
+        frame, values = _best_of_groups(frame, metric, ["_one_group"], over, values, smaller)
+        frame = frame.drop(columns="_one_group")
+        keep = ["_one_group"]
+    else:
+        frame, values = _best_of_groups(frame, metric, keep, over, values, smaller)
     # ranks: a row tied (TIE_RTOL) with the first row of its block shares that row's rank
     ranks = _ranks(values)
     if not keep:  # a plain ranking: how many times better than the next row not tied with it

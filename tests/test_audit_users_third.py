@@ -195,3 +195,20 @@ def test_a_rank_order_written_in_alps_order_reads_back_as_written(tmp_path, caps
 
     with pytest.raises(ConfigError, match="whose '# fill:' line says alps or id"):
         read_start_file(plain / "MPICH_RANK_ORDER", point.topology, 32, nodes, 1)
+
+
+def test_query_over_every_axis_keeps_the_best_row_and_its_ties():
+    """--over naming every axis printed the plain ranking (every row); the help says the best per combination of
+    the other axes, of which there is one: the best row, with the rows tied with it and by how much they win."""
+    import xarray as xr
+
+    from evaluator.query import best
+
+    t = np.array([[1.0, 2.0, 4.0], [1.0, 3.0, 5.0]])
+    ds = xr.Dataset({"completion_time": (("routing", "n"), t, {"units": "s"})},
+                    coords={"routing": ["dor", "adaptive"], "n": [4, 8, 16]})
+    ds["feasible"] = ds.completion_time > 0
+    table = best(ds, "completion_time", over=["routing", "n"])
+    assert list(table["completion_time"]) == [1.0, 1.0] and list(table.index) == [1, 1]
+    assert list(table["ahead_by"]) == [2.0, 2.0] and set(table["runner_up"]) == {"routing=dor, n=8"}
+    assert len(best(ds, "completion_time")) == 6                     # a plain ranking: every row
