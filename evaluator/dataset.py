@@ -739,7 +739,19 @@ def check_draw_axes(draws: Any, dims: Sequence[str], taken: Sequence[tuple[str, 
         raise ConfigError("draws", bad, f"axes of the dataset{' other than ' + other if other else ''}: "
                                         f"{[d for d in dims if d not in {axis for _, axis in used}]}",
                           None if dims else "This dataset has no axes (a single design point).")
+    chosen = [d for d in draws if not is_draw_axis(d)]
+    if chosen:  # averaging over job sizes or routings is no summary of random draws
+        seeds = [d for d in dims if is_draw_axis(d) and d not in {axis for _, axis in used}]
+        raise ConfigError("draws", chosen, f"axes of random draws, a seed's (routing.seed, placement.seed, "
+                                           f"traffic.seed, seed, ...): {seeds or 'this dataset has none'}",
+                          "An axis of choices (a size, a routing) is ranked (--over) or kept, not averaged.")
     return draws
+
+
+def is_draw_axis(name: str) -> bool:
+    """Whether an axis named ``name`` holds random draws: a seed (``seed``, ``routing.seed``, ``jobs.0.traffic.seed``,
+    ``tdn_seed``), whose values sample what a design point gives rather than choose it."""
+    return name == "seed" or name.endswith((".seed", "_seed"))
 
 
 def draw_stats(values: xr.DataArray, draws: Sequence[str], smaller: bool | None) -> xr.Dataset:

@@ -212,3 +212,22 @@ def test_query_over_every_axis_keeps_the_best_row_and_its_ties():
     assert list(table["completion_time"]) == [1.0, 1.0] and list(table.index) == [1, 1]
     assert list(table["ahead_by"]) == [2.0, 2.0] and set(table["runner_up"]) == {"routing=dor, n=8"}
     assert len(best(ds, "completion_time")) == 6                     # a plain ranking: every row
+
+
+def test_draws_are_seed_axes_not_choices():
+    """--draws traffic.n_tasks averaged 4-, 8- and 16-task jobs into one 'mean' (--draws routing, DOR with adaptive
+    routing): an axis of choices is refused, naming the seed axes the dataset has."""
+    import xarray as xr
+
+    from evaluator.dataset import is_draw_axis
+    from evaluator.errors import ConfigError
+    from evaluator.query import best
+
+    ds = xr.Dataset({"completion_time": (("n", "placement.seed"), np.ones((3, 2)), {"units": "s"})},
+                    coords={"n": [4, 8, 16], "placement.seed": [0, 1]})
+    with pytest.raises(ConfigError, match=r"draws = \['n'\] is invalid: allowed is axes of random draws.*"
+                                          r"\['placement.seed'\]"):
+        best(ds, "completion_time", draws=["n"])
+    assert len(best(ds, "completion_time", draws=["placement.seed"])) == 3
+    assert [is_draw_axis(a) for a in ("seed", "routing.seed", "jobs.0.traffic.seed", "tdn_seed", "seeds", "n")] == \
+        [True, True, True, True, False, False]
