@@ -231,3 +231,12 @@ def test_draws_are_seed_axes_not_choices():
     assert len(best(ds, "completion_time", draws=["placement.seed"])) == 3
     assert [is_draw_axis(a) for a in ("seed", "routing.seed", "jobs.0.traffic.seed", "tdn_seed", "seeds", "n")] == \
         [True, True, True, True, False, False]
+
+
+@pytest.mark.parametrize("override", ["sweep.format=xyz", "sweep.chunk_size=-5", "ray.address=bogus:1"])
+def test_eval_refuses_the_settings_only_a_sweep_reads(override, capsys):
+    """eval ran with these and used none of them, without a word."""
+    assert cli.main(["eval", "topology=torus", "topology.dims=[2,2,2]", "routing=dor", "traffic=all_to_all",
+                     "placement=linear", "save=false", override]) == 2
+    key, value = override.split("=")
+    assert f"{key} = '{value}' is invalid: allowed is a setting evaluator eval reads" in capsys.readouterr().err

@@ -81,7 +81,7 @@ def test_plot_names_the_png_path_given(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("flag,value,allowed", [("--budget", "-1", "a finite number >= 0"),
                                                 ("--iterations", "-1", "an integer >= 0"),
                                                 ("--candidates", "0", "an integer >= 1"),
-                                                ("--seed", "-1", "an integer >= 0")])
+                                                ("--seed", "-1", "an integer in [0, 2^62)")])
 def test_map_names_its_own_options(flag, value, allowed, capsys, monkeypatch):
     import evaluator.cli.mapping as map_cli
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from .. import config
 from ..display import elapsed, format_value, summary_lines
-from ..errors import ResourceError, StorageError
+from ..errors import ConfigError, ResourceError, StorageError
 from ..evaluation import DRAWS, as_routing, check_draws, evaluate, evaluate_draws
 from ..cost.dataset import check_point_budget, with_cost
 from ..io import check_writable, write_dataset
 from ..jobs import evaluate_jobs, job_summary_lines
-from .._args import ArgumentParser
+from .._args import ArgumentParser, override_key
 from .sweep import one_draw_line
 
 __all__ = ["main"]
@@ -41,6 +41,11 @@ def main(argv: list[str]) -> int:
     args = ap.parse_intermixed_args(argv)
     given, args.draws = args.draws is not None, DRAWS if args.draws is None else args.draws
     check_draws("--draws", args.draws)
+    for o in args.overrides:  # settings eval never reads: refused, not ignored (sweep.format=xyz ran without a word)
+        key = override_key(o) or ""
+        if key.split(".")[0] in ("sweep", "ray", "sweeps"):
+            raise ConfigError(key, o.split("=", 1)[-1], "a setting evaluator eval reads: sweep.*, sweeps and ray.* "
+                              "set evaluator sweep", f"Run evaluator sweep with {o}, or drop it.")
     cfg = config.compose(args.overrides)
     if args.show_config:
         print(config.to_yaml(cfg))
