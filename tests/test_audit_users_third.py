@@ -240,3 +240,20 @@ def test_eval_refuses_the_settings_only_a_sweep_reads(override, capsys):
                      "placement=linear", "save=false", override]) == 2
     key, value = override.split("=")
     assert f"{key} = '{value}' is invalid: allowed is a setting evaluator eval reads" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--fill", "alps"], ["--force"]])
+def test_placement_launch_options_without_the_files_are_refused(option, capsys):
+    """--fill and --force say how the launcher's files are written; without --write-rank-order they were ignored."""
+    assert cli.main(["placement", "topology=torus", "topology.dims=[4,4,4]", "traffic=all_to_all",
+                     "placement=linear", *option]) == 2
+    assert f"{option[0]} = " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["random_pairs", "all_to_all", "shift", "random_permutation"])
+def test_a_bad_byte_count_names_the_key_written(kind, capsys):
+    """traffic.bytes=nan was refused as traffic.bytes_per_task (random pairs) or traffic.bytes_per_pair (all-to-all):
+    keys the config does not have."""
+    assert cli.main(["eval", "topology=torus", "topology.dims=[2,2,2]", "routing=dor", f"traffic={kind}",
+                     "placement=linear", "traffic.bytes=nan", "save=false"]) == 2
+    assert "traffic.bytes = nan is invalid" in capsys.readouterr().err

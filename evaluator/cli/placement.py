@@ -61,6 +61,10 @@ def main(argv: list[str]) -> int:
                     help="order in which the launcher fills the listed nodes: alps (the ALPS-like order; default "
                          "on 3-D tori) or id (ascending node id; default elsewhere)")
     args = ap.parse_intermixed_args(argv)
+    if args.write_rank_order is None and (args.force or args.fill is not None):  # they act on the files alone
+        raise ConfigError("--force" if args.force else "--fill", True if args.force else args.fill,
+                          "with --write-rank-order only (it says how the launcher's files are written)",
+                          "Add --write-rank-order DIR, or drop it.")
     there = [str(Path(args.write_rank_order) / n) for n in ("MPICH_RANK_ORDER", "node_list")
              if args.write_rank_order is not None and (Path(args.write_rank_order) / n).exists()]
     if there and not args.force:  # refused before anything is built

@@ -16,7 +16,7 @@ __all__ = ['all_to_all', 'all_to_all_dense', 'AllToAllConfig', 'ALL_TO_ALL']
 def all_to_all(n_tasks: int, bytes_per_pair: float = 1.0) -> Traffic:
     """Uniform all-to-all: every task sends ``bytes_per_pair`` to every other task."""
     n = positive_int("traffic.n_tasks", n_tasks)
-    b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    b = positive_float("traffic.bytes", bytes_per_pair)
     check_memory("traffic.n_tasks", n, 56.0 * n * n, f"the {n * (n - 1)} flows of a sparse all-to-all",
                  "Use the dense all-to-all (traffic=all_to_all in a config, evaluator.structured.all_to_all).")
     s, d = np.divmod(np.arange(n * n, dtype=np.int64), n)
@@ -30,7 +30,7 @@ def all_to_all_dense(n_tasks: int, bytes_per_pair: float = 1.0) -> DenseTraffic:
     The same pattern as :func:`all_to_all`, without the
     ``n_tasks**2`` flow list.
     """
-    return dense(n_tasks, 1.0, 1.0, bytes_per_pair, name="all-to-all")
+    return dense(n_tasks, 1.0, 1.0, positive_float("traffic.bytes", bytes_per_pair), name="all-to-all")
 
 
 

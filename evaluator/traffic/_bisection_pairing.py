@@ -44,7 +44,7 @@ def bisection_pairing(topology: Topology, bytes_per_pair: float = 1.0) -> Traffi
     One task per node: task ``t`` is meant to run on node ``t`` (linear
     placement). See :func:`furthest_partner` for the pairing.
     """
-    b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    b = positive_float("traffic.bytes", bytes_per_pair)
     partner = furthest_partner(topology)
     n = topology.n_nodes
     keep = partner != np.arange(n)

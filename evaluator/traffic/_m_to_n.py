@@ -60,7 +60,7 @@ def m_to_n(n_sources: int, n_destinations: int, dests_per_source: int = 1, bytes
     n = positive_int("traffic.n_destinations", n_destinations)
     d = positive_int("traffic.dests_per_source", dests_per_source)
     require(d <= n, "traffic.dests_per_source", d, f"an integer in [1, n_destinations = {n}]")
-    b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    b = positive_float("traffic.bytes", bytes_per_pair)
     if n_tasks is None:
         n_tasks = max(m, n) if str(mode).startswith("subset") else m + n
     nt = positive_int("traffic.n_tasks", n_tasks)

@@ -59,7 +59,7 @@ def many_to_many(n_sources: int, n_destinations: int, bytes_per_pair: float = 1.
 
     A task never sends to itself.
     """
-    b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    b = positive_float("traffic.bytes", bytes_per_pair)
     m, n, start, nt = many_to_many_layout(n_sources, n_destinations, mode, overlap, n_tasks)
     check_memory("traffic.n_sources", m, 56.0 * m * n, f"the {m} x {n} flows of a sparse many-to-many",
                  "Use the dense many-to-many (traffic=many_to_many in a config, evaluator.structured.many_to_many).")

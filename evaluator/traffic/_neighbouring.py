@@ -39,7 +39,7 @@ def neighbouring(block_sizes: Sequence[int], intra: int = 4, inter: int = 4, byt
     sizes = np.asarray([positive_int(f"traffic.block_sizes[{i}]", s) for i, s in enumerate(block_sizes)], np.int64)
     intra = positive_int("traffic.intra", intra, minimum=0)
     inter = positive_int("traffic.inter", inter, minimum=0)
-    b = positive_float("traffic.bytes_per_pair", bytes_per_pair)
+    b = positive_float("traffic.bytes", bytes_per_pair)
     n = int(sizes.sum())
     check_memory("traffic.block_sizes", list(sizes.tolist())[:8], 48.0 * n * (intra + inter),
                  f"the {n * (intra + inter):,} flows of the neighbouring pattern")

@@ -21,7 +21,7 @@ def random_pairs(n_tasks: int, bytes_per_task: float = 1.0, seed: int = 0) -> Tr
     odd number of tasks the last task of the permutation sits the stage out.
     """
     n = positive_int("traffic.n_tasks", n_tasks)
-    b = positive_float("traffic.bytes_per_task", bytes_per_task)
+    b = positive_float("traffic.bytes", bytes_per_task)
     seed = check_seed("traffic.seed", seed)
     check_memory("traffic.n_tasks", n, 48.0 * n, f"the {n} flows of random pairs")
     perm = np.random.default_rng(seed).permutation(n)

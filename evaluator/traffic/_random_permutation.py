@@ -19,7 +19,7 @@ def random_permutation(n_tasks: int, bytes_per_task: float = 1.0, seed: int = 0)
     Fixed points (a task sending to itself) are kept; they carry no link load.
     """
     n = positive_int("traffic.n_tasks", n_tasks)
-    b = positive_float("traffic.bytes_per_task", bytes_per_task)
+    b = positive_float("traffic.bytes", bytes_per_task)
     seed = check_seed("traffic.seed", seed)
     check_memory("traffic.n_tasks", n, 40.0 * n, f"the {n} flows of a random permutation")
     perm = np.random.default_rng(seed).permutation(n)

@@ -24,7 +24,7 @@ def shift(n_tasks: int | None = None, offset: int | Sequence[int] = 1, bytes_per
     With ``grid`` the tasks form a row-major grid and ``offset`` is one shift
     per dimension; otherwise tasks form a line of ``n_tasks``.
     """
-    b = positive_float("traffic.bytes_per_task", bytes_per_task)
+    b = positive_float("traffic.bytes", bytes_per_task)
     if grid is None:
         n = positive_int("traffic.n_tasks", n_tasks)
         grid_t = (n,)
