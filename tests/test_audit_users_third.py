@@ -257,3 +257,15 @@ def test_a_bad_byte_count_names_the_key_written(kind, capsys):
     assert cli.main(["eval", "topology=torus", "topology.dims=[2,2,2]", "routing=dor", f"traffic={kind}",
                      "placement=linear", "traffic.bytes=nan", "save=false"]) == 2
     assert "traffic.bytes = nan is invalid" in capsys.readouterr().err
+
+
+def test_traffic_bytes_with_a_file_that_gives_its_bytes_is_refused(tmp_path, capsys):
+    """traffic.bytes=7 with a .csv ran with the file's 100-byte flows and said nothing; it sets a pattern Matrix
+    Market file's bytes only."""
+    (tmp_path / "ring.csv").write_text("0,1,100\n1,0,100\n")
+    (tmp_path / "real.mtx").write_text("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 2 100\n2 1 100\n")
+    for name in ("ring.csv", "real.mtx"):
+        assert cli.main(["eval", "traffic=file", f"traffic.path={tmp_path / name}", "traffic.bytes=7",
+                         "topology=torus", "topology.dims=[2,2]", "routing=dor", "placement=linear",
+                         "save=false"]) == 2
+        assert "traffic.bytes = 7.0 is invalid: allowed is null for the" in capsys.readouterr().err

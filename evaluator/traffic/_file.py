@@ -278,6 +278,10 @@ def _read_mtx(p: str, bytes_per_flow: float | None):
     if symmetry not in ("general", "symmetric"):
         raise _error(p, f"a Matrix Market symmetry general or symmetric; got {symmetry!r}",
                      "Byte counts are >= 0, so a skew-symmetric or hermitian matrix is no traffic.")
+    if field != "pattern" and bytes_per_flow is not None:
+        raise ConfigError("traffic.bytes", bytes_per_flow, f"null for the {field} Matrix Market file {p!r} (it gives "
+                          "every flow's bytes; traffic.bytes sets them for a pattern file only)",
+                          "Drop traffic.bytes: the file's bytes are used as written.")
     if field == "pattern" and bytes_per_flow is None:
         raise ConfigError("traffic.bytes", None, f"the bytes of every flow of the pattern Matrix Market file {p!r} "
                                                  "(it lists task pairs without values)",
@@ -617,6 +621,10 @@ def from_file(path: str | os.PathLike, n_tasks: int | None = None, *, grid=None,
         bytes_per_flow = positive_float("traffic.bytes", bytes_per_flow, allow_zero=True)
     ext = os.path.splitext(p)[1].lower()
     size = _check_readable(p, ext)
+    if bytes_per_flow is not None and ext != ".mtx":  # the file's own bytes stand: refused, not ignored
+        raise ConfigError("traffic.bytes", bytes_per_flow, f"null for the {ext} file {p!r} (it gives every flow's "
+                          "bytes; traffic.bytes sets them for a pattern Matrix Market file only)",
+                          "Drop traffic.bytes: the file's bytes are used as written.")
     out = _READERS[ext](p, n_tasks=n_tasks, size=size, bytes_per_flow=bytes_per_flow)
     if isinstance(out, Traffic):
         tr = dataclasses.replace(out, name=os.path.basename(p))
