@@ -333,6 +333,12 @@ def _where(ds, where, dims: list[str], label_names: list[str]):
     if where is not None:
         if callable(where):
             mask = where(ds)
+            # a mask that is not boolean over the axes (5, "routing") kept every row in silence
+            if not (isinstance(mask, xr.DataArray) and mask.dtype == bool and set(mask.dims) <= set(dims)):
+                got = f"a {mask.dtype} DataArray over {list(mask.dims)}" if isinstance(mask, xr.DataArray) \
+                    else repr(mask)[:60]
+                raise ConfigError("where", got, f"a function of the dataset returning a boolean DataArray over its "
+                                                f"axes {dims}", "e.g. where=lambda ds: ds.completion_time < 1e-3")
             sub = ds.where(mask)
         elif isinstance(where, dict):
             sel = {}

@@ -18,8 +18,8 @@ from .. import config
 from ..display import format_value
 from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int, require
 from ..io import check_writable, write_dataset
-from ..mapping import (DRAWS, FILE_KINDS, FOUND, Start, available_nodes, best_over_draws, check_job, check_start,
-                       is_embedding, over_draws, parse_node_ids, read_start_file, search_mapping)
+from ..mapping import (DRAWS, FILE_KINDS, FOUND, MAX_CANDIDATES, Start, available_nodes, best_over_draws, check_job,
+                       check_start, is_embedding, over_draws, parse_node_ids, read_start_file, search_mapping)
 from .._args import ArgumentParser, override_key
 
 __all__ = ["main", "parse_node_ids", "skipped_summary"]
@@ -185,8 +185,6 @@ def _user_starts(specs: list[str], overrides: list[str], user_placement: bool, p
     return out
 
 
-MAX_CANDIDATES = 2**20
-"""The most candidate moves ``--candidates`` may score per device call."""
 MAX_TASKS_PER_NODE = 1024
 """The most slots per node ``--tasks-per-node`` may give (every node's slots are listed: 10^11 asked for 13 TB)."""
 

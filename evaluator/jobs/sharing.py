@@ -40,6 +40,7 @@ import dataclasses
 import numpy as np
 
 from .._types import Float
+from ..errors import require
 
 __all__ = ["max_min_speeds", "SharingResult", "share", "REL_TIE"]
 
@@ -64,6 +65,14 @@ def max_min_speeds(rates: Float[np.ndarray, "job link"], capacity: Float[np.ndar
     """
     rates = np.asarray(rates, dtype=np.float64)
     capacity = np.asarray(capacity, dtype=np.float64)
+    # checked: a NaN rate or capacity never froze a job (the loop ran forever), other shapes raised IndexError
+    require(rates.ndim == 2, "rates", rates.shape, "a [job, link] array")
+    require(capacity.shape == (rates.shape[1],), "capacity", capacity.shape,
+            f"one capacity per link: shape ({rates.shape[1]},)")
+    require(bool(np.isfinite(rates).all() and (rates >= 0).all()), "rates", "a rate < 0 or not finite",
+            "rates finite and >= 0 (bytes/s at speed 1)")
+    require(bool((~np.isnan(capacity)).all() and (capacity >= 0).all()), "capacity", "a capacity < 0 or NaN",
+            "capacities >= 0 (bytes/s)")
     J = rates.shape[0]
     speed = np.ones(J)
     if J == 0 or rates.shape[1] == 0:
@@ -128,6 +137,14 @@ def share(loads: list[Float[np.ndarray, "_phase link"]], times: list[Float[np.nd
         ``Float[np.ndarray, "link"]``: bytes/s left for the jobs on the links of ``loads``.
     """
     J = len(loads)
+    capacity = np.asarray(capacity, dtype=np.float64)
+    require(len(times) == J, "times", len(times), f"one array of phase times per job ({J})")
+    for j in range(J):  # (a negative time finished a job at -1 s; mismatched shapes raised IndexError)
+        t, ld = np.asarray(times[j], dtype=np.float64), np.asarray(loads[j], dtype=np.float64)
+        require(t.ndim == 1 and not np.isnan(t).any() and (t >= 0).all(), f"times[{j}]", t.tolist()[:8],
+                "solo times of the job's phases: seconds >= 0 (inf: blocked)")
+        require(ld.shape == (t.size, capacity.size), f"loads[{j}]", ld.shape,
+                f"[phase, link] bytes: shape ({t.size}, {capacity.size})")
     finish = np.full(J, np.inf)
     phase = np.zeros(J, dtype=np.int64)
     done = np.zeros(J)  # solo seconds of the current phase already done

@@ -41,7 +41,7 @@ import numpy as np
 import xarray as xr
 
 from .._types import Int, JobNodes, TaskInts
-from ..errors import ConfigError, check_seed, positive_float, positive_int
+from ..errors import ConfigError, check_seed, positive_float, positive_int, require
 from ..evaluation import DRAWS, as_routing, evaluate_batch, evaluate_draws
 from ..placement import Placement, compute_mask, explicit, write_launch_files
 from ..topology import Topology
@@ -55,7 +55,7 @@ from ._starts import Start, starting_points
 from ._user_starts import FILE_KINDS, check_start, parse_node_ids, read_start_file
 from .bound import MappingBound, endpoint_bound, mapping_bound
 
-__all__ = ["search_mapping", "is_embedding", "is_tile_layout", "MappingResult", "Start", "starting_points",
+__all__ = ["MAX_CANDIDATES", "search_mapping", "is_embedding", "is_tile_layout", "MappingResult", "Start", "starting_points",
            "partition_mapping", "move_evaluator", "MoveEvaluator", "available_nodes", "endpoint_bound", "mapping_bound", "MappingBound", "launchable",
            "check_start", "read_start_file", "parse_node_ids", "check_job", "FILE_KINDS", "over_draws", "DRAWS",
            "best_over_draws", "FOUND"]
@@ -320,12 +320,20 @@ def _all_starts(topology, traffic, nodes, tpn: int, seed: int, starts, user_star
     return mine + list(starts), skipped, mine
 
 
+MAX_CANDIDATES = 2**20
+"""The most candidate moves a search scores per device call (``candidates``; ``evaluator map --candidates``)."""
+
+
 def _check_search_args(time_budget, max_iterations, seed, candidates) -> tuple[float, int | None, int, int]:
     """``search_mapping``'s scalar arguments checked (a :class:`ConfigError` naming ``mapping.<field>``)."""
     budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
     if max_iterations is not None:
         max_iterations = positive_int("mapping.max_iterations", max_iterations, minimum=0)
-    return budget, max_iterations, check_seed("mapping.seed", seed), positive_int("mapping.candidates", candidates)
+    n_cand = positive_int("mapping.candidates", candidates)
+    require(n_cand <= MAX_CANDIDATES, "mapping.candidates", n_cand,
+            f"at most {MAX_CANDIDATES:,} candidate moves per device call (the default 4,096)",
+            "Each candidate holds its moved flows in memory (10^12 of them asked for 8 TB).")
+    return budget, max_iterations, check_seed("mapping.seed", seed), n_cand
 
 
 def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_per_node: int = 1,

@@ -431,11 +431,14 @@ def mapping_bound(topology, traffic, routing, nodes=None, tasks_per_node: int = 
     (default: every node) with at most ``tasks_per_node`` tasks per node, under ``routing``: the largest of the
     node-link bound and the weighted hop-bytes bounds with ball counting (see the module's docstring)."""
     from ..evaluation import as_routing
+    from ._partition import check_job
 
     routing = as_routing(routing)
+    # the job checked as the search checks it (65 tasks on 64 nodes of one slot, or node 100 of 64, gave a bound)
+    nodes, tpn = check_job(topology, traffic, np.arange(topology.n_nodes, dtype=np.int64) if nodes is None
+                           else nodes, tasks_per_node)
     N = int(topology.n_nodes)
-    nodes = np.arange(N, dtype=np.int64) if nodes is None else np.unique(np.asarray(nodes, np.int64))
-    tpn = int(tasks_per_node)
+    nodes = np.unique(nodes)
     n = int(traffic.n_tasks)
     n_rl = int(topology.n_router_links)
     cap = np.asarray(topology.capacity, float)

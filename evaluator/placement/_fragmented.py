@@ -16,6 +16,9 @@ from ._alps import first_free
 from .nodes import alps_order, compute_mask, fill_slots, nodes_needed
 from .rank_order import RankOrderConfig, with_rank_order
 
+MAX_EVENTS = 1_000_000
+"""The longest machine history :func:`free_after_history` plays (about 20 s on this 2-core VM)."""
+
 __all__ = ["fragmented", "free_after_history", "FragmentedConfig", "FRAGMENTED"]
 
 
@@ -37,6 +40,8 @@ def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_
     lo, hi = vec("placement.job_nodes", job_nodes, 2)
     require(lo <= hi, "placement.job_nodes", [lo, hi], "[min, max] job sizes in nodes with min <= max")
     ev = positive_int("placement.events", events, minimum=0)
+    require(ev <= MAX_EVENTS, "placement.events", ev, f"at most {MAX_EVENTS:,} arrivals and departures",
+            "A history of 10^5 events takes about 2 s here; 10^9 ran without end.")
     rng = np.random.default_rng(check_seed("placement.seed", seed))
     order = alps_order(topology, slab, curve)
     order = order[compute_mask(topology)[order]]

@@ -141,6 +141,19 @@ class Placement:
     n_nodes: int
     name: str = "placement"
 
+    def __post_init__(self):
+        """Checked when made, whoever makes it (a node id -1 of a Placement built directly was read as the last
+        node): a 1-D integer array of node ids in [0, n_nodes)."""
+        n = positive_int("placement.n_nodes", self.n_nodes)
+        tn = self.task_node
+        if not isinstance(tn, np.ndarray) or tn.ndim != 1 or tn.dtype.kind not in "iu":
+            raise ConfigError("placement.task_node", type(tn).__name__ if not isinstance(tn, np.ndarray)
+                              else f"{tn.dtype} {tn.shape}", "a 1-D NumPy array of integer node ids",
+                              "evaluator.placement.explicit(topology, task_node) builds one from a list.")
+        if tn.size and (int(tn.min()) < 0 or int(tn.max()) >= n):
+            bad = int(tn.min()) if int(tn.min()) < 0 else int(tn.max())
+            raise ConfigError("placement.task_node", bad, f"node ids in [0, {n - 1}] (n_nodes = {n})")
+
     @property
     def n_tasks(self) -> int:
         return int(self.task_node.size)

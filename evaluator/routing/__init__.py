@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 
 from .._registry import Registry
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from ..topology import Topology
 from . import _dor, _dragonfly, _fat_tree, _ft_adaptive, _kshortest, _optiq, _optiq_lp, _tago, _torus_adaptive, _ugal
 from ._adaptive import AdaptiveOperator, AdaptiveRouting
@@ -127,6 +127,12 @@ def _cached_build(topo: Topology, routing: Routing) -> RoutingOperator:
 
 def build_routing(topology: Topology, routing: Routing) -> RoutingOperator:
     """Compile ``routing`` for ``topology`` on the host (cached per topology object)."""
+    if not isinstance(topology, Topology):  # (a name or None raised AttributeError)
+        raise ConfigTypeError("topology", topology, "a Topology (e.g. evaluator.torus([4, 4, 4]))")
+    if not isinstance(routing, Routing):
+        raise ConfigTypeError("routing", routing, "a Routing (e.g. evaluator.dor(), evaluator.minimal())",
+                              "evaluate() and evaluate_batch() also take a routing's name; build_routing takes the "
+                              "object.")
     if routing.kind not in KINDS or not KINDS[routing.kind].serves(topology.kind):
         raise ConfigError("routing.kind", routing.kind, f"one of {routings_for(topology.kind)} on a {topology.kind}",
                           "Pick a routing group that matches the topology.")

@@ -112,7 +112,7 @@ import numpy as np
 from .._threefry import threefry2x32
 from .._ops import add_at, add_extra, fused_size, segment_add, take
 from .._types import Int
-from ..errors import is_int, require
+from ..errors import ConfigError, is_int, require
 from ..topology import FatTreeTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
@@ -369,10 +369,17 @@ def _hashed_operator(topo: FatTreeTopology, routing: EcmpRouting, tiers: list[di
                            endpoints=np.arange(n_nodes, dtype=np.int64), n_endpoints=n_nodes)
 
 
+MAX_SEEDS = 10_000
+"""The most hash seeds :func:`ecmp_seeds` lists (as many as :func:`evaluator.evaluate_draws` evaluates)."""
+
+
 def ecmp_seeds(seeds: int = 16, seed: int = 0) -> list[EcmpRouting]:
     """The hashed-ECMP specs of ``seeds`` hash seeds ``seed .. seed + seeds - 1`` (their operators share one
     compilation: the seed is the only table)."""
-    require(is_int(seeds) and int(seeds) >= 1, "seeds", seeds, "an integer >= 1 (hash seeds to evaluate)")
+    require(is_int(seeds) and 1 <= int(seeds) <= MAX_SEEDS, "seeds", seeds,
+            f"an integer in [1, {MAX_SEEDS:,}] (hash seeds to evaluate; evaluate_draws takes as many draws)")
+    require(is_int(seed) and 0 <= int(seed) and int(seed) + int(seeds) <= 2**32, "seed", seed,
+            f"an integer >= 0 with seed + seeds <= 2^32 (the hash seeds are in [0, 2^32))")
     return [ecmp(int(seed) + i) for i in range(int(seeds))]
 
 
@@ -397,15 +404,22 @@ def ecmp_seed_summary(completion_time, seeds=None, quantile: float = 0.95):
     """
     import xarray as xr
 
-    require(0.0 <= float(quantile) <= 1.0, "quantile", quantile, "a number in [0, 1]")
+    require(isinstance(quantile, (int, float, np.integer, np.floating)) and not isinstance(quantile, bool)
+            and 0.0 <= float(quantile) <= 1.0, "quantile", quantile, "a number in [0, 1]")
     if isinstance(completion_time, xr.DataArray):
         require("seed" in completion_time.dims, "completion_time", list(completion_time.dims),
                 "a DataArray with a 'seed' dimension (one value per hash seed)")
         da = completion_time.transpose("seed", ...)
     else:
-        values = np.asarray(completion_time, dtype=np.float64)
+        try:
+            values = np.asarray(completion_time, dtype=np.float64)
+        except (TypeError, ValueError):  # text, or rows of different lengths
+            raise ConfigError("completion_time", type(completion_time).__name__, "numbers: one per hash seed, or "
+                              "[seed, ...] rows of one length") from None
         require(values.ndim >= 1 and values.shape[0] >= 1, "completion_time", values.shape,
                 "one value per hash seed (leading axis: seed)")
+        require(seeds is None or (isinstance(seeds, (list, tuple, np.ndarray)) and all(is_int(x) for x in seeds)),
+                "seeds", seeds, "a list of integer hash seeds")
         seeds = list(range(values.shape[0])) if seeds is None else [int(x) for x in seeds]
         require(len(seeds) == values.shape[0], "seeds", seeds, f"{values.shape[0]} seeds (one per row)")
         da = xr.DataArray(values, dims=("seed",) + tuple(f"point_{i}" for i in range(values.ndim - 1)),
@@ -413,11 +427,12 @@ def ecmp_seed_summary(completion_time, seeds=None, quantile: float = 0.95):
     da = da.rename("completion_time").assign_attrs(units="s")
     q = float(quantile)
     ds = da.to_dataset()
-    ds["completion_time_expected"] = da.mean("seed").assign_attrs(
+    # a point with an infeasible (NaN) seed is NaN in every summary, never one of its feasible seeds only
+    ds["completion_time_expected"] = da.mean("seed", skipna=False).assign_attrs(
         units="s", long_name="expected completion time over hash seeds")
-    ds["completion_time_p95"] = da.quantile(q, "seed").drop_vars("quantile").assign_attrs(
+    ds["completion_time_p95"] = da.quantile(q, "seed", skipna=False).drop_vars("quantile").assign_attrs(
         units="s", long_name=f"{q:g} quantile of the completion time over hash seeds")
-    ds["completion_time_max"] = da.max("seed").assign_attrs(units="s")
+    ds["completion_time_max"] = da.max("seed", skipna=False).assign_attrs(units="s")
     ds.attrs.update(routing="ecmp", seeds=int(da.sizes["seed"]), quantile=q)
     return ds
 

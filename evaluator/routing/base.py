@@ -226,6 +226,9 @@ class RoutingOperator:
         (for the routings whose loads are linear)."""
         from ..errors import is_int, require
 
+        # built for one network: another's ids would name other links (a torus's links for a Dragonfly's flow)
+        require(getattr(topology, "name", None) == self.topology_name, "topology", getattr(topology, "name", topology),
+                f"the network this routing was built for ({self.topology_name})")
         n = self.endpoint_count(topology)
         for name, v in (("src", src), ("dst", dst)):
             require(is_int(v) and 0 <= int(v) < n, name, v, f"an endpoint id in [0, {n})")

@@ -184,10 +184,13 @@ def torus(
             "a non-empty list of positive integers")
     dims_t = tuple(positive_int(f"topology.dims[{k}]", d) for k, d in enumerate(dims))
     ndim = len(dims_t)
-    wrap_t = per_dim("topology.wrap", wrap, ndim, bool)
-    bw_t = per_dim("topology.link_bandwidth", link_bandwidth, ndim, float)
-    for k, b in enumerate(bw_t):
-        positive_float(f"topology.link_bandwidth[{k}]", b)
+    wrap_t = per_dim("topology.wrap", wrap, ndim, lambda v: v)
+    for k, w in enumerate(wrap_t):  # bool("false") is True: a string or a number there made a wrapped torus
+        require(isinstance(w, (bool, np.bool_)), f"topology.wrap[{k}]" if ndim > 1 else "topology.wrap", w,
+                "true or false, or a list of them (one per dimension)")
+    wrap_t = tuple(bool(w) for w in wrap_t)
+    bw_t = per_dim("topology.link_bandwidth", link_bandwidth, ndim, lambda v: v)
+    bw_t = tuple(positive_float(f"topology.link_bandwidth[{k}]", b) for k, b in enumerate(bw_t))
     npr = positive_int("topology.nodes_per_router", nodes_per_router)
     _check_torus_size("topology.dims", list(dims_t), dims_t, wrap_t, npr)
 

@@ -655,6 +655,9 @@ def collective(op: str, algorithm: str | None = None, n_tasks: int | None = None
     if ranks is None:
         require(n_tasks is not None, "traffic.n_tasks", n_tasks, "an integer >= 2 (or the communicator's ranks)")
         n_job = positive_int("traffic.n_tasks", n_tasks)
+        # before the ids are listed (10^9 ranks held 7.8 GB before the messages' own check refused them)
+        check_memory("traffic.n_tasks", n_job, 48.0 * n_job, f"the ids and messages of {n_job:,} ranks (at least "
+                     "one message of 24 bytes each)", "Use fewer ranks.")
         members = np.arange(n_job, dtype=np.int64)
         where = "traffic.n_tasks"
     else:

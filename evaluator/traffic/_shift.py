@@ -30,6 +30,9 @@ def shift(n_tasks: int | None = None, offset: int | Sequence[int] = 1, bytes_per
         grid_t = (n,)
     else:
         grid_t = check_task_grid(grid)
+        if n_tasks is not None:  # (it was ignored: n_tasks=5 with grid [2, 2] made 4 tasks)
+            require(is_int(n_tasks) and int(n_tasks) == math.prod(grid_t), "traffic.n_tasks", n_tasks,
+                    f"the grid's task count {math.prod(grid_t)} (or null)")
     allowed = ("an integer" if len(grid_t) == 1 else
                f"an integer or a list of {len(grid_t)} integers (one per grid dimension)")
     if isinstance(offset, (list, tuple, np.ndarray)):
@@ -89,7 +92,9 @@ class TornadoConfig:
 
 def _shift_from_config(cfg: ConfigOf[ShiftConfig], topology) -> Traffic:
     off = cfg.offset if cfg.offset is None or isinstance(cfg.offset, (str, int, float, bool)) else list(cfg.offset)
-    return shift(tasks_or_nodes(cfg.n_tasks, topology), off, cfg.bytes, None if cfg.grid is None else list(cfg.grid))
+    if cfg.grid is not None:  # the grid sets the tasks (n_tasks, if given, must agree)
+        return shift(cfg.n_tasks, off, cfg.bytes, list(cfg.grid))
+    return shift(tasks_or_nodes(cfg.n_tasks, topology), off, cfg.bytes, None)
 
 
 def _tornado_from_config(cfg: ConfigOf[TornadoConfig], topology) -> Traffic:

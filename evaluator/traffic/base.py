@@ -222,6 +222,26 @@ class Traffic(_Exchange):
     nbytes: FlowFloats
     name: str = "traffic"
 
+    def __post_init__(self):
+        """Checked when made, whoever makes it (a Traffic built directly with a task id -1, or -1 bytes, gave
+        another flow's or a negative answer): equal 1-D arrays, ids in [0, n_tasks), bytes finite and >= 0."""
+        n = positive_int("traffic.n_tasks", self.n_tasks)
+        for field, a, kind in (("traffic.src", self.src, "i"), ("traffic.dst", self.dst, "i"),
+                               ("traffic.nbytes", self.nbytes, "f")):
+            if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in ("iu" if kind == "i" else "iuf"):
+                raise ConfigError(field, type(a).__name__ if not isinstance(a, np.ndarray) else f"{a.dtype} {a.shape}",
+                                  "a 1-D NumPy array of " + ("integer task ids" if kind == "i" else "byte counts"),
+                                  "evaluator.traffic.from_flows(n_tasks, src, dst, nbytes) builds one from lists.")
+        require(self.src.size == self.dst.size == self.nbytes.size, "traffic.nbytes", self.nbytes.size,
+                f"one entry per flow: src has {self.src.size}, dst {self.dst.size}")
+        for field, a in (("traffic.src", self.src), ("traffic.dst", self.dst)):
+            if a.size and (int(a.min()) < 0 or int(a.max()) >= n):
+                bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
+                raise ConfigError(field, bad, f"task ids in [0, {n - 1}] (n_tasks = {n})")
+        if self.nbytes.size and not (np.isfinite(self.nbytes).all() and float(self.nbytes.min()) >= 0):
+            bad = self.nbytes[~(np.isfinite(self.nbytes) & (self.nbytes >= 0))][0]
+            raise ConfigError("traffic.nbytes", float(bad), "byte counts finite and >= 0")
+
     @property
     def kernel_input(self) -> str:
         return "flows"
@@ -392,6 +412,17 @@ class DenseTraffic(_Exchange):
     bytes_per_pair: float
     name: str = "dense"
 
+    def __post_init__(self):
+        """Checked when made (a NaN bytes_per_pair gave a NaN time; weights of another length a broadcast error):
+        weights of ``n_tasks`` entries, finite and >= 0, and ``bytes_per_pair`` finite and >= 0."""
+        n = positive_int("traffic.n_tasks", self.n_tasks)
+        positive_float("traffic.bytes_per_pair", self.bytes_per_pair, allow_zero=True)
+        for field, w in (("traffic.src_weight", self.src_weight), ("traffic.dst_weight", self.dst_weight)):
+            w = np.asarray(w)
+            require(w.shape == (n,), field, w.shape, f"a vector of n_tasks = {n} weights")
+            require(bool(np.isfinite(w).all() and (w >= 0).all()), field, "a weight < 0 or not finite",
+                    "weights finite and >= 0")
+
     @property
     def kernel_input(self) -> str:
         return "dense"
@@ -514,6 +545,18 @@ class PhasedTraffic(AbstractTraffic):
     phases: tuple
     phase_names: tuple[str, ...]
     name: str = "phased"
+
+    def __post_init__(self):
+        """Checked when made: at least one phase, each an exchange of the same tasks, one unique name each (phases
+        of 4 and 2 tasks were evaluated as one step)."""
+        ph = self.phases
+        require(isinstance(ph, (tuple, list)) and len(ph) >= 1 and all(isinstance(p, _Exchange) for p in ph),
+                "traffic.phases", type(ph).__name__, "a tuple of at least one exchange (Traffic or DenseTraffic)")
+        counts = [p.n_tasks for p in ph]
+        require(len(set(counts)) == 1, "traffic.phases", counts, "phases of the same tasks (one task count)")
+        names = tuple(self.phase_names)
+        require(len(names) == len(ph) and len(set(names)) == len(names), "traffic.phase_names", list(names),
+                f"one unique name per phase ({len(ph)})")
 
     @property
     def n_tasks(self) -> int:
