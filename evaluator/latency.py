@@ -87,7 +87,12 @@ class Latency:
         f = "topology.latency"
         for name in ("send_overhead", "recv_overhead", "router"):
             object.__setattr__(self, name, _seconds(f"{f}.{name}", getattr(self, name)))
-        object.__setattr__(self, "link", tuple((str(c), _seconds(f"{f}.link.{c}", v)) for c, v in self.link))
+        link = self.link
+        if isinstance(link, dict):  # {class: seconds}, as a config writes it
+            link = tuple(link.items())
+        if not (isinstance(link, (tuple, list)) and all(isinstance(e, (tuple, list)) and len(e) == 2 for e in link)):
+            raise ConfigError(f"{f}.link", link, "{class: seconds} or ((class, seconds), ...) pairs")
+        object.__setattr__(self, "link", tuple((str(c), _seconds(f"{f}.link.{c}", v)) for c, v in link))
         if self.eager_threshold is not None:
             v = self.eager_threshold
             require(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v >= 0

@@ -19,7 +19,7 @@ from .dataset import DRAW_QUANTILE, ROW_LABELS, TABLE, check_draw_axes, draw_sta
     smaller_is_better
 from .dataset import metric as metric_entry
 from .display import rank_labels
-from .errors import ConfigError, is_int, require
+from .errors import ConfigError, ConfigTypeError, is_int, require
 
 __all__ = ["gain", "open_results", "best", "default_metric", "draw_summary", "draw_stats", "tied", "rank_labels", "TIE_RTOL",
            "MINIMIZE", "MAXIMIZE", "DRAW_QUANTILE"]
@@ -472,6 +472,9 @@ def best(
     it. ``table.attrs["units"]`` maps
     every numeric column to its SI unit for :func:`evaluator.display.format_table`.
     """
+    if not isinstance(ds, xr.Dataset):  # (None or a DataArray raised AttributeError)
+        raise ConfigTypeError("ds", type(ds).__name__, "an xarray Dataset (evaluator.open_results(path), or what "
+                              "evaluate/sweep return)", "A DataArray ranks as its dataset: da.to_dataset().")
     if draws is not None:
         return _best_of_draws(ds, metric, over, where, n, draws)
     return _best(ds, metric, over, where, n, ())

@@ -14,6 +14,7 @@ import evaluator as ev
 from evaluator import placement as P
 from evaluator import routing as R
 from evaluator import traffic as T
+from evaluator.cost import network_cost
 from evaluator.errors import ConfigError
 
 TOR = ev.torus((4, 4, 4))
@@ -146,3 +147,19 @@ def test_search_candidates_are_bounded():
     with pytest.raises(ConfigError, match=f"at most {MAX_CANDIDATES:,} candidate moves"):
         search_mapping(TOR, T.all_to_all(4), "dor", candidates=10**12, time_budget=1, max_iterations=1,
                        progress=False)                                         # MemoryError (7.28 TiB)
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: network_cost(None), "topology"),                        # AttributeError
+    (lambda: network_cost(TOR, prices="x"), "cost"),                 # AttributeError
+    (lambda: ev.load_machine(None), "machine"),                              # TypeError from os.fspath
+    (lambda: P.alps_order(TOR, block=(0, 2, 2)), "placement.block"),        # ZeroDivisionError
+    (lambda: ev.best(None), "ds"),                                            # AttributeError
+    (lambda: ev.latency.Latency(link=5), "topology.latency.link"),           # ValueError (unpacking)
+    (lambda: P.write_launch_files(P.linear(TOR, 4), "/nonexistent/x", fill="x"), "fill"),
+])
+def test_internal_errors_are_refusals_naming_the_argument(make, field):
+    with pytest.raises(ConfigError) as e:
+        make()
+    assert e.value.field == field, str(e.value)
+    assert ev.latency.Latency(link={"default": 1e-6}).link == (("default", 1e-6),)    # a mapping, as configs write

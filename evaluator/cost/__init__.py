@@ -16,7 +16,7 @@ a module here and one line in :data:`KINDS`.
 from __future__ import annotations
 
 from .._registry import Registry
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from . import _dragonfly, _fat_tree, _torus
 from .base import (COUNTS, PART_NAMES, PRICED, PRODUCTS, CostConfig, CostKind, NetworkCost, Parts, Prices,
                    check_budget, link_product, link_products, load_prices, price, prices_from)
@@ -36,6 +36,10 @@ KINDS: Registry[CostKind] = Registry("cost", [
 
 def parts_of(topology) -> Parts:
     """The counted parts of ``topology``; :class:`ConfigError` for a topology kind without a cost model."""
+    from ..topology import Topology
+
+    if not isinstance(topology, Topology):  # (None or a name raised AttributeError)
+        raise ConfigTypeError("topology", topology, "a Topology (e.g. evaluator.torus([4, 4, 4]))")
     if topology.kind not in KINDS:
         raise ConfigError("topology.kind", topology.kind, f"a topology kind with a cost model: one of {list(KINDS)}")
     kind = KINDS[topology.kind]

@@ -185,6 +185,9 @@ def prices_from(cfg: Any = None) -> Prices:
             raise ConfigError(f"cost.{bad[0]}", cfg[bad[0]], "a key of cost: one of ['currency', 'budget', 'parts']",
                               nearest(str(bad[0]), ["currency", "budget", "parts"]))
         cfg = CostConfig(**cfg)
+    if not hasattr(cfg, "currency"):  # (a string or a number raised AttributeError)
+        raise ConfigError("cost", cfg, "a CostConfig, a mapping of its keys (currency, budget, parts) or None (the "
+                          "default prices)")
     default = load_prices()
     currency = cfg.currency
     if not (isinstance(currency, str) and currency.strip()):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .._registry import Registry
-from ..errors import MachineError, PartitionError, UnknownMachineError
+from ..errors import ConfigTypeError, MachineError, PartitionError, UnknownMachineError
 from ..io import conf_dir
 from . import _bgq, _topology, _torus
 from ._bgq import BGQ_MIDPLANE_NODE_DIMS, BgqMachine, BgqMachineConfig
@@ -203,6 +203,9 @@ def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
     """
     if isinstance(name, Machine):
         return name
+    if not isinstance(name, (str, os.PathLike)):  # (None or a number raised TypeError from os.fspath)
+        raise ConfigTypeError("machine", name, "a machine name (e.g. 'Mira', 'BlueWaters'), a YAML file path or a "
+                              "Machine")
     p = Path(os.fspath(name))
     if p.suffix in (".yaml", ".yml") and p.is_file():
         return _read_yaml(p)

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .._types import Int, JobNodes, NodeBools, NodeInts, TaskInts
-from ..errors import ConfigError, require
+from ..errors import ConfigError, int_list, require
 from ..topology import Topology
 from .base import TORUS_3D, check_topology
 
@@ -112,7 +112,7 @@ def alps_order(topology: Topology, slab: str = "yz", curve: str = "hilbert",
     require(slab in SLABS, "placement.slab", slab, " | ".join(SLABS))
     require(curve in CURVES, "placement.curve", curve, " | ".join(CURVES))
     dims = topology.dims  # type: ignore[union-attr]
-    blk = tuple(int(b) for b in block)
+    blk = int_list("placement.block", block, 3)   # (a 0 raised ZeroDivisionError)
     bgrid = tuple(math.ceil(d / b) for d, b in zip(dims, blk))
     normal = "xyz".index(next(c for c in "xyz" if c not in slab))
     a, b = [k for k in range(3) if k != normal]

@@ -207,6 +207,8 @@ def rank_order_text(placement: Placement, tasks_per_node: int | None = None, hea
     the launcher's fill order (``fill_order``, see :func:`node_ranks`); ``fill`` names that order in a header line
     ``# fill: NAME`` (``alps`` or ``id``), so that a reader (``evaluator map --start``) puts the lines back on
     the right nodes."""
+    if fill not in (None, "alps", "id"):  # the only orders a reader puts the lines back in
+        raise ConfigError("fill", fill, "alps, id or None (no '# fill:' line: id)")
     nodes, ranks = node_ranks(placement, tasks_per_node, fill_order)
     lines = [f"# {line}" for line in header.splitlines() if line]
     lines.append(f"# {placement.n_tasks} ranks on {nodes.size} nodes, one line per node in the order the "
