@@ -156,6 +156,10 @@ def rank_labels(index: Sequence[Any], tied: Sequence[int] = ()) -> list[str]:
     """A ranking's ``rank`` index as text: a rank that several rows share is marked ``=`` (``1=``, ``1=``, ``3``):
     a tie (:data:`evaluator.query.TIE_RTOL`); so is a rank of ``tied`` (shared with rows not in ``index``: the
     ranking was cut or a table shows some of its rows)."""
+    from .errors import is_int, require
+
+    require(not isinstance(index, (str, bytes)) and all(is_int(r) for r in index), "index", index,
+            "a sequence of integer ranks (a ranking's rank index)")
     ranks = [int(r) for r in index]
     counts = pd.Series(ranks).value_counts().to_dict() if ranks else {}
     tied = {int(r) for r in tied}

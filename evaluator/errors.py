@@ -228,7 +228,7 @@ def positive_int(field: str, value: Any, minimum: int = 1) -> int:
 def positive_float(field: str, value: Any, allow_zero: bool = False) -> float:
     """Check that ``value`` is a finite number > 0 (or >= 0) and return it."""
     allowed = "a finite number" + (" >= 0" if allow_zero else " > 0")
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, str, bytes)):  # ("1e9" as text: a number, not a string that float() reads)
         raise ConfigError(field, value, allowed)
     try:
         f = float(value)

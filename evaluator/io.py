@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -59,6 +60,7 @@ __all__ = [
     "LATEST",
     "TIME_FORMAT",
     "check_writable",
+    "read_yaml",
 ]
 
 CONF_ENV = "EVALUATOR_CONF"
@@ -71,6 +73,31 @@ def conf_dir() -> Path:
     if env:
         return Path(env).resolve()
     return (Path(__file__).resolve().parent.parent / "conf").resolve()
+
+
+_YAML_FLOAT = re.compile(r"""^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+
+                          |[-+]?\.[0-9_]+[eE][-+]?[0-9]+)$""", re.X)
+"""The floats YAML 1.2 writes that PyYAML's YAML 1.1 reads as text: ``2e9``, ``2.0e9``, ``.5e-3``."""
+
+
+def read_yaml(stream: Any) -> Any:
+    """``yaml.safe_load`` of ``stream`` (text or a file), ``2e9`` read as the number it is (as OmegaConf and
+    Hydra read the ``conf/`` files), not as the text PyYAML's YAML 1.1 makes of it: a machine, price or study
+    file's ``link_bandwidth: 2e9`` is a bandwidth, and text is refused where a number goes."""
+    import yaml
+
+    return yaml.load(stream, Loader=_yaml_loader())  # noqa: S506 (a SafeLoader)
+
+
+@functools.lru_cache(maxsize=1)
+def _yaml_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML_FLOAT, list("-+0123456789."))
+    return Loader
 
 
 def repo_dir() -> Path:

@@ -234,6 +234,10 @@ def latency_from_config(cfg, base=None) -> Latency | None:
 def link_latency(topology, latency: Latency) -> Float[np.ndarray, "link"]:
     """Seconds every link adds to a message crossing it: its class's wire latency, plus the router latency
     where the link ends at a router (router links and injection links; an ejection link ends at a node)."""
+    if not all(hasattr(topology, a) for a in ("class_names", "link_class", "link_dst")):  # (a Topology: layer above)
+        raise ConfigError("topology", repr(topology)[:60], "a Topology (e.g. evaluator.torus([4, 4, 4]))")
+    if not isinstance(latency, Latency):
+        raise ConfigError("latency", repr(latency)[:60], "a Latency (e.g. evaluator.latency.Latency(router=1e-7))")
     latency.check_classes(tuple(topology.class_names))
     wire = np.array([latency.wire(c) for c in topology.class_names], dtype=np.float64)
     ends_at_router = np.asarray(topology.link_dst) >= 0

@@ -31,6 +31,9 @@ winner of the other (``DESIGN.md``, "Ties are ties")."""
 
 def tied(a: float, b: float, rtol: float = TIE_RTOL) -> bool:
     """Whether ``a`` and ``b`` are equal within ``rtol`` of the larger magnitude (both zero: tied)."""
+    for name, v in (("a", a), ("b", b), ("rtol", rtol)):
+        require(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)),
+                name, v, "a number")
     a, b = float(a), float(b)
     return a == b or abs(a - b) <= rtol * max(abs(a), abs(b))
 

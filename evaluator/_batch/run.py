@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .compiled import batch_kernel
 from ..placement import Placement
 from ..routing import Routing, require_linear
@@ -45,6 +47,7 @@ def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_
             nearest(fairness, FAIRNESS))
     require(isinstance(progression, str) and progression in PROGRESSIONS, "progression", progression,
             f"one of {list(PROGRESSIONS)}", nearest(progression, PROGRESSIONS))
+    require(isinstance(keep_link_load, (bool, np.bool_)), "keep_link_load", keep_link_load, "True or False")
     if sharing == "max_min":
         check_sharing_size(traffics, progression)
         require_linear(routing, "sharing=max_min (its flow-level incidence routes every flow alone)",

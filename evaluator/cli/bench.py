@@ -6,6 +6,7 @@ import sys
 
 from ..bench import SCENARIOS, run
 from .._args import ArgumentParser
+from ..errors import ConfigError
 
 __all__ = ["main"]
 
@@ -28,6 +29,10 @@ def main(argv: list[str]) -> int:
                    help="pause before each scenario after the first, so that a burstable VM throttled by the "
                         "previous scenario's load recovers (default 0; 60 s is enough here)")
     args = p.parse_args(argv)
+    try:
+        settle = float(args.settle)
+    except ValueError:
+        raise ConfigError("--settle", args.settle, "a number of seconds >= 0") from None
     run(quick=args.quick, out_dir=args.out, only=args.only, log=lambda m: print(m, file=sys.stderr),
-        settle=args.settle)
+        settle=settle)
     return 0

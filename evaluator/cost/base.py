@@ -153,10 +153,10 @@ def _number(fld: str, value: Any, what: str, allow_none: bool = False) -> float 
 
 @functools.lru_cache(maxsize=4)
 def _default_file(path: str) -> dict:
-    import yaml
+    from ..io import read_yaml
 
     with open(path) as fh:
-        data = yaml.safe_load(fh) or {}
+        data = read_yaml(fh) or {}
     data.pop("defaults", None)
     return data
 

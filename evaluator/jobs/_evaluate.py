@@ -195,6 +195,9 @@ def evaluate_jobs(
     every job, and alone) and ``slowdown_max_min``.
     """
     check_type("topology", "topology", topology)
+    for name, flag in (("exclusive_nodes", exclusive_nodes), ("interference", interference),
+                       ("keep_link_load", keep_link_load)):  # (bool("no") is True)
+        require(isinstance(flag, (bool, np.bool_)), name, flag, "True or False")
     if sharing != "bound":  # (before any work)
         from .._batch.flowlevel import FAIRNESS, SHARINGS
 
@@ -402,6 +405,8 @@ def job_summary_lines(ds: xr.Dataset) -> list[str]:
     unit chosen from them (:func:`evaluator.display.shared_unit`), named in the headers."""
     from ..display import format_number, format_values, shared_unit
 
+    require(isinstance(ds, xr.Dataset) and "makespan" in ds, "ds", type(ds).__name__,
+            "the dataset of evaluator.jobs.evaluate_jobs (with its makespan)")
     a = ds.attrs
     alone, together = ds.completion_time_alone.values, ds.completion_time.values
     unit = shared_unit("s", [alone, together])

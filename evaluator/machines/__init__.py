@@ -31,7 +31,7 @@ from typing import Any
 
 from .._registry import Registry
 from ..errors import ConfigTypeError, MachineError, PartitionError, UnknownMachineError
-from ..io import conf_dir
+from ..io import conf_dir, read_yaml
 from . import _bgq, _topology, _torus
 from ._bgq import BGQ_MIDPLANE_NODE_DIMS, BgqMachine, BgqMachineConfig
 from ._topology import TopologyMachine, TopologyMachineConfig
@@ -154,7 +154,7 @@ def _read_yaml(path: Path) -> Machine:
 
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = read_yaml(fh)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""

@@ -74,7 +74,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ResourceError, check_memory
+from .._batch.checks import check_type
+from ..errors import ResourceError, check_memory, positive_int
 from ._boundary import boundary_bound
 from ._clusters import max_internal_bytes
 from ._ports import port_bound, whole_pairs
@@ -171,6 +172,9 @@ def task_node_bound(topology, traffic, nodes=None, tasks_per_node: int = 1) -> f
     its ``tasks_per_node - 1`` largest partners over the fastest injection link of ``nodes`` (or receives, over
     the fastest ejection link), summed over phases. Every mapping with at most ``tasks_per_node`` tasks per node
     is at least this slow, whatever the routing."""
+    check_type("topology", "topology", topology)
+    check_type("traffic", "traffic", traffic)
+    tasks_per_node = positive_int("tasks_per_node", tasks_per_node)
     n_rl, N = int(topology.n_router_links), int(topology.n_nodes)
     nodes = np.arange(N) if nodes is None else np.asarray(nodes, np.int64)
     cap = np.asarray(topology.capacity, float)

@@ -44,7 +44,11 @@ def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = 
     require(is_int(skip) and int(skip) >= 0, "placement.skip", skip, "an integer >= 0 (free nodes passed over)")
     order = alps_order(topology, slab, curve)
     ok = compute_mask(topology, node_class)
-    ok = ok if free is None else (ok & np.asarray(free, dtype=bool))
+    if free is not None:
+        free = np.asarray(free)
+        require(free.dtype.kind == "b" and free.shape == (topology.n_nodes,), "placement.free",
+                f"{free.dtype} {free.shape}", f"booleans, one per node ({topology.n_nodes})")
+    ok = ok if free is None else (ok & free)
     need = nodes_needed(n, tpn)
     nodes = first_free(order, ok, need + int(skip), n, tpn, "free compute nodes (less skip)")[int(skip):]
     pl = Placement(fill_slots(nodes, n, tpn), topology.n_nodes, f"alps {slab}/{tpn}")

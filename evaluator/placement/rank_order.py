@@ -145,8 +145,11 @@ def apply_rank_order(placement: Placement, order: TaskInts | None, name: str | N
     """The placement with rank ``order[s]`` on the node of slot ``s`` (``order`` None: unchanged)."""
     if order is None:
         return placement
-    order = np.asarray(order, dtype=np.int64)
+    given = np.asarray(order)
     n = placement.n_tasks
+    require(given.dtype.kind in "iu" or (given.dtype.kind == "f" and bool(np.all(given == np.round(given)))),
+            "placement.rank_order", given.reshape(-1)[:8].tolist(), f"a permutation of the {n} ranks (integers)")
+    order = given.astype(np.int64)
     require(order.shape == (n,) and np.array_equal(np.sort(order), np.arange(n)), "placement.rank_order",
             order[:8].tolist(), f"a permutation of the {n} ranks")
     task_node = np.empty(n, dtype=np.int64)

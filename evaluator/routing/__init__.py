@@ -26,8 +26,8 @@ from __future__ import annotations
 import functools
 
 from .._registry import Registry
-from ..errors import ConfigError, ConfigTypeError
-from ..topology import Topology
+from ..errors import ConfigError, ConfigTypeError, nearest, require
+from ..topology import KINDS as TOPOLOGY_KINDS, Topology
 from . import _dor, _dragonfly, _fat_tree, _ft_adaptive, _kshortest, _optiq, _optiq_lp, _tago, _torus_adaptive, _ugal
 from ._adaptive import AdaptiveOperator, AdaptiveRouting
 from ._ft_adaptive import FtAdaptiveRouting, ft_adaptive
@@ -116,6 +116,8 @@ KINDS: Registry[RoutingKind] = Registry("routing", [
 
 def routings_for(topology_kind: str) -> list[str]:
     """Names of the routing kinds that serve a topology kind."""
+    require(isinstance(topology_kind, str) and topology_kind in TOPOLOGY_KINDS, "topology.kind", topology_kind,
+            f"one of {sorted(TOPOLOGY_KINDS)}", nearest(topology_kind, TOPOLOGY_KINDS))
     return [name for name, k in KINDS.items() if k.serves(topology_kind)]
 
 

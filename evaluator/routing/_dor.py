@@ -193,6 +193,8 @@ def dor(order: str | Sequence[int] = "as_given", tie: str = "split") -> DorRouti
 
 def dor_order(topo: TorusTopology, order) -> tuple[int, ...]:
     """Resolve a DOR order spec to a permutation of the dimensions."""
+    require(isinstance(topo, TorusTopology), "topology", getattr(topo, "name", type(topo).__name__),
+            "a torus (dimension order routing orders a torus's dimensions)")
     nd = topo.ndim
     if order == "as_given":
         return tuple(range(nd))

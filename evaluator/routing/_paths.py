@@ -64,7 +64,7 @@ import numpy as np
 from jaxtyping import Bool, Float, Int
 
 from .._ops import segment_add, take, with_extra
-from ..errors import ConfigError, check_memory, is_int
+from ..errors import ConfigError, check_memory, is_int, require
 from ..topology import Topology
 from ._yen import _Yen, RouterGraph, router_graph, yen_paths
 from .base import Routing, RoutingOperator
@@ -97,7 +97,13 @@ class PairSet:
 
     def __init__(self, keys: Int[np.ndarray, "pair"], n_routers: int,
                  demand: Float[np.ndarray, "pair"] | None = None):
+        require(is_int(n_routers) and int(n_routers) >= 1, "pairs.n_routers", n_routers, "an integer >= 1")
         keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        R = int(n_routers)
+        bad = (keys < 0) | (keys >= R * R) | (keys // R == keys % R)
+        if bad.any():
+            k = int(keys[np.argmax(bad)])
+            raise ConfigError("pairs.keys", k, f"keys s * {R} + d of router pairs with s != d in [0, {R - 1}]")
         if demand is None:
             keys, dem = np.unique(keys), None
         else:

@@ -78,7 +78,7 @@ import xarray as xr
 import yaml
 
 from ..errors import ConfigError, ConfigTypeError, is_int
-from ..io import check_writable, repo_dir, write_dataset, write_json
+from ..io import check_writable, read_yaml, repo_dir, write_dataset, write_json
 from ..workload import check_keys, check_machine_size, int_arg, make_policy
 from ..workload.model import WorkloadModel
 from .driver import _raise_if_signalled, _ray_init, reraise_signalled, stop_on_sigterm
@@ -106,7 +106,7 @@ def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
             raise ConfigError("--study", str(path), "a study YAML file (e.g. sweeps/workload/smoke.yaml)",
                               "It is a directory." if p.is_dir() else None)
     try:
-        study = yaml.safe_load(p.read_text())
+        study = read_yaml(p.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(str(p), "", "a YAML mapping", str(exc).splitlines()[0]) from None
     except (OSError, UnicodeError) as exc:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -241,6 +242,10 @@ class Traffic(_Exchange):
         if self.nbytes.size and not (np.isfinite(self.nbytes).all() and float(self.nbytes.min()) >= 0):
             bad = self.nbytes[~(np.isfinite(self.nbytes) & (self.nbytes >= 0))][0]
             raise ConfigError("traffic.nbytes", float(bad), "byte counts finite and >= 0")
+        with np.errstate(over="ignore"):
+            total = float(self.nbytes.sum(dtype=np.float64))
+        require(math.isfinite(total), "traffic.nbytes", f"flows summing to {total} B",
+                "byte counts with a finite total (below 1.8e308 B; every load and time would be inf or NaN)")
 
     @property
     def kernel_input(self) -> str:
@@ -338,9 +343,13 @@ def from_flows(n_tasks: int, src, dst, nbytes, name: str = "flows", field: str =
         a = _as_array(f"{field}.{nm}", arr, "integer task ids (a list or array)")
         if a.dtype.kind == "b":
             raise ConfigError(f"{field}.{nm}", _short(arr), "integer task ids, not booleans")
+        require(a.ndim <= 1, f"{field}.{nm}", f"an array of shape {a.shape}",
+                "one task id per flow (a 1-D list or array)")
         ids[nm] = a.reshape(-1)
     src, dst = ids["src"], ids["dst"]
     nbytes = _as_array(f"{field}.bytes", nbytes, "byte counts (a number or one number per flow)")
+    require(nbytes.ndim <= 1, f"{field}.bytes", f"an array of shape {nbytes.shape}",
+            "byte counts (a number or one number per flow: a 1-D list or array)")
     nbytes = nbytes.astype(np.float64).reshape(-1)
     if nbytes.size == 1 and src.size != 1:
         nbytes = np.full(src.size, float(nbytes[0]))
@@ -422,6 +431,10 @@ class DenseTraffic(_Exchange):
             require(w.shape == (n,), field, w.shape, f"a vector of n_tasks = {n} weights")
             require(bool(np.isfinite(w).all() and (w >= 0).all()), field, "a weight < 0 or not finite",
                     "weights finite and >= 0")
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = self.total_bytes
+        require(math.isfinite(total), "traffic.bytes_per_pair", self.bytes_per_pair,
+                "a size whose exchange's total is finite (below 1.8e308 B; every load and time would be inf or NaN)")
 
     @property
     def kernel_input(self) -> str:
