@@ -81,3 +81,34 @@ def test_pairing_time_matches_bisection_closed_form(capsys):
             expect = (geo.nodes / 2 * 2.0e9) / (geo.bisection.links * 2.0e9)
             assert t == pytest.approx(expect, rel=TOL["rel"]), geo.label
         assert r.time_ratio == pytest.approx(r.bisection_ratio, rel=TOL["rel"])
+
+
+def test_pairing_ctrl_c_keeps_the_sizes_finished(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C during ``partitions --pairing`` (1,130 sizes on Blue Waters: minutes) printed and wrote nothing;
+    now the sizes finished are printed and written (the dataset's ``interrupted`` says how far it got), and the
+    command still stops as interrupted (130)."""
+    import xarray as xr
+
+    from evaluator import cli
+    from evaluator.partitions import pairing
+
+    real, calls = pairing.analyse_size, []
+
+    def stop_at_the_fourth(m, n):
+        calls.append(n)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(m, n)
+
+    monkeypatch.setattr(pairing, "analyse_size", stop_at_the_fourth)
+    rc = cli.main(["partitions", "BlueWaters", "--pairing", "--size", "4", "6", "8", "10", "12",
+                   "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 130
+    assert "interrupted after 3 of 5 sizes" in err and "evaluator partitions: interrupted" in err
+    rows = [line.split()[0] for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert rows == ["4", "6", "8"]
+    ds = xr.load_dataset(next((tmp_path / "bluewaters_pairing").glob("*.nc")))
+    assert ds.nodes.values.tolist() == [4, 6, 8] and ds.attrs["interrupted"] == "interrupted after 3 of 5 sizes"
+    complete = pairing.confirm_machine("BlueWaters", [4, 6, 8])
+    np.testing.assert_array_equal(ds.time_a.values, [r.time_a for r in complete])

@@ -272,7 +272,21 @@ def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
 
 def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
     check_writable("--out", out / f"{_slug(m.name)}_pairing")  # its own directory, first
-    res = P.confirm_machine(m, sizes, tie=tie, progress=True)
+    try:
+        res = P.confirm_machine(m, sizes, tie=tie, progress=True)
+    except KeyboardInterrupt as stopped:  # (Ctrl-C: the sizes finished are printed and written, then it stops)
+        if getattr(stopped, "partial", None) is None:
+            raise
+        res, done, asked = stopped.partial
+        note = f"interrupted after {done:,} of {asked:,} sizes"
+        _print_pairing(m, res, out, sizes, tie, note)
+        print(f"{note}: the rows above are the sizes finished", file=sys.stderr, flush=True)
+        raise
+    _print_pairing(m, res, out, sizes, tie)
+
+
+def _print_pairing(m: TorusMachine, res, out: Path, sizes, tie: str, interrupted: str | None = None) -> None:
+    """The pairing table and its dataset (``interrupted``: the run stopped early, recorded in the dataset)."""
     print(f"{m.name}: bisection-pairing benchmark predicted at link level (2 GB per pair, DOR "
           f"{m.routing_order}, ties {tie})")
     tu = _unit("s", [r.time_a for r in res], [r.time_b for r in res])
@@ -283,9 +297,15 @@ def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
               f"{_bw(r.time_b, tu):>11} "
               f"{r.time_ratio:>10.3f} {r.bisection_ratio:>15.3f}")
     if res:
-        path = _save(P.pairing_dataset(res), out, f"{_slug(m.name)}_pairing", "pairing", [m], sizes, tie=tie)
+        ds = P.pairing_dataset(res)
+        if interrupted:
+            ds.attrs["interrupted"] = interrupted
+        path = _save(ds, out, f"{_slug(m.name)}_pairing", "pairing", [m], sizes, tie=tie,
+                     **({"interrupted": interrupted} if interrupted else {}))
         print(f"\nwrote {path}")
-    if sizes:
+    elif interrupted:
+        print("no size with two geometries to compare finished: no dataset written")
+    if sizes and not interrupted:
         same = sorted(set(int(x) for x in sizes) - {r.nodes for r in res})
         if same:
             print(f"nothing to compare at {', '.join(map(str, same))} nodes: the geometries compared there have "

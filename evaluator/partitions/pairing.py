@@ -19,6 +19,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ..dataset import with_units
+from ..errors import with_partial
 from ..evaluation import evaluate
 from ..machines import Machine, load_machine
 from ..placement import linear
@@ -71,26 +72,38 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
     Machines with an allowed list compare the best allowed geometry with the
     best possible one (Oltchik Table 1); others the worst with the best (Table 2). Ascending size.
     ``progress`` shows a bar over the sizes (stderr): without ``sizes``, every feasible size of a machine
-    without an allowed list (Blue Waters: 1,130) takes minutes.
+    without an allowed list (Blue Waters: 1,130) takes minutes. A Ctrl-C stops it and is raised again carrying
+    ``.partial`` (:func:`~evaluator.errors.with_partial`): ``(results, sizes done, sizes asked)``, the results of
+    the sizes finished, which ``evaluator partitions --pairing`` prints and writes.
     """
     m = load_machine(machine).torus("the pairing benchmark")
-    out = []
+    out: list[PairingResult] = []
     todo = list(sizes or feasible_sizes(m))
-    for n in tqdm(todo, unit="size", desc=f"pairing on {m.name}", disable=not progress or len(todo) < 2,
-                  leave=False):
-        sa = analyse_size(m, n)
-        if sa.has_allowed_list:
-            if sa.best_allowed is None:
-                continue
-            a, which = sa.best_allowed, "allowed vs best"
-        else:
-            a, which = sa.worst, "worst vs best"
-        b = sa.best
-        if math.isclose(a.bisection.bandwidth, b.bisection.bandwidth, rel_tol=1e-12):
-            continue  # the same bisection bandwidth (links of unequal bandwidth can differ with equal counts)
-        out.append(PairingResult(m.name, n, a, b, pairing_time(m, a, bytes_per_pair, tie),
-                                 pairing_time(m, b, bytes_per_pair, tie), which))
+    done = 0
+    try:
+        for n in tqdm(todo, unit="size", desc=f"pairing on {m.name}", disable=not progress or len(todo) < 2,
+                      leave=False):
+            _confirm_size(m, n, bytes_per_pair, tie, out)
+            done += 1
+    except KeyboardInterrupt as stopped:
+        raise with_partial(stopped, (sorted(out, key=lambda r: r.nodes), done, len(todo))) from None
     return sorted(out, key=lambda r: r.nodes)  # ascending size, whatever the order given
+
+
+def _confirm_size(m, n: int, bytes_per_pair: float, tie: str, out: list) -> None:
+    """Append size ``n``'s comparison to ``out`` where its two geometries differ in bisection bandwidth."""
+    sa = analyse_size(m, n)
+    if sa.has_allowed_list:
+        if sa.best_allowed is None:
+            return
+        a, which = sa.best_allowed, "allowed vs best"
+    else:
+        a, which = sa.worst, "worst vs best"
+    b = sa.best
+    if math.isclose(a.bisection.bandwidth, b.bisection.bandwidth, rel_tol=1e-12):
+        return  # the same bisection bandwidth (links of unequal bandwidth can differ with equal counts)
+    out.append(PairingResult(m.name, n, a, b, pairing_time(m, a, bytes_per_pair, tie),
+                             pairing_time(m, b, bytes_per_pair, tie), which))
 
 
 def pairing_dataset(results: list[PairingResult]) -> xr.Dataset:
