@@ -451,3 +451,18 @@ def test_first_idle_of_wholly_idle_groups_among_others():
         free = p.idle_per_group[gs] == P
         seen.add("none" if not gs.size else "all" if free.all() else "some" if free.any() else "no free")
     assert seen == {"none", "all", "some", "no free"}
+
+
+@pytest.mark.parametrize("seed", [0, 3, 12345])
+def test_random_policy_draws_apart_from_the_trace(seed):
+    """The synthetic trace draws its jobs from ``default_rng(seed)``; a study gives the random policy the same
+    seed, and until 2026-12-06 it drew from ``default_rng(seed)`` too: the same numbers sized jobs and chose their
+    nodes. Its stream is now a child of the seed (spawn key POLICY_STREAM), still the same for the same seed."""
+    from evaluator.policies._baselines import policy_seed
+
+    p = build_policy("random", 4, 8, seed=seed)
+    assert not np.array_equal(p.rng.random(16), np.random.default_rng(seed).random(16))
+    assert np.array_equal(build_policy("random", 4, 8, seed=seed).rng.random(16),
+                          np.random.default_rng(policy_seed(seed)).random(16))
+    expected = np.sort(np.random.default_rng(policy_seed(seed)).choice(np.arange(32), size=10, replace=False))
+    assert np.array_equal(build_policy("random", 4, 8, seed=seed).allocate(J(1, 10)).nodes, expected)

@@ -10,8 +10,9 @@
   spare idle nodes in cursor order.)
 * ``contiguous``: the lowest-numbered idle nodes (first fit along the node
   numbering: whole switches, then whole groups).
-* ``random``: uniformly random idle nodes (NumPy ``default_rng(seed)``, one
-  generator for the policy's life; :meth:`copy` copies its state).
+* ``random``: uniformly random idle nodes (NumPy ``default_rng`` of :func:`policy_seed`, a child of ``seed``
+  independent of ``default_rng(seed)``, the stream the synthetic trace draws its jobs from with the same seed;
+  one generator for the policy's life; :meth:`copy` copies its state).
 """
 
 from __future__ import annotations
@@ -21,7 +22,18 @@ import numpy as np
 from .._types import Int
 from .base import AllocationPolicy, JobRequest, NoParams, PolicyKind
 
-__all__ = ["SlurmRoundRobin", "Contiguous", "RandomNodes", "SLURM_ROUND_ROBIN", "CONTIGUOUS", "RANDOM"]
+__all__ = ["SlurmRoundRobin", "Contiguous", "RandomNodes", "SLURM_ROUND_ROBIN", "CONTIGUOUS", "RANDOM", "POLICY_STREAM",
+           "policy_seed"]
+
+POLICY_STREAM = 0x706F6C69  # "poli": the spawn key of the random policy's stream
+
+
+def policy_seed(seed: int) -> np.random.SeedSequence:
+    """The seed of the stream the ``random`` policy draws nodes from: a child of ``seed`` (spawn key
+    :data:`POLICY_STREAM`), independent of ``default_rng(seed)``, which
+    :func:`~evaluator.workload.synthetic.synthetic_trace` draws the jobs' sizes and times from when a study gives
+    both the same seed (until 2026-12-06 both drew the same numbers, so the trace's draws chose nodes too)."""
+    return np.random.SeedSequence(int(seed), spawn_key=(POLICY_STREAM,))
 
 
 class _AnyIdleNodes(AllocationPolicy):
@@ -87,7 +99,7 @@ class RandomNodes(_AnyIdleNodes):
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0):
         super().__init__(groups, nodes_per_group, seed)
-        self.rng = np.random.default_rng(self.seed)
+        self.rng = np.random.default_rng(policy_seed(self.seed))
 
     def _choose(self, job: JobRequest):
         return self.rng.choice(np.flatnonzero(self.owner < 0), size=job.nodes, replace=False), False
