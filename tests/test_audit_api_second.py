@@ -164,3 +164,19 @@ def test_a_study_file_reads_9e_1_as_a_number(tmp_path):
     path.write_text(smoke.replace("load: 0.9}", "load: '9e-1'}"))
     with pytest.raises(ConfigError, match=r"load.*'9e-1'.*a finite number"):
         load_study(path)
+
+
+def test_a_kind_that_ran_under_its_own_label_is_not_skipped():
+    """``search_mapping``'s ``skipped`` listed ``random`` beside the ``random (as configured)`` start that ran
+    (``evaluator map`` filtered it out itself); the library now leaves out a kind that ran as ``NAME (...)``."""
+    from evaluator.mapping import Start, search_mapping
+    from evaluator.traffic import stencil
+
+    t, tr = T.torus((4, 4, 4)), stencil([16, 16, 16], [4, 4, 4], 8.0, False)
+    alone = search_mapping(t, tr, "dor", time_budget=2, max_iterations=1, progress=False)
+    assert "random" in alone.skipped
+    tn = np.random.default_rng(5).permutation(64)
+    res = search_mapping(t, tr, "dor", time_budget=2, max_iterations=1, progress=False,
+                         extra_starts=[Start("random (as configured)", tn)])
+    assert "random (as configured)" in res.starts and "random" not in res.skipped
+    assert set(res.skipped) == set(alone.skipped) - {"random"}

@@ -366,9 +366,7 @@ def _print_starts(res, verbose: bool) -> None:
             others = [res.starts[n] for n in emb if n != name]
             print(f"  and {len(others)} other grid embeddings, {format_value(min(others), 's')} to "
                   f"{format_value(max(others), 's')} (--verbose lists them)")
-    # a kind the search skips as a start of its own but which ran as configured (random) is in the table: not skipped
-    configured = {n.split(" (")[0] for n in res.starts if "as configured" in n}
-    skipped = {k: v for k, v in res.skipped.items() if k not in configured}
+    skipped = res.skipped  # (a kind that ran as configured, random, is in the table, not here: search_mapping)
     if verbose:
         for name, why in skipped.items():
             print(f"skipped {name}: {why}")

@@ -307,7 +307,8 @@ def _answer(topology, routing, traffic, task_node, starts, times, i0: int):
 
 def _all_starts(topology, traffic, nodes, tpn: int, seed: int, starts, user_starts, extra_starts, cfgs: dict):
     """``(starts, skipped, mine)``: the user's starts first, then the extra ones, then ``starts`` (default:
-    :func:`starting_points`), repeats left out; ``skipped``: each start left out and why; ``mine``: the user's."""
+    :func:`starting_points`), repeats left out; ``skipped``: each start left out and why (not one that ran under
+    a label of its own, ``NAME (...)``: ``evaluator map``'s ``random (as configured)``); ``mine``: the user's."""
     if starts is None:
         starts, skipped = starting_points(topology, traffic, nodes, tpn, seed=seed, **cfgs)
     else:
@@ -317,6 +318,8 @@ def _all_starts(topology, traffic, nodes, tpn: int, seed: int, starts, user_star
     starts = _without_repeats(mine, starts, skipped)
     if extra_starts:
         starts = _extra_first(topology, traffic, extra_starts, [*mine, *starts], nodes, tpn, skipped) + list(starts)
+    ran = [s.name for s in (*mine, *starts)]
+    skipped = {k: v for k, v in skipped.items() if not any(n.startswith(f"{k} (") for n in ran)}
     return mine + list(starts), skipped, mine
 
 
