@@ -180,3 +180,14 @@ def test_a_kind_that_ran_under_its_own_label_is_not_skipped():
                          extra_starts=[Start("random (as configured)", tn)])
     assert "random (as configured)" in res.starts and "random" not in res.skipped
     assert set(res.skipped) == set(alone.skipped) - {"random"}
+
+
+def test_alps_counts_the_free_nodes_after_skip():
+    """``alps(n_tasks=8, skip=60)`` on 64 nodes said "at most ... = 64 x 1 = 64": the count before the skip, so 8
+    looked allowed; it now gives the 4 nodes left after it."""
+    from evaluator.placement._alps import alps
+
+    t = T.torus((4, 4, 4))
+    with pytest.raises(ConfigError, match=r"after skip \(60\) x tasks_per_node = 4 x 1 = 4"):
+        alps(t, 8, skip=60)
+    assert alps(t, 4, skip=60).task_node.tolist() == alps(t, 64).task_node[60:].tolist()

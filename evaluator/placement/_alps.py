@@ -18,10 +18,10 @@ __all__ = ["alps", "first_free", "AlpsConfig", "ALPS"]
 
 
 def first_free(order: NodeInts, free: NodeBools, n_nodes: int, n_tasks: int, tasks_per_node: int,
-               what: str, hint: str = "") -> JobNodes:
-    """The first ``n_nodes`` nodes of ``order`` that are ``free`` (a ConfigError on ``placement.n_tasks`` if
-    there are fewer)."""
-    cand = order[free[order]]
+               what: str, hint: str = "", skip: int = 0) -> JobNodes:
+    """The first ``n_nodes`` nodes of ``order`` that are ``free``, after the first ``skip`` of them (a ConfigError
+    on ``placement.n_tasks`` if there are fewer; the count it gives is of the free nodes after ``skip``)."""
+    cand = order[free[order]][skip:]
     require(cand.size >= n_nodes, "placement.n_tasks", n_tasks,
             f"at most {what} x tasks_per_node = {cand.size} x {tasks_per_node} = {cand.size * tasks_per_node}",
             hint or None)
@@ -50,7 +50,7 @@ def alps(topology: Topology, n_tasks: int, tasks_per_node: int = 1, slab: str = 
                 f"{free.dtype} {free.shape}", f"booleans, one per node ({topology.n_nodes})")
     ok = ok if free is None else (ok & free)
     need = nodes_needed(n, tpn)
-    nodes = first_free(order, ok, need + int(skip), n, tpn, "free compute nodes (less skip)")[int(skip):]
+    nodes = first_free(order, ok, need, n, tpn, f"free compute nodes after skip ({int(skip)})", skip=int(skip))
     pl = Placement(fill_slots(nodes, n, tpn), topology.n_nodes, f"alps {slab}/{tpn}")
     return with_rank_order(pl, rank_order)
 
