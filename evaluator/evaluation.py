@@ -24,7 +24,7 @@ import xarray as xr
 from ._batch import output
 from ._batch.banked import BankedPoints, BankPlan
 from ._batch.blocks import bucket_size
-from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, broadcast, check_type
+from ._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, broadcast, check_pair, check_type
 from ._batch.dispatch import Results
 from ._batch.groups import GroupResults, evaluate_groups
 from ._batch.run import run_batch
@@ -235,6 +235,10 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     ``time_with_latency_mean``, ...): the bandwidth bound alone is not the time such a point is read by.
     """
     k = check_draws("draws", k)
+    check_type("topology", "topology", topology)
+    trs, pls = broadcast(traffics, placements)  # (checked even where the routing has no draws: None is an answer)
+    for i, (tr, pl) in enumerate(zip(trs, pls)):
+        check_pair(topology, tr, pl, None if len(trs) == 1 else i)
     specs = as_routing(routing).draws(k)
     if not specs:
         return None
@@ -245,7 +249,6 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
         times = {"completion_time": np.stack([evaluate_batch(topology, spec, traffics, placements)
                                               .metrics["completion_time"] for spec in bar], axis=1)}
     else:
-        trs, pls = broadcast(traffics, placements)
         one = [[evaluate(topology, tr, pl, spec, sharing=sharing, fairness=fairness, progression=progression)
                 for tr, pl in zip(trs, pls)] for spec in bar]
         names = ["completion_time"] + [v for v in BEYOND_BOUND if v in one[0][0]]

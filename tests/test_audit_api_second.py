@@ -191,3 +191,16 @@ def test_alps_counts_the_free_nodes_after_skip():
     with pytest.raises(ConfigError, match=r"after skip \(60\) x tasks_per_node = 4 x 1 = 4"):
         alps(t, 8, skip=60)
     assert alps(t, 4, skip=60).task_node.tolist() == alps(t, 64).task_node[60:].tolist()
+
+
+def test_evaluate_draws_checks_its_points_before_answering_none(torus44):
+    """``evaluate_draws(topology, "dor", None, None)`` returned None (DOR has no draws) without a look at its
+    points; a job that could not be evaluated got the answer "no draws"."""
+    t, pl, tr = torus44
+    assert ev.evaluate_draws(t, "dor", tr, pl) is None
+    with pytest.raises(ConfigError, match=r"^traffics"):
+        ev.evaluate_draws(t, "dor", None, None)
+    with pytest.raises(ConfigError, match=r"^topology = None"):
+        ev.evaluate_draws(None, "dor", tr, pl)
+    with pytest.raises(ConfigError, match=r"^placement"):
+        ev.evaluate_draws(t, "dor", tr, P.linear(T.torus((4, 4, 4)), 4))
