@@ -61,6 +61,7 @@ __all__ = [
     "TIME_FORMAT",
     "check_writable",
     "read_yaml",
+    "point_latest_at",
 ]
 
 CONF_ENV = "EVALUATOR_CONF"
@@ -313,7 +314,16 @@ def point_latest(directory: str | os.PathLike[str]) -> Path | None:
         return None
     if not found:
         return None
-    target = max(found)[2]  # the latest start; of runs started in the same second, the one written last
+    return point_latest_at(d, max(found)[2])  # the latest start; of those started in the same second, the last
+
+
+def point_latest_at(directory: str | os.PathLike[str], target: str) -> Path | None:
+    """Point ``<directory>/latest`` at ``target`` (a name in ``directory``), atomically, as :func:`point_latest`
+    does: for results not named by their time (``evaluator study rdn``'s ``rdn-<machine>-<time>.nc``), whose
+    directory may hold other datasets (its ``--speedup-out`` table), so that ``evaluator query rdn`` reads the
+    study and not the file written last. A directory or file of the user's own named ``latest`` is left as it
+    is (None)."""
+    d = Path(directory)
     link = d / LATEST
     if link.exists() and not link.is_symlink() and not _our_latest_text(link):
         return None  # a directory or file of the user's own stands there: left alone

@@ -28,7 +28,7 @@ from .. import config
 from ..config.hydra import DEFAULT_STUDY, compose_sweep_config
 from ..dataset import FULLER_TIMES, predicted_time
 from ..display import format_table, format_timing
-from ..errors import WordedError
+from ..errors import ConfigError, WordedError
 from ..io import repo_dir
 from ..query import best, open_results
 from ..sweep import plan_sweep, run_sweep
@@ -102,6 +102,19 @@ def end_table(ds, metric: str, top: int = TOP, max_values: int = MAX_VALUES):
     return table, "; ".join(notes)
 
 
+_EVAL_KEYS = {"output_dir": ("sweep.output_dir=DIR (where a sweep writes; output_dir is evaluator eval's)"),
+              "save": "a sweep always writes its dataset (save is evaluator eval's); sweep.output_dir=DIR says where"}
+
+
+def _refuse_eval_keys(overrides) -> None:
+    """``output_dir=`` and ``save=`` are eval's keys: a sweep read neither and wrote under results/ (until
+    2026-12-06, in silence)."""
+    for o in overrides:
+        key, _, value = str(o).partition("=")
+        if key.lstrip("+~") in _EVAL_KEYS:
+            raise ConfigError(key.lstrip("+~"), value, _EVAL_KEYS[key.lstrip("+~")])
+
+
 def main(argv: list[str]) -> int:
     studies = ", ".join(sorted(p.stem for p in (repo_dir() / "sweeps").glob("*.yaml")))
     ap = ArgumentParser(prog="evaluator sweep",
@@ -130,6 +143,7 @@ def main(argv: list[str]) -> int:
         print(config.to_yaml(compose_sweep_config(args.overrides, config_name="sweep",
                                                   config_dir=args.config_dir)[0]))
         return 0
+    _refuse_eval_keys(args.overrides)
     request = config.compose_sweep(args.overrides, config_dir=args.config_dir)
     plan = plan_sweep(request)
     print(f"sweep {plan.name}: {plan.n_points} points on axes "

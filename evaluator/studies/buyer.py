@@ -578,7 +578,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
 
 def _write(ds: xr.Dataset, equal: str, seconds: float, out: Path) -> None:
     """Print the study's report and write its dataset and plot under ``out``."""
-    from ..io import write_netcdf
+    from ..io import point_latest_at, write_netcdf
 
     ds.attrs["total_seconds"] = seconds
     print(format_study(ds))
@@ -587,6 +587,7 @@ def _write(ds: xr.Dataset, equal: str, seconds: float, out: Path) -> None:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     nc, png = out / f"buyer-{equal}-{stamp}.nc", out / f"buyer-{equal}-{stamp}.png"
     write_netcdf(ds, nc)
+    point_latest_at(out, nc.name)  # (evaluator query buyer: this run, whatever else the directory holds)
     plot_study(ds, png)
     print(f"dataset: {nc}")
     print(f"plot: {png}", flush=True)

@@ -706,7 +706,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     T_RDN) against both ends, the TDN's background slowdown, hops and the workload's speedup table (mode x
     groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
     speedup table as netCDF (:func:`speedup_table`). Every option and output is checked before any work."""
-    from ..io import write_netcdf
+    from ..io import point_latest_at, write_netcdf
 
     args = _study_parser(prog).parse_args(argv)
     m, groups, patterns, bounds, adaptive, max_lp_nnz, background, seed, n_seeds, uncomputed = _study_options(args)
@@ -746,6 +746,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         print()
         print(format_speedup_table(table))
     write_netcdf(ds, ds_path)
+    point_latest_at(ds_path.parent, ds_path.name)  # (evaluator query rdn: this run, not a table written beside)
     plot_study(ds, png_path)
     print(f"dataset: {ds_path}")
     print(f"plot: {png_path}")

@@ -22,7 +22,35 @@ from .plan import SweepPlan
 PLACEMENT_GENERATOR = f"{GENERATOR_ID} (placement.generator=threefry; see evaluator.placement._seeded)"
 """The ``placement_generator`` attribute of a sweep dataset: how seeded placements were drawn."""
 
-__all__ = ["assemble"]
+__all__ = ["assemble", "check_link_load", "MAX_POINT_LINKS"]
+
+MAX_POINT_LINKS = 2e8
+"""The most point-links (points x links) ``sweep.keep_link_load`` keeps: 1.6 GB of float64 loads."""
+
+
+def check_link_load(plan: SweepPlan) -> None:
+    """Refuse, before anything runs, a ``sweep.keep_link_load`` sweep whose loads (one float64 per point and link,
+    assembled into the dataset, then written) pass :data:`MAX_POINT_LINKS` or the memory. They were sized only
+    when the dataset was assembled, after every point had run and its chunk files (hundreds of GB for 5 million
+    points of a 32x32 torus) were written (until 2026-12-06). One topology's links: the sweep refuses link counts
+    that differ."""
+    if not plan.keep_link_load:
+        return
+    from .. import config as C
+    from ..errors import ConfigError, check_memory
+
+    try:
+        nl = int(C.build_topology(plan.group_config(tuple([0] * len(plan.axes))).topology).n_links)
+    except ConfigError:
+        return  # (a topology that does not build: its points are infeasible, as the sweep reports)
+    n = int(plan.n_points)
+    require(n * nl <= MAX_POINT_LINKS, "sweep.keep_link_load", True,
+            f"sweeps of at most {MAX_POINT_LINKS:.0e} point-links (points x links)",
+            f"This one has {n:,} points x {nl:,} links = {n * nl:.3g}: sweep fewer points, or drop "
+            f"sweep.keep_link_load and evaluate the points whose loads you need (evaluator eval).")
+    check_memory("sweep.keep_link_load", True, 2 * 8.0 * n * nl,
+                 f"the link loads of {n:,} points x {nl:,} links (float64, assembled, then written)",
+                 "Sweep fewer points, or drop sweep.keep_link_load.")
 
 
 def _json_default(o):
@@ -130,7 +158,8 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
         if "link_load" in res:
             if link_load is None:
                 nl = int(res["n_links"])
-                require(n * nl <= 2e8, "sweep.keep_link_load", True, "sweeps of at most 2e8 point-links")
+                require(n * nl <= MAX_POINT_LINKS, "sweep.keep_link_load", True,
+                        "sweeps of at most 2e8 point-links")
                 link_load = np.full((n, nl), np.nan)
             require(link_load.shape[1] == res["link_load"].shape[1], "sweep.keep_link_load", True,
                     "a single topology across the sweep (link counts differ)")
@@ -199,6 +228,7 @@ def _attrs(plan: SweepPlan, manifest: dict, results: list[dict]) -> dict[str, An
         "title": f"evaluator sweep {plan.name}",
         "sweep": plan.name,
         "run_id": plan.run_id,
+        "content_hash": plan.content_hash,  # (what was computed: a sweep.run_id given again must name the same)
         "config_yaml": plan.config_yaml,
         "axes_json": json.dumps([{"name": a.name, "keys": list(a.keys), "values": [list(v) for v in a.values]}
                                  for a in plan.axes], default=_json_default),

@@ -47,7 +47,7 @@ from ..config import RayConfig
 from ..errors import ClusterError
 from . import store
 from ._writer import ChunkWriter, remove_chunk_files
-from .assemble import assemble
+from .assemble import assemble, check_link_load
 from .bounds import check_sweep_bounds
 from .plan import SweepPlan
 from .worker import evaluate_chunk, evaluate_chunks, peak_rss_mb
@@ -422,6 +422,7 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     check_ray_config(ray_cfg)
     with store.RunLock(plan), stop_on_sigterm():
         done = finished(plan)
+        _check_same_content(plan, _check_readable(plan, done))
         if done is not None:
             store.clear(plan)  # chunks a run killed after its final write left behind
             io.point_latest(plan.out_dir)
@@ -445,6 +446,56 @@ def _suffix(plan: SweepPlan) -> str:
 def result_path(plan: SweepPlan, start_time: str) -> Path:
     """``<output_dir>/<sweep>/<UTC time>-<hash>.nc`` (or ``.zarr``) of a run that first started at ``start_time``."""
     return plan.out_dir / (io.run_name(start_time, run_key(plan)) + _suffix(plan))
+
+
+def _check_readable(plan: SweepPlan, done: Path | None) -> Path | None:
+    """``done`` (a finished run's dataset), refused where it cannot be read: its chunks went when it was written,
+    and "already finished" returned a file that ``evaluator query`` then called damaged (until 2026-12-06)."""
+    if done is None:
+        return None
+    try:
+        with xr.open_zarr(done) if done.suffix == ".zarr" else xr.open_dataset(done):
+            return done
+    except Exception as exc:  # noqa: BLE001 (netCDF, HDF5 and zarr raise many types for a damaged file)
+        from ..errors import StorageError
+
+        why = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise StorageError(f"sweep {plan.name}: run {plan.run_id} has finished, but its dataset {done} cannot be "
+                           f"read ({why}). Its chunks went when it was written: move the file away (or delete it) "
+                           f"and rerun the same command to compute the run again. Nothing was computed.",
+                           "dataset", str(done), "a readable dataset of this run") from None
+
+
+def _stored_hash(plan: SweepPlan, done: Path | None) -> str | None:
+    """The content hash the run id's earlier start recorded (its dataset's, else its chunks' manifest's); None where
+    it recorded none (a run of a version before 2026-12-06) or there is none."""
+    if done is not None:
+        try:
+            with xr.open_zarr(done) if done.suffix == ".zarr" else xr.open_dataset(done) as ds:
+                return ds.attrs.get("content_hash") or None
+        except (OSError, ValueError):
+            return None
+    path = store.chunk_dir(plan) / "manifest.json"
+    try:
+        return json.loads(path.read_text()).get("content_hash") or None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _check_same_content(plan: SweepPlan, done: Path | None) -> None:
+    """A run id given again (``sweep.run_id``) must name a run of the same content: another config's dataset was
+    returned as this one's, or its chunks resumed with this config's (until 2026-12-06)."""
+    if not plan.content_hash or plan.run_id == f"{plan.name}-{plan.content_hash}":
+        return  # (the run id is the content's own hash)
+    stored = _stored_hash(plan, done)
+    if stored is not None and stored != plan.content_hash:
+        from ..errors import ConfigError
+
+        what = f"its dataset {done}" if done is not None else f"its chunks in {store.chunk_dir(plan)}"
+        raise ConfigError("sweep.run_id", plan.run_id, "the run id of this configuration's run, or a new one",
+                          f"Run {plan.run_id} was started with another config, axes or input files ({what}); "
+                          f"give another sweep.run_id, or none for this configuration's own "
+                          f"({plan.name}-{plan.content_hash}). Nothing was computed.")
 
 
 def finished(plan: SweepPlan) -> Path | None:
@@ -471,6 +522,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
 
     t_start = time.perf_counter()
     check_sweep_bounds(plan)  # LPs that would not fit: refused before anything runs
+    check_link_load(plan)  # (and link loads kept that would not)
     # persist_s: the chunk files, summed over the writer's threads (they overlap the evaluation: mostly waiting on
     # fsync); assemble_s: the dataset's assembly from the chunks (its file is written after this record)
     timings = {"expand_s": 0.0, "build_s": 0.0, "compile_s": 0.0, "eval_s": 0.0, "persist_s": 0.0}

@@ -35,6 +35,7 @@ from ..config import GROUPS, SweepRequest, check_assignment, check_settings, has
 from ..config.hydra import DEFAULT_STUDY
 from ..cost import prices_from
 from ..errors import ConfigError, is_int, nearest, require
+from ._inputs import inputs_digest
 from .axes import Axis, expand_axes
 from .bounds import sweep_bounds
 
@@ -158,6 +159,7 @@ class SweepPlan:
     sharing: str = "bound"  # "max_min": every point also under flow-level max-min sharing (time_max_min)
     fairness: str = "flow"
     progression: str = "phase"
+    content_hash: str = ""  # the hash of what is computed (config, axes, the files named); the run id's by default
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -484,7 +486,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
         bases[combo] = obj
     run_hash = hashlib.sha256(
         (request.identity_yaml + _axes_json(axes) + __version__ + CHUNK_FORMAT
-         + (BOUNDS_FORMAT if bound_method is not None else "")).encode()
+         + (BOUNDS_FORMAT if bound_method is not None else "")
+         + inputs_digest(bases.values(), axes)).encode()  # (the traffic and machine files named, by content)
     ).hexdigest()[:12]
     _check_file_name("sweep.name", sw.name)
     if sw.run_id is not None:
@@ -493,7 +496,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     plan = SweepPlan(sw.name, run_id, axes, bases, group_axes, request.identity_yaml,
                      default_chunk_size(bool(sw.keep_link_load)) if sw.chunk_size is None else int(sw.chunk_size),
                      bool(sw.keep_link_load), sw.format, Path(sw.output_dir) / sw.name, [], bound_method,
-                     bound_solver, str(sharing), str(fairness), str(progression))
+                     bound_solver, str(sharing), str(fairness), str(progression), run_hash)
     require(plan.n_points <= int(sw.max_points), "sweep.max_points", plan.n_points,
             f"at most {sw.max_points} points (raise sweep.max_points)")
     seeds: set[int] = set()

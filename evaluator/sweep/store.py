@@ -170,7 +170,8 @@ def manifest(plan: SweepPlan) -> dict:
             return json.loads(path.read_text())
         except ValueError:
             pass  # a manifest that cannot be read is written again
-    m = {"start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(), "run_id": plan.run_id}
+    m = {"start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(), "run_id": plan.run_id,
+         "content_hash": plan.content_hash}
     try:
         io.write_json(path, m)
     except OSError as exc:

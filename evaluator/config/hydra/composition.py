@@ -162,6 +162,58 @@ def _is_hydra(exc: BaseException) -> bool:
     return exc.__class__.__module__.startswith(("hydra", "omegaconf"))
 
 
+_PARSERS = ("hydra", "omegaconf", "yaml")
+
+
+def _raised_in_parser(exc: BaseException) -> bool:
+    """Whether ``exc`` is YAML's, or Python's own error raised inside Hydra, OmegaConf or YAML: ``topology=5``
+    (a group's value that is no name), ``topology.dims.a=2`` (a key into a list), ``jobs.0=5`` or a study file
+    that is not valid YAML raised ValueError, AssertionError, TypeError or YAML's ParserError, which the command
+    line reported as internal errors."""
+    if exc.__class__.__module__.startswith("yaml"):
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_PARSERS)
+
+
+_GROUP_VALUE = "Config group override must be a string"
+
+
+def _foreign_message(exc: BaseException, overrides: Sequence[str], config_name: str, search_path) -> str:
+    """One line for :func:`_raised_in_parser`'s errors: the file of a YAML error, else the override that causes
+    it (the one whose removal lets the rest compose, tried one by one: this path only)."""
+    text = " ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
+    if exc.__class__.__module__.startswith("yaml"):
+        mark = getattr(exc, "problem_mark", None)
+        staged = {str(k): str(v) for k, v in _STAGED.items()}
+        where = (f"{staged.get(str(mark.name), mark.name)} is not valid YAML at line {mark.line + 1}, column "
+                 f"{mark.column + 1}") if mark is not None else "a config file is not valid YAML"
+        return f"{where}: {getattr(exc, 'problem', None) or text}"
+    given = [o for o in overrides if isinstance(o, str)]
+    culprit = None
+    if len(given) <= 16:
+        for o in given:
+            try:
+                _compose([x for x in overrides if x is not o], config_name, search_path, explain=False)
+            except Exception:  # noqa: BLE001 (another error or the same: not this one alone)
+                continue
+            culprit = o
+            break
+    if culprit is None:
+        return f"the overrides could not be applied: {text} (check the keys and values of: {' '.join(given)})"
+    key, _, value = culprit.partition("=")
+    key = key.lstrip("+~")
+    if _GROUP_VALUE in text:
+        options = sorted(p.stem for p in (conf_dir() / key).glob("*.yaml") if not p.stem.endswith("_schema"))
+        return (f"{key} = {value!r} is invalid: allowed is the name of one of the group's options"
+                + (f": {', '.join(options)}" if options else ""))
+    return (f"{culprit!r} could not be applied: {text} (a list's items are named by index, "
+            f"0, 1, ..., not by name or key; a list, or a mapping that is not there yet, is given whole: "
+            f"{key.rsplit('.', 1)[0]}=[...] or {{...}})")
+
+
 def one_line(overrides: Sequence[str]) -> list[str]:
     """The overrides with every line break (and the indentation around it) made one space: a long override
     such as a ``jobs=[...]`` list pasted over several lines inside quotes (Hydra's lexer refuses line breaks;
@@ -372,8 +424,9 @@ def _store_is_ours(signature: tuple) -> bool:
                     for kinds in FAMILIES.values() for k in kinds.values()))
 
 
-def _compose(overrides: list, config_name: str, search_path: Sequence[str]):
-    """:func:`compose` without the memo."""
+def _compose(overrides: list, config_name: str, search_path: Sequence[str], explain: bool = True):
+    """:func:`compose` without the memo (``explain`` False: errors as Hydra raises them, for
+    :func:`_foreign_message`'s trials)."""
     from hydra import compose as hcompose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -388,6 +441,10 @@ def _compose(overrides: list, config_name: str, search_path: Sequence[str]):
         OmegaConf.resolve(cfg)
         return cfg
     except Exception as exc:  # hydra/omegaconf raise many types; report one line
+        if not explain:
+            raise
+        if not _is_hydra(exc) and _raised_in_parser(exc):  # (Python's own errors raised inside Hydra or YAML)
+            raise ConfigCompositionError(_foreign_message(exc, overrides, config_name, search_path)) from None
         if _is_hydra(exc):
             message = _explain_foreign_key(_clean_hydra_message(exc), overrides)
             message = message.replace("add --multirun to your command line",

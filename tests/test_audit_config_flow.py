@@ -1,0 +1,160 @@
+"""Found by two audits of the configs and of the datasets' way from command to command (2026-12-06): a sweep that
+returned another run's numbers, Python's own errors from inside Hydra reported as internal errors, and the rest
+below. Each test failed on the code before it."""
+
+from __future__ import annotations
+
+import pytest
+import xarray as xr
+
+from evaluator import cli
+
+T = ["topology=torus", "topology.dims=[4,4]", "placement=linear", "ray.enabled=false", "--no-progress"]
+
+
+def _dor_time(path) -> float:
+    with xr.open_dataset(path) as ds:
+        return float(ds.completion_time.sel(routing="dor"))
+
+
+def test_a_sweep_rerun_after_its_traffic_file_changed_computes_again(tmp_path, capsys):
+    """The run id hashed the config, not the files it names: the same command after the file was edited said
+    "has already finished; nothing to compute" and returned the old numbers (500 us for 9 MB flows)."""
+    ring = tmp_path / "ring.csv"
+    ring.write_text("src,dst,bytes\n0,1,1000000\n1,2,1000000\n2,3,1000000\n3,0,1000000\n")
+    args = ["sweep", *T, "traffic=file", f"traffic.path={ring}", "routing=dor,kshortest", "sweep.name=filestale",
+            f"sweep.output_dir={tmp_path / 'r'}"]
+    assert cli.main(args) == 0
+    (first,) = (tmp_path / "r" / "filestale").glob("*.nc")
+    assert _dor_time(first) == pytest.approx(1e6 / 2e9, rel=1e-12)
+    ring.write_text(ring.read_text().replace("1000000", "9000000"))
+    assert cli.main(args) == 0
+    assert "already finished" not in capsys.readouterr().err
+    second = [p for p in (tmp_path / "r" / "filestale").glob("*.nc") if p != first]
+    assert len(second) == 1 and _dor_time(second[0]) == pytest.approx(9e6 / 2e9, rel=1e-12)
+    assert cli.main(args) == 0  # unchanged again: the finished run
+    assert "already finished" in capsys.readouterr().err
+
+
+def test_a_machine_file_edit_changes_the_run_id(tmp_path, monkeypatch):
+    from evaluator import config
+    from evaluator.sweep import plan_sweep
+
+    (tmp_path / "tiny.yaml").write_text("name: Tiny\nkind: torus\ndims: [4, 4, 2]\nlink_bandwidth: 2.0e+9\n"
+                                        "nodes_per_router: 1\n")
+    monkeypatch.setenv("EVALUATOR_MACHINE_PATH", str(tmp_path))
+    args = ["topology=machine", "topology.name=Tiny", "topology.partition=null", "routing=dor",
+            "traffic=all_to_all", "traffic.n_tasks=4,8", "placement=linear", f"sweep.output_dir={tmp_path / 'r'}"]
+    before = plan_sweep(config.compose_sweep(args)).run_id
+    assert plan_sweep(config.compose_sweep(args)).run_id == before
+    (tmp_path / "tiny.yaml").write_text((tmp_path / "tiny.yaml").read_text().replace("2.0e+9", "0.5e+9"))
+    assert plan_sweep(config.compose_sweep(args)).run_id != before
+
+
+def test_a_run_id_given_again_with_another_config_is_refused(tmp_path, capsys):
+    """``sweep.run_id=myrun`` with other axes returned the first config's dataset as this one's."""
+    base = ["sweep", *T, "routing=dor", "traffic=all_to_all", "traffic.n_tasks=16", "sweep.name=rid", "sweep.run_id=myrun",
+            f"sweep.output_dir={tmp_path}"]
+    assert cli.main([*base, "traffic.bytes=1e6,2e6"]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "traffic.bytes=3e6,4e6"]) == 2
+    err = capsys.readouterr().err
+    assert "sweep.run_id = 'myrun' is invalid" in err and "another config" in err and "Nothing was computed" in err
+    assert len(list((tmp_path / "rid").glob("*.nc"))) == 1
+    assert cli.main([*base, "traffic.bytes=1e6,2e6"]) == 0  # the same config: its finished run
+    assert "already finished" in capsys.readouterr().err
+
+
+def test_pythons_own_errors_inside_hydra_name_the_override(tmp_path, capsys):
+    """Each was "internal error: ValueError / AssertionError / TypeError / ParserError" (exit 1)."""
+    cases = [
+        (["eval", "save=false", "topology=5"], "topology = '5' is invalid: allowed is the name of one of the group's "
+                                               "options: bgq, dragonfly"),
+        (["eval", "save=false", "topology=torus", "topology.dims=[4,4]", "topology.dims.a=2"],
+         "'topology.dims.a=2' could not be applied: invalid literal for int()"),
+        (["eval", "save=false", "jobs.0=5"], "'jobs.0=5' could not be applied"),
+    ]
+    for args, expected in cases:
+        assert cli.main(args) == 2, args
+        err = capsys.readouterr().err
+        assert expected in err and "internal error" not in err, err
+    studies = tmp_path / "studies"
+    studies.mkdir()
+    (studies / "broken.yaml").write_text("# @package _global_\nsweep: [\n")
+    assert cli.main(["sweep", f"sweeps={studies / 'broken.yaml'}"]) == 2
+    err = capsys.readouterr().err
+    assert f"{studies / 'broken.yaml'} is not valid YAML at line 3, column 1" in err, err
+    (tmp_path / "cd" / "cost").mkdir(parents=True)
+    (tmp_path / "cd" / "cost" / "quotes.yaml").write_text("currency: [\n")
+    assert cli.main(["sweep", "--config-dir", str(tmp_path / "cd"), *T, "routing=dor", "traffic=all_to_all",
+                     "traffic.n_tasks=4,16", "cost=quotes"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'cd' / 'cost' / 'quotes.yaml'} is not valid YAML at line 2" in err, err
+
+
+def test_a_finished_runs_damaged_dataset_is_named_not_returned(tmp_path, capsys):
+    """"has already finished; nothing to compute" returned a truncated file (its chunks gone), and query then
+    said to rerun the sweep: the advice looped. Now the rerun names the file and says to move it."""
+    args = ["sweep", *T, "routing=dor", "traffic=all_to_all", "traffic.n_tasks=4,8", "sweep.name=dmg",
+            f"sweep.output_dir={tmp_path}"]
+    assert cli.main(args) == 0
+    (path,) = (tmp_path / "dmg").glob("*.nc")
+    path.write_bytes(path.read_bytes()[:3000])
+    capsys.readouterr()
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert f"its dataset {path} cannot be read" in err and "move the file away" in err, err
+    path.unlink()
+    assert cli.main(args) == 0 and len(list((tmp_path / "dmg").glob("*.nc"))) == 1
+
+
+def test_kept_link_loads_are_sized_before_the_run(tmp_path, capsys):
+    """5 million points of a 32x32 torus with sweep.keep_link_load were accepted and wrote GBs of chunks before the
+    assembly refused them (2e8 point-links)."""
+    args = ["sweep", "topology=torus", "topology.dims=[32,32]", "routing=dor", "traffic=shift",
+            "traffic.n_tasks=1024", "placement=random", "placement.seed=range(0,50000)", "sweep.keep_link_load=true",
+            "sweep.name=kll", f"sweep.output_dir={tmp_path}", "ray.enabled=false", "--no-progress"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "sweep.keep_link_load = True is invalid" in err and "50,000 points x 6,144 links" in err, err
+    assert not list((tmp_path / "kll").glob(".*.chunks/*.pkl"))
+
+
+def test_query_of_a_study_reads_the_study_not_the_table_written_beside(tmp_path, capsys):
+    """``study rdn --speedup-out results/rdn/speedup.nc`` (the README's own example) left no ``latest``, so
+    ``query rdn`` and ``plot rdn`` read the newest file there: the speedup table."""
+    out = tmp_path / "rdn"
+    assert cli.main(["study", "rdn", "--machine", "2,2,2,5", "--groups", "2", "--seeds", "2", "--bounds", "none",
+                     "--adaptive", "none", "--baseline", "oblivious", "--out", str(out),
+                     "--speedup-out", str(out / "speedup.nc")]) == 0
+    (study,) = out.glob("rdn-*.nc")
+    assert (out / "latest").resolve() == study.resolve()
+    capsys.readouterr()
+    assert cli.main(["query", "rdn", "--results", str(tmp_path)]) == 0
+    out_text = capsys.readouterr().out
+    assert "rdn_time" in out_text and "speedup_no_bg" not in out_text
+
+
+def test_sweep_refuses_evals_output_keys(tmp_path, capsys, monkeypatch):
+    """``output_dir=`` and ``save=false`` are eval's: a sweep read neither and wrote under results/."""
+    monkeypatch.chdir(tmp_path)
+    for override, needle in (("output_dir=rodir", "output_dir = 'rodir' is invalid: allowed is sweep.output_dir"),
+                             ("save=false", "save = 'false' is invalid: allowed is a sweep always writes")):
+        assert cli.main(["sweep", *T, "routing=dor", "traffic=all_to_all", "traffic.n_tasks=4,8", override]) == 2
+        assert needle in capsys.readouterr().err
+    assert not (tmp_path / "results").exists() and not (tmp_path / "rodir").exists()
+
+
+def test_the_docs_sweep_examples_survive_the_shell():
+    """Two examples of docs/sweeps.md failed when pasted into bash: its brace expansion split
+    ``{factorizations:{n:8,d:3}}`` and ``{range:[0,8,2]}``. Every value with a comma inside braces is quoted now
+    (an unquoted bracket is left as it is by bash where no file matches it)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "sweeps.md").read_text()
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            if line.startswith("evaluator sweep"):
+                for word in re.findall(r"(?:^|\s)([^'\s]*\{[^\s']*,[^\s']*\}[^\s]*)", line):
+                    raise AssertionError(f"unquoted {word!r} in: {line}")
