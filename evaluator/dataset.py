@@ -678,9 +678,11 @@ def results_dataset(
     for m in PATH_METRICS + TIME_METRICS:
         if m.name in metrics:
             data[m.name] = (dims, grid(metrics[m.name]), m.attrs)
-    for cname, values in max_load.items():
-        data[max_load_name(cname)] = (dims, grid(values), {"units": MAX_LOAD.units,
-                                                           "long_name": MAX_LOAD.long_name.format(cls=cname)})
+    for cname, values in max_load.items():  # (-inf from the kernel: no link of the class; NaN says "no value")
+        values = np.asarray(values, dtype=np.float64)
+        data[max_load_name(cname)] = (dims, grid(np.where(np.isneginf(values), np.nan, values)),
+                                      {"units": MAX_LOAD.units, "long_name": MAX_LOAD.long_name.format(cls=cname)
+                                       + " (NaN: the network has no link of this class)"})
     long = "class of the link that sets the completion time"
     if feasible is not None:
         long += " ('' if infeasible)"

@@ -291,7 +291,8 @@ def summary_lines(ds: xr.Dataset) -> list[str]:
     if loads:
         texts, unit = format_values([float(ds[v]) for v in loads], "bytes",
                                     shared_unit("bytes", [[float(ds[v])] for v in loads]))
-        lines += [f"{v:<22}{x} {unit}" for v, x in zip(loads, texts)]
+        lines += [f"{v:<22}{x} {unit}" if np.isfinite(float(ds[v])) else f"{v:<22}- (no link of this class)"
+                  for v, x in zip(loads, texts)]
     if phased:
         for name, x, b in zip(ds["phase"].values, ds["phase_completion_time"].values, ds["phase_bottleneck"].values):
             lines.append(f"phase {str(name):<15} {t(float(x))}   bottleneck: {b}")

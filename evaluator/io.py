@@ -62,6 +62,7 @@ __all__ = [
     "check_writable",
     "read_yaml",
     "point_latest_at",
+    "is_our_figure",
 ]
 
 CONF_ENV = "EVALUATOR_CONF"
@@ -174,13 +175,43 @@ def write_zarr(ds, path: str | os.PathLike[str]) -> Path:
     return path
 
 
+FIGURE_SOFTWARE = "evaluator"
+"""The start of the PNG ``Software`` text of every figure :func:`save_figure` writes (:func:`is_our_figure`)."""
+
+
 def save_figure(fig, path: str | os.PathLike[str], dpi: int = 120) -> Path:
-    """Write a :class:`matplotlib.figure.Figure` as PNG atomically, through the Agg canvas."""
+    """Write a :class:`matplotlib.figure.Figure` as PNG atomically, through the Agg canvas, its ``Software`` text
+    naming this tool (so that a command can tell its own figure from a user's: :func:`is_our_figure`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ._version import __version__
 
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"), suffix=".png")
+    meta = {"Software": f"{FIGURE_SOFTWARE} {__version__} (matplotlib)"}
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png", metadata=meta), suffix=".png")
+
+
+def is_our_figure(path: str | os.PathLike[str]) -> bool:
+    """Whether the PNG at ``path`` is a figure :func:`save_figure` wrote (its ``Software`` text chunk, read before
+    the image data; no image library needed)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(8) != b"\x89PNG\r\n\x1a\n":
+                return False
+            while True:
+                head = fh.read(8)
+                if len(head) < 8:
+                    return False
+                n, kind = int.from_bytes(head[:4], "big"), head[4:]
+                if kind in (b"IDAT", b"IEND"):
+                    return False
+                data = fh.read(n)
+                fh.read(4)  # (the chunk's CRC)
+                if kind == b"tEXt" and data.split(b"\0", 1)[0] == b"Software":
+                    return data.split(b"\0", 1)[-1].decode("latin-1").startswith(FIGURE_SOFTWARE)
+    except OSError:
+        return False
 
 
 def write_pickle(obj: Any, path: str | os.PathLike[str]) -> Path:

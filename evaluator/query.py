@@ -243,10 +243,13 @@ fewer dimensions is shown (repeated) where at most this many rows share each of 
 
 def default_metric(ds: xr.Dataset) -> str:
     """What ``query`` ranks by when not told: the dataset's first rankable variable in the metric table's order
-    (``completion_time`` for ``eval`` and ``sweep``, ``mean_wait`` for ``schedule``, ``time_all`` for ``tiles``);
+    (``completion_time`` for ``eval`` and ``sweep``, ``makespan`` for a sweep of several jobs, ``mean_wait`` for
+    ``schedule``, ``time_all`` for ``tiles``);
     for ``completion_time``, the fuller time every row has where there is one
     (:func:`~evaluator.dataset.predicted_time`: ``time_with_latency`` on a network with a latency model)."""
     name = first_rankable(ds)
+    if name == "completion_time" and "makespan" in ds and "job" in ds["completion_time"].dims:
+        return "makespan"  # (several jobs: a point's time is their makespan, as the sweep's own table ranks it)
     if name == "completion_time":
         return predicted_time(ds)  # the time with the network's latency model or sharing, where every row has it
     if name is not None:

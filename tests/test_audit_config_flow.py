@@ -158,3 +158,56 @@ def test_the_docs_sweep_examples_survive_the_shell():
             if line.startswith("evaluator sweep"):
                 for word in re.findall(r"(?:^|\s)([^'\s]*\{[^\s']*,[^\s']*\}[^\s]*)", line):
                     raise AssertionError(f"unquoted {word!r} in: {line}")
+
+
+def test_a_link_class_without_links_is_no_value(capsys):
+    """DF(p, a=1, h): no local link; its largest load was -inf, printed "-inf MB"."""
+    assert cli.main(["eval", "save=false", "topology.a=1", "traffic=all_to_all", "traffic.n_tasks=16",
+                     "placement=linear"]) == 0
+    out = capsys.readouterr().out
+    assert "max_load_local        - (no link of this class)" in out and "inf" not in out
+
+
+def test_query_ranks_several_jobs_by_their_makespan_as_the_sweep_does(tmp_path, capsys):
+    """The sweep's own table ranks a several-jobs sweep by makespan; query and plot ranked each job's time, and
+    named another winner."""
+    jobs = ("jobs=[{name: a, traffic: {n_tasks: 32, seed: 1}}, {name: b, traffic: {n_tasks: 32, seed: 2}, "
+            "placement: {first_node: 32}}]")
+    assert cli.main(["sweep", "topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=random_pairs",
+                     "placement=linear", jobs, "routing.tie=split,positive", "sweep.name=jobs2",
+                     f"sweep.output_dir={tmp_path}", "ray.enabled=false", "--no-progress"]) == 0
+    sweep_table = capsys.readouterr().out
+    assert cli.main(["query", "jobs2", "--results", str(tmp_path)]) == 0
+    query_table = capsys.readouterr().out
+    first = [line.split()[:2] for line in (sweep_table, query_table)
+             for line in [next(x for x in line.splitlines() if x.startswith("1"))]]
+    assert first[0] == first[1] == ["1", "positive"], (sweep_table, query_table)
+    assert "makespan [ms]" in query_table.splitlines()[0]
+
+
+def test_query_options_given_without_a_value_are_refused(tmp_path, capsys):
+    assert cli.main(["sweep", *T, "routing=dor", "traffic=all_to_all", "traffic.n_tasks=4,8", "sweep.name=q",
+                     f"sweep.output_dir={tmp_path}"]) == 0
+    for option in ("--where", "--over", "--draws"):
+        capsys.readouterr()
+        assert cli.main(["query", "q", "--results", str(tmp_path), option]) == 2
+        assert f"{option} = '' is invalid: allowed is one" in capsys.readouterr().err
+
+
+def test_plot_out_never_replaces_a_png_it_did_not_write(tmp_path, capsys):
+    from pathlib import Path
+
+    from evaluator.io import is_our_figure
+
+    assert cli.main(["sweep", *T, "routing=dor", "traffic=all_to_all", "traffic.n_tasks=4,8", "sweep.name=p",
+                     f"sweep.output_dir={tmp_path}"]) == 0
+    user = tmp_path / "user.png"
+    user.write_bytes((Path(__file__).resolve().parent.parent / "docs" / "img" / "buyer-cost.png").read_bytes())
+    before = user.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["plot", "p", "--results", str(tmp_path), "--out", str(user)]) == 2
+    assert "is a PNG that evaluator did not write" in capsys.readouterr().err and user.read_bytes() == before
+    mine = tmp_path / "mine.png"
+    assert cli.main(["plot", "p", "--results", str(tmp_path), "--out", str(mine)]) == 0 and is_our_figure(mine)
+    assert cli.main(["plot", "p", "--results", str(tmp_path), "--out", str(mine)]) == 0  # its own: replaced
+    assert not is_our_figure(user)

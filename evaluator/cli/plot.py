@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..io import check_writable
+from ..io import check_writable, is_our_figure
 from ..plot import plot_sweep
 from ..query import default_metric, open_results
 from ..runs import RESULTS_DIR, resolve
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     if Path(out).is_dir():
         raise ConfigError("--out", out, "a PNG file path, not a directory",
                           f"e.g. --out {Path(out) / (path.stem + '-' + args.metric + '.png')}")
-    _check_png_out(out, path)
+    _check_png_out(out, path, explicit=args.out is not None)
     try:
         check_writable("--out", Path(out).parent)  # (the default: next to the dataset)
     except ConfigError as exc:
@@ -74,10 +74,11 @@ def main(argv: list[str]) -> int:
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _check_png_out(out: str, dataset: Path) -> None:
+def _check_png_out(out: str, dataset: Path, explicit: bool = True) -> None:
     """Refuse an ``--out`` that would overwrite what is not a figure: a name without ``.png`` (the figure is a
-    PNG whatever the name; a dataset's or a log's name would lose that file), the dataset itself, or an existing
-    file that is not a PNG."""
+    PNG whatever the name; a dataset's or a log's name would lose that file), the dataset itself, an existing
+    file that is not a PNG, or (``explicit``: ``--out`` given) a PNG this tool did not write (a user's own figure
+    was replaced in silence until 2026-12-06; the default path beside the dataset is the tool's own)."""
     o = Path(out)
     if o.suffix.lower() != ".png":
         raise ConfigError("--out", out, "a PNG file path ending in .png (the figure is written as PNG)",
@@ -94,4 +95,8 @@ def _check_png_out(out: str, dataset: Path) -> None:
     if head != _PNG_MAGIC:
         raise ConfigError("--out", out, "a new PNG path or an existing PNG figure: this file exists and is not a PNG, "
                           "so writing the figure would lose it")
+    if explicit and not is_our_figure(o):
+        raise ConfigError("--out", out, "a new PNG path or a figure evaluator wrote (which it replaces)",
+                          f"{o} is a PNG that evaluator did not write; move it or choose another --out. "
+                          f"Nothing was written.")
 

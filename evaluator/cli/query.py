@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
                          "one: completion_time for sweeps and eval, mean_wait for schedule, time_all for tiles)")
     ap.add_argument("--over", nargs="*", action="extend", default=None, metavar="AXIS",
                     help="axes to choose over; the best per combination of the other axes (repeats add axes)")
-    ap.add_argument("--where", nargs="*", action="extend", default=[], metavar="AXIS=LABEL",
+    ap.add_argument("--where", nargs="*", action="extend", default=None, metavar="AXIS=LABEL",
                     help="restrict, e.g. routing=valiant, job=a, decomposition=2x2x8; repeats add conditions, "
                          "all of which hold (the labels of one axis given twice: any of them)")
     ap.add_argument("--draws", nargs="*", action="extend", default=None, metavar="AXIS",
@@ -66,6 +66,11 @@ def main(argv: list[str]) -> int:
                     help="print the values as stored (seconds, bytes, bytes/s; every digit) instead of in ms, GB/s, "
                          "MB, ...")
     args = ap.parse_args(argv)
+    for option, given, what in (("--over", args.over, "AXIS"), ("--where", args.where, "AXIS=LABEL"),
+                                ("--draws", args.draws, "AXIS")):  # (given with nothing after it: read as absent)
+        if given == []:
+            raise ConfigError(option, "", f"one {what} or more after it", "evaluator query --help lists the options.")
+    args.where = args.where or []
     if args.n < 0:
         raise ConfigError("-n", args.n, "an integer >= 0 (rows to print; 0: all)")
     where = {}
