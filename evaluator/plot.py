@@ -178,6 +178,10 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     from matplotlib.figure import Figure
 
     da, dims, x, series, facet, reduced, band = _plotted(ds, metric, x, series, relative_to, draws)
+    if not np.isfinite(np.asarray(da.values, dtype=float)).any():  # (an empty figure was written, exit status 0)
+        why = " (the dataset's variable reason says why, point by point)" if "reason" in ds else ""
+        raise ConfigError("metric", metric, "a metric with a value at some point to plot",
+                          f"No point of the dataset has a finite {metric}: nothing to plot{why}. Nothing was written.")
     facets = list(da[facet].values) if facet else [None]
     ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
     ncols = 1 if ppp is None else 2

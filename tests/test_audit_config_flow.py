@@ -211,3 +211,40 @@ def test_plot_out_never_replaces_a_png_it_did_not_write(tmp_path, capsys):
     assert cli.main(["plot", "p", "--results", str(tmp_path), "--out", str(mine)]) == 0 and is_our_figure(mine)
     assert cli.main(["plot", "p", "--results", str(tmp_path), "--out", str(mine)]) == 0  # its own: replaced
     assert not is_our_figure(user)
+
+
+def test_plot_of_no_feasible_point_writes_nothing(tmp_path, capsys):
+    """Every point infeasible (two jobs on the same nodes): plot wrote an empty figure and exited 0."""
+    jobs = "jobs=[{name: a, traffic: {n_tasks: 32, seed: 1}}, {name: b, traffic: {n_tasks: 32, seed: 2}}]"
+    assert cli.main(["sweep", "topology=torus", "topology.dims=[4,4,4]", "routing=dor", "traffic=random_pairs",
+                     "placement=linear", jobs, "routing.tie=split,positive", "sweep.name=jinf",
+                     f"sweep.output_dir={tmp_path}", "ray.enabled=false", "--no-progress"]) == 2
+    capsys.readouterr()
+    assert cli.main(["plot", "jinf", "--results", str(tmp_path)]) == 2
+    assert "No point of the dataset has a finite makespan" in capsys.readouterr().err
+    assert not list((tmp_path / "jinf").glob("*.png"))
+
+
+def test_a_closed_pipe_ends_a_command_quietly(monkeypatch, capsys):
+    """``evaluator query ... | head`` printed "evaluator query: error: Broken pipe" once head had its rows."""
+    import evaluator.cli.query as query_cli
+
+    def closed(argv):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(query_cli, "main", closed)
+    assert cli.main(["query", "anything"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_a_blocked_job_names_the_rates_in_decimal_units():
+    """The blocked line printed ``7.21697e+09 bytes/s``; rates are shown in GB/s as everywhere else."""
+    import evaluator as ev
+    from evaluator import placement as P
+    from evaluator import traffic as TR
+    from evaluator.jobs import Background, Job, evaluate_jobs
+
+    topo = ev.torus((8,), link_bandwidth=1e9, injection_bandwidth=1e10)
+    ds = evaluate_jobs(topo, [Job(TR.from_flows(2, [0], [1], [1e6]), P.explicit(topo, [0, 4]))], "dor",
+                       background=Background(0.5))
+    assert "the background puts 4.500 GB/s on it, its capacity is 1.000 GB/s" in ds.attrs["blocked"]

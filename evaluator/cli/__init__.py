@@ -18,6 +18,7 @@ run.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from .._jax_cache import OFF_FLAG, enable_compilation_cache
@@ -81,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"evaluator {cmd}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # (evaluator query ... | head: the reader is done; "error: Broken pipe" was printed)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error at exit's flush)
+        except OSError:
+            pass
+        return 128 + 13  # as a process that SIGPIPE ends
     except OSError as exc:
         if debug:
             raise

@@ -87,8 +87,9 @@ def main(argv: list[str]) -> int:
         metric = args.best if args.best is not None else default_metric(ds)
         raise WordedError(f"no row to rank: no point{' matching --where' if where else ''} is feasible with a value "
                           f"of {metric}" + (" in every draw (--draws leaves out a point with an infeasible draw)"
-                                            if args.draws else "") + "; the dataset's 'refused' and 'feasible' "
-                          "variables say why each point has none")
+                                            if args.draws else "") + "; the dataset's "
+                          + ("'reason' variable says" if "reason" in ds else "'refused' and 'feasible' variables say")
+                          + " why each point has none")
     if args.draws:
         print(f"each row: the mean over the draws of {', '.join(dict.fromkeys(args.draws))} "
               f"(and their tail, largest and smallest), the draws of every row feasible")

@@ -342,8 +342,11 @@ def _solo_times(topology, loads, kernel_times, bg_rate, left, names):
                 p = int(bad[0])
                 link = int(np.nonzero((L[p] > 0) & (left <= 0))[0][0])
                 blocked[j] = link
-                reasons[j] = (f"{_link_text(topology, link)}: the background puts {bg_rate[link]:.6g} bytes/s on it, "
-                              f"its capacity is {cap[link]:.6g} bytes/s, and phase {p} of {names[j]} needs it")
+                from ..display import format_value
+
+                reasons[j] = (f"{_link_text(topology, link)}: the background puts {format_value(bg_rate[link], 'bytes/s')}"
+                              f" on it, its capacity is {format_value(cap[link], 'bytes/s')}, and phase {p} of "
+                              f"{names[j]} needs it")
         times.append(t)
         per_link = (L / np.where(left > 0, left, np.inf)).max(axis=0) if L.size else np.zeros(0)
         bott.append(str(class_names[int(np.argmax(per_link))]) if per_link.size and
