@@ -248,3 +248,45 @@ def test_a_blocked_job_names_the_rates_in_decimal_units():
     ds = evaluate_jobs(topo, [Job(TR.from_flows(2, [0], [1], [1e6]), P.explicit(topo, [0, 4]))], "dor",
                        background=Background(0.5))
     assert "the background puts 4.500 GB/s on it, its capacity is 1.000 GB/s" in ds.attrs["blocked"]
+
+
+def test_a_broken_machine_file_does_not_hide_another_machine(tmp_path, monkeypatch):
+    """One broken, unrelated file on $EVALUATOR_MACHINE_PATH made every lookup through the catalogue fail with
+    its error (``machine 'BadBW' ...: required key 'link_bandwidth' is missing`` when asking for Tiny)."""
+    import pytest as _pytest
+
+    from evaluator.errors import UnknownMachineError
+    from evaluator.machines import list_machines, load_machine
+
+    (tmp_path / "mine.yaml").write_text("name: Tiny\nkind: torus\ndims: [4, 4, 2]\nlink_bandwidth: 2.0e+9\n"
+                                        "nodes_per_router: 1\n")
+    (tmp_path / "other.yaml").write_text("name: BadBW\nkind: torus\ndims: [4, 4]\n")
+    monkeypatch.setenv("EVALUATOR_MACHINE_PATH", str(tmp_path))
+    assert load_machine("Tiny").name == "Tiny"
+    with _pytest.raises(UnknownMachineError, match=r"unknown machine 'Nope'.*Left out, not loaded: .*other\.yaml.*"
+                                                   r"link_bandwidth"):
+        load_machine("Nope")
+    with _pytest.raises(Exception, match="BadBW"):  # the whole list still names the broken file
+        list_machines()
+
+
+def test_a_finished_run_in_a_directory_it_cannot_write_is_read(tmp_path, capsys, monkeypatch):
+    """The lock was taken before the finished dataset was looked for: a finished sweep in a read-only directory
+    said "cannot write .../.lock ... No chunk had finished ... rerun the same command to resume"."""
+    from evaluator.errors import StorageError
+    from evaluator.sweep import store
+
+    args = ["sweep", *T, "routing=dor", "traffic=all_to_all", "traffic.n_tasks=4,8", "sweep.name=ro",
+            f"sweep.output_dir={tmp_path}"]
+    assert cli.main(args) == 0
+
+    def read_only(self):
+        raise StorageError(f"cannot write {self.path}: Read-only file system.", "sweep.output_dir", str(tmp_path),
+                           "a writable directory")
+
+    monkeypatch.setattr(store.RunLock, "__enter__", read_only)
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    assert "has already finished; nothing to compute" in capsys.readouterr().err
+    assert cli.main([*args[:-2], "traffic.n_tasks=4,16", "sweep.name=ro", f"sweep.output_dir={tmp_path}"]) == 2
+    assert "Read-only file system" in capsys.readouterr().err  # (a run to compute: the refusal as before)

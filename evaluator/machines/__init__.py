@@ -164,15 +164,26 @@ def _read_yaml(path: Path) -> Machine:
     return machine_from_dict(data if data is not None else {}, source=str(path))
 
 
-def _catalogue() -> dict[str, Machine]:
-    """All machines by key; earlier directories override later ones."""
+def _catalogue(problems: list[str] | None = None) -> dict[str, Machine]:
+    """All machines by key; earlier directories override later ones. ``problems`` (a list): a file that does not
+    load, or a name defined twice in one directory, is noted there and left out instead of raised (a broken file
+    of another machine no longer hides the one asked for)."""
     found: dict[str, Machine] = {}
     for path in machine_files():
-        m = _read_yaml(path)
+        try:
+            m = _read_yaml(path)
+        except MachineError as exc:
+            if problems is None:
+                raise
+            problems.append(f"{path}: {exc}")
+            continue
         if m.key in found:
             if Path(found[m.key].source).parent == path.parent:
-                raise MachineError(f"machine name {m.name!r} is defined twice in {path.parent}: "
-                                   f"{Path(found[m.key].source).name} and {path.name}")
+                msg = (f"machine name {m.name!r} is defined twice in {path.parent}: "
+                       f"{Path(found[m.key].source).name} and {path.name}")
+                if problems is None:
+                    raise MachineError(msg)
+                problems.append(msg)
             continue  # overridden by an earlier directory of the search path
         found[m.key] = m
     return found
@@ -216,15 +227,19 @@ def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
             m = _read_yaml(path)
             if m.key == key:
                 return m
-    cat = _catalogue()
+    problems: list[str] = []
+    cat = _catalogue(problems)
     if key in cat:
+        if any(f"machine name {cat[key].name!r} is defined twice" in p for p in problems):
+            raise MachineError(next(p for p in problems if f"machine name {cat[key].name!r} is defined twice" in p))
         return cat[key]
     known = ", ".join(sorted((m.name for m in cat.values()), key=str.lower)) or "(none)"
     where = ", ".join(str(d) for d in machine_search_path())
+    unread = f" Left out, not loaded: {'; '.join(problems)}." if problems else ""
     raise UnknownMachineError(
         f"unknown machine {str(name)!r}; known machines: {known} (searched {where}). "
         f"Add one by dropping a YAML file in one of those directories "
-        f"(or a directory named in ${MACHINE_PATH_ENV}).")
+        f"(or a directory named in ${MACHINE_PATH_ENV}).{unread}")
 
 
 def check_partition(machine: Machine | str, shape: Sequence[int], *,

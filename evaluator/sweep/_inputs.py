@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["inputs_digest", "referenced_files", "CONTENT_LIMIT"]
@@ -23,26 +23,27 @@ CONTENT_LIMIT = 1 << 30
 
 
 def _plain(cfg: Any) -> Any:
-    from omegaconf import OmegaConf
-
-    if OmegaConf.is_config(cfg):
-        return OmegaConf.to_container(cfg, resolve=True)
+    """A schema dataclass as nested mappings and sequences (OmegaConf's containers are both)."""
     if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
         return dataclasses.asdict(cfg)
     return cfg
 
 
+def _nested(v: Any) -> bool:
+    return isinstance(v, Mapping) or (isinstance(v, Sequence) and not isinstance(v, (str, bytes)))
+
+
 def _leaves(node: Any, key: str = "") -> Iterator[tuple[str, Any, Any]]:
     """``(key, value, parent)`` of every leaf of a plain config (``key``: the leaf's own name)."""
-    if isinstance(node, dict):
+    if isinstance(node, Mapping):
         for k, v in node.items():
-            if isinstance(v, (dict, list, tuple)):
+            if _nested(v):
                 yield from _leaves(v, str(k))
             else:
                 yield str(k), v, node
-    elif isinstance(node, (list, tuple)):
+    elif _nested(node):
         for v in node:
-            yield from _leaves(v, key) if isinstance(v, (dict, list, tuple)) else iter([(key, v, node)])
+            yield from _leaves(v, key) if _nested(v) else iter([(key, v, node)])
 
 
 def _machine_file(name: Any) -> str | None:
@@ -65,7 +66,7 @@ def referenced_files(configs: Iterable[Any], axes: Iterable[Any] = ()) -> list[s
         for key, value, parent in _leaves(plain):
             if key == "path" and isinstance(value, str) and os.path.isfile(value):
                 files.add(os.path.abspath(value))
-            if key == "kind" and value == "machine" and isinstance(parent, dict) and "name" in parent:
+            if key == "kind" and value == "machine" and isinstance(parent, Mapping) and "name" in parent:
                 machines.add(parent["name"])
 
     for cfg in configs:

@@ -44,7 +44,7 @@ from .._signals import Interrupted, reclaim_signals, reraise_signalled, stop_on_
 from .._signals import raise_if_signalled as _raise_if_signalled
 from .._threads import one_core
 from ..config import RayConfig
-from ..errors import ClusterError
+from ..errors import ClusterError, StorageError
 from . import store
 from ._writer import ChunkWriter, remove_chunk_files
 from .assemble import assemble, check_link_load
@@ -420,16 +420,30 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     interrupted run would.
     """
     check_ray_config(ray_cfg)
-    with store.RunLock(plan), stop_on_sigterm():
+    say = warn or (lambda msg: print(msg, file=sys.stderr))
+    lock = store.RunLock(plan)
+    try:
+        lock.__enter__()
+    except StorageError:  # (a directory it cannot write: a finished run is still read, as a query reads it)
         done = finished(plan)
-        _check_same_content(plan, _check_readable(plan, done))
-        if done is not None:
-            store.clear(plan)  # chunks a run killed after its final write left behind
-            io.point_latest(plan.out_dir)
-            (warn or (lambda msg: print(msg, file=sys.stderr)))(
-                f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done}")
-            return done
-        return _run_locked(plan, ray_cfg, progress, stop_after, warn, on_dataset)
+        if done is None or _check_readable(plan, done) is None or _stored_hash(plan, done) not in (
+                None, plan.content_hash):
+            raise
+        say(f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done} (its "
+            f"directory cannot be written: its latest link was left as it is)")
+        return done
+    try:
+        with stop_on_sigterm():
+            done = finished(plan)
+            _check_same_content(plan, _check_readable(plan, done))
+            if done is not None:
+                store.clear(plan)  # chunks a run killed after its final write left behind
+                io.point_latest(plan.out_dir)
+                say(f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done}")
+                return done
+            return _run_locked(plan, ray_cfg, progress, stop_after, warn, on_dataset)
+    finally:
+        lock.__exit__(None, None, None)
 
 
 def run_key(plan: SweepPlan) -> str:
