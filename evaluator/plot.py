@@ -96,9 +96,12 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
         rest = [d for d in dims if d != series and d not in draws]
         other = [] if series is None else [f"the series {series!r}"]
         other += [f"the draws {', '.join(map(repr, draws))}"] if draws else []
-        if not dims:
-            hint = "A plot needs an axis to put on x: plot a sweep dataset (`evaluator sweep`), not a single design point."
-        elif draws:
+        if not dims:  # (named --x = None before, an option the user had not given)
+            raise ConfigError("dataset", ds.attrs.get("title") or "a dataset without axes",
+                              "a dataset with an axis to put on x (a sweep's)",
+                              "A plot needs an axis: plot a sweep dataset (`evaluator sweep`), not a single design "
+                              "point (evaluator eval prints its values).")
+        if draws:
             hint = (f"Put a draw on x (--x {draws[-1]}), or see each point's summary over its draws with evaluator "
                     f"query --draws {' '.join(draws)}.")
         else:

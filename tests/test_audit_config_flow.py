@@ -290,3 +290,23 @@ def test_a_finished_run_in_a_directory_it_cannot_write_is_read(tmp_path, capsys,
     assert "has already finished; nothing to compute" in capsys.readouterr().err
     assert cli.main([*args[:-2], "traffic.n_tasks=4,16", "sweep.name=ro", f"sweep.output_dir={tmp_path}"]) == 2
     assert "Read-only file system" in capsys.readouterr().err  # (a run to compute: the refusal as before)
+
+
+def test_plot_of_a_dataset_without_axes_names_it_not_x(tmp_path, capsys):
+    assert cli.main(["eval", "topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=all_to_all",
+                     "traffic.n_tasks=4", "placement=linear", f"output_dir={tmp_path / 'one'}"]) == 0
+    (path,) = (tmp_path / "one").glob("*.nc")
+    capsys.readouterr()
+    assert cli.main(["plot", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "dataset = " in err and "a dataset with an axis to put on x" in err and "--x" not in err, err
+
+
+def test_query_si_names_the_stored_unit_and_the_draws_hint_keeps_best(tmp_path, capsys):
+    assert cli.main(["sweep", *T, "routing=dor", "traffic=random_permutation", "traffic.n_tasks=8",
+                     "traffic.seed=range(0,3)", "sweep.name=s", f"sweep.output_dir={tmp_path}"]) == 0
+    capsys.readouterr()
+    assert cli.main(["query", "s", "--results", str(tmp_path), "--si"]) == 0
+    assert "completion_time [s]" in capsys.readouterr().out
+    assert cli.main(["query", "s", "--results", str(tmp_path), "--best", "throughput"]) == 0
+    assert "evaluator query s --best throughput --draws traffic.seed" in capsys.readouterr().out

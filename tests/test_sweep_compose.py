@@ -296,9 +296,10 @@ def test_bad_labels_are_refused_naming_the_axis(spec, needle):
 def test_zip_studies_keep_their_run_ids(monkeypatch):
     """Run ids from before the labels changed (computed with the code of commit 3d6e777). Since 2026-12-06 a run id
     also hashes the files a sweep names (evaluator/sweep/_inputs.py): both studies run on a catalogue machine, whose
-    file (conf/machine/) now counts, so their ids are others; without that digest they are the ids of before."""
-    assert plan("sweeps=milc_4d_placement").run_id == "milc_4d_placement-c8b786eb5596"
-    assert plan("sweeps=halo4d_placement").run_id == "halo4d_placement-5fa99913ee4f"
+    file (conf/machine/) now counts, by content and not by where the checkout is, so their ids are others; without
+    that digest they are the ids of before."""
+    assert plan("sweeps=milc_4d_placement").run_id == "milc_4d_placement-6d5fe1d84b86"
+    assert plan("sweeps=halo4d_placement").run_id == "halo4d_placement-6ad86a4d1a7e"
     import evaluator.sweep.plan as sweep_plan
 
     monkeypatch.setattr(sweep_plan, "inputs_digest", lambda configs, axes: "")

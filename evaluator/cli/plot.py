@@ -28,8 +28,9 @@ _OPTIONS = {"metric": "--metric", "x": "--x", "series": "--series", "relative_to
 def main(argv: list[str]) -> int:
     ap = ArgumentParser(prog="evaluator plot", description="write PNG figures of a sweep dataset")
     ap.add_argument("path", nargs="+", metavar="PATH|STUDY",
-                    help="a results dataset (.nc or .zarr), or a study's name (a directory under the results "
-                         "directory: evaluator runs lists them) for its latest run")
+                    help="one results dataset (.nc or .zarr), or a study's name (a directory under the results "
+                         "directory: evaluator runs lists them) for its latest run; several (a shell's glob) are "
+                         "refused, naming them")
     ap.add_argument("--results", default=RESULTS_DIR, metavar="DIR",
                     help=f"the results directory where study names are looked up (default: {RESULTS_DIR})")
     ap.add_argument("--metric", default=None,

@@ -43,8 +43,9 @@ def main(argv: list[str]) -> int:
                                              "partitions) by a variable of the metric table (--best METRIC --over "
                                              "AXIS ...)")
     ap.add_argument("path", nargs="+", metavar="PATH|STUDY",
-                    help="a results dataset (.nc or .zarr), or a study's name (a directory under the results "
-                         "directory: evaluator runs lists them) for its latest run")
+                    help="one results dataset (.nc or .zarr), or a study's name (a directory under the results "
+                         "directory: evaluator runs lists them) for its latest run; several (a shell's glob) are "
+                         "refused, naming them")
     ap.add_argument("--results", default=RESULTS_DIR, metavar="DIR",
                     help=f"the results directory where study names are looked up (default: {RESULTS_DIR})")
     ap.add_argument("--best", default=None, metavar="METRIC",
@@ -96,12 +97,15 @@ def main(argv: list[str]) -> int:
     if args.si:
         if table.index.has_duplicates:
             table.index = pd.Index(rank_labels(table.index), name="rank")  # a shared rank is a tie: 1=, 1=, 3
+        units = table.attrs.get("units", {})  # (the SI unit in each header, as the display units are: [s], [bytes/s])
+        table = table.rename(columns={c: f"{c} [{units[c]}]" for c in table.columns if units.get(c) not in (None, "")})
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(table.to_string(float_format=lambda x: repr(float(x))))  # every digit, as stored
     else:
         print(format_table(table))
     metric = args.best if args.best is not None else default_metric(ds)
-    line = "" if args.draws or metric not in ds else draws_line(ds[metric], " ".join(args.path), args.over)
+    line = "" if args.draws or metric not in ds else draws_line(ds[metric], " ".join(args.path), args.over,
+                                                                 args.best)
     if line:  # the rows are single draws of the seeds on axes: the first is the luckiest
         print(line)
     if ds.attrs.get("one_draw"):  # (a sweep's random choices drawn once: every row is one draw of them)

@@ -190,17 +190,18 @@ def _summary(plan, ds, path) -> bool:
     return True
 
 
-def draws_line(values, path, over=()) -> str:
+def draws_line(values, path, over=(), best: str | None = None) -> str:
     """Where ``values`` (a ranked variable) has axes of random draws (``*.seed``, a schedule study's ``seed``) of
     several values: the line that says each row is one draw (with ``over`` naming one: the best draw of its
-    point), the best the luckiest, with the query that ranks each point's mean over them; else ''."""
+    point), the best the luckiest, with the query that ranks each point's mean over them (``best``: the metric
+    the user ranked by, kept in it); else ''."""
     seeds = [str(d) for d in values.dims if (str(d).endswith(".seed") or str(d) == "seed") and values.sizes[d] > 1]
     if not seeds:  # the rows above are single draws: the best of them is the luckiest draw, not what the point gives
         return ""
     rows = ("each row above the luckiest of its point's draws" if set(seeds) & set(over or ()) else
             "one per row above (the best row is the luckiest draw)")
     return (f"{', '.join(seeds)}: random draws, {rows}; each point's mean over them with its tail and range: "
-            f"evaluator query {path} --draws {' '.join(seeds)}")
+            f"evaluator query {path}{f' --best {best}' if best else ''} --draws {' '.join(seeds)}")
 
 
 def one_draw_line(drawn: dict[str, str], subject: str, verb: str) -> str:

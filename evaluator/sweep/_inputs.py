@@ -93,12 +93,13 @@ def _file_digest(path: str) -> bytes:
 
 
 def inputs_digest(configs: Iterable[Any], axes: Iterable[Any] = ()) -> str:
-    """A SHA-256 (hex) of the paths and contents of :func:`referenced_files`; ``""`` where there are none (the
-    run ids of sweeps that name no file stay as they were)."""
+    """A SHA-256 (hex) of the contents of :func:`referenced_files`, not of where they are (the same checkout moved,
+    or a clean clone, keeps its run ids; the config names the files already); ``""`` where there are none (the run
+    ids of sweeps that name no file stay as they were)."""
     paths = referenced_files(configs, axes)
     if not paths:
         return ""
     h = hashlib.sha256()
-    for p in paths:
-        h.update(p.encode() + b"\0" + _file_digest(p))
+    for digest in sorted(_file_digest(p) for p in paths):
+        h.update(digest)
     return h.hexdigest()
