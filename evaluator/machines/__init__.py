@@ -164,10 +164,10 @@ def _read_yaml(path: Path) -> Machine:
     return machine_from_dict(data if data is not None else {}, source=str(path))
 
 
-def _catalogue(problems: list[str] | None = None) -> dict[str, Machine]:
-    """All machines by key; earlier directories override later ones. ``problems`` (a list): a file that does not
-    load, or a name defined twice in one directory, is noted there and left out instead of raised (a broken file
-    of another machine no longer hides the one asked for)."""
+def _catalogue(problems: dict[str, str] | None = None) -> dict[str, Machine]:
+    """All machines by key; earlier directories override later ones. ``problems`` (a dict): a file that does not
+    load (by its path), or a name defined twice in one directory (by the machine's key), is noted there and left
+    out instead of raised (a broken file of another machine no longer hides the one asked for)."""
     found: dict[str, Machine] = {}
     for path in machine_files():
         try:
@@ -175,7 +175,7 @@ def _catalogue(problems: list[str] | None = None) -> dict[str, Machine]:
         except MachineError as exc:
             if problems is None:
                 raise
-            problems.append(f"{path}: {exc}")
+            problems[str(path)] = f"{path}: {exc}"
             continue
         if m.key in found:
             if Path(found[m.key].source).parent == path.parent:
@@ -183,7 +183,7 @@ def _catalogue(problems: list[str] | None = None) -> dict[str, Machine]:
                        f"{Path(found[m.key].source).name} and {path.name}")
                 if problems is None:
                     raise MachineError(msg)
-                problems.append(msg)
+                problems[m.key] = msg
             continue  # overridden by an earlier directory of the search path
         found[m.key] = m
     return found
@@ -227,15 +227,15 @@ def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
             m = _read_yaml(path)
             if m.key == key:
                 return m
-    problems: list[str] = []
+    problems: dict[str, str] = {}
     cat = _catalogue(problems)
+    if key in problems:  # (the machine asked for is defined twice in one directory)
+        raise MachineError(problems[key])
     if key in cat:
-        if any(f"machine name {cat[key].name!r} is defined twice" in p for p in problems):
-            raise MachineError(next(p for p in problems if f"machine name {cat[key].name!r} is defined twice" in p))
         return cat[key]
     known = ", ".join(sorted((m.name for m in cat.values()), key=str.lower)) or "(none)"
     where = ", ".join(str(d) for d in machine_search_path())
-    unread = f" Left out, not loaded: {'; '.join(problems)}." if problems else ""
+    unread = f" Left out, not loaded: {'; '.join(problems.values())}." if problems else ""
     raise UnknownMachineError(
         f"unknown machine {str(name)!r}; known machines: {known} (searched {where}). "
         f"Add one by dropping a YAML file in one of those directories "

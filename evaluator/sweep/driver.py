@@ -424,18 +424,21 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     lock = store.RunLock(plan)
     try:
         lock.__enter__()
-    except StorageError:  # (a directory it cannot write: a finished run is still read, as a query reads it)
+    except StorageError as locked:  # (a directory it cannot write: a finished run is still read, as a query reads it)
         done = finished(plan)
-        if done is None or _check_readable(plan, done) is None or _stored_hash(plan, done) not in (
-                None, plan.content_hash):
-            raise
+        try:
+            attrs = _finished_attrs(plan, done)
+        except StorageError:
+            attrs = None
+        if attrs is None or _stored_hash(plan, attrs) not in (None, plan.content_hash):
+            raise locked from None
         say(f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done} (its "
             f"directory cannot be written: its latest link was left as it is)")
         return done
     try:
         with stop_on_sigterm():
             done = finished(plan)
-            _check_same_content(plan, _check_readable(plan, done))
+            _check_same_content(plan, done, _finished_attrs(plan, done))
             if done is not None:
                 store.clear(plan)  # chunks a run killed after its final write left behind
                 io.point_latest(plan.out_dir)
@@ -462,17 +465,16 @@ def result_path(plan: SweepPlan, start_time: str) -> Path:
     return plan.out_dir / (io.run_name(start_time, run_key(plan)) + _suffix(plan))
 
 
-def _check_readable(plan: SweepPlan, done: Path | None) -> Path | None:
-    """``done`` (a finished run's dataset), refused where it cannot be read: its chunks went when it was written,
-    and "already finished" returned a file that ``evaluator query`` then called damaged (until 2026-12-06)."""
+def _finished_attrs(plan: SweepPlan, done: Path | None) -> dict | None:
+    """The attributes of ``done`` (a finished run's dataset, opened once), None without one; refused where it
+    cannot be read: its chunks went when it was written, and "already finished" returned a file that ``evaluator
+    query`` then called damaged (until 2026-12-06)."""
     if done is None:
         return None
     try:
-        with xr.open_zarr(done) if done.suffix == ".zarr" else xr.open_dataset(done):
-            return done
+        with xr.open_zarr(done) if done.suffix == ".zarr" else xr.open_dataset(done) as ds:
+            return dict(ds.attrs)
     except Exception as exc:  # noqa: BLE001 (netCDF, HDF5 and zarr raise many types for a damaged file)
-        from ..errors import StorageError
-
         why = " ".join(str(exc).split())[:160] or type(exc).__name__
         raise StorageError(f"sweep {plan.name}: run {plan.run_id} has finished, but its dataset {done} cannot be "
                            f"read ({why}). Its chunks went when it was written: move the file away (or delete it) "
@@ -480,15 +482,11 @@ def _check_readable(plan: SweepPlan, done: Path | None) -> Path | None:
                            "dataset", str(done), "a readable dataset of this run") from None
 
 
-def _stored_hash(plan: SweepPlan, done: Path | None) -> str | None:
-    """The content hash the run id's earlier start recorded (its dataset's, else its chunks' manifest's); None where
-    it recorded none (a run of a version before 2026-12-06) or there is none."""
-    if done is not None:
-        try:
-            with xr.open_zarr(done) if done.suffix == ".zarr" else xr.open_dataset(done) as ds:
-                return ds.attrs.get("content_hash") or None
-        except (OSError, ValueError):
-            return None
+def _stored_hash(plan: SweepPlan, attrs: dict | None) -> str | None:
+    """The content hash the run id's earlier start recorded (its dataset's ``attrs``, else its chunks'
+    manifest's); None where it recorded none (a run of a version before 2026-12-06) or there is none."""
+    if attrs is not None:
+        return attrs.get("content_hash") or None
     path = store.chunk_dir(plan) / "manifest.json"
     try:
         return json.loads(path.read_text()).get("content_hash") or None
@@ -496,12 +494,12 @@ def _stored_hash(plan: SweepPlan, done: Path | None) -> str | None:
         return None
 
 
-def _check_same_content(plan: SweepPlan, done: Path | None) -> None:
+def _check_same_content(plan: SweepPlan, done: Path | None, attrs: dict | None) -> None:
     """A run id given again (``sweep.run_id``) must name a run of the same content: another config's dataset was
     returned as this one's, or its chunks resumed with this config's (until 2026-12-06)."""
     if not plan.content_hash or plan.run_id == f"{plan.name}-{plan.content_hash}":
         return  # (the run id is the content's own hash)
-    stored = _stored_hash(plan, done)
+    stored = _stored_hash(plan, attrs)
     if stored is not None and stored != plan.content_hash:
         from ..errors import ConfigError
 
