@@ -18,7 +18,7 @@ from evaluator import placement as P
 from evaluator.errors import ConfigError, MachineError
 from evaluator.machines import load_machine, machine_from_dict
 from evaluator.placement.rank_order import node_ranks, rank_order_text
-from evaluator.topology import machine_topology
+from evaluator.topology import machine_topology, torus
 
 
 def small_machine(**kw):
@@ -229,7 +229,7 @@ def test_alps_and_fragmented_honour_allocation():
     n_compute = int(mask.sum())
     busy = n_compute - int(free.sum())
     assert not free[~mask].any()
-    assert 0.6 * n_compute <= busy < 0.6 * n_compute + 16
+    assert 0.6 * n_compute - 1 < busy <= 0.6 * n_compute  # never over the occupancy; short by < the smallest job
     pl = P.fragmented(topo, 40, tasks_per_node=2, occupancy=0.6, seed=3, job_nodes=[1, 16], events=50)
     nodes = np.unique(pl.task_node)
     assert free[nodes].all() and mask[nodes].all() and nodes.size == 20 and pl.tasks_per_node().max() == 2
@@ -243,6 +243,18 @@ def test_alps_and_fragmented_honour_allocation():
                      events=50)
     with pytest.raises(ConfigError, match="placement.occupancy"):
         P.fragmented(topo, 4, occupancy=1.0)
+
+
+def test_fragmented_never_overruns_its_occupancy():
+    """Jobs as large as the machine: the busy share is the occupancy asked (the last job used to overrun it by up to
+    its size: 0.5 asked, 0.92 busy here)."""
+    topo = torus((8, 8, 8), nodes_per_router=2)
+    for occ in (0.3, 0.5, 0.9):
+        for seed in range(3):
+            busy = topo.n_nodes - int(P.free_after_history(topo, occ, seed=seed, job_nodes=[1, 1024]).sum())
+            assert occ * topo.n_nodes - 1 < busy <= occ * topo.n_nodes, (occ, seed, busy)
+    busy = topo.n_nodes - int(P.free_after_history(topo, 0.5, seed=0, job_nodes=[16, 1024]).sum())
+    assert 512 - 16 < busy <= 512
 
 
 def test_subprism_skips_service_refuses_down_and_too_big():

@@ -28,9 +28,12 @@ def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_
 
     Each event: jobs arrive while fewer than ``occupancy`` of the compute nodes are busy (sizes drawn
     log-uniformly in ``job_nodes = [min, max]`` nodes, each taking the first free compute nodes in
-    ALPS order, as ALPS does; an arrival that does not fit ends the arrivals of that event), then one
-    running job, drawn uniformly, leaves. After ``events`` events jobs arrive once more, so that the
-    busy share is about ``occupancy``. Draws use ``numpy.random.default_rng(seed)``.
+    ALPS order, as ALPS does; an arrival that does not fit ends the arrivals of that event; the last
+    may overrun the share), then one running job, drawn uniformly, leaves. After ``events`` events jobs
+    arrive once more; then, while more than ``floor(occupancy * compute nodes)`` are busy, running jobs
+    drawn uniformly leave, and jobs no larger than the room left arrive (log-uniform in ``[min,
+    min(max, room)]``) until less than ``min`` is left: the busy nodes never exceed the share asked and
+    fall short of it by less than ``min``. Draws use ``numpy.random.default_rng(seed)``.
     """
     check_topology(topology)
     TORUS_3D.require(topology, "fragmented")
@@ -58,11 +61,20 @@ def free_after_history(topology: Topology, occupancy: float, seed: int = 0, job_
             busy[pos] = True
             running.append(pos)
 
+    def leave() -> None:
+        busy[running.pop(int(rng.integers(len(running))))] = False
+
     for _ in range(ev):
         arrive()
         if running:
-            busy[running.pop(int(rng.integers(len(running))))] = False
+            leave()
     arrive()
+    cap = int(math.floor(target + 1e-9))  # the busy nodes asked for: never more
+    while busy.sum() > cap:
+        leave()
+    while (room := cap - int(busy.sum())) >= lo:  # and at most one job short
+        size = int(round(math.exp(rng.uniform(math.log(lo), math.log(min(hi, room))))))
+        busy[np.flatnonzero(~busy)[:size]] = True
     free = np.zeros(topology.n_nodes, dtype=bool)
     free[order[~busy]] = True
     return free
