@@ -303,9 +303,15 @@ class TorusMachine(Machine):
         raise NotImplementedError
 
     def network(self, partition: Sequence[int] | None = None, mode: str = "auto") -> MachineNetwork:
+        """As :meth:`Machine.network`; a partition of its own outside the machine's ``allowed_partitions`` (a
+        what-if: the scheduler would not grant it) is evaluated, its name saying so."""
         shape = None if partition is None else self.check_partition(partition)
         mode = self.default_mode if mode == "auto" else mode
-        return self._network(shape if mode == "own" else None)
+        net = self._network(shape if mode == "own" else None)
+        allowed = self.allowed_set()
+        if mode == "own" and shape is not None and allowed is not None and self.canonical(shape) not in allowed:
+            net = dataclasses.replace(net, name=f"{net.name}, not in {self.name}'s allowed partitions")
+        return net
 
     def allowed_set(self) -> set[tuple[int, ...]] | None:
         """Rotation-free forms of the allowed partitions, or None (any cuboid that fits)."""
