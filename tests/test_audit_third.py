@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evaluator import config
+from evaluator.errors import ConfigError
 
 
 def _topology_name(*overrides: str) -> str:
@@ -17,3 +20,21 @@ def test_a_partition_outside_the_allowed_list_says_so():
         "Mira 1x1x3x1 midplanes, not in Mira's allowed partitions")
     assert _topology_name("topology.partition=[1,2,1,1]") == "Mira 1x2x1x1 midplanes"  # a rotation of 2x1x1x1
     assert _topology_name("topology.partition=null") == "Mira 4x4x3x2 midplanes"
+
+
+def test_a_refused_task_count_names_where_it_came_from():
+    """The task count is the traffic's (traffic.n_tasks, the stencil's grid): the placement's refusal named only
+    placement.n_tasks, a key no config has."""
+    obj = config.to_object(config.compose(["traffic=random_pairs", "traffic.n_tasks=100000", "placement=linear"]))
+    with pytest.raises(ConfigError, match=r"The 100000 tasks are traffic.n_tasks = 100000 \(traffic=random_pairs\)"):
+        config.build(obj)
+    obj = config.to_object(config.compose(["traffic=stencil", "traffic.beta=[64,64,64]", "placement=linear"]))
+    with pytest.raises(ConfigError, match=r"The 262144 tasks are the task grid traffic.beta = \[64, 64, 64\]"):
+        config.build(obj)
+
+
+def test_the_default_dragonfly_placement_says_what_to_do_without_a_task_grid():
+    obj = config.to_object(config.compose(["traffic=random_pairs", "traffic.n_tasks=64"]))
+    with pytest.raises(ConfigError, match=r"traffic=random_pairs has no task grid: give placement.beta \(a grid of "
+                                          r"64 tasks\) or another placement \(placement=linear"):
+        config.build(obj)

@@ -102,15 +102,21 @@ _TASKS_FROM = {
 
 
 def _tasks_from(exc: ConfigError, traffic_cfg, n_tasks: int) -> ConfigError:
-    """``exc`` (a placement's refusal of ``n_tasks`` tasks) saying where the task count comes from, when the
-    traffic read it from a file (a trace's ranks: the user set no task count anywhere)."""
+    """``exc`` (a placement's refusal of ``n_tasks`` tasks) saying where the task count comes from: the traffic's
+    ``n_tasks`` or its task grid ``beta`` (the placement has no such key), or the file the traffic read it from
+    (a trace's ranks: the user set no task count anywhere)."""
     kind = getattr(traffic_cfg, "kind", None)
-    if type(exc) is not ConfigError or exc.field != "placement.n_tasks" or kind not in _TASKS_FROM:
+    if type(exc) is not ConfigError or exc.field != "placement.n_tasks":
         return exc
+    beta = getattr(traffic_cfg, "beta", None)
     if getattr(traffic_cfg, "n_tasks", None) is not None:
         source = f"traffic.n_tasks = {traffic_cfg.n_tasks!r} (traffic={kind})"
-    else:
+    elif kind in _TASKS_FROM:
         source = _TASKS_FROM[kind].format(path=getattr(traffic_cfg, "path", None))
+    elif beta is not None:
+        source = f"the task grid traffic.beta = {list(beta)!r} (traffic={kind})"
+    else:
+        return exc
     return ConfigError(exc.field, exc.value, exc.allowed, f"The {n_tasks} tasks are {source}. {exc.hint or ''}".strip())
 
 

@@ -147,7 +147,10 @@ class DragonflyCartesianConfig:
 
 def _args(cfg: ConfigOf[DragonflyCartesianConfig], ctx: PlacementContext):
     beta = config_list(cfg.beta) if cfg.beta is not None else ctx.beta
-    require(beta is not None, "placement.beta", None, "a task grid beta (or a stencil traffic with beta)")
+    kind = getattr(ctx.traffic_cfg, "kind", None)
+    require(beta is not None, "placement.beta", None, "a task grid beta (or a stencil traffic with beta)",
+            f"traffic={kind} has no task grid: give placement.beta (a grid of {ctx.n_tasks} tasks) or another "
+            f"placement (placement=linear, placement=dragonfly_random).")
     require(cfg.gamma is not None, "placement.gamma", None, "a list of tasks per group along each dimension")
     return beta, list(cfg.gamma)
 
