@@ -196,7 +196,11 @@ def _given(cfg) -> dict[str, Any]:
             "a mapping of link class -> seconds (e.g. {global: 1.0e-7, default: 1.0e-8})")
     link = {str(k): v for k, v in dict(link.items()).items()}
     if items.get("wire") is not None:
-        link.setdefault("default", items["wire"])
+        wire = _seconds("topology.latency.wire", items["wire"])
+        require("default" not in link or link["default"] == wire, "topology.latency.wire", wire,
+                f"one value for the classes link does not name: topology.latency.link.default = "
+                f"{link.get('default')!r} says it too", "Give one of the two.")
+        link["default"] = wire
     if link:
         out["link"] = link
     return out

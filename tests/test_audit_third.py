@@ -38,3 +38,22 @@ def test_the_default_dragonfly_placement_says_what_to_do_without_a_task_grid():
     with pytest.raises(ConfigError, match=r"traffic=random_pairs has no task grid: give placement.beta \(a grid of "
                                           r"64 tasks\) or another placement \(placement=linear"):
         config.build(obj)
+
+
+def test_an_overflowing_byte_total_says_which_keys_set_it():
+    obj = config.to_object(config.compose(["traffic=random_pairs", "traffic.n_tasks=64", "traffic.bytes=1e307",
+                                           "placement=linear"]))
+    with pytest.raises(ConfigError, match=r"The 64 flows' bytes come from the traffic's byte size \(traffic.bytes"):
+        config.build(obj)
+
+
+def test_latency_wire_and_link_default_are_one_value():
+    """``wire`` is the wire latency of the classes ``link`` does not name, as ``link.default`` is: with both given the
+    wire was dropped in silence, and a bad wire was refused as ``link.default``."""
+    from evaluator.latency import latency_from_config
+
+    with pytest.raises(ConfigError, match=r"topology.latency.wire = 1e-06 .*link.default = 1e-08 says it too"):
+        latency_from_config({"wire": 1e-6, "link": {"default": 1e-8}})
+    with pytest.raises(ConfigError, match=r"^topology.latency.wire = -1"):
+        latency_from_config({"wire": -1.0})
+    assert dict(latency_from_config({"wire": 1e-8, "link": {"default": 1e-8}}).link) == {"default": 1e-8}

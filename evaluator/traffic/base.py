@@ -245,7 +245,9 @@ class Traffic(_Exchange):
         with np.errstate(over="ignore"):
             total = float(self.nbytes.sum(dtype=np.float64))
         require(math.isfinite(total), "traffic.nbytes", f"flows summing to {total} B",
-                "byte counts with a finite total (below 1.8e308 B; every load and time would be inf or NaN)")
+                "byte counts with a finite total (below 1.8e308 B; every load and time would be inf or NaN)",
+                f"The {self.src.size} flows' bytes come from the traffic's byte size (traffic.bytes, "
+                f"traffic.bytes_per_element, ... of its kind, or a file's bytes): make it smaller.")
 
     @property
     def kernel_input(self) -> str:
