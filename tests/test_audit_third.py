@@ -57,3 +57,27 @@ def test_latency_wire_and_link_default_are_one_value():
     with pytest.raises(ConfigError, match=r"^topology.latency.wire = -1"):
         latency_from_config({"wire": -1.0})
     assert dict(latency_from_config({"wire": 1e-8, "link": {"default": 1e-8}}).link) == {"default": 1e-8}
+
+
+JOBS = ["topology=torus", "routing=dor", "traffic=random_pairs", "placement=linear"]
+
+
+@pytest.mark.parametrize("extra, field, hint", [
+    (["jobs=[{name: a, traffic: {n_tasks: 16}}, {name: b, traffic: {n_tasks: 16}, routing: {tie: bad}}]"],
+     "jobs[1].routing.tie", None),
+    (["jobs=[{name: a, traffic: {n_tasks: 16}}, {name: a, traffic: {n_tasks: 16}}]"], "jobs[1].name",
+     "jobs[0] has it too."),
+    (["traffic.n_tasks=16", "background.fraction=0.1", "+background.routing={tie: bad}"],
+     "background.routing.tie", None),
+])
+def test_a_job_refusal_names_the_job(extra, field, hint):
+    """A job's own routing refused as ``routing.tie`` (the top-level key, which was fine) and a repeated job name as
+    ``jobs.name`` did not say which job; the background's routing neither."""
+    from evaluator.jobs import evaluate_jobs
+
+    with pytest.raises(ConfigError) as info:
+        obj = config.to_object(config.compose(JOBS + extra))
+        jp = config.build_jobs(obj)
+        evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background)
+    assert info.value.field == field
+    assert hint is None or info.value.hint == hint

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 from dataclasses import dataclass
 
@@ -238,22 +240,31 @@ def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
         tcfg = job_group_config("traffic", raw.get("traffic"), cfg.traffic, f"{where}.traffic")
         pcfg = job_group_config("placement", raw.get("placement"), cfg.placement, f"{where}.placement")
         rcfg = raw.get("routing")
-        job_rt = None if rcfg is None else build_routing_spec(job_group_config("routing", rcfg, cfg.routing,
-                                                                               f"{where}.routing"))
-        try:
+        with _fields_under(where):
+            job_rt = None if rcfg is None else build_routing_spec(job_group_config("routing", rcfg, cfg.routing,
+                                                                                   f"{where}.routing"))
             tr, pl = build_job(tcfg, pcfg, topo, cfg.topology)
-        except ConfigError as exc:
-            if type(exc) is ConfigError:
-                raise ConfigError(f"{where}.{exc.field}", exc.value, exc.allowed, exc.hint) from None
-            raise
         jobs.append(Job(tr, pl, job_rt, str(raw["name"]) if raw.get("name") is not None else None))
     bg = None
     b = cfg.background
     if b is not None and (b.fraction != 0 or b.routing is not None or b.pattern != "uniform"):
-        bg_rt = None if b.routing is None else build_routing_spec(
-            job_group_config("routing", b.routing, cfg.routing, "background.routing"))
+        with _fields_under("background"):
+            bg_rt = None if b.routing is None else build_routing_spec(
+                job_group_config("routing", b.routing, cfg.routing, "background.routing"))
         bg = Background(b.fraction, b.pattern, bg_rt, b.seed)
     return JobsPoint(topo, rt, tuple(jobs), bg, bool(cfg.exclusive_nodes), bool(cfg.interference))
+
+
+@contextlib.contextmanager
+def _fields_under(where: str):
+    """A plain :class:`ConfigError` raised inside names its field under ``where`` (``jobs[1]``, ``background``):
+    a job's routing or traffic refused as ``routing.tie`` did not say which job's."""
+    try:
+        yield
+    except ConfigError as exc:
+        if type(exc) is ConfigError and not exc.field.startswith(where):
+            raise ConfigError(f"{where}.{exc.field}", exc.value, exc.allowed, exc.hint) from None
+        raise
 
 
 def check_settings(cfg) -> None:
@@ -267,7 +278,8 @@ def check_settings(cfg) -> None:
     if b is not None:
         check_background(Background(b.fraction, b.pattern, None, b.seed))
         if b.routing is not None:
-            build_routing_spec(job_group_config("routing", b.routing, cfg.routing, "background.routing"))
+            with _fields_under("background"):
+                build_routing_spec(job_group_config("routing", b.routing, cfg.routing, "background.routing"))
 
 
 def has_jobs(cfg) -> bool:

@@ -130,8 +130,9 @@ def _check_jobs(topology: Topology, jobs: Any, routing, exclusive_nodes: bool) -
         require(rt is not None, f"jobs[{i}].routing", None, "a routing (or the evaluation's routing argument)")
         routings.append(as_routing(rt, f"jobs[{i}].routing"))
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
-    dup = [n for n in names if names.count(n) > 1]
-    require(not dup, "jobs.name", dup[0] if dup else None, "distinct job names")
+    dup = [i for i, n in enumerate(names) if names.index(n) < i]
+    require(not dup, f"jobs[{dup[0] if dup else 0}].name", names[dup[0]] if dup else None,
+            "distinct job names", f"jobs[{names.index(names[dup[0]]) if dup else 0}] has it too.")
     if exclusive_nodes:
         owner = np.full(topology.n_nodes, -1, dtype=np.int64)
         for i, job in enumerate(jobs):
