@@ -44,6 +44,8 @@ __all__ = [
     "atomic_write",
     "write_netcdf",
     "write_zarr",
+    "zarr_damage",
+    "ZARR_FILES",
     "save_figure",
     "write_pickle",
     "read_pickle",
@@ -157,15 +159,31 @@ consolidated metadata that opens a store in one read), which format 3 leaves to 
 on every such array); every zarr reader reads format 2."""
 
 
+ZARR_FILES = ".evaluator-files.json"
+"""The list of every file :func:`write_zarr` wrote into a store, with its size and SHA-256 (:func:`zarr_damage`
+checks them when the store is read): zarr itself reads a missing chunk file as the array's fill value (NaN, or
+False for ``feasible``), so a lost chunk read as "no feasible point" until 2026-12-06."""
+
+
+def _store_files(root: Path) -> dict[str, list]:
+    out = {}
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and f.name != ZARR_FILES:
+            out[f.relative_to(root).as_posix()] = [f.stat().st_size, hashlib.sha256(f.read_bytes()).hexdigest()]
+    return out
+
+
 def write_zarr(ds, path: str | os.PathLike[str]) -> Path:
     """Write an :class:`xarray.Dataset` to a zarr directory (format 2, consolidated metadata) atomically
-    (temporary directory, then rename)."""
+    (temporary directory, then rename). Every chunk is written, an empty one (all fill value) included, and
+    :data:`ZARR_FILES` lists the files, so that a file lost or damaged later is found (:func:`zarr_damage`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".zarr.tmp"))
     try:
         shutil.rmtree(tmp)
-        ds.to_zarr(tmp, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
+        ds.to_zarr(tmp, mode="w", zarr_format=ZARR_FORMAT, consolidated=True, write_empty_chunks=True)
+        write_json(tmp / ZARR_FILES, {"files": _store_files(tmp)})
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
@@ -173,6 +191,37 @@ def write_zarr(ds, path: str | os.PathLike[str]) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def zarr_damage(path: str | os.PathLike[str]) -> str | None:
+    """What is wrong with the files of the zarr store at ``path`` (format 2), in words naming the file, or None.
+
+    A store :func:`write_zarr` wrote is checked against its :data:`ZARR_FILES` (every file there, of the size
+    and SHA-256 written). An older store or another writer's has no such list (zarr leaves out a chunk that holds
+    only the fill value, so a missing chunk file is not damage by itself): None."""
+    root = Path(path)
+    listed = root / ZARR_FILES
+    if listed.is_file():
+        try:
+            files = json.loads(listed.read_text())["files"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return f"{listed} (the list of the store's files) cannot be read ({type(exc).__name__})"
+        for rel, (size, digest) in files.items():
+            f = root / rel
+            try:
+                got = f.stat().st_size
+            except OSError:
+                return f"{f} is missing"
+            if got != size:
+                return f"{f} has {got} bytes, not the {size} written (truncated or changed)"
+            try:
+                data = f.read_bytes()
+            except OSError as exc:
+                return f"{f} cannot be read ({exc.strerror or exc})"
+            if hashlib.sha256(data).hexdigest() != digest:
+                return f"{f} is not what was written (its SHA-256 differs)"
+        return None
+    return None
 
 
 FIGURE_SOFTWARE = "evaluator"

@@ -22,7 +22,7 @@ import xarray as xr
 from .dataset import metric as metric_entry
 from .dataset import check_draw_axes, draw_stats, rankable, smaller_is_better
 from .display import axis_label, display_unit
-from .errors import ConfigError, require
+from .errors import ConfigError, WordedError
 from .io import save_figure
 
 __all__ = ["plot_sweep", "is_ratio"]
@@ -60,6 +60,20 @@ def _number(label: str) -> float | None:
 def _numeric(labels: list[str]) -> bool:
     """Whether an axis with these labels is numeric (every label a finite number): ordered, drawn as lines."""
     return bool(labels) and all(_number(s) is not None for s in labels)
+
+
+def _nothing_on_x(dims, other, series, draws) -> WordedError:
+    """No axis is left for x (``--x`` not given): the draws or the series are the dataset's only axes. (Both said
+    "--x = None is invalid" until 2026-12-06, naming an option the user had not given.)"""
+    if draws:
+        return WordedError(f"nothing to put on x: --x is not given and the dataset has no axis other than "
+                           f"{' and '.join(other)} (axes: {dims}); draws are summarised, not put on x, unless "
+                           f"asked. Put a draw on x (--x {draws[-1]}: each draw its own point), or see each "
+                           f"point's summary over its draws with evaluator query --draws {' '.join(draws)}.",
+                           "x", None, "an axis of the dataset")
+    return WordedError(f"nothing to put on x: --x is not given and the dataset's only axis is the series "
+                       f"{series!r} (axes: {dims}). Put it on x (--x {series}), or pick another --series.",
+                       "x", None, "an axis of the dataset")
 
 
 def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
@@ -101,13 +115,8 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
                               "a dataset with an axis to put on x (a sweep's)",
                               "A plot needs an axis: plot a sweep dataset (`evaluator sweep`), not a single design "
                               "point (evaluator eval prints its values).")
-        if draws:
-            hint = (f"Put a draw on x (--x {draws[-1]}), or see each point's summary over its draws with evaluator "
-                    f"query --draws {' '.join(draws)}.")
-        else:
-            hint = f"Pick another --series than {series!r}."
-        require(bool(rest), "x", None, f"an axis of the dataset{' other than ' if other else ''}"
-                                       f"{' and '.join(other)}; axes: {dims}", hint)
+        if not rest:
+            raise _nothing_on_x(dims, other, series, draws)
         x = "placement.gamma" if "placement.gamma" in rest else max(rest, key=lambda d: da.sizes[d])
     if x == series:
         raise ConfigError("series", series, f"an axis of the dataset other than x = {x!r}; axes: {dims}")

@@ -6,6 +6,7 @@ command writes; a variable without one is refused.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +20,9 @@ from .dataset import DRAW_QUANTILE, ROW_LABELS, TABLE, check_draw_axes, draw_sta
     smaller_is_better
 from .dataset import metric as metric_entry
 from .display import rank_labels
-from .errors import ConfigError, ConfigTypeError, is_int, require
+from .errors import ConfigError, ConfigTypeError, StorageError, WordedError, is_int, require
+from .io import zarr_damage
+from .runs import feasible_lost, refuse_unfinished, unreadable_chunk
 
 __all__ = ["gain", "open_results", "best", "default_metric", "draw_summary", "draw_stats", "tied", "rank_labels", "TIE_RTOL",
            "MINIMIZE", "MAXIMIZE", "DRAW_QUANTILE"]
@@ -34,8 +37,8 @@ def tied(a: float, b: float, rtol: float = TIE_RTOL) -> bool:
     for name, v in (("a", a), ("b", b), ("rtol", rtol)):
         require(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)),
                 name, v, "a number")
-    a, b = float(a), float(b)
-    return a == b or abs(a - b) <= rtol * max(abs(a), abs(b))
+    a, b = float(a), float(b)  # (an infinite value is tied with itself only: inf - x <= rtol * inf held for any x)
+    return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rtol * max(abs(a), abs(b)))
 
 
 def _ratio(winner: float, other: float, smaller: bool) -> float:
@@ -46,15 +49,18 @@ def _ratio(winner: float, other: float, smaller: bool) -> float:
 def _tied_arrays(a: np.ndarray, b: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
     """:func:`tied` of two arrays, element by element."""
     with np.errstate(invalid="ignore"):
-        return (a == b) | (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)))
+        return (a == b) | (np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b))))
 
 
 def _ratios(winner: np.ndarray, other: np.ndarray, smaller: bool) -> np.ndarray:
-    """How many times better each ``winner`` is than its ``other``, element by element (NaN unless both are
-    positive and finite)."""
-    ok = np.isfinite(winner) & np.isfinite(other) & (winner > 0) & (other > 0)
+    """How many times better each ``winner`` is than its ``other``, element by element: ``other / winner`` where
+    smaller is better, ``winner / other`` where larger is; infinite where the winner's time is 0 (a job without
+    traffic) or its throughput infinite against a finite one; NaN where either is negative or the ratio has no
+    value (0 / 0, inf / inf)."""
+    winner, other = np.asarray(winner, dtype=float), np.asarray(other, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = other / winner if smaller else winner / other
+        ok = (winner >= 0) & (other >= 0) & ~np.isnan(r)
     return np.where(ok, r, np.nan)
 
 
@@ -139,6 +145,7 @@ def open_results(path: str | Path, results_dir: str | Path = "results",
         raise ConfigError("path", str(p), _WRITTEN_BY, "No such file or directory.")
     if p.is_dir():
         if not any((p / m).exists() for m in _ZARR_MARKERS):
+            refuse_unfinished(p, _WRITTEN_BY)
             try:
                 empty = not any(p.iterdir())
             except OSError:
@@ -146,13 +153,23 @@ def open_results(path: str | Path, results_dir: str | Path = "results",
             what = "an empty directory" if empty else "a directory that is not a zarr store (it has no zarr.json " \
                                                        "or .zgroup)"
             raise ConfigError("path", str(p), _WRITTEN_BY, f"It is {what}.")
-        try:
-            with xr.open_zarr(p, drop_variables=list(drop_variables)) as ds:
-                return ds.load()
-        except Exception as exc:  # zarr raises many types for a damaged store
-            raise ConfigError("path", str(p), _WRITTEN_BY,
-                              f"The zarr store could not be read ({type(exc).__name__}: {_cause(exc)}); "
-                              f"it may be incomplete or damaged.") from None
+        damage = zarr_damage(p)  # (zarr reads a lost chunk file as the fill value: "no feasible point")
+        if damage is None:
+            try:
+                with xr.open_zarr(p, drop_variables=list(drop_variables)) as ds:
+                    ds = ds.load()
+                damage = feasible_lost(p, ds)
+                if damage is None:
+                    return ds
+            except Exception as exc:  # zarr raises many types for a damaged store
+                damage = unreadable_chunk(p)
+                if damage is None:
+                    raise ConfigError("path", str(p), _WRITTEN_BY,
+                                      f"The zarr store could not be read ({type(exc).__name__}: {_cause(exc)}); "
+                                      f"it may be incomplete or damaged.") from None
+        raise StorageError(f"dataset {p} is damaged: {damage}. Nothing was read from it. Move the store away (or "
+                           f"delete it) and rerun the command that wrote it (the same `evaluator sweep` command "
+                           f"computes the run again).", "path", str(p), _WRITTEN_BY)
     try:
         with open(p, "rb") as fh:
             head = fh.read(8)
@@ -174,6 +191,12 @@ def open_results(path: str | Path, results_dir: str | Path = "results",
         raise ConfigError("path", str(p), _WRITTEN_BY,
                           f"It could not be read ({_cause(exc)}); it may be truncated or damaged. Write it again "
                           f"(`evaluator sweep` resumes from its chunk files).") from None
+
+
+
+
+
+
 
 
 def _plain(values) -> list:
@@ -505,13 +528,28 @@ def _best_of_draws(ds: xr.Dataset, metric, over, where, n, draws) -> pd.DataFram
                               "An axis is either chosen over (--over: its best value) or summarised as random "
                               "draws (--draws), not both.")
     label_filter: dict = {}
+    full = ds
     if where is not None:
         coord_labels = [str(c) for c in ds.coords if c not in ds.dims and ds[c].ndim >= 1
                         and set(ds[c].dims) <= set(dims)]
         ds, label_filter = _where(ds, where, dims, coord_labels + [x for d in dims for x in _labels_of(ds, d)])
+    draws = check_draw_axes(draws, dims)
+    used = {}
+    for d in draws:  # what --where left of each draw axis: the summary is over those draws, and says so
+        n_all, n_left = int(full.sizes[d]), int(ds.sizes[d])
+        if n_left == 1 and n_all > 1:
+            label = _plain(ds[d].values)[0] if d in ds.coords else 0
+            raise ConfigError("where", f"{d}={label}", f"labels of {d} that leave two draws or more to summarise "
+                                                       f"(--draws {d}), or no label of it",
+                              f"--where keeps one of the {n_all} draws of {d}, and a mean, tail and range of one "
+                              f"draw are that draw: rank its rows without --draws {d}, or give two labels or more "
+                              f"(--where {d}=A,B) or none (every draw).")
+        used[d] = (n_left, n_all, [str(x) for x in _plain(ds[d].values)] if d in ds.coords else [])
     summary = draw_summary(ds, draws, base)
     ranked = f"{base}_{stat}"
-    return _best(summary, ranked, over, label_filter or None, n, [s for s in _draw_stats(base) if s != ranked])
+    table = _best(summary, ranked, over, label_filter or None, n, [s for s in _draw_stats(base) if s != ranked])
+    table.attrs["draws"] = used
+    return table
 
 
 def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.DataFrame:
@@ -527,7 +565,14 @@ def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.D
                     and set(ds[c].dims) <= set(dims)]
     row_labels = {d: _labels_of(ds, d) for d in dims}
     sub, label_filter = _where(ds, where, dims, coord_labels + [x for d in dims for x in row_labels[d]])
-    frame = _sorted_rows(_frame(sub, metric, dims, coord_labels, row_labels, beside), metric, label_filter)
+    excused = None  # rows a refusal explains (the buyer study's routings a network has not, ...): not counted
+    for name in ("refused", "reason"):
+        if name in sub.data_vars and sub[name].dtype.kind in "OUS" and set(sub[name].dims) <= set(dims):
+            e = _flat(sub[name].astype(str) != "", sub[metric], dims)
+            excused = e if excused is None else excused | e
+    frame, unranked = _sorted_rows(_frame(sub, metric, dims, coord_labels, row_labels, beside), metric, label_filter,
+                                   [d for d in dims if not row_labels[d]] + [x for d in dims for x in row_labels[d]],
+                                   excused)
     keep = [d for d in dims if d not in over]
     units = dict(frame.attrs.get("units", {}))
     smaller = bool(smaller_is_better(metric))
@@ -545,15 +590,36 @@ def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.D
         frame["ahead_by"] = _next_ratios(values, ranks, smaller)
     if "ahead_by" in frame.columns:
         units["ahead_by"] = "x"
-    return _ranked_table(frame, metric, dims, row_labels, ranks, n, units)
+    table = _ranked_table(frame, metric, dims, row_labels, ranks, n, units)
+    if unranked[0]:
+        table.attrs["unranked"] = unranked
+    return table
 
 
-def _sorted_rows(frame, metric: str, label_filter: dict):
-    """The rows whose labels ``label_filter`` asks for and whose metric is finite, best first (stable)."""
-    for k, labels in label_filter.items():
-        frame = frame[frame[k].astype(str).isin(labels)]
-    frame = frame[np.isfinite(frame[metric].astype(float))]
-    return frame.sort_values(metric, ascending=smaller_is_better(metric), kind="stable")
+def _sorted_rows(frame, metric: str, label_filter: dict, labels: Sequence[str] = (), excused=None):
+    """``(rows, unranked)``: the rows whose labels ``label_filter`` asks for and whose metric has a value, best
+    first (stable); ``unranked``: ``(count, examples, what)`` of the feasible rows left out for want of one (not
+    those ``excused``, a flat mask by position, says are refused: their reason is in the dataset).
+
+    A value is a finite number, or an infinite one on the good side (a throughput of +inf: the best; a time of 0,
+    a job without traffic, is a finite value and the best time). NaN, an infinite time or a throughput of -inf is
+    no value: its row is not ranked (as an infeasible point is not), and ``unranked`` counts it, with the labels
+    (``labels``: columns) of up to three such rows, for the table's note."""
+    for k, labels_k in label_filter.items():
+        frame = frame[frame[k].astype(str).isin(labels_k)]
+    smaller = smaller_is_better(metric)
+    values = frame[metric].astype(float).to_numpy()
+    has = np.isfinite(values) | ((values == np.inf) & (not smaller))
+    lacking = ~has
+    if excused is not None:
+        lacking &= ~np.asarray(excused, bool)[frame.index.to_numpy()]
+    examples = []
+    for i in np.flatnonzero(lacking)[:3]:
+        row = frame.iloc[int(i)]
+        examples.append(", ".join(f"{c}={row[c]}" for c in labels if c in frame.columns) or "the point")
+    unranked = (int(lacking.sum()), examples, "NaN or infinite" if smaller else "NaN")
+    frame = frame[has]
+    return frame.sort_values(metric, ascending=smaller, kind="stable"), unranked
 
 
 def _check_over(over, n, dims: list[str]) -> list[str]:
@@ -582,11 +648,15 @@ def _ranked_table(frame, metric: str, dims, row_labels, ranks, n, units: dict) -
     df = frame[shown].reset_index(drop=True)
     df.index = pd.Index(ranks, name="rank")
     tied = [int(r) for r, c in pd.Series(np.asarray(ranks)).value_counts().items() if c > 1]
+    rows = len(df)
+    cut_tied = int((np.asarray(ranks)[n:] == ranks[n - 1]).sum()) if n and 0 < n < rows else 0
     df = df.head(n) if n else df
     empty = [c for c in df.columns if c != metric and c in units and df[c].isna().all()]
     df = df.drop(columns=empty)
     df.attrs["units"] = {c: u for c, u in units.items() if c in df.columns}
     df.attrs["tied_ranks"] = sorted(tied)  # of the whole ranking: a row shown alone can be tied with one cut off
+    df.attrs["rows"] = rows  # of the whole ranking, before -n cut it (the note under a cut table says how many)
+    df.attrs["cut_tied"] = cut_tied  # rows cut off that are tied with the last row shown
     if "ahead_by" in df.columns:  # NaN: no later row (or no other group's row) to be ahead of
         df.attrs["missing"] = {"ahead_by": "-"}
     return df

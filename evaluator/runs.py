@@ -18,15 +18,21 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import glob as _glob
+import json
 import math
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .errors import ConfigError
+from .errors import ConfigError, WordedError
 from .io import LATEST, run_time
 
-__all__ = ["Run", "RESULTS_DIR", "list_runs", "describe", "resolve", "runs_table", "latest"]
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["Run", "RESULTS_DIR", "list_runs", "describe", "resolve", "runs_table", "latest", "refuse_unfinished",
+           "feasible_lost", "unreadable_chunk"]
 
 RESULTS_DIR = "results"
 """Where the commands write by default (relative to the working directory)."""
@@ -126,7 +132,6 @@ def describe(path: str | os.PathLike[str], root: str | os.PathLike[str] = RESULT
             when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
         feasible = int(attrs["n_feasible"]) if "n_feasible" in attrs else None
         if "axes_json" in attrs and "n_points" in attrs:  # a sweep
-            import json
 
             names = [a["name"] for a in json.loads(attrs["axes_json"])]
             axes = tuple((n, int(ds.sizes.get(n, 0))) for n in names)
@@ -163,8 +168,6 @@ def _mtime(p: Path) -> int:
 
 def _unfinished(top: Path, root: Path) -> list[Run]:
     """Sweeps stopped before their dataset was written: their chunk stores (``.<run id>.chunks/``)."""
-    import json
-
     out = []
     for manifest in sorted(top.glob("**/.*.chunks/manifest.json")):
         d = manifest.parent
@@ -284,6 +287,7 @@ def resolve(arg: str | os.PathLike[str] | Sequence[str], results_dir: str | os.P
     list of paths) is a :class:`~evaluator.errors.ConfigError` listing them and suggesting the study name or
     ``latest``; so is a name that is neither a path nor a study."""
     root = Path(results_dir)
+    explicit = isinstance(arg, os.PathLike)  # (a Path: a path already, e.g. what resolve returned, not a name)
     args = [str(arg)] if isinstance(arg, (str, os.PathLike)) else [str(a) for a in arg]
     if not args:
         raise ConfigError("path", "", _ALLOWED)
@@ -305,21 +309,39 @@ def resolve(arg: str | os.PathLike[str] | Sequence[str], results_dir: str | os.P
     p = Path(given)
     if not (p.exists() or p.is_symlink()) and _GLOB_CHARS & set(given):
         matches = sorted(_glob.glob(given)) or sorted(_glob.glob(str(root / given)))
-        matches = [m for m in matches if Path(m).name != LATEST]
+        # the latest links beside the datasets a glob matches are not more datasets; a glob of latest links
+        # (results/*/latest) asks for them (it "matched nothing" until 2026-12-06)
+        wants_latest = Path(given).name == LATEST
+        matches = [m for m in matches if (Path(m).name == LATEST) == wants_latest]
         matches = [m for m in matches if m.endswith(_SUFFIXES)] or matches  # not the plots beside them
         if len(matches) > 1:
             raise _several(matches, given, root)
         if not matches:
             raise ConfigError("path", given, _ALLOWED, f"The glob matches nothing. {_known(root)}")
         p = Path(matches[0])
+    q = root / given
+    if not explicit and (p.exists() or p.is_symlink()) and str(p) == given and "/" not in given and os.sep not in given \
+            and not p.is_absolute() and (q.exists() or q.is_symlink()) and not _same(p, q):
+        # a bare name that is both here and a study: which one was meant is not for this command to guess (a
+        # directory ./rdn shadowed the study rdn until 2026-12-06, with "not a zarr store")
+        raise ConfigError("path", given, _ALLOWED,
+                          f"{given!r} names two things: ./{given} in this directory and the study {q} under the "
+                          f"results directory. Say which: ./{given} for the one here, {q} for the study's latest "
+                          f"run.")
     if p.exists() or p.is_symlink():
         return _at(p, given, root)
-    q = root / given
     if not p.is_absolute() and (q.exists() or q.is_symlink()):
         return _at(q, given, root)
     if p.suffix in _SUFFIXES or p.is_absolute() or len(p.parts) > 2:
         return p  # a dataset's path: open_results says it does not exist
     raise ConfigError("path", given, _ALLOWED, f"No such file, directory or study. {_known(root)}")
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _known(root: Path) -> str:
@@ -328,3 +350,88 @@ def _known(root: Path) -> str:
         return f"There are no runs under {root}/ yet (--results DIR: another results directory)."
     shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
     return f"Studies under {root}/: {shown}."
+
+
+# what is wrong with a results store that query and plot cannot read (evaluator.query.open_results)
+
+def refuse_unfinished(p: Path, written_by: str) -> None:
+    """Refuse a directory that holds a sweep's chunks but no dataset (the sweep stopped before writing it; or
+    the chunk directory itself), saying so and how to resume, instead of "not a zarr store"."""
+    stores = [p] if (p.name.startswith(".") and p.name.endswith(".chunks") and (p / "manifest.json").exists()) \
+        else sorted(m.parent for m in p.glob(".*.chunks/manifest.json"))
+    if not stores:
+        return
+    runs = []
+    for d in stores:
+        try:
+            run_id = json.loads((d / "manifest.json").read_text()).get("run_id") or d.name[1:-len(".chunks")]
+        except (OSError, ValueError, AttributeError):
+            run_id = d.name[1:-len(".chunks")]
+        runs.append(f"run {run_id} ({sum(1 for _ in d.glob('*.pkl'))} chunk file(s) of its points kept in {d})")
+    raise WordedError(f"{p} holds no dataset yet: the sweep is unfinished, stopped before writing its dataset: "
+                      f"{'; '.join(runs)}. Rerun the same `evaluator sweep` command (the same sweeps= and "
+                      f"overrides) to resume it: it computes only the points not kept and writes the dataset that "
+                      f"query and plot read; `evaluator runs` lists it as unfinished.", "path", str(p), written_by)
+
+
+def feasible_lost(p: Path, ds: xr.Dataset) -> str | None:
+    """A sweep's store (one without :data:`~evaluator.io.ZARR_FILES`, written before 2026-12-06) whose ``feasible``
+    counts fewer points than the run recorded (``n_feasible``): zarr read a lost chunk file as False. In words
+    naming the missing files, else None."""
+    if "feasible" not in ds.data_vars or "n_feasible" not in ds.attrs:
+        return None
+    ok = ds["feasible"].fillna(False).astype(bool)
+    if "completion_time" in ds.data_vars and ds["completion_time"].dims == ok.dims:
+        lost = int((ok & ds["completion_time"].isnull()).sum())  # a sweep's feasible point always has its time
+        if lost:
+            d = p / "completion_time"
+            on_disk = sorted(f.name for f in d.iterdir() if not f.name.startswith(".")) if d.is_dir() else []
+            return (f"its variable completion_time ({d}) has no value at {lost} feasible point(s): a chunk file of "
+                    f"it is missing (chunk files there: {', '.join(on_disk) or 'none'})")
+    try:
+        recorded, got = int(ds.attrs["n_feasible"]), int(ds["feasible"].fillna(False).astype(bool).sum())
+    except (TypeError, ValueError):
+        return None
+    if recorded == got:
+        return None
+    on_disk = sorted(f.name for f in (p / "feasible").iterdir() if not f.name.startswith(".")) \
+        if (p / "feasible").is_dir() else []
+    return (f"its variable feasible ({p / 'feasible'}) reads {got} feasible points where the run recorded "
+            f"{recorded} (n_feasible): a chunk file of it is missing or changed (chunk files there: "
+            f"{', '.join(on_disk) or 'none'})")
+
+
+def unreadable_chunk(p: Path) -> str | None:
+    """The first chunk file of the zarr store ``p`` that zarr cannot decode, in words (None: none found)."""
+    import itertools
+
+    import zarr
+
+    try:
+        group = zarr.open_group(str(p), mode="r")
+        arrays = list(group.arrays())
+    except Exception:  # noqa: BLE001 (the caller says the store could not be read)
+        return None
+    for name, arr in arrays:
+        try:
+            arr[...]
+        except Exception as exc:  # noqa: BLE001
+            why = f"{type(exc).__name__}: {_cause(exc)}"
+            try:
+                sep = getattr(arr.metadata, "dimension_separator", None) or "."
+                grid = [range(-(-n // max(c, 1))) for n, c in zip(arr.shape, arr.chunks)]
+                for idx in itertools.product(*grid):
+                    try:
+                        arr.blocks[idx] if idx else arr[...]
+                    except Exception:  # noqa: BLE001
+                        key = sep.join(str(i) for i in idx) if idx else "0"
+                        return f"its chunk file {p / name / key} cannot be decoded ({why})"
+            except Exception:  # noqa: BLE001
+                pass
+            return f"the files of its variable {name} ({p / name}) cannot be decoded ({why})"
+    return None
+
+
+def _cause(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)

@@ -247,8 +247,10 @@ def test_a_schedule_lists_each_run_and_job_once(made, capsys):
     assert len(jobs) == ds.sizes["run"] * ds.sizes["job"] and not jobs.duplicated(subset=["run", "job"]).any()
     assert "mean_wait" not in jobs.columns  # a run's means are not repeated on its 300 jobs' rows
     assert cli.main(["query", str(made["schedule"]), "--best", "wait", "-n", "20"]) == 0
-    rows = [ln.split() for ln in capsys.readouterr().out.splitlines()[2:]]
+    lines = capsys.readouterr().out.splitlines()[2:]
+    rows = [ln.split() for ln in lines if not ln.startswith("shown: ")]  # (the note of the rows -n left out)
     assert len(rows) == 20 and len({(r[1], r[2]) for r in rows}) == 20
+    assert lines[-1].startswith(f"shown: the first 20 of {len(jobs)} rows")
     months = best(ds, "wait_reduction", n=0)
     assert len(months) == ds.sizes["run"] * ds.sizes["month"]
     assert not months.duplicated(subset=["run", "month"]).any()

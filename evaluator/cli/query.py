@@ -21,6 +21,7 @@ with the best and says by how much they win (``ahead_by [x]`` over ``runner_up``
 
 from __future__ import annotations
 
+import shlex
 
 import pandas as pd
 
@@ -92,8 +93,7 @@ def main(argv: list[str]) -> int:
                           + ("'reason' variable says" if "reason" in ds else "'refused' and 'feasible' variables say")
                           + " why each point has none")
     if args.draws:
-        print(f"each row: the mean over the draws of {', '.join(dict.fromkeys(args.draws))} "
-              f"(and their tail, largest and smallest), the draws of every row feasible")
+        print(_draws_header(table, args.draws))
     if args.si:
         if table.index.has_duplicates:
             table.index = pd.Index(rank_labels(table.index), name="rank")  # a shared rank is a tie: 1=, 1=, 3
@@ -104,6 +104,8 @@ def main(argv: list[str]) -> int:
     else:
         print(format_table(table))
     metric = args.best if args.best is not None else default_metric(ds)
+    for note in _notes(table, metric, argv):
+        print(note)
     line = "" if args.draws or metric not in ds else draws_line(ds[metric], " ".join(args.path), args.over,
                                                                  args.best)
     if line:  # the rows are single draws of the seeds on axes: the first is the luckiest
@@ -112,3 +114,45 @@ def main(argv: list[str]) -> int:
         print(f"every row is one draw of {ds.attrs['one_draw']}: no axis draws their seeds, so a row is not what its "
               f"point gives on average (sweep their seeds and rank with --draws)")
     return 0
+
+
+def _draws_header(table, draws: list[str]) -> str:
+    """What each row of a ``--draws`` table summarises: the draws of each axis, or those ``--where`` left."""
+    used = table.attrs.get("draws", {})
+    which = []
+    for d in dict.fromkeys(draws):
+        n_left, n_all, labels = used.get(d, (None, None, []))
+        which.append(d if n_left is None or n_left == n_all else
+                     f"{d} ({n_left} of its {n_all} values, as --where asks: {', '.join(labels)})")
+    return (f"each row: the mean over the draws of {', '.join(which)} (and their tail, largest and smallest), the "
+            f"draws of every row feasible")
+
+
+def _notes(table, metric: str, argv: list[str]) -> list[str]:
+    """The lines under a table that say what it leaves out: rows cut by ``-n`` (how many, and the command that
+    prints them all), and feasible rows not ranked for want of a value of the metric (NaN or infinite)."""
+    notes = []
+    total = int(table.attrs.get("rows", len(table)))
+    if len(table) < total:
+        rest = []
+        skip = False
+        for a in argv:  # the command again, without its -n (then -n 0: every row)
+            if skip:
+                skip = False
+                continue
+            if a in ("-n", "--top"):
+                skip = True
+                continue
+            if a.startswith("--top=") or (a.startswith("-n") and not a.startswith("--")):
+                continue
+            rest.append(a)
+        tied = int(table.attrs.get("cut_tied", 0))
+        more = f" ({tied} more tied with the last)" if tied else ""
+        notes.append(f"shown: the first {len(table)} of {total} rows{more}; every row: evaluator query "
+                     f"{shlex.join(rest)} -n 0")
+    count, examples, what = table.attrs.get("unranked", (0, [], ""))
+    if count:
+        eg = "; ".join(examples) + ("; ..." if count > len(examples) else "")
+        notes.append(f"not ranked: {count} feasible row{'s' if count != 1 else ''} whose {metric} is {what} (no "
+                     f"value to rank): {eg}")
+    return notes
