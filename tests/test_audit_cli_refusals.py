@@ -117,8 +117,9 @@ def test_an_eval_dataset_of_one_draw_says_so_where_it_is_read(tmp_path, capsys):
 @pytest.mark.parametrize("axes,says", [
     (["background.pattern=foo,uniform"], "background.pattern = 'foo' is invalid"),
     (["background.fraction=0.2", "background.pattern=random_permutation,foo"], "background.pattern = 'foo'"),
-    (["background.seed=0,1"], "sweep.axes = 'background.seed' is invalid: allowed is an axis of the background's "
-                              "keys where it loads something"),
+    (["background.pattern=random_permutation", "background.seed=0,1"],
+     "sweep.axes = 'background.seed' is invalid: allowed is an axis of the background's keys where it loads "
+     "something"),
 ])
 def test_a_background_axis_that_is_invalid_or_changes_nothing_is_refused(axes, says, tmp_path, capsys):
     """A background axis at fraction 0 ran every value as the same point (a pattern 'foo' among them), and a value

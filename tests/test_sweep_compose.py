@@ -239,7 +239,8 @@ def test_nested_jobs_and_background_axes():
     p = plan(*base, jobs, "jobs.1.placement.offset=choice([2,0],[4,0])")
     assert [p.point_config(i).jobs[1]["placement"]["offset"] for i in range(2)] == [[2, 0], [4, 0]]
     assert p.point_config(1).jobs[0]["placement"]["offset"] == [0, 0]
-    b = plan(*base, "background.fraction=0.1,0.2", "background.seed=range(0,2)")
+    b = plan(*base, "background.fraction=0.1,0.2", "background.pattern=random_permutation",
+             "background.seed=range(0,2)")
     assert b.n_points == 4 and b.point_config(3).background.fraction == 0.2
 
 

@@ -272,13 +272,49 @@ def check_settings(cfg) -> None:
     the background's pattern, seed and routing (at ``fraction`` 0, where it loads nothing)."""
     from ..lp.bounds import check_bounds
 
-    check_bounds(True, getattr(cfg, "bound_solver", "highs"))
+    bounds = getattr(cfg, "bounds", False)
+    check_bounds(True if bounds is False or bounds is None else bounds, getattr(cfg, "bound_solver", "highs"))
+    _check_sharing(cfg)
     b = getattr(cfg, "background", None)
     if b is not None:
         check_background(Background(b.fraction, b.pattern, None, b.seed))
         if b.routing is not None:
             with _fields_under("background"):
                 build_routing_spec(job_group_config("routing", b.routing, cfg.routing, "background.routing"))
+
+
+_MAX_MIN_KEYS = ("fairness", "progression")
+"""Settings that only max-min sharing reads (``sharing=max_min``): the flows' weights and how phases follow."""
+
+
+def _check_sharing(cfg) -> None:
+    """Refuse ``fairness`` or ``progression`` set (away from the schema's default) where nothing reads it: without
+    ``sharing=max_min`` (the bound has no weights and no message order), and ``progression`` with several jobs or a
+    background load (:func:`evaluator.jobs.evaluate_jobs` runs each job's phases one after another)."""
+    from .._batch.flowlevel import SHARINGS
+
+    sharing = getattr(cfg, "sharing", "bound")
+    if sharing not in SHARINGS:  # (refused where it is read, naming its options)
+        return
+    for key in _MAX_MIN_KEYS:
+        value, default = getattr(cfg, key, None), _schema_default(key)
+        if value is None or value == default:
+            continue
+        if sharing != "max_min":
+            raise ConfigError(key, value, f"{default!r} (the default) unless sharing=max_min: only flow-level "
+                                          f"max-min sharing reads {key}; sharing={sharing} is the contention bound",
+                              f"Add sharing=max_min, or drop {key}={value}.")
+        if key == "progression" and has_jobs(cfg):
+            raise ConfigError(key, value, f"{default!r} (the default) with several jobs or a background load: "
+                                          "each job's phases follow one another",
+                              f"Drop {key}={value}, or evaluate one job (no jobs, background.fraction=0).")
+
+
+def _schema_default(key: str):
+    """The default of a top-level key of :class:`~evaluator.config.EvalConfig`."""
+    from .schemas import EvalConfig
+
+    return next(f.default for f in dataclasses.fields(EvalConfig) if f.name == key)
 
 
 def has_jobs(cfg) -> bool:

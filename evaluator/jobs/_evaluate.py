@@ -39,6 +39,9 @@ BACKGROUND_PATTERNS = ("uniform", "random_permutation")
 of uniformly random destinations); ``random_permutation``: every background node sends its whole rate to one
 partner of a seeded random permutation of the background nodes."""
 
+SEEDED_PATTERNS = ("random_permutation",)
+"""The background patterns that draw from ``seed`` (``uniform`` draws nothing: another seed is refused there)."""
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Job:
@@ -79,6 +82,11 @@ def check_background(bg: Any) -> Background:
                                           "bandwidth it sends")
     require(bg.pattern in BACKGROUND_PATTERNS, "background.pattern", bg.pattern, f"one of {list(BACKGROUND_PATTERNS)}")
     check_seed("background.seed", bg.seed)
+    default = Background.__dataclass_fields__["seed"].default
+    require(bg.pattern in SEEDED_PATTERNS or bg.seed == default, "background.seed", bg.seed,
+            f"{default} (the default) with background.pattern={bg.pattern!r}, which draws nothing: the seed is read "
+            f"by {' | '.join(SEEDED_PATTERNS)} only",
+            "Drop background.seed, or use background.pattern=random_permutation.")
     return bg
 
 

@@ -198,6 +198,14 @@ class Machine:
         """
         raise NotImplementedError  # pragma: no cover
 
+    def modes(self, partition: Sequence[int] | None = None) -> tuple[tuple[str, ...], str]:
+        """``(modes, why)``: the values of :meth:`network`'s ``mode`` that say something for ``partition``
+        (``"auto"`` always among them) and why any other changes nothing (for its refusal). A machine without
+        partitions is one network, whole: ``embedded`` (a job's nodes are chosen by the placement)."""
+        return ("auto", "embedded"), (f"machine {self.label} has no partitions, so none is a torus "
+                                      f"of its own: the whole network is evaluated and the placement picks the "
+                                      f"job's nodes (mode own is for torus machines' partitions)")
+
     def node_layout(self) -> NodeLayout | None:
         """What each node of the whole machine is, or None when every node is a plain compute node."""
         return None
@@ -312,6 +320,15 @@ class TorusMachine(Machine):
         if mode == "own" and shape is not None and allowed is not None and self.canonical(shape) not in allowed:
             net = dataclasses.replace(net, name=f"{net.name}, not in {self.name}'s allowed partitions")
         return net
+
+    def modes(self, partition: Sequence[int] | None = None) -> tuple[tuple[str, ...], str]:
+        """As :meth:`Machine.modes`: every mode for a partition; without one (the whole machine) ``auto`` and the
+        machine's own way (:attr:`default_mode`), the only network there is."""
+        if partition is not None:
+            return ("auto", "own", "embedded"), ""
+        return ("auto", self.default_mode), (f"topology.partition is null: the whole of {self.name} is evaluated "
+                                             f"whatever the mode (own and embedded differ for a partition only: "
+                                             f"topology.partition=[...])")
 
     def allowed_set(self) -> set[tuple[int, ...]] | None:
         """Rotation-free forms of the allowed partitions, or None (any cuboid that fits)."""

@@ -116,6 +116,9 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
     except (MachineError, PartitionError) as exc:
         whole = "" if partition is None else " topology.partition=null takes the whole machine."
         raise ConfigError("topology.partition", partition, str(exc), whole.strip() or None) from None
+    modes, why = m.modes(partition)
+    require(mode in modes, "topology.mode", mode, f"{' or '.join(map(repr, modes))} here: {why}",
+            "Drop topology.mode (auto: the machine's own way).")
     topo = _build_network(m, net.config)
     topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
     if latency and m.latency is not None:

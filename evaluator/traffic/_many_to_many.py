@@ -24,6 +24,9 @@ def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoi
     n = positive_int("traffic.n_destinations", n_destinations)
     require(isinstance(mode, str) and mode in MANY_TO_MANY_MODES, "traffic.mode", mode,
             f"one of {list(MANY_TO_MANY_MODES)}")
+    require(overlap is None or mode == "overlap", "traffic.overlap", overlap,
+            f"null (the default) with traffic.mode={mode!r}: only mode 'overlap' reads it",
+            "Drop traffic.overlap, or use traffic.mode=overlap.")
     if mode == "disjoint":
         start = m
     elif mode == "overlap":

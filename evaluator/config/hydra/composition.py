@@ -386,6 +386,7 @@ def compose(overrides: Sequence[str], config_name: str = "config", search_path: 
     change what it gets; a new process reads it from disk where an earlier one stored it (:mod:`.disk_memo`).
     Errors are raised afresh every time."""
     overrides = one_line(overrides)
+    _refuse_hydra_settings(overrides)
     from hydra.core.global_hydra import GlobalHydra
 
     register_schemas()
@@ -408,6 +409,21 @@ def compose(overrides: Sequence[str], config_name: str = "config", search_path: 
         if disk is not None and fresh:
             disk_memo.save(disk, cfg)
     return cfg
+
+
+def _refuse_hydra_settings(overrides: Sequence[str]) -> None:
+    """Refuse an override of Hydra's own settings (``hydra.run.dir=x``, ``hydra.job.chdir=true``,
+    ``hydra/launcher=...``): the config is composed with Hydra's compose API, which runs no Hydra job, so none of
+    them is read (they were accepted and changed nothing; ``hydra.searchpath`` is the composition's own)."""
+    for o in overrides:
+        key = _override_key(o) if isinstance(o, str) else ""
+        if re.split(r"[./@]", key, maxsplit=1)[0] == "hydra":
+            raise ConfigError(key, o.partition("=")[2] if "=" in o else None,
+                              "a key of the evaluator's config (topology.*, routing.*, traffic.*, placement.*, "
+                              "output_dir, ...): Hydra's own settings (hydra.*) are not read, since the evaluator "
+                              "composes its config without running a Hydra job",
+                              f"Drop {o!r}; where a result goes is output_dir=DIR (eval) or sweep.output_dir=DIR "
+                              f"(sweep), and more config directories are evaluator sweep --config-dir DIR.")
 
 
 _HYDRA_OWN = frozenset({"_dummy_empty_config_.yaml"})
