@@ -26,8 +26,11 @@ dialect (default :class:`ConfigError`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +54,11 @@ __all__ = [
     "check_memory",
     "fmt_size",
     "require",
+    "IgnoredKeyError",
+    "refuse_ignored",
+    "ignored_keys_kept",
+    "ignored_keys_refused",
+    "keeps_ignored_keys",
     "invalid",
     "is_int",
     "positive_int",
@@ -212,6 +220,52 @@ def require(cond: bool | np.bool_, field: str, value: Any, allowed: str, hint: s
     """Raise :class:`ConfigError` unless ``cond`` holds."""
     if not cond:
         raise ConfigError(field, value, allowed, hint)
+
+
+class IgnoredKeyError(ConfigError):
+    """A key set away from its default where it changes nothing (``fairness`` without ``sharing=max_min``): the
+    answer would be the one without it. Refused for one design point (``eval``, ``map``, the Python API); a sweep
+    keeps it at the points where it acts nowhere as long as one point uses it (:func:`ignored_keys_kept`)."""
+
+
+_REFUSE_IGNORED: contextvars.ContextVar[bool] = contextvars.ContextVar("evaluator_refuse_ignored", default=True)
+
+
+def refuse_ignored(acts: bool, field: str, value: Any, allowed: str, hint: str | None = None) -> None:
+    """Raise :class:`IgnoredKeyError` unless ``acts`` (the key changes the answer here) or inside
+    :func:`ignored_keys_kept`."""
+    if not acts and _REFUSE_IGNORED.get():
+        raise IgnoredKeyError(field, value, allowed, hint)
+
+
+@contextlib.contextmanager
+def ignored_keys_kept() -> Iterator[None]:
+    """Inside, :func:`refuse_ignored` refuses nothing: a sweep's points, where a key set for all of them (``fairness``
+    beside a ``sharing`` axis) acts at some and not at others; the sweep itself refuses one that acts at none."""
+    token = _REFUSE_IGNORED.set(False)
+    try:
+        yield
+    finally:
+        _REFUSE_IGNORED.reset(token)
+
+
+@contextlib.contextmanager
+def ignored_keys_refused() -> Iterator[None]:
+    """Inside, :func:`refuse_ignored` refuses again (a sweep's own check that a key acts at one of its points)."""
+    token = _REFUSE_IGNORED.set(True)
+    try:
+        yield
+    finally:
+        _REFUSE_IGNORED.reset(token)
+
+
+def keeps_ignored_keys(fn: Callable) -> Callable:
+    """``fn`` run inside :func:`ignored_keys_kept` (a sweep's entry points: in its own process or a Ray worker's)."""
+    @functools.wraps(fn)
+    def kept(*args, **kwargs):
+        with ignored_keys_kept():
+            return fn(*args, **kwargs)
+    return kept
 
 
 def is_int(value: Any) -> bool:

@@ -7,6 +7,7 @@ accepted); before, each of these ran and gave the same answer as without the key
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from evaluator import cli, config
@@ -114,3 +115,29 @@ def test_7_hydra_settings_are_refused_naming_the_override(capsys):
         config.compose(["hydra.job.chdir=true"])
     with pytest.raises(ConfigError, match="hydra/launcher"):
         config.compose(["hydra/launcher=basic"])
+
+
+DF_SMALL = ["topology=dragonfly", "topology.p=2", "topology.a=4", "topology.h=2", "traffic=random_pairs",
+            "traffic.n_tasks=16", "placement=linear"]
+
+
+def test_a_sweep_keeps_a_key_that_acts_at_some_of_its_points(tmp_path):
+    """``routing.power=8`` beside a routing axis of ugal (which reads it) and ugal_local (which does not), and a
+    background seed beside a pattern axis: each acts at some points, so the sweep runs them all (the refusal is
+    for a key that acts nowhere); a key that acts at none of the sweep's points is refused, as eval refuses it."""
+    from evaluator.sweep import plan_sweep, run_sweep
+    from evaluator.sweep.worker import evaluate_chunk
+
+    plan = plan_sweep(config.compose_sweep([*DF_SMALL, "routing=ugal,ugal_local", "routing.power=8",
+                                            f"sweep.output_dir={tmp_path}"]))
+    out = evaluate_chunk(plan, np.arange(plan.n_points))
+    assert len(out["ok"]) == plan.n_points == 2  # both feasible: the local point ignores the power
+    torus = ["topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=random_pairs", "traffic.n_tasks=8",
+             "placement=linear", "background.fraction=0.1"]
+    plan = plan_sweep(config.compose_sweep([*torus, "background.pattern=uniform,random_permutation",
+                                            "background.seed=3", "ray.enabled=false", f"sweep.output_dir={tmp_path}"]))
+    assert run_sweep(plan, progress=False) is not None
+    with pytest.raises(ConfigError, match=r"routing.power = 8.0 .* It changes nothing at any point of this sweep"):
+        plan_sweep(config.compose_sweep([*DF_SMALL, "routing=ugal_local", "routing.power=8", "traffic.seed=1,2"]))
+    with pytest.raises(ConfigError, match=r"background.seed = 3 .* It changes nothing at any point of this sweep"):
+        plan_sweep(config.compose_sweep([*torus, "background.seed=3", "traffic.seed=1,2"]))

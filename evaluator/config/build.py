@@ -13,7 +13,7 @@ from ..routing import Routing
 from ..topology import KINDS as TOPOLOGIES
 from ..topology import Topology
 from ..traffic import KINDS as TRAFFICS
-from ..errors import ConfigError, nearest, require
+from ..errors import ConfigError, nearest, refuse_ignored, require
 from ..latency import latency_from_config
 from ..jobs import Background, Job, check_background
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
@@ -300,14 +300,12 @@ def _check_sharing(cfg) -> None:
         value, default = getattr(cfg, key, None), _schema_default(key)
         if value is None or value == default:
             continue
-        if sharing != "max_min":
-            raise ConfigError(key, value, f"{default!r} (the default) unless sharing=max_min: only flow-level "
-                                          f"max-min sharing reads {key}; sharing={sharing} is the contention bound",
-                              f"Add sharing=max_min, or drop {key}={value}.")
-        if key == "progression" and has_jobs(cfg):
-            raise ConfigError(key, value, f"{default!r} (the default) with several jobs or a background load: "
-                                          "each job's phases follow one another",
-                              f"Drop {key}={value}, or evaluate one job (no jobs, background.fraction=0).")
+        refuse_ignored(sharing == "max_min", key, value, f"{default!r} (the default) unless sharing=max_min: only "
+                       f"flow-level max-min sharing reads {key}; sharing={sharing} is the contention bound",
+                       f"Add sharing=max_min, or drop {key}={value}.")
+        refuse_ignored(key != "progression" or not has_jobs(cfg), key, value, f"{default!r} (the default) with "
+                       "several jobs or a background load: each job's phases follow one another",
+                       f"Drop {key}={value}, or evaluate one job (no jobs, background.fraction=0).")
 
 
 def _schema_default(key: str):

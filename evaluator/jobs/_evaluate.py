@@ -18,7 +18,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..dataset import JOB_METRICS, LINK_CAPACITY, with_units
-from ..errors import ConfigError, check_seed, require
+from ..errors import ConfigError, check_seed, refuse_ignored, require
 from .._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_pair, check_type
 from .._batch.output import link_table
 from .._batch.phases import phase_names
@@ -83,7 +83,7 @@ def check_background(bg: Any) -> Background:
     require(bg.pattern in BACKGROUND_PATTERNS, "background.pattern", bg.pattern, f"one of {list(BACKGROUND_PATTERNS)}")
     check_seed("background.seed", bg.seed)
     default = Background.__dataclass_fields__["seed"].default
-    require(bg.pattern in SEEDED_PATTERNS or bg.seed == default, "background.seed", bg.seed,
+    refuse_ignored(bg.pattern in SEEDED_PATTERNS or bg.seed == default, "background.seed", bg.seed,
             f"{default} (the default) with background.pattern={bg.pattern!r}, which draws nothing: the seed is read "
             f"by {' | '.join(SEEDED_PATTERNS)} only",
             "Drop background.seed, or use background.pattern=random_permutation.")

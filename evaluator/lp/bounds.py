@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..dataset import BOUND_VARIABLES
-from ..errors import ConfigError, check_memory
+from ..errors import ConfigError, check_memory, refuse_ignored
 from ..placement import Placement
 from ..topology import Topology
 from ..traffic import AbstractTraffic
@@ -136,10 +136,10 @@ def check_bounds(bounds, solver: str = "highs") -> str:
         _check_solver(solver)
     except ConfigError as exc:  # the setting's name, as the user wrote it
         raise ConfigError("bound_solver", exc.value, exc.allowed, exc.hint) from None
-    if method == "garg_konemann" and solver != "highs":  # (no LP to solve: the solver would be ignored)
-        raise ConfigError("bound_solver", solver, "'highs' (the default) with bounds=garg_konemann: multiplicative "
-                          "weights over shortest paths solve no LP, so no LP solver is read",
-                          "Drop bound_solver, or use bounds=edge (or true: auto) for an LP solved by it.")
+    refuse_ignored(method != "garg_konemann" or solver == "highs", "bound_solver", solver,  # (no LP to solve)
+                   "'highs' (the default) with bounds=garg_konemann: multiplicative weights over shortest paths "
+                   "solve no LP, so no LP solver is read",
+                   "Drop bound_solver, or use bounds=edge (or true: auto) for an LP solved by it.")
     return method
 
 

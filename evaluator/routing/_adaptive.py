@@ -128,7 +128,7 @@ import numpy as np
 from jax import lax
 
 from .._ops import differentiable, take, with_extra
-from ..errors import ConfigError, ResourceError, is_int, require
+from ..errors import ConfigError, ResourceError, is_int, refuse_ignored, require
 from .base import Routing, RoutingOperator
 
 __all__ = ["AdaptiveRouting", "AdaptiveOperator", "Family", "check_common", "make_operator", "list_functions",
@@ -216,7 +216,7 @@ def check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, fl
     require(ok, "routing.power", power, f"a number in [1, {MAX_POWER:g}] (the congestion exponent of the global "
             "variants' path costs)", f"{DEFAULT_POWER:g} is the default; 1 sums the busy times along the path "
             "(docs/adaptive_routing.md).")
-    require(variant == "global" or power == DEFAULT_POWER, "routing.power", power,
+    refuse_ignored(variant == "global" or power == DEFAULT_POWER, "routing.power", power,
             f"{DEFAULT_POWER:g} (the default) with routing.variant={variant!r}: only the global variant's path costs "
             "read the exponent; a local decision compares its own queues' busy times",
             "Drop routing.power, or use routing.variant=global (docs/adaptive_routing.md).")

@@ -44,7 +44,7 @@ from .._signals import Interrupted, reclaim_signals, reraise_signalled, stop_on_
 from .._signals import raise_if_signalled as _raise_if_signalled
 from .._threads import one_core
 from ..config import RayConfig
-from ..errors import ClusterError, StorageError
+from ..errors import ClusterError, StorageError, keeps_ignored_keys
 from . import store
 from ._writer import ChunkWriter, remove_chunk_files
 from .assemble import assemble, check_link_load
@@ -394,6 +394,7 @@ def _reread_ray_config() -> None:
         pass
 
 
+@keeps_ignored_keys
 def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: int | None = None,
               warn=None, on_dataset=None) -> Path | None:
     """Run (or resume) a sweep and write its dataset; return the dataset path.

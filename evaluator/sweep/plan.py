@@ -34,7 +34,8 @@ from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment, check_settings, has_jobs
 from ..config.hydra import DEFAULT_STUDY
 from ..cost import prices_from
-from ..errors import ConfigError, is_int, nearest, require
+from ..errors import (ConfigError, IgnoredKeyError, ignored_keys_refused, is_int, keeps_ignored_keys, nearest,
+                      require)
 from ._inputs import inputs_digest
 from .axes import Axis, expand_axes
 from .bounds import sweep_bounds
@@ -407,6 +408,7 @@ def _check_file_name(field: str, value) -> None:
             "a non-empty name without '/', '\\' or a leading '.' (a directory or file name under sweep.output_dir)")
 
 
+@keeps_ignored_keys
 def plan_sweep(request: SweepRequest) -> SweepPlan:
     """Validate a composed sweep and decide the grid, networks and run id.
 
@@ -513,7 +515,39 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     _check_one_sort(plan)
     _check_background_axes(plan)
     _check_routings(plan)
+    _check_ignored_keys(plan)
     return plan
+
+
+def _check_ignored_keys(plan: SweepPlan) -> None:
+    """Refuse a key that changes nothing at any point of the sweep (as ``eval`` refuses it for its one point:
+    :class:`~evaluator.errors.IgnoredKeyError`), tried at the first point and at every value of each axis with the
+    others at their first (``fairness=rtt`` beside a ``sharing=bound,max_min`` axis acts at the max-min points and
+    is kept; the points where it does not act ignore it). Tried by the settings and the routing's own checks, which
+    build nothing; a traffic's or machine's key is left to the points."""
+    from ..config import build_routing_spec
+
+    def refusal(cfg) -> IgnoredKeyError | None:
+        try:
+            with ignored_keys_refused():
+                check_settings(cfg)
+                build_routing_spec(cfg.routing)
+        except IgnoredKeyError as exc:
+            return exc
+        except ConfigError:
+            return None  # (another refusal: the points report it)
+        return None
+
+    first = refusal(plan.point_config(0))
+    if first is None:
+        return
+    for i in range(len(plan.axes)):
+        for cfg in _axis_configs(plan, i):
+            other = refusal(cfg)
+            if other is None or other.field != first.field:
+                return
+    raise IgnoredKeyError(first.field, first.value, first.allowed,
+                          f"{first.hint or ''} It changes nothing at any point of this sweep.".strip())
 
 
 def _axis_configs(plan: SweepPlan, i: int):

@@ -46,7 +46,7 @@ import numpy as np
 from .. import config as C
 from .._types import PointInts
 from .._threads import is_one_core
-from ..errors import ConfigError, reason
+from ..errors import ConfigError, keeps_ignored_keys, reason
 from ..evaluation import BankedPoints, BankPlan, evaluate_groups
 from ..placement import placement_kind
 from ..placement import Placement, PlacementContext
@@ -416,6 +416,7 @@ class _Prepared:
         return tuple(int(v) for v in self.idx[:, (self.device + self.host)[0][0][0]])
 
 
+@keeps_ignored_keys
 def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     """Build and evaluate the points ``flat`` of one chunk (in one network of the grid). Pure function of its inputs.
 
@@ -432,6 +433,7 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     return _finish(plan, st, p, _evaluate(plan, st, p) if (p.device or p.host) else None)
 
 
+@keeps_ignored_keys
 def evaluate_chunks(plan: SweepPlan, chunks: Sequence[PointInts]) -> list[dict[str, Any]]:
     """:func:`evaluate_chunk` of each of ``chunks`` (their points), the chunks of one network evaluated together.
 

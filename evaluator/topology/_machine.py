@@ -18,7 +18,8 @@ import numpy as np
 from ..latency import LatencyConfig, latency_from_config, latency_wanted
 from .._registry import from_mapping
 from .._types import ConfigOf, Int, NodeBools
-from ..errors import ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest, require
+from ..errors import (ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest,
+                      refuse_ignored, require)
 from ..machines import NON_COMPUTE_CLASSES, Machine, load_machine
 from ._torus import TorusTopology
 from .base import Topology, TopologyKind
@@ -117,8 +118,8 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
         whole = "" if partition is None else " topology.partition=null takes the whole machine."
         raise ConfigError("topology.partition", partition, str(exc), whole.strip() or None) from None
     modes, why = m.modes(partition)
-    require(mode in modes, "topology.mode", mode, f"{' or '.join(map(repr, modes))} here: {why}",
-            "Drop topology.mode (auto: the machine's own way).")
+    refuse_ignored(mode in modes, "topology.mode", mode, f"{' or '.join(map(repr, modes))} here: {why}",
+                   "Drop topology.mode (auto: the machine's own way).")
     topo = _build_network(m, net.config)
     topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
     if latency and m.latency is not None:

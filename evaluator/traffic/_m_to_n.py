@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
+from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, refuse_ignored, require
 from .base import Traffic, TrafficKind, tasks_or_nodes
 
 __all__ = ["M_TO_N_MODES", "m_to_n", "MToNConfig", "M_TO_N"]
@@ -36,8 +36,8 @@ M_TO_N_MODES = ("disjoint", "overlap", "subset_concentrated", "subset_spread")
 def _destinations(m: int, n: int, nt: int, mode: str, overlap, dst_start) -> np.ndarray:
     require(isinstance(mode, str) and mode in M_TO_N_MODES, "traffic.mode", mode, f"one of {list(M_TO_N_MODES)}")
     for field, value, reader in (("traffic.overlap", overlap, "overlap"), ("traffic.dst_start", dst_start, "disjoint")):
-        require(value is None or mode == reader, field, value, f"null (the default) with traffic.mode={mode!r}: only "
-                f"mode {reader!r} reads {field.split('.')[1]}", f"Drop {field}, or use traffic.mode={reader}.")
+        refuse_ignored(value is None or mode == reader, field, value, f"null (the default) with traffic.mode={mode!r}: "
+                       f"only mode {reader!r} reads {field.split('.')[1]}", f"Drop {field}, or use traffic.mode={reader}.")
     if mode in ("subset_concentrated", "subset_spread"):
         require(n <= m, "traffic.n_destinations", n, f"<= n_sources = {m} for mode {mode!r}")
         return np.arange(n) if mode == "subset_concentrated" else np.arange(n) * (m // n)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import check_memory, is_int, positive_float, positive_int, require
+from ..errors import check_memory, is_int, positive_float, positive_int, refuse_ignored, require
 from .base import DenseTraffic, Traffic, TrafficKind, dense
 
 __all__ = ['MANY_TO_MANY_MODES', 'many_to_many_layout', 'many_to_many', 'many_to_many_dense', 'ManyToManyConfig', 'MANY_TO_MANY']
@@ -24,7 +24,7 @@ def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoi
     n = positive_int("traffic.n_destinations", n_destinations)
     require(isinstance(mode, str) and mode in MANY_TO_MANY_MODES, "traffic.mode", mode,
             f"one of {list(MANY_TO_MANY_MODES)}")
-    require(overlap is None or mode == "overlap", "traffic.overlap", overlap,
+    refuse_ignored(overlap is None or mode == "overlap", "traffic.overlap", overlap,
             f"null (the default) with traffic.mode={mode!r}: only mode 'overlap' reads it",
             "Drop traffic.overlap, or use traffic.mode=overlap.")
     if mode == "disjoint":

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import ConfigCompositionError, ConfigError, is_int
+from ...errors import ConfigCompositionError, ConfigError, ignored_keys_kept, is_int
 from ...io import conf_dir, repo_dir
 from ..schemas import GROUPS, EvalConfig, SweepConfig
 from .composition import _STAGED, _override_key, _set_axes, compose, compose_object, one_line, to_object
@@ -346,7 +346,8 @@ def compose_sweep(overrides: Sequence[str], user_overrides: Sequence[str] | None
     from omegaconf import OmegaConf
 
     cfg, composed, axes, sweeps, plain, search_path = _compose_sweep_parts(overrides, config_name, axes, config_dir)
-    obj = to_object(cfg)
+    with ignored_keys_kept():  # (a key that acts at no point of the sweep: refused by plan_sweep, over its axes)
+        obj = to_object(cfg)
     ident = OmegaConf.to_container(cfg, resolve=True)
     for section, keys in IDENTITY_EXCLUDED.items():
         target = ident if not section else ident[section]
