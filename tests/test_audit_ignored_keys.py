@@ -141,3 +141,17 @@ def test_a_sweep_keeps_a_key_that_acts_at_some_of_its_points(tmp_path):
         plan_sweep(config.compose_sweep([*DF_SMALL, "routing=ugal_local", "routing.power=8", "traffic.seed=1,2"]))
     with pytest.raises(ConfigError, match=r"background.seed = 3 .* It changes nothing at any point of this sweep"):
         plan_sweep(config.compose_sweep([*torus, "background.seed=3", "traffic.seed=1,2"]))
+
+
+def test_a_bound_solver_without_bounds_and_a_layout_of_an_own_partition_are_refused():
+    """The two the audit's helper left: ``bound_solver=pdhg`` with no bounds (nothing is solved) and
+    ``topology.layout=ideal`` on a Blue Gene/Q partition in its own mode (a bare torus either way)."""
+    with pytest.raises(ConfigError, match=r"bound_solver = 'pdhg' is invalid: allowed is 'highs' \(the default\) "
+                                          r"without bounds"):
+        config.compose_object(["bound_solver=pdhg"])
+    config.compose_object(["bound_solver=pdhg", "bounds=true"])
+    with pytest.raises(ConfigError, match=r"topology.layout = 'ideal' .* a torus of its own"):
+        config.build_topology(config.compose_object(["topology=machine", "topology.name=Mira",
+                                                     "topology.layout=ideal"]).topology)
+    config.build_topology(config.compose_object(["topology=machine", "topology.name=BlueWaters",
+                                                 "topology.partition=null", "topology.layout=ideal"]).topology)

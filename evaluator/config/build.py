@@ -272,8 +272,11 @@ def check_settings(cfg) -> None:
     the background's pattern, seed and routing (at ``fraction`` 0, where it loads nothing)."""
     from ..lp.bounds import check_bounds
 
-    bounds = getattr(cfg, "bounds", False)
-    check_bounds(True if bounds is False or bounds is None else bounds, getattr(cfg, "bound_solver", "highs"))
+    bounds, solver = getattr(cfg, "bounds", False), getattr(cfg, "bound_solver", "highs")
+    check_bounds(True if bounds is False or bounds is None else bounds, solver)
+    refuse_ignored(bounds not in (False, None) or solver == "highs", "bound_solver", solver,
+                   "'highs' (the default) without bounds: no bound is computed, so no solver is read",
+                   "Add bounds=true (or a method), or drop bound_solver.")
     _check_sharing(cfg)
     b = getattr(cfg, "background", None)
     if b is not None:

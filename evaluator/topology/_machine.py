@@ -128,6 +128,9 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
         except ConfigError as exc:
             raise MachineError(f"machine {m.name!r} ({m.source}): {exc}", exc.field, exc.value, exc.allowed,
                                exc.hint) from None
+    refuse_ignored(net.whole or layout == "real", "topology.layout", layout, "'real' (the default) here: the "
+                   f"partition {partition} is a torus of its own (mode {mode}), a bare torus whatever the layout",
+                   "Drop topology.layout, or use topology.mode=embedded (the host torus, where the layout acts).")
     nodes = m.node_layout() if (layout == "real" and net.whole) else None
     if nodes is None:
         return topo
