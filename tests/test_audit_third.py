@@ -81,3 +81,24 @@ def test_a_job_refusal_names_the_job(extra, field, hint):
         evaluate_jobs(jp.topology, list(jp.jobs), jp.routing, jp.background)
     assert info.value.field == field
     assert hint is None or info.value.hint == hint
+
+
+def test_omegaconf_refusals_in_the_projects_words(monkeypatch):
+    """A value of the wrong type and an interpolation that cannot be resolved were OmegaConf's own text ("Error
+    merging override topology.p=abc | Value 'abc' of type 'str' could not be converted to Integer full_key: ...",
+    "KeyError raised while resolving interpolation: ...")."""
+    from evaluator.errors import ConfigCompositionError
+
+    with pytest.raises(ConfigCompositionError, match=r"^topology.p = 'abc' is invalid: allowed is an integer"):
+        config.compose(["topology.p=abc"])
+    monkeypatch.delenv("EVALUATOR_NO_SUCH_VARIABLE", raising=False)
+    with pytest.raises(ConfigCompositionError, match=r"^an interpolation in 'topology.p=\$\{oc.env:EVALUATOR_NO_SUCH_"
+                                                     r"VARIABLE\}' could not be resolved: .*EVALUATOR_NO_SUCH_VARIABLE"):
+        config.compose(["topology.p=${oc.env:EVALUATOR_NO_SUCH_VARIABLE}"])
+
+
+def test_the_default_partition_on_another_machine_says_it_is_the_default():
+    obj = config.to_object(config.compose(["topology=machine", "topology.name=BlueWaters"]))
+    with pytest.raises(ConfigError, match=r"\[1, 1, 1, 1\] is topology=machine's default partition \(one Blue Gene/Q "
+                                          r"midplane\)"):
+        config.build_topology(obj.topology)

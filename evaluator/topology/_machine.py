@@ -116,6 +116,8 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
         net = m.network(partition, mode)
     except (MachineError, PartitionError) as exc:
         whole = "" if partition is None else " topology.partition=null takes the whole machine."
+        if partition is not None and list(partition) == [1, 1, 1, 1]:  # (conf/topology/machine.yaml's default)
+            whole += " [1, 1, 1, 1] is topology=machine's default partition (one Blue Gene/Q midplane)."
         raise ConfigError("topology.partition", partition, str(exc), whole.strip() or None) from None
     modes, why = m.modes(partition)
     refuse_ignored(mode in modes, "topology.mode", mode, f"{' or '.join(map(repr, modes))} here: {why}",

@@ -132,6 +132,28 @@ def _clean_hydra_message(exc: BaseException) -> str:
     return " | ".join(p for p in parts if p)
 
 
+_NOT_CONVERTED = re.compile(r"Value '(.*?)' of type '\w+' could not be converted to (\w+)\s+full_key: ([\w.\[\]]+)")
+_TYPE_WORDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "text"}
+_UNRESOLVED = re.compile(r"while resolving interpolation: \"?(.*?)\"?(?: full_key: ([\w.\[\]]+))?$")
+
+
+def _explain_value(message: str, overrides: Sequence[str]) -> str:
+    """OmegaConf's refusal of a value in the project's words: ``topology.p = 'abc' is invalid: allowed is an
+    integer`` (it said "Error merging override ... could not be converted to Integer full_key: ..."), and an
+    interpolation it could not resolve (``${oc.env:NOPE}``) with the override that holds it."""
+    m = _NOT_CONVERTED.search(message)
+    if m:
+        value, kind, key = m.groups()
+        return f"{key} = {value!r} is invalid: allowed is {_TYPE_WORDS.get(kind, kind)} (the key's type)."
+    m = _UNRESOLVED.search(message)
+    if m:
+        holders = [o for o in overrides if "${" in str(o)]
+        where = f" in {holders[0]!r}" if holders else ""
+        return (f"an interpolation{where} could not be resolved: {m.group(1)}. Set what it reads (an environment "
+                f"variable for oc.env) or give the value itself.")
+    return message
+
+
 _NOT_IN = re.compile(r"Key '([^']+)' not in '([^']+)'.*?full_key: ([\w.]+)")
 
 
@@ -462,7 +484,7 @@ def _compose(overrides: list, config_name: str, search_path: Sequence[str], expl
         if not _is_hydra(exc) and _raised_in_parser(exc):  # (Python's own errors raised inside Hydra or YAML)
             raise ConfigCompositionError(_foreign_message(exc, overrides, config_name, search_path)) from None
         if _is_hydra(exc):
-            message = _explain_foreign_key(_clean_hydra_message(exc), overrides)
+            message = _explain_value(_explain_foreign_key(_clean_hydra_message(exc), overrides), overrides)
             message = message.replace("add --multirun to your command line",
                                       "run `evaluator sweep` with it (a sweep override becomes a sweep axis)")
             for staged, real in _STAGED.items():
