@@ -217,9 +217,9 @@ def check_common(variant, iterations, power=DEFAULT_POWER) -> tuple[str, int, fl
             "variants' path costs)", f"{DEFAULT_POWER:g} is the default; 1 sums the busy times along the path "
             "(docs/adaptive_routing.md).")
     refuse_ignored(variant == "global" or power == DEFAULT_POWER, "routing.power", power,
-            f"{DEFAULT_POWER:g} (the default) with routing.variant={variant!r}: only the global variant's path costs "
-            "read the exponent; a local decision compares its own queues' busy times",
-            "Drop routing.power, or use routing.variant=global (docs/adaptive_routing.md).")
+                   f"{DEFAULT_POWER:g} (the default) with routing.variant={variant!r}: only the global variant's path "
+                   "costs read the exponent; a local decision compares its own queues' busy times",
+                   "Drop routing.power, or use routing.variant=global (docs/adaptive_routing.md).")
     return variant, int(iterations), float(power)
 
 

@@ -37,7 +37,8 @@ def _destinations(m: int, n: int, nt: int, mode: str, overlap, dst_start) -> np.
     require(isinstance(mode, str) and mode in M_TO_N_MODES, "traffic.mode", mode, f"one of {list(M_TO_N_MODES)}")
     for field, value, reader in (("traffic.overlap", overlap, "overlap"), ("traffic.dst_start", dst_start, "disjoint")):
         refuse_ignored(value is None or mode == reader, field, value, f"null (the default) with traffic.mode={mode!r}: "
-                       f"only mode {reader!r} reads {field.split('.')[1]}", f"Drop {field}, or use traffic.mode={reader}.")
+                       f"only mode {reader!r} reads {field.split('.')[1]}",
+                       f"Drop {field}, or use traffic.mode={reader}.")
     if mode in ("subset_concentrated", "subset_spread"):
         require(n <= m, "traffic.n_destinations", n, f"<= n_sources = {m} for mode {mode!r}")
         return np.arange(n) if mode == "subset_concentrated" else np.arange(n) * (m // n)

@@ -25,8 +25,8 @@ def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoi
     require(isinstance(mode, str) and mode in MANY_TO_MANY_MODES, "traffic.mode", mode,
             f"one of {list(MANY_TO_MANY_MODES)}")
     refuse_ignored(overlap is None or mode == "overlap", "traffic.overlap", overlap,
-            f"null (the default) with traffic.mode={mode!r}: only mode 'overlap' reads it",
-            "Drop traffic.overlap, or use traffic.mode=overlap.")
+                   f"null (the default) with traffic.mode={mode!r}: only mode 'overlap' reads it",
+                   "Drop traffic.overlap, or use traffic.mode=overlap.")
     if mode == "disjoint":
         start = m
     elif mode == "overlap":

@@ -134,7 +134,7 @@ def _clean_hydra_message(exc: BaseException) -> str:
 
 _NOT_CONVERTED = re.compile(r"Value '(.*?)' of type '\w+' could not be converted to (\w+)\s+full_key: ([\w.\[\]]+)")
 _TYPE_WORDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "text"}
-_UNRESOLVED = re.compile(r"while resolving interpolation: \"?(.*?)\"?(?: full_key: ([\w.\[\]]+))?$")
+_UNRESOLVED = re.compile(r"while resolving interpolation: \"?(.*?)\"?(?: full_key: [\w.\[\]]+)?$")
 
 
 def _explain_value(message: str, overrides: Sequence[str]) -> str:
