@@ -59,6 +59,7 @@ __all__ = [
     "ignored_keys_kept",
     "ignored_keys_refused",
     "keeps_ignored_keys",
+    "cause_text",
     "invalid",
     "is_int",
     "positive_int",
@@ -239,24 +240,24 @@ def refuse_ignored(acts: bool, field: str, value: Any, allowed: str, hint: str |
 
 
 @contextlib.contextmanager
-def ignored_keys_kept() -> Iterator[None]:
-    """Inside, :func:`refuse_ignored` refuses nothing: a sweep's points, where a key set for all of them (``fairness``
-    beside a ``sharing`` axis) acts at some and not at others; the sweep itself refuses one that acts at none."""
-    token = _REFUSE_IGNORED.set(False)
+def _refusing_ignored(refuse: bool) -> Iterator[None]:
+    token = _REFUSE_IGNORED.set(refuse)
     try:
         yield
     finally:
         _REFUSE_IGNORED.reset(token)
 
 
-@contextlib.contextmanager
-def ignored_keys_refused() -> Iterator[None]:
+def ignored_keys_kept() -> contextlib.AbstractContextManager[None]:
+    """Inside, :func:`refuse_ignored` refuses nothing: a sweep's points, where a key set for all of them
+    (``routing.power=8`` beside a ``routing=ugal,ugal_local`` axis) acts at some and not at others; the sweep itself
+    refuses one that acts at none."""
+    return _refusing_ignored(False)
+
+
+def ignored_keys_refused() -> contextlib.AbstractContextManager[None]:
     """Inside, :func:`refuse_ignored` refuses again (a sweep's own check that a key acts at one of its points)."""
-    token = _REFUSE_IGNORED.set(True)
-    try:
-        yield
-    finally:
-        _REFUSE_IGNORED.reset(token)
+    return _refusing_ignored(True)
 
 
 def keeps_ignored_keys(fn: Callable) -> Callable:
@@ -266,6 +267,13 @@ def keeps_ignored_keys(fn: Callable) -> Callable:
         with ignored_keys_kept():
             return fn(*args, **kwargs)
     return kept
+
+
+def cause_text(exc: BaseException) -> str:
+    """An exception's text on one line, at most 200 characters (its type's name where it has none): the cause a
+    refusal quotes from a library."""
+    text = " ".join(str(exc).split())
+    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)
 
 
 def is_int(value: Any) -> bool:

@@ -20,7 +20,7 @@ from .dataset import DRAW_QUANTILE, ROW_LABELS, TABLE, check_draw_axes, draw_sta
     smaller_is_better
 from .dataset import metric as metric_entry
 from .display import rank_labels
-from .errors import ConfigError, ConfigTypeError, StorageError, WordedError, is_int, require
+from .errors import ConfigError, ConfigTypeError, StorageError, WordedError, cause_text, is_int, require
 from .io import zarr_damage
 from .runs import feasible_lost, refuse_unfinished, unreadable_chunk
 
@@ -102,11 +102,6 @@ _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _ZARR_MARKERS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
-def _cause(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)
-
-
 def _has_hdf5_signature(fh, head: bytes) -> bool:
     """Whether the HDF5 signature is at offset 0, or after a user block (offsets 512, 1024, 2048, ...)."""
     if head == _HDF5_MAGIC:
@@ -165,7 +160,7 @@ def open_results(path: str | Path, results_dir: str | Path = "results",
                 damage = unreadable_chunk(p)
                 if damage is None:
                     raise ConfigError("path", str(p), _WRITTEN_BY,
-                                      f"The zarr store could not be read ({type(exc).__name__}: {_cause(exc)}); "
+                                      f"The zarr store could not be read ({type(exc).__name__}: {cause_text(exc)}); "
                                       f"it may be incomplete or damaged.") from None
         raise StorageError(f"dataset {p} is damaged: {damage}. Nothing was read from it. Move the store away (or "
                            f"delete it) and rerun the command that wrote it (the same `evaluator sweep` command "
@@ -177,7 +172,7 @@ def open_results(path: str | Path, results_dir: str | Path = "results",
     except PermissionError:
         raise ConfigError("path", str(p), _WRITTEN_BY, "Permission denied: the file cannot be read.") from None
     except OSError as exc:
-        raise ConfigError("path", str(p), _WRITTEN_BY, f"Reading it failed: {exc.strerror or _cause(exc)}.") from None
+        raise ConfigError("path", str(p), _WRITTEN_BY, f"Reading it failed: {exc.strerror or cause_text(exc)}.") from None
     if not head:
         raise ConfigError("path", str(p), _WRITTEN_BY, "The file is empty (0 bytes).")
     if not hdf5:
@@ -189,14 +184,8 @@ def open_results(path: str | Path, results_dir: str | Path = "results",
             return ds.load()
     except Exception as exc:  # h5py/h5netcdf raise OSError, ValueError, KeyError... for a damaged file
         raise ConfigError("path", str(p), _WRITTEN_BY,
-                          f"It could not be read ({_cause(exc)}); it may be truncated or damaged. Write it again "
+                          f"It could not be read ({cause_text(exc)}); it may be truncated or damaged. Write it again "
                           f"(`evaluator sweep` resumes from its chunk files).") from None
-
-
-
-
-
-
 
 
 def _plain(values) -> list:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError, WordedError
+from .errors import ConfigError, WordedError, cause_text
 from .io import LATEST, run_time
 
 if TYPE_CHECKING:
@@ -132,7 +132,6 @@ def describe(path: str | os.PathLike[str], root: str | os.PathLike[str] = RESULT
             when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
         feasible = int(attrs["n_feasible"]) if "n_feasible" in attrs else None
         if "axes_json" in attrs and "n_points" in attrs:  # a sweep
-
             names = [a["name"] for a in json.loads(attrs["axes_json"])]
             axes = tuple((n, int(ds.sizes.get(n, 0))) for n in names)
             points = int(attrs["n_points"])
@@ -320,8 +319,8 @@ def resolve(arg: str | os.PathLike[str] | Sequence[str], results_dir: str | os.P
             raise ConfigError("path", given, _ALLOWED, f"The glob matches nothing. {_known(root)}")
         p = Path(matches[0])
     q = root / given
-    if not explicit and (p.exists() or p.is_symlink()) and str(p) == given and "/" not in given and os.sep not in given \
-            and not p.is_absolute() and (q.exists() or q.is_symlink()) and not _same(p, q):
+    if not explicit and "/" not in given and str(p) == given and (p.exists() or p.is_symlink()) \
+            and (q.exists() or q.is_symlink()) and not _same(p, q):
         # a bare name that is both here and a study: which one was meant is not for this command to guess (a
         # directory ./rdn shadowed the study rdn until 2026-12-06, with "not a zarr store")
         raise ConfigError("path", given, _ALLOWED,
@@ -416,7 +415,7 @@ def unreadable_chunk(p: Path) -> str | None:
         try:
             arr[...]
         except Exception as exc:  # noqa: BLE001
-            why = f"{type(exc).__name__}: {_cause(exc)}"
+            why = f"{type(exc).__name__}: {cause_text(exc)}"
             try:
                 sep = getattr(arr.metadata, "dimension_separator", None) or "."
                 grid = [range(-(-n // max(c, 1))) for n, c in zip(arr.shape, arr.chunks)]
@@ -430,8 +429,3 @@ def unreadable_chunk(p: Path) -> str | None:
                 pass
             return f"the files of its variable {name} ({p / name}) cannot be decoded ({why})"
     return None
-
-
-def _cause(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)

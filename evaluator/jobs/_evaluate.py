@@ -18,6 +18,7 @@ import xarray as xr
 
 from .._version import __version__
 from ..dataset import JOB_METRICS, LINK_CAPACITY, with_units
+from ..display import format_value
 from ..errors import ConfigError, check_seed, refuse_ignored, require
 from .._batch.checks import DEFAULT_BLOCK_SIZE, as_routing, check_pair, check_type
 from .._batch.output import link_table
@@ -84,9 +85,9 @@ def check_background(bg: Any) -> Background:
     check_seed("background.seed", bg.seed)
     default = Background.__dataclass_fields__["seed"].default
     refuse_ignored(bg.pattern in SEEDED_PATTERNS or bg.seed == default, "background.seed", bg.seed,
-            f"{default} (the default) with background.pattern={bg.pattern!r}, which draws nothing: the seed is read "
-            f"by {' | '.join(SEEDED_PATTERNS)} only",
-            "Drop background.seed, or use background.pattern=random_permutation.")
+                   f"{default} (the default) with background.pattern={bg.pattern!r}, which draws nothing: the seed "
+                   f"is read by {' | '.join(SEEDED_PATTERNS)} only",
+                   "Drop background.seed, or use background.pattern=random_permutation.")
     return bg
 
 
@@ -138,9 +139,10 @@ def _check_jobs(topology: Topology, jobs: Any, routing, exclusive_nodes: bool) -
         require(rt is not None, f"jobs[{i}].routing", None, "a routing (or the evaluation's routing argument)")
         routings.append(as_routing(rt, f"jobs[{i}].routing"))
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
-    dup = [i for i, n in enumerate(names) if names.index(n) < i]
-    require(not dup, f"jobs[{dup[0] if dup else 0}].name", names[dup[0]] if dup else None,
-            "distinct job names", f"jobs[{names.index(names[dup[0]]) if dup else 0}] has it too.")
+    dup = next((i for i, n in enumerate(names) if names.index(n) < i), None)
+    if dup is not None:
+        raise ConfigError(f"jobs[{dup}].name", names[dup], "distinct job names",
+                          f"jobs[{names.index(names[dup])}] has it too.")
     if exclusive_nodes:
         owner = np.full(topology.n_nodes, -1, dtype=np.int64)
         for i, job in enumerate(jobs):
@@ -351,8 +353,6 @@ def _solo_times(topology, loads, kernel_times, bg_rate, left, names):
                 p = int(bad[0])
                 link = int(np.nonzero((L[p] > 0) & (left <= 0))[0][0])
                 blocked[j] = link
-                from ..display import format_value
-
                 reasons[j] = (f"{_link_text(topology, link)}: the background puts {format_value(bg_rate[link], 'bytes/s')}"
                               f" on it, its capacity is {format_value(cap[link], 'bytes/s')}, and phase {p} of "
                               f"{names[j]} needs it")

@@ -159,7 +159,7 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
             if link_load is None:
                 nl = int(res["n_links"])
                 require(n * nl <= MAX_POINT_LINKS, "sweep.keep_link_load", True,
-                        "sweeps of at most 2e8 point-links")
+                        f"sweeps of at most {MAX_POINT_LINKS:.0e} point-links")
                 link_load = np.full((n, nl), np.nan)
             require(link_load.shape[1] == res["link_load"].shape[1], "sweep.keep_link_load", True,
                     "a single topology across the sweep (link counts differ)")

@@ -522,7 +522,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
 def _check_ignored_keys(plan: SweepPlan) -> None:
     """Refuse a key that changes nothing at any point of the sweep (as ``eval`` refuses it for its one point:
     :class:`~evaluator.errors.IgnoredKeyError`), tried at the first point and at every value of each axis with the
-    others at their first (``fairness=rtt`` beside a ``sharing=bound,max_min`` axis acts at the max-min points and
+    others at their first (``routing.power=8`` beside a ``routing=ugal,ugal_local`` axis acts at the ugal points and
     is kept; the points where it does not act ignore it). Tried by the settings and the routing's own checks, which
     build nothing; a traffic's or machine's key is left to the points."""
     from ..config import build_routing_spec

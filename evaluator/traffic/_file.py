@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 
 from .._types import ConfigOf
-from ..errors import ConfigError, check_memory, positive_float, positive_int, require
+from ..errors import ConfigError, cause_text, check_memory, positive_float, positive_int, require
 from .base import Traffic, TrafficKind, from_flows, from_matrix
 
 __all__ = ['from_file', 'declared_grid', 'FileConfig', 'FILE']
@@ -48,11 +48,6 @@ _SAVE_HINT = "Save it with numpy.savez(path, matrix=M) or numpy.savez(path, row=
 
 def _error(p: str, allowed: str, hint: str | None = None) -> ConfigError:
     return ConfigError(FIELD, p, allowed, hint)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)
 
 
 def _check_readable(p: str, ext: str) -> int:
@@ -74,7 +69,7 @@ def _check_readable(p: str, ext: str) -> int:
                      "e.g. chmod u+r).") from None
     except OSError as exc:
         raise _error(p, f"a readable {_KINDS} file",
-                     f"Reading it failed: {exc.strerror or _one_line(exc)}.") from None
+                     f"Reading it failed: {exc.strerror or cause_text(exc)}.") from None
     if not head:
         raise _error(p, f"a non-empty {_KINDS} file", "The file is empty (0 bytes).")
     return os.path.getsize(p)
@@ -91,7 +86,7 @@ def _npz_headers(p: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
         zf = zipfile.ZipFile(p)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise _error(p, f"an .npz archive (a zip of NumPy arrays as numpy.savez writes) holding {_NPZ_KEYS}",
-                     f"It is not a zip archive ({_one_line(exc)}): binary garbage, a truncated download or another "
+                     f"It is not a zip archive ({cause_text(exc)}): binary garbage, a truncated download or another "
                      f"format saved under an .npz name? {_SAVE_HINT}") from None
     out: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     with zf:
@@ -110,7 +105,7 @@ def _npz_headers(p: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
                         shape, _, dtype = np.lib.format._read_array_header(fh, version)  # (3, 0): utf-8 header
             except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, RuntimeError) as exc:
                 raise _error(p, f"an .npz archive of NumPy arrays holding {_NPZ_KEYS}",
-                             f"Its member {info.filename!r} is not a readable .npy array ({_one_line(exc)}); "
+                             f"Its member {info.filename!r} is not a readable .npy array ({cause_text(exc)}); "
                              f"the file may be truncated or corrupt.") from None
             out[key] = (tuple(int(s) for s in shape), np.dtype(dtype))
     return out
@@ -143,7 +138,7 @@ def _load(p: str, keys: list[str]) -> dict[str, np.ndarray]:
             return {k: z[k] for k in keys}
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
         raise _error(p, f"an .npz archive of NumPy arrays holding {_NPZ_KEYS}",
-                     f"Loading it failed ({_one_line(exc)}); the file may be truncated or corrupt.") from None
+                     f"Loading it failed ({cause_text(exc)}); the file may be truncated or corrupt.") from None
 
 
 def _read_npz(p: str, n_tasks: int | None):
@@ -213,7 +208,7 @@ def _npy_header(p: str) -> tuple[tuple[int, ...], np.dtype]:
             shape, _, dtype = read(fh)  # (3, 0): a utf-8 header, numpy reads it as (2, 0)'s layout
     except (ValueError, OSError, EOFError) as exc:
         raise _error(p, f"a .npy array (as numpy.save writes it): {_NPY_KINDS}",
-                     f"It is not a readable .npy file ({_one_line(exc)}): another format saved under a .npy name, "
+                     f"It is not a readable .npy file ({cause_text(exc)}): another format saved under a .npy name, "
                      f"or a truncated file? Save it with numpy.save(path, M).") from None
     return tuple(int(x) for x in shape), np.dtype(dtype)
 
@@ -233,7 +228,7 @@ def _read_npy(p: str, n_tasks: int | None):
             return np.load(p, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
             raise _error(p, f"a .npy array: {_NPY_KINDS}",
-                         f"Loading it failed ({_one_line(exc)}); the file may be truncated or corrupt.") from None
+                         f"Loading it failed ({cause_text(exc)}); the file may be truncated or corrupt.") from None
 
     if dense:
         return _dense(p, shape, n_tasks, load, "the array")
@@ -261,7 +256,7 @@ def _mtx_info(p: str) -> tuple[int, int, int, str, str, str]:
     try:
         rows, cols, entries, fmt, field, symmetry = scipy.io.mminfo(p)
     except Exception as exc:  # scipy raises ValueError, OSError, RuntimeError for malformed headers
-        raise _error(p, _MTX_KINDS, f"Its header could not be read ({_one_line(exc)}).") from None
+        raise _error(p, _MTX_KINDS, f"Its header could not be read ({cause_text(exc)}).") from None
     return int(rows), int(cols), int(entries), str(fmt), str(field), str(symmetry)
 
 
@@ -293,7 +288,7 @@ def _read_mtx(p: str, bytes_per_flow: float | None):
     try:
         M = scipy.io.mmread(p)
     except Exception as exc:  # malformed entries: ValueError, RuntimeError, OverflowError
-        raise _error(p, _MTX_KINDS, f"Reading its entries failed ({_one_line(exc)}).") from None
+        raise _error(p, _MTX_KINDS, f"Reading its entries failed ({cause_text(exc)}).") from None
     if fmt == "coordinate":
         _check_mtx_fields(p, entries, 2 if field == "pattern" else 3, field)
     coo = scipy.sparse.coo_array(M)
