@@ -32,7 +32,9 @@ integer part is longer), in scientific notation only below 10^-3 or from
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,7 +46,7 @@ import xarray as xr
 
 from .dataset import BOUND_VARIABLES, metric
 
-__all__ = ["SIGNIFICANT", "SCALES", "display_unit", "shared_unit", "format_number", "format_value",
+__all__ = ["SIGNIFICANT", "SCALES", "LOG_INTERVAL_S", "progress_bar", "display_unit", "shared_unit", "format_number", "format_value",
            "format_values", "format_table", "format_timing", "axis_label", "si_unit", "summary_lines", "elapsed"]
 
 SIGNIFICANT = 4
@@ -342,3 +344,69 @@ def elapsed(what: str, delay: float = 5.0, stream=None) -> Iterator[None]:
         thread.join()
         if bars:
             bars[0].close()
+
+
+LOG_INTERVAL_S = 30.0
+"""Seconds between a progress bar's lines where stderr is not a terminal (a log, a batch job's output file)."""
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class _LogLines:
+    """A stream for tqdm where stderr is not a terminal: each status tqdm would redraw in place (``\\r`` +
+    status + padding) becomes one line of its own, cursor moves and blank clears are dropped, and a status equal
+    to the line before is not written again (the close repeats the last one)."""
+
+    def __init__(self, out) -> None:
+        self.out, self._last = out, None
+
+    def write(self, text: str) -> None:
+        for part in _ESCAPES.sub("", text).replace("\n", "\r").split("\r"):
+            line = part.rstrip()
+            if line and line != self._last:
+                self.out.write(line + "\n")
+                self._last = line
+        self.out.flush()
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def progress_bar(iterable=None, *, enabled: bool = True, stream=None, **options):
+    """The progress bar of every long computation (a ``tqdm`` with ``options``: ``total``, ``unit``, ``desc``...).
+
+    * ``enabled`` false: a bar that writes nothing (the commands' ``--no-progress``);
+    * ``stream`` (default ``sys.stderr``) a terminal, or a Jupyter kernel: tqdm's own bar, redrawn in place
+      (a notebook's widget there);
+    * anything else (a log file, a pipe, a batch job's output): plain ASCII lines, the first at the start, then
+      at most one every :data:`LOG_INTERVAL_S` seconds, and the last state when the work ends, so that a log
+      holds a few readable lines rather than every redraw joined by carriage returns."""
+    from tqdm.auto import tqdm as auto
+
+    out = sys.stderr if stream is None else stream
+    if not enabled:
+        return auto(iterable, disable=True, **options)
+    if getattr(out, "isatty", lambda: False)() or any(c.__module__ == "tqdm.notebook" for c in auto.__mro__):
+        return auto(iterable, file=out, **options)
+    options.update(file=_LogLines(out), ascii=True, leave=True, dynamic_ncols=False, ncols=100,
+                   mininterval=LOG_INTERVAL_S, maxinterval=LOG_INTERVAL_S, miniters=0)
+    return _log_bar()(iterable, **options)
+
+
+@functools.cache
+def _log_bar():
+    """tqdm's bar with its redraws at most one every ``mininterval`` seconds, explicit ones included
+    (``set_postfix_str``, ``bar.n = ...; bar.refresh()``: a search's bar refreshes after every batch)."""
+    from tqdm import tqdm
+
+    class LogBar(tqdm):
+        _line_t = -math.inf
+
+        def refresh(self, nolock=False, lock_args=None):
+            now = self._time()
+            if now - self._line_t < self.mininterval:
+                return False
+            self._line_t = now
+            return super().refresh(nolock=nolock, lock_args=lock_args)
+
+    return LogBar

@@ -30,6 +30,7 @@ from ._batch.groups import GroupResults, evaluate_groups
 from ._batch.run import run_batch
 from ._types import Float, Int, Shaped
 from .dataset import draw_stats
+from .display import progress_bar
 from .errors import positive_int, require
 from .placement import Placement
 from .routing import Routing
@@ -242,9 +243,7 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     specs = as_routing(routing).draws(k)
     if not specs:
         return None
-    from tqdm import tqdm
-
-    bar = tqdm(specs, desc=f"draws of {specs[0].kind}", unit="draw", disable=not progress, leave=False)
+    bar = progress_bar(specs, enabled=progress, desc=f"draws of {specs[0].kind}", unit="draw", leave=False)
     if getattr(topology, "latency", None) is None and sharing == "bound":
         times = {"completion_time": np.stack([evaluate_batch(topology, spec, traffics, placements)
                                               .metrics["completion_time"] for spec in bar], axis=1)}

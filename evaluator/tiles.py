@@ -70,12 +70,12 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from tqdm import tqdm
 
 from ._types import Float
 from .errors import (ConfigError, MachineError, UnknownMachineError, available_memory, check_memory, is_int,
                      positive_float, positive_int, require)
 from .dataset import with_units
+from .display import progress_bar
 from .evaluation import evaluate_batch
 from .machines import Machine, TorusMachine, load_machine
 from .placement import Placement
@@ -416,8 +416,8 @@ def _candidate_loads(req: TileRequest, m, topo, cands: list, chunk_size: int, pr
     full = 2 * d * req.nodes * req.tasks_per_node   # flows of the largest exchange: every traffic is padded to it
     chunk = _chunk(req, chunk_size)
     loads = []
-    with tqdm(total=len(cands), unit="candidate", desc="tiles: evaluating", disable=not progress,
-              leave=False) as bar:
+    with progress_bar(total=len(cands), enabled=progress, unit="candidate", desc="tiles: evaluating",
+                      leave=False) as bar:
         for start in range(0, len(cands), chunk):   # a chunk at a time: one compiled kernel, bounded memory
             traffics, placements = [], []
             for c in cands[start:start + chunk]:

@@ -230,3 +230,42 @@ def test_the_dataset_holds_inf_where_bytes_stay_on_their_nodes_and_nan_where_non
                          float(ds.effective_injection_bandwidth))
     assert got["self"][:2] == (0.0, "none") and got["self"][2] == math.inf
     assert got["zero"][:2] == (0.0, "none") and math.isnan(got["zero"][2])
+
+
+def test_progress_bar_writes_a_log_lines_not_redraws_where_stderr_is_no_terminal(monkeypatch):
+    """A bar into a log (a batch job's output file, a pipe) wrote every redraw joined by carriage returns (319
+    bytes of them for a 12-point sweep): it now writes plain lines, the first state, at most one line per
+    LOG_INTERVAL_S however often the caller refreshes, and the last state, in ASCII."""
+    import time
+
+    from evaluator import display
+
+    pipe = _Terminal(tty=False)
+    bar = display.progress_bar(total=1000, stream=pipe, desc="demo", unit="pt", leave=False)
+    for i in range(1000):
+        bar.n = i + 1
+        bar.set_postfix_str(f"best {i}")  # an explicit refresh each time, as the mapping search's bar does
+    bar.close()
+    text = "".join(pipe.parts)
+    lines = text.splitlines()
+    assert "\r" not in text and text.endswith("\n") and all(ln.isascii() for ln in lines), text
+    assert len(lines) == 2 and lines[0].startswith("demo:   0%") and "1000/1000" in lines[1], lines
+    monkeypatch.setattr(display, "LOG_INTERVAL_S", 0.05)
+    slow = _Terminal(tty=False)
+    for _ in display.progress_bar(range(8), stream=slow, desc="slow"):
+        time.sleep(0.03)
+    n = len("".join(slow.parts).splitlines())
+    assert 3 <= n <= 6, slow.parts  # a line every two or so of eight 0.03 s steps, plus the first and the last
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal_and_writes_nothing_when_off():
+    from evaluator import display
+
+    term = _Terminal()
+    with display.progress_bar(total=3, stream=term, desc="demo", leave=False) as bar:
+        bar.update(3)
+    assert "\r" in "".join(term.parts)  # tqdm's own bar, erased at the end
+    off = _Terminal(tty=False)
+    with display.progress_bar(total=3, stream=off, desc="demo", enabled=False) as bar:
+        bar.update(3)
+    assert off.parts == []

@@ -70,7 +70,8 @@ def test_pairing_time_matches_bisection_closed_form(capsys):
     from evaluator.partitions import confirm_machine
 
     res = confirm_machine("JUQUEEN", sizes=[2048, 3072], progress=True)
-    assert "pairing on JUQUEEN" in capsys.readouterr().err   # (its last count may be cleared before it shows)
+    err = capsys.readouterr().err  # not a terminal: a log's lines, the first and the last count
+    assert "\r" not in err and err.startswith("pairing on JUQUEEN:   0%") and "| 2/2 [" in err.splitlines()[-1], err
     from evaluator.machines import load_machine
     from evaluator.partitions.geometry import feasible_sizes
 

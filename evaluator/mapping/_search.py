@@ -60,7 +60,7 @@ import numpy as np
 
 from .._batch.compiled import compile_seconds
 from .._types import Bool, Int
-from ..display import format_value
+from ..display import format_value, progress_bar
 from ._kinds import GRID_KINDS, box_moves, box_shapes, slot_grid
 
 __all__ = ["SearchTrace", "local_search", "BOUND_RTOL", "KindScheduler", "ANNEAL_T0", "ANNEAL_T1", "KIND_WEIGHTS", "MIN_SHARE",
@@ -442,8 +442,6 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     to use (default: every kind that applies, :data:`MOVE_KINDS`); ``anneal``: the Metropolis rule in batches
     without an improving move (default off: only the kicks). It stops early where its best meets ``target`` (a
     certified lower bound, s) or at a Ctrl-C, returning the best seen: ``trace.stopped`` (:func:`_ends`)."""
-    from tqdm.auto import tqdm
-
     rng = np.random.default_rng(seed)
     S = evaluator.n_slots
     groups, grid, shapes, mov, use_kinds, sweep, fractions = _plan_kinds(
@@ -459,8 +457,9 @@ def local_search(evaluator, slot_task: Int[np.ndarray, "slot"], *, budget: float
     tune = _StepTuner(evaluator.step_choices) if (step is None and evaluator.step_choices
                                                   and _tunes(budget, max_iterations)) else None
     evaluated, it, heat, compiled0 = 0, 0, None, compile_seconds()
-    bar = tqdm(total=round(budget, 1), unit="s", desc="mapping search (Ctrl-C: stop, keep the best)", leave=False,
-               disable=not progress, bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
+    bar = progress_bar(total=round(budget, 1), enabled=progress, unit="s", leave=False,
+                       desc="mapping search (Ctrl-C: stop, keep the best)",
+                       bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s {postfix}")
     frac_of = lambda: (it / max_iterations if max_iterations is not None  # noqa: E731
                        else (time.perf_counter() - t0) / budget if budget > 0 else 1.0)
     try:

@@ -16,9 +16,9 @@ import dataclasses
 
 import numpy as np
 import xarray as xr
-from tqdm import tqdm
 
 from ..dataset import with_units
+from ..display import progress_bar
 from ..errors import with_partial
 from ..evaluation import evaluate
 from ..machines import Machine, load_machine
@@ -81,8 +81,8 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
     todo = list(sizes or feasible_sizes(m))
     done = 0
     try:
-        for n in tqdm(todo, unit="size", desc=f"pairing on {m.name}", disable=not progress or len(todo) < 2,
-                      leave=False):
+        for n in progress_bar(todo, enabled=progress and len(todo) >= 2, unit="size", desc=f"pairing on {m.name}",
+                              leave=False):
             _confirm_size(m, n, bytes_per_pair, tie, out)
             done += 1
     except KeyboardInterrupt as stopped:

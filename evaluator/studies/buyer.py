@@ -46,6 +46,7 @@ from .._signals import raise_if_signalled
 from ..evaluation import MAX_DRAWS, check_draws
 from .._version import __version__
 from ..cost import link_product, network_cost
+from ..display import progress_bar
 from ..errors import NOT_COMPUTED, ConfigError, WordedError, with_partial
 from ..latency import Latency
 from ..placement import linear
@@ -312,9 +313,7 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
     to_do = ~done
     per_size = sum(sum(K if (w in SEEDED or r == "ecmp") else 1 for w in workloads) for fam in NETWORKS
                    for r in ROUTINGS[fam])
-    from tqdm.auto import tqdm
-
-    pbar = tqdm(total=per_size * S, unit="point", desc="buyer", disable=not bar, dynamic_ncols=True)
+    pbar = progress_bar(total=per_size * S, enabled=bar, unit="point", desc="buyer", dynamic_ncols=True)
     stopped = None
     try:
         for i, n in enumerate(sizes):

@@ -44,6 +44,7 @@ from .._signals import Interrupted, reclaim_signals, reraise_signalled, stop_on_
 from .._signals import raise_if_signalled as _raise_if_signalled
 from .._threads import one_core
 from ..config import RayConfig
+from ..display import progress_bar
 from ..errors import ClusterError, StorageError, keeps_ignored_keys
 from . import store
 from ._writer import ChunkWriter, remove_chunk_files
@@ -531,8 +532,6 @@ def finished(plan: SweepPlan) -> Path | None:
 
 def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None, warn, on_dataset=None
                 ) -> Path | None:
-    from tqdm.auto import tqdm
-
     t_start = time.perf_counter()
     check_sweep_bounds(plan)  # LPs that would not fit: refused before anything runs
     check_link_load(plan)  # (and link loads kept that would not)
@@ -547,8 +546,8 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     todo = _interleaved([(cid, pts) for cid, pts in chunks if cid not in done])
     timings["expand_s"] = time.perf_counter() - t_start
     n_done_pts = sum(pts.size for cid, pts in chunks if cid in done)
-    bar = tqdm(total=plan.n_points, initial=n_done_pts, unit="pt", desc=plan.name, disable=not progress,
-               smoothing=0.1, dynamic_ncols=True)
+    bar = progress_bar(total=plan.n_points, enabled=progress, initial=n_done_pts, unit="pt", desc=plan.name,
+                       smoothing=0.1, dynamic_ncols=True)
     writer = ChunkWriter(plan, timings, bar)
     use_ray = ray_cfg is None or bool(ray_cfg.enabled)
     ray = None

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..display import progress_bar
 from ..errors import ConfigError, ConfigTypeError
 from ..policies import JobRequest
 from ._check import bool_arg, instance_arg, int_arg
@@ -356,9 +357,7 @@ def _run(jobs: dict, policy, table, speedup_rule: str, G: int, backfill_depth, p
     schedule = _scheduler(jobs, res, policy, running, queue, launch, backfill_depth, int(policy.total_nodes))
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n, unit="job", desc=f"schedule {getattr(policy, 'name', '')}".strip())
+        bar = progress_bar(total=n, unit="job", desc=f"schedule {getattr(policy, 'name', '')}".strip())
     while nxt < n or ends:
         t = min(sub[nxt] if nxt < n else math.inf, ends[0][0] if ends else math.inf)
         changed = False
