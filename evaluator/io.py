@@ -64,6 +64,7 @@ __all__ = [
     "check_writable",
     "read_yaml",
     "point_latest_at",
+    "foreign_latest",
     "is_our_figure",
 ]
 
@@ -378,6 +379,16 @@ def _our_latest_text(path: Path) -> bool:
     return "/" not in text and text.endswith((".nc", ".zarr")) and run_time(text) is not None
 
 
+def foreign_latest(directory: str | os.PathLike[str]) -> Path | None:
+    """``<directory>/latest`` where it is a directory or a file of the user's own (not the link or text file
+    :func:`point_latest` writes), which :func:`point_latest` leaves as it is; else None. A command that writes
+    there says so before it computes (``evaluator eval``: a warning)."""
+    link = Path(directory) / LATEST
+    if link.exists() and not link.is_symlink() and not _our_latest_text(link):
+        return link
+    return None
+
+
 def point_latest(directory: str | os.PathLike[str]) -> Path | None:
     """Point ``<directory>/latest`` at the newest result there (the latest ``<UTC time>-...`` name of a ``.nc``
     file or ``.zarr`` store), atomically; return the link, or None when there is no such result.
@@ -405,7 +416,7 @@ def point_latest_at(directory: str | os.PathLike[str], target: str) -> Path | No
     is (None)."""
     d = Path(directory)
     link = d / LATEST
-    if link.exists() and not link.is_symlink() and not _our_latest_text(link):
+    if foreign_latest(d) is not None:
         return None  # a directory or file of the user's own stands there: left alone
     tmp = d / f".{LATEST}.{uuid.uuid4().hex[:8]}.tmp"
     try:

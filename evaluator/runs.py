@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import xarray as xr
 
 __all__ = ["Run", "RESULTS_DIR", "list_runs", "describe", "resolve", "runs_table", "latest", "refuse_unfinished",
-           "feasible_lost", "unreadable_chunk"]
+           "feasible_lost", "unreadable_chunk", "dataset_kind", "dataset_kind_at"]
 
 RESULTS_DIR = "results"
 """Where the commands write by default (relative to the working directory)."""
@@ -255,6 +255,46 @@ def latest(directory: str | os.PathLike[str]) -> Path | None:
         return here[0]
     oldest = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
     return max(here, key=lambda p: (describe(p, d).time or oldest, p.name))
+
+
+_NOT_EVAL = ("sweep", "axes_json", "study", "study_id", "kind")
+"""Attributes that a dataset of another command holds and ``evaluator eval``'s never does."""
+
+
+def dataset_kind(ds: xr.Dataset) -> str:
+    """Which command wrote ``ds``, in words, from its dimensions and attributes (no variable is read):
+    ``"evaluator eval"``, ``"evaluator sweep (sweep NAME)"``, ``"evaluator schedule --study (workload study
+    NAME)"``, ``"evaluator schedule"``, ``"evaluator study rdn (machine M)"``, a speedup table, ...; ``""`` where
+    it cannot tell (a dataset of the user's own, or of a command not listed here)."""
+    attrs, dims = ds.attrs, set(ds.dims)
+    if "sweep" in attrs or "axes_json" in attrs:
+        return f"evaluator sweep (sweep {attrs.get('sweep', '?')})"
+    if "study_id" in attrs:
+        return f"evaluator schedule --study (workload study {attrs.get('study', '?')})"
+    if {"run", "job"} <= dims:
+        return "evaluator schedule"
+    if "rdn_routing" in attrs:
+        if {"pattern", "groups"} <= dims:
+            return f"evaluator study rdn (machine {attrs.get('machine', '?')})"
+        if "speedup" in ds.data_vars:
+            return f"evaluator study rdn --speedup-out (a speedup table, machine {attrs.get('machine', '?')})"
+    if "study" in attrs:
+        return f"evaluator study {attrs['study']}"
+    if attrs.get("kind") == "mapping":
+        return "evaluator map"
+    if "config_yaml" in attrs and "topology" in attrs and not set(_NOT_EVAL) & set(attrs):
+        return "evaluator eval"
+    return ""
+
+
+def dataset_kind_at(path: str | os.PathLike[str]) -> str | None:
+    """:func:`dataset_kind` of the dataset at ``path`` (opened lazily); None where it cannot be read."""
+    try:
+        ds = _open_lazily(Path(path))
+    except Exception:  # noqa: BLE001 (a damaged or foreign file: its kind is unknown)
+        return None
+    with ds:
+        return dataset_kind(ds)
 
 
 def _several(paths: Sequence[str], given: str, root: Path) -> ConfigError:

@@ -70,11 +70,19 @@ def test_a_study_without_seeds_is_as_before_and_says_it_is_one_draw(tmp_path, ca
             "wait moves a lot with them; add seeds: K to the study for the mean and range over K seeds") in out
 
 
-def test_a_rerun_with_seeds_computes_nothing_again(three, tmp_path):
+def test_a_rerun_with_seeds_computes_nothing_again(three, tmp_path, monkeypatch):
+    """The same study again returns its finished dataset (no point computed, no second file; it wrote a copy
+    recomputed from its kept points until 2026-12-06, when the points directory went once the dataset was
+    written)."""
+    from evaluator.sweep import schedule as S
+
     tmp, _ = three
+    before = sorted((tmp / "three").glob("*.nc"))
+    monkeypatch.setattr(S, "_point", lambda *a: pytest.fail(f"point {a[1:]} computed again"))
     path = run_study(_study(tmp, "three", seed=5, seeds=3), use_ray=False, progress=False, out_dir=tmp / "three")
+    assert [path] == before == sorted((tmp / "three").glob("*.nc"))
     with xr.open_dataset(path) as ds:
-        assert int(ds.attrs["n_computed"]) == 0 and int(ds.attrs["n_points"]) == 2 * 2 * 3
+        assert int(ds.attrs["n_computed"]) == int(ds.attrs["n_points"]) == 2 * 2 * 3
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "many"])

@@ -53,6 +53,7 @@ def main(argv: list[str]) -> int:
     obj = config.to_object(cfg)
     if obj.save:
         check_writable("output_dir", obj.output_dir)  # before the work, so that nothing computed is lost
+        _check_latest(obj.output_dir)
     if config.has_jobs(obj):
         jp = config.build_jobs(obj)
         check_point_budget(jp.topology, obj.cost)
@@ -97,6 +98,38 @@ def main(argv: list[str]) -> int:
                                "a writable directory") from None
         print(f"dataset: {path}")
     return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the command did not finish what it was asked)
+
+
+def _check_latest(output_dir: str) -> None:
+    """Before the work: refuse an ``output_dir`` whose latest dataset (what ``evaluator query DIR`` reads) another
+    command wrote, a sweep's or a study's: the eval's dataset would take its ``latest`` link over, and the next
+    query of the study read the one point (until 2026-12-06). Where ``latest`` is a file or directory of the
+    user's own, which is left as it is, say so on stderr (it was silent)."""
+    from ..io import foreign_latest
+    from ..runs import dataset_kind_at, latest
+
+    d = Path(output_dir)
+    own = foreign_latest(d)
+    if own is not None:
+        print(f"evaluator eval: warning: output_dir = {output_dir!r}: {own} is a "
+              f"{'directory' if own.is_dir() else 'file'} of your own, not the link evaluator writes: it is left as "
+              f"it is and will not point at this evaluation's dataset (its path is printed at the end)",
+              file=sys.stderr, flush=True)
+        return
+    try:
+        current = latest(d)
+    except ConfigError:  # a link to a dataset that is gone: the eval's dataset takes it over
+        return
+    kind = None if current is None else dataset_kind_at(current)
+    if kind is None or kind == "evaluator eval":  # none there, unreadable, or eval's own
+        return
+    raise ConfigError("output_dir", output_dir, "a directory of evaluator eval's own datasets (results/eval by "
+                      "default), or one holding none",
+                      f"evaluator query {output_dir} reads {current}, "
+                      + (f"the dataset of {kind}" if kind else "a dataset evaluator eval did not write")
+                      + f"; an eval saved there would take {d / 'latest'} over and the next query would read the "
+                        f"one point instead. Give another output_dir=DIR (e.g. results/eval), or save=false. "
+                        f"Nothing was computed.")
 
 
 def _draws(ds, point, k: int, options: dict) -> tuple[list[str], bool]:

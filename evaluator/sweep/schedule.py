@@ -48,11 +48,16 @@ range.
 
 Resume. Every finished point is stored at once, atomically, as
 ``<out>/.<study-id>.points/<index>.json`` (its labels and scalars), where the
-study id is a hash of the study's content (every key but the Ray settings).
-A point is a pure function of the study and its labels, so a study that
-crashed or was killed, run again, computes only the points missing there and
-writes the same dataset, ``<out>/<study-id>.nc`` (tested: no point lost or
-computed twice). A changed study gets another id and starts afresh. Ctrl-C
+study id is a hash of the study's content (every key but the Ray settings)
+and of the files it names (SWF trace, speedup tables). A point is a pure
+function of the study and its labels, so a study that crashed or was killed,
+run again, computes only the points missing there and writes the same
+dataset, ``<out>/<UTC time>-<hash of the study id>.nc`` (tested: no point
+lost or computed twice). Once the dataset is written the points directory is
+removed; the same study run again finds its dataset
+(:func:`finished_study`), says so on stderr and returns it: nothing is
+computed or written again (as ``evaluator sweep`` treats a finished run). A
+changed study (or input file) gets another id and starts afresh. Ctrl-C
 and SIGTERM stop a study at any moment, starting Ray included, as they stop
 a sweep (exit status 130 and 143; points still running on Ray are cancelled)
 and say how many points are kept and where.
@@ -68,6 +73,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -77,6 +83,7 @@ import numpy as np
 import xarray as xr
 import yaml
 
+from ..display import progress_bar
 from ..errors import ConfigError, ConfigTypeError, is_int
 from ..io import check_writable, read_yaml, repo_dir, write_dataset, write_json
 from ..workload import check_keys, check_machine_size, int_arg, make_policy
@@ -84,7 +91,7 @@ from ..workload.model import WorkloadModel
 from .driver import _raise_if_signalled, _ray_init, reraise_signalled, stop_on_sigterm
 
 __all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table",
-           "study_seeds"]
+           "study_seeds", "finished_study"]
 
 STUDY_KEYS = ("name", "trace", "machines", "mode_mixes", "runs", "workload", "backfill_depth", "seed", "seeds",
               "ray")
@@ -338,10 +345,60 @@ def _point(study: Mapping[str, Any], machine: str, mix: str, run: str, seed: int
 
 
 def study_id(study: Mapping[str, Any]) -> str:
-    """``<name>-<12 hex>``: a hash of the study's content (not its Ray settings or source path)."""
+    """``<name>-<12 hex>``: a hash of the study's content (not its Ray settings or source path) and of the files it
+    names, by content (its SWF trace and speedup tables): the same study after a table was recomputed is computed
+    again, not answered by its finished dataset (until 2026-12-06 its stored points were reused)."""
     clean = {k: v for k, v in study.items() if not k.startswith("_") and k != "ray"}
-    digest = hashlib.sha1(yaml.safe_dump(clean, sort_keys=True).encode()).hexdigest()[:12]
+    text = yaml.safe_dump(clean, sort_keys=True)
+    files = _input_files(study)
+    if files:  # (the ids of studies that name no file stay as they were)
+        from ._inputs import _file_digest
+
+        text += "\n" + "\n".join(_file_digest(f).hex() for f in files)
+    digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     return f"{study['name']}-{digest}"
+
+
+def _input_files(study: Mapping[str, Any]) -> list[str]:
+    """The files a study reads, each once, in a fixed order: its SWF trace and every machine's speedup tables."""
+    files = []
+    swf = (study.get("trace") or {}).get("swf")
+    if isinstance(swf, (str, os.PathLike)) and os.path.isfile(swf):
+        files.append(str(swf))
+    for m in study.get("machines") or {}:
+        for r in study.get("runs") or {}:
+            sp = speedups_path(study, m, r)
+            if isinstance(sp, str) and os.path.isfile(sp):
+                files.append(sp)
+    return list(dict.fromkeys(files))
+
+
+def finished_study(out: str | os.PathLike[str], sid: str) -> Path | None:
+    """The dataset the study ``sid`` wrote in ``out`` when it finished (``<UTC time>-<hash of sid>.nc``, the newest
+    should there be several), else None. One that cannot be read is refused (StorageError naming it): its points
+    went when it was written."""
+    from ..errors import StorageError
+    from ..io import content_key, run_name, run_time
+
+    key = content_key(sid) + ".nc"
+    try:
+        names = sorted(e.name for e in os.scandir(out) if e.name.endswith("-" + key) and e.is_file()
+                       and run_time(e.name) is not None and run_name(run_time(e.name), key) == e.name)
+    except OSError:
+        return None
+    for name in reversed(names):
+        path = Path(out) / name
+        try:
+            with xr.open_dataset(path, engine="h5netcdf") as ds:
+                if ds.attrs.get("study_id") == sid:
+                    return path
+        except Exception as exc:  # noqa: BLE001 (netCDF and HDF5 word a damaged file in many ways)
+            why = " ".join(str(exc).split())[:160] or type(exc).__name__
+            raise StorageError(f"schedule study {sid}: it has finished, but its dataset {path} cannot be read "
+                               f"({why}). Its points went when it was written: move the file away (or delete it) "
+                               f"and rerun the same command to compute the study again. Nothing was computed.",
+                               "dataset", str(path), "a readable dataset of this study") from None
+    return None
 
 
 def _stored(store: Path, points: list[tuple]) -> dict[tuple, dict]:
@@ -392,8 +449,6 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
 
     A study not read by :func:`load_study` is checked first (:func:`check_study`); the output directory is made
     and probed for writing before any point runs (ConfigError naming it: nothing is computed)."""
-    from tqdm.auto import tqdm
-
     t0 = time.perf_counter()
     if not isinstance(study, Mapping):
         raise ConfigTypeError("study", type(study).__name__, "a study mapping (evaluator.sweep.schedule.load_study)")
@@ -403,6 +458,12 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     sid = study_id(study)
     out = Path(out_dir) if out_dir is not None else Path("results") / str(study["name"])
     store = out / f".{sid}.points"
+    done = finished_study(out, sid)
+    if done is not None:  # the same study, the same input files: its dataset, not a second copy (as a sweep's run)
+        _finished_here(out, store)
+        print(f"schedule study {study['name']}: {sid} has already finished; nothing to compute: {done}",
+              file=sys.stderr)
+        return done
     check_writable("--out", out)
     check_writable("--out", store)
     results: dict[tuple, dict] = _stored(store, points)
@@ -413,8 +474,8 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
         write_json(store / f"{index[p]:06d}.json", {"point": list(p), "values": values})
 
     todo = [p for p in points if p not in results]
-    bar = tqdm(total=len(points), initial=len(points) - len(todo), unit="pt", desc=str(study["name"]),
-               disable=not progress)
+    bar = progress_bar(total=len(points), enabled=progress, initial=len(points) - len(todo), unit="pt",
+                       desc=str(study["name"]))
     try:
         with stop_on_sigterm():  # Ctrl-C and SIGTERM stop the study at any moment, connecting to Ray included
             _compute(study, todo, use_ray, keep, bar)
@@ -427,7 +488,21 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     ds = _assemble(study, results)
     ds.attrs.update({"n_points": len(points), "study_id": sid, "n_computed": len(todo),
                      "wall_s": time.perf_counter() - t0, "ray": int(bool(use_ray))})
-    return write_dataset(ds, out, identity=sid)  # <UTC time>-<hash>.nc: an earlier result is never replaced
+    path = write_dataset(ds, out, identity=sid)  # <UTC time>-<hash>.nc: an earlier result is never replaced
+    shutil.rmtree(store, ignore_errors=True)  # every point is in the dataset now; a rerun finds the dataset
+    return path
+
+
+def _finished_here(out: Path, store: Path) -> None:
+    """A finished study met again: the points a study killed after its final write left behind go, and ``latest``
+    points at the newest result (as a finished sweep's rerun does); a directory it cannot write is left as it is."""
+    from ..io import point_latest
+
+    shutil.rmtree(store, ignore_errors=True)
+    try:
+        point_latest(out)
+    except OSError:
+        pass
 
 
 def _assemble(study: Mapping[str, Any], results: dict[tuple, dict]) -> xr.Dataset:

@@ -157,8 +157,63 @@ def load_speedups(value) -> SpeedupTable | None:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ConfigError("speedups", str(value), allowed,
                               f"It could not be read as netCDF-4/HDF5 (text, truncated or damaged?): {why}") from None
+        if "speedup" not in data.data_vars and set(data.dims) != {"mode", "groups"}:  # another command's dataset
+            raise ConfigError("speedups", str(value), _TABLE, _not_a_table(p, data))
         return SpeedupTable(data, source=str(value))
     return SpeedupTable(value)
+
+
+_TABLE = ("a speedup table: a netCDF file with a variable 'speedup' of dims (mode, groups), as evaluator study rdn "
+          "--speedup-out FILE.nc writes it")
+
+
+def _not_a_table(path: Path, data: xr.Dataset) -> str:
+    """What the dataset at ``path`` is instead of a speedup table (a study's or a schedule's results, ...), and
+    which file or command gives the table: the speedup tables beside it, if any, else the command."""
+    from ..runs import dataset_kind
+
+    given = f"{path} (-> {os.readlink(path)})" if path.is_symlink() else str(path)
+    machine, kind = str(data.attrs.get("machine", "")), dataset_kind(data)
+    if kind.startswith("evaluator study rdn"):
+        what = (f"the dataset of {kind[:-1]}: times and gains per pattern and job size, {len(data.data_vars)} "
+                f"variables), not its speedup table")  # (kind ends with its machine's closing parenthesis)
+    elif kind:
+        what = f"the dataset of {kind}, not a speedup table"
+    else:
+        what = (f"a dataset of {len(data.data_vars)} variables, none named 'speedup', with dims "
+                f"({', '.join(map(str, data.dims))}), not a speedup table")
+    beside = _tables_beside(path)
+    if beside:
+        where = f"The speedup table{'s' if len(beside) > 1 else ''} beside it: {'; '.join(beside)}."
+    else:
+        m = machine[machine.find("(") + 1:machine.rfind(")")] if "(" in machine else "P,A,H,G"
+        where = (f"The table is the file that evaluator study rdn --machine {m} --speedup-out FILE.nc writes (for the "
+                 f"machine scheduled); give that FILE.nc to --speedups.")
+    return f"{given} is {what}. {where}"
+
+
+def _tables_beside(path: Path, most: int = 3) -> list[str]:
+    """The speedup tables (a ``speedup`` variable of dims (mode, groups)) among the small ``.nc`` files in
+    ``path``'s directory (at most 50 looked at), each with its machine and baseline."""
+    found = []
+    try:
+        names = sorted(n for n in os.listdir(path.parent) if n.endswith(".nc") and not n.startswith("."))[:50]
+    except OSError:
+        return []
+    for name in names:
+        f = path.parent / name
+        try:
+            if f.resolve() == path.resolve() or f.stat().st_size > 10_000_000:
+                continue
+            with xr.open_dataset(f, engine="h5netcdf") as ds:
+                if "speedup" in ds and set(ds["speedup"].dims) == {"mode", "groups"}:
+                    found.append(f"{f} (machine {ds.attrs.get('machine', 'not recorded')}, against "
+                                 f"{ds.attrs.get('baseline', 'not recorded')})")
+        except Exception:  # noqa: BLE001 (not netCDF, unreadable: not a table)
+            continue
+        if len(found) == most:
+            break
+    return found
 
 
 def table_coords(tables: list[SpeedupTable | None]) -> dict[str, Shaped[np.ndarray, "run"]]:
