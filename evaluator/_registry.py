@@ -55,6 +55,16 @@ class Kind:
     placement, a random permutation, hashed ECMP's hash), where that is not the default
     (:meth:`is_drawn`)."""
 
+    unread: Callable[[Any], None] | None = dataclasses.field(default=None, kw_only=True)
+    """``unread(cfg)``: refuse (:func:`~evaluator.errors.refuse_ignored`) the keys of ``cfg`` that change nothing,
+    by the predicates ``build`` refuses them with, building nothing (:meth:`refuse_unread`)."""
+
+    def refuse_unread(self, cfg: Any) -> None:
+        """The refusals of :attr:`unread` (none where the kind has no such key): a sweep's check, at its trial
+        points, that a key acts at one of them, without building a traffic or topology."""
+        if self.unread is not None:
+            self.unread(cfg)
+
     def is_drawn(self, cfg: Any) -> bool:
         """Whether ``cfg`` (a schema instance) is one random draw: :attr:`drawn`, or by default whether the
         schema has a ``seed`` field (a kind has one only to draw with it)."""

@@ -58,6 +58,7 @@ __all__ = [
     "refuse_ignored",
     "ignored_keys_kept",
     "ignored_keys_refused",
+    "ignored_keys_collected",
     "keeps_ignored_keys",
     "cause_text",
     "invalid",
@@ -229,18 +230,25 @@ class IgnoredKeyError(ConfigError):
     keeps it at the points where it acts nowhere as long as one point uses it (:func:`ignored_keys_kept`)."""
 
 
-_REFUSE_IGNORED: contextvars.ContextVar[bool] = contextvars.ContextVar("evaluator_refuse_ignored", default=True)
+_REFUSE_IGNORED: contextvars.ContextVar[bool | list[IgnoredKeyError]] = contextvars.ContextVar(
+    "evaluator_refuse_ignored", default=True)
+"""True: refuse; False: keep (:func:`ignored_keys_kept`); a list: keep and record (:func:`ignored_keys_collected`)."""
 
 
 def refuse_ignored(acts: bool, field: str, value: Any, allowed: str, hint: str | None = None) -> None:
     """Raise :class:`IgnoredKeyError` unless ``acts`` (the key changes the answer here) or inside
-    :func:`ignored_keys_kept`."""
-    if not acts and _REFUSE_IGNORED.get():
+    :func:`ignored_keys_kept` (inside :func:`ignored_keys_collected`: record it instead)."""
+    if acts:
+        return
+    how = _REFUSE_IGNORED.get()
+    if how is True:
         raise IgnoredKeyError(field, value, allowed, hint)
+    if isinstance(how, list):
+        how.append(IgnoredKeyError(field, value, allowed, hint))
 
 
 @contextlib.contextmanager
-def _refusing_ignored(refuse: bool) -> Iterator[None]:
+def _refusing_ignored(refuse: bool | list[IgnoredKeyError]) -> Iterator[None]:
     token = _REFUSE_IGNORED.set(refuse)
     try:
         yield
@@ -258,6 +266,16 @@ def ignored_keys_kept() -> contextlib.AbstractContextManager[None]:
 def ignored_keys_refused() -> contextlib.AbstractContextManager[None]:
     """Inside, :func:`refuse_ignored` refuses again (a sweep's own check that a key acts at one of its points)."""
     return _refusing_ignored(True)
+
+
+@contextlib.contextmanager
+def ignored_keys_collected() -> Iterator[list[IgnoredKeyError]]:
+    """Inside, :func:`refuse_ignored` raises nothing and appends each refusal to the list it yields: every key
+    that changes nothing at one point, not only the first (a sweep's check that a key acts at one of its
+    points)."""
+    found: list[IgnoredKeyError] = []
+    with _refusing_ignored(found):
+        yield found
 
 
 def keeps_ignored_keys(fn: Callable) -> Callable:

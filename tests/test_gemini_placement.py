@@ -207,7 +207,7 @@ def test_launch_files_round_trip(tmp_path):
 
 
 def test_alps_order_blocks_slabs_and_curve():
-    topo = machine_topology(small_machine(), layout="ideal")
+    topo = machine_topology(small_machine())  # (no service or down nodes: layout=ideal would change nothing)
     o = P.alps_order(topo)
     assert sorted(o.tolist()) == list(range(topo.n_nodes))
     routers = o[::2] // 2
@@ -346,7 +346,7 @@ def test_topaware_select_routers_rows_and_planes():
 
 def test_topaware_4d_whole_dimension_on_a_node_pair():
     # the slides' 4-D halo exchange, scaled down: 32 tasks per node, 1x2x2x8 per node, 1x2x2x16 per Gemini
-    topo = machine_topology(small_machine(), layout="ideal")
+    topo = machine_topology(small_machine())  # (no service or down nodes: layout=ideal would change nothing)
     grid = [4, 4, 4, 16]
     pl = P.topaware(topo, grid, tasks_per_node=32)
     assert pl.name.endswith("tile 1x2x2x8")
@@ -367,7 +367,7 @@ def test_topaware_milc_layout_on_bluewaters():
 
 
 def test_topaware_2d_fold_supertiles_share_no_links():
-    topo = machine_topology(small_machine(), layout="ideal")
+    topo = machine_topology(small_machine())  # (no service or down nodes: layout=ideal would change nothing)
     grid = [12, 48]  # node tile 2x1, router tile 2x2 -> tiles 6x24, folded into 4 supertiles of 6x6
     pl = P.topaware(topo, grid, tasks_per_node=2, node_tile=[2, 1], pair_dim=1, supertiles=4)
     router = pl.task_node // 2

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from .build import (DesignPoint, JobsPoint, as_dict, build, build_jobs, build_placement, has_jobs, build_routing_spec,
-                    build_topology, build_traffic, check_settings, drawn_choices)
+                    build_topology, build_traffic, check_settings, drawn_choices, refuse_unread_keys)
 from .hydra import (DEFAULT_STUDY, SweepRequest, check_assignment, compose, compose_object, compose_sweep, one_line,
                     register_schemas, study_overrides, to_object, to_yaml)
 from .schemas import FAMILIES, GROUPS, JOB_KEYS, MISSING, BackgroundConfig, EvalConfig, RayConfig, SweepConfig
@@ -35,6 +35,7 @@ __all__ = [
     "build_routing_spec",
     "drawn_choices",
     "check_settings",
+    "refuse_unread_keys",
     "build_traffic",
     "build_placement",
     "as_dict",

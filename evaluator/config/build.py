@@ -20,7 +20,8 @@ from ..traffic import DenseTraffic, PhasedTraffic, Traffic
 from .schemas import FAMILIES, JOB_KEYS
 
 __all__ = ["build_topology", "build_routing_spec", "build_traffic", "build_placement", "build_job", "DesignPoint", "build",
-           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs", "drawn_choices", "check_settings"]
+           "as_dict", "JobsPoint", "build_jobs", "job_group_config", "has_jobs", "drawn_choices", "check_settings",
+           "refuse_unread_keys"]
 
 
 def build_topology(cfg) -> Topology:
@@ -92,6 +93,14 @@ def build_routing_spec(cfg) -> Routing:
 def build_traffic(cfg, topology: Topology) -> Traffic | DenseTraffic | PhasedTraffic:
     """Traffic from a traffic schema (``n_tasks`` null means one task per node)."""
     return TRAFFICS[cfg.kind].build(cfg, topology)
+
+
+def refuse_unread_keys(group: str, cfg) -> None:
+    """Refuse (:func:`~evaluator.errors.refuse_ignored`) the keys of a ``topology`` or ``traffic`` config that change
+    nothing, by the predicates its kind's builder refuses them with, building nothing: a sweep's check that such a
+    key acts at one of its points (:attr:`evaluator._registry.Kind.unread`)."""
+    kinds = {"topology": TOPOLOGIES, "traffic": TRAFFICS}[group]
+    kinds[cfg.kind].refuse_unread(cfg)
 
 
 _TASKS_FROM = {

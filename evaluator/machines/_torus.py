@@ -169,8 +169,11 @@ class RouterTorusMachine(TorusMachine):
         return bool(self.node_classes or self.service_routers or self.service_fraction or self.down_routers
                     or self.down_fraction)
 
+    def has_node_layout(self) -> bool:
+        return bool(self.has_layout or self.features)
+
     def node_layout(self) -> NodeLayout | None:
-        if not (self.has_layout or self.features):
+        if not self.has_node_layout():
             return None
         names, code = self.router_classes()
         node_class = np.repeat(code, self.nodes_per_router)

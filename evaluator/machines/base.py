@@ -210,6 +210,10 @@ class Machine:
         """What each node of the whole machine is, or None when every node is a plain compute node."""
         return None
 
+    def has_node_layout(self) -> bool:
+        """Whether :meth:`node_layout` is not None, known without making it (what ``topology.layout`` acts on)."""
+        return False
+
     def torus(self, tool: str) -> TorusMachine:
         """This machine as a torus allocated in cuboid partitions, for ``tool`` (e.g. ``"tiles"``), which needs
         that geometry; a machine without one refuses (:class:`MachineError` naming the machine, its kind and

@@ -62,7 +62,7 @@ import numpy as np
 
 from ..config import GROUPS
 from ..config.hydra import AXIS_GENERATORS
-from ..errors import ConfigError, check_memory, is_int, require
+from ..errors import ConfigError, check_memory, is_int, nearest, require
 
 __all__ = ["Axis", "expand_axes", "optimize_axes", "label", "short_keys", "divisors", "divisor_vectors",
            "ordered_factorizations", "count_divisors", "count_factorizations", "MAX_FACTORED", "GENERATORS", "NETWORK_PREFIXES"]
@@ -491,41 +491,67 @@ def _only(name: str, spec: dict, generator: str) -> None:
             f"Unknown key(s) {extra}.")
 
 
-def _flatten_axes(axes_cfg: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+GENERATOR_FORMS = ("{range: [start, stop, step]}, {divisors: [8, 8, 4]} (or a number, or an earlier axis's key), "
+                   "{factorizations: {n: 64, d: 3}}; zip and product name an axis of their own "
+                   "(NAME: {zip: {key1: [...], key2: [...]}})")
+"""The generators of ``sweep.axes``, as the refusal of a mistyped one lists them (docs/sweeps.md has them all)."""
+
+
+def _check_nested(key: str, spec: dict, holds: tuple[str, bool] | None) -> None:
+    """Refuse a mapping without a generator (``{foo: 1}``, ``{rnge: [0, 8]}``) given to a key that holds no keys
+    (``holds``: the words for its type, and whether it is a list, whose items ``key.0`` are keys): a mistyped
+    generator, not nested keys (the axis ``key.foo``, unknown)."""
+    if holds is None or (holds[1] and all(re.fullmatch(r"\d+", str(k)) for k in spec)):
+        return
+    typed = [k for k in map(str, spec) if k not in GENERATORS]
+    guess = next((m for m in (nearest(k, GENERATORS) for k in typed) if m), None)
+    raise ConfigError(f"sweep.axes.{key}", spec, f"a list of values, or a mapping with one generator: "
+                      f"{GENERATOR_FORMS}",
+                      f"{', '.join(map(repr, typed))} {'is not a generator' if len(typed) == 1 else 'are not generators'}"
+                      f", and {key} holds no keys ({holds[0]}). {guess + ' ' if guess else ''}See docs/sweeps.md.")
+
+
+def _flatten_axes(axes_cfg: dict[str, Any], prefix: str = "", leaf_type=None) -> dict[str, Any]:
     """Nested mappings become dotted keys, so ``+sweep.axes.placement.seed={range:[0,8]}`` works
-    from the command line; a mapping holding a generator is a leaf."""
+    from the command line; a mapping holding a generator is a leaf. ``leaf_type(key)``: ``(words, is_list)`` for
+    a dotted key of the config that holds no keys (its type in words, and whether it is a list), None for any
+    other, to refuse a mapping without a generator under such a key (:func:`_check_nested`)."""
     out: dict[str, Any] = {}
     for k, v in axes_cfg.items():
         key = f"{prefix}{k}"
         if isinstance(v, dict) and v and not any(g in v for g in GENERATORS):
-            out.update(_flatten_axes(v, key + "."))
+            if leaf_type is not None:
+                _check_nested(key, v, leaf_type(key))
+            out.update(_flatten_axes(v, key + ".", leaf_type))
         else:
             out[key] = v
     return out
 
 
-def expand_axes(axes_cfg: dict[str, Any], max_points: int | None = None) -> list[Axis]:
+def expand_axes(axes_cfg: dict[str, Any], max_points: int | None = None, leaf_type=None) -> list[Axis]:
     """Expand the ``sweep.axes`` mapping into :class:`Axis` objects (see module docstring).
 
     With ``max_points``, each axis's size is computed (arithmetically where it
-    can be) and the grid checked against it before the axis's values are made.
+    can be) and the grid checked against it before the axis's values are made. With ``leaf_type(key)`` (the type
+    of a dotted key that holds no keys: :func:`_flatten_axes`), a mistyped generator under a key is refused as
+    such (:func:`_check_nested`).
     """
     require(isinstance(axes_cfg, dict) and len(axes_cfg) > 0, "sweep.axes", axes_cfg,
             "a non-empty mapping of config keys to values or generators")
-    return _expand(axes_cfg, _Budget(max_points))
+    return _expand(axes_cfg, _Budget(max_points), leaf_type)
 
 
-def _expand(axes_cfg: dict[str, Any], budget: _Budget) -> list[Axis]:
+def _expand(axes_cfg: dict[str, Any], budget: _Budget, leaf_type=None) -> list[Axis]:
     require(isinstance(axes_cfg, dict) and len(axes_cfg) > 0, "sweep.axes", axes_cfg,
             "a non-empty mapping of config keys to values or generators")
-    axes_cfg = _flatten_axes(_plain(axes_cfg))
+    axes_cfg = _flatten_axes(_plain(axes_cfg), leaf_type=leaf_type)
     earlier: dict[str, list] = {}
     axes: list[Axis] = []
     for name, spec in axes_cfg.items():
         spec = _plain(spec)
         if isinstance(spec, dict) and "product" in spec:
             _only(name, spec, "product")
-            sub = _expand(spec["product"], budget)
+            sub = _expand(spec["product"], budget, leaf_type)
             given = spec.get("label")
             if given is not None:
                 keys = [ax.name for ax in sub]

@@ -23,6 +23,8 @@ import hashlib
 import itertools
 import json
 import math
+import types
+import typing
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +36,7 @@ from .._version import __version__
 from ..config import GROUPS, SweepRequest, check_assignment, check_settings, has_jobs
 from ..config.hydra import DEFAULT_STUDY
 from ..cost import prices_from
-from ..errors import (ConfigError, IgnoredKeyError, ignored_keys_refused, is_int, keeps_ignored_keys, nearest,
+from ..errors import (ConfigError, IgnoredKeyError, ignored_keys_collected, is_int, keeps_ignored_keys, nearest,
                       require)
 from ._inputs import inputs_digest
 from .axes import Axis, expand_axes
@@ -73,6 +75,27 @@ def _get_path(obj, key: str):
     for part in key.split("."):
         cur = _child(cur, part)
     return cur
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", str: "text", bool: "true or false"}
+
+
+def _leaf_type(obj, key: str) -> tuple[str, bool] | None:
+    """``(words, is_list)`` of the dotted ``key`` of the typed config ``obj`` where its schema type holds no keys
+    (a number, a text, a list: ``("an integer or null", False)``), None for any other key or none."""
+    head, _, last = key.rpartition(".")
+    try:
+        holder = _get_path(obj, head) if head else obj
+        hints = typing.get_type_hints(type(holder)) if dataclasses.is_dataclass(holder) else {}
+    except Exception:  # noqa: BLE001 - not a key of the schema: the axis check names it
+        return None
+    tp, optional = hints.get(last), False
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
+        tp, optional = args[0], True
+    is_list = tp is list or typing.get_origin(tp) is list
+    words = "a list" if is_list else _TYPE_WORDS.get(tp)  # type: ignore[arg-type]
+    return None if words is None else (words + (" or null" if optional else ""), is_list)
 
 
 def _set_path(obj, key: str, value) -> None:
@@ -430,7 +453,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                           f"'{given}' gives none: add an axis, run a study with them (evaluator sweep "
                           f"sweeps={DEFAULT_STUDY} {given}) or evaluate the one point (evaluator eval {given}). "
                           f"See docs/sweeps.md.")
-    axes = expand_axes(request.axes, max_points=int(sw.max_points))
+    axes = expand_axes(request.axes, max_points=int(sw.max_points),
+                       leaf_type=lambda key: _leaf_type(request.config, key))  # (a mistyped generator)
     swept = {k for ax in axes for k in ax.keys}
     _check_conflicts(request.overrides, axes)
     for key in ("bounds", "bound_solver", "sharing", "fairness", "progression"):
@@ -523,31 +547,56 @@ def _check_ignored_keys(plan: SweepPlan) -> None:
     """Refuse a key that changes nothing at any point of the sweep (as ``eval`` refuses it for its one point:
     :class:`~evaluator.errors.IgnoredKeyError`), tried at the first point and at every value of each axis with the
     others at their first (``routing.power=8`` beside a ``routing=ugal,ugal_local`` axis acts at the ugal points and
-    is kept; the points where it does not act ignore it). Tried by the settings and the routing's own checks, which
-    build nothing; a traffic's or machine's key is left to the points."""
-    from ..config import build_routing_spec
+    is kept; the points where it does not act ignore it). Every key that changes nothing at a trial point is
+    collected there (:func:`~evaluator.errors.ignored_keys_collected`): the settings' and the routing's own checks,
+    and the topology's and one job's traffic's by the predicates their builders use, building neither
+    (:func:`evaluator.config.refuse_unread_keys`, once per distinct section). A point that another refusal stops
+    keeps every key (its reason is the point's to report); a traffic key of a several-jobs config is left to the
+    points."""
+    from ..config import build_routing_spec, refuse_unread_keys
 
-    def refusal(cfg) -> IgnoredKeyError | None:
+    sections: dict[tuple[str, str], list[IgnoredKeyError] | None] = {}
+
+    def unread(group: str, cfg) -> list[IgnoredKeyError] | None:
+        key = (group, repr(cfg))
+        if key not in sections:
+            try:
+                with ignored_keys_collected() as found:
+                    refuse_unread_keys(group, cfg)
+                sections[key] = found
+            except ConfigError:
+                sections[key] = None
+        return sections[key]
+
+    def ignored(cfg) -> dict[str, IgnoredKeyError]:
+        """The keys that change nothing at the point of ``cfg``, by field (none known where a refusal stops it)."""
         try:
-            with ignored_keys_refused():
+            with ignored_keys_collected() as found:
                 check_settings(cfg)
                 build_routing_spec(cfg.routing)
-        except IgnoredKeyError as exc:
-            return exc
         except ConfigError:
-            return None  # (another refusal: the points report it)
-        return None
+            return {}
+        for group in ("topology",) if has_jobs(cfg) else ("topology", "traffic"):
+            more = unread(group, getattr(cfg, group))
+            if more is None:
+                return {}
+            found += more
+        out: dict[str, IgnoredKeyError] = {}
+        for exc in found:
+            out.setdefault(exc.field, exc)
+        return out
 
-    first = refusal(plan.point_config(0))
-    if first is None:
-        return
+    left = ignored(plan.point_config(0))
     for i in range(len(plan.axes)):
         for cfg in _axis_configs(plan, i):
-            other = refusal(cfg)
-            if other is None or other.field != first.field:
+            if not left:
                 return
-    raise IgnoredKeyError(first.field, first.value, first.allowed,
-                          f"{first.hint or ''} It changes nothing at any point of this sweep.".strip())
+            here = ignored(cfg)
+            left = {f: exc for f, exc in left.items() if f in here}
+    if left:
+        first = next(iter(left.values()))
+        raise IgnoredKeyError(first.field, first.value, first.allowed,
+                              f"{first.hint or ''} It changes nothing at any point of this sweep.".strip())
 
 
 def _axis_configs(plan: SweepPlan, i: int):

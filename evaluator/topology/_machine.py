@@ -87,6 +87,46 @@ def _build_network(m: Machine, config: dict[str, Any]) -> Topology:
                            exc.hint) from None
 
 
+def _machine_network(name: str | Machine, partition: list[int] | None, mode: str, layout: str):
+    """``(machine, network)`` of a machine config, its mode, layout, name and partition checked."""
+    require(mode in MACHINE_MODES, "topology.mode", mode, f"one of {list(MACHINE_MODES)}")
+    require(layout in MACHINE_LAYOUTS, "topology.layout", layout, f"one of {list(MACHINE_LAYOUTS)}")
+    try:
+        m = load_machine(name)
+    except UnknownMachineError as exc:
+        raise ConfigError("topology.name", name, str(exc)) from None
+    try:
+        return m, m.network(partition, mode)
+    except (MachineError, PartitionError) as exc:
+        whole = "" if partition is None else " topology.partition=null takes the whole machine."
+        if partition is not None and list(partition) == [1, 1, 1, 1]:  # (conf/topology/machine.yaml's default)
+            whole += " [1, 1, 1, 1] is topology=machine's default partition (one Blue Gene/Q midplane)."
+        raise ConfigError("topology.partition", partition, str(exc), whole.strip() or None) from None
+
+
+def _check_keys_read(m: Machine, net, partition: list[int] | None, mode: str, layout: str) -> None:
+    """Refuse a mode or a layout that changes nothing here (:func:`~evaluator.errors.refuse_ignored`): the
+    builder's check, and a sweep's over its points without building (:func:`_unread`)."""
+    modes, why = m.modes(partition)
+    refuse_ignored(mode in modes, "topology.mode", mode, f"{' or '.join(map(repr, modes))} here: {why}",
+                   "Drop topology.mode (auto: the machine's own way).")
+    refuse_ignored(net.whole or layout == "real", "topology.layout", layout, "'real' (the default) here: the "
+                   f"partition {partition} is a torus of its own (mode {mode}), a bare torus whatever the layout",
+                   "Drop topology.layout, or use topology.mode=embedded (the host torus, where the layout acts).")
+    refuse_ignored(not net.whole or layout == "real" or m.has_node_layout(), "topology.layout", layout,
+                   f"'real' (the default) on {m.name}: its file gives no node classes, service or down nodes "
+                   f"and no features, so its torus is bare whatever the layout (the layout is read on a machine "
+                   f"whose file sets node_classes, service or down routers or fractions, or features, such as "
+                   f"BlueWaters)", "Drop topology.layout.")
+
+
+def _unread(cfg: ConfigOf["MachineTopologyConfig"]) -> None:
+    """The refusals of :func:`_check_keys_read` for a config, building no topology."""
+    partition = None if cfg.partition is None else list(cfg.partition)
+    m, net = _machine_network(cfg.name, partition, cfg.mode, cfg.layout)
+    _check_keys_read(m, net, partition, cfg.mode, cfg.layout)
+
+
 def machine_topology(name: str | Machine, partition: list[int] | None = None, mode: str = "auto",
                      layout: str = "real", latency: bool = False) -> Topology:
     """Topology of a catalogue machine, or of one of its partitions.
@@ -106,22 +146,8 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
     ``latency``: give the network the machine's published latency model (its file's ``latency`` block;
     :mod:`evaluator.latency`); False (the default): none, the bandwidth model alone.
     """
-    require(mode in MACHINE_MODES, "topology.mode", mode, f"one of {list(MACHINE_MODES)}")
-    require(layout in MACHINE_LAYOUTS, "topology.layout", layout, f"one of {list(MACHINE_LAYOUTS)}")
-    try:
-        m = load_machine(name)
-    except UnknownMachineError as exc:
-        raise ConfigError("topology.name", name, str(exc)) from None
-    try:
-        net = m.network(partition, mode)
-    except (MachineError, PartitionError) as exc:
-        whole = "" if partition is None else " topology.partition=null takes the whole machine."
-        if partition is not None and list(partition) == [1, 1, 1, 1]:  # (conf/topology/machine.yaml's default)
-            whole += " [1, 1, 1, 1] is topology=machine's default partition (one Blue Gene/Q midplane)."
-        raise ConfigError("topology.partition", partition, str(exc), whole.strip() or None) from None
-    modes, why = m.modes(partition)
-    refuse_ignored(mode in modes, "topology.mode", mode, f"{' or '.join(map(repr, modes))} here: {why}",
-                   "Drop topology.mode (auto: the machine's own way).")
+    m, net = _machine_network(name, partition, mode, layout)
+    _check_keys_read(m, net, partition, mode, layout)
     topo = _build_network(m, net.config)
     topo = dataclasses.replace(topo, name=net.name or f"{m.name} {topo.name}")
     if latency and m.latency is not None:
@@ -130,9 +156,6 @@ def machine_topology(name: str | Machine, partition: list[int] | None = None, mo
         except ConfigError as exc:
             raise MachineError(f"machine {m.name!r} ({m.source}): {exc}", exc.field, exc.value, exc.allowed,
                                exc.hint) from None
-    refuse_ignored(net.whole or layout == "real", "topology.layout", layout, "'real' (the default) here: the "
-                   f"partition {partition} is a torus of its own (mode {mode}), a bare torus whatever the layout",
-                   "Drop topology.layout, or use topology.mode=embedded (the host torus, where the layout acts).")
     nodes = m.node_layout() if (layout == "real" and net.whole) else None
     if nodes is None:
         return topo
@@ -171,4 +194,4 @@ def kind(registry: Callable[[], Any]) -> TopologyKind:
     """The ``machine`` topology kind; ``registry()`` returns the topology registry a machine's network is built
     with."""
     _REGISTRY[:] = [registry]
-    return TopologyKind("machine", MachineTopologyConfig, _from_config)
+    return TopologyKind("machine", MachineTopologyConfig, _from_config, unread=_unread)

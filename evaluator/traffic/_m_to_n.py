@@ -33,12 +33,18 @@ __all__ = ["M_TO_N_MODES", "m_to_n", "MToNConfig", "M_TO_N"]
 M_TO_N_MODES = ("disjoint", "overlap", "subset_concentrated", "subset_spread")
 
 
-def _destinations(m: int, n: int, nt: int, mode: str, overlap, dst_start) -> np.ndarray:
+def _check_mode(mode: str, overlap, dst_start) -> None:
+    """``mode`` is a mode, and ``overlap`` and ``dst_start`` are null unless the mode reads them (the builder's
+    check, and a sweep's over its points without building: :attr:`~evaluator._registry.Kind.unread`)."""
     require(isinstance(mode, str) and mode in M_TO_N_MODES, "traffic.mode", mode, f"one of {list(M_TO_N_MODES)}")
     for field, value, reader in (("traffic.overlap", overlap, "overlap"), ("traffic.dst_start", dst_start, "disjoint")):
         refuse_ignored(value is None or mode == reader, field, value, f"null (the default) with traffic.mode={mode!r}: "
                        f"only mode {reader!r} reads {field.split('.')[1]}",
                        f"Drop {field}, or use traffic.mode={reader}.")
+
+
+def _destinations(m: int, n: int, nt: int, mode: str, overlap, dst_start) -> np.ndarray:
+    _check_mode(mode, overlap, dst_start)
     if mode in ("subset_concentrated", "subset_spread"):
         require(n <= m, "traffic.n_destinations", n, f"<= n_sources = {m} for mode {mode!r}")
         return np.arange(n) if mode == "subset_concentrated" else np.arange(n) * (m // n)
@@ -101,4 +107,5 @@ class MToNConfig:
 M_TO_N = TrafficKind(
     "m_to_n", MToNConfig,
     lambda cfg, topology: m_to_n(cfg.n_sources, cfg.n_destinations, cfg.dests_per_source, cfg.bytes, cfg.mode,
-                                 tasks_or_nodes(cfg.n_tasks, topology), cfg.overlap, cfg.dst_start))
+                                 tasks_or_nodes(cfg.n_tasks, topology), cfg.overlap, cfg.dst_start),
+    unread=lambda cfg: _check_mode(cfg.mode, cfg.overlap, cfg.dst_start))

@@ -17,16 +17,22 @@ __all__ = ['MANY_TO_MANY_MODES', 'many_to_many_layout', 'many_to_many', 'many_to
 MANY_TO_MANY_MODES = ("disjoint", "overlap", "subset", "superset")
 
 
-def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoint", overlap: int | None = None,
-                        n_tasks: int | None = None) -> tuple[int, int, int, int]:
-    """Validated ``(m, n, first_destination, n_tasks)`` of a many-to-many pattern (see :func:`many_to_many`)."""
-    m = positive_int("traffic.n_sources", n_sources)
-    n = positive_int("traffic.n_destinations", n_destinations)
+def _check_mode(mode: str, overlap: int | None) -> None:
+    """``mode`` is a mode, and ``overlap`` is null unless the mode reads it (the layout's check, and a sweep's
+    over its points without building: :attr:`~evaluator._registry.Kind.unread`)."""
     require(isinstance(mode, str) and mode in MANY_TO_MANY_MODES, "traffic.mode", mode,
             f"one of {list(MANY_TO_MANY_MODES)}")
     refuse_ignored(overlap is None or mode == "overlap", "traffic.overlap", overlap,
                    f"null (the default) with traffic.mode={mode!r}: only mode 'overlap' reads it",
                    "Drop traffic.overlap, or use traffic.mode=overlap.")
+
+
+def many_to_many_layout(n_sources: int, n_destinations: int, mode: str = "disjoint", overlap: int | None = None,
+                        n_tasks: int | None = None) -> tuple[int, int, int, int]:
+    """Validated ``(m, n, first_destination, n_tasks)`` of a many-to-many pattern (see :func:`many_to_many`)."""
+    m = positive_int("traffic.n_sources", n_sources)
+    n = positive_int("traffic.n_destinations", n_destinations)
+    _check_mode(mode, overlap)
     if mode == "disjoint":
         start = m
     elif mode == "overlap":
@@ -106,4 +112,5 @@ class ManyToManyConfig:
 MANY_TO_MANY = TrafficKind(
     "many_to_many", ManyToManyConfig,
     lambda cfg, topology: many_to_many_dense(cfg.n_sources, cfg.n_destinations, cfg.bytes, cfg.mode, cfg.overlap,
-                                             cfg.n_tasks))
+                                             cfg.n_tasks),
+    unread=lambda cfg: _check_mode(cfg.mode, cfg.overlap))

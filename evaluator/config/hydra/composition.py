@@ -137,6 +137,12 @@ _TYPE_WORDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or
 _UNRESOLVED = re.compile(r"while resolving interpolation: \"?(.*?)\"?(?: full_key: [\w.\[\]]+)?$")
 
 
+_MAPPING_HINT = (" A mapping is a sweep generator only under sweep.axes (evaluator sweep '+sweep.axes.{key}={{range:"
+                 "[0,8]}}'; generators: divisors, factorizations, range, and zip and product as axes of their own); "
+                 "in an override, Hydra's grammar: {key}='range(0,8)' or {key}=1,2,4 (docs/sweeps.md).")
+"""Added to the refusal of a mapping given to a key that takes a value (``traffic.n_tasks={range:[0,8]}``)."""
+
+
 def _explain_value(message: str, overrides: Sequence[str]) -> str:
     """OmegaConf's refusal of a value in the project's words: ``topology.p = 'abc' is invalid: allowed is an
     integer`` (it said "Error merging override ... could not be converted to Integer full_key: ..."), and an
@@ -144,7 +150,8 @@ def _explain_value(message: str, overrides: Sequence[str]) -> str:
     m = _NOT_CONVERTED.search(message)
     if m:
         value, kind, key = m.groups()
-        return f"{key} = {value!r} is invalid: allowed is {_TYPE_WORDS.get(kind, kind)} (the key's type)."
+        text = f"{key} = {value!r} is invalid: allowed is {_TYPE_WORDS.get(kind, kind)} (the key's type)."
+        return text + (_MAPPING_HINT.format(key=key) if value.startswith("{") else "")
     m = _UNRESOLVED.search(message)
     if m:
         holders = [o for o in overrides if "${" in str(o)]

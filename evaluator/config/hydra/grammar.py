@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._types import ConfigOf
-from ...errors import ConfigError
+from ...errors import ConfigError, closest
 from ..schemas import FAMILIES, GROUPS, EvalConfig
 from .composition import _explain_foreign_key, group_options, kind_key_hint
 
@@ -67,7 +67,8 @@ def check_assignment(cfg: ConfigOf[EvalConfig], key: str, values: Sequence[Any])
                               _explain_foreign_key(f"Key '{parts[1]}' not in '{type(typed).__name__}' "
                                                    f"full_key: {parts[0]}.{parts[1]}", [key]))
         raise ConfigError("sweep.axes", key, "a key of the composed config",
-                          f"Unknown axis. Top-level keys: {sorted(k for k in node.keys() if k != 'sweep')}")
+                          f"Unknown axis. Top-level keys: {sorted(k for k in node.keys() if k != 'sweep')}"
+                          + _generator_hint(key))
     if refused is not None:
         value, exc = refused
         raise ConfigError(f"sweep.axes.{key}", value, "a value of the key's type",
@@ -75,6 +76,17 @@ def check_assignment(cfg: ConfigOf[EvalConfig], key: str, values: Sequence[Any])
 
 
 _MISSING_KEY = object()
+
+
+def _generator_hint(key: str) -> str:
+    """Where a part of an unknown axis ``key`` reads like a generator (``s.zpi.traffic.seed``: a mapping's keys
+    are dotted keys unless one is a generator), which generator it may be."""
+    for part in key.split("."):
+        match = closest(part, AXIS_GENERATORS) if part not in AXIS_GENERATORS else None
+        if match:
+            return (f". If '{part}' is a generator, it is {match!r} (the generators: "
+                    f"{', '.join(AXIS_GENERATORS)}; a mapping without one is nested keys): see docs/sweeps.md.")
+    return ""
 
 
 def _first_refused(node: Any, key: str, values: Sequence[Any]) -> Any:
