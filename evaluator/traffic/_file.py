@@ -143,6 +143,10 @@ def _load(p: str, keys: list[str]) -> dict[str, np.ndarray]:
 
 def _read_npz(p: str, n_tasks: int | None):
     heads = _npz_headers(p)
+    both = [k for k in ("row", "col", "data") if k in heads]
+    if "matrix" in heads and both:  # which one holds the traffic? (the COO arrays were dropped without a word)
+        raise _error(p, f"an .npz holding {_NPZ_KEYS}, not both; found 'matrix' and {both}",
+                     "Keep one of the two descriptions of the traffic. " + _SAVE_HINT)
     if "matrix" in heads:
         shape, dtype = heads["matrix"]
         _check_npz_array(p, "matrix", shape, dtype, "dense", factor=1.0 + (8 + 1) / dtype.itemsize)
@@ -288,7 +292,10 @@ def _read_mtx(p: str, bytes_per_flow: float | None):
     try:
         M = scipy.io.mmread(p)
     except Exception as exc:  # malformed entries: ValueError, RuntimeError, OverflowError
-        raise _error(p, _MTX_KINDS, f"Reading its entries failed ({cause_text(exc)}).") from None
+        bounds = "index out of bounds" in str(exc)  # scipy names the line, not the index nor the range
+        raise _error(p, _MTX_KINDS, f"Reading its entries failed ({cause_text(exc)})." + (
+            f" Rows and columns count from 1 to {rows} (the size line {rows} {cols} {entries}): is an index 0 (a "
+            f"file counted from 0) or larger than {rows}?" if bounds else "")) from None
     if fmt == "coordinate":
         _check_mtx_fields(p, entries, 2 if field == "pattern" else 3, field)
     coo = scipy.sparse.coo_array(M)
@@ -441,8 +448,9 @@ def _check_grid(p: str, cfg_grid, n: int) -> list[int] | None:
 
 
 def _is_number(text: str) -> bool:
-    """Whether ``text`` is a number as NumPy reads one (Python's own ``float`` also takes ``1_000``; NumPy not)."""
-    if "_" in text:
+    """Whether ``text`` is a number as NumPy reads one (Python's own ``float`` also takes ``1_000`` and other
+    scripts' digits, ``１`` or ``١``; NumPy not)."""
+    if "_" in text or not text.isascii():
         return False
     try:
         float(text)
@@ -510,6 +518,7 @@ def _read_csv(p: str, size: int):
                                     f"{f.strip()[:40]!r}: {row[:80]!r}",
                                  "Only the first line may be a header (with no number in it)."
                                  + (" Write numbers without digit separators (1000, not 1_000)." if "_" in f else "")
+                                 + ("" if f.strip().isascii() else " Write digits 0-9 (ASCII), not another script's.")
                                  ) from None
         raise _error(p, "a CSV file of src,dst,bytes rows of numbers",
                      "numpy.loadtxt could not parse it.") from None  # pragma: no cover - every row checks out
@@ -659,7 +668,8 @@ def _flows(p: str, ext: str, n_tasks: int | None, row, col, data, shape, w_row, 
                      f"(largest task id {hi})", "Are the task ids right? They number the tasks from 0.")
     if n_tasks is not None:
         require(inferred <= n_tasks if shape is None else inferred == n_tasks, "traffic.n_tasks", n_tasks,
-                f"the file's task count {inferred}")
+                f"the file's task count {inferred}" if shape is not None else
+                f"at least the file's task count {inferred} (its largest task id {hi} + 1; more tasks are idle)")
         inferred = n_tasks
     return from_flows(inferred, row, col, data, name=os.path.basename(p))
 

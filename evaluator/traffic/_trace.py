@@ -177,6 +177,34 @@ def _window_index(t: np.ndarray, window: float) -> np.ndarray:
     return np.floor(np.maximum(np.asarray(t, np.float64), 0.0) / window * (1.0 + 1e-12)).astype(np.int64)
 
 
+_MAX_WINDOWS = 2 ** 53
+"""Window numbers float64 counts exactly: past it (and past int64 at 2**63) distinct windows merged into one phase
+(a window of 1e-300 s put every send of a trace into ``window-9223372036854775808``)."""
+
+
+def _window_ids(rec: TraceRecords, window: float) -> tuple[np.ndarray, np.ndarray]:
+    """The window of every send and of every collective (:func:`_window_index`); a window so short that the trace's
+    last record falls past window ``2**53`` is refused naming the shortest window allowed."""
+    ct = np.array([c.time for c in rec.collectives], np.float64)
+    last = float(max(np.max(rec.time, initial=0.0), np.max(ct, initial=0.0)))
+    if last / window >= _MAX_WINDOWS:
+        raise ConfigError("traffic.window", window, f"a window of at least {last / _MAX_WINDOWS:.3g} s for the trace "
+                          f"{rec.path} (its last record is {last:.6g} s after its start; a shorter window numbers "
+                          f"more than 2**53 windows, which float64 cannot count exactly)",
+                          "Is the window in seconds (1e-3 is a millisecond)?")
+    return _window_index(rec.time, window), _window_index(ct, window)
+
+
+def _check_scale(rec: TraceRecords, scale: float) -> None:
+    """``bytes_scale`` times the trace's largest byte count (a send, a collective's sent or received) must be finite:
+    an overflow was refused as ``traffic.nbytes = inf``, naming neither the key nor the trace."""
+    big = max([float(np.max(rec.nbytes, initial=0.0))]
+              + [float(np.max(np.concatenate([c.sent, c.received]), initial=0.0)) for c in rec.collectives])
+    if not np.isfinite(big * scale):
+        raise ConfigError("traffic.bytes_scale", scale, f"a factor at most {np.finfo(np.float64).max / big:.3g}, "
+                          f"so that the byte counts of the trace {rec.path} stay finite (its largest is {big:.6g} B)")
+
+
 def _check_tasks(rec: TraceRecords, n_tasks):
     if n_tasks is None:
         return rec.n_ranks
@@ -263,6 +291,7 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
     rec = read_otf2(path)
     n = _check_tasks(rec, n_tasks)
     name = os.path.basename(os.path.dirname(rec.path)) or os.path.basename(rec.path)
+    _check_scale(rec, scale)
     p2p = (rec.src, rec.dst, rec.nbytes * scale)
     steps, cache = [], {}
     for c in rec.collectives:
@@ -295,8 +324,7 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
             rows = srt[bounds[k + 1]:bounds[k + 2]]
             add([(p2p[0][rows], p2p[1][rows], p2p[2][rows])], f"p2p{k + 1}")
     else:
-        wid = _window_index(rec.time, window)
-        cw = _window_index(np.array([c.time for c in rec.collectives]), window)
+        wid, cw = _window_ids(rec, window)
         for k in np.unique(np.concatenate([wid, cw])):
             rows = wid == k
             parts = [(p2p[0][rows], p2p[1][rows], p2p[2][rows])]

@@ -365,10 +365,12 @@ def from_flows(n_tasks: int, src, dst, nbytes, name: str = "flows", field: str =
                 if bad.any():
                     i = int(np.argmax(bad))
                     raise ConfigError(f"{field}.{nm}[{i}]", float(arr[i]), "integer task ids")
+                arr = arr.astype(np.float64)  # (compared in float32, id 2**24 was not below n_tasks 2**24 + 1)
             bad = (arr < 0) | (arr >= n_tasks)
             if bad.any():
                 i = int(np.argmax(bad))
                 raise ConfigError(f"{field}.{nm}[{i}]", arr[i].item(), f"task ids in [0, {n_tasks - 1}]")
+            ids[nm] = arr
     if nbytes.size:
         nan = ~np.isfinite(nbytes)
         if nan.any():
@@ -378,7 +380,7 @@ def from_flows(n_tasks: int, src, dst, nbytes, name: str = "flows", field: str =
         if neg.any():
             i = int(np.argmax(neg))
             raise ConfigError(f"{field}.bytes[{i}]", float(nbytes[i]), "byte counts >= 0")
-    return Traffic(n_tasks, src.astype(np.int64), dst.astype(np.int64), nbytes, name)
+    return Traffic(n_tasks, ids["src"].astype(np.int64), ids["dst"].astype(np.int64), nbytes, name)
 
 
 def from_matrix(matrix, name: str = "matrix", field: str = "traffic") -> Traffic:
