@@ -143,3 +143,24 @@ def test_from_flows_reads_float32_ids_near_the_top_of_float32():
     assert t.src.tolist() == [2**24, 0] and t.dst.tolist() == [0, 2**24] and t.src.dtype == np.int64
     with pytest.raises(ConfigError, match=r"traffic.src\[0\].*task ids in \[0, 16777215\]"):
         from_flows(2**24, ids, ids[::-1].copy(), 1e6)
+
+
+def test_npz_array_nothing_reads_is_refused_with_the_name_it_may_be(tmp_path):
+    """A misspelt 'shape' (``shap=[8, 8]``) was ignored: the task count came from the largest id (2, not 8) without
+    a word. Arrays nothing reads are refused, naming them and the nearest key; scipy.sparse.save_npz's own
+    'format' and '_is_array' stay accepted."""
+    import scipy.sparse
+
+    f = tmp_path / "typo.npz"
+    np.savez(f, row=[0, 1], col=[1, 0], data=[5.0, 5.0], shap=[8, 8])
+    with pytest.raises(ConfigError, match=r"it also holds \['shap'\], which nothing reads.*Did you mean 'shape'\?"):
+        from_file(str(f))
+    g = tmp_path / "dense.npz"
+    np.savez(g, matrix=np.ones((2, 2)), note=[1])
+    with pytest.raises(ConfigError, match=r"\['note'\], which nothing reads"):
+        from_file(str(g))
+    s = tmp_path / "scipy.npz"
+    scipy.sparse.save_npz(s, scipy.sparse.coo_array(np.array([[0.0, 3.0], [4.0, 0.0]])))
+    t = from_file(str(s))
+    assert t.n_tasks == 2 and sorted(zip(t.src.tolist(), t.dst.tolist(), t.nbytes.tolist())) == [(0, 1, 3.0),
+                                                                                             (1, 0, 4.0)]

@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 
 from .._types import ConfigOf
-from ..errors import ConfigError, cause_text, check_memory, positive_float, positive_int, require
+from ..errors import ConfigError, cause_text, check_memory, nearest, positive_float, positive_int, require
 from .base import Traffic, TrafficKind, from_flows, from_matrix
 
 __all__ = ['from_file', 'declared_grid', 'FileConfig', 'FILE']
@@ -141,6 +141,23 @@ def _load(p: str, keys: list[str]) -> dict[str, np.ndarray]:
                      f"Loading it failed ({cause_text(exc)}); the file may be truncated or corrupt.") from None
 
 
+_NPZ_READ = ("matrix", "row", "col", "data", "shape", "grid")
+"""The arrays an .npz traffic file is read by (``grid``: its task grid, :func:`file_grid`)."""
+_NPZ_SCIPY = ("format", "_is_array")
+"""Arrays scipy.sparse.save_npz writes beside a COO matrix's, which say nothing the others do not."""
+
+
+def _check_npz_keys(p: str, heads: dict) -> None:
+    """Refuse an array nothing reads (a misspelt ``shape``, ``size=[8, 8]``, left the task count to the largest id
+    without a word); scipy.sparse.save_npz's ``format`` and ``_is_array`` are read as COO's."""
+    extra = sorted(k for k in heads if k not in _NPZ_READ + _NPZ_SCIPY)
+    if extra:
+        guess = next((g for g in (nearest(k, _NPZ_READ) for k in extra) if g), None)
+        raise _error(p, f"an .npz holding {_NPZ_KEYS}, and optionally a task grid 'grid'; it also holds {extra}, "
+                        f"which nothing reads", f"{guess + ' ' if guess else ''}Rename or drop "
+                     f"{'it' if len(extra) == 1 else 'them'}. {_SAVE_HINT}")
+
+
 def _read_npz(p: str, n_tasks: int | None):
     heads = _npz_headers(p)
     both = [k for k in ("row", "col", "data") if k in heads]
@@ -152,11 +169,13 @@ def _read_npz(p: str, n_tasks: int | None):
         _check_npz_array(p, "matrix", shape, dtype, "dense", factor=1.0 + (8 + 1) / dtype.itemsize)
         require(len(shape) == 2 and shape[0] == shape[1] and shape[0] > 0, FIELD, p,
                 f"a square 'matrix' array; got shape {shape}")
+        _check_npz_keys(p, heads)
         return _dense(p, shape, n_tasks, lambda: _load(p, ["matrix"])["matrix"], "'matrix'")
     missing = [k for k in ("row", "col", "data") if k not in heads]
     if missing:
         found = sorted(heads) or "no arrays"
         raise _error(p, f"an .npz holding {_NPZ_KEYS}; found {found}, missing {missing}", _SAVE_HINT)
+    _check_npz_keys(p, heads)
     keys = ["row", "col", "data"] + (["shape"] if "shape" in heads else [])
     for k in keys:
         shape, dtype = heads[k]
