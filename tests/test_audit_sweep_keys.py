@@ -102,3 +102,17 @@ def test_3_a_generator_mapping_in_a_plain_override_and_a_mistyped_zip_say_where_
     plan = _plan(["topology=torus", "topology.dims=[4,4]", "routing=dor", "traffic=random_pairs",
                   "placement=linear", "+sweep.axes.topology.dims.0=[2,4]"])  # an item of a list is a key
     assert plan.n_points == 2
+
+
+def test_a_jobs_ignored_traffic_key_is_named_under_its_job():
+    """A job's traffic key that changes nothing was refused as the top-level ``traffic.overlap``, though the
+    top-level traffic had none: the refusal now names the job (as a job's plain ConfigError already did)."""
+    from evaluator.errors import IgnoredKeyError
+
+    cfg = config.compose_object(["topology=torus", "topology.dims=[4,4]", "routing=dor", "placement=linear",
+                                 "jobs=[{name: a, traffic: {kind: many_to_many, n_sources: 2, n_destinations: 2, "
+                                 "mode: disjoint, overlap: 1}}, {name: b, placement: {offset: 8}, "
+                                 "traffic: {kind: all_to_all}}]"])
+    with pytest.raises(IgnoredKeyError, match=r"^jobs\[0\]\.traffic\.overlap = 1 is invalid") as err:
+        config.build_jobs(cfg)
+    assert err.value.field == "jobs[0].traffic.overlap"

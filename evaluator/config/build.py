@@ -13,7 +13,7 @@ from ..routing import Routing
 from ..topology import KINDS as TOPOLOGIES
 from ..topology import Topology
 from ..traffic import KINDS as TRAFFICS
-from ..errors import ConfigError, nearest, refuse_ignored, require
+from ..errors import ConfigError, IgnoredKeyError, nearest, refuse_ignored, require
 from ..latency import latency_from_config
 from ..jobs import Background, Job, check_background
 from ..traffic import DenseTraffic, PhasedTraffic, Traffic
@@ -265,13 +265,14 @@ def build_jobs(cfg, topology: Topology | None = None) -> JobsPoint:
 
 @contextlib.contextmanager
 def _fields_under(where: str):
-    """A plain :class:`ConfigError` raised inside names its field under ``where`` (``jobs[1]``, ``background``):
-    a job's routing or traffic refused as ``routing.tie`` did not say which job's."""
+    """A plain :class:`ConfigError` or an :class:`IgnoredKeyError` raised inside names its field under ``where``
+    (``jobs[1]``, ``background``): a job's routing or traffic refused as ``routing.tie`` or ``traffic.overlap`` did
+    not say which job's."""
     try:
         yield
     except ConfigError as exc:
-        if type(exc) is ConfigError and not exc.field.startswith(where):
-            raise ConfigError(f"{where}.{exc.field}", exc.value, exc.allowed, exc.hint) from None
+        if type(exc) in (ConfigError, IgnoredKeyError) and not exc.field.startswith(where):
+            raise type(exc)(f"{where}.{exc.field}", exc.value, exc.allowed, exc.hint) from None
         raise
 
 
