@@ -164,6 +164,18 @@ def _read_yaml(path: Path) -> Machine:
     return machine_from_dict(data if data is not None else {}, source=str(path))
 
 
+def _defined_before(files: list[Path], path: Path, key: str) -> bool:
+    """Whether a loadable file of a directory searched before ``path``'s own defines the machine ``key``."""
+    dirs = [p.parent for p in files]
+    for other in files[:dirs.index(path.parent)]:
+        try:
+            if _read_yaml(other).key == key:
+                return True
+        except MachineError:  # (a broken file of another machine does not hide the one asked for)
+            continue
+    return False
+
+
 def _catalogue(problems: dict[str, str] | None = None) -> dict[str, Machine]:
     """All machines by key; earlier directories override later ones. ``problems`` (a dict): a file that does not
     load (by its path), or a name defined twice in one directory (by the machine's key), is noted there and left
@@ -221,11 +233,13 @@ def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
     if p.suffix in (".yaml", ".yml") and p.is_file():
         return _read_yaml(p)
     key = _key(str(name))
-    # fast path: a file named after the machine
-    for path in machine_files():
+    # fast path: a file named after the machine, unless a directory searched before its own defines the name
+    # in a file named otherwise (a user's file overrides the built-in one whatever its file name)
+    files = machine_files()
+    for path in files:
         if _key(path.stem) == key:
             m = _read_yaml(path)
-            if m.key == key:
+            if m.key == key and not _defined_before(files, path, key):
                 return m
     problems: dict[str, str] = {}
     cat = _catalogue(problems)

@@ -73,6 +73,10 @@ def _build(cfg: ConfigOf[TopologyMachineConfig], source: str) -> TopologyMachine
         raise error("topology.kind", kind, "the name of a topology kind (torus, dragonfly, ... : the stem of a "
                                            "file of conf/topology/)",
                     "The topology block is a topology config with its kind, e.g. {kind: dragonfly, p: 2, a: 4, h: 2}.")
+    lat = cfg.topology.get("latency")  # (the network is built without it: it would be silently ignored)
+    if lat is not None and not (isinstance(lat, dict) and all(v in (None, {}) for v in lat.values())):
+        raise error("topology.latency", lat, "null (a machine's latency model is the file's "
+                    "top-level latency block)", "Move the block to the top level of the file: latency: {...}.")
     return TopologyMachine(name=cfg.name, description=cfg.description.strip(), source=source, latency=cfg.latency,
                            topology=dict(cfg.topology))
 

@@ -11,15 +11,15 @@ Schema (:class:`TorusMachineConfig`)::
     nodes_per_router: 2
     injection_bandwidth: null  # bytes/s per direction per node; null: not modelled
     routing_order: as_given    # as_given | longest_first (dimension-order routing)
-    allowed_partitions: null   # or a list of router shapes (compared up to rotation)
-    slabs: null                # optional router shapes compared by ``--slabs``
+    allowed_partitions: null   # or a list of router shapes, in dimension order (equivalent dimensions rotate)
+    slabs: null                # optional router shapes compared by ``--slabs``, in dimension order
     description: ""            # optional free text (source of the numbers)
 
 and what each router's nodes are (every key optional; :meth:`RouterTorusMachine.router_classes` turns them
 into one class per router, the same on every machine for the same file)::
 
     default_class: XE          # class of the compute nodes outside every region (default "compute")
-    node_classes:              # compute node regions: name, first router, extent in routers (they wrap),
+    node_classes:              # compute node regions, no router in two: name, first router, extent (they wrap),
       - {name: XK, offset: [9, 18, 0], shape: [15, 6, 24], service_fraction: 0.0213}  # optional own fraction
     blade: [1, 2, 1]           # routers per blade along each dimension (drawn service nodes take whole blades)
     service_routers: null      # router coordinates of service nodes (never allocated), e.g. [[0, 0, 0], ...]
@@ -231,16 +231,17 @@ def _build(cfg: ConfigOf[TorusMachineConfig], source: str) -> RouterTorusMachine
     return RouterTorusMachine(
         name=cfg.name, description=cfg.description.strip(), source=source, latency=cfg.latency, dims=dims, wrap=wrap, link_bandwidth=bw,
         nodes_per_router=cfg.nodes_per_router, injection_bandwidth=inj, routing_order=cfg.routing_order,
-        allowed_partitions=shapes(error, "allowed_partitions", cfg.allowed_partitions, dims, "routers"),
-        slabs=shapes(error, "slabs", cfg.slabs, dims, "routers"), **_layout(error, cfg, dims))
+        allowed_partitions=shapes(error, "allowed_partitions", cfg.allowed_partitions, dims, "routers", rotate=False),
+        slabs=shapes(error, "slabs", cfg.slabs, dims, "routers", rotate=False), **_layout(error, cfg, dims))
 
 
-def _coords(error, field: str, raw: list | None, dims: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """A list of router coordinates inside ``dims``."""
+def _coords(error, field: str, raw: list | None, dims: tuple[int, ...],
+            one: bool = False) -> tuple[tuple[int, ...], ...]:
+    """A list of router coordinates inside ``dims`` (``one``: ``raw`` holds the one coordinate ``field`` is)."""
     out = []
     for i, c in enumerate(raw or ()):
         if not (len(c) == len(dims) and all(0 <= v < d for v, d in zip(c, dims))):
-            raise error(f"{field}[{i}]", c, f"{len(dims)} integer router coordinates in "
+            raise error(field if one else f"{field}[{i}]", c, f"{len(dims)} integer router coordinates in "
                                             f"[0, dims) = [0, {shape_text(dims)})")
         out.append(tuple(c))
     return tuple(out)
@@ -260,25 +261,46 @@ def _regions(error, field: str, raw: list | None, dims: tuple[int, ...]) -> tupl
     for i, r in enumerate(raw or ()):
         if not r.name.strip():
             raise error(f"{field}[{i}].name", r.name, "a non-empty name")
-        if r.name in NON_COMPUTE_CLASSES or any(key_of(o.name) == key_of(r.name) for o in out):
+        if key_of(r.name) in NON_COMPUTE_CLASSES or any(key_of(o.name) == key_of(r.name) for o in out):
             raise error(f"{field}[{i}].name", r.name, f"a new name, not {list(NON_COMPUTE_CLASSES)} nor one "
                                                       "used before")
         shp = int_tuple(error, f"{field}[{i}].shape", r.shape, len(dims))
         if not all(s <= d for s, d in zip(shp, dims)):
             raise error(f"{field}[{i}].shape", list(shp), f"a prism within the machine, {shape_text(dims)}")
-        off = _coords(error, f"{field}[{i}].offset", [r.offset], dims)[0]
+        off = _coords(error, f"{field}[{i}].offset", [r.offset], dims, one=True)[0]
         frac = getattr(r, "service_fraction", None)
         out.append(Region(r.name.strip(), off, shp,
                           None if frac is None else _fraction(error, f"{field}[{i}].service_fraction", frac)))
     return tuple(out)
 
 
+def _shared_router(a: Region, b: Region, dims: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A router both prisms hold (they wrap around the torus), or None: per dimension, one's first router
+    lies in the other's extent."""
+    out = []
+    for oa, sa, ob, sb, d in zip(a.offset, a.shape, b.offset, b.shape, dims):
+        if (ob - oa) % d < sa:
+            out.append(ob)
+        elif (oa - ob) % d < sb:
+            out.append(oa)
+        else:
+            return None
+    return tuple(out)
+
+
 def _layout(error, cfg: ConfigOf[TorusMachineConfig], dims: tuple[int, ...]) -> dict[str, Any]:
     """The node-class keys, checked."""
     dc = cfg.default_class
-    if not dc.strip() or dc in NON_COMPUTE_CLASSES:
+    if not dc.strip() or key_of(dc) in NON_COMPUTE_CLASSES:
         raise error("default_class", dc, f"a class name other than {list(NON_COMPUTE_CLASSES)}")
     classes = _regions(error, "node_classes", cfg.node_classes, dims)
+    for j, r in enumerate(classes):  # (a router's nodes are of one class: a later region would take them over)
+        for i, o in enumerate(classes[:j]):
+            both = _shared_router(o, r, dims)
+            if both is not None:
+                raise error(f"node_classes[{j}]", {"name": r.name, "offset": list(r.offset), "shape": list(r.shape)},
+                            f"a region that shares no router with another node class; node_classes[{i}] "
+                            f"({o.name!r}) holds router {list(both)} too")
     if any(key_of(r.name) == key_of(dc) for r in classes):
         raise error("node_classes", [r.name for r in classes], f"names other than default_class {dc!r}")
     blade = None if cfg.blade is None else int_tuple(error, "blade", cfg.blade, len(dims))

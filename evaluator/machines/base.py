@@ -38,7 +38,7 @@ import numpy as np
 
 from .._registry import Kind, from_mapping
 from .._types import Int, RouterInts
-from ..errors import MachineError, PartitionError, int_list, invalid, is_int, nearest
+from ..errors import ConfigError, MachineError, PartitionError, int_list, invalid, is_int, nearest
 
 __all__ = ["Machine", "TorusMachine", "MachineKind", "MachineNetwork", "NodeLayout", "PartitionTorus", "Region",
            "SERVICE", "DOWN", "NON_COMPUTE_CLASSES", "machine_config", "machine_error", "member_kinds",
@@ -437,8 +437,10 @@ def int_tuple(error, field: str, value: Any, length: int | None = None) -> tuple
     return int_list(field, value, length, error=lambda f, v, a: error(f, v, a), allowed=what)
 
 
-def shapes(error, field: str, raw: Any, box: tuple[int, ...], units: str) -> tuple[tuple[int, ...], ...] | None:
-    """A list of shapes of ``len(box)`` integers, each fitting in ``box`` in some rotation (None: none)."""
+def shapes(error, field: str, raw: Any, box: tuple[int, ...], units: str,
+           rotate: bool = True) -> tuple[tuple[int, ...], ...] | None:
+    """A list of shapes of ``len(box)`` integers, each fitting in ``box`` in some rotation (None: none);
+    ``rotate`` False: in the machine's dimension order (a torus machine's partitions are not rotated for you)."""
     if raw is None:
         return None
     if not raw:
@@ -446,9 +448,13 @@ def shapes(error, field: str, raw: Any, box: tuple[int, ...], units: str) -> tup
     out = []
     for i, s in enumerate(raw):
         shp = int_tuple(error, f"{field}[{i}]", s, len(box))
-        if not fits_some_rotation(shp, box):
+        if rotate and not fits_some_rotation(shp, box):
             raise error(f"{field}[{i}]", list(s), f"a shape that fits in {shape_text(box)} {units} (in some "
                                                   "rotation)")
+        if not rotate and not all(v <= b for v, b in zip(shp, box)):
+            rot = fitting_rotation(shp, box)
+            raise error(f"{field}[{i}]", list(s), f"a shape that fits in {shape_text(box)} {units} in the "
+                        "machine's dimension order", f"The rotation {shape_text(rot)} fits" if rot else None)
         out.append(shp)
     return tuple(out)
 
@@ -508,4 +514,25 @@ def machine_config(data: Any, source: str, kinds: Mapping[str, MachineKind]):
                                f"{', '.join(required)}", k, None, f"a value for {k!r}")
     if not isinstance(name, str) or not key_of(name):
         raise error("name", name, "a non-empty string with at least one letter or digit")
-    return from_mapping(schema, body, "", error=error, type_error=error)
+    cfg = from_mapping(schema, body, "", error=error, type_error=error)
+    _check_latency(error, getattr(cfg, "latency", None))
+    return cfg
+
+
+def _check_latency(error, block: Mapping[str, Any] | None) -> None:
+    """The machine's ``latency`` block checked key by key when the file is read (a misspelt key or a wrong
+    value is refused then, not when a latency model is first asked for); its link classes are checked against
+    the network when it is built."""
+    if block is None:
+        return
+    from ..latency import latency_from_config
+
+    if block.get("enabled") is not None:  # (the switch of a run, not data of the network: it would be ignored)
+        raise error("latency.enabled", block["enabled"], "null (a machine file gives the network's figures; a run "
+                    "switches the model on or off: topology.latency.enabled=true or false)")
+
+    try:
+        latency_from_config(None, base=block)
+    except ConfigError as exc:
+        field = "latency" + str(exc.field).removeprefix("topology.latency")
+        raise error(field, exc.value, str(exc.allowed), exc.hint) from None

@@ -1,0 +1,119 @@
+"""An HPC centre describing its own machine: its YAML files (copies of catalogue files, varied) read as the
+README and docs/gemini.md say, every wrong value refused naming the file, the key path, the value and what is
+allowed (audit of how machine files are read)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evaluator import machines as M
+from evaluator.errors import MachineError
+from evaluator.topology import machine_topology
+
+CATALOGUE = Path(M.builtin_machine_dir())
+
+
+def _file(name: str, **changes) -> dict:
+    """A catalogue machine file as a mapping, with keys changed (None: dropped)."""
+    data = yaml.safe_load((CATALOGUE / f"{name}.yaml").read_text())
+    for k, v in changes.items():
+        if v is None:
+            data.pop(k, None)
+        else:
+            data[k] = v
+    return data
+
+
+def _refused(data: dict, tmp_path: Path, *needles: str) -> str:
+    path = tmp_path / "ours.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(MachineError) as exc:
+        M.load_machine(path)
+    msg = str(exc.value)
+    for n in (str(path), *needles):
+        assert n in msg, msg
+    return msg
+
+
+def test_a_user_file_overrides_the_catalogue_machine_whatever_its_file_name(tmp_path, monkeypatch):
+    """README: directories of $EVALUATOR_MACHINE_PATH are searched first, so a user file overrides a built-in
+    machine of the same name. Before: load_machine('Mira') took conf/machine/mira.yaml (named after the machine)
+    and ignored the centre's own file, which list_machines and the catalogue took."""
+    (tmp_path / "our_bgq.yaml").write_text(yaml.safe_dump(_file("mira", link_bandwidth=1.0e9)))
+    monkeypatch.setenv(M.MACHINE_PATH_ENV, str(tmp_path))
+    m = M.load_machine("Mira")
+    assert m.source == str(tmp_path / "our_bgq.yaml") and m.link_bandwidth[0] == 1.0e9
+    assert M.load_machine("titan").source == str(CATALOGUE / "titan.yaml")  # the others: the catalogue's
+
+
+def test_a_misspelt_or_wrong_latency_key_is_refused_when_the_file_is_read(tmp_path):
+    """The latency block was only checked once a latency model was asked for: a file with latency.rooter, a
+    negative router time or a latency.enabled (a run's switch, ignored in a file) loaded silently."""
+    lat = _file("mira")["latency"]
+    _refused(_file("mira", latency={**lat, "rooter": 4.0e-8}), tmp_path, "latency.rooter", "Did you mean 'router'")
+    _refused(_file("mira", latency={**lat, "router": -4.0e-8}), tmp_path, "latency.router", "seconds >= 0")
+    _refused(_file("mira", latency={**lat, "send_overhead": "1us"}), tmp_path, "latency.send_overhead")
+    _refused(_file("mira", latency={**lat, "enabled": False}), tmp_path, "latency.enabled",
+             "topology.latency.enabled")
+    assert M.load_machine("Mira").latency is not None  # the catalogue's blocks pass
+
+
+def test_a_latency_block_inside_the_topology_block_is_refused_not_ignored(tmp_path):
+    """A kind-topology machine built its network without topology.latency: the block was silently dropped,
+    with and without topology.latency.enabled."""
+    fly = _file("theta", latency=None)
+    fly["topology"]["latency"] = {"router": 5.0e-7}
+    _refused(fly, tmp_path, "topology.latency", "top-level latency block")
+    fly["topology"]["latency"] = {"router": None}  # (an all-null block, as a copied topology config has)
+    path = tmp_path / "fly.yaml"
+    path.write_text(yaml.safe_dump(fly))
+    assert machine_topology(M.load_machine(path)).n_nodes == 4608
+
+
+def test_a_torus_machine_s_allowed_partitions_and_slabs_fit_in_its_dimension_order(tmp_path):
+    """A torus machine's partitions are not rotated for you (Titan 25x16x24: Y is 16 routers). Before, an
+    allowed partition [16, 25, 24] loaded (it fits in some rotation) and then never matched any partition
+    (``partitions --size 9600``: "allowed list: no geometry of this size"); a slab [16, 25, 24] was refused only
+    by ``partitions --slabs``, without the file or the key."""
+    msg = _refused(_file("titan", allowed_partitions=[[16, 25, 24]]), tmp_path, "allowed_partitions[0]",
+                   "[16, 25, 24]", "25x16x24 routers in the machine's dimension order")
+    assert "rotation 25x16x24 fits" in msg
+    _refused(_file("titan", slabs=[[25, 16, 12], [16, 25, 24]]), tmp_path, "slabs[1]", "dimension order")
+    bgq = _file("mira", allowed_partitions=[[1, 1, 1, 4]])  # Blue Gene/Q midplane cuboids: any rotation
+    assert M.machine_from_dict(bgq).allowed_set() == {(4, 1, 1, 1)}
+
+
+def test_node_classes_that_share_routers_are_refused(tmp_path):
+    """A router's nodes are of one class; a later region silently took over an earlier one's routers (XK2 over
+    all of XK: XK had no router left)."""
+    bw = _file("bluewaters")
+    xk = bw["node_classes"][0]
+    _refused(_file("bluewaters", node_classes=[xk, dict(xk, name="XK2")]), tmp_path, "node_classes[1]",
+             "node_classes[0] ('XK') holds router [9, 18, 0]")
+    # wrapping around the torus: x 20..3 meets x 0..1 at x 0
+    a = {"name": "A", "offset": [20, 0, 0], "shape": [8, 1, 1]}
+    _refused(_file("bluewaters", node_classes=[a, {"name": "B", "offset": [0, 0, 0], "shape": [2, 1, 1]}]),
+             tmp_path, "node_classes[1]", "holds router [0, 0, 0]")
+    apart = _file("bluewaters", node_classes=[a, {"name": "B", "offset": [4, 0, 0], "shape": [2, 1, 1]}])
+    names, code = M.machine_from_dict(apart).router_classes()
+    assert names[:3] == ("XE", "A", "B")
+
+
+def test_reserved_class_names_are_refused_in_any_case(tmp_path):
+    """'service' and 'down' are refused as class names; 'Service' and 'Down' loaded (every other name
+    comparison of the file ignores case), giving two classes read alike."""
+    xk = _file("bluewaters")["node_classes"][0]
+    _refused(_file("bluewaters", node_classes=[dict(xk, name="Service")]), tmp_path, "node_classes[0].name",
+             "'Service'")
+    _refused(_file("bluewaters", default_class="Down"), tmp_path, "default_class", "'Down'")
+
+
+def test_a_region_offset_outside_the_machine_names_its_key_path(tmp_path):
+    """Before: ``node_classes[0].offset[0] = [24, 0, 0]`` (the whole offset under an index of it)."""
+    xk = _file("bluewaters")["node_classes"][0]
+    msg = _refused(_file("bluewaters", node_classes=[dict(xk, offset=[24, 0, 0])]), tmp_path,
+                   "node_classes[0].offset = [24, 0, 0] is invalid")
+    assert "offset[0]" not in msg
+    feat = {"name": "f", "offset": [0, 0, 30], "shape": [1, 1, 1]}
+    _refused(_file("bluewaters", features=[feat]), tmp_path, "features[0].offset = [0, 0, 30] is invalid")
