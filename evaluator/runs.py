@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import xarray as xr
 
 __all__ = ["Run", "RESULTS_DIR", "list_runs", "describe", "resolve", "runs_table", "latest", "refuse_unfinished",
-           "feasible_lost", "unreadable_chunk", "dataset_kind", "dataset_kind_at"]
+           "feasible_lost", "unreadable_chunk", "dataset_kind", "dataset_kind_at", "check_latest_owner"]
 
 RESULTS_DIR = "results"
 """Where the commands write by default (relative to the working directory)."""
@@ -264,8 +264,9 @@ _NOT_EVAL = ("sweep", "axes_json", "study", "study_id", "kind")
 def dataset_kind(ds: xr.Dataset) -> str:
     """Which command wrote ``ds``, in words, from its dimensions and attributes (no variable is read):
     ``"evaluator eval"``, ``"evaluator sweep (sweep NAME)"``, ``"evaluator schedule --study (workload study
-    NAME)"``, ``"evaluator schedule"``, ``"evaluator study rdn (machine M)"``, a speedup table, ...; ``""`` where
-    it cannot tell (a dataset of the user's own, or of a command not listed here)."""
+    NAME)"``, ``"evaluator schedule"``, ``"evaluator study rdn (machine M)"``, a speedup table, ``"evaluator
+    map"``, ``"evaluator tiles"``, ``"evaluator partitions --slabs (machine M)"``, ...; ``""`` where it cannot tell
+    (a dataset of the user's own, or of a command not listed here)."""
     attrs, dims = ds.attrs, set(ds.dims)
     if "sweep" in attrs or "axes_json" in attrs:
         return f"evaluator sweep (sweep {attrs.get('sweep', '?')})"
@@ -282,6 +283,15 @@ def dataset_kind(ds: xr.Dataset) -> str:
         return f"evaluator study {attrs['study']}"
     if attrs.get("kind") == "mapping":
         return "evaluator map"
+    if str(attrs.get("title", "")).startswith("evaluator tiles"):
+        return "evaluator tiles"
+    if attrs.get("created_by") == "evaluator.partitions" or "benchmark" in attrs and "comparison" in attrs:
+        if "machines" in attrs:
+            return "evaluator partitions --compare"
+        machine = attrs.get("machine", "?")
+        if "benchmark" in attrs:
+            return f"evaluator partitions --pairing (machine {machine})"
+        return f"evaluator partitions {'--slabs ' if 'slab' in dims else ''}(machine {machine})"
     if "config_yaml" in attrs and "topology" in attrs and not set(_NOT_EVAL) & set(attrs):
         return "evaluator eval"
     return ""
@@ -295,6 +305,60 @@ def dataset_kind_at(path: str | os.PathLike[str]) -> str | None:
         return None
     with ds:
         return dataset_kind(ds)
+
+
+def _owns(kind: str, own: Sequence[str]) -> bool:
+    """Whether ``kind`` (:func:`dataset_kind`) is one of ``own``: the same words, or those followed by what they
+    say in parentheses (``"evaluator study rdn"`` owns ``"evaluator study rdn (machine M)"``)."""
+    return any(kind == k or kind.startswith(k + " (") for k in own)
+
+
+def check_latest_owner(directory: str | os.PathLike[str], command: str, option: str, value: str | None = None, *,
+                       own: str | Sequence[str], expected: str, new: str, taken_by: str, instead: str,
+                       remedy: str) -> None:
+    """Before a command computes a dataset it will write into ``directory`` and point ``<directory>/latest`` at
+    (what ``evaluator query DIR``, ``plot DIR`` and ``open_results`` read), every saving command calls this:
+
+    * where ``latest`` there is a file or directory of the user's own (:func:`evaluator.io.foreign_latest`, left
+      as it is by :func:`~evaluator.io.point_latest`), say so on stderr, ``"<command>: warning: ..."`` (the new
+      dataset is written; ``latest`` will not point at it);
+    * where the dataset ``latest`` reads (:func:`latest`) is not of the command's ``own`` kinds (:func:`dataset_kind`
+      in words: the same words, or those followed by a parenthesis; an unreadable one, or one no evaluator command
+      wrote, such as a netCDF file of the user's own, is let through), refuse with a
+      :class:`~evaluator.errors.ConfigError` naming ``option`` and ``value`` (``directory`` by default): the new
+      dataset would take that directory's ``latest`` over, and the next query of the other command's study would
+      read it instead. A directory holding no dataset, or a ``latest`` whose dataset is gone, is the command's to
+      take.
+
+    ``expected``: what ``option`` should be (``"a directory of evaluator eval's own datasets ..."``); ``new``: the
+    new dataset, for the warning (``"this evaluation's dataset"``); ``taken_by``: what would take ``latest`` over
+    (``"an eval saved there"``); ``instead``: what the next query would read (``"the one point"``); ``remedy``:
+    the sentence that says what to give instead. Each command says what its own kind is; none switches on
+    another's. Nothing is written."""
+    import sys
+
+    from .io import foreign_latest
+
+    d = Path(directory)
+    value = str(directory) if value is None else value
+    mine = foreign_latest(d)
+    if mine is not None:
+        print(f"{command}: warning: {option} = {value!r}: {mine} is a "
+              f"{'directory' if mine.is_dir() else 'file'} of your own, not the link evaluator writes: it is left as "
+              f"it is and will not point at {new} (its path is printed at the end)", file=sys.stderr, flush=True)
+        return
+    try:
+        current = latest(d)
+    except (ConfigError, OSError):  # a link to a dataset that is gone (or a directory it cannot list): taken over
+        return
+    kind = None if current is None else dataset_kind_at(current)
+    # none, unreadable, not an evaluator command's (a user's own netCDF file: no study of ours to lose), or own
+    if not kind or _owns(kind, (own,) if isinstance(own, str) else tuple(own)):
+        return
+    raise ConfigError(option, value, expected,
+                      f"evaluator query {d} reads {current}, the dataset of {kind}; {taken_by} would take "
+                      f"{d / LATEST} over and the next query would read {instead} instead. {remedy} Nothing was "
+                      f"computed.")
 
 
 def _several(paths: Sequence[str], given: str, root: Path) -> ConfigError:

@@ -104,32 +104,15 @@ def _check_latest(output_dir: str) -> None:
     """Before the work: refuse an ``output_dir`` whose latest dataset (what ``evaluator query DIR`` reads) another
     command wrote, a sweep's or a study's: the eval's dataset would take its ``latest`` link over, and the next
     query of the study read the one point (until 2026-12-06). Where ``latest`` is a file or directory of the
-    user's own, which is left as it is, say so on stderr (it was silent)."""
-    from ..io import foreign_latest
-    from ..runs import dataset_kind_at, latest
+    user's own, which is left as it is, say so on stderr (it was silent). :func:`evaluator.runs.check_latest_owner`,
+    as every saving command."""
+    from ..runs import check_latest_owner
 
-    d = Path(output_dir)
-    own = foreign_latest(d)
-    if own is not None:
-        print(f"evaluator eval: warning: output_dir = {output_dir!r}: {own} is a "
-              f"{'directory' if own.is_dir() else 'file'} of your own, not the link evaluator writes: it is left as "
-              f"it is and will not point at this evaluation's dataset (its path is printed at the end)",
-              file=sys.stderr, flush=True)
-        return
-    try:
-        current = latest(d)
-    except ConfigError:  # a link to a dataset that is gone: the eval's dataset takes it over
-        return
-    kind = None if current is None else dataset_kind_at(current)
-    if kind is None or kind == "evaluator eval":  # none there, unreadable, or eval's own
-        return
-    raise ConfigError("output_dir", output_dir, "a directory of evaluator eval's own datasets (results/eval by "
-                      "default), or one holding none",
-                      f"evaluator query {output_dir} reads {current}, "
-                      + (f"the dataset of {kind}" if kind else "a dataset evaluator eval did not write")
-                      + f"; an eval saved there would take {d / 'latest'} over and the next query would read the "
-                        f"one point instead. Give another output_dir=DIR (e.g. results/eval), or save=false. "
-                        f"Nothing was computed.")
+    check_latest_owner(output_dir, "evaluator eval", "output_dir", own="evaluator eval",
+                       expected="a directory of evaluator eval's own datasets (results/eval by default), or one "
+                                "holding none",
+                       new="this evaluation's dataset", taken_by="an eval saved there", instead="the one point",
+                       remedy="Give another output_dir=DIR (e.g. results/eval), or save=false.")
 
 
 def _draws(ds, point, k: int, options: dict) -> tuple[list[str], bool]:

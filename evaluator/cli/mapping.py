@@ -214,6 +214,7 @@ def main(argv: list[str]) -> int:
         obj.output_dir)
     if obj.save:
         check_writable("output_dir", out_dir)
+        _check_latest(out_dir)
     point = _build(obj)
     tpn = args.tasks_per_node
     if tpn is None:
@@ -259,6 +260,19 @@ def main(argv: list[str]) -> int:
         ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
         print(f"rank order: {ro}\nnode list: {nl}")
     return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the draws asked for were not all evaluated)
+
+
+def _check_latest(out_dir: Path) -> None:
+    """Before the search: ``out_dir``'s ``latest`` must read a mapping (or nothing): a mapping saved into a sweep's,
+    an eval's or a study's directory took its ``latest`` over (until 2026-12-06); a ``latest`` of the user's own
+    is said on stderr (:func:`evaluator.runs.check_latest_owner`)."""
+    from ..runs import check_latest_owner
+
+    check_latest_owner(out_dir, "evaluator map", "output_dir", str(out_dir), own="evaluator map",
+                       expected="a directory of evaluator map's own datasets (results/mapping by default), or one "
+                                "holding none",
+                       new="this mapping's dataset", taken_by="a mapping saved there", instead="the mapping",
+                       remedy="Give another output_dir=DIR (e.g. results/mapping), or save=false.")
 
 
 def _parser() -> ArgumentParser:

@@ -164,8 +164,23 @@ def _save(ds, out: Path, name: str, what: str, machines: Sequence[TorusMachine],
     return write_dataset(ds, out / name, identity=identity)
 
 
+def _check_latest(d: Path, kind: str, what: str) -> None:
+    """Before the analysis: its directory ``d`` (``<out>/<name>``) must hold that analysis (``kind``, as
+    :func:`evaluator.runs.dataset_kind` says it) or nothing: ``--out`` given a directory under which a sweep's or
+    another command's directory had the analysis's name took its ``latest`` over (until 2026-12-06); a ``latest``
+    of the user's own is said on stderr (:func:`evaluator.runs.check_latest_owner`)."""
+    from ..runs import check_latest_owner
+
+    check_latest_owner(d, "evaluator partitions", "--out", str(d.parent), own=kind,
+                       expected=f"a directory whose {d.name}/ holds the datasets of {kind} (results/partitions "
+                                f"by default), or none",
+                       new=f"this {what}'s dataset", taken_by=f"the {what} saved in {d}", instead=f"the {what}",
+                       remedy="Give another --out DIR (e.g. results/partitions).")
+
+
 def _run_machine(m: TorusMachine, sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
     check_writable("--out", out / _slug(m.name))  # its own directory, first
+    _check_latest(out / _slug(m.name), "evaluator partitions", "analysis")
     analyses = P.analyse_machine(m, sizes)  # (first: a size it refuses is refused before anything is printed)
     print(m.label)
     bw = _unit("bytes/s", m.link_bandwidth)
@@ -183,6 +198,8 @@ def _run_machine(m: TorusMachine, sizes: Sequence[int] | None, out: Path, plot: 
 
 def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: Path, plot: bool) -> None:
     check_writable("--out", out / ("compare_" + "_".join(_slug(m.name) for m in ms)))  # its own directory, first
+    _check_latest(out / ("compare_" + "_".join(_slug(m.name) for m in ms)), "evaluator partitions --compare",
+                  "comparison")
     table = P.compare_machines(ms, sizes)
     names = [m.name for m in ms]
     unit = ms[0].units.capitalize()
@@ -252,6 +269,7 @@ def _also(sizes: list[int], tied: list[int]) -> str:
 
 def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
     check_writable("--out", out / f"{_slug(m.name)}_slabs")  # its own directory, first
+    _check_latest(out / f"{_slug(m.name)}_slabs", "evaluator partitions --slabs", "slab analysis")
     res = P.slab_bisections(m)
     best = max(r.bisection.per_node for r in res)
     print(f"{m.label}: bisection of router prisms (embedded in the host torus)")
@@ -272,6 +290,7 @@ def _run_slabs(m: TorusMachine, out: Path, plot: bool) -> None:
 
 def _run_pairing(m: TorusMachine, sizes, out: Path, tie: str) -> None:
     check_writable("--out", out / f"{_slug(m.name)}_pairing")  # its own directory, first
+    _check_latest(out / f"{_slug(m.name)}_pairing", "evaluator partitions --pairing", "pairing benchmark")
     try:
         res = P.confirm_machine(m, sizes, tie=tie, progress=True)
     except KeyboardInterrupt as stopped:  # (Ctrl-C: the sizes finished are printed and written, then it stops)
@@ -345,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                               "to list them all, and no slab shapes to show instead",
                               f"e.g. evaluator partitions {args.machine} --size {m.nodes_per_unit * 2}")
         if args.slabs or (not m.enumerates_sizes and not args.size):  # thousands of sizes: the slabs instead
+            if args.size:  # the sizes' directory too, before the slabs are computed
+                _check_latest(out / _slug(m.name), "evaluator partitions", "analysis")
             _run_slabs(m, out, plot)
             if not args.size:
                 return 0

@@ -188,6 +188,13 @@ def main(argv: list[str]) -> int:
     if args.study:   # a grid of runs (its own file of settings)
         return _run_study(args)
     check_writable("--out", args.out)
+    from ..runs import check_latest_owner  # (a schedule saved into a sweep's or study's directory took its latest)
+
+    check_latest_owner(args.out, "evaluator schedule", "--out", own="evaluator schedule",
+                       expected="a directory of evaluator schedule's own datasets (results/schedule by default), or "
+                                "one holding none",
+                       new="this schedule's dataset", taken_by="a schedule saved there", instead="the schedule",
+                       remedy="Give another --out DIR (e.g. results/schedule).")
     lo, _, hi = args.mode_range.partition(",")
     try:
         mode_lo, mode_hi = int(lo), int(hi)

@@ -133,6 +133,13 @@ def main(argv: list[str]) -> int:
             TL.check_request(base)
     if not args.no_save:
         check_writable("--out", args.out)  # before the work, so that nothing computed is lost
+        from ..runs import check_latest_owner  # (tiles saved into a sweep's or study's directory took its latest)
+
+        check_latest_owner(args.out, "evaluator tiles", "--out", own="evaluator tiles",
+                           expected="a directory of the datasets evaluator tiles writes (results/tiles by default), "
+                                    "or one holding none",
+                           new="this advice's dataset", taken_by="the advice saved there", instead="the advice",
+                           remedy="Give another --out DIR (e.g. results/tiles), or --no-save.")
     ds = TL.advise(req, progress=True)
     if base is not None:
         with _as_baseline():

@@ -446,6 +446,7 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
                 io.point_latest(plan.out_dir)
                 say(f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done}")
                 return done
+            store.check_latest(plan)  # another command's directory: refused before any point
             return _run_locked(plan, ray_cfg, progress, stop_after, warn, on_dataset)
     finally:
         lock.__exit__(None, None, None)

@@ -465,6 +465,7 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
               file=sys.stderr)
         return done
     check_writable("--out", out)
+    _check_latest(out, study)
     check_writable("--out", store)
     results: dict[tuple, dict] = _stored(store, points)
     index = {p: i for i, p in enumerate(points)}
@@ -491,6 +492,22 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     path = write_dataset(ds, out, identity=sid)  # <UTC time>-<hash>.nc: an earlier result is never replaced
     shutil.rmtree(store, ignore_errors=True)  # every point is in the dataset now; a rerun finds the dataset
     return path
+
+
+def _check_latest(out: Path, study: Mapping[str, Any]) -> None:
+    """Before any point: ``out``'s ``latest`` must read a run of this study (or nothing): a study saved into a
+    sweep's, an eval's or another study's directory took its ``latest`` over (until 2026-12-06); a ``latest`` of
+    the user's own is said on stderr (:func:`evaluator.runs.check_latest_owner`)."""
+    from ..runs import check_latest_owner
+
+    name = str(study["name"])
+    check_latest_owner(out, "evaluator schedule --study", "--out", str(out),
+                       own=f"evaluator schedule --study (workload study {name})",
+                       expected=f"a directory of the runs of workload study {name} (results/{name} by default), or "
+                                f"one holding none",
+                       new="this study's dataset", taken_by="the study saved there", instead="this study",
+                       remedy="Give another --out DIR (or rename the study: its name is its directory under "
+                              "results/ without --out).")
 
 
 def _finished_here(out: Path, store: Path) -> None:

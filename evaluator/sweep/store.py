@@ -35,7 +35,7 @@ from ..errors import RunBusyError, StorageError
 from .plan import SweepPlan
 
 __all__ = ["chunk_dir", "write_chunk", "read_chunk", "done_chunks", "manifest", "clear", "RunLock",
-           "storage_error"]
+           "storage_error", "check_latest"]
 
 _MAGIC = b"evaluator-chunk-v1\n"
 
@@ -250,3 +250,19 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def check_latest(plan: SweepPlan) -> None:
+    """Before any point: ``plan``'s directory (``<output_dir>/<sweep>``) must hold runs of this sweep (its name) or
+    nothing: a sweep named after another command's directory, or with ``sweep.output_dir`` there, took its
+    ``latest`` over (until 2026-12-06: ``evaluator query`` of an eval, a study or another sweep then read this
+    sweep); a ``latest`` of the user's own is said on stderr (:func:`evaluator.runs.check_latest_owner`). A run of
+    the same sweep (another config, a resumed one) is its own."""
+    from ..runs import check_latest_owner
+
+    check_latest_owner(plan.out_dir, "evaluator sweep", "sweep.name", plan.name,
+                       own=(f"evaluator sweep (sweep {plan.name})", "evaluator sweep (sweep ?)"),
+                       expected=f"a sweep whose directory ({plan.out_dir}) holds runs of sweep {plan.name} only, or "
+                                f"none",
+                       new="this sweep's dataset", taken_by="this sweep's run", instead="this sweep",
+                       remedy="Give another sweep.name=NAME (or sweep.output_dir=DIR).")
