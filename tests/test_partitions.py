@@ -710,3 +710,21 @@ def test_options_the_analysis_would_ignore_are_refused(capsys):
                        (["BlueWaters", "--slabs", "--pairing", "--size", "512"], "not with --pairing")):
         assert cli_main([*argv, "--no-plot"]) == 2
         assert says in capsys.readouterr().err
+
+
+def test_uneven_links_show_the_bisection_bandwidth_that_ranks_and_no_speedup_prints_a_dash(tmp_path, capsys):
+    """Titan's Y links have half the bandwidth of X and Z: its best 9,600-node geometry has fewer bisection links
+    (400) than its worst (600), so a summary in links alone read upside down. Where the links differ the summary
+    gives the bandwidth that ranks them, checked here against the geometries' own; Mira's 3 midplanes, a size its
+    allowed list lacks, printed its speedup as 'nanx'."""
+    assert cli_main(["Titan", "--size", "9600", "--no-plot", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    a = P.analyse_size(M.load_machine("Titan"), 9600)
+    best, worst = a.best.bisection, a.worst.bisection
+    assert best.bandwidth > worst.bandwidth and best.links < worst.links  # (why links alone mislead here)
+    assert (f"best {a.best.label} ({best.links} links, {best.bandwidth / 1e9:.4g} GB/s), worst {a.worst.label} "
+            f"({worst.links} links, {worst.bandwidth / 1e9:.4g} GB/s)") in out, out
+    assert "BW = bisection bandwidth [TB/s]" in out and "BW = bisection links" not in out
+    assert cli_main(["Mira", "--size", "1536", "--no-plot", "--out", str(tmp_path)]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("1536")][-1]
+    assert row.split()[-1] == "-" and "nan" not in row, row

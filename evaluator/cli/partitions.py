@@ -122,37 +122,58 @@ def _print_size(m: TorusMachine, a: P.SizeAnalysis) -> None:
         if a.has_allowed_list:
             row += "  " + ("yes" if g.allowed else "no")
         print(row)
-    print(f"  best {a.best.label} ({a.best.bisection.links} links), worst {a.worst.label} "
-          f"({a.worst.bisection.links} links): predicted speedup best/worst {a.speedup_best_over_worst:.2f}x")
+    cut = lambda g: _cut(m, g, bw)  # noqa: E731
+    print(f"  best {a.best.label} ({cut(a.best)}), worst {a.worst.label} ({cut(a.worst)}): predicted speedup "
+          f"best/worst {a.speedup_best_over_worst:.2f}x")
     if a.has_allowed_list:
         if a.best_allowed is None:
             print("  allowed list: no geometry of this size")
         else:
-            print(f"  allowed {a.best_allowed.label} ({a.best_allowed.bisection.links} links) -> best possible "
-                  f"{a.best.label} ({a.best.bisection.links} links): predicted speedup "
-                  f"{a.speedup_best_over_allowed:.2f}x")
+            print(f"  allowed {a.best_allowed.label} ({cut(a.best_allowed)}) -> best possible "
+                  f"{a.best.label} ({cut(a.best)}): predicted speedup {a.speedup_best_over_allowed:.2f}x")
+
+
+def _uneven(m: TorusMachine) -> bool:
+    """Whether the machine's links differ in bandwidth from dimension to dimension (Gemini's Y): its bisection
+    links then do not rank its geometries, their bandwidth does."""
+    return len(set(np.atleast_1d(np.asarray(m.link_bandwidth, float)).tolist())) > 1
+
+
+def _cut(m: TorusMachine, g, unit: tuple[str, float]) -> str:
+    """A geometry's bisection in words: its links, and their bandwidth where the links differ
+    (``400 links, 3750 GB/s``; the geometries are ranked by the bandwidth)."""
+    links = f"{g.bisection.links} links"
+    return f"{links}, {_bw(g.bisection.bandwidth, unit)} {unit[0]}" if _uneven(m) else links
+
+
+def _speedup(x: float) -> str:
+    return "-" if not np.isfinite(x) else f"{x:.2f}x"  # (no allowed geometry of this size: nothing to compare)
 
 
 def _print_summary(m: TorusMachine, analyses: Sequence[P.SizeAnalysis]) -> None:
     unit = m.units.capitalize()
+    gs = [g for a in analyses for g in (a.best, a.worst, a.best_allowed) if g is not None]
+    bw = _unit("bytes/s", [g.bisection.bandwidth for g in gs])
+    # BW: the bisection's links where every link has one bandwidth (the papers' tables), else its bandwidth
+    what, col = (f"BW = bisection bandwidth [{bw[0]}]", lambda g: _bw(g.bisection.bandwidth, bw)) if _uneven(m) \
+        else ("BW = bisection links", lambda g: str(g.bisection.links))
     if m.allowed_partitions is not None:
-        print(f"\n{m.name}: allowed (current) vs best possible geometry; BW = bisection links")
+        print(f"\n{m.name}: allowed (current) vs best possible geometry; {what}")
         print(f"  {'P':>7} {unit:>9}  {'Current':<12} {'BW':>6}  {'New':<12} {'New BW':>6}  speedup")
         for a in analyses:
             cur = a.best_allowed
             better = cur is None or a.best.bisection.bandwidth > cur.bisection.bandwidth * (1 + 1e-12)
-            new, nbw = (a.best.label, str(a.best.bisection.links)) if better else ("", "")
+            new, nbw = (a.best.label, col(a.best)) if better else ("", "")
             print(f"  {a.nodes:>7} {a.units:>9}  {cur.label if cur else '-':<12} "
-                  f"{cur.bisection.links if cur else '-':>6}  {new:<12} {nbw:>6}  "
-                  f"{a.speedup_best_over_allowed:.2f}x")
+                  f"{col(cur) if cur else '-':>6}  {new:<12} {nbw:>6}  {_speedup(a.speedup_best_over_allowed)}")
     else:
-        print(f"\n{m.name}: worst vs best geometry; BW = bisection links")
+        print(f"\n{m.name}: worst vs best geometry; {what}")
         print(f"  {'P':>7} {unit:>9}  {'Worst':<12} {'BW':>6}  {'Best':<12} {'BW':>6}  speedup")
         for a in analyses:
             better = a.best.bisection.bandwidth > a.worst.bisection.bandwidth * (1 + 1e-12)
-            new, nbw = (a.best.label, str(a.best.bisection.links)) if better else ("", "")
-            print(f"  {a.nodes:>7} {a.units:>9}  {a.worst.label:<12} {a.worst.bisection.links:>6}  "
-                  f"{new:<12} {nbw:>6}  {a.speedup_best_over_worst:.2f}x")
+            new, nbw = (a.best.label, col(a.best)) if better else ("", "")
+            print(f"  {a.nodes:>7} {a.units:>9}  {a.worst.label:<12} {col(a.worst):>6}  "
+                  f"{new:<12} {nbw:>6}  {_speedup(a.speedup_best_over_worst)}")
 
 
 def _save(ds, out: Path, name: str, what: str, machines: Sequence[TorusMachine], sizes, **more) -> Path:
