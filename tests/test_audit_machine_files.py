@@ -117,3 +117,48 @@ def test_a_region_offset_outside_the_machine_names_its_key_path(tmp_path):
     assert "offset[0]" not in msg
     feat = {"name": "f", "offset": [0, 0, 30], "shape": [1, 1, 1]}
     _refused(_file("bluewaters", features=[feat]), tmp_path, "features[0].offset = [0, 0, 30] is invalid")
+
+
+def test_a_figure_in_another_unit_is_warned_of_and_the_catalogue_is_quiet(tmp_path):
+    """Titan's links written in GB/s (9.375 for 9.375e9) or a router latency in ns (79 for 7.9e-8) loaded in
+    silence and gave times a billion times off. A figure below 1 MB/s or above 1 ms is now warned of, naming the
+    file, the key and the unit, and used as given; no catalogue machine is warned of."""
+    import warnings
+
+    from evaluator.machines.base import MachineUnitWarning
+
+    data = _file("titan", link_bandwidth=[9.375, 4.6875, 9.375])
+    data["name"] = "OurTitan"
+    data["latency"]["router"] = 79
+    path = tmp_path / "ours.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.warns(MachineUnitWarning) as got:
+        m = M.load_machine(path)
+    text = [str(w.message) for w in got]
+    assert any(f"({path}): link_bandwidth = [9.375, 4.6875, 9.375] is below 1e+06 bytes/s" in t for t in text), text
+    assert any("latency.router = 79 is above 1e-03 s: machine files give seconds" in t for t in text), text
+    assert m.link_bandwidth == (9.375, 4.6875, 9.375)  # used as given
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MachineUnitWarning)
+        for f in sorted(CATALOGUE.glob("*.yaml")):
+            M.load_machine(f)
+
+
+def test_the_commands_word_the_evaluators_own_warnings_on_one_line():
+    """A machine file's or a trace's warning was printed as Python's 'FILE:LINE: Category: ...' plus a line of the
+    evaluator's source; the commands now print it as they print errors: 'evaluator CMD: warning: ...'."""
+    import warnings
+
+    import evaluator.machines.base as base
+    from evaluator.cli import _own_warnings_worded
+
+    saved = warnings.formatwarning
+    try:
+        _own_warnings_worded("partitions")
+        _own_warnings_worded("eval")  # (installed once: the command of the latest call words it)
+        line = warnings.formatwarning("x is odd", UserWarning, base.__file__, 12)
+        other = warnings.formatwarning("y", UserWarning, warnings.__file__, 3)
+    finally:
+        warnings.formatwarning = saved
+    assert line == "evaluator eval: warning: x is odd\n"
+    assert other.startswith(warnings.__file__) and "UserWarning: y" in other

@@ -53,6 +53,31 @@ _UNCACHED = ("bench",)
 times compilation itself."""
 
 
+_WARNING_COMMAND = ["evaluator"]
+"""The command the evaluator's own warnings are worded under (:func:`_own_warnings_worded`)."""
+
+
+def _own_warnings_worded(cmd: str) -> None:
+    """The evaluator's own warnings (a trace's ignored records, a machine file's figure in another unit, ...) as one
+    line, ``evaluator CMD: warning: ...``, like its errors, not Python's file, line and source; a library's
+    warnings keep Python's format. Installed once per process (a test calls ``main`` thousands of times)."""
+    import warnings
+
+    _WARNING_COMMAND[0] = f"evaluator {cmd}"
+    if getattr(warnings.formatwarning, "_evaluator", False):
+        return
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    plain = warnings.formatwarning
+
+    def worded(message, category, filename, lineno, line=None):
+        if os.path.abspath(filename).startswith(package + os.sep):
+            return f"{_WARNING_COMMAND[0]}: warning: {message}\n"
+        return plain(message, category, filename, lineno, line)
+
+    worded._evaluator = True  # type: ignore[attr-defined]
+    warnings.formatwarning = worded
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``evaluator`` console command."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -74,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if cmd not in _UNCACHED:
         enable_compilation_cache(cache)
+    if not debug:
+        _own_warnings_worded(cmd)
     module = importlib.import_module(f"{__name__}.{_MODULES.get(cmd, cmd)}")
     try:
         return int(module.main(rest) or 0)

@@ -41,8 +41,8 @@ from .._types import Int, RouterInts
 from ..errors import ConfigError, MachineError, PartitionError, int_list, invalid, is_int, nearest
 
 __all__ = ["Machine", "TorusMachine", "MachineKind", "MachineNetwork", "NodeLayout", "PartitionTorus", "Region",
-           "SERVICE", "DOWN", "NON_COMPUTE_CLASSES", "machine_config", "machine_error", "member_kinds",
-           "key_of", "shape_text"]
+           "SERVICE", "DOWN", "NON_COMPUTE_CLASSES", "machine_config", "machine_error", "MachineUnitWarning",
+           "BANDWIDTH_FLOOR", "LATENCY_CEILING", "member_kinds", "key_of", "shape_text"]
 
 SERVICE, DOWN = "service", "down"
 NON_COMPUTE_CLASSES = (SERVICE, DOWN)
@@ -516,7 +516,42 @@ def machine_config(data: Any, source: str, kinds: Mapping[str, MachineKind]):
         raise error("name", name, "a non-empty string with at least one letter or digit")
     cfg = from_mapping(schema, body, "", error=error, type_error=error)
     _check_latency(error, getattr(cfg, "latency", None))
+    _warn_magnitudes(f"machine {name!r} ({source})", body)
     return cfg
+
+
+BANDWIDTH_FLOOR = 1e6
+"""Bytes/s below which a machine file's bandwidth is most likely written in GB/s (9.375 for 9.375e9): warned of."""
+LATENCY_CEILING = 1e-3
+"""Seconds above which a machine file's latency figure is most likely written in ns or us (40 for 4e-8): warned
+of (the slowest router or MPI overhead of any catalogue machine is about a microsecond)."""
+
+
+def _warn_magnitudes(where: str, body: Mapping[str, Any], path: str = "") -> None:
+    """Warn (a :class:`MachineUnitWarning`) of a bandwidth below :data:`BANDWIDTH_FLOOR` or a latency figure above
+    :data:`LATENCY_CEILING`: a machine file describes a real machine in SI base units (bytes/s, s), and a figure in
+    GB/s or ns would be read a billion times off in silence. The value is used as given: a what-if may mean it."""
+    import warnings
+
+    for k, v in body.items():
+        key = f"{path}{k}"
+        if isinstance(v, Mapping):
+            _warn_magnitudes(where, v, key + ".")
+            continue
+        values = v if isinstance(v, (list, tuple)) else [v]
+        nums = [x for x in values if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
+        if "bandwidth" in str(k) and any(0 < x < BANDWIDTH_FLOOR for x in nums):
+            warnings.warn(f"{where}: {key} = {v} is below {BANDWIDTH_FLOOR:.0e} bytes/s per direction: machine files "
+                          f"give bytes/s (9.375 GB/s is 9.375e+9); the value is used as given", MachineUnitWarning,
+                          stacklevel=2)
+        elif key.startswith("latency.") and not key.endswith(("eager_threshold", "rendezvous_round_trips")) \
+                and any(x > LATENCY_CEILING for x in nums):
+            warnings.warn(f"{where}: {key} = {v} is above {LATENCY_CEILING:.0e} s: machine files give seconds "
+                          f"(100 ns is 1.0e-7); the value is used as given", MachineUnitWarning, stacklevel=2)
+
+
+class MachineUnitWarning(UserWarning):
+    """A machine file's figure far outside what real machines have, most likely in another unit (GB/s, ns)."""
 
 
 def _check_latency(error, block: Mapping[str, Any] | None) -> None:
