@@ -162,3 +162,29 @@ def test_the_commands_word_the_evaluators_own_warnings_on_one_line():
         warnings.formatwarning = saved
     assert line == "evaluator eval: warning: x is odd\n"
     assert other.startswith(warnings.__file__) and "UserWarning: y" in other
+
+
+def test_only_the_machine_loaded_is_warned_of_and_its_size_refusal_names_its_file(tmp_path, monkeypatch):
+    """Loading one machine searches every file of the directory: another file's figures are not warned of (only
+    the machine loaded). A machine too large for memory was refused as 'topology.dims = ...', a key the user
+    never set; it now names the machine, its file and its key."""
+    import warnings
+
+    from evaluator.errors import ResourceError
+    from evaluator.machines.base import MachineUnitWarning
+
+    odd = _file("titan", link_bandwidth=9.375)
+    odd["name"] = "OddTitan"
+    huge = _file("titan", dims=[1000, 1000, 1000])
+    huge["name"] = "HugeTorus"
+    (tmp_path / "odd.yaml").write_text(yaml.safe_dump(odd))
+    (tmp_path / "huge.yaml").write_text(yaml.safe_dump(huge))
+    monkeypatch.setenv("EVALUATOR_MACHINE_PATH", str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MachineUnitWarning)
+        assert M.load_machine("HugeTorus").name == "HugeTorus"  # (odd.yaml read in the search, not warned of)
+        with pytest.raises(ResourceError, match=rf"^machine 'HugeTorus' \({tmp_path / 'huge.yaml'}\): dims = "
+                                                r"\[1000, 1000, 1000\] is invalid: allowed is a size that fits"):
+            machine_topology("HugeTorus", None)
+    with pytest.warns(MachineUnitWarning, match="OddTitan"):
+        M.load_machine("OddTitan")

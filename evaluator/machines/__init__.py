@@ -39,6 +39,7 @@ from ._torus import FeatureConfig, NodeClassConfig, RouterTorusMachine, TorusMac
 from .base import (DOWN, NON_COMPUTE_CLASSES, SERVICE, Machine, MachineKind, MachineNetwork, NodeLayout,
                    PartitionTorus, Region, TorusMachine, machine_config, member_kinds)
 from .base import key_of as _key
+from .base import warn_magnitudes
 
 __all__ = [
     "Machine",
@@ -207,6 +208,17 @@ def list_machines() -> list[str]:
 
 
 def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
+    """Load a machine by name (case-insensitive) or from a YAML file path (:func:`_find_machine`); a figure of its
+    file in another unit than bytes/s or seconds is warned of (:func:`~evaluator.machines.base.warn_magnitudes`)."""
+    m = _find_machine(name)
+    if not isinstance(name, Machine) and os.path.isfile(m.source):
+        data = read_yaml(Path(m.source).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            warn_magnitudes(f"machine {m.name!r} ({m.source})", data)
+    return m
+
+
+def _find_machine(name: str | os.PathLike[str] | Machine) -> Machine:
     """Load a machine by name (case-insensitive) or from a YAML file path.
 
     Parameters

@@ -42,7 +42,7 @@ from ..errors import ConfigError, MachineError, PartitionError, int_list, invali
 
 __all__ = ["Machine", "TorusMachine", "MachineKind", "MachineNetwork", "NodeLayout", "PartitionTorus", "Region",
            "SERVICE", "DOWN", "NON_COMPUTE_CLASSES", "machine_config", "machine_error", "MachineUnitWarning",
-           "BANDWIDTH_FLOOR", "LATENCY_CEILING", "member_kinds", "key_of", "shape_text"]
+           "warn_magnitudes", "BANDWIDTH_FLOOR", "LATENCY_CEILING", "member_kinds", "key_of", "shape_text"]
 
 SERVICE, DOWN = "service", "down"
 NON_COMPUTE_CLASSES = (SERVICE, DOWN)
@@ -516,7 +516,6 @@ def machine_config(data: Any, source: str, kinds: Mapping[str, MachineKind]):
         raise error("name", name, "a non-empty string with at least one letter or digit")
     cfg = from_mapping(schema, body, "", error=error, type_error=error)
     _check_latency(error, getattr(cfg, "latency", None))
-    _warn_magnitudes(f"machine {name!r} ({source})", body)
     return cfg
 
 
@@ -527,16 +526,18 @@ LATENCY_CEILING = 1e-3
 of (the slowest router or MPI overhead of any catalogue machine is about a microsecond)."""
 
 
-def _warn_magnitudes(where: str, body: Mapping[str, Any], path: str = "") -> None:
+def warn_magnitudes(where: str, body: Mapping[str, Any], path: str = "") -> None:
     """Warn (a :class:`MachineUnitWarning`) of a bandwidth below :data:`BANDWIDTH_FLOOR` or a latency figure above
     :data:`LATENCY_CEILING`: a machine file describes a real machine in SI base units (bytes/s, s), and a figure in
-    GB/s or ns would be read a billion times off in silence. The value is used as given: a what-if may mean it."""
+    GB/s or ns would be read a billion times off in silence. The value is used as given: a what-if may mean it.
+    Called for the machine a command loads (:func:`evaluator.machines.load_machine`), not for every file a search
+    of the catalogue reads."""
     import warnings
 
     for k, v in body.items():
         key = f"{path}{k}"
         if isinstance(v, Mapping):
-            _warn_magnitudes(where, v, key + ".")
+            warn_magnitudes(where, v, key + ".")
             continue
         values = v if isinstance(v, (list, tuple)) else [v]
         nums = [x for x in values if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]

@@ -18,7 +18,7 @@ import numpy as np
 from ..latency import LatencyConfig, latency_from_config, latency_wanted
 from .._registry import from_mapping
 from .._types import ConfigOf, Int, NodeBools
-from ..errors import (ConfigError, ConfigTypeError, MachineError, PartitionError, UnknownMachineError, nearest,
+from ..errors import (ConfigError, ConfigTypeError, MachineError, PartitionError, ResourceError, UnknownMachineError, nearest,
                       refuse_ignored, require)
 from ..machines import NON_COMPUTE_CLASSES, Machine, load_machine
 from ._torus import TorusTopology
@@ -80,8 +80,12 @@ def _build_network(m: Machine, config: dict[str, Any]) -> Topology:
                               "A machine's topology is a network, not another machine.")
         kind = kinds[name]
         return kind.build(from_mapping(kind.schema, config, "topology"))
+    except ResourceError as exc:  # a memory refusal of the machine's own size: named by its file's key, not by
+        #  topology.dims, a key the user never set
+        field = str(exc.field).removeprefix("topology.")
+        raise ResourceError(f"machine {m.name!r} ({m.source}): {field}", exc.value, exc.allowed, exc.hint) from None
     except ConfigError as exc:
-        if type(exc) not in (ConfigError, ConfigTypeError):  # a machine's, a memory refusal: as they are
+        if type(exc) not in (ConfigError, ConfigTypeError):  # a machine's: as it is
             raise
         raise MachineError(f"machine {m.name!r} ({m.source}): {exc}", exc.field, exc.value, exc.allowed,
                            exc.hint) from None
