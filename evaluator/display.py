@@ -46,8 +46,8 @@ import xarray as xr
 
 from .dataset import BOUND_VARIABLES, metric
 
-__all__ = ["SIGNIFICANT", "SCALES", "LOG_INTERVAL_S", "progress_bar", "display_unit", "shared_unit", "format_number", "format_value",
-           "format_values", "format_table", "format_timing", "axis_label", "si_unit", "summary_lines", "elapsed"]
+__all__ = ["SIGNIFICANT", "SCALES", "LOG_INTERVAL_S", "progress_bar", "display_unit", "shared_unit", "format_number",
+           "format_value", "format_values", "format_table", "format_timing", "axis_label", "si_unit", "summary_lines", "elapsed"]
 
 SIGNIFICANT = 4
 """Significant digits shown by default."""

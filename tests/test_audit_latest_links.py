@@ -245,17 +245,21 @@ def test_a_study_again_in_its_directory_and_warned_at_a_users_latest(tmp_path, c
     said = capsys.readouterr()
     new = Path(said.out.split("dataset: ")[-1].split()[0])
     assert new != earlier and _latest(own) == new.resolve() and "warning" not in said.err
-    import evaluator.studies as S
+    from evaluator.errors import ConfigError
+    from evaluator.studies import rdn as R
 
-    ran = []
-    monkeypatch.setattr(S, "run_study", lambda name, argv, prog="": ran.append(name) or 0)
+    def reached(*a, **k):  # the study got past its output checks to its computation (stubbed: it takes minutes)
+        raise ConfigError("computation", "reached", "-")
+
+    monkeypatch.setattr(R, "allocation_mode_study", reached)
     rdn = tmp_path / "rdn"  # rdn's directory: its runs of any machine and the speedup tables beside them
     table = _fake(rdn, {"rdn_routing": "minimal", "machine": "DF(2,4,2,4)", "baseline": "adaptive"}, ("mode", "groups"),
                   var="speedup")
     assert dataset_kind_at(table).startswith("evaluator study rdn --speedup-out")
-    assert cli.main(["study", "rdn", "--machine", "2,4,2,4", "--out", str(rdn)]) == 0 and ran == ["rdn"]
+    assert cli.main(["study", "rdn", "--machine", "2,4,2,4", "--out", str(rdn)]) == 2
+    assert "computation = 'reached'" in capsys.readouterr().err
     notes = _notes(tmp_path / "notes")
-    assert cli.main(["study", "rdn", "--out", str(notes / "r.nc")]) == 0 and ran == ["rdn", "rdn"]
+    assert cli.main(["study", "rdn", "--machine", "2,4,2,4", "--out", str(notes / "r.nc")]) == 2
     err = capsys.readouterr().err
     assert (f"evaluator study rdn: warning: --out = '{notes / 'r.nc'}': {notes / 'latest'} {OWN_NOTE} this "
             "study's") in err, err

@@ -493,13 +493,26 @@ def _ints(flag: str, text: str, allowed: str, ok) -> list[int]:
     return vals
 
 
+def _check_out(out: Path, given: str) -> None:
+    """Before the study computes: ``--out`` can be written, and it holds this study's datasets or none (a study
+    saved into a sweep's or another command's directory took its ``latest`` over;
+    :func:`evaluator.runs.check_latest_owner`)."""
+    from ..io import check_writable
+    from ..runs import check_latest_owner
+
+    check_writable("--out", out)
+    check_latest_owner(out, "evaluator study buyer", "--out", given, own="evaluator study buyer",
+                       expected="a directory of evaluator study buyer's own datasets (results/buyer by default), or "
+                                "one holding none", new="this study's dataset", taken_by="the study saved there",
+                       instead="this study", remedy="Give another --out DIR (e.g. results/buyer).")
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer") -> int:
     """``evaluator study buyer [--nodes 512,4096] [--seeds N] [--equal cost|power|cost,power] [--tolerance F]
     [--link BYTES_PER_S] [--workloads ...] [--out DIR]``: build the three networks at equal cost (or power) per
     size, evaluate every deployed routing on every workload, print the table, write the dataset (netCDF) and the
     plot (PNG) under ``--out``. Every option is checked before any work."""
     from .._args import ArgumentParser
-    from ..io import check_writable
 
     class Parser(ArgumentParser):
         def error(self, message):
@@ -556,7 +569,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
             if n % 4:
                 raise ConfigError("--nodes", args.nodes, "sizes that are multiples of 4 with the workload mix (a job "
                                                          "on N/2 nodes and two on N/4)")
-    check_writable("--out", out)
+    _check_out(out, args.out)
     memo: dict = {}
     for k, equal in enumerate(equals):
         t0 = time.perf_counter()

@@ -707,6 +707,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
     groups), then write the study as netCDF and its plot as PNG (``--out``) and, with ``--speedup-out``, the
     speedup table as netCDF (:func:`speedup_table`). Every option and output is checked before any work."""
     from ..io import point_latest_at, write_netcdf
+    from ..runs import check_latest_owner
 
     args = _study_parser(prog).parse_args(argv)
     m, groups, patterns, bounds, adaptive, max_lp_nnz, background, seed, n_seeds, uncomputed = _study_options(args)
@@ -716,6 +717,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study rdn") -
         raise ConfigError("--out", args.out, "a directory or a FILE.nc path",
                           f"{args.out} exists and is not a directory; nothing was computed.")
     check_output_file("--out", args.out, ds_path, _is_study, beside=png_path)
+    check_latest_owner(ds_path.parent, "evaluator study rdn", "--out", args.out,
+                       own=("evaluator study rdn", "evaluator study rdn --speedup-out"),
+                       expected=f"a directory of evaluator study rdn's own datasets ({DEFAULT_OUT} by default), or "
+                                f"one holding none", new="this study's dataset", taken_by="the study saved there",
+                       instead="this study", remedy=f"Give another --out DIR (e.g. {DEFAULT_OUT}).")
     if args.speedup_out:
         sp = Path(args.speedup_out)
         if sp.suffix != ".nc":

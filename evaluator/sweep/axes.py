@@ -507,7 +507,8 @@ def _check_nested(key: str, spec: dict, holds: tuple[str, bool] | None) -> None:
     guess = next((m for m in (nearest(k, GENERATORS) for k in typed) if m), None)
     raise ConfigError(f"sweep.axes.{key}", spec, f"a list of values, or a mapping with one generator: "
                       f"{GENERATOR_FORMS}",
-                      f"{', '.join(map(repr, typed))} {'is not a generator' if len(typed) == 1 else 'are not generators'}"
+                      f"{', '.join(map(repr, typed))} "
+                      f"{'is not a generator' if len(typed) == 1 else 'are not generators'}"
                       f", and {key} holds no keys ({holds[0]}). {guess + ' ' if guess else ''}See docs/sweeps.md.")
 
 
