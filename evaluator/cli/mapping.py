@@ -18,6 +18,7 @@ from .. import config
 from ..display import format_value
 from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int, require
 from ..io import check_writable, write_dataset
+from ..placement import launch_fill_order
 from ..mapping import (DRAWS, FILE_KINDS, FOUND, MAX_CANDIDATES, Start, available_nodes, best_over_draws, check_job,
                        check_start, is_embedding, over_draws, parse_node_ids, read_start_file, search_mapping)
 from .._args import ArgumentParser, override_key
@@ -257,8 +258,10 @@ def main(argv: list[str]) -> int:
                                f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
         print(f"dataset: {path}")
     if args.write_rank_order is not None:
-        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)
-        print(f"rank order: {ro}\nnode list: {nl}")
+        fill, order = launch_fill_order(point.topology)
+        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force, fill_order=order, fill=fill)
+        print(f"rank order: {ro}\nnode list: {nl}  (aprun -L `cat {nl}` -N {res.tasks_per_node} ...; nodes filled "
+              f"in {fill} order)")
     return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the draws asked for were not all evaluated)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .. import config
 from ..errors import ConfigError
 from ..io import check_writable, repo_dir
-from ..placement import alps_order, compute_mask, write_launch_files
+from ..placement import compute_mask, launch_fill_order, write_launch_files
 from ..topology import TorusTopology
 from .._args import ArgumentParser
 
@@ -89,12 +89,7 @@ def main(argv: list[str]) -> int:
         span = [f"{int(lo)}..{int(hi)}" for lo, hi in zip(c.min(axis=0), c.max(axis=0))]
         print("router coordinates span " + " x ".join(span))
     if args.write_rank_order is not None:
-        fill = args.fill or ("alps" if isinstance(topo, TorusTopology) and topo.ndim == 3 else "id")
-        order = None
-        if fill == "alps":
-            seq = alps_order(topo)
-            order = np.empty(topo.n_nodes, dtype=np.int64)
-            order[seq] = np.arange(seq.size)
+        fill, order = launch_fill_order(topo, args.fill)
         ro, nl = write_launch_files(pl, args.write_rank_order, fill_order=order,
                                     header="evaluator placement " + " ".join(args.overrides), fill=fill)
         print(f"rank order: {ro}  (export MPICH_RANK_REORDER_METHOD=3)")

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._types import Int, JobNodes, TaskInts
+from .._types import Int, JobNodes, NodeInts, TaskInts
 from ..errors import ConfigError, check_seed, positive_float, positive_int, require
 from ..evaluation import DRAWS, as_routing, evaluate_batch, evaluate_draws
 from ..placement import Placement, compute_mask, explicit, write_launch_files
@@ -117,23 +117,27 @@ class MappingResult:
         t0 = self.starts[start]
         return 1.0 - self.completion_time / t0 if t0 > 0 else 0.0
 
-    def write_launch_files(self, directory: str | Path, force: bool = False) -> tuple[Path, Path]:
+    def write_launch_files(self, directory: str | Path, force: bool = False, fill_order: NodeInts | None = None,
+                           fill: str | None = None) -> tuple[Path, Path]:
         """``directory/MPICH_RANK_ORDER`` (``MPICH_RANK_REORDER_METHOD=3``) and ``directory/node_list`` of the
-        mapping (the listed nodes in ascending id, filled in that order); refuses to replace them unless
-        ``force``."""
+        mapping: one line per node in the order the launcher fills the listed nodes (``fill_order``, each node's
+        position, and ``fill`` its ``# fill:`` name, as :func:`~evaluator.placement.rank_order.rank_order_text`;
+        default ascending id); refuses to replace them unless ``force``."""
         d = Path(directory)
-        if not self.launchable:
+        key = self.task_node if fill_order is None else np.asarray(fill_order)[self.task_node]
+        if not launchable(key, self.tasks_per_node):
             raise ConfigError("--write-rank-order", str(directory),
-                              f"a mapping with {self.tasks_per_node} tasks on every used node but the one of highest "
-                              f"id", f"This mapping ({self.placement.name}) leaves nodes partly filled elsewhere; "
-                              f"aprun -N fills every listed node. Search with --tasks-per-node 1, or with a task "
-                              f"count that fills whole nodes from a start that does (linear).")
+                              f"a mapping with {self.tasks_per_node} tasks on every used node but the last in the "
+                              f"launcher's fill order ({fill or 'id'})", f"This mapping ({self.placement.name}) leaves "
+                              f"nodes partly filled elsewhere; aprun -N fills every listed node. Search with "
+                              f"--tasks-per-node 1, or with a task count that fills whole nodes from a start that "
+                              f"does (linear).")
         there = [str(d / n) for n in ("MPICH_RANK_ORDER", "node_list") if (d / n).exists()]
         if there and not force:
             raise ConfigError("--write-rank-order", str(directory), "a directory without MPICH_RANK_ORDER or node_list",
                               f"It holds {' and '.join(there)} already; choose another directory, or force=True "
                               f"(--force) to replace them.")
-        return write_launch_files(self.placement, d, self.tasks_per_node)
+        return write_launch_files(self.placement, d, self.tasks_per_node, fill_order=fill_order, fill=fill)
 
     def to_dataset(self) -> xr.Dataset:
         """The mapping (``task_node[task]``), its time, each start's time and the gain over it (dimension

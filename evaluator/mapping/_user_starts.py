@@ -105,6 +105,21 @@ def _rank_order_lines(text: str, field: str) -> list[np.ndarray]:
     return [parse_node_ids(line, field) for line in lines if line]
 
 
+def _check_line_lengths(text: str, lines: list[np.ndarray], tpn: int, field: str, value: str) -> None:
+    """MPICH reads the file's ranks as one list and fills the nodes ``tpn`` at a time (``aprun -N``), whatever its
+    lines; a line per node is read so only where every line but the last holds ``tpn`` ranks (the last at most):
+    any other file would be read as another mapping than the launcher's, so it is refused, naming the line."""
+    numbers = [i + 1 for i, line in enumerate(text.splitlines()) if line.split("#", 1)[0].strip()]
+    for k, (r, line_no) in enumerate(zip(lines, numbers)):
+        last = k == len(lines) - 1
+        if r.size > tpn or (r.size < tpn and not last):
+            raise ConfigError(field, value, f"a rank order of one line per node: {tpn} ranks (--tasks-per-node) on "
+                              f"every line but the last, at most {tpn} on the last",
+                              f"Line {line_no} holds {r.size}. MPICH fills the nodes {tpn} ranks at a time whatever "
+                              f"the lines, so this file is another mapping: write {tpn} ranks a line, or give the "
+                              f"--tasks-per-node the file was written for.")
+
+
 _FILL = re.compile(r"^\s*#\s*fill:\s*(\S*)", re.MULTILINE)
 
 
@@ -184,6 +199,7 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
                 ("" if ranks.size != n or extra.size else ", some of them more than once") + ".")
         raise ConfigError(field, value, f"a rank order of the job's {n} ranks: each of 0..{n - 1} once, one line "
                           f"per node", have)
+    _check_line_lengths(text, lines, int(tasks_per_node), field, value)
     beside = p.parent / "node_list"
     if beside.is_file():
         try:

@@ -16,7 +16,7 @@ from ._seeded import GENERATOR_ID, SeededPlacement, check_seed
 from ._features import features
 from ._fragmented import fragmented, free_after_history
 from ._topaware import select_routers, topaware
-from .nodes import alps_order, compute_mask
+from .nodes import alps_order, compute_mask, launch_fill_order
 from .rank_order import RankOrderConfig, apply_rank_order, grid_order, with_rank_order, write_launch_files
 from ._dragonfly_cartesian import ORDERS, dragonfly_cartesian
 from ._dragonfly_random import dragonfly_random
@@ -53,6 +53,7 @@ __all__ = [
     "topaware",
     "select_routers",
     "alps_order",
+    "launch_fill_order",
     "compute_mask",
     "grid_order",
     "apply_rank_order",

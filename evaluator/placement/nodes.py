@@ -30,8 +30,8 @@ from ..errors import ConfigError, int_list, require
 from ..topology import Topology
 from .base import TORUS_3D, check_topology
 
-__all__ = ["compute_mask", "alps_order", "SLABS", "CURVES", "gilbert2d", "check_nodes", "fill_slots",
-           "nodes_needed"]
+__all__ = ["compute_mask", "alps_order", "launch_fill_order", "SLABS", "CURVES", "gilbert2d", "check_nodes",
+           "fill_slots", "nodes_needed"]
 
 SLABS = ("yz", "xz", "xy")
 """Slab orientations: the two dimensions a slab spans (its normal is the slow axis of the order)."""
@@ -102,6 +102,21 @@ def _serpentine(width: int, height: int) -> np.ndarray:
     i, j = np.meshgrid(np.arange(width), np.arange(height), indexing="ij")
     j = np.where(i % 2 == 1, height - 1 - j, j)
     return np.stack([i.ravel(), j.ravel()], axis=1)
+
+
+def launch_fill_order(topology: Topology, fill: str | None = None) -> tuple[str, NodeInts | None]:
+    """``(fill, position)``: the order a launcher fills the nodes of an ``aprun -L`` list in, each node's position
+    in it (None: ascending id), for launcher files (:func:`~evaluator.placement.write_launch_files`). ``fill``:
+    ``"alps"`` (:func:`alps_order`), ``"id"``, or None: ALPS's own order on a 3-D torus, ascending id elsewhere."""
+    if fill is None:
+        fill = "alps" if TORUS_3D.test(topology) else "id"
+    require(fill in ("alps", "id"), "--fill", fill, "alps or id")
+    if fill == "id":
+        return "id", None
+    seq = alps_order(topology)
+    pos = np.empty(topology.n_nodes, dtype=np.int64)
+    pos[seq] = np.arange(seq.size)
+    return "alps", pos
 
 
 def alps_order(topology: Topology, slab: str = "yz", curve: str = "hilbert",
