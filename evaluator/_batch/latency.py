@@ -234,7 +234,8 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
         for r in common:
             a, b = s_nodes[node_router[s_nodes] == r], d_nodes[node_router[d_nodes] == r]
             if a.size and b.size and not (a.size == 1 and b.size == 1 and a[0] == b[0]):
-                best = max(best, (lat.overhead + float(inj[a].max()) + float(ej[b].max()) + lat.router) * factor)
+                # (the router's latency is the injection link's: link_latency puts it on a link ending at a router)
+                best = max(best, (lat.overhead + float(inj[a].max()) + float(ej[b].max())) * factor)
     n_pairs = rs.size * rd.size - common.size
     if n_pairs == 0:
         return best
