@@ -261,3 +261,28 @@ def test_zero_byte_messages_are_no_messages():
     assert np.isnan(fin[0]) and fin[1] == pytest.approx(near + 10.0 / 2e9, rel=1e-12)
     only = ev.evaluate(t, traffic.from_flows(8, [0], [7], [0.0]), pl, "dor", sharing="max_min")
     assert float(only.time_with_latency) == 0.0 and float(only.time_max_min) == 0.0
+
+
+def test_dense_rendezvous_is_counted_per_router_pair_as_its_listed_flows():
+    """A dense exchange of unequal weights on a line of 8 routers: a large near pair (node 6 to 7, 2,000 B, above
+    the 1,000 B threshold) and a small far one (node 0 to 7, 200 B, eager). The dense search gave every router
+    pair the exchange's largest bytes, so the far pair paid round trips (3.27 us here, three times its 1.09 us);
+    each router pair now takes its own largest bytes, as the same traffic listed as flows does: 1.29 us, the
+    near pair's rendezvous."""
+    lat = Latency(send_overhead=2e-7, router=1e-7, link=(("default", 1e-8),), eager_threshold=1000,
+                  rendezvous_round_trips=1)
+    t = ev.torus([8], wrap=False).with_latency(lat)
+    ws = np.zeros(8)
+    ws[[0, 6]] = [0.1, 1.0]
+    wd = np.zeros(8)
+    wd[7] = 1.0
+    dense = traffic.dense.dense(8, ws, wd, bytes_per_pair=2000.0)
+    assert dense.phases[0].kernel_input == "dense"
+    pl = placement.linear(t, 8)
+    a = ev.evaluate(t, dense, pl, "dor")
+    b = ev.evaluate(t, dense.to_flows(), pl, "dor")
+    far = 2e-7 + 8 * 1e-7 + 9 * 1e-8          # eager: overhead, 8 routers crossed, 9 links (its node links too)
+    near = (2e-7 + 2 * 1e-7 + 3 * 1e-8) * 3   # rendezvous: 2 routers, 3 links, times 1 + 2 round trips
+    assert near > far
+    assert float(b.time_with_latency - b.completion_time) == pytest.approx(near, rel=1e-9)
+    assert float(a.time_with_latency - a.completion_time) == pytest.approx(near, rel=1e-9)

@@ -203,8 +203,13 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
     task ``d != s`` with ``dst_weight > 0``), never listing its task pairs: one message per pair of the routers
     its nodes hang off (a message's latency depends on its routers, its node links and whether both tasks share a
     node: the routings here give pairs of nodes on the same two routers paths of one length and classes), each
-    with the largest bytes of a pair there (the rendezvous counted where any pair exceeds the threshold). More
-    than :data:`DENSE_PAIR_LIMIT` router pairs are refused (:class:`~evaluator.errors.ResourceError`)."""
+    with the largest bytes of a pair there: ``bytes_per_pair`` times the largest sender weight on the one router
+    and the largest receiver weight on the other (the rendezvous counted for that pair where those bytes exceed
+    the threshold; until 2026-12-06 every pair was given the largest bytes of the whole exchange, so a far pair of
+    small messages paid the round trips of a near large one). Pairs within one router or one node take that
+    router's or node's largest weights, which may be one task's or one node's own (a pair that sends nothing): an
+    over-count there only. More than :data:`DENSE_PAIR_LIMIT` router pairs are refused
+    (:class:`~evaluator.errors.ResourceError`)."""
     lat: Latency = topology.latency
     n = int(x.n_tasks)
     tn = np.asarray(task_node, np.int64)[:n]
@@ -216,15 +221,28 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
     s_nodes, d_nodes = np.unique(tn[ws > 0]), np.unique(tn[wd > 0])
     rs, s_rep = np.unique(node_router[s_nodes], return_index=True)
     rd, d_rep = np.unique(node_router[d_nodes], return_index=True)
-    rendezvous = lat.eager_threshold is not None and b_max > lat.eager_threshold and lat.rendezvous_round_trips > 0
-    factor = 1.0 + (2.0 * lat.rendezvous_round_trips if rendezvous else 0.0)
+    bpp = float(x.bytes_per_pair)
+
+    def factor(nbytes):
+        """The rendezvous round trips' multiplier of messages of ``nbytes`` (1 for eager ones)."""
+        slow = lat.eager_threshold is not None and lat.rendezvous_round_trips > 0 and nbytes > lat.eager_threshold
+        return 1.0 + (2.0 * lat.rendezvous_round_trips if slow else 0.0)
+
+    def most(w, where, size):
+        """The largest weight ``w`` of the tasks on each of ``size`` nodes or routers (``where``: each task's)."""
+        out = np.zeros(size)
+        np.maximum.at(out, where[w > 0], w[w > 0])
+        return out
+
+    ws_node, wd_node = most(ws, tn, topology.n_nodes), most(wd, tn, topology.n_nodes)
     best = 0.0
     # two tasks on one node (a pair that sends): the overheads only
     cs = np.bincount(tn[ws > 0], minlength=topology.n_nodes)
     cd = np.bincount(tn[wd > 0], minlength=topology.n_nodes)
     cb = np.bincount(tn[(ws > 0) & (wd > 0)], minlength=topology.n_nodes)
-    if np.any(cs * cd - cb > 0):
-        best = lat.overhead * factor
+    pairs = cs * cd - cb > 0
+    if np.any(pairs):
+        best = lat.overhead * factor(bpp * float((ws_node * wd_node)[pairs].max()))
     d = np.asarray(delay)
     n_rl, n_nodes = topology.n_router_links, topology.n_nodes
     inj, ej = d[n_rl:n_rl + n_nodes], d[n_rl + n_nodes:]
@@ -235,7 +253,8 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
             a, b = s_nodes[node_router[s_nodes] == r], d_nodes[node_router[d_nodes] == r]
             if a.size and b.size and not (a.size == 1 and b.size == 1 and a[0] == b[0]):
                 # (the router's latency is the injection link's: link_latency puts it on a link ending at a router)
-                best = max(best, (lat.overhead + float(inj[a].max()) + float(ej[b].max())) * factor)
+                f = factor(bpp * float(ws_node[a].max()) * float(wd_node[b].max()))
+                best = max(best, (lat.overhead + float(inj[a].max()) + float(ej[b].max())) * f)
     n_pairs = rs.size * rd.size - common.size
     if n_pairs == 0:
         return best
@@ -250,11 +269,21 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
     keep = (rs[i] != rd[j]).reshape(-1)
     src = i.reshape(-1)[keep].astype(np.int32)
     dst = (rs.size + j.reshape(-1)[keep]).astype(np.int32)
+    # each router pair's largest message: the largest sender weight on the one, receiver weight on the other
+    ws_r, wd_r = most(ws, node_router[tn], topology.n_routers), most(wd, node_router[tn], topology.n_routers)
+    nb = bpp * ws_r[rs][i.reshape(-1)[keep]] * wd_r[rd][j.reshape(-1)[keep]]
+    return max(best, _pairs_max_latency(kern, fn, delay, flow_tables, reps, src, dst, nb))
+
+
+def _pairs_max_latency(kern, fn, delay, flow_tables, reps, src, dst, nb) -> float:
+    """The slowest of the messages ``src[k] -> dst[k]`` of ``nb[k]`` bytes between the nodes ``reps`` (indices into
+    it), in blocks of :data:`LATENCY_BLOCK` chunks of at most :data:`DENSE_CHUNK` messages (one compiled shape)."""
     T = bucket_size(reps.size)
     tn_pad = np.zeros(T, np.int32)
     tn_pad[:reps.size] = reps
     C = min(DENSE_CHUNK, bucket_size(src.size))
     n_chunks = -(-src.size // C)
+    best = 0.0
     for lo in range(0, n_chunks, LATENCY_BLOCK):
         hi = min(lo + LATENCY_BLOCK, n_chunks)
         B = bucket_size(hi - lo, minimum=1)
@@ -264,7 +293,7 @@ def _dense_max_latency(kern, topology, x, task_node, fn, delay, flow_tables) -> 
         for r, c in enumerate(range(lo, hi)):
             part = slice(c * C, min((c + 1) * C, src.size))
             m = part.stop - part.start
-            S[r, :m], D[r, :m], NB[r, :m] = src[part], dst[part], b_max
+            S[r, :m], D[r, :m], NB[r, :m] = src[part], dst[part], nb[part]
         with differentiable():
             got, ok = fn(kern.net, delay, flow_tables, np.broadcast_to(tn_pad, (B, T)), S, D, NB)
         _check(ok, kern.operator)
