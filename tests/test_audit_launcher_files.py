@@ -84,40 +84,25 @@ def test_placement_files_launch_and_read_back_as_the_placement(name, fill, tmp_p
     assert parse_node_ids((d / "node_list").read_text()).tolist() == np.unique(tn).tolist()
 
 
-def test_map_files_are_filled_in_alps_order_on_a_3d_torus(tmp_path, capsys):
+@pytest.mark.parametrize("n_tasks,tpn", [(16, 1), (32, 4)])
+def test_map_files_are_filled_in_alps_order_on_a_3d_torus(n_tasks, tpn, tmp_path, capsys):
     """``evaluator map --write-rank-order`` on a 3-D torus wrote its lines in id order, with no ``# fill:`` line,
     where ALPS fills the listed nodes in its own order (as ``evaluator placement`` writes them): the launcher put
-    the ranks on other nodes than the mapping found. Now the lines follow ALPS's order and say so."""
+    the ranks on other nodes than the mapping found. Now the lines follow ALPS's order and say so; with 4 tasks a
+    node and full nodes (32 tasks on 8 nodes) too. Both read back through ``--start`` as found."""
     d = tmp_path / "launch"
-    over = [*T444, "traffic=random_pairs", "traffic.n_tasks=16"]
-    rc = cli.main(["map", *over, f"output_dir={tmp_path / 'res'}", "--nodes", "0-15", "--no-progress",
-                   "--iterations", "1", "--candidates", "64", "--write-rank-order", str(d)])
+    over = [*T444, "traffic=random_pairs", f"traffic.n_tasks={n_tasks}"]
+    rc = cli.main(["map", *over, f"output_dir={tmp_path / 'res'}", "--nodes", f"0-{n_tasks - 1}", "--tasks-per-node",
+                   str(tpn), "--no-progress", "--iterations", "1", "--candidates", "64", "--write-rank-order", str(d)])
     out = capsys.readouterr().out
     assert rc == 0
     (path,) = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("dataset: ")]
     with xr.open_dataset(path) as ds:
         found = ds.task_node.values.astype(np.int64)
     topo = torus([4, 4, 4])
-    assert np.array_equal(_launched(d, topo, 1), found)
+    assert np.array_equal(_launched(d, topo, tpn), found)
     assert "# fill: alps" in (d / "MPICH_RANK_ORDER").read_text()
-    start = read_start_file(d / "MPICH_RANK_ORDER", topo, 16, np.arange(16), 1)  # and it reads back as found
-    assert np.array_equal(start.task_node, found)
-
-
-def test_map_files_with_several_tasks_per_node_launch_as_found(tmp_path, capsys):
-    """The same with 4 tasks a node and full nodes (32 tasks on 8 nodes), then read back through ``--start``."""
-    d = tmp_path / "launch"
-    over = [*T444, "traffic=random_pairs", "traffic.n_tasks=32"]
-    rc = cli.main(["map", *over, f"output_dir={tmp_path / 'res'}", "--nodes", "0-31", "--tasks-per-node", "4",
-                   "--no-progress", "--iterations", "1", "--candidates", "64", "--write-rank-order", str(d)])
-    out = capsys.readouterr().out
-    assert rc == 0
-    (path,) = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("dataset: ")]
-    with xr.open_dataset(path) as ds:
-        found = ds.task_node.values.astype(np.int64)
-    topo = torus([4, 4, 4])
-    assert np.array_equal(_launched(d, topo, 4), found)
-    start = read_start_file(d / "MPICH_RANK_ORDER", topo, 32, np.arange(32), 4)
+    start = read_start_file(d / "MPICH_RANK_ORDER", topo, n_tasks, np.arange(n_tasks), tpn)
     assert np.array_equal(start.task_node, found)
 
 
