@@ -55,6 +55,14 @@ def block(topology: Topology, n_tasks: int, size: int | None = None, tasks_per_n
     if size is None:
         size = int(topology.router_nodes[1].max()) * tpn
     size = positive_int("placement.size", size)
+    per_block = math.ceil(size / tpn)  # nodes a whole block takes (a block never shares a node with the next)
+    full, rest = divmod(n, size)
+    if full * per_block + math.ceil(rest / tpn) > N:  # (the slots suffice; the blocks' rounding may not)
+        most = (N // per_block) * size + (N % per_block) * tpn
+        raise ConfigError("placement.n_tasks", n,
+                          f"at most {most} tasks in blocks of placement.size={size} at placement.tasks_per_node="
+                          f"{tpn} on {topology.name} ({N} nodes; a block takes {per_block} nodes of its own)",
+                          "Make placement.size a multiple of placement.tasks_per_node, or use fewer tasks.")
     order = np.lexsort((np.arange(N),) + tuple(groups))  # coarsest level first, then node id
     rank = np.empty(N, np.int64)
     rank[order] = np.arange(N)
