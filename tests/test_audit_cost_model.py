@@ -338,3 +338,15 @@ def test_equal_networks_are_within_the_tolerance_of_the_dragonflys_budget(n, equ
         # nearest the budget among the candidates
         devs = [abs(_priced(parts_of(c).as_dict())[0 if equal == "cost" else 1] / nets["budget"] - 1) for c in cands]
         assert abs(mine / nets["budget"] - 1) == pytest.approx(min(devs), abs=1e-12)
+
+
+def test_a_fat_trees_radix_is_the_switch_product_bought():
+    """``fat_tree(..., radix=48)`` was checked (every switch fits in 48 ports), then forgotten: the cost bought
+    16-port switches for the 8-ary 3-tree. The radix given is the product bought: 192 switches of 48 ports."""
+    from evaluator.cost import network_cost
+    from evaluator.topology import fat_tree
+
+    given, plain = network_cost(fat_tree(k=8, levels=3, radix=48)).parts, network_cost(fat_tree(k=8, levels=3)).parts
+    assert (given.n_switches, given.switch_radix, given.n_switch_ports) == (192, 48, 192 * 48)
+    assert (plain.n_switches, plain.switch_radix, plain.n_switch_ports) == (192, 16, 192 * 16)
+    assert given.n_ports_used == plain.n_ports_used == 128 * 16 + 64 * 8  # 2k ports below the top, k at the top

@@ -20,7 +20,8 @@ __all__ = ["fat_tree_parts", "FAT_TREE"]
 def fat_tree_parts(t: FatTreeTopology) -> Parts:
     """XGFT(h; m; w) with parallel links ``pl``: level ``i`` has ``prod(m_{i+1..h}) prod(w_{1..i})`` switches of
     ``m_i pl_{i-1}`` down and ``w_{i+1} pl_i`` up ports; tier ``t`` has (level-``t`` switches) x ``w_{t+1}
-    pl_t`` cables; ``prod(m)`` hosts, one NIC and one short copper cable each."""
+    pl_t`` cables; ``prod(m)`` hosts, one NIC and one short copper cable each. Every switch has the radix of the
+    tree's switch product (``topology.radix``) where it gives one, else the most ports any level needs."""
     m, w, pl = [int(x) for x in t.children], [int(x) for x in t.parents], [int(x) for x in t.parallel_links]
     h = len(m)
     n_sw = [math.prod(m[i:]) * math.prod(w[:i]) for i in range(1, h + 1)]
@@ -29,7 +30,7 @@ def fat_tree_parts(t: FatTreeTopology) -> Parts:
         down = m[i - 1] * (1 if i == 1 else pl[i - 2])
         up = w[i] * pl[i - 1] if i < h else 0
         ports.append(down + up)
-    radix = max(ports)
+    radix = max(ports) if t.radix is None else max(int(t.radix), max(ports))  # the product given, else the most
     tier = [n_sw[i - 1] * w[i] * pl[i - 1] for i in range(1, h)]
     hosts = math.prod(m)
     short_opt, long_opt = sum(tier[:1]), sum(tier[1:])

@@ -81,6 +81,9 @@ class FatTreeTopology(Topology):
         connected switch pair, and bytes/s per direction of each.
     injection_bandwidth
         Bytes/s per direction of a host's link to its leaf.
+    radix
+        The switch product's port count where the config gives one (every switch fits in it; the cost buys
+        switches of this radix), else None (the cost buys the most ports a level needs).
     level_offset : int ndarray, shape [h + 1]
         Router id of the first switch of level ``i`` at index ``i - 1``; the last entry is ``n_routers``.
     up_offset, down_offset : int ndarray, shape [h - 1]
@@ -95,6 +98,7 @@ class FatTreeTopology(Topology):
     parallel_links: tuple[int, ...] = ()
     link_bandwidth: tuple[float, ...] = ()
     injection_bandwidth: float = 0.0
+    radix: int | None = None
     level_offset: Int[np.ndarray, "level"] = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     up_offset: Int[np.ndarray, "tier"] = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     down_offset: Int[np.ndarray, "tier"] = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
@@ -345,9 +349,12 @@ def fat_tree(
     injection_bandwidth
         Bytes/s per direction of each host link.
     radix
-        Optional switch port count: every switch's ports (``m_i`` down, times
-        the tier's parallel links above the leaves, plus ``w_{i+1}`` times the
-        parallel links up) must fit in it.
+        Optional switch port count, the product bought: every switch's ports
+        (``m_i`` down, times the tier's parallel links above the leaves, plus
+        ``w_{i+1}`` times the parallel links up) must fit in it, and the cost
+        (:func:`evaluator.cost.network_cost`) buys switches of that many ports
+        (until 2026-12-06 it was checked, then forgotten: the cost bought the
+        most ports a level needs).
 
     Refused with a :class:`~evaluator.errors.ConfigError` naming the field:
     ``levels < 1``, lists of the wrong length, counts below 1, ``w_1 != 1``,
@@ -386,7 +393,7 @@ def fat_tree(
         link_class=frozen(cls.astype(np.int64)), class_names=tuple(class_names) + ("injection", "ejection"),
         capacity=frozen(cap.astype(np.float64)), n_router_links=int(n_rl),
         levels=h, children=tuple(m), parents=tuple(w), parallel_links=tuple(pl), link_bandwidth=tuple(bw),
-        injection_bandwidth=b_inj, level_offset=frozen(level_offset),
+        injection_bandwidth=b_inj, radix=None if radix is None else int(radix), level_offset=frozen(level_offset),
         up_offset=frozen(np.asarray(up_offset, np.int64)), down_offset=frozen(np.asarray(down_offset, np.int64)),
         leaf_of_node=frozen(leaf_of_node),
     )
