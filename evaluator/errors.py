@@ -57,7 +57,6 @@ __all__ = [
     "IgnoredKeyError",
     "refuse_ignored",
     "ignored_keys_kept",
-    "ignored_keys_refused",
     "ignored_keys_collected",
     "keeps_ignored_keys",
     "cause_text",
@@ -261,11 +260,6 @@ def ignored_keys_kept() -> contextlib.AbstractContextManager[None]:
     (``routing.power=8`` beside a ``routing=ugal,ugal_local`` axis) acts at some and not at others; the sweep itself
     refuses one that acts at none."""
     return _refusing_ignored(False)
-
-
-def ignored_keys_refused() -> contextlib.AbstractContextManager[None]:
-    """Inside, :func:`refuse_ignored` refuses again (a sweep's own check that a key acts at one of its points)."""
-    return _refusing_ignored(True)
 
 
 @contextlib.contextmanager
