@@ -129,3 +129,37 @@ def test_a_rank_order_with_lines_shorter_than_a_node_is_not_read_as_another_mapp
     # a short last line is a partial last node, as aprun runs it
     f.write_text("0-3\n4-7\n8,9\n")
     assert read_start_file(f, topo, 10, np.arange(64), 4).task_node.tolist() == [0] * 4 + [1] * 4 + [2] * 2
+
+
+def test_the_search_keeps_its_partly_filled_node_last_in_alps_order(tmp_path):
+    """With several tasks per node on a 3-D torus the search kept the node of *highest id* partly filled, while ALPS
+    fills the listed nodes in its own order: a search from the id-order start (32 tasks, 3 a node: 10 full nodes
+    and node 10 with 2) gave a mapping ``--write-rank-order`` had to refuse. Now the search keeps the node ALPS
+    fills last partly filled (it begins from the start with that node's tasks and the ALPS-last node's
+    exchanged), and the files it writes put every rank where the mapping says, read by the launcher's rules."""
+    from evaluator import routing, traffic
+    from evaluator.mapping import Start, launchable, search_mapping
+
+    topo = torus([4, 4, 4])
+    tr = traffic.stencil([32, 32, 32], [2, 4, 4], 8.0)
+    pos = np.empty(topo.n_nodes, np.int64)
+    pos[alps_order(topo)] = np.arange(topo.n_nodes)
+    id_order = Start("id order", np.arange(32) // 3)
+    assert launchable(id_order.task_node, 3) and not launchable(id_order.task_node, 3, pos)
+    r = search_mapping(topo, tr, routing.dor(), tasks_per_node=3, starts=[id_order], time_budget=60,
+                       max_iterations=4, seed=0, candidates=64, progress=False)
+    counts = np.bincount(r.task_node, minlength=topo.n_nodes)
+    used = np.flatnonzero(counts)
+    last = used[np.argmax(pos[used])]  # the used node ALPS fills last: the only one with fewer than 3
+    assert counts[last] == 2 and (np.delete(counts[used], np.searchsorted(used, last)) == 3).all(), counts[used]
+    assert r.launchable and r.fill == "alps" and r.completion_time <= r.starts["id order"] * (1 + 1e-12)
+    r.write_launch_files(tmp_path)
+    assert "# fill: alps" in (tmp_path / "MPICH_RANK_ORDER").read_text()
+    assert np.array_equal(_launched(tmp_path, topo, 3), r.task_node)
+    # in id order (a launcher that fills by ascending id, --fill id) the search keeps node 10 partly filled
+    r_id = search_mapping(topo, tr, routing.dor(), tasks_per_node=3, starts=[id_order], time_budget=60,
+                          max_iterations=4, seed=0, candidates=64, progress=False, fill="id")
+    assert r_id.launchable and launchable(r_id.task_node, 3) and r_id.fill == "id"
+    with pytest.raises(ConfigError, match="mapping.fill = 'hilbert' is invalid: allowed is alps, id or None"):
+        search_mapping(topo, tr, routing.dor(), tasks_per_node=3, starts=[id_order], fill="hilbert",
+                       time_budget=1, max_iterations=1, progress=False)

@@ -18,7 +18,6 @@ from .. import config
 from ..display import format_value
 from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int, require
 from ..io import check_writable, write_dataset
-from ..placement import launch_fill_order
 from ..mapping import (DRAWS, FILE_KINDS, FOUND, MAX_CANDIDATES, Start, available_nodes, best_over_draws, check_job,
                        check_start, is_embedding, over_draws, parse_node_ids, read_start_file, search_mapping)
 from .._args import ArgumentParser, override_key
@@ -226,7 +225,7 @@ def main(argv: list[str]) -> int:
     res = search_mapping(point.topology, point.traffic, point.routing, nodes=nodes, user_starts=mine,
                          tasks_per_node=tpn, time_budget=args.budget, seed=args.seed, candidates=args.candidates,
                          traffic_cfg=obj.traffic, topology_cfg=obj.topology, max_iterations=args.iterations,
-                         progress=not args.no_progress, anneal=args.anneal,
+                         progress=not args.no_progress, anneal=args.anneal, fill=args.fill,
                          extra_starts=_named_starts(as_run, user_placement, point, args.tasks_per_node))
     print(f"mapping search: {point.traffic.n_tasks} tasks of {point.traffic.name} on {point.topology.name} "
           f"({len(res.nodes)} nodes available, {tpn} per node), routing {point.routing.kind}")
@@ -258,10 +257,9 @@ def main(argv: list[str]) -> int:
                                f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
         print(f"dataset: {path}")
     if args.write_rank_order is not None:
-        fill, order = launch_fill_order(point.topology)
-        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force, fill_order=order, fill=fill)
+        ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)  # (in the search's fill order)
         print(f"rank order: {ro}\nnode list: {nl}  (aprun -L `cat {nl}` -N {res.tasks_per_node} ...; nodes filled "
-              f"in {fill} order)")
+              f"in {res.fill} order)")
     return 130 if interrupted else 0  # (the shell's code for a Ctrl-C: the draws asked for were not all evaluated)
 
 
@@ -307,6 +305,10 @@ def _parser() -> ArgumentParser:
     ap.add_argument("--write-rank-order", metavar="DIR", default=None,
                     help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
     ap.add_argument("--force", action="store_true", help="replace MPICH_RANK_ORDER and node_list already in DIR")
+    ap.add_argument("--fill", choices=("alps", "id"), default=None,
+                    help="order in which the launcher fills the listed nodes: alps (the ALPS-like order; default on "
+                         "3-D tori) or id (ascending node id; default elsewhere); with several tasks per node the "
+                         "search keeps every used node full but the one filled last, so that the files can be written")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     ap.add_argument("--verbose", action="store_true",
                     help="list every start that was skipped (does not apply to the job, or repeats another start) "

@@ -43,7 +43,7 @@ import xarray as xr
 from .._types import Int, JobNodes, NodeInts, TaskInts
 from ..errors import ConfigError, check_seed, positive_float, positive_int, require
 from ..evaluation import DRAWS, as_routing, evaluate_batch, evaluate_draws
-from ..placement import Placement, compute_mask, explicit, write_launch_files
+from ..placement import Placement, compute_mask, explicit, launch_fill_order, write_launch_files
 from ..topology import Topology
 from ._moves import MoveEvaluator
 from ._sparse_moves import move_evaluator
@@ -102,6 +102,8 @@ class MappingResult:
     info: dict = field(default_factory=dict)
     bound: MappingBound | None = None
     start_nodes: dict[str, TaskInts] = field(default_factory=dict)
+    fill: str = "id"
+    fill_order: NodeInts | None = None
 
     @property
     def task_node(self) -> TaskInts:
@@ -109,7 +111,7 @@ class MappingResult:
 
     @property
     def launchable(self) -> bool:
-        return launchable(self.task_node, self.tasks_per_node)
+        return launchable(self.task_node, self.tasks_per_node, self.fill_order)
 
     def gain(self, start: str) -> float:
         """``1 - completion_time / starts[start]``: the fraction of the start's time the search saved (>= 0; 0 for a
@@ -122,8 +124,11 @@ class MappingResult:
         """``directory/MPICH_RANK_ORDER`` (``MPICH_RANK_REORDER_METHOD=3``) and ``directory/node_list`` of the
         mapping: one line per node in the order the launcher fills the listed nodes (``fill_order``, each node's
         position, and ``fill`` its ``# fill:`` name, as :func:`~evaluator.placement.rank_order.rank_order_text`;
-        default ascending id); refuses to replace them unless ``force``."""
+        default the order the search kept the partly filled node last in: ``self.fill_order``, ``self.fill``);
+        refuses to replace them unless ``force``."""
         d = Path(directory)
+        if fill_order is None and fill is None:
+            fill_order, fill = self.fill_order, self.fill
         key = self.task_node if fill_order is None else np.asarray(fill_order)[self.task_node]
         if not launchable(key, self.tasks_per_node):
             raise ConfigError("--write-rank-order", str(directory),
@@ -185,10 +190,13 @@ class MappingResult:
         return ds
 
 
-def launchable(task_node: TaskInts, tasks_per_node: int) -> bool:
+def launchable(task_node: TaskInts, tasks_per_node: int, fill_order: NodeInts | None = None) -> bool:
     """Whether ``aprun -N tasks_per_node -L <node_list>`` with an ``MPICH_RANK_ORDER`` can run the mapping: every
-    used node holds ``tasks_per_node`` tasks but the used node of highest id, which may hold fewer."""
-    nodes, counts = np.unique(np.asarray(task_node), return_counts=True)
+    used node holds ``tasks_per_node`` tasks but the used node the launcher fills last, which may hold fewer
+    (``fill_order``: each node's position in the launcher's fill order, as
+    :func:`~evaluator.placement.launch_fill_order` gives it; default ascending id)."""
+    key = np.asarray(task_node) if fill_order is None else np.asarray(fill_order)[np.asarray(task_node)]
+    nodes, counts = np.unique(key, return_counts=True)
     return bool((counts[:-1] == tasks_per_node).all() and counts[-1] <= tasks_per_node)
 
 
@@ -277,25 +285,51 @@ def _extra_first(topology, traffic, extra_starts, others, nodes, tpn: int, skipp
     return first
 
 
-def _movable(task_node, slot_node, tpn: int):
-    """With several tasks per node, the slots block moves may take (those below the start's partly filled nodes,
-    which stay as they are; None: every slot)."""
+def _movable(task_node, slot_node, tpn: int, fill_order=None):
+    """With several tasks per node, the slots block moves may take (those the launcher fills before the start's
+    partly filled nodes, which stay as they are, with the nodes it fills after them; None: every slot)."""
     if tpn == 1:
         return None
+    pos = np.arange(int(np.max(slot_node)) + 1) if fill_order is None else np.asarray(fill_order)
     used, counts = np.unique(np.asarray(task_node), return_counts=True)
     partial = used[counts < tpn]
-    return slot_node < partial.min() if partial.size else None
+    return pos[slot_node] < pos[partial].min() if partial.size else None
 
 
-def _start_times(topology, routing, traffic, starts, tpn: int) -> tuple[np.ndarray, int]:
-    """Every start's time (one batch) and the one the search begins from: the fastest, or with several tasks per
-    node the fastest a launcher can run (every used node full but the last; the search keeps every node's task
-    count, fixed_counts, and block moves leave the partly filled node and the nodes above it alone)."""
+def _filled_last(start: Start, tpn: int, fill_order) -> Start | None:
+    """``start`` with its one partly filled node's tasks and those of the used node the launcher fills last
+    exchanged (a mapping a launcher can run, :func:`launchable`), or None where it has several partly filled
+    nodes (or is launchable already)."""
+    tn = np.asarray(start.task_node, np.int64)
+    used, counts = np.unique(tn, return_counts=True)
+    partial = used[counts < tpn]
+    if partial.size != 1 or launchable(tn, tpn, fill_order):
+        return None
+    pos = np.arange(int(used.max()) + 1) if fill_order is None else np.asarray(fill_order)
+    last = int(used[np.argmax(pos[used])])
+    out = tn.copy()
+    out[tn == partial[0]], out[tn == last] = last, int(partial[0])
+    return Start(f"{start.name}, partly filled node last", out)
+
+
+def _start_times(topology, routing, traffic, starts, tpn: int, fill_order=None) -> tuple[list, np.ndarray, int]:
+    """``(starts, times, i0)``: every start's time (one batch) and the one the search begins from: the fastest, or
+    with several tasks per node the fastest a launcher can run (every used node full but the one it fills last,
+    ``fill_order``; the search keeps every node's task count, fixed_counts, and block moves leave the partly filled
+    node and the nodes filled after it alone). Where a faster start leaves its one partly filled node elsewhere,
+    that start with the node's tasks exchanged for those of the node filled last (:func:`_filled_last`) is
+    evaluated too, added to ``starts``, and begun from when it is the faster."""
     placements = [explicit(topology, np.asarray(s.task_node, np.int64), s.name) for s in starts]
     res = evaluate_batch(topology, routing, [traffic] * len(placements), placements)
     times = np.asarray(res.metrics["completion_time"], float)
-    ok = np.array([tpn == 1 or launchable(s.task_node, tpn) for s in starts])
-    return times, int(np.argmin(np.where(ok, times, np.inf))) if ok.any() else int(np.argmin(times))
+    ok = np.array([tpn == 1 or launchable(s.task_node, tpn, fill_order) for s in starts])
+    best = int(np.argmin(times))
+    if not ok[best] and (fixed := _filled_last(starts[best], tpn, fill_order)) is not None \
+            and fixed.name not in {s.name for s in starts}:
+        t = evaluate_batch(topology, routing, traffic, explicit(topology, fixed.task_node, fixed.name))
+        starts, times = [*starts, fixed], np.append(times, float(t.metrics["completion_time"][0]))
+        ok = np.append(ok, True)
+    return starts, times, int(np.argmin(np.where(ok, times, np.inf))) if ok.any() else best
 
 
 def _answer(topology, routing, traffic, task_node, starts, times, i0: int):
@@ -331,8 +365,10 @@ MAX_CANDIDATES = 2**20
 """The most candidate moves a search scores per device call (``candidates``; ``evaluator map --candidates``)."""
 
 
-def _check_search_args(time_budget, max_iterations, seed, candidates) -> tuple[float, int | None, int, int]:
+def _check_search_args(time_budget, max_iterations, seed, candidates, fill) -> tuple[float, int | None, int, int]:
     """``search_mapping``'s scalar arguments checked (a :class:`ConfigError` naming ``mapping.<field>``)."""
+    require(fill in (None, "alps", "id"), "mapping.fill", fill,
+            "alps, id or None (evaluator map --fill: the order the launcher fills the listed nodes in)")
     budget = positive_float("mapping.time_budget", time_budget, allow_zero=True)
     if max_iterations is not None:
         max_iterations = positive_int("mapping.max_iterations", max_iterations, minimum=0)
@@ -347,7 +383,8 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
                    time_budget: float = 60.0, seed: int = 0, candidates: int = 4096, starts: list[Start] | None = None,
                    traffic_cfg=None, topology_cfg=None, max_iterations: int | None = None,
                    progress: bool = True, extra_starts: list[Start] | None = None,
-                   user_starts: list[Start] | None = None, anneal: bool = False) -> MappingResult:
+                   user_starts: list[Start] | None = None, anneal: bool = False,
+                   fill: str | None = None) -> MappingResult:
     """Search task-to-node assignments of ``traffic``'s tasks that minimise the predicted completion time.
 
     Parameters
@@ -388,9 +425,12 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
         random kicks after a plateau alone). Off by default: on the bench's three 16x8x8 torus cases, 60 s runs
         of 2-3 seeds each, it was better in 4 of 8 paired runs and worse in 4 (-5.9 % to +25 %), while the seed
         alone moved a result by up to 23 % (docs/mapping.md, "Moves and acceptance").
+    fill
+        The launcher's fill order (``alps``, ``id``; default :func:`~evaluator.placement.launch_fill_order`'s).
     """
     routing = as_routing(routing)
-    budget, max_iterations, seed, candidates = _check_search_args(time_budget, max_iterations, seed, candidates)
+    budget, max_iterations, seed, candidates = _check_search_args(time_budget, max_iterations, seed, candidates, fill)
+    fill, fill_order = launch_fill_order(topology, fill)
     nodes, tpn = check_job(topology, traffic, available_nodes(topology, nodes), tasks_per_node)
     t_start = time.perf_counter()
     starts, skipped, mine = _all_starts(topology, traffic, nodes, tpn, seed, starts, user_starts, extra_starts,
@@ -401,13 +441,13 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     t_bound = time.perf_counter()
     bound = mapping_bound(topology, traffic, routing, nodes=nodes, tasks_per_node=tpn)
     t_bound = time.perf_counter() - t_bound
-    times, i0 = _start_times(topology, routing, traffic, starts, tpn)
+    starts, times, i0 = _start_times(topology, routing, traffic, starts, tpn, fill_order)
     t_built = time.perf_counter() - t_start - t_bound
     slot_node, slot_task = _slots(np.asarray(starts[i0].task_node, np.int64), nodes, tpn)
     assert np.array_equal(slot_node, evaluator.slot_node)
-    movable = _movable(starts[i0].task_node, slot_node, tpn)
     best, trace = local_search(evaluator, slot_task, budget=budget, seed=seed, candidates=candidates,
-                               max_iterations=max_iterations, fixed_counts=tpn > 1, movable=movable,
+                               max_iterations=max_iterations, fixed_counts=tpn > 1,
+                               movable=_movable(starts[i0].task_node, slot_node, tpn, fill_order),
                                progress=progress, anneal=bool(anneal), target=bound.value)
     task_node, t_final, name = _answer(topology, routing, traffic, evaluator.task_node(best), starts, times, i0)
     info = {"starts_seconds": t_built, "search_seconds": float(trace.elapsed[-1]) if trace.elapsed else 0.0,
@@ -418,7 +458,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     return MappingResult(explicit(topology, task_node, name), t_final,
                          {s.name: float(x) for s, x in zip(starts, times)}, dict(skipped), starts[i0].name, trace,
                          float(trace.best_completion_time[-1]), nodes, tpn, bound.value, info, bound,
-                         {s.name: np.asarray(s.task_node, np.int64) for s in starts})
+                         {s.name: np.asarray(s.task_node, np.int64) for s in starts}, fill, fill_order)
 
 
 def over_draws(topology: Topology, routing, traffic, mappings: dict[str, TaskInts], k: int = DRAWS
@@ -457,7 +497,7 @@ def best_over_draws(res: MappingResult, draws: xr.Dataset) -> tuple[MappingResul
                                           f"(evaluator.mapping.over_draws of them)")
     mean = {n: float(draws["completion_time_mean"].sel(mapping=n)) for n in names}
     ok = [n for n in names if n == FOUND or not res.launchable
-          or launchable(res.start_nodes[n], res.tasks_per_node)]
+          or launchable(res.start_nodes[n], res.tasks_per_node, res.fill_order)]
     chosen = min(ok, key=lambda n: (mean[n], n != FOUND))
     if chosen == FOUND or not mean[chosen] < mean[FOUND]:
         return res, FOUND
