@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaluator import machines as M
+from evaluator import cli, machines as M
 from evaluator.errors import MachineError
 from evaluator.topology import machine_topology
 
@@ -42,7 +42,8 @@ def test_a_user_file_overrides_the_catalogue_machine_whatever_its_file_name(tmp_
     and ignored the centre's own file, which list_machines and the catalogue took."""
     (tmp_path / "our_bgq.yaml").write_text(yaml.safe_dump(_file("mira", link_bandwidth=1.0e9)))
     monkeypatch.setenv(M.MACHINE_PATH_ENV, str(tmp_path))
-    m = M.load_machine("Mira")
+    with pytest.warns(M.MachineOverrideWarning):  # (said since: the test below)
+        m = M.load_machine("Mira")
     assert m.source == str(tmp_path / "our_bgq.yaml") and m.link_bandwidth[0] == 1.0e9
     assert M.load_machine("titan").source == str(CATALOGUE / "titan.yaml")  # the others: the catalogue's
 
@@ -188,3 +189,28 @@ def test_only_the_machine_loaded_is_warned_of_and_its_size_refusal_names_its_fil
             machine_topology("HugeTorus", None)
     with pytest.warns(MachineUnitWarning, match="OddTitan"):
         M.load_machine("OddTitan")
+
+
+def test_a_user_file_that_overrides_a_catalogue_machine_is_said(tmp_path, monkeypatch, capsys):
+    """A centre's own 'Mira' (1 GB/s links) took the catalogue's place in silence: every number of a command then
+    differed from those the documents state for Mira, and nothing in the output said which file gave them. Now
+    loading it by name warns, naming both files; the catalogue's own machines, a file given by its path and a user
+    machine of a new name stay quiet."""
+    import warnings
+
+    (tmp_path / "our_bgq.yaml").write_text(yaml.safe_dump(_file("mira", link_bandwidth=1.0e9)))
+    new = _file("titan")
+    new["name"] = "OurTitan"
+    (tmp_path / "ours.yaml").write_text(yaml.safe_dump(new))
+    monkeypatch.setenv(M.MACHINE_PATH_ENV, str(tmp_path))
+    with pytest.warns(M.MachineOverrideWarning) as got:
+        assert M.load_machine("mira").link_bandwidth[0] == 1.0e9
+    (text,) = [str(w.message) for w in got]
+    assert f"machine 'Mira' is read from {tmp_path / 'our_bgq.yaml'} ($EVALUATOR_MACHINE_PATH)" in text, text
+    assert f"overrides the catalogue's {CATALOGUE / 'mira.yaml'}" in text, text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        M.load_machine("titan"), M.load_machine("OurTitan"), M.load_machine(tmp_path / "our_bgq.yaml")
+    with pytest.warns(M.MachineOverrideWarning, match="machine 'Mira' is read from"):  # (a command's load too)
+        assert cli.main(["partitions", "mira", "--size", "512", "--no-plot", "--out", str(tmp_path / "out")]) == 0
+    assert "link bandwidth 1.000, 1.000, 1.000, 1.000, 1.000 GB/s" in capsys.readouterr().out

@@ -68,6 +68,7 @@ __all__ = [
     "machine_files",
     "list_machines",
     "load_machine",
+    "MachineOverrideWarning",
     "machine_from_dict",
     "check_partition",
     "torus_kinds",
@@ -215,7 +216,31 @@ def load_machine(name: str | os.PathLike[str] | Machine) -> Machine:
         data = read_yaml(Path(m.source).read_text(encoding="utf-8"))
         if isinstance(data, dict):
             warn_magnitudes(f"machine {m.name!r} ({m.source})", data)
+        if Path(m.source) != Path(os.fspath(name)):  # (a file given by its path is the one meant)
+            _warn_override(m)
     return m
+
+
+class MachineOverrideWarning(UserWarning):
+    """A catalogue machine's name loaded from a user's file ($EVALUATOR_MACHINE_PATH) instead of the catalogue's."""
+
+
+def _warn_override(m: Machine) -> None:
+    """Warn where ``m``, loaded by name, comes from a file outside the built-in catalogue that defines a machine of
+    the catalogue too: its figures are the user's, not those the documents state for that name."""
+    import warnings
+
+    builtin = builtin_machine_dir()
+    if Path(m.source).parent.resolve() == builtin.resolve() or not builtin.is_dir():
+        return
+    for path in sorted(p for p in builtin.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()):
+        data = read_yaml(path.read_text(encoding="utf-8"))
+        if not (isinstance(data, dict) and _key(str(data.get("name", path.stem))) == m.key):
+            continue
+        warnings.warn(f"machine {m.name!r} is read from {m.source} (${MACHINE_PATH_ENV}), which overrides the "
+                      f"catalogue's {path}: its figures are that file's, not the catalogue's", MachineOverrideWarning,
+                      stacklevel=3)
+        return
 
 
 def _find_machine(name: str | os.PathLike[str] | Machine) -> Machine:
