@@ -300,7 +300,8 @@ def draw_summary(ds: xr.Dataset, draws: Sequence[str], metric: str | None = None
     rest = [d for d in dims if d not in draws]
     feasible = ds["feasible"].fillna(False).astype(bool) if ("feasible" in ds.data_vars and set(ds["feasible"].dims)
                                                              <= set(dims)) else True
-    stats = draw_stats(ds[metric].astype(float).where(feasible), draws, smaller_is_better(metric))
+    with np.errstate(invalid="ignore"):  # (an infinite draw: numpy's quantile warned on stderr; the point is NaN)
+        stats = draw_stats(ds[metric].astype(float).where(feasible), draws, smaller_is_better(metric))
     keep = stats["mean"].notnull()  # every draw of the point feasible
     out = ds.drop_vars([str(v) for v in ds.data_vars if set(draws) & set(ds[v].dims)]
                        + [str(c) for c in ds.coords if c not in ds.dims and set(draws) & set(ds[c].dims)])
@@ -538,7 +539,27 @@ def _best_of_draws(ds: xr.Dataset, metric, over, where, n, draws) -> pd.DataFram
     ranked = f"{base}_{stat}"
     table = _best(summary, ranked, over, label_filter or None, n, [s for s in _draw_stats(base) if s != ranked])
     table.attrs["draws"] = used
+    table.attrs["left_out"] = _partly_ranked(ds, base, draws, label_filter)
     return table
+
+
+def _partly_ranked(ds: xr.Dataset, base: str, draws: list[str], label_filter: dict) -> tuple[int, list[str], str]:
+    """``(count, examples, base)``: the points that a summary over ``draws`` leaves out although some of their draws
+    have a value (feasible and finite): one infeasible or valueless draw leaves a point out, and the table would
+    not say that it exists; up to three of them by their labels."""
+    v = ds[base].astype(float)
+    if "feasible" in ds.data_vars and set(ds["feasible"].dims) <= set(v.dims):
+        v = v.where(ds["feasible"].fillna(False).astype(bool))
+    good = xr.apply_ufunc(np.isfinite, v)
+    partly = good.any(draws) & ~good.all(draws)
+    for k, labels in label_filter.items():  # (label coordinates --where asked for: the rows the table keeps)
+        if set(ds[k].dims) <= set(partly.dims):
+            partly = partly & ds[k].astype(str).isin(labels)
+    rest = [str(d) for d in partly.dims]
+    where = np.argwhere(np.asarray(partly.values, bool).reshape(partly.shape))
+    examples = [", ".join(f"{d}={_plain([partly[d].values[i]])[0] if d in partly.coords else i}"
+                          for d, i in zip(rest, idx)) or "the point" for idx in where[:3]]
+    return len(where), examples, base
 
 
 def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.DataFrame:
@@ -615,7 +636,7 @@ def _check_over(over, n, dims: list[str]) -> list[str]:
     """``best``'s ``over`` (default: every axis) and ``n`` checked (a :class:`ConfigError` naming them)."""
     if over is not None and (isinstance(over, str) or not isinstance(over, (list, tuple, set, frozenset))):
         raise ConfigError("over", over, f"a list of axes of the dataset: {dims}")
-    over = list(dims if over is None else over)
+    over = list(dict.fromkeys(dims if over is None else over))  # (an axis named twice: once, not twice in runner_up)
     bad = [o for o in over if o not in dims]
     if bad:
         raise ConfigError("over", bad, f"axes of the dataset: {dims}",

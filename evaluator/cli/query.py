@@ -25,6 +25,7 @@ import shlex
 
 import pandas as pd
 
+from ..dataset import rankable
 from ..display import format_table
 from ..errors import ConfigError, WordedError
 from ..query import best, default_metric, open_results, rank_labels
@@ -83,6 +84,8 @@ def main(argv: list[str]) -> int:
         labels = where.setdefault(k, [])  # the same axis again: any of its labels (as k=a,b)
         labels.extend(x for x in v.split(",") if x not in labels)
     ds = open_results(resolve(args.path, args.results))
+    if args.best is None and not rankable(ds):  # (the library's words were "--best = None is invalid")
+        _refuse_unrankable(ds, args.path)
     with named_as_options(_OPTIONS):  # the options the user wrote, not the library's argument names
         table = best(ds, args.best, over=args.over, where=where or None, n=args.n, draws=args.draws)
     if len(table) == 0:  # (an empty table printed as pandas' "Empty DataFrame" with exit 0)
@@ -95,25 +98,60 @@ def main(argv: list[str]) -> int:
     if args.draws:
         print(_draws_header(table, args.draws))
     if args.si:
-        if table.index.has_duplicates:
-            table.index = pd.Index(rank_labels(table.index), name="rank")  # a shared rank is a tie: 1=, 1=, 3
-        units = table.attrs.get("units", {})  # (the SI unit in each header, as the display units are: [s], [bytes/s])
-        table = table.rename(columns={c: f"{c} [{units[c]}]" for c in table.columns if units.get(c) not in (None, "")})
-        with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print(table.to_string(float_format=lambda x: repr(float(x))))  # every digit, as stored
+        print(_as_stored(table))
     else:
         print(format_table(table))
     metric = args.best if args.best is not None else default_metric(ds)
     for note in _notes(table, metric, argv):
         print(note)
-    line = "" if args.draws or metric not in ds else draws_line(ds[metric], " ".join(args.path), args.over,
-                                                                 args.best)
-    if line:  # the rows are single draws of the seeds on axes: the first is the luckiest
+    values, path, options = _draws_query(ds[metric], args, where) if metric in ds else (None, "", "")
+    line = "" if args.draws or values is None else draws_line(values, path, args.over, args.best)
+    if line:
+        line += options  # the rows are single draws of the seeds on axes: the first is the luckiest
         print(line)
     if ds.attrs.get("one_draw"):  # (a sweep's random choices drawn once: every row is one draw of them)
         print(f"every row is one draw of {ds.attrs['one_draw']}: no axis draws their seeds, so a row is not what its "
               f"point gives on average (sweep their seeds and rank with --draws)")
     return 0
+
+
+def _refuse_unrankable(ds, path: list[str]) -> None:
+    """A dataset without a variable to rank, named as the path the user gave (not as ``--best = None``)."""
+    names = [str(v) for v in ds.data_vars]
+    raise ConfigError("PATH", " ".join(path), "a results dataset with a variable the metric table ranks (written by "
+                      "`evaluator sweep`, `eval`, `schedule`, `tiles` or `partitions`)",
+                      f"It has none to rank: its variables are {names[:12]}{' ...' if len(names) > 12 else ''} (none "
+                      f"has a direction in evaluator.dataset.TABLE).")
+
+
+def _as_stored(table) -> str:
+    """``--si``: the table with every digit of the values as stored, the SI unit in each header; ranks marked
+    as without it (``3=`` where ``-n`` cut a row tied with it) and ``-`` where ``ahead_by`` has no row to compare."""
+    tied = table.attrs.get("tied_ranks", ())
+    if table.index.has_duplicates or tied:
+        table.index = pd.Index(rank_labels(table.index, tied), name="rank")  # a shared rank is a tie: 1=, 1=, 3
+    for col, text in table.attrs.get("missing", {}).items():
+        if col in table.columns:
+            table[col] = [text if v != v else repr(float(v)) for v in table[col]]
+    units = table.attrs.get("units", {})  # (the SI unit in each header, as the display units are: [s], [bytes/s])
+    table = table.rename(columns={c: f"{c} [{units[c]}]" for c in table.columns if units.get(c) not in (None, "")})
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        return table.to_string(float_format=lambda x: repr(float(x)))  # every digit, as stored
+
+
+def _draws_query(values, args, where: dict) -> tuple:
+    """What the line that offers ``--draws`` is given: the ranked variable's values that ``--where`` left (a seed
+    it keeps one label of is not a draw of the rows shown), and the query's path with the options it needs to rank
+    the same rows: ``--where`` and ``--results`` (a study name is looked up there), quoted for a shell: ``(values,
+    path, options)``, the options to append to the line."""
+    for k, labels in where.items():
+        if k in values.dims:
+            values = values.isel({k: [i for i, x in enumerate(values[k].values) if str(x) in labels]})
+    words = []
+    for k, labels in where.items():
+        words += ["--where", f"{k}={','.join(labels)}"]
+    words += ["--results", str(args.results)] if str(args.results) != str(RESULTS_DIR) else []
+    return values, shlex.join(args.path), (" " + shlex.join(words)) if words else ""
 
 
 def _draws_header(table, draws: list[str]) -> str:
@@ -150,6 +188,11 @@ def _notes(table, metric: str, argv: list[str]) -> list[str]:
         more = f" ({tied} more tied with the last)" if tied else ""
         notes.append(f"shown: the first {len(table)} of {total} rows{more}; every row: evaluator query "
                      f"{shlex.join(rest)} -n 0")
+    count, examples, base = table.attrs.get("left_out", (0, [], metric))
+    if count:  # (--draws: a point with an infeasible or valueless draw is left out, not averaged over the rest)
+        eg = "; ".join(examples) + ("; ..." if count > len(examples) else "")
+        notes.append(f"left out: {count} point{'s' if count != 1 else ''} with an infeasible draw or one without a "
+                     f"value of {base}, beside draws that have one (a mean of the rest would be one-sided): {eg}")
     count, examples, what = table.attrs.get("unranked", (0, [], ""))
     if count:
         eg = "; ".join(examples) + ("; ..." if count > len(examples) else "")
