@@ -23,8 +23,13 @@ The scheduler (as Slurm's ``sched/backfill`` with one reservation):
 * **Shortcuts** that change no answer (for a policy on which busier nodes
   never make a placement possible that was not): the reservation is computed only
   when a candidate fits now (and once per head, to record it); at a time
-  when no job ended and no head started, only the newly submitted jobs are
-  tried (every older one's tests can only have become harder); a candidate
+  when no job ended and no head started, only the jobs the last pass did not
+  try are (the newly submitted ones, and those its backfills moved into the
+  first ``backfill_depth``: a tried one's tests can only have become harder),
+  except after a pass that backfilled on a topology policy, where all are
+  tried again (a candidate placed on the busier machine may land elsewhere
+  and leave the head its groups; until 2026-12-06 neither exception was
+  made, and such jobs waited for the next end); a candidate
   that would leave fewer idle nodes at the shadow time than the head needs
   is skipped without asking the policy.
 * **Times**: reservations use requested times (SWF field 9; a job whose
@@ -162,7 +167,14 @@ def _check_simulation(trace, policy, speedups, speedup_rule, nodes_per_group, ba
     bool_arg("allow_foreign_speedups", allow_foreign_speedups)
     total = int(policy.total_nodes)
     int_arg("nodes_per_group", nodes_per_group, 1, total, none=True, what="a group's nodes")
-    G = int(nodes_per_group or getattr(policy, "nodes_per_group", 0) or total)
+    own = getattr(policy, "nodes_per_group", None)
+    if nodes_per_group is not None and (total % int(nodes_per_group) or own is not None and int(own) != nodes_per_group):
+        # until 2026-12-06 accepted: requirements, and a speedup table's machine, were checked against a machine
+        # the policy does not have
+        raise ConfigError("nodes_per_group", nodes_per_group,
+                          f"the policy's own, {own}" if own is not None else f"a divisor of its {total} nodes",
+                          "Leave it out: it defaults to the policy's nodes_per_group.")
+    G = int(nodes_per_group or own or total)
     if int(policy.idle_nodes) != total:
         raise ConfigError("policy", getattr(policy, "name", type(policy).__name__),
                           "an empty policy (every node idle) at the start of a simulation")
@@ -230,11 +242,14 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
             return None
         return pol.allocate(requests[j])
 
+    tried = [0]  # queued jobs behind the head whose backfill tests failed on the machine as it is now
+
     def schedule(t: float, first_new: int, changed: bool) -> int:
         """One pass at time ``t``. ``first_new``: queue position of the jobs submitted at ``t``; ``changed``:
         whether a job ended at ``t``. When nothing ended and no head starts, the machine is as at the last pass,
-        so only the new jobs can backfill (an older one's tests can only have become harder). Returns the jobs
-        it started."""
+        so only the jobs that pass did not try can backfill (a tried one's tests can only have become harder):
+        the new ones, and those its backfills moved into the first ``backfill_depth`` (until 2026-12-06 these
+        waited for the next end). Returns the jobs it started."""
         n_started = 0
         while queue:
             h = queue[0]
@@ -246,12 +261,13 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
             n_started += 1
             changed = True
         if not queue:
+            tried[0] = 0
             return n_started
         h = queue[0]
         if not running.keys:  # an empty machine, and the head does not fit
             raise never_fits(h)
         stop = len(queue) if backfill_depth is None else min(len(queue), 1 + backfill_depth)
-        lo = 1 if changed else max(1, first_new)
+        lo = 1 if changed else max(1, min(first_new, 1 + tried[0]))
         shadow = free_at_shadow = None
         if math.isnan(reservation[h]):
             shadow, free_at_shadow = shadow_of(h, t)
@@ -283,6 +299,9 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
             n_started += 1
         for k in reversed(started):
             del queue[k]
+        # the jobs tried before a backfill saw a machine it changed: by counts their tests only became harder, but a
+        # topology policy's may not (the candidate placed elsewhere now can leave the head its groups): all again
+        tried[0] = 0 if started and not count_only else max(tried[0] if lo > stop else stop - 1 - len(started), 0)
         return n_started
 
     return schedule

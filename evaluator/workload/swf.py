@@ -22,8 +22,9 @@ the field and the value: a line without 18 fields, a value that is not a
 number, an integer field with a fraction, a negative value other than ``-1``
 (a negative size or time), an integer beyond int64 (``9223372036854775807``:
 it would wrap to a negative id), a job number that is unknown or used twice
-(the line of its first use is named), an unknown submit time, and a job
-larger than the machine (``total_nodes``). A trace with no job left to
+(the line of its first use is named), an unknown submit time, a job
+larger than the machine (``total_nodes``), and a ``UnixStartTime`` header
+that is not an integer. A trace with no job left to
 simulate (an empty file, only comments, every job dropped) is refused naming
 the file: "nothing to simulate".
 
@@ -70,6 +71,8 @@ def _job_fields(parts: list[str], where: str) -> list[float]:
     row = []
     for k, p in enumerate(parts):
         try:
+            if "_" in p:  # Python's float() reads '1_0' as 10; SWF has plain numbers
+                raise ValueError(p)
             v = float(p)
         except ValueError:
             raise _err(where, k, p, "a number (-1 for unknown)") from None
@@ -109,6 +112,17 @@ def _check_sizes(a, nodes, keep, lines_no, header: dict, total_nodes, procs_per_
                        "Simulate a larger machine, or clamp the trace to this one.")
 
 
+def _unix_start(value: str, where: str) -> int:
+    """The ``UnixStartTime`` header as an int; a :class:`ConfigError` naming its line otherwise (until 2026-12-06 a
+    malformed one was ignored without a word, and the jobs' calendar months became 30-day periods)."""
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{where} header UnixStartTime", value,
+                          "an integer (the trace's start, s since 1970-01-01 UTC)",
+                          "It gives the jobs' calendar months; delete the line for 30-day periods.") from None
+
+
 def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, procs_per_node: int = 1) -> Trace:
     """Parse SWF text (an iterable of lines, or one string); see :func:`read_swf`."""
     procs_per_node = int_arg("procs_per_node", procs_per_node, 1, what="processors per node")
@@ -118,6 +132,7 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
     elif isinstance(lines, (bytes, bytearray)) or not hasattr(lines, "__iter__"):
         raise ConfigTypeError("lines", type(lines).__name__, "an iterable of text lines (str), or one str")
     header: dict[str, str] = {}
+    header_line: dict[str, int] = {}
     rows: list[list[float]] = []
     where_of: list[int] = []
     first_line: dict[int, int] = {}  # job number -> line of its first use
@@ -134,6 +149,7 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
                 key, _, val = body.partition(":")
                 if key.strip() and " " not in key.strip():
                     header.setdefault(key.strip(), val.strip())
+                    header_line.setdefault(key.strip(), lineno)
             continue
         parts = s.split()
         where = f"{source}:{lineno}"
@@ -179,10 +195,7 @@ def parse_swf(lines, source: str = "<swf>", total_nodes: int | None = None, proc
     attrs: dict = {"source": str(source), "dropped": int((~keep).sum()), "procs_per_node": int(procs_per_node),
                    "swf_header": "; ".join(f"{k}: {v}" for k, v in header.items())}
     if "UnixStartTime" in header:
-        try:
-            attrs["unix_start_time"] = int(header["UnixStartTime"])
-        except ValueError:
-            pass
+        attrs["unix_start_time"] = _unix_start(header["UnixStartTime"], f"{source}:{header_line['UnixStartTime']}")
     ids = a[:, 0].astype(np.int64)
     order = np.lexsort((ids, a[:, 1]))
     return Trace(job_id=ids[order], submit=a[order, 1], run_time=run[order], requested_time=req[order],
@@ -208,7 +221,7 @@ def read_swf(path: str | os.PathLike[str], total_nodes: int | None = None, procs
         raise ConfigError("swf", str(p), "an existing SWF file (plain text, one job per line)",
                           "It is a directory." if p.is_dir() else None)
     try:
-        with p.open("r", encoding="utf-8", errors="replace") as fh:
+        with p.open("r", encoding="utf-8-sig", errors="replace") as fh:  # -sig: a byte-order mark is no field
             return parse_swf(fh, str(p), total_nodes, procs_per_node)
     except (OSError, UnicodeError) as exc:
         raise ConfigError("swf", str(p), "a readable SWF file", str(exc).splitlines()[0] if str(exc) else None) \
