@@ -1,5 +1,5 @@
 """``evaluator map [overrides] [--budget S] [--nodes all|placement|FILE|IDS] [--start FILE|NAME ...]
-[--write-rank-order DIR] [--verbose]``: search the task-to-node mapping of one job that minimises its predicted
+[--write-rank-order DIR] [--write-hostfile FILE --hostnames FORMAT|FILE] [--verbose]``: search the task-to-node mapping of one job that minimises its predicted
 completion time (:mod:`evaluator.mapping`).
 
 This module parses the command line and builds what it names: the available nodes, the user's starts
@@ -21,6 +21,8 @@ from ..io import check_writable, write_dataset
 from ..mapping import (DRAWS, FILE_KINDS, FOUND, MAX_CANDIDATES, Start, available_nodes, best_over_draws, check_job,
                        check_start, is_embedding, over_draws, parse_node_ids, read_start_file, search_mapping)
 from .._args import ArgumentParser, override_key
+from ..placement.hostfile import write_hostfile
+from . import _hostfile
 
 __all__ = ["main", "parse_node_ids", "skipped_summary"]
 
@@ -209,6 +211,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_intermixed_args(argv)
     _check_options(args)
     _check_rank_order_dir(args)
+    _hostfile.check_options(args)
     cfg, obj, as_run, user_placement = _compose(args)
     out_dir = Path(obj.output_dir).parent / "mapping" if Path(obj.output_dir).name == "eval" else Path(
         obj.output_dir)
@@ -216,6 +219,7 @@ def main(argv: list[str]) -> int:
         check_writable("output_dir", out_dir)
         _check_latest(out_dir)
     point = _build(obj)
+    names = _hostfile.names_of(args, point.topology.n_nodes)
     tpn = args.tasks_per_node
     if tpn is None:
         tpn = int(getattr(obj.placement, "tasks_per_node", 1) or 1)
@@ -256,6 +260,9 @@ def main(argv: list[str]) -> int:
             raise StorageError(f"output_dir = {str(out_dir)!r}: cannot write the dataset there "
                                f"({exc.strerror or exc}).", "output_dir", str(out_dir), "a writable directory") from None
         print(f"dataset: {path}")
+    if names is not None:  # (any mapping: srun -m arbitrary places every rank by its line)
+        hf = write_hostfile(res.placement, args.write_hostfile, names, header=f"evaluator map: {res.placement.name}")
+        print(f"hostfile: {hf}  (SLURM_HOSTFILE={hf} srun --distribution=arbitrary -n {res.placement.n_tasks} ...)")
     if args.write_rank_order is not None:
         ro, nl = res.write_launch_files(args.write_rank_order, force=args.force)  # (in the search's fill order)
         print(f"rank order: {ro}\nnode list: {nl}  (aprun -L `cat {nl}` -N {res.tasks_per_node} ...; nodes filled "
@@ -304,7 +311,9 @@ def _parser() -> ArgumentParser:
                          "q-norm) rather than random kicks alone; off by default (docs/mapping.md)")
     ap.add_argument("--write-rank-order", metavar="DIR", default=None,
                     help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
-    ap.add_argument("--force", action="store_true", help="replace MPICH_RANK_ORDER and node_list already in DIR")
+    _hostfile.add_options(ap)
+    ap.add_argument("--force", action="store_true",
+                    help="replace MPICH_RANK_ORDER and node_list already in DIR, or the hostfile")
     ap.add_argument("--fill", choices=("alps", "id"), default=None,
                     help="order in which the launcher fills the listed nodes: alps (the ALPS-like order; default on "
                          "3-D tori) or id (ascending node id; default elsewhere); with several tasks per node the "

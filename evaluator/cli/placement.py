@@ -1,5 +1,6 @@
-"""``evaluator placement [overrides] [--write-rank-order DIR [--force]]``: build one placement, describe it, write
-the launcher's files (``MPICH_RANK_ORDER`` and ``node_list``; files already in ``DIR`` are replaced only with
+"""``evaluator placement [overrides] [--write-rank-order DIR] [--write-hostfile FILE --hostnames FORMAT|FILE]
+[--force]``: build one placement, describe it, write the launcher's files (``MPICH_RANK_ORDER`` and ``node_list``
+for aprun; Slurm's hostfile for ``srun --distribution=arbitrary``; files already there are replaced only with
 ``--force``).
 
 ``DIR`` is taken as given (relative to the working directory). The docs' ``launch/`` is in the checkout's
@@ -17,6 +18,8 @@ from .. import config
 from ..errors import ConfigError
 from ..io import check_writable, repo_dir
 from ..placement import compute_mask, launch_fill_order, write_launch_files
+from ..placement.hostfile import write_hostfile
+from . import _hostfile
 from ..topology import TorusTopology
 from .._args import ArgumentParser
 
@@ -55,16 +58,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("overrides", nargs="*", help="Hydra overrides key=value / group=option")
     ap.add_argument("--write-rank-order", metavar="DIR", default=None,
                     help="write DIR/MPICH_RANK_ORDER (MPICH_RANK_REORDER_METHOD=3) and DIR/node_list (aprun -L)")
+    _hostfile.add_options(ap)
     ap.add_argument("--force", action="store_true",
-                    help="replace MPICH_RANK_ORDER and node_list already in DIR (default: refuse)")
+                    help="replace MPICH_RANK_ORDER and node_list already in DIR, or the hostfile (default: refuse)")
     ap.add_argument("--fill", choices=("alps", "id"), default=None,
                     help="order in which the launcher fills the listed nodes: alps (the ALPS-like order; default "
                          "on 3-D tori) or id (ascending node id; default elsewhere)")
     args = ap.parse_intermixed_args(argv)
-    if args.write_rank_order is None and (args.force or args.fill is not None):  # they act on the files alone
-        raise ConfigError("--force" if args.force else "--fill", True if args.force else args.fill,
-                          "with --write-rank-order only (it says how the launcher's files are written)",
-                          "Add --write-rank-order DIR, or drop it.")
+    if args.write_rank_order is None and (args.force and args.write_hostfile is None or args.fill is not None):
+        raise ConfigError("--force" if args.force else "--fill", True if args.force else args.fill,  # files alone
+                          "with --write-rank-order" + (" or --write-hostfile" if args.force else "") + " only (it "
+                          "says how the launcher's files are written)", "Add --write-rank-order DIR, or drop it.")
+    _hostfile.check_options(args)
     there = [str(Path(args.write_rank_order) / n) for n in ("MPICH_RANK_ORDER", "node_list")
              if args.write_rank_order is not None and (Path(args.write_rank_order) / n).exists()]
     if there and not args.force:  # refused before anything is built
@@ -78,6 +83,7 @@ def main(argv: list[str]) -> int:
     obj = config.to_object(cfg)
     point = config.build(obj)
     topo, pl = point.topology, point.placement
+    names = _hostfile.names_of(args, topo.n_nodes)
     nodes, counts = np.unique(pl.task_node, return_counts=True)
     routers = np.unique(topo.node_router[nodes])
     bad = int((~compute_mask(topo)[nodes]).sum())
@@ -95,6 +101,12 @@ def main(argv: list[str]) -> int:
         print(f"rank order: {ro}  (export MPICH_RANK_REORDER_METHOD=3)")
         print(f"node list: {nl}  (aprun -L `cat {nl}` -N {int(counts.max())} ...; nodes filled in {fill} order)")
         note = checkout_note(Path(ro))
+        if note:
+            print(note)
+    if names is not None:
+        hf = write_hostfile(pl, args.write_hostfile, names, header="evaluator placement " + " ".join(args.overrides))
+        print(f"hostfile: {hf}  (SLURM_HOSTFILE={hf} srun --distribution=arbitrary -n {pl.n_tasks} ...)")
+        note = checkout_note(Path(hf))
         if note:
             print(note)
     return 0

@@ -136,7 +136,8 @@ class MappingResult:
                               f"launcher's fill order ({fill or 'id'})", f"This mapping ({self.placement.name}) leaves "
                               f"nodes partly filled elsewhere; aprun -N fills every listed node. Search with "
                               f"--tasks-per-node 1, or with a task count that fills whole nodes from a start that "
-                              f"does (linear).")
+                              f"does (linear); or launch it with Slurm (--write-hostfile), which places every rank "
+                              f"by its own line.")
         there = [str(d / n) for n in ("MPICH_RANK_ORDER", "node_list") if (d / n).exists()]
         if there and not force:
             raise ConfigError("--write-rank-order", str(directory), "a directory without MPICH_RANK_ORDER or node_list",

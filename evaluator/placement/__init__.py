@@ -18,6 +18,7 @@ from ._fragmented import fragmented, free_after_history
 from ._topaware import select_routers, topaware
 from .nodes import alps_order, compute_mask, launch_fill_order
 from .rank_order import RankOrderConfig, apply_rank_order, grid_order, with_rank_order, write_launch_files
+from .hostfile import hostfile_text, hostnames, write_hostfile
 from ._dragonfly_cartesian import ORDERS, dragonfly_cartesian
 from ._dragonfly_random import dragonfly_random
 from ._linear import linear
@@ -58,6 +59,9 @@ __all__ = [
     "grid_order",
     "apply_rank_order",
     "with_rank_order",
+    "hostnames",
+    "hostfile_text",
+    "write_hostfile",
     "write_launch_files",
     "RankOrderConfig",
     "placements_for",
