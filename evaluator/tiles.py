@@ -301,20 +301,41 @@ def candidates(req: TileRequest) -> tuple[list[Candidate], dict[str, int]]:
     req, m = check_request(req)
     total = req.nodes * req.tasks_per_node
     betas = [req.decomposition] if req.decomposition is not None else _factorizations(total, req.grid)
-    out, counts = [], {"decompositions": len(betas), "too_large": 0}
+    out, counts = [], {"decompositions": len(betas), "too_large": 0, "unpaired": 0}
     for beta in betas:
         tiles = [req.tile] if req.tile is not None else _factorizations(req.tasks_per_node, beta)
         for c in tiles:
             if any(b % t for b, t in zip(beta, c)):
                 continue
             ng = tuple(b // t for b, t in zip(beta, c))
-            for blk in _factorizations(m.nodes_per_router, ng):
+            blocks = _factorizations(m.nodes_per_router, ng)
+            counts["unpaired"] += not blocks   # a node grid that no block of a router's nodes tiles
+            for blk in blocks:
                 cand = Candidate(tuple(beta), tuple(c), blk)
                 if all(p <= dim for p, dim in zip(cand.prism, m.dims)):
                     out.append(cand)
                 else:
                     counts["too_large"] += 1
     return out, counts
+
+
+def _require_candidates(req: TileRequest, m: TorusMachine, cands: list, counts: dict) -> None:
+    """Refuse a request without candidates, naming why: no router prism fits the machine, or no node grid is
+    tiled by blocks of a router's nodes (an odd node count on two nodes per router: fewer nodes do not help)."""
+    if cands:
+        return
+    what = (f"{req.nodes} x {req.tasks_per_node} tasks{' with tile ' + _x(req.tile) if req.tile else ''}")
+    if counts["too_large"] == 0 and counts["unpaired"] > 0:
+        raise ConfigError("--nodes", req.nodes,
+                          f"a node count whose node grid (decomposition / node tile) splits into blocks of the "
+                          f"{m.nodes_per_router} nodes of one {m.name} router; none of the "
+                          f"{counts['decompositions']} decompositions of {_x(req.grid)} over {what} does",
+                          f"Use a multiple of {m.nodes_per_router} nodes (a job holds whole routers here).")
+    raise ConfigError("--nodes", req.nodes,
+                      f"a job that fits {m.name} ({_x(m.dims)} routers x {m.nodes_per_router} nodes) for some "
+                      f"decomposition and node tile; none of the {counts['decompositions']} decompositions of "
+                      f"{_x(req.grid)} over {what} has a router prism that fits",
+                      "Use fewer nodes, other tasks per node or another --tile.")
 
 
 def _topology(m: TorusMachine) -> TorusTopology:
@@ -485,11 +506,7 @@ def advise(req: TileRequest, chunk_size: int = 16, progress: bool = False) -> xr
     """
     req, m = check_request(req)
     cands, counts = candidates(req)
-    require(len(cands) > 0, "--nodes", req.nodes,
-            f"a job that fits {m.name} ({_x(m.dims)} routers x {m.nodes_per_router} nodes) for some decomposition "
-            f"and node tile; none of the {counts['decompositions']} decompositions of {_x(req.grid)} over "
-            f"{req.nodes} x {req.tasks_per_node} tasks{' with tile ' + _x(req.tile) if req.tile else ''} has a "
-            f"router prism that fits", "Use fewer nodes, other tasks per node or another --tile.")
+    _require_candidates(req, m, cands, counts)
     topo = _topology(m)
     # every link of a class has one capacity here, so an exchange's time is max over classes of
     # max_load_class / capacity: the injection bandwidth asked for is applied below, without a new network

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections import Counter
@@ -138,6 +139,10 @@ def _names(option: str, text: str, group: str) -> list[str]:
     for n in names:
         if n not in known:
             raise ConfigError(option, n, f"an option of the {group} group: {', '.join(known)}", nearest(n, known))
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # (the sweep refused it naming its axis, sweep.axes.routing, not the option)
+        raise ConfigError(option, text, f"distinct option names (each once); {', '.join(twice)} is given twice",
+                          "A repeated name would search the same configurations twice.")
     return names
 
 
@@ -167,6 +172,46 @@ def _check_placement_serves(request, placement: str, tasks: int) -> None:
     except ConfigError as exc:
         raise ConfigError("--placement", placement, exc.allowed, exc.hint) from None
     kind.check_fits(request.config.placement, topology, tasks, "--tasks")
+
+
+@contextlib.contextmanager
+def _routings_named():
+    """A routing that cannot serve the network is refused naming --routings (the sweep names its config key)."""
+    try:
+        yield
+    except ConfigError as exc:
+        if type(exc) is ConfigError and exc.field == "routing":
+            raise ConfigError("--routings", exc.value, exc.allowed, exc.hint) from None
+        raise
+
+
+def _refuse_infeasible(ds, plan, path, tasks: int, cfg) -> None:
+    """Refuse a search none of whose configurations is feasible, naming what every one of them failed on: a
+    setting of the placement (``placement.tasks_per_group=32`` on 8 nodes a group) where all fail on that one,
+    else ``--tasks``."""
+    reasons = [r for r in infeasible_reasons(ds) if r.strip()]
+    # grid points whose beta does not divide alpha (or gamma beta) are expected; say why the others fail
+    reasons = [r for r in reasons if "a divisor of" not in r] or reasons
+    why = summarize_reasons(reasons, 3) or "no reason recorded"
+    fields = {r.split(":", 1)[0].strip().split("[")[0] for r in reasons}
+    field = fields.pop() if len(fields) == 1 else ""
+    value = cfg
+    for part in field.split(".") if field.startswith("placement.") else ():
+        value = getattr(value, part, None)
+    if field.startswith("placement.") and value is not None and field not in _plan_keys(plan):
+        raise ConfigError(field, value, f"a setting with which the job fits the network; all {plan.n_points} "
+                          f"configurations were infeasible: {why}",
+                          f"Override {field} (or pick another --placement, a larger network; dataset: {path}).")
+    raise ConfigError(
+        "--tasks", tasks,
+        f"a job with at least one feasible placement on the network; all {plan.n_points} configurations "
+        f"were infeasible: {why}",
+        f"Use fewer tasks, another --placement or a larger network (dataset: {path}).")
+
+
+def _plan_keys(plan) -> set[str]:
+    """The config keys the search sweeps (their values differ from point to point)."""
+    return {k for ax in plan.axes for k in ax.keys}
 
 
 def main(argv: list[str]) -> int:
@@ -200,25 +245,18 @@ def main(argv: list[str]) -> int:
     base = ["traffic=stencil", f"placement={args.placement}", f"routing={routings[0]}",
             "sweep.name=optimize", f"traffic.alpha=[{','.join(map(str, alpha))}]"]
     axes = optimize_axes(tasks, len(alpha), routings, args.placement)
-    request = config.compose_sweep(base + args.overrides, user_overrides=args.overrides, config_name="config",
-                                   axes=axes)
-    _check_placement_serves(request, args.placement, tasks)
-    plan = plan_sweep(request)
+    with _routings_named():
+        request = config.compose_sweep(base + args.overrides, user_overrides=args.overrides, config_name="config",
+                                       axes=axes)
+        _check_placement_serves(request, args.placement, tasks)
+        plan = plan_sweep(request)
     ray_cfg = request.config.ray if args.ray else config.RayConfig(enabled=False)
     path = run_sweep(plan, ray_cfg, progress=not args.no_progress)
     ds = open_results(path)
     network = _describe(plan.bases[next(iter(plan.bases))].topology)
     n_feasible = int(ds.attrs["n_feasible"])
     if n_feasible == 0:
-        reasons = [r for r in infeasible_reasons(ds) if r.strip()]
-        # grid points whose beta does not divide alpha (or gamma beta) are expected; say why the others fail
-        reasons = [r for r in reasons if "a divisor of" not in r] or reasons
-        why = summarize_reasons(reasons, 3) or "no reason recorded"
-        raise ConfigError(
-            "--tasks", tasks,
-            f"a job with at least one feasible placement on the network; all {plan.n_points} configurations "
-            f"were infeasible: {why}",
-            f"Use fewer tasks, another --placement or a larger network (dataset: {path}).")
+        _refuse_infeasible(ds, plan, path, tasks, request.config)
     print(f"searched {plan.n_points} configurations ({n_feasible} feasible) on {network}")
     metric = predicted_time(ds)
     if metric != "completion_time":
