@@ -356,8 +356,8 @@ class Algorithm:
         from ``root`` with the options ``o`` (:class:`_Opts`), one ``(src, dst, bytes)`` per step.
     n_steps
         ``n_steps(p, o)``: the steps of the schedule (for the memory estimate before it is built): exact, except
-        that the scatter of a ``scatter_*`` broadcast of fewer bytes than ranks may have steps without a message
-        (dropped).
+        that the scatter of a ``scatter_*`` broadcast drops its steps without a message, those whose mask ``m``
+        has ``m ceil(n / p) >= n`` (possible whenever ``p`` does not divide ``n``: 6 bytes over 5 ranks).
     n_messages
         ``n_messages(p, o)``: an upper bound on the messages of the schedule; None (the default): every step at
         most ``p``, ``p * n_steps(p, o)``.

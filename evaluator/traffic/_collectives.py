@@ -188,6 +188,11 @@ SELECTIONS: tuple[str, ...] = ("mpich", "mpich4", "smpi_mpich", "ompi")
 MAX_SEGMENTS = 1024
 """The largest segment count :func:`optimal_segments` returns (``p - 2 + 1024`` phases at most)."""
 
+STEP_BYTES = 1536.0
+"""Memory of one step besides its messages' 24 bytes each: its three arrays (about 650 B) and its phase in
+:func:`collective` (about 600 B more); a schedule of many small steps (a ``pipelined_ring`` of many segments)
+is refused by it before it is built."""
+
 
 # --- checks ----------------------------------------------------------------------------------------------------
 
@@ -587,7 +592,7 @@ def collective_steps(op: str, algorithm: str, n_ranks: int, nbytes: float, root:
         Destinations a ``scattered`` alltoall posts at once (default :data:`DEFAULT_THROTTLE`, MPICH's; 0: all);
         else unused.
     selection
-        The rules of ``algorithm="auto"`` (:data:`SELECTIONS`); else unused.
+        The rules of ``algorithm="auto"`` (:data:`SELECTIONS`); checked, else unused.
 
     Returns
     -------
@@ -598,6 +603,7 @@ def collective_steps(op: str, algorithm: str, n_ranks: int, nbytes: float, root:
         non-power-of-two rule.
     """
     op, algorithm = _check_op(op, algorithm, allow_auto=True)
+    selection = _check_selection(selection)  # checked even when unused, as collective() and the options
     p = positive_int("traffic.n_tasks", n_ranks)
     n = positive_float("traffic.bytes", nbytes, allow_zero=True)
     root = _check_root(root, p)
@@ -609,7 +615,10 @@ def collective_steps(op: str, algorithm: str, n_ranks: int, nbytes: float, root:
     if p == 1:
         return []
     steps = _n_steps(op, algorithm, p, o)
-    check_memory("traffic.n_tasks", p, 24.0 * _n_messages(op, algorithm, p, o),
+    # a pipelined_ring's steps grow with its segments: name them when they outnumber the ranks
+    by_segments = "segments" in ALGORITHMS[op, algorithm].options and o.segments > p
+    check_memory("traffic.n_segments" if by_segments else "traffic.n_tasks", o.segments if by_segments else p,
+                 24.0 * _n_messages(op, algorithm, p, o) + STEP_BYTES * steps,
                  f"the messages of {op} by {algorithm} over {p} ranks ({steps} steps)")
     return ALGORITHMS[op, algorithm].build(p, n, root, o)
 
