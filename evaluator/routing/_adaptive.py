@@ -22,8 +22,10 @@ response for a fixed number of iterations (``routing.iterations``, default
 *decision cost* ``d[f, k]`` under the loads of ``x`` (ties, within
 :data:`TIE_RTOL` = 1e-9 of the flow's largest cost: the lowest index, i.e.
 minimal first). Where the decision cost is the path cost (``global``
-variants without threshold) it is the gradient of the potential ``sum_l
-load_l^2 / (2 capacity_l)``: the fixed point is a Wardrop (user) equilibrium
+variants without threshold) it is, up to a positive factor (the busiest link's
+busy time), the gradient of the potential ``sum_l capacity_l b_l^(p+1) / (p+1)``
+(``b_l = load_l / capacity_l``, ``p = routing.power``; ``sum_l load_l^2 /
+(2 capacity_l)`` at ``p = 1``): the fixed point is a Wardrop (user) equilibrium
 and ``s_t`` is Frank-Wolfe's exact line search on that potential. Otherwise
 (``local`` rules, a threshold: no potential) ``s_t = 1 / (t + 2)``, the
 method of successive averages (``x_T`` the average of ``e_0`` and the ``T``
@@ -33,9 +35,8 @@ best responses). Convergence is measured by the relative gap
 
 (``c``: the path cost below; 0 at a fixed point, where every flow uses only
 candidates of least decision cost); :meth:`AdaptiveOperator.solve` returns it
-with the loads and the split (``docs/adaptive_routing.md`` reports it: on
-DF(2,4,2)'s group tornado about 1e-3 after 128 iterations, falling as
-``1 / iterations``).
+with the loads and the split (``docs/adaptive_routing.md`` reports it per routing: on DF(2,4,2)'s group
+tornado after 128 iterations about 1e-3 for UGAL-L and about 0.07 for UGAL-G at the default power).
 
 Path costs. A flow's cost on candidate ``k`` is the sum of the busy times of
 the links it crosses, weighted by the fraction of its bytes on each (an
@@ -59,8 +60,11 @@ path's busiest link can end up slower than every link of the all-long routing
 (on DF(2,4,2)'s group tornado UGAL-G with ``power=1`` takes 382.1 us,
 all-Valiant 342.9 us; at the default 230.3 us, the ideal adaptive bound
 209.9 us). As ``p`` grows the equilibrium tends to the min-max split of the
-candidates. What always holds: the adaptive completion time lies between the
-all-paths bound and its worse candidate's (tests/test_adaptive_routing.py).
+candidates. What always holds: the adaptive completion time is at least the
+all-paths bound, and a global variant's is at most its worse candidate's
+(tests/test_adaptive_routing.py). A local variant's can exceed both candidates':
+its routers see their own queues only (a Dragonfly and a torus case in
+tests/test_audit_adaptive_routing.py).
 
 * ``ugal`` (Dragonfly; Kim et al. 2008, Jiang et al. 2009), candidates
   ``0 = minimal`` and ``1 = valiant`` (``routing.nonminimal=valiant``: a uniform

@@ -230,8 +230,15 @@ class RoutingOperator:
         require(getattr(topology, "name", None) == self.topology_name, "topology", getattr(topology, "name", topology),
                 f"the network this routing was built for ({self.topology_name})")
         n = self.endpoint_count(topology)
+        # routers without nodes (a fat tree's upper switches) start and end no flow: their ids are refused, not routed
+        hosts = None if self.endpoints is not None else _host_routers(topology)
         for name, v in (("src", src), ("dst", dst)):
             require(is_int(v) and 0 <= int(v) < n, name, v, f"an endpoint id in [0, {n})")
+            if hosts is not None and hosts.size < n and not np.isin(int(v), hosts):
+                span = (f"[{hosts[0]}, {hosts[-1] + 1})" if hosts[-1] - hosts[0] + 1 == hosts.size else
+                        f"{hosts.size} of them, e.g. {hosts[:4].tolist()}")
+                require(False, name, v, f"an endpoint id: a router that holds nodes, {span} (flows start and end "
+                        f"at nodes; router {int(v)} holds none)")
         src, dst = int(src), int(dst)
         if src == dst:
             return np.zeros(0, np.int64), np.zeros(0)
@@ -249,6 +256,23 @@ class RoutingOperator:
         if self.endpoints is not None:
             out[NODE_ENDPOINT] = np.asarray(self.endpoints, dtype=np.int32)
         return out
+
+
+_HOSTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _host_routers(topology) -> np.ndarray:
+    """The routers that hold nodes, ascending (kept per topology: :meth:`RoutingOperator.route` is called per
+    flow by the walks that check the kernels)."""
+    try:
+        return _HOSTS[topology]
+    except (KeyError, TypeError):
+        hosts = np.unique(np.asarray(topology.node_router))
+        try:
+            _HOSTS[topology] = hosts
+        except TypeError:  # (an object that cannot be weakly referenced: computed each time)
+            pass
+        return hosts
 
 
 @dataclasses.dataclass(frozen=True)
