@@ -125,6 +125,21 @@ def _link_text(topology: Topology, link: int) -> str:
     return f"link {link} ({cls}, router {s} -> {d})"
 
 
+def _checked_routing(topology: Topology, rt: Routing, where: str) -> Routing:
+    """``rt`` if it serves ``topology``, else the :class:`ConfigError` of :func:`evaluator.routing.check_routing`
+    with its field under ``where`` (``jobs[1].``, ``background.``): a job's own routing refused as ``routing.kind``
+    named the top-level routing, which was right."""
+    from ..routing import check_routing
+
+    try:
+        check_routing(topology, rt)
+    except ConfigError as exc:
+        if type(exc) is ConfigError and where and not exc.field.startswith(where):
+            raise ConfigError(f"{where}{exc.field}", exc.value, exc.allowed, exc.hint) from None
+        raise
+    return rt
+
+
 def _check_jobs(topology: Topology, jobs: Any, routing, exclusive_nodes: bool) -> tuple[list[Job], list[Routing]]:
     require(isinstance(jobs, Sequence) and not isinstance(jobs, (str, bytes)) and len(jobs) > 0, "jobs",
             jobs if not isinstance(jobs, Sequence) else list(jobs), "a non-empty list of evaluator.jobs.Job")
@@ -135,9 +150,12 @@ def _check_jobs(topology: Topology, jobs: Any, routing, exclusive_nodes: bool) -
         check_type("traffic", f"jobs[{i}].traffic", job.traffic)
         check_type("placement", f"jobs[{i}].placement", job.placement)
         check_pair(topology, job.traffic, job.placement, names=(f"jobs[{i}].traffic", f"jobs[{i}].placement"))
+        require(job.name is None or (isinstance(job.name, str) and job.name != ""), f"jobs[{i}].name", job.name,
+                "a non-empty string, or None (job<i>)")  # (3 and '3' were one name; a list crashed in xarray)
         rt = job.routing if job.routing is not None else routing
         require(rt is not None, f"jobs[{i}].routing", None, "a routing (or the evaluation's routing argument)")
-        routings.append(as_routing(rt, f"jobs[{i}].routing"))
+        routings.append(_checked_routing(topology, as_routing(rt, f"jobs[{i}].routing"),
+                                         f"jobs[{i}]." if job.routing is not None else ""))
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
     dup = next((i for i, n in enumerate(names) if names.index(n) < i), None)
     if dup is not None:
@@ -221,9 +239,9 @@ def evaluate_jobs(
             require_linear(rt, "Several jobs (or background traffic) sharing a machine: each job is routed alone and "
                            "the loads added", f"jobs[{i}].routing")
     names = [job.name if job.name is not None else f"job{i}" for i, job in enumerate(jobs)]
+    bg_rate, bg_label = _background_rates(topology, jobs, background, routing, routings)  # (refusals first)
     loads, kernel_times = _phase_loads(topology, jobs, routings, block_size, chunk_size)
     cap = np.asarray(topology.capacity, dtype=np.float64)
-    bg_rate, bg_label = _background_rates(topology, jobs, background, routing, routings)
     left = cap - bg_rate
     solo = _solo_times(topology, loads, kernel_times, bg_rate, left, names)
     return _jobs_dataset(topology, jobs, routings, names, loads, (bg_rate, bg_label, left), solo,
@@ -328,6 +346,9 @@ def _background_rates(topology, jobs, background, routing, routings) -> tuple[np
         used_nodes[job.placement.task_node] = True
     bg_routing = as_routing(bg.routing if bg.routing is not None else
                             (routing if routing is not None else routings[0]), "background.routing")
+    field = "background.routing" if bg.routing is not None else "routing"
+    _checked_routing(topology, bg_routing, "background." if bg.routing is not None else "")
+    require_linear(bg_routing, "Background traffic (routed alone, its loads added to the jobs')", field)
     bg_rate = background_rates(topology, bg, np.nonzero(~used_nodes)[0], bg_routing)
     return bg_rate, f"{bg.pattern} at {bg.fraction:g} of injection bandwidth ({bg_routing.label})"
 
