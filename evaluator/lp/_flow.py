@@ -49,7 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._types import Float, Int, LinkFloats
-from ..errors import ConfigError, ResourceError, available_memory, fmt_size, require
+from ..errors import ConfigError, ResourceError, available_memory, fmt_size, is_int, require
 from ..topology import Topology
 from ._model1 import PathBound, bound_of, certify_path, z_from_objective
 from ._solvers import LP, solve, _check_solver
@@ -367,6 +367,20 @@ def _restricted(cols: _Columns, dq: np.ndarray, cap: np.ndarray):
     return lower, (length if length.any() else None)
 
 
+def _check_gk(eps, target_gap, max_steps, refine, refine_after, max_rounds) -> None:
+    """Refuse (:class:`ConfigError` naming the argument, the value and what is allowed) a bad setting of
+    :func:`garg_konemann` before anything runs."""
+    def number(x) -> bool:
+        return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+    require(number(eps) and 0 < eps < 1, "eps", eps, "a number in (0, 1)")
+    require(number(target_gap) and 0 < target_gap < math.inf, "target_gap", target_gap, "a finite number > 0")
+    require(is_int(max_steps) and max_steps >= 1, "max_steps", max_steps, "an integer >= 1")
+    require(isinstance(refine, (bool, np.bool_)), "refine", refine, "True or False")
+    require(is_int(refine_after) and refine_after >= 0, "refine_after", refine_after, "an integer >= 0")
+    require(is_int(max_rounds) and max_rounds >= 0, "max_rounds", max_rounds, "an integer >= 0")
+
+
 def garg_konemann(topology: Topology, demand: RouterDemand, eps: float = 0.1, target_gap: float = 0.01,
                   max_steps: int = 2_000, refine: bool = True, refine_after: int = 50,
                   max_rounds: int = 30) -> PathBound:
@@ -389,8 +403,7 @@ def garg_konemann(topology: Topology, demand: RouterDemand, eps: float = 0.1, ta
     new (the two bounds then meet: LP duality). ``steps`` and ``rounds`` of
     the result say how many ran.
     """
-    require(0 < eps < 1, "eps", eps, "a number in (0, 1)")
-    require(target_gap > 0, "target_gap", target_gap, "a number > 0")
+    _check_gk(eps, target_gap, max_steps, refine, refine_after, max_rounds)
     cap_all = np.asarray(topology.capacity, dtype=np.float64)
     z_fix = demand.z_fixed(cap_all)
     if demand.n_pairs == 0:
@@ -459,9 +472,10 @@ def optimal_bound(topology: Topology, demand: RouterDemand, method: str = "auto"
     :data:`EDGE_AUTO_NNZ` nonzeros and fits in memory, Garg-Konemann
     otherwise; the result's ``method`` says which ran and ``gap`` its gap.
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ConfigError("method", method, f"one of {list(METHODS)}")
     _check_solver(solver)
+    _check_gk(0.1, target_gap, 1, True, 0, 0)  # read by garg_konemann only, but refused for every method
     if method == "auto":
         size = edge_size(topology, demand)
         fits = size["bytes"] <= 0.8 * available_memory()

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._types import Float, Int
-from ..errors import ConfigError
+from ..errors import ConfigError, is_int, require
 
 __all__ = ["LP", "Solution", "BatchSolution", "solve_highs", "solve_pdhg", "solve", "SOLVERS"]
 
@@ -191,6 +191,15 @@ def _batched_solver(n: int, m_eq: int, m_ub: int, eps: float, iteration_limit: i
     return jax.jit(jax.vmap(one))
 
 
+def _check_pdhg(eps, iteration_limit, warm_start) -> None:
+    """Refuse a bad setting of :func:`solve_pdhg` (naming it, the value and what is allowed) before compiling."""
+    ok = isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, (bool, np.bool_))
+    require(ok and 0 < eps < math.inf, "eps", eps, "a finite number > 0 (MPAX's tolerance on the scaled LP)")
+    require(is_int(iteration_limit) and iteration_limit >= 1, "iteration_limit", iteration_limit, "an integer >= 1")
+    require(warm_start is None or isinstance(warm_start, BatchSolution), "warm_start",
+            type(warm_start).__name__, "None or a BatchSolution of an earlier solve_pdhg call")
+
+
 def solve_pdhg(lps: list[LP], warm_start: BatchSolution | None = None, eps: float = 1e-6,
                iteration_limit: int = 100_000) -> BatchSolution:
     """Solve many LPs at once with MPAX's PDHG (``vmap`` over one padded bucket, ``jit`` once per bucket).
@@ -206,6 +215,7 @@ def solve_pdhg(lps: list[LP], warm_start: BatchSolution | None = None, eps: floa
 
     if not lps:
         raise ConfigError("lps", [], "at least one LP")
+    _check_pdhg(eps, iteration_limit, warm_start)
     B = len(lps)
     n = padded_size(max(lp.n_vars for lp in lps))
     m_eq = padded_size(max(lp.A_eq.shape[0] for lp in lps), 1)
