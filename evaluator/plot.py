@@ -105,7 +105,8 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
         if series is not None and (x == series or (x is None and not any(
                 d != series and not d.endswith("seed") for d in dims))):
             series = None
-    draws = _draw_axes(draws, dims, x, series)
+    rel = None if relative_to is None else relative_to[0]
+    draws = _draw_axes(draws, dims, x, series, rel)
     if x is None:
         rest = [d for d in dims if d != series and d not in draws]
         other = [] if series is None else [f"the series {series!r}"]
@@ -138,6 +139,9 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
         reduced.append(f"the mean over {', '.join(draws)} ({n} draws; band: the smallest to the largest{tail}; a "
                        f"point with an infeasible draw left out)")
     others = [d for d in dims if d not in (x, series) and d not in draws]
+    if rel in others:  # the gain's axis is shown, as the panels: averaged or reduced to its best (the reference's
+        others.remove(rel)  # own 1 at worst) it was a mean with the reference's 1 in it, or max(1, gain)
+        others.insert(0, rel)
     facet = others[0] if others else None
     for d in others[1:]:
         if smaller is None:
@@ -151,12 +155,14 @@ def _plotted(ds: xr.Dataset, metric: str, x, series, relative_to, draws=None):
     return da, dims, x, series, facet, reduced, band
 
 
-def _draw_axes(draws, dims: list[str], x, series) -> list[str]:
+def _draw_axes(draws, dims: list[str], x, series, rel=None) -> list[str]:
     """The axes summarised as random draws: ``draws`` checked (a non-empty list of axes of the dataset, neither
-    ``x`` nor ``series``), or by default every axis whose name ends in ``seed`` but ``x`` and ``series``."""
+    ``x`` nor ``series`` nor the axis of ``relative_to``), or by default every axis whose name ends in ``seed``
+    but those."""
     if draws is None:
-        return [d for d in dims if d.endswith("seed") and d not in (x, series)]
-    return check_draw_axes(draws, dims, (("x", x), ("the series", series)))
+        return [d for d in dims if d.endswith("seed") and d not in (x, series, rel)]
+    return check_draw_axes(draws, dims, (("x", x), ("the series", series),
+                                         ("the axis the gain is relative to", rel)))
 
 
 def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time", x: str | None = None,
@@ -203,6 +209,8 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         si = metric_entry(metric).units
     except KeyError:
         si = ds[metric].attrs.get("units", "")
+    if "currency" in si:  # the table's placeholder: the dataset's own currency, as query's tables name it
+        si = str(ds[metric].attrs.get("units", si))
     units, factor = ("1", 1.0) if relative_to is not None else display_unit(si, da.values)
     if factor != 1.0:
         da = da / factor
