@@ -21,10 +21,11 @@ costs are in the dataset and printed. A network that cannot get within the toler
 Every network is evaluated with its deployed routings (fat tree: ``dmodk``, hashed ``ecmp``, ``ft_adaptive``;
 Dragonfly: ``minimal``, ``valiant``, ``ugal``; torus: ``dor``, ``torus_adaptive``) on six workloads of ``N``
 tasks, one per node, linear placement: ``all_to_all`` (32 MB sent per task), ``halo3d`` (a periodic 3-D stencil,
-1 MB per face), ``permutation`` (a random permutation, 32 MB per task), ``fft_pencil`` (the two transposes of a
-3-D FFT on a pencil grid), ``allreduce_8B`` (recursive-doubling allreduce of 8 bytes, timed with the latency
-model: :data:`LATENCY`) and ``mix`` (a mix of jobs, :data:`MIX`: a halo on half the machine, an FFT and a
-permutation on a quarter each, their flows at once: :func:`mix_of_jobs`). Seed ``s`` is permutation seed ``s``
+31 x 31 elements of 1,024 bytes, 0.984 MB, per face: the nearest to 1 MB), ``permutation`` (a random
+permutation, 32 MB per task), ``fft_pencil`` (the two transposes of a 3-D FFT on a pencil grid), ``allreduce_8B``
+(recursive-doubling allreduce of 8 bytes, timed with the latency model: :data:`LATENCY`) and ``mix`` (a mix of
+jobs, :data:`MIX`: a halo on half the machine, an FFT and a permutation on a quarter each, their flows at once:
+:func:`mix_of_jobs`). Seed ``s`` is permutation seed ``s``
 (the mix's permutation too) and ECMP hash seed ``s``; every other point is the same at every seed (evaluated
 once). A point the evaluator refuses (adaptive routings on dense traffic above
 2^20 endpoint pairs or under the latency model, memory) is NaN with the reason in ``refused``.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -193,7 +195,7 @@ def build_workload(name: str, n: int, seed: int = 0):
         return all_to_all_dense(n, BYTES_PER_TASK / n)
     if name == "halo3d":
         beta = _cubic(n)
-        side = int(round(math.sqrt(FACE_BYTES / 1024.0)))    # 32 x 32 elements of 1 kB: 1 MB per face
+        side = int(round(math.sqrt(FACE_BYTES / 1024.0)))    # 31 x 31 elements of 1,024 bytes: 984,064 bytes a face
         return stencil([side * b for b in beta], beta, bytes_per_element=1024.0)
     if name == "permutation":
         return random_permutation(n, BYTES_PER_TASK, seed=seed)
@@ -284,8 +286,8 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
                 memo: dict | None = None) -> xr.Dataset:
     """The study's dataset: ``time[size, network, routing, workload, seed]`` (s, NaN where refused or where the
     routing is not the network's), ``refused`` (the reason), ``time_mean/_std/_min/_max/_p95`` over seeds,
-    ``throughput_per_cost`` (bytes/s per currency unit, from the mean time), and per ``size, network``: ``cost``,
-    ``power``, ``nodes``, ``topology`` (its name), ``within_tolerance``.
+    ``throughput_per_cost`` (bytes/s per currency unit: the mean over seeds of each seed's bytes over its time), and
+    per ``size, network``: ``cost``, ``power``, ``nodes``, ``topology`` (its name), ``within_tolerance``.
 
     ``memo`` (optional, a dict the caller keeps): points already evaluated, by topology, workload, routing, size
     and seed; a second study with the same memo (``--equal cost,power``) evaluates only the networks the first did
@@ -295,7 +297,7 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
     again carrying ``.partial``: this dataset with what finished (the rest NaN, ``refused`` saying
     :data:`~evaluator.errors.NOT_COMPUTED`, the attribute ``interrupted`` saying how much), which ``evaluator study
     buyer`` writes (:func:`~evaluator.errors.with_partial`)."""
-    sizes, workloads = [int(s) for s in sizes], list(workloads)
+    sizes, workloads = _check_buildable("sizes", sizes, list(map(int, sizes)), _check_workloads("workloads", workloads))
     K = check_draws("n_seeds", n_seeds, "permutation and ECMP hash seeds per point")
     S, Nw, R, W = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads)
     tm = np.full((S, Nw, R, W, K), np.nan)
@@ -484,13 +486,42 @@ def plot_study(ds: xr.Dataset, path) -> None:
 
 # ------------------------------------------------------------------------------------------- command line
 def _ints(flag: str, text: str, allowed: str, ok) -> list[int]:
-    try:
-        vals = [int(x) for x in str(text).split(",")]
-    except ValueError:
-        raise ConfigError(flag, text, allowed) from None
+    items = [x.strip() for x in str(text).split(",")]
+    if not all(re.fullmatch(r"[+-]?[0-9]+", x) for x in items):  # int() would take 3_2 and non-ASCII digits
+        raise ConfigError(flag, text, allowed)
+    vals = [int(x) for x in items]
     if not vals or not all(ok(v) for v in vals):
         raise ConfigError(flag, text, allowed)
     return vals
+
+
+def _check_workloads(field: str, given, wls: list | None = None) -> list:
+    """``wls`` (``list(given)`` by default), each a known workload and none twice (a repeated one made a
+    coordinate the tables cannot select)."""
+    wls = list(given) if wls is None else wls
+    if not wls or any(w not in WORKLOADS for w in wls) or len(set(wls)) != len(wls):
+        raise ConfigError(field, given, f"distinct names among {', '.join(WORKLOADS)}")
+    return wls
+
+
+def _check_buildable(field: str, given, sizes: list[int], wls: list[str]) -> tuple[list[int], list[str]]:
+    """``(sizes, wls)`` where every workload can be built at every size, before anything is computed: the FFT's
+    ``16 p_col`` grid must split into whole pencils over its squarest ``p_row x p_col`` grid (48 = 6 x 8 does not:
+    128 / 6), on ``N`` tasks for ``fft_pencil`` and on ``N / 4`` for the mix's FFT job."""
+    from ..traffic import pencil_volumes
+
+    for n in sizes:
+        for w, m in (("fft_pencil", n), ("mix", n // 4)):
+            if w not in wls or (w == "mix" and n % 4):
+                continue
+            pr, pc = sorted(_cubic(m, 2))
+            try:
+                pencil_volumes(16 * pc, pr, pc)
+            except ConfigError as exc:
+                raise ConfigError(field, given, f"sizes at which every workload of {', '.join(wls)} can be built",
+                                  f"At {n} nodes {w}: its FFT on {m} tasks ({pr} x {pc} pencils) cannot be built "
+                                  f"({exc}); nothing was computed.") from None
+    return sizes, wls
 
 
 def _check_out(out: Path, given: str) -> None:
@@ -557,10 +588,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "evaluator study buyer")
     if not (math.isfinite(link) and link > 0) or link_product(link) is None:
         raise ConfigError("--link", args.link, "the bytes/s of a link product: 12.5e9 (100 Gb/s), 25e9 (200 Gb/s), "
                                                "50e9 (400 Gb/s), 100e9 (800 Gb/s)")
-    wls = [w.strip() for w in args.workloads.split(",")]
-    for w in wls:
-        if w not in WORKLOADS:
-            raise ConfigError("--workloads", args.workloads, f"some of {', '.join(WORKLOADS)}")
+    wls = _check_workloads("--workloads", args.workloads, [w.strip() for w in args.workloads.split(",")])
+    _check_buildable("--nodes", args.nodes, sizes, wls)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", args.out, "a directory", f"{args.out} exists and is not one; nothing was computed.")
