@@ -236,6 +236,12 @@ def save_figure(fig, path: str | os.PathLike[str], dpi: int = 120) -> Path:
 
     from ._version import __version__
 
+    if os.path.lexists(path) and not is_our_figure(path):  # every figure's last guard (the commands check first)
+        from .errors import ConfigError
+
+        raise ConfigError("figure path", str(path), "a new path or a figure evaluator wrote (which it replaces)",
+                          f"{path} exists and is not a figure of this tool; move it or choose another path. "
+                          f"The figure was not written.")
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     meta = {"Software": f"{FIGURE_SOFTWARE} {__version__} (matplotlib)"}

@@ -268,3 +268,32 @@ def test_the_figure_goes_beside_the_dataset_and_a_users_png_is_kept(made, capsys
     err = _refused(["plot", str(ds_path), "--out", str(mine)], capsys)
     assert "--out" in err and str(mine) in err
     assert mine.read_bytes() == b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+    # the default path beside the dataset: a user's PNG there is kept too (it was replaced in silence until 2026-12-07)
+    theirs = ds_path.with_name(ds_path.stem + "-mean_hops.png")
+    theirs.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x01" * 64)
+    err = _refused(["plot", str(ds_path), "--metric", "mean_hops"], capsys)
+    assert "--out" in err and str(theirs) in err and theirs.read_bytes() == b"\x89PNG\r\n\x1a\n" + b"\x01" * 64
+
+
+def test_save_figure_keeps_a_file_it_did_not_write(tmp_path):
+    """The last guard of every figure (the studies', tiles', partitions', bench's): a file at the path that is not
+    a figure of this tool is kept and the call refused; one of its own figures is replaced."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from evaluator.io import is_our_figure, save_figure
+
+    fig = plt.figure()
+    for body in (b"my notes", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64):
+        path = tmp_path / "f.png"
+        path.write_bytes(body)
+        with pytest.raises(ConfigError) as e:
+            save_figure(fig, path)
+        assert str(path) in str(e.value) and path.read_bytes() == body
+    path.unlink()
+    save_figure(fig, path)
+    assert is_our_figure(path)
+    save_figure(fig, path)  # its own figure: replaced
+    assert is_our_figure(path)
+    plt.close(fig)

@@ -78,8 +78,8 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def _check_png_out(out: str, dataset: Path, explicit: bool = True) -> None:
     """Refuse an ``--out`` that would overwrite what is not a figure: a name without ``.png`` (the figure is a
     PNG whatever the name; a dataset's or a log's name would lose that file), the dataset itself, an existing
-    file that is not a PNG, or (``explicit``: ``--out`` given) a PNG this tool did not write (a user's own figure
-    was replaced in silence until 2026-12-06; the default path beside the dataset is the tool's own)."""
+    file that is not a PNG, or a PNG this tool did not write, at ``--out`` or at the default path beside the dataset
+    (a user's own figure was replaced in silence there until 2026-12-07; ``explicit``: ``--out`` given)."""
     o = Path(out)
     if o.suffix.lower() != ".png":
         raise ConfigError("--out", out, "a PNG file path ending in .png (the figure is written as PNG)",
@@ -96,8 +96,8 @@ def _check_png_out(out: str, dataset: Path, explicit: bool = True) -> None:
     if head != _PNG_MAGIC:
         raise ConfigError("--out", out, "a new PNG path or an existing PNG figure: this file exists and is not a PNG, "
                           "so writing the figure would lose it")
-    if explicit and not is_our_figure(o):
+    if not is_our_figure(o):
         raise ConfigError("--out", out, "a new PNG path or a figure evaluator wrote (which it replaces)",
-                          f"{o} is a PNG that evaluator did not write; move it or choose another --out. "
-                          f"Nothing was written.")
+                          f"{o} is a PNG that evaluator did not write; move it or "
+                          f"{'choose another' if explicit else 'give'} --out. Nothing was written.")
 

@@ -401,16 +401,27 @@ def best_table(ds: xr.Dataset) -> list[dict]:
     return rows
 
 
-def _fmt_t(t: float) -> str:
-    """A time with four significant digits (three hid a ranking: 3.7232 and 3.7245 us both showed 3.72 us)."""
-    from ..display import format_value
+def _fmt_t(t: float, unit: tuple[str, float]) -> str:
+    """A time in its column's unit, four significant digits (three hid a ranking: 3.7232 and 3.7245 us both
+    showed 3.72 us)."""
+    from ..display import format_number
 
-    return format_value(t, "s") if math.isfinite(t) else "NaN"
+    return format_number(t / unit[1]) if math.isfinite(t) else "NaN"
+
+
+def _column_units(ds: xr.Dataset, n, wls: list[str]) -> dict[str, tuple[str, float]]:
+    """One display unit per workload column of one size's tables (DESIGN.md: decimal SI prefixes chosen per
+    column, never a mix within one table): :func:`evaluator.display.shared_unit` of every mean, min and max."""
+    from ..display import shared_unit
+
+    return {w: shared_unit("s", [ds[v].sel(size=n, workload=w).values for v in ("time_mean", "time_min", "time_max")])
+            for w in wls}
 
 
 def format_study(ds: xr.Dataset) -> str:
     """The printed report: per size the networks with their cost, power and nodes, then best routing per network
-    and workload (ties joined by ``=``), every routing's mean time [min, max], and the refusals."""
+    and workload (ties joined by ``=``), every routing's mean time [min, max], and the refusals. Each workload's
+    times are in one unit, named in its column's head."""
     from ..display import format_value
 
     lines = [f"equal {ds.attrs['equal']} (tolerance {ds.attrs['tolerance']:g}); links "
@@ -426,25 +437,28 @@ def format_study(ds: xr.Dataset) -> str:
             lines.append(f"  {fam:<10} {str(sel['topology'].values):<34} nodes {int(sel['nodes']):>6}  cost "
                          f"{float(sel['cost']):10.1f}  power {float(sel['power']):10.0f} W{flag}")
         wls = [str(w) for w in ds["workload"].values]
+        units = _column_units(ds, n, wls)
+        heads = [f"{w} [{units[w][0]}]" for w in wls]
         lines.append("  best routing per network (mean time over seeds):")
-        lines.append("  " + f"{'network':<10}" + "".join(f"{w:>30}" for w in wls))
+        lines.append("  " + f"{'network':<10}" + "".join(f"{h:>30}" for h in heads))
         for fam in NETWORKS:
             cells = []
             for w in wls:
                 r = next(x for x in rows if x["size"] == int(n) and x["network"] == fam and x["workload"] == w)
                 cells.append(f"{'='.join(r['best']) or ('not computed' if r.get('not_computed') else 'refused')} "
-                             f"{_fmt_t(r['time'])}")
+                             f"{_fmt_t(r['time'], units[w])}")
             lines.append("  " + f"{fam:<10}" + "".join(f"{c:>30}" for c in cells))
         lines.append("  every routing: mean [min, max] over seeds")
+        lines.append("  " + f"{'routing':<26}" + " | ".join(heads))
         for fam in NETWORKS:
             for r in ROUTINGS[fam]:
                 cells = []
                 for w in wls:
-                    sel = ds.sel(size=n, network=fam, routing=r, workload=w)
+                    sel, u = ds.sel(size=n, network=fam, routing=r, workload=w), units[w]
                     m = float(sel["time_mean"])
-                    cells.append(_fmt_t(m) if not math.isfinite(m) or float(sel["time_min"]) == float(sel["time_max"])
-                                 else f"{_fmt_t(m)} [{_fmt_t(float(sel['time_min']))}, "
-                                      f"{_fmt_t(float(sel['time_max']))}]")
+                    same = not math.isfinite(m) or float(sel["time_min"]) == float(sel["time_max"])
+                    cells.append(_fmt_t(m, u) if same else f"{_fmt_t(m, u)} [{_fmt_t(float(sel['time_min']), u)}, "
+                                      f"{_fmt_t(float(sel['time_max']), u)}]")
                 lines.append("  " + f"{fam + '/' + r:<26}" + " | ".join(cells))
         for fam in NETWORKS:
             for r in ROUTINGS[fam]:
