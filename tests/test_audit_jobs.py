@@ -162,7 +162,9 @@ def reference(topo, routing, jobs, bg=None) -> dict:
     pair = np.ones((J, J))
     for a in range(J):
         for b in range(J):
-            if a != b and np.isfinite(alone[a]) and np.isfinite(alone[b]) and alone[a] > 0:
+            if a != b and not np.isfinite(alone[a]):
+                pair[a, b] = np.nan  # a job that never finishes: its slowdown is NaN, with any other job too
+            elif a != b and alone[a] > 0:
                 pair[a, b] = together([loads[a], loads[b]], left)[0] / alone[a]
     with np.errstate(invalid="ignore", divide="ignore"):
         slow = np.where(alone > 0, tog / np.where(alone > 0, alone, 1), 1.0)
@@ -404,3 +406,21 @@ def test_jobs_with_their_own_routings_and_a_background_routing():
     for bg in (Background(0.4, routing=ev.valiant()), Background(0.4, "random_permutation", seed=5)):
         ds, _ = compare(topo, ev.minimal(), jobs, bg)
         assert ds.background_link_rate.values.max() > 0
+
+
+def test_a_job_the_background_blocks_has_no_interference_of_1():
+    """A job that never finishes (the background fills a link it needs) has slowdown NaN, and so its row of
+    ``interference`` off the diagonal (it was 1: 'not slowed'); the two finishing jobs that share links slow each
+    other 2x (the reference's event loop), and the summary still names the worst pair."""
+    from evaluator.jobs import job_summary_lines
+
+    topo = ev.torus((8,), nodes_per_router=4)
+    jobs = [Job(TR.all_to_all(4, 1e6), P.explicit(topo, np.array([0, 4, 8, 12]), name="pa"), name="a"),
+            Job(TR.all_to_all(4, 1e6), P.explicit(topo, np.array([1, 5, 9, 13]), name="pb"), name="b"),
+            Job(TR.all_to_all(2, 1e6), P.explicit(topo, np.array([2, 30]), name="pc"), name="c")]
+    ds, ref = compare(topo, ev.dor(), jobs, Background(0.9, "random_permutation", seed=0))
+    assert np.isinf(ref["completion_time_alone"][2]) and np.isfinite(ref["completion_time_alone"][:2]).all()
+    inter = ds.interference.values
+    assert np.isnan(inter[2, :2]).all() and inter[2, 2] == 1.0 and np.isnan(ds.slowdown.values[2])
+    assert inter[0, 1] == pytest.approx(2.0) and inter[1, 0] == pytest.approx(2.0)
+    assert any(line.startswith("worst pair  a slowed 2") for line in job_summary_lines(ds))

@@ -404,19 +404,23 @@ def _together(loads, times, left, interference: bool):
 
 
 def _pairwise(loads, times, used, alone, left) -> np.ndarray:
-    """``pair[a, b]``: the slowdown of job ``a`` running with job ``b`` alone (1 on the diagonal, and where the
-    two share no link or one never finishes)."""
+    """``pair[a, b]``: the slowdown of job ``a`` running with job ``b`` alone (1 on the diagonal and where the
+    two share no link; NaN off the diagonal in the row of a job that never finishes, whose slowdown is NaN: it
+    was 1 until 2026-12-07, and a finishing job's row beside a blocked one was 1 without being computed)."""
     J = len(loads)
     pair = np.ones((J, J))
+    pair[~np.isfinite(alone)] = np.nan
+    np.fill_diagonal(pair, 1.0)
     both = used.astype(np.int64) @ used.T.astype(np.int64)
     for a in range(J):
         for b in range(a + 1, J):
-            if both[a, b] == 0 or not (np.isfinite(alone[a]) and np.isfinite(alone[b])):
+            if both[a, b] == 0:
                 continue
             links = np.nonzero(used[a] & used[b])[0]
             fin = share([loads[a][:, links], loads[b][:, links]], [times[a], times[b]], left[links]).finish
             for x, f in ((a, fin[0]), (b, fin[1])):
-                pair[x, b if x == a else a] = f / alone[x] if alone[x] > 0 else 1.0
+                if np.isfinite(alone[x]):
+                    pair[x, b if x == a else a] = f / alone[x] if alone[x] > 0 else 1.0
     return pair
 
 
@@ -464,8 +468,8 @@ def job_summary_lines(ds: xr.Dataset) -> list[str]:
             f"{format_values([ds.time_max_min.values[j]], 's', mm_unit)[0][0]} "
             f"(x{format_number(ds.slowdown_max_min.values[j])})" for j in range(ds.sizes["job"])))
     inter = ds.interference.values
-    if ds.sizes["job"] > 1 and np.isfinite(inter).all() and inter.max() > 1:
-        worst = np.unravel_index(np.argmax(inter), inter.shape)
+    if ds.sizes["job"] > 1 and np.nanmax(inter) > 1:  # (a NaN row: a job that never finishes)
+        worst = np.unravel_index(np.nanargmax(inter), inter.shape)
         lines.append(f"worst pair  {ds.job.values[worst[0]]} slowed {format_number(ds.interference.values[worst])}x by "
                      f"{ds.other_job.values[worst[1]]} alone")
     if "blocked" in a:
