@@ -698,3 +698,17 @@ def test_memory_refusal_names_the_segments(monkeypatch):
     with pytest.raises(ConfigError, match=r"^traffic\.n_segments = 3000 is invalid: allowed is a size that fits"):
         collective_steps("broadcast", "pipelined_ring", 2, 8.0, n_segments=3000)
     assert len(collective_steps("broadcast", "pipelined_ring", 2, 8.0, n_segments=100)) == 100
+
+
+def test_optimal_segments_without_any_latency_is_the_default():
+    """No segment count pays a latency (latency 0, and the rendezvous latency never charged: no eager threshold,
+    or none a segment exceeds): no optimum, the documented default 8, as with no rendezvous latency at all (it
+    returned max_segments); where a segment count does pay it, the brute-force minimum over [1, max_segments]."""
+    from evaluator.traffic._collectives import optimal_segments
+
+    for eager in (None, 1e9, 2e6):
+        assert optimal_segments(16, 1e6, 1e9, 0.0, eager_threshold=eager, rendezvous_latency=5e-6) == 8, eager
+    assert optimal_segments(16, 1e6, 1e9, 0.0) == 8
+    S = np.arange(1, 1025, dtype=np.float64)
+    T = (16 - 2 + S) * (1e6 / (S * 1e9) + np.where(1e6 / S > 1e4, 5e-6, 0.0))
+    assert optimal_segments(16, 1e6, 1e9, 0.0, eager_threshold=1e4, rendezvous_latency=5e-6) == int(S[T.argmin()])

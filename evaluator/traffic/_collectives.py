@@ -501,7 +501,8 @@ def optimal_segments(n_ranks: int, nbytes: float, bandwidth: float, latency: flo
     ``T`` is convex with its real minimum at ``sqrt((p - 2) n / (B lam))``; the answer is the better of its two
     integer neighbours (clamped to the regime's range), over both regimes; ties go to the smaller ``S``. With
     no latency at all (``latency = 0``) more segments always help and there is no optimum:
-    :data:`DEFAULT_SEGMENTS` (today's default).
+    :data:`DEFAULT_SEGMENTS` (today's default); so too where only ``rendezvous_latency`` is given and no segment
+    can exceed ``eager_threshold`` (None, or ``nbytes`` within it): it returned ``max_segments`` until 2026-12-07.
     """
     p = positive_int("n_ranks", n_ranks)
     n = positive_float("nbytes", nbytes)
@@ -509,7 +510,9 @@ def optimal_segments(n_ranks: int, nbytes: float, bandwidth: float, latency: flo
     lam = positive_float("latency", latency, allow_zero=True)
     rv = positive_float("rendezvous_latency", rendezvous_latency, allow_zero=True)
     top = positive_int("max_segments", max_segments)
-    if lam == 0.0 and rv == 0.0:
+    rendezvous = eager_threshold is not None and rv > 0 and n > positive_float(
+        "eager_threshold", eager_threshold, allow_zero=True)  # some segment count (S = 1 at least) pays rv
+    if lam == 0.0 and not rendezvous:  # no segment pays a latency (rv without a threshold a message exceeds: none)
         return DEFAULT_SEGMENTS
 
     def cost(S: int) -> float:
