@@ -403,3 +403,15 @@ def test_optimize_all_infeasible_names_the_placement_setting(tmp_path):
     feasible = [b for b in ordered_factorizations(8, 3) if all(a % v == 0 for a, v in zip((4, 4, 2), b))]
     assert int(ds.attrs["n_feasible"]) == len(feasible) * len(ROUTINGS)
     assert f"searched {10 * len(ROUTINGS)} configurations ({len(feasible) * len(ROUTINGS)} feasible)" in out
+
+
+@pytest.mark.parametrize("alpha,placement,dims", [("16,16", "torus_block", "3 dimensions"),
+                                                  ("16,16,16,4,4", "topaware", "2 to 4 dimensions")])
+def test_optimize_a_stencil_the_placement_cannot_lay_out_is_refused_naming_alpha(tmp_path, alpha, placement, dims):
+    """torus_block lays the stencil's task grid on the torus one dimension a torus dimension (topaware: 2 to 4):
+    a 2-D --alpha on a 3-D torus made every configuration infeasible, refused after the search naming --tasks."""
+    with pytest.raises(ConfigError) as e:
+        OPT.main(["--tasks", "64", "--alpha", alpha, "--placement", placement, "--routings", "dor", "topology=torus",
+                  f"sweep.output_dir={tmp_path}", "--no-progress"])
+    assert e.value.field == "--alpha" and dims in str(e.value) and placement in str(e.value), str(e.value)
+    assert not list(tmp_path.rglob("*.nc"))          # refused before the search

@@ -160,9 +160,11 @@ def _check_overrides(overrides: list[str], ray: bool) -> None:
                               "runs in this process)", "Add --ray, or drop the override.")
 
 
-def _check_placement_serves(request, placement: str, tasks: int) -> None:
-    """Refuse a --placement that does not serve the network, and --tasks more than it can place there, before the
-    search runs (either made every configuration infeasible, found after the search: 2 min for DF(8,16,8))."""
+def _check_placement_serves(request, placement: str, tasks: int, alpha: list[int]) -> None:
+    """Refuse a --placement that does not serve the network, --tasks more than it can place there, and an --alpha
+    of dimensions it cannot lay out there, before the search runs (each made every configuration infeasible, found
+    after the search: 2 min for DF(8,16,8); a 2-D --alpha under torus_block on a 3-D torus was refused naming
+    --tasks)."""
     from ..config.build import build_topology
     from ..placement import placement_kind
 
@@ -172,6 +174,7 @@ def _check_placement_serves(request, placement: str, tasks: int) -> None:
     except ConfigError as exc:
         raise ConfigError("--placement", placement, exc.allowed, exc.hint) from None
     kind.check_fits(request.config.placement, topology, tasks, "--tasks")
+    kind.check_grid(request.config.placement, topology, len(alpha), "--alpha", ",".join(map(str, alpha)))
 
 
 @contextlib.contextmanager
@@ -248,7 +251,7 @@ def main(argv: list[str]) -> int:
     with _routings_named():
         request = config.compose_sweep(base + args.overrides, user_overrides=args.overrides, config_name="config",
                                        axes=axes)
-        _check_placement_serves(request, args.placement, tasks)
+        _check_placement_serves(request, args.placement, tasks, alpha)
         plan = plan_sweep(request)
     ray_cfg = request.config.ray if args.ray else config.RayConfig(enabled=False)
     path = run_sweep(plan, ray_cfg, progress=not args.no_progress)

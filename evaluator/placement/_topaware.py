@@ -291,4 +291,5 @@ def _from_config(cfg: ConfigOf[TopawareConfig], ctx: PlacementContext) -> Placem
                     cfg.major, ctx.n_tasks, cfg.node_class, cfg.mapping, cfg.rank_order)
 
 
-TOPAWARE = PlacementKind("topaware", TopawareConfig, _from_config, needs=TORUS_3D)
+TOPAWARE = PlacementKind("topaware", TopawareConfig, _from_config, needs=TORUS_3D,
+                         grid_dims=lambda cfg, t: (2, 4) if cfg.grid is None else None)

@@ -62,4 +62,5 @@ def _from_config(cfg: ConfigOf[TorusBlockConfig], ctx: PlacementContext) -> Plac
     return torus_block(ctx.topology, grid)
 
 
-TORUS_BLOCK = PlacementKind("torus_block", TorusBlockConfig, _from_config, needs=TORUS)
+TORUS_BLOCK = PlacementKind("torus_block", TorusBlockConfig, _from_config, needs=TORUS,
+                            grid_dims=lambda cfg, t: (t.ndim, t.ndim) if cfg.task_grid is None else None)

@@ -80,11 +80,16 @@ class PlacementKind(Kind):
     tasks it can place whatever its other settings): refuses ``n_tasks`` that
     no setting of ``cfg`` but the task count makes fit, naming ``field``, so
     a search over those settings is refused before it runs.
+
+    ``grid_dims(cfg, topology) -> (fewest, most) | None`` (where the kind lays out the stencil's task grid
+    ``beta`` when ``cfg`` gives no grid of its own): the dimensions that grid may have, so a stencil of another
+    dimension is refused before a search over its decompositions runs (:meth:`check_grid`).
     """
 
     seeded: Callable[..., Any] | None = None
     needs: Needs = ANY_TOPOLOGY
     fits: Callable[[Any, Topology, int, str], None] | None = None
+    grid_dims: Callable[[Any, Topology], tuple[int, int] | None] | None = None
 
     def serves(self, topology: Topology) -> bool:
         """Whether this placement can place tasks on ``topology`` (:attr:`needs`)."""
@@ -95,6 +100,15 @@ class PlacementKind(Kind):
         without it checks when it builds)."""
         if self.fits is not None:
             self.fits(cfg, topology, int(n_tasks), field)
+
+    def check_grid(self, cfg: Any, topology: Topology, n_dims: int, field: str, value: Any) -> None:
+        """Refuse a stencil task grid of ``n_dims`` dimensions that this kind cannot lay out on ``topology``
+        with ``cfg`` (:attr:`grid_dims`), naming ``field`` = ``value``."""
+        span = self.grid_dims(cfg, topology) if self.grid_dims is not None else None
+        if span is not None and not span[0] <= int(n_dims) <= span[1]:
+            dims = str(span[0]) if span[0] == span[1] else f"{span[0]} to {span[1]}"
+            require(False, field, value, f"a stencil of {dims} dimensions: placement '{self.name}' lays the task "
+                    f"grid out on the {topology.kind} ({n_dims} given)")
 
 
 @dataclasses.dataclass(frozen=True)
