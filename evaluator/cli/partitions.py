@@ -224,7 +224,13 @@ def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: P
     table = P.compare_machines(ms, sizes)
     names = [m.name for m in ms]
     unit = ms[0].units.capitalize()
-    print("best-case partitions; BW = bisection links; speedup = per-node bisection vs " + names[0])
+    # BW: the links where every link has one bandwidth (Oltchik's Table 5), else the bandwidth that ranks them
+    gs = [g for row in table.values() for g in row.values() if g is not None]
+    bw = _unit("bytes/s", [g.bisection.bandwidth for g in gs])
+    uneven = any(_uneven(m) for m in ms) or len({m.link_bandwidth[0] for m in ms}) > 1
+    what, col = ((f"BW = bisection bandwidth [{bw[0]}]", lambda g: _bw(g.bisection.bandwidth, bw)) if uneven
+                 else ("BW = bisection links", lambda g: str(g.bisection.links)))
+    print(f"best-case partitions; {what}; speedup = per-node bisection vs " + names[0])
     head = f"  {'P':>7} {unit:>9}"
     for n in names:
         head += f"  {n:<12} {'BW':>6}"
@@ -233,7 +239,7 @@ def _run_compare(ms: Sequence[TorusMachine], sizes: Sequence[int] | None, out: P
         line = f"  {size:>7} {size // ms[0].nodes_per_unit:>9}"
         for n in names:
             g = row[n]
-            line += f"  {g.label if g else '':<12} {g.bisection.links if g else '':>6}"
+            line += f"  {g.label if g else '':<12} {col(g) if g else '':>6}"
         print(line)
     ds = P.comparison_dataset(ms, table)
     sp = ds["speedup_vs_first"]

@@ -62,7 +62,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..errors import PartitionError, int_list, invalid, is_int, per_dim
+import numpy as np
+
+from ..errors import PartitionError, int_list, invalid, is_int
 from ..machines.base import shape_text as _shape
 
 __all__ = [
@@ -81,6 +83,28 @@ _DIMS_ALLOWED = "a non-empty list of integers >= 1"
 def _partition_error(field: str, value: Any, allowed: str) -> PartitionError:
     """Error factory of the shared validators: ``"<field> = <value!r> is invalid; allowed: <allowed>"``."""
     return invalid(PartitionError, field, value, allowed)
+
+
+def _flags(field: str, value: Any, ndim: int) -> tuple[bool, ...]:
+    """Wrap flags: one bool, or a list of ``ndim`` bools (a string such as ``"false"`` is refused, not read as
+    True; nor is a number, whose truth would be a guess)."""
+    allowed = f"one boolean (true/false) or a list of {ndim} values (booleans, one per dimension)"
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value] * ndim
+    if len(items) != ndim or not all(isinstance(v, (bool, np.bool_)) for v in items):
+        raise _partition_error(field, list(value) if isinstance(value, (tuple, np.ndarray)) else value, allowed)
+    return tuple(bool(v) for v in items)
+
+
+def _bandwidths(value: Any, ndim: int) -> tuple[float, ...]:
+    """Link bandwidths: one finite number > 0, or a list of ``ndim`` (a string or bool is refused)."""
+    allowed = f"finite numbers > 0 (bytes/s per direction): one, or a list of {ndim} (one per dimension)"
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value] * ndim
+    ok = len(items) == ndim and all(isinstance(v, (int, float, np.integer, np.floating))
+                                    and not isinstance(v, (bool, np.bool_)) for v in items)
+    if not ok or not all(math.isfinite(float(v)) and float(v) > 0 for v in items):
+        raise _partition_error("bandwidth", list(value) if isinstance(value, (tuple, np.ndarray)) else value,
+                               allowed)
+    return tuple(float(v) for v in items)
 
 
 def _dims(field: str, dims: Any) -> tuple[int, ...]:
@@ -156,7 +180,7 @@ def effective_wrap(dims: Sequence[int], host_dims: Sequence[int],
     if len(h) != len(d):
         raise invalid(PartitionError, "embedded_in", list(h),
                       f"a host of {len(d)} dimensions like the partition {_shape(d)}")
-    hw = per_dim("wrap", host_wrap, len(d), bool, error=_partition_error)
+    hw = _flags("wrap", host_wrap, len(d))
     for k, (s, H) in enumerate(zip(d, h)):
         if s > H:
             raise PartitionError(f"partition {_shape(d)} does not fit in host {_shape(h)} "
@@ -248,11 +272,9 @@ def torus_bisection(dims: Sequence[int], wrap: bool | Sequence[bool] = True,
     d = _dims("dims", dims)
     if not (is_int(nodes_per_router) and int(nodes_per_router) >= 1):
         raise invalid(PartitionError, "nodes_per_router", nodes_per_router, "an integer >= 1")
-    bw = per_dim("bandwidth", bandwidth, len(d), float, error=_partition_error)
-    if not all(math.isfinite(b) and b > 0 for b in bw):
-        raise invalid(PartitionError, "bandwidth", bandwidth, "finite numbers > 0 (bytes/s per direction)")
+    bw = _bandwidths(bandwidth, len(d))
     if embedded_in is None:
-        ring = per_dim("wrap", wrap, len(d), bool, error=_partition_error)
+        ring = _flags("wrap", wrap, len(d))
     else:
         ring = effective_wrap(d, embedded_in, wrap)
     odd = sum(1 for a in d if a >= 3 and a % 2 == 1)

@@ -41,6 +41,7 @@ __all__ = [
     "compare_machines",
     "slab_bisections",
     "predicted_speedup",
+    "size_list",
 ]
 
 
@@ -152,6 +153,20 @@ def _check_size(m: TorusMachine, nodes: Any) -> int:
                              f"{m.nodes_per_unit} nodes per {unit}; nearest allowed: "
                              f"{', '.join(map(str, near))}")
     return nodes
+
+
+def size_list(sizes: Any) -> list[Any] | None:
+    """``sizes`` (nodes) as a list, or None: a single number, a string or an empty list is refused (each size
+    is checked by the analysis of that size)."""
+    if sizes is None:
+        return None
+    if isinstance(sizes, (str, bytes, dict)) or not isinstance(sizes, Iterable):
+        raise invalid(PartitionError, "sizes", sizes, "a list of one or more partition sizes (nodes), or None")
+    out = list(sizes)
+    if not out:
+        raise invalid(PartitionError, "sizes", out, "a list of one or more partition sizes (nodes), or None "
+                      "(every size)")
+    return out
 
 
 def _divisors(n: int) -> list[int]:
@@ -377,6 +392,7 @@ def analyse_machine(machine: Machine | str, sizes: Iterable[int] | None = None) 
     once, whatever the order given.
     """
     m = _torus(machine)
+    sizes = size_list(sizes)
     if sizes is None:
         if not m.enumerates_sizes:
             many = (f"up to {count_partition_shapes(m):,}" if count_partition_shapes(m) > MAX_PARTITION_SHAPES
@@ -407,20 +423,27 @@ def compare_machines(machines: Sequence[Machine | str],
     Returns
     -------
     dict
-        ``{nodes: {machine name: best PartitionGeometry or None}}``, ``None``
+        ``{nodes: {machine name: best PartitionGeometry or None}}`` in ascending size, ``None``
         where the machine has no cuboid of that size.
     """
     ms = [_torus(x) for x in machines]
     if not ms:
         raise invalid(PartitionError, "machines", [], "one or more machine names")
+    if len({(m.unit, m.nodes_per_unit) for m in ms}) > 1:  # a row's size is counted in the first one's units
+        units = "; ".join(f"{m.name}: {m.units} of {m.nodes_per_unit} nodes" for m in ms)
+        raise invalid(PartitionError, "machines", [m.name for m in ms],
+                      f"machines of one allocation unit ({units})",
+                      hint="Their partitions are not counted alike; compare machines of one kind")
+    sizes = size_list(sizes)
     if sizes is None:
         for m in ms:
             _check_enumeration(m, "comparing every size")
         sizes = sorted(set().union(*(feasible_sizes(m) for m in ms)))
-    out: dict[int, dict[str, PartitionGeometry | None]] = {}
     for n in sizes:
         if not is_int(n) or int(n) < 1:
             raise invalid(PartitionError, "partition size", n, "a positive number of nodes")
+    out: dict[int, dict[str, PartitionGeometry | None]] = {}
+    for n in sorted({int(x) for x in sizes}):  # ascending, each size once, whatever the order given
         row: dict[str, PartitionGeometry | None] = {}
         errors = []
         for m in ms:

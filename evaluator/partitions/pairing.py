@@ -3,9 +3,14 @@
 Oltchik & Schwartz (Sec. 4.1) pair every node with its furthest node and
 exchange a fixed message; a contention-bound exchange should take time
 inversely proportional to the partition's bisection. Here the core evaluator
-predicts that time at link level (DOR, BG/Q longest-dimension-first order,
-the partition as its own torus) for two geometries of the same size, so the
-predicted time ratio can be set next to the bisection ratio.
+predicts that time at link level (DOR in the machine's order, BG/Q
+longest-dimension-first) for two geometries of the same size, so the
+predicted time ratio can be set next to the bisection ratio. Each partition
+runs the way its bisection is counted (:mod:`evaluator.partitions.bisection`):
+a Blue Gene/Q partition as its own torus, a torus machine's (Cray Gemini)
+prism routed over the bare host torus (``mode=embedded``, ``layout=ideal``,
+``placement=subprism`` at the origin), its furthest-node pairs taken in the
+prism with the ring/chain dimensions of :func:`effective_wrap`.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from ..display import progress_bar
 from ..errors import with_partial
 from ..evaluation import evaluate
 from ..machines import Machine, load_machine
-from ..placement import linear
+from ..placement import linear, subprism
 from ..routing import dor
-from ..topology import machine_topology
+from ..topology import machine_topology, torus
 from ..traffic import bisection_pairing
-from .geometry import PartitionGeometry, analyse_size, feasible_sizes
+from .bisection import effective_wrap
+from .geometry import PartitionGeometry, analyse_size, feasible_sizes, size_list
 
 __all__ = ["PairingResult", "pairing_time", "confirm_machine", "pairing_dataset"]
 
@@ -42,6 +48,7 @@ class PairingResult:
     time_a: float
     time_b: float
     which: str  # "allowed vs best" or "worst vs best"
+    embedded: bool = False  # the prisms ran over the host torus (torus machines) rather than as their own tori
 
     @property
     def time_ratio(self) -> float:
@@ -56,12 +63,26 @@ class PairingResult:
 
 def pairing_time(machine: Machine, geometry: PartitionGeometry, bytes_per_pair: float = 2.0e9,
                  tie: str = "split") -> float:
-    """Predicted completion time (s) of furthest-node pairs exchanging ``bytes_per_pair`` on one geometry."""
+    """Predicted completion time (s) of furthest-node pairs exchanging ``bytes_per_pair`` on one geometry.
 
-    topo = machine_topology(machine, list(geometry.shape), mode="own")
-    tr = bisection_pairing(topo, bytes_per_pair)
+    The partition runs as the machine runs its jobs (and as its bisection is counted): its own torus
+    (``default_mode`` own, Blue Gene/Q) or a prism at the origin of the bare host torus (embedded, Cray
+    Gemini), whose pairs are the furthest nodes of the prism with the wrap flags of :func:`effective_wrap`
+    (a dimension that does not close is a chain: the mirror node).
+    """
+    shape = list(geometry.shape)
     order = "longest_first" if machine.routing_order == "longest_first" else "as_given"
-    ds = evaluate(topo, tr, linear(topo, topo.n_nodes), dor(order, tie))
+    if machine.default_mode != "embedded":
+        topo = machine_topology(machine, shape, mode="own")
+        tr = bisection_pairing(topo, bytes_per_pair)
+        ds = evaluate(topo, tr, linear(topo, topo.n_nodes), dor(order, tie))
+        return float(ds.completion_time)
+    host = machine_topology(machine, shape, mode="embedded",  # bare: no service or down node in the prism
+                            layout="ideal" if machine.has_node_layout() else "real")
+    prism = torus(shape, effective_wrap(shape, machine.dims, machine.wrap), machine.link_bandwidth,
+                  machine.nodes_per_router)  # task t: the prism's node t, row-major then port, as subprism
+    tr = bisection_pairing(prism, bytes_per_pair)
+    ds = evaluate(host, tr, subprism(host, shape), dor(order, tie))
     return float(ds.completion_time)
 
 
@@ -78,7 +99,8 @@ def confirm_machine(machine: Machine | str, sizes: list[int] | None = None, byte
     """
     m = load_machine(machine).torus("the pairing benchmark")
     out: list[PairingResult] = []
-    todo = list(sizes or feasible_sizes(m))
+    asked = size_list(sizes)
+    todo = feasible_sizes(m) if asked is None else asked
     done = 0
     try:
         for n in progress_bar(todo, enabled=progress and len(todo) >= 2, unit="size", desc=f"pairing on {m.name}",
@@ -103,7 +125,7 @@ def _confirm_size(m, n: int, bytes_per_pair: float, tie: str, out: list) -> None
     if math.isclose(a.bisection.bandwidth, b.bisection.bandwidth, rel_tol=1e-12):
         return  # the same bisection bandwidth (links of unequal bandwidth can differ with equal counts)
     out.append(PairingResult(m.name, n, a, b, pairing_time(m, a, bytes_per_pair, tie),
-                             pairing_time(m, b, bytes_per_pair, tie), which))
+                             pairing_time(m, b, bytes_per_pair, tie), which, m.default_mode == "embedded"))
 
 
 def pairing_dataset(results: list[PairingResult]) -> xr.Dataset:
@@ -121,6 +143,7 @@ def pairing_dataset(results: list[PairingResult]) -> xr.Dataset:
         coords={"nodes": nodes},
     )
     if results:
+        how = "prism routed over the host torus" if results[0].embedded else "partition as its own torus"
         ds.attrs.update({"machine": results[0].machine, "comparison": results[0].which,
-                         "benchmark": "furthest-node pairs, DOR, partition as its own torus"})
+                         "benchmark": f"furthest-node pairs, DOR, {how}"})
     return with_units(ds)
