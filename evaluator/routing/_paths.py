@@ -49,7 +49,9 @@ Memory (decision): a table of ``P`` pairs and ``N`` paths padded to ``H``
 hops holds ``4 N H`` bytes of link ids plus ``16 N + 24 P`` of indices and
 weights, on the host and again on the device; a point's scatter adds ``12 N
 H``: :func:`table_bytes`. Refused before any path is searched, from the
-upper bound ``N <= k P`` and ``H <= hop_limit`` (or the diameter plus 2k).
+estimate ``N <= k P`` and ``H <= hop_limit`` (or the diameter plus 2k), and
+again from the sizes found before the table is allocated (the estimate is no
+bound: Yen's k-th path can be longer, parallel links multiply paths).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ from ._yen import _Yen, RouterGraph, router_graph, yen_paths
 from .base import Routing, RoutingOperator
 
 __all__ = ["PairSet", "PathSetRouting", "RouterGraph", "router_graph", "yen_paths", "PathTable", "path_table",
-           "path_operator", "path_incidence", "table_bytes", "check_k", "check_hop_limit", "hop_bucket",
+           "path_operator", "PathSetOperator", "path_incidence", "table_bytes", "check_k", "check_hop_limit",
+           "hop_bucket",
            "ALL_PAIRS_MAX_ROUTERS", "SHARE_TOL", "pair_path_counts",
            "paths_per_pair", "bind_by_pair_set", "unroutable_pair"]
 
@@ -98,7 +101,7 @@ class PairSet:
     def __init__(self, keys: Int[np.ndarray, "pair"], n_routers: int,
                  demand: Float[np.ndarray, "pair"] | None = None):
         require(is_int(n_routers) and int(n_routers) >= 1, "pairs.n_routers", n_routers, "an integer >= 1")
-        keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        keys = _int_array("pairs.keys", keys)
         R = int(n_routers)
         bad = (keys < 0) | (keys >= R * R) | (keys // R == keys % R)
         if bad.any():
@@ -107,9 +110,10 @@ class PairSet:
         if demand is None:
             keys, dem = np.unique(keys), None
         else:
+            dem = _demand(demand, keys.size)
             keys, inv = np.unique(keys, return_inverse=True)
-            dem = np.zeros(keys.size)
-            np.add.at(dem, inv.reshape(-1), np.asarray(demand, np.float64).reshape(-1))
+            dem, raw = np.zeros(keys.size), dem
+            np.add.at(dem, inv.reshape(-1), raw)
             dem.setflags(write=False)
         keys.setflags(write=False)
         self.keys = keys
@@ -122,8 +126,9 @@ class PairSet:
 
     @classmethod
     def of(cls, src: Sequence[int], dst: Sequence[int], n_routers: int) -> "PairSet":
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
+        src = _int_array("pairs.src", src)
+        dst = _int_array("pairs.dst", dst)
+        require(src.size == dst.size, "pairs.dst", f"{dst.size} routers", f"one per source router ({src.size})")
         keep = src != dst
         return cls(src[keep] * n_routers + dst[keep], n_routers)
 
@@ -146,6 +151,36 @@ class PairSet:
 
     def __repr__(self) -> str:
         return f"PairSet({len(self)} pairs of {self.n_routers} routers, {self._digest[:8]})"
+
+
+def _int_array(field: str, values) -> Int[np.ndarray, "entry"]:
+    """``values`` as a flat int64 array; non-integers (1.7 was truncated to 1, strings, NaN) are a ConfigError."""
+    a = np.asarray(values)
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64).reshape(-1)
+    flat = a.reshape(-1)
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(flat) | (flat != np.round(flat))
+        if not bad.any():
+            return flat.astype(np.int64)
+        raise ConfigError(field, flat[np.argmax(bad)].item(), "integer router ids (keys s * R + d)")
+    if flat.size == 0:
+        return np.zeros(0, np.int64)
+    raise ConfigError(field, flat[0].item() if a.dtype.kind != "O" else flat[0], "integer router ids (keys s * R + d)")
+
+
+def _demand(demand, n: int) -> Float[np.ndarray, "entry"]:
+    """The bytes of each of ``n`` key entries: finite, >= 0, one per entry (a single number is not broadcast)."""
+    try:
+        d = np.asarray(demand, np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ConfigError("pairs.demand", demand, f"{n} byte counts, one per key") from None
+    if d.size != n:
+        raise ConfigError("pairs.demand", f"{d.size} values", f"one byte count per key ({n} keys)")
+    bad = ~np.isfinite(d) | (d < 0)
+    if bad.any():
+        raise ConfigError("pairs.demand", float(d[np.argmax(bad)]), "finite bytes >= 0 per key")
+    return d
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +213,8 @@ class PathSetRouting(Routing):
 
     def bind(self, pairs: PairSet) -> "PathSetRouting":
         """This spec bound to ``pairs``."""
+        if not isinstance(pairs, PairSet):  # (a list failed in the cache as unhashable, a name with AttributeError)
+            raise ConfigError("routing.pairs", pairs, "a PairSet (e.g. PairSet.of(src_routers, dst_routers, R))")
         return dataclasses.replace(self, pairs=pairs)
 
     @property
@@ -376,7 +413,8 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     ``pairs`` None: every ordered router pair (at most
     :data:`ALL_PAIRS_MAX_ROUTERS` routers). Refused with a
     :class:`~evaluator.errors.ResourceError` before any search when the
-    bound ``k x pairs x hops`` of :func:`table_bytes` does not fit in memory;
+    estimate ``k x pairs x hops`` of :func:`table_bytes` does not fit in memory,
+    and after it when the table found does not;
     a pair without a path within the hop limit is a :class:`ConfigError`
     naming the pair and its distance.
     """
@@ -408,6 +446,11 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
                 rows_w.append(w / len(paths))
     n = len(rows_pair)
     H = hop_bucket(max((len(x) for x in rows_links), default=1))
+    # the sizes found, checked again before the table is allocated: the estimate before the search is no bound
+    # (a 60-ring's second path of (0, 1) has 59 hops, not the 34 assumed; parallel links multiply paths)
+    check_memory("routing", routing.label, table_bytes(len(src), n, H),
+                 f"its path table on {topo.name} ({len(src):,} router pairs, {n:,} paths, padded to {H} hops)",
+                 "Use fewer paths per pair (routing.k), a hop limit, or fewer communicating pairs.")
     links = np.full((n, H), graph.n_router_links, np.int32)
     hops = np.zeros(n, np.int32)
     for r, ls in enumerate(rows_links):
@@ -432,6 +475,24 @@ def _bucket(n: int) -> int:
     return max(16, p)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class PathSetOperator(RoutingOperator):
+    """The operator of a path table: :meth:`route` refuses a router pair the table does not serve (its ``apply``
+    drops such a flow's bytes, so the route would come back empty as if the flow crossed no link)."""
+
+    def route(self, topology, src: int, dst: int):
+        links, frac = super().route(topology, src, dst)
+        if int(src) != int(dst) and links.size == 0:
+            keys = self.pair_paths[0]
+            key = int(src) * int(topology.n_routers) + int(dst)
+            j = int(np.searchsorted(keys, key))
+            if j >= keys.size or int(keys[j]) != key:
+                raise ConfigError("(src, dst)", (int(src), int(dst)),
+                                  f"one of the {keys.size} router pairs this {self.routing.label} operator is bound to",
+                                  "Bind a PairSet holding the pair: routing.bind(PairSet.of(src, dst, n_routers)).")
+        return links, frac
+
+
 def path_operator(topo: Topology, routing: Routing, table: PathTable) -> RoutingOperator:
     """The :class:`RoutingOperator` of a path table (host tables padded to buckets, jit-compatible functions).
 
@@ -441,7 +502,8 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
     bytes x path weight`` onto every link of every path: ``O(flows + paths x
     hops)`` per point. ``apply_dense`` takes the pair demand ``u[src] v[dst]``
     directly. Padding pairs have an impossible key, padding paths weight 0
-    and padding hops the dummy link ``n_router_links`` (dropped).
+    and padding hops the dummy link ``n_router_links`` (dropped). The operator is a :class:`PathSetOperator`,
+    whose ``route`` refuses a pair outside the table instead of answering with no links.
     """
     R, n_rl = table.n_routers, table.n_router_links
     P, N, H = _bucket(table.n_pairs), _bucket(table.n_paths), table.path_links.shape[1]
@@ -480,7 +542,7 @@ def path_operator(topo: Topology, routing: Routing, table: PathTable) -> Routing
         return spread(tables, pair_bytes)[:n_rl]
 
     nnz = int(sum(t.size for t in tables.values()))
-    return RoutingOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H),
+    return PathSetOperator(routing, topo.name, tables, apply, apply_dense, nnz, compile_key=("paths", R, n_rl, P, N, H),
                            pair_paths=(key[: table.n_pairs].copy(), pair_path_counts(topo, table)))
 
 
