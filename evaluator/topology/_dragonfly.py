@@ -116,8 +116,9 @@ def _check_sizes(p, a, h, g, arrangement) -> tuple[int, int, int, int, str]:
     g = positive_int("topology.g", gmax if g is None else g, minimum=2)
     require(g <= gmax, "topology.g", g, f"an integer in [2, a*h+1] = [2, {gmax}] (a={a}, h={h})",
             "Lower g, or raise a or h.")
-    require(arrangement in _ARRANGEMENT_ALIASES, "topology.arrangement", arrangement,
-            f"one of {sorted(_ARRANGEMENT_ALIASES)}")
+    # a str first: a list or a mapping is unhashable (the lookup raised a TypeError, not this refusal)
+    require(isinstance(arrangement, str) and arrangement in _ARRANGEMENT_ALIASES, "topology.arrangement",
+            arrangement, f"one of {sorted(_ARRANGEMENT_ALIASES)}")
     return p, a, h, g, _ARRANGEMENT_ALIASES[arrangement]
 
 
@@ -181,7 +182,7 @@ def dragonfly(
     (port ``j % h`` of that router). Ports are dealt round-robin over the
     ``g-1`` other groups: port ``j`` serves offset slot ``t = j mod (g-1)``
     as copy ``c = j // (g-1)`` (so the copies to one group sit on different
-    routers). Slot ``t`` of group ``G`` leads to group
+    routers where ``g-1 >= h``). Slot ``t`` of group ``G`` leads to group
 
     * ``consecutive`` (also called absolute, Hastings et al. 2015):
       ``t`` if ``t < G`` else ``t + 1`` — the other groups in increasing order;

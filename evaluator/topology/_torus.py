@@ -139,6 +139,12 @@ def _router_links(dims_t: tuple[int, ...], wrap_t: tuple[bool, ...]):
     return coords, neighbor, cs, cd, ck
 
 
+def _entry(name: str, value: Any, ndim: int, k: int) -> str:
+    """The key of dimension ``k``'s value in an error: a list's entry by its index, one value by the key the user
+    set (``topology.wrap``, not ``topology.wrap[0]``, for ``wrap: "no"``)."""
+    return f"{name}[{k}]" if isinstance(value, (list, tuple, np.ndarray)) and ndim > 1 else name
+
+
 def torus(
     dims: Sequence[int],
     wrap: bool | Sequence[bool] = True,
@@ -186,11 +192,12 @@ def torus(
     ndim = len(dims_t)
     wrap_t = per_dim("topology.wrap", wrap, ndim, lambda v: v)
     for k, w in enumerate(wrap_t):  # bool("false") is True: a string or a number there made a wrapped torus
-        require(isinstance(w, (bool, np.bool_)), f"topology.wrap[{k}]" if ndim > 1 else "topology.wrap", w,
+        require(isinstance(w, (bool, np.bool_)), _entry("topology.wrap", wrap, ndim, k), w,
                 "true or false, or a list of them (one per dimension)")
     wrap_t = tuple(bool(w) for w in wrap_t)
     bw_t = per_dim("topology.link_bandwidth", link_bandwidth, ndim, lambda v: v)
-    bw_t = tuple(positive_float(f"topology.link_bandwidth[{k}]", b) for k, b in enumerate(bw_t))
+    bw_t = tuple(positive_float(_entry("topology.link_bandwidth", link_bandwidth, ndim, k), b)
+                 for k, b in enumerate(bw_t))
     npr = positive_int("topology.nodes_per_router", nodes_per_router)
     _check_torus_size("topology.dims", list(dims_t), dims_t, wrap_t, npr)
 
@@ -264,9 +271,11 @@ def gemini(
     """
     require(isinstance(dims, (list, tuple, np.ndarray)) and len(dims) == 3, "topology.dims", dims,
             "a list of 3 positive integers (X, Y, Z Gemini routers)")
+    # checked before the name reads them (int('a') or int(None) there was a ValueError or TypeError)
+    dims = [positive_int(f"topology.dims[{k}]", d) for k, d in enumerate(dims)]
     bw = positive_float("topology.xz_bandwidth", xz_bandwidth)
     if name is None:
-        name = "Gemini " + "x".join(str(int(d)) for d in dims)
+        name = "Gemini " + "x".join(str(d) for d in dims)
     return torus(dims, wrap=wrap, link_bandwidth=(bw, bw / 2, bw), nodes_per_router=2,
                  injection_bandwidth=injection_bandwidth, name=name)
 

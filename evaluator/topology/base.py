@@ -163,11 +163,14 @@ class Topology:
 
         The default: the permutation of the host routers that maximises the
         total hop distance (``scipy.optimize.linear_sum_assignment``), no
-        router mapped to itself; members with a closed form override it."""
+        router mapped to itself; members with a closed form override it. A router another cannot reach (a
+        reconfigurable Dragonfly's group in no job) is further than any it can: its distance counts as
+        ``n_routers`` (the assignment refused the infinite one with a ValueError)."""
         from scipy.optimize import linear_sum_assignment
 
         hosts = self.host_routers
         dist = self.router_distances()[np.ix_(hosts, hosts)]
+        dist[np.isinf(dist)] = float(self.n_routers)
         np.fill_diagonal(dist, -1.0)
         _, col = linear_sum_assignment(dist, maximize=True)
         out = np.full(self.n_routers, -1, dtype=np.int64)
