@@ -136,7 +136,7 @@ and their spread."""
 
 
 
-def _check_study_args(machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive):
+def _check_study_args(machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive, solver):
     """:func:`allocation_mode_study`'s arguments checked (a :class:`ConfigError` naming the first bad one):
     ``(bounds, adaptive, seed, n_seeds, max_lp_nnz, background fraction)``."""
     for arg, value, what in (("patterns", patterns, f"a list of pattern names among {' | '.join(PATTERNS)}"),
@@ -147,6 +147,12 @@ def _check_study_args(machine, groups, patterns, background, seed, bounds, max_l
             raise ConfigTypeError(arg, value, what, f"Got a {type(value).__name__}; e.g. {arg}=[...].")
     for name in patterns:
         require(name in PATTERNS, "patterns", name, " | ".join(PATTERNS))
+    require(len(patterns) > 0, "patterns", list(patterns), f"at least one of {' | '.join(PATTERNS)}")
+    for arg, value in (("patterns", patterns), ("bounds", bounds), ("adaptive", adaptive)):
+        twice = [x for i, x in enumerate(value) if x in list(value)[:i]]
+        require(not twice, arg, list(value), "each name once", f"{twice[0] if twice else ''!r} is given twice.")
+    from ..lp import SOLVERS
+    require(solver in SOLVERS, "solver", solver, " | ".join(SOLVERS))
     for q in groups:
         if isinstance(q, bool) or not is_int(q):
             raise ConfigTypeError("groups", q, "integers >= 2 (group counts)")
@@ -250,7 +256,11 @@ def _derived(data: dict) -> tuple[dict, np.ndarray]:
                                             "with background of that routing, router links only"})
     derived["tdn_oblivious_hops"] = (pick(stack["hops"]), {"units": "1", "long_name": "TDN: hops of the fastest "
                                                                                         "oblivious routing"})
-    routing_name = np.where(none, "", np.asarray(TDN_ROUTINGS, dtype=object)[best]).astype(str)
+    # ties are ties (DESIGN.md): every routing within 1e-9 of the fastest is named, "minimal=valiant"
+    tied = tbg <= np.take_along_axis(tbg, best[None], 0) * (1 + 1e-9)
+    routing_name = np.array(["=".join(rt for rt, x in zip(TDN_ROUTINGS, t) if x)
+                             for t in tied.reshape(len(tied), -1).T], dtype=object).reshape(none.shape)
+    routing_name = np.where(none, "", routing_name).astype(str)
     with np.errstate(divide="ignore", invalid="ignore"):
         for b, text in GAINS.items():
             for suffix, bg_text in (("", "with background"), ("_no_bg", "no background")):
@@ -291,7 +301,8 @@ def _seed_summaries(data: dict, derived: dict) -> dict:
 
 
 _EXTRA_ATTRS = {
-    "tdn_oblivious_routing": {"long_name": "TDN: the fastest oblivious routing with background"},
+    "tdn_oblivious_routing": {"long_name": "TDN: the fastest oblivious routing with background (tied ones joined "
+                                           "by '=', e.g. minimal=valiant)"},
     "seconds": {"units": "s", "long_name": "wall time of the point, every seed"},
     "refused": {"long_name": "why the evaluator refused the point ('' ran)"},
     "bound_refused": {"long_name": "why a TDN bound is NaN ('' when every asked bound was computed)"},
@@ -375,7 +386,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
     points finished, which ``evaluator study rdn`` writes (:func:`~evaluator.errors.with_partial`).
     """
     bounds, adaptive, seed, n_seeds, max_lp_nnz, fraction = _check_study_args(
-        machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive)
+        machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive, solver)
     sizes = sorted({positive_int("groups", q, minimum=2) for q in groups if q <= machine.g} | {machine.g})
     pats = list(patterns)
     data, secs, refused, bound_refused, (done, stopped) = _run_points(
