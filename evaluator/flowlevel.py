@@ -216,11 +216,11 @@ def max_min_progress(links: Int[AnyArray, "flow K"], frac: Float[AnyArray, "flow
     ``finish`` the arrival of its last byte. Messages posted at one time by a rank share its links at once (an
     eager sender does not wait for its earlier sends). ``matched`` (optional): messages that, eager or not, leave
     only when their receive is posted too (SimGrid's SMPI sends a detached small message so: its sender goes on,
-    the bytes wait for the receive). ``job`` (optional, job ids ``0 .. F-1``): job-fair weights, a flow's weight 1 /
-    its job's active flows (times ``flow_weight``), as :func:`max_min_finish`'s ``"job"`` mode; several jobs whose
-    phases follow one another within each job are ranks of their own (``sender = receiver = job``: a job's phase
-    k + 1 is posted when its last phase-k message has arrived). With ``n_steps`` 1 every message is posted at 0:
-    :func:`max_min_finish` with ``start = latency``. At most ``3 F + 1`` events (``lax.while_loop``).
+    the bytes wait for the receive). ``job`` (optional, any integer job id per flow): job-fair weights, a flow's
+    weight 1 / its job's active flows (times ``flow_weight``), as :func:`max_min_finish`'s ``"job"`` mode; several
+    jobs whose phases follow one another within each job are ranks of their own (``sender = receiver = job``: a
+    job's phase k + 1 is posted when its last phase-k message has arrived). With ``n_steps`` 1 every message is
+    posted at 0: :func:`max_min_finish` with ``start = latency``. At most ``3 F + 1`` events (``lax.while_loop``).
     """
     return progress_active(links, frac, capacity, nbytes, latency, sender, receiver, step, rendezvous, n_ranks,
                            n_steps, flow_weight, matched, job)[:2]
@@ -247,8 +247,9 @@ def progress_active(links, frac, capacity, nbytes, latency, sender, receiver, st
     on, idx, fr = _entries(links, frac)
     fw = jnp.ones(F, dt_) if flow_weight is None else jnp.asarray(flow_weight, dt_)
     real = nbytes > 0
-    if job is not None:
-        jid = jnp.clip(jnp.asarray(job, jnp.int32), 0, F - 1)
+    if job is not None:  # any integer ids, numbered 0 .. (a clip to F - 1 merged the jobs of ids >= F)
+        jid = jnp.unique(jnp.asarray(job), size=F, return_inverse=True, fill_value=0)[1]
+        jid = jid.reshape(F).astype(jnp.int32)
     # what each message obliges: its receiver always, its sender if rendezvous; (rank, step) slots
     recv_slot = receiver * S + step
     send_slot = sender * S + step
@@ -353,6 +354,31 @@ def _operator(topology, routing, task_node, src, dst):
     return build_routing(topology, spec)
 
 
+def _int_ids(field: str, a, n: int, what: str) -> np.ndarray:
+    """``a`` as int64 ids, refused (naming ``field``, the first bad value and what is allowed) unless every one is
+    an integer in ``[0, n)``: the device gathers clip an id past the end to the last one (a flow to task 20 of 15
+    was routed to task 14) and drop a link past the end (a node 17 of 15 lost its ejection link)."""
+    a = np.asarray(a)
+    allowed = f"integer {what} in [0, {n})"
+    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise ConfigError(field, f"an array of {a.dtype}", allowed)
+    bad = ~np.isfinite(a) | (a != np.round(a)) | (a < 0) | (a >= n) if a.dtype.kind == "f" else (a < 0) | (a >= n)
+    if np.any(bad):
+        raise ConfigError(field, a[tuple(np.argwhere(bad)[0])].item(), allowed)
+    return a.astype(np.int64)
+
+
+def _check_ids(n_nodes: int, task_node, src, dst):
+    """``(task_node, src, dst)`` of :func:`flow_incidence`, checked: nodes of the network, tasks of ``task_node``,
+    as many destinations as sources."""
+    task_node = _int_ids("flow_incidence.task_node", np.reshape(task_node, -1), n_nodes, "node ids")
+    src = _int_ids("flow_incidence.src", np.reshape(src, -1), task_node.size, "task ids")
+    dst = _int_ids("flow_incidence.dst", np.reshape(dst, -1), task_node.size, "task ids")
+    if src.shape != dst.shape:
+        raise ConfigError("flow_incidence.dst", f"{dst.size} flows", f"as many flows as src ({src.size})")
+    return task_node, src, dst
+
+
 def flow_incidence(topology, routing_operator, task_node: Int[np.ndarray, "task"], src: Int[np.ndarray, "flow"],
                    dst: Int[np.ndarray, "flow"], *, max_entries: int | None = None,
                    chunk: int | None = None) -> tuple[Int[np.ndarray, "flow K"], Float[np.ndarray, "flow K"]]:
@@ -373,17 +399,15 @@ def flow_incidence(topology, routing_operator, task_node: Int[np.ndarray, "task"
     :class:`~evaluator.routing.Routing` or a kind's name (a path-set routing
     is bound to these flows' router pairs). ``max_entries``: the most
     entries ``F x K`` the result may hold (default: what fits in memory).
+    Task ids outside ``task_node`` and node ids outside the network are
+    refused (:class:`~evaluator.errors.ConfigError`).
     Refuses (:class:`~evaluator.errors.ResourceError`, naming the sizes)
     before allocating when one chunk (``links x chunk`` floats) or the result
     would not fit.
     """
     from .kernel import NetworkArrays
 
-    task_node = np.asarray(task_node, np.int64)
-    src = np.asarray(src, np.int64).reshape(-1)
-    dst = np.asarray(dst, np.int64).reshape(-1)
-    if src.shape != dst.shape:
-        raise ConfigError("flow_incidence.dst", f"{dst.size} flows", f"as many flows as src ({src.size})")
+    task_node, src, dst = _check_ids(int(topology.n_nodes), task_node, src, dst)
     F, L = int(src.size), int(topology.n_links)
     per_flow = 8 * L * _TEMPORARIES
     check_memory("flow_incidence", f"{L} links x 1 flow", per_flow,

@@ -127,25 +127,47 @@ def progress_batch(links, frac, capacity, nbytes, latency, sender, receiver, pha
                    n_steps: int, flow_weight=None, step: int | None = None, matched=None, job=None):
     """``(post, finish)`` ``[point, flow]`` of :func:`evaluator.flowlevel.max_min_progress`, vmapped over points
     (``[point, ...]`` arrays, one shared ``capacity [link]``), padded to buckets (ranks and steps too) and jitted
-    once per bucket."""
-    links = np.asarray(links, np.int32)
-    P, F, K = links.shape
+    once per bucket. Refused (:class:`~evaluator.errors.ConfigError`, naming the argument, the value and what is
+    allowed) where an input would be misread: a NaN or negative size, latency or capacity, a link id below -1 or
+    past the capacity's links, a sender or receiver outside ``[0, n_ranks)``, a phase outside ``[0, n_steps)``
+    (they indexed another rank's or step's slot), ids that are not integers. ``job``: any integer ids."""
+    shape = np.shape(links)
+    if len(shape) != 3 or any(np.shape(a) != shape[:2] for a in (nbytes, latency, sender, receiver, phase,
+                                                                     rendezvous)) or np.shape(frac) != shape \
+            or (matched is not None and np.shape(matched) != shape[:2]):
+        raise ConfigError("links", f"shape {shape}", "links and frac [point, flow, K], the other per-message "
+                          "arrays [point, flow] (nbytes, latency, sender, receiver, phase, rendezvous, matched)")
+    for name, v in (("n_ranks", n_ranks), ("n_steps", n_steps)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ConfigError(name, v, "an integer >= 1")
+    step = _check_step(step)
+    capacity = np.asarray(capacity, np.float64)
+    if capacity.ndim != 1:
+        raise ConfigError("capacity", f"shape {capacity.shape}", "[link], shared by every point")
+    _refuse_where("capacity", capacity, ~(capacity >= 0), "bytes/s >= 0 on every link")
+    L = capacity.shape[0]
+    links, frac, nbytes, latency, w, job = _check_flows(links, frac, L, nbytes, "latency", latency, flow_weight,
+                                                        job)
+    ids = []
+    for name, a, n in (("sender", sender, n_ranks), ("receiver", receiver, n_ranks), ("phase", phase, n_steps)):
+        a = _integers(name, a, f"integers in [0, {n})")
+        _refuse_where(name, a, (a < 0) | (a >= n), f"integers in [0, {n})")
+        ids.append(a.astype(np.int32))
+    P, F, K = shape
     Pb, Fb, Kb = bucket_size(P, 1), bucket_size(F), bucket_size(K, 1)
     Rb, Sb = bucket_size(n_ranks, 1), bucket_size(n_steps, 1)
-    L = capacity.shape[-1]
     Lb = bucket_size(L)
-    w = np.ones((P, F)) if flow_weight is None else np.asarray(flow_weight, np.float64)
-    args = [_pad(links, (Pb, Fb, Kb), -1), _pad(np.asarray(frac, np.float64), (Pb, Fb, Kb), 0.0),
-            _pad(np.asarray(capacity, np.float64), (Lb,), 1.0), _pad(np.asarray(nbytes, np.float64), (Pb, Fb), 0.0),
-            _pad(np.asarray(latency, np.float64), (Pb, Fb), 0.0), _pad(np.asarray(sender, np.int32), (Pb, Fb), 0),
-            _pad(np.asarray(receiver, np.int32), (Pb, Fb), 0), _pad(np.asarray(phase, np.int32), (Pb, Fb), 0),
-            _pad(np.asarray(rendezvous, bool), (Pb, Fb), False), _pad(w, (Pb, Fb), 1.0),
+    w = np.ones((P, F)) if w is None else w
+    args = [_pad(links.astype(np.int32), (Pb, Fb, Kb), -1), _pad(frac, (Pb, Fb, Kb), 0.0),
+            _pad(capacity, (Lb,), 1.0), _pad(nbytes, (Pb, Fb), 0.0), _pad(latency, (Pb, Fb), 0.0),
+            *(_pad(a, (Pb, Fb), 0) for a in ids), _pad(np.asarray(rendezvous, bool), (Pb, Fb), False),
+            _pad(w, (Pb, Fb), 1.0),
             _pad(np.zeros((P, F), bool) if matched is None else np.asarray(matched, bool), (Pb, Fb), False),
-            None if job is None else _pad(np.asarray(job, np.int32), (Pb, Fb), 0)]
+            None if job is None else _pad(job, (Pb, Fb), 0)]
     size = ACTIVE_ROWS
     while True:  # the active messages' rows, grown where an event had more (every row: never over)
         rows = None if size >= Fb else size
-        post, fin, over = _progress(Rb, Sb, _step(Pb) if step is None else int(step), rows, *args)
+        post, fin, over = _progress(Rb, Sb, _step(Pb) if step is None else step, rows, *args)
         if rows is None or not np.asarray(over).any():
             return np.asarray(post)[:P, :F], np.asarray(fin)[:P, :F]
         size *= 4
@@ -161,6 +183,58 @@ def _pad(a: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
     out = np.full(shape, fill, dtype=a.dtype)
     out[tuple(slice(0, n) for n in a.shape)] = a
     return out
+
+
+def _refuse_where(field: str, a: np.ndarray, bad: np.ndarray, allowed: str) -> None:
+    """Refuse ``a`` where ``bad`` holds: the first such entry's value and index, and what is allowed."""
+    if np.any(bad):
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ConfigError(field, a[at].item(), f"{allowed} (entry {list(at)} is not)")
+
+
+def _integers(field: str, a, allowed: str) -> np.ndarray:
+    """``a`` as int64, refused (naming ``field``) unless every entry is an integer (a float array of integral
+    values is read as such; 0.7 is not read as 0)."""
+    a = np.asarray(a)
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        raise ConfigError(field, f"an array of {a.dtype}", allowed)
+    if not np.issubdtype(a.dtype, np.integer):
+        _refuse_where(field, a, ~np.isfinite(a) | (a != np.round(a)), allowed)
+    return a.astype(np.int64)
+
+
+def _check_flows(links, frac, n_links: int, nbytes, when: str, t, flow_weight, job):
+    """The per-flow inputs of :func:`max_min_batch` and :func:`progress_batch`, refused where they would be
+    misread (a NaN or negative size read as 0 bytes, a link below -1 or a NaN fraction read as padding, a link
+    id 0.7 read as link 0, a job id 1.5 read as 1): ``(links, frac, nbytes, t, flow_weight, job)`` as arrays.
+    ``when``: ``"start"`` (any finite time) or ``"latency"`` (finite, >= 0)."""
+    links = _integers("links", links, f"integer link ids in [-1, {n_links}) (-1: padding)")
+    _refuse_where("links", links, (links < -1) | (links >= n_links), f"link ids in [-1, {n_links}) (-1: padding)")
+    frac = np.asarray(frac, np.float64)
+    _refuse_where("frac", frac, ~(np.isfinite(frac) & (frac >= 0)), "finite fractions >= 0")
+    nbytes = np.asarray(nbytes, np.float64)
+    _refuse_where("nbytes", nbytes, ~(np.isfinite(nbytes) & (nbytes >= 0)), "finite bytes >= 0 (0: padding)")
+    t = np.asarray(t, np.float64)
+    ok = np.isfinite(t) & (t >= 0) if when == "latency" else np.isfinite(t)
+    _refuse_where(when, t, ~ok, "finite seconds >= 0" if when == "latency" else "finite seconds")
+    if flow_weight is not None:
+        flow_weight = np.asarray(flow_weight, np.float64)
+        if flow_weight.shape != nbytes.shape:
+            raise ConfigError("flow_weight", f"shape {flow_weight.shape}", f"[point, flow] = {nbytes.shape}")
+        bad = ~np.isfinite(flow_weight) | ((nbytes > 0) & ~(flow_weight > 0))
+        _refuse_where("flow_weight", flow_weight, bad, "finite weights, > 0 for every flow with bytes")
+    if job is not None:
+        if np.shape(job) != nbytes.shape:
+            raise ConfigError("job", f"shape {np.shape(job)}", f"[point, flow] = {nbytes.shape}")
+        job = _integers("job", job, "an integer job id per flow")
+    return links, frac, nbytes, t, flow_weight, job
+
+
+def _check_step(step) -> int | None:
+    """``step`` (points vmapped at once) as an int, refused unless an integer >= 1 (or ``None``)."""
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1):
+        raise ConfigError("step", step, "points vmapped at once: an integer >= 1 (None: the default)")
+    return None if step is None else int(step)
 
 
 def max_min_batch(links: Int[np.ndarray, "point flow K"], frac: Float[np.ndarray, "point flow K"],
@@ -180,27 +254,30 @@ def max_min_batch(links: Int[np.ndarray, "point flow K"], frac: Float[np.ndarray
     on CPU). ``job``
     (``"job"``-fair) and ``flow_weight`` (optional constant weight factors,
     e.g. SimGrid CM02's ``1 / route latency``) are ``[point, flow]``.
-    Returns a host array ``[point, flow]``.
+    Returns a host array ``[point, flow]``. Refused
+    (:class:`~evaluator.errors.ConfigError`, naming the argument, the value
+    and what is allowed) where an input would be misread: a NaN, infinite or
+    negative size (it was read as 0 bytes), a NaN or infinite start, a link
+    id below -1 (read as padding) or not an integer, a NaN, infinite or
+    negative fraction, an infinite weight, a job id that is not an integer.
     """
     if weight_mode not in WEIGHT_MODES:
         raise ConfigError("weight_mode", weight_mode, f"one of {', '.join(WEIGHT_MODES)}")
-    links = np.asarray(links, np.int32)
-    frac = np.asarray(frac, np.float64)
-    nbytes = np.asarray(nbytes, np.float64)
-    start = np.asarray(start, np.float64)
-    capacity = np.asarray(capacity, np.float64)
-    if links.ndim != 3 or frac.shape != links.shape or nbytes.shape != links.shape[:2] or start.shape != nbytes.shape:
-        raise ConfigError("links", f"shapes {links.shape}, {frac.shape}, {nbytes.shape}, {start.shape}",
+    shapes = [np.shape(a) for a in (links, frac, nbytes, start)]
+    if len(shapes[0]) != 3 or shapes[1] != shapes[0] or shapes[2] != shapes[0][:2] or shapes[3] != shapes[2]:
+        raise ConfigError("links", "shapes " + ", ".join(map(str, shapes)),
                           "links and frac [point, flow, K], nbytes and start [point, flow]")
-    P, F, K = links.shape
+    step = _check_step(step)
+    capacity = np.asarray(capacity, np.float64)
+    P, F, K = shapes[0]
     shared = capacity.ndim == 1
     if capacity.ndim not in (1, 2) or (not shared and capacity.shape[0] != P):
         raise ConfigError("capacity", f"shape {capacity.shape}", f"[link] or [{P}, link]")
-    if not np.all(capacity > 0):
-        raise ConfigError("capacity", "a value <= 0", "bytes/s > 0 on every link")
+    _refuse_where("capacity", capacity, ~(capacity > 0), "bytes/s > 0 on every link")
     L = capacity.shape[-1]
-    if links.size and int(links.max(initial=-1)) >= L:
-        raise ConfigError("links", int(links.max()), f"link indices below {L} (the capacity's links) or -1")
+    links, frac, nbytes, start, flow_weight, job = _check_flows(
+        links, frac, L, nbytes, "start", start, flow_weight, job if weight_mode == "job" else None)
+    links = links.astype(np.int32)
     Pb, Fb, Kb, Lb = bucket_size(P, 1), bucket_size(F), bucket_size(K, 1), bucket_size(L)
     args = [_pad(links, (Pb, Fb, Kb), -1), _pad(frac, (Pb, Fb, Kb), 0.0),
             _pad(capacity, (Lb,) if shared else (Pb, Lb), 1.0),
@@ -208,20 +285,14 @@ def max_min_batch(links: Int[np.ndarray, "point flow K"], frac: Float[np.ndarray
     if weight_mode == "job":
         if job is None:
             raise ConfigError("job", None, "an integer job id per flow, [point, flow], with weight_mode = 'job'")
-        job = np.asarray(job)
-        if job.shape != nbytes.shape:
-            raise ConfigError("job", f"shape {job.shape}", f"[point, flow] = {nbytes.shape}")
-        args.append(_pad(job.astype(np.int64), (Pb, Fb), 0))
+        args.append(_pad(job, (Pb, Fb), 0))
     else:
         args.append(None)
     if flow_weight is not None:
-        flow_weight = np.asarray(flow_weight, np.float64)
-        if flow_weight.shape != nbytes.shape or not np.all(flow_weight[nbytes > 0] > 0):
-            raise ConfigError("flow_weight", f"shape {flow_weight.shape}", f"[point, flow] = {nbytes.shape}, > 0")
         args.append(_pad(flow_weight, (Pb, Fb), 1.0))
     else:
         args.append(None)
-    out = _batched(weight_mode, shared, _step(Pb) if step is None else int(step), *jax.device_put(args))
+    out = _batched(weight_mode, shared, _step(Pb) if step is None else step, *jax.device_put(args))
     return np.asarray(out)[:P, :F]
 
 
