@@ -38,3 +38,19 @@ def test_pairing_rows(rows, machine):
         for geo, t in ((r.a, r.time_a), (r.b, r.time_b)):  # the closed form of the text, ties split
             assert t == pytest.approx((n / 2) * 2.0e9 / (geo.bisection.links * 2.0e9), rel=1e-9)
     stated(DOC, r"time = \(N/2 x bytes\) / \(bisection links x (2) GB/s\)")
+
+
+def test_a_gemini_prism_where_the_ratios_differ():
+    """'evaluator partitions BlueWaters --size 64 --pairing compares 2x16x1 with 4x2x4 at a time ratio of 8.000 and
+    a bisection ratio of 4.000', the pairs '8 routers apart'."""
+    cmd = "evaluator partitions BlueWaters --size 64 --pairing"
+    (r,) = confirm_machine("BlueWaters", [64])
+    assert r.embedded and (r.a.label, r.b.label) == ("2x16x1", "4x2x4"), (r.a.label, r.b.label)
+    stated(DOC, r"--pairing` compares (2x16x1) with (4x2x4)")
+    check_stated(DOC, r"at a time ratio of ([0-9.]+) and a bisection", r.time_ratio, cmd)
+    check_stated(DOC, r"and a bisection ratio of ([0-9.]+)\. The bisection counts", r.bisection_ratio, cmd)
+    check_stated(DOC, r"counts the\s+([0-9]+)-router side as a ring", r.a.shape[1], cmd)
+    from evaluator.machines import load_machine
+
+    check_stated(DOC, r"the rest of the ([0-9]+)-router host ring", load_machine("BlueWaters").dims[1], cmd)
+    check_stated(DOC, r"those pairs, ([0-9]+) routers apart", r.a.shape[1] // 2, cmd)
