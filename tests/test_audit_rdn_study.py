@@ -493,3 +493,18 @@ def test_speedup_out_file_is_the_walks_gain(monkeypatch, tmp_path, expected, cap
     R.check_output_file("--speedup-out", "sp.nc", tmp_path / "sp.nc", R._is_speedup_table)
     with pytest.raises(errors.ConfigError, match="--speedup-out"):
         R.check_output_file("--speedup-out", "o.nc", tmp_path / "o.nc", R._is_speedup_table)
+
+
+def test_network_gain_compares_the_routings_each_side_takes(study, expected):
+    """network_gain_oblivious = the TDN's router-link time / the RDN's, each of the routing its side takes by its
+    whole time with background (the TDN: the fastest oblivious routing of the seed; the RDN: the faster inside
+    groups, Valiant only where strictly faster). The RDN's side was the faster on the router links alone: two
+    different choices in one ratio."""
+    for pattern, q in POINTS:
+        for s in range(2):
+            exp = expected[(pattern, q, s)]
+            tdn = min(("minimal", "valiant", "valiant_router"), key=lambda rt: exp[f"tdn_{rt}_time_bg"])
+            rdn_rt = "valiant" if exp["rdn_valiant_time_bg"] < exp["rdn_minimal_time_bg"] else "minimal"
+            want = exp[f"tdn_{tdn}_net_time_bg"] / exp[f"rdn_{rdn_rt}_net_time_bg"]
+            got = float(study["network_gain_oblivious"].sel(pattern=pattern, groups=q, seed=s))
+            assert got == pytest.approx(want, rel=REL), (pattern, q, s, tdn, rdn_rt)
