@@ -49,7 +49,7 @@ def group_tornado(topology, nbytes: float = 1.0e6, offset: int | None = None) ->
     pos = np.empty(group.size, dtype=np.int64)
     pos[order] = np.arange(group.size) % sizes[0]
     members = order.reshape(G, sizes[0])  # members[g, j]: node at position j of group g
-    dst = members[(group + off) % G, pos]
+    dst = members[(group + off % G) % G, pos]  # (off % G in Python: an offset past int64 crashed NumPy)
     n = int(group.size)
     return Traffic(n, np.arange(n, dtype=np.int64), dst.astype(np.int64), np.full(n, b),
                    f"group_tornado +{off} of {G} groups")

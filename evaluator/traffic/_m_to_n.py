@@ -31,6 +31,7 @@ from .base import Traffic, TrafficKind, tasks_or_nodes
 __all__ = ["M_TO_N_MODES", "m_to_n", "MToNConfig", "M_TO_N"]
 
 M_TO_N_MODES = ("disjoint", "overlap", "subset_concentrated", "subset_spread")
+_MAX_TASKS = int(np.iinfo(np.int64).max)  # (n_tasks = 10**20 crashed with an OverflowError)
 
 
 def _check_mode(mode: str, overlap, dst_start) -> None:
@@ -52,7 +53,12 @@ def _destinations(m: int, n: int, nt: int, mode: str, overlap, dst_start) -> np.
         ok = overlap is None or (is_int(overlap) and 0 <= int(overlap) <= min(m, n))
         require(ok, "traffic.overlap", overlap, f"null or an integer in [0, {min(m, n)}]")
         start = m - (min(m, n) // 2 if overlap is None else int(overlap))
-    else:
+    else:  # (a task count below m + n was refused as "traffic.dst_start = None ... in [m, nt - n]", an empty range)
+        require(nt >= m + n, "traffic.n_tasks", nt, f"an integer >= {m + n} (the {m} sources, then {n} destinations "
+                f"apart from them, for mode 'disjoint')",
+                "Set traffic.n_tasks (null: one per node) to at least n_sources + n_destinations, use fewer sources "
+                "or destinations, or a mode whose destinations share tasks with the sources (traffic.dst_start "
+                "only moves the destinations within the tasks).")
         start = nt - n if dst_start is None else dst_start
         ok = is_int(start) and m <= int(start) <= nt - n
         require(ok, "traffic.dst_start", dst_start, f"null (the last {n} tasks) or an integer in [{m}, {nt - n}] "
@@ -75,7 +81,9 @@ def m_to_n(n_sources: int, n_destinations: int, dests_per_source: int = 1, bytes
         n_tasks = max(m, n) if str(mode).startswith("subset") else m + n
     nt = positive_int("traffic.n_tasks", n_tasks)
     require(m <= nt, "traffic.n_sources", m, f"<= n_tasks = {nt}")
+    require(nt <= _MAX_TASKS, "traffic.n_tasks", nt, f"an integer <= {_MAX_TASKS} (int64 task ids)")
     check_memory("traffic.n_sources", m, 48.0 * m * d, f"the {m} x {d} flows of m_to_n")
+    check_memory("traffic.n_destinations", n, 8.0 * n, f"the {n} destination ids of m_to_n")
     dests = _destinations(m, n, nt, mode, overlap, dst_start)
     src = np.repeat(np.arange(m), d)
     dst = dests[(src * d + np.tile(np.arange(d), m)) % n]

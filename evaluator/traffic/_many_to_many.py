@@ -85,13 +85,14 @@ def many_to_many_dense(n_sources: int, n_destinations: int, bytes_per_pair: floa
                  overlap: int | None = None, n_tasks: int | None = None) -> DenseTraffic:
     """Many-to-many (Bui et al.) as dense traffic; same arguments and task layout as
     :func:`many_to_many`."""
+    b = positive_float("traffic.bytes", bytes_per_pair)  # (refused as traffic.bytes_per_pair, a key no config has)
     m, n, start, nt = many_to_many_layout(n_sources, n_destinations, mode, overlap, n_tasks)
     check_memory("traffic.n_tasks", nt, 32.0 * nt, f"the weight vectors of {nt} tasks")
     ws = np.zeros(nt)
     wd = np.zeros(nt)
     ws[:m] = 1.0
     wd[start:start + n] = 1.0
-    t = dense(nt, ws, wd, bytes_per_pair)
+    t = dense(nt, ws, wd, b)
     return dataclasses.replace(t, name=f"many-to-many {m}->{n} ({mode})")
 
 

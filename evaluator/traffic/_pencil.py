@@ -44,6 +44,8 @@ number of fields).
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +88,12 @@ def pencil_volumes(grid, p_row: int, p_col: int, bytes_per_point: float = 16.0) 
         require(n % p == 0, field, p, f"a divisor of {axis} = {n} (grid {nx}x{ny}x{nz})",
                 "Pencils of x (Ny/p_row x Nz/p_col), y (Nx/p_row x Nz/p_col) and z (Nx/p_row x Ny/p_col) "
                 "need whole blocks.")
-    total = bpp * nx * ny * nz
+    try:
+        total = bpp * float(nx * ny * nz)
+    except OverflowError:  # (a grid past 1.8e308 points crashed; one past it in bytes answered inf)
+        total = math.inf
+    require(math.isfinite(total), "traffic.grid", [nx, ny, nz],
+            f"a grid whose bytes_per_point x Nx x Ny x Nz bytes are finite (at most {sys.float_info.max:.3g})")
     d = total / (pr * pc)
     return {"total": total, "per_rank": d, "xy_pair": d / pr, "yz_pair": d / pc,
             "xy_sent": d * (pr - 1) / pr, "yz_sent": d * (pc - 1) / pc}

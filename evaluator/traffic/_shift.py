@@ -40,19 +40,21 @@ def shift(n_tasks: int | None = None, offset: int | Sequence[int] = 1, bytes_per
         require(all(is_int(o) for o in offs) and len(offs) in (1, len(grid_t)), "traffic.offset", offs, allowed,
                 "Without traffic.grid the tasks form one line: give one offset, or set traffic.grid."
                 if grid is None and len(offs) > 1 else None)
-        off = np.asarray([int(o) for o in offs], dtype=np.int64)
+        off = [int(o) for o in offs]
     else:
         require(is_int(offset), "traffic.offset", offset, allowed)
-        off = np.asarray([int(offset)], dtype=np.int64)
-    if off.size == 1:
-        off = np.full(len(grid_t), int(off[0]))
+        off = [int(offset)]
+    if len(off) == 1:
+        off = off * len(grid_t)
+    # reduced mod the grid's sides in Python integers (an offset past int64, 2**63, crashed NumPy's conversion)
+    step = np.asarray([o % k for o, k in zip(off, grid_t)], dtype=np.int64)
     n = math.prod(grid_t)
     check_memory("traffic.grid" if grid is not None else "traffic.n_tasks", list(grid_t) if grid is not None else n,
                  (24.0 * len(grid_t) + 40.0) * n, f"the {n} flows of a shift and their grid coordinates")
     coords = np.stack(np.unravel_index(np.arange(n), grid_t), axis=1)
-    tgt = np.ravel_multi_index(tuple(((coords + off) % np.array(grid_t)).T), grid_t)
+    tgt = np.ravel_multi_index(tuple(((coords + step) % np.array(grid_t)).T), grid_t)
     return Traffic(n, np.arange(n, dtype=np.int64), tgt.astype(np.int64), np.full(n, b),
-                   "shift " + ",".join(map(str, off.tolist())))
+                   "shift " + ",".join(map(str, off)))
 
 
 def check_task_grid(grid) -> tuple[int, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -47,9 +48,21 @@ def stencil_message_sizes(alpha: Sequence[int], beta: Sequence[int], bytes_per_e
     """
     al, be = check_grid(alpha, beta)
     bytes_per_element = positive_float("traffic.bytes_per_element", bytes_per_element)
-    sub = np.array(al) // np.array(be)
-    return np.array([bytes_per_element * math.prod(int(s) for i, s in enumerate(sub) if i != k)
+    sub = [x // y for x, y in zip(al, be)]
+    return np.array([_shared_bytes(bytes_per_element, [s for i, s in enumerate(sub) if i != k], al)
                      for k in range(len(al))], dtype=np.float64)
+
+
+def _shared_bytes(bpe: float, sides: Sequence[int], alpha: Sequence[int]) -> float:
+    """``bpe * prod(sides)`` bytes, refused unless finite (sides past 1.8e308 elements crashed with an
+    OverflowError; bytes past it gave infinite messages, refused later as ``traffic.nbytes``)."""
+    try:
+        v = bpe * float(math.prod(sides))
+    except OverflowError:
+        v = math.inf
+    require(math.isfinite(v), "traffic.alpha", list(alpha), "sub-domains whose shared faces, bytes_per_element x "
+            f"elements, are finite byte counts (at most {sys.float_info.max:.3g})")
+    return v
 
 
 def stencil(
@@ -112,10 +125,10 @@ def stencil(
                  f"the flows of a stencil over {n} tasks")
     label = "stencil " + "x".join(map(str, be))
     if neighbours == "full":
-        sub = np.array(al) // np.array(be)
+        sub = [x // y for x, y in zip(al, be)]
         offs = [o for o in itertools.product((-1, 0, 1), repeat=nd) if any(o)]
-        sizes = [bpe * math.prod(int(s) for s, x in zip(sub, o) if x == 0) for o in offs]
-        return _flows(be, offs, sizes, per, f"{label} ({len(offs)} neighbours)")
+        sizes = [_shared_bytes(bpe, [s for s, x in zip(sub, o) if x == 0], al) for o in offs]
+        return _flows(be, offs, sizes, per, f"{label} ({len(offs)} neighbours)", bpe)
     mu = stencil_message_sizes(al, be, bpe)
 
     def faces(dims):
@@ -123,13 +136,13 @@ def stencil(
         return offs, [float(mu[k]) for k in dims for _ in (+1, -1)]
 
     if exchange == "per_dimension":
-        phases = tuple(_flows(be, *faces((k,)), per, f"{label} dim{k}") for k in range(nd))
+        phases = tuple(_flows(be, *faces((k,)), per, f"{label} dim{k}", bpe) for k in range(nd))
         return PhasedTraffic(phases, tuple(f"dim{k}" for k in range(nd)), label + " per dimension")
-    return _flows(be, *faces(range(nd)), per, label)
+    return _flows(be, *faces(range(nd)), per, label, bpe)
 
 
 def _flows(be: tuple[int, ...], offsets: Sequence[tuple[int, ...]], sizes: Sequence[float], per: tuple[bool, ...],
-           label: str) -> Traffic:
+           label: str, bpe: float) -> Traffic:
     """Every task's message of ``sizes[j]`` bytes to the task at ``offsets[j]`` on the task grid (duplicates merged;
     an offset that moves along a dimension with ``beta_k = 1``, or across a non-periodic boundary, sends nothing)."""
     n = math.prod(be)
@@ -158,7 +171,10 @@ def _flows(be: tuple[int, ...], offsets: Sequence[tuple[int, ...]], sizes: Seque
     key = src * n + dst
     uniq, inv = np.unique(key, return_inverse=True)
     merged = np.zeros(uniq.size)
-    np.add.at(merged, inv, b)
+    with np.errstate(over="ignore"):
+        np.add.at(merged, inv, b)
+    require(bool(np.isfinite(merged).all()), "traffic.bytes_per_element", bpe,
+            f"messages whose sum to one neighbour is a finite byte count (at most {sys.float_info.max:.3g})")
     return Traffic(n, (uniq // n).astype(np.int64), (uniq % n).astype(np.int64), merged, label)
 
 
