@@ -64,7 +64,9 @@ class Grap(AllocationPolicy):
 
     def __init__(self, groups: int, nodes_per_group: int, seed: int = 0, ports_per_group: int = 1):
         super().__init__(groups, nodes_per_group, seed)
-        from ..errors import positive_int
+        from ..errors import ConfigTypeError, is_int, positive_int
+        if not is_int(ports_per_group):  # a wrong type is a TypeError, as for the machine (base module)
+            raise ConfigTypeError("policy.ports_per_group", ports_per_group, "an integer >= 1")
         self.ports_per_group = positive_int("policy.ports_per_group", ports_per_group)
         self.large_owner = np.full(self.groups, -1, dtype=np.int64)
         self.port_owner = np.full((self.groups, self.ports_per_group), -1, dtype=np.int64)

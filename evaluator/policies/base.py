@@ -27,9 +27,11 @@ Interface (used by the workload simulation):
 :class:`PolicyBase` is the contract of every policy (these members and the
 workload's count-only ``unrestricted``): its :meth:`~PolicyBase.allocate`,
 :meth:`~PolicyBase.fits` and :meth:`~PolicyBase.release` check their argument
-once (:func:`check_request`: a :class:`JobRequest` of an integer id, an
-integer size in ``[1, total_nodes]``, a known mode, requirements that fit)
-and then call the member's ``_allocate``, ``_fits`` and ``_release``; its
+once (:func:`check_request`: a :class:`JobRequest` of an integer id in
+``[0, 2^63)``, an integer size in ``[1, total_nodes]``, a known mode,
+requirements that fit; :meth:`~PolicyBase.fits`, like ``allocate``, refuses
+the id of a running job) and then call the member's ``_allocate``, ``_fits``
+and ``_release`` (a release frees the policy's own record of the job); its
 constructor checks the machine (positive integers; the per-node state
 estimated before it is allocated, :func:`check_machine_size`). A wrong type
 raises :class:`~evaluator.errors.ConfigTypeError` (a TypeError), a wrong value
@@ -54,7 +56,7 @@ from .._types import Int
 from ..errors import ConfigError, ConfigTypeError, check_memory, check_seed, is_int
 
 __all__ = ["MODES", "CUSTOM_MODES", "JobRequest", "Allocation", "PolicyBase", "AllocationPolicy", "check_request",
-           "check_machine_size", "NODE_BYTES", "PolicyKind", "NoParams"]
+           "check_machine_size", "NODE_BYTES", "MAX_JOB_ID", "PolicyKind", "NoParams"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +169,10 @@ def check_machine_size(groups, nodes_per_group) -> tuple[int, int]:
     return g, n
 
 
+MAX_JOB_ID = 2 ** 63 - 1
+"""The largest job id: the policies' node array holds ids as int64 (and -1, any negative, for an idle node)."""
+
+
 def check_request(job: JobRequest, total_nodes: int, nodes_per_group: int, groups: int) -> None:
     """Raise :class:`ConfigError` for a request no state of the machine can serve (shared by every policy), and
     :class:`~evaluator.errors.ConfigTypeError` for one of the wrong type.
@@ -183,6 +189,9 @@ def check_request(job: JobRequest, total_nodes: int, nodes_per_group: int, group
         return
     if not is_int(job.id):
         raise ConfigTypeError("job.id", _plain(job.id), "an integer (the job's number)")
+    if not 0 <= job.id <= MAX_JOB_ID:  # the node array holds ids as int64, and marks an idle node -1
+        raise ConfigError("job.id", _plain(job.id), "an integer in [0, 2^63) (the job's number)",
+                          "Negative numbers mark idle nodes.")
     if not isinstance(job.mode, str):
         raise ConfigTypeError("job.mode", _plain(job.mode), " | ".join(MODES), f"job {job.id}")
     if job.mode not in MODES:
@@ -259,6 +268,8 @@ class PolicyBase(abc.ABC):
         Exactly ``allocate(job) is not None`` on this state, for any policy
         whose :meth:`_fits` is exact."""
         check_request(job, self.total_nodes, self.nodes_per_group, self.groups)
+        if job.id in getattr(self, "running", ()):  # allocate refuses it: so does fits
+            raise ConfigError("job.id", _plain(job.id), "the id of no running job", "it is running already")
         if job.nodes > self.idle_nodes:
             return False
         return self._fits(job)
@@ -376,6 +387,7 @@ class AllocationPolicy(PolicyBase):
         held = self.running.get(alloc.job_id)
         if held is not alloc and not (held is not None and np.array_equal(held.nodes, alloc.nodes)):
             raise ConfigError("alloc.job_id", alloc.job_id, "a job running on this policy's machine")
+        alloc = held  # this policy's own record: an equal-node allocation's groups, counts or large flag may differ
         del self.running[alloc.job_id]
         if self.owner is not None:  # None: a look-ahead copy (group counts only)
             self.owner[alloc.nodes] = -1
