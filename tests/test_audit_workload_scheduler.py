@@ -626,3 +626,11 @@ def test_nodes_per_group_other_than_the_policys_is_refused():
         W.simulate(tr, W.make_policy("unrestricted", 1, 4), nodes_per_group=3)
     ds = W.simulate(tr, W.make_policy("unrestricted", 1, 4), nodes_per_group=4)
     assert ds.start.values.tolist() == [0.0, 5.0]
+
+
+def test_a_trace_with_a_negative_job_number_is_refused_before_it_runs():
+    """A job numbered -1 marked its nodes idle in the policies (the idle mark), so the next job was given them too;
+    the policies now refuse it when they place it, and the trace before any schedule runs."""
+    with pytest.raises(ConfigError) as e:
+        W.Trace(np.array([3, -1]), np.zeros(2), np.ones(2), np.ones(2), np.array([2, 2]))
+    assert e.value.field == "trace.job_id" and e.value.value == -1, str(e.value)

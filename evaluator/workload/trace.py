@@ -72,6 +72,10 @@ class Trace:
             if v is not None and len(v) != n:
                 raise ConfigError(f"trace.{f}", f"{len(v)} entries", f"one entry per job ({n})")
         ids = self.job_id
+        bad = np.flatnonzero(ids < 0)
+        if bad.size:  # the policies mark an idle node -1: refused here, before a schedule runs into it
+            raise ConfigError("trace.job_id", int(ids[bad[0]]), "job numbers >= 0",
+                              f"Entry {int(bad[0])} of the trace; renumber its jobs.")
         if n:
             u, first, counts = np.unique(ids, return_index=True, return_counts=True)
             if (counts > 1).any():
