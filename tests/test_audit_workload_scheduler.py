@@ -14,6 +14,7 @@ The SWF reader is checked against the Standard Workload Format (18 numeric field
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -634,3 +635,24 @@ def test_a_trace_with_a_negative_job_number_is_refused_before_it_runs():
     with pytest.raises(ConfigError) as e:
         W.Trace(np.array([3, -1]), np.zeros(2), np.ones(2), np.ones(2), np.array([2, 2]))
     assert e.value.field == "trace.job_id" and e.value.value == -1, str(e.value)
+
+
+def test_the_count_only_policy_refuses_a_running_id_and_a_foreign_release():
+    """``unrestricted`` kept no record of its running jobs: a second job of a running id was placed beside the
+    first, and fits said yes to it; a release of nodes it had given another job was accepted."""
+    pol = W.UnrestrictedPolicy(2, 4)
+    a = pol.allocate(JobRequest(5, 2))
+    for call in (pol.allocate, pol.fits):
+        with pytest.raises(ConfigError) as e:
+            call(JobRequest(5, 2))
+        assert e.value.field == "job.id", str(e.value)
+    b = pol.allocate(JobRequest(6, 2))
+    with pytest.raises(ConfigError):
+        pol.release(dataclasses.replace(b, job_id=7))
+    copy = pol.copy()
+    pol.release(a)
+    assert pol.idle_nodes == 6 and copy.idle_nodes == 4 and pol.fits(JobRequest(5, 2))  # the copy keeps its own
+    with pytest.raises(ConfigError):
+        copy.fits(JobRequest(5, 2))
+    with pytest.raises(ConfigError):
+        pol.release(a)

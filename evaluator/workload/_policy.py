@@ -50,6 +50,7 @@ class UnrestrictedPolicy(PolicyBase):
         self._busy = np.zeros((self.groups, self.nodes_per_group), dtype=bool)
         self._group_idle = np.full(self.groups, self.nodes_per_group, dtype=np.int64)
         self._idle = self._busy.size
+        self.running: dict[int, Allocation] = {}  # (a running id is refused by allocate and fits, as by every policy)
 
     @property
     def idle_nodes(self) -> int:
@@ -59,6 +60,8 @@ class UnrestrictedPolicy(PolicyBase):
         return True                                   # any idle nodes will do
 
     def _allocate(self, job: JobRequest) -> Allocation | None:
+        if job.id in self.running:  # (two jobs of one id were both placed, the second's release freeing either)
+            raise ConfigError("job.id", job.id, "the id of no running job", "it is running already")
         if job.nodes > self._idle:
             return None
         G = self.nodes_per_group
@@ -72,13 +75,16 @@ class UnrestrictedPolicy(PolicyBase):
         self._group_idle[groups] -= np.bincount(r, minlength=groups.size)
         nodes = groups[r] * G + c
         self._idle -= int(nodes.size)
-        return Allocation(job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
+        alloc = Allocation(job.id, nodes, tuple(int(g) for g in groups), job.nodes > G, job.mode)
+        self.running[job.id] = alloc
+        return alloc
 
     def _release(self, alloc: Allocation) -> None:
-        nodes = np.asarray(alloc.nodes)
-        if nodes.size and (nodes.min() < 0 or nodes.max() >= self._busy.size
-                           or not self._busy.reshape(-1)[nodes].all()):
+        held = self.running.get(alloc.job_id)
+        if held is None or not np.array_equal(held.nodes, alloc.nodes):
             raise ConfigError("alloc.job_id", alloc.job_id, "a job running on this policy's machine")
+        del self.running[alloc.job_id]
+        nodes = np.asarray(held.nodes)
         self._busy.reshape(-1)[nodes] = False
         self._group_idle += np.bincount(nodes // self.nodes_per_group, minlength=self.groups)
         self._idle += int(nodes.size)
@@ -88,6 +94,7 @@ class UnrestrictedPolicy(PolicyBase):
         new.__dict__.update(self.__dict__)
         new._busy = self._busy.copy()
         new._group_idle = self._group_idle.copy()
+        new.running = dict(self.running)
         return new
 
 
