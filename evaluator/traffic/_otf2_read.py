@@ -159,11 +159,14 @@ class TraceRecords:
     time : float ndarray, shape [send]
         Seconds after the trace's start.
     after : int ndarray, shape [send]
-        Index in :attr:`collectives` of the last collective its sender completed before it (-1: none).
+        Index in :attr:`collectives` of the latest (in completion order) of the collectives its sender completed
+        before it (-1: none).
     n_send, n_isend
         ``MpiSend`` and ``MpiIsend`` records read.
     n_nonblocking
         ``NonBlockingCollectiveComplete`` records read (the non-blocking collectives' records).
+    resolution
+        The trace's timer ticks per second (its times are whole ticks; 0: unknown).
     collectives
         The collective operations, in completion order.
     ignored
@@ -183,6 +186,7 @@ class TraceRecords:
     collectives: tuple[CollectiveRecord, ...]
     ignored: dict[str, int]
     n_nonblocking: int = 0
+    resolution: float = 0.0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -611,16 +615,30 @@ def read_otf2(path) -> TraceRecords:
     times = (_arr(raw.s_time, np.uint64).astype(np.float64) - raw.offset) / raw.resolution
     colls, inst, order = _collectives(p, raw, ignored)
     after = _arr(raw.s_after, np.int64)
-    if order.size and after.size:  # the sender's last completed collective record -> its position in completion order
+    if order.size and after.size:  # the sender's last completed collective record -> a position in completion order
         position = np.empty(order.size, np.int64)
         position[order] = np.arange(order.size)
-        after = np.where(after >= 0, position[inst[np.maximum(after, 0)]], -1)
+        latest = _latest_position(position[inst], _arr(raw.c_rank, np.int64))
+        after = np.where(after >= 0, latest[np.maximum(after, 0)], -1)
     if raw.unmatched_requests:
         ignored["NonBlockingCollectiveRequest never completed"] += raw.unmatched_requests
     duration = max(0.0, raw.length / raw.resolution)
     return TraceRecords(p, raw.n_ranks, duration, src[keep], dst[keep], nbytes[keep], times[keep], after[keep],
                         raw.counts["send"], raw.counts["isend"], tuple(colls), dict(ignored),
-                        raw.counts["nonblocking"])
+                        raw.counts["nonblocking"], float(raw.resolution))
+
+
+def _latest_position(pos: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """For every collective record (in reading order), the latest position in completion order among the records its
+    rank has written up to it: a rank's send follows every collective it has taken part in (the last record it
+    wrote may be a collective that completes earlier than one of its previous ones, on another communicator; the
+    send then went into the phase before that earlier-recorded collective's steps)."""
+    o = np.lexsort((np.arange(rank.size), rank))
+    grp = np.concatenate([[0], np.cumsum(rank[o][1:] != rank[o][:-1])])
+    span = int(pos.max(initial=0)) + 1
+    out = np.empty_like(pos)
+    out[o] = np.maximum.accumulate(pos[o] + grp * span) - grp * span
+    return out
 
 
 def _read_checked(p: str) -> _Raw:
@@ -727,6 +745,12 @@ def _collectives(p: str, raw: _Raw, ignored: Counter) -> tuple[list[CollectiveRe
             ignored[f"{op} on an inter-communicator"] += 1
         elif op not in OP_MAP:
             ignored[op] += 1
+        if not isinstance(m, str) and m.size and not np.isin(ranks_a[rows], m).all():  # sizes of a non-member
+            out = sorted(set(ranks_a[rows][~np.isin(ranks_a[rows], m)].tolist()))
+            raise _error(p, "an OTF2 trace whose collective records are written by members of their communicator",
+                         f"A {op} on communicator {cname!r} (members: ranks {m.tolist()[:16]}"
+                         f"{'...' if m.size > 16 else ''}) has records of rank(s) {out}{' (-1: no rank)' * (-1 in out)}"
+                         f", which are no members of it; their sizes would be taken for the operation's.")
         missing: tuple[int, ...] = ()
         if op in OP_MAP and m.size >= 2:
             missing = tuple(np.setdiff1d(m, ranks_a[rows]).tolist())

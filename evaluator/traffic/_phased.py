@@ -22,16 +22,20 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from .._types import ConfigOf
-from ..errors import ConfigError, require, nearest
+from ..errors import ConfigError, ConfigTypeError, ResourceError, require, nearest
 from .base import PhasedTraffic, TrafficKind, phased
 
 __all__ = ["PhasedConfig", "kind", "phase_config"]
+
+_RENAMED = (ConfigError, ResourceError, ConfigTypeError)
+"""Errors of a phase's build whose ``traffic.<key>`` is renamed ``traffic.phases[i].<key>`` (same constructor)."""
 
 
 @dataclass
 class PhasedConfig:
     """Phases done one after another: ``phases`` (a list of traffic configs, each with its ``kind``) and
-    optional ``names`` (one label per phase)."""
+    optional ``names`` (one label per entry of ``phases``, an entry of several phases labelling them
+    ``<name>.<its phase's name>``; or one per phase after those are expanded: :func:`_labels`)."""
 
     kind: str = "phased"
     phases: list[Any] = field(default_factory=list)
@@ -68,12 +72,33 @@ def _from_config(cfg: ConfigOf[PhasedConfig], topology, KINDS) -> PhasedTraffic:
         try:
             built.append(KINDS[sub.kind].build(sub, topology))
         except ConfigError as exc:
-            if type(exc) is ConfigError and exc.field.startswith("traffic."):
-                raise ConfigError(f"traffic.phases[{i}]." + exc.field[len("traffic."):], exc.value, exc.allowed,
-                                  exc.hint) from None
+            # a memory refusal (ResourceError) or a wrong type is the phase's key too (it named traffic.n_tasks)
+            if type(exc) in _RENAMED and exc.field.startswith("traffic."):
+                raise type(exc)(f"traffic.phases[{i}]." + exc.field[len("traffic."):], exc.value, exc.allowed,
+                                exc.hint) from None
             raise
-    names = list(cfg.names) if cfg.names is not None else None
-    return phased(built, names=names)
+        # checked here, by the config's index: phased() numbers the flattened phases (a collective's steps)
+        require(built[i].n_tasks == built[0].n_tasks, f"traffic.phases[{i}].n_tasks", built[i].n_tasks,
+                f"the task count of traffic.phases[0] ({built[0].n_tasks}): every phase involves the same tasks")
+    return phased(built, names=_labels(cfg.names, built))
+
+
+def _labels(names, built) -> list[str] | None:
+    """One label per phase from ``names``: one name per entry of ``phases`` (an entry of several phases, a
+    collective's steps, labels them ``<name>.<its phase's name>``), or one per phase after that expansion."""
+    if names is None:
+        return None
+    names = [str(x) for x in names]
+    subs = [b.phase_names if b.kernel_input == "phases" else None for b in built]
+    flat = sum(len(s) if s is not None else 1 for s in subs)
+    given, counts = names, sorted({len(built), flat})
+    if len(names) == len(built) and len(set(names)) == len(names):
+        names = [n if s is None else f"{n}.{x}" for n, s in zip(names, subs) for x in (s or [None])]
+    require(len(names) == flat and len(set(names)) == flat, "traffic.names", given,
+            f"{' or '.join(map(str, counts))} distinct labels: one per entry of traffic.phases"
+            + (f" ({len(built)}), or one per phase after the entries of several phases are expanded ({flat})"
+               if flat != len(built) else ""))
+    return names
 
 
 def kind(registry: Callable[[], Any]) -> TrafficKind:

@@ -171,10 +171,18 @@ def _exchange(n_tasks: int, parts, name: str) -> Traffic:
     return Traffic(n_tasks, uniq // n_tasks, uniq % n_tasks, total.astype(np.float64), name)
 
 
-def _window_index(t: np.ndarray, window: float) -> np.ndarray:
-    """``floor(t / window)`` (t >= 0), with a relative 1e-12 so that a time on a boundary ``k window`` (as the
-    tracer's ticks give it) falls in window ``k`` whatever the rounding of ``t / window``."""
-    return np.floor(np.maximum(np.asarray(t, np.float64), 0.0) / window * (1.0 + 1e-12)).astype(np.int64)
+def _window_index(t: np.ndarray, window: float, resolution: float = 0.0) -> np.ndarray:
+    """``floor(t / window)`` (t >= 0). Where the window is a whole number ``W`` of the trace's timer ticks
+    (``resolution`` ticks a second), in exact integers: ``tick // W``. Else with a relative 1e-12, so that a time on
+    a boundary ``k window`` falls in window ``k`` whatever the rounding of ``t / window``; that tolerance alone put
+    a send one tick before a boundary into the next window in a long trace (1999.999999999 s, ns ticks, 1 s
+    windows: ``window2000``)."""
+    t = np.maximum(np.asarray(t, np.float64), 0.0)
+    ticks = window * resolution
+    whole = round(ticks) if np.isfinite(ticks) else 0
+    if whole >= 1 and abs(ticks - whole) <= 1e-9 * whole and float(np.max(t, initial=0.0)) * resolution < 2 ** 52:
+        return np.rint(t * resolution).astype(np.int64) // int(whole)
+    return np.floor(t / window * (1.0 + 1e-12)).astype(np.int64)
 
 
 _MAX_WINDOWS = 2 ** 53
@@ -192,7 +200,8 @@ def _window_ids(rec: TraceRecords, window: float) -> tuple[np.ndarray, np.ndarra
                           f"{rec.path} (its last record is {last:.6g} s after its start; a shorter window numbers "
                           f"more than 2**53 windows, which float64 cannot count exactly)",
                           "Is the window in seconds (1e-3 is a millisecond)?")
-    return _window_index(rec.time, window), _window_index(ct, window)
+    both = _window_index(np.concatenate([rec.time, ct]), window, float(getattr(rec, "resolution", 0.0)))
+    return both[:rec.time.size], both[rec.time.size:]  # one rule for both (the exact one, or the tolerance)
 
 
 def _check_scale(rec: TraceRecords, scale: float) -> None:
@@ -302,7 +311,7 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
         parts = [p2p] + [st for e in steps if e for st in e]
         tr = _exchange(n, parts, f"trace {name}")
         if tr.n_flows == 0:
-            raise _no_traffic(rec)
+            raise _no_traffic(rec, scale)
         return tr
     phases, labels = [], []
 
@@ -331,14 +340,21 @@ def from_trace(path, mode: str = "aggregate", phase_rule: str = "collectives", w
             parts += [st for i in np.flatnonzero(cw == k) if steps[i] for st in steps[i]]
             add(parts, f"window{int(k)}")
     if not phases:
-        raise _no_traffic(rec)
+        raise _no_traffic(rec, scale)
     return phased(phases, names=labels, name=f"trace {name}")
 
 
-def _no_traffic(rec: TraceRecords) -> ConfigError:
+def _no_traffic(rec: TraceRecords, scale: float = 1.0) -> ConfigError:
+    """The trace makes no traffic: a ``bytes_scale`` of 0 on a trace with bytes is named as such (it was refused
+    as a trace with no MPI traffic); else the trace's records are counted, those with bytes apart."""
+    carry = int(np.count_nonzero(rec.nbytes > 0))
+    if scale == 0 and (carry or any(c.sent.any() or c.received.any() for c in rec.collectives)):
+        return ConfigError("traffic.bytes_scale", scale, "a factor > 0 (0 scales every byte of the trace away, and "
+                           "a traffic of no bytes has no completion time)",
+                           f"The trace {rec.path} has {carry} send record(s) with bytes.")
     ign = f"; ignored: {dict(sorted(rec.ignored.items()))}" if rec.ignored else ""
     return _error(rec.path, "an OTF2 trace with MPI traffic (MpiSend/MpiIsend records or collectives with bytes)",
-                  f"It has {rec.n_send} MpiSend, {rec.n_isend} MpiIsend records with bytes and "
+                  f"It has {rec.n_send} MpiSend and {rec.n_isend} MpiIsend records ({carry} with bytes) and "
                   f"{len(rec.collectives)} collective operations{ign}.")
 
 
