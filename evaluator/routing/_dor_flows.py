@@ -114,10 +114,12 @@ def _flow_links_fn(g, runs):
         ps, pd = g.packed(ftables, src), g.packed(ftables, dst)
         nbr = ftables["neighbor"]
         links, fracs = [], []
-        for pos, (k, ring) in enumerate(runs):
+        for k, ring in runs:
             n = ring.n
             s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
-            rest = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32) * strides[j])
+            # the dimensions travelled before k (by the routing's order, size-1 dimensions included, which have
+            # no run) at the destination's coordinates, the others at the source's
+            rest = sum(((coord(pd if j in order[:order.index(k)] else ps, j).astype(jnp.int32) * strides[j])
                         for j in rings if j != k), jnp.zeros_like(s))
             if ring.direct >= 0:  # a two-router ring: one link, "positive"
                 links.append(jnp.where(s != t, nbr[rest + s * strides[k], 2 * k], -1)[:, None])
@@ -151,11 +153,11 @@ def _flow_runs_fn(g, runs, run_meta, tie_base):
         link is at, and the fraction of the flow's bytes on it."""
         ps, pd = g.packed(ftables, src), g.packed(ftables, dst)
         hops, first, frac = [], [], []
-        for pos, (k, ring) in enumerate(runs):
+        for k, ring in runs:
             n = ring.n
             s, t = coord(ps, k).astype(jnp.int32), coord(pd, k).astype(jnp.int32)
             # the ring's rank among the dimension's rings (pre-major): its other coordinates in the grid without k
-            ring_id = sum(((coord(pd if j in order[:pos] else ps, j).astype(jnp.int32)
+            ring_id = sum(((coord(pd if j in order[:order.index(k)] else ps, j).astype(jnp.int32)
                             * int(np.prod([dims[i] for i in range(j + 1, nd) if i != k], dtype=np.int64)))
                            for j in rings if j != k), jnp.zeros_like(s))
             bases = [b for kk, _, b in run_meta if kk == k]
