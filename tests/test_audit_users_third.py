@@ -156,8 +156,9 @@ def test_buyer_prints_decimal_bandwidth_and_four_digits():
 
     from evaluator.studies.buyer import _fmt_t
 
-    assert _fmt_t(3.7232e-6) == "3.723 us" and _fmt_t(3.7245e-6) == "3.725 us"    # both were 3.72 us
-    assert _fmt_t(float("nan")) == "NaN"
+    us = ("us", 1e-6)  # (each column's unit is named in its head since 2026-12-07)
+    assert _fmt_t(3.7232e-6, us) == "3.723" and _fmt_t(3.7245e-6, us) == "3.725"    # both were 3.72 us
+    assert _fmt_t(float("nan"), us) == "NaN"
     from evaluator.studies import buyer
 
     ds = xr.Dataset(attrs={"equal": "cost", "tolerance": 0.1, "link_bandwidth": 2.5e10, "link_product": "x"})
