@@ -177,9 +177,10 @@ class RoutingOperator:
     ``flow_count`` and ``flow_compact`` (optional, with ``flow_links``):
     ``flow_count(flow_tables, src, dst) -> Int[Array, "flow"]``, the number
     of links each flow lists, and ``flow_compact(flow_tables, src, dst,
-    size) -> (links [size], fractions [size], flow [size], needed)``, the
-    flows' links back to back (each flow's in ``flow_links``' order, -1 and
-    0 past ``needed``, the total; cut short when ``needed > size``): a few
+    weight, size) -> (links [size], bytes [size, ...], needed)``, the
+    flows' links back to back (each flow's in ``flow_links``' order) with the
+    bytes of ``weight [flow, ...]`` on each (-1 and 0 past ``needed``, the
+    total; cut short when ``needed > size``): a few
     flows routed in as many entries as they have links, not ``flow_width``
     each (DOR's paths are mostly much shorter than its longest).
     """
