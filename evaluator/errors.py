@@ -65,6 +65,7 @@ __all__ = [
     "positive_int",
     "positive_float",
     "int_list",
+    "int_array",
     "per_dim",
     "reason",
     "NOT_COMPUTED",
@@ -291,6 +292,26 @@ def cause_text(exc: BaseException) -> str:
 def is_int(value: Any) -> bool:
     """Whether ``value`` is an integer (Python or NumPy), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def int_array(field: str, values: Any, allowed: str, low: int | None = None, high: int | None = None) -> np.ndarray:
+    """``values`` as an int64 array of its shape, refused (:class:`ConfigError` naming ``field``, the first bad entry
+    and its index, and ``allowed``) unless every entry is an integer (a float of integral value is one; 0.7, NaN,
+    a bool or text are not: a cast read 0.7 as 0) in ``[low, high)`` where those are given."""
+    a = np.asarray(values)
+    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        if a.size == 0:
+            return np.zeros(a.shape, np.int64)
+        raise ConfigError(field, f"an array of {a.dtype}", allowed)
+    bad = np.zeros(a.shape, bool) if a.dtype.kind in "iu" else ~np.isfinite(a) | (a != np.round(a))
+    if low is not None:
+        bad |= a < low
+    if high is not None:
+        bad |= a >= high
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ConfigError(field, a[at].item(), f"{allowed} (entry {list(at)} is not)")
+    return a.astype(np.int64)
 
 
 def positive_int(field: str, value: Any, minimum: int = 1) -> int:

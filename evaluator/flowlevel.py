@@ -45,7 +45,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._ops import segment_add
 from ._types import AnyArray
-from .errors import ConfigError, ResourceError, available_memory, check_memory, fmt_size
+from .errors import ConfigError, ResourceError, available_memory, check_memory, fmt_size, int_array
 
 __all__ = ["REL_TIE", "WEIGHT_MODES", "max_min_rates", "max_min_finish", "max_min_progress", "progress_active",
            "flow_incidence", "incidence_loads"]
@@ -358,14 +358,7 @@ def _int_ids(field: str, a, n: int, what: str) -> np.ndarray:
     """``a`` as int64 ids, refused (naming ``field``, the first bad value and what is allowed) unless every one is
     an integer in ``[0, n)``: the device gathers clip an id past the end to the last one (a flow to task 20 of 15
     was routed to task 14) and drop a link past the end (a node 17 of 15 lost its ejection link)."""
-    a = np.asarray(a)
-    allowed = f"integer {what} in [0, {n})"
-    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
-        raise ConfigError(field, f"an array of {a.dtype}", allowed)
-    bad = ~np.isfinite(a) | (a != np.round(a)) | (a < 0) | (a >= n) if a.dtype.kind == "f" else (a < 0) | (a >= n)
-    if np.any(bad):
-        raise ConfigError(field, a[tuple(np.argwhere(bad)[0])].item(), allowed)
-    return a.astype(np.int64)
+    return int_array(field, a, f"integer {what} in [0, {n})", 0, n)
 
 
 def _check_ids(n_nodes: int, task_node, src, dst):

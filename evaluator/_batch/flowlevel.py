@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from .._types import Float, Int
-from ..errors import ConfigError
+from ..errors import ConfigError, int_array
 from ..flowlevel import WEIGHT_MODES, max_min_finish, progress_active
 from .blocks import bucket_size
 
@@ -150,8 +150,7 @@ def progress_batch(links, frac, capacity, nbytes, latency, sender, receiver, pha
                                                         job)
     ids = []
     for name, a, n in (("sender", sender, n_ranks), ("receiver", receiver, n_ranks), ("phase", phase, n_steps)):
-        a = _integers(name, a, f"integers in [0, {n})")
-        _refuse_where(name, a, (a < 0) | (a >= n), f"integers in [0, {n})")
+        a = int_array(name, a, f"integers in [0, {n})", 0, n)
         ids.append(a.astype(np.int32))
     P, F, K = shape
     Pb, Fb, Kb = bucket_size(P, 1), bucket_size(F), bucket_size(K, 1)
@@ -192,24 +191,12 @@ def _refuse_where(field: str, a: np.ndarray, bad: np.ndarray, allowed: str) -> N
         raise ConfigError(field, a[at].item(), f"{allowed} (entry {list(at)} is not)")
 
 
-def _integers(field: str, a, allowed: str) -> np.ndarray:
-    """``a`` as int64, refused (naming ``field``) unless every entry is an integer (a float array of integral
-    values is read as such; 0.7 is not read as 0)."""
-    a = np.asarray(a)
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
-        raise ConfigError(field, f"an array of {a.dtype}", allowed)
-    if not np.issubdtype(a.dtype, np.integer):
-        _refuse_where(field, a, ~np.isfinite(a) | (a != np.round(a)), allowed)
-    return a.astype(np.int64)
-
-
 def _check_flows(links, frac, n_links: int, nbytes, when: str, t, flow_weight, job):
     """The per-flow inputs of :func:`max_min_batch` and :func:`progress_batch`, refused where they would be
     misread (a NaN or negative size read as 0 bytes, a link below -1 or a NaN fraction read as padding, a link
     id 0.7 read as link 0, a job id 1.5 read as 1): ``(links, frac, nbytes, t, flow_weight, job)`` as arrays.
     ``when``: ``"start"`` (any finite time) or ``"latency"`` (finite, >= 0)."""
-    links = _integers("links", links, f"integer link ids in [-1, {n_links}) (-1: padding)")
-    _refuse_where("links", links, (links < -1) | (links >= n_links), f"link ids in [-1, {n_links}) (-1: padding)")
+    links = int_array("links", links, f"integer link ids in [-1, {n_links}) (-1: padding)", -1, n_links)
     frac = np.asarray(frac, np.float64)
     _refuse_where("frac", frac, ~(np.isfinite(frac) & (frac >= 0)), "finite fractions >= 0")
     nbytes = np.asarray(nbytes, np.float64)
@@ -226,7 +213,7 @@ def _check_flows(links, frac, n_links: int, nbytes, when: str, t, flow_weight, j
     if job is not None:
         if np.shape(job) != nbytes.shape:
             raise ConfigError("job", f"shape {np.shape(job)}", f"[point, flow] = {nbytes.shape}")
-        job = _integers("job", job, "an integer job id per flow")
+        job = int_array("job", job, "an integer job id per flow")
     return links, frac, nbytes, t, flow_weight, job
 
 

@@ -66,7 +66,7 @@ import numpy as np
 from jaxtyping import Bool, Float, Int
 
 from .._ops import segment_add, take, with_extra
-from ..errors import ConfigError, check_memory, is_int, require
+from ..errors import ConfigError, check_memory, int_array, is_int, require
 from ..topology import Topology
 from ._yen import _Yen, RouterGraph, router_graph, yen_paths
 from .base import Routing, RoutingOperator
@@ -155,18 +155,7 @@ class PairSet:
 
 def _int_array(field: str, values) -> Int[np.ndarray, "entry"]:
     """``values`` as a flat int64 array; non-integers (1.7 was truncated to 1, strings, NaN) are a ConfigError."""
-    a = np.asarray(values)
-    if a.dtype.kind in "iu":
-        return a.astype(np.int64).reshape(-1)
-    flat = a.reshape(-1)
-    if a.dtype.kind == "f":
-        bad = ~np.isfinite(flat) | (flat != np.round(flat))
-        if not bad.any():
-            return flat.astype(np.int64)
-        raise ConfigError(field, flat[np.argmax(bad)].item(), "integer router ids (keys s * R + d)")
-    if flat.size == 0:
-        return np.zeros(0, np.int64)
-    raise ConfigError(field, flat[0].item() if a.dtype.kind != "O" else flat[0], "integer router ids (keys s * R + d)")
+    return int_array(field, values, "integer router ids (keys s * R + d)").reshape(-1)
 
 
 def _demand(demand, n: int) -> Float[np.ndarray, "entry"]:
