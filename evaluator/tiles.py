@@ -609,6 +609,16 @@ def _rank_labels(ds: xr.Dataset) -> list[str]:
     return rank_labels(ranks[:len(keys)])
 
 
+_SPEEDUPS = ("speedup_links_all", "speedup_links_seq", "speedup_time_all", "speedup_time_seq")
+
+
+def _ratio(x) -> str:
+    """A speedup for people: ``1.638``; ``inf`` (the candidate's time is 0 s, the baseline's not); ``-`` (0 s over
+    0 s: neither exchange crosses the links the ratio reads, so there is no ratio; the dataset keeps NaN)."""
+    v = float(x)
+    return "-" if np.isnan(v) else ("inf" if np.isinf(v) else f"{v:.3f}")
+
+
 def format_advice(ds: xr.Dataset, top: int = 10) -> str:
     """The ranked table and plain-language notes (what limits the exchange, the closed form, the baseline).
 
@@ -653,8 +663,8 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
                f"{t(float(r.links_all)) + '/' + t(float(r.links_seq)):>18}"
                f"{t(float(r.closed_links_all)) + '/' + t(float(r.closed_links_seq)):>19}")
         if speed:
-            row += (f"{f'{float(r.speedup_links_all):.3f}/{float(r.speedup_links_seq):.3f}':>15}"
-                    f"{f'{float(r.speedup_time_all):.3f}/{float(r.speedup_time_seq):.3f}':>16}")
+            row += (f"{_ratio(r.speedup_links_all) + '/' + _ratio(r.speedup_links_seq):>15}"
+                    f"{_ratio(r.speedup_time_all) + '/' + _ratio(r.speedup_time_seq):>16}")
         lines.append(row)
     lines += ["", "columns: tile/node = tasks per node along each dimension; pair = how a router's nodes sit "
               "(1x2x1: side by side along Y); router tile = points behind one router (the slides' tile); "
@@ -685,6 +695,9 @@ def format_advice(ds: xr.Dataset, top: int = 10) -> str:
         lines.append(f"speedup links = the baseline's best time over this candidate's on the router links alone "
                      f"(both sides links only); speedup w/ NIC = the same with every link and the NIC counted "
                      f"(all-at-once/per-dimension each); baseline: {a['baseline']}")
+        if any(not np.isfinite(float(ds.isel(candidate=i)[v])) for i in range(n) for v in _SPEEDUPS):
+            lines.append("a speedup of '-' compares two exchanges that cross no router link (0 s over 0 s: no "
+                         "ratio); 'inf' a candidate that crosses none against a baseline that does")
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -271,3 +272,25 @@ def test_long_shapes_keep_their_columns_apart():
     head = next(i for i, line in enumerate(rows) if line.startswith("rank"))
     for line in rows[head + 1: head + 4]:
         assert line.split()[1:6] == list(long.values()), line
+
+
+def test_speedups_of_candidates_that_cross_no_router_link_are_shown_as_no_ratio_or_inf():
+    """On one router (2 nodes, 2 a router) no candidate crosses a router link: its links-only time is 0 s. Against
+    a baseline on the same router the links-only speedup is 0 s over 0 s, which the table printed as 'nan/nan'; it
+    now prints '-' (no ratio; the dataset keeps NaN). Against a baseline on 8 nodes (4 routers, links crossed)
+    it is 'inf'. The speedups with the NIC are finite: injection time over injection time."""
+    one = TL.advise(TL.TileRequest((8, 8, 8), 2, 4, LINK_LIMITED, max_evaluated=0))
+    assert np.all(one["links_all"].values == 0.0) and np.all(one["time_all"].values > 0.0)
+    same = TL.compare(one, one)
+    text = TL.format_advice(same, 3)
+    assert "nan" not in text
+    rows = [ln.split() for ln in text.splitlines() if re.match(r"^\s+\d+=?\s+\d+x", ln)]
+    assert len(rows) == 3 and all(r[-2] == "-/-" for r in rows)
+    assert np.all(np.isnan(same["speedup_links_all"].values))
+    expect = float(one["time_all"].values[0]) / one["time_all"].values[:3]
+    assert [float(r[-1].split("/")[0]) for r in rows] == pytest.approx(expect, rel=1e-3)
+    base = TL.advise(TL.TileRequest((8, 8, 8), 8, 4, LINK_LIMITED, max_evaluated=0))
+    assert float(base["links_all"].values[0]) > 0.0
+    text = TL.format_advice(TL.compare(one, base), 3)
+    rows = [ln.split() for ln in text.splitlines() if re.match(r"^\s+\d+=?\s+\d+x", ln)]
+    assert all(r[-2] == "inf/inf" for r in rows) and "'inf' a candidate that crosses none" in text
