@@ -508,3 +508,19 @@ def test_network_gain_compares_the_routings_each_side_takes(study, expected):
             want = exp[f"tdn_{tdn}_net_time_bg"] / exp[f"rdn_{rdn_rt}_net_time_bg"]
             got = float(study["network_gain_oblivious"].sel(pattern=pattern, groups=q, seed=s))
             assert got == pytest.approx(want, rel=REL), (pattern, q, s, tdn, rdn_rt)
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(p=1.5), "machine.p"), (dict(p="2"), "machine.p"), (dict(a=True), "machine.a"), (dict(h=0), "machine.h"),
+    (dict(g=1), "machine.g"), (dict(g=10), "machine.g"), (dict(bandwidth=-1.0), "machine.bandwidth"),
+    (dict(bandwidth=float("inf")), "machine.bandwidth"), (dict(ports_per_switch=0), "machine.ports_per_switch"),
+    (dict(nodes_per_adaptive=0), "machine.nodes_per_adaptive"), (dict(nodes_per_adaptive=9),
+                                                                   "machine.nodes_per_adaptive")])
+def test_a_bad_machine_field_is_refused_as_the_machines(kw, field):
+    """A machine's bad field was refused as the topology's (``topology.p``), text crashed in a comparison
+    (TypeError), and ``nodes_per_adaptive=0`` was accepted; each is refused when the machine is made, naming
+    ``machine.FIELD``. (DF(2,4,2,g): A*H+1 = 9 groups at most; A*P = 8 nodes a group.)"""
+    base = dict(p=2, a=4, h=2, g=5)
+    with pytest.raises(errors.ConfigError) as e:
+        RdnMachine(**{**base, **kw})
+    assert e.value.field == field

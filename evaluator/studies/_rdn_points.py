@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from ..errors import ConfigError, ResourceError, require
+from ..errors import ConfigError, ResourceError, is_int, positive_float, positive_int, require
 from ..evaluation import evaluate_batch
 from ..jobs import Background, background_rates
 from ..lp import adaptive_size, edge_size
@@ -46,6 +46,19 @@ class RdnMachine:
     bandwidth: float = 12.0e9
     ports_per_switch: int = 1
     nodes_per_adaptive: int | None = None
+
+    def __post_init__(self):
+        """Refuse a bad field at construction, named ``machine.FIELD`` (the topology built from it named its own
+        fields, ``topology.p``, and text crashed in a comparison)."""
+        for name in ("p", "a", "h", "g", "ports_per_switch"):
+            positive_int(f"machine.{name}", getattr(self, name))
+        require(2 <= self.g <= self.a * self.h + 1, "machine.g", self.g,
+                f"groups in [2, A*H+1] = [2, {self.a * self.h + 1}] (one global link between every two groups)")
+        positive_float("machine.bandwidth", self.bandwidth)
+        if self.nodes_per_adaptive is not None:
+            require(is_int(self.nodes_per_adaptive) and 1 <= self.nodes_per_adaptive <= self.nodes_per_group,
+                    "machine.nodes_per_adaptive", self.nodes_per_adaptive,
+                    f"None (8/9 of a group) or an integer in [1, A*P] = [1, {self.nodes_per_group}]")
 
     @property
     def nodes_per_group(self) -> int:
