@@ -494,3 +494,27 @@ def test_bad_parameters_are_refused_naming_field_and_value(build, field, value):
     assert info.value.field == field
     msg = str(info.value)
     assert msg.startswith(f"{field} = {value} is invalid: allowed is ")
+
+
+@pytest.mark.parametrize("build, value", [
+    (lambda: dragonfly(2, 4, 2, name=5), "5"), (lambda: torus((4, 4), name=""), "''"),
+    (lambda: gemini((2, 2, 2), name=3), "3"), (lambda: bgq_partition((1, 1, 1, 1), name=[1]), "[1]"),
+    (lambda: fat_tree(k=4, levels=2, name=7), "7"), (lambda: rdn(2, 4, 2, 5, name=1.0), "1.0")])
+def test_a_name_that_is_no_text_is_refused(build, value):
+    """``dragonfly(..., name=5)`` kept the number as the network's name (shown and written to datasets as it);
+    every builder now refuses a name that is not a non-empty string, before building."""
+    with pytest.raises(ConfigError) as e:
+        build()
+    assert e.value.field == "topology.name" and f"= {value} is invalid" in str(e.value)
+
+
+def test_gemini_without_an_injection_bandwidth_is_refused_not_the_torus_default():
+    """``gemini(injection_bandwidth=None)`` fell back to the plain torus's default, the router's outgoing bandwidth
+    over its 2 nodes (6.0 GB/s here with 8 GB/s X/Z links), which is no Gemini NIC; it is refused. The default
+    stays Gemini's 6.4 GB/s."""
+    with pytest.raises(ConfigError) as e:
+        gemini((2, 2, 2), xz_bandwidth=8.0e9, injection_bandwidth=None)
+    assert e.value.field == "topology.injection_bandwidth"
+    g = gemini((2, 2, 2))
+    assert float(g.capacity[g.n_router_links]) == 6.4e9
+    assert dragonfly(2, 4, 2).name == "DF(2,4,2,9)" and torus((4, 4), name="mine").name == "mine"

@@ -11,7 +11,7 @@ import numpy as np
 from ..latency import LatencyConfig
 from .._types import ConfigOf, Int
 from ..errors import check_memory, positive_float, positive_int, require
-from .base import Topology, TopologyKind, frozen, node_links
+from .base import Topology, TopologyKind, check_name, frozen, node_links
 
 __all__ = ["DragonflyTopology", "dragonfly", "dragonfly_bytes", "GLOBAL_ARRANGEMENTS", "DragonflyConfig", "DRAGONFLY"]
 
@@ -207,6 +207,7 @@ def dragonfly(
     allocated, with a :class:`~evaluator.errors.ResourceError` naming the
     ``topology`` and its ``p, a, h, g``.
     """
+    name = check_name(name)
     p, a, h, g, arr = _check_sizes(p, a, h, g, arrangement)
     bp, bl, br = (positive_float(f"topology.bandwidth_{k}", b) for k, b in (("p", bandwidth_p), ("l", bandwidth_l),
                                                                           ("r", bandwidth_r)))

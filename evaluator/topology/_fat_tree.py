@@ -61,7 +61,7 @@ import numpy as np
 from ..latency import LatencyConfig
 from .._types import ConfigOf, Int, RouterInts
 from ..errors import ConfigError, check_memory, is_int, positive_float, positive_int, require
-from .base import Topology, TopologyKind, frozen, node_links
+from .base import Topology, TopologyKind, check_name, frozen, node_links
 
 __all__ = ["FatTreeTopology", "fat_tree", "fat_tree_bytes", "FatTreeConfig", "FAT_TREE"]
 
@@ -364,6 +364,7 @@ def fat_tree(
     :class:`~evaluator.errors.ResourceError` a tree whose arrays would not fit
     in memory (:func:`fat_tree_bytes`), before anything is allocated.
     """
+    name = check_name(name)
     m, w, default_name = _tree_shape(children, parents, levels, k)
     h = len(m)
     pl, bw, b_inj = _tier_links(m, w, parallel_links, link_bandwidth, injection_bandwidth, radix)

@@ -57,7 +57,7 @@ from ..latency import LatencyConfig
 from .._types import ConfigOf, Int
 from ..errors import ConfigError, check_memory, positive_float, positive_int, require
 from ._dragonfly import dragonfly, dragonfly_bytes
-from .base import Topology, TopologyKind, frozen, node_links
+from .base import Topology, TopologyKind, check_name, frozen, node_links
 
 __all__ = ["RdnTopology", "rdn", "CONFIGURATIONS", "RdnConfig", "RDN", "circle_matchings", "walecki_cycles"]
 
@@ -302,6 +302,7 @@ def rdn(
     :class:`~evaluator.errors.ResourceError` before allocating when the arrays
     would not fit in memory (:func:`rdn_bytes`).
     """
+    name = check_name(name)
     p = positive_int("topology.p", p)
     a = positive_int("topology.a", a)
     h = positive_int("topology.h", h)

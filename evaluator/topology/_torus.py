@@ -13,7 +13,7 @@ import numpy as np
 from ..latency import LatencyConfig
 from .._types import ConfigOf, Int, RouterInts
 from ..errors import check_memory, per_dim, positive_float, positive_int, require
-from .base import Topology, TopologyKind, frozen, node_links
+from .base import Topology, TopologyKind, check_name, frozen, node_links
 
 __all__ = ["TorusTopology", "torus", "torus_bytes", "bgq_partition", "gemini", "GEMINI_XZ_BANDWIDTH", "TorusConfig", "BGQConfig",
            "GeminiConfig", "TORUS", "BGQ", "GEMINI"]
@@ -186,6 +186,7 @@ def torus(
     allocated, with a :class:`~evaluator.errors.ResourceError` naming
     ``topology.dims``.
     """
+    name = check_name(name)
     require(isinstance(dims, (list, tuple, np.ndarray)) and len(dims) >= 1, "topology.dims", dims,
             "a non-empty list of positive integers")
     dims_t = tuple(positive_int(f"topology.dims[{k}]", d) for k, d in enumerate(dims))
@@ -243,6 +244,7 @@ def bgq_partition(
     refused with a :class:`~evaluator.errors.ResourceError` naming
     ``topology.midplanes``.
     """
+    name = check_name(name)
     require(isinstance(midplanes, (list, tuple, np.ndarray)) and len(midplanes) == 4, "topology.midplanes",
             midplanes, "a list of 4 positive integers (A, B, C, D midplanes)")
     mp = tuple(positive_int(f"topology.midplanes[{k}]", m) for k, m in enumerate(midplanes))
@@ -269,15 +271,18 @@ def gemini(
 
     ``dims`` is the router grid (X, Y, Z); Blue Waters is ``(24, 24, 24)``.
     """
+    name = check_name(name)
     require(isinstance(dims, (list, tuple, np.ndarray)) and len(dims) == 3, "topology.dims", dims,
             "a list of 3 positive integers (X, Y, Z Gemini routers)")
     # checked before the name reads them (int('a') or int(None) there was a ValueError or TypeError)
     dims = [positive_int(f"topology.dims[{k}]", d) for k, d in enumerate(dims)]
     bw = positive_float("topology.xz_bandwidth", xz_bandwidth)
+    # None is not Gemini's NIC: the torus's default would be the router's outgoing bandwidth over its 2 nodes
+    inj = positive_float("topology.injection_bandwidth", injection_bandwidth)
     if name is None:
         name = "Gemini " + "x".join(str(d) for d in dims)
     return torus(dims, wrap=wrap, link_bandwidth=(bw, bw / 2, bw), nodes_per_router=2,
-                 injection_bandwidth=injection_bandwidth, name=name)
+                 injection_bandwidth=inj, name=name)
 
 
 # --------------------------------------------------------------------------------------

@@ -227,6 +227,14 @@ class Topology:
         return list(zip(self.link_src[:n].tolist(), self.link_dst[:n].tolist(), range(n)))
 
 
+def check_name(name) -> str | None:
+    """A builder's ``name``, checked before any work: None (the builder's own name) or a non-empty string
+    (``name=5`` was kept as the number, then shown and written to datasets as the network's name)."""
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigError("topology.name", name, "a non-empty string, or null for the builder's own name")
+    return name
+
+
 def node_links(n_routers: int, nodes_per_router: int | NodeInts, n_router_links: int, injection_bandwidth: float,
                 n_router_classes: int):
     """Injection and ejection link arrays appended after the router links.
