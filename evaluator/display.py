@@ -56,6 +56,7 @@ SCALES: dict[str, tuple[tuple[str, float], ...]] = {
     "s": (("h", 3600.0), ("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)),
     "bytes/s": (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3), ("B/s", 1.0)),
     "bytes": (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0)),
+    "W": (("MW", 1e6), ("kW", 1e3), ("W", 1.0)),
 }
 """SI unit (as in the metric table) -> display units and their size in that SI unit, largest first."""
 

@@ -243,12 +243,23 @@ def _best(ds, fam, wl):
 def test_printed_table(study, equal):
     ds, text = study[0][equal], study[1]
     block = text.split(f"equal {equal} (tolerance")[1].split("total ")[0]
-    assert f"budget {float(ds['budget'].sel(size=N)):.1f} ({'relative' if equal == 'cost' else 'W'})" in block
+    budget = float(ds["budget"].sel(size=N))
+    watts = {"W": 1.0, "kW": 1e3, "MW": 1e6}
+    if equal == "cost":
+        assert f"budget {budget:.1f} (relative)" in block
+    else:  # decimal SI (DESIGN.md): the budget in W, kW or MW, 4 significant digits
+        value, unit = re.search(r"budget (\S+) (W|kW|MW)\n", block).groups()
+        assert float(value) * watts[unit] == pytest.approx(budget, rel=5e-4) and 1 <= float(value) < 1000
+    shown = []
     for fam in ROUTINGS:
         sel = ds.sel(size=N, network=fam)
         line = next(x for x in block.splitlines() if x.strip().startswith(fam + " ") and "cost" in x)
-        assert f"cost {float(sel['cost']):10.1f}" in line and f"power {float(sel['power']):10.0f} W" in line
+        assert f"cost {float(sel['cost']):10.1f}" in line
+        value, unit = re.search(r"power +(\S+) (W|kW|MW)\b", line).groups()
+        assert float(value) * watts[unit] == pytest.approx(float(sel["power"]), rel=5e-4), line
+        shown.append(unit)
         assert ("OUTSIDE TOLERANCE" in line) == (not bool(sel["within_tolerance"]))
+    assert len(set(shown)) == 1  # one unit for the block's power column
     best_block, every_block = block.split("best routing per network")[1].split("every routing")
     units = dict(re.findall(r"(\S+) \[(h|s|ms|us|ns)\]", best_block.splitlines()[1]))
     assert sorted(units) == sorted(WORKLOADS), best_block.splitlines()[1]  # one unit per workload column

@@ -422,20 +422,23 @@ def format_study(ds: xr.Dataset) -> str:
     """The printed report: per size the networks with their cost, power and nodes, then best routing per network
     and workload (ties joined by ``=``), every routing's mean time [min, max], and the refusals. Each workload's
     times are in one unit, named in its column's head."""
-    from ..display import format_value
+    from ..display import format_value, format_values, shared_unit
 
     lines = [f"equal {ds.attrs['equal']} (tolerance {ds.attrs['tolerance']:g}); links "
              f"{format_value(float(ds.attrs['link_bandwidth']), 'bytes/s')} ({ds.attrs['link_product']})"]
     rows = best_table(ds)
     for n in ds["size"].values:
         lines.append("")
-        lines.append(f"== {int(n)} nodes: budget {float(ds['budget'].sel(size=n)):.1f} "
-                     f"({'relative' if ds.attrs['equal'] == 'cost' else 'W'})")
+        budget = float(ds["budget"].sel(size=n))
+        lines.append(f"== {int(n)} nodes: budget " + (f"{budget:.1f} (relative)" if ds.attrs["equal"] == "cost"
+                                                      else format_value(budget, "W")))
+        power_unit = shared_unit("W", [ds["power"].sel(size=n).values])  # one unit for the block's power column
         for fam in NETWORKS:
             sel = ds.sel(size=n, network=fam)
             flag = "" if bool(sel["within_tolerance"]) else "  OUTSIDE TOLERANCE"
+            power = format_values([float(sel["power"])], "W", power_unit)[0][0]
             lines.append(f"  {fam:<10} {str(sel['topology'].values):<34} nodes {int(sel['nodes']):>6}  cost "
-                         f"{float(sel['cost']):10.1f}  power {float(sel['power']):10.0f} W{flag}")
+                         f"{float(sel['cost']):10.1f}  power {power:>10} {power_unit[0]}{flag}")
         wls = [str(w) for w in ds["workload"].values]
         units = _column_units(ds, n, wls)
         heads = [f"{w} [{units[w][0]}]" for w in wls]
