@@ -239,7 +239,7 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     check_type("topology", "topology", topology)
     trs, pls = broadcast(traffics, placements)  # (checked even where the routing has no draws: None is an answer)
     for i, (tr, pl) in enumerate(zip(trs, pls)):
-        check_pair(topology, tr, pl, None if len(trs) == 1 else i)
+        check_pair(topology, tr, pl, None if len(trs) == 1 else i, ("traffics", "placements"))
     specs = as_routing(routing).draws(k)
     if not specs:
         return None

@@ -22,12 +22,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._types import Int, Shaped
-from ..errors import ConfigError
+from ..errors import ConfigError, positive_int, require
+from ..placement import Placement, SeededPlacement
 from ..routing import Routing, unroutable_pair
 from ..topology import Topology
 from . import output
 from .banked import BankedPoints, BankPlan, run_banked
-from .checks import DEFAULT_BLOCK_SIZE
+from .checks import DEFAULT_BLOCK_SIZE, as_routing, check_pair, check_type, short
 from .compiled import batch_kernel
 from .pathsets import router_pairs
 from .run import run_batch
@@ -61,7 +62,13 @@ def evaluate_groups(topology: Topology, routing: Routing, groups: Sequence[Banke
                     banks: BankPlan | Callable[[], BankPlan | None] | None = None) -> GroupResults:
     """Evaluate every point of ``groups`` (see the module): blocks of at most ``chunk_size`` points (a refusal
     names ``chunk_size``); ``banks`` (optional) holds the flow banks planned for the traffics of the network, or
-    makes them when called (only where the banked runner is used)."""
+    makes them when called (only where the banked runner is used). The arguments are checked first
+    (:func:`_check_groups`): a wrong one is a :class:`~evaluator.errors.ConfigError` naming it."""
+    routing = as_routing(routing)
+    chunk_size = positive_int("chunk_size", chunk_size)
+    require(isinstance(keep_link_load, (bool, np.bool_)), "keep_link_load", keep_link_load, "True or False")
+    keep_link_load = bool(keep_link_load)
+    _check_groups(topology, groups)
     if routing.needs_pairs:
         return _path_sets(topology, routing, groups, keep_link_load, chunk_size, sharing, fairness, progression)
     if (topology.latency is not None or sharing != "bound"
@@ -88,6 +95,61 @@ def evaluate_groups(topology: Topology, routing: Routing, groups: Sequence[Banke
     loads = None if parts[0][2] is None else np.concatenate([ll for _, _, ll in parts])
     return GroupResults(np.concatenate([p for p, _, _ in parts]), metrics, loads, None, [], compile_s,
                         time.perf_counter() - t0 - compile_s, n_compiles)
+
+
+def _check_groups(topology: Topology, groups: Any) -> None:
+    """Refuse, before any work, groups that would give another point's or no point's numbers (until 2026-12-07 the
+    banked runner took them as they came: a placement made for a larger network gave loads of nodes clamped to
+    this one's, three positions with two placements a third point of 0 s, a seeded family of 14 tasks for a
+    traffic of 12 the family's first 12 tasks): a non-empty list of :class:`BankedPoints`, each with either one
+    placement or one seed per position, made for ``topology`` and for its traffic's tasks, and every position
+    once over the groups."""
+    check_type("topology", "topology", topology)
+    if isinstance(groups, (BankedPoints, str, bytes, dict)) or not isinstance(groups, Sequence):
+        raise ConfigError("groups", short(groups), "a list of BankedPoints (points of one traffic each)",
+                          f"Got {type(groups).__name__}.")
+    require(len(groups) > 0, "groups", 0, "at least one group of points")
+    positions = []
+    for j, g in enumerate(groups):
+        f = f"groups[{j}]"
+        if not isinstance(g, BankedPoints):
+            raise ConfigError(f, short(g), "a BankedPoints (positions, traffic, placements or seeded and seeds)",
+                              f"Got {type(g).__name__}.")
+        check_type("traffic", f"{f}.traffic", g.traffic)
+        pos = np.asarray(g.positions)
+        require(pos.ndim == 1 and (pos.size == 0 or pos.dtype.kind in "iu"), f"{f}.positions", short(g.positions),
+                "a 1-D array of integer point indices")
+        if (g.placements is None) == (g.seeded is None):
+            raise ConfigError(f, "placements and seeded both " + ("given" if g.seeded is not None else "None"),
+                              "either placements (one per position) or a seeded family with seeds, not both")
+        if g.seeded is None:
+            pls = g.placements
+            if isinstance(pls, Placement) or not hasattr(pls, "__len__"):
+                raise ConfigError(f"{f}.placements", short(pls), "a list of Placements, one per position")
+            require(len(pls) == pos.size, f"{f}.placements", f"{len(pls)} placements",
+                    f"one placement per position ({pos.size})")
+            for i, p in enumerate(pls):
+                check_type("placement", f"{f}.placements[{i}]", p)
+                check_pair(topology, g.traffic, p, i, ("traffic", f"{f}.placements"))
+        else:
+            s = g.seeded
+            if not isinstance(s, SeededPlacement):
+                raise ConfigError(f"{f}.seeded", short(s), "a SeededPlacement (a seeded placement family)")
+            seeds = np.asarray(g.seeds) if g.seeds is not None else np.zeros((0, 0))
+            require(seeds.ndim == 1 and seeds.size == pos.size and (seeds.size == 0 or seeds.dtype.kind in "iu"),
+                    f"{f}.seeds", short(g.seeds), f"one integer seed per position ({pos.size})")
+            require(s.n_nodes == topology.n_nodes, f"{f}.seeded", s.name,
+                    f"a placement family made for {topology.name} ({topology.n_nodes} nodes); it was made for "
+                    f"{s.n_nodes} nodes")
+            require(s.n_tasks == g.traffic.n_tasks, f"{f}.seeded.n_tasks", s.n_tasks,
+                    f"the traffic's task count {g.traffic.n_tasks} ({g.traffic.name})")
+        positions.append(pos.astype(np.int64, copy=False))
+    every = np.concatenate(positions)
+    if every.size:
+        keys = np.sort(every)
+        dup = keys[1:][keys[1:] == keys[:-1]]
+        require(dup.size == 0, "groups", f"position {int(dup[0])} in more than one point" if dup.size else None,
+                "every position once over the groups (a point's results go back to its position)")
 
 
 def _whole_batch(topology: Topology, routing: Routing, groups: Sequence[BankedPoints], keep: bool, chunk_size: int,

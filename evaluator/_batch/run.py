@@ -39,7 +39,7 @@ def run_batch(topology: Any, routing: Any, traffics: Any, placements: Any, keep_
     routing = as_routing(routing)
     n = len(traffics)
     for i, (t, p) in enumerate(zip(traffics, placements)):
-        check_pair(topology, t, p, None if n == 1 else i)
+        check_pair(topology, t, p, None if n == 1 else i, names)  # (``placements[i]`` where the argument is a list)
     block_size, block_name = block_size_arg(block_size, chunk_size)
     require(isinstance(sharing, str) and sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}",
             nearest(sharing, SHARINGS))
