@@ -158,7 +158,9 @@ def label(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "x".join(label(v) for v in value)
     if isinstance(value, float) and value.is_integer() and abs(value) >= 1e3:
-        return f"{value:.6g}"
+        # six significant digits where they give the value back ("2e+09"), else as many as it takes: 1234567.0 and
+        # 1234568.0 were both "1.23457e+06", one coordinate label naming two rows (until 2026-12-07)
+        return next(t for t in (f"{value:.{p}g}" for p in range(6, 18)) if float(t) == value)
     return str(value)
 
 
@@ -426,9 +428,10 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
-def _check_distinct(field: str, values: Sequence[Any], labels: Sequence[str]) -> None:
+def _check_distinct(field: str, values: Sequence[Any], labels: Sequence[str], check_labels: bool = True) -> None:
     """Refuse an axis (or a zip's rows) that gives one value twice: it would evaluate the same points twice and
-    give the dataset a coordinate label that names two rows (``--where``, ``sel`` and the tables then mix them)."""
+    give the dataset a coordinate label that names two rows (``--where``, ``sel`` and the tables then mix them); and,
+    with ``check_labels`` (labels made from the values), distinct values labelled alike (``8`` and ``'8'``)."""
     seen: dict[Any, int] = {}
     for i, v in enumerate(values):
         j = seen.setdefault(_canonical(v), i)
@@ -438,6 +441,15 @@ def _check_distinct(field: str, values: Sequence[Any], labels: Sequence[str]) ->
             raise ConfigError(field, list(values) if len(values) <= 20 else labels[i], "distinct values (each once)",
                               f"Entries {j} and {i}: {same}; a repeated value evaluates the same points twice and "
                               f"gives the dataset a coordinate that names two rows.")
+    shown: dict[str, int] = {}
+    # distinct values that read alike (8 and '8'): one label, two rows
+    for i, text in enumerate(labels if check_labels else ()):
+        j = shown.setdefault(text, i)
+        if j != i:
+            raise ConfigError(field, list(values) if len(values) <= 20 else text,
+                              "values whose labels differ (each label names one row of the dataset)",
+                              f"Entries {j} and {i} ({values[j]!r} and {values[i]!r}) are both labelled '{text}'; "
+                              f"give one of them in another form, or give the axis labels of its own.")
 
 
 def short_keys(keys: Sequence[str]) -> list[str]:
@@ -576,7 +588,7 @@ def _expand(axes_cfg: dict[str, Any], budget: _Budget, leaf_type=None) -> list[A
             values = tuple(zip(*cols.values()))
             short = short_keys(keys)
             labels = tuple(" ".join(f"{s}={label(x)}" for s, x in zip(short, row)) for row in values)
-            _check_distinct(f"sweep.axes.{name}.zip", values, labels)
+            _check_distinct(f"sweep.axes.{name}.zip", values, labels, check_labels=spec.get("label") is None)
             for k in keys:
                 earlier[k] = cols[k]
             ax = Axis(name, keys, values, labels)

@@ -98,6 +98,46 @@ def _leaf_type(obj, key: str) -> tuple[str, bool] | None:
     return None if words is None else (words + (" or null" if optional else ""), is_list)
 
 
+_NUMERIC = {int: ("an integer", "integers"), float: ("a number", "numbers"), bool: ("true or false", "booleans")}
+
+
+def _numeric_type(obj, key: str) -> tuple[str, bool] | None:
+    """``(words, is_list)`` where the schema type of the dotted ``key`` of the typed config ``obj`` is a number, an
+    integer or a boolean (``is_list``: a list of them), None for any other type or key."""
+    head, _, last = key.rpartition(".")
+    try:
+        holder = _get_path(obj, head) if head else obj
+        hints = typing.get_type_hints(type(holder)) if dataclasses.is_dataclass(holder) else {}
+    except Exception:  # noqa: BLE001 - not a key of the schema: the axis check names it
+        return None
+    tp = hints.get(last)
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
+        tp = args[0]
+    if typing.get_origin(tp) is list and len(typing.get_args(tp)) == 1 and typing.get_args(tp)[0] in _NUMERIC:
+        return f"a list of {_NUMERIC[typing.get_args(tp)[0]][1]}", True
+    return (_NUMERIC[tp][0], False) if tp in _NUMERIC else None
+
+
+def _check_not_text(obj, field: str, key: str, values) -> None:
+    """Refuse text where the key's schema type is a number, an integer or a boolean (``'8'``, ``'1e6'``,
+    ``'false'``). The schema check converts such text (OmegaConf reads ``'8'`` as 8), but a point is set the value
+    as given: every point with it was infeasible with a reason that called the value out of range
+    (``traffic.n_tasks: an integer >= 1`` for ``'8'``, ``traffic.bytes: a finite number > 0`` for ``'1e6'``) while
+    the sweep ran (until 2026-12-07)."""
+    numeric = _numeric_type(obj, key)
+    if numeric is None:
+        return
+    words, is_list = numeric
+    for v in values:
+        entries = v if is_list and isinstance(v, (list, tuple)) else [v]
+        text = next((x for x in entries if isinstance(x, str)), None)
+        if text is not None:
+            raise ConfigError(field, v, f"{words} (the key's type)",
+                              f"{text!r} is text: a point would be set the text itself, not the number it reads as. "
+                              f"Give it without quotes.")
+
+
 def _set_path(obj, key: str, value) -> None:
     parts = key.split(".")
     cur = obj
@@ -508,6 +548,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
                 continue
             for kk, key in enumerate(ax.keys):
                 check_assignment(obj, key, reps[(ax.name, kk)])
+                _check_not_text(obj, f"sweep.axes.{key}", key, reps[(ax.name, kk)])
         prices_from(obj.cost)  # a bad price table is refused before anything runs
         bases[combo] = obj
     run_hash = hashlib.sha256(
