@@ -6,9 +6,12 @@ Two file formats, told apart by the file's name and shape (or by a prefix, ``ran
 * a **rank-order file** (``MPICH_RANK_ORDER`` for ``MPICH_RANK_REORDER_METHOD=3``, as ``evaluator placement
   --write-rank-order`` and ``evaluator map --write-rank-order`` write it, or a Cray ``grid_order`` output): one
   line per node, in the order the launcher fills the nodes, holding that node's ranks (commas, ranges ``a-b``,
-  ``#`` comments). Line ``i`` goes to the ``i``-th node of the ``node_list`` file beside it (``aprun -L``: the
-  listed nodes, filled in the order listed, ascending id as the writers list them), or, without one, to the
-  ``i``-th node available to the job (``--nodes``, in its fill order). A file whose name contains
+  ``#`` comments). Line ``i`` goes to the ``i``-th node of the ``node_list`` file beside it in the order the
+  launcher fills the listed nodes (``aprun -L`` takes them as a set: ascending id, or ALPS's order of a 3-D
+  torus where the file says ``# fill: alps``; whatever order the node_list lists them in, which until
+  2026-12-07 was read as the fill order, another mapping than the launcher's where it was not ascending; a
+  node_list that lists a node twice is refused), or, without one, to the ``i``-th node available to the job
+  (``--nodes``, in its fill order). A file whose name contains
   ``RANK_ORDER``, or with a line of several ranks, is read so, but for a file of one line holding more ids than
   a node takes ranks (``--tasks-per-node``), which no rank order can be: a node list written on one line;
 * a **node list**: one node id per rank, rank 0 first (newlines, commas or spaces; ranges ``a-b`` stand for one
@@ -123,14 +126,16 @@ def _check_line_lengths(text: str, lines: list[np.ndarray], tpn: int, field: str
 _FILL = re.compile(r"^\s*#\s*fill:\s*(\S*)", re.MULTILINE)
 
 
-def _in_fill_order(text: str, nodes: np.ndarray, topology, field: str, value: str) -> np.ndarray:
+def _in_fill_order(text: str, nodes: np.ndarray, topology, field: str, value: str, listed: bool = False
+                   ) -> np.ndarray:
     """``nodes`` in the order the launcher fills them, as the rank-order file's ``# fill:`` line says
     (:func:`~evaluator.placement.rank_order.rank_order_text`): ``alps``, ALPS's order of a 3-D torus
-    (``evaluator placement`` writes its lines so by default there); ``id`` or no such line, as listed."""
+    (``evaluator placement`` writes its lines so by default there); ``id`` or no such line: ascending id where
+    ``listed`` (the nodes of a ``node_list``, which ``aprun -L`` takes as a set), else as given (``--nodes``)."""
     m = _FILL.search(text)
     fill = m.group(1) if m else "id"
     if fill == "id":
-        return nodes
+        return np.sort(nodes) if listed else nodes
     if fill != "alps":
         raise ConfigError(field, value, "a rank-order file whose '# fill:' line says alps or id",
                           f"It says {fill!r}.")
@@ -208,11 +213,15 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
             raise ConfigError(field, str(beside), "a readable node_list text file",
                               str(getattr(exc, "strerror", None) or exc)) from None
         fill = parse_node_ids(beside_text, f"{field} ({beside})", limit=topology.n_nodes, machine=topology.name)
+        ids, counts = np.unique(fill, return_counts=True)
+        if (counts > 1).any():
+            raise ConfigError(field, str(beside), "a node_list of distinct node ids (aprun -L takes each node once)",
+                              f"It lists node {int(ids[counts > 1][0])} {int(counts[counts > 1][0])} times.")
         source = f"the {fill.size} nodes of {beside}"
     else:
         fill = np.asarray(nodes, np.int64)
         source = f"the {fill.size} nodes available to the job (--nodes)"
-    fill = _in_fill_order(text, fill, topology, field, value)
+    fill = _in_fill_order(text, fill, topology, field, value, listed=beside.is_file())
     if len(lines) > fill.size:
         raise ConfigError(field, value, f"at most one line per node of {source}",
                           f"It has {len(lines)} lines (one per node).")
