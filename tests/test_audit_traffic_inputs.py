@@ -164,3 +164,23 @@ def test_npz_array_nothing_reads_is_refused_with_the_name_it_may_be(tmp_path):
     t = from_file(str(s))
     assert t.n_tasks == 2 and sorted(zip(t.src.tolist(), t.dst.tolist(), t.nbytes.tolist())) == [(0, 1, 3.0),
                                                                                              (1, 0, 4.0)]
+
+
+def test_a_traffics_flows_cannot_be_changed_behind_its_checks():
+    """A Traffic's arrays are checked when it is made (finite bytes >= 0, ids in range); they were writable, so
+    ``t.nbytes[0] = nan`` afterwards gave ``completion_time = nan`` with no error. They are now read-only views;
+    the arrays the caller passed stay the caller's (still writable)."""
+    from evaluator import evaluate, placement, topology
+    from evaluator.traffic import Traffic, from_flows
+
+    t = from_flows(4, [0, 1], [1, 2], [8.0, 16.0])
+    for field, bad in (("nbytes", np.nan), ("src", 7), ("dst", -1)):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(t, field)[0] = bad
+    own = np.array([5.0, 6.0])
+    u = Traffic(4, np.array([0, 1]), np.array([2, 3]), own)
+    assert own.flags.writeable and not u.nbytes.flags.writeable
+    topo = topology.torus((4,))
+    ds = evaluate(topo, t, placement.linear(topo, 4), "dor")
+    # one hop each on a 4-ring: the busiest router link carries 16 B (the node links as much, at the same speed)
+    assert float(ds["completion_time"]) == pytest.approx(16.0 / float(topo.capacity[0]), rel=1e-12)

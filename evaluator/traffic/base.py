@@ -248,6 +248,10 @@ class Traffic(_Exchange):
                 "byte counts with a finite total (below 1.8e308 B; every load and time would be inf or NaN)",
                 f"The {self.src.size} flows' bytes come from the traffic's byte size (traffic.bytes, "
                 f"traffic.bytes_per_element, ... of its kind, or a file's bytes): make it smaller.")
+        for field in ("src", "dst", "nbytes"):  # read-only views: a flow set to NaN after the checks gave NaN times
+            view = getattr(self, field).view()
+            view.setflags(write=False)
+            object.__setattr__(self, field, view)
 
     @property
     def kernel_input(self) -> str:
