@@ -15,8 +15,10 @@ uses and advances through its solo timeline at ``s`` seconds per second.
 Speeds are max-min fair (progressive filling): all speeds rise together
 from 0; when a link becomes full (``sum_j s_j r[j, l] = c[l]``), the jobs
 that use it are frozen at the current level and the others go on rising,
-until every job is frozen or has reached speed 1. On one shared link this
-gives every job an equal share of its bandwidth. Speeds are recomputed at
+until every job is frozen or has reached speed 1. On one shared link that
+every job alone would fill (its bottleneck) this gives every job an equal
+share of its bandwidth; a job whose bottleneck is elsewhere uses less of it
+at the same speed (equal speeds, not equal bytes/s). Speeds are recomputed at
 every *event*: a job finishing (the others may speed up) or a job moving to
 its next phase (its link usage changes). Between events speeds are
 constant, so the whole run is a finite sequence of intervals, computed
