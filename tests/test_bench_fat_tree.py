@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from evaluator import placement, routing, traffic
-from evaluator.bench.baseline import BYTES_PER_ENTRY, routing_matrix, scipy_serves
+from evaluator.bench.baseline import routing_matrix, scipy_serves
 from evaluator.errors import ResourceError
 from evaluator.topology import fat_tree
 from evaluator.traffic import dense as structured
@@ -51,13 +51,14 @@ def test_matrix_against_the_label_walk(name, kind):
 def test_too_large_a_matrix_is_refused_before_building():
     big = fat_tree(k=48, levels=3)  # D-mod-k: 2,304 leaves x 2,304 keys x (1 + 2) entries
     base = routing_matrix(big, routing.dmodk(), max_bytes=1e8)
-    assert base.estimate() == (2304 * 48 * 48 + big.n_nodes) * 3  # 16 M entries: about 0.8 GB to build
+    assert base.estimate() == (2304 * 48 * 48 + big.n_nodes) * 3  # 16 M entries: about 1.8 GB to build
+    assert base.bytes_per_entry == 112  # a fat tree's build peaks at 66-95 bytes an entry (tests/test_audit_bench.py)
     with pytest.raises(ResourceError) as e:
         base.build()
-    assert e.value.field == "bench.scipy_baseline" and "780 MB" in str(e.value)
+    assert e.value.field == "bench.scipy_baseline" and "1.82 GB" in str(e.value)
     assert base.R is None
     small = tree("tapered")
-    tiny = routing_matrix(small, routing.ecmp_spray(), max_bytes=BYTES_PER_ENTRY * 3)
+    tiny = routing_matrix(small, routing.ecmp_spray(), max_bytes=112 * 3)
     with pytest.raises(ResourceError):
         tiny.link_loads(*_one_point(small))
     assert tiny.R is None

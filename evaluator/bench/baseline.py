@@ -166,8 +166,9 @@ class SparseMatrixBaseline(RoutingMatrix):
         Dragonfly: intra-group pairs x 1 + inter-group pairs x ``m*3``
         (minimal) or ``(g-2)*m*(2+3m)`` (Valiant). Torus: per flow 2 + its
         DOR hops (a split tie counted twice), computed from the coordinates for
-        a sparse traffic with a placement, or from the mean ring distance for a
-        dense one (never materialised here).
+        a sparse traffic with a placement, from the senders' and receivers'
+        coordinates per dimension for a dense one with a placement (never
+        materialised here), or, without a placement, from the mean ring distance.
         """
         t = self.topology
         if self.per_pair:
@@ -178,6 +179,8 @@ class SparseMatrixBaseline(RoutingMatrix):
             return int(intra + inter * per)
         dims, wrap = [int(n) for n in t.dims], [bool(w) for w in t.wrap]
         split = self.routing.tie == "split"
+        if placement is not None and traffic.kernel_input == "dense":
+            return 2 * int(traffic.n_flows) + self._dense_dor_count(traffic, placement)
         if placement is None or traffic.kernel_input != "flows":  # no flow list to walk (dense: never listed)
             mean = 0.0
             for n, w in zip(dims, wrap):  # mean ring distance over all coordinate pairs, ties twice
@@ -191,6 +194,33 @@ class SparseMatrixBaseline(RoutingMatrix):
         sr = self.node_router[tn[traffic.src]]
         dr = self.node_router[tn[traffic.dst]]
         return 2 * int(traffic.n_flows) + self._dor_count(sr, dr)
+
+    def _dense_dor_count(self, traffic: AbstractTraffic, placement: Placement) -> int:
+        """Router-link entries of the DOR paths of every (sending task, receiving task) pair of a dense traffic
+        on ``placement``, a split tie counted twice (an upper bound: same-task pairs add 0): per dimension, the
+        senders' and receivers' counts per coordinate and the ring distances between coordinates, ``S @ dist @
+        D`` (never a flow list). The mean ring distance over all coordinate pairs, used before, counted the
+        pairs at distance 0 among ``n_flows``: 1,200 entries for the 1,248 of a 4x4 torus's all-to-all."""
+        t = self.topology
+        n_tasks = int(traffic.n_tasks)
+        coords = np.asarray(t.router_coords, np.int64)[self.node_router[np.asarray(placement.task_node, np.int64)]]
+        sends = np.broadcast_to(np.asarray(traffic.src_weight), (n_tasks,)) > 0
+        receives = np.broadcast_to(np.asarray(traffic.dst_weight), (n_tasks,)) > 0
+        split = self.routing.tie == "split"
+        total = 0
+        for k, (n, w) in enumerate(zip([int(n) for n in t.dims], [bool(w) for w in t.wrap])):
+            c = np.arange(n)
+            if w:
+                fwd = (c[None, :] - c[:, None]) % n
+                dist = np.minimum(fwd, n - fwd)
+                if split and n > 2:
+                    dist = np.where(2 * fwd == n, n, dist)
+            else:
+                dist = np.abs(c[None, :] - c[:, None])
+            S = np.bincount(coords[sends, k], minlength=n).astype(np.float64)
+            D = np.bincount(coords[receives, k], minlength=n).astype(np.float64)
+            total += int(round(float(S @ dist @ D)))
+        return total
 
     # ---------------------------------------------------------------- build
 
@@ -414,7 +444,7 @@ class SparseMatrixBaseline(RoutingMatrix):
         arrays, the COO triplets and their CSC copy), a dense one (Dragonfly) 16 bytes per router pair (the
         dense demand column and its product); ``BATCH_BYTES_PER_LINK`` per link (the product's sparse
         column, its dense copy, the times). A torus adds its per-batch ``R`` over the batch's router pairs
-        (``BYTES_PER_ENTRY`` per entry, at most :meth:`estimate` per point) and, when it has few enough
+        (:attr:`bytes_per_entry` per entry, at most :meth:`estimate` per point) and, when it has few enough
         routers, the router-pair lookup table. A Dragonfly's ``R`` is built once and not counted here.
         """
         n = int(n_points)
@@ -425,7 +455,7 @@ class SparseMatrixBaseline(RoutingMatrix):
         per_point += BATCH_BYTES_PER_LINK * self.n_links
         need = n * per_point
         if not self.per_pair:
-            need += n * BYTES_PER_ENTRY * self.estimate(traffic)
+            need += n * self.bytes_per_entry * self.estimate(traffic)
             if self.n_routers ** 2 <= PAIR_TABLE_MAX:
                 need += 8 * self.n_routers ** 2
         return int(need)
@@ -631,7 +661,7 @@ class SparseMatrixBaseline(RoutingMatrix):
         else:  # one column per (point, flow): sorting to find repeated pairs costs more than they save
             us, ud, col = sr, dr, np.arange(sr.size)
         entries = self._dor_count(us, ud)
-        need = BYTES_PER_ENTRY * entries
+        need = self.bytes_per_entry * entries
         what = f"a SciPy routing matrix of {entries:.3g} entries ({self.routing.kind} on {self.topology.name})"
         if need > self.max_bytes:
             raise ResourceError("bench.scipy_baseline", self.topology.name,
