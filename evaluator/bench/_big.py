@@ -161,8 +161,7 @@ def _scipy_big(topo, rt, tr, pl, ref: np.ndarray, row: dict, matrix, evaluate):
             base.build(tr, pl, check=False)
             build = time.perf_counter() - t0
         ours, apply = _interleaved([evaluate, lambda: base.link_loads(tr, pl)], BIG_REPEAT, 2 * BIG_MIN_S)
-        point = apply
-        method, by_method = "per point", {"per point": point}
+        point, method, by_method = apply, "per point", {"per point": apply}
     loads = (base.apply_batch(tr, [pl], keep_link_load=True, method=method)["link_load"][0] if batched
              else base.link_loads(tr, pl))
     row.update(eval_alone_s=row["eval_s"], eval_s=ours, scipy_s=point, scipy_build_s=build, scipy_apply_s=apply,

@@ -209,14 +209,13 @@ def dragonfly(
     """
     name = check_name(name)
     p, a, h, g, arr = _check_sizes(p, a, h, g, arrangement)
-    bp, bl, br = (positive_float(f"topology.bandwidth_{k}", b) for k, b in (("p", bandwidth_p), ("l", bandwidth_l),
-                                                                          ("r", bandwidth_r)))
+    bandwidths = zip("plr", (bandwidth_p, bandwidth_l, bandwidth_r))  # B_P, B_L, B_R
+    bp, bl, br = (positive_float(f"topology.bandwidth_{k}", b) for k, b in bandwidths)
     check_memory("topology", {"p": p, "a": a, "h": h, "g": g}, dragonfly_bytes(p, a, h, g),
                  f"its {g * a * p:,} nodes' links and tables (local_link [g, a, a], global_link [g, g, m])",
                  "Lower p, a, h or g (g defaults to a*h+1).")
     m = (a * h) // (g - 1)
     R = g * a
-
     coords = np.stack([np.arange(R) // a, np.arange(R) % a], axis=1).astype(np.int64)
 
     local_link, l_src, l_dst = _local_links(g, a)

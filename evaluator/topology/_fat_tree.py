@@ -317,6 +317,12 @@ def _tier_link_arrays(m, w, pl, bw, n_sw, level_offset):
     return srcs, dsts, classes, caps, up_offset, down_offset, n_rl, class_names
 
 
+def _xgft_name(m, w, pl) -> str:
+    """A tree's own name where it is no k-ary n-tree: ``XGFT(h;m_1,..;w_1,..)``, ``x`` its parallel links."""
+    return (f"XGFT({len(m)};{','.join(map(str, m))};{','.join(map(str, w))})"
+            + ("" if all(p == 1 for p in pl) else f"x{','.join(map(str, pl))}"))
+
+
 def fat_tree(
     children: list[int] | None = None,
     parents: list[int] | None = None,
@@ -385,11 +391,9 @@ def fat_tree(
     cls = np.concatenate(classes + [ncls])
     cap = np.concatenate(caps + [ncap])
     lnode = np.concatenate([-np.ones(n_rl, np.int64), nnode])
-    if name is None:
-        name = default_name or (f"XGFT({h};{','.join(map(str, m))};{','.join(map(str, w))})"
-                                + ("" if all(p == 1 for p in pl) else f"x{','.join(map(str, pl))}"))
     return FatTreeTopology(
-        name=name, n_routers=R, nodes_per_router=0, router_coords=frozen(coords),
+        name=(default_name or _xgft_name(m, w, pl)) if name is None else name, n_routers=R, nodes_per_router=0,
+        router_coords=frozen(coords),
         link_src=frozen(src.astype(np.int64)), link_dst=frozen(dst.astype(np.int64)), link_node=frozen(lnode),
         link_class=frozen(cls.astype(np.int64)), class_names=tuple(class_names) + ("injection", "ejection"),
         capacity=frozen(cap.astype(np.float64)), n_router_links=int(n_rl),

@@ -214,12 +214,9 @@ def torus(
     inj = positive_float("topology.injection_bandwidth", injection_bandwidth)
     nsrc, ndst, nnode, ncls, ncap = node_links(R, npr, n_rl, inj, ndim)
     class_names = tuple(f"torus-dim{k}" for k in range(ndim)) + ("injection", "ejection")
-    if name is None:
-        shape = "x".join(str(d) for d in dims_t)
-        kind = "torus" if all(wrap_t) else ("mesh" if not any(wrap_t) else "torus/mesh")
-        name = f"{kind} {shape}" + (f" ({npr} nodes/router)" if npr > 1 else "")
     return TorusTopology(
-        name=name, n_routers=R, nodes_per_router=npr, router_coords=frozen(coords),
+        name=_torus_name(dims_t, wrap_t, npr) if name is None else name, n_routers=R, nodes_per_router=npr,
+        router_coords=frozen(coords),
         link_src=frozen(np.concatenate([src_l, nsrc]).astype(np.int64)),
         link_dst=frozen(np.concatenate([dst_l, ndst]).astype(np.int64)),
         link_node=frozen(np.concatenate([-np.ones(n_rl, np.int64), nnode]).astype(np.int64)),
@@ -227,6 +224,12 @@ def torus(
         capacity=frozen(np.concatenate([cap_l, ncap])), n_router_links=n_rl,
         dims=dims_t, wrap=wrap_t, link_bandwidth=bw_t, injection_bandwidth=inj, neighbor_link=frozen(neighbor),
     )
+
+
+def _torus_name(dims: tuple[int, ...], wrap: tuple[bool, ...], npr: int) -> str:
+    """A torus's own name: ``torus 8x8x8``, ``mesh 4x4``, ``torus/mesh 4x4 (2 nodes/router)``."""
+    kind = "torus" if all(wrap) else ("mesh" if not any(wrap) else "torus/mesh")
+    return f"{kind} {'x'.join(str(d) for d in dims)}" + (f" ({npr} nodes/router)" if npr > 1 else "")
 
 
 def bgq_partition(
