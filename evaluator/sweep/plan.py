@@ -80,9 +80,9 @@ def _get_path(obj, key: str):
 _TYPE_WORDS = {int: "an integer", float: "a number", str: "text", bool: "true or false"}
 
 
-def _leaf_type(obj, key: str) -> tuple[str, bool] | None:
-    """``(words, is_list)`` of the dotted ``key`` of the typed config ``obj`` where its schema type holds no keys
-    (a number, a text, a list: ``("an integer or null", False)``), None for any other key or none."""
+def _schema_type(obj, key: str) -> tuple[object, bool] | None:
+    """``(type, optional)`` of the dotted ``key`` in the schema of the typed config ``obj`` (``Optional[X]`` read as
+    ``X``, optional), None where it is not a key of the schema."""
     head, _, last = key.rpartition(".")
     try:
         holder = _get_path(obj, head) if head else obj
@@ -93,6 +93,16 @@ def _leaf_type(obj, key: str) -> tuple[str, bool] | None:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
         tp, optional = args[0], True
+    return tp, optional
+
+
+def _leaf_type(obj, key: str) -> tuple[str, bool] | None:
+    """``(words, is_list)`` of the dotted ``key`` of the typed config ``obj`` where its schema type holds no keys
+    (a number, a text, a list: ``("an integer or null", False)``), None for any other key or none."""
+    found = _schema_type(obj, key)
+    if found is None:
+        return None
+    tp, optional = found
     is_list = tp is list or typing.get_origin(tp) is list
     words = "a list" if is_list else _TYPE_WORDS.get(tp)  # type: ignore[arg-type]
     return None if words is None else (words + (" or null" if optional else ""), is_list)
@@ -104,18 +114,10 @@ _NUMERIC = {int: ("an integer", "integers"), float: ("a number", "numbers"), boo
 def _numeric_type(obj, key: str) -> tuple[str, bool] | None:
     """``(words, is_list)`` where the schema type of the dotted ``key`` of the typed config ``obj`` is a number, an
     integer or a boolean (``is_list``: a list of them), None for any other type or key."""
-    head, _, last = key.rpartition(".")
-    try:
-        holder = _get_path(obj, head) if head else obj
-        hints = typing.get_type_hints(type(holder)) if dataclasses.is_dataclass(holder) else {}
-    except Exception:  # noqa: BLE001 - not a key of the schema: the axis check names it
-        return None
-    tp = hints.get(last)
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
-        tp = args[0]
-    if typing.get_origin(tp) is list and len(typing.get_args(tp)) == 1 and typing.get_args(tp)[0] in _NUMERIC:
-        return f"a list of {_NUMERIC[typing.get_args(tp)[0]][1]}", True
+    tp = (_schema_type(obj, key) or (None, False))[0]
+    item = typing.get_args(tp)[0] if typing.get_origin(tp) is list and len(typing.get_args(tp)) == 1 else None
+    if item in _NUMERIC:
+        return f"a list of {_NUMERIC[item][1]}", True
     return (_NUMERIC[tp][0], False) if tp in _NUMERIC else None
 
 
