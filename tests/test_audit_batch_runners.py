@@ -287,6 +287,49 @@ def test_phases_split_over_host_chunks(monkeypatch):
                                    rtol=1e-12)
 
 
+
+def test_phased_blocks_are_the_blocks_whose_working_set_was_checked(monkeypatch):
+    """Phases go to the device PHASE_BLOCK (1,024) a call where that block's working set fits: the memory check
+    must have weighed the block that runs (it weighed ``block_size``'s 64 while 1,024 phases went in one call, 16x
+    on an accelerator, where a call is one step). Where 1,024 do not fit, the phases go 64 at a time, with the
+    walk's numbers; where neither fits, the refusal names ``block_size``."""
+    from evaluator._batch import run as R
+
+    rng = np.random.default_rng(13)
+    trs = [T.phased([rand_flows(rng, 6, 3) for _ in range(40)]) for _ in range(30)]  # 1,200 phases
+    pls = [P.fully_random(TORUS, 6, seed=s) for s in range(30)]
+    checked, ran = [], []
+    real_check, real_run = R.check_working_set, PH.evaluate_exchanges
+
+    def check(need, n, block, *a):
+        real_check(need, n, block, *a)
+        checked.append(block)  # (allowed: no refusal)
+
+    monkeypatch.setattr(R, "check_working_set", check)
+    monkeypatch.setattr(PH, "evaluate_exchanges", lambda kern, ts, ps, block, **k: (ran.append(block),
+                                                                                     real_run(kern, ts, ps, block,
+                                                                                              **k))[1])
+    res = ev.evaluate_batch(TORUS, ev.dor(), trs, pls)
+    assert ran and set(ran) <= set(checked) and PH.PHASE_BLOCK in ran, (ran, checked)
+    kern = R.batch_kernel(TORUS, ev.dor(), False)
+    exchanges = [x for t in trs for x in t.phases]
+    total = {b: sum(v for k, v in R.working_set(kern, TORUS, exchanges, b, False).items()
+                    if k in ("inputs", "block", "results")) for b in (64, PH.PHASE_BLOCK)}
+    assert total[PH.PHASE_BLOCK] > total[64], total
+    monkeypatch.setenv(MEMORY_ENV, str(int((total[64] + total[PH.PHASE_BLOCK]) / 2 / 0.8)))
+    checked.clear(), ran.clear()
+    small = ev.evaluate_batch(TORUS, ev.dor(), trs, pls)
+    assert ran and set(ran) == {64} and checked == [64], (ran, checked)
+    for i in (0, 17, 29):
+        want = reference(TORUS, trs[i], pls[i])
+        check_point(TORUS, small, i, want, "64 phases a call")
+        np.testing.assert_allclose(small.phases["phase_completion_time"][i], want["phase_time"], rtol=1e-12)
+    np.testing.assert_array_equal(small.metrics["completion_time"], res.metrics["completion_time"])
+    monkeypatch.setenv(MEMORY_ENV, str(int(total[64] / 2)))
+    with pytest.raises(ResourceError, match=r"^(block_size|traffics) = .* is invalid: allowed is a size that fits"):
+        ev.evaluate_batch(TORUS, ev.dor(), trs, pls)
+
+
 # ------------------------------------------------------------------------------------------------------ latency
 
 def test_time_with_latency_is_the_closed_form_on_two_nodes():

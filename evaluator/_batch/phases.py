@@ -17,7 +17,8 @@ from .dispatch import Results, evaluate_exchanges
 __all__ = ["phase_names", "evaluate_phased", "PHASE_ARRAYS", "PHASE_OF_POINT", "PHASE_BLOCK", "PHASE_CHUNK_BYTES"]
 
 PHASE_BLOCK = 1024
-"""At least this many phases per device call (a single evaluation's block is one point; its phases are many)."""
+"""Phases per device call where that block's working set fits (a single evaluation's block is one point; its phases
+are many), else the caller's ``block_size`` (:func:`evaluator._batch.run.evaluate_points`)."""
 
 PHASE_CHUNK_BYTES = 256 << 20
 """Phases go to the device in chunks whose host arrays (padded flows, tasks, kept link loads) take at most this many
@@ -37,7 +38,7 @@ def phase_names(traffics: Sequence[AbstractTraffic], n_phases: int) -> list[str]
 
 
 def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[AbstractTraffic],
-                    placements: Sequence[Placement], block_size: int,
+                    placements: Sequence[Placement], block: int,
                     meanwhile: Callable[[], None] | None = None) -> Results:
     """Points of any traffic, phased ones phase by phase in one flow bucket, then combined.
 
@@ -46,8 +47,9 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     ``max_load_<class>`` the largest over the phases, and the bottleneck that
     of the longest phase (the first one on a tie); the rates come from these
     by the metric formulas (:func:`evaluator.dataset.metric_values`). A plain
-    exchange is one phase and keeps its numbers exactly. ``meanwhile()``
-    runs while the first phase is on the device.
+    exchange is one phase and keeps its numbers exactly. ``block``: phases
+    per device call, as the caller's memory check allowed (:data:`PHASE_BLOCK`
+    where it fits). ``meanwhile()`` runs while the first phase is on the device.
     """
     n = len(traffics)
     phases = [t.phases for t in traffics]
@@ -59,7 +61,6 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     point_of = np.array([i for i in range(n) for _ in phases[i]], dtype=np.int64)
     phase_of = np.array([k for i in range(n) for k in range(len(phases[i]))], dtype=np.int64)
     flat = [x for ph in phases for x in ph]
-    block = max(int(block_size), PHASE_BLOCK)
     # host arrays of one chunk: the padded flows (16 bytes each) and, where kept, the loads (8 bytes a link)
     per_phase = 16 * (F or 0) + 8 * max((x.n_tasks for x in flat), default=0) + 8 * kern.n_links
     per_chunk = max(1, PHASE_CHUNK_BYTES // per_phase)

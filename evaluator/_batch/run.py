@@ -18,10 +18,10 @@ from .blocks import bucket_size
 from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
-from ..errors import nearest, require
+from ..errors import ResourceError, nearest, require
 from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, check_sharing_size, phase_max_min
 from .latency import phase_max_latency, with_latency
-from .phases import evaluate_phased
+from .phases import PHASE_BLOCK, evaluate_phased
 
 __all__ = ["run_batch", "evaluate_points"]
 
@@ -82,10 +82,10 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
                                                                for t, p in zip(traffics, placements)), 64),
                                                bucket_size(max(flows))))
     kern = batch_kernel(topology, routing, keep)
-    check_working_set(working_set(kern, topology, exchanges, block_size, keep), len(traffics), block_size, keep,
-                      single, block_name)
-    if any(t.kernel_input == "phases" for t in traffics):
-        res = evaluate_phased(kern, topology, traffics, placements, block_size, meanwhile)
+    phased = any(t.kernel_input == "phases" for t in traffics)
+    block = _checked_block(kern, topology, exchanges, len(traffics), keep, block_size, single, block_name, phased)
+    if phased:
+        res = evaluate_phased(kern, topology, traffics, placements, block, meanwhile)
     else:
         res = evaluate_exchanges(kern, traffics, placements, block_size, meanwhile=meanwhile)
     if topology.latency is not None:  # (no latency model: nothing computed, every number the bound's)
@@ -101,3 +101,21 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
         len(traffics), kern.operator, (lambda: pair_keys) if pair_keys is not None else
         (lambda: [router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]))
     return res
+
+
+def _checked_block(kern, topology: Topology, exchanges: Sequence[AbstractTraffic], n: int, keep: bool,
+                   block_size: int, single: bool, block_name: str, phased: bool) -> int:
+    """Points (phases) per device call, after the working set of that block is allowed (else refused, naming what
+    weighs most). Phased traffic goes to the device :data:`~.phases.PHASE_BLOCK` phases a call where that fits
+    (its phases are many where its points are few), else ``block_size`` as asked; the estimate is the block's
+    that runs (an accelerator takes a block in one step: 1,024 phases weigh 16 times 64)."""
+    if phased and PHASE_BLOCK > block_size:
+        try:
+            check_working_set(working_set(kern, topology, exchanges, PHASE_BLOCK, keep), n, PHASE_BLOCK, keep,
+                              single, block_name)
+            return PHASE_BLOCK
+        except ResourceError:
+            pass  # (the block asked for, checked below: a refusal then names it)
+    check_working_set(working_set(kern, topology, exchanges, block_size, keep), n, block_size, keep, single,
+                      block_name)
+    return block_size
