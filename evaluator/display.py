@@ -14,7 +14,8 @@ the same (all its times; all its bandwidths; all its byte counts) is shown in
 one display unit, named in each header (``completion_time [us]`` beside
 ``optimal_completion_time [us]``), so that numbers side by side compare at a
 glance. That unit (:func:`shared_unit`) is the largest in which the geometric
-mean of the columns' medians (finite non-zero magnitudes) is at least 1: a
+mean of the columns' medians (finite non-zero magnitudes), as shown (rounded to the digits
+shown: 999.96 us is 1.000 ms, never "1000 us"), is at least 1: a
 single column's median is at least 1 in it, and columns orders of magnitude
 apart (a machine's aggregate throughput beside a task's bandwidth) meet in the
 middle. A column's SI unit comes from the metric table
@@ -80,12 +81,13 @@ def _scale_of(si_unit: str) -> tuple[tuple[str, float], ...] | None:
     return None
 
 
-def shared_unit(si_unit: str, columns: Sequence[Any]) -> tuple[str, float]:
+def shared_unit(si_unit: str, columns: Sequence[Any], sig: int = SIGNIFICANT) -> tuple[str, float]:
     """``(unit, factor)`` to show every column of ``columns`` (values in ``si_unit``) as ``values / factor``.
 
     The largest unit in which the geometric mean of the columns' medians (of their finite non-zero
-    magnitudes; columns without such values left out) is at least 1; the SI unit itself (factor 1) for units
-    without a scale (``"1"``, ``"links"``, unknown) and where no column has such values.
+    magnitudes; columns without such values left out), rounded to ``sig`` significant digits as it is shown,
+    is at least 1 (999.96 us is 1.000 ms, not "1000 us"); the SI unit itself (factor 1) for units without a
+    scale (``"1"``, ``"links"``, unknown) and where no column has such values.
     """
     scale = _scale_of(si_unit)
     if scale is None:
@@ -95,15 +97,21 @@ def shared_unit(si_unit: str, columns: Sequence[Any]) -> tuple[str, float]:
         return next((u, f) for u, f in scale if f == 1.0)
     typical = float(np.exp(np.mean(np.log(medians))))
     for unit, factor in scale:
-        if typical >= factor * (1 - 1e-12):
+        if _rounded(typical / factor, sig) >= 1 - 1e-12:
             return unit, factor
     return scale[-1]
 
 
-def display_unit(si_unit: str, values: Any) -> tuple[str, float]:
+def _rounded(x: float, sig: int) -> float:
+    """``x`` rounded to ``sig`` significant digits (as :func:`format_number` shows it)."""
+    return float(f"{x:.{max(sig, 1) - 1}e}") if math.isfinite(x) else x
+
+
+def display_unit(si_unit: str, values: Any, sig: int = SIGNIFICANT) -> tuple[str, float]:
     """``(unit, factor)`` to show ``values`` (in ``si_unit``) as ``values / factor`` in ``unit``: the largest
-    unit in which their median magnitude is at least 1 (:func:`shared_unit` of one column)."""
-    return shared_unit(si_unit, [values])
+    unit in which their median magnitude, rounded to ``sig`` significant digits, is at least 1
+    (:func:`shared_unit` of one column)."""
+    return shared_unit(si_unit, [values], sig)
 
 
 def axis_label(name: str, unit: str) -> str:
@@ -129,7 +137,7 @@ def format_number(x: float, sig: int = SIGNIFICANT) -> str:
         return str(x)
     if x == 0:
         return "0"
-    mag = abs(x)
+    mag = abs(_rounded(x, sig))  # as shown: 999999999.9 is 1.000e+09, 0.00099996 is 0.001000
     if mag < 1e-3 or mag >= 1e9:
         return f"{x:.{sig - 1}e}"
     decimals = max(0, sig - 1 - math.floor(math.log10(mag)))
@@ -141,7 +149,7 @@ def format_number(x: float, sig: int = SIGNIFICANT) -> str:
 
 def format_value(x: float, si_unit: str, sig: int = SIGNIFICANT) -> str:
     """One value with its display unit: ``format_value(0.002895, "s")`` -> ``"2.895 ms"``."""
-    unit, factor = display_unit(si_unit, [x])
+    unit, factor = display_unit(si_unit, [x], sig)
     text = format_number(float(x) / factor, sig)
     return f"{text} {unit}" if unit not in ("", "1") else text
 
@@ -151,7 +159,7 @@ def format_values(values: Any, si_unit: str, unit: tuple[str, float] | None = No
     """Values shown together, in one display unit: ``(texts, unit)``; ``unit = (name, factor)`` from
     :func:`shared_unit` where they belong with other values, else :func:`display_unit` of ``values``."""
     flat = np.asarray(values, dtype=float).reshape(-1)
-    name, factor = unit if unit is not None else display_unit(si_unit, flat)
+    name, factor = unit if unit is not None else display_unit(si_unit, flat, sig)
     return [format_number(v / factor, sig) for v in flat], name
 
 
@@ -198,7 +206,7 @@ def format_table(df: pd.DataFrame, sig: int = SIGNIFICANT, width: int = 200) -> 
         elif series.dtype.kind == "f":
             out[col] = [format_number(v, sig) for v in series.to_numpy()]
     for si, cols in scaled.items():
-        unit, factor = shared_unit(si, [df[c].to_numpy(dtype=float) for c in cols])
+        unit, factor = shared_unit(si, [df[c].to_numpy(dtype=float) for c in cols], sig)
         for col in cols:
             out[col] = [format_number(v / factor, sig) for v in df[col].to_numpy(dtype=float)]
             if unit not in ("", "1"):

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import config
-from ..display import elapsed, format_value, summary_lines
+from ..display import elapsed, format_values, shared_unit, summary_lines
 from ..errors import ConfigError, ResourceError, StorageError
 from ..evaluation import DRAWS, as_routing, check_draws, evaluate, evaluate_draws
 from ..cost.dataset import check_point_budget, with_cost
@@ -143,10 +143,11 @@ def _draws(ds, point, k: int, options: dict) -> tuple[list[str], bool]:
         mean, p95, hi, lo = (float(d[f"{v}_{s}"][0]) for s in ("mean", "p95", "max", "min"))
         times = d[v][0].values
         rank = 1 + int((times < times[0]).sum())  # of the configured draw, the one above: 1 the fastest (ties share)
+        unit = shared_unit("s", [[mean], [p95], [lo], [hi]])  # the line's times in one unit
+        t_mean, t_p95, t_lo, t_hi = (f"{x} {unit[0]}" for x in format_values([mean, p95, lo, hi], "s", unit)[0])
         lines.append(f"{'draws' if not lines else '':<12}{what} over {k} draws of the routing ({draw[0]} .. "
-                     f"{draw[-1]}): mean {format_value(mean, 's')}, 95th percentile {format_value(p95, 's')}, range "
-                     f"{format_value(lo, 's')} to {format_value(hi, 's')}; {draw[0]}, above, ranks {rank} of {k} "
-                     f"(1: the fastest)")
+                     f"{draw[-1]}): mean {t_mean}, 95th percentile {t_p95}, range {t_lo} to {t_hi}; {draw[0]}, "
+                     f"above, ranks {rank} of {k} (1: the fastest)")
     return lines, False
 
 

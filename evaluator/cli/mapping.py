@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-from ..display import format_value
+from ..display import format_value, format_values, shared_unit
 from ..errors import ConfigError, StorageError, check_seed, positive_float, positive_int, require
 from ..io import check_writable, write_dataset
 from ..mapping import (DRAWS, FILE_KINDS, FOUND, MAX_CANDIDATES, Start, available_nodes, best_over_draws, check_job,
@@ -386,20 +386,29 @@ def _print_starts(res, verbose: bool) -> None:
     shown = list(res.starts) if verbose or len(emb) < 2 else [
         n for n in res.starts if not is_embedding(n) or n == best_emb]
     width = max(len(n) for n in shown)
+    unit = shared_unit("s", [[res.starts[n] for n in shown]])  # one unit for the column (and its count line)
+    t = lambda x: _in_unit(x, unit)  # noqa: E731
     print(f"{'start':<{width}}  {'completion time':>15}  gain of the search")
     for name in shown:
         ts = res.starts[name]
-        print(f"{name:<{width}}  {format_value(ts, 's'):>15}  {res.gain(name) * 100:5.1f} %")
+        print(f"{name:<{width}}  {t(ts):>15}  {res.gain(name) * 100:5.1f} %")
         if len(shown) < len(res.starts) and is_embedding(name):
             others = [res.starts[n] for n in emb if n != name]
-            print(f"  and {len(others)} other grid embeddings, {format_value(min(others), 's')} to "
-                  f"{format_value(max(others), 's')} (--verbose lists them)")
+            print(f"  and {len(others)} other grid embeddings, {t(min(others))} to {t(max(others))} (--verbose "
+                  f"lists them)")
     skipped = res.skipped  # (a kind that ran as configured, random, is in the table, not here: search_mapping)
     if verbose:
         for name, why in skipped.items():
             print(f"skipped {name}: {why}")
     elif skipped:
         print(skipped_summary(skipped))
+
+
+def _in_unit(x: float, unit: tuple[str, float]) -> str:
+    """A time in the display unit ``unit`` (``(name, factor)`` of :func:`evaluator.display.shared_unit`) that the
+    values printed beside it share: ``0.7500 ms`` over ``1.200 ms`` in one column, not ``750.0 us`` over
+    ``1.200 ms``."""
+    return f"{format_values([x], 's', unit)[0][0]} {unit[0]}"
 
 
 def _print_search(res, verbose: bool) -> None:
@@ -447,9 +456,11 @@ def _print_draws(res, point):
     print(f"over {len(draw)} draws of the routing ({draw[0]} .. {draw[-1]}; the search scored {draw[0]} only), "
           f"mean and 95th percentile:")
     width = max(len(v) for v in labels.values())
+    mean, p95 = ({n: float(ds[v].sel(mapping=n)) for n in cands}
+                 for v in ("completion_time_mean", "completion_time_p95"))
+    unit = shared_unit("s", [list(mean.values()), list(p95.values())])  # one unit for both columns
     for name in cands:
-        print(f"  {labels[name]:<{width}}  {format_value(float(ds['completion_time_mean'].sel(mapping=name)), 's'):>10}"
-              f"  {format_value(float(ds['completion_time_p95'].sel(mapping=name)), 's'):>10}")
+        print(f"  {labels[name]:<{width}}  {_in_unit(mean[name], unit):>10}  {_in_unit(p95[name], unit):>10}")
     found = float(ds["completion_time_mean"].sel(mapping=FOUND))
     for name in list(cands)[1:]:
         other = float(ds["completion_time_mean"].sel(mapping=name))
