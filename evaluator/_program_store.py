@@ -86,7 +86,13 @@ _SUFFIX = ".program"
 _OFF = ("0", "off", "false", "no", "none")
 _JAX_SETTINGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_dtype_promotion",
                  "jax_numpy_rank_promotion", "jax_default_prng_impl", "jax_enable_checks", "jax_dynamic_shapes",
-                 "jax_use_shardy_partitioner", "jax_platforms", "jax_default_device")
+                 "jax_use_shardy_partitioner", "jax_platforms", "jax_default_device",
+                 # more of the settings JAX's own jit cache keys on: 64-bit types asked for by name while
+                 # jax_enable_x64 is off (kept as int64/float64 or narrowed), XLA's optimisation and memory-fitting
+                 # levels, the counter-based generator's layout, f16 reductions, the error checks' behaviour
+                 "jax_explicit_x64_dtypes", "jax_optimization_level", "jax_memory_fitting_level",
+                 "jax_threefry_partitionable", "jax_allow_f16_reductions", "jax_error_checking_behavior_nan",
+                 "jax_error_checking_behavior_divide", "jax_error_checking_behavior_oob")
 _DEBUG_SETTINGS = ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs")
 """Settings under which JAX dispatches differently (op by op, re-runs on NaN): no store."""
 

@@ -165,7 +165,8 @@ class Kernels:
         def dense(net, points, n_valid, step):
             return _map(lambda pt: dense_point(net, pt), points, n_valid, step)
 
-        opts = dict(COMPILER_OPTIONS) or None
+        self._options = dict(COMPILER_OPTIONS)  # what the jits below compile with (and what the store's key holds)
+        opts = dict(self._options) or None
         self._per_point = jax.jit(per_point, static_argnames="step", compiler_options=opts)
         self._shared = jax.jit(shared, static_argnames="step", compiler_options=opts)
         self._dense = jax.jit(dense, static_argnames="step", compiler_options=opts)
@@ -207,7 +208,8 @@ class Kernels:
             if self._identity is not None and store.store_dir() is not None:
                 env = store.environment_key()
                 parts = self._identity()
-                ident = None if parts is None else store.fingerprint(*parts, dict(COMPILER_OPTIONS))
+                # the options these kernels' jits compile with: COMPILER_OPTIONS may have changed since they were built
+                ident = None if parts is None else store.fingerprint(*parts, self._options)
                 if env is not None and ident is not None:
                     key = env + "\0" + ident
             self._key = key
