@@ -234,8 +234,8 @@ def format_timing(timing: Mapping[str, float]) -> str:
     files), shown as ``write``.
 
     Times are seconds (``*_s``); build, compile and evaluate are summed over the chunks (worker time, not
-    wall time); memory is MiB in the record (``*_mb``, from ``ru_maxrss``) and shown in decimal MB/GB, both
-    peaks in one unit. Keys that are missing are left out.
+    wall time); memory is bytes in the record (``*_peak_rss_bytes``, from ``ru_maxrss``; records before 2026-12-07
+    held MiB, ``*_peak_rss_mb``) and shown in decimal MB/GB, both peaks in one unit. Keys that are missing are left out.
     """
     def times(keys: Sequence[tuple[str, str]]) -> str:
         return ", ".join(f"{label} {format_value(timing[k], 's')}" for k, label in keys if k in timing)
@@ -249,8 +249,9 @@ def format_timing(timing: Mapping[str, float]) -> str:
         text = times(keys)
         if text:
             parts.append(f"{title}: {text}")
-    peaks = [(who, float(timing[k]) * 2**20) for k, who in
-             (("driver_peak_rss_mb", "driver"), ("worker_peak_rss_mb", "worker")) if k in timing]  # MiB -> bytes
+    peaks = [(who, float(timing[f"{who}_peak_rss_bytes"]) if f"{who}_peak_rss_bytes" in timing else
+              float(timing[f"{who}_peak_rss_mb"]) * 2**20) for who in ("driver", "worker")  # (MiB in old records)
+             if f"{who}_peak_rss_bytes" in timing or f"{who}_peak_rss_mb" in timing]
     texts, unit = format_values([b for _, b in peaks], "bytes", shared_unit("bytes", [[b] for _, b in peaks]))
     mem = ", ".join(f"{who} {t} {unit}" for (who, _), t in zip(peaks, texts))
     if mem:

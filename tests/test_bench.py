@@ -228,11 +228,23 @@ def test_parse_cli_output(tmp_path):
     path.parent.mkdir()
     ds.to_netcdf(path, engine="h5netcdf")
     got = parse_cli_output(f"searched 3 configurations\ndataset: {path}\nbench-driver-peak-kib 2048\n", tmp_path)
-    assert got == {"driver_peak_mb": 2.0, "n_points": 3, "n_feasible": 2,
+    assert got == {"driver_peak_mb": 2.097152, "n_points": 3, "n_feasible": 2,  # 2,048 KiB in decimal MB
                    "timing": {"wall_s": 1.5, "compile_s": 0.5}}
     # no "dataset:" line: the dataset under the output directory; no peak line: NaN
     got = parse_cli_output("done\n", tmp_path)
     assert got["n_points"] == 3 and np.isnan(got["driver_peak_mb"])
+
+
+def test_peak_memory_is_in_decimal_megabytes_and_bytes():
+    """The bench's "peak MB" column and the sweep record's peaks against the kernel's own high-water mark
+    (``VmHWM`` of /proc/self/status, in KiB): MiB read as MB were 4.9 % low."""
+    from evaluator.bench._common import _peak_mb
+    from evaluator.sweep.worker import peak_rss_bytes
+
+    with open("/proc/self/status") as fh:
+        kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    assert _peak_mb() == pytest.approx(kib * 1024 / 1e6, rel=0.01)
+    assert peak_rss_bytes() == pytest.approx(kib * 1024, rel=0.01)
 
 
 def test_torus_pattern_on_a_small_torus():

@@ -100,6 +100,9 @@ def test_format_timing():
         "4.100 ms; "
         "chunks (summed): build 86.30 ms, "
         "compile 5.042 s, evaluate 0 s; peak memory: driver 296.4 MB, worker 484.3 MB")  # MiB * 1.048576
+    # the record's keys since 2026-12-07: bytes (the old ones above: MiB)
+    assert format_timing({"driver_peak_rss_bytes": 296_353_792, "worker_peak_rss_bytes": 1_234_567_890}) == (
+        "peak memory: driver 296.4 MB, worker 1235 MB")  # one unit for both
     assert format_timing({"wall_s": 2.0}) == "wall 2.000 s"
     assert format_timing({"write_s": 2.0}) == "driver: write 2.000 s"  # a record of an earlier version
 

@@ -22,7 +22,7 @@ from evaluator.sweep import plan_sweep
 from evaluator.sweep import worker as W
 from evaluator.sweep.worker import evaluate_chunk, evaluate_chunks
 
-TIMINGS = {"build_s", "compile_s", "eval_s", "bound_s", "peak_rss_mb", "n_compiles"}
+TIMINGS = {"build_s", "compile_s", "eval_s", "bound_s", "peak_rss_bytes", "n_compiles"}
 """Keys that say how long (and with how many compilations) a chunk took, not what it computed."""
 
 SMALL = ["topology.p=2", "topology.a=4", "topology.h=2", "traffic.alpha=[16,16,8]"]

@@ -212,7 +212,7 @@ def test_the_drivers_own_chunks_stop_when_ray_answers_or_at_the_limit(tmp_path):
     for (cid, res), (cid2, pts) in zip(run(None, 99)[1], todo):
         want = evaluate_chunk(plan, pts)
         assert cid == cid2 and sorted(res) == sorted(want)
-        for key in set(want) - {"build_s", "compile_s", "eval_s", "peak_rss_mb", "n_compiles"}:
+        for key in set(want) - {"build_s", "compile_s", "eval_s", "peak_rss_bytes", "n_compiles"}:
             a, b = res[key], want[key]
             if isinstance(b, np.ndarray):
                 assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), key

@@ -245,13 +245,13 @@ def _run_cli(args: list[str], env: dict, out_dir: Path) -> dict:
 
 
 def parse_cli_output(stdout: str, out_dir: Path) -> dict:
-    """Driver peak RSS (MiB) from :data:`_DRIVER`'s last line, and the dataset's ``n_points``, ``n_feasible``
+    """Driver peak RSS (decimal MB) from :data:`_DRIVER`'s last line, and the dataset's ``n_points``, ``n_feasible``
     and ``timing_json`` attributes (the dataset named on a ``dataset: PATH`` line, else the one under
     ``out_dir``)."""
     import re
 
     m = re.search(r"^bench-driver-peak-kib (\d+)\s*$", stdout, re.M)
-    out = {"driver_peak_mb": int(m.group(1)) / 1024 if m else float("nan")}
+    out = {"driver_peak_mb": int(m.group(1)) * 1024 / 1e6 if m else float("nan")}
     m = re.search(r"^dataset: (.+?)\s*$", stdout, re.M)
     path = Path(m.group(1)) if m else None
     if path is None or not path.exists():

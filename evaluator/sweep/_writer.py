@@ -59,8 +59,8 @@ class ChunkWriter:
             self.timings[k] += float(res.get(k, 0.0))
         if "bound_s" in res:  # sweeps with bounds: the LPs' time
             self.timings["bound_s"] = self.timings.get("bound_s", 0.0) + float(res["bound_s"])
-        self.timings["worker_peak_rss_mb"] = max(self.timings.get("worker_peak_rss_mb", 0.0),
-                                                 float(res.get("peak_rss_mb", 0.0)))
+        self.timings["worker_peak_rss_bytes"] = max(self.timings.get("worker_peak_rss_bytes", 0),
+                                                    int(res.get("peak_rss_bytes", 0)))
         # every chunk's worker had a one-thread XLA:CPU pool (evaluator._threads; False in the command's process)
         self.timings["worker_xla_one_core"] = (self.timings.get("worker_xla_one_core", True)
                                                and bool(res.get("xla_one_core", False)))

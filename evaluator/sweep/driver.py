@@ -51,7 +51,7 @@ from ._writer import ChunkWriter, remove_chunk_files
 from .assemble import assemble, check_link_load
 from .bounds import check_sweep_bounds
 from .plan import SweepPlan
-from .worker import evaluate_chunk, evaluate_chunks, peak_rss_mb
+from .worker import evaluate_chunk, evaluate_chunks, peak_rss_bytes
 
 __all__ = ["run_sweep", "write_results", "VOLATILE_ATTRS", "cluster_address", "ray_address_file", "Interrupted",
            "stop_on_sigterm", "reclaim_signals", "reraise_signalled"]
@@ -663,7 +663,7 @@ def _finish(plan: SweepPlan, chunks, manifest, writer, timings: dict, t_start: f
     ds = assemble(plan, [cid for cid, _ in chunks], manifest, writer.read_chunk)
     timings["assemble_s"] = time.perf_counter() - t_w
     timings["wall_s"] = time.perf_counter() - t_start
-    timings["driver_peak_rss_mb"] = peak_rss_mb()  # after assembly, the driver's peak
+    timings["driver_peak_rss_bytes"] = peak_rss_bytes()  # after assembly, the driver's peak
     ds.attrs["timing_json"] = json.dumps({k: v if isinstance(v, bool) else round(v, 4) for k, v in timings.items()})
     path = write_results(ds, plan) if on_dataset is None else _write_while(ds, plan, on_dataset)
     remove_chunk_files(plan)

@@ -56,7 +56,7 @@ from .bounds import chunk_bounds
 from .jobs import evaluate_jobs_chunk
 from .plan import SweepPlan
 
-__all__ = ["evaluate_chunk", "evaluate_chunks", "peak_rss_mb", "MAX_PLANNED_TRAFFICS"]
+__all__ = ["evaluate_chunk", "evaluate_chunks", "peak_rss_bytes", "MAX_PLANNED_TRAFFICS"]
 
 MAX_PLANNED_TRAFFICS = 256
 """A network of the grid with at most this many traffic configs has its flow banks planned (one flow bucket per
@@ -424,7 +424,7 @@ def evaluate_chunk(plan: SweepPlan, flat: PointInts) -> dict[str, Any]:
     not yet known), ``reasons``, and for the feasible points ``ok`` (their
     positions in ``flat``), ``metrics`` (:func:`~evaluator.kernel.unpack_metrics`),
     ``class_names`` and, with ``keep_link_load``, ``link_load``; timings
-    ``build_s``, ``compile_s``, ``eval_s`` and the worker's ``peak_rss_mb``.
+    ``build_s``, ``compile_s``, ``eval_s`` and the worker's ``peak_rss_bytes``.
     """
     st = _state(plan)
     p = _prepare(plan, st, flat)
@@ -543,7 +543,7 @@ def _prepare(plan: SweepPlan, st: _State, flat: PointInts) -> _Prepared | dict[s
     idx = np.stack(np.unravel_index(flat, plan.shape)) if plan.axes else np.zeros((0, n), np.int64)
     if C.has_jobs(plan.group_config(tuple(int(v) for v in idx[:, 0]))):  # several jobs: a sweep of one sort
         out = evaluate_jobs_chunk(plan, flat, plan.point_config)
-        out["peak_rss_mb"] = peak_rss_mb()
+        out["peak_rss_bytes"] = peak_rss_bytes()
         out["xla_one_core"] = is_one_core()
         return out
     reasons = _Reasons(n)
@@ -647,7 +647,7 @@ def _finish(plan: SweepPlan, st: _State, p: _Prepared, res: Any) -> dict[str, An
             tb = time.perf_counter()
             out["bounds"] = _bounds(plan, st, idx, device, host, out["ok"], out["metrics"]["completion_time"])
             out["bound_s"] = time.perf_counter() - tb
-    out["peak_rss_mb"] = peak_rss_mb()
+    out["peak_rss_bytes"] = peak_rss_bytes()
     out["xla_one_core"] = is_one_core()
     return out
 
@@ -674,6 +674,7 @@ def _bounds(plan: SweepPlan, st: _State, idx: np.ndarray, device: list, host: li
     return chunk_bounds(plan, items, achieved, st.bound_cache)
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process, MB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process, bytes (Linux reports KiB). Records before 2026-12-07 held it in MiB
+    under ``*_peak_rss_mb`` (:func:`evaluator.display.format_timing` reads both)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
