@@ -233,8 +233,27 @@ def test_resume_recomputes_only_the_chunks_not_stored(swept, tmp_path, monkeypat
     a, b = strip(done), strip(full)
     for ds in (a, b):  # (the checkout's HEAD may move between the two runs: other work commits meanwhile)
         ds.attrs.pop("git_commit", None)
+        ds.attrs.pop("git_commits_resumed", None)
     xr.testing.assert_identical(a, b)
     assert not chunk_dir.exists()
+
+
+def test_a_run_resumed_under_another_commit_says_so_and_names_both(tmp_path, monkeypatch):
+    """The dataset's ``git_commit`` named the commit at assembly: a run started under one commit and resumed under
+    another (its first chunks computed by the earlier code) claimed the later one alone."""
+    import evaluator.io as evio
+
+    first, second = "a" * 40, "b" * 40
+    monkeypatch.setattr(evio, "git_commit", lambda: first)
+    assert run_sweep(_plan(tmp_path), NO_RAY, progress=False, stop_after=2) is None
+    monkeypatch.setattr(evio, "git_commit", lambda: second)
+    said: list[str] = []
+    ds = open_results(run_sweep(_plan(tmp_path), NO_RAY, progress=False, warn=said.append))
+    assert ds.attrs["git_commit"] == first and ds.attrs["git_commits_resumed"] == second
+    assert any("started at commit aaaaaaaaaaaa and was resumed at bbbbbbbbbbbb: its 2 finished chunk(s)" in m
+               for m in said), said
+    fresh = open_results(run_sweep(_plan(tmp_path / "fresh"), NO_RAY, progress=False, warn=said.append))
+    assert fresh.attrs["git_commit"] == second and "git_commits_resumed" not in fresh.attrs
 
 
 # ------------------------------------------------------------------ bad inputs

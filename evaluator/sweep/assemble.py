@@ -222,6 +222,13 @@ def _coords(plan: SweepPlan) -> dict[str, Any]:
             for ax in plan.axes}
 
 
+def _commits(manifest: dict) -> dict[str, str]:
+    """``git_commit``: the source's commit when the run first started; ``git_commits_resumed`` (only where a resume
+    ran other code): the commits of the later starts, in order, whose chunks sit beside the first start's."""
+    commits = list(manifest.get("git_commits") or [io.git_commit()])
+    return {"git_commit": commits[0], **({"git_commits_resumed": " ".join(commits[1:])} if commits[1:] else {})}
+
+
 def _attrs(plan: SweepPlan, manifest: dict, results: list[dict]) -> dict[str, Any]:
     n_feasible = sum(len(r["ok"]) for r in results if "ok" in r)
     return {
@@ -233,7 +240,7 @@ def _attrs(plan: SweepPlan, manifest: dict, results: list[dict]) -> dict[str, An
         "axes_json": json.dumps([{"name": a.name, "keys": list(a.keys), "values": [list(v) for v in a.values]}
                                  for a in plan.axes], default=_json_default),
         "evaluator_version": __version__,
-        "git_commit": io.git_commit(),
+        **_commits(manifest),
         "seeds": _seeds_attr(plan.seeds),
         "placement_generator": PLACEMENT_GENERATOR,
         "n_points": int(plan.n_points),

@@ -544,6 +544,7 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     io.remove_stale(plan.out_dir, prefix=f".{result_path(plan, manifest['start_time']).name}.")
     chunks = plan.chunks()
     done = store.done_chunks(plan, chunks, warn)
+    store.note_resume(plan, manifest, len(done), warn)  # (resumed under other code than its first start)
     todo = _interleaved([(cid, pts) for cid, pts in chunks if cid not in done])
     timings["expand_s"] = time.perf_counter() - t_start
     n_done_pts = sum(pts.size for cid, pts in chunks if cid in done)

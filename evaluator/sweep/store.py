@@ -162,21 +162,42 @@ def read_chunk(plan: SweepPlan, chunk_id: str) -> dict:
 
 
 def manifest(plan: SweepPlan) -> dict:
-    """Provenance that must survive a resume (the first start time, which names the dataset); created on the
-    first run."""
+    """Provenance that must survive a resume (the first start time, which names the dataset; ``git_commits``, the
+    source's commit at every start, the first start's first: a run resumed under another commit keeps the chunks
+    the earlier code computed); created on the first run."""
     path = chunk_dir(plan) / "manifest.json"
+    commit = io.git_commit()
+    m = None
     if path.exists():
         try:
-            return json.loads(path.read_text())
+            m = json.loads(path.read_text())
         except ValueError:
             pass  # a manifest that cannot be read is written again
-    m = {"start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(), "run_id": plan.run_id,
-         "content_hash": plan.content_hash}
+    if isinstance(m, dict):
+        commits = m.setdefault("git_commits", ["unknown"])  # (a manifest of before 2026-12-07: the start's unknown)
+        if commit in commits:
+            return m
+        commits.append(commit)
+    else:
+        m = {"start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(), "run_id": plan.run_id,
+             "content_hash": plan.content_hash, "git_commits": [commit]}
     try:
         io.write_json(path, m)
     except OSError as exc:
         raise storage_error(plan, path, exc) from None
     return m
+
+
+def note_resume(plan: SweepPlan, m: dict, n_done: int, warn=None) -> None:
+    """Say through ``warn`` (default: a line on stderr) when a run with ``n_done`` finished chunks is resumed under
+    other code than its first start's (its manifest ``m`` lists more than one commit)."""
+    commits = m.get("git_commits", [])
+    if n_done and len(set(commits)) > 1:
+        (warn or (lambda msg: print(msg, file=sys.stderr)))(
+            f"sweep {plan.name}: run {plan.run_id} started at commit {commits[0][:12]} and was resumed at "
+            f"{', '.join(c[:12] for c in commits[1:])}: its {n_done} finished chunk(s) are kept as the code of "
+            f"their start computed them (the dataset's git_commit names the first start, git_commits_resumed the "
+            f"others); to compute every point with this code, remove {chunk_dir(plan)} or give a new sweep.run_id")
 
 
 def clear(plan: SweepPlan) -> None:
