@@ -250,8 +250,13 @@ def save_figure(fig, path: str | os.PathLike[str], dpi: int = 120) -> Path:
 
 def is_our_figure(path: str | os.PathLike[str]) -> bool:
     """Whether the PNG at ``path`` is a figure :func:`save_figure` wrote (its ``Software`` text chunk, read before
-    the image data; no image library needed)."""
+    the image data; no image library needed). Only a regular file is opened: a FIFO (named pipe) there made
+    ``open`` wait for a writer for ever."""
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             if fh.read(8) != b"\x89PNG\r\n\x1a\n":
                 return False

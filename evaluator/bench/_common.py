@@ -4,8 +4,11 @@ peak memory, the device, the per-flow baseline's timing, and the worker processe
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
+import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -118,8 +121,85 @@ def _launch(name: str, quick: bool, cpus: list[int] | None, extra: list[str] = (
     return subprocess.Popen(cmd, preexec_fn=pin, env=env), Path(out)
 
 
-def _collect(proc: subprocess.Popen, out: Path, name: str) -> dict:
-    rc = proc.wait()
+TIMEOUT_VARIABLE = "EVALUATOR_BENCH_TIMEOUT_S"
+"""The environment variable that sets :func:`child_timeout` (seconds)."""
+
+CHILD_TIMEOUT_S = 4 * 3600.0
+"""Default wall-time limit of each process the bench starts and waits for (a worker, the start-up probe, an
+``evaluator`` command): four hours, where the longest, the mapping scenario's worker (24 searches of 60 s beside
+Scotch, KaHIP and METIS), took about 50 minutes on a quiet day (the whole bench 60 min 29 s, 2026-12-05) and a
+slow day runs this machine up to 1.8x slower."""
+
+
+def child_timeout() -> float:
+    """Seconds the bench waits for each process it starts: ``$EVALUATOR_BENCH_TIMEOUT_S``, else
+    :data:`CHILD_TIMEOUT_S`; a :class:`~evaluator.errors.ConfigError` for a value that is not a finite number > 0."""
+    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return CHILD_TIMEOUT_S
+    try:
+        t = float(raw)
+    except ValueError:
+        t = math.nan
+    if not (math.isfinite(t) and t > 0):
+        from ..errors import ConfigError
+
+        raise ConfigError(TIMEOUT_VARIABLE, raw, "a finite number of seconds > 0",
+                          f"Unset it for the default ({CHILD_TIMEOUT_S:g} s).")
+    return t
+
+
+def timed_out(what: str, cmd, timeout: float) -> RuntimeError:
+    """The error of a child process of the bench (``what``, run as ``cmd``) stopped after ``timeout`` seconds."""
+    return RuntimeError(f"{what} ran past {timeout:g} s and was stopped (command: {shlex.join(map(str, cmd))}). "
+                        f"It hung or is much slower than expected: run the command alone to see where it waits, "
+                        f"or allow more time with {TIMEOUT_VARIABLE}=SECONDS (now {timeout:g}).")
+
+
+def run_in_group(argv: list[str], timeout: float, cwd=None) -> tuple[int | None, str, str]:
+    """Run the program ``argv`` in its own process group; ``(exit status, stdout, stderr)``, the status ``None``
+    where it ran past ``timeout`` seconds. Past it, or on an interrupt (Ctrl-C), the whole group is killed: an
+    outside program is often a script whose children do the work (``smpirun``, ``smpicc``, a wrapper of a mapper),
+    and killing the script alone left them running, for ever where they hung. What it wrote is then collected for
+    at most a few seconds more (a child that left the group may hold the pipes open)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return proc.returncode, stdout, stderr
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            stdout, stderr = proc.communicate(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            stdout, stderr = "", ""
+        return None, stdout or "", stderr or ""
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _collect(proc: subprocess.Popen, out: Path, name: str, timeout: float | None = None) -> dict:
+    """The JSON worker ``name`` (``proc``) wrote to ``out``, waited for at most ``timeout`` seconds
+    (:func:`child_timeout` by default; past it the worker is killed and a :class:`RuntimeError` says so)."""
+    timeout = child_timeout() if timeout is None else timeout
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        out.unlink(missing_ok=True)
+        raise timed_out(f"bench worker {name!r}", proc.args, timeout) from None
     if rc != 0:
         raise RuntimeError(f"bench worker {name!r} failed with exit status {rc}")
     data = json.loads(out.read_text())

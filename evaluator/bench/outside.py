@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 from typing import Callable
 
 import numpy as np
@@ -118,17 +117,20 @@ def repair(topology, task_node: np.ndarray, nodes: np.ndarray, tasks_per_node: i
 def run_tool(cmd: list[str], tool: str, error: type[Exception], timeout: float = 900.0) -> str:
     """Run an outside mapper's program ``cmd`` (``tool``: whose, as in "Scotch's"); its output (stdout then
     stderr). A timeout, a program that cannot start or a non-zero exit raises ``error`` naming the program."""
+    from ._common import run_in_group
+
     name = os.path.basename(cmd[0])
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise error(f"{tool} {name} ({cmd[0]}) ran past {timeout:.0f} s") from e
+        rc, stdout, stderr = run_in_group(cmd, timeout)  # past the timeout, its children are stopped too
     except OSError as e:
         raise error(f"{tool} {name} ({cmd[0]}) could not be run: {e}") from e
-    if p.returncode != 0:
-        tail = (p.stderr + p.stdout).strip()[-2000:]
-        raise error(f"{tool} {name} ({' '.join(cmd)}) failed (exit {p.returncode}): {tail}")
-    return p.stdout + p.stderr
+    if rc is None:
+        raise error(f"{tool} {name} ({' '.join(cmd)}) ran past {timeout:g} s and was stopped; the mapper hung or "
+                    f"the job is too large for it (the timeout is the mapping function's timeout argument)")
+    if rc != 0:
+        tail = (stderr + stdout).strip()[-2000:]
+        raise error(f"{tool} {name} ({' '.join(cmd)}) failed (exit {rc}): {tail}")
+    return stdout + stderr
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,7 +89,7 @@ import numpy as np
 
 from ._big import FAT_TREE_K, TORUS_DIMS, _big_table_rows, _w_dragonfly, _w_fat_tree, _w_mira, _w_torus
 from ..io import check_writable
-from ._common import _collect, _device, _device_label, _launch, _peak_mb, _timed
+from ._common import _collect, _device, _device_label, _launch, _peak_mb, _timed, child_timeout
 from ._small import CHUNK, _run_small, _w_small
 
 __all__ = ["run", "SCENARIOS", "format_table", "parse_cli_output"]
@@ -235,8 +235,16 @@ benchmark's own memory: it survives the ``exec`` of a ``vfork``-ed child)."""
 
 def _run_cli(args: list[str], env: dict, out_dir: Path) -> dict:
     """Run ``evaluator ARGS`` in a fresh Python process; wall time (start-up included), driver peak, dataset attrs."""
+    from ._common import timed_out
+
+    timeout = child_timeout()
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _DRIVER, *args], env=env, capture_output=True, text=True)
+    try:
+        proc = subprocess.run([sys.executable, "-c", _DRIVER, *args], env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise timed_out(f"`evaluator {args[0] if args else ''}` (a bench scenario)", ["evaluator", *args],
+                        timeout) from None
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
@@ -572,6 +580,7 @@ def run(quick: bool = False, out_dir: str | os.PathLike = "results/bench", only:
     from ..errors import positive_float
 
     settle = positive_float("--settle", settle, allow_zero=True)  # seconds
+    child_timeout()  # $EVALUATOR_BENCH_TIMEOUT_S checked before any scenario runs
     if settle > 0 and len(only) < 2:
         from ..errors import ConfigError
 

@@ -277,7 +277,12 @@ def _run(cmd: list[str], timeout: float = 900.0) -> str:
 
 def read_map(path: str, n_tasks: int) -> np.ndarray:
     """Scotch's mapping file: a count then ``vertex label`` pairs; returns ``label[task]`` (every task once)."""
-    tok = np.array(open(path).read().split(), dtype=np.int64)
+    try:  # (a missing file or a word that is no integer raised FileNotFoundError or ValueError, not ScotchError)
+        with open(path) as fh:
+            tok = np.array(fh.read().split(), dtype=np.int64)
+    except (OSError, ValueError) as e:
+        raise ScotchError(f"{path}: scotch_gmap's mapping file is missing or not a Scotch mapping file ({e})") \
+            from None
     if tok.size < 1 or tok.size != 1 + 2 * int(tok[0]):
         raise ScotchError(f"{path}: not a Scotch mapping file ({tok.size} numbers)")
     pairs = tok[1:].reshape(-1, 2)

@@ -58,16 +58,17 @@ SMPI facts measured here (SMPI 3.32, CM02, the flags of :data:`SMPI_RUN_FLAGS`)
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from ._common import run_in_group
 
 __all__ = [
     "available", "SMPI_RUN_FLAGS", "HARNESS_FLAGS", "torus_platform", "fat_tree_platform", "SmpiCase",
@@ -293,12 +294,14 @@ int main(int argc, char **argv) {
 """The C program of :func:`run_collectives` (compiled once by :func:`compile_program`)."""
 
 
-def compile_program(cache_dir: str | os.PathLike | None = None) -> Path:
+def compile_program(cache_dir: str | os.PathLike | None = None, timeout: float = 300.0) -> Path:
     """The compiled :data:`C_SOURCE` (``smpicc -O1``), cached under ``<tmp>/evaluator-smpi-<hash>/``.
 
     The cache key is the hash of the source and of ``smpicc``'s path; the binary is written under a temporary name
-    and renamed, so concurrent callers never see half a file.
+    and renamed, so concurrent callers never see half a file. ``timeout``: seconds allowed to ``smpicc`` (past
+    them it is stopped, with its children, and a :class:`RuntimeError` says so).
     """
+    timeout = _check_timeout("timeout", timeout)
     if not available():
         raise RuntimeError("SMPI is not available: smpicc and smpirun must be on PATH (SimGrid's SMPI)")
     key = hashlib.sha256((C_SOURCE + "\0" + str(shutil.which("smpicc"))).encode()).hexdigest()[:16]
@@ -313,12 +316,24 @@ def compile_program(cache_dir: str | os.PathLike | None = None) -> Path:
     tmp_src.write_text(C_SOURCE)
     os.replace(tmp_src, src)
     tmp_exe = folder / f".exe-{os.getpid()}"
-    proc = subprocess.run(["smpicc", "-O1", "-o", str(tmp_exe), str(src), "-lm"], capture_output=True, text=True,
-                          timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"smpicc failed (exit {proc.returncode}):\n{_tail(proc.stderr + proc.stdout)}")
+    cmd = ["smpicc", "-O1", "-o", str(tmp_exe), str(src), "-lm"]
+    rc, stdout, stderr = run_in_group(cmd, timeout)
+    if rc is None:
+        tmp_exe.unlink(missing_ok=True)
+        raise RuntimeError(f"smpicc ran past {timeout:g} s and was stopped (command: {' '.join(cmd)}); check that "
+                           f"SimGrid's smpicc compiles a small C program, or allow more time (compile_program's "
+                           f"timeout):\n{_tail(stderr + stdout)}")
+    if rc != 0:
+        raise RuntimeError(f"smpicc failed (exit {rc}; command: {' '.join(cmd)}):\n{_tail(stderr + stdout)}")
     os.replace(tmp_exe, exe)
     return exe
+
+
+def _check_timeout(field: str, timeout) -> float:
+    """``timeout`` as seconds: a finite number > 0 (``None``, ``inf`` and ``nan`` waited for ever)."""
+    from ..errors import positive_float
+
+    return positive_float(field, timeout)
 
 
 def _tail(text: str, n: int = 40) -> str:
@@ -391,6 +406,7 @@ def run_collectives(platform_xml: str, cases: Iterable, n_hosts: int, *, timeout
     Raises :class:`RuntimeError` with the tail of SMPI's output when a run fails (an unknown algorithm name, an
     SMPI algorithm that refuses the communicator size, a timeout).
     """
+    timeout = _check_timeout("timeout", timeout)
     cases = [_as_case(c) for c in cases]
     n_hosts = int(n_hosts)
     for c in cases:
@@ -416,35 +432,41 @@ def run_collectives(platform_xml: str, cases: Iterable, n_hosts: int, *, timeout
             t0 = time.perf_counter()
             # smpirun is a script that starts the simulation as its child: run it in its own process group
             # so that a timeout ends both
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp,
-                                    start_new_session=True)
-            try:
-                stdout, stderr = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                stdout, stderr = proc.communicate()
-                raise RuntimeError(f"smpirun timed out after {timeout} s ({op} {alg}, {p} ranks, "
-                                   f"{len(idx)} cases):\n{_tail(stderr + stdout)}") from None
+            rc, stdout, stderr = run_in_group(argv, timeout, cwd=tmp)
+            if rc is None:
+                raise RuntimeError(f"smpirun timed out after {timeout:g} s ({op} {alg}, {p} ranks, "
+                                   f"{len(idx)} cases; the run_collectives timeout):\n{_tail(stderr + stdout)}")
             wall += time.perf_counter() - t0
             runs += 1
-            found = {}
-            for line in stdout.splitlines():
-                if line.startswith("SMPI_HARNESS_RESULT "):
-                    _, k, v = line.split()
-                    found[int(k)] = float(v)
-            if proc.returncode != 0 or len(found) != len(idx):
+            found = _harness_results(stdout)
+            if rc != 0 or found is None or sorted(found) != list(range(len(idx))):
                 raise RuntimeError(
-                    f"smpirun failed (exit {proc.returncode}) for {op} algorithm {alg!r} on {p} ranks, sizes "
-                    f"{[cases[i].nbytes for i in idx]}:\n{_tail(stderr + stdout)}")
+                    f"smpirun failed (exit {rc}{'' if found is not None else ', unreadable results'}) for {op} "
+                    f"algorithm {alg!r} on {p} ranks, sizes {[cases[i].nbytes for i in idx]}:\n"
+                    f"{_tail(stderr + stdout)}")
             for k, i in enumerate(idx):
                 out[i] = found[k]
     if stats is not None:
         stats["runs"] = stats.get("runs", 0) + runs
         stats["wall_s"] = stats.get("wall_s", 0.0) + wall
     return out
+
+
+def _harness_results(stdout: str) -> dict[int, float] | None:
+    """``{case index: simulated seconds}`` of the program's ``SMPI_HARNESS_RESULT <k> <seconds>`` lines; None where
+    one of them does not read as that (an index, a finite number)."""
+    found: dict[int, float] = {}
+    for line in stdout.splitlines():
+        if line.startswith("SMPI_HARNESS_RESULT "):
+            parts = line.split()
+            try:
+                k, v = int(parts[1]), float(parts[2])
+            except (IndexError, ValueError):
+                return None
+            if len(parts) != 3 or not math.isfinite(v):
+                return None
+            found[k] = v
+    return found
 
 
 def run_collective(platform_xml: str, op: str, algorithm: str, n_ranks: int, nbytes: int, root: int = 0,

@@ -86,8 +86,16 @@ _CACHE_VARS = ("EVALUATOR_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_
 
 
 def _probe(env: dict) -> dict:
+    from ._common import child_timeout, timed_out
+
+    timeout = child_timeout()
+    cmd = [sys.executable, "-c", PROBE]
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise timed_out("the bench's start-up probe", [*cmd[:2], "<evaluator.bench.startup.PROBE>"],
+                        timeout) from None
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
