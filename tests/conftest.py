@@ -207,7 +207,9 @@ SLOW_GROUPS = {"ray", "test_docs_run", "test_sweep_docs_h1", "test_routing_fast"
                "test_bounds_certified", "test_smpi_collectives", "test_startup_cache_fresh",
                # a module fixture of 10-14 s that most of the module's tests share (a study, the commands whose
                # outputs are ranked): listing the tests one by one moves it to the next (2026-12-01)
-               "test_buyer_study", "test_rdn_study", "test_query_rank"}
+               "test_buyer_study", "test_rdn_study", "test_query_rank",
+               # the same, 11-18 s in a make test-quick run (2026-12-07)
+               "test_audit_buyer", "test_audit_rdn_study", "test_audit_plot"}
 """Groups that ``make test-quick`` leaves out (with every claim test, tests/test_claims_*.py): marked ``slow``."""
 
 
