@@ -306,6 +306,39 @@ def test_is_our_figure_on_a_fifo_returns_at_once(tmp_path):
             pass
 
 
+def test_plot_out_on_a_fifo_is_refused_at_once(tmp_path):
+    """``evaluator plot --out`` opened an existing ``--out`` itself (its PNG signature) before
+    :func:`~evaluator.io.is_our_figure`: a FIFO there made it wait for a writer for ever."""
+    from evaluator.cli.plot import _check_png_out
+
+    fifo = tmp_path / "figure.png"
+    os.mkfifo(fifo)
+    try:
+        box = _within(lambda: _check_png_out(str(fifo), tmp_path / "run.nc"), limit=3.0)
+        assert isinstance(box.get("exc"), ConfigError) and "--out" in str(box["exc"]), box
+    finally:
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+def test_bench_barrier_stops_when_its_parent_dies_or_past_the_limit(tmp_path, monkeypatch):
+    """A two-core scenario-1 worker polled every millisecond for its parent's ``go`` file, for ever where the
+    parent had died (or never wrote it)."""
+    from evaluator.bench import _small
+
+    pids = iter([os.getppid()] + [1] * 100)  # the parent at the start, then init: re-parented, the parent died
+    monkeypatch.setattr(_small.os, "getppid", lambda: next(pids))
+    box = _within(lambda: _small._wait_barrier(str(tmp_path), 0, ""), limit=3.0)
+    assert isinstance(box.get("exc"), SystemExit) and "no go from its parent" in str(box["exc"]), box
+    assert (tmp_path / "ready-0").exists()
+    monkeypatch.undo()
+    monkeypatch.setenv("EVALUATOR_BENCH_TIMEOUT_S", "0.3")
+    box = _within(lambda: _small._wait_barrier(str(tmp_path), 1, "scipy"), limit=3.0)
+    assert isinstance(box.get("exc"), SystemExit) and box["elapsed"] >= 0.3, box
+
+
 def _png(chunks: list[tuple[bytes, bytes]]) -> bytes:
     out = b"\x89PNG\r\n\x1a\n"
     for kind, data in chunks:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import _collect, _device, _device_label, _launch, _peak_mb, _rel_dev
+from ._common import _collect, _device, _device_label, _launch, _peak_mb, _rel_dev, child_timeout, timed_out
 
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_CHECKED = 16  # scenario 1: points per (beta, routing) class whose SciPy loads are compared link for link
@@ -100,9 +100,14 @@ def _w_small(args) -> dict:
 
 
 def _wait_barrier(barrier: str, part: int, stage: str) -> None:
-    """Signal ``ready{stage}-{part}`` and wait for the parent's ``go{stage}`` (workers start a stage together)."""
+    """Signal ``ready{stage}-{part}`` and wait for the parent's ``go{stage}`` (workers start a stage together); a
+    worker whose parent died, or that waited past :func:`~._common.child_timeout`, stops (it polled for ever)."""
     Path(barrier, f"ready{stage}-{part}").touch()
+    parent, deadline = os.getppid(), time.monotonic() + child_timeout()
     while not Path(barrier, f"go{stage}").exists():
+        if os.getppid() != parent or time.monotonic() > deadline:
+            raise SystemExit(f"bench worker 'small' part {part}: no go{stage} from its parent (it died, or "
+                             f"{child_timeout():g} s passed)")
         time.sleep(0.001)
 
 
@@ -221,10 +226,17 @@ def _run_small(quick: bool, log, raw: dict) -> list[dict]:
         barrier = tempfile.mkdtemp(prefix="bench-barrier-")
         procs = [_launch("small", quick, [c], ["--part", str(i), "--parts", "2", "--barrier", barrier, "--scipy"])
                  for i, c in enumerate(cpus[:2])]
+        deadline = time.monotonic() + child_timeout()
         for stage in ("", "scipy"):  # the evaluator's timed loop, then the SciPy baseline: each started together
             while not all(Path(barrier, f"ready{stage}-{i}").exists() for i in range(2)):
-                if any(p.poll() not in (None, 0) for p, _ in procs):
-                    raise RuntimeError("bench worker 'small' failed")
+                failed = any(p.poll() not in (None, 0) for p, _ in procs)
+                if failed or time.monotonic() > deadline:  # (the other worker stopped too: it waits at the barrier)
+                    for p, _ in procs:
+                        p.kill()
+                        p.wait()
+                    if failed:
+                        raise RuntimeError("bench worker 'small' failed")
+                    raise timed_out("bench worker 'small' (two cores)", procs[0][0].args, child_timeout())
                 time.sleep(0.01)
             Path(barrier, f"go{stage}").touch()
         parts = [_collect(p, o, "small") for p, o in procs]

@@ -88,7 +88,9 @@ def _check_png_out(out: str, dataset: Path, explicit: bool = True) -> None:
         return
     if dataset.exists() and o.resolve() == dataset.resolve():
         raise ConfigError("--out", out, "a PNG path other than the dataset plotted (it would be overwritten)")
-    try:
+    try:  # (only a regular file is opened: a FIFO there made open() wait for a writer for ever)
+        if not o.is_file():
+            raise OSError
         with open(o, "rb") as fh:
             head = fh.read(len(_PNG_MAGIC))
     except OSError:
