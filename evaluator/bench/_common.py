@@ -156,6 +156,17 @@ def timed_out(what: str, cmd, timeout: float) -> RuntimeError:
                         f"or allow more time with {TIMEOUT_VARIABLE}=SECONDS (now {timeout:g}).")
 
 
+def run_child(cmd: list[str], env: dict, what: str, shown=None) -> subprocess.CompletedProcess:
+    """Run ``cmd`` (a Python child of the bench: the start-up probe, an ``evaluator`` command) with ``env``, its
+    output captured, waited for at most :func:`child_timeout` seconds; past them it is stopped and a
+    :class:`RuntimeError` names it (``what``) and its command (``shown``, by default ``cmd``)."""
+    timeout = child_timeout()
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise timed_out(what, cmd if shown is None else shown, timeout) from None
+
+
 def run_in_group(argv: list[str], timeout: float, cwd=None) -> tuple[int | None, str, str]:
     """Run the program ``argv`` in its own process group; ``(exit status, stdout, stderr)``, the status ``None``
     where it ran past ``timeout`` seconds. Past it, or on an interrupt (Ctrl-C), the whole group is killed: an

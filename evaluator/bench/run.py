@@ -77,7 +77,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -235,16 +234,11 @@ benchmark's own memory: it survives the ``exec`` of a ``vfork``-ed child)."""
 
 def _run_cli(args: list[str], env: dict, out_dir: Path) -> dict:
     """Run ``evaluator ARGS`` in a fresh Python process; wall time (start-up included), driver peak, dataset attrs."""
-    from ._common import timed_out
+    from ._common import run_child
 
-    timeout = child_timeout()
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run([sys.executable, "-c", _DRIVER, *args], env=env, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise timed_out(f"`evaluator {args[0] if args else ''}` (a bench scenario)", ["evaluator", *args],
-                        timeout) from None
+    proc = run_child([sys.executable, "-c", _DRIVER, *args], env,
+                     f"`evaluator {args[0] if args else ''}` (a bench scenario)", ["evaluator", *args])
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])

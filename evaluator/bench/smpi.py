@@ -68,6 +68,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import positive_float
 from ._common import run_in_group
 
 __all__ = [
@@ -301,7 +302,7 @@ def compile_program(cache_dir: str | os.PathLike | None = None, timeout: float =
     and renamed, so concurrent callers never see half a file. ``timeout``: seconds allowed to ``smpicc`` (past
     them it is stopped, with its children, and a :class:`RuntimeError` says so).
     """
-    timeout = _check_timeout("timeout", timeout)
+    timeout = positive_float("timeout", timeout)  # (None, inf and nan waited for ever)
     if not available():
         raise RuntimeError("SMPI is not available: smpicc and smpirun must be on PATH (SimGrid's SMPI)")
     key = hashlib.sha256((C_SOURCE + "\0" + str(shutil.which("smpicc"))).encode()).hexdigest()[:16]
@@ -327,13 +328,6 @@ def compile_program(cache_dir: str | os.PathLike | None = None, timeout: float =
         raise RuntimeError(f"smpicc failed (exit {rc}; command: {' '.join(cmd)}):\n{_tail(stderr + stdout)}")
     os.replace(tmp_exe, exe)
     return exe
-
-
-def _check_timeout(field: str, timeout) -> float:
-    """``timeout`` as seconds: a finite number > 0 (``None``, ``inf`` and ``nan`` waited for ever)."""
-    from ..errors import positive_float
-
-    return positive_float(field, timeout)
 
 
 def _tail(text: str, n: int = 40) -> str:
@@ -406,7 +400,7 @@ def run_collectives(platform_xml: str, cases: Iterable, n_hosts: int, *, timeout
     Raises :class:`RuntimeError` with the tail of SMPI's output when a run fails (an unknown algorithm name, an
     SMPI algorithm that refuses the communicator size, a timeout).
     """
-    timeout = _check_timeout("timeout", timeout)
+    timeout = positive_float("timeout", timeout)  # (None, inf and nan waited for ever)
     cases = [_as_case(c) for c in cases]
     n_hosts = int(n_hosts)
     for c in cases:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -86,16 +85,11 @@ _CACHE_VARS = ("EVALUATOR_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_
 
 
 def _probe(env: dict) -> dict:
-    from ._common import child_timeout, timed_out
+    from ._common import run_child
 
-    timeout = child_timeout()
-    cmd = [sys.executable, "-c", PROBE]
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise timed_out("the bench's start-up probe", [*cmd[:2], "<evaluator.bench.startup.PROBE>"],
-                        timeout) from None
+    proc = run_child([sys.executable, "-c", PROBE], env, "the bench's start-up probe",
+                     [sys.executable, "-c", "<evaluator.bench.startup.PROBE>"])
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
