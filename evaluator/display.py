@@ -5,7 +5,7 @@ Datasets keep SI base units (seconds, bytes, bytes/s; the metric table
 person reads is rescaled: tables, summaries, log lines and plot axes. The one
 convention:
 
-* ``s``: h, s, ms, us, ns (hours only from 1 h on: a schedule's waits and makespans);
+* ``s``: h, s, ms, us, ns (hours from 1 h on as shown, 3599.5 s included: a schedule's waits and makespans);
 * ``bytes/s``: TB/s, GB/s, MB/s, kB/s, B/s (decimal: 1 GB/s = 10^9 bytes/s);
 * ``bytes``: TB, GB, MB, kB, B (decimal: 1 MB = 10^6 bytes; never KiB/MiB/GiB).
 
@@ -15,8 +15,10 @@ one display unit, named in each header (``completion_time [us]`` beside
 ``optimal_completion_time [us]``), so that numbers side by side compare at a
 glance. That unit (:func:`shared_unit`) is the largest in which the geometric
 mean of the columns' medians (finite non-zero magnitudes), as shown (rounded to the digits
-shown: 999.96 us is 1.000 ms, never "1000 us"), is at least 1: a
-single column's median is at least 1 in it, and columns orders of magnitude
+shown: 999.96 us is 1.000 ms, never "1000 us"), is at least 1, or in which it would show as
+a whole unit or more in the unit below (3599.7 s would show as "3600 s" at four digits, so it is
+shown in hours, 0.9999 h; between decimal units the two agree): a
+single column's median is at least 1 in it (but for that 0.9999 h), and columns orders of magnitude
 apart (a machine's aggregate throughput beside a task's bandwidth) meet in the
 middle. A column's SI unit comes from the metric table
 (:func:`evaluator.dataset.metric`) or from ``df.attrs["units"]``. Summaries
@@ -86,8 +88,10 @@ def shared_unit(si_unit: str, columns: Sequence[Any], sig: int = SIGNIFICANT) ->
 
     The largest unit in which the geometric mean of the columns' medians (of their finite non-zero
     magnitudes; columns without such values left out), rounded to ``sig`` significant digits as it is shown,
-    is at least 1 (999.96 us is 1.000 ms, not "1000 us"); the SI unit itself (factor 1) for units without a
-    scale (``"1"``, ``"links"``, unknown) and where no column has such values.
+    is at least 1 (999.96 us is 1.000 ms, not "1000 us"), or in which, shown in the unit below, it would
+    round to this unit's size or more (3599.7 s is "3600 s" at four digits: hours, 0.9999 h; the ratio of
+    hours to seconds is not a power of ten, so the two roundings differ there); the SI unit itself (factor 1)
+    for units without a scale (``"1"``, ``"links"``, unknown) and where no column has such values.
     """
     scale = _scale_of(si_unit)
     if scale is None:
@@ -96,9 +100,11 @@ def shared_unit(si_unit: str, columns: Sequence[Any], sig: int = SIGNIFICANT) ->
     if not medians:
         return next((u, f) for u, f in scale if f == 1.0)
     typical = float(np.exp(np.mean(np.log(medians))))
-    for unit, factor in scale:
+    for (unit, factor), below in zip(scale, [f for _, f in scale[1:]] + [None]):
         if _rounded(typical / factor, sig) >= 1 - 1e-12:
             return unit, factor
+        if below is not None and _rounded(typical / below, sig) >= factor / below * (1 - 1e-12):
+            return unit, factor  # it would roll over in the unit below: 3599.7 s shows as "3600 s"
     return scale[-1]
 
 
@@ -109,8 +115,8 @@ def _rounded(x: float, sig: int) -> float:
 
 def display_unit(si_unit: str, values: Any, sig: int = SIGNIFICANT) -> tuple[str, float]:
     """``(unit, factor)`` to show ``values`` (in ``si_unit``) as ``values / factor`` in ``unit``: the largest
-    unit in which their median magnitude, rounded to ``sig`` significant digits, is at least 1
-    (:func:`shared_unit` of one column)."""
+    unit in which their median magnitude, rounded to ``sig`` significant digits, is at least 1 or would be this
+    unit's size or more in the unit below (:func:`shared_unit` of one column)."""
     return shared_unit(si_unit, [values], sig)
 
 

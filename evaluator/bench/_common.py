@@ -118,7 +118,11 @@ def _launch(name: str, quick: bool, cpus: list[int] | None, extra: list[str] = (
     # the workers time compilation: no persistent compilation cache of ours (`import evaluator` turns it on;
     # a cache the user gave JAX through its own variables is left as it is, as before)
     env = dict(os.environ, EVALUATOR_COMPILATION_CACHE="0")
-    return subprocess.Popen(cmd, preexec_fn=pin, env=env), Path(out)
+    try:
+        return subprocess.Popen(cmd, preexec_fn=pin, env=env), Path(out)
+    except BaseException:  # (the worker did not start: no result file left behind)
+        Path(out).unlink(missing_ok=True)
+        raise
 
 
 TIMEOUT_VARIABLE = "EVALUATOR_BENCH_TIMEOUT_S"
@@ -158,22 +162,25 @@ def timed_out(what: str, cmd, timeout: float) -> RuntimeError:
 
 def run_child(cmd: list[str], env: dict, what: str, shown=None) -> subprocess.CompletedProcess:
     """Run ``cmd`` (a Python child of the bench: the start-up probe, an ``evaluator`` command) with ``env``, its
-    output captured, waited for at most :func:`child_timeout` seconds; past them it is stopped and a
+    output captured, waited for at most :func:`child_timeout` seconds, in its own process group
+    (:func:`run_in_group`): past them, or on an interrupt (Ctrl-C), the whole group is stopped (``evaluator sweep``
+    starts a local Ray with processes of its own; stopping the command alone left them running) and, past them, a
     :class:`RuntimeError` names it (``what``) and its command (``shown``, by default ``cmd``)."""
     timeout = child_timeout()
-    try:
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise timed_out(what, cmd if shown is None else shown, timeout) from None
+    rc, stdout, stderr = run_in_group(cmd, timeout, env=env)
+    if rc is None:
+        raise timed_out(what, cmd if shown is None else shown, timeout)
+    return subprocess.CompletedProcess(cmd, rc, stdout, stderr)
 
 
-def run_in_group(argv: list[str], timeout: float, cwd=None) -> tuple[int | None, str, str]:
-    """Run the program ``argv`` in its own process group; ``(exit status, stdout, stderr)``, the status ``None``
-    where it ran past ``timeout`` seconds. Past it, or on an interrupt (Ctrl-C), the whole group is killed: an
-    outside program is often a script whose children do the work (``smpirun``, ``smpicc``, a wrapper of a mapper),
-    and killing the script alone left them running, for ever where they hung. What it wrote is then collected for
-    at most a few seconds more (a child that left the group may hold the pipes open)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+def run_in_group(argv: list[str], timeout: float, cwd=None, env=None) -> tuple[int | None, str, str]:
+    """Run the program ``argv`` (in ``cwd``, with the environment ``env``; by default this process's) in its own
+    process group; ``(exit status, stdout, stderr)``, the status ``None`` where it ran past ``timeout`` seconds.
+    Past it, or on an interrupt (Ctrl-C), the whole group is killed: an outside program is often a script whose
+    children do the work (``smpirun``, ``smpicc``, a wrapper of a mapper), and killing the script alone left them
+    running, for ever where they hung. What it wrote is then collected for at most a few seconds more (a child
+    that left the group may hold the pipes open)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
                             start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -202,17 +209,26 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def _collect(proc: subprocess.Popen, out: Path, name: str, timeout: float | None = None) -> dict:
     """The JSON worker ``name`` (``proc``) wrote to ``out``, waited for at most ``timeout`` seconds
-    (:func:`child_timeout` by default; past it the worker is killed and a :class:`RuntimeError` says so)."""
+    (:func:`child_timeout` by default; past it the worker is killed and a :class:`RuntimeError` says so). The
+    file ``out`` is removed whatever happens (read, the worker failed or ran past the time, an interrupt), and a
+    worker still running on the way out (an interrupt) is killed."""
     timeout = child_timeout() if timeout is None else timeout
     try:
-        rc = proc.wait(timeout)
-    except subprocess.TimeoutExpired:
+        try:
+            rc = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            raise timed_out(f"bench worker {name!r}", proc.args, timeout) from None
+        if rc != 0:
+            raise RuntimeError(f"bench worker {name!r} failed with exit status {rc}")
+        return json.loads(out.read_text())
+    finally:
+        _stop(proc)
+        out.unlink(missing_ok=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` (a worker) if it still runs, and wait for it."""
+    if proc.poll() is None:
         proc.kill()
         proc.wait()
-        out.unlink(missing_ok=True)
-        raise timed_out(f"bench worker {name!r}", proc.args, timeout) from None
-    if rc != 0:
-        raise RuntimeError(f"bench worker {name!r} failed with exit status {rc}")
-    data = json.loads(out.read_text())
-    out.unlink()
-    return data

@@ -7,13 +7,14 @@ import itertools
 import json
 import math
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ._common import _collect, _device, _device_label, _launch, _peak_mb, _rel_dev, child_timeout, timed_out
+from ._common import _collect, _device, _device_label, _launch, _peak_mb, _rel_dev, _stop, child_timeout, timed_out
 
 CHUNK = 256  # points per device call in scenario 1 (evaluate_batch chunk_size)
 SCIPY_CHECKED = 16  # scenario 1: points per (beta, routing) class whose SciPy loads are compared link for link
@@ -224,25 +225,28 @@ def _run_small(quick: bool, log, raw: dict) -> list[dict]:
     if probe["platform"] == "cpu" and len(cpus) >= 2:
         log("scenario 1: DF(4,8,4), two cores (two workers, one core each)")
         barrier = tempfile.mkdtemp(prefix="bench-barrier-")
-        procs = [_launch("small", quick, [c], ["--part", str(i), "--parts", "2", "--barrier", barrier, "--scipy"])
-                 for i, c in enumerate(cpus[:2])]
-        deadline = time.monotonic() + child_timeout()
-        for stage in ("", "scipy"):  # the evaluator's timed loop, then the SciPy baseline: each started together
-            while not all(Path(barrier, f"ready{stage}-{i}").exists() for i in range(2)):
-                failed = any(p.poll() not in (None, 0) for p, _ in procs)
-                if failed or time.monotonic() > deadline:  # (the other worker stopped too: it waits at the barrier)
-                    for p, _ in procs:
-                        p.kill()
-                        p.wait()
-                    if failed:
-                        raise RuntimeError("bench worker 'small' failed")
-                    raise timed_out("bench worker 'small' (two cores)", procs[0][0].args, child_timeout())
-                time.sleep(0.01)
-            Path(barrier, f"go{stage}").touch()
-        parts = [_collect(p, o, "small") for p, o in procs]
-        for f in Path(barrier).iterdir():
-            f.unlink()
-        os.rmdir(barrier)
+        procs: list = []
+        try:
+            for i, c in enumerate(cpus[:2]):
+                procs.append(_launch("small", quick, [c], ["--part", str(i), "--parts", "2", "--barrier", barrier,
+                                                           "--scipy"]))
+            deadline = time.monotonic() + child_timeout()
+            for stage in ("", "scipy"):  # the evaluator's timed loop, then the SciPy baseline: each started together
+                while not all(Path(barrier, f"ready{stage}-{i}").exists() for i in range(2)):
+                    codes = [p.poll() for p, _ in procs]
+                    failed = [rc for rc in codes if rc not in (None, 0)]
+                    if failed or time.monotonic() > deadline:  # (both stopped on the way out: see finally)
+                        if failed:
+                            raise RuntimeError(f"bench worker 'small' failed with exit status {failed[0]}")
+                        raise timed_out("bench worker 'small' (two cores)", procs[0][0].args, child_timeout())
+                    time.sleep(0.01)
+                Path(barrier, f"go{stage}").touch()
+            parts = [_collect(p, o, "small") for p, o in procs]
+        finally:  # every path (done, a worker failed, past the time, an interrupt): no worker, file or barrier left
+            for p, o in procs:
+                _stop(p)
+                o.unlink(missing_ok=True)
+            shutil.rmtree(barrier, ignore_errors=True)
         # both workers start together (barrier) and run their repeats concurrently: the slower one sets the time
         two = {"points": sum(p["points"] for p in parts),
                "eval_s": max(p["eval_s"] for p in parts),
