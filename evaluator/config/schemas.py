@@ -52,6 +52,7 @@ class RayConfig:
     max_in_flight: Optional[int] = None  # chunks submitted at once (null: 2 x CPUs)
     connect_timeout_s: float = 15.0  # how long to wait for a cluster named by address
     driver_chunks: bool = True  # while a local Ray starts, the driver evaluates chunks itself (false: Ray's alone)
+    stall_timeout_s: Optional[float] = 3600.0  # no chunk finished this long: cancel, keep, stop (null: no limit)
 
 
 @dataclass

@@ -30,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,8 @@ from ..config import RayConfig
 from ..display import progress_bar
 from ..errors import ClusterError, StorageError, keeps_ignored_keys
 from . import store
+from ._wait import BATCH_POINTS, _batches, _by_network, _interleaved, _round_robin  # noqa: F401 (their home was here)
+from ._wait import STALL_DEFAULT_S, check_stall_timeout, run_on_ray
 from ._writer import ChunkWriter, remove_chunk_files
 from .assemble import assemble, check_link_load
 from .bounds import check_sweep_bounds
@@ -158,10 +159,11 @@ def _probe(address: str, timeout: float, field: str = "ray.address") -> None:
             from None
 
 
-def _wait_for(thread: threading.Thread, timeout: float | None = None) -> bool:
-    """Start ``thread`` and wait for it in short steps, so that Ctrl-C and SIGTERM (run by the main thread between
-    steps) stop the wait at any moment; whether it finished within ``timeout``."""
-    thread.start()
+def _wait_for(thread: threading.Thread, timeout: float | None = None, started: bool = False) -> bool:
+    """Start ``thread`` (unless ``started``) and wait for it in short steps, so that Ctrl-C and SIGTERM (run by the
+    main thread between steps) stop the wait at any moment; whether it finished within ``timeout``."""
+    if not started:
+        thread.start()
     deadline = None if timeout is None else time.monotonic() + timeout
     while thread.is_alive():
         thread.join(0.1)
@@ -278,7 +280,8 @@ def _result(fut: concurrent.futures.Future):
 
 def check_ray_config(ray_cfg) -> None:
     """Refuse a ``ray.connect_timeout_s`` that is not a finite number of seconds above 0 before anything runs
-    (nan, -1 and inf were taken: a probe that never waits, or waits for ever)."""
+    (nan, -1 and inf were taken: a probe that never waits, or waits for ever), and a ``ray.stall_timeout_s`` that
+    is neither that nor null."""
     if ray_cfg is None:
         return
     import math
@@ -288,6 +291,7 @@ def check_ray_config(ray_cfg) -> None:
     t = getattr(ray_cfg, "connect_timeout_s", 15.0)
     ok = isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0
     require(ok, "ray.connect_timeout_s", t, "a finite number of seconds > 0")
+    check_stall_timeout(getattr(ray_cfg, "stall_timeout_s", STALL_DEFAULT_S))  # (null: no limit)
 
 
 def _ray_init(ray_cfg, while_starting=None):
@@ -554,7 +558,6 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
     use_ray = ray_cfg is None or bool(ray_cfg.enabled)
     ray = None
     started_here = False
-    pending: dict[Any, str] = {}
     try:
         if use_ray and todo:
             started_here = not _ray_initialized() and not _joins(ray_cfg)
@@ -568,54 +571,20 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
             if stop_after is not None and n_own >= stop_after:
                 writer.drain()
                 return None
-            remote = ray.remote(max_retries=int(getattr(ray_cfg, "max_retries", 3)), retry_exceptions=False)(
-                _remote_chunk)
-            plan_box = [ray.put(plan)]  # in a list: Ray passes the reference, a worker fetches the plan once
-            token = f"{plan.run_id}-{uuid.uuid4().hex}"
-            ncpu = int(ray.cluster_resources().get("CPU", 1))
-            timings["ray_cpus"] = ncpu
-            limit = int(getattr(ray_cfg, "max_in_flight", None) or 2 * max(ncpu, 1))
             # (stop_after, for tests: submit no more chunks than that, as a run stopped there computed)
-            queue = collections.deque(_batches(todo[n_own:stop_after], plan.chunk_size, ncpu))
-            while queue or pending:
-                while queue and len(pending) < limit:
-                    batch = queue.popleft()
-                    pending[remote.remote(token, plan_box, [pts for _, pts in batch])] = [cid for cid, _ in batch]
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                _raise_if_signalled()
-                for ref in ready:
-                    cids = pending.pop(ref)
-                    for cid, res in zip(cids, ray.get(ref)):
-                        writer.submit(cid, res)
-                        if stop_after is not None and writer.drain() >= stop_after:
-                            return None
-        elif todo:
-            n_threads = _local_threads(ray_cfg)
-            window: collections.deque = collections.deque()
-            queue = collections.deque(todo[:stop_after])
-            with concurrent.futures.ThreadPoolExecutor(n_threads, thread_name_prefix="chunk") as pool:
-                try:
-                    while queue or window:
-                        while queue and len(window) < 2 * n_threads:
-                            cid, pts = queue.popleft()
-                            window.append((cid, pool.submit(evaluate_chunk, plan, pts)))
-                        cid, fut = window.popleft()
-                        writer.submit(cid, _result(fut))
-                        if stop_after is not None and writer.drain() >= stop_after:
-                            return None
-                finally:
-                    for _, fut in window:
-                        fut.cancel()
+            if run_on_ray(ray, ray_cfg, plan, todo[n_own:stop_after], writer, stop_after, timings, _remote_chunk,
+                          lambda: _kept(plan, chunks)):
+                return None
+        elif todo and _in_process(plan, todo[:stop_after], writer, stop_after, ray_cfg):
+            return None
         writer.drain()
     except KeyboardInterrupt as exc:
         # every write in flight finishes first (one the interrupt caught between its submission and its
         # bookkeeping too: counted from the counter it was one short of the files), then the files are counted
         writer.drain(raise_errors=False)
         writer.close()
-        ids = {cid for cid, _ in chunks}
-        kept = sum(1 for p in store.chunk_dir(plan).glob("*.pkl") if p.stem in ids)
-        print(f"\nsweep {plan.name}: interrupted; {kept} of {len(chunks)} chunks are kept in "
-              f"{store.chunk_dir(plan)}. Rerun the same command to resume.", file=sys.stderr)
+        print(f"\nsweep {plan.name}: interrupted; {_kept(plan, chunks)}. Rerun the same command to resume.",
+              file=sys.stderr)
         reraise_signalled(exc)
     finally:
         writer.close()
@@ -624,7 +593,8 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
         # task's own reply kills the driver in a RAY_CHECK ("Tried to complete task that was not pending", exit 1
         # after the run had stopped and said what it kept: 2 of 13 SIGTERMs of a schedule study, 2026-12-03;
         # ray-project/ray#54798 fixed a sibling). They go with the driver: a local Ray it started is shut down at
-        # exit, and a cluster's raylets stop the workers of a job whose driver has gone.
+        # exit, and a cluster's raylets stop the workers of a job whose driver has gone. (A stall, no task finished
+        # for ray.stall_timeout_s, cancels them: they hang, so no reply is on its way; _wait.run_on_ray.)
     # every result is in: a local Ray this call started stops meanwhile (1.4 s of Ray's own shutdown, done at
     # exit otherwise), overlapping the assembly and the write
     stopping = _stop_ray_in_background(ray) if ray is not None and started_here else None
@@ -632,7 +602,36 @@ def _run_locked(plan: SweepPlan, ray_cfg, progress: bool, stop_after: int | None
         return _finish(plan, chunks, manifest, writer, timings, t_start, on_dataset)
     finally:
         if stopping is not None:
-            stopping.join()
+            _join_shutdown(stopping, warn)
+
+
+def _in_process(plan: SweepPlan, todo: list, writer: ChunkWriter, stop_after: int | None, ray_cfg) -> bool:
+    """The chunks of ``todo`` evaluated on threads of this process (``ray.enabled=false``), each result handed to
+    ``writer`` in ``todo``'s order; True when ``stop_after`` chunks were persisted (tests: a run stopped there)."""
+    n_threads = _local_threads(ray_cfg)
+    window: collections.deque = collections.deque()
+    queue = collections.deque(todo)
+    with concurrent.futures.ThreadPoolExecutor(n_threads, thread_name_prefix="chunk") as pool:
+        try:
+            while queue or window:
+                while queue and len(window) < 2 * n_threads:
+                    cid, pts = queue.popleft()
+                    window.append((cid, pool.submit(evaluate_chunk, plan, pts)))
+                cid, fut = window.popleft()
+                writer.submit(cid, _result(fut))
+                if stop_after is not None and writer.drain() >= stop_after:
+                    return True
+        finally:
+            for _, fut in window:
+                fut.cancel()
+    return False
+
+
+def _kept(plan: SweepPlan, chunks) -> str:
+    """``"K of N chunks are kept in DIR"``: the chunk files of ``chunks`` on disk."""
+    ids = {cid for cid, _ in chunks}
+    kept = sum(1 for p in store.chunk_dir(plan).glob("*.pkl") if p.stem in ids)
+    return f"{kept} of {len(chunks)} chunks are kept in {store.chunk_dir(plan)}"
 
 
 class _DriverChunks:
@@ -692,48 +691,26 @@ def _ray_initialized() -> bool:
     return ray is not None and ray.is_initialized()
 
 
+SHUTDOWN_WAIT_S = 60.0
+"""How long a sweep waits, its dataset written, for the local Ray it started to shut down (1.4 s as a rule)."""
+
+
+def _join_shutdown(stopping: threading.Thread, warn=None) -> None:
+    """Wait for Ray's shutdown on ``stopping`` at most :data:`SHUTDOWN_WAIT_S` (in short steps: a signal stops
+    the wait); past that, say so once and go on: the dataset is written (Ray's processes go at exit, or with the
+    watchdog of :func:`_start_reaper`)."""
+    if not _wait_for(stopping, SHUTDOWN_WAIT_S, started=True):
+        (warn or (lambda msg: print(msg, file=sys.stderr)))(
+            f"sweep: the local Ray did not shut down within {SHUTDOWN_WAIT_S:g} s; the dataset is written, the sweep "
+            f"returns without waiting for it (its processes stop when this one exits)")
+
+
 def _stop_ray_in_background(ray) -> threading.Thread:
     """``ray.shutdown()`` on a thread (joined by the caller): the local cluster's processes stop while the
     driver goes on."""
     thread = threading.Thread(target=ray.shutdown, name="ray-shutdown", daemon=True)
     thread.start()
     return thread
-
-
-def _by_network(todo: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
-    """The chunks of ``todo`` per network (ids ``b<network>-c<chunk>``), in their order."""
-    out: dict[str, list] = collections.defaultdict(list)
-    for item in todo:
-        out[item[0].split("-", 1)[0]].append(item)
-    return list(out.values())
-
-
-def _round_robin(lists: list[list]) -> list:
-    out = []
-    for i in range(max((len(v) for v in lists), default=0)):
-        out.extend(v[i] for v in lists if i < len(v))
-    return out
-
-
-def _interleaved(todo: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """Chunks in round-robin order over their networks (ids ``b<network>-c<chunk>``): workers starting together
-    compile different kernels, and a network's kernels are warm while its chunks keep coming."""
-    return _round_robin(_by_network(todo))
-
-
-BATCH_POINTS = 2048
-"""A Ray task evaluates chunks of about this many points in all (each persisted on its own): fewer tasks,
-less scheduling per point, when chunks are small."""
-
-
-def _batches(todo: list[tuple[str, Any]], chunk_size: int, n_cpus: int) -> list[list[tuple[str, Any]]]:
-    """Chunks of ``todo`` in batches of about :data:`BATCH_POINTS` points, keeping at least four tasks per CPU
-    to share out. A batch holds chunks of one network (one routing and topology: one set of kernels), in ``todo``'s
-    order, and the batches go round-robin over the networks: Ray workers starting together compile different
-    kernels (each writes its compilations to the persistent cache, where the others find them) instead of every
-    worker compiling every kernel in its first task."""
-    per = max(1, min(BATCH_POINTS // max(int(chunk_size), 1), -(-len(todo) // (4 * max(n_cpus, 1)))))
-    return _round_robin([[v[i:i + per] for i in range(0, len(v), per)] for v in _by_network(todo)])
 
 
 def _local_threads(ray_cfg) -> int:

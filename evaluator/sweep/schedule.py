@@ -88,7 +88,8 @@ from ..errors import ConfigError, ConfigTypeError, is_int
 from ..io import check_writable, read_yaml, repo_dir, write_dataset, write_json
 from ..workload import check_keys, check_machine_size, int_arg, make_policy
 from ..workload.model import WorkloadModel
-from .driver import _raise_if_signalled, _ray_init, reraise_signalled, stop_on_sigterm
+from ._wait import STALL_DEFAULT_S, Stalled, check_stall_timeout, finished, stall_error
+from .driver import _ray_init, reraise_signalled, stop_on_sigterm
 
 __all__ = ["load_study", "check_study", "run_study", "study_points", "study_id", "STUDY_KEYS", "study_table",
            "study_seeds", "finished_study"]
@@ -126,7 +127,7 @@ def load_study(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 _RUN_KEYS = ("policy", "speedups", "params")
-_RAY_KEYS = ("address", "num_cpus")
+_RAY_KEYS = ("address", "num_cpus", "stall_timeout_s")
 _WORKLOAD_KEYS = tuple(f.name for f in dataclasses.fields(WorkloadModel))
 
 
@@ -240,6 +241,7 @@ def check_study(study: dict[str, Any], where: str = "study") -> dict[str, Any]:
         raise ConfigTypeError(f"{where}: ray.address", ray["address"], "null (a local Ray), 'auto' or an address")
     try:
         int_arg("ray.num_cpus", ray.get("num_cpus"), 1, none=True)
+        check_stall_timeout(ray.get("stall_timeout_s"))
     except ConfigError as exc:
         raise _in(where, exc) from None
     allow = wl.get("allow_foreign_speedups", False)
@@ -419,7 +421,9 @@ def _compute(study: Mapping[str, Any], todo: list, use_ray: bool, keep, bar) -> 
     """Every point of ``todo`` computed (on Ray unless ``use_ray`` is False), each kept by ``keep(point,
     values)`` as it finishes; the waits are short steps, so that a signal stops them (:func:`stop_on_sigterm`),
     and points still running on Ray are left to finish when one does (not cancelled: see
-    :func:`~evaluator.sweep.driver.run_sweep`'s end)."""
+    :func:`~evaluator.sweep.driver.run_sweep`'s end). No point finished for the study's ``ray.stall_timeout_s``
+    (default :data:`~evaluator.sweep._wait.STALL_DEFAULT_S` seconds; null: no limit): the points outstanding are
+    cancelled and :class:`~evaluator.sweep._wait.Stalled` is raised."""
     if not (use_ray and todo):
         for p in todo:
             keep(p, _point(study, *p))
@@ -433,12 +437,9 @@ def _compute(study: Mapping[str, Any], todo: list, use_ray: bool, keep, bar) -> 
     ref = ray.put(dict(study))
     pending = {remote.remote(ref, *p): p for p in todo}
     try:
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-            _raise_if_signalled()
-            for r in ready:
-                keep(pending.pop(r), ray.get(r))
-                bar.update(1)
+        for p, values in finished(ray, pending, check_stall_timeout(rc.get("stall_timeout_s", STALL_DEFAULT_S))):
+            keep(p, values)
+            bar.update(1)
     except KeyboardInterrupt as exc:
         reraise_signalled(exc)  # the points still running are left to finish, not cancelled (as in run_sweep)
 
@@ -484,6 +485,10 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
         print(f"\nschedule study {study['name']}: interrupted; {len(results)} of {len(points)} points are kept in "
               f"{store}. Rerun the same command to resume.", file=sys.stderr)
         raise
+    except Stalled as stall:
+        raise stall_error(f"schedule study {study['name']}", stall.limit_s, "point", [
+            "/".join(map(str, p)) for p in stall.outstanding], 0, f"{len(results)} of {len(points)} points are "
+            f"kept in {store}", setting="ray: {{stall_timeout_s: {}}} in the study file") from None
     finally:
         bar.close()
     ds = _assemble(study, results)
