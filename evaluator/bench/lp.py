@@ -154,6 +154,8 @@ def w_lp(args, device, peak_mb, timed) -> dict:
                    "worst_rel_diff": float(np.max(np.abs(z_p / z_h - 1))),
                    "worst_rel_diff_warm": float(np.max(np.abs(z_w / z_h2 - 1))),
                    "worst_gap": float(np.max(first.gap)), "iterations_cold": int(cold2.iterations.sum()),
+                   "not_converged": int(sum((x.status != lp.PDHG_OPTIMAL).sum() for x in (cold, warm))),
+                   "highs_failed": int(sum(s.status != "optimal" for s in exact)),
                    "iterations_warm": int(warm.iterations.sum()), "size": size}
     # one path (DOR, longest first) against K: what the split buys
     one = [lp.path_lp(*many_to_many_instance(topo, np.random.default_rng(i), _dor_order(topo))) for i in range(8)]
@@ -178,11 +180,18 @@ def w_lp(args, device, peak_mb, timed) -> dict:
     zb_h, zb_p = lp.z_from_objective(x, sh.objective), lp.z_from_objective(x, sp1.objective[0])
     out["m8192"] = {"nodes": big.n_nodes, "build_s": build_big, "highs_s": hb, "pdhg_first_s": pb_first,
                     "pdhg_s": pb, "rel_diff": abs(zb_p / zb_h - 1), "gap": float(sp1.gap[0]),
-                    "iterations": int(sp1.iterations[0]),
+                    "iterations": int(sp1.iterations[0]), "converged": bool(sp1.status[0] == lp.PDHG_OPTIMAL),
                     "size": {"vars": x.n_vars, "rows": x.A_ub.shape[0] + x.A_eq.shape[0], "nnz": x.nnz}}
     out["peak_mb"] = peak_mb()
     out["device"] = device()
     return out
+
+
+def _unsolved(a: dict) -> str:
+    """The note's warning when an instance missed its optimum (PDHG: its tolerance; HiGHS: no optimum, Z NaN)."""
+    n, h = a.get("not_converged", 0), a.get("highs_failed", 0)
+    return ((f"; {n} PDHG solves (cold and warm) not converged" if n else "")
+            + (f"; {h} HiGHS solves without an optimum" if h else ""))
 
 
 def lp_rows(data: dict, device_label) -> list[dict]:
@@ -200,7 +209,7 @@ def lp_rows(data: dict, device_label) -> list[dict]:
                   f"by one); compile+first {a['pdhg_first_s']:.1f} s; worst duality gap "
                   f"{a['worst_gap']:.1e}; LP ~{sz['vars']:,} vars, {sz['rows']:,} rows, {sz['nnz']:,} nnz; "
                   f"kshortest paths (Yen, k={K_PATHS}) per pair; K paths vs DOR: median Z gain "
-                  f"{a['z_gain_over_dor_median']:.2f}x")},
+                  f"{a['z_gain_over_dor_median']:.2f}x" + _unsolved(a))},
         {"scenario": f"LP: same, warm-started PDHG (demands +-10%)", "points": N, "seconds": a["pdhg_warm_s"],
          "points_per_s": N / a["pdhg_warm_s"], "ratio": nan, "ratio_scipy": nan,
          "check": f"Z vs HiGHS {a['worst_rel_diff_warm']:.1e}", "peak_mb": data["peak_mb"], "device": dev,
@@ -213,6 +222,7 @@ def lp_rows(data: dict, device_label) -> list[dict]:
          "check": f"Z vs HiGHS {b['rel_diff']:.1e}", "peak_mb": data["peak_mb"], "device": dev,
          "note": (f"HiGHS {b['highs_s']:.2f} s; PDHG compile+first {b['pdhg_first_s']:.1f} s, gap {b['gap']:.1e}, "
                   f"{b['iterations']:,} iterations; {b['size']['vars']:,} vars, {b['size']['rows']:,} rows, "
-                  f"{b['size']['nnz']:,} nnz; built in {b['build_s']:.1f} s")},
+                  f"{b['size']['nnz']:,} nnz; built in {b['build_s']:.1f} s"
+                  + ("" if b.get("converged", True) else "; PDHG not converged"))},
     ]
     return rows

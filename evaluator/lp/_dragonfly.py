@@ -273,6 +273,9 @@ def dragonfly_adaptive_bound(topology: Topology, demand: RouterDemand, solver: s
     Refused with a :class:`~evaluator.errors.ResourceError` naming the estimate (:func:`adaptive_size`)
     before anything is built when the LP would not fit in 80% of the available memory.
     """
+    from ._flow import check_demand
+
+    check_demand(topology, demand)
     check_adaptive_size(topology, demand, router=router)
     inc, pair, gbytes, fixed, _ = adaptive_classes(topology, demand, router)
     if not gbytes.size:  # only fixed loads

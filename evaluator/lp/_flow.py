@@ -52,9 +52,10 @@ from .._types import Float, Int, LinkFloats
 from ..errors import ConfigError, ResourceError, available_memory, fmt_size, is_int, require
 from ..topology import Topology
 from ._model1 import PathBound, bound_of, certify_path, z_from_objective
-from ._solvers import LP, solve, _check_solver
+from ._solvers import LP, check_solved, reached, solve, _check_solver
 
-__all__ = ["RouterDemand", "edge_size", "edge_lp", "edge_bound", "certify_edge", "garg_konemann", "optimal_bound",
+__all__ = ["RouterDemand", "check_demand", "edge_size", "edge_lp", "edge_bound", "certify_edge", "garg_konemann",
+           "optimal_bound",
            "METHODS", "EDGE_AUTO_NNZ"]
 
 METHODS = ("auto", "edge", "garg_konemann")
@@ -97,6 +98,30 @@ class RouterDemand:
         """The largest Z the fixed loads allow (1/s): ``min_l capacity / fixed_load``; inf if none."""
         m = self.fixed_load > 0
         return float((capacity[m] / self.fixed_load[m]).min()) if m.any() else math.inf
+
+
+def check_demand(topology: Topology, demand: RouterDemand) -> None:
+    """Refuse (:class:`ConfigError` naming the field, the value and what is allowed) a demand whose LP would be
+    meaningless (negative bytes make it unbounded, zero or non-finite ones unsolvable, router ids out of range
+    unbuildable), before anything is built."""
+    R, L = int(topology.n_routers), int(topology.n_links)
+    for name in ("src", "dst"):
+        ids = np.asarray(getattr(demand, name))
+        require(ids.size == 0 or np.issubdtype(ids.dtype, np.integer), f"demand.{name}", f"<{ids.dtype} array>",
+                f"integer router ids in 0..{R - 1}")
+        bad = ids[(ids < 0) | (ids >= R)]
+        if bad.size:
+            raise ConfigError(f"demand.{name}", int(bad[0]), f"a router id in 0..{R - 1}")
+    b = np.asarray(demand.nbytes, dtype=np.float64)
+    require(b.shape == np.shape(demand.src) == np.shape(demand.dst), "demand.nbytes", f"<{b.size} entries>",
+            f"one per pair ({np.size(demand.src)})")
+    if b.size and (not np.isfinite(b).all() or (b <= 0).any()):
+        raise ConfigError("demand.nbytes", float(b[~np.isfinite(b) | (b <= 0)][0]), "finite bytes > 0",
+                          "A pair without bytes is left out of the demand.")
+    f = np.asarray(demand.fixed_load, dtype=np.float64)
+    require(f.shape == (L,), "demand.fixed_load", f"<{f.size} entries>", f"one per link ({L})")
+    if not np.isfinite(f).all() or (f < 0).any():
+        raise ConfigError("demand.fixed_load", float(f[~np.isfinite(f) | (f < 0)][0]), "finite bytes >= 0")
 
 
 def _sources(demand: RouterDemand) -> tuple[np.ndarray, np.ndarray]:
@@ -181,7 +206,8 @@ def certify_edge(topology: Topology, demand: RouterDemand, z_primal: float,
     (their absolute values: HiGHS's marginals are <= 0, MPAX's multipliers
     >= 0), and the fixed loads' own limit ``min_l c_l / fixed_l``; ``inf``
     when the duals carry no length. ``z_lower``: the solver's primal value
-    (feasible to its tolerance), never above ``z_upper``.
+    (feasible to its tolerance; pass 0 for a solve that did not reach it),
+    never above ``z_upper``.
     """
     cap_all = np.asarray(topology.capacity, dtype=np.float64)
     upper = demand.z_fixed(cap_all)
@@ -198,6 +224,7 @@ def edge_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") 
 
     The answer is certified by :func:`certify_edge` (``z_upper`` from the LP's capacity duals)."""
     _check_solver(solver)
+    check_demand(topology, demand)
     if demand.n_pairs == 0:
         return _fixed_only(topology, demand, "edge", solver)
     size = edge_size(topology, demand)
@@ -207,8 +234,12 @@ def edge_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") 
                                               f"{fmt_size(size['bytes'])}, {fmt_size(have)} is available",
                             "Use method='garg_konemann' (or 'auto'), which needs no LP.")
     lp = edge_lp(topology, demand)
-    sol = solve(lp, solver)
-    lo, up = certify_edge(topology, demand, z_from_objective(lp, sol.objective), sol.ub_dual)
+    sol = check_solved(solve(lp, solver), "solver", _describe(size),
+                       "'pdhg' is the other solver; bounds=garg_konemann solves no LP.")
+    # an unconverged PDHG primal is no feasible flow (its Z may exceed the optimum): no feasible side, its duals
+    # still certify the upper side
+    z = z_from_objective(lp, sol.objective) if reached(sol) else 0.0
+    lo, up = certify_edge(topology, demand, z, sol.ub_dual)
     return bound_of(lo, up, np.zeros(0), "edge", sol.solver)
 
 
@@ -404,6 +435,7 @@ def garg_konemann(topology: Topology, demand: RouterDemand, eps: float = 0.1, ta
     the result say how many ran.
     """
     _check_gk(eps, target_gap, max_steps, refine, refine_after, max_rounds)
+    check_demand(topology, demand)
     cap_all = np.asarray(topology.capacity, dtype=np.float64)
     z_fix = demand.z_fixed(cap_all)
     if demand.n_pairs == 0:
@@ -476,6 +508,7 @@ def optimal_bound(topology: Topology, demand: RouterDemand, method: str = "auto"
         raise ConfigError("method", method, f"one of {list(METHODS)}")
     _check_solver(solver)
     _check_gk(0.1, target_gap, 1, True, 0, 0)  # read by garg_konemann only, but refused for every method
+    check_demand(topology, demand)
     if method == "auto":
         size = edge_size(topology, demand)
         fits = size["bytes"] <= 0.8 * available_memory()

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from .._types import Float, Int, LinkFloats
 from ..errors import ConfigError, require
-from ._solvers import LP, Solution, solve
+from ._solvers import LP, Solution, check_solved, solve
 
 __all__ = ["PathBound", "bound_of", "certify_path", "path_lp", "solve_path_lp", "z_from_objective"]
 
@@ -67,6 +67,9 @@ class PathBound:
     steps, rounds : int
         Garg-Konemann: multiplicative-weight steps, and rounds of the column-generation tightening run (0 for
         the LPs).
+    status : str
+        ``"optimal"``, or the solver's word for where it stopped short (PDHG: MPAX's status, e.g.
+        ``"iteration_limit"``): the interval is certified either way, the flow is then not the optimum's.
     """
 
     z: float
@@ -78,6 +81,7 @@ class PathBound:
     z_upper: float
     steps: int = 0
     rounds: int = 0
+    status: str = "optimal"
 
     @property
     def completion_time_upper(self) -> float:
@@ -209,9 +213,9 @@ def certify_path(incidence: sp.spmatrix, pair: Int[np.ndarray, "path"], demand: 
         f = np.maximum(np.asarray(flow, dtype=np.float64).reshape(-1), 0.0)
         rate = np.bincount(pair, weights=f, minlength=d.size)[act] / d[act]
         z0 = float(rate.min())
-        if z0 > 0:
+        if 0 < z0 < math.inf:  # (NaN or infinite flows: no flow to scale, nothing certified)
             over = float(np.max((A @ f + z0 * F) / c))
-            lower = z0 / over if over > 0 else math.inf
+            lower = z0 / over if over > 0 else (math.inf if over == 0 else 0.0)
     upper = z_cap
     if lengths is not None:
         ln = np.maximum(np.asarray(lengths, dtype=np.float64).reshape(-1), 0.0)
@@ -241,7 +245,7 @@ def solve_path_lp(incidence: sp.spmatrix, pair: Int[np.ndarray, "path"], demand:
     """Build (:func:`path_lp`) and solve Model 1; ``flow`` in bytes/s per path; ``[z, z_upper]`` certified
     (:func:`certify_path`) from the solver's flows and capacity duals."""
     lp = path_lp(incidence, pair, demand, capacity, fixed_load)
-    sol = solve(lp, solver)
+    sol = check_solved(solve(lp, solver), "solver", f"Model 1 ({lp.n_vars - 1:,} paths, {lp.nnz:,} nonzeros)")
     capacity = np.asarray(capacity, dtype=np.float64)
     c_max = float(capacity.max()) if capacity.size else 1.0
     n_paths = lp.n_vars - 1
@@ -250,4 +254,4 @@ def solve_path_lp(incidence: sp.spmatrix, pair: Int[np.ndarray, "path"], demand:
     flow = np.asarray(sol.x[:n_paths]) * c_max
     inc = sp.csr_matrix(incidence, dtype=np.float64)
     lo, up = certify_path(inc, pair, demand, capacity, fixed_load, flow, dual_link_lengths(sol.ub_dual, capacity.size, inc))
-    return bound_of(lo, up, flow, method, sol.solver)
+    return dataclasses.replace(bound_of(lo, up, flow, method, sol.solver), status=sol.status)

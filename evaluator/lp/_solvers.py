@@ -40,7 +40,8 @@ import scipy.sparse as sp
 from .._types import Float, Int
 from ..errors import ConfigError, is_int, require
 
-__all__ = ["LP", "Solution", "BatchSolution", "solve_highs", "solve_pdhg", "solve", "SOLVERS"]
+__all__ = ["LP", "Solution", "BatchSolution", "solve_highs", "solve_pdhg", "solve", "SOLVERS", "PDHG_OPTIMAL",
+           "pdhg_status", "check_solved", "reached"]
 
 SOLVERS = ("highs", "pdhg")
 """Solver names: ``highs`` (SciPy's HiGHS, exact) and ``pdhg`` (MPAX's batched JAX PDHG, gap reported)."""
@@ -73,7 +74,11 @@ class LP:
 
 @dataclasses.dataclass(frozen=True)
 class Solution:
-    """One solved LP: ``objective`` (of the scaled LP), ``x``, ``gap`` (relative duality gap), ``solver``."""
+    """One solved LP: ``objective`` (of the scaled LP), ``x``, ``gap`` (relative duality gap), ``solver``.
+
+    ``status``: ``"optimal"``, else HiGHS's message (then ``objective`` and ``x`` are NaN, ``gap`` inf, no
+    ``ub_dual``) or MPAX's status word (then ``x`` and ``objective`` are an unconverged point, not a feasible one).
+    """
 
     objective: float
     x: Float[np.ndarray, "var"]
@@ -89,6 +94,9 @@ class Solution:
 @dataclasses.dataclass(frozen=True, eq=False)
 class BatchSolution:
     """Solutions of a batch (``objective``, ``gap``, ``iterations`` ``[instance]``) and the padded points.
+
+    ``status[instance]``: MPAX's termination code; only :data:`PDHG_OPTIMAL` means the instance met its tolerance
+    (:func:`pdhg_status` names the others: an iteration limit leaves an unconverged, infeasible primal point).
 
     ``primal``/``dual`` are the padded final points (device arrays), kept to
     warm-start the next batch of the same bucket (``bucket``); ``warm_started``:
@@ -259,10 +267,47 @@ def solve_pdhg(lps: list[LP], warm_start: BatchSolution | None = None, eps: floa
                          ub_dual=[ys[i, m_eq: m_eq + lp.A_ub.shape[0]] for i, lp in enumerate(lps)])
 
 
+PDHG_OPTIMAL = 2
+"""MPAX's ``TerminationStatus.OPTIMAL``: the instance met its tolerance (``eps``); any other code (iteration limit,
+numerical error, infeasibility detected) leaves its primal point unconverged: not a feasible flow to that tolerance."""
+
+
+def pdhg_status(code: int) -> str:
+    """The word for MPAX's termination code ``code``: ``"optimal"`` (:data:`PDHG_OPTIMAL`), else MPAX's own name in
+    lower case (``"iteration_limit"``, ``"numerical_error"``, ...)."""
+    from mpax.utils import TerminationStatus
+
+    code = int(code)
+    if code == PDHG_OPTIMAL:
+        return "optimal"
+    try:
+        return TerminationStatus(code).name.lower()
+    except ValueError:
+        return f"status {code}"
+
+
+def reached(sol: Solution) -> bool:
+    """Whether ``sol`` is its LP's optimum (to the solver's tolerance): HiGHS gives a finite objective only at an
+    optimum (NaN otherwise), PDHG's status is ``"optimal"`` only when it met its tolerance."""
+    return math.isfinite(sol.objective) if sol.solver == "highs" else sol.status == "optimal"
+
+
+def check_solved(sol: Solution, field: str, what: str, hint: str = "'pdhg' is the other solver.") -> Solution:
+    """``sol`` if HiGHS solved it to optimality; a :class:`ConfigError` naming ``field`` (the solver setting) and
+    HiGHS's status otherwise: without an optimum HiGHS gives neither flows nor duals, so no bound is certified.
+    A PDHG solution passes (its duals certify a bound whatever its convergence; the caller reads its status)."""
+    if sol.solver == "highs" and not reached(sol):
+        raise ConfigError(field, "highs", "a solver that reaches the LP's optimum",
+                          f"HiGHS stopped without one on {what} ({sol.status.rstrip('.')}; {sol.iterations} "
+                          f"iterations): it gives neither flows nor duals. {hint}")
+    return sol
+
+
 def solve(lp: LP, solver: str = "highs") -> Solution:
-    """Solve one LP with ``solver`` (one of :data:`SOLVERS`)."""
+    """Solve one LP with ``solver`` (one of :data:`SOLVERS`); ``status`` is ``"optimal"`` when it reached its
+    optimum (PDHG: its tolerance), else HiGHS's message or MPAX's status word (:func:`pdhg_status`)."""
     if _check_solver(solver) == "highs":
         return solve_highs(lp)
     out = solve_pdhg([lp])
-    return Solution(float(out.objective[0]), out.x[0], float(out.gap[0]), "pdhg", str(int(out.status[0])),
+    return Solution(float(out.objective[0]), out.x[0], float(out.gap[0]), "pdhg", pdhg_status(out.status[0]),
                     int(out.iterations[0]), out.ub_dual[0])

@@ -153,6 +153,11 @@ def optimal(topology: Topology, traffic, placement: Placement, method: str = "au
     method = check_bounds(method, solver)
     parts = []
     for x in traffic.phases:
-        res = _one(topology, router_demand(topology, x, placement), method, solver)
+        try:
+            res = _one(topology, router_demand(topology, x, placement), method, solver)
+        except ConfigError as exc:  # HiGHS without an optimum: named as the user's setting
+            if exc.field != "solver":
+                raise
+            raise ConfigError("bound_solver", exc.value, exc.allowed, exc.hint) from None
         parts.append((res.completion_time, res.completion_time_upper, res.method, res.solver))
     return combine(parts)

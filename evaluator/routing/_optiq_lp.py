@@ -82,10 +82,19 @@ def lp_split(topo: Topology, routing: OptiqLpRouting):
     inc, path_pair = path_incidence(table)
     cap = np.asarray(topo.capacity[: topo.n_router_links], np.float64)
     demand = np.asarray(pairs.demand, np.float64)
-    bound = solve_path_lp(inc, path_pair, demand, cap, solver=routing.solver, method="optiq_lp")
+    try:
+        bound = solve_path_lp(inc, path_pair, demand, cap, solver=routing.solver, method="optiq_lp")
+    except ConfigError as exc:  # HiGHS without an optimum: named as the routing's setting
+        if exc.field != "solver":
+            raise
+        raise ConfigError("routing.solver", exc.value, exc.allowed, exc.hint) from None
+    if bound.solver == "pdhg" and bound.status != "optimal":  # PDHG stopped short: not the optimum's split
+        raise ConfigError("routing.solver", routing.solver, "a solver that reaches the LP's optimum",
+                          f"MPAX's PDHG stopped without it ({bound.status}) on Model 1 over {inc.shape[1]:,} "
+                          "paths, so its split is not Model 1's; solver=highs is exact.")
     flow = np.clip(np.asarray(bound.flow, np.float64), 0.0, None)
     per_pair = np.bincount(path_pair, weights=flow, minlength=table.n_pairs)
-    even = table.path_weight  # pairs the LP leaves without flow (no demand or Z unbounded) keep the even split
+    even = table.path_weight  # pairs the LP leaves without flow (no demand) keep the even split
     ok = per_pair[path_pair] > 0
     weight = np.where(ok, flow / np.where(ok, per_pair[path_pair], 1.0), even)
     return table.with_weights(weight), bound

@@ -23,7 +23,10 @@ repeating its last instance so that every batch shares one compilation), each
 batch warm-started from the previous one of the same bucket *within the
 chunk* (so a chunk stays a pure function of its points, and a resumed sweep
 is identical to an uninterrupted one); smaller buckets go to HiGHS. Garg-Konemann
-(no LP) runs per instance. The per-point ``bound_solver`` says which ran.
+(no LP) runs per instance. The per-point ``bound_solver`` says which ran. An edge
+LP that PDHG leaves unconverged (MPAX's status not optimal) keeps its certified
+lower side (its duals as link lengths) and has no feasible side (``inf``, gap
+``inf``); HiGHS without an optimum is a :class:`ConfigError` naming ``bound_solver``.
 
 :func:`check_sweep_bounds` refuses, before anything runs, a sweep whose LPs
 would not fit in memory, from the LPs' own size estimates
@@ -46,6 +49,7 @@ from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_si
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
 from ..lp import METHOD as ADAPTIVE_METHOD
 from ..lp import BYTES_PER_NNZ, certify_edge, certify_path, check_adaptive_size, dual_link_lengths, padded_size
+from ..lp import PDHG_OPTIMAL, check_solved
 from ..lp.bounds import bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
 
@@ -273,8 +277,9 @@ def _batched(points: list, method: str) -> list:
              padded_size(lp.A_eq.nnz, 1), padded_size(lp.A_ub.nnz, 1))
         by_bucket.setdefault(b, []).append(inst)
 
-    def record(inst, x, ub_dual, objective, solver):
-        lo, up = inst.certify(x, ub_dual, z_from_objective(inst.lp, objective))
+    def record(inst, x, ub_dual, objective, solver, converged=True):
+        # an unconverged PDHG primal is no feasible flow: its Z is not a feasible side (path LPs rebuild theirs)
+        lo, up = inst.certify(x, ub_dual, z_from_objective(inst.lp, objective) if converged else 0.0)
         parts[inst.key].append((1.0 / up if up > 0 else math.inf, 1.0 / lo if lo > 0 else math.inf, inst.method,
                                 solver))
 
@@ -282,7 +287,10 @@ def _batched(points: list, method: str) -> list:
         insts = by_bucket[b]
         if len(insts) < PDHG_MIN_BATCH:
             for inst in insts:
-                sol = solve_highs(inst.lp)
+                sol = check_solved(solve_highs(inst.lp), "bound_solver",
+                                   f"the {inst.method} LP ({inst.lp.n_vars:,} variables, {inst.lp.nnz:,} nonzeros)",
+                                   f"(A shape bucket of fewer than {PDHG_MIN_BATCH} LPs goes to HiGHS.) "
+                                   "bounds=garg_konemann solves no LP.")
                 record(inst, sol.x, sol.ub_dual, sol.objective, "highs")
             continue
         size = min(PDHG_BATCH, padded_size(len(insts), 1))
@@ -292,7 +300,8 @@ def _batched(points: list, method: str) -> list:
             padded = [x.lp for x in batch] + [batch[-1].lp] * (size - len(batch))
             prev = solve_pdhg(padded, warm_start=prev, eps=1e-6)
             for i, inst in enumerate(batch):
-                record(inst, prev.x[i], prev.ub_dual[i], float(prev.objective[i]), "pdhg")
+                record(inst, prev.x[i], prev.ub_dual[i], float(prev.objective[i]), "pdhg",
+                       int(prev.status[i]) == PDHG_OPTIMAL)
     return [combine(p) for p in parts]
 
 
