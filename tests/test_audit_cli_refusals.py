@@ -87,13 +87,13 @@ def test_a_query_with_no_row_to_rank_says_so_instead_of_an_empty_table(tmp_path,
     exited 0; now one line says there is no row to rank and where the reasons are."""
     assert cli.main(["sweep", "topology=dragonfly", "routing=minimal", "traffic=shift", "placement=linear",
                      "ray.enabled=false", "--no-progress", f"sweep.output_dir={tmp_path}", "sweep.name=half",
-                     "topology.p=0,1"]) == 0
+                     "traffic.n_tasks=64,2000"]) == 0  # (2,000 tasks: more than the 1,056 nodes)
     capsys.readouterr()
-    assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "topology.p=0"]) == 2
+    assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "traffic.n_tasks=2000"]) == 2
     captured = capsys.readouterr()
     assert "no row to rank: no point matching --where is feasible" in captured.err
     assert "Empty DataFrame" not in captured.out
-    assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "topology.p=1"]) == 0
+    assert cli.main(["query", "half", "--results", str(tmp_path), "--where", "traffic.n_tasks=64"]) == 0
 
 
 def test_an_eval_dataset_of_one_draw_says_so_where_it_is_read(tmp_path, capsys):

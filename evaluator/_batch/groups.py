@@ -69,6 +69,7 @@ def evaluate_groups(topology: Topology, routing: Routing, groups: Sequence[Banke
     require(isinstance(keep_link_load, (bool, np.bool_)), "keep_link_load", keep_link_load, "True or False")
     keep_link_load = bool(keep_link_load)
     _check_groups(topology, groups)
+    groups = [g for g in groups if len(g.positions)]  # a group without points adds nothing (checked above)
     if routing.needs_pairs:
         return _path_sets(topology, routing, groups, keep_link_load, chunk_size, sharing, fairness, progression)
     if (topology.latency is not None or sharing != "bound"
@@ -103,7 +104,10 @@ def _check_groups(topology: Topology, groups: Any) -> None:
     this one's, three positions with two placements a third point of 0 s, a seeded family of 14 tasks for a
     traffic of 12 the family's first 12 tasks): a non-empty list of :class:`BankedPoints`, each with either one
     placement or one seed per position, made for ``topology`` and for its traffic's tasks, and every position
-    once over the groups."""
+    once over the groups. A group of no positions is checked as any other and then left out (until 2026-12-07
+    one crashed the banked runner, ``need at least one array to concatenate``, or a dense one was refused as
+    ``traffics = 0``); groups that hold no point at all are refused, as :func:`evaluator.evaluate_batch` refuses
+    no points."""
     check_type("topology", "topology", topology)
     if isinstance(groups, (BankedPoints, str, bytes, dict)) or not isinstance(groups, Sequence):
         raise ConfigError("groups", short(groups), "a list of BankedPoints (points of one traffic each)",
@@ -145,6 +149,9 @@ def _check_groups(topology: Topology, groups: Any) -> None:
                     f"the traffic's task count {g.traffic.n_tasks} ({g.traffic.name})")
         positions.append(pos.astype(np.int64, copy=False))
     every = np.concatenate(positions)
+    require(every.size > 0, "groups", f"{len(groups)} group(s) holding 0 points",
+            "at least one point over the groups (a group without points is left out; without any there is nothing "
+            "to evaluate)")
     if every.size:
         keys = np.sort(every)
         dup = keys[1:][keys[1:] == keys[:-1]]

@@ -41,6 +41,7 @@ from ..errors import (ConfigError, IgnoredKeyError, ignored_keys_collected, is_i
 from ._inputs import inputs_digest
 from .axes import Axis, expand_axes
 from .bounds import sweep_bounds
+from ._values import SEED_KEY, check_axis_values, listed_keys
 
 __all__ = ["SweepPlan", "plan_sweep", "check_run_settings", "SWEEP_FORMATS", "CHUNK_FORMAT", "SEED_KEY"]
 
@@ -52,10 +53,6 @@ CHUNK_FORMAT = "chunk-v4 placement-threefry-v1"  # v3: chunks hold off_node_byte
 BOUNDS_FORMAT = " bounds-v2"
 """Added to the run id of a sweep with ``bounds`` (its chunks hold the bounds; chunks an earlier version wrote
 for the same config, which ignored ``bounds``, are never mixed in)."""
-
-SEED_KEY = "placement.seed"
-"""The key whose axis workers vectorise over (points differing only in it share one build)."""
-
 
 def _child(cur, part: str):
     """``cur.part``, or ``cur[part]`` of a mapping, or ``cur[int(part)]`` of a list (``jobs.1.placement``)."""
@@ -582,7 +579,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     _check_one_sort(plan)
     _check_background_axes(plan)
     _check_routings(plan)
-    _check_ignored_keys(plan)
+    _check_ignored_keys(plan)  # (builds nothing: first)
+    check_axis_values(plan, listed_keys(request.axes))
     return plan
 
 
