@@ -182,6 +182,20 @@ def test_2_a_group_axis_value_no_point_accepts_is_refused_naming_its_key():
                "{kind: random_pairs, n_tasks: 8, bytes: -5}]"])
 
 
+@pytest.mark.parametrize("overrides", [
+    ["traffic.bytes=1e6,2e6", "traffic=random_pairs,shift"],
+    ["traffic=random_pairs,shift", "traffic.bytes=1e6,2e6"],
+    ["traffic=random_pairs,shift", "+sweep.axes.traffic.bytes=[1e6,2e6]"],
+])
+def test_2_an_axis_on_a_key_is_not_dropped_by_one_on_its_group(overrides):
+    """An axis on ``traffic.bytes`` and one on the ``traffic`` group overlap. In one order (the key's first, or
+    the key's under ``+sweep.axes``) the group's axis replaced the key's without a word: 2 points planned for
+    2 x 2 given. Every order is now refused, naming both axes."""
+    with pytest.raises(ConfigError, match=r"sweep\.axes = \['traffic', 'traffic\.bytes'\] is invalid: allowed is "
+                                          r"axes that do not overlap"):
+        _plan(overrides)
+
+
 def test_2_a_value_some_point_accepts_plans_and_its_other_points_are_infeasible():
     """100 tasks do not fit the 4x4 torus (placement.n_tasks: a relation of two sections, which the points
     report); the type and sign of 100 are right, so the value plans and its point is infeasible."""

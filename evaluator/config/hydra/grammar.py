@@ -241,6 +241,17 @@ def _place_axis(axes: dict, parts: list[str], spec: Any) -> None:
     names, after the axes already there."""
     joined = ".".join(parts)
     if joined in axes:
+        old = axes[joined]
+        if isinstance(old, dict) and not any(g in old for g in AXIS_GENERATORS) and not isinstance(spec, dict):
+            # axes on keys inside `joined` (traffic.bytes) and now one on the whole of it (traffic=a,b): keep both
+            # (until 2026-12-07 the keys' axes were dropped without a word), the keys' where they stood
+            kept = {k: v for k, v in axes.items()}
+            axes.clear()
+            for k, v in kept.items():
+                if k == joined:
+                    axes.update(_dotted(joined, v))
+                else:
+                    axes[k] = v
         axes[joined] = spec
         return
     for i in range(len(parts) - 1, 0, -1):
@@ -256,6 +267,17 @@ def _place_axis(axes: dict, parts: list[str], spec: Any) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = spec
+
+
+def _dotted(prefix: str, node: dict) -> dict:
+    """The axes of a nested ``sweep.axes`` mapping under ``prefix`` as dotted keys (a generator stays whole)."""
+    out = {}
+    for k, v in node.items():
+        if isinstance(v, dict) and not any(g in v for g in AXIS_GENERATORS):
+            out.update(_dotted(f"{prefix}.{k}", v))
+        else:
+            out[f"{prefix}.{k}"] = v
+    return out
 
 
 def _split_sweeps(overrides: Sequence[str]) -> tuple[list[str], list[tuple[str, Any]]]:
