@@ -28,7 +28,8 @@ set bound to its router pairs) is not stored: it takes the usual path.
 Entries live in ``<JAX compilation cache directory>/evaluator-programs``
 (one file per program, written to a temporary name and renamed, so that two
 processes never read a half-written entry), at most :data:`MAX_ENTRIES`
-files and :data:`MAX_BYTES` bytes, least recently used removed first. The
+files and :data:`MAX_BYTES` bytes, least recently used removed first (and
+a temporary file a killed writer left, after :data:`STALE_S`). The
 store is on exactly when JAX's persistent cache is on with a local
 directory and ``$EVALUATOR_COMPILATION_CACHE`` does not say off (``0``,
 ``off``, ...; the CLI's ``--no-compilation-cache`` sets it so). Any failure
@@ -67,7 +68,8 @@ from typing import Any
 OPT_IN = "EVALUATOR_PROGRAM_STORE"
 """Environment variable: ``1`` (or ``on``, ``true``) turns the store on (with the compilation cache)."""
 
-__all__ = ["OPT_IN", "FORMAT", "SUBDIR", "MAX_ENTRIES", "MAX_BYTES", "store_dir", "source_hash", "environment_key",
+__all__ = ["OPT_IN", "FORMAT", "SUBDIR", "MAX_ENTRIES", "MAX_BYTES", "STALE_S", "store_dir", "source_hash",
+           "environment_key",
            "fingerprint", "entry_key", "load", "save", "pack_executable", "unpack_executable"]
 
 FORMAT = 1
@@ -81,6 +83,9 @@ MAX_ENTRIES = 256
 
 MAX_BYTES = 256 << 20
 """Most bytes kept (256 MiB; least recently used removed first)."""
+
+STALE_S = 3600.0
+"""A temporary file this old (seconds) is a killed writer's: removed when an entry is stored."""
 
 _SUFFIX = ".program"
 _OFF = ("0", "off", "false", "no", "none")
@@ -267,13 +272,18 @@ def save(key: str, entry: dict) -> bool:
 
 
 def _evict(base: Path) -> None:
-    """Remove the least recently used entries beyond :data:`MAX_ENTRIES` or :data:`MAX_BYTES`."""
+    """Remove the least recently used entries beyond :data:`MAX_ENTRIES` or :data:`MAX_BYTES`, and temporary files
+    older than :data:`STALE_S` (a killed writer's: they were never removed)."""
+    import time
+
     entries = []
     for p in base.glob("*" + _SUFFIX):
-        if p.name.startswith(".tmp-"):
-            continue
         try:
             st = p.stat()
+            if p.name.startswith(".tmp-"):
+                if time.time() - st.st_mtime > STALE_S:
+                    p.unlink()
+                continue
         except OSError:
             continue
         entries.append((st.st_mtime, st.st_size, p))

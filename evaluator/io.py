@@ -185,13 +185,34 @@ def write_zarr(ds, path: str | os.PathLike[str]) -> Path:
         shutil.rmtree(tmp)
         ds.to_zarr(tmp, mode="w", zarr_format=ZARR_FORMAT, consolidated=True, write_empty_chunks=True)
         write_json(tmp / ZARR_FILES, {"files": _store_files(tmp)})
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+        _replace_dir(tmp, path)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def _replace_dir(tmp: Path, path: Path) -> None:
+    """Move the directory ``tmp`` to ``path``, replacing a store there: the old store is first renamed aside (to a
+    ``*.tmp`` name, then removed), so that a reader finds a whole store, old or new, or for an instant none, and
+    writers racing for the same ``path`` each end with a complete store there. It was removed in place, then the
+    new one renamed over it: two ``evaluator`` processes writing the same store failed (``FileNotFoundError`` from
+    the removal of a store the other had just moved, ``Directory not empty`` from the rename)."""
+    for _ in range(1000):
+        try:
+            os.replace(tmp, path)  # atomic where nothing (or an empty directory) is there
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            last = exc
+        old = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.old.tmp"
+        try:
+            os.replace(path, old)
+        except FileNotFoundError:  # another writer moved it aside first: try again
+            continue
+        shutil.rmtree(old, ignore_errors=True)
+    raise last
 
 
 def zarr_damage(path: str | os.PathLike[str]) -> str | None:
@@ -409,14 +430,30 @@ def point_latest(directory: str | os.PathLike[str]) -> Path | None:
     or a file of the user's own named ``latest`` is left as it is (None).
     """
     d = Path(directory)
+    target = _newest(d)
+    if target is None:
+        return None
+    for _ in range(100):
+        link = point_latest_at(d, target)
+        # another process that wrote a newer result after our scan may have pointed the link at it before our
+        # replace took it back (the link then named an older result, and `evaluator query STUDY` read that): scan
+        # again after the replace; the last process to replace always sees every result written before it did
+        now = _newest(d)
+        if link is None or now is None or now == target:
+            return link
+        target = now
+    return link
+
+
+def _newest(d: Path) -> str | None:
+    """The name of the latest ``<UTC time>-...`` result in ``d`` (of those started in the same second, the one
+    written last), or None."""
     try:
         found = [(e.name[:16], e.stat(follow_symlinks=False).st_mtime_ns, e.name) for e in os.scandir(d)
                  if not e.name.startswith(".") and e.name.endswith((".nc", ".zarr")) and run_time(e.name) is not None]
     except OSError:
         return None
-    if not found:
-        return None
-    return point_latest_at(d, max(found)[2])  # the latest start; of those started in the same second, the last
+    return max(found)[2] if found else None
 
 
 def point_latest_at(directory: str | os.PathLike[str], target: str) -> Path | None:
@@ -450,7 +487,10 @@ def write_dataset(ds, directory: str | os.PathLike[str], run_id: str | None = No
     Without ``run_id`` the name is ``<UTC time>-<hash>`` (:func:`run_name`;
     the hash of ``identity``, the text that defines the result, else random)
     and an existing file is never replaced: the same ``identity`` in the same
-    second is the same result, whose path is returned.
+    second with the same contents is the same result, whose path is returned;
+    other contents (an ``identity`` that leaves out an option that changes the
+    result, such as ``evaluator eval --draws``) go to ``<UTC time>-<hash>-2.nc``
+    (``-3``, ...): the path returned always holds ``ds``.
     """
     ds = ds.copy()
     ds.attrs.setdefault("git_commit", git_commit())
@@ -459,14 +499,40 @@ def write_dataset(ds, directory: str | os.PathLike[str], run_id: str | None = No
         path = write_netcdf(ds, Path(directory) / f"{run_id}.nc")
     else:
         key = content_key(identity) if identity is not None else uuid.uuid4().hex[:12]
-        path = Path(directory) / f"{run_name(None, key)}.nc"
-        try:
-            write_netcdf(ds, path, exclusive=True)
-        except FileExistsError:
-            if not path.is_file():  # not the same result written in the same second: a file where a directory goes
-                raise
+        name = run_name(None, key)
+        for n in range(1, 1000):
+            path = Path(directory) / (f"{name}.nc" if n == 1 else f"{name}-{n}.nc")
+            try:
+                write_netcdf(ds, path, exclusive=True)
+                break
+            except FileExistsError:
+                if not path.is_file():  # not the same result written in the same second: a file where a directory goes
+                    raise
+                if _same_dataset(path, ds):
+                    break
+        else:  # pragma: no cover - a thousand different results of one identity in one second
+            raise FileExistsError(errno.EEXIST, "every name of this result in this second is taken", str(path))
     point_latest(path.parent)
     return path
+
+
+def _same_dataset(path: Path, ds) -> bool:
+    """Whether the netCDF file at ``path`` holds ``ds`` (as written: both read back the same way), its ``created``
+    time aside; False where it cannot be read."""
+    import io as _io
+
+    import xarray as xr
+
+    try:
+        with xr.open_dataset(path, engine="h5netcdf", decode_times=False, cache=False) as there:
+            there = there.load()
+        mine = xr.open_dataset(_io.BytesIO(bytes(ds.to_netcdf(engine="h5netcdf"))), engine="h5netcdf",
+                               decode_times=False).load()
+    except Exception:  # unreadable: not known to be the same
+        return False
+    there.attrs.pop("created", None)
+    mine.attrs.pop("created", None)
+    return bool(there.identical(mine))
 
 
 def check_writable(field: str, directory: str | os.PathLike[str]) -> Path:

@@ -15,8 +15,10 @@ entry is relative, ``conf/`` and a digest of the contents of every file composin
 
 Entries live in ``<compilation cache directory>/evaluator-compose`` (``$EVALUATOR_COMPILATION_CACHE``, as JAX's
 cache: off when it is off; the test suite's is one temporary directory per run), one file per composition,
-written to a temporary name and renamed, at most :data:`MAX_ENTRIES` (the oldest removed first). An entry that
-cannot be read is ignored and the composition made afresh: the memo changes how fast, never what comes back.
+written to a temporary name and renamed, at most :data:`MAX_ENTRIES` (the oldest removed first; a temporary file
+a killed writer left is removed after :data:`STALE_S`). An entry holds its key: one that cannot be read, or that
+holds another key or no composition (a damaged or copied file), is ignored and the composition made afresh: the
+memo changes how fast, never what comes back.
 Errors are never stored. Like the compilation cache, an entry is a pickle that is loaded: do not point the cache
 at a directory others may write to.
 """
@@ -31,10 +33,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMAT", "MAX_ENTRIES", "SUBDIR", "memo_dir", "disk_key", "load", "save"]
+__all__ = ["FORMAT", "MAX_ENTRIES", "STALE_S", "SUBDIR", "memo_dir", "disk_key", "load", "save"]
 
-FORMAT = 1
-"""The entries' format (part of every key)."""
+FORMAT = 2
+"""The entries' format (part of every key): 2, ``{"format", "key", "cfg"}`` (1 was the composition alone)."""
+
+STALE_S = 3600.0
+"""A temporary file this old (seconds) is a killed writer's: removed when an entry is stored."""
 
 MAX_ENTRIES = 512
 """At most this many entries (about 13 kB each) are kept; the oldest go first."""
@@ -75,9 +80,12 @@ def load(key: str) -> Any | None:
         return None
     try:
         with open(d / f"{key}.pkl", "rb") as fh:
-            return pickle.load(fh)
+            entry = pickle.load(fh)
     except Exception:  # absent, truncated, or from a version that no longer unpickles: compose afresh
         return None
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key or "cfg" not in entry:
+        return None  # damaged, or another key's entry under this name: compose afresh
+    return entry["cfg"]
 
 
 def save(key: str, cfg: Any) -> bool:
@@ -90,7 +98,7 @@ def save(key: str, cfg: Any) -> bool:
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=d)
         try:
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(cfg, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump({"format": FORMAT, "key": key, "cfg": cfg}, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, d / f"{key}.pkl")
         finally:
             if os.path.exists(tmp):
@@ -102,9 +110,19 @@ def save(key: str, cfg: Any) -> bool:
 
 
 def _evict(d: Path) -> None:
-    """Remove the oldest entries beyond :data:`MAX_ENTRIES`."""
+    """Remove the oldest entries beyond :data:`MAX_ENTRIES`, and temporary files older than :data:`STALE_S`."""
+    import time
+
+    entries = []
     try:
-        entries = [(e.stat().st_mtime, e.path) for e in os.scandir(d) if e.name.endswith(".pkl")]
+        for e in os.scandir(d):
+            try:
+                if e.name.endswith(".pkl"):
+                    entries.append((e.stat().st_mtime, e.path))
+                elif e.name.startswith(".") and e.name.endswith(".tmp") and time.time() - e.stat().st_mtime > STALE_S:
+                    os.unlink(e.path)
+            except OSError:  # removed meanwhile by another process
+                continue
     except OSError:
         return
     if len(entries) <= MAX_ENTRIES:
