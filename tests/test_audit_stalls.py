@@ -351,3 +351,27 @@ def test_the_docs_state_the_default_the_code_uses():
     m = re.search(r"`ray\.stall_timeout_s` \(default ([\d.,]+) s, an hour; null: no limit\)", text)
     assert m is not None, "docs/sweeps.md no longer states ray.stall_timeout_s's default"
     assert float(m.group(1).replace(",", "")) == RayConfig().stall_timeout_s == 3600.0
+
+
+def test_a_study_another_process_runs_is_refused_at_once(tmp_path, monkeypatch):
+    """Two identical studies ran side by side, and the first to finish removed the points store under the other
+    (FileNotFoundError in its next write). A study run is now locked as a sweep's run is: the second is refused
+    before any point, naming the study and the lock; the lock goes with its holder."""
+    from evaluator.errors import RunBusyError
+
+    study = _study(tmp_path)
+    out = tmp_path / "out"
+    sid = schedule.study_id(study)
+
+    def no_point(*a, **k):
+        raise AssertionError("a point was computed")
+
+    with schedule._study_lock(out, study, sid):  # another open file description: as another process's flock
+        monkeypatch.setattr(schedule, "_compute", no_point)
+        with pytest.raises(RunBusyError) as err:
+            schedule.run_study(study, use_ray=False, progress=False, out_dir=out)
+    msg = str(err.value)
+    assert err.value.field == "--study" and f"({sid}) is busy" in msg and f".{sid}.lock" in msg, msg
+    monkeypatch.undo()
+    path = schedule.run_study(study, use_ray=False, progress=False, out_dir=out)
+    assert path.is_file() and not list(out.glob(".*.lock")) and not list(out.glob(".*.points"))

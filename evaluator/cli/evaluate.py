@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
                  f"routing {point.routing.kind} is no random draw (its spec gives its paths)"))
     if obj.save:
         try:
-            path = write_dataset(ds, Path(obj.output_dir), identity=ds.attrs["config_yaml"])
+            path = write_dataset(ds, Path(obj.output_dir), identity=ds.attrs["config_yaml"] + f"\n# --draws {args.draws}")
         except OSError as exc:
             raise StorageError(f"output_dir = {obj.output_dir!r} is invalid: cannot write the dataset there "
                                f"({exc.strerror or exc}). The evaluation above is not saved; pick a writable "

@@ -497,7 +497,9 @@ def plot_study(ds: xr.Dataset, path) -> None:
         ax.set_ylabel("best time / fastest network")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path)
+    from ..io import save_figure
+
+    save_figure(fig, path)  # (atomic: a reader, or a second run, never finds half a figure)
     plt.close(fig)
 
 

@@ -459,13 +459,43 @@ def run_study(study: Mapping[str, Any], use_ray: bool = True, progress: bool = T
     sid = study_id(study)
     out = Path(out_dir) if out_dir is not None else Path("results") / str(study["name"])
     store = out / f".{sid}.points"
+    done = _done(out, store, study, sid)
+    if done is not None:
+        return done
+    check_writable("--out", out)
+    # one process at a time per study run (as a sweep's run): a second one ran beside it, and the first to finish
+    # removed the points store under the other (FileNotFoundError in its next write)
+    with _study_lock(out, study, sid):
+        return _done(out, store, study, sid) or _run_locked(study, use_ray, progress, out, store, sid, points, t0)
+
+
+def _done(out: Path, store: Path, study: Mapping[str, Any], sid: str) -> Path | None:
+    """The dataset of ``study`` if it has finished (said on stderr), else None."""
     done = finished_study(out, sid)
     if done is not None:  # the same study, the same input files: its dataset, not a second copy (as a sweep's run)
         _finished_here(out, store)
         print(f"schedule study {study['name']}: {sid} has already finished; nothing to compute: {done}",
               file=sys.stderr)
-        return done
-    check_writable("--out", out)
+    return done
+
+
+def _study_lock(out: Path, study: Mapping[str, Any], sid: str):
+    from ..errors import RunBusyError, StorageError
+    from .store import RunLock
+
+    path = out / f".{sid}.lock"
+    return RunLock(path=path, busy=lambda holder: RunBusyError(
+        f"schedule study {study['name']} ({sid}) is busy: {holder} is running it (lock {path}). Wait for it to "
+        f"finish, or stop it and rerun to resume.", "--study", str(study["name"]),
+        "a study no other live process is working on"),
+        fail=lambda where, exc: StorageError(
+            f"--out = {str(out)!r} is invalid: cannot write {where} ({exc.strerror or exc}); nothing was computed.",
+            "--out", str(out), "a writable directory"))
+
+
+def _run_locked(study, use_ray: bool, progress: bool, out: Path, store: Path, sid: str, points: list,
+                t0: float) -> Path:
+    """:func:`run_study` with its lock held, the study not finished."""
     _check_latest(out, study)
     check_writable("--out", store)
     results: dict[tuple, dict] = _stored(store, points)

@@ -212,11 +212,20 @@ class RunLock:
     dies, so a killed driver never leaves a run locked. The file records the
     holder (host and process id) for the message a second driver prints; the
     holder removes the file when it releases the lock.
+
+    Another kind of run (a workload study: ``evaluator schedule --study``) gives its own lock ``path``, ``busy``
+    (the holder's words -> the :class:`RunBusyError`) and ``fail`` (a path and an ``OSError`` -> the
+    :class:`StorageError`) instead of ``plan``.
     """
 
-    def __init__(self, plan: SweepPlan):
+    def __init__(self, plan: SweepPlan | None = None, *, path: Path | None = None, busy=None, fail=None):
         self.plan = plan
-        self.path = plan.out_dir / f".{plan.run_id}.lock"
+        self.path = plan.out_dir / f".{plan.run_id}.lock" if plan is not None else Path(path)
+        self._busy = busy or (lambda holder: RunBusyError(
+            f"sweep run {plan.run_id} is busy: {holder} is running it "
+            f"(lock {self.path}). Wait for it to finish, or stop it and rerun to resume.",
+            "sweep.run_id", plan.run_id, "a run no other live process is working on"))
+        self._fail = fail or (lambda where, exc: storage_error(plan, where, exc, done=0))
         self._fd: int | None = None
 
     def acquire(self) -> RunLock:
@@ -225,12 +234,12 @@ class RunLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise storage_error(self.plan, self.path.parent, exc, done=0) from None
+            raise self._fail(self.path.parent, exc) from None
         while True:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
-                raise storage_error(self.plan, self.path, exc, done=0) from None
+                raise self._fail(self.path, exc) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -240,10 +249,7 @@ class RunLock:
                 except OSError:
                     pass
                 os.close(fd)
-                raise RunBusyError(
-                    f"sweep run {self.plan.run_id} is busy: {holder or 'another process'} is running it "
-                    f"(lock {self.path}). Wait for it to finish, or stop it and rerun to resume.",
-                    "sweep.run_id", self.plan.run_id, "a run no other live process is working on") from None
+                raise self._busy(holder or "another process") from None
             # The file may have been removed by a holder that just finished: lock the file at the path.
             try:
                 same = os.path.samestat(os.fstat(fd), os.stat(self.path))
