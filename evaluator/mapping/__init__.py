@@ -47,7 +47,7 @@ from ..placement import Placement, compute_mask, explicit, launch_fill_order, wr
 from ..topology import Topology
 from ._moves import MoveEvaluator
 from ._sparse_moves import move_evaluator
-from ._partition import check_job, partition_mapping
+from ._partition import check_job, check_slots, partition_mapping
 from ._search import SearchTrace, local_search
 from ._embeddings import is_embedding
 from ._tiles import is_tile_layout
@@ -433,6 +433,7 @@ def search_mapping(topology: Topology, traffic, routing, *, nodes=None, tasks_pe
     budget, max_iterations, seed, candidates = _check_search_args(time_budget, max_iterations, seed, candidates, fill)
     fill, fill_order = launch_fill_order(topology, fill)
     nodes, tpn = check_job(topology, traffic, available_nodes(topology, nodes), tasks_per_node)
+    check_slots(nodes, int(traffic.n_tasks), tpn)
     t_start = time.perf_counter()
     starts, skipped, mine = _all_starts(topology, traffic, nodes, tpn, seed, starts, user_starts, extra_starts,
                                         {"traffic_cfg": traffic_cfg, "topology_cfg": topology_cfg})

@@ -46,14 +46,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._types import Int, JobNodes, TaskInts
-from ..errors import ConfigError, ConfigTypeError, check_seed, positive_int, require
+from ..errors import ConfigError, ConfigTypeError, check_memory, check_seed, positive_int, require
 from ..placement.base import check_node_ids, check_topology
 from ..topology import Topology
 
-__all__ = ["partition_mapping", "check_job", "task_graph", "hierarchy_cut"]
+__all__ = ["partition_mapping", "check_job", "check_slots", "task_graph", "hierarchy_cut"]
 
 _MAX_WEIGHT = 1_000_000
 """Integer edge weight of the heaviest task pair given to METIS (lighter pairs scale down, at least 1)."""
+
+
+SLOT_BYTES = 64
+"""Host bytes per task slot of the mapping search: the slots' node and task ids, the starts' slot maps and the
+move evaluator's copies (int64 each)."""
 
 
 def check_job(topology: Topology, traffic, nodes, tasks_per_node) -> tuple[JobNodes, int]:
@@ -74,6 +79,18 @@ def check_job(topology: Topology, traffic, nodes, tasks_per_node) -> tuple[JobNo
             f"Give the job more nodes, {need} or more tasks per node (evaluator map --tasks-per-node {need}), or "
             f"fewer tasks.")
     return a, tpn
+
+
+def check_slots(nodes: JobNodes, n_tasks: int, tasks_per_node: int) -> None:
+    """Refuse (naming ``mapping.tasks_per_node``) a search whose task slots would not fit in memory: it works over
+    every slot (``tasks_per_node`` per available node), not over the tasks (8 tasks at 10^10 tasks per node on 64
+    nodes asked NumPy for 4.66 TiB)."""
+    slots = len(nodes) * int(tasks_per_node)
+    need = -(-int(n_tasks) // max(len(nodes), 1))
+    check_memory("mapping.tasks_per_node", int(tasks_per_node), float(slots) * SLOT_BYTES,
+                 f"the search's {len(nodes):,} nodes x {int(tasks_per_node):,} = {slots:,} task slots (node, task "
+                 f"and move arrays of each)", f"Use --tasks-per-node {need} (it fits the {int(n_tasks):,} tasks) or "
+                 f"fewer nodes.")
 
 
 def task_graph(traffic) -> sp.csr_matrix:

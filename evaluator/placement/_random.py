@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._types import ConfigOf
+from ..errors import check_memory
 from ..topology import Topology
 from ._seeded import DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation
 from .base import Placement, PlacementContext, PlacementKind, check_capacity, check_topology, fits_per_node
@@ -30,10 +31,27 @@ def _generate(xp, k0, k1, prm, static, size):
     return order[:size] // xp.int32(tpn)
 
 
+SLOT_BYTES = 64
+"""Peak host bytes per node slot of the ``threefry`` draw: a random permutation of all ``n_nodes x
+tasks_per_node`` slots (the counters and random words, the uint64 sort keys and their temporaries, the argsort
+and the ranks), whatever the task count."""
+
+
+def _check_slots(topology: Topology, n: int, tpn: int, per_slot: float) -> None:
+    """Refuse (naming ``placement.tasks_per_node``) a draw over ``n_nodes x tpn`` slots that would not fit in memory:
+    10 tasks at 10^10 tasks per node on 32 nodes asked NumPy for 1.16 TiB."""
+    slots = topology.n_nodes * tpn
+    need = -(-n // topology.n_nodes)
+    check_memory("placement.tasks_per_node", tpn, float(slots) * per_slot,
+                 f"the random draw over its {topology.n_nodes:,} nodes x {tpn:,} = {slots:,} node slots",
+                 f"Use placement.tasks_per_node={need}: it fits the {n:,} tasks (the draw permutes every slot).")
+
+
 def fully_random_spec(topology: Topology, n_tasks: int, tasks_per_node: int = 1,
                       seed_check: Callable[[], None] | None = None) -> SeededPlacement:
     """A fully random placement with everything checked and decided but the seed (generator ``threefry``)."""
     n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
+    _check_slots(topology, n, tpn, SLOT_BYTES)
     if seed_check is not None:
         seed_check()
     return SeededPlacement(_generate, (topology.n_nodes * tpn, tpn), {}, {}, n,
@@ -51,6 +69,9 @@ def fully_random(topology: Topology, n_tasks: int, tasks_per_node: int = 1, seed
                                  lambda: check_seed(seed, generator)).placement(seed)
     n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
     seed = check_seed(seed, generator)
+    # NumPy draws without replacement by a set where the tasks are few, else permutes every slot
+    slots = topology.n_nodes * tpn
+    _check_slots(topology, n, tpn, 0 if slots > 10000 and n < slots / 50 else 16)
     rng = np.random.default_rng(seed)
     slots = rng.choice(topology.n_nodes * tpn, size=n, replace=False)
     return Placement((slots // tpn).astype(np.int64), topology.n_nodes, f"random(seed={seed})")

@@ -49,7 +49,8 @@ import numpy as np
 from .._types import ConfigOf, Int
 from ..errors import ConfigError, is_int, positive_int, require
 from ..topology import Topology
-from .base import TORUS_3D, Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from .base import (TORUS_3D, Placement, PlacementContext, PlacementKind, check_task_memory, check_topology,
+                   config_list, vec)
 from .nodes import alps_order, compute_mask, fill_slots
 from .rank_order import RankOrderConfig, with_rank_order
 
@@ -192,6 +193,7 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
     require(2 <= len(g) <= 4, "placement.grid", list(g), "a virtual grid of 2, 3 or 4 dimensions")
     nd = len(g)
     n = math.prod(g)
+    check_task_memory("placement.grid", list(g), n, 8 * (3 * len(g) + 5))  # the grid coordinates, the nodes
     if n_tasks is not None:
         require(int(n_tasks) == n, "placement.grid", list(g), f"a grid of the job's {n_tasks} tasks (it has {n})")
     tpn = positive_int("placement.tasks_per_node", tasks_per_node)

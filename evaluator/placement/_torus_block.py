@@ -12,7 +12,8 @@ import numpy as np
 from .._types import ConfigOf
 from ..errors import require
 from ..topology import Topology
-from .base import TORUS, Placement, PlacementContext, PlacementKind, config_list, vec, check_topology
+from .base import (TORUS, Placement, PlacementContext, PlacementKind, check_task_memory, check_topology, config_list,
+                   vec)
 
 __all__ = ['torus_block', 'TorusBlockConfig', 'TORUS_BLOCK']
 
@@ -40,6 +41,7 @@ def torus_block(topology: Topology, task_grid: Sequence[int]) -> Placement:
             blk.append(1)
     blk_t = tuple(blk)
     n = math.prod(tg)
+    check_task_memory("placement.task_grid", list(tg), n, 8 * (3 * len(tg) + 5))  # coordinates, blocks, routers, nodes
     x = np.stack(np.unravel_index(np.arange(n), tg), axis=1)
     router = np.ravel_multi_index(tuple((x // np.array(blk_t)).T), dims)
     local = np.ravel_multi_index(tuple((x % np.array(blk_t)).T), blk_t)

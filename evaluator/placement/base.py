@@ -30,11 +30,11 @@ import numpy as np
 
 from .._registry import Kind
 from .._types import NodeInts, TaskInts
-from ..errors import ConfigError, ConfigTypeError, positive_int, require
+from ..errors import ConfigError, ConfigTypeError, check_memory, positive_int, require
 from ..topology import DragonflyTopology, Topology, TorusTopology
 
 __all__ = ["Placement", "PlacementKind", "PlacementContext", "Needs", "ANY_TOPOLOGY", "DRAGONFLY", "TORUS", "TORUS_3D",
-           "FEATURED_MACHINE", "explicit", "check_capacity", "check_node_ids",
+           "FEATURED_MACHINE", "explicit", "check_capacity", "check_task_memory", "TASK_BYTES", "check_node_ids",
            "check_one_per_node", "fits_per_node", "fits_one_per_node", "vec", "config_list"]
 
 
@@ -231,6 +231,19 @@ def explicit(topology: Topology, task_node, name: str = "explicit") -> Placement
     return Placement(tn.astype(np.int64), topology.n_nodes, name)
 
 
+TASK_BYTES = 32
+"""Peak host bytes per task of building a placement: the task index range, its node ids, the
+:class:`Placement`'s copy and its check (4 int64 arrays of ``n_tasks``)."""
+
+
+def check_task_memory(field: str, value: Any, n_tasks: int, per_task: float = TASK_BYTES) -> None:
+    """Refuse (:class:`~evaluator.errors.ResourceError` naming ``field`` = ``value``) a placement of ``n_tasks``
+    tasks whose arrays (``per_task`` bytes a task) would not fit in memory, before any is allocated: a task count
+    of 10^11 at 10^10 tasks per node passes every capacity check and asked NumPy for 745 GiB."""
+    check_memory(field, value, float(n_tasks) * per_task, f"the node ids of its {int(n_tasks):,} tasks",
+                 "Use fewer tasks (the task count comes from the traffic).")
+
+
 def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int,
                    field: str = "placement.n_tasks") -> tuple[int, int]:
     """``(n_tasks, tasks_per_node)`` checked: positive, and the tasks fit on the topology's nodes at that many
@@ -246,6 +259,7 @@ def check_capacity(topology: Topology, n_tasks: int, tasks_per_node: int,
                           f"at most nodes x tasks_per_node = {topology.n_nodes} x {tpn} = {slots} on {topology.name}"
                           f" ({per}; placement.tasks_per_node={need} fits {n} tasks)",
                           f"Set placement.tasks_per_node={need} (or more), use fewer tasks or a larger network.")
+    check_task_memory(field, n, n)
     return n, tpn
 
 

@@ -152,7 +152,11 @@ def nodes_needed(n_tasks: int, tasks_per_node: int) -> int:
 
 
 def fill_slots(nodes: JobNodes, n_tasks: int, tasks_per_node: int) -> TaskInts:
-    """SMP slots: task ``t`` on ``nodes[t // tasks_per_node]``, shape [task]."""
+    """SMP slots: task ``t`` on ``nodes[t // tasks_per_node]``, shape [task] (refused before allocating where
+    the tasks' arrays would not fit in memory: :func:`~evaluator.placement.base.check_task_memory`)."""
+    from .base import check_task_memory
+
+    check_task_memory("placement.n_tasks", int(n_tasks), int(n_tasks))
     return np.asarray(nodes, dtype=np.int64)[np.arange(n_tasks) // tasks_per_node]
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from .._types import JobNodes, NodeInts, TaskInts
 from ..errors import ConfigError, positive_int, require
 from ..io import write_text
-from .base import Placement, vec
+from .base import Placement, check_task_memory, vec
 
 __all__ = ["RANK_ORDER_METHODS", "RankOrderConfig", "grid_order", "rank_order", "apply_rank_order",
            "with_rank_order", "node_ranks", "rank_order_text", "node_list_text", "write_launch_files"]
@@ -98,6 +98,10 @@ def grid_order(grid: Sequence[int], cell: Sequence[int] | None = None, major: st
     n_grid = math.prod(g)
     n = n_grid if n_tasks is None else positive_int("placement.n_tasks", n_tasks)
     require(n_grid <= n, f"{field}.grid", list(g), f"a grid of at most the job's {n} ranks (it has {n_grid})")
+    if n > n_grid:
+        check_task_memory("placement.n_tasks", n, n, 8 * (len(g) + 4))
+    else:  # the rank ids, their blocks and the order
+        check_task_memory(f"{field}.grid", list(g), n, 8 * (len(g) + 4))
     ranks = _rank_ids(g, major)
     cells = tuple(gk // ck for gk, ck in zip(g, c))
     nd = len(g)

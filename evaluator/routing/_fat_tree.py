@@ -103,6 +103,7 @@ dense traffic loops over the source nodes, all destinations at once
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import jax
@@ -112,7 +113,7 @@ import numpy as np
 from .._threefry import threefry2x32
 from .._ops import add_at, add_extra, fused_size, segment_add, take
 from .._types import Int
-from ..errors import ConfigError, is_int, require
+from ..errors import ConfigError, check_memory, is_int, require
 from ..topology import FatTreeTopology
 from .base import Routing, RoutingKind, RoutingOperator
 
@@ -476,6 +477,11 @@ def dmodk_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tup
     return [(1.0, links + down[::-1])]
 
 
+PATH_BYTES = 200
+"""Host bytes of one listed path of :func:`ecmp_paths` beyond its links (16 bytes a hop): its tuples, lists and
+probability."""
+
+
 def ecmp_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tuple[float, list[int]]]:
     """``ecmp_spray``'s paths (the fluid split; the name predates hashed ECMP) from ``src_node`` to ``dst_node``
     with their probabilities: every up port of every switch below the nearest common ancestor (``1 / U_t``
@@ -485,6 +491,13 @@ def ecmp_paths(topo: FatTreeTopology, src_node: int, dst_node: int) -> list[tupl
     if a == d:
         return []
     top = _nca_tier_count(topo, a, d)
+    # every up port times every parallel copy down, per tier: counted before any is listed (a tree with 3,000
+    # parallel links a tier had 1.3 x 10^15 paths for one flow, listed until a MemoryError)
+    n_paths = math.prod(int(topo.up_ports(t)) * int(topo.parallel_links[t - 1]) for t in range(1, top + 1))
+    check_memory("topology", topo.name, float(n_paths) * (PATH_BYTES + 16 * top),
+                 f"the {n_paths:,} paths ecmp_spray splits the flow {a} -> {d} over ({top} tiers up and down: every "
+                 f"up port times every parallel copy down)",
+                 "Use ecmp_hash_paths (hashed ECMP's one path per flow), or a tree with fewer parallel links.")
     paths = [(1.0, [], a // int(topo.children[0]), d // int(topo.children[0]), [])]
     for t in range(1, top + 1):
         Y, U, pl, w = topo.parallel(t), topo.up_ports(t), int(topo.parallel_links[t - 1]), int(topo.parents[t])

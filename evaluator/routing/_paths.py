@@ -57,6 +57,7 @@ bound: Yen's k-th path can be longer, parallel links multiply paths).
 from __future__ import annotations
 
 import dataclasses
+import math
 import hashlib
 import weakref
 from collections.abc import Sequence
@@ -350,6 +351,16 @@ def hop_bound(topo: Topology, routing: PathSetRouting) -> int:
     return H if routing.hop_limit is None else min(int(routing.hop_limit), H)
 
 
+ROW_BYTES = 176
+"""Host bytes of one link-id path while the table is listed (its Python list, index and weight), beyond its hops
+(8 bytes each); the table's arrays (:func:`table_bytes`) are allocated while the lists are held."""
+
+
+def _expansions(graph: RouterGraph, nodes: tuple[int, ...]) -> int:
+    """How many link-id paths :func:`_expand` lists for a router path: the product of its hops' parallel links."""
+    return math.prod(len(graph.links[(x, y)]) for x, y in zip(nodes[:-1], nodes[1:]))
+
+
 def _expand(graph: RouterGraph, nodes: tuple[int, ...]) -> list[tuple[float, list[int]]]:
     """Link-id paths of a router path: parallel links split evenly (their product)."""
     out = [(1.0, [])]
@@ -423,11 +434,26 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     routing.check_size(topo, len(pairs))
     graph = router_graph(topo)
     src, dst = pairs.src.tolist(), pairs.dst.tolist()
-    rows_pair, rows_links, rows_w = [], [], []
-    for i, (s, t) in enumerate(zip(src, dst)):
+    found, n, longest = [], 0, 1
+    for s, t in zip(src, dst):
         paths = _pair_paths(topo, s, t, k, routing.hop_limit)
         if not paths:
             raise _no_path(topo, routing, s, t, int(graph.dist_to(t)[s]))
+        found.append(paths)
+        for nodes in paths:
+            n += _expansions(graph, nodes)
+            longest = max(longest, len(nodes) - 1)
+    # the link-id paths counted before they are listed (as Python lists): parallel links multiply them (a fat
+    # tree's 4-hop router path over 32 parallel links a tier is 32^4 = 1,048,576 link-id paths; they were listed
+    # before any check saw them)
+    listed = n * (ROW_BYTES + 8 * longest) + table_bytes(len(src), n, hop_bucket(longest))  # lists, then table
+    check_memory("routing", routing.label, listed,
+                 f"its {n:,} link-id paths on {topo.name} while they are listed ({len(src):,} router pairs, up to "
+                 f"{longest} hops; parallel links multiply a router path)",
+                 "Use fewer paths per pair (routing.k), a hop limit, fewer communicating pairs or fewer parallel "
+                 "links.")
+    rows_pair, rows_links, rows_w = [], [], []
+    for i, paths in enumerate(found):
         for nodes in paths:
             for w, ls in _expand(graph, nodes):
                 rows_pair.append(i)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops import take
-from ..errors import require
+from ..errors import check_memory, require
 from ..topology import DragonflyTopology
 from . import _dragonfly
 from ._adaptive import (DEFAULT_ITERATIONS, DEFAULT_POWER, AdaptiveOperator, AdaptiveRouting, Family, check_common,
@@ -60,22 +60,29 @@ def ugal(variant: str = "global", threshold: float = 0.0, nonminimal: str = "val
 def _df_first_links(topo: DragonflyTopology) -> np.ndarray:
     """``first[s * g + D, c]``: the first router link from router ``s`` towards group ``D != G(s)`` over copy
     ``c`` of the global link ``G(s) -> D`` (the local link to its owner, or the global link itself when ``s``
-    owns it); 0 where ``D == G(s)`` (unused)."""
+    owns it); 0 where ``D == G(s)`` (unused). Built a group at a time (a loop over every router, group and copy
+    took hours on a Dragonfly of 262,144 routers and 4,097 groups)."""
     a, g, m = int(topo.a), int(topo.g), int(topo.links_per_pair)
     go = np.asarray(topo.global_owner)  # [S, D, c] index of the owner in S
     gl = np.asarray(topo.global_link)  # [S, D, c] link id
     ll = np.asarray(topo.local_link)  # [G, i, j]
     R = g * a
-    first = np.zeros((R, g, m), np.int64)
-    for s in range(R):
-        S, i = divmod(s, a)
-        for D in range(g):
-            if D == S:
-                continue
-            for c in range(m):
-                own = int(go[S, D, c])
-                first[s, D, c] = gl[S, D, c] if own == i else ll[S, i, own]
-    return first.reshape(R * g, m).astype(np.int32)
+    first = np.zeros((g, a, g, m), np.int32)
+    i = np.arange(a)[:, None, None]
+    for S in range(g):
+        own = go[S][None]  # [1, D, c]
+        via = ll[S][i, np.where(own >= 0, own, 0)]  # [i, D, c]: the local link i -> owner
+        row = np.where(own == i, gl[S][None], via)
+        row[:, S] = 0
+        first[S] = row
+    return first.reshape(R * g, m)
+
+
+def first_bytes(topo: DragonflyTopology) -> int:
+    """Host bytes of UGAL-local's first-hop table (:func:`_df_first_links`): ``[g*a*g, m]`` int32 entries, its
+    device copy and one group's int64 temporaries."""
+    a, g, m = int(topo.a), int(topo.g), int(topo.links_per_pair)
+    return 2 * 4 * g * a * g * m + 4 * 8 * a * g * m
 
 
 def _ugal_operator(topo: DragonflyTopology, routing: UgalRouting) -> AdaptiveOperator:
@@ -83,6 +90,12 @@ def _ugal_operator(topo: DragonflyTopology, routing: UgalRouting) -> AdaptiveOpe
     R = g * a
     require(g >= 3, "routing.kind", "ugal", "'minimal' on a Dragonfly with fewer than 3 groups",
             f"UGAL's non-minimal candidate needs an intermediate group other than source and destination; g = {g}.")
+    if routing.variant == "local":  # before the candidates' tables are built
+        check_memory("routing", routing.label, first_bytes(topo) + sum(
+            _dragonfly.operator_bytes(topo, kind != "minimal") for kind in ("minimal", routing.nonminimal)),
+            f"its tables on {topo.name} (UGAL-local's first hop of every router towards every group, [g*a*g, m] = "
+            f"[{g * a * g:,}, {m}], and the minimal and {routing.nonminimal} candidates')",
+            "Use variant=global (no per-router first-hop table) or a Dragonfly with fewer groups or routers.")
     ops = [_dragonfly.build_operator(topo, _dragonfly.minimal()),
            _dragonfly.build_operator(topo, Routing(routing.nonminimal))]
     tables = {f"m/{k}": v for k, v in ops[0].tables.items()}

@@ -158,6 +158,15 @@ def _connect(peer_g, peer_p, G, j, H, jj):
     peer_g[G, j], peer_p[G, j], peer_g[H, jj], peer_p[H, jj] = H, jj, G, j
 
 
+def _check_rounds(q: int, ports: int, k: int, n_rounds: int, what: str) -> None:
+    """Refuse ``n_rounds`` port rounds of near-perfect matchings of ``q`` (odd) groups that do not fit ``ports``."""
+    if n_rounds > ports:
+        raise ConfigError("topology.configuration", what,
+                          f"a configuration that fits the {ports} global ports of a group",
+                          f"{q} groups (odd) need {n_rounds} port rounds of near-perfect matchings with "
+                          f"ports_per_switch = {k}; use an even ports_per_switch (Walecki cycles) or an even g")
+
+
 def _complete(peer_g, peer_p, groups: list[int], ports: int, k: int, rounds: int | None, what: str) -> None:
     """Join ``groups`` as a complete graph: ``rounds`` port rounds of matchings (None: all ``ports``)."""
     q = len(groups)
@@ -171,13 +180,9 @@ def _complete(peer_g, peer_p, groups: list[int], ports: int, k: int, rounds: int
             for u, v in zip(seq, seq[1:] + seq[:1]):
                 _connect(peer_g, peer_p, groups[u], 2 * c, groups[v], 2 * c + 1)
         return
-    mats = circle_matchings(q)
     n_rounds = ports if rounds is None else rounds
-    if n_rounds > ports:
-        raise ConfigError("topology.configuration", what,
-                          f"a configuration that fits the {ports} global ports of a group",
-                          f"{q} groups (odd) need {n_rounds} port rounds of near-perfect matchings with "
-                          f"ports_per_switch = {k}; use an even ports_per_switch (Walecki cycles) or an even g")
+    _check_rounds(q, ports, k, n_rounds, what)  # before the matchings are listed (q^2 / 2 pairs)
+    mats = circle_matchings(q)
     for j in range(n_rounds):
         for u, v in mats[j % len(mats)]:
             _connect(peer_g, peer_p, groups[u], j, groups[v], j)
@@ -320,6 +325,8 @@ def rdn(
     check_memory("topology", {"p": p, "a": a, "h": h, "g": g}, rdn_bytes(p, a, h, g),
                  f"its {g * a * p:,} nodes' links and port tables", "Lower p, a, h or g.")
 
+    if configuration == "standard" and g % 2 == 1 and k % 2 == 1:  # refused before the Dragonfly is built
+        _check_rounds(g, P, k, (P // (g - 1)) * g, "standard")
     base = dragonfly(p, a, h, g, bandwidth_p=bp, bandwidth_l=bl, bandwidth_r=br)   # local links and m
     n_local = g * a * (a - 1)
     peer_g, peer_p = _peers(configuration, g, P, k, base.links_per_pair, job_groups, demands)
