@@ -539,10 +539,11 @@ def test_too_large_a_working_set_is_refused_before_any_transfer(monkeypatch):
     def no_transfer(*a, **k):
         raise AssertionError("a block was sent to the device before the memory check")
 
+    pls = [P.fully_random(TORUS, 30, seed=s) for s in range(3)]  # (before the limit: placements weigh theirs too)
+    ev.evaluate(TORUS, t, pls[0], ev.dor())  # the routing's buffers built (and kept) before the limit, as here
     monkeypatch.setattr(B, "to_device", no_transfer)
     monkeypatch.setattr(B, "to_device_kept", no_transfer)
     monkeypatch.setenv(MEMORY_ENV, "1000")
-    pls = [P.fully_random(TORUS, 30, seed=s) for s in range(3)]
     with pytest.raises(ResourceError, match=r"^(traffics|block_size) = .* is invalid: allowed is a size that fits"):
         ev.evaluate_batch(TORUS, ev.dor(), [t, rand_flows(rng, 30, 9), t], pls)
     with pytest.raises(ResourceError, match=r"^keep_link_load = True is invalid: allowed is a size that fits"):
