@@ -268,7 +268,7 @@ def test_ray_batches_of_several_chunks_equal_the_local_sweep(tmp_path):
     from evaluator.config import RayConfig
     from evaluator.query import open_results
     from evaluator.sweep import run_sweep
-    from evaluator.sweep.driver import _batches, _interleaved
+    from evaluator.sweep._wait import _batches, _interleaved
     from tests.helpers import strip
 
     extra, axes = (["traffic.beta=[4,4,2]", "sweep.chunk_size=4"], NNE[1])

@@ -181,7 +181,8 @@ def test_the_drivers_own_chunks_stop_when_ray_answers_or_at_the_limit(tmp_path):
     """:class:`~evaluator.sweep.driver._DriverChunks` (the driver's work while its local Ray starts): the first
     chunks to do, in order, each exactly :func:`evaluate_chunk`'s result, until ``ready()`` says Ray has answered,
     and never past ``stop_after`` (a run stopped there) or the chunks there are."""
-    from evaluator.sweep.driver import _DriverChunks, _interleaved
+    from evaluator.sweep._wait import _interleaved
+    from evaluator.sweep.driver import _DriverChunks
 
     axes = {"placement.gamma": {"divisors": [4, 4, 2]}, "routing": ["minimal", "valiant"],
             "placement.seed": {"range": [0, 10]}}

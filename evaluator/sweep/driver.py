@@ -46,8 +46,7 @@ from ..config import RayConfig
 from ..display import progress_bar
 from ..errors import ClusterError, StorageError, keeps_ignored_keys
 from . import store
-from ._wait import BATCH_POINTS, _batches, _by_network, _interleaved, _round_robin  # noqa: F401 (their home was here)
-from ._wait import STALL_DEFAULT_S, check_stall_timeout, run_on_ray
+from ._wait import STALL_DEFAULT_S, _interleaved, check_stall_timeout, run_on_ray
 from ._writer import ChunkWriter, remove_chunk_files
 from .assemble import assemble, check_link_load
 from .bounds import check_sweep_bounds
