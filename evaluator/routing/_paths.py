@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import hashlib
+import time
 import weakref
 from collections.abc import Sequence
 
@@ -67,6 +68,7 @@ import numpy as np
 from jaxtyping import Bool, Float, Int
 
 from .._ops import segment_add, take, with_extra
+from ..display import progress_bar
 from ..errors import ConfigError, check_memory, int_array, is_int, require
 from ..topology import Topology
 from ._yen import _Yen, RouterGraph, router_graph, yen_paths
@@ -80,6 +82,9 @@ __all__ = ["PairSet", "PathSetRouting", "RouterGraph", "router_graph", "yen_path
 
 ALL_PAIRS_MAX_ROUTERS = 128
 """An unbound path-set routing serves every router pair only up to this many routers."""
+
+PROGRESS_DELAY_S = 2.0
+"""A path search shows its progress bar (router pairs done, on stderr) once it has run this long."""
 
 
 # --------------------------------------------------------------------------------------
@@ -435,14 +440,26 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     graph = router_graph(topo)
     src, dst = pairs.src.tolist(), pairs.dst.tolist()
     found, n, longest = [], 0, 1
-    for s, t in zip(src, dst):
-        paths = _pair_paths(topo, s, t, k, routing.hop_limit)
-        if not paths:
-            raise _no_path(topo, routing, s, t, int(graph.dist_to(t)[s]))
-        found.append(paths)
-        for nodes in paths:
-            n += _expansions(graph, nodes)
-            longest = max(longest, len(nodes) - 1)
+    # a search of minutes (k = 16 on a 32x32x32 torus's permutation) says so on stderr, not silent: a bar of the
+    # pairs done once it has run PROGRESS_DELAY_S (made then: tqdm's own delay never shows a log file's bar)
+    bar, since = None, time.monotonic()
+    try:
+        for i, (s, t) in enumerate(zip(src, dst)):
+            paths = _pair_paths(topo, s, t, k, routing.hop_limit)
+            if not paths:
+                raise _no_path(topo, routing, s, t, int(graph.dist_to(t)[s]))
+            found.append(paths)
+            for nodes in paths:
+                n += _expansions(graph, nodes)
+                longest = max(longest, len(nodes) - 1)
+            if bar is not None:
+                bar.update()
+            elif not i & 63 and time.monotonic() - since >= PROGRESS_DELAY_S:
+                bar = progress_bar(total=len(src), initial=i + 1, unit="pair", leave=False,
+                                   desc=f"{routing.label} paths on {topo.name}")
+    finally:
+        if bar is not None:
+            bar.close()
     # the link-id paths counted before they are listed (as Python lists): parallel links multiply them (a fat
     # tree's 4-hop router path over 32 parallel links a tier is 32^4 = 1,048,576 link-id paths; they were listed
     # before any check saw them)

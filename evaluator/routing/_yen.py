@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 import weakref
 
 import numpy as np
@@ -37,7 +38,10 @@ class RouterGraph:
 
     ``nbr[r]``: the distinct neighbour routers of ``r`` in ascending order;
     ``links[(r, t)]``: the router-link ids from ``r`` to ``t`` (several for
-    parallel links); ``rev``: the in-neighbours (for BFS towards a destination).
+    parallel links); ``rev``: the in-neighbours (for BFS towards a destination);
+    ``grid``: ``(dims, wrap)`` when the graph is exactly a torus or mesh
+    (every router linked to its +-1 neighbour in every dimension, wrapped where
+    ``wrap``, and to nothing else), so that hop counts have a closed form.
     """
 
     n_routers: int
@@ -46,17 +50,25 @@ class RouterGraph:
     rev: tuple[tuple[int, ...], ...]
     links: dict
     _dist: dict = dataclasses.field(default_factory=dict)  # destination -> BFS distances to it
+    grid: tuple | None = None
 
     def dist_to(self, t: int) -> RouterInts:
-        """Hops from every router to ``t`` (-1: unreachable); a BFS in C (SciPy), cached per destination.
+        """Hops from every router to ``t`` (-1: unreachable), int32.
 
-        The BFS gives each router's predecessor on a shortest path to ``t``;
-        the hop counts follow by pointer jumping (each router adds the count
-        of the router it points to, then points to that router's target: a
-        few NumPy passes, the log of the diameter). SciPy's ``shortest_path``
-        with ``unweighted=True`` gives the same distances by Dijkstra's
-        algorithm, 6x slower on 8,192 routers.
+        A torus or mesh (``grid``): the sum over dimensions of the ring (or
+        line) distance, a broadcast sum of one short table per dimension
+        (the hop count of a product of rings and lines; no search, nothing
+        cached: a 32x32x32 torus would hold 4 kB per destination).
+        Otherwise a BFS in C (SciPy), cached per destination (at most
+        256 MB of tables): the BFS gives each router's predecessor on a
+        shortest path to ``t``; the hop counts follow by pointer jumping
+        (each router adds the count of the router it points to, then points
+        to that router's target: a few NumPy passes, the log of the
+        diameter). SciPy's ``shortest_path`` with ``unweighted=True`` gives
+        the same distances by Dijkstra's algorithm, 6x slower on 8,192 routers.
         """
+        if self.grid is not None:
+            return _grid_dist(self.grid, int(t))
         d = self._dist.get(t)
         if d is None:
             from scipy.sparse.csgraph import breadth_first_order
@@ -71,18 +83,60 @@ class RouterGraph:
                                                        shape=(self.n_routers, self.n_routers))
             t = int(t)
             order, pred = breadth_first_order(rev, t, directed=True, return_predecessors=True)
-            hops = (pred >= 0).astype(np.int64)           # one hop to the predecessor (t and the unreached: none)
+            hops = (pred >= 0).astype(np.int32)           # one hop to the predecessor (t and the unreached: none)
             jump = np.where(pred >= 0, pred, t)
             while (jump != t).any():
                 hops += hops[jump]
                 jump = jump[jump]
-            d = np.full(self.n_routers, -1, np.int64)
+            d = np.full(self.n_routers, -1, np.int32)
             d[order] = hops[order]
-            if len(self._dist) > 4096:
+            if len(self._dist) > min(4096, max(64, (1 << 28) // (4 * self.n_routers))):
                 self._dist.clear()
                 self._dist["rev"] = rev
             self._dist[t] = d
         return d
+
+
+def _grid_dist(grid: tuple, t: int) -> RouterInts:
+    """Hop counts to router ``t`` of a torus or mesh ``grid = (dims, wrap)``: sum of per-dimension distances."""
+    dims, wrap = grid
+    tc = np.unravel_index(t, dims)
+    out = np.zeros((), np.int32)
+    for k, (n, w, c) in enumerate(zip(dims, wrap, tc)):
+        delta = np.abs(np.arange(n, dtype=np.int32) - int(c))
+        if w:
+            delta = np.minimum(delta, n - delta)
+        shape = [1] * len(dims)
+        shape[k] = n
+        out = out + delta.reshape(shape)
+    return np.ascontiguousarray(np.broadcast_to(out, dims), np.int32).reshape(-1)
+
+
+def _grid_of(topo: Topology, keys: np.ndarray) -> tuple | None:
+    """``(dims, wrap)`` when the router links (sorted unique keys ``src * R + dst``) are exactly those of a torus or
+    mesh of ``topo.dims`` / ``topo.wrap`` (checked here, so a partition or a graph with links removed gets BFS)."""
+    dims, wrap = getattr(topo, "dims", None), getattr(topo, "wrap", None)
+    try:
+        dims = tuple(int(n) for n in dims)
+        wrap = tuple(bool(w) for w in wrap)
+    except (TypeError, ValueError):
+        return None
+    R = int(topo.n_routers)
+    if len(dims) != len(wrap) or not dims or min(dims) < 1 or math.prod(dims) != R:
+        return None
+    coords = np.stack(np.unravel_index(np.arange(R), dims), axis=1)
+    want = []
+    for k, (n, w) in enumerate(zip(dims, wrap)):
+        for step in (1, -1):
+            c = coords[:, k] + step
+            ok = np.ones(R, bool) if w else (c >= 0) & (c < n)
+            nb = coords.copy()
+            nb[:, k] = c % n
+            d = np.ravel_multi_index(tuple(nb.T), dims)
+            ok &= d != np.arange(R)
+            want.append(np.arange(R)[ok] * R + d[ok])
+    want = np.unique(np.concatenate(want)) if want else np.zeros(0, np.int64)
+    return (dims, wrap) if want.size == keys.size and np.array_equal(want, keys) else None
 
 
 _GRAPHS: "weakref.WeakKeyDictionary[Topology, RouterGraph]" = weakref.WeakKeyDictionary()
@@ -94,19 +148,20 @@ def router_graph(topo: Topology) -> RouterGraph:
     if g is not None:
         return g
     n = int(topo.n_router_links)
+    R = int(topo.n_routers)
     src = np.asarray(topo.link_src[:n], np.int64)
     dst = np.asarray(topo.link_dst[:n], np.int64)
     links: dict[tuple[int, int], list[int]] = {}
     for lid, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
         links.setdefault((s, d), []).append(lid)
-    R = int(topo.n_routers)
     nbr = [[] for _ in range(R)]
     rev = [[] for _ in range(R)]
     for s, d in sorted(links):
         nbr[s].append(d)
         rev[d].append(s)
+    grid = _grid_of(topo, np.unique(src * R + dst))
     g = RouterGraph(R, n, tuple(map(tuple, nbr)), tuple(map(tuple, rev)),
-                    {k: tuple(v) for k, v in links.items()})
+                    {k: tuple(v) for k, v in links.items()}, grid=grid)
     _GRAPHS[topo] = g
     return g
 
@@ -124,7 +179,7 @@ def _salt(s: int, t: int) -> int:
     return ((s * 1_000_003 + t) * _HASH) & 0xFFFFFFFF
 
 
-def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges: set,
+def _spur(graph: RouterGraph, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set,
           max_hops: int, salt: int) -> list[int] | None:
     """A shortest ``s -> t`` path avoiding ``banned_nodes`` and ``banned_edges`` within ``max_hops``, or None.
 
@@ -144,11 +199,16 @@ def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, b
     path = _descent(graph.nbr, s, t, h_to_t, banned_nodes, banned_edges, salt)
     if path is not None:
         return path
+    return _astar(graph.nbr, s, t, h_to_t, banned_nodes, banned_edges, max_hops, salt)
+
+
+def _astar(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set, max_hops: int,
+           salt: int) -> list[int] | None:
+    """:func:`_spur`'s A* search itself (``h_to_t[s]`` checked by the caller)."""
     parent = {s: -1}
     g_cost = {s: 0}
-    heap = [(hs, 0, 0, s)]
+    heap = [(h_to_t[s], 0, 0, s)]
     closed = set()
-    nbr = graph.nbr
     while heap:
         _, neg_g, _, x = heapq.heappop(heap)
         if x in closed:
@@ -173,7 +233,8 @@ def _spur(graph: RouterGraph, s: int, t: int, h_to_t: list, banned_nodes: set, b
     return None
 
 
-def _descent(nbr, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges: set, salt: int) -> list[int] | None:
+def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set, salt: int,
+             chains: dict | None = None) -> list[int] | tuple[int, ...] | None:
     """:func:`_spur`'s path when its A* search never backtracks, else None (then the search runs in full).
 
     The A* search pops, among the entries of the least estimate (the
@@ -185,9 +246,29 @@ def _descent(nbr, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges:
     the smallest key at each step. That walk, without a heap, is this
     function; a step with no such neighbour would make the search go back,
     so the walk gives up.
+
+    ``chains`` (one pair's memo, optional): after the first step the walk
+    from a router ``y`` is the same whatever is banned, as long as no router
+    of it is banned (banned edges all leave ``s``, which the walk never
+    sees again: it only goes down), so the unobstructed walk from ``y`` is
+    kept per ``y`` and taken whole when it avoids ``banned_nodes``.
     """
-    path = [s]
-    x, want = s, h_to_t[s] - 1
+    want = h_to_t[s] - 1
+    best, best_key = -1, 1 << 33
+    for y in nbr[s]:
+        if h_to_t[y] != want or y in banned_nodes or (s, y) in banned_edges:
+            continue
+        key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
+        if key < best_key:
+            best, best_key = y, key
+    if best < 0:
+        return None
+    if chains is not None:
+        walk = _chain(nbr, best, t, h_to_t, salt, chains)
+        if banned_nodes.isdisjoint(walk):
+            return (s,) + walk
+    path = [s, best]
+    x, want = best, want - 1
     while x != t:
         best, best_key = -1, 1 << 33
         for y in nbr[x]:
@@ -203,66 +284,175 @@ def _descent(nbr, s: int, t: int, h_to_t: list, banned_nodes: set, banned_edges:
     return path
 
 
+def _chain(nbr, y: int, t: int, h_to_t, salt: int, chains: dict) -> tuple[int, ...]:
+    """The unobstructed descent from ``y`` to ``t`` (smallest key among the neighbours one hop nearer), memoised."""
+    walk = chains.get(y)
+    if walk is not None:
+        return walk
+    todo, x = [], y
+    while x != t and x not in chains:
+        todo.append(x)
+        want, best, best_key = h_to_t[x] - 1, -1, 1 << 33
+        for z in nbr[x]:
+            if h_to_t[z] == want:
+                key = ((z ^ salt) * _HASH) & 0xFFFFFFFF
+                if key < best_key:
+                    best, best_key = z, key
+        x = best                                   # exact distances: a router nearer t always exists
+    tail = chains[x] if x != t else chains.setdefault(t, (t,))
+    for x in reversed(todo):
+        tail = chains[x] = (x,) + tail
+    return tail
+
+
 def _edges(path: tuple[int, ...]) -> set:
     return set(zip(path[:-1], path[1:]))
 
 
 class _Yen:
-    """Yen's algorithm for one pair, resumable: :meth:`extend` to ``k`` paths continues where it stopped."""
+    """Yen's algorithm for one pair, resumable: :meth:`extend` to ``k`` paths continues where it stopped.
+
+    Three shortcuts, each giving exactly the paths of the plain algorithm (Yen's ``B`` holds the same candidates of
+    the least length at every choice, and the choice among them is the same rule):
+
+    * Lawler's: a new path deviating from its parent at spur index ``j`` is spurred at ``i >= j`` only. At ``i <
+      j`` its root and the banned next hops equal those its parent (or a later path deviating there) was spurred
+      with, and the spur search is a function of them: it would find a candidate seen already;
+    * lazy detours: a spur whose first step has no unbanned router one hop nearer ``t`` is at least ``i + h + 1``
+      hops long; its A* search is kept (with the banned hops of the moment) and run only once no candidate of
+      fewer hops is left (k shortest paths of a torus pair are nearly all of the shortest length: the detours of
+      most spurs are never searched);
+    * the descent's walk below the spur's first step is memoised per pair (:func:`_descent`'s ``chains``).
+
+    Between calls only the lists of Yen's algorithm are kept (distances and memos are made again per call).
+    """
 
     def __init__(self, graph: RouterGraph, s: int, t: int, hop_limit: int | None):
-        self.graph, self.t = graph, t
-        self.h = graph.dist_to(t).tolist()
+        self.graph, self.s, self.t = graph, s, t
         self.limit = (1 << 30) if hop_limit is None else int(hop_limit)
         self.salt = _salt(s, t)
-        first = _spur(graph, s, t, self.h, set(), set(), self.limit, self.salt)
-        self.A = [] if first is None else [tuple(first)]
-        self.used = _edges(self.A[0]) if self.A else set()
-        self.seen = set(self.A)
-        self.B: list[tuple[int, tuple[int, ...]]] = []
-        self.done = not self.A
+        self.A: list[tuple[int, ...]] = []
+        self.dev: list[int] = []                          # spur index each path of A deviates at
+        self.B: dict[int, dict] = {}                      # hops -> {candidate: its spur index}
+        self.lengths: list[int] = []                      # heap of the keys of B
+        self.lazy: list = []                              # heap of (hop bound, seq, spur index, root, banned next)
+        self.kids: dict[tuple[int, ...], set] = {}        # root -> next routers of the paths of A with that root
+        self.used: set = set()
+        self.seen: set = set()
+        self.shared: dict = {}                            # candidate of B -> its hops in used
+        self.by_edge: dict = {}                           # hop not in used -> the candidates crossing it
+        self.done = False
+        self._started = False
+        self._keys: dict = {}
+        self._n = 0                                       # pushes to lazy (its entries' order)
+
+    def _first(self, h) -> None:
+        self._started = True
+        first = _spur(self.graph, self.s, self.t, h, set(), set(), self.limit, self.salt)
+        if first is None:
+            self.done = True
+        else:
+            self._take(tuple(first), 0)
+
+    def _take(self, path: tuple[int, ...], dev: int) -> None:
+        self.A.append(path)
+        self.dev.append(dev)
+        self.seen.add(path)
+        self.shared.pop(path, None)
+        new = _edges(path) - self.used
+        self.used |= new
+        shared, by_edge = self.shared, self.by_edge
+        for e in new:                                     # the candidates' hops shared with A, kept up to date
+            for c in by_edge.pop(e, ()):
+                if c in shared:
+                    shared[c] += 1
+        for j in range(dev, len(path) - 1):
+            self.kids.setdefault(path[: j + 1], set()).add(path[j + 1])
+
+    def _add(self, cand: tuple[int, ...], i: int) -> None:
+        if cand not in self.seen:
+            self.seen.add(cand)
+            hops = len(cand) - 1
+            bucket = self.B.get(hops)
+            if bucket is None:
+                bucket = self.B[hops] = {}
+                heapq.heappush(self.lengths, hops)
+            bucket[cand] = i
+            used, by_edge = self.used, self.by_edge
+            n = 0
+            for e in zip(cand, cand[1:]):
+                if e in used:
+                    n += 1
+                else:
+                    by_edge.setdefault(e, []).append(cand)
+            self.shared[cand] = n
 
     def extend(self, k: int) -> list[tuple[int, ...]]:
-        A, B, t = self.A, self.B, self.t
+        if len(self.A) >= k or self.done:
+            return self.A[:k]
+        h = memoryview(np.ascontiguousarray(self.graph.dist_to(self.t), np.int32))
+        if not self._started:
+            self._first(h)
+        chains: dict = {}
+        nbr, t, salt, limit = self.graph.nbr, self.t, self.salt, self.limit
+        A, B, lengths, lazy = self.A, self.B, self.lengths, self.lazy
         while len(A) < k and not self.done:
             prev = A[-1]
-            for i in range(len(prev) - 1):
+            for i in range(self.dev[-1], len(prev) - 1):
+                x = prev[i]
                 root = prev[: i + 1]
-                banned_edges = {(p[i], p[i + 1]) for p in A if len(p) > i + 1 and p[: i + 1] == root}
-                sp = _spur(self.graph, prev[i], t, self.h, set(root[:-1]), banned_edges, self.limit - i, self.salt)
-                if sp is None:
+                hx = h[x]
+                if hx < 0 or hx > limit - i:
                     continue
-                cand = root[:-1] + tuple(sp)
-                if cand not in self.seen:
-                    self.seen.add(cand)
-                    heapq.heappush(B, (len(cand) - 1, cand))
-            if not B:
+                banned_edges = {(x, y) for y in self.kids[root]}
+                banned_nodes = set(root[:-1])
+                want = hx - 1
+                if not any(h[y] == want and y not in banned_nodes and (x, y) not in banned_edges for y in nbr[x]):
+                    if i + hx + 1 <= limit:                  # a detour: searched when its length can be the least
+                        self._n += 1
+                        heapq.heappush(lazy, (i + hx + 1, self._n, i, root, banned_edges))
+                    continue
+                sp = _descent(nbr, x, t, h, banned_nodes, banned_edges, salt, chains)
+                if sp is None:
+                    sp = _astar(nbr, x, t, h, banned_nodes, banned_edges, limit - i, salt)
+                if sp is not None:
+                    self._add(root[:-1] + tuple(sp), i)
+            while lazy and (not lengths or lazy[0][0] <= lengths[0]):
+                *_, i, root, banned_edges = heapq.heappop(lazy)
+                sp = _astar(nbr, root[-1], t, h, set(root[:-1]), banned_edges, limit - i, salt)
+                if sp is not None:
+                    self._add(root[:-1] + tuple(sp), i)
+            if not lengths:
                 self.done = True
                 break
-            hops = B[0][0]
-            tied = []
-            while B and B[0][0] == hops:
-                tied.append(heapq.heappop(B)[1])
-            best = self._most_diverse(tied)
-            for p in tied:
-                if p is not best:
-                    heapq.heappush(B, (hops, p))
-            A.append(best)
-            self.used |= _edges(best)
+            hops = lengths[0]
+            bucket = B[hops]
+            best = self._most_diverse(list(bucket))
+            dev = bucket.pop(best)
+            if not bucket:
+                del B[hops]
+                heapq.heappop(lengths)
+            self._take(best, dev)
+        self._keys = {}
         return A[:k]
-
 
     def _most_diverse(self, tied: list[tuple[int, ...]]) -> tuple[int, ...]:
         """The path of ``tied`` sharing the fewest router hops with the paths taken, then the smallest hashed keys
         (the keys only among the fewest shared: distinct paths of one length have distinct key lists)."""
-        used = self.used
-        shared = [len(used.intersection(zip(p, p[1:]))) for p in tied]  # loopless: its hops are distinct
+        shared = [self.shared[p] for p in tied]             # len(used & hops of p), updated as used grows
         least = min(shared)
         fewest = [p for p, n in zip(tied, shared) if n == least]
         if len(fewest) == 1:
             return fewest[0]
-        salt = self.salt
-        return min(fewest, key=lambda p: [((y ^ salt) * _HASH) & 0xFFFFFFFF for y in p])
+        salt, keys = self.salt, self._keys
+        out, out_key = None, None
+        for p in fewest:
+            key = keys.get(p)
+            if key is None:
+                key = keys[p] = [((y ^ salt) * _HASH) & 0xFFFFFFFF for y in p]
+            if out is None or key < out_key:
+                out, out_key = p, key
+        return out
 
 
 def yen_paths(graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None = None) -> list[tuple[int, ...]]:
