@@ -242,6 +242,8 @@ TEXT_METRICS: tuple[Metric, ...] = (
     Metric("blocked_reason", "", "why the job never finishes ('' if it does)", None),
     Metric("bound_method", "", "method of the bound", None),
     Metric("bound_solver", "", "solver of the bound", None),
+    Metric("bound_status", "", "ok, or why the bound's LP did not reach its optimum ('<solver>: <its status>'; a "
+                               "HiGHS failure leaves the bound NaN)", None),
 )
 """Text variables of evaluations that a query table shows next to the ranked variable (never ranked)."""
 
@@ -429,7 +431,7 @@ a ``candidate`` is a decomposition, a node tile and a router block). A query tab
 counter."""
 
 HIDDEN: frozenset[str] = frozenset({
-    "total_bytes", "phase_total_bytes", "optimal_completion_time_upper",
+    "total_bytes", "phase_total_bytes", "optimal_completion_time_upper", "bound_status",
     "adaptive_completion_time_upper", "bound_gap", "bound_method", "bound_solver", "completion_time_alone",
     "interference", "phase_completion_time_alone", "jobs_per_s", "mean_wait_month", "submit", "start", "end",
     "requested_time", "mpi_fraction", "backfilled", "reservation", "injection_all", "injection_seq",

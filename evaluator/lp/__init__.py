@@ -41,12 +41,14 @@ from ._solvers import SOLVERS as SOLVERS
 from ._solvers import BatchSolution as BatchSolution
 from ._solvers import Solution as Solution
 from ._solvers import check_solved as check_solved
+from ._solvers import NotSolved as NotSolved
+from ._solvers import pdhg_status as pdhg_status
 from ._solvers import padded_size as padded_size
 from ._solvers import solve as solve
 from ._solvers import solve_highs as solve_highs
 from ._solvers import solve_pdhg as solve_pdhg
 
-__all__ = ["LP", "SOLVERS", "PDHG_OPTIMAL", "check_solved",
+__all__ = ["LP", "SOLVERS", "PDHG_OPTIMAL", "check_solved", "NotSolved", "pdhg_status",
            "METHODS", "METHOD", "CLASS_KINDS", "EDGE_AUTO_NNZ", "BYTES_PER_NNZ", "certify_edge",
            "certify_path", "check_adaptive_size", "dual_link_lengths", "padded_size", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",

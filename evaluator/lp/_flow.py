@@ -66,9 +66,16 @@ EDGE_AUTO_NNZ = 500_000
 the 512-node BG/Q constant-ratio pattern (32 sources, 442,656 nonzeros) takes HiGHS (IPM) about 300 s on a
 shared 2-core CPU; Garg-Konemann reaches 3% of its optimum from below in 300 steps (4 s)."""
 
-BYTES_PER_NNZ = 160
-"""Memory estimate of the edge LP per constraint nonzero: SciPy's COO/CSR copies while it is built (about 60
-bytes) and HiGHS's row- and column-wise copies and factor work (about 100)."""
+BYTES_PER_NNZ = 640
+"""Memory estimate of the edge LP per constraint nonzero: SciPy's COO/CSR copies while it is built and HiGHS's
+row- and column-wise copies and factor work. Measured (peak RSS growth of :func:`edge_bound` in a child, after a
+first solve loaded HiGHS): building alone 24 bytes per nonzero; building and solving 490 (10 sources on a 5^3
+torus, 22,590 nonzeros, dual simplex: 11.0 MB), 400 (DF(3,6,3), 54,900, IPM: 21.8 MB), 410 (a 3-level fat tree,
+93,636, IPM: 38.4 MB), 482 (40 sources on a 6^3 torus, 155,880, IPM: 75.1 MB), growing with the size (the
+interior-point factor fills in); 160, the value before 2026-12-07, was a third to a half of it. The sweep's
+batched PDHG (:mod:`evaluator.sweep.bounds`, per instance) takes it too: XLA's buffers of a bucket of 4 (argument,
+output and temporary bytes of the compiled solve, nonzeros padded to a power of two) are 243 and 276 bytes per
+nonzero and instance on the 5^3 and 6^3 instances above."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -41,7 +41,7 @@ from .._types import Float, Int
 from ..errors import ConfigError, is_int, require
 
 __all__ = ["LP", "Solution", "BatchSolution", "solve_highs", "solve_pdhg", "solve", "SOLVERS", "PDHG_OPTIMAL",
-           "pdhg_status", "check_solved", "reached"]
+           "pdhg_status", "check_solved", "reached", "NotSolved"]
 
 SOLVERS = ("highs", "pdhg")
 """Solver names: ``highs`` (SciPy's HiGHS, exact) and ``pdhg`` (MPAX's batched JAX PDHG, gap reported)."""
@@ -292,14 +292,29 @@ def reached(sol: Solution) -> bool:
     return math.isfinite(sol.objective) if sol.solver == "highs" else sol.status == "optimal"
 
 
+class NotSolved(ConfigError):
+    """HiGHS stopped without the LP's optimum (:func:`check_solved`): a :class:`ConfigError` naming the solver
+    setting ``field``, with HiGHS's own ``status`` (its message, e.g. ``"Numerical difficulties encountered"``)
+    kept for a caller that records it per point (a sweep's ``bound_status``) instead of stopping."""
+
+    def __init__(self, field: str, status: str, iterations: int, what: str, hint: str):
+        self.status, self.iterations, self.what, self.more = status, int(iterations), what, hint
+        super().__init__(field, "highs", "a solver that reaches the LP's optimum",
+                         f"HiGHS stopped without one on {what} ({status}; {self.iterations} iterations): it gives "
+                         f"neither flows nor duals. {hint}")
+
+    def renamed(self, field: str) -> "NotSolved":
+        """The same failure, naming the setting ``field`` as the caller's user wrote it."""
+        return NotSolved(field, self.status, self.iterations, self.what, self.more)
+
+
 def check_solved(sol: Solution, field: str, what: str, hint: str = "'pdhg' is the other solver.") -> Solution:
-    """``sol`` if HiGHS solved it to optimality; a :class:`ConfigError` naming ``field`` (the solver setting) and
-    HiGHS's status otherwise: without an optimum HiGHS gives neither flows nor duals, so no bound is certified.
-    A PDHG solution passes (its duals certify a bound whatever its convergence; the caller reads its status)."""
+    """``sol`` if HiGHS solved it to optimality; a :class:`NotSolved` (a :class:`ConfigError`) naming ``field``
+    (the solver setting) and HiGHS's status otherwise: without an optimum HiGHS gives neither flows nor duals, so
+    no bound is certified. A PDHG solution passes (its duals certify a bound whatever its convergence; the caller
+    reads its status)."""
     if sol.solver == "highs" and not reached(sol):
-        raise ConfigError(field, "highs", "a solver that reaches the LP's optimum",
-                          f"HiGHS stopped without one on {what} ({sol.status.rstrip('.')}; {sol.iterations} "
-                          f"iterations): it gives neither flows nor duals. {hint}")
+        raise NotSolved(field, sol.status.rstrip("."), sol.iterations, what, hint)
     return sol
 
 

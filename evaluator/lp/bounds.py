@@ -26,7 +26,7 @@ from ._flow import RouterDemand, optimal_bound
 from ._dragonfly import METHOD as ADAPTIVE_METHOD
 from ._dragonfly import dragonfly_adaptive_bound
 from ._model1 import PathBound
-from ._solvers import _check_solver
+from ._solvers import NotSolved, _check_solver
 
 __all__ = ["router_demand", "optimal", "check_bounds", "BOUND_METHODS", "BoundResult", "BoundKind", "bound_kind",
            "combine"]
@@ -155,9 +155,9 @@ def optimal(topology: Topology, traffic, placement: Placement, method: str = "au
     for x in traffic.phases:
         try:
             res = _one(topology, router_demand(topology, x, placement), method, solver)
-        except ConfigError as exc:  # HiGHS without an optimum: named as the user's setting
+        except NotSolved as exc:  # HiGHS without an optimum: named as the user's setting
             if exc.field != "solver":
                 raise
-            raise ConfigError("bound_solver", exc.value, exc.allowed, exc.hint) from None
+            raise exc.renamed("bound_solver") from None
         parts.append((res.completion_time, res.completion_time_upper, res.method, res.solver))
     return combine(parts)

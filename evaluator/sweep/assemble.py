@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -186,35 +187,64 @@ def assemble(plan: SweepPlan, chunk_ids: list[str], manifest: dict,
 class _BoundGrid:
     """The bound variables of a sweep with ``bounds`` (:mod:`evaluator.sweep.bounds`), filled chunk by chunk."""
 
+    TEXT = {"bound_method": ("methods", "method of the bound (edge, garg_konemann, dragonfly_adaptive)"),
+            "bound_solver": ("solvers", "solver of the bound (highs, pdhg, multiplicative_weights)"),
+            "bound_status": ("statuses", "ok, or why the bound's LP did not reach its optimum: '<solver>: "
+                                         "<its status>' (NaN bound where HiGHS stopped; PDHG unconverged: the "
+                                         "lower side kept, no upper)")}
+
     def __init__(self, n: int, method: str):
         from .bounds import bound_variables
 
         names = bound_variables(method)
         self.values = {k: np.full(n, np.nan) for k in names[:4]}  # lower, upper, efficiency, gap
-        self.codes = {k: np.full(n, -1, np.int32) for k in ("bound_method", "bound_solver")}
-        self.tables: dict[str, list[str]] = {"bound_method": [], "bound_solver": []}
-        self.index: dict[str, dict[str, int]] = {"bound_method": {}, "bound_solver": {}}
+        self.codes = {k: np.full(n, -1, np.int32) for k in self.TEXT}
+        self.tables: dict[str, list[str]] = {k: [] for k in self.TEXT}
+        self.index: dict[str, dict[str, int]] = {k: {} for k in self.TEXT}
 
     def add(self, ok: PointInts, b: dict) -> None:
+        from .bounds import OK
+
+        if "bound_status" not in b:  # a chunk persisted before per-point statuses: its LPs all had an optimum
+            b = {**b, "bound_status": np.zeros(len(ok), np.int32), "statuses": [OK]}
         for k, v in self.values.items():
             v[ok] = b[k]
-        for k, names in (("bound_method", b["methods"]), ("bound_solver", b["solvers"])):
-            remap = np.array([_code(self.index[k], self.tables[k], t) for t in names] + [-1], dtype=np.int32)
+        for k, (table, _) in self.TEXT.items():
+            remap = np.array([_code(self.index[k], self.tables[k], t) for t in b[table]] + [-1], dtype=np.int32)
             self.codes[k][ok] = remap[b[k]]
+
+    def failed(self, lower: str) -> tuple[int, str]:
+        """``(points, text)``: how many feasible points have no bound (their LP failed: NaN lower side), and their
+        ``bound_status`` texts summarised (:func:`~evaluator.sweep.reasons.summarize_reasons`)."""
+        from .reasons import summarize_reasons
+
+        bad = (self.codes["bound_status"] >= 0) & np.isnan(self.values[lower])
+        if not bad.any():
+            return 0, ""
+        codes = self.codes["bound_status"][bad]
+        used, counts = np.unique(codes, return_counts=True)
+        return int(bad.sum()), summarize_reasons({self.tables["bound_status"][int(c)]: int(m)
+                                                  for c, m in zip(used, counts)})
 
     def into(self, ds: xr.Dataset, plan: SweepPlan) -> None:
         from ..lp.bounds import bound_kind
+        from .reasons import bound_failure_line
 
         dims = tuple(ax.name for ax in plan.axes)
         for k, v in self.values.items():
             ds[k] = (dims, v.reshape(plan.shape), metric(k).attrs)
-        for k, what in (("bound_method", "method of the bound (edge, garg_konemann, dragonfly_adaptive)"),
-                        ("bound_solver", "solver of the bound (highs, pdhg, multiplicative_weights)")):
+        for k, (_, what) in self.TEXT.items():
             text = np.asarray(self.tables[k] + [""], dtype=object)[self.codes[k]]  # '' where infeasible
             ds[k] = (dims, text.reshape(plan.shape), {"units": "", "long_name": what})
         ds.attrs["bounds"] = plan.bounds
         ds.attrs["bounds_solver_requested"] = plan.bound_solver
         ds.attrs["bound_bounds"] = bound_kind(plan.bounds).bounds
+        n_failed, why = self.failed(bound_kind(plan.bounds).lower)
+        ds.attrs["n_bound_failed"] = n_failed
+        line = bound_failure_line(n_failed, why)
+        if line:  # printed once, at the end of the sweep (the dataset keeps it: attrs bound_failures)
+            ds.attrs["bound_failures"] = line
+            print(f"sweep {plan.name}: {line}", file=sys.stderr)
 
 
 def _coords(plan: SweepPlan) -> dict[str, Any]:

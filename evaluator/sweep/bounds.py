@@ -26,7 +26,13 @@ is identical to an uninterrupted one); smaller buckets go to HiGHS. Garg-Koneman
 (no LP) runs per instance. The per-point ``bound_solver`` says which ran. An edge
 LP that PDHG leaves unconverged (MPAX's status not optimal) keeps its certified
 lower side (its duals as link lengths) and has no feasible side (``inf``, gap
-``inf``); HiGHS without an optimum is a :class:`ConfigError` naming ``bound_solver``.
+``inf``). HiGHS without an optimum gives neither flows nor duals: that point's
+bound variables are NaN (its exact evaluation is kept) and ``bound_status``
+says why, per point (``highs: <HiGHS's status>``; ``pdhg: <MPAX's status>`` for
+an unconverged PDHG LP, whose lower side is kept; :data:`OK` where every LP of
+the point reached its optimum or none was solved), so one numerically awkward
+point does not stop a sweep (until 2026-12-07 it stopped the chunk with a
+:class:`ConfigError` naming ``bound_solver``).
 
 :func:`check_sweep_bounds` refuses, before anything runs, a sweep whose LPs
 would not fit in memory, from the LPs' own size estimates
@@ -49,12 +55,12 @@ from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_si
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
 from ..lp import METHOD as ADAPTIVE_METHOD
 from ..lp import BYTES_PER_NNZ, certify_edge, certify_path, check_adaptive_size, dual_link_lengths, padded_size
-from ..lp import PDHG_OPTIMAL, check_solved
-from ..lp.bounds import bound_kind, check_bounds, combine, optimal, router_demand
+from ..lp import PDHG_OPTIMAL, NotSolved, check_solved, pdhg_status
+from ..lp.bounds import BoundResult, bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
 
 __all__ = ["sweep_bounds", "check_sweep_bounds", "chunk_bounds", "bound_variables", "PDHG_MIN_BATCH",
-           "PDHG_BATCH"]
+           "PDHG_BATCH", "OK"]
 
 PDHG_MIN_BATCH = 4
 """``bound_solver=pdhg``: a padded shape bucket needs at least this many LP instances in a chunk to be solved
@@ -63,10 +69,48 @@ batched; fewer go to HiGHS (a batch pays one compilation per bucket, 20-50 s on 
 PDHG_BATCH = 32
 """``bound_solver=pdhg``: instances per batched call (the batch axis of the compiled solver)."""
 
+OK = "ok"
+"""``bound_status`` of a point whose every LP reached its optimum (or that solved none: Garg-Konemann, no demand)."""
+
+
 def bound_variables(method: str) -> tuple[str, ...]:
     """Variables a sweep with ``bounds=method`` adds (none without): the :class:`~evaluator.lp.bounds.BoundKind`'s
-    lower bound, feasible side and efficiency, then ``bound_gap``, ``bound_method`` and ``bound_solver``."""
-    return bound_kind(method).variables + ("bound_gap", "bound_method", "bound_solver")
+    lower bound, feasible side and efficiency, then ``bound_gap``, ``bound_method``, ``bound_solver`` and
+    ``bound_status``."""
+    return bound_kind(method).variables + ("bound_gap", "bound_method", "bound_solver", "bound_status")
+
+
+def _status_word(solver: str, message: str) -> str:
+    """``"highs: Numerical difficulties encountered"``: the solver and the head of its status message (HiGHS's
+    text before SciPy's ``(HiGHS Status N: ...)`` detail)."""
+    head = message.split(" (HiGHS Status")[0].strip().rstrip(".")
+    return f"{solver}: {head or message}"
+
+
+def _highs_failure(exc: ConfigError) -> str | None:
+    """The ``bound_status`` of a bound that raised ``exc``, where ``exc`` says HiGHS stopped without an optimum
+    on the bound's LP (a :class:`~evaluator.lp.NotSolved` named ``bound_solver`` by
+    :func:`~evaluator.lp.bounds.optimal`); None for any other error (raised on)."""
+    if not isinstance(exc, NotSolved) or exc.field != "bound_solver":
+        return None
+    return _status_word("highs", exc.status)
+
+
+def _failed(method: str) -> BoundResult:
+    """The bound of a point whose LP failed: no number (NaN), the method and solver that ran."""
+    return BoundResult(math.nan, "edge" if method == "auto" else method, "highs", math.nan, math.nan)
+
+
+def _exact(topo, traffic, placement, method: str, solver: str) -> tuple[BoundResult, str]:
+    """``(bound, bound_status)`` of one point by :func:`~evaluator.lp.bounds.optimal` (HiGHS or Garg-Konemann);
+    HiGHS without an optimum: NaN, and its status."""
+    try:
+        return optimal(topo, traffic, placement, method, solver), OK
+    except ConfigError as exc:
+        status = _highs_failure(exc)
+        if status is None:
+            raise
+        return _failed(method), status
 
 
 def sweep_bounds(cfg) -> tuple[str | None, str]:
@@ -191,8 +235,10 @@ def chunk_bounds(plan, items: list, achieved: Float[np.ndarray, "point"], cache:
     ``achieved[i]``: the point's completion time, s). Returns per-point
     arrays of the bound's three variables (:func:`bound_variables`: the
     certified lower bound and the feasible side in s, the efficiency),
-    ``bound_gap``, and ``bound_method``/``bound_solver`` as codes into
-    ``methods``/``solvers`` (lists of strings).
+    ``bound_gap``, and ``bound_method``/``bound_solver``/``bound_status`` as
+    codes into ``methods``/``solvers``/``statuses`` (lists of strings). A point
+    whose HiGHS LP stopped without an optimum has NaN in the four numbers and
+    HiGHS's status in ``bound_status`` (see the module docstring).
 
     ``cache`` (the worker's, kept across the chunks it evaluates): bound key ->
     result, used with ``bound_solver=highs`` only. HiGHS and Garg-Konemann
@@ -213,35 +259,39 @@ def chunk_bounds(plan, items: list, achieved: Float[np.ndarray, "point"], cache:
         return topo, traffic, placement() if callable(placement) else placement
 
     kindex = {k: j for j, k in enumerate(keys)}
-    res: list = [None] * len(keys)
+    res: list = [None] * len(keys)  # (BoundResult, bound_status) per key
     if solver == "pdhg":
-        res = _batched([point(k) for k in keys], method)
+        statuses: list[str] = [OK] * len(keys)
+        res = list(zip(_batched([point(k) for k in keys], method, statuses), statuses))
     else:
         cache = {} if cache is None else cache
         for j, k in enumerate(keys):
             hit = cache.get(k)
             if hit is None:
-                hit = optimal(*point(k), method, solver)
+                hit = _exact(*point(k), method, solver)  # (a failure too: HiGHS gives it again for this demand)
                 if hasattr(cache, "put"):
                     cache.put(k, hit)
                 else:
                     cache[k] = hit
             res[j] = hit
-    methods, solvers = _Codes(), _Codes()
+    methods, solvers, status_codes = _Codes(), _Codes(), _Codes()
     lower, upper, eff = bound_kind(method).variables
     n = len(items)
     out = {lower: np.empty(n), upper: np.empty(n), eff: np.empty(n), "bound_gap": np.empty(n),
-           "bound_method": np.empty(n, np.int32), "bound_solver": np.empty(n, np.int32)}
+           "bound_method": np.empty(n, np.int32), "bound_solver": np.empty(n, np.int32),
+           "bound_status": np.empty(n, np.int32)}
     for i, (key, *_rest) in enumerate(items):
-        r = res[kindex[key]]
+        r, status = res[kindex[key]]
         a = float(achieved[i])
         out[lower][i] = r.completion_time
         out[upper][i] = r.completion_time_upper
-        out[eff][i] = r.completion_time / a if a > 0 else 1.0  # as evaluate(..., bounds=True)
+        # as evaluate(..., bounds=True); NaN where the LP failed (never the 1.0 of a point with no time)
+        out[eff][i] = math.nan if math.isnan(r.completion_time) else r.completion_time / a if a > 0 else 1.0
         out["bound_gap"][i] = r.gap
         out["bound_method"][i] = methods.code(r.method)
         out["bound_solver"][i] = solvers.code(r.solver)
-    out["methods"], out["solvers"] = methods.table, solvers.table
+        out["bound_status"][i] = status_codes.code(status)
+    out["methods"], out["solvers"], out["statuses"] = methods.table, solvers.table, status_codes.table
     return out
 
 
@@ -257,10 +307,23 @@ class _Codes:
         return self._index[text]
 
 
-def _batched(points: list, method: str) -> list:
+def _batched(points: list, method: str, statuses: list[str] | None = None) -> list:
     """``bound_solver=pdhg``: the bound of every (topology, traffic, placement), summed over phases; LPs
-    batched by padded shape bucket, every answer certified from its flows and duals."""
+    batched by padded shape bucket, every answer certified from its flows and duals.
+
+    ``statuses`` (one per point, :data:`OK` on entry): each point's ``bound_status`` is written there; a point
+    whose LP went to HiGHS (a small bucket) and stopped without an optimum then gets NaN (an unconverged PDHG
+    LP keeps its certified lower side). Without ``statuses`` such a point is a :class:`ConfigError` naming
+    ``bound_solver``."""
     parts: list[list] = [[] for _ in points]  # per key: (lower s, upper s, method, solver) per phase
+    failed: set[int] = set()
+
+    def note(j: int, status: str, fails: bool = False) -> None:
+        if statuses is not None:
+            statuses[j] = status if statuses[j] == OK else f"{statuses[j]}; {status}"
+        if fails:
+            failed.add(j)
+
     lps: list[_Instance] = []
     for j, (topo, traffic, placement) in enumerate(points):
         for x in traffic.phases:
@@ -287,7 +350,12 @@ def _batched(points: list, method: str) -> list:
         insts = by_bucket[b]
         if len(insts) < PDHG_MIN_BATCH:
             for inst in insts:
-                sol = check_solved(solve_highs(inst.lp), "bound_solver",
+                sol = solve_highs(inst.lp)
+                if statuses is not None and not math.isfinite(sol.objective):  # no optimum: no flows, no duals
+                    note(inst.key, _status_word("highs", sol.status), fails=True)
+                    parts[inst.key].append((math.nan, math.nan, inst.method, "highs"))
+                    continue
+                sol = check_solved(sol, "bound_solver",
                                    f"the {inst.method} LP ({inst.lp.n_vars:,} variables, {inst.lp.nnz:,} nonzeros)",
                                    f"(A shape bucket of fewer than {PDHG_MIN_BATCH} LPs goes to HiGHS.) "
                                    "bounds=garg_konemann solves no LP.")
@@ -300,9 +368,15 @@ def _batched(points: list, method: str) -> list:
             padded = [x.lp for x in batch] + [batch[-1].lp] * (size - len(batch))
             prev = solve_pdhg(padded, warm_start=prev, eps=1e-6)
             for i, inst in enumerate(batch):
-                record(inst, prev.x[i], prev.ub_dual[i], float(prev.objective[i]), "pdhg",
-                       int(prev.status[i]) == PDHG_OPTIMAL)
-    return [combine(p) for p in parts]
+                converged = int(prev.status[i]) == PDHG_OPTIMAL
+                record(inst, prev.x[i], prev.ub_dual[i], float(prev.objective[i]), "pdhg", converged)
+                if not converged:  # its certified lower side kept, no feasible side
+                    note(inst.key, f"pdhg: {pdhg_status(prev.status[i])}")
+    out = [combine(p) for p in parts]
+    for j in failed:  # the other phases' sum is no bound of the point
+        out[j] = dataclasses.replace(out[j], completion_time=math.nan, completion_time_upper=math.nan,
+                                     gap=math.nan)
+    return out
 
 
 def _lp_of(topo, demand: RouterDemand, method: str, key: int):

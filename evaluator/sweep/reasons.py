@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["summarize_reasons", "infeasible_reasons", "reason_counts"]
+__all__ = ["summarize_reasons", "infeasible_reasons", "reason_counts", "bound_failure_line"]
 
 _GOT = re.compile(r";\s*got\b.*$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
@@ -83,3 +83,16 @@ def reason_counts(ds) -> dict[str, int]:
         return {str(k): int(v) for k, v in json.loads(ds.attrs["reason_counts_json"])}
     counts = pd.Series(_infeasible(ds), dtype=object).value_counts(sort=False, dropna=False)
     return {str(k): int(v) for k, v in counts.items()}
+
+
+def bound_failure_line(n_failed: int, why: str) -> str:
+    """The line a sweep with ``bounds`` prints at its end where some feasible points' bound LPs failed (HiGHS
+    without an optimum: :mod:`evaluator.sweep.bounds`): ``"3 points' bound LPs failed: 3 x highs: Numerical
+    difficulties encountered; their bounds are NaN, see bound_status"``; ``''`` where none did. ``why``: their
+    ``bound_status`` texts summarised by :func:`summarize_reasons`. A written dataset keeps it (attribute
+    ``bound_failures``)."""
+    if n_failed <= 0:
+        return ""
+    if n_failed == 1:
+        return f"1 point's bound LP failed: {why}; its bound is NaN, see bound_status"
+    return f"{n_failed} points' bound LPs failed: {why}; their bounds are NaN, see bound_status"
