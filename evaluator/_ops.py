@@ -61,6 +61,17 @@ def differentiable():
         _PLAIN.on = before
 
 
+def batch_index(idx: Integer[Array, "point ..."], axis_size: int, n: int) -> Integer[Array, "flat"]:
+    """The flat indices ``idx[b] + b * n`` of a batch of ``axis_size`` rows of ``n`` entries (flattened): in
+    ``idx``'s type while the flat buffer has under ``2^31`` entries (every batch but the largest: the int32
+    scatters stay), else ``int64`` (in int32, a batch of 2 x (2^30 + 8) entries wrapped point 1's last index
+    negative and its bytes were lost)."""
+    if axis_size * n >= 2**31 and jnp.dtype(idx.dtype).itemsize < 8:
+        idx = idx.astype(jnp.int64)
+    offset = (jnp.arange(axis_size, dtype=idx.dtype) * n).reshape((axis_size,) + (1,) * (idx.ndim - 1))
+    return (idx + offset).reshape(-1)
+
+
 @functools.lru_cache(maxsize=None)
 def _segment_add(num_segments: int):
     @custom_vmap
@@ -74,8 +85,7 @@ def _segment_add(num_segments: int):
             data = jnp.broadcast_to(data, (axis_size,) + data.shape)
         if not idx_b:
             idx = jnp.broadcast_to(idx, (axis_size,) + idx.shape)
-        offset = (jnp.arange(axis_size, dtype=idx.dtype) * num_segments).reshape((axis_size,) + (1,) * (idx.ndim - 1))
-        flat = jnp.zeros(axis_size * num_segments, data.dtype).at[(idx + offset).reshape(-1)].add(
+        flat = jnp.zeros(axis_size * num_segments, data.dtype).at[batch_index(idx, axis_size, num_segments)].add(
             data.reshape(-1), mode="promise_in_bounds")
         return flat.reshape(axis_size, num_segments), True
 
@@ -148,8 +158,7 @@ def _scatter_into(scatter):
         n = buf.shape[-1]
         buf, idx, val = (x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
                          for x, b in zip((buf, idx, val), in_batched))
-        offset = (jnp.arange(axis_size, dtype=idx.dtype) * n)[:, None]
-        return flat(buf.reshape(-1), (idx + offset).reshape(-1), val.reshape(-1)).reshape(axis_size, n), True
+        return flat(buf.reshape(-1), batch_index(idx, axis_size, n), val.reshape(-1)).reshape(axis_size, n), True
 
     return into
 

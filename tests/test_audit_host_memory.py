@@ -74,7 +74,9 @@ B, TPN = 10 ** 11, 10 ** 10
 probe("linear", lambda: PL.linear(tor, B, tasks_per_node=TPN))
 probe("block", lambda: PL.block(tor, B, tasks_per_node=TPN))
 probe("random_tasks", lambda: PL.fully_random(tor, B, tasks_per_node=TPN))
-probe("random_slots", lambda: PL.fully_random(tor, 10, tasks_per_node=TPN))
+# threefry permutes at most 2^32 slots (more is a ConfigError naming placement.tasks_per_node:
+# tests/test_audit_index_widths.py); 64 x 2^26 = 2^32 slots of 64 bytes: 275 GB
+probe("random_slots", lambda: PL.fully_random(tor, 10, tasks_per_node=2 ** 26))
 # NumPy permutes every slot where the tasks are 1/50 of them or more: 2 x 10^8 tasks (6.4 GB of task arrays)
 # over 64 x 156,250,000 = 10^10 slots
 probe("random_slots_numpy", lambda: PL.fully_random(tor, 2 * 10 ** 8, tasks_per_node=156_250_000, generator="numpy"))
@@ -106,7 +108,7 @@ _EXPECT = {
     "linear": ("placement.n_tasks", repr(10 ** 11)),
     "block": ("placement.n_tasks", repr(10 ** 11)),
     "random_tasks": ("placement.n_tasks", repr(10 ** 11)),
-    "random_slots": ("placement.tasks_per_node", repr(10 ** 10)),
+    "random_slots": ("placement.tasks_per_node", repr(2 ** 26)),
     "random_slots_numpy": ("placement.tasks_per_node", repr(156_250_000)),
     "alps": ("placement.n_tasks", repr(10 ** 11)),
     "fragmented": ("placement.n_tasks", repr(10 ** 11)),
@@ -141,7 +143,7 @@ def test_huge_refusals_say_how_to_fit(huge):
     """The slot-based refusals name the task slots, and the tasks per node that would fit the tasks."""
     assert all(huge.get(name, {}).get("outcome") == "refused" for name in ("random_slots", "map",
                                                                           "kshortest_parallel")), huge
-    assert "640,000,000,000 node slots" in huge["random_slots"]["text"]
+    assert "4,294,967,296 node slots" in huge["random_slots"]["text"]
     assert "placement.tasks_per_node=1" in huge["random_slots"]["text"]
     assert "--tasks-per-node 1" in huge["map"]["text"]
     # the fat tree's 4-hop paths over 32 parallel links a tier: 32^4 link-id paths per router path, counted

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from .._types import Array, Float, Int, Shaped
+from ..errors import ResourceError
 from ..kernel import unpack_metrics
 from ..placement import Placement
 from ..traffic import Traffic
@@ -122,9 +123,24 @@ def take(a: Shaped[np.ndarray, "point *rest"], sl: slice, block: int) -> Shaped[
     return np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) if pad else x
 
 
+INDEX_MAX = 2**31 - 1
+"""The largest task or node id the batched kernels hold: they index tasks and nodes in int32 (the fast gathers)."""
+
+
+def check_ids(field: str, value: int, what: str) -> None:
+    """Refuse, before any row is made, a task or node count whose ids would not fit the kernels' int32 (NumPy's
+    assignment into an int32 row wrapped task 2^31 to -2^31 without a word)."""
+    if int(value) > INDEX_MAX + 1:
+        raise ResourceError(field, f"{int(value):,} {what}", f"at most {INDEX_MAX + 1:,} {what} (2^31: the batched "
+                            "kernels index them in int32)")
+
+
 def task_nodes(placements: Sequence[Placement], n_tasks: int) -> Int[np.ndarray, "point task"]:
     """Every placement's ``task_node`` as one ``int32`` row padded to ``n_tasks`` (padding tasks on node 0, sending
     nothing)."""
+    check_ids("traffic", n_tasks, "tasks")
+    for p in placements:
+        check_ids("topology", p.n_nodes, "nodes")
     rows = [p.task_node for p in placements]
     if len({r.size for r in rows}) == 1:  # one task count (a placement sweep): one copy (np.stack: 6x slower)
         tn = np.zeros((len(rows), n_tasks), np.int32)
@@ -142,6 +158,8 @@ def pad_flows(traffics: Sequence[Traffic], n_flows: int, n_rows: int | None = No
     """``(src, dst, nbytes, n_senders)``: one row per traffic (``n_rows`` rows, the rest zero), flows padded to
     ``n_flows`` (padding flows carry 0 bytes). A traffic met again (the same object) is counted once."""
     K = len(traffics) if n_rows is None else int(n_rows)
+    for t in traffics:
+        check_ids("traffic", t.n_tasks, "tasks")
     src = np.zeros((K, n_flows), np.int32)
     dst = np.zeros((K, n_flows), np.int32)
     nb = np.zeros((K, n_flows), np.float64)

@@ -135,6 +135,15 @@ def flow_table(traffic, n_slots: int) -> FlowTable:
                      _bucket_widths(deg, min(int(traffic.n_tasks), n_slots), width))
 
 
+def csr_start(deg: Int[np.ndarray, "task"]) -> Int[np.ndarray, "task"]:
+    """Where each task's flows start in the flows listed task after task (CSR): ``cumsum(deg) - deg``, int32 while
+    the entries (2 per flow) total under 2^31 (the moves' gathers stay int32), else int64 (in int32 the offsets
+    past 2^31 entries, 2^30 flows, wrapped negative)."""
+    deg = np.asarray(deg, np.int64)
+    start = np.cumsum(deg) - deg
+    return start.astype(np.int32 if int(deg.sum()) < 2**31 else np.int64)
+
+
 class MoveEvaluator(MoveCalls, SparseMoves):
     """Scores of candidate moves of one (topology, routing, traffic, slots), on the device.
 
@@ -188,9 +197,12 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         self.n_links = n_links
         cap = np.asarray(topology.capacity, np.float64)
         t = self.table
+        # int32 ids (slots, nodes, phases below 2^31: their tables would not fit first); flow ids in int32 while
+        # the flows are under 2^31, else int64
+        fid = np.int32 if t.src.size < 2**31 else np.int64
         self._dev = jax.device_put(dict(
             slot_node=self.slot_node.astype(np.int32), src=t.src.astype(np.int32), dst=t.dst.astype(np.int32),
-            nbytes=t.nbytes, phase=t.phase.astype(np.int32), incident=t.incident.astype(np.int32),
+            nbytes=t.nbytes, phase=t.phase.astype(np.int32), incident=t.incident.astype(fid),
             cap=cap, inv_cap=1.0 / cap))
         self._net = self.kernel.net
         self._apply = self.kernel.operator.apply
@@ -221,8 +233,8 @@ class MoveEvaluator(MoveCalls, SparseMoves):
         self._degree = deg
         flat = t.incident[t.incident >= 0]
         self._dev.update(jax.device_put(dict(
-            flat=(flat if flat.size else np.full(1, -1)).astype(np.int32),
-            start=(np.cumsum(deg) - deg).astype(np.int32), degree=deg.astype(np.int32))))
+            flat=(flat if flat.size else np.full(1, -1)).astype(fid),
+            start=csr_start(deg), degree=deg.astype(fid))))
         self.bytes_per_move = 8.0 * P * n_links * 3
 
     # -- one mapping --

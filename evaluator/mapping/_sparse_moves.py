@@ -97,6 +97,12 @@ class SparseMoveEvaluator(MoveEvaluator):
                                              endpoint=endpoint.astype(np.int32))))
         self.width = int(links.shape[1])
 
+    @property
+    def _key_type(self):
+        """The type of the keys ``phase * n_links + link``: int32 while they stay below 2^31, else int64 (in int32
+        the keys of 2^31 phase-links and more wrapped negative: bytes added to the wrong link)."""
+        return jnp.int32 if self.table.n_phases * self.n_links < 2**31 else jnp.int64
+
     def _entries(self, dev, f, w, sn, dn, sign):
         """(keys, bytes) of flows ``f`` (bytes ``w``) between nodes ``sn -> dn``, signed: router links by the pair
         table, then the injection and ejection links; keys ``phase * n_links + link``."""
@@ -108,7 +114,7 @@ class SparseMoveEvaluator(MoveEvaluator):
         pair = se * E + de
         lk = dev["pair_links"][pair]  # [m, W]
         sh = dev["pair_share"][pair] * jnp.where(se != de, w, 0.0)[:, None]
-        base = dev["phase"][f] * self.n_links
+        base = dev["phase"][f].astype(self._key_type) * self.n_links
         keys = jnp.concatenate([(base[:, None] + lk).ravel(), base + n_rl + sn, base + n_rl + n_nodes + dn])
         vals = jnp.concatenate([sh.ravel(), w, w])
         return keys, vals
@@ -120,7 +126,7 @@ class SparseMoveEvaluator(MoveEvaluator):
         ref = jnp.where(t > 0, t, 1.0)
         ssum = ((u / ref[:, None]) ** Q_NORM).sum(axis=1)
         top_v, top_i = jax.lax.top_k(u, min(TOP, self.n_links))
-        top_k = top_i + (jnp.arange(u.shape[0], dtype=jnp.int32) * self.n_links)[:, None]
+        top_k = top_i + (jnp.arange(u.shape[0], dtype=self._key_type) * self.n_links)[:, None]
         return loads.ravel(), ref, ssum, top_v, top_k
 
     def _score_entries(self, dev, bs, keys, vals):
@@ -134,7 +140,7 @@ class SparseMoveEvaluator(MoveEvaluator):
             packed = jnp.sort((keys.astype(jnp.int32) << bits) | jnp.arange(n, dtype=jnp.int32))
             keys, vals = packed >> bits, vals[packed & ((1 << bits) - 1)]
         else:  # too many keys to pack
-            keys, vals = jax.lax.sort((keys.astype(jnp.int32), vals), num_keys=1)
+            keys, vals = jax.lax.sort((keys.astype(self._key_type), vals), num_keys=1)
         pos = jnp.arange(n, dtype=jnp.int32)
         start = jnp.concatenate([jnp.array([True]), keys[1:] != keys[:-1]])
         end = jnp.concatenate([keys[1:] != keys[:-1], jnp.array([True])])

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._types import ConfigOf
-from ..errors import check_memory
+from ..errors import check_memory, require
 from ..topology import Topology
-from ._seeded import DEFAULT_GENERATOR, SeededPlacement, check_generator, check_seed, permutation
+from ._seeded import DEFAULT_GENERATOR, MAX_ITEMS, SeededPlacement, check_generator, check_seed, permutation
 from .base import Placement, PlacementContext, PlacementKind, check_capacity, check_topology, fits_per_node
 
 __all__ = ['fully_random', 'fully_random_spec', 'RandomConfig', 'RANDOM']
@@ -25,10 +25,10 @@ __all__ = ['fully_random', 'fully_random_spec', 'RandomConfig', 'RANDOM']
 def _generate(xp, k0, k1, prm, static, size):
     """Threefry fully random placement: ``task_node[task]`` from the seed's key words."""
     n_slots, tpn = static
-    order = permutation(xp, k0, k1, 0, n_slots)
+    order = permutation(xp, k0, k1, 0, n_slots)  # int64 past 2^31 slots (rank_type)
     if size > n_slots:
-        order = xp.concatenate([order, xp.zeros(size - n_slots, dtype=xp.int32)])
-    return order[:size] // xp.int32(tpn)
+        order = xp.concatenate([order, xp.zeros(size - n_slots, dtype=order.dtype)])
+    return (order[:size] // xp.asarray(tpn, dtype=order.dtype)).astype(xp.int32)  # node ids: below n_nodes
 
 
 SLOT_BYTES = 64
@@ -51,6 +51,13 @@ def fully_random_spec(topology: Topology, n_tasks: int, tasks_per_node: int = 1,
                       seed_check: Callable[[], None] | None = None) -> SeededPlacement:
     """A fully random placement with everything checked and decided but the seed (generator ``threefry``)."""
     n, tpn = check_capacity(topology, n_tasks, tasks_per_node)
+    slots = topology.n_nodes * tpn
+    require(slots <= MAX_ITEMS, "placement.tasks_per_node", tpn,
+            f"at most {MAX_ITEMS // topology.n_nodes:,} on {topology.n_nodes:,} nodes: generator 'threefry' permutes "
+            f"at most 2^32 = {MAX_ITEMS:,} node slots (its sort keys hold a slot's index in 32 bits), "
+            f"not {topology.n_nodes:,} x {tpn:,} = {slots:,}",
+            f"Use placement.tasks_per_node={-(-n // topology.n_nodes)} (it fits the {n:,} tasks) "
+            "or placement.generator='numpy'.")
     _check_slots(topology, n, tpn, SLOT_BYTES)
     if seed_check is not None:
         seed_check()

@@ -46,7 +46,7 @@ from ..errors import is_int, require
 from .base import Placement
 
 __all__ = ["GENERATORS", "DEFAULT_GENERATOR", "GENERATOR_ID", "SeededPlacement", "threefry2x32", "permutation",
-           "sort_keys", "ranks",
+           "sort_keys", "ranks", "rank_type", "MAX_ITEMS",
            "check_generator", "check_seed", "seed_words", "MAX_SEED"]
 
 GENERATORS = ("threefry", "numpy")
@@ -59,9 +59,16 @@ GENERATOR_ID = "threefry2x32-20/rank-v1"
 
 MAX_SEED = 2**64 - 1
 
+MAX_ITEMS = 2**32
+"""The most items one threefry stream draws: the sort key ``w * 2^32 + j`` holds the item's index ``j`` in 32
+bits and the counter ``i div 2`` is one 32-bit word (past it keys repeat and the permutation is wrong)."""
+
+
 def _words(xp, k0, k1, stream: int, n: int):
     """The 32-bit random words of items ``0 .. n-1`` of ``stream``: item ``i`` is word ``i mod 2`` of the
     Threefry output for counter ``(stream, i div 2)``."""
+    if n > MAX_ITEMS:  # the 32-bit counter i div 2 and index j would wrap: keys repeat, the ranks go wrong
+        raise ValueError(f"threefry draws at most {MAX_ITEMS:,} items of a stream (2^32), not {n:,}")
     c = xp.arange((n + 1) // 2, dtype=xp.uint32)
     w0, w1 = threefry2x32(xp, k0, k1, xp.full(c.shape[0], stream, dtype=xp.uint32), c)
     return xp.stack([w0, w1], axis=-1).reshape(-1)[:n]
@@ -81,22 +88,30 @@ _PAIRWISE_MAX = 64
 """Up to this many items, JAX ranks by comparing every pair (faster than XLA's sort on CPU)."""
 
 
+def rank_type(xp, m: int, rows: int = 1):
+    """The integer type of the ranks of ``m`` items (``rows`` rows of them): ``int32`` while ranks and the flat
+    row offsets stay below ``2^31`` (every draw of a machine with under ~130 GB: 64 bytes a slot), else ``int64``
+    (the ranks of 2^31 slots or more wrapped negative in int32)."""
+    return xp.int32 if m * max(rows, 1) < 2**31 else xp.int64
+
+
 def ranks(xp, key):
     """``rank[..., j]``: how many entries of the last axis of ``key`` are smaller than entry ``j`` (distinct
-    keys: a permutation of ``0 .. m-1``), ``int32``."""
+    keys: a permutation of ``0 .. m-1``), ``int32`` (``int64`` past ``2^31`` items, :func:`rank_type`)."""
     m = key.shape[-1]
+    it = rank_type(xp, m, key.size // max(m, 1))
     if xp is np:
         order = np.argsort(key, axis=-1, kind="stable")
-        out = np.empty(key.shape, np.int32)
-        np.put_along_axis(out, order, np.broadcast_to(np.arange(m, dtype=np.int32), key.shape), axis=-1)
+        out = np.empty(key.shape, it)
+        np.put_along_axis(out, order, np.broadcast_to(np.arange(m, dtype=it), key.shape), axis=-1)
         return out
     if m <= _PAIRWISE_MAX:
-        return (key[..., None, :] < key[..., :, None]).sum(-1, dtype=xp.int32)
-    order = xp.argsort(key, axis=-1, stable=True).astype(xp.int32)
+        return (key[..., None, :] < key[..., :, None]).sum(-1, dtype=it)
+    order = xp.argsort(key, axis=-1, stable=True).astype(it)
     flat_order = order.reshape(-1, m)
-    r = xp.arange(flat_order.shape[0], dtype=xp.int32)[:, None]
-    out = xp.zeros(flat_order.shape, xp.int32).at[r, flat_order].set(
-        xp.broadcast_to(xp.arange(m, dtype=xp.int32), flat_order.shape))
+    r = xp.arange(flat_order.shape[0], dtype=it)[:, None]
+    out = xp.zeros(flat_order.shape, it).at[r, flat_order].set(
+        xp.broadcast_to(xp.arange(m, dtype=it), flat_order.shape))
     return out.reshape(key.shape)
 
 

@@ -314,18 +314,22 @@ def _apply_fn(s: _Shape, route, route_vrouter):
         buf = jnp.zeros(dump + 1, weight.dtype)
         for c in range(m):
             hop = take(tables["hop"][:, c], pair)  # int32, or int64 on a very large machine
-            link, own, land = (x.astype(jnp.int32) for x in (hop // (a * a), (hop // a) % a, hop % a))
+            link, own, land = (x.astype(src.dtype) for x in (hop // (a * a), (hop // a) % a, hop % a))
             first = jnp.where(inter, jnp.where(own == i, dump, local_link(Gs, i, own)), local_link(Gs, i, j))
             buf = add_at(buf, first, jnp.where(inter, w_inter, weight if c == 0 else 0.0))
             buf = add_at(buf, link, w_inter)
             buf = add_at(buf, jnp.where(land == j, dump, local_link(Gd, land, j)), w_inter)
-        buf = add_extra(buf, extra, n_rl)
+        buf = add_extra(buf, extra, n_rl, index=lambda i: i.astype(src.dtype))
         return buf[:dump]
 
 
     def apply(tables, src, dst, weight, extra=None):
-        src = src.astype(jnp.int32)
-        dst = dst.astype(jnp.int32)
+        # int32 buffer indices while the buffer holds under 2^31 entries; past it (valiant_router's W[g, R] on
+        # g^2 a >= 2^31, e.g. DF(a=32, g=8192): ~35 GB, in reach of a large host) int64: in int32 the indices
+        # src * a + own, Gs * R + dst wrapped negative and the bytes were added elsewhere or lost
+        it = jnp.int32 if max(SIZE, n_rl) + fused_size(extra) < 2**31 else jnp.int64
+        src = src.astype(it)
+        dst = dst.astype(it)
         if not (is_valiant or is_vrouter):
             return apply_minimal(tables, src, dst, weight, extra)
         Gs, Gd = src // a, dst // a
@@ -335,7 +339,7 @@ def _apply_fn(s: _Shape, route, route_vrouter):
         pair = Gs * g + Gd
         buf = jnp.zeros(SIZE + fused_size(extra), weight.dtype)
         for c in range(m):
-            exit_land = (take(tables["hop"][:, c], pair) % (a * a)).astype(jnp.int32)
+            exit_land = (take(tables["hop"][:, c], pair) % (a * a)).astype(src.dtype)
             own, land = exit_land // a, exit_land % a
             buf = add_at(buf, jnp.where(inter, OFF_A + src * a + own, OFF_B + src * a + j),
                          jnp.where(inter, weight * (1.0 / m), weight if c == 0 else 0.0))
@@ -343,7 +347,7 @@ def _apply_fn(s: _Shape, route, route_vrouter):
         buf = add_at(buf, OFF_G + pair, w_inter)
         if is_vrouter:
             buf = add_at(buf, OFF_W + Gs * R + dst, w_inter)
-        buf = add_extra(buf, extra, SIZE)
+        buf = add_extra(buf, extra, SIZE, index=lambda i: i.astype(src.dtype))
         A = buf[OFF_A:OFF_B].reshape(g, a, a)
         B = buf[OFF_B:OFF_C].reshape(g, a, a)
         C = buf[OFF_C:OFF_G].reshape(g, a, a)

@@ -107,10 +107,43 @@ def unconnected_bytes(topo: RdnTopology, src_router: FlowInts, dst_router: FlowI
     return float(np.asarray(weight, dtype=np.float64)[bad].sum())
 
 
+def _apply_fn(g: int, a: int, route):
+    """TAGO's ``apply`` on ``g`` groups of ``a`` routers: the flows' bytes summed into one flat buffer (router to
+    group, group to router, group pair, inside a group), then ``route`` (:func:`build_operator`)."""
+    R = g * a
+    OFF_R2G, OFF_G2R, OFF_G, OFF_B = 0, R * g, 2 * R * g, 2 * R * g + g * g
+    SIZE = OFF_B + R * a
+
+    def apply(tables, src, dst, weight, extra=None):
+        # int32 buffer indices while the buffer holds under 2^31 entries (2 g^2 a + ...: every RDN that fits in
+        # ~100 GB); past it int64 (in int32, Gs * R + dst wrapped negative and the bytes went elsewhere)
+        it = jnp.int32 if SIZE + (0 if extra is None else extra[1]) < 2**31 else jnp.int64
+        src = src.astype(it)
+        dst = dst.astype(it)
+        Gs, Gd = src // a, dst // a
+        inter = Gs != Gd
+        w_in = jnp.where(inter, weight, 0.0)
+        w_loc = jnp.where(inter, 0.0, weight)
+        idx = [OFF_R2G + src * g + Gd, OFF_G2R + Gs * R + dst, OFF_G + Gs * g + Gd, OFF_B + src * a + (dst - Gd * a)]
+        w = [w_in, w_in, w_in, w_loc]
+        buf = jnp.zeros(SIZE + (0 if extra is None else extra[1]), weight.dtype)
+        for e_idx, e_w in zip(idx, w):  # added in place, one list after the other (never concatenated)
+            buf = add_at(buf, e_idx, e_w)
+        for e_idx, e_w in (() if extra is None else extra[0]):
+            buf = add_at(buf, e_idx.astype(it) + SIZE, e_w)
+        own = tables["own"]
+        A = jnp.einsum("SiD,SDo->Sio", buf[OFF_R2G:OFF_G2R].reshape(g, a, g), own)
+        C = jnp.einsum("SDj,DSx->Djx", buf[OFF_G2R:OFF_G].reshape(g, g, a), own)
+        B = buf[OFF_B:SIZE].reshape(g, a, a)
+        loads = route(tables, A, B, C, buf[OFF_G:OFF_B].reshape(g, g))
+        return loads if extra is None else jnp.concatenate([loads, buf[SIZE:]])
+
+    return apply
+
+
 def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
     """Compile TAGO for one RDN configuration (host side); ResourceError if the tables would not fit."""
     g, a = int(topo.g), int(topo.a)
-    R = g * a
     check_memory("routing", routing.kind, operator_bytes(topo),
                  f"its tables on {topo.name} (own[g, g, a] = [{g}, {g}, {a}])", "Use an RDN with fewer groups.")
     intra = getattr(routing, "intra", "minimal")
@@ -121,8 +154,6 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
     tables = _tables(topo)
     off_group = ~np.eye(g, dtype=bool)
     off_router = ~np.eye(a, dtype=bool)
-    OFF_R2G, OFF_G2R, OFF_G, OFF_B = 0, R * g, 2 * R * g, 2 * R * g + g * g
-    SIZE = OFF_B + R * a
 
     def route(tables, A, B, C, GG):
         local = A + B + jnp.swapaxes(C, 1, 2)
@@ -139,26 +170,7 @@ def build_operator(topo: RdnTopology, routing: Routing) -> RoutingOperator:
         glob = glob + jnp.where(lost > 0, jnp.inf, 0.0)
         return jnp.concatenate([loc, glob])
 
-    def apply(tables, src, dst, weight, extra=None):
-        src = src.astype(jnp.int32)
-        dst = dst.astype(jnp.int32)
-        Gs, Gd = src // a, dst // a
-        inter = Gs != Gd
-        w_in = jnp.where(inter, weight, 0.0)
-        w_loc = jnp.where(inter, 0.0, weight)
-        idx = [OFF_R2G + src * g + Gd, OFF_G2R + Gs * R + dst, OFF_G + Gs * g + Gd, OFF_B + src * a + (dst - Gd * a)]
-        w = [w_in, w_in, w_in, w_loc]
-        buf = jnp.zeros(SIZE + (0 if extra is None else extra[1]), weight.dtype)
-        for e_idx, e_w in zip(idx, w):  # added in place, one list after the other (never concatenated)
-            buf = add_at(buf, e_idx, e_w)
-        for e_idx, e_w in (() if extra is None else extra[0]):
-            buf = add_at(buf, e_idx + SIZE, e_w)
-        own = tables["own"]
-        A = jnp.einsum("SiD,SDo->Sio", buf[OFF_R2G:OFF_G2R].reshape(g, a, g), own)
-        C = jnp.einsum("SDj,DSx->Djx", buf[OFF_G2R:OFF_G].reshape(g, g, a), own)
-        B = buf[OFF_B:SIZE].reshape(g, a, a)
-        loads = route(tables, A, B, C, buf[OFF_G:OFF_B].reshape(g, g))
-        return loads if extra is None else jnp.concatenate([loads, buf[SIZE:]])
+    apply = _apply_fn(g, a, route)
 
     def apply_dense(tables, u, v):
         mask = jnp.asarray(off_group)
