@@ -255,6 +255,17 @@ def test_one_summary_line_names_the_failures(sweeps):
     assert len(sweeps["calls"]) >= len(FAIL)
 
 
+def test_a_finished_run_asked_again_says_its_failures_again(sweeps, capfd):
+    """The same command again: "already finished", and the line of its points without a bound (from the dataset's
+    ``bound_failures``), not silence about them."""
+    plan, ds, lines = sweeps["fail"]
+    capfd.readouterr()
+    run_sweep(plan, ONE_THREAD, progress=False)
+    err = capfd.readouterr().err.splitlines()
+    assert any("has already finished" in x for x in err), err
+    assert [x for x in err if "bound LPs failed" in x] == lines, err
+
+
 def test_queries_ranking_by_a_bound_never_put_nan_first(sweeps):
     plan, ds, _ = sweeps["fail"]
     failed = failed_mask(plan)

@@ -271,3 +271,19 @@ def test_task_nodes_refuses_node_ids_past_int32():
     with pytest.raises(ResourceError) as e:
         blocks.task_nodes([p], 1)
     assert "topology" in str(e.value) and "2,147,483,653 nodes" in str(e.value)
+
+
+def test_a_network_of_2_31_links_is_refused_by_name():
+    """Links and nodes are int32 ids in the kernels: a topology of 2^31 links (arrays broadcast from one entry
+    here: nothing allocated) is refused when it is made, naming the count and the limit; 2^31 - 1 passes."""
+    import dataclasses
+
+    from evaluator.topology.base import MAX_IDS
+
+    t = T.torus([4, 4])
+    assert MAX_IDS == 2**31 - 1
+    with pytest.raises(ResourceError) as e:
+        dataclasses.replace(t, link_src=np.broadcast_to(np.int32(0), (2**31,)))
+    assert e.value.field == "topology" and "2,147,483,648 links" in str(e.value) and "2,147,483,647" in str(e.value)
+    ok = dataclasses.replace(t, link_src=np.broadcast_to(np.int32(0), (2**31 - 1,)))
+    assert ok.n_links == 2**31 - 1

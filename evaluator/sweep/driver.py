@@ -443,11 +443,14 @@ def run_sweep(plan: SweepPlan, ray_cfg=None, progress: bool = True, stop_after: 
     try:
         with stop_on_sigterm():
             done = finished(plan)
-            _check_same_content(plan, done, _finished_attrs(plan, done))
+            attrs = _finished_attrs(plan, done)
+            _check_same_content(plan, done, attrs)
             if done is not None:
                 store.clear(plan)  # chunks a run killed after its final write left behind
                 io.point_latest(plan.out_dir)
                 say(f"sweep {plan.name}: run {plan.run_id} has already finished; nothing to compute: {done}")
+                if attrs.get("bound_failures"):  # said again: the run's points without a bound (NaN)
+                    say(f"sweep {plan.name}: {attrs['bound_failures']}")
                 return done
             store.check_latest(plan)  # another command's directory: refused before any point
             return _run_locked(plan, ray_cfg, progress, stop_after, warn, on_dataset)

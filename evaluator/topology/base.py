@@ -39,7 +39,7 @@ import numpy as np
 
 from .._registry import Kind
 from .._types import Float, Int, LinkFloats, LinkInts, NodeInts, RouterCoords, RouterInts, Shaped
-from ..errors import ConfigError
+from ..errors import ConfigError, ResourceError
 
 __all__ = ["Topology", "TopologyKind", "frozen", "node_links"]
 
@@ -54,6 +54,10 @@ def frozen(a: Shaped[np.ndarray, "*shape"]) -> Shaped[np.ndarray, "*shape"]:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
+
+
+MAX_IDS = 2**31 - 1
+"""The most links (and nodes) a :class:`Topology` may have: ids are int32 in the kernels."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -100,6 +104,17 @@ class Topology:
     capacity: LinkFloats
     n_router_links: int
     latency: object = dataclasses.field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        # the kernels, routings and the batch engine index links and nodes in int32 (their fast gathers): a
+        # network of 2^31 links (about 90 GB of link arrays, a machine some hosts can build) would wrap their ids
+        # negative without a word; refused here, as every member's builder ends (a node has an injection and an
+        # ejection link: fewer nodes than links)
+        n = int(np.shape(self.link_src)[0])
+        if n > MAX_IDS:
+            raise ResourceError("topology", f"{self.name}: {n:,} links",
+                                f"at most {MAX_IDS:,} links (2^31 - 1: links and nodes are indexed in int32)",
+                                "Evaluate a smaller network.")
 
     @property
     def kind(self) -> str:  # pragma: no cover - overridden
