@@ -39,7 +39,8 @@ from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .blocks import bucket_size
 
-__all__ = ["message_latency", "flow_latencies", "phase_max_latency", "with_latency", "LATENCY_BLOCK", "TIME_MODEL"]
+__all__ = ["message_latency", "flow_latencies", "latency_peak", "phase_max_latency", "with_latency", "LATENCY_BLOCK",
+           "TIME_MODEL"]
 
 TIME_MODEL = ("time_with_latency: per phase, the bandwidth bound (phase_completion_time) plus the largest message "
               "latency (overheads + expected path wire and router latency + rendezvous round trips above the eager "
@@ -142,6 +143,58 @@ def flow_latencies(kern: BatchKernel, topology: Topology, task_node: np.ndarray,
                      pad(nbytes, F, np.float64))
     _check(ok, op)
     return np.asarray(lam)[:len(src)]
+
+
+def latency_peak(kern: BatchKernel, topology: Topology, exchanges: Sequence[AbstractTraffic], measure) -> int:
+    """Bytes of the largest call of the latency pass (:func:`phase_max_latency`) over ``exchanges`` (every phase of
+    every point), before any of it runs: ``measure`` (:func:`~evaluator._batch.memory.jaxpr_peak_bytes`) of its
+    traced program (nothing compiled) at the shapes the pass gives its largest call, plus the host arrays that call
+    is filled from (the traced program counted twice for a reverse pass: XLA keeps more of it than the trace
+    shows). 0 without a latency model. A dense exchange's router pairs are bounded by the square of
+    ``min(tasks, routers)`` (the pass counts the routers its nodes use)."""
+    lat: Latency = topology.latency
+    if lat is None:
+        return 0
+    fn = _batched(kern.operator, lat, topology.n_router_links)
+    sds = lambda shape, dt: jax.ShapeDtypeStruct(shape, np.dtype(dt))  # noqa: E731
+    shapes = []  # (B, T, F) of the largest calls: flow lists, dense exchanges
+    flows = [x for x in exchanges if x.kernel_input == "flows"]
+    if flows:
+        F = bucket_size(max(x.n_flows for x in flows))
+        block = max(1, min(LATENCY_ROWS // F, 1024))
+        shapes.append((bucket_size(min(block, len(flows)), minimum=1),
+                       bucket_size(max(x.n_tasks for x in flows)), F))
+    for x in exchanges:
+        if x.kernel_input == "dense":
+            m = min(int(x.n_tasks), topology.n_routers)
+            pairs = max(1, min(m * m, DENSE_PAIR_LIMIT))
+            C = min(DENSE_CHUNK, bucket_size(pairs))
+            shapes.append((bucket_size(min(LATENCY_BLOCK, -(-pairs // C)), minimum=1), bucket_size(2 * m), C))
+    peak = 0
+    delay = sds((topology.n_links,), np.float64)
+    ft = None if kern.operator.flow_links is None else kern.operator.flow_tables
+    for B, T, F in set(shapes):
+        host = B * (T * 4 + F * 16)
+        key = (fn, B, T, F)
+        if key in _PEAKS:  # (traced once per bucket: a warm call's estimate traces nothing, 17 MB less RSS)
+            peak = max(peak, _PEAKS[key] + host)
+            continue
+        with differentiable():
+            traced = fn.trace(kern.net, delay, ft, sds((B, T), np.int32), sds((B, F), np.int32),
+                              sds((B, F), np.int32), sds((B, F), np.float64))
+        traced_peak = int(measure(traced.jaxpr))
+        if ft is None:  # the reverse pass (jax.vjp): XLA's buffers were 1.27x the traced program's (DF(4,8,4)
+            traced_peak *= 2  # Valiant, 64 points of 1,056 flows: 31.6 MB against 24.8 MB); counted twice
+        _PEAKS[key] = traced_peak
+        while len(_PEAKS) > 64:
+            _PEAKS.pop(next(iter(_PEAKS)))
+        peak = max(peak, traced_peak + host)
+    return peak
+
+
+_PEAKS: dict = {}
+"""The traced peak of the latency pass per (jitted pass, B, T, F): the jitted pass holds its operator, so a key
+is not reused while cached."""
 
 
 def phase_max_latency(kern: BatchKernel, topology: Topology, traffics: Sequence[AbstractTraffic],
