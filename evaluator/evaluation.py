@@ -31,14 +31,15 @@ from ._batch.run import run_batch
 from ._types import Float, Int, Shaped
 from .dataset import draw_stats
 from .display import progress_bar
-from .errors import positive_int, require
+from .errors import positive_int, refuse_ignored, require
 from .placement import Placement
 from .routing import Routing
 from .topology import Topology
 from .traffic import AbstractTraffic
 
 __all__ = ["evaluate", "evaluate_batch", "evaluate_draws", "DRAWS", "BatchResult", "bucket_size", "evaluate_groups",
-           "GroupResults", "BankedPoints", "BankPlan", "BEYOND_BOUND", "MAX_DRAWS", "check_draws"]
+           "GroupResults", "BankedPoints", "BankPlan", "BEYOND_BOUND", "MAX_DRAWS", "check_draws",
+           "check_max_min_keys"]
 
 DRAWS = 16
 """How many draws of a random routing (hashed ECMP's hash seeds, the configured one first) ``evaluator eval`` and
@@ -72,6 +73,31 @@ class BatchResult:
         """Results as a dataset with dimension ``dim`` (and ``link`` if loads were kept)."""
         return output.to_dataset(self.topology, self.routing, Results(self.metrics, self.link_load, self.phases,
                                                                       self.flows), dim)
+
+
+def check_max_min_keys(sharing: Any, fairness: Any, progression: Any) -> None:
+    """Refuse ``fairness`` or ``progression`` away from their defaults where nothing reads them (an
+    :class:`~evaluator.errors.IgnoredKeyError` naming the key; kept inside
+    :func:`~evaluator.errors.ignored_keys_kept`, as a sweep's points are): without ``sharing="max_min"`` (the bound
+    has no weights and no message order), and ``fairness="job"`` for the points of :func:`evaluate`,
+    :func:`evaluate_batch` and :func:`evaluate_draws`, each of them one job (job-fair weights of one job are the
+    flow-fair ones: several jobs share by job in :func:`evaluator.jobs.evaluate_jobs`). A value that is no option
+    at all is left to :func:`~evaluator._batch.run.run_batch`, which names the options."""
+    from ._batch.flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS
+
+    if not all(isinstance(v, str) for v in (sharing, fairness, progression)):
+        return
+    if sharing not in SHARINGS or fairness not in FAIRNESS or progression not in PROGRESSIONS:
+        return
+    for key, value, default in (("fairness", fairness, "flow"), ("progression", progression, "phase")):
+        if value != default:
+            refuse_ignored(sharing == "max_min", key, value, f"{default!r} (the default) unless "
+                           f"sharing='max_min': only flow-level max-min sharing reads {key}; sharing={sharing!r} is "
+                           "the contention bound", f"Pass sharing='max_min', or drop {key}={value!r}.")
+    if sharing == "max_min":
+        refuse_ignored(fairness != "job", "fairness", fairness, "'flow' or 'rtt' for one job's points (job-fair "
+                       "weights of a single job are the flow-fair ones)",
+                       "Several jobs share by job in evaluator.jobs.evaluate_jobs(..., fairness='job').")
 
 
 def evaluate_batch(
@@ -135,6 +161,7 @@ def evaluate_batch(
     :data:`evaluator._batch.flowlevel.PROGRESSIONS`)),
     ``phase_time_max_min`` and, per point, the messages' finish times (:attr:`BatchResult.flows`).
     """
+    check_max_min_keys(sharing, fairness, progression)
     routing, res = run_batch(topology, routing, traffics, placements, keep_link_load, block_size, chunk_size,
                              sharing=sharing, fairness=fairness, progression=progression)
     return BatchResult(topology, routing, *res)
@@ -184,6 +211,7 @@ def evaluate(topology: Topology, traffic: AbstractTraffic, placement: Placement,
     check_type("traffic", "traffic", traffic)
     check_type("placement", "placement", placement)
     output.check_bounds(bounds, bound_solver)
+    check_max_min_keys(sharing, fairness, progression)
     routing = as_routing(routing)
     notes: list[tuple[str, ...]] = []  # (host work done while the point is on the device)
     routing, res = run_batch(topology, routing, [traffic], [placement], True, 1, single=True,
@@ -237,6 +265,7 @@ def evaluate_draws(topology: Topology, routing: Routing | str, traffics: Abstrac
     """
     k = check_draws("draws", k)
     check_type("topology", "topology", topology)
+    check_max_min_keys(sharing, fairness, progression)
     trs, pls = broadcast(traffics, placements)  # (checked even where the routing has no draws: None is an answer)
     for i, (tr, pl) in enumerate(zip(trs, pls)):
         check_pair(topology, tr, pl, None if len(trs) == 1 else i, ("traffics", "placements"))

@@ -189,7 +189,7 @@ def evaluate_jobs(
     block_size: int = DEFAULT_BLOCK_SIZE,
     chunk_size: int | None = None,
     sharing: str = "bound",
-    fairness: str = "job",
+    fairness: str = "flow",
 ) -> xr.Dataset:
     """Jobs that run together on one machine: each job's time together and alone, and who slows whom.
 
@@ -217,8 +217,10 @@ def evaluate_jobs(
     (:func:`evaluator.evaluate_batch`); ``chunk_size`` is its old name, still accepted.
 
     ``sharing="max_min"`` also simulates every message of every job as a flow (docs/latency.md): the flows share
-    the links max-min fairly with ``fairness`` weights (``"job"``: every job an equal share of a link, ``"flow"``:
-    every flow, ``"rtt"``: 1 / latency), each message starting after its latency (the network's latency model,
+    the links max-min fairly with ``fairness`` weights (``"flow"``, the default as in a config's ``fairness``
+    (until 2026-12-07 ``"job"`` here while ``evaluator eval`` with jobs passed the config's ``"flow"``): every
+    flow alike; ``"job"``: every job an equal share of a link; ``"rtt"``: 1 / latency), each message starting
+    after its latency (the network's latency model,
     if any), every job doing its phases one after another (a phase starts when the job's previous phase has
     ended). It adds ``time_max_min`` and ``time_max_min_alone`` (s, per job: its last message's arrival with
     every job, and alone) and ``slowdown_max_min``.
@@ -227,11 +229,14 @@ def evaluate_jobs(
     for name, flag in (("exclusive_nodes", exclusive_nodes), ("interference", interference),
                        ("keep_link_load", keep_link_load)):  # (bool("no") is True)
         require(isinstance(flag, (bool, np.bool_)), name, flag, "True or False")
-    if sharing != "bound":  # (before any work)
-        from .._batch.flowlevel import FAIRNESS, SHARINGS
+    from .._batch.flowlevel import FAIRNESS, SHARINGS  # (before any work; fairness checked at either sharing)
 
-        require(sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}")
-        require(fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}")
+    require(isinstance(sharing, str) and sharing in SHARINGS, "sharing", sharing, f"one of {list(SHARINGS)}")
+    require(isinstance(fairness, str) and fairness in FAIRNESS, "fairness", fairness, f"one of {list(FAIRNESS)}")
+    # (job and flow are the defaults of this function and of the config's schema; rtt is read by max_min alone)
+    refuse_ignored(sharing == "max_min" or fairness != "rtt", "fairness", fairness, "'flow' (the default) or 'job' "
+                   "unless sharing='max_min': only flow-level max-min sharing reads fairness; sharing='bound' is "
+                   "the job-level speeds model", "Pass sharing='max_min', or drop fairness='rtt'.")
     jobs, routings = _check_jobs(topology, jobs, routing, bool(exclusive_nodes))
     J = len(jobs)
     if J > 1 or background is not None:
