@@ -45,8 +45,12 @@ def test_1_power_of_a_local_adaptive_variant_is_refused():
 def test_2_max_min_settings_without_max_min_sharing_are_refused(overrides, field):
     err = _refused(overrides, field)
     assert "(the default)" in str(err)
-    obj = config.compose_object(["sharing=max_min", "fairness=job", "progression=rank"])  # where they act
-    assert (obj.fairness, obj.progression) == ("job", "rank")
+    obj = config.compose_object(["sharing=max_min", "fairness=rtt", "progression=rank"])  # where they act
+    assert (obj.fairness, obj.progression) == ("rtt", "rank")
+    obj = config.compose_object(["sharing=max_min", "fairness=job", "background.fraction=0.1"])  # several jobs
+    assert obj.fairness == "job"
+    err = _refused(["sharing=max_min", "fairness=job"], "fairness")  # one job: its job-fair weights are flow-fair
+    assert "for one job" in str(err)
     config.compose_object(["fairness=flow", "progression=phase"])  # the defaults, given explicitly
 
 

@@ -302,8 +302,9 @@ _MAX_MIN_KEYS = ("fairness", "progression")
 
 def _check_sharing(cfg) -> None:
     """Refuse ``fairness`` or ``progression`` set (away from the schema's default) where nothing reads it: without
-    ``sharing=max_min`` (the bound has no weights and no message order), and ``progression`` with several jobs or a
-    background load (:func:`evaluator.jobs.evaluate_jobs` runs each job's phases one after another)."""
+    ``sharing=max_min`` (the bound has no weights and no message order), ``progression`` with several jobs or a
+    background load (:func:`evaluator.jobs.evaluate_jobs` runs each job's phases one after another), and
+    ``fairness=job`` without them (one job's job-fair weights are the flow-fair ones)."""
     from .._batch.flowlevel import SHARINGS
 
     sharing = getattr(cfg, "sharing", "bound")
@@ -319,6 +320,10 @@ def _check_sharing(cfg) -> None:
         refuse_ignored(key != "progression" or not has_jobs(cfg), key, value, f"{default!r} (the default) with "
                        "several jobs or a background load: each job's phases follow one another",
                        f"Drop {key}={value}, or evaluate one job (no jobs, background.fraction=0).")
+        # one job's job-fair weights are its flow-fair ones (evaluator.evaluate refuses it too)
+        refuse_ignored(key != "fairness" or value != "job" or has_jobs(cfg), key, value, "'flow' or 'rtt' for one "
+                       "job (job-fair weights of a single job are the flow-fair ones)",
+                       "Drop fairness=job, or give several jobs (jobs=...) or a background load.")
 
 
 def _schema_default(key: str):
