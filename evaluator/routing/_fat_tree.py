@@ -110,7 +110,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._threefry import threefry2x32
+from .._threefry import threefry2x32, threefry2x32_int
 from .._ops import add_at, add_extra, fused_size, segment_add, take
 from .._types import Int
 from ..errors import ConfigError, check_memory, is_int, require
@@ -311,21 +311,30 @@ def _threefry_word(xp, k0, k1, x0, x1):
     return threefry2x32(xp, k0, k1, x0, x1)[0]
 
 
-def _hash_hops(xp, topo: FatTreeTopology, tiers: list[dict], seed, a, d) -> list[tuple]:
+def _threefry_word_int(k0: int, k1: int, x0: int, x1: int) -> int:
+    """:func:`_threefry_word` of one counter in Python ints (:func:`~evaluator._threefry.threefry2x32_int`)."""
+    return threefry2x32_int(k0, k1, x0, x1)[0]
+
+
+def _hash_hops(xp, topo: FatTreeTopology, tiers: list[dict], seed, a, d, words=None) -> list[tuple]:
     """Hashed ECMP's hops of flows ``a -> d`` (node id arrays of ``xp``: NumPy or ``jax.numpy``), per tier
     ``(crosses, up link id, down link id)``: whether the flow crosses the tier, the up link it takes out of its
     level-``t`` switch and the down link it takes into the level-``t`` switch above ``d`` (module docstring).
-    ``seed``: a ``uint32`` scalar."""
+    ``seed``: a ``uint32`` scalar. ``words`` (one flow, ``a`` and ``d`` Python ints): the hash words of streams
+    ``0 .. 2 (h - 1) - 1`` made already (:func:`ecmp_hash_paths`: one Threefry call for every tier), Python ints."""
     m1 = int(topo.children[0])
     c_up, c_down = a // m1, d // m1  # local index of the level-t switch on the way up / above d
     out = []
     for T in tiers:
         U, pl, Y, t = T["U"], T["pl"], T["Y"], T["t"]
         w, m_next = U // pl, int(topo.children[t])
-        u = (_threefry_word(xp, seed, 2 * (t - 1), a, d) % xp.uint32(U)).astype(a.dtype)
-        # (one parallel link: the hash of the link among them is not drawn, its residue mod 1 being 0; half the
-        # hashing of every fat tree without parallel links)
-        k = (_threefry_word(xp, seed, 2 * (t - 1) + 1, a, d) % xp.uint32(pl)).astype(a.dtype) if pl > 1 else 0
+        if words is not None:
+            u, k = words[2 * (t - 1)] % U, words[2 * (t - 1) + 1] % pl
+        else:
+            u = (_threefry_word(xp, seed, 2 * (t - 1), a, d) % xp.uint32(U)).astype(a.dtype)
+            # (one parallel link: the hash of the link among them is not drawn, its residue mod 1 being 0; half
+            # the hashing of every fat tree without parallel links)
+            k = (_threefry_word(xp, seed, 2 * (t - 1) + 1, a, d) % xp.uint32(pl)).astype(a.dtype) if pl > 1 else 0
         y = u // pl  # parent digit y_{t+1}
         out.append(((a // T["S"]) != (d // T["S"]), T["up"] + c_up * U + u, T["down"] + c_down * U + y * pl + k))
         c_up = (c_up // Y // m_next) * (w * Y) + y * Y + c_up % Y
@@ -521,14 +530,17 @@ def ecmp_hash_paths(topo: FatTreeTopology, src_node: int, dst_node: int, seed: i
                     ) -> list[tuple[float, list[int]]]:
     """Hashed ECMP's one path from ``src_node`` to ``dst_node`` under hash ``seed``: ``[(1.0, link ids)]``
     (router links only; ``[(1.0, [])]`` on one leaf, ``[]`` on one node), walked with the operator's hash
-    on the host (NumPy)."""
+    on the host (its tiers of :func:`_hash_hops`, the Threefry words in Python ints: :func:`_threefry_word_int`)."""
     a, d = int(src_node), int(dst_node)
     if a == d:
         return []
     top = _nca_tier_count(topo, a, d)
-    hops = _hash_hops(np, topo, _tiers(topo), np.uint32(seed), np.asarray([a], np.int64), np.asarray([d], np.int64))
-    up = [int(h[1][0]) for h in hops[:top]]
-    down = [int(h[2][0]) for h in hops[:top]]
+    # the hash words and the walk in Python ints (4,096 flows of a 16-ary 3-tree took 1.1 s with NumPy calls on
+    # one-element arrays, 100 per Threefry word)
+    words = [_threefry_word_int(int(seed), stream, a, d) for stream in range(2 * top)]
+    hops = _hash_hops(np, topo, _tiers(topo)[:top], None, a, d, words)
+    up = [int(h[1]) for h in hops]
+    down = [int(h[2]) for h in hops]
     return [(1.0, up + down[::-1])]
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -78,17 +79,31 @@ def select_paths(candidates: list[list[list[int]]], maxload: int, n_links: int,
     ``(round, pair, candidate, action, maxload)`` for every step (``action``
     in ``"take"``, ``"drop"``, ``"raise"``).
     """
-    load = np.zeros(n_links + 1, np.int64)
-    nxt = [0] * len(candidates)
-    chosen: list[list[int]] = [[] for _ in candidates]
+    flat, cut, bounds = [], [0], [0]
+    for cand in candidates:
+        for c in cand:
+            flat.extend(np.asarray(c, np.int64).reshape(-1).tolist())
+            cut.append(len(flat))
+        bounds.append(len(cut) - 1)
+    return _select(flat, cut, bounds, maxload, n_links, trace)
+
+
+def _select(flat: list[int], cut: list[int], bounds: list[int], maxload: int, n_links: int,
+            trace: list | None = None) -> tuple[list[list[int]], int]:
+    """:func:`select_paths` on flat lists: pair ``i``'s candidates are ``c`` in ``bounds[i] .. bounds[i + 1] - 1``,
+    candidate ``c``'s links ``flat[cut[c] : cut[c + 1]]`` (Python ints: a candidate's few links cost no NumPy
+    call, and no list per candidate is made)."""
+    load = [0] * (n_links + 1)
+    n_pairs = len(bounds) - 1
+    nxt = bounds[:-1]                                      # the next candidate of every pair
+    chosen: list[list[int]] = [[] for _ in range(n_pairs)]
+    active = [i for i in range(n_pairs) if bounds[i] < bounds[i + 1]]
     rnd = 0
-    while any(nxt[i] < len(c) for i, c in enumerate(candidates)):
-        for i, cand in enumerate(candidates):
-            if nxt[i] >= len(cand):
-                continue
-            j = nxt[i]
-            links = np.asarray(cand[j], np.int64)
-            top = int(load[links].max()) if links.size else 0
+    while active:
+        for i in active:
+            c = nxt[i]
+            lo, hi = cut[c], cut[c + 1]
+            top = max([load[flat[q]] for q in range(lo, hi)], default=0)
             if top + 1 <= maxload:
                 action = "take"
             elif not chosen[i]:
@@ -97,53 +112,57 @@ def select_paths(candidates: list[list[list[int]]], maxload: int, n_links: int,
             else:
                 action = "drop"
             if action != "drop":
-                chosen[i].append(j)
-                np.add.at(load, links, 1)
-            nxt[i] += 1
+                chosen[i].append(c - bounds[i])
+                for q in range(lo, hi):
+                    load[flat[q]] += 1
+            nxt[i] = c + 1
             if trace is not None:
-                trace.append((rnd, i, j, action, maxload))
+                trace.append((rnd, i, c - bounds[i], action, maxload))
+        active = [i for i in active if nxt[i] < bounds[i + 1]]
         rnd += 1
     return chosen, maxload
 
 
 def heuristic_table(topo: Topology, routing: PathSetRouting) -> PathTable:
-    """The k-shortest table of the routing's pairs reduced to Algorithm 2's selection (even split)."""
+    """The k-shortest table of the routing's pairs reduced to Algorithm 2's selection (even split).
+
+    A Yen path is one candidate: its parallel-link copies (consecutive rows of a pair with the same routers) stay
+    together, the candidate being the sorted link ids of all of them. Grouped with NumPy (no per-row call)."""
     full = path_table(topo, routing, routing.pairs)
-    # A Yen path is one candidate; its parallel-link copies (rows with the same pair and weight run) stay together.
-    rows_of: list[list[list[int]]] = [[] for _ in range(full.n_pairs)]
-    start = 0
-    groups = []
-    pp = full.path_pair
-    n = full.n_paths
-    while start < n:
-        i = int(pp[start])
-        end = start + 1
-        # copies of one router path: consecutive rows of a pair whose router sequence is equal
-        while end < n and pp[end] == i and _same_nodes(topo, full, start, end):
-            end += 1
-        groups.append((i, start, end))
-        rows_of[i].append(sorted({int(x) for r in range(start, end) for x in full.path_links[r, : full.path_hops[r]]}))
-        start = end
-    chosen, _ = select_paths(rows_of, int(routing.maxload), full.n_router_links)
-    keep = np.zeros(n, bool)
-    per_pair = [0] * full.n_pairs
-    weight = np.zeros(n)
-    for i, s, e in groups:
-        j = per_pair[i]
-        per_pair[i] += 1
-        if j in chosen[i]:
-            keep[s:e] = True
-            weight[s:e] = full.path_weight[s:e] / full.path_weight[s:e].sum() / len(chosen[i])
+    n, n_rl = full.n_paths, int(full.n_router_links)
+    pp = np.asarray(full.path_pair, np.int64)
+    if n == 0:
+        return full
+    ext_src = np.append(np.asarray(topo.link_src[:n_rl], np.int64), -1)
+    ext_dst = np.append(np.asarray(topo.link_dst[:n_rl], np.int64), -1)
+    links = np.asarray(full.path_links, np.int64)
+    a, b = ext_src[links], ext_dst[links]                 # the routers of every hop, -1 past the path's end
+    new = np.ones(n, bool)
+    new[1:] = ((pp[1:] != pp[:-1]) | (full.path_hops[1:] != full.path_hops[:-1]) | (a[1:] != a[:-1]).any(1)
+               | (b[1:] != b[:-1]).any(1))
+    group = np.cumsum(new) - 1                            # the candidate of every row
+    starts = np.nonzero(new)[0]
+    G = starts.size
+    gpair = pp[starts]
+    # every candidate's distinct link ids, ascending: (candidate, link) keys sorted and made unique
+    on = links < n_rl
+    key = np.unique(np.repeat(group, links.shape[1])[on.reshape(-1)] * (n_rl + 1) + links[on])
+    cut = np.searchsorted(key // (n_rl + 1), np.arange(G + 1)).tolist()
+    bounds = np.searchsorted(gpair, np.arange(full.n_pairs + 1))
+    chosen, _ = _select((key % (n_rl + 1)).tolist(), cut, bounds.tolist(), int(routing.maxload), n_rl)
+    n_chosen = np.fromiter(map(len, chosen), np.int64, count=len(chosen))
+    picked = np.zeros(G, bool)
+    picked[np.repeat(bounds[:-1], n_chosen) + np.fromiter(itertools.chain.from_iterable(chosen), np.int64,
+                                                          count=int(n_chosen.sum()))] = True
+    pw = np.asarray(full.path_weight, np.float64)
+    size = np.diff(np.append(starts, n))
+    gsum = pw[starts].copy()                              # a copy's weights summed as NumPy sums its slice
+    for g in np.nonzero(size > 1)[0].tolist():
+        gsum[g] = pw[starts[g]: starts[g] + size[g]].sum()
+    keep = picked[group]
+    weight = np.where(keep, pw / gsum[group] / np.maximum(n_chosen[pp], 1), 0.0)
     sel = full.select(keep)
     return sel.with_weights(weight[keep])
-
-
-def _same_nodes(topo: Topology, t: PathTable, r0: int, r1: int) -> bool:
-    if t.path_hops[r0] != t.path_hops[r1]:
-        return False
-    h = t.path_hops[r0]
-    a, b = t.path_links[r0, :h], t.path_links[r1, :h]
-    return bool((topo.link_src[a] == topo.link_src[b]).all() and (topo.link_dst[a] == topo.link_dst[b]).all())
 
 
 def build_operator(topo: Topology, routing: PathSetRouting) -> RoutingOperator:

@@ -9,7 +9,9 @@ share:
   :mod:`evaluator.routing._yen`);
 * Yen's k shortest loopless paths with a hop limit (:func:`yen_paths`,
   from :mod:`evaluator.routing._yen` with the router graph), cached per
-  topology and pair;
+  topology and pair under byte budgets (:data:`PATH_STATE_BYTES` for the
+  resumable search states, the oldest dropped to their found paths;
+  :data:`PATH_FOUND_BYTES` for the paths);
 * :class:`PathTable`: the host-built, padded table of a set of router pairs,
   their paths (router-link ids, padded to a bucketed hop count) and weights;
 * :func:`path_operator`: the jit-compatible ``apply``/``apply_dense`` of the
@@ -32,7 +34,7 @@ kernel cache keys on it):
 
 * ``kshortest``: one operator for the union of the batch's pairs (a pair's
   paths do not depend on the others; they are cached per topology and pair,
-  so a later batch recomputes none);
+  so a later batch recomputes none within the cache's budgets);
 * ``optiq_heuristic``: one operator per distinct pair set (the selection
   depends on every pair of the exchange), points grouped by pair set.
 
@@ -56,8 +58,9 @@ bound: Yen's k-th path can be longer, parallel links multiply paths).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import math
+import itertools
 import hashlib
 import time
 import weakref
@@ -263,17 +266,89 @@ def check_hop_limit(hop_limit) -> int | None:
 
 
 
-_PATH_CACHE: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+PATH_STATE_BYTES = 256 << 20
+"""Budget of the Yen search states (:meth:`~evaluator.routing._yen._Yen.nbytes`) kept per topology: beyond it the
+least recently used pairs keep their found paths only (a later larger ``k`` searches such a pair again from scratch;
+its first paths do not depend on ``k``). A 16x16x16 torus permutation with k = 16 holds about 530 MB of states, a
+32x32x32 one about 8 GB."""
+
+PATH_FOUND_BYTES = 512 << 20
+"""Budget of the found paths kept per topology (a tuple of ``L`` routers: ``56 + 8 L`` bytes a path); beyond it the
+least recently used pairs are forgotten (searched again when asked)."""
+
+
+class _PairCache:
+    """One topology's saved searches, least recently used first: ``entries[(s, t, hop_limit)] = [state or None,
+    found paths, done, state bytes, path bytes]`` and ``live`` (the keys whose state is kept), under
+    :data:`PATH_STATE_BYTES` and :data:`PATH_FOUND_BYTES`."""
+
+    __slots__ = ("entries", "live", "state_bytes", "path_bytes", "__weakref__")
+
+    def __init__(self):
+        self.entries: collections.OrderedDict = collections.OrderedDict()
+        self.live: collections.OrderedDict = collections.OrderedDict()
+        self.state_bytes = 0
+        self.path_bytes = 0
+
+    def paths(self, graph: RouterGraph, s: int, t: int, k: int, hop_limit: int | None) -> list[tuple[int, ...]]:
+        key = (s, t, hop_limit)
+        e = self.entries.get(key)
+        if e is None:
+            e = self.entries[key] = [None, [], False, 0, 0]
+        else:
+            self.entries.move_to_end(key)
+            if e[0] is None and (len(e[1]) >= k or e[2]):
+                return e[1][:k]
+        state = e[0]
+        if state is None:                                  # new, or dropped to its paths: searched from scratch
+            state = _Yen(graph, s, t, hop_limit)
+        out = state.extend(k)
+        e[1], e[2] = state.A, state.done
+        nb = 0 if state.done else state.nbytes()           # a finished search keeps its paths only
+        pb = len(state.A) * (56 + 8 * (len(state.A[-1]) if state.A else 0))
+        self.state_bytes += nb - e[3]
+        self.path_bytes += pb - e[4]
+        e[0], e[3], e[4] = (None if state.done else state), nb, pb
+        if e[0] is None:
+            self.live.pop(key, None)
+        else:
+            self.live[key] = None
+            self.live.move_to_end(key)
+        self._trim(key)
+        return out
+
+    def _trim(self, keep) -> None:
+        """Drop the oldest states to their paths, then the oldest pairs, until both budgets hold (never ``keep``)."""
+        while self.state_bytes > PATH_STATE_BYTES and len(self.live) > 1:
+            key = next(iter(self.live))
+            if key == keep:
+                self.live.move_to_end(key)
+                key = next(iter(self.live))
+            del self.live[key]
+            e = self.entries[key]
+            self.state_bytes -= e[3]
+            e[0], e[3] = None, 0
+        while self.path_bytes > PATH_FOUND_BYTES and len(self.entries) > 1:
+            key = next(iter(self.entries))
+            if key == keep:
+                self.entries.move_to_end(key)
+                key = next(iter(self.entries))
+            e = self.entries.pop(key)
+            self.live.pop(key, None)
+            self.state_bytes -= e[3]
+            self.path_bytes -= e[4]
+
+
+_PATH_CACHE: "weakref.WeakKeyDictionary[Topology, _PairCache]" = weakref.WeakKeyDictionary()
 
 
 def _pair_paths(topo: Topology, s: int, t: int, k: int, hop_limit: int | None) -> list[tuple[int, ...]]:
-    """:func:`yen_paths` of one pair, cached per topology: a larger ``k`` later continues the same search."""
-    cache = _PATH_CACHE.setdefault(topo, {})
-    key = (s, t, hop_limit)
-    state = cache.get(key)
-    if state is None:
-        state = cache[key] = _Yen(router_graph(topo), s, t, hop_limit)
-    return state.extend(k)
+    """:func:`yen_paths` of one pair, cached per topology (:class:`_PairCache`): a larger ``k`` later continues the
+    same search while its state is kept, else searches again (the same first paths)."""
+    cache = _PATH_CACHE.get(topo)
+    if cache is None:
+        cache = _PATH_CACHE[topo] = _PairCache()
+    return cache.paths(router_graph(topo), s, t, k, hop_limit)
 
 
 # --------------------------------------------------------------------------------------
@@ -356,23 +431,67 @@ def hop_bound(topo: Topology, routing: PathSetRouting) -> int:
     return H if routing.hop_limit is None else min(int(routing.hop_limit), H)
 
 
-ROW_BYTES = 176
-"""Host bytes of one link-id path while the table is listed (its Python list, index and weight), beyond its hops
-(8 bytes each); the table's arrays (:func:`table_bytes`) are allocated while the lists are held."""
+HOP_BYTES = 48
+"""Host bytes per router hop of the found paths while they become a table (their padded router, count, start and
+suffix-product matrices, int64)."""
+
+ROW_BYTES = 40
+"""Host bytes of one link-id path while the table is filled, beyond the table itself (its router path and
+expansion index, and one column's temporaries)."""
 
 
-def _expansions(graph: RouterGraph, nodes: tuple[int, ...]) -> int:
-    """How many link-id paths :func:`_expand` lists for a router path: the product of its hops' parallel links."""
-    return math.prod(len(graph.links[(x, y)]) for x, y in zip(nodes[:-1], nodes[1:]))
+def _link_rows(graph: RouterGraph, found: list[list[tuple[int, ...]]], check) -> tuple:
+    """The link-id rows of the router paths ``found`` (per pair, in order): ``(path_pair, links, hops, weight)``.
 
-
-def _expand(graph: RouterGraph, nodes: tuple[int, ...]) -> list[tuple[float, list[int]]]:
-    """Link-id paths of a router path: parallel links split evenly (their product)."""
-    out = [(1.0, [])]
-    for x, y in zip(nodes[:-1], nodes[1:]):
-        ids = graph.links[(x, y)]
-        out = [(w / len(ids), ls + [lid]) for w, ls in out for lid in ids]
-    return out
+    A router path's hops ``x -> y`` are looked up in :meth:`RouterGraph.edge_table` (a binary search); a hop
+    with ``c`` parallel links multiplies the rows: the path's rows are every choice of one link per hop, the
+    last hop's varying fastest, each with weight ``(1 / c_1) / c_2 ... / (paths of the pair)`` (divided in this
+    order). ``check(n_rows, longest)`` is called with the row count (a float: it can exceed int64 before it is
+    refused) before any per-row array is made (the per-hop matrices of the router paths, made before it, are
+    the size of the found paths' tuples already held). NumPy throughout: no per-path Python list.
+    """
+    R = graph.n_routers
+    n_per_pair = np.fromiter((len(p) for p in found), np.int64, count=len(found))
+    plen = np.fromiter((len(x) for p in found for x in p), np.int64, count=int(n_per_pair.sum()))
+    nodes = np.fromiter(itertools.chain.from_iterable(itertools.chain.from_iterable(found)), np.int64,
+                        count=int(plen.sum()))
+    P, hops = plen.size, plen - 1
+    Hm = int(hops.max()) if P else 1
+    first = np.concatenate([[0], np.cumsum(plen)[:-1]]).astype(np.int64)
+    pos = np.arange(nodes.size, dtype=np.int64) - np.repeat(first, plen)
+    grid = np.full((P, Hm + 1), -1, np.int64)                 # router j of every path, -1 past its end
+    grid[np.repeat(np.arange(P), plen), pos] = nodes
+    keys, start, count, lids = graph.edge_table()
+    on = np.arange(Hm) < hops[:, None]                        # [path, hop]: a hop of the path
+    e = np.searchsorted(keys, (grid[:, :-1] * R + grid[:, 1:])[on])
+    cnt = np.ones((P, Hm), np.int64)
+    beg = np.zeros((P, Hm), np.int64)
+    cnt[on], beg[on] = count[e], start[e]
+    check(float(np.prod(cnt.astype(np.float64), axis=1).sum()), Hm)
+    w = np.ones(P)
+    for j in range(Hm):
+        w = w / cnt[:, j]                                     # padding hops divide by 1
+    path_of_pair = np.repeat(np.arange(n_per_pair.size), n_per_pair)
+    w = w / n_per_pair[path_of_pair]
+    H = hop_bucket(Hm)
+    if (cnt == 1).all():                                      # no parallel links: one row a router path
+        links = np.full((P, H), graph.n_router_links, np.int32)
+        links[:, :Hm][on] = lids[beg[on]]
+        return path_of_pair.astype(np.int32), links, hops.astype(np.int32), w
+    suffix = np.ones((P, Hm), np.int64)                       # links of the hops after j: the digit's place value
+    for j in range(Hm - 2, -1, -1):
+        suffix[:, j] = suffix[:, j + 1] * cnt[:, j + 1]
+    expand = suffix[:, 0] * cnt[:, 0]
+    n = int(expand.sum())
+    rp = np.repeat(np.arange(P), expand)                      # the router path of every row
+    x = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(expand) - expand, expand)
+    links = np.full((n, H), graph.n_router_links, np.int32)
+    rh = hops[rp]
+    for j in range(Hm):
+        sel = j < rh
+        r = rp[sel]
+        links[sel, j] = lids[beg[r, j] + (x[sel] // suffix[r, j]) % cnt[r, j]]
+    return path_of_pair[rp].astype(np.int32), links, rh.astype(np.int32), w[rp]
 
 
 def _no_path(topo: Topology, routing: PathSetRouting, s: int, t: int, dist: int) -> ConfigError:
@@ -439,7 +558,7 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     routing.check_size(topo, len(pairs))
     graph = router_graph(topo)
     src, dst = pairs.src.tolist(), pairs.dst.tolist()
-    found, n, longest = [], 0, 1
+    found = []
     # a search of minutes (k = 16 on a 32x32x32 torus's permutation) says so on stderr, not silent: a bar of the
     # pairs done once it has run PROGRESS_DELAY_S (made then: tqdm's own delay never shows a log file's bar)
     bar, since = None, time.monotonic()
@@ -449,9 +568,6 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
             if not paths:
                 raise _no_path(topo, routing, s, t, int(graph.dist_to(t)[s]))
             found.append(paths)
-            for nodes in paths:
-                n += _expansions(graph, nodes)
-                longest = max(longest, len(nodes) - 1)
             if bar is not None:
                 bar.update()
             elif not i & 63 and time.monotonic() - since >= PROGRESS_DELAY_S:
@@ -460,36 +576,25 @@ def path_table(topo: Topology, routing: PathSetRouting, pairs: PairSet | None) -
     finally:
         if bar is not None:
             bar.close()
-    # the link-id paths counted before they are listed (as Python lists): parallel links multiply them (a fat
-    # tree's 4-hop router path over 32 parallel links a tier is 32^4 = 1,048,576 link-id paths; they were listed
-    # before any check saw them)
-    listed = n * (ROW_BYTES + 8 * longest) + table_bytes(len(src), n, hop_bucket(longest))  # lists, then table
-    check_memory("routing", routing.label, listed,
-                 f"its {n:,} link-id paths on {topo.name} while they are listed ({len(src):,} router pairs, up to "
-                 f"{longest} hops; parallel links multiply a router path)",
-                 "Use fewer paths per pair (routing.k), a hop limit, fewer communicating pairs or fewer parallel "
-                 "links.")
-    rows_pair, rows_links, rows_w = [], [], []
-    for i, paths in enumerate(found):
-        for nodes in paths:
-            for w, ls in _expand(graph, nodes):
-                rows_pair.append(i)
-                rows_links.append(ls)
-                rows_w.append(w / len(paths))
-    n = len(rows_pair)
-    H = hop_bucket(max((len(x) for x in rows_links), default=1))
-    # the sizes found, checked again before the table is allocated: the estimate before the search is no bound
-    # (a 60-ring's second path of (0, 1) has 59 hops, not the 34 assumed; parallel links multiply paths)
-    check_memory("routing", routing.label, table_bytes(len(src), n, H),
-                 f"its path table on {topo.name} ({len(src):,} router pairs, {n:,} paths, padded to {H} hops)",
-                 "Use fewer paths per pair (routing.k), a hop limit, or fewer communicating pairs.")
-    links = np.full((n, H), graph.n_router_links, np.int32)
-    hops = np.zeros(n, np.int32)
-    for r, ls in enumerate(rows_links):
-        links[r, : len(ls)] = ls
-        hops[r] = len(ls)
+    # the link-id paths counted before they are made: parallel links multiply them (a fat tree's 4-hop router
+    # path over 32 parallel links a tier is 32^4 = 1,048,576 link-id paths)
+    def check(n: float, longest: int) -> None:
+        H = hop_bucket(longest)
+        need = n * ROW_BYTES + table_bytes(len(src), n, H) + HOP_BYTES * (longest + 1) * sum(map(len, found))
+        check_memory("routing", routing.label, need,
+                     f"its {int(n):,} link-id paths on {topo.name} while they are listed ({len(src):,} router pairs, "
+                     f"up to {longest} hops; parallel links multiply a router path)",
+                     "Use fewer paths per pair (routing.k), a hop limit, fewer communicating pairs or fewer "
+                     "parallel links.")
+        # the sizes found, checked again before the table is allocated: the estimate before the search is no
+        # bound (a 60-ring's second path of (0, 1) has 59 hops, not the 34 assumed; parallel links multiply paths)
+        check_memory("routing", routing.label, table_bytes(len(src), int(n), H),
+                     f"its path table on {topo.name} ({len(src):,} router pairs, {int(n):,} paths, padded to {H} "
+                     "hops)", "Use fewer paths per pair (routing.k), a hop limit, or fewer communicating pairs.")
+
+    rows_pair, links, hops, rows_w = _link_rows(graph, found, check)
     return PathTable(R, graph.n_router_links, np.asarray(src, np.int64), np.asarray(dst, np.int64),
-                     np.asarray(rows_pair, np.int32), links, hops, np.asarray(rows_w, np.float64))
+                     rows_pair, links, hops, rows_w)
 
 
 # --------------------------------------------------------------------------------------
@@ -590,19 +695,38 @@ def pair_path_counts(topo: Topology, table: PathTable, tol: float = SHARE_TOL) -
     """Distinct router paths of every pair of ``table`` that carry more than ``tol`` of the pair's bytes.
 
     A router path is a pair's sequence of routers: the rows of its
-    parallel-link copies (:func:`_expand`) count once, with their shares
+    parallel-link copies (:func:`_link_rows`) count once, with their shares
     summed. ``kshortest``: the Yen paths found (``<= k``); ``optiq_heuristic``:
     the selected ones; ``optiq_lp``: those with a positive LP share (more than
     ``tol`` of the pair's demand).
     """
     if table.n_paths == 0:
         return np.zeros(table.n_pairs, np.int64)
-    n_rl = int(table.n_router_links)
+    n_rl, R = int(table.n_router_links), int(table.n_routers)
     after = np.append(np.asarray(topo.link_dst[:n_rl], np.int64), -1)  # the router each hop reaches; padding: -1
-    rows = np.concatenate([np.asarray(table.path_pair, np.int64)[:, None], after[table.path_links]], axis=1)
-    routes, inv = np.unique(rows, axis=0, return_inverse=True)
-    share = np.bincount(inv.reshape(-1), weights=np.asarray(table.path_weight, np.float64), minlength=len(routes))
-    return np.bincount(routes[share > tol, 0], minlength=table.n_pairs).astype(np.int64)
+    routers = after[table.path_links] + 1                               # in [0, R]
+    pair = np.asarray(table.path_pair, np.int64)
+    # equal rows found by sorting: the routers packed into 64-bit words (b bits a router, 63 // b a word), sorted
+    # with the pair by np.lexsort (np.unique(axis=0) compared whole rows as bytes: 0.4 s on 65,536 rows)
+    b = max(1, int(R).bit_length())
+    per = max(1, 63 // b)
+    words = [pair]
+    for j0 in range(0, routers.shape[1], per):
+        w = np.zeros(routers.shape[0], np.int64)
+        for j in range(j0, min(j0 + per, routers.shape[1])):
+            w |= routers[:, j] << (b * (j - j0))
+        words.append(w)
+    order = np.lexsort(words[::-1])
+    new = np.zeros(order.size, bool)
+    new[0] = True
+    for w in words:
+        ws = w[order]
+        new[1:] |= ws[1:] != ws[:-1]
+    inv = np.empty(order.size, np.int64)
+    inv[order] = np.cumsum(new) - 1
+    share = np.bincount(inv, weights=np.asarray(table.path_weight, np.float64), minlength=int(new.sum()))
+    route_pair = pair[order][new]
+    return np.bincount(route_pair[share > tol], minlength=table.n_pairs).astype(np.int64)
 
 
 def paths_per_pair(op: RoutingOperator, point_keys: Sequence[Int[np.ndarray, "pair"]]) -> Float[np.ndarray, "point"]:

@@ -2,7 +2,8 @@
 
 * :class:`RouterGraph` / :func:`router_graph`: a topology's router links as
   adjacency lists (parallel links kept), cached per topology, with BFS
-  distances to a destination cached per destination;
+  distances to a destination cached per destination (at most 256 MB) and
+  the router-pair -> link-id lookup of the path tables (:meth:`RouterGraph.edge_table`);
 * :func:`yen_paths`: Yen's k shortest loopless paths with a hop limit, each
   spur path found by an A* search guided by the BFS distance to the
   destination (admissible, so every spur path is a shortest one), its
@@ -51,6 +52,25 @@ class RouterGraph:
     links: dict
     _dist: dict = dataclasses.field(default_factory=dict)  # destination -> BFS distances to it
     grid: tuple | None = None
+    _edge_table: dict = dataclasses.field(default_factory=dict)  # the arrays of :meth:`edge_table`, made once
+
+    def edge_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, start, count, lids)``: the router pairs joined by links as sorted keys ``r * R + t`` (int64),
+        and for each its ``count`` link ids ``lids[start : start + count]`` (ascending, the order of ``links``).
+
+        The lookup from router pairs to link ids of :func:`evaluator.routing._paths.path_table` (a binary search
+        over ``keys``; NumPy, no per-hop dictionary look-up). Made once per graph: 40 bytes a router link.
+        """
+        t = self._edge_table.get("t")
+        if t is None:
+            R = self.n_routers
+            pairs = sorted(self.links)
+            keys = np.asarray([x * R + y for x, y in pairs], np.int64).reshape(-1)
+            count = np.asarray([len(self.links[e]) for e in pairs], np.int64).reshape(-1)
+            start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64) if count.size else count
+            lids = np.asarray([lid for e in pairs for lid in self.links[e]], np.int64).reshape(-1)
+            t = self._edge_table["t"] = (keys, start, count, lids)
+        return t
 
     def dist_to(self, t: int) -> RouterInts:
         """Hops from every router to ``t`` (-1: unreachable), int32.
@@ -324,7 +344,8 @@ class _Yen:
       most spurs are never searched);
     * the descent's walk below the spur's first step is memoised per pair (:func:`_descent`'s ``chains``).
 
-    Between calls only the lists of Yen's algorithm are kept (distances and memos are made again per call).
+    Between calls only the lists of Yen's algorithm are kept (distances and memos are made again per call); their
+    bytes are estimated by :meth:`nbytes` (the budget of :mod:`evaluator.routing._paths`'s saved searches).
     """
 
     def __init__(self, graph: RouterGraph, s: int, t: int, hop_limit: int | None):
@@ -345,6 +366,17 @@ class _Yen:
         self._started = False
         self._keys: dict = {}
         self._n = 0                                       # pushes to lazy (its entries' order)
+
+    def nbytes(self) -> int:
+        """Estimated host bytes of the lists kept between calls (``O(1)``: counts of its containers times bytes
+        per entry measured with a recursive ``sys.getsizeof`` on tori, Dragonflies and fat trees, k = 4 to 64,
+        within a factor 1.6): the candidates seen (each in ``seen``, ``B`` and ``shared``, a tuple of ``L``
+        routers), the root prefixes of ``kids`` (a tuple and a set each), the deferred detours of ``lazy`` (a
+        root and a set of banned hops), the hops of ``by_edge`` and ``used``. A 16x16x16 torus pair with k = 16
+        holds about 130 kB."""
+        L = len(self.A[-1]) if self.A else 1
+        return (600 + len(self.seen) * (300 + 8 * L) + len(self.kids) * (270 + 4 * L)
+                + len(self.lazy) * (480 + 4 * L) + len(self.by_edge) * 320 + len(self.used) * 100)
 
     def _first(self, h) -> None:
         self._started = True
