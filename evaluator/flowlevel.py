@@ -315,8 +315,13 @@ def progress_active(links, frac, capacity, nbytes, latency, sender, receiver, st
 INCIDENCE_CHUNK_BYTES = 64 << 20
 """Working set of one chunk of :func:`flow_incidence` (``8 x links x flows`` bytes a chunk, times its temporaries)."""
 
-_TEMPORARIES = 4
-"""Link-sized float arrays one flow of a chunk holds at once (its loads and the routing's temporaries)."""
+INCIDENCE_TEMPORARIES = 4
+"""Link-sized float arrays one flow of a chunk holds at once (its loads and the routing's temporaries): the chunk's
+size. XLA's buffers of a chunk hold about 5 (6^3 torus, 384 flows: 25.9 MB, 4.9 x 8 x links x flows), so the
+memory checks count :data:`INCIDENCE_CHECKED` of them."""
+
+INCIDENCE_CHECKED = INCIDENCE_TEMPORARIES + 2
+"""Link-sized float arrays a flow of a chunk is checked for (its temporaries and XLA's, measured: 4.9)."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -402,17 +407,18 @@ def flow_incidence(topology, routing_operator, task_node: Int[np.ndarray, "task"
 
     task_node, src, dst = _check_ids(int(topology.n_nodes), task_node, src, dst)
     F, L = int(src.size), int(topology.n_links)
-    per_flow = 8 * L * _TEMPORARIES
-    check_memory("flow_incidence", f"{L} links x 1 flow", per_flow,
-                 f"the Jacobian of {L} links for one flow at a time ({L} links x {_TEMPORARIES} temporaries)")
+    per_flow = 8 * L * INCIDENCE_TEMPORARIES
+    checked = 8 * L * INCIDENCE_CHECKED  # (XLA holds about 4.9 link-sized floats a flow: checked for 6)
+    check_memory("flow_incidence", f"{L} links x 1 flow", checked,
+                 f"the Jacobian of {L} links for one flow at a time ({L} links x {INCIDENCE_CHECKED} temporaries)")
     if chunk is None:
         budget = min(INCIDENCE_CHUNK_BYTES, int(0.25 * available_memory()))
         chunk = max(1, min(budget // per_flow, 1 << 12))
     from ._batch.blocks import bucket_size
 
     chunk = int(max(1, min(int(chunk), bucket_size(F))))  # one compilation per bucket of small flow lists
-    check_memory("flow_incidence.chunk", chunk, per_flow * chunk,
-                 f"one chunk of the Jacobian ({L} links x {chunk} flows x {_TEMPORARIES} temporaries)")
+    check_memory("flow_incidence.chunk", chunk, checked * chunk,
+                 f"one chunk of the Jacobian ({L} links x {chunk} flows x {INCIDENCE_CHECKED} temporaries)")
     op = _operator(topology, routing_operator, task_node, src, dst)
     net = jax.device_put(NetworkArrays(
         node_router=np.asarray(topology.node_router).astype(np.int32),

@@ -20,12 +20,13 @@ import jax
 import numpy as np
 
 from .._types import Float, Int
-from ..errors import ConfigError, int_array
+from ..errors import ConfigError, available_memory, int_array
 from ..flowlevel import WEIGHT_MODES, max_min_finish, progress_active
 from .blocks import bucket_size
 
 __all__ = ["MAX_MIN_MESSAGES", "check_messages", "check_sharing_size", "exchange_flows", "max_min_batch", "progress_batch",
-           "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS", "PROGRESSIONS"]
+           "cache_size", "phase_max_min", "SHARINGS", "FAIRNESS", "PROGRESSIONS", "flowlevel_need",
+           "flowlevel_working_set", "check_flowlevel_memory"]
 
 PROGRESSIONS = ("phase", "rank")
 """How the phases of a phased exchange follow one another under ``max_min`` sharing: ``phase`` (every phase starts
@@ -312,27 +313,72 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
     own messages allow (:func:`evaluator.flowlevel.max_min_progress`; a message above the latency model's eager
     threshold is a rendezvous); ``time_max_min`` is then the last arrival, a phase's time the span from its
     first posting to its last arrival (phases overlap), and the finish times count from the exchange's start.
+
+    Memory (:func:`flowlevel_need`): refused before any work (naming ``sharing``) where one point does not fit;
+    otherwise the points run in blocks that fit (each point's simulation is its own: the times are those of one
+    call, bit for bit), each block's size checked again once its incidence (entries per flow) is known.
     """
     if fairness not in FAIRNESS:
         raise ConfigError("fairness", fairness, f"one of {list(FAIRNESS)}")
+    if progression == "rank" and fairness == "job":
+        raise ConfigError("fairness", fairness, "flow or rtt with progression=rank",
+                          "Job-fair weights are for several jobs' exchanges; use progression=phase.")
     n = len(traffics)
     P = max(t.n_phases for t in traffics)
     check_sharing_size(traffics, progression)
-    items = []  # (point, phase, links, frac, nbytes, start, weight, job, src, dst)
+    check_flowlevel_memory(kern, topology, traffics, progression, fairness)
+    budget = FLOW_MEMORY_FRACTION * available_memory()
+    F = _flows_per_row(traffics, progression)
+    out = {"phase_time_max_min": np.full((n, P), np.nan), "time_max_min": np.full(n, np.nan),
+           "message_finish_time": [[] for _ in range(n)]}
+    block: list = []  # (point, its items)
     for i, (t, pl) in enumerate(zip(traffics, placements)):
-        tn = np.asarray(pl.task_node)
-        for k, x in enumerate(t.phases):
-            src, dst, nb, links, frac, lam = exchange_flows(kern, topology, tn, x)
-            weight = None
-            if fairness == "rtt":
-                if not np.all(lam[nb > 0] > 0):
-                    raise ConfigError("fairness", "rtt", "a latency model that gives every message a latency > 0 "
-                                      "(topology.latency)", "Or use fairness=flow.")
-                weight = 1.0 / np.where(lam > 0, lam, 1.0)
-            job = None if job_of is None else np.asarray(job_of[i])[src]
-            items.append((i, k, links, frac, nb, lam, weight, job, src, dst))
-    F = max(len(it[4]) for it in items)
+        its = _point_items(kern, topology, i, t, pl, fairness, job_of)
+        if block:  # the block with this point, while this point's incidence is held besides: else run it first
+            K = max(it[2].shape[1] for _, b in block + [(i, its)] for it in b)
+            need = flowlevel_need(topology, traffics, progression, fairness, len(block) + 1, K, F)
+            if need["total"] > budget:
+                _run_block(topology, traffics, block, P, fairness, progression, F, out)
+                block = []
+        block.append((i, its))
+    if block:
+        _run_block(topology, traffics, block, P, fairness, progression, F, out)
+    if progression == "phase":
+        out["time_max_min"] = np.nansum(out["phase_time_max_min"], axis=1)
+    return out
+
+
+def _point_items(kern, topology, i: int, t, pl, fairness: str, job_of) -> list:
+    """Point ``i``'s exchanges: ``(point, phase, links, frac, nbytes, latency, weight, job, src, dst)`` each."""
+    tn = np.asarray(pl.task_node)
+    items = []
+    for k, x in enumerate(t.phases):
+        src, dst, nb, links, frac, lam = exchange_flows(kern, topology, tn, x)
+        weight = None
+        if fairness == "rtt":
+            if not np.all(lam[nb > 0] > 0):
+                raise ConfigError("fairness", "rtt", "a latency model that gives every message a latency > 0 "
+                                  "(topology.latency)", "Or use fairness=flow.")
+            weight = 1.0 / np.where(lam > 0, lam, 1.0)
+        job = None if job_of is None else np.asarray(job_of[i])[src]
+        items.append((i, k, links, frac, nb, lam, weight, job, src, dst))
+    return items
+
+
+def _run_block(topology, traffics, block, P: int, fairness: str, progression: str, F: int, out: dict) -> None:
+    """Simulate the points of ``block`` (``(point, items)``) with ``F`` flow rows each, checked again now that
+    their entries per flow are known, and write their times into ``out``."""
+    items = [it for _, b in block for it in b]
     K = max(it[2].shape[1] for it in items)
+    need = flowlevel_need(topology, traffics, progression, fairness, len(block), K, F)
+    _refuse(need, f"{len(block)} point{'s' if len(block) != 1 else ''}")
+    if progression == "rank":
+        res = _progress_max_min(topology, traffics, items, len(traffics), P, fairness, F)
+        for i, _ in block:
+            out["phase_time_max_min"][i] = res["phase_time_max_min"][i]
+            out["time_max_min"][i] = res["time_max_min"][i]
+            out["message_finish_time"][i] = res["message_finish_time"][i]
+        return
     N = len(items)
     L_ = np.full((N, F, K), -1, np.int32)
     R_ = np.zeros((N, F, K))
@@ -347,31 +393,146 @@ def phase_max_min(kern, topology, traffics, placements, fairness: str = "flow", 
             W_[r, :f] = w
         if J_ is not None:
             J_[r, :f] = 0 if job is None else job
-    if progression == "rank":
-        return _progress_max_min(topology, traffics, items, n, P, fairness)
     mode = "job" if fairness == "job" else "flow"
     finish = max_min_batch(L_, R_, np.asarray(topology.capacity), B_, S_, mode, job=J_, flow_weight=W_)
-    t_ph = np.full((n, P), np.nan)
-    per_point: list[list[np.ndarray]] = [[] for _ in range(n)]
     for r, (i, k, _, _, nb, *_) in enumerate(items):
         fin = finish[r, :len(nb)]
-        t_ph[i, k] = float(np.max(np.where(nb > 0, fin, 0.0), initial=0.0))
-        per_point[i].append(np.where(nb > 0, fin, np.nan))
-    return {"phase_time_max_min": t_ph, "time_max_min": np.nansum(t_ph, axis=1), "message_finish_time": per_point}
+        out["phase_time_max_min"][i, k] = float(np.max(np.where(nb > 0, fin, 0.0), initial=0.0))
+        out["message_finish_time"][i].append(np.where(nb > 0, fin, np.nan))
 
 
-def _progress_max_min(topology, traffics, items, n: int, P: int, fairness: str) -> dict:
-    """:func:`phase_max_min` with ``progression="rank"``: each point's phases as one simulation."""
-    if fairness == "job":
-        raise ConfigError("fairness", fairness, "flow or rtt with progression=rank",
-                          "Job-fair weights are for several jobs' exchanges; use progression=phase.")
+# -- memory: what the flow-level pass holds at once, before any of it is allocated -----------------------------------
+
+FLOW_MEMORY_FRACTION = 0.8
+"""Share of the available memory (:func:`~evaluator.errors.available_memory`) one block of points may take."""
+
+
+def _flows_per_row(traffics, progression: str) -> int:
+    """Flow rows of one simulated row (a phase; a point's phases with ``progression="rank"``)."""
+    sizes = [[x.n_flows if x.kernel_input == "flows" else int(x.n_tasks) ** 2 for x in t.phases] for t in traffics]
+    return max(max((sum(z) if progression == "rank" else max(z, default=0)) for z in sizes), 1)
+
+
+def _entries_bound(op, n_links: int) -> int:
+    """Entries per flow of the incidence at least as many as any flow has, known before any flow is routed:
+    the routing's longest flow list (``flow_width``) plus its injection and ejection link, where the routing
+    lists flows; else 1 (the incidence is counted again with its true width before the flows are stacked)."""
+    w = int(getattr(op, "flow_width", 0) or 0)
+    return min(n_links, w + 2) if w > 0 else 1
+
+
+def _sim_trace_bytes(progression: str, fairness: str, rows: int, F: int, K: int, L: int, n_ranks: int,
+                     n_steps: int) -> int:
+    """Peak bytes of the traced simulation program of ``rows`` rows (:func:`~.memory.jaxpr_peak_bytes`: inputs and
+    outputs included), plus its inputs once more (XLA copies a loop's operands: :func:`~.memory.block_peak`)."""
+    from .memory import jaxpr_peak_bytes
+
+    key = (progression, fairness, rows, F, K, L, n_ranks, n_steps, jax.default_backend())
+    hit = _TRACE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    sd = lambda shape, dt: jax.ShapeDtypeStruct(shape, np.dtype(dt))  # noqa: E731
+    pf, pfk = (rows, F), (rows, F, K)
+    step = _step(rows)
+    if progression == "rank":
+        args = (sd(pfk, np.int32), sd(pfk, float), sd((L,), float), sd(pf, float), sd(pf, float),
+                *(sd(pf, np.int32) for _ in range(3)), sd(pf, bool), sd(pf, float), sd(pf, bool), None)
+        fn = lambda *a: _progress_points(n_ranks, n_steps, step, None, *a)  # noqa: E731
+    else:
+        w = sd(pf, float) if fairness == "rtt" else None
+        j = sd(pf, np.int64) if fairness == "job" else None
+        args = (sd(pfk, np.int32), sd(pfk, float), sd((L,), float), sd(pf, float), sd(pf, float), j, w)
+        fn = lambda *a: _points("job" if fairness == "job" else "flow", True, step, *a)  # noqa: E731
+    # XLA keeps a little more than the trace shows (the loop's carried state copied once): 6^3 torus, 8 rows of 384
+    # flows x 16 entries, 3.03 MB of XLA buffers against 3.00 MB traced with the inputs counted twice
+    peak = int(1.25 * jaxpr_peak_bytes(jax.make_jaxpr(fn)(*args)))
+    peak += sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in args if a is not None)
+    _TRACE_CACHE[key] = peak
+    if len(_TRACE_CACHE) > 64:
+        _TRACE_CACHE.pop(next(iter(_TRACE_CACHE)))
+    return peak
+
+
+_TRACE_CACHE: dict = {}
+
+
+def flowlevel_need(topology, traffics, progression: str, fairness: str, points: int, K: int,
+                   F: int | None = None) -> dict[str, int]:
+    """Bytes the flow-level pass (:func:`phase_max_min`) holds at once for a block of ``points`` points whose
+    flows have at most ``K`` incidence entries each, by what they hold:
+
+    * ``incidence``: one chunk of :func:`evaluator.flowlevel.flow_incidence` (its Jacobian, ``links x chunk``
+      floats times its temporaries, and the mask of its entries), and one exchange's latency pass
+      (``flows x links`` floats twice: the transpose of the loads);
+    * ``host``: per simulated row (a phase; a point with ``progression="rank"``) of ``flows`` rows of ``K``
+      entries: every exchange's incidence and per-flow arrays as built, the stacked rows, their padded copy;
+      counted for one point more than the block (the next point's incidence is built while the block is held);
+    * ``simulation``: the traced program of the block's call (its inputs, outputs and loop state) plus its inputs
+      once more (XLA's copy into the loop).
+
+    ``total`` is their sum; ``rows``, ``flows``, ``entries``: the block's shapes."""
+    from ..flowlevel import INCIDENCE_CHUNK_BYTES, INCIDENCE_TEMPORARIES
+
+    F = _flows_per_row(traffics, progression) if F is None else F
+    L = int(topology.n_links)
+    phases = max(t.n_phases for t in traffics)
+    rows = points * (1 if progression == "rank" else phases)
+    extra = 1 if progression == "rank" else phases  # the next point's rows, built while the block is held
+    Pb, Fb, Kb, Lb = bucket_size(rows, 1), bucket_size(F), bucket_size(K, 1), bucket_size(L)
+    per_flow = 8 * L * INCIDENCE_TEMPORARIES
+    chunk = max(1, min(min(INCIDENCE_CHUNK_BYTES, int(0.25 * available_memory())) // per_flow, 1 << 12,
+                       bucket_size(F)))
+    # XLA's buffers of one chunk are about 5 link-sized floats a flow, not the 4 its chunk is sized by (6^3 torus,
+    # 384 flows: 25.9 MB, 4.9 x 8 x links x flows): 2 more counted, and the mask of its entries
+    incidence = chunk * (per_flow + 2 * 8 * L + L)
+    if topology.latency is not None:
+        incidence += 2 * 8 * bucket_size(F) * L
+    flat = 12 * F * K + 8 * 8 * F  # links and fractions, per-flow arrays (bytes, latency, weight, job, ids)
+    host = (rows + extra) * 2 * flat + Pb * (12 * Fb * Kb + 40 * Fb)
+    n_ranks = max(int(t.n_tasks) for t in traffics)
+    sim = _sim_trace_bytes(progression, fairness, Pb, Fb, Kb, Lb, bucket_size(n_ranks, 1), bucket_size(phases, 1))
+    return {"incidence": incidence, "host": host, "simulation": sim, "total": incidence + host + sim,
+            "rows": rows, "flows": F, "entries": K}
+
+
+def _refuse(need: dict, what: str) -> None:
+    """Refuse (naming ``sharing``) a flow-level block whose need exceeds :data:`FLOW_MEMORY_FRACTION` of memory."""
+    from ..errors import check_memory, fmt_size
+
+    check_memory("sharing", "max_min", need["total"],
+                 f"the flow-level simulation of {what} ({need['rows']} rows of {need['flows']:,} flows x "
+                 f"{need['entries']} links: the incidence {fmt_size(need['incidence'])}, host arrays "
+                 f"{fmt_size(need['host'])}, the simulation {fmt_size(need['simulation'])})",
+                 "Use sharing=bound, or traffic with fewer flows per phase (a point's phases run as one simulation "
+                 "with progression=rank: progression=phase simulates one phase at a time) or a smaller network.",
+                 fraction=FLOW_MEMORY_FRACTION)
+
+
+def flowlevel_working_set(kern, topology, traffics, progression: str = "phase", fairness: str = "flow",
+                          points: int | None = None) -> dict[str, int]:
+    """:func:`flowlevel_need` of ``points`` points (default: all of ``traffics``) at the entries per flow known
+    before any flow is routed (the routing's longest flow list plus injection and ejection; 1 where the routing
+    does not list flows)."""
+    K = _entries_bound(kern.operator, int(topology.n_links))
+    return flowlevel_need(topology, traffics, progression, fairness, len(traffics) if points is None else points, K)
+
+
+def check_flowlevel_memory(kern, topology, traffics, progression: str = "phase", fairness: str = "flow") -> None:
+    """Refuse, before any flow is routed, a flow-level pass of which one point does not fit (naming ``sharing``);
+    more points run in blocks (:func:`phase_max_min`)."""
+    _refuse(flowlevel_working_set(kern, topology, traffics, progression, fairness, points=1), "one point")
+
+
+def _progress_max_min(topology, traffics, items, n: int, P: int, fairness: str, F: int | None = None) -> dict:
+    """:func:`phase_max_min` with ``progression="rank"``: each point's phases as one simulation (``F``: flow rows
+    a point, at least its messages; default: the most of these points)."""
     lat = topology.latency
     eager = None if lat is None else lat.eager_threshold
     by_point: dict[int, list] = {}
     for it in items:
         by_point.setdefault(it[0], []).append(it)
     pts = sorted(by_point)
-    F = max(sum(len(it[4]) for it in by_point[i]) for i in pts)
+    F = max(sum(len(it[4]) for it in by_point[i]) for i in pts) if F is None else F
     K = max(it[2].shape[1] for it in items)
     N = len(pts)
     A = {k: np.zeros((N, F), t) for k, t in (("nb", float), ("lam", float), ("s", np.int32), ("r", np.int32),

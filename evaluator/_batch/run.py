@@ -19,7 +19,7 @@ from .dispatch import Results, evaluate_exchanges
 from .memory import check_working_set, working_set
 from .pathsets import evaluate_bound, router_pairs
 from ..errors import ResourceError, nearest, require
-from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, check_sharing_size, phase_max_min
+from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, check_flowlevel_memory, check_sharing_size, phase_max_min
 from .latency import phase_max_latency, with_latency
 from .phases import PHASE_BLOCK, evaluate_phased
 
@@ -84,6 +84,8 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
     kern = batch_kernel(topology, routing, keep)
     phased = any(t.kernel_input == "phases" for t in traffics)
     block = _checked_block(kern, topology, exchanges, len(traffics), keep, block_size, single, block_name, phased)
+    if sharing == "max_min":  # one point of the flow-level pass must fit, before the bound's blocks run
+        check_flowlevel_memory(kern, topology, traffics, progression, fairness)
     if phased:
         res = evaluate_phased(kern, topology, traffics, placements, block, meanwhile)
     else:
