@@ -61,7 +61,7 @@ def differentiable():
         _PLAIN.on = before
 
 
-def batch_index(idx: Integer[Array, "point ..."], axis_size: int, n: int) -> Integer[Array, "flat"]:
+def batch_index(idx: Integer[Array, "point ..."], axis_size: int, n: int) -> Integer[Array, "entry"]:
     """The flat indices ``idx[b] + b * n`` of a batch of ``axis_size`` rows of ``n`` entries (flattened): in
     ``idx``'s type while the flat buffer has under ``2^31`` entries (every batch but the largest: the int32
     scatters stay), else ``int64`` (in int32, a batch of 2 x (2^30 + 8) entries wrapped point 1's last index
