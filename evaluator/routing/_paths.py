@@ -418,8 +418,9 @@ class PathTable:
                                    path_hops=self.path_hops[keep], path_weight=1.0 / cnt[pp])
 
 
-def table_bytes(n_pairs: int, n_paths: int, hops: int) -> int:
-    """Estimated bytes of a :class:`PathTable` and its operator: host and device copies, one point's scatter."""
+def table_bytes(n_pairs: int, n_paths: float, hops: int) -> float:
+    """Estimated bytes of a :class:`PathTable` and its operator: host and device copies, one point's scatter
+    (``n_paths`` a float where it is counted before the paths are made: it can pass int64 before it is refused)."""
     return 2 * (4 * n_paths * hops + 16 * n_paths + 24 * n_pairs) + 12 * n_paths * hops
 
 
