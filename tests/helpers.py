@@ -130,3 +130,48 @@ def jax_events(*names: str, this_thread: bool = False):
             jax.monitoring.unregister_event_duration_listener(listener)
 
     return recording()
+
+
+def link_map(topo) -> dict:
+    """``(x, y) -> [router-link ids]`` read from ``link_src`` / ``link_dst`` (parallel links kept, ascending ids): the
+    tests' own reading of a topology's router graph, independent of :mod:`evaluator.routing._yen`."""
+    import collections
+
+    import numpy as np
+
+    n = int(topo.n_router_links)
+    out = collections.defaultdict(list)
+    for lid, (s, d) in enumerate(zip(np.asarray(topo.link_src[:n]).tolist(), np.asarray(topo.link_dst[:n]).tolist())):
+        out[(s, d)].append(lid)
+    return dict(out)
+
+
+def digraph(topo):
+    """The router graph of :func:`link_map` as a NetworkX ``DiGraph`` (every router a node)."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(range(int(topo.n_routers)))
+    g.add_edges_from(link_map(topo))
+    return g
+
+
+def rss_bytes() -> int:
+    """This process's resident set size now (bytes; Linux ``/proc``)."""
+    import os
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def reset_peak() -> None:
+    """Reset this process's resident peak (``VmHWM``) to what it holds now: what ran before (imports, a warm-up)
+    is not the work a memory test measures."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_bytes() -> int:
+    """This process's resident peak since :func:`reset_peak` (``VmHWM``, bytes)."""
+    with open("/proc/self/status") as f:
+        return 1024 * int(next(x for x in f if x.startswith("VmHWM")).split()[1])

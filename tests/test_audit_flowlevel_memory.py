@@ -41,22 +41,15 @@ NOISE = 2_000_000
 LAT = Latency(send_overhead=3e-7, recv_overhead=2e-7, router=5e-8)
 
 _CHILD = textwrap.dedent("""
-    import json, os, sys
+    import json, sys
     import numpy as np
     import evaluator as ev
     import evaluator.flowlevel as FI
     import evaluator._batch.flowlevel as FL
     from evaluator._batch.checks import as_routing
     from evaluator._batch.compiled import batch_kernel
+    from tests.helpers import peak_bytes, reset_peak, rss_bytes
     from tests.test_audit_flowlevel_memory import case
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def peak():  # the resident peak since the reset below (VmHWM, kB)
-        with open("/proc/self/status") as f:
-            return 1024 * int(next(x for x in f if x.startswith("VmHWM")).split()[1])
 
     def xla(compiled):
         ma = compiled.memory_analysis()
@@ -78,11 +71,10 @@ _CHILD = textwrap.dedent("""
     FI._column_fn = lambda op: spy("inc", real_col(op))
     FL.phase_max_min(kern, topo, trs, pls, "flow", progression=prog)  # compiles: not the work measured
     FL._batched, FL._progress, FI._column_fn = real_sim, real_prog, real_col
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    r0 = rss()
+    reset_peak()
+    r0 = rss_bytes()
     FL.phase_max_min(kern, topo, trs, pls, "flow", progression=prog)
-    grow = peak() - r0
+    grow = peak_bytes() - r0
     sim_fn = real_prog if prog == "rank" else real_sim
     sim = max(xla(sim_fn.lower(*a).compile()) for a in calls["sim"])
     op = kern.operator

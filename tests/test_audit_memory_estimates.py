@@ -39,28 +39,20 @@ NOISE = 2_000_000
 child that has already solved one LP (measured spread of repeated runs: under 1 MB)."""
 
 _LP_CHILD = textwrap.dedent("""
-    import json, os, sys
+    import json, sys
     import numpy as np
     import evaluator as ev
     from evaluator.lp import RouterDemand, edge_bound
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def peak():  # the resident peak since the reset below (VmHWM, kB)
-        with open("/proc/self/status") as f:
-            return 1024 * int(next(x for x in f if x.startswith("VmHWM")).split()[1])
+    from tests.helpers import peak_bytes, reset_peak, rss_bytes
 
     topo = ev.torus([5, 5, 5])
     src, dst = (np.array(json.loads(a), np.int64) for a in sys.argv[1:3])
     fixed = np.zeros(topo.n_links)
     edge_bound(topo, RouterDemand(src[:1], dst[:1], np.ones(1), fixed))  # loads HiGHS: not the work measured
-    with open("/proc/self/clear_refs", "w") as f:  # the peak so far (imports, the warm-up) is not the work's
-        f.write("5")
-    r0 = rss()
+    reset_peak()  # the peak so far (imports, the warm-up) is not the work's
+    r0 = rss_bytes()
     b = edge_bound(topo, RouterDemand(src, dst, np.full(src.size, 1e6), fixed))
-    grow = peak() - r0
+    grow = peak_bytes() - r0
     print("RESULT " + json.dumps({"grow": grow, "z": b.z}))
 """)
 
@@ -225,29 +217,20 @@ def test_latency_pass_is_counted_and_bounds_xla_buffers(routing, monkeypatch):
 
 
 _BATCH_CHILD = textwrap.dedent("""
-    import json, os
+    import json
     import evaluator as ev
     from evaluator.latency import Latency
-    from tests.helpers import COMPILE_EVENT, jax_events
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def peak():
-        with open("/proc/self/status") as f:
-            return 1024 * int(next(x for x in f if x.startswith("VmHWM")).split()[1])
+    from tests.helpers import COMPILE_EVENT, jax_events, peak_bytes, reset_peak, rss_bytes
 
     topo = ev.torus([8, 8, 8]).with_latency(Latency(send_overhead=3e-7, recv_overhead=2e-7, router=5e-8))
     trs = [ev.traffic.random_permutation(512, 1e6, seed=s) for s in range(64)]
     pls = [ev.placement.fully_random(topo, 512, seed=s) for s in range(64)]
     ev.evaluate_batch(topo, ev.dor(), trs, pls)  # compiles the kernel and the latency pass: not the work measured
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    r0 = rss()
+    reset_peak()
+    r0 = rss_bytes()
     with jax_events(COMPILE_EVENT) as compiles:
         ev.evaluate_batch(topo, ev.dor(), trs, pls)
-    print("RESULT " + json.dumps({"grow": peak() - r0, "compiles": len(compiles)}))
+    print("RESULT " + json.dumps({"grow": peak_bytes() - r0, "compiles": len(compiles)}))
 """)
 
 

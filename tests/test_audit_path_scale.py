@@ -12,7 +12,6 @@ length the one sharing the fewest router hops with the paths taken, then the sma
 
 from __future__ import annotations
 
-import collections
 import heapq
 
 import networkx as nx
@@ -23,6 +22,7 @@ from evaluator import routing as RT
 from evaluator import topology as T
 from evaluator.routing import _yen
 from evaluator.routing._paths import PairSet, path_table, router_graph, yen_paths
+from tests.helpers import digraph, link_map
 
 HASH = 2654435761
 
@@ -30,21 +30,6 @@ HASH = 2654435761
 # --------------------------------------------------------------------------------------
 # the reference, from the link arrays
 # --------------------------------------------------------------------------------------
-
-
-def link_map(topo) -> dict:
-    n = int(topo.n_router_links)
-    out = collections.defaultdict(list)
-    for lid, (s, d) in enumerate(zip(np.asarray(topo.link_src[:n]).tolist(), np.asarray(topo.link_dst[:n]).tolist())):
-        out[(s, d)].append(lid)
-    return dict(out)
-
-
-def digraph(topo) -> nx.DiGraph:
-    g = nx.DiGraph()
-    g.add_nodes_from(range(int(topo.n_routers)))
-    g.add_edges_from(link_map(topo))
-    return g
 
 
 def key(y, salt):

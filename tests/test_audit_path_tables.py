@@ -31,20 +31,12 @@ from evaluator.routing import _paths as PP
 from evaluator.routing import _yen
 from evaluator.routing._optiq import heuristic_table, select_paths
 from evaluator.routing._paths import PairSet, pair_path_counts, path_table, router_graph, yen_paths
+from tests.helpers import link_map
 
 
 # --------------------------------------------------------------------------------------
 # references
 # --------------------------------------------------------------------------------------
-
-
-def link_map(topo) -> dict:
-    """``(router, router) -> [link ids]`` from the link arrays (ascending ids)."""
-    n = int(topo.n_router_links)
-    out = collections.defaultdict(list)
-    for lid, (s, d) in enumerate(zip(np.asarray(topo.link_src[:n]).tolist(), np.asarray(topo.link_dst[:n]).tolist())):
-        out[(s, d)].append(lid)
-    return dict(out)
 
 
 def ref_table(topo, pairs: PairSet, k: int, hop_limit=None) -> dict:

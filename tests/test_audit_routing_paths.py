@@ -32,27 +32,12 @@ from evaluator import routing as RT
 from evaluator import topology as T
 from evaluator.errors import ConfigError, ResourceError
 from evaluator.routing._paths import PairSet, path_table, router_graph, yen_paths
+from tests.helpers import digraph, link_map
 
 
 # --------------------------------------------------------------------------------------
 # references built here from the link arrays
 # --------------------------------------------------------------------------------------
-
-
-def link_map(topo) -> dict:
-    """``(x, y) -> [router-link ids]`` from ``link_src`` / ``link_dst`` (parallel links kept)."""
-    n = int(topo.n_router_links)
-    out = collections.defaultdict(list)
-    for lid, (s, d) in enumerate(zip(np.asarray(topo.link_src[:n]).tolist(), np.asarray(topo.link_dst[:n]).tolist())):
-        out[(s, d)].append(lid)
-    return dict(out)
-
-
-def digraph(topo) -> nx.DiGraph:
-    g = nx.DiGraph()
-    g.add_nodes_from(range(int(topo.n_routers)))
-    g.add_edges_from(link_map(topo))
-    return g
 
 
 def walk(topo, paths_weights, n_links) -> np.ndarray:
