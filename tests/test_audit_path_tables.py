@@ -422,3 +422,14 @@ def test_ecmp_hash_paths_equal_the_array_walk(kw):
             if want:
                 assert ls[want[0]] == a // m1 and ld[want[-1]] == d // m1
                 assert all(ld[x] == ls[y] for x, y in zip(want, want[1:]))
+
+
+def test_the_stated_budgets_and_delay_are_the_code_s():
+    """docs/routing_paths.md's budgets of the saved searches and the progress bar's delay, read from the code."""
+    from tests.claims import check_stated
+
+    doc = "docs/routing_paths.md"
+    check_stated(doc, r"past\s+([0-9]+) MB of search states", PP.PATH_STATE_BYTES / 1e6, "PATH_STATE_BYTES")
+    check_stated(doc, r"past ([0-9]+) MB of paths", PP.PATH_FOUND_BYTES / 1e6, "PATH_FOUND_BYTES")
+    check_stated(doc, r"A search that runs\s+more than ([0-9.]+) s \(`PROGRESS_DELAY_S`\)", PP.PROGRESS_DELAY_S,
+                 "PROGRESS_DELAY_S")

@@ -266,13 +266,13 @@ def check_hop_limit(hop_limit) -> int | None:
 
 
 
-PATH_STATE_BYTES = 256 << 20
+PATH_STATE_BYTES = 256_000_000
 """Budget of the Yen search states (:meth:`~evaluator.routing._yen._Yen.nbytes`) kept per topology: beyond it the
 least recently used pairs keep their found paths only (a later larger ``k`` searches such a pair again from scratch;
 its first paths do not depend on ``k``). A 16x16x16 torus permutation with k = 16 holds about 530 MB of states, a
 32x32x32 one about 8 GB."""
 
-PATH_FOUND_BYTES = 512 << 20
+PATH_FOUND_BYTES = 512_000_000
 """Budget of the found paths kept per topology (a tuple of ``L`` routers: ``56 + 8 L`` bytes a path); beyond it the
 least recently used pairs are forgotten (searched again when asked)."""
 

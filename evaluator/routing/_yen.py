@@ -110,7 +110,7 @@ class RouterGraph:
                 jump = jump[jump]
             d = np.full(self.n_routers, -1, np.int32)
             d[order] = hops[order]
-            if len(self._dist) > min(4096, max(64, (1 << 28) // (4 * self.n_routers))):
+            if len(self._dist) > min(4096, max(64, 256_000_000 // (4 * self.n_routers))):
                 self._dist.clear()
                 self._dist["rev"] = rev
             self._dist[t] = d
