@@ -22,6 +22,7 @@ from ._dragonfly import dragonfly_adaptive_bound as dragonfly_adaptive_bound
 from ._flow import BYTES_PER_NNZ as BYTES_PER_NNZ
 from ._flow import EDGE_AUTO_NNZ as EDGE_AUTO_NNZ
 from ._flow import certify_edge as certify_edge
+from ._flow import certify_edge_solution as certify_edge_solution
 from ._flow import METHODS as METHODS
 from ._flow import RouterDemand as RouterDemand
 from ._flow import edge_bound as edge_bound
@@ -50,6 +51,7 @@ from ._solvers import solve_pdhg as solve_pdhg
 
 __all__ = ["LP", "SOLVERS", "PDHG_OPTIMAL", "check_solved", "NotSolved", "pdhg_status",
            "METHODS", "METHOD", "CLASS_KINDS", "EDGE_AUTO_NNZ", "BYTES_PER_NNZ", "certify_edge",
+           "certify_edge_solution",
            "certify_path", "check_adaptive_size", "dual_link_lengths", "padded_size", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
            "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes", "adaptive_size",

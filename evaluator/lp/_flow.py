@@ -54,7 +54,8 @@ from ..topology import Topology
 from ._model1 import PathBound, bound_of, certify_path, z_from_objective
 from ._solvers import LP, check_solved, reached, solve, _check_solver
 
-__all__ = ["RouterDemand", "check_demand", "edge_size", "edge_lp", "edge_bound", "certify_edge", "garg_konemann",
+__all__ = ["RouterDemand", "check_demand", "edge_size", "edge_lp", "edge_bound", "certify_edge",
+           "certify_edge_solution", "garg_konemann",
            "optimal_bound",
            "METHODS", "EDGE_AUTO_NNZ"]
 
@@ -136,15 +137,55 @@ def _sources(demand: RouterDemand) -> tuple[np.ndarray, np.ndarray]:
     return src, inv
 
 
+COMMODITY_SPAN = 1e4
+"""The edge LP's commodities: a source router's pairs whose bytes lie within this factor of its largest pair share
+one commodity; pairs smaller still get their own (one more per further factor). Each commodity is normalised by
+its own total, so no pair's bytes enter the LP below ``1 / COMMODITY_SPAN`` of its commodity's (HiGHS drops matrix
+entries below 1e-9 and its tolerances are absolute: a 1-byte pair beside a 1 TB one was otherwise not routed)."""
+
+
+def _commodities(demand: RouterDemand) -> tuple[np.ndarray, np.ndarray]:
+    """``(source router of every commodity [C], commodity of every pair [pair])`` of the edge LP: one commodity
+    per source router and magnitude class (:data:`COMMODITY_SPAN`), sorted by source router."""
+    src = np.asarray(demand.src, np.int64).reshape(-1)
+    b = np.asarray(demand.nbytes, np.float64).reshape(-1)
+    if not src.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    _, sinv = np.unique(src, return_inverse=True)
+    top = np.zeros(int(sinv.max()) + 1)
+    np.maximum.at(top, sinv.reshape(-1), b)
+    k = np.floor(np.log10(top[sinv.reshape(-1)] / b) / math.log10(COMMODITY_SPAN)).astype(np.int64)
+    key, inv = np.unique(np.stack([src, np.maximum(k, 0)], axis=1), axis=0, return_inverse=True)
+    return key[:, 0], inv.reshape(-1)
+
+
+def _rate_scale(topology: Topology, demand: RouterDemand) -> float:
+    """``Z0`` (1/s), the edge LP's unit of Z: the smallest of every source router's out-capacity over its bytes,
+    every destination's in-capacity over its bytes and the fixed loads' limit (each an upper bound of the
+    optimum, so ``Z / Z0 <= 1``; no router link is loaded by more than its capacity at ``Z0`` by one commodity
+    alone unless it is the commodity's only way out)."""
+    E, R = int(topology.n_router_links), int(topology.n_routers)
+    cap_all = np.asarray(topology.capacity, dtype=np.float64)
+    cap = cap_all[:E]
+    out_cap = np.bincount(topology.link_src[:E], weights=cap, minlength=R)
+    in_cap = np.bincount(topology.link_dst[:E], weights=cap, minlength=R)
+    sent = np.bincount(demand.src, weights=demand.nbytes, minlength=R)
+    recv = np.bincount(demand.dst, weights=demand.nbytes, minlength=R)
+    z0 = min(float((out_cap[sent > 0] / sent[sent > 0]).min()), float((in_cap[recv > 0] / recv[recv > 0]).min()),
+             demand.z_fixed(cap_all))
+    return z0 if 0 < z0 < math.inf else float(cap.max()) / float(demand.nbytes.max())
+
+
 def edge_size(topology: Topology, demand: RouterDemand) -> dict[str, int]:
     """Size of the edge LP of ``demand`` on ``topology`` before it is built.
 
     ``vars = S*E + 1``, ``rows = S*R + E``, ``nnz = 2*S*E`` (conservation)
     ``+ S*E`` (capacity) ``+ pairs + S`` (the Z column); ``bytes`` =
     :data:`BYTES_PER_NNZ` per nonzero plus 64 per variable and row. ``S``:
-    source routers, ``E``: router links, ``R``: routers.
+    commodities (one per source router, more for a source whose pairs' bytes span more than
+    :data:`COMMODITY_SPAN`), ``E``: router links, ``R``: routers.
     """
-    S = int(np.unique(demand.src).size)
+    S = int(_commodities(demand)[0].size)
     E, R = int(topology.n_router_links), int(topology.n_routers)
     nnz = 3 * S * E + demand.n_pairs + S
     n_vars, rows = S * E + 1, S * R + E
@@ -153,36 +194,43 @@ def edge_size(topology: Topology, demand: RouterDemand) -> dict[str, int]:
 
 
 def _describe(size: dict[str, int]) -> str:
-    return (f"the edge LP ({size['sources']:,} sources x router links: {size['vars']:,} variables, "
+    return (f"the edge LP ({size['sources']:,} commodities x router links: {size['vars']:,} variables, "
             f"{size['rows']:,} rows, {size['nnz']:,} nonzeros)")
 
 
 def edge_lp(topology: Topology, demand: RouterDemand) -> LP:
-    """The edge (arc-flow) formulation as a scaled :class:`LP`; variables ``[f[s, e] (source-major), Z]``."""
+    """The edge (arc-flow) formulation as a scaled :class:`LP`; variables ``[g[k, e] (commodity-major), z]``.
+
+    Scaled so that every coefficient is O(1) whatever the bytes and bandwidths (one commodity per source router
+    and magnitude class, :func:`_commodities`): ``f[k, e] = Z0 * total_k * g[k, e]`` bytes/s (``total_k``: the
+    commodity's bytes, ``Z0``: :func:`_rate_scale`), ``Z = Z0 * z`` (``lp.scale = Z0``); conservation ``N g_k =
+    z * (1 at the source, -bytes / total_k at each destination)``; every capacity row divided by its capacity,
+    ``sum_k (Z0 total_k / c_e) g[k, e] <= 1``, so its dual over ``c_e`` is the link's length
+    (:func:`certify_edge_solution`)."""
     E, R = int(topology.n_router_links), int(topology.n_routers)
     cap_all = np.asarray(topology.capacity, dtype=np.float64)
     cap = cap_all[:E]
-    src_r, inv = _sources(demand)
+    src_r, inv = _commodities(demand)
     S = src_r.size
-    c_max = float(cap.max())
-    d_max = float(demand.nbytes.max())
+    z0 = _rate_scale(topology, demand)
+    totals = np.bincount(inv, weights=demand.nbytes, minlength=S)
     # node-arc incidence N[v, e] = +1 if e leaves v, -1 if it enters v
     ls, ld = topology.link_src[:E], topology.link_dst[:E]
     N = sp.csr_matrix((np.r_[np.ones(E), -np.ones(E)], (np.r_[ls, ld], np.r_[np.arange(E), np.arange(E)])),
                       shape=(R, E))
-    # Z column: -(total_s at s, -D[s, v] at v) / d_max
+    # z column: -(1 at s, -bytes / total at v)
     rows = np.r_[inv * R + demand.dst, np.arange(S) * R + src_r]
-    totals = np.bincount(inv, weights=demand.nbytes, minlength=S)
-    vals = np.r_[demand.nbytes, -totals] / d_max
+    vals = np.r_[demand.nbytes / totals[inv], -np.ones(S)]
     zcol = sp.csr_matrix((vals, (rows, np.zeros(rows.size, np.int64))), shape=(S * R, 1))
     A_eq = sp.hstack([sp.kron(sp.identity(S, format="csr"), N, format="csr"), zcol], format="csr")
-    A_ub = sp.hstack([sp.kron(np.ones((1, S)), sp.identity(E, format="csr"), format="csr"),
+    A_ub = sp.hstack([sp.csr_matrix(((z0 * totals[:, None] / cap[None, :]).ravel(),
+                                     (np.tile(np.arange(E), S), np.arange(S * E))), shape=(E, S * E)),
                       sp.csr_matrix((E, 1))], format="csr")
     ub = np.full(S * E + 1, np.inf)
-    ub[-1] = demand.z_fixed(cap_all) * d_max / c_max
+    ub[-1] = demand.z_fixed(cap_all) / z0
     c = np.zeros(S * E + 1)
     c[-1] = -1.0
-    return LP(c, A_eq, np.zeros(S * R), A_ub, cap / c_max, ub, scale=c_max / d_max)
+    return LP(c, A_eq, np.zeros(S * R), A_ub, np.ones(E), ub, scale=z0)
 
 
 def _no_demand(method: str, solver: str) -> PathBound:
@@ -204,17 +252,19 @@ def _demand_table(topology: Topology, demand: RouterDemand) -> tuple[np.ndarray,
 
 
 def certify_edge(topology: Topology, demand: RouterDemand, z_primal: float,
-                 lengths: Float[np.ndarray, "router_link"] | None
-                 ) -> tuple[float, float]:
+                 lengths: Float[np.ndarray, "router_link"] | None,
+                 flows: Float[np.ndarray, "commodity router_link"] | None = None) -> tuple[float, float]:
     """A certified interval ``(z_lower, z_upper)`` of the all-paths optimum from an edge LP's answer.
 
     ``z_upper``: the dual bound of :func:`_dual_bound` (weak duality, valid
     for any link lengths >= 0) with the solver's capacity duals as lengths
     (their absolute values: HiGHS's marginals are <= 0, MPAX's multipliers
     >= 0), and the fixed loads' own limit ``min_l c_l / fixed_l``; ``inf``
-    when the duals carry no length. ``z_lower``: the solver's primal value
-    (feasible to its tolerance; pass 0 for a solve that did not reach it),
-    never above ``z_upper``.
+    when the duals carry no length. ``z_lower``: with ``flows`` (bytes/s of every commodity of
+    :func:`_commodities` on every router link), the rate of a flow rebuilt from them that is feasible whatever
+    the solver's tolerances (:func:`_feasible_rate`: ``z_primal`` is its target); without, the solver's primal
+    value ``z_primal`` as given. Pass ``z_primal = 0`` for a solve that did not reach its optimum (no feasible
+    side). Never above ``z_upper``.
     """
     cap_all = np.asarray(topology.capacity, dtype=np.float64)
     upper = demand.z_fixed(cap_all)
@@ -223,13 +273,68 @@ def certify_edge(topology: Topology, demand: RouterDemand, z_primal: float,
         if ln.size and ln.max() > 0:
             src_r, D = _demand_table(topology, demand)
             upper = min(upper, _dual_bound(topology, ln, cap_all[: int(topology.n_router_links)], src_r, D)[0])
-    return min(z_primal, upper), upper
+    lower = z_primal
+    if flows is not None and z_primal > 0:
+        lower = min(_feasible_rate(topology, demand, flows, z_primal), demand.z_fixed(cap_all))
+    return min(lower, upper), upper
+
+
+def _feasible_rate(topology: Topology, demand: RouterDemand, flows: np.ndarray, z_target: float) -> float:
+    """The rate Z (1/s) of a feasible flow rebuilt from an edge LP's commodity flows ``flows [C, E]`` (bytes/s).
+
+    Negative flows are dropped. At every router but its source a commodity's inflow minus outflow is what it
+    delivers there (a flow whose other routers all receive at least what they send decomposes into paths from
+    the source and cycles); a router that sends more than it receives (a leak the solver's tolerance allowed) is
+    sent the difference from the source, and every pair that received less than ``z_target * bytes`` is sent
+    the rest, both on the source's shortest path (lengths ``1 / capacity``). Every pair then moves at least
+    ``z_target * bytes``; scaled by the worst ``load / capacity`` of the router links, the flow is feasible:
+    ``Z = z_target / max_e load_e / c_e`` (0 when the flows are not finite).
+    """
+    E, R = int(topology.n_router_links), int(topology.n_routers)
+    cap = np.asarray(topology.capacity, dtype=np.float64)[:E]
+    src_r, inv = _commodities(demand)
+    S = src_r.size
+    f = np.asarray(flows, dtype=np.float64).reshape(S, E)
+    if not np.isfinite(f).all():
+        return 0.0
+    f = np.maximum(f, 0.0)
+    ls, ld = topology.link_src[:E], topology.link_dst[:E]
+    into = sp.csr_matrix((np.ones(E), (np.arange(E), ld)), shape=(E, R))
+    out = sp.csr_matrix((np.ones(E), (np.arange(E), ls)), shape=(E, R))
+    excess = np.asarray((into.T @ f.T).T - (out.T @ f.T).T)
+    excess[np.arange(S), src_r] = 0.0
+    want = np.zeros((S, R))
+    np.add.at(want, (inv, demand.dst), z_target * demand.nbytes)
+    extra = np.maximum(-excess, 0.0) + np.maximum(want - np.maximum(excess, 0.0), 0.0)
+    extra[np.arange(S), src_r] = 0.0
+    load = f.sum(axis=0)
+    if extra.any():
+        load = load + _tree_flows(topology, _trees(topology, 1.0 / cap, src_r), src_r, extra)[0]
+    worst = float(np.max(load / cap))
+    return z_target / worst if worst > 0 else math.inf
+
+
+def certify_edge_solution(topology: Topology, demand: RouterDemand, lp: LP, x: Float[np.ndarray, "var"] | None,
+                          ub_dual: Float[np.ndarray, "router_link"] | None, z_primal: float) -> tuple[float, float]:
+    """:func:`certify_edge` of a solution of :func:`edge_lp` ``lp``: its variables ``x`` back in bytes/s per
+    commodity and link, its capacity rows' duals ``ub_dual`` back to link lengths (each row was divided by its
+    capacity: the length is the dual over the capacity)."""
+    E = int(topology.n_router_links)
+    cap = np.asarray(topology.capacity, dtype=np.float64)[:E]
+    src_r, inv = _commodities(demand)
+    totals = np.bincount(inv, weights=demand.nbytes, minlength=src_r.size)
+    flows = None
+    if x is not None:
+        flows = np.asarray(x, dtype=np.float64)[: src_r.size * E].reshape(src_r.size, E) * (lp.scale * totals[:, None])
+    lengths = None if ub_dual is None else np.abs(np.asarray(ub_dual, dtype=np.float64)[:E]) / cap
+    return certify_edge(topology, demand, z_primal, lengths, flows)
 
 
 def edge_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") -> PathBound:
     """Maximum concurrent flow by the edge LP; refused before it is built when it would not fit in memory.
 
-    The answer is certified by :func:`certify_edge` (``z_upper`` from the LP's capacity duals)."""
+    The answer is certified on both sides by :func:`certify_edge_solution` (``z_upper`` from the LP's capacity
+    duals, ``z`` from a flow rebuilt from its flows)."""
     _check_solver(solver)
     check_demand(topology, demand)
     if demand.n_pairs == 0:
@@ -246,7 +351,7 @@ def edge_bound(topology: Topology, demand: RouterDemand, solver: str = "highs") 
     # an unconverged PDHG primal is no feasible flow (its Z may exceed the optimum): no feasible side, its duals
     # still certify the upper side
     z = z_from_objective(lp, sol.objective) if reached(sol) else 0.0
-    lo, up = certify_edge(topology, demand, z, sol.ub_dual)
+    lo, up = certify_edge_solution(topology, demand, lp, sol.x, sol.ub_dual, z)
     return bound_of(lo, up, np.zeros(0), "edge", sol.solver)
 
 
@@ -371,10 +476,14 @@ def _dual_bound(topology: Topology, length: np.ndarray, cap: np.ndarray, src_r, 
     Weak LP duality of the concurrent flow LP, valid for every ``l >= 0``
     (with ``pi_q = dist_l(q)`` the dual constraints hold; scaling ``l`` to
     ``sum D dist_l = 1`` gives a dual feasible point of objective ``sum l c``).
-    Zero lengths are raised to ``1e-12 * max(l)`` (Dijkstra needs ``l > 0``),
-    and the bound is computed with the raised lengths (still ``>= 0``).
+    Zero lengths are raised to ``1e-12 * sum(l c) / (E c_e)`` (Dijkstra needs ``l > 0``; relative to each
+    link's capacity, so that the raised lengths add at most ``1e-12`` of ``sum l c`` whatever the spread of the
+    capacities: ``1e-12 * max(l)`` on a 1e13 B/s link beside 1e3 B/s ones added 4% to the bound), and the bound
+    is computed with the raised lengths (still ``>= 0``).
     """
-    length = np.maximum(length, 1e-12 * float(length.max()))
+    lc = float(length @ cap)
+    floor = 1e-12 * lc / (cap.size * cap) if lc > 0 else np.full(cap.size, 1e-12 * float(length.max()))
+    length = np.maximum(length, np.maximum(floor, 1e-300))
     trees = _trees(topology, length, src_r)
     alpha = float((D * np.where(D > 0, trees[0], 0.0)).sum())
     return (float(length @ cap) / alpha if alpha > 0 else math.inf), trees

@@ -54,7 +54,7 @@ from ..errors import ConfigError, available_memory, check_memory
 from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_size, dragonfly_adaptive_bound, edge_lp,
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
 from ..lp import METHOD as ADAPTIVE_METHOD
-from ..lp import BYTES_PER_NNZ, certify_edge, certify_path, check_adaptive_size, dual_link_lengths, padded_size
+from ..lp import BYTES_PER_NNZ, certify_edge_solution, certify_path, check_adaptive_size, dual_link_lengths, padded_size
 from ..lp import PDHG_OPTIMAL, NotSolved, check_solved, pdhg_status
 from ..lp.bounds import BoundResult, bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
@@ -408,5 +408,6 @@ def _lp_of(topo, demand: RouterDemand, method: str, key: int):
     size = edge_size(topo, demand)
     if size["bytes"] > 0.8 * available_memory():
         return None, optimal_bound(topo, demand, "edge", "highs")  # raises the edge LP's ResourceError
-    return _Instance(key, edge_lp(topo, demand), "edge",
-                     lambda x, ub_dual, z: certify_edge(topo, demand, z, ub_dual)), None
+    elp = edge_lp(topo, demand)
+    return _Instance(key, elp, "edge",
+                     lambda x, ub_dual, z: certify_edge_solution(topo, demand, elp, x, ub_dual, z)), None
