@@ -208,6 +208,19 @@ def link_blocks(topology: Topology) -> tuple[tuple[int, int, tuple[int, ...]], .
     return tuple(blocks)
 
 
+def _own(divisor, like):
+    """``divisor`` (the network's, shared by every point of a batch) as a value of this point (``like``: an array
+    of the point of the same shape), so that ``x / _own(divisor, x)`` is the correctly rounded quotient under
+    ``vmap`` too: there the shared divisor is a broadcast, and XLA turns a division by a broadcast into a product
+    with its rounded reciprocal (``0.0 * like`` is not folded away: IEEE's ``0 * inf`` is NaN; one fused
+    multiply-add per link, nothing stored). Until 2026-12-07 a point's ``completion_time`` could differ in its last
+    bit between :func:`evaluator.evaluate` (or blocks of one point) and a block of several points of
+    :func:`evaluator.evaluate_batch` or a sweep's chunk: a 4x4 torus at 3 GB/s, a random permutation of 16 tasks of
+    7,654,321 bytes, 0.0038271605 s in chunks of 1, 0.0038271604999999998 s in chunks of 5 or 64
+    (tests/test_audit_execution_shapes.py)."""
+    return divisor + 0.0 * like
+
+
 def _worst_link(net: NetworkArrays, loads, blocks):
     """``(bottleneck link, completion time, max load per pattern position)``.
 
@@ -222,16 +235,17 @@ def _worst_link(net: NetworkArrays, loads, blocks):
     smaller load may round to the same time).
     """
     n = loads.shape[0]
+    cap = _own(net.capacity, loads)
     if blocks is None:
-        worst, t = first_argmax(loads / net.capacity)
+        worst, t = first_argmax(loads / cap)
         return worst, t, None
     col_max = jnp.concatenate([loads[lo:hi].reshape(-1, len(c)).max(axis=0) for lo, hi, c in blocks])
     # the capacities as the network's runtime values, and element by element: XLA may turn a division by a
     # constant or a broadcast scalar into a product with its rounded reciprocal, which rounds differently
     col_cap = take(net.capacity, np.array([lo + k for lo, _, c in blocks for k in range(len(c))], np.int32))
-    t = (col_max / col_cap).max()
+    t = (col_max / _own(col_cap, col_max)).max()
     pos = jnp.arange(n, dtype=jnp.int32)
-    worst = jnp.min(jnp.where(loads / net.capacity == t, pos, n))
+    worst = jnp.min(jnp.where(loads / cap == t, pos, n))
     return jnp.minimum(worst, n - 1), t, col_max
 
 

@@ -19,7 +19,7 @@ sums a point's flows padded to the flow bucket of its batch, and XLA's vectorise
 padded length: the last bits may change with the batch's other traffics (within ``TOL["rel_sum"]``). Link loads
 (a scatter in flow order), ``completion_time``, ``mean_hops`` and the bottleneck stay bit for bit.
 
-Defect found (fixed in evaluator/_batch/compiled.py): under ``vmap`` XLA turned ``max_load / capacity`` into a
+Defect found (fixed in evaluator/kernel.py, _own): under ``vmap`` XLA turned ``max_load / capacity`` into a
 product with the capacity's rounded reciprocal (the capacities are one row shared by every point), so
 ``completion_time`` was the correctly rounded quotient only when a step held one point: ``evaluate`` and
 ``evaluate_batch(block_size=1)`` gave one number, blocks of 2 or more (and a sweep's chunks of 2 or more) another,

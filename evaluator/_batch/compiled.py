@@ -67,28 +67,17 @@ def _count(task_node, n_valid):
     return np.int32(task_node.shape[0] if n_valid is None else n_valid)
 
 
-def _map(f, net, xs, n_valid, step: int):
-    """``f(net, x)`` over the first ``n_valid`` points of ``xs``, ``step`` points at a time (``vmap`` of ``f``).
+def _map(f, xs, n_valid, step: int):
+    """``f`` over the first ``n_valid`` points of ``xs``, ``step`` points at a time (``vmap`` of ``f``).
 
     A loop with a dynamic trip count (``ceil(n_valid / step)`` steps; the
     block's size is a multiple of ``step``): a block padded to its compiled
     size costs no work for its padding, whose rows stay zero.
-
-    The links' capacities go to ``f`` as one row per point of the step (``net.capacity``, ``[step, link]`` behind an
-    optimisation barrier), not as the one row every point shares: XLA rewrites a division by a broadcast operand
-    into a product with its rounded reciprocal, so under ``vmap`` a point's ``completion_time`` (its largest load
-    over its link's capacity) was the correctly rounded quotient only when the step held one point. Until
-    2026-12-07 the same point gave another last bit by :func:`evaluator.evaluate` than in a block of
-    :func:`evaluator.evaluate_batch` or a sweep's chunk: a 4x4 torus at 3 GB/s, a random permutation of 16 tasks of
-    7,654,321 bytes, 0.0038271605 s with ``sweep.chunk_size=1`` and 0.0038271604999999998 s with chunks of 5 or 64
-    (tests/test_audit_execution_shapes.py).
     """
     n = jax.tree_util.tree_leaves(xs)[0].shape[0]
     n_steps = n // step
     blocks = jax.tree_util.tree_map(lambda x: x.reshape((n_steps, step) + x.shape[1:]), xs)
-    caps = jax.lax.optimization_barrier(jnp.broadcast_to(net.capacity, (step,) + net.capacity.shape))
-    vf = jax.vmap(lambda x, cap: f(net._replace(capacity=cap), x))
-    g = jax.jit(lambda x: vf(x, caps))  # traced once: the shapes below and the loop body share the trace
+    g = jax.jit(jax.vmap(f))  # traced once: the shapes below and the loop body share the trace (XLA inlines it)
 
     def at(i):
         return jax.tree_util.tree_map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False), blocks)
@@ -167,14 +156,14 @@ class Kernels:
 
     def __init__(self, point, dense_point, identity=None):
         def per_point(net, points, n_valid, step):
-            return _map(point, net, points, n_valid, step)
+            return _map(lambda pt: point(net, pt), points, n_valid, step)
 
         def shared(net, task_node, src, dst, nbytes, n_senders, n_valid, step):
-            return _map(lambda nt, tn: point(nt, PointInputs(tn, src, dst, nbytes, n_senders)), net, task_node,
-                        n_valid, step)
+            return _map(lambda tn: point(net, PointInputs(tn, src, dst, nbytes, n_senders)), task_node, n_valid,
+                        step)
 
         def dense(net, points, n_valid, step):
-            return _map(dense_point, net, points, n_valid, step)
+            return _map(lambda pt: dense_point(net, pt), points, n_valid, step)
 
         self._options = dict(COMPILER_OPTIONS)  # what the jits below compile with (and what the store's key holds)
         opts = dict(self._options) or None
