@@ -73,7 +73,8 @@ for name, rt in [("minimal", "minimal"), ("valiant", "valiant"), ("ugal", R.ugal
     out["df_" + name] = sig(ev.evaluate(df, trd, pld, rt))
 ft = fat_tree([4, 4], [1, 2])
 trf, plf = T.random_permutation(16, 1e6, seed=2), P.fully_random(ft, 16, seed=4)
-for name, rt in [("ecmp", R.ecmp(seed=11)), ("dmodk", R.dmodk()), ("ksp", R.kshortest(4)), ("adaptive", R.ft_adaptive())]:
+for name, rt in [("ecmp", R.ecmp(seed=11)), ("dmodk", R.dmodk()), ("ksp", R.kshortest(4)),
+                 ("adaptive", R.ft_adaptive())]:
     out["ft_" + name] = sig(ev.evaluate(ft, trf, plf, rt))
 b = ev.evaluate_batch(df, "minimal", [trd, T.all_to_all(16, 1e3), flows(16, 40, 9)],
                       [P.fully_random(df, 16, seed=s) for s in range(3)], keep_link_load=True)

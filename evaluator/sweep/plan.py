@@ -404,7 +404,8 @@ def _check_conflicts(overrides, axes: list[Axis]) -> None:
     swept = {k for ax in axes for k in ax.keys}
     for ov in overrides:
         key = ov.split("=", 1)[0].lstrip("+~")
-        hit = key if key in swept else next((s for s in sorted(swept) if s not in GROUPS and key.startswith(s + ".")), None)
+        hit = key if key in swept else next((s for s in sorted(swept)
+                                             if s not in GROUPS and key.startswith(s + ".")), None)
         if hit is not None:
             raise ConfigError("sweep.axes", key, "keys that are not also overridden on the command line",
                               f"'{ov}' conflicts with the sweep axis on '{hit}'. Drop the override or the axis.")
