@@ -32,7 +32,9 @@ from ._flow import garg_konemann as garg_konemann
 from ._flow import optimal_bound as optimal_bound
 from ._model1 import PathBound as PathBound
 from ._model1 import certify_path as certify_path
+from ._model1 import certify_path_solution as certify_path_solution
 from ._model1 import dual_link_lengths as dual_link_lengths
+from ._model1 import path_flows as path_flows
 from ._model1 import path_lp as path_lp
 from ._model1 import solve_path_lp as solve_path_lp
 from ._model1 import z_from_objective as z_from_objective
@@ -51,7 +53,7 @@ from ._solvers import solve_pdhg as solve_pdhg
 
 __all__ = ["LP", "SOLVERS", "PDHG_OPTIMAL", "check_solved", "NotSolved", "pdhg_status",
            "METHODS", "METHOD", "CLASS_KINDS", "EDGE_AUTO_NNZ", "BYTES_PER_NNZ", "certify_edge",
-           "certify_edge_solution",
+           "certify_edge_solution", "certify_path_solution", "path_flows",
            "certify_path", "check_adaptive_size", "dual_link_lengths", "padded_size", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
            "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes", "adaptive_size",

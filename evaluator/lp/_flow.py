@@ -492,25 +492,27 @@ def _dual_bound(topology: Topology, length: np.ndarray, cap: np.ndarray, src_r, 
 def _restricted(cols: _Columns, dq: np.ndarray, cap: np.ndarray):
     """Solve the path LP over the collected paths (HiGHS): ``(certified lower bound of Z, dual lengths)``.
 
-    The lower bound is rebuilt from HiGHS's flows, not taken from its
+    The LP is :func:`~evaluator.lp._model1.path_lp`'s, scaled per pair's magnitude and per capacity (HiGHS's
+    tolerances are absolute: with one scale for all, a 500-byte pair on 1e3 B/s links beside a 1e12-byte one on
+    1e13 B/s links was below them, and the rounds stopped at [0.05 s, 0.12 s] for the optimum 0.0625 s). The
+    lower bound is rebuilt from HiGHS's flows (back in bytes/s), not taken from its
     objective: negative flows are dropped, every pair gets ``Z_q = sum f / d_q``
     and the flow is scaled by its worst link, so the value is that of a
     feasible flow whatever the solver's tolerances. The lengths are the
-    marginals of the capacity rows (>= 0; 0 on links no path uses).
+    marginals of the capacity rows over the factor each row was divided by (>= 0; 0 on links no path uses).
     """
-    from ._model1 import path_lp
+    from ._model1 import dual_link_lengths, path_flows, path_lp
     from ._solvers import solve_highs
 
     E = cap.size
     inc = cols.incidence(E)
-    lp = path_lp(inc, np.asarray(cols.pair, np.int64), dq, cap)
+    pair = np.asarray(cols.pair, np.int64)
+    lp = path_lp(inc, pair, dq, cap)
     sol = solve_highs(lp)
     if not np.isfinite(sol.objective):
         return 0.0, None
-    lower, _ = certify_path(inc, np.asarray(cols.pair, np.int64), dq, cap, None, sol.x[: inc.shape[1]], None)
-    used = np.diff(inc.tocsr().indptr) > 0
-    length = np.zeros(E)
-    length[used] = np.maximum(-sol.ub_dual, 0.0)
+    lower, _ = certify_path(inc, pair, dq, cap, None, path_flows(lp, sol.x), None)
+    length = dual_link_lengths(np.minimum(sol.ub_dual, 0.0), E, inc.tocsr(), lp)
     return lower, (length if length.any() else None)
 
 

@@ -53,6 +53,9 @@ class LP:
 
     ``scale`` converts the optimal objective back to the formulation's
     units (the formulation's own meaning; e.g. ``Z = -objective * scale``).
+    ``x_unit`` (per variable) and ``ub_unit`` (per ``A_ub`` row), where a formulation sets them: a variable's
+    value in the formulation's units is ``x * x_unit``, and the row was divided by ``ub_unit`` (the dual of the
+    unscaled row is the solver's over ``ub_unit``); ``None``: 1.
     """
 
     c: Float[np.ndarray, "var"]
@@ -62,6 +65,8 @@ class LP:
     b_ub: Float[np.ndarray, "ub_row"]
     ub: Float[np.ndarray, "var"]
     scale: float = 1.0
+    x_unit: Float[np.ndarray, "var"] | None = None
+    ub_unit: Float[np.ndarray, "ub_row"] | None = None
 
     @property
     def n_vars(self) -> int:

@@ -54,7 +54,7 @@ from ..errors import ConfigError, available_memory, check_memory
 from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_size, dragonfly_adaptive_bound, edge_lp,
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
 from ..lp import METHOD as ADAPTIVE_METHOD
-from ..lp import BYTES_PER_NNZ, certify_edge_solution, certify_path, check_adaptive_size, dual_link_lengths, padded_size
+from ..lp import BYTES_PER_NNZ, certify_edge_solution, certify_path_solution, check_adaptive_size, padded_size
 from ..lp import PDHG_OPTIMAL, NotSolved, check_solved, pdhg_status
 from ..lp.bounds import BoundResult, bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
@@ -390,11 +390,9 @@ def _lp_of(topo, demand: RouterDemand, method: str, key: int):
         if not gbytes.size:
             return None, dragonfly_adaptive_bound(topo, demand, "highs", router)
         lp = path_lp(inc, pair, gbytes, cap, fixed)
-        c_max = float(cap.max())
 
-        def certify(x, ub_dual, _z):
-            flow = np.asarray(x[: lp.n_vars - 1]) * c_max
-            return certify_path(inc, pair, gbytes, cap, fixed, flow, dual_link_lengths(ub_dual, cap.size, inc))
+        def certify(x, ub_dual, _z):  # flows and duals back from the LP's per-pair and per-row units
+            return certify_path_solution(lp, inc, pair, gbytes, cap, fixed, x, ub_dual)
 
         return _Instance(key, lp, method, certify), None
     if demand.n_pairs == 0:
