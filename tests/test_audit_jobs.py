@@ -425,3 +425,28 @@ def test_a_job_the_background_blocks_has_no_interference_of_1():
     assert np.isnan(inter[2, :2]).all() and inter[2, 2] == 1.0 and np.isnan(ds.slowdown.values[2])
     assert inter[0, 1] == pytest.approx(2.0) and inter[1, 0] == pytest.approx(2.0)
     assert any(line.startswith("worst pair  a slowed 2") for line in job_summary_lines(ds))
+
+
+def test_a_background_that_fills_a_link_up_to_rounding_blocks_it(monkeypatch):
+    """Six background flows of a sixth of every link's capacity (1 GB/s links: the float sum 1.2e-7 B/s below
+    it): the links are full, and a job that needs them never finishes, in the speeds model and under max-min
+    (it had the finite time of the 1.2e-7 B/s left)."""
+    import evaluator.jobs._evaluate as E
+
+    topo = ev.torus((4,), link_bandwidth=1e9, injection_bandwidth=1e9)
+
+    def full(topology, background, nodes, routing):
+        rate = np.zeros(topology.n_links)
+        for _ in range(6):
+            rate += np.asarray(topology.capacity, dtype=np.float64) / 6
+        return rate
+
+    monkeypatch.setattr(E, "background_rates", full)
+    cap = np.asarray(topo.capacity, dtype=np.float64)
+    assert (full(topo, None, None, None) < cap).all() and (cap - full(topo, None, None, None) > 0).all()
+    job = Job(TR.all_to_all(2, 1e6), P.explicit(topo, np.array([0, 2])), name="a")
+    for sharing in ("bound", "max_min"):
+        ds = evaluate_jobs(topo, [job], "dor", background=Background(0.1), sharing=sharing)
+        assert np.isinf(float(ds.completion_time[0])) and str(ds.blocked_reason.values[0]), sharing
+        if sharing == "max_min":
+            assert np.isinf(float(ds.time_max_min[0]))

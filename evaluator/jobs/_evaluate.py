@@ -31,7 +31,7 @@ from ..routing import Routing, require_linear
 from ..topology import Topology
 from ..traffic import AbstractTraffic, random_permutation
 from ..traffic.base import dense
-from .sharing import share
+from .sharing import REL_TIE, share
 
 __all__ = ["Job", "Background", "BACKGROUND_PATTERNS", "check_background", "evaluate_jobs", "background_rates"]
 
@@ -247,12 +247,21 @@ def evaluate_jobs(
     bg_rate, bg_label = _background_rates(topology, jobs, background, routing, routings)  # (refusals first)
     loads, kernel_times = _phase_loads(topology, jobs, routings, block_size, chunk_size)
     cap = np.asarray(topology.capacity, dtype=np.float64)
-    left = cap - bg_rate
+    left = _left(cap, bg_rate)
     solo = _solo_times(topology, loads, kernel_times, bg_rate, left, names)
     return _jobs_dataset(topology, jobs, routings, names, loads, (bg_rate, bg_label, left), solo,
                          _together(loads, solo[0], left, bool(interference)),
                          dict(keep_link_load=keep_link_load, sharing=sharing, fairness=fairness,
                               exclusive_nodes=exclusive_nodes))
+
+
+def _left(cap: np.ndarray, bg_rate: np.ndarray) -> np.ndarray:
+    """The capacity the background leaves each link (bytes/s); a link it fills up to rounding (within
+    :data:`~evaluator.jobs.sharing.REL_TIE` of its capacity) is full, left 0, and a job that needs it never finishes
+    (``blocked_reason`` says why). Until 2026-12-07 six background flows of a sixth of a 1 GB/s link's capacity,
+    whose float sum is 1.2e-7 B/s below it, left that and the job a finite, meaningless time."""
+    left = cap - bg_rate
+    return np.where(left <= REL_TIE * cap, np.minimum(left, 0.0), left)
 
 
 def _jobs_dataset(topology, jobs, routings, names, loads, bg, solo, shared, opts: dict) -> xr.Dataset:
