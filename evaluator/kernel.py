@@ -212,13 +212,13 @@ def _own(divisor, like):
     """``divisor`` (the network's, shared by every point of a batch) as a value of this point (``like``: an array
     of the point of the same shape), so that ``x / _own(divisor, x)`` is the correctly rounded quotient under
     ``vmap`` too: there the shared divisor is a broadcast, and XLA turns a division by a broadcast into a product
-    with its rounded reciprocal (``0.0 * like`` is not folded away: IEEE's ``0 * inf`` is NaN; one fused
-    multiply-add per link, nothing stored). Until 2026-12-07 a point's ``completion_time`` could differ in its last
+    with its rounded reciprocal (``0.0 * like`` is not folded away: IEEE's ``0 * inf`` is NaN; ``like``'s
+    non-finite entries, an unconnected pair's infinite load of TAGO, count 0; fused, nothing stored). Until 2026-12-07 a point's ``completion_time`` could differ in its last
     bit between :func:`evaluator.evaluate` (or blocks of one point) and a block of several points of
     :func:`evaluator.evaluate_batch` or a sweep's chunk: a 4x4 torus at 3 GB/s, a random permutation of 16 tasks of
     7,654,321 bytes, 0.0038271605 s in chunks of 1, 0.0038271604999999998 s in chunks of 5 or 64
     (tests/test_audit_execution_shapes.py)."""
-    return divisor + 0.0 * like
+    return divisor + 0.0 * jnp.where(jnp.isfinite(like), like, 0.0)
 
 
 def _worst_link(net: NetworkArrays, loads, blocks):
