@@ -308,8 +308,11 @@ def _feasible_rate(topology: Topology, demand: RouterDemand, flows: np.ndarray, 
     extra = np.maximum(-excess, 0.0) + np.maximum(want - np.maximum(excess, 0.0), 0.0)
     extra[np.arange(S), src_r] = 0.0
     load = f.sum(axis=0)
-    if extra.any():
-        load = load + _tree_flows(topology, _trees(topology, 1.0 / cap, src_r), src_r, extra)[0]
+    if extra.any():  # one tree per source router (its commodities' extras summed: the tree flows are linear)
+        srcs, back = np.unique(src_r, return_inverse=True)
+        by_src = np.zeros((srcs.size, R))
+        np.add.at(by_src, back.reshape(-1), extra)
+        load = load + _tree_flows(topology, _trees(topology, 1.0 / cap, srcs), srcs, by_src)[0]
     worst = float(np.max(load / cap))
     return z_target / worst if worst > 0 else math.inf
 
