@@ -26,3 +26,23 @@ def test_every_listed_test_is_defined_where_its_id_says():
         if not f.exists() or not re.search(rf"^\s*def {re.escape(func)}\(", f.read_text(), re.M):
             stale.append(nid)
     assert not stale, f"renamed or removed (regenerate the list: tests/slow_tests.py): {stale[:10]}"
+
+
+def test_regenerating_keeps_one_header_the_listed_tests_and_the_hand_lines(tmp_path, monkeypatch):
+    """A second regeneration wrote a second header (the header's own text held '# by hand'), and a test listed
+    from an earlier run dropped out when it ran under SLOW_S in the next one."""
+    import tests.slow_tests as st
+
+    monkeypatch.setattr(st, "LIST", tmp_path / "slow.txt")
+    st.LIST.write_text(st.HEADER + "\ntests/test_a.py::test_old  # 0.9 s\ntests/test_a.py::test_mine  # by hand\n")
+    junit = tmp_path / "suite.xml"
+    junit.write_text('<testsuites><testsuite><testcase classname="tests.test_a" name="test_new" time="0.7"/>'
+                     '<testcase classname="tests.test_a" name="test_quick" time="0.1"/>'
+                     '<testcase classname="tests.test_a" name="test_old" time="0.2"/></testsuite></testsuites>')
+    for _ in range(2):
+        assert st.write(junit) == 3
+    text = st.LIST.read_text()
+    assert text.count("# generated") == 1
+    assert st.listed() == {"tests/test_a.py::test_new", "tests/test_a.py::test_old", "tests/test_a.py::test_mine"}
+    assert st.write(junit, keep=False) == 2
+    assert st.listed() == {"tests/test_a.py::test_new", "tests/test_a.py::test_mine"}
