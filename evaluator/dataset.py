@@ -108,7 +108,7 @@ METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
 
 def metric_values(xp, completion_time, total_bytes, off_node_bytes, hop_bytes, n_senders, bottleneck_class,
-                  bottleneck_link) -> dict[str, Any]:
+                  bottleneck_link, hold=None) -> dict[str, Any]:
     """The formulas of :data:`METRICS` and of the bottleneck (DESIGN.md "Metrics"), written once for an array
     namespace ``xp``: ``jax.numpy`` in the kernel (one point), NumPy where phases are combined (``[point]`` arrays).
 
@@ -120,17 +120,20 @@ def metric_values(xp, completion_time, total_bytes, off_node_bytes, hop_bytes, n
     ``effective_injection_bandwidth`` = total / senders / time (bytes/s;
     inf when bytes go in no time, NaN when nothing is sent), ``mean_hops`` =
     hop bytes / off-node bytes (0 when nothing leaves a node), and the
-    bottleneck -1 when no link is used (time 0).
+    bottleneck -1 when no link is used (time 0). ``hold`` (the kernel's): applied to total / senders before it
+    is divided by the time, so that a compiler cannot merge the two divisions into total / (senders * time).
     """
     busy = completion_time > 0
     safe = xp.where(busy, completion_time, 1.0)
     empty = xp.where(total_bytes > 0, xp.inf, xp.nan)
     senders = xp.maximum(n_senders, 1).astype(total_bytes.dtype)
     has_off = off_node_bytes > 0
+    per_sender = total_bytes / senders
+    per_sender = per_sender if hold is None else hold(per_sender)
     return {
         "completion_time": completion_time,
         "throughput": xp.where(busy, total_bytes / safe, empty),
-        "effective_injection_bandwidth": xp.where(busy, total_bytes / senders / safe, empty),
+        "effective_injection_bandwidth": xp.where(busy, per_sender / safe, empty),
         "mean_hops": xp.where(has_off, hop_bytes / xp.where(has_off, off_node_bytes, 1.0), 0.0),
         "total_bytes": total_bytes,
         "off_node_bytes": off_node_bytes,

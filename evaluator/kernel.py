@@ -261,7 +261,11 @@ def _metrics(net: NetworkArrays, loads, total, off_node_bytes, n_senders, *, cla
         of = np.array([c for *_, classes in blocks for c in classes])
         max_class = jnp.stack([take(col_max, np.flatnonzero(of == c).astype(np.int32)).max() if np.any(of == c)
                                else jnp.array(-jnp.inf) for c in range(len(class_bounds) - 1)])
-    out = metric_values(jnp, t, total, off_node_bytes, hop_bytes, n_senders, net.link_class[worst], worst)
+    # total / senders / time as written (left to right, as NumPy gives it): XLA rewrote the two divisions into
+    # total / (senders * time) in evaluate_batch's programs, one unit in the last place away; the quotient made
+    # opaque (as _own) keeps them apart (tests/test_audit_execution_shapes_all.py)
+    out = metric_values(jnp, t, total, off_node_bytes, hop_bytes, n_senders, net.link_class[worst], worst,
+                        hold=lambda v: _own(v, v))
     out["max_load_class"] = max_class
     return out
 

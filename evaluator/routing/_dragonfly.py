@@ -278,7 +278,11 @@ def _route_vrouter_fn(s: _Shape, local_and_global):
         C2 = jnp.maximum(inn[:, :, None] * own_count[:, None, :]
                          - jnp.einsum("IDj,DxI->Djx", W.reshape(g, g, a), land), 0.0) * f
         C_t = f * C + C1[:, None, :] + C2
-        GG_t = f * GG + jnp.where(mask, row[:, None], 0.0) * f + f * M2
+        # (summed, then multiplied once: as ``f * GG + row * f + f * M2`` XLA:CPU contracted a product and the
+        # following sum into one fused multiply-add where it fused them, which changed with the points a step
+        # vmaps: a global link's load one unit in the last place apart between blocks of 1 and of 3;
+        # tests/test_audit_execution_shapes_all.py)
+        GG_t = (GG + jnp.where(mask, row[:, None], 0.0) + M2) * f
         return local_and_global(tables, A_t + B_t + jnp.swapaxes(C_t, 1, 2), GG_t)
 
 
