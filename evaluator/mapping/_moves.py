@@ -115,7 +115,7 @@ def flow_table(traffic, n_slots: int) -> FlowTable:
         uk, inv = np.unique(key, return_inverse=True)
         srcs.append(uk // n_slots)
         dsts.append(uk % n_slots)
-        nbs.append(np.bincount(inv, weights=b, minlength=uk.size))
+        nbs.append(np.bincount(inv, weights=b, minlength=uk.size).astype(np.float64))  # (int64 when empty)
         phs.append(np.full(uk.size, p, np.int64))
     src, dst, nbytes, phase = (np.concatenate(x) if x else np.zeros(0, t)
                                for x, t in ((srcs, np.int64), (dsts, np.int64), (nbs, np.float64), (phs, np.int64)))

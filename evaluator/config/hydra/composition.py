@@ -469,6 +469,41 @@ def _store_is_ours(signature: tuple) -> bool:
                     for kinds in FAMILIES.values() for k in kinds.values()))
 
 
+def _unparsable(overrides: Sequence) -> tuple[str, str] | None:
+    """``(override, Hydra's reason)`` of the first override that Hydra's override grammar cannot read, or None.
+
+    Hydra's parse error names neither the override nor its key (``routing=dor,``, a one-value axis written with a
+    trailing comma, gave only "mismatched input '<EOF>' expecting {...}")."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for text in overrides:
+        if not isinstance(text, str):
+            continue
+        try:
+            parser.parse_override(text)
+        except Exception as exc:  # noqa: BLE001 - Hydra's grammar errors have several types
+            return text, " ".join(str(exc).split())
+    return None
+
+
+def _unparsable_message(text: str, reason: str) -> str:
+    """One line naming the override Hydra's grammar cannot read, its value and what is allowed."""
+    key, eq, value = text.partition("=")
+    key = key.lstrip("+~") if eq else text
+    reason = reason.split(" See https://hydra.cc")[0]
+    hint = ""
+    if value.rstrip().endswith(",") or value.lstrip().startswith(","):
+        hint = (f" A list of sweep values has no empty item: {key}=a,b sweeps two or more values; an axis of one value "
+                f"is '+sweep.axes.{key}=[a]' (evaluator sweep), one value alone is {key}=a.")
+    elif not eq:
+        return (f"override {text!r} is invalid: allowed is KEY=VALUE (or group=option), +KEY=VALUE to add a key, "
+                f"~KEY to delete one; Hydra's override grammar does not read it: {reason}.")
+    return (f"{key} = {value!r} is invalid: allowed is a value Hydra's override grammar reads (a number, text, "
+            f"[a,b] for a list, a,b for sweep values; docs/sweeps.md); the override {text!r} is not read: "
+            f"{reason}.{hint}")
+
+
 def _compose(overrides: list, config_name: str, search_path: Sequence[str], explain: bool = True):
     """:func:`compose` without the memo (``explain`` False: errors as Hydra raises them, for
     :func:`_foreign_message`'s trials)."""
@@ -490,6 +525,8 @@ def _compose(overrides: list, config_name: str, search_path: Sequence[str], expl
             raise
         if not _is_hydra(exc) and _raised_in_parser(exc):  # (Python's own errors raised inside Hydra or YAML)
             raise ConfigCompositionError(_foreign_message(exc, overrides, config_name, search_path)) from None
+        if _is_hydra(exc) and (unreadable := _unparsable(overrides)) is not None:
+            raise ConfigCompositionError(_unparsable_message(*unreadable)) from None
         if _is_hydra(exc):
             message = _explain_value(_explain_foreign_key(_clean_hydra_message(exc), overrides), overrides)
             message = message.replace("add --multirun to your command line",
