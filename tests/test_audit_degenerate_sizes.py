@@ -31,12 +31,12 @@ flow between two tasks (an all-to-all of one task, only zero-byte flows) failed 
 promotion the test suite runs with: ``np.bincount`` of no flow returns int64 even with float weights, so the
 table's ``nbytes`` was int64[0]. It is float64 now and the search answers 0 s.
 
-Defects found in files other helpers own (reported, not fixed, not tested here): the path-set routings
-(``kshortest``, ``optiq_heuristic``, ``optiq_lp``) raise NumPy's "operands could not be broadcast together
+Two more found here and fixed beside it (tests/test_audit_degenerate_routes.py): the path-set routings
+(``kshortest``, ``optiq_heuristic``, ``optiq_lp``) raised NumPy's "operands could not be broadcast together
 with shape (1,) (0,)" from evaluator/routing/_paths.py ``_link_rows`` whenever no byte goes between two
 different routers (zero bytes, self traffic, tasks on one router, a one-router network, a one-leaf fat tree);
-``ft_adaptive`` on a one-level fat tree (no switch-to-switch link) raises JAX's "Slice size at index 1 in
-gather op is out of range" from evaluator/routing/_adaptive.py.
+``ft_adaptive`` on a one-level fat tree and ``torus_adaptive`` on a one-router torus (no router link) raised
+JAX's "Slice size at index 1 in gather op is out of range" from evaluator/routing/_adaptive.py.
 """
 
 from __future__ import annotations

@@ -438,7 +438,8 @@ def list_functions(tables, links, frac, src, n_rl: int, local: bool, regret=None
     frac = jnp.where(on, frac, 0.0)
     idx = jnp.where(on, links, n_rl).reshape(-1)
     if local and regret is None:
-        first = on & (take(tables["_link_src"], safe) == src[:, None, None])
+        # no router link (a one-router torus): nothing to read, and a gather from an empty table is refused
+        first = on & (take(tables["_link_src"], safe) == src[:, None, None]) if n_rl else on
         H = frac.sum(axis=2)
 
     def loads(Wx):
@@ -446,7 +447,7 @@ def list_functions(tables, links, frac, src, n_rl: int, local: bool, regret=None
         return jnp.zeros(n_rl + 1, Wx.dtype).at[idx].add(vals)[:n_rl]
 
     def costs(gl):
-        gv = take(gl, safe)
+        gv = take(gl, safe) if n_rl else jnp.zeros(frac.shape, gl.dtype)  # no router link: every path costs 0
         c = (frac * gv).sum(axis=2)
         if not local:
             return c, c

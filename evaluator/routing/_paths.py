@@ -458,7 +458,7 @@ def _link_rows(graph: RouterGraph, found: list[list[tuple[int, ...]]], check) ->
                         count=int(plen.sum()))
     P, hops = plen.size, plen - 1
     Hm = int(hops.max()) if P else 1
-    first = np.concatenate([[0], np.cumsum(plen)[:-1]]).astype(np.int64)
+    first = np.cumsum(plen) - plen                            # each path's start in nodes (none: no pair)
     pos = np.arange(nodes.size, dtype=np.int64) - np.repeat(first, plen)
     grid = np.full((P, Hm + 1), -1, np.int64)                 # router j of every path, -1 past its end
     grid[np.repeat(np.arange(P), plen), pos] = nodes
