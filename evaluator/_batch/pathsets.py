@@ -20,7 +20,7 @@ from ..routing import Routing
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from .dispatch import Results
-from .phases import PHASE_ARRAYS, PHASE_OF_POINT, phase_names
+from .phases import put_back
 
 __all__ = ["unique_keys", "router_pairs", "note_pairs", "evaluate_bound"]
 
@@ -103,45 +103,4 @@ def evaluate_bound(topology: Topology, routing: Routing, traffics: Sequence[Abst
     for bound, idx in routing.bind_pairs(pairs, R):
         results.append((idx, evaluate(bound, [traffics[i] for i in idx], [placements[i] for i in idx],
                                       [pairs[i][0] for i in idx])))
-    if len(results) == 1:
-        return results[0][1]
-    n = len(traffics)
-    metrics = {}
-    for key, first in results[0][1].metrics.items():
-        out = np.empty((n,) + first.shape[1:], dtype=first.dtype)
-        for idx, res in results:
-            out[idx] = res.metrics[key]
-        metrics[key] = out
-    loads = None
-    if results[0][1].link_load is not None:
-        loads = np.empty((n,) + results[0][1].link_load.shape[1:])
-        for idx, res in results:
-            loads[idx] = res.link_load
-    phases = None
-    if any(res.phases is not None for _, res in results):
-        P = max(res.phases["phase_completion_time"].shape[1] for _, res in results if res.phases is not None)
-        floats = sorted({k for _, res in results if res.phases is not None for k in res.phases
-                         if k in PHASE_OF_POINT and k not in PHASE_ARRAYS})  # (a latency model's, max-min's)
-        phases = {"names": phase_names(list(traffics), P),
-                  "phase_completion_time": np.full((n, P), np.nan), "phase_total_bytes": np.full((n, P), np.nan),
-                  "phase_bottleneck_class": np.full((n, P), -2, np.int64),
-                  **{k: np.full((n, P), np.nan) for k in floats}}
-        for idx, res in results:
-            ph = res.phases
-            if ph is None:  # plain exchanges: one phase
-                phases["phase_completion_time"][idx, 0] = res.metrics["completion_time"]
-                phases["phase_total_bytes"][idx, 0] = res.metrics["total_bytes"]
-                phases["phase_bottleneck_class"][idx, 0] = res.metrics["bottleneck_class"]
-                for k in floats:
-                    phases[k][idx, 0] = res.metrics[PHASE_OF_POINT[k]]
-                continue
-            k = ph["phase_completion_time"].shape[1]
-            for name in PHASE_ARRAYS + tuple(floats):
-                phases[name][idx, :k] = ph[name]
-    flows = None
-    if any(res.flows is not None for _, res in results):
-        flows = [None] * n
-        for idx, res in results:
-            for j, i in enumerate(idx):
-                flows[i] = None if res.flows is None else res.flows[j]
-    return Results(metrics, loads, phases, flows)
+    return put_back(traffics, results)

@@ -117,3 +117,46 @@ def evaluate_phased(kern: BatchKernel, topology: Topology, traffics: Sequence[Ab
     info = {"names": phase_names(traffics, P), "phase_completion_time": t_ph, "phase_total_bytes": b_ph,
             "phase_bottleneck_class": cls_ph}
     return Results(metrics, loads, info)
+
+
+def put_back(traffics: Sequence[AbstractTraffic], results: list[tuple[list[int], Results]]) -> Results:
+    """The results of groups of the points of ``traffics`` (``(their indices, their results)``, every point in one
+    group) in input order (phases padded to the most any group has; a group of plain exchanges: one phase each):
+    path sets bound per group of pairs (:func:`evaluator._batch.pathsets.evaluate_bound`), an adaptive routing's
+    merged and unmerged points (:func:`evaluator._batch.run.evaluate_points`)."""
+    if len(results) == 1:
+        return results[0][1]
+    n = len(traffics)
+    metrics = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in results[0][1].metrics.items()}
+    first = results[0][1].link_load
+    loads = None if first is None else np.empty((n,) + first.shape[1:], first.dtype)
+    for idx, res in results:
+        for k, v in res.metrics.items():
+            metrics[k][idx] = v
+        if loads is not None:
+            loads[idx] = res.link_load
+    phases = None
+    if any(res.phases is not None for _, res in results):
+        P = max(res.phases["phase_completion_time"].shape[1] for _, res in results if res.phases is not None)
+        floats = sorted({k for _, res in results if res.phases is not None for k in res.phases
+                         if k in PHASE_OF_POINT and k not in PHASE_ARRAYS})
+        phases = {"names": phase_names(list(traffics), P),
+                  "phase_completion_time": np.full((n, P), np.nan), "phase_total_bytes": np.full((n, P), np.nan),
+                  "phase_bottleneck_class": np.full((n, P), -2, np.int64),
+                  **{k: np.full((n, P), np.nan) for k in floats}}
+        for idx, res in results:
+            if res.phases is None:  # plain exchanges: one phase
+                of_point = {**{k: k.removeprefix("phase_") for k in PHASE_ARRAYS}, **PHASE_OF_POINT}
+                for k in (*PHASE_ARRAYS, *floats):
+                    phases[k][idx, 0] = res.metrics[of_point[k]]
+                continue
+            k = res.phases["phase_completion_time"].shape[1]
+            for name in PHASE_ARRAYS + tuple(floats):
+                phases[name][idx, :k] = res.phases[name]
+    flows = None
+    if any(res.flows is not None for _, res in results):
+        flows = [None] * n
+        for idx, res in results:
+            for j, i in enumerate(idx):
+                flows[i] = None if res.flows is None else res.flows[j]
+    return Results(metrics, loads, phases, flows)

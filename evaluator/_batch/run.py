@@ -21,7 +21,7 @@ from .pathsets import evaluate_bound, router_pairs
 from ..errors import ResourceError, nearest, require
 from .flowlevel import FAIRNESS, PROGRESSIONS, SHARINGS, check_flowlevel_memory, check_sharing_size, phase_max_min
 from .latency import phase_max_latency, with_latency
-from .phases import PHASE_BLOCK, evaluate_phased
+from .phases import PHASE_BLOCK, evaluate_phased, put_back
 
 __all__ = ["run_batch", "evaluate_points"]
 
@@ -63,9 +63,10 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
                     placements: Sequence[Placement], keep: bool, block_size: int, single: bool = False,
                     block_name: str = "block_size", pair_keys: list | None = None,
                     meanwhile: Callable[[], None] | None = None, sharing: str = "bound",
-                    fairness: str = "flow", progression: str = "phase") -> Results:
+                    fairness: str = "flow", progression: str = "phase", merged: bool = False) -> Results:
     """The results of checked points, in input order (``pair_keys``: the points' router pair keys, where a
-    bound path set's caller has them; ``meanwhile()``: see :func:`run_batch`)."""
+    bound path set's caller has them; ``meanwhile()``: see :func:`run_batch`; ``merged``: ``routing``'s merge of
+    router pairs already decided, :func:`_merge_groups`)."""
     if routing.needs_pairs:
         todo = [meanwhile]  # (the first group's points run it)
 
@@ -76,11 +77,16 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
 
         return evaluate_bound(topology, routing, traffics, placements, group)
     exchanges = [x for t in traffics for x in t.phases]
-    flows = [x.n_flows for x in exchanges if x.kernel_input == "flows"]
-    if flows:  # (a routing that merges the flows of a router pair counts the pairs: an adaptive fixed point)
-        routing = routing.merge_pairs(lambda: (bucket_size(max(router_pairs(topology, t, p, routing.label).size
-                                                               for t, p in zip(traffics, placements)), 64),
-                                               bucket_size(max(flows))))
+    if not merged:  # (a routing that merges the flows of a router pair counts the pairs: an adaptive fixed point)
+        groups = _merge_groups(topology, routing, traffics, placements)
+        if len(groups) > 1:
+            return put_back(traffics, [
+                (idx, evaluate_points(topology, spec, [traffics[i] for i in idx], [placements[i] for i in idx],
+                                      keep, block_size, single, block_name, pair_keys=None if pair_keys is None
+                                      else [pair_keys[i] for i in idx], meanwhile=meanwhile if not j else None,
+                                      sharing=sharing, fairness=fairness, progression=progression, merged=True))
+                for j, (spec, idx) in enumerate(groups)])
+        routing = groups[0][0]
     kern = batch_kernel(topology, routing, keep)
     phased = any(t.kernel_input == "phases" for t in traffics)
     block = _checked_block(kern, topology, exchanges, len(traffics), keep, block_size, single, block_name, phased)
@@ -103,6 +109,27 @@ def evaluate_points(topology: Topology, routing: Routing, traffics: Sequence[Abs
         len(traffics), kern.operator, (lambda: pair_keys) if pair_keys is not None else
         (lambda: [router_pairs(topology, t, p, routing.label) for t, p in zip(traffics, placements)]))
     return res
+
+
+def _merge_groups(topology: Topology, routing: Routing, traffics: Sequence[AbstractTraffic],
+                  placements: Sequence[Placement]) -> list[tuple[Routing, list[int]]]:
+    """``[(spec, points)]``: the points whose flows ``routing`` merges by router pair (:meth:`Routing.merge_pairs`),
+    with the most slots any of them asks for, and those it routes flow by flow. Each point's own counts decide, as
+    :func:`evaluator.evaluate` decides for it alone: merged and unmerged flows give the same loads only up to
+    rounding, so a decision from the batch's largest counts made a point's numbers depend on the other points (an
+    adaptive fixed point; padding the merged slots or the flows changes nothing). Until 2026-12-07: ``ft_adaptive``
+    on a 2-level 4-ary fat tree, 8 tasks of multiples of 7,654,321 bytes, 0.026107761550387572 s alone,
+    0.026107761550387576 s in a batch with a 15-task traffic (tests/test_audit_execution_shapes_more.py)."""
+    specs = []
+    for t, p in zip(traffics, placements):
+        flows = [x.n_flows for x in t.phases if x.kernel_input == "flows"]
+        specs.append(routing.merge_pairs(lambda t=t, p=p, f=max(flows, default=0): (
+            bucket_size(router_pairs(topology, t, p, routing.label).size, 64), bucket_size(f))) if flows else routing)
+    merged = [i for i, s in enumerate(specs) if s is not routing]
+    if not merged or len(merged) == len(specs):
+        return [(max(specs, key=lambda s: getattr(s, "pair_slots", 0)), list(range(len(specs))))]
+    spec = max((specs[i] for i in merged), key=lambda s: s.pair_slots)  # (more slots, padded: the same loads)
+    return [(routing, [i for i, s in enumerate(specs) if s is routing]), (spec, merged)]
 
 
 def _checked_block(kern, topology: Topology, exchanges: Sequence[AbstractTraffic], n: int, keep: bool,
