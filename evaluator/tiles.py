@@ -457,7 +457,8 @@ def _exchange_times(loads: np.ndarray, cap: np.ndarray, node_cls: list, class_na
     """Per candidate, for ``all`` and ``seq``: the time, its router-link and injection parts, which limits it,
     the bottleneck classes and the closed forms (:func:`advise`'s variables)."""
     link_cls = [i for i in range(len(cap)) if i not in node_cls]
-    t_cls = loads / cap                                               # [cand, exchange, class] seconds
+    has = np.isfinite(cap)                     # a class without links (capacity inf, see advise) takes no time
+    t_cls = np.where(has, loads / np.where(has, cap, 1.0), 0.0)       # [cand, exchange, class] seconds
     t_links = t_cls[:, :, link_cls].max(axis=2)
     t_inj = t_cls[:, :, node_cls].max(axis=2)
     t = t_cls.max(axis=2)
@@ -510,7 +511,9 @@ def advise(req: TileRequest, chunk_size: int = 16, progress: bool = False) -> xr
     topo = _topology(m)
     # every link of a class has one capacity here, so an exchange's time is max over classes of
     # max_load_class / capacity: the injection bandwidth asked for is applied below, without a new network
-    cap = np.array([topo.capacity[topo.link_class == i].min() for i in range(len(topo.class_names))])
+    # (a class without links - a dimension of one router, as on a 2x1x1 torus - carries no byte: capacity inf)
+    cap = np.array([topo.capacity[topo.link_class == i].min() if np.any(topo.link_class == i) else np.inf
+                    for i in range(len(topo.class_names))])
     assert all(np.all(topo.capacity[topo.link_class == i] == c) for i, c in enumerate(cap))
     node_cls = [i for i, n in enumerate(topo.class_names) if n in ("injection", "ejection")]
     inj_bw = float(cap[node_cls[0]]) if req.injection_bandwidth is None else float(req.injection_bandwidth)

@@ -324,6 +324,9 @@ def isoperimetric_bound(dims: Sequence[int], t: int) -> float:
     """
     a = sorted(_dims("dims", dims), reverse=True)
     n = math.prod(a)
+    if n < 2:  # one vertex: no set of at most half of it, no cut ("an integer in [1, 0]" said nothing)
+        raise invalid(PartitionError, "dims", list(dims), "a torus of at least 2 vertices (a set of t <= |V|/2 "
+                      f"vertices needs |V| >= 2; {_shape(a)} has {n})")
     if not is_int(t) or not 1 <= int(t) <= n // 2:
         raise invalid(PartitionError, "t", t, f"an integer in [1, {n // 2}] "
                       f"(at most half of the {n} vertices of {_shape(a)})")

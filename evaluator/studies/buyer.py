@@ -113,9 +113,19 @@ def _check_sizes(given: str) -> list[int]:
     computed."""
     sizes = _ints("--nodes", given, f"comma-separated integers in [16, {MAX_NODES:,}] (nodes), e.g. 512,4096",
                   lambda v: 16 <= v <= MAX_NODES)
+    return _check_size_list("--nodes", given, sizes)
+
+
+def _check_size_list(field: str, given, sizes: list[int]) -> list[int]:
+    """``sizes`` (at least one, each in [16, :data:`MAX_NODES`], none twice, every family buildable), else one
+    :class:`ConfigError` naming ``field`` and ``given``."""
+    if not sizes or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 16 <= v <= MAX_NODES
+                            for v in sizes):
+        raise ConfigError(field, given, f"one or more integers in [16, {MAX_NODES:,}] (nodes), e.g. 512,4096")
+    sizes = [int(v) for v in sizes]
     dup = sorted({n for n in sizes if sizes.count(n) > 1})
     if dup:
-        raise ConfigError("--nodes", given, "distinct sizes", f"{', '.join(map(str, dup))} given twice.")
+        raise ConfigError(field, given, "distinct sizes", f"{', '.join(map(str, dup))} given twice.")
     for n in sizes:
         for fam, build in (("Dragonfly", lambda: [balanced_dragonfly(n)]), ("fat tree", lambda: fat_tree_candidates(n)),
                            ("torus", lambda: torus_candidates(n))):
@@ -124,7 +134,7 @@ def _check_sizes(given: str) -> list[int]:
             except (ConfigError, ValueError) as exc:
                 ok, why = False, str(exc)
             if not ok:
-                raise ConfigError("--nodes", given, "sizes at which every family (Dragonfly, 3-level fat tree, 3-D "
+                raise ConfigError(field, given, "sizes at which every family (Dragonfly, 3-level fat tree, 3-D "
                                                     "torus) can be built", f"At {n} nodes no {fam}: {why}")
     return sizes
 
@@ -173,11 +183,22 @@ def _measure(t, equal: str) -> float:
     return float(nc.cost if equal == "cost" else nc.power)
 
 
+def _check_measure(equal: str, tolerance: float, link: float) -> None:
+    """``equal`` is ``"cost"`` or ``"power"``, ``tolerance`` in (0, 1), ``link`` a finite bytes/s > 0."""
+    if equal not in ("cost", "power"):
+        raise ConfigError("equal", equal, "cost or power (what the three networks share)")
+    if not (isinstance(tolerance, (int, float, np.floating)) and 0 < tolerance < 1):
+        raise ConfigError("tolerance", tolerance, "a number in (0, 1), e.g. 0.1")
+    if not (isinstance(link, (int, float, np.floating)) and math.isfinite(link) and link > 0):
+        raise ConfigError("link", link, "a finite number of bytes/s > 0 per direction, e.g. 25e9 (200 Gb/s)")
+
+
 def equal_networks(n: int, equal: str = "cost", tolerance: float = DEFAULT_TOLERANCE,
                    link: float = DEFAULT_LINK) -> dict:
     """The three networks of about ``n`` nodes at equal ``equal`` (``"cost"`` or ``"power"``): the balanced
     Dragonfly sets the budget; the fat tree's taper and the torus's nodes per router are those nearest it.
     Returns ``{family: (topology, measure, within_tolerance)}`` and ``"budget"``."""
+    _check_measure(equal, tolerance, link)
     ref = balanced_dragonfly(n, link)
     budget = _measure(ref, equal)
     out = {"budget": budget, "dragonfly": (ref, budget, True)}
@@ -245,7 +266,8 @@ def evaluate_point(topology, workload: str, routing: str, n_tasks: int, seed: in
     except (ConfigError, MemoryError) as exc:
         return math.nan, math.nan, " ".join(str(exc).split())[:300]
     t = float(ds["time_with_latency"]) if workload == "allreduce_8B" else float(ds["completion_time"])
-    return t, float(ds["total_bytes"]) / t, ""
+    total = float(ds["total_bytes"])
+    return t, (total / t if t > 0 else math.inf if total > 0 else math.nan), ""   # no byte in no time: NaN
 
 
 # ------------------------------------------------------------------------------------------- the study
@@ -297,8 +319,14 @@ def buyer_study(sizes: Sequence[int] = DEFAULT_SIZES, n_seeds: int = DEFAULT_SEE
     again carrying ``.partial``: this dataset with what finished (the rest NaN, ``refused`` saying
     :data:`~evaluator.errors.NOT_COMPUTED`, the attribute ``interrupted`` saying how much), which ``evaluator study
     buyer`` writes (:func:`~evaluator.errors.with_partial`)."""
-    sizes, workloads = _check_buildable("sizes", sizes, list(map(int, sizes)), _check_workloads("workloads", workloads))
+    given = sizes
+    sizes = _check_size_list("sizes", given, list(sizes))
+    sizes, workloads = _check_buildable("sizes", given, sizes, _check_workloads("workloads", workloads))
     K = check_draws("n_seeds", n_seeds, "permutation and ECMP hash seeds per point")
+    _check_measure(equal, tolerance, link)
+    if "mix" in workloads and any(n % 4 for n in sizes):
+        raise ConfigError("sizes", given, "sizes that are multiples of 4 with the workload mix (a job on N/2 nodes "
+                                          "and two on N/4)")
     S, Nw, R, W = len(sizes), len(NETWORKS), len(ALL_ROUTINGS), len(workloads)
     tm = np.full((S, Nw, R, W, K), np.nan)
     thr = np.full((S, Nw, R, W, K), np.nan)

@@ -388,6 +388,9 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
 
     A Ctrl-C (or the CLI's SIGTERM) stops it at once and is raised again carrying ``.partial``, the dataset of the
     points finished, which ``evaluator study rdn`` writes (:func:`~evaluator.errors.with_partial`).
+
+    ``groups`` above the machine's ``g`` are left out, named in ``attrs["groups_left_out"]``; ``g`` itself is always
+    a size.
     """
     bounds, adaptive, seed, n_seeds, max_lp_nnz, fraction = _check_study_args(
         machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive, solver)
@@ -414,6 +417,10 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                      "headline": "gain_adaptive_mean (conservative: RDN-GRAP against the ideal adaptive lower bound, "
                                  "mean over the seeds)",
                      "evaluator_version": __version__})
+    above = sorted({int(q) for q in groups if int(q) > machine.g})
+    if above:  # a size asked for is never missing in silence: the dataset says which were left out
+        ds.attrs["groups_left_out"] = (f"{', '.join(map(str, above))}: above the machine's {machine.g} groups (the "
+                                       f"whole machine, {machine.g} groups, is always a size)")
     if stopped is not None:
         raise _kept(stopped, ds, done)
     return ds
