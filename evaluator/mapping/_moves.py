@@ -14,7 +14,9 @@ taken off the current loads and put on again at the new nodes through the
 routing's own ``apply`` (:func:`evaluator.kernel.point_link_loads`: the
 kernel's link-load function, so the model is the kernel's): ``loads + delta``
 is exactly the loads of the moved mapping up to rounding, per phase for a
-phased traffic. The predicted completion time is the kernel's: the sum over
+phased traffic (the rounding of ``loads``: the bytes taken off cancel against a link's stored sum, so a small
+flow beside one 10^18 times larger on the same link is not seen in a score until the move is applied and the
+state evaluated in full; docs/mapping.md, tests/test_audit_mapping_magnitudes.py). The predicted completion time is the kernel's: the sum over
 phases of the largest ``load / capacity``. Written for ONE move;
 :meth:`MoveEvaluator.scores` batches it (``vmap`` in steps) in one place.
 
