@@ -175,3 +175,47 @@ def peak_bytes() -> int:
     """This process's resident peak since :func:`reset_peak` (``VmHWM``, bytes)."""
     with open("/proc/self/status") as f:
         return 1024 * int(next(x for x in f if x.startswith("VmHWM")).split()[1])
+
+
+def within(fn, seconds: float):
+    """``fn()`` in a daemon thread; the test fails if it has not returned after ``seconds`` (a hang fails the test,
+    not the suite), and raises what ``fn`` raised."""
+    import threading
+
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(seconds)
+    assert not th.is_alive(), f"still running after {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def same_bits(x, y, what) -> None:
+    """``x`` and ``y`` equal bit for bit (NaN where both are NaN); the assertion names ``what`` and the first
+    entries that differ."""
+    import numpy as np
+
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.shape == y.shape, what
+    if x.dtype.kind == "f":
+        bad = np.flatnonzero(~((x == y) | (np.isnan(x) & np.isnan(y))).reshape(-1))
+        assert bad.size == 0, (what, bad[:5], x.reshape(-1)[bad[:5]], y.reshape(-1)[bad[:5]])
+    else:
+        assert np.array_equal(x, y), what
+
+
+def run_free(ds):
+    """A sweep's dataset loaded, without what differs from run to run (its provenance, run id and timings)."""
+    ds = strip(ds).load()
+    for a in ("git_commit", "git_commits_resumed", "run_id", "timing_json"):
+        ds.attrs.pop(a, None)
+    return ds

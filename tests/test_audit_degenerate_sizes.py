@@ -42,13 +42,13 @@ JAX's "Slice size at index 1 in gather op is out of range" from evaluator/routin
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
 
+from tests.helpers import within as run_within
 import evaluator as ev
 from evaluator import cli
 from evaluator import placement as P
@@ -67,22 +67,8 @@ LAT = Latency(send_overhead=O_S, recv_overhead=O_R, router=ROUTER, link=(("defau
 
 
 def within(fn, seconds: float = LIMIT_S):
-    """``fn()`` in a thread: fail if it has not returned after ``seconds`` (a hang fails, not the suite)."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    th = threading.Thread(target=run, daemon=True)
-    th.start()
-    th.join(seconds)
-    assert not th.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    """``fn()`` within ``seconds`` (tests/helpers.py): a hang fails the test, not the suite."""
+    return run_within(fn, seconds)
 
 
 def refused(fn, field: str, value: str, allowed: str) -> None:

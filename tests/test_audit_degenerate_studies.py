@@ -37,13 +37,13 @@ Defects found and fixed here:
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 import pytest
 import xarray as xr
 
 from evaluator import cli
+from tests.helpers import within as run_within
 from evaluator.cost import network_cost, parts_of
 from evaluator.cost.dataset import with_cost
 from evaluator.errors import ConfigError
@@ -63,22 +63,8 @@ LIMIT_S = 120.0  # every case answers in seconds; a hang fails after this
 
 
 def within(fn, seconds: float = LIMIT_S):
-    """``fn()`` in a thread: fail if it has not returned after ``seconds`` (a hang fails, not the suite)."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    th = threading.Thread(target=run, daemon=True)
-    th.start()
-    th.join(seconds)
-    assert not th.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    """``fn()`` within ``seconds`` (tests/helpers.py): a hang fails the test, not the suite."""
+    return run_within(fn, seconds)
 
 
 def refused(fn, field: str, value: str, allowed: str, exc=ConfigError) -> str:

@@ -43,7 +43,7 @@ from evaluator.config import RayConfig
 from evaluator.errors import ConfigError
 from evaluator.query import open_results
 from evaluator.sweep import plan_sweep, run_sweep
-from tests.helpers import TOL, strip
+from tests.helpers import TOL, run_free
 
 NO_RAY = RayConfig(enabled=False)
 DIMS = (4, 4)
@@ -62,13 +62,6 @@ def _plan(out, axes, chunk):
     return plan_sweep(config.compose_sweep(ov, axes=copy.deepcopy(axes)))
 
 
-def _clean(ds):
-    ds = strip(ds).load()
-    for a in ("git_commit", "git_commits_resumed", "run_id", "timing_json"):
-        ds.attrs.pop(a, None)
-    return ds
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("shapes")
@@ -78,8 +71,8 @@ def runs(tmp_path_factory):
     assert run_sweep(part, NO_RAY, progress=False, stop_after=3) is None  # interrupted after 3 chunks
     resumed = open_results(run_sweep(_plan(out / "resumed", AXES, 5), NO_RAY, progress=False))
     permuted = open_results(run_sweep(_plan(out / "permuted", PERMUTED, 64), NO_RAY, progress=False))
-    return {"plan": alone_plan, "chunks5": part.chunks(), "alone": _clean(alone), "resumed": _clean(resumed),
-            "permuted": _clean(permuted)}
+    return {"plan": alone_plan, "chunks5": part.chunks(), "alone": run_free(alone), "resumed": run_free(resumed),
+            "permuted": run_free(permuted)}
 
 
 # ------------------------------------------------------------------ the reference walk

@@ -41,6 +41,7 @@ import numpy as np
 import pytest
 
 import evaluator as ev
+from tests.helpers import same_bits
 from evaluator import placement as P
 from evaluator import routing as R
 from evaluator import traffic as T
@@ -130,16 +131,6 @@ def rounding_reference(topo, load):
 
 # ------------------------------------------------------------------ the cuts
 
-def _same(x, y, what):
-    x, y = np.asarray(x), np.asarray(y)
-    assert x.shape == y.shape, what
-    if x.dtype.kind == "f":
-        bad = np.flatnonzero(~((x == y) | (np.isnan(x) & np.isnan(y))).reshape(-1))
-        assert bad.size == 0, (what, bad[:5], x.reshape(-1)[bad[:5]], y.reshape(-1)[bad[:5]])
-    else:
-        assert np.array_equal(x, y), what
-
-
 def cut_three_ways(topo, routing, trs, pls, n_alone: int = 2, **kw):
     """``evaluate_batch`` at every block size of :data:`BLOCKS` and ``evaluate`` on ``n_alone`` points: all
     equal bit for bit. Returns the block-1 result."""
@@ -149,18 +140,18 @@ def cut_three_ways(topo, routing, trs, pls, n_alone: int = 2, **kw):
         other = res[b]
         assert sorted(first.metrics) == sorted(other.metrics)
         for k in first.metrics:
-            _same(first.metrics[k], other.metrics[k], (routing, b, k))
-        _same(first.link_load, other.link_load, (routing, b, "link_load"))
+            same_bits(first.metrics[k], other.metrics[k], (routing, b, k))
+        same_bits(first.link_load, other.link_load, (routing, b, "link_load"))
         assert (first.phases is None) == (other.phases is None)
         for k in (first.phases or {}):
             if k != "names":
-                _same(first.phases[k], other.phases[k], (routing, b, k))
+                same_bits(first.phases[k], other.phases[k], (routing, b, k))
     for i in np.linspace(0, len(trs) - 1, n_alone).astype(int):
         one = ev.evaluate(topo, trs[i], pls[i], routing, **kw)
-        _same(one.link_load.values, first.link_load[i], (routing, "evaluate", i, "link_load"))
+        same_bits(one.link_load.values, first.link_load[i], (routing, "evaluate", i, "link_load"))
         for k, v in first.metrics.items():
             if k in one and one[k].ndim == 0:
-                _same(float(one[k]), float(v[i]), (routing, "evaluate", i, k))
+                same_bits(float(one[k]), float(v[i]), (routing, "evaluate", i, k))
     return first
 
 

@@ -40,23 +40,14 @@ from evaluator.jobs import Job, evaluate_jobs
 from evaluator.query import open_results
 from evaluator.sweep import plan_sweep, run_sweep
 from evaluator.topology import fat_tree
-from tests.helpers import strip
+from tests.helpers import run_free, same_bits
+from tests.test_audit_execution_shapes_all import _points  # (random traffics of 2..16 tasks)
 
 NO_RAY = RayConfig(enabled=False)
 NB = 7654321.0
 TORUS = ev.torus([4, 4], link_bandwidth=3e9)
 DRAGONFLY = ev.dragonfly(2, 4, 2, bandwidth_p=3e9, bandwidth_l=7e9, bandwidth_r=11e9)
 FAT_TREE = fat_tree(levels=2, k=4, link_bandwidth=3e9, injection_bandwidth=7e9)
-
-
-def _same(x, y, what):
-    x, y = np.asarray(x), np.asarray(y)
-    assert x.shape == y.shape, what
-    if x.dtype.kind == "f":
-        bad = np.flatnonzero(~((x == y) | (np.isnan(x) & np.isnan(y))).reshape(-1))
-        assert bad.size == 0, (what, bad[:5], x.reshape(-1)[bad[:5]], y.reshape(-1)[bad[:5]])
-    else:
-        assert np.array_equal(x, y), what
 
 
 def node_bytes(topo, src, dst, nbytes, task_node):
@@ -89,13 +80,6 @@ def _plan(base, out, axes, chunk):
     return plan_sweep(config.compose_sweep(ov, axes=copy.deepcopy(axes)))
 
 
-def _clean(ds):
-    ds = strip(ds).load()
-    for a in ("git_commit", "git_commits_resumed", "run_id", "timing_json"):
-        ds.attrs.pop(a, None)
-    return ds
-
-
 @pytest.fixture(scope="module", params=sorted(SWEEPS))
 def sweep_runs(request, tmp_path_factory):
     base, axes, permuted = SWEEPS[request.param]
@@ -106,8 +90,8 @@ def sweep_runs(request, tmp_path_factory):
     assert run_sweep(part, NO_RAY, progress=False, stop_after=1) is None  # interrupted after 1 chunk
     resumed = open_results(run_sweep(_plan(base, out / "resumed", axes, 5), NO_RAY, progress=False))
     perm = open_results(run_sweep(_plan(base, out / "permuted", permuted, 64), NO_RAY, progress=False))
-    return {"plan": plan, "axes": axes, "alone": _clean(alone), "resumed": _clean(resumed),
-            "permuted": _clean(perm).sel({k: _clean(alone)[k].values for k in axes})}
+    return {"plan": plan, "axes": axes, "alone": run_free(alone), "resumed": run_free(resumed),
+            "permuted": run_free(perm).sel({k: run_free(alone)[k].values for k in axes})}
 
 
 def test_sweeps_of_other_routings_any_cut(sweep_runs):
@@ -118,7 +102,7 @@ def test_sweeps_of_other_routings_any_cut(sweep_runs):
         b = sweep_runs[name]
         assert sorted(a.data_vars) == sorted(b.data_vars), name
         for v in a.data_vars:
-            _same(a[v].values, b[v].values, (name, v))
+            same_bits(a[v].values, b[v].values, (name, v))
         for k in sweep_runs["axes"]:
             assert list(a[k].values) == list(b[k].values), (name, k)
 
@@ -221,13 +205,13 @@ def test_max_min_any_cut_and_the_event_loop():
     for i, (tr, pl) in enumerate(zip(trs, pls)):
         for b in (3, 64):
             for k in res[1].metrics:
-                _same(res[1].metrics[k][i], res[b].metrics[k][i], (b, i, k))
-            _same(np.concatenate(res[1].flows[i]), np.concatenate(res[b].flows[i]), (b, i, "flows"))
+                same_bits(res[1].metrics[k][i], res[b].metrics[k][i], (b, i, k))
+            same_bits(np.concatenate(res[1].flows[i]), np.concatenate(res[b].flows[i]), (b, i, "flows"))
         fin = np.concatenate(res[1].flows[i])
         if i == 1:  # (one point alone: a program of its own flow bucket)
             one = ev.evaluate(TORUS, tr, pl, rt, sharing="max_min")
-            _same(float(one.time_max_min), res[1].metrics["time_max_min"][i], (i, "evaluate"))
-            _same(np.asarray(one.message_finish_time.values), fin, (i, "evaluate flows"))
+            same_bits(float(one.time_max_min), res[1].metrics["time_max_min"][i], (i, "evaluate"))
+            same_bits(np.asarray(one.message_finish_time.values), fin, (i, "evaluate flows"))
         paths = [dor_links(TORUS, int(pl.task_node[s]), int(pl.task_node[d])) for s, d in zip(tr.src, tr.dst)]
         ref = max_min_finish(paths, np.asarray(tr.nbytes, float), cap)
         assert np.array_equal(np.isnan(fin), np.isnan(ref)), i
@@ -261,8 +245,8 @@ def test_jobs_any_order_and_block(order):
     names = [j.name for j in jobs]
     b = b.sel(job=names)
     for v in JOB_VARS:
-        _same(a[v].values, b[v].values, (order, v))
-    _same(a.interference.values, b.interference.sel(other_job=names).values, (order, "interference"))
+        same_bits(a[v].values, b[v].values, (order, v))
+    same_bits(a.interference.values, b.interference.sel(other_job=names).values, (order, "interference"))
     cap = np.asarray(TORUS.capacity, np.float64)
     for j, job in enumerate(jobs):
         load = np.zeros(TORUS.n_links)
@@ -274,20 +258,6 @@ def test_jobs_any_order_and_block(order):
 
 
 # ------------------------------------------------------------------ 4. adaptive routings
-
-def _points(topo, n_points: int, seed: int):
-    """Random traffics of 2..16 tasks (0-4 times 7,654,321 bytes a pair) on random placements (as in
-    tests/test_audit_execution_shapes_all.py)."""
-    rng = np.random.default_rng(seed)
-    trs, pls = [], []
-    for i in range(n_points):
-        n = int(rng.integers(2, min(16, topo.n_nodes) + 1))
-        m = rng.integers(0, 5, (n, n)).astype(float) * NB
-        np.fill_diagonal(m, 0)
-        trs.append(T.from_matrix(m))
-        pls.append(P.fully_random(topo, n, seed=i))
-    return trs, pls
-
 
 def _big(topo, seed: int):
     n = min(16, topo.n_nodes)
@@ -314,18 +284,18 @@ def test_adaptive_any_cut_and_any_company(case):
     for i in range(n_points):
         for name, other, j in (("64", res[64], i), ("mixed", mixed, i + 1)):
             for k in res[1].metrics:
-                _same(res[1].metrics[k][i], other.metrics[k][j], (name, i, k))
-            _same(res[1].link_load[i], other.link_load[j], (name, i, "link_load"))
+                same_bits(res[1].metrics[k][i], other.metrics[k][j], (name, i, k))
+            same_bits(res[1].link_load[i], other.link_load[j], (name, i, "link_load"))
         load = res[1].link_load[i]
         sent = node_bytes(topo, trs[i].src, trs[i].dst, trs[i].nbytes, pls[i].task_node)
         assert np.array_equal(load[topo.n_router_links:topo.n_router_links + topo.n_nodes], sent), i
         assert res[1].metrics["completion_time"][i] == float((load / cap).max()), i
     for i in (kept.index(a) for a in alone):
         one = ev.evaluate(topo, trs[i], pls[i], rt)
-        _same(one.link_load.values, res[1].link_load[i], ("evaluate", i, "link_load"))
+        same_bits(one.link_load.values, res[1].link_load[i], ("evaluate", i, "link_load"))
         for k, v in res[1].metrics.items():
             if k in one and one[k].ndim == 0:
-                _same(float(one[k]), float(v[i]), ("evaluate", i, k))
+                same_bits(float(one[k]), float(v[i]), ("evaluate", i, k))
 
 
 def test_merged_and_unmerged_points_in_one_batch():
@@ -338,5 +308,5 @@ def test_merged_and_unmerged_points_in_one_batch():
         res = ev.evaluate_batch(FAT_TREE, rt, [trs[i] for i in order], [pls[i] for i in order],
                                 keep_link_load=True, block_size=3)
         j = order.index(4)
-        _same(float(solo.completion_time), res.metrics["completion_time"][j], (order, "completion_time"))
-        _same(solo.link_load.values, res.link_load[j], (order, "link_load"))
+        same_bits(float(solo.completion_time), res.metrics["completion_time"][j], (order, "completion_time"))
+        same_bits(solo.link_load.values, res.link_load[j], (order, "link_load"))

@@ -21,7 +21,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -44,6 +43,7 @@ from evaluator.sweep import expand_axes, plan_sweep
 from evaluator.sweep.plan import check_run_settings
 from evaluator.topology._dragonfly import dragonfly_bytes
 from evaluator.topology._torus import torus_bytes
+from tests.helpers import within as run_within
 from evaluator.traffic import dense as D
 
 E = importlib.import_module("evaluator._batch.memory")  # the working-set estimate (and the buckets it pads to)
@@ -53,21 +53,7 @@ LIMIT_S = 60.0  # any case here answers in about a second; a hang fails after th
 
 def within(seconds: float, fn):
     """``fn()`` in a thread; fail if it has not returned after ``seconds`` (a hang fails quickly)."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    th = threading.Thread(target=run, daemon=True)
-    th.start()
-    th.join(seconds)
-    assert not th.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    return run_within(fn, seconds)
 
 
 def one_line(msg: str, field: str, value: str) -> None:
