@@ -511,3 +511,14 @@ def test_every_registered_kind_has_edge_cases():
         sizes = {(c[2], c[1].n_nodes) for c in PLACEMENTS.values() if c[0] == kind}
         assert any(t == 1 for t, _ in sizes), kind
         assert any(t == nn for t, nn in sizes), kind
+
+
+def test_topaware_grid_no_tile_divides_names_the_grid_not_the_unset_tile():
+    """One task on a torus of 2 nodes a router: no tile of 1 task a node, repeated over the router's 2 nodes, divides
+    the grid [1, 1, 1]. The refusal named ``placement.node_tile = None``, a key the user had not set."""
+    from evaluator.placement._topaware import topaware
+
+    with pytest.raises(ConfigError) as info:
+        topaware(ev.torus([4, 4, 4], nodes_per_router=2), [1, 1, 1], 1)
+    msg = str(info.value)
+    assert "placement.grid = [1, 1, 1]" in msg and "2 nodes" in msg and "node_tile = None" not in msg, msg

@@ -218,9 +218,13 @@ def topaware(topology: Topology, grid: Sequence[int], tasks_per_node: int, prism
             f"at most usable nodes x tasks_per_node = {n_usable} x {tpn}")
     coords = _grid_coords(g, major)
     cands = _candidates(g, tpn, npr, pair_dim, nt)
+    whole4 = " and holds its whole 4th dimension" if nd == 4 else ""
+    if nt is None:  # (chosen: name the grid the user gave, not the unset node_tile)
+        require(bool(cands), "placement.grid", list(g), f"a grid that a tile of {tpn} tasks per node, repeated over a "
+                f"router's {npr} nodes, divides{whole4} (placement.node_tile: null, chosen)")
     require(bool(cands), "placement.node_tile", None if nt is None else list(nt),
             f"a tile of {tpn} tasks per node that, repeated over a router's {npr} nodes, divides the grid "
-            f"{list(g)}" + (" and holds its whole 4th dimension" if nd == 4 else ""))
+            f"{list(g)}{whole4}")
     last: ConfigError | None = None
     for _, _, t, pdim, rt in cands:
         tiles = [a // b for a, b in zip(g, rt)]
