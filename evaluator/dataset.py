@@ -783,9 +783,11 @@ def draw_stats(values: xr.DataArray, draws: Sequence[str], smaller: bool | None)
     draws = list(draws)
     every = np.isfinite(values).all(draws)
     q = DRAW_QUANTILE if smaller in (True, None) else 1.0 - DRAW_QUANTILE
-    stats = {"mean": values.mean(draws, skipna=False), "max": values.max(draws, skipna=False),
-             "min": values.min(draws, skipna=False)}
-    tail = values.quantile(q, dim=draws, skipna=False).drop_vars("quantile")
+    with np.errstate(invalid="ignore"):  # (an infinite draw: numpy's quantile warned "invalid value encountered in
+        # subtract" on stderr under `evaluator plot`; the point is NaN below)
+        stats = {"mean": values.mean(draws, skipna=False), "max": values.max(draws, skipna=False),
+                 "min": values.min(draws, skipna=False)}
+        tail = values.quantile(q, dim=draws, skipna=False).drop_vars("quantile")
     stats["tail"] = tail if smaller is not None else xr.full_like(tail, np.nan)
     out = xr.Dataset({k: v.where(every) for k, v in stats.items()})
     out.attrs["quantile"] = q

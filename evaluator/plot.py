@@ -197,10 +197,15 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
 
     da, dims, x, series, facet, reduced, band = _plotted(ds, metric, x, series, relative_to, draws)
     if not np.isfinite(np.asarray(da.values, dtype=float)).any():  # (an empty figure was written, exit status 0)
-        why = " (the dataset's variable reason says why, point by point)" if "reason" in ds else ""
         raise ConfigError("metric", metric, "a metric with a value at some point to plot",
-                          f"No point of the dataset has a finite {metric}: nothing to plot{why}. Nothing was written.")
+                          f"No point of the dataset has a finite {metric}{_why_none(ds, metric)}: nothing to plot. "
+                          f"Nothing was written.")
+    infinite = _infinite(da)  # (matplotlib leaves an infinite value out in silence: an undeliverable time vanished)
+    if infinite:
+        da = da.where(np.isfinite(da))
+        band = None if band is None else {k: v.where(np.isfinite(da)) for k, v in band.items()}
     facets = list(da[facet].values) if facet else [None]
+    drawn_labels: list[str] = []
     ppp = _paths_panel(ds, metric, relative_to, dims, x, series, facet)
     ncols = 1 if ppp is None else 2
     fig = Figure(figsize=(max(6, 0.25 * da.sizes[x] + 3) * (1 if ppp is None else 1.6), 3.2 * len(facets)))
@@ -219,6 +224,10 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         at = (lambda a: a.sel({facet: fv})) if facet else (lambda a: a)
         labels = _draw(axs[row, 0], at(da), x, series, legend=ppp is None,
                        band=None if band is None else {k: at(v) for k, v in band.items()})
+        drawn_labels += [s for s in labels if s not in drawn_labels]
+        if not np.isfinite(np.asarray(at(da).values, dtype=float)).any():  # (an empty panel said nothing)
+            axs[row, 0].text(0.5, 0.5, f"no point with a value of {metric} here\n(infeasible or no value)",
+                             transform=axs[row, 0].transAxes, ha="center", va="center", fontsize=8, color="0.3")
         if relative_to is not None:
             axs[row, 0].set_ylabel(axis_label(f"gain over {relative_to[0]}={relative_to[1]}", "1")
                                    + f"\n({metric}; > 1: better)")
@@ -233,7 +242,8 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
         for c in range(ncols):
             if facet:
                 axs[row, c].set_title(f"{facet} = {fv}", fontsize=9)
-    grouped = not _numeric(labels) and all(_size(s) for s in labels)
+    grouped = bool(drawn_labels) and not _numeric(drawn_labels) and all(_size(s) for s in drawn_labels)  # (of
+    # every panel: an empty last panel, every point infeasible, made a numeric axis "grouped by size")
     for c in range(ncols):
         axs[-1, c].set_xlabel(x + (" (grouped by size, ascending)" if grouped else ""))
     title = ds.attrs.get("title", "")
@@ -242,9 +252,46 @@ def plot_sweep(ds: xr.Dataset, out: str | Path, metric: str = "completion_time",
     if reduced:  # a point is not one design point: say what it stands for (wrapped to the figure's width)
         title = (title + "\n" if title else "") + textwrap.fill(f"each point: {'; '.join(reduced)}",
                                                                  int(13 * fig.get_figwidth()))
+    if infinite:  # (a line of its own: it is not what a point stands for)
+        title = (title + "\n" if title else "") + textwrap.fill(infinite, int(13 * fig.get_figwidth()))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return save_figure(fig, Path(out), dpi=120)
+
+
+def _why_none(ds: xr.Dataset, metric: str) -> str:
+    """Why no point of ``ds`` has a finite ``metric``, in words: how many points are infeasible and how many
+    feasible ones have a NaN or infinite value (empty where the dataset says neither)."""
+    if metric not in ds:
+        return ""
+    values = np.asarray(ds[metric].values, dtype=float)
+    ok = np.ones(values.shape, bool)
+    if "feasible" in ds.data_vars and set(ds["feasible"].dims) <= set(ds[metric].dims):
+        ok = np.asarray(ds["feasible"].fillna(False).astype(bool).broadcast_like(ds[metric]).transpose(
+            *ds[metric].dims).values, bool)
+    infeasible, valueless = int((~ok).sum()), int((ok & ~np.isfinite(values)).sum())
+    parts = ([f"{infeasible} {'is' if infeasible == 1 else 'are'} infeasible"
+              + (" (the dataset's variable reason says why, point by point)" if "reason" in ds else "")]
+             if infeasible else [])
+    parts += [f"{valueless} feasible {'one has' if valueless == 1 else 'ones have'} a NaN or infinite {metric}"] \
+        if valueless else []
+    return f" (of its {values.size} point{'s' if values.size != 1 else ''}, {' and '.join(parts)})" if parts else ""
+
+
+def _infinite(da: xr.DataArray) -> str:
+    """The words for the figure's title where ``da`` has infinite values, which are not drawn (a time a routing
+    cannot deliver, a throughput of a point without time): how many, of which sign, and up to three by their
+    labels; empty where there are none."""
+    values = np.asarray(da.values, dtype=float)
+    where = np.argwhere(np.isinf(values).reshape(values.shape))
+    if not len(where):
+        return ""
+    dims = [str(d) for d in da.dims]
+    eg = ["the point" if not dims else ", ".join(f"{d}={da[d].values[i] if d in da.coords else i}"
+                                                 for d, i in zip(dims, idx)) for idx in where[:3]]
+    signs = sorted({"+inf" if values[tuple(idx)] > 0 else "-inf" for idx in where})
+    return (f"not drawn: {len(where)} point{'s' if len(where) != 1 else ''} whose value is {' or '.join(signs)} ("
+            f"{'; '.join(eg)}{'; ...' if len(where) > 3 else ''})")
 
 
 def _paths_panel(ds: xr.Dataset, metric: str, relative_to, dims: list[str], x: str, series: str | None,

@@ -540,6 +540,10 @@ def _best_of_draws(ds: xr.Dataset, metric, over, where, n, draws) -> pd.DataFram
     table = _best(summary, ranked, over, label_filter or None, n, [s for s in _draw_stats(base) if s != ranked])
     table.attrs["draws"] = used
     table.attrs["left_out"] = _partly_ranked(ds, base, draws, label_filter)
+    if not len(table):
+        table.attrs["empty"] = (f"no row to rank by {ranked}: no point{' that where keeps' if where is not None else ''}"
+                                f" has every draw of {', '.join(draws)} feasible with a finite {base} (a point with "
+                                f"an infeasible or valueless draw is left out, not averaged over the rest)")
     return table
 
 
@@ -603,7 +607,32 @@ def _best(ds: xr.Dataset, metric, over, where, n, beside: Sequence[str]) -> pd.D
     table = _ranked_table(frame, metric, dims, row_labels, ranks, n, units)
     if unranked[0]:
         table.attrs["unranked"] = unranked
+    if not len(table):  # (an empty DataFrame said nothing of why: every point infeasible, valueless or filtered out)
+        table.attrs["empty"] = _why_empty(sub, metric, dims, where is not None, unranked)
     return table
+
+
+def _why_empty(sub: xr.Dataset, metric: str, dims: list[str], filtered: bool, unranked) -> str:
+    """Why a ranking has no row, in words: how many of the points (those ``where`` kept) are infeasible and how
+    many feasible ones have no value of ``metric`` (NaN, or an infinite time), with up to three of the latter."""
+    total = int(np.prod([sub.sizes[d] for d in dims])) if dims else 1
+    if total == 0:
+        return f"no point{' matches where' if filtered else ''}"
+    infeasible = 0
+    if "feasible" in sub.data_vars and set(sub["feasible"].dims) <= set(dims):
+        infeasible = int((~_flat(sub["feasible"].fillna(False).astype(bool), sub[metric], dims)).sum())
+    count, examples, what = unranked
+    of = f"of the {total} point{'s' if total != 1 else ''}{' that where keeps' if filtered else ''}"
+    parts = []
+    if infeasible:
+        parts.append(f"{infeasible} {'is' if infeasible == 1 else 'are'} infeasible (the dataset's 'reason' "
+                     f"variable says why)" if "reason" in sub else f"{infeasible} {'is' if infeasible == 1 else 'are'} "
+                                                                   f"infeasible")
+    if count:
+        eg = "; ".join(examples) + ("; ..." if count > len(examples) else "")
+        parts.append(f"{count} feasible {'one has' if count == 1 else 'ones have'} a {metric} that is {what} (no "
+                     f"value to rank: {eg})")
+    return f"no row to rank by {metric}: {of}, " + (" and ".join(parts) or "none has a value")
 
 
 def _sorted_rows(frame, metric: str, label_filter: dict, labels: Sequence[str] = (), excused=None):

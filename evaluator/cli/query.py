@@ -90,9 +90,12 @@ def main(argv: list[str]) -> int:
         table = best(ds, args.best, over=args.over, where=where or None, n=args.n, draws=args.draws)
     if len(table) == 0:  # (an empty table printed as pandas' "Empty DataFrame" with exit 0)
         metric = args.best if args.best is not None else default_metric(ds)
-        raise WordedError(f"no row to rank: no point{' matching --where' if where else ''} is feasible with a value "
-                          f"of {metric}" + (" in every draw (--draws leaves out a point with an infeasible draw)"
-                                            if args.draws else "") + "; the dataset's "
+        head = f"no row to rank: no point{' matching --where' if where else ''} is feasible with a value of {metric}"
+        note = str(table.attrs.get("empty", "")).partition(": ")[2].replace("that where keeps", "that --where keeps")
+        if note:  # (how many points are infeasible and which feasible ones have no value: NaN, an infinite time)
+            raise WordedError(f"{head} ({note})")
+        raise WordedError(head + (" in every draw (--draws leaves out a point with an infeasible draw)"
+                                  if args.draws else "") + "; the dataset's "
                           + ("'reason' variable says" if "reason" in ds else "'refused' and 'feasible' variables say")
                           + " why each point has none")
     if args.draws:
