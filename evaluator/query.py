@@ -541,9 +541,10 @@ def _best_of_draws(ds: xr.Dataset, metric, over, where, n, draws) -> pd.DataFram
     table.attrs["draws"] = used
     table.attrs["left_out"] = _partly_ranked(ds, base, draws, label_filter)
     if not len(table):
-        table.attrs["empty"] = (f"no row to rank by {ranked}: no point{' that where keeps' if where is not None else ''}"
-                                f" has every draw of {', '.join(draws)} feasible with a finite {base} (a point with "
-                                f"an infeasible or valueless draw is left out, not averaged over the rest)")
+        kept = " that where keeps" if where is not None else ""
+        table.attrs["empty"] = (f"no row to rank by {ranked}: no point{kept} has every draw of {', '.join(draws)} "
+                                f"feasible with a finite {base} (a point with an infeasible or valueless draw is left "
+                                f"out, not averaged over the rest)")
     return table
 
 
