@@ -260,7 +260,8 @@ def main(argv: list[str]) -> int:
     n_feasible = int(ds.attrs["n_feasible"])
     if n_feasible == 0:
         _refuse_infeasible(ds, plan, path, tasks, request.config)
-    print(f"searched {plan.n_points} configurations ({n_feasible} feasible) on {network}")
+    print(f"searched {plan.n_points} configuration{'' if plan.n_points == 1 else 's'} ({n_feasible} feasible) "
+          f"on {network}")
     metric = predicted_time(ds)
     if metric != "completion_time":
         print(f"ranked by {metric} (every configuration has it; completion_time is the bandwidth bound alone)")

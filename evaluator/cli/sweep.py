@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
     _refuse_eval_keys(args.overrides)
     request = config.compose_sweep(args.overrides, config_dir=args.config_dir)
     plan = plan_sweep(request)
-    print(f"sweep {plan.name}: {plan.n_points} points on axes "
+    print(f"sweep {plan.name}: {_points(plan.n_points)} on axes "
           + ", ".join(f"{a.name}[{a.size}]" for a in plan.axes) + f"; run id {plan.run_id}")
     shown: list = []
     # the summary and table of the dataset just assembled, printed while its file is written (not read back)
@@ -162,15 +162,20 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _points(n: int) -> str:
+    """``n`` points, "1 point" for one (a sweep of one point said "1 points")."""
+    return f"{n} point" if n == 1 else f"{n} points"
+
+
 def _summary(plan, ds, path) -> bool:
     """Print a sweep's summary (points, timing, infeasible reasons) and its end table; refuse a sweep with no
     feasible point (naming the dataset ``path``)."""
     n_feasible, n_points = int(ds.attrs["n_feasible"]), int(ds.attrs["n_points"])
-    print(f"{n_feasible} feasible of {n_points} points; timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
+    print(f"{n_feasible} feasible of {_points(n_points)}; timing: {format_timing(json.loads(ds.attrs['timing_json']))}")
     if 0 < n_feasible < n_points:
         print(f"{n_points - n_feasible} infeasible: {_reasons(ds)}")
     if n_feasible == 0:
-        raise WordedError(f"0 feasible of {n_points} points: {_reasons(ds)}. Nothing to rank; the dataset "
+        raise WordedError(f"0 feasible of {_points(n_points)}: {_reasons(ds)}. Nothing to rank; the dataset "
                           f"(every point with its reason) is {path}", "sweep", plan.name,
                           "a sweep with at least one feasible point")
     metric = "makespan" if "makespan" in ds else predicted_time(ds)

@@ -416,6 +416,7 @@ def compose(overrides: Sequence[str], config_name: str = "config", search_path: 
     Errors are raised afresh every time."""
     overrides = one_line(overrides)
     _refuse_hydra_settings(overrides)
+    _refuse_shuffle(overrides)
     from hydra.core.global_hydra import GlobalHydra
 
     register_schemas()
@@ -453,6 +454,18 @@ def _refuse_hydra_settings(overrides: Sequence[str]) -> None:
                               "composes its config without running a Hydra job",
                               f"Drop {o!r}; where a result goes is output_dir=DIR (eval) or sweep.output_dir=DIR "
                               f"(sweep), and more config directories are evaluator sweep --config-dir DIR.")
+
+
+def _refuse_shuffle(overrides: Sequence[str]) -> None:
+    """Refuse a value written with Hydra's ``shuffle(...)``: of a list (``topology.dims='shuffle([4,2,3])'``) it
+    is that list in another random order on every composition, so another network and run id on every run (and
+    the first order drawn frozen in the composition memo); of one value the list of it. Until 2026-12-07 both
+    were composed (sweeps refused only ``shuffle(a,b)``)."""
+    for o in overrides:
+        if isinstance(o, str) and "=" in o and re.match(r"\s*shuffle\s*\(", o.split("=", 1)[1]):
+            raise ConfigError(_override_key(o), o.split("=", 1)[1], "a value in a fixed order",
+                              f"shuffle() gives another order on every run, so the same command would not compute "
+                              f"the same thing twice; drop shuffle() from {o!r}.")
 
 
 _HYDRA_OWN = frozenset({"_dummy_empty_config_.yaml"})

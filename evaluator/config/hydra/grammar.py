@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -296,9 +297,36 @@ def _split_sweeps(overrides: Sequence[str]) -> tuple[list[str], list[tuple[str, 
             continue
         if ov.is_sweep_override():
             sweeps.append((text, ov))
-        else:
-            plain.append(text)
+            continue
+        call = _SORT_OR_SHUFFLE.match(text.split("=", 1)[1]) if "=" in text else None
+        if call is not None and call.group(1) == "shuffle":  # shuffle(4), shuffle([8,4]): Hydra gives no sweep
+            raise _refuse(text, ov.key_or_group, _DISCRETE + " in a fixed order",
+                          "shuffle() gives another order on every run, so a rerun would not resume (a shuffled list "
+                          "is another value on every run); drop shuffle().")
+        if call is not None and not isinstance(ov.value(), (list, dict)):
+            # sort(4): Hydra reads one value as that value, no sweep; an axis of one value, as choice(4) is
+            lhs = text.split("=", 1)[0]
+            sweeps.append((text, parser.parse_override(f"{lhs}=choice({_hydra_literal(ov.value())})")))
+            continue
+        plain.append(text)
     return plain, sweeps
+
+
+_SORT_OR_SHUFFLE = re.compile(r"\s*(sort|shuffle)\s*\(")
+"""A value written as a call of Hydra's ``sort`` or ``shuffle``: a sweep function, whatever Hydra makes of one
+value (until 2026-12-07 ``traffic.n_tasks=sort(4)`` was the plain value 4, and ``shuffle(4)`` the list [4] refused
+as "not an integer"; ``shuffle([8,4])`` a list in another order on every run)."""
+
+
+def _hydra_literal(value: Any) -> str:
+    """``value`` (a scalar Hydra parsed) written back in Hydra's grammar."""
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
 
 
 def _merge_sweeps(sweeps: list[tuple[str, Any]], axes: dict | None, max_points: int | None,
