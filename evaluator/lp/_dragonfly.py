@@ -273,10 +273,15 @@ def dragonfly_adaptive_bound(topology: Topology, demand: RouterDemand, solver: s
     Refused with a :class:`~evaluator.errors.ResourceError` naming the estimate (:func:`adaptive_size`)
     before anything is built when the LP would not fit in 80% of the available memory.
     """
-    from ._flow import check_demand
+    from ._flow import check_demand, normalized, rescaled
 
     check_demand(topology, demand)
     check_adaptive_size(topology, demand, router=router)
+    demand, e = normalized(demand)  # bytes by a power of two: capacity / bytes stays finite (1e-300 bytes)
+    return rescaled(_adaptive(topology, demand, solver, router), e)
+
+
+def _adaptive(topology: Topology, demand: RouterDemand, solver: str, router: bool) -> PathBound:
     inc, pair, gbytes, fixed, _ = adaptive_classes(topology, demand, router)
     if not gbytes.size:  # only fixed loads
         m = fixed > 0

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -130,6 +131,45 @@ def check_demand(topology: Topology, demand: RouterDemand) -> None:
     require(f.shape == (L,), "demand.fixed_load", f"<{f.size} entries>", f"one per link ({L})")
     if not np.isfinite(f).all() or (f < 0).any():
         raise ConfigError("demand.fixed_load", float(f[~np.isfinite(f) | (f < 0)][0]), "finite bytes >= 0")
+
+
+def normalized(demand: RouterDemand) -> tuple[RouterDemand, int]:
+    """``(demand with every byte count times 2**e, e)``: its largest bytes (pairs or fixed loads) brought into
+    ``[0.5, 1)`` by an exact power of two, so that ``capacity / bytes`` stays finite whatever the bytes (1e-300
+    bytes on 1e9 B/s links: Z = 1e309 1/s overflowed, and the LPs were built with inf entries). Every bound of the
+    scaled demand is the demand's exactly: Z times ``2**e``, times over ``2**e`` (:func:`math.ldexp`)."""
+    b = np.asarray(demand.nbytes, np.float64)
+    f = np.asarray(demand.fixed_load, np.float64)
+    top = max(float(b.max()) if b.size else 0.0, float(f.max()) if f.size else 0.0)
+    if not 0 < top < math.inf:
+        return demand, 0
+    e = -math.frexp(top)[1]
+    if e == 0:
+        return demand, 0
+    return RouterDemand(demand.src, demand.dst, np.ldexp(b, e), np.ldexp(f, e)), e
+
+
+def rescaled(res: PathBound, e: int) -> PathBound:
+    """A :class:`PathBound` of a demand scaled by ``2**e`` (:func:`normalized`) as the bound of the demand itself
+    (Z times ``2**e``; an overflow is inf, whose time is 0: the times of :func:`bound_times` stay exact)."""
+    if e == 0:
+        return res
+    zu = _ldexp(res.z_upper, e)  # (overflowed: inf, still an upper bound of the rate)
+    z = _ldexp(res.z, e)
+    gap = res.gap
+    if z == math.inf and res.z < math.inf:  # overflowed: the largest float, a lower rate than the flow's, so still
+        z, gap = sys.float_info.max, math.inf  # feasible: 1 / z above the true time (never 0 s), the gap unknown
+    elif zu == math.inf and res.z_upper < math.inf:
+        gap = math.inf
+    return dataclasses.replace(res, z=z, z_upper=zu, gap=gap, completion_time=1.0 / zu if zu > 0 else math.inf)
+
+
+def _ldexp(x: float, e: int) -> float:
+    """``x * 2**e``, inf where it overflows (:func:`math.ldexp` raises)."""
+    try:
+        return math.ldexp(x, e)
+    except OverflowError:
+        return math.inf
 
 
 def _sources(demand: RouterDemand) -> tuple[np.ndarray, np.ndarray]:
@@ -231,10 +271,6 @@ def edge_lp(topology: Topology, demand: RouterDemand) -> LP:
     c = np.zeros(S * E + 1)
     c[-1] = -1.0
     return LP(c, A_eq, np.zeros(S * R), A_ub, np.ones(E), ub, scale=z0)
-
-
-def _no_demand(method: str, solver: str) -> PathBound:
-    return PathBound(math.inf, 0.0, np.zeros(0), method, solver, 0.0, math.inf)
 
 
 def _fixed_only(topology: Topology, demand: RouterDemand, method: str, solver: str) -> PathBound:
@@ -630,6 +666,12 @@ def optimal_bound(topology: Topology, demand: RouterDemand, method: str = "auto"
     _check_solver(solver)
     _check_gk(0.1, target_gap, 1, True, 0, 0)  # read by garg_konemann only, but refused for every method
     check_demand(topology, demand)
+    demand, e = normalized(demand)
+    return rescaled(_optimal_bound(topology, demand, method, solver, target_gap), e)
+
+
+def _optimal_bound(topology: Topology, demand: RouterDemand, method: str, solver: str,
+                   target_gap: float) -> PathBound:
     if method == "auto":
         size = edge_size(topology, demand)
         fits = size["bytes"] <= 0.8 * available_memory()

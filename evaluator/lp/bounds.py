@@ -22,7 +22,7 @@ from ..placement import Placement
 from ..topology import Topology
 from ..traffic import AbstractTraffic
 from ._flow import METHODS as FLOW_METHODS
-from ._flow import RouterDemand, optimal_bound
+from ._flow import RouterDemand, check_demand, normalized, optimal_bound
 from ._dragonfly import METHOD as ADAPTIVE_METHOD
 from ._dragonfly import dragonfly_adaptive_bound
 from ._model1 import PathBound
@@ -121,10 +121,17 @@ def router_demand(topology: Topology, traffic: AbstractTraffic, placement: Place
     return RouterDemand(key // R, key % R, nbytes, fixed)
 
 
-def _one(topology: Topology, demand: RouterDemand, method: str, solver: str) -> PathBound:
+def _one(topology: Topology, demand: RouterDemand, method: str, solver: str) -> tuple[float, float, PathBound]:
+    """``(lower s, upper s, bound)`` of one phase; the bound solved for the demand scaled by a power of two
+    (:func:`~evaluator.lp._flow.normalized`) and its times scaled back exactly (1e-300 bytes: 1e-309 s, where
+    the demand's own Z, 1e309 1/s, overflows)."""
+    check_demand(topology, demand)
+    demand, e = normalized(demand)
     if method in ADAPTIVE_METHOD.values():
-        return dragonfly_adaptive_bound(topology, demand, solver, router=method == ADAPTIVE_METHOD[True])
-    return optimal_bound(topology, demand, method, solver)
+        res = dragonfly_adaptive_bound(topology, demand, solver, router=method == ADAPTIVE_METHOD[True])
+    else:
+        res = optimal_bound(topology, demand, method, solver)
+    return math.ldexp(res.completion_time, -e), math.ldexp(res.completion_time_upper, -e), res
 
 
 def check_bounds(bounds, solver: str = "highs") -> str:
@@ -154,10 +161,10 @@ def optimal(topology: Topology, traffic, placement: Placement, method: str = "au
     parts = []
     for x in traffic.phases:
         try:
-            res = _one(topology, router_demand(topology, x, placement), method, solver)
+            lower, upper, res = _one(topology, router_demand(topology, x, placement), method, solver)
         except NotSolved as exc:  # HiGHS without an optimum: named as the user's setting
             if exc.field != "solver":
                 raise
             raise exc.renamed("bound_solver") from None
-        parts.append((res.completion_time, res.completion_time_upper, res.method, res.solver))
+        parts.append((lower, upper, res.method, res.solver))
     return combine(parts)

@@ -56,6 +56,7 @@ from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_si
 from ..lp import METHOD as ADAPTIVE_METHOD
 from ..lp import BYTES_PER_NNZ, certify_edge_solution, certify_path_solution, check_adaptive_size, padded_size
 from ..lp import PDHG_OPTIMAL, NotSolved, check_solved, pdhg_status
+from ..lp._flow import check_demand, normalized
 from ..lp.bounds import BoundResult, bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
 
@@ -224,6 +225,8 @@ class _Instance:
     lp: LP
     method: str
     certify: object
+    exp: int = 0
+    """The demand was scaled by ``2**exp`` (:func:`~evaluator.lp._flow.normalized`): times are over ``2**exp``."""
 
 
 def chunk_bounds(plan, items: list, achieved: Float[np.ndarray, "point"], cache: dict | None = None) -> dict:
@@ -328,11 +331,14 @@ def _batched(points: list, method: str, statuses: list[str] | None = None) -> li
     for j, (topo, traffic, placement) in enumerate(points):
         for x in traffic.phases:
             demand = router_demand(topo, x, placement)
+            check_demand(topo, demand)
+            demand, e = normalized(demand)  # by a power of two: capacity / bytes finite (1e-300 bytes)
             inst, done = _lp_of(topo, demand, method, j)
             if done is not None:
-                parts[j].append((done.completion_time, done.completion_time_upper, done.method, done.solver))
+                parts[j].append((math.ldexp(done.completion_time, -e), math.ldexp(done.completion_time_upper, -e),
+                                 done.method, done.solver))
             else:
-                lps.append(inst)
+                lps.append(dataclasses.replace(inst, exp=e))
     by_bucket: dict[tuple, list[_Instance]] = {}
     for inst in lps:
         lp = inst.lp
@@ -343,8 +349,8 @@ def _batched(points: list, method: str, statuses: list[str] | None = None) -> li
     def record(inst, x, ub_dual, objective, solver, converged=True):
         # an unconverged PDHG primal is no feasible flow: its Z is not a feasible side (path LPs rebuild theirs)
         lo, up = inst.certify(x, ub_dual, z_from_objective(inst.lp, objective) if converged else 0.0)
-        parts[inst.key].append((1.0 / up if up > 0 else math.inf, 1.0 / lo if lo > 0 else math.inf, inst.method,
-                                solver))
+        parts[inst.key].append((math.ldexp(1.0 / up if up > 0 else math.inf, -inst.exp),
+                                math.ldexp(1.0 / lo if lo > 0 else math.inf, -inst.exp), inst.method, solver))
 
     for b in sorted(by_bucket):
         insts = by_bucket[b]
