@@ -188,6 +188,10 @@ def read_start_file(path: str | Path, topology, n_tasks: int, nodes, tasks_per_n
         try:
             tn = parse_node_ids(text, f"{field} ({value})", limit=topology.n_nodes, machine=topology.name)
         except ConfigError as exc:
+            if exc.allowed.startswith("at least one node id"):  # the value was the file's whole text: name the file
+                raise ConfigError(field, value, f"at least one node id: a node list of one node id per rank, {n} "
+                                  f"ids for the job's {n} ranks", "It lists none (only comments or blank lines)."
+                                  ) from None
             if not exc.allowed.startswith("node ids of"):
                 raise
             raise ConfigError(field, value, exc.allowed, exc.hint) from None

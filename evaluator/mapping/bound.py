@@ -457,6 +457,9 @@ def mapping_bound(topology, traffic, routing, nodes=None, tasks_per_node: int = 
             parts.update(_ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, flows, notes))
         except ResourceError as exc:  # refused before allocating: the node-link bound stands alone
             notes.append(f"the network's bounds were not computed: {exc}")
+    else:  # every part but the node links' is left out: say why (a part absent without a reason read as missing)
+        notes.append("the network's and the node links' hop-bytes parts are left out: no byte goes between two "
+                     "tasks (no flow, or every flow a self flow), so every mapping takes 0 s on them")
     binding = max(parts, key=parts.get)
     return MappingBound(float(parts[binding]), binding, parts, tuple(notes))
 
@@ -494,6 +497,9 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
     A = nodes.size
     weights = _weights(topology, n_rl, cap)
     names = list(weights)
+    for c in topology.class_names:  # a class of the network's without a router link (a one-router network)
+        if c not in ("injection", "ejection") and f"class:{c}" not in weights:
+            notes.append(f"the class:{c} part is left out: the network has no {c} router link")
     W = np.stack([weights[k] for k in names])  # [weight, link]
     node_router = np.asarray(topology.node_router, np.int64)
     linear = bool(getattr(routing, "linear", True))  # an adaptive routing shares bytes by load: not linear
@@ -542,11 +548,16 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
         denom = (wc[:n_rl][support].sum() + np.sort(wc[n_rl + nodes])[::-1][:m_nodes].sum()
                  + np.sort(wc[n_rl + N + nodes])[::-1][:m_nodes].sum())
         if denom <= 0:
+            notes.append(f"the {name} part is left out: no route between two available nodes crosses these links")
             continue
         Dn = Dr[i][np.ix_(e_of, e_of)]
         Dn = np.where(same_router, 0.0, Dn) + w[n_rl + nodes][:, None] + w[n_rl + N + nodes][None, :]
         np.fill_diagonal(Dn, 0.0)
         if not Dn.any():
+            notes.append(f"the {name} part is left out: " + (
+                "one node is available, so every byte stays on it" if A == 1 else
+                "the available nodes are all on one router" if np.unique(node_router[nodes]).size == 1 else
+                "no route between two available nodes crosses these links"))
             continue
         K = max(B_out.shape[1], B_in.shape[1], B_sym.shape[1])
         p_out = _profiles(Dn, tpn, K)
