@@ -30,6 +30,8 @@ from ._flow import edge_lp as edge_lp
 from ._flow import edge_size as edge_size
 from ._flow import garg_konemann as garg_konemann
 from ._flow import optimal_bound as optimal_bound
+from ._flow import check_demand as check_demand
+from ._flow import normalized as normalized
 from ._model1 import PathBound as PathBound
 from ._model1 import certify_path as certify_path
 from ._model1 import certify_path_solution as certify_path_solution
@@ -57,4 +59,4 @@ __all__ = ["LP", "SOLVERS", "PDHG_OPTIMAL", "check_solved", "NotSolved", "pdhg_s
            "certify_path", "check_adaptive_size", "dual_link_lengths", "padded_size", "Solution", "BatchSolution", "PathBound", "RouterDemand",
            "solve", "solve_highs", "solve_pdhg", "path_lp", "solve_path_lp", "z_from_objective", "edge_size",
            "edge_lp", "edge_bound", "garg_konemann", "optimal_bound", "adaptive_classes", "adaptive_size",
-           "dragonfly_adaptive_bound"]
+           "dragonfly_adaptive_bound", "check_demand", "normalized"]

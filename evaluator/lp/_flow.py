@@ -55,7 +55,7 @@ from ..topology import Topology
 from ._model1 import PathBound, bound_of, certify_path, z_from_objective
 from ._solvers import LP, check_solved, reached, solve, _check_solver
 
-__all__ = ["RouterDemand", "check_demand", "edge_size", "edge_lp", "edge_bound", "certify_edge",
+__all__ = ["RouterDemand", "check_demand", "normalized", "edge_size", "edge_lp", "edge_bound", "certify_edge",
            "certify_edge_solution", "garg_konemann",
            "optimal_bound",
            "METHODS", "EDGE_AUTO_NNZ"]
@@ -133,19 +133,23 @@ def check_demand(topology: Topology, demand: RouterDemand) -> None:
         raise ConfigError("demand.fixed_load", float(f[~np.isfinite(f) | (f < 0)][0]), "finite bytes >= 0")
 
 
+NORMAL_BYTES = (2.0 ** -256, 2.0 ** 256)
+"""Largest byte counts (of a pair or a fixed load) that :func:`normalized` leaves as they are (1e-77 to 1e77 bytes):
+only a demand outside is scaled, so every realistic one builds the LPs it always built."""
+
+
 def normalized(demand: RouterDemand) -> tuple[RouterDemand, int]:
-    """``(demand with every byte count times 2**e, e)``: its largest bytes (pairs or fixed loads) brought into
-    ``[0.5, 1)`` by an exact power of two, so that ``capacity / bytes`` stays finite whatever the bytes (1e-300
-    bytes on 1e9 B/s links: Z = 1e309 1/s overflowed, and the LPs were built with inf entries). Every bound of the
-    scaled demand is the demand's exactly: Z times ``2**e``, times over ``2**e`` (:func:`math.ldexp`)."""
+    """``(demand with every byte count times 2**e, e)``: where its largest bytes (pairs or fixed loads) lie outside
+    :data:`NORMAL_BYTES`, brought into ``[0.5, 1)`` by an exact power of two (else ``e = 0``), so that ``capacity /
+    bytes`` stays finite whatever the bytes (1e-300 bytes on 1e9 B/s links: Z = 1e309 1/s overflowed, and the LPs
+    were built with inf entries). Every bound of the scaled demand is the demand's exactly: Z times ``2**e``, times
+    over ``2**e`` (:func:`math.ldexp`)."""
     b = np.asarray(demand.nbytes, np.float64)
     f = np.asarray(demand.fixed_load, np.float64)
     top = max(float(b.max()) if b.size else 0.0, float(f.max()) if f.size else 0.0)
-    if not 0 < top < math.inf:
+    if not 0 < top < math.inf or NORMAL_BYTES[0] <= top <= NORMAL_BYTES[1]:  # (every realistic demand: as it is)
         return demand, 0
     e = -math.frexp(top)[1]
-    if e == 0:
-        return demand, 0
     return RouterDemand(demand.src, demand.dst, np.ldexp(b, e), np.ldexp(f, e)), e
 
 

@@ -492,14 +492,21 @@ def _weights(topology, n_rl: int, cap: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def _left_out(name: str, one_node: bool, one_router: bool) -> str:
+    """The note of a part of :func:`_ball_bounds` that no mapping can load."""
+    return f"the {name} part is left out: " + (
+        "one node is available, so every byte stays on it" if one_node else
+        "the available nodes are all on one router" if one_router else
+        "no route between two available nodes crosses these links")
+
+
 def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, notes) -> dict[str, float]:
     N = int(topology.n_nodes)
     A = nodes.size
     weights = _weights(topology, n_rl, cap)
     names = list(weights)
-    for c in topology.class_names:  # a class of the network's without a router link (a one-router network)
-        if c not in ("injection", "ejection") and f"class:{c}" not in weights:
-            notes.append(f"the class:{c} part is left out: the network has no {c} router link")
+    notes += [f"the class:{c} part is left out: the network has no {c} router link" for c in topology.class_names
+              if c not in ("injection", "ejection") and f"class:{c}" not in weights]  # (a one-router network)
     W = np.stack([weights[k] for k in names])  # [weight, link]
     node_router = np.asarray(topology.node_router, np.int64)
     linear = bool(getattr(routing, "linear", True))  # an adaptive routing shares bytes by load: not linear
@@ -547,17 +554,11 @@ def _ball_bounds(topology, routing, nodes, tpn, n, n_rl, cap, s, d, b, phases, n
         wc = w * cap
         denom = (wc[:n_rl][support].sum() + np.sort(wc[n_rl + nodes])[::-1][:m_nodes].sum()
                  + np.sort(wc[n_rl + N + nodes])[::-1][:m_nodes].sum())
-        if denom <= 0:
-            notes.append(f"the {name} part is left out: no route between two available nodes crosses these links")
-            continue
         Dn = Dr[i][np.ix_(e_of, e_of)]
         Dn = np.where(same_router, 0.0, Dn) + w[n_rl + nodes][:, None] + w[n_rl + N + nodes][None, :]
         np.fill_diagonal(Dn, 0.0)
-        if not Dn.any():
-            notes.append(f"the {name} part is left out: " + (
-                "one node is available, so every byte stays on it" if A == 1 else
-                "the available nodes are all on one router" if np.unique(node_router[nodes]).size == 1 else
-                "no route between two available nodes crosses these links"))
+        if denom <= 0 or not Dn.any():
+            notes.append(_left_out(name, denom > 0 and A == 1, denom > 0 and np.unique(node_router[nodes]).size == 1))
             continue
         K = max(B_out.shape[1], B_in.shape[1], B_sym.shape[1])
         p_out = _profiles(Dn, tpn, K)

@@ -388,9 +388,7 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
 
     A Ctrl-C (or the CLI's SIGTERM) stops it at once and is raised again carrying ``.partial``, the dataset of the
     points finished, which ``evaluator study rdn`` writes (:func:`~evaluator.errors.with_partial`).
-
-    ``groups`` above the machine's ``g`` are left out, named in ``attrs["groups_left_out"]``; ``g`` itself is always
-    a size.
+    ``groups`` above the machine's ``g`` are left out, named in ``attrs["groups_left_out"]``.
     """
     bounds, adaptive, seed, n_seeds, max_lp_nnz, fraction = _check_study_args(
         machine, groups, patterns, background, seed, bounds, max_lp_nnz, n_seeds, adaptive, solver)
@@ -412,18 +410,22 @@ def allocation_mode_study(machine: RdnMachine = PAPER_MACHINE, groups: Sequence[
                      "summaries": "_mean, _std (sample, ddof=1), _min, _max over the seed dimension",
                      "tdn_mapping": "random nodes of the whole machine", "rdn_routing": "tago",
                      "tdn_routings": ",".join(TDN_ROUTINGS), "tdn_adaptive": ",".join(adaptive),
-                     "tdn_bounds": ",".join(bounds),
-                     "max_lp_nnz": max_lp_nnz, "bound_solver": solver,
+                     "tdn_bounds": ",".join(bounds), "max_lp_nnz": max_lp_nnz, "bound_solver": solver,
                      "headline": "gain_adaptive_mean (conservative: RDN-GRAP against the ideal adaptive lower bound, "
                                  "mean over the seeds)",
                      "evaluator_version": __version__})
-    above = sorted({int(q) for q in groups if int(q) > machine.g})
-    if above:  # a size asked for is never missing in silence: the dataset says which were left out
-        ds.attrs["groups_left_out"] = (f"{', '.join(map(str, above))}: above the machine's {machine.g} groups (the "
-                                       f"whole machine, {machine.g} groups, is always a size)")
+    ds.attrs.update(_left_out(groups, machine))
     if stopped is not None:
         raise _kept(stopped, ds, done)
     return ds
+
+
+def _left_out(groups: Sequence[int], machine: RdnMachine) -> dict[str, str]:
+    """``{"groups_left_out": ...}`` naming the group counts above the machine's ``g`` (a size asked for is never
+    missing in silence; the whole machine, ``g`` groups, is always a size), or nothing."""
+    above = sorted({int(q) for q in groups if int(q) > machine.g})
+    return {"groups_left_out": f"{', '.join(map(str, above))}: above the machine's {machine.g} groups (the whole "
+                               f"machine, {machine.g} groups, is always a size)"} if above else {}
 
 
 def _kept(stopped: KeyboardInterrupt, ds: xr.Dataset, done: int) -> KeyboardInterrupt:

@@ -55,8 +55,7 @@ from ..lp import (EDGE_AUTO_NNZ, LP, RouterDemand, adaptive_classes, adaptive_si
                   edge_size, optimal_bound, path_lp, solve_highs, solve_pdhg, z_from_objective)
 from ..lp import METHOD as ADAPTIVE_METHOD
 from ..lp import BYTES_PER_NNZ, certify_edge_solution, certify_path_solution, check_adaptive_size, padded_size
-from ..lp import PDHG_OPTIMAL, NotSolved, check_solved, pdhg_status
-from ..lp._flow import check_demand, normalized
+from ..lp import PDHG_OPTIMAL, NotSolved, check_demand, check_solved, normalized, pdhg_status
 from ..lp.bounds import BoundResult, bound_kind, check_bounds, combine, optimal, router_demand
 from ..topology import DragonflyTopology
 
