@@ -49,6 +49,7 @@ import pytest
 import xarray as xr
 
 from tests.helpers import within as run_within
+from tests.test_audit_degenerate_studies import refused  # (one error line naming field, value, allowed)
 import evaluator as ev
 from evaluator import cli
 from evaluator import placement as P
@@ -69,16 +70,6 @@ LAT = Latency(send_overhead=O_S, recv_overhead=O_R, router=ROUTER, link=(("defau
 def within(fn, seconds: float = LIMIT_S):
     """``fn()`` within ``seconds`` (tests/helpers.py): a hang fails the test, not the suite."""
     return run_within(fn, seconds)
-
-
-def refused(fn, field: str, value: str, allowed: str) -> None:
-    """``fn()`` raises one :class:`ConfigError` line naming ``field``, ``value`` and what is ``allowed``."""
-    with pytest.raises(ConfigError) as info:
-        within(fn)
-    msg = str(info.value)
-    assert "\n" not in msg.strip(), msg
-    for part in (field, value, allowed):
-        assert part in msg, (part, msg)
 
 
 def ring(k: int, wrap: bool = True, npr: int = 1):
