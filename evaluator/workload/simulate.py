@@ -31,12 +31,16 @@ The scheduler (as Slurm's ``sched/backfill`` with one reservation):
   and leave the head its groups; until 2026-12-06 neither exception was
   made, and such jobs waited for the next end); a candidate
   that would leave fewer idle nodes at the shadow time than the head needs
-  is skipped without asking the policy.
+  is skipped without asking the policy; a request of the size, mode and
+  requirements of one the policy refused since the last job ended is not
+  asked again; a head's shadow time is computed on look-ahead copies once
+  per state of the machine (kept while no job starts or ends).
 * **Times**: reservations use requested times (SWF field 9; a job whose
   run time exceeds its request is given its run time as request, so no job
   outlives what reservations assume); ends use actual run times. On the RDN
-  a job's actual run time is shortened by its communication speedup (:func:`evaluator.workload.model.accelerated_run_time`,
-  looked up at start for its mode and the number of groups it was given).
+  a job's actual run time is shortened by its communication speedup
+  (:func:`evaluator.workload.model.accelerated_run_time`, looked up at
+  start for its mode and the number of groups it was given).
 
 The result is a per-job :class:`xarray.Dataset` (dim ``job``) with submit,
 start, end, wait (s), nodes, groups, mode, speedup, run_time,
@@ -85,25 +89,38 @@ JOB_VARS = {
 
 
 class _Running:
-    """Running jobs ordered by expected end (start + requested)."""
+    """Running jobs ordered by expected end (start + requested); ``version`` counts the changes of the machine (a
+    job added or removed, or :meth:`touch` after a trial placement was undone), so that an answer computed on it can
+    be kept while the version is the same."""
 
-    __slots__ = ("keys", "alloc", "nodes")
+    __slots__ = ("keys", "alloc", "nodes", "version")
 
     def __init__(self):
         self.keys: list[tuple[float, int]] = []  # (expected end, job index), sorted
         self.alloc: dict[int, Any] = {}
         self.nodes: dict[int, int] = {}
+        self.version = 0
 
     def add(self, est_end: float, j: int, alloc, n: int) -> None:
         bisect.insort(self.keys, (est_end, j))
         self.alloc[j] = alloc
         self.nodes[j] = n
+        self.version += 1
 
     def remove(self, est_end: float, j: int):
         k = bisect.bisect_left(self.keys, (est_end, j))
         del self.keys[k]
         self.nodes.pop(j)
+        self.version += 1
         return self.alloc.pop(j)
+
+    def touch(self) -> None:
+        """The policy changed outside :meth:`add` and :meth:`remove` (a placement released again)."""
+        self.version += 1
+
+    def nodes_by(self, when: float) -> int:
+        """Nodes of the running jobs expected to end by ``when`` (a prefix of ``keys``)."""
+        return sum(self.nodes[j] for _, j in self.keys[:bisect.bisect_right(self.keys, (when, math.inf))])
 
 
 def simulate(trace: Trace, policy, speedups=None, speedup_rule: str = "time_ratio",
@@ -168,7 +185,8 @@ def _check_simulation(trace, policy, speedups, speedup_rule, nodes_per_group, ba
     total = int(policy.total_nodes)
     int_arg("nodes_per_group", nodes_per_group, 1, total, none=True, what="a group's nodes")
     own = getattr(policy, "nodes_per_group", None)
-    if nodes_per_group is not None and (total % int(nodes_per_group) or own is not None and int(own) != nodes_per_group):
+    if nodes_per_group is not None and (total % int(nodes_per_group)
+                                        or own is not None and int(own) != nodes_per_group):
         # until 2026-12-06 accepted: requirements, and a speedup table's machine, were checked against a machine
         # the policy does not have
         raise ConfigError("nodes_per_group", nodes_per_group,
@@ -204,9 +222,11 @@ def _jobs_in_order(trace: Trace) -> dict:
     reqs = trace.reqs()
     mpi = (np.zeros(n) if trace.mpi_fraction is None else np.asarray(trace.mpi_fraction, np.float64))[order]
     requests = [JobRequest(int(ids[i]), int(size[i]), str(modes[i]), tuple(reqs[int(order[i])])) for i in range(n)]
+    shapes: dict[tuple, int] = {}  # a number per distinct (size, mode, requirements): the scheduler's refusal memo
+    shape = [shapes.setdefault((r.nodes, r.mode, r.requirements), len(shapes)) for r in requests]
 
     return {"n": n, "ids": ids, "sub": sub, "run": run, "req_t": req_t, "size": size, "modes": modes, "mpi": mpi,
-            "requests": requests}
+            "requests": requests, "shape": shape}
 
 
 def _launcher(jobs: dict, res: dict, running, ends: list, table, speedup_rule: str, G: int):
@@ -229,18 +249,34 @@ def _launcher(jobs: dict, res: dict, running, ends: list, table, speedup_rule: s
     return launch
 
 
+def _placer(jobs: dict, policy):
+    """``(place, refused)``: ``place(j)`` is ``policy.allocate`` of job ``j``, or None without asking when a request
+    of its shape (size, mode, requirements) is in ``refused``, the shapes the policy refused since the scheduler last
+    cleared it (when a job ended): the machine has only become busier since, which makes no placement possible that
+    was not (the policies' premise of the module docstring's shortcuts)."""
+    shape, requests = jobs["shape"], jobs["requests"]
+    refused: set[int] = set()
+
+    def place(j: int):
+        if shape[j] in refused:
+            return None
+        a = policy.allocate(requests[j])
+        if a is None:
+            refused.add(shape[j])
+        return a
+
+    return place, refused
+
+
 def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, backfill_depth, total: int):
     """``schedule(t, first_new, changed)``: one FCFS + EASY backfilling pass (module docstring)."""
-    size, req_t, requests = jobs["size"], jobs["req_t"], jobs["requests"]
+    size, req_t = jobs["size"], jobs["req_t"]
     reservation = res["reservation"]
     count_only = bool(getattr(policy, "count_only", False))
     min_size = int(size.min()) if jobs["n"] else 0
     shadow_of, head_fits_at_shadow, never_fits = _reservations(jobs, policy, running, total)
-
-    def try_place(pol, j: int):
-        if size[j] > pol.idle_nodes:
-            return None
-        return pol.allocate(requests[j])
+    shape = jobs["shape"]
+    place, refused = _placer(jobs, policy)
 
     tried = [0]  # queued jobs behind the head whose backfill tests failed on the machine as it is now
 
@@ -251,9 +287,11 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
         the new ones, and those its backfills moved into the first ``backfill_depth`` (until 2026-12-06 these
         waited for the next end). Returns the jobs it started."""
         n_started = 0
+        if changed:
+            refused.clear()
         while queue:
             h = queue[0]
-            a = try_place(policy, h)
+            a = None if size[h] > policy.idle_nodes else place(h)
             if a is None:
                 break
             launch(h, a, t, False)
@@ -279,18 +317,19 @@ def _scheduler(jobs: dict, res: dict, policy, running, queue: list, launch, back
             if idle < min_size:
                 break
             j = queue[k]
-            if size[j] > idle:
+            if size[j] > idle or shape[j] in refused:  # (refused: ``place`` would not ask the policy)
                 continue
             if shadow is None:  # computed once a candidate fits now
                 shadow, free_at_shadow = shadow_of(h, t)
             by_shadow = t + req_t[j] <= shadow
             if not by_shadow and free_at_shadow - size[j] < need:
                 continue  # would hold nodes the head needs at its shadow time (a count: no placement asked)
-            a = policy.allocate(requests[j])
+            a = place(j)
             if a is None:
                 continue
             if not (by_shadow or count_only or head_fits_at_shadow(h, shadow, t)):
                 policy.release(a)
+                running.touch()
                 continue
             if not by_shadow:
                 free_at_shadow -= int(size[j])
@@ -320,30 +359,34 @@ def _reservations(jobs: dict, policy, running, total: int):
         f = getattr(pol, "fits", None)
         return f(req) if f is not None else pol.allocate(req) is not None
 
+    last = [-1, -1, 0.0]  # [machine version, head, expected end of the job whose release lets it fit]
+
     def shadow_of(h: int, t: float) -> tuple[float, int]:
-        """(shadow time, nodes free at it) of head ``h``: release running jobs by expected end until it fits."""
-        idle = int(policy.idle_nodes)
+        """(shadow time, nodes free at it) of head ``h``: release running jobs by expected end until it fits. On the
+        same machine (version) the same job lets it fit: that job's expected end is kept (a later pass at another
+        time, with no job started or ended since, asks again)."""
+        if last[0] != running.version or last[1] != h:
+            last[:] = running.version, h, _fitting_end(h)
+        shadow = max(last[2], t)
+        # the jobs expected to end by the shadow time (max(est, t) <= shadow: est <= shadow, as shadow >= t)
+        return shadow, int(policy.idle_nodes) + running.nodes_by(shadow)
+
+    def _fitting_end(h: int) -> float:
+        """The expected end of the running job (by expected end) whose release lets head ``h`` fit."""
         need = int(size[h])
         if count_only:
-            free = idle
+            free = int(policy.idle_nodes)
             for est, j in running.keys:
                 free += running.nodes[j]
                 if free >= need:
-                    shadow = max(est, t)
-                    break
-            else:
-                raise _never_fits(h)
+                    return est
         else:
             pc = look()
             for est, j in running.keys:
                 pc.release(running.alloc[j])
                 if pc.idle_nodes >= need and fits(pc, requests[h]):
-                    shadow = max(est, t)
-                    break
-            else:
-                raise _never_fits(h)
-        free = idle + sum(running.nodes[j] for est, j in running.keys if max(est, t) <= shadow)
-        return shadow, free
+                    return est
+        raise _never_fits(h)
 
     def _never_fits(h: int) -> ConfigError:
         return ConfigError(f"job {int(ids[h])}: request", f"{int(size[h])} nodes, mode {modes[h]!r}",
