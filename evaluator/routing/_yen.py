@@ -76,9 +76,12 @@ class RouterGraph:
         """Hops from every router to ``t`` (-1: unreachable), int32.
 
         A torus or mesh (``grid``): the sum over dimensions of the ring (or
-        line) distance, a broadcast sum of one short table per dimension
-        (the hop count of a product of rings and lines; no search, nothing
-        cached: a 32x32x32 torus would hold 4 kB per destination).
+        line) distance (the hop count of a product of rings and lines; no
+        search, nothing cached per destination: a 32x32x32 torus would hold
+        128 kB per destination): one row per dimension of a table made once
+        per graph (:func:`_grid_rows`, ``sum(dims) x n_routers`` int32), or
+        where that table would pass :data:`GRID_ROWS_BYTES`, a broadcast
+        sum of one short table per dimension.
         Otherwise a BFS in C (SciPy), cached per destination (at most
         256 MB of tables): the BFS gives each router's predecessor on a
         shortest path to ``t``; the hop counts follow by pointer jumping
@@ -88,6 +91,11 @@ class RouterGraph:
         the same distances by Dijkstra's algorithm, 6x slower on 8,192 routers.
         """
         if self.grid is not None:
+            rows = self._dist.get("grid")
+            if rows is None:
+                rows = self._dist["grid"] = _grid_rows(self.grid)
+            if rows:
+                return _grid_sum(rows, np.unravel_index(int(t), self.grid[0]))
             return _grid_dist(self.grid, int(t))
         d = self._dist.get(t)
         if d is None:
@@ -130,6 +138,37 @@ def _grid_dist(grid: tuple, t: int) -> RouterInts:
         shape[k] = n
         out = out + delta.reshape(shape)
     return np.ascontiguousarray(np.broadcast_to(out, dims), np.int32).reshape(-1)
+
+
+GRID_ROWS_BYTES = 64_000_000
+"""Most bytes of :func:`_grid_rows`'s table kept per graph (``4 sum(dims) R``: 1.1 MB on the 8x8x8x8x2 BG/Q
+partition, 12.6 MB on a 32x32x32 torus); a larger grid sums its short tables per destination."""
+
+
+def _grid_rows(grid: tuple) -> tuple:
+    """Per dimension ``k`` an int32 table ``[n_k, R]``: row ``c`` holds every router's distance along ``k`` to
+    coordinate ``c`` (``()`` when the tables would pass :data:`GRID_ROWS_BYTES`)."""
+    dims, wrap = grid
+    R = math.prod(dims)
+    if 4 * sum(dims) * R > GRID_ROWS_BYTES:
+        return ()
+    coords = np.unravel_index(np.arange(R), dims)
+    rows = []
+    for n, w, x in zip(dims, wrap, coords):
+        delta = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+        if w:
+            delta = np.minimum(delta, n - delta)
+        rows.append(np.ascontiguousarray(delta.astype(np.int32)[:, x]))
+    return tuple(rows)
+
+
+def _grid_sum(rows: tuple, tc: tuple) -> RouterInts:
+    """Hop counts to the router of coordinates ``tc``: the sum of one row per dimension (the same int32 values as
+    :func:`_grid_dist`: sums of small non-negative integers, exact in any order)."""
+    out = rows[0][int(tc[0])].copy()
+    for r, c in zip(rows[1:], tc[1:]):
+        out += r[int(c)]
+    return out
 
 
 def _grid_of(topo: Topology, keys: np.ndarray) -> tuple | None:
@@ -253,8 +292,8 @@ def _astar(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set, ma
     return None
 
 
-def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set, salt: int,
-             chains: dict | None = None) -> list[int] | tuple[int, ...] | None:
+def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set | None, salt: int,
+             chains: dict | None = None, first: int = -1) -> list[int] | tuple[int, ...] | None:
     """:func:`_spur`'s path when its A* search never backtracks, else None (then the search runs in full).
 
     The A* search pops, among the entries of the least estimate (the
@@ -272,27 +311,32 @@ def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set, 
     of it is banned (banned edges all leave ``s``, which the walk never
     sees again: it only goes down), so the unobstructed walk from ``y`` is
     kept per ``y`` and taken whole when it avoids ``banned_nodes``.
+
+    ``first`` (>= 0): the first step, chosen by the caller by the same rule (:meth:`_Yen._spurs`); then
+    ``banned_edges`` (all leaving ``s``) is not read.
     """
     want = h_to_t[s] - 1
-    best, best_key = -1, 1 << 33
-    for y in nbr[s]:
-        if h_to_t[y] != want or y in banned_nodes or (s, y) in banned_edges:
-            continue
-        key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
-        if key < best_key:
-            best, best_key = y, key
+    best = first
     if best < 0:
-        return None
+        best_key = 1 << 33
+        for y in nbr[s]:
+            if h_to_t[y] != want or y in banned_nodes or (s, y) in banned_edges:
+                continue
+            key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
+            if key < best_key:
+                best, best_key = y, key
+        if best < 0:
+            return None
     if chains is not None:
         walk = _chain(nbr, best, t, h_to_t, salt, chains)
         if banned_nodes.isdisjoint(walk):
             return (s,) + walk
     path = [s, best]
     x, want = best, want - 1
-    while x != t:
+    while x != t:                                  # below s: no banned edge leaves x (they all leave s)
         best, best_key = -1, 1 << 33
         for y in nbr[x]:
-            if h_to_t[y] != want or y in banned_nodes or (x, y) in banned_edges:
+            if h_to_t[y] != want or y in banned_nodes:
                 continue
             key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
             if key < best_key:
@@ -429,26 +473,7 @@ class _Yen:
         nbr, t, salt, limit = self.graph.nbr, self.t, self.salt, self.limit
         A, B, lengths, lazy = self.A, self.B, self.lengths, self.lazy
         while len(A) < k and not self.done:
-            prev = A[-1]
-            for i in range(self.dev[-1], len(prev) - 1):
-                x = prev[i]
-                root = prev[: i + 1]
-                hx = h[x]
-                if hx < 0 or hx > limit - i:
-                    continue
-                banned_edges = {(x, y) for y in self.kids[root]}
-                banned_nodes = set(root[:-1])
-                want = hx - 1
-                if not any(h[y] == want and y not in banned_nodes and (x, y) not in banned_edges for y in nbr[x]):
-                    if i + hx + 1 <= limit:                  # a detour: searched when its length can be the least
-                        self._n += 1
-                        heapq.heappush(lazy, (i + hx + 1, self._n, i, root, banned_edges))
-                    continue
-                sp = _descent(nbr, x, t, h, banned_nodes, banned_edges, salt, chains)
-                if sp is None:
-                    sp = _astar(nbr, x, t, h, banned_nodes, banned_edges, limit - i, salt)
-                if sp is not None:
-                    self._add(root[:-1] + tuple(sp), i)
+            self._spurs(A[-1], h, chains)
             while lazy and (not lengths or lazy[0][0] <= lengths[0]):
                 *_, i, root, banned_edges = heapq.heappop(lazy)
                 sp = _astar(nbr, root[-1], t, h, set(root[:-1]), banned_edges, limit - i, salt)
@@ -467,6 +492,43 @@ class _Yen:
             self._take(best, dev)
         self._keys = {}
         return A[:k]
+
+    def _spurs(self, prev: tuple[int, ...], h, chains: dict) -> None:
+        """Yen's spur searches of the last path taken, ``prev``, from its deviation index on (Lawler's rule): each
+        spur's candidate goes to ``B``, or its A* detour to ``lazy`` when its first step has no unbanned router
+        one hop nearer ``t``.
+
+        The first step is chosen here (the smallest hashed key among the unbanned neighbours one hop nearer, as
+        :func:`_descent` would), so :func:`_descent` starts from it; ``banned_nodes``, the root without its
+        last router, grows by one router per spur index; ``banned_edges`` is made only for an A* search."""
+        nbr, t, salt, limit, kids, lazy = self.graph.nbr, self.t, self.salt, self.limit, self.kids, self.lazy
+        dev = self.dev[-1]
+        banned_nodes = set(prev[:dev])
+        for i in range(dev, len(prev) - 1):
+            if i > dev:
+                banned_nodes.add(prev[i - 1])
+            x = prev[i]
+            hx = h[x]
+            if hx < 0 or hx > limit - i:
+                continue
+            root = prev[: i + 1]
+            kid = kids[root]                                # the banned next routers (Yen's banned edges from x)
+            want, best, best_key = hx - 1, -1, 1 << 33
+            for y in nbr[x]:
+                if h[y] == want and y not in kid and y not in banned_nodes:
+                    key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
+                    if key < best_key:
+                        best, best_key = y, key
+            if best < 0:
+                if i + hx + 1 <= limit:                      # a detour: searched when its length can be the least
+                    self._n += 1
+                    heapq.heappush(lazy, (i + hx + 1, self._n, i, root, {(x, y) for y in kid}))
+                continue
+            sp = _descent(nbr, x, t, h, banned_nodes, None, salt, chains, best)
+            if sp is None:
+                sp = _astar(nbr, x, t, h, banned_nodes, {(x, y) for y in kid}, limit - i, salt)
+            if sp is not None:
+                self._add(root[:-1] + tuple(sp), i)
 
     def _most_diverse(self, tied: list[tuple[int, ...]]) -> tuple[int, ...]:
         """The path of ``tied`` sharing the fewest router hops with the paths taken, then the smallest hashed keys
