@@ -208,6 +208,33 @@ def _times(load: np.ndarray, cap: np.ndarray, bg: np.ndarray, n_router_links: in
             _time(load, cap, bg, net))
 
 
+def _background(m: RdnMachine, q: int, local: np.ndarray, fraction: float) -> tuple[np.ndarray, Traffic | None]:
+    """The free nodes of the job's ``q`` groups and their background traffic (None: none), uniform inside each
+    group: every free node sends ``fraction`` of a link's bandwidth, spread over the other free nodes of its group."""
+    npg = m.nodes_per_group
+    free = np.ones(q * npg, dtype=bool)
+    free[local] = False
+    fnodes = np.flatnonzero(free)
+    if not (fraction > 0 and fnodes.size):
+        return fnodes, None
+    fg = fnodes // npg
+    src, dst, rate = [], [], []
+    for G in np.unique(fg):
+        members = np.flatnonzero(fg == G)
+        k = members.size
+        if k < 2:
+            continue
+        s, d = np.meshgrid(members, members, indexing="ij")
+        off = s != d
+        src.append(s[off])
+        dst.append(d[off])
+        rate.append(np.full(int(off.sum()), fraction * m.bandwidth / (k - 1)))
+    if not src:
+        return fnodes, None
+    return fnodes, Traffic(fnodes.size, np.concatenate(src), np.concatenate(dst), np.concatenate(rate),
+                           "background inside groups")
+
+
 def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, nodes: np.ndarray,
                fraction: float) -> dict:
     """RDN-GRAP: the job on the RDN of its own groups, TAGO, background inside its groups."""
@@ -248,38 +275,24 @@ def _rdn_point(m: RdnMachine, pattern: str, q: int, tr: Traffic, pol: Grap, node
     pl = Placement(local.astype(np.int64), topo.n_nodes, f"GRAP {PATTERNS[pattern]}")
     cap = np.asarray(topo.capacity)
     nr = topo.n_router_links
-    # background: free nodes of the job's groups, uniform inside their group
-    free = np.ones(q * npg, dtype=bool)
-    free[local] = False
-    fnodes = np.flatnonzero(free)
-    btr = None
-    if fraction > 0 and fnodes.size:
-        fg = fnodes // npg
-        src, dst, rate = [], [], []
-        for G in np.unique(fg):
-            members = np.flatnonzero(fg == G)
-            k = members.size
-            if k < 2:
-                continue
-            s, d = np.meshgrid(members, members, indexing="ij")
-            off = s != d
-            src.append(s[off])
-            dst.append(d[off])
-            rate.append(np.full(int(off.sum()), fraction * m.bandwidth / (k - 1)))
-        if src:
-            btr = Traffic(fnodes.size, np.concatenate(src), np.concatenate(dst), np.concatenate(rate),
-                          "background inside groups")
+    fnodes, btr = _background(m, q, local, fraction)
+    bpl = Placement(fnodes, topo.n_nodes, "free nodes") if btr is not None else None
     out = {}
     for intra in INTRA:
         if intra == "valiant" and m.a < 3:
             continue
         rt = tago(intra)
-        res = evaluate_batch(topo, rt, [tr], [pl], keep_link_load=True, chunk_size=1)
+        # the job and its background in one call where both are flow lists (one compiled program on this RDN, not
+        # two); each point's loads are its own, whatever the batch it runs in
+        both = btr is not None and tr.kernel_input == btr.kernel_input
+        res = evaluate_batch(topo, rt, [tr, btr] if both else [tr], [pl, bpl] if both else [pl],
+                             keep_link_load=True, chunk_size=1)
         load = np.asarray(res.link_load[0], dtype=np.float64)
         bg = np.zeros_like(cap)
-        if btr is not None:
-            bres = evaluate_batch(topo, rt, [btr], [Placement(fnodes, topo.n_nodes, "free nodes")],
-                                  keep_link_load=True, chunk_size=1)
+        if both:
+            bg = np.asarray(res.link_load[1], dtype=np.float64)
+        elif btr is not None:
+            bres = evaluate_batch(topo, rt, [btr], [bpl], keep_link_load=True, chunk_size=1)
             bg = np.asarray(bres.link_load[0], dtype=np.float64)
         out[f"rdn_{intra}_time"], out[f"rdn_{intra}_time_bg"], out[f"rdn_{intra}_net_time_bg"] = \
             _times(load, cap, bg, nr)
