@@ -292,6 +292,19 @@ def _astar(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set, ma
     return None
 
 
+def _next_router(nbrs, h_to_t, want: int, banned_nodes: set, salt: int, avoid=()) -> int:
+    """The next router of a descent: among ``nbrs`` at ``want`` hops from the target, neither in ``banned_nodes`` nor
+    in ``avoid``, the one of the smallest hashed key ``((y ^ salt) * 2654435761) mod 2^32``; -1 where none is."""
+    best, best_key = -1, 1 << 33
+    for y in nbrs:
+        if h_to_t[y] != want or y in banned_nodes or y in avoid:
+            continue
+        key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
+        if key < best_key:
+            best, best_key = y, key
+    return best
+
+
 def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set | None, salt: int,
              chains: dict | None = None, first: int = -1) -> list[int] | tuple[int, ...] | None:
     """:func:`_spur`'s path when its A* search never backtracks, else None (then the search runs in full).
@@ -318,13 +331,7 @@ def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set |
     want = h_to_t[s] - 1
     best = first
     if best < 0:
-        best_key = 1 << 33
-        for y in nbr[s]:
-            if h_to_t[y] != want or y in banned_nodes or (s, y) in banned_edges:
-                continue
-            key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
-            if key < best_key:
-                best, best_key = y, key
+        best = _next_router(nbr[s], h_to_t, want, banned_nodes, salt, {y for r, y in banned_edges if r == s})
         if best < 0:
             return None
     if chains is not None:
@@ -334,13 +341,7 @@ def _descent(nbr, s: int, t: int, h_to_t, banned_nodes: set, banned_edges: set |
     path = [s, best]
     x, want = best, want - 1
     while x != t:                                  # below s: no banned edge leaves x (they all leave s)
-        best, best_key = -1, 1 << 33
-        for y in nbr[x]:
-            if h_to_t[y] != want or y in banned_nodes:
-                continue
-            key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
-            if key < best_key:
-                best, best_key = y, key
+        best = _next_router(nbr[x], h_to_t, want, banned_nodes, salt)
         if best < 0:
             return None
         path.append(best)
@@ -513,12 +514,7 @@ class _Yen:
                 continue
             root = prev[: i + 1]
             kid = kids[root]                                # the banned next routers (Yen's banned edges from x)
-            want, best, best_key = hx - 1, -1, 1 << 33
-            for y in nbr[x]:
-                if h[y] == want and y not in kid and y not in banned_nodes:
-                    key = ((y ^ salt) * _HASH) & 0xFFFFFFFF
-                    if key < best_key:
-                        best, best_key = y, key
+            best = _next_router(nbr[x], h, hx - 1, banned_nodes, salt, kid)
             if best < 0:
                 if i + hx + 1 <= limit:                      # a detour: searched when its length can be the least
                     self._n += 1
