@@ -30,8 +30,9 @@ the CLI warns), or when the user gave JAX a cache directory of their own
 (``jax.config.update("jax_compilation_cache_dir", ...)`` before the import
 wins). A second Python process then skips the compilation of the kernels,
 and, with the program store kept in the same directory
-(:mod:`evaluator._program_store`: the compiled executables themselves, off
-with the same switch), their tracing and lowering too (an 8x8 torus's first
+(:mod:`evaluator._program_store`: the compiled executables themselves; off
+unless ``EVALUATOR_PROGRAM_STORE=1``, and off with the same switch), their
+tracing and lowering too (an 8x8 torus's first
 evaluation: 0.6-1.1 s with JAX's cache alone, 0.08-0.2 s with the store;
 ``evaluator bench --only startup``).
 
