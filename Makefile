@@ -23,13 +23,22 @@ setup: $(BIN)/evaluator
 run: setup
 	$(BIN)/evaluator sweep
 
+# pytest rewrites every test module's asserts before importing it, about 12 s of each worker's start for the ~270
+# modules. With PYTHONDONTWRITEBYTECODE set (as on this project's machines) it could not keep the result, so every
+# worker of every run did it again. The test targets let pytest keep it in tests/__pycache__ (git-ignored; pytest
+# rewrites a module again when its source changes), filled by one collection before a run that finds it empty.
+PYTEST = PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
+KEEP_REWRITES = @test -d tests/__pycache__ || $(PYTEST) -q -p no:cacheprovider --collect-only > /dev/null 2>&1 || true
+
 test: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
+	$(KEEP_REWRITES)
+	$(PYTEST) -q -n 2 --dist loadgroup --durations=15
 
 # the suite without its heavy groups (tests/conftest.py SLOW_GROUPS: Ray, the documents run, the claim tests, SMPI)
 # and without the tests of tests/data/slow_tests.txt (half a second or more in a full run: tests/slow_tests.py)
 test-quick: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
+	$(KEEP_REWRITES)
+	$(PYTEST) -q -n 2 --dist loadgroup -m "not slow"
 
 clean:
 	rm -rf $(VENV) .pytest_cache
