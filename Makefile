@@ -41,7 +41,7 @@ test-quick: setup
 	$(PYTEST) -q -n 2 --dist loadgroup -m "not slow"
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache tests/__pycache__
 
 # the stated results of README.md and docs/ that no claim test reads and no timing marker covers (tests/stated_numbers.py)
 numbers: setup
