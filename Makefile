@@ -45,6 +45,6 @@ clean:
 
 # the stated results of README.md and docs/ that no claim test reads and no timing marker covers (tests/stated_numbers.py)
 numbers: setup
-	@ledger=$$(mktemp); EVALUATOR_CLAIMS_LEDGER=$$ledger $(BIN)/python -m pytest -q -n 2 --dist loadgroup \
+	@ledger=$$(mktemp); EVALUATOR_CLAIMS_LEDGER=$$ledger $(PYTEST) -q -n 2 --dist loadgroup \
 	    $$( (ls tests/test_claims_*.py; grep -l "check_stated\|stated(" tests/test_*.py) | sort -u) >/dev/null; \
 	    LIMIT=$${LIMIT:-1000} $(BIN)/python -m tests.stated_numbers $$ledger; rm -f $$ledger
