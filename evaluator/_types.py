@@ -79,7 +79,8 @@ AXIS_MEANINGS: dict[str, str] = {
     "rank)", "send": "point-to-point sends of a trace", "var": "variables of a linear program", "eq_row": "equality "
     "constraints (rows of A_eq) of a linear program", "ub_row": "inequality constraints (rows of A_ub) of a linear "
     "program", "instance": "linear programs of a batch", "commodity": "commodities of the edge LP (a source router's "
-    "pairs of one magnitude class)",
+    "pairs of one magnitude class)", "src": "the sending side of a block of location pairs (a product block's "
+    "sending locations)", "dst": "the receiving side of a block of location pairs",
     # symbolic sizes (jaxtyping binds them per call: equal names, equal sizes)
     "K": "the listed links of one flow", "W": "the flows a move touches", "k": "a small fixed count (the k of "
     "k-shortest paths, candidates)", "n": "a length given by the caller", "m": "parallel global links of a group "

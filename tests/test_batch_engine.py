@@ -148,6 +148,28 @@ def test_dor_tie_note_names_the_dimensions_a_walk_finds(seed):
     assert "notes" not in ev.evaluate(topo, tr, pl, ev.dor(tie="positive")).attrs
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_dor_tie_note_of_dense_and_phased_traffic_names_the_dimensions_a_walk_finds(seed):
+    """Dense traffic's pairs are never listed for the note (:meth:`~evaluator.traffic.AbstractTraffic.pair_sets`:
+    the sending and receiving routers' sets); the dimensions it names are those of every pair walked flow by flow
+    (the pattern's flow list), alone and as a phase beside a flow list."""
+    rng = np.random.default_rng(100 + seed)
+    topo = ev.torus((8, 6, 4), wrap=(True, True, bool(seed % 2)))
+    n = int(rng.integers(2, 12))
+    sw = np.where(rng.random(n) < 0.6, 0.0, rng.random(n))  # few senders and receivers: ties in some dims only
+    dw = np.where(rng.random(n) < 0.6, 0.0, rng.random(n))
+    sw[0], dw[-1] = 1.0, 1.0
+    dense = T.DenseTraffic(n, sw, dw, float(seed % 3))  # bytes_per_pair 0: no bytes, no note
+    pl = P.fully_random(topo, n, seed=seed)
+    expected = _tie_dims_by_walk(topo, dense.to_flows(), pl)
+    assert _noted_dims(ev.evaluate(topo, dense, pl, ev.dor())) == expected
+    f = int(rng.integers(1, 6))
+    flows = T.from_flows(n, rng.integers(0, n, f), rng.integers(0, n, f), rng.random(f) * 100)
+    both = T.phased([flows, dense, flows])
+    assert _noted_dims(ev.evaluate(topo, both, pl, ev.dor())) == sorted(
+        set(expected) | set(_tie_dims_by_walk(topo, flows, pl)))
+
+
 def test_dor_tie_note_on_a_shift_by_half_a_ring():
     """A shift by half of the first ring (grid 8 x 4, offset (4, 0)): a tie in dimension 0 only."""
     topo = ev.torus((8, 4))

@@ -86,7 +86,7 @@ def point_notes(topology: Topology, traffic: AbstractTraffic, placement: Placeme
     that keeps the contract's default (no notes) lists no pairs (a dense point's: 12 ms on a 24-ary 3-tree)."""
     if type(routing).notes is Routing.notes:
         return ()
-    return tuple(routing.notes(topology, *note_pairs(topology, traffic, placement, routing)))
+    return tuple(routing.notes(topology, note_pairs(topology, traffic, placement)))
 
 
 def add_notes(ds: xr.Dataset, notes: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._types import Float, Int
-from ..errors import ResourceError, check_memory
+from ..errors import check_memory
 from ..placement import Placement
 from ..routing import Routing
 from ..topology import Topology
@@ -76,17 +76,14 @@ def router_pairs(topology: Topology, traffic: AbstractTraffic, placement: Placem
     return k, np.asarray(b, np.float64)
 
 
-def note_pairs(topology: Topology, traffic: AbstractTraffic, placement: Placement, routing: Routing
-               ) -> tuple[Int[np.ndarray, "entry"], Int[np.ndarray, "entry"]]:
-    """The communicating router pairs ``(src, dst)`` of one point for :meth:`~evaluator.routing.Routing.notes`:
-    every entry (repeats, any order: a note asks whether some pair is of a kind, never how many there are; no
-    sort of every flow's pair), none when dense traffic has too many to list (the notes are commentary, not
-    results)."""
-    try:
-        s, d, _ = _pair_bytes(topology, traffic, placement, routing.label)
-    except ResourceError:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return s, d
+def note_pairs(topology: Topology, traffic: AbstractTraffic, placement: Placement
+               ) -> tuple[tuple[Int[np.ndarray, "src"], Int[np.ndarray, "dst"], bool], ...]:
+    """The communicating router pairs of one point for :meth:`~evaluator.routing.Routing.notes`, as blocks
+    ``(src, dst, product)`` (:meth:`~evaluator.traffic.AbstractTraffic.pair_sets`): a flow list's entries
+    (repeats, any order: a note asks whether some pair is of a kind, never how many there are; no sort of every
+    flow's pair), a dense pattern's sets of sending and receiving routers (its pairs never listed)."""
+    return traffic.pair_sets(np.asarray(topology.node_router)[np.asarray(placement.task_node)],
+                             int(topology.n_routers))
 
 
 def evaluate_bound(topology: Topology, routing: Routing, traffics: Sequence[AbstractTraffic],

@@ -129,22 +129,30 @@ class DorRouting(Routing):
         expectation of a random choice per message)."""
         return np.ones(n_points)
 
-    def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
+    def notes(self, topology, pairs) -> tuple[str, ...]:
         """With ``tie="split"``, pairs exactly half a ring apart send half their bytes each way: an
         expectation over the two directions, which can finish sooner than either single path (a shift by
-        ``n / 2`` on a ring of 8: 1 ms split, 2 ms on either way alone). Said when some pair meets a tie."""
+        ``n / 2`` on a ring of 8: 1 ms split, 2 ms on either way alone). Said when some pair meets a tie (a
+        product block of pairs: when some source coordinate plus ``n / 2`` is a destination coordinate)."""
         if self.tie != "split" or not hasattr(topology, "wrap"):
             return ()
         c = np.asarray(topology.router_coords)
-        s, d = np.asarray(src_router, np.int64), np.asarray(dst_router, np.int64)
         hit = []
         for k, (n, w) in enumerate(zip(topology.dims, topology.wrap)):
             if not (w and n > 2 and n % 2 == 0):
                 continue
             col = np.ascontiguousarray(c[:, k], dtype=np.int32)  # a contiguous column: gathers at memory speed
-            # coordinates in [0, n): a difference is n/2 modulo n exactly when it is +-n/2 (no division)
-            if np.any(np.abs(col.take(d) - col.take(s)) == n // 2):
-                hit.append(k)
+            for src, dst, product in pairs:
+                s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+                if product:
+                    seen = np.zeros(n, bool)
+                    seen[col.take(d)] = True
+                    tie = seen[(col.take(s) + n // 2) % n].any()
+                else:  # coordinates in [0, n): a difference is n/2 modulo n exactly when it is +-n/2
+                    tie = np.any(np.abs(col.take(d) - col.take(s)) == n // 2)
+                if tie:
+                    hit.append(k)
+                    break
         if not hit:
             return ()
         return (f"tie=split: some pairs are exactly half a ring apart in dimension(s) {hit}; their bytes are "

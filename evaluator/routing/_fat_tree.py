@@ -150,7 +150,7 @@ class EcmpRouting(Routing):
         require(is_int(k) and int(k) >= 1, "draws", k, "an integer >= 1 (hash seeds)")
         return tuple(ecmp((self.seed + i) % (MAX_ECMP_SEED + 1)) for i in range(int(k)))
 
-    def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
+    def notes(self, topology, pairs) -> tuple[str, ...]:
         return (f"ecmp: hashed ECMP with hash seed {self.seed}, one draw of a random routing; evaluate several "
                 "seeds (evaluator eval prints 16 by default; a sweep axis routing.seed='range(0,16)', then evaluator "
                 "query RUN --draws routing.seed; in "

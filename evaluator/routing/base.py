@@ -69,9 +69,12 @@ class Routing:
         """Short readable name, e.g. ``"valiant"`` or ``"dor-longest_first-split"``."""
         return self.kind
 
-    def notes(self, topology, src_router, dst_router) -> tuple[str, ...]:
-        """What a reader of one evaluation's result should know about this routing on these router pairs
-        (``src_router``, ``dst_router``: int arrays of the communicating pairs); none by default."""
+    def notes(self, topology, pairs) -> tuple[str, ...]:
+        """What a reader of one evaluation's result should know about this routing on the router pairs that
+        communicate (``pairs``: blocks ``(src, dst, product)`` of router ids, as
+        :meth:`~evaluator.traffic.AbstractTraffic.pair_sets` gives them: the pairs ``(src[i], dst[i])``, or every
+        pair of ``src x dst`` on different routers where ``product``); none by default (and then no pairs are
+        listed)."""
         return ()
 
     def draws(self, k: int) -> tuple["Routing", ...]:

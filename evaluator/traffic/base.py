@@ -180,6 +180,16 @@ class AbstractTraffic(abc.ABC):
         may refuse them.
         """
 
+    def pair_sets(self, task_loc: Int[np.ndarray, "task"], n_loc: int
+                  ) -> tuple[tuple[Int[np.ndarray, "src"], Int[np.ndarray, "dst"], bool], ...]:
+        """The location pairs that exchange bytes (those of :meth:`pair_bytes`), as blocks ``(src, dst,
+        product)``: ``product`` False, the pairs ``(src[i], dst[i])`` (repeats, any order); True, every pair of
+        ``src x dst`` (two sorted sets) on different locations. A question about which kinds of pairs meet (a
+        routing's notes) is answered from the sets without listing a dense pattern's pairs (a 16,384-node
+        all-to-all: 268 million). Default: :meth:`pair_bytes`' entries, one block."""
+        s, d, _ = self.pair_bytes(task_loc, n_loc)
+        return ((s, d, False),)
+
     @abc.abstractmethod
     def location_bytes(self, task_loc: Int[np.ndarray, "task"], n_loc: int
                        ) -> tuple[Float[np.ndarray, "loc"], Float[np.ndarray, "loc"]]:
@@ -500,6 +510,13 @@ class DenseTraffic(_Exchange):
         keep = (s != d) & (b > 0)
         return s[keep], d[keep], b[keep]
 
+    def pair_sets(self, task_loc, n_loc: int):
+        """One product block: the locations holding a task with source weight by those holding one with
+        destination weight (none without bytes per pair)."""
+        if not float(self.bytes_per_pair) > 0:
+            return ()
+        return ((np.unique(task_loc[self.src_weight > 0]), np.unique(task_loc[self.dst_weight > 0]), True),)
+
     def location_bytes(self, task_loc, n_loc: int):
         U = np.bincount(task_loc, weights=self.src_weight, minlength=n_loc) * float(self.bytes_per_pair)
         V = np.bincount(task_loc, weights=self.dst_weight, minlength=n_loc)
@@ -631,16 +648,14 @@ class PhasedTraffic(AbstractTraffic):
         idx = rng.choice(src.size, min(k, src.size), replace=False)
         return Traffic(self.n_tasks, src[idx], dst[idx], nb[idx], self.name)
 
-    def pair_bytes(self, task_loc, n_loc: int, check=None):
-        """Every phase's entries, phase after phase (runs of flow-list phases in one pass: a trace has
-        thousands)."""
-        parts, run = [], []
+    def _merged_phases(self) -> list[AbstractTraffic]:
+        """The phases, each run of flow-list phases merged into one flow list (a trace has thousands)."""
+        out, run = [], []
 
         def flush():
             if run:
-                parts.append(Traffic(self.n_tasks, np.concatenate([p.src for p in run]),
-                                     np.concatenate([p.dst for p in run]),
-                                     np.concatenate([p.nbytes for p in run])).pair_bytes(task_loc, n_loc, check))
+                out.append(Traffic(self.n_tasks, np.concatenate([p.src for p in run]),
+                                   np.concatenate([p.dst for p in run]), np.concatenate([p.nbytes for p in run])))
                 run.clear()
 
         for p in self.phases:
@@ -648,9 +663,18 @@ class PhasedTraffic(AbstractTraffic):
                 run.append(p)
                 continue
             flush()
-            parts.append(p.pair_bytes(task_loc, n_loc, check))
+            out.append(p)
         flush()
+        return out
+
+    def pair_bytes(self, task_loc, n_loc: int, check=None):
+        """Every phase's entries, phase after phase (runs of flow-list phases in one pass)."""
+        parts = [p.pair_bytes(task_loc, n_loc, check) for p in self._merged_phases()]
         return tuple(np.concatenate([q[i] for q in parts]) for i in range(3))
+
+    def pair_sets(self, task_loc, n_loc: int):
+        """Every phase's blocks, phase after phase (runs of flow-list phases in one block)."""
+        return tuple(b for p in self._merged_phases() for b in p.pair_sets(task_loc, n_loc))
 
     def location_bytes(self, task_loc, n_loc: int):
         """Summed over the phases."""
