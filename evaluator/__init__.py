@@ -18,11 +18,22 @@ cache (``~/.cache/evaluator/jax``; ``EVALUATOR_COMPILATION_CACHE=0`` off, ``=DIR
 another directory; a cache directory you gave JAX yourself is kept): a second
 process loads the kernels the first one compiled instead of compiling them
 again. It only sets ``jax.config`` (see :func:`evaluator._jax_cache.library_default`).
+Imported by the ``evaluator`` console command (``sys.argv[0]``), it first sets that
+process's Ctrl-C handler (:func:`evaluator._signals.take_ctrl_c`), so that a Ctrl-C
+during the command's start-up is not lost inside a garbage-collector callback.
 """
 
 from __future__ import annotations
 
-import jax as _jax
+import os as _os
+import sys as _sys
+
+if _sys.argv and _os.path.basename(str(_sys.argv[0])) == "evaluator":  # the console command, before the imports
+    from ._signals import take_ctrl_c as _take_ctrl_c
+
+    _take_ctrl_c()
+
+import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)
 

@@ -6,11 +6,49 @@ that one whose exception a garbage-collector callback swallowed is raised again 
 from __future__ import annotations
 
 import contextlib
+import gc
+import os
 import signal
 import threading
 from typing import Any
 
-__all__ = ["Interrupted", "stop_on_sigterm", "reclaim_signals", "reraise_signalled", "raise_if_signalled"]
+__all__ = ["Interrupted", "stop_on_sigterm", "reclaim_signals", "reraise_signalled", "raise_if_signalled",
+           "interrupt_handler", "take_ctrl_c"]
+
+RESEND_S = 0.02
+"""How long after a Ctrl-C that arrived inside a garbage-collector callback :func:`interrupt_handler` sends it
+again (the callback has returned by then; if not, it is sent again after as long)."""
+
+
+def _in_gc_callback(frame) -> bool:
+    """Whether ``frame`` (a signal handler's) is inside a function of ``gc.callbacks``, where a raised exception is
+    printed as "Exception ignored" and dropped."""
+    codes = {getattr(cb, "__code__", None) for cb in gc.callbacks} - {None}
+    while frame is not None and codes:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def interrupt_handler(signum, frame) -> None:
+    """Ctrl-C as Python's own handler does it (KeyboardInterrupt in the main thread), but never lost: a handler runs
+    at the main thread's next bytecode, and where that is inside a garbage-collector callback (JAX registers one,
+    busy while a command starts up) the exception would be dropped and the command run on to its end (`evaluator
+    eval` interrupted 0.8 s in: 1 of 3 tries, 2026-12-08). There the signal is sent again :data:`RESEND_S` later
+    instead, once the callback has returned."""
+    if _in_gc_callback(frame):
+        threading.Timer(RESEND_S, os.kill, (os.getpid(), signum)).start()
+        return
+    signal.default_int_handler(signum, frame)
+
+
+def take_ctrl_c() -> None:
+    """Handle Ctrl-C with :func:`interrupt_handler` where Python's own handler is set (in the main thread; a command
+    started with SIGINT ignored, as by nohup, keeps it ignored). The console command calls it first."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt_handler)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -79,9 +117,10 @@ def stop_on_sigterm():
         _SIGNALLED.append(signum)
         raise _interrupt(signum)
 
-    # SIGINT only where Python's own handler is set (a sweep started with SIGINT ignored, as by nohup, keeps it so)
-    sigs = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler
-                               else [])
+    # SIGINT only where Python's own handler (or the console's, interrupt_handler) is set (a sweep started with
+    # SIGINT ignored, as by nohup, keeps it so)
+    sigs = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) in (signal.default_int_handler,
+                                                                                      interrupt_handler) else [])
     previous = {sig: signal.signal(sig, handler) for sig in sigs}
     _HANDLING.update(dict.fromkeys(sigs, handler))
     try:

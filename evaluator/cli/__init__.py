@@ -149,6 +149,9 @@ def run() -> None:
     import atexit
     import os
 
+    from .._signals import take_ctrl_c
+
+    take_ctrl_c()  # (set already where the package was imported by the console command: evaluator/__init__.py)
     tune_malloc()  # large blocks stay in the heap (evaluator._malloc): this process is ours
     try:
         rc = main()
