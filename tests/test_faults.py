@@ -330,3 +330,36 @@ def test_kill_9_of_a_ray_driver_leaves_no_ray_process(tmp_path, capsys):
     printed = capsys.readouterr()
     assert rc == 0, printed.err[-2000:]
     assert kept >= 2 and len(list(out.glob("dragonfly_random_placement/*.nc"))) == 1, printed.out[-2000:]
+
+
+def test_an_interrupt_inside_a_writer_threads_start_still_waits_for_its_write(tmp_path, monkeypatch):
+    """An interrupt inside the ``Thread.start`` of a chunk's submit leaves the started thread out of the pool's own
+    set; ``ChunkWriter.close`` waits for its write all the same, so that the interrupted sweep's message counts every
+    chunk file it kept (it said 8 of 9 once: tests/test_ray_connect.py, 2026-12-08)."""
+    import threading
+
+    from evaluator.sweep._writer import ChunkWriter
+
+    plan = make_plan(tmp_path)
+    cid, pts = plan.chunks()[0]
+    written = []
+
+    def slow_write(plan_, cid_, res):
+        time.sleep(0.3)
+        written.append(cid_)
+
+    monkeypatch.setattr(store, "write_chunk", slow_write)
+    start = threading.Thread.start
+
+    def start_then_interrupt(self):
+        start(self)
+        raise KeyboardInterrupt  # as a signal's handler would, in Event.wait after the thread began
+
+    writer = ChunkWriter(plan, {k: 0.0 for k in ("build_s", "compile_s", "eval_s", "persist_s")}, None)
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        writer.submit(cid, {"flat": pts})
+    monkeypatch.setattr(threading.Thread, "start", start)
+    writer.drain(raise_errors=False)
+    writer.close()
+    assert written == [cid]  # before: close returned while the untracked thread still slept in the write
