@@ -37,10 +37,15 @@ def unique_keys(keys: Int[np.ndarray, "entry"]) -> Int[np.ndarray, "pair"]:
     return k[keep]
 
 
+def _task_routers(topology: Topology, placement: Placement) -> Int[np.ndarray, "task"]:
+    """The router of every task of one point."""
+    return np.asarray(topology.node_router)[np.asarray(placement.task_node)]
+
+
 def _pair_bytes(topology: Topology, traffic: AbstractTraffic, placement: Placement, label: str, check_size=None):
     """``(src router, dst router, bytes)`` entries of one point's exchanges (repeats, any order)."""
     R = int(topology.n_routers)
-    tr = np.asarray(topology.node_router)[np.asarray(placement.task_node)]
+    tr = _task_routers(topology, placement)
 
     def check(name: str, n_src: int, n_dst: int, n_pairs: int) -> None:
         if check_size is not None:
@@ -82,8 +87,7 @@ def note_pairs(topology: Topology, traffic: AbstractTraffic, placement: Placemen
     ``(src, dst, product)`` (:meth:`~evaluator.traffic.AbstractTraffic.pair_sets`): a flow list's entries
     (repeats, any order: a note asks whether some pair is of a kind, never how many there are; no sort of every
     flow's pair), a dense pattern's sets of sending and receiving routers (its pairs never listed)."""
-    return traffic.pair_sets(np.asarray(topology.node_router)[np.asarray(placement.task_node)],
-                             int(topology.n_routers))
+    return traffic.pair_sets(_task_routers(topology, placement), int(topology.n_routers))
 
 
 def evaluate_bound(topology: Topology, routing: Routing, traffics: Sequence[AbstractTraffic],

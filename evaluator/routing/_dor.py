@@ -137,13 +137,13 @@ class DorRouting(Routing):
         if self.tie != "split" or not hasattr(topology, "wrap"):
             return ()
         c = np.asarray(topology.router_coords)
+        pairs = [(np.asarray(s, np.int64), np.asarray(d, np.int64), product) for s, d, product in pairs]
         hit = []
         for k, (n, w) in enumerate(zip(topology.dims, topology.wrap)):
             if not (w and n > 2 and n % 2 == 0):
                 continue
             col = np.ascontiguousarray(c[:, k], dtype=np.int32)  # a contiguous column: gathers at memory speed
-            for src, dst, product in pairs:
-                s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+            for s, d, product in pairs:
                 if product:
                     seen = np.zeros(n, bool)
                     seen[col.take(d)] = True
